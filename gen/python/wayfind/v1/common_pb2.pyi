@@ -1,0 +1,75 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable
+from typing import ClassVar as _ClassVar, Optional as _Optional
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class SearchType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SEARCH_TYPE_UNSPECIFIED: _ClassVar[SearchType]
+    SEARCH_TYPE_FTS: _ClassVar[SearchType]
+    SEARCH_TYPE_REGEX: _ClassVar[SearchType]
+    SEARCH_TYPE_EXACT: _ClassVar[SearchType]
+    SEARCH_TYPE_FUZZY: _ClassVar[SearchType]
+
+class MatchType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    MATCH_TYPE_UNSPECIFIED: _ClassVar[MatchType]
+    MATCH_TYPE_EXACT: _ClassVar[MatchType]
+    MATCH_TYPE_ALIAS: _ClassVar[MatchType]
+    MATCH_TYPE_NAME: _ClassVar[MatchType]
+    MATCH_TYPE_NAME_PREFIX: _ClassVar[MatchType]
+    MATCH_TYPE_NAME_SUBSTRING: _ClassVar[MatchType]
+    MATCH_TYPE_DESCRIPTION: _ClassVar[MatchType]
+    MATCH_TYPE_FTS: _ClassVar[MatchType]
+    MATCH_TYPE_FUZZY: _ClassVar[MatchType]
+
+class Provider(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    PROVIDER_UNSPECIFIED: _ClassVar[Provider]
+    PROVIDER_ANTHROPIC: _ClassVar[Provider]
+    PROVIDER_OPENAI: _ClassVar[Provider]
+    PROVIDER_GEMINI: _ClassVar[Provider]
+    PROVIDER_BEDROCK: _ClassVar[Provider]
+    PROVIDER_OTHER: _ClassVar[Provider]
+SEARCH_TYPE_UNSPECIFIED: SearchType
+SEARCH_TYPE_FTS: SearchType
+SEARCH_TYPE_REGEX: SearchType
+SEARCH_TYPE_EXACT: SearchType
+SEARCH_TYPE_FUZZY: SearchType
+MATCH_TYPE_UNSPECIFIED: MatchType
+MATCH_TYPE_EXACT: MatchType
+MATCH_TYPE_ALIAS: MatchType
+MATCH_TYPE_NAME: MatchType
+MATCH_TYPE_NAME_PREFIX: MatchType
+MATCH_TYPE_NAME_SUBSTRING: MatchType
+MATCH_TYPE_DESCRIPTION: MatchType
+MATCH_TYPE_FTS: MatchType
+MATCH_TYPE_FUZZY: MatchType
+PROVIDER_UNSPECIFIED: Provider
+PROVIDER_ANTHROPIC: Provider
+PROVIDER_OPENAI: Provider
+PROVIDER_GEMINI: Provider
+PROVIDER_BEDROCK: Provider
+PROVIDER_OTHER: Provider
+
+class CallerContext(_message.Message):
+    __slots__ = ("tenant_id", "project_id", "user_id", "session_id", "run_id", "entitlements", "narrow_to_tools")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    PROJECT_ID_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    ENTITLEMENTS_FIELD_NUMBER: _ClassVar[int]
+    NARROW_TO_TOOLS_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    project_id: str
+    user_id: str
+    session_id: str
+    run_id: str
+    entitlements: _containers.RepeatedScalarFieldContainer[str]
+    narrow_to_tools: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, tenant_id: _Optional[str] = ..., project_id: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., run_id: _Optional[str] = ..., entitlements: _Optional[_Iterable[str]] = ..., narrow_to_tools: _Optional[_Iterable[str]] = ...) -> None: ...

@@ -1,0 +1,367 @@
+import datetime
+
+from google.protobuf import struct_pb2 as _struct_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from wayfind.v1 import common_pb2 as _common_pb2
+from wayfind.v1 import events_pb2 as _events_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class LoadingMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    LOADING_MODE_UNSPECIFIED: _ClassVar[LoadingMode]
+    LOADING_MODE_ALWAYS: _ClassVar[LoadingMode]
+    LOADING_MODE_DEFERRED: _ClassVar[LoadingMode]
+
+class SideEffect(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SIDE_EFFECT_UNSPECIFIED: _ClassVar[SideEffect]
+    SIDE_EFFECT_PURE: _ClassVar[SideEffect]
+    SIDE_EFFECT_READ: _ClassVar[SideEffect]
+    SIDE_EFFECT_WRITE: _ClassVar[SideEffect]
+    SIDE_EFFECT_EXTERNAL: _ClassVar[SideEffect]
+    SIDE_EFFECT_STATEFUL: _ClassVar[SideEffect]
+
+class ActivationScope(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ACTIVATION_SCOPE_UNSPECIFIED: _ClassVar[ActivationScope]
+    ACTIVATION_SCOPE_RUN: _ClassVar[ActivationScope]
+    ACTIVATION_SCOPE_SESSION: _ClassVar[ActivationScope]
+LOADING_MODE_UNSPECIFIED: LoadingMode
+LOADING_MODE_ALWAYS: LoadingMode
+LOADING_MODE_DEFERRED: LoadingMode
+SIDE_EFFECT_UNSPECIFIED: SideEffect
+SIDE_EFFECT_PURE: SideEffect
+SIDE_EFFECT_READ: SideEffect
+SIDE_EFFECT_WRITE: SideEffect
+SIDE_EFFECT_EXTERNAL: SideEffect
+SIDE_EFFECT_STATEFUL: SideEffect
+ACTIVATION_SCOPE_UNSPECIFIED: ActivationScope
+ACTIVATION_SCOPE_RUN: ActivationScope
+ACTIVATION_SCOPE_SESSION: ActivationScope
+
+class ToolExample(_message.Message):
+    __slots__ = ("args", "description", "tags")
+    ARGS_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    TAGS_FIELD_NUMBER: _ClassVar[int]
+    args: _struct_pb2.Struct
+    description: str
+    tags: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, args: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., description: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class Tool(_message.Message):
+    __slots__ = ("name", "namespace", "title", "description", "tags", "side_effect", "loading_mode", "args_schema", "output_schema", "examples", "aliases", "source", "record_hash")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    TITLE_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    TAGS_FIELD_NUMBER: _ClassVar[int]
+    SIDE_EFFECT_FIELD_NUMBER: _ClassVar[int]
+    LOADING_MODE_FIELD_NUMBER: _ClassVar[int]
+    ARGS_SCHEMA_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_SCHEMA_FIELD_NUMBER: _ClassVar[int]
+    EXAMPLES_FIELD_NUMBER: _ClassVar[int]
+    ALIASES_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    RECORD_HASH_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    namespace: str
+    title: str
+    description: str
+    tags: _containers.RepeatedScalarFieldContainer[str]
+    side_effect: SideEffect
+    loading_mode: LoadingMode
+    args_schema: _struct_pb2.Struct
+    output_schema: _struct_pb2.Struct
+    examples: _containers.RepeatedCompositeFieldContainer[ToolExample]
+    aliases: _containers.RepeatedScalarFieldContainer[str]
+    source: str
+    record_hash: str
+    def __init__(self, name: _Optional[str] = ..., namespace: _Optional[str] = ..., title: _Optional[str] = ..., description: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., side_effect: _Optional[_Union[SideEffect, str]] = ..., loading_mode: _Optional[_Union[LoadingMode, str]] = ..., args_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., output_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., examples: _Optional[_Iterable[_Union[ToolExample, _Mapping]]] = ..., aliases: _Optional[_Iterable[str]] = ..., source: _Optional[str] = ..., record_hash: _Optional[str] = ...) -> None: ...
+
+class RegisterToolsRequest(_message.Message):
+    __slots__ = ("source", "namespace", "tools", "replace_source")
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    REPLACE_SOURCE_FIELD_NUMBER: _ClassVar[int]
+    source: str
+    namespace: str
+    tools: _containers.RepeatedCompositeFieldContainer[Tool]
+    replace_source: bool
+    def __init__(self, source: _Optional[str] = ..., namespace: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[Tool, _Mapping]]] = ..., replace_source: _Optional[bool] = ...) -> None: ...
+
+class RegisterToolsResponse(_message.Message):
+    __slots__ = ("added", "updated", "removed", "unchanged", "catalog_fingerprint")
+    ADDED_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_FIELD_NUMBER: _ClassVar[int]
+    REMOVED_FIELD_NUMBER: _ClassVar[int]
+    UNCHANGED_FIELD_NUMBER: _ClassVar[int]
+    CATALOG_FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
+    added: int
+    updated: int
+    removed: int
+    unchanged: int
+    catalog_fingerprint: str
+    def __init__(self, added: _Optional[int] = ..., updated: _Optional[int] = ..., removed: _Optional[int] = ..., unchanged: _Optional[int] = ..., catalog_fingerprint: _Optional[str] = ...) -> None: ...
+
+class ListToolsRequest(_message.Message):
+    __slots__ = ("caller", "page_size", "page_token", "show_all_tools")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    SHOW_ALL_TOOLS_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallerContext
+    page_size: int
+    page_token: str
+    show_all_tools: bool
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallerContext, _Mapping]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., show_all_tools: _Optional[bool] = ...) -> None: ...
+
+class ToolSummary(_message.Message):
+    __slots__ = ("name", "description", "loading_mode", "visible")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    LOADING_MODE_FIELD_NUMBER: _ClassVar[int]
+    VISIBLE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    description: str
+    loading_mode: LoadingMode
+    visible: bool
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., loading_mode: _Optional[_Union[LoadingMode, str]] = ..., visible: _Optional[bool] = ...) -> None: ...
+
+class ListToolsResponse(_message.Message):
+    __slots__ = ("tools", "next_page_token", "total_count")
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_COUNT_FIELD_NUMBER: _ClassVar[int]
+    tools: _containers.RepeatedCompositeFieldContainer[ToolSummary]
+    next_page_token: str
+    total_count: int
+    def __init__(self, tools: _Optional[_Iterable[_Union[ToolSummary, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., total_count: _Optional[int] = ...) -> None: ...
+
+class SearchToolsRequest(_message.Message):
+    __slots__ = ("caller", "query", "search_type", "limit", "include_always_loaded")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    SEARCH_TYPE_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_ALWAYS_LOADED_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallerContext
+    query: str
+    search_type: _common_pb2.SearchType
+    limit: int
+    include_always_loaded: bool
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallerContext, _Mapping]] = ..., query: _Optional[str] = ..., search_type: _Optional[_Union[_common_pb2.SearchType, str]] = ..., limit: _Optional[int] = ..., include_always_loaded: _Optional[bool] = ...) -> None: ...
+
+class ToolMatch(_message.Message):
+    __slots__ = ("name", "description", "score", "match_type", "loading_mode")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    MATCH_TYPE_FIELD_NUMBER: _ClassVar[int]
+    LOADING_MODE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    description: str
+    score: float
+    match_type: _common_pb2.MatchType
+    loading_mode: LoadingMode
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., score: _Optional[float] = ..., match_type: _Optional[_Union[_common_pb2.MatchType, str]] = ..., loading_mode: _Optional[_Union[LoadingMode, str]] = ...) -> None: ...
+
+class SearchToolsResponse(_message.Message):
+    __slots__ = ("tools", "effective_search_type", "total_deferred")
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    EFFECTIVE_SEARCH_TYPE_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_DEFERRED_FIELD_NUMBER: _ClassVar[int]
+    tools: _containers.RepeatedCompositeFieldContainer[ToolMatch]
+    effective_search_type: _common_pb2.SearchType
+    total_deferred: int
+    def __init__(self, tools: _Optional[_Iterable[_Union[ToolMatch, _Mapping]]] = ..., effective_search_type: _Optional[_Union[_common_pb2.SearchType, str]] = ..., total_deferred: _Optional[int] = ...) -> None: ...
+
+class GetToolsRequest(_message.Message):
+    __slots__ = ("caller", "names", "include_schemas", "include_examples")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_SCHEMAS_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_EXAMPLES_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallerContext
+    names: _containers.RepeatedScalarFieldContainer[str]
+    include_schemas: bool
+    include_examples: bool
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallerContext, _Mapping]] = ..., names: _Optional[_Iterable[str]] = ..., include_schemas: _Optional[bool] = ..., include_examples: _Optional[bool] = ...) -> None: ...
+
+class GetToolsResponse(_message.Message):
+    __slots__ = ("tools", "not_found")
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    NOT_FOUND_FIELD_NUMBER: _ClassVar[int]
+    tools: _containers.RepeatedCompositeFieldContainer[Tool]
+    not_found: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, tools: _Optional[_Iterable[_Union[Tool, _Mapping]]] = ..., not_found: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ActivateToolsRequest(_message.Message):
+    __slots__ = ("caller", "names", "scope", "reason")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallerContext
+    names: _containers.RepeatedScalarFieldContainer[str]
+    scope: ActivationScope
+    reason: str
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallerContext, _Mapping]] = ..., names: _Optional[_Iterable[str]] = ..., scope: _Optional[_Union[ActivationScope, str]] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class ActivateToolsResponse(_message.Message):
+    __slots__ = ("activated", "already_visible", "scope")
+    ACTIVATED_FIELD_NUMBER: _ClassVar[int]
+    ALREADY_VISIBLE_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    activated: _containers.RepeatedScalarFieldContainer[str]
+    already_visible: _containers.RepeatedScalarFieldContainer[str]
+    scope: ActivationScope
+    def __init__(self, activated: _Optional[_Iterable[str]] = ..., already_visible: _Optional[_Iterable[str]] = ..., scope: _Optional[_Union[ActivationScope, str]] = ...) -> None: ...
+
+class DeactivateToolsRequest(_message.Message):
+    __slots__ = ("caller", "names", "scope")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallerContext
+    names: _containers.RepeatedScalarFieldContainer[str]
+    scope: ActivationScope
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallerContext, _Mapping]] = ..., names: _Optional[_Iterable[str]] = ..., scope: _Optional[_Union[ActivationScope, str]] = ...) -> None: ...
+
+class DeactivateToolsResponse(_message.Message):
+    __slots__ = ("deactivated", "not_active")
+    DEACTIVATED_FIELD_NUMBER: _ClassVar[int]
+    NOT_ACTIVE_FIELD_NUMBER: _ClassVar[int]
+    deactivated: _containers.RepeatedScalarFieldContainer[str]
+    not_active: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, deactivated: _Optional[_Iterable[str]] = ..., not_active: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ResolveToolRequest(_message.Message):
+    __slots__ = ("caller", "name", "scope")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallerContext
+    name: str
+    scope: ActivationScope
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallerContext, _Mapping]] = ..., name: _Optional[str] = ..., scope: _Optional[_Union[ActivationScope, str]] = ...) -> None: ...
+
+class ResolveToolResponse(_message.Message):
+    __slots__ = ("tool", "activated", "scope")
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    ACTIVATED_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    tool: Tool
+    activated: bool
+    scope: ActivationScope
+    def __init__(self, tool: _Optional[_Union[Tool, _Mapping]] = ..., activated: _Optional[bool] = ..., scope: _Optional[_Union[ActivationScope, str]] = ...) -> None: ...
+
+class RenderToolPromptRequest(_message.Message):
+    __slots__ = ("caller", "include_directory", "directory_max_entries", "hint_message", "hint_limit", "max_examples_per_tool", "include_example_descriptions", "example_filter_tags")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_DIRECTORY_FIELD_NUMBER: _ClassVar[int]
+    DIRECTORY_MAX_ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    HINT_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    HINT_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    MAX_EXAMPLES_PER_TOOL_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_EXAMPLE_DESCRIPTIONS_FIELD_NUMBER: _ClassVar[int]
+    EXAMPLE_FILTER_TAGS_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallerContext
+    include_directory: bool
+    directory_max_entries: int
+    hint_message: str
+    hint_limit: int
+    max_examples_per_tool: int
+    include_example_descriptions: bool
+    example_filter_tags: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallerContext, _Mapping]] = ..., include_directory: _Optional[bool] = ..., directory_max_entries: _Optional[int] = ..., hint_message: _Optional[str] = ..., hint_limit: _Optional[int] = ..., max_examples_per_tool: _Optional[int] = ..., include_example_descriptions: _Optional[bool] = ..., example_filter_tags: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class RenderToolPromptResponse(_message.Message):
+    __slots__ = ("text", "token_estimate", "fingerprint", "visible_tools", "deferred_count", "hinted_tools")
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_ESTIMATE_FIELD_NUMBER: _ClassVar[int]
+    FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
+    VISIBLE_TOOLS_FIELD_NUMBER: _ClassVar[int]
+    DEFERRED_COUNT_FIELD_NUMBER: _ClassVar[int]
+    HINTED_TOOLS_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    token_estimate: int
+    fingerprint: str
+    visible_tools: _containers.RepeatedScalarFieldContainer[str]
+    deferred_count: int
+    hinted_tools: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, text: _Optional[str] = ..., token_estimate: _Optional[int] = ..., fingerprint: _Optional[str] = ..., visible_tools: _Optional[_Iterable[str]] = ..., deferred_count: _Optional[int] = ..., hinted_tools: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class RenderToolPayloadRequest(_message.Message):
+    __slots__ = ("caller", "provider", "native_search", "include_discovery_tools")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    NATIVE_SEARCH_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_DISCOVERY_TOOLS_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallerContext
+    provider: _common_pb2.Provider
+    native_search: bool
+    include_discovery_tools: bool
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallerContext, _Mapping]] = ..., provider: _Optional[_Union[_common_pb2.Provider, str]] = ..., native_search: _Optional[bool] = ..., include_discovery_tools: _Optional[bool] = ...) -> None: ...
+
+class ToolNameMapping(_message.Message):
+    __slots__ = ("provider_name", "tool_name")
+    PROVIDER_NAME_FIELD_NUMBER: _ClassVar[int]
+    TOOL_NAME_FIELD_NUMBER: _ClassVar[int]
+    provider_name: str
+    tool_name: str
+    def __init__(self, provider_name: _Optional[str] = ..., tool_name: _Optional[str] = ...) -> None: ...
+
+class RenderToolPayloadResponse(_message.Message):
+    __slots__ = ("payload_json", "prefix_hash", "breakpoint_index", "token_estimate", "name_mappings")
+    PAYLOAD_JSON_FIELD_NUMBER: _ClassVar[int]
+    PREFIX_HASH_FIELD_NUMBER: _ClassVar[int]
+    BREAKPOINT_INDEX_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_ESTIMATE_FIELD_NUMBER: _ClassVar[int]
+    NAME_MAPPINGS_FIELD_NUMBER: _ClassVar[int]
+    payload_json: str
+    prefix_hash: str
+    breakpoint_index: int
+    token_estimate: int
+    name_mappings: _containers.RepeatedCompositeFieldContainer[ToolNameMapping]
+    def __init__(self, payload_json: _Optional[str] = ..., prefix_hash: _Optional[str] = ..., breakpoint_index: _Optional[int] = ..., token_estimate: _Optional[int] = ..., name_mappings: _Optional[_Iterable[_Union[ToolNameMapping, _Mapping]]] = ...) -> None: ...
+
+class GetDiscoveryToolsRequest(_message.Message):
+    __slots__ = ("caller", "include_skill_tools")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_SKILL_TOOLS_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallerContext
+    include_skill_tools: bool
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallerContext, _Mapping]] = ..., include_skill_tools: _Optional[bool] = ...) -> None: ...
+
+class GetDiscoveryToolsResponse(_message.Message):
+    __slots__ = ("tools",)
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    tools: _containers.RepeatedCompositeFieldContainer[Tool]
+    def __init__(self, tools: _Optional[_Iterable[_Union[Tool, _Mapping]]] = ...) -> None: ...
+
+class WatchToolEventsRequest(_message.Message):
+    __slots__ = ("caller", "filter")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallerContext
+    filter: _events_pb2.EventFilter
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallerContext, _Mapping]] = ..., filter: _Optional[_Union[_events_pb2.EventFilter, _Mapping]] = ...) -> None: ...
+
+class WatchToolEventsResponse(_message.Message):
+    __slots__ = ("status", "event", "sent_at")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    EVENT_FIELD_NUMBER: _ClassVar[int]
+    SENT_AT_FIELD_NUMBER: _ClassVar[int]
+    status: _events_pb2.WatchStatus
+    event: _events_pb2.Event
+    sent_at: _timestamp_pb2.Timestamp
+    def __init__(self, status: _Optional[_Union[_events_pb2.WatchStatus, _Mapping]] = ..., event: _Optional[_Union[_events_pb2.Event, _Mapping]] = ..., sent_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...

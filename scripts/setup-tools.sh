@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the pinned code-generation and test toolchain that is not an npm package:
+#   .tools/bin  protoc-gen-go, protoc-gen-go-grpc (go install at pinned versions)
+#   .venv       Python with grpcio-tools (Python stubs) and pytest (Python client tests)
+# Idempotent and quick when everything is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PROTOC_GEN_GO_VERSION=v1.36.11
+PROTOC_GEN_GO_GRPC_VERSION=v1.6.1
+
+mkdir -p .tools/bin
+export GOBIN="$PWD/.tools/bin"
+stamp=".tools/go-plugins-$PROTOC_GEN_GO_VERSION-$PROTOC_GEN_GO_GRPC_VERSION"
+if [ ! -f "$stamp" ]; then
+  go install "google.golang.org/protobuf/cmd/protoc-gen-go@$PROTOC_GEN_GO_VERSION"
+  go install "google.golang.org/grpc/cmd/protoc-gen-go-grpc@$PROTOC_GEN_GO_GRPC_VERSION"
+  touch "$stamp"
+fi
+
+reqs_hash=$(sha256sum python/requirements-dev.txt | cut -c1-16)
+if [ ! -f ".venv/.installed-$reqs_hash" ]; then
+  rm -rf .venv
+  python3 -m venv .venv
+  .venv/bin/pip install --quiet --disable-pip-version-check -r python/requirements-dev.txt
+  touch ".venv/.installed-$reqs_hash"
+fi

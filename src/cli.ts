@@ -1,0 +1,71 @@
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import pino from "pino";
+import { applyCliOverrides, loadConfig } from "./config/index.ts";
+import { startServer } from "./server/app.ts";
+
+/** Served when no --config is given: a demo catalog and skill pack, so a fresh checkout is useful. */
+const DEMO_CONFIG = fileURLToPath(new URL("../demo/wayfind.yaml", import.meta.url));
+
+const USAGE = `wayfind — tool and skill discovery for LLM agents
+
+Usage:
+  wayfind serve [--config FILE] [--host H] [--port P] [--data-dir DIR]
+
+Options:
+  --config FILE    YAML configuration (see wayfind.example.yaml; default demo/wayfind.yaml)
+  --host H         interface to listen on (default 127.0.0.1)
+  --port P         port for gRPC, gRPC-Web and Connect (default 50051; 0 picks a free one)
+  --data-dir DIR   where the SQLite database lives (default ./.wayfind)
+`;
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === "help" || command === "--help" || command === "-h") {
+    process.stdout.write(USAGE);
+    return command === undefined ? 2 : 0;
+  }
+  if (command !== "serve") {
+    process.stderr.write(`unknown command "${command}"\n\n${USAGE}`);
+    return 2;
+  }
+  const { values } = parseArgs({
+    args: rest,
+    options: {
+      config: { type: "string" },
+      host: { type: "string" },
+      port: { type: "string" },
+      "data-dir": { type: "string" },
+    },
+    strict: true,
+  });
+  const config = applyCliOverrides(loadConfig(values.config ?? DEMO_CONFIG), {
+    host: values.host,
+    port: values.port,
+    // The demo config keeps its data where the user runs it, as DESIGN.md §6 promises (./.wayfind).
+    dataDir: values["data-dir"] ?? (values.config ? undefined : ".wayfind"),
+  });
+  const logger = pino({
+    level: config.logging.level,
+    base: undefined,
+    timestamp: pino.stdTimeFunctions.isoTime,
+  });
+  const server = await startServer(config, logger);
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    process.once(signal, () => {
+      logger.info({ signal }, "signal received");
+      void server.stop().then(() => process.exit(0));
+    });
+  }
+  return -1;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exit(code);
+  },
+  (error: unknown) => {
+    process.stderr.write(`wayfind: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,63 @@
+import type {
+  ActivationScope,
+  LoadingMode,
+  LogLevel,
+  ScopeMode,
+  SkillsConfig,
+  ToolSearchConfig,
+} from "./types.ts";
+
+/**
+ * Every default of the configuration, in one place. wayfind.example.yaml documents the same values;
+ * a test keeps the two in step.
+ */
+export const DEFAULTS = {
+  catalog: {
+    /** Unset `loading_mode` of a catalog or MCP server falls back to `tool_search.default_loading_mode`. */
+    alwaysLoaded: [] as readonly string[],
+    deferred: [] as readonly string[],
+    tags: [] as readonly string[],
+  },
+  toolSearch: {
+    enabled: true,
+    defaultLoadingMode: "deferred" as LoadingMode,
+    alwaysLoadedPatterns: [],
+    activationScope: "run" as ActivationScope,
+    preferredNamespaces: [],
+    maxSearchResults: 10,
+    /** Run-scoped activations expire after an hour without use. */
+    runActivationTtlSeconds: 3600,
+  } satisfies ToolSearchConfig,
+  policy: {
+    allowed: ["*"] as readonly string[],
+    denied: [] as readonly string[],
+    requireTags: [] as readonly string[],
+  },
+  visibilityRule: {
+    /** A rule that only denies leaves everything else visible. */
+    allow: ["*"] as readonly string[],
+    deny: [] as readonly string[],
+  },
+  skillPack: {
+    /** A pack loaded from the server's config belongs to no caller, so it is global unless told otherwise. */
+    scopeMode: "global" as ScopeMode,
+    pinnedSkillNames: [] as readonly string[],
+    updateExistingPackSkills: true,
+  },
+  skills: { redaction: true } satisfies SkillsConfig,
+  /** Unset cache prices fall back to the input price (no discount assumed). */
+  pricing: [],
+  mcpServer: {
+    syncIntervalSeconds: 0,
+  },
+  server: {
+    host: "127.0.0.1",
+    port: 50051,
+    /** Relative to the config file's folder, or to the working directory when there is no file. */
+    dataDir: ".wayfind",
+    /** 4 MiB, gRPC's usual limit. */
+    maxMessageBytes: 4 * 1024 * 1024,
+    eventRetention: { maxEvents: 100_000, maxAgeHours: 168 },
+  },
+  logging: { level: "info" as LogLevel },
+} as const;

@@ -1,0 +1,10 @@
+export { DEFAULTS } from "./defaults.ts";
+export { ConfigError } from "./errors.ts";
+export {
+  applyCliOverrides,
+  type ConfigOverrides,
+  defaultConfig,
+  loadConfig,
+  parseConfigText,
+} from "./load.ts";
+export type * from "./types.ts";

@@ -1,0 +1,158 @@
+/**
+ * The validated configuration, camelCase, with every default applied (see defaults.ts) and every
+ * relative path resolved against the config file's folder. YAML key names are in DESIGN.md §6.
+ */
+
+export type LoadingMode = "always" | "deferred";
+export type ActivationScope = "run" | "session";
+export type ScopeMode = "project" | "tenant" | "global";
+export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+export type McpTransport = "stdio" | "http";
+
+export interface ToolExampleConfig {
+  readonly args: Readonly<Record<string, unknown>>;
+  readonly description: string;
+  readonly tags: readonly string[];
+}
+
+/** Options shared by every tool source (catalog files and MCP servers). */
+export interface ToolSourceOptions {
+  /** Loading mode of the source's tools unless listed in `alwaysLoaded` / `deferred`. */
+  readonly loadingMode: LoadingMode;
+  /** Tool names or globs (matched against the namespaced name) that are always loaded. */
+  readonly alwaysLoaded: readonly string[];
+  /** Tool names or globs that are deferred (wins over `loadingMode`, loses to `alwaysLoaded`). */
+  readonly deferred: readonly string[];
+  /** Extra examples per tool name, appended to the tool's own. */
+  readonly examples: Readonly<Record<string, readonly ToolExampleConfig[]>>;
+  /** Tags added to every tool of the source. */
+  readonly tags: readonly string[];
+}
+
+export interface CatalogConfig extends ToolSourceOptions {
+  /** Absolute path of a JSONL / JSON / YAML file of tools. */
+  readonly path: string;
+  /** Optional prefix: tools are named `<namespace>.<name>`; undefined = names as written. */
+  readonly namespace: string | undefined;
+}
+
+export interface ToolSearchConfig {
+  readonly enabled: boolean;
+  readonly defaultLoadingMode: LoadingMode;
+  readonly alwaysLoadedPatterns: readonly string[];
+  readonly activationScope: ActivationScope;
+  readonly preferredNamespaces: readonly string[];
+  readonly maxSearchResults: number;
+  readonly runActivationTtlSeconds: number;
+}
+
+export interface PolicyConfig {
+  readonly allowed: readonly string[];
+  readonly denied: readonly string[];
+  readonly requireTags: readonly string[];
+}
+
+export interface VisibilityRuleConfig {
+  /** Undefined fields match any caller; `entitlements` matches a caller holding all of them. */
+  readonly match: {
+    readonly tenant: string | undefined;
+    readonly entitlements: readonly string[] | undefined;
+  };
+  readonly allow: readonly string[];
+  readonly deny: readonly string[];
+}
+
+export interface SkillPackConfig {
+  readonly name: string;
+  /** Absolute path of the pack folder or file. */
+  readonly path: string;
+  readonly scopeMode: ScopeMode;
+  readonly pinnedSkillNames: readonly string[];
+  readonly updateExistingPackSkills: boolean;
+}
+
+export interface SkillsConfig {
+  readonly redaction: boolean;
+}
+
+/** USD per million tokens. */
+export interface PricingConfig {
+  readonly provider: string;
+  readonly model: string;
+  readonly input: number;
+  readonly output: number;
+  readonly cacheWrite: number;
+  readonly cacheRead: number;
+}
+
+interface McpServerBase extends ToolSourceOptions {
+  /** Also the namespace of the server's tools. */
+  readonly name: string;
+  /** Seconds between re-syncs of the tool list; 0 = only at start. */
+  readonly syncIntervalSeconds: number;
+}
+
+export interface McpStdioServerConfig extends McpServerBase {
+  readonly transport: "stdio";
+  readonly command: string;
+  readonly args: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+  /** Absolute working directory; undefined = the server's own. */
+  readonly cwd: string | undefined;
+}
+
+export interface McpHttpServerConfig extends McpServerBase {
+  readonly transport: "http";
+  readonly url: string;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+export type McpServerConfig = McpStdioServerConfig | McpHttpServerConfig;
+
+export interface LazyToolGroupConfig {
+  readonly name: string;
+  /** Tool names or globs activated together when a trigger fires. */
+  readonly tools: readonly string[];
+  readonly triggers: {
+    /** Case-insensitive words or phrases. */
+    readonly keywords: readonly string[];
+    /** RE2 syntax (checked at load time). */
+    readonly regexes: readonly string[];
+  };
+}
+
+export interface EventRetentionConfig {
+  readonly maxEvents: number;
+  readonly maxAgeHours: number;
+}
+
+export interface ServerConfig {
+  readonly host: string;
+  readonly port: number;
+  /** Absolute path. */
+  readonly dataDir: string;
+  readonly maxMessageBytes: number;
+  readonly eventRetention: EventRetentionConfig;
+}
+
+export interface LoggingConfig {
+  readonly level: LogLevel;
+}
+
+export interface WayfindConfig {
+  /** Absolute path of the file this came from; undefined for defaults only. */
+  readonly configFile: string | undefined;
+  readonly catalogs: readonly CatalogConfig[];
+  readonly toolSearch: ToolSearchConfig;
+  readonly policy: PolicyConfig;
+  readonly visibility: readonly VisibilityRuleConfig[];
+  readonly skillPacks: readonly SkillPackConfig[];
+  readonly skills: SkillsConfig;
+  readonly pricing: readonly PricingConfig[];
+  readonly mcpServers: readonly McpServerConfig[];
+  readonly lazyToolGroups: readonly LazyToolGroupConfig[];
+  /** Old tool name → canonical name. */
+  readonly aliases: Readonly<Record<string, string>>;
+  readonly server: ServerConfig;
+  readonly logging: LoggingConfig;
+}

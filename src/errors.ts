@@ -1,0 +1,32 @@
+/**
+ * Domain errors. Domain modules throw these; the server maps `code` to the gRPC / Connect code of the
+ * same name, so domain code never imports transport types. The message is shown to the caller: say
+ * what is wrong and how to fix it, and never name something the caller may not see.
+ */
+export type ErrorCode =
+  | "invalid_argument"
+  | "not_found"
+  | "already_exists"
+  | "permission_denied"
+  | "failed_precondition"
+  | "resource_exhausted"
+  | "unimplemented"
+  | "unavailable"
+  | "internal";
+
+export class WayfindError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    /** Structured problems (e.g. every invalid file of a skill pack), returned as error details. */
+    readonly details: readonly string[] = [],
+  ) {
+    super(message);
+    this.name = "WayfindError";
+  }
+}
+
+export const invalidArgument = (message: string, details?: readonly string[]) =>
+  new WayfindError("invalid_argument", message, details);
+export const notFound = (message: string) => new WayfindError("not_found", message);
+export const failedPrecondition = (message: string) => new WayfindError("failed_precondition", message);

@@ -1,0 +1,18 @@
+export {
+  type SchemaBudgetOptions,
+  type SchemaBudgetReport,
+  schemaBudgetReport,
+  type ToolBudgetLine,
+} from "./budget.ts";
+export { toGeminiSchema } from "./gemini-schema.ts";
+export { canonicalJson, type JsonObject, type JsonValue } from "./json.ts";
+export { PROVIDER_TOOL_NAME } from "./names.ts";
+export {
+  ANTHROPIC_TOOL_SEARCH_TOOL,
+  PAYLOAD_PROVIDERS,
+  type PayloadProvider,
+  type PayloadTool,
+  type RenderedToolPayload,
+  type RenderToolPayloadRequest,
+  renderToolPayload,
+} from "./render.ts";

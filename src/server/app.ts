@@ -1,0 +1,129 @@
+import { join } from "node:path";
+import type { DescService } from "@bufbuild/protobuf";
+import type { Logger } from "pino";
+import {
+  Health,
+  HealthCheckResponse_ServingStatus as ServingStatus,
+} from "../../gen/ts/grpc/health/v1/health_pb.ts";
+import { ServerReflection as ServerReflectionV1 } from "../../gen/ts/grpc/reflection/v1/reflection_pb.ts";
+import { ServerReflection as ServerReflectionV1Alpha } from "../../gen/ts/grpc/reflection/v1alpha/reflection_pb.ts";
+import { SkillService } from "../../gen/ts/wayfind/v1/skills_pb.ts";
+import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
+import { UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
+import type { WayfindConfig } from "../config/index.ts";
+import { EventLog } from "../events/index.ts";
+import { type Db, openDatabase } from "../store/database.ts";
+import { allMigrations } from "../store/migrations.ts";
+import { PricingTable, parsePricingConfig, UsageLedger } from "../usage/index.ts";
+import { HealthStatus } from "./health.ts";
+import { callerOf, withCallPipeline } from "./pipeline.ts";
+import { reflectionRoutes } from "./reflection.ts";
+import { serviceRoutes } from "./routes.ts";
+import { usageService } from "./services/usage.ts";
+import { SKILL_EVENT_TYPES, TOOL_EVENT_TYPES, watchEvents } from "./services/watch.ts";
+import { startTransport } from "./transport.ts";
+
+export interface StartOptions {
+  /** How long in-flight calls may run on shutdown before they are cut (default 10 s). */
+  readonly drainGraceMs?: number;
+}
+
+export interface RunningServer {
+  readonly port: number;
+  readonly db: Db;
+  readonly events: EventLog;
+  /** Drains in-flight calls, ends watch streams, closes the database. Idempotent. */
+  stop(): Promise<void>;
+}
+
+const WAYFIND_SERVICES: readonly DescService[] = [ToolDiscoveryService, SkillService, UsageService];
+
+export async function startServer(
+  config: WayfindConfig,
+  logger: Logger,
+  options: StartOptions = {},
+): Promise<RunningServer> {
+  const settings = config.server;
+  const db = openDatabase(join(settings.dataDir, "wayfind.db"), allMigrations);
+  const shutdown = new AbortController();
+  const events = new EventLog(db, {
+    maxEvents: settings.eventRetention.maxEvents,
+    maxAgeHours: settings.eventRetention.maxAgeHours,
+    onError: (error) => logger.error({ err: error }, "event log write failed"),
+  });
+
+  const usage = new UsageLedger({
+    db,
+    events,
+    pricing: PricingTable.withDefaults(parsePricingConfig(config.pricing.map(toPriceEntry))),
+  });
+
+  const health = new HealthStatus(WAYFIND_SERVICES.map((service) => service.typeName));
+  const reflected = [...WAYFIND_SERVICES, Health, ServerReflectionV1, ServerReflectionV1Alpha];
+
+  const routes = [
+    ...withCallPipeline(
+      [
+        ...serviceRoutes(ToolDiscoveryService, {
+          watchToolEvents: (request, context) =>
+            watchEvents(events, callerOf(context), request.filter, TOOL_EVENT_TYPES, context.signal),
+        }),
+        ...serviceRoutes(SkillService, {
+          watchSkillEvents: (request, context) =>
+            watchEvents(events, callerOf(context), request.filter, SKILL_EVENT_TYPES, context.signal),
+        }),
+        ...serviceRoutes(UsageService, usageService(usage, events)),
+      ],
+      logger,
+    ),
+    ...health.routes(),
+    ...reflectionRoutes(reflected),
+  ];
+
+  let transport: Awaited<ReturnType<typeof startTransport>>;
+  try {
+    transport = await startTransport({
+      host: settings.host,
+      port: settings.port,
+      routes,
+      maxMessageBytes: settings.maxMessageBytes,
+      shutdownSignal: shutdown.signal,
+    });
+  } catch (error) {
+    events.close();
+    db.close();
+    throw error;
+  }
+  logger.info({ host: settings.host, port: transport.port, dataDir: settings.dataDir }, "listening");
+
+  let stopping: Promise<void> | undefined;
+  return {
+    port: transport.port,
+    db,
+    events,
+    stop() {
+      stopping ??= (async () => {
+        logger.info("draining");
+        health.setAll(ServingStatus.NOT_SERVING);
+        shutdown.abort();
+        await transport.close(options.drainGraceMs ?? 10_000);
+        events.close();
+        db.close();
+        logger.info("stopped");
+      })();
+      return stopping;
+    },
+  };
+}
+
+/** Config pricing rows in the YAML shape the pricing parser validates. */
+function toPriceEntry(price: WayfindConfig["pricing"][number]) {
+  return {
+    provider: price.provider,
+    model: price.model,
+    input: price.input,
+    output: price.output,
+    cache_write: price.cacheWrite,
+    cache_read: price.cacheRead,
+  };
+}

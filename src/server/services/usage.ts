@@ -1,0 +1,115 @@
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import type { ServiceImpl } from "@connectrpc/connect";
+import { Provider as ProtoProvider } from "../../../gen/ts/wayfind/v1/common_pb.ts";
+import {
+  type UsageTotals as ProtoTotals,
+  UsageGroupBy,
+  type UsageService,
+} from "../../../gen/ts/wayfind/v1/usage_pb.ts";
+import { invalidArgument } from "../../errors.ts";
+import type { EventLog } from "../../events/index.ts";
+import type { UsageGroupBy as GroupBy, Provider, UsageLedger, UsageTotals } from "../../usage/index.ts";
+import { callerOf } from "../pipeline.ts";
+import { USAGE_EVENT_TYPES, watchEvents } from "./watch.ts";
+
+const PROVIDERS: Readonly<Record<number, Provider>> = {
+  [ProtoProvider.ANTHROPIC]: "anthropic",
+  [ProtoProvider.OPENAI]: "openai",
+  [ProtoProvider.GEMINI]: "gemini",
+  [ProtoProvider.BEDROCK]: "bedrock",
+  [ProtoProvider.OTHER]: "other",
+};
+
+const GROUP_BY: Readonly<Record<number, GroupBy>> = {
+  [UsageGroupBy.SESSION]: "session",
+  [UsageGroupBy.RUN]: "run",
+  [UsageGroupBy.PROVIDER]: "provider",
+  [UsageGroupBy.MODEL]: "model",
+  [UsageGroupBy.DAY]: "day",
+};
+
+/** Maps a proto enum value to its domain value; unspecified is `undefined`, unknown numbers are rejected. */
+export function enumValue<T>(
+  table: Readonly<Record<number, T>>,
+  value: number,
+  field: string,
+): T | undefined {
+  if (value === 0) return undefined;
+  const mapped = table[value];
+  if (mapped === undefined) throw invalidArgument(`${field}: unknown enum value ${value}`);
+  return mapped;
+}
+
+export function usageService(
+  ledger: UsageLedger,
+  events: EventLog,
+): Partial<ServiceImpl<typeof UsageService>> {
+  return {
+    recordUsage(request, context) {
+      const provider = enumValue(PROVIDERS, request.provider, "provider");
+      if (provider === undefined) throw invalidArgument("provider is required, e.g. PROVIDER_ANTHROPIC");
+      if (!request.usage)
+        throw invalidArgument("usage is required: input_tokens, output_tokens, cache_*_input_tokens");
+      const { usage } = request;
+      const result = ledger.recordUsage(callerOf(context), {
+        provider,
+        model: request.model,
+        idempotencyKey: request.idempotencyKey,
+        occurredAt: request.occurredAt ? timestampDate(request.occurredAt) : undefined,
+        usage: {
+          inputTokens: Number(usage.inputTokens),
+          outputTokens: Number(usage.outputTokens),
+          cacheReadInputTokens: Number(usage.cacheReadInputTokens),
+          cacheCreationInputTokens: Number(usage.cacheCreationInputTokens),
+          cacheCreation1hInputTokens: Number(usage.cacheCreation1hInputTokens),
+        },
+      });
+      return {
+        costUsd: result.costUsd ?? undefined,
+        duplicate: result.duplicate,
+        unknownCostReason: result.unknownCostReason ?? "",
+      };
+    },
+
+    getUsageSummary(request, context) {
+      const groupBy = enumValue(GROUP_BY, request.groupBy, "group_by");
+      const summary = ledger.getUsageSummary(callerOf(context), {
+        tenantId: request.tenantId || undefined,
+        sessionId: request.sessionId || undefined,
+        runId: request.runId || undefined,
+        model: request.model || undefined,
+        provider: enumValue(PROVIDERS, request.provider, "provider"),
+        since: request.startTime ? timestampDate(request.startTime) : undefined,
+        until: request.endTime ? timestampDate(request.endTime) : undefined,
+        groupBy: groupBy ? [groupBy] : [],
+      });
+      return {
+        totals: toProtoTotals(summary.totals),
+        groups: summary.groups.map((group) => ({
+          key: groupBy ? (group.key[groupBy] ?? "") : "",
+          totals: toProtoTotals(group.totals),
+        })),
+      };
+    },
+
+    watchUsageEvents: (request, context) =>
+      watchEvents(events, callerOf(context), request.filter, USAGE_EVENT_TYPES, context.signal),
+  };
+}
+
+function toProtoTotals(totals: UsageTotals): Omit<ProtoTotals, "$typeName"> {
+  return {
+    calls: BigInt(totals.calls),
+    inputTokens: BigInt(totals.inputTokens),
+    outputTokens: BigInt(totals.outputTokens),
+    cacheReadInputTokens: BigInt(totals.cacheReadInputTokens),
+    cacheCreationInputTokens: BigInt(totals.cacheCreationInputTokens),
+    cacheCreation1hInputTokens: BigInt(totals.cacheCreation1hInputTokens),
+    totalCostUsd: totals.totalCostUsd,
+    callsWithUnknownCost: BigInt(totals.unknownCostCalls),
+    cacheHitRate: totals.cacheHitRate ?? 0,
+    rateLimitedInputTokens: BigInt(totals.rateLimitInputTokens),
+    savingsUsd: totals.savingsUsd,
+    uncachedCostUsd: totals.uncachedCostUsd,
+  };
+}

@@ -1,0 +1,119 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { timestampFromMs, timestampNow } from "@bufbuild/protobuf/wkt";
+import type { Event, EventFilter, WatchStatus } from "../../../gen/ts/wayfind/v1/events_pb.ts";
+import type { Caller } from "../../caller/caller.ts";
+import { WayfindError } from "../../errors.ts";
+import type { EventGap, EventLog, EventType, StoredEvent } from "../../events/index.ts";
+import { EVENT_TYPES } from "../../events/index.ts";
+
+/** Every watch stream sends something at least this often, so idle proxies keep it open. */
+export const HEARTBEAT_MS = 15_000;
+
+type WatchMessage =
+  | {
+      message: { case: "status"; value: Omit<WatchStatus, "$typeName"> };
+      sentAt: ReturnType<typeof timestampNow>;
+    }
+  | { message: { case: "event"; value: Omit<Event, "$typeName"> }; sentAt: ReturnType<typeof timestampNow> }
+  | { message: { case: undefined }; sentAt: ReturnType<typeof timestampNow> };
+
+/**
+ * The body of WatchToolEvents / WatchSkillEvents / WatchUsageEvents: validates the filter, scopes it
+ * to the caller's tenant, then streams a status, the retained events after the cursor, and live
+ * events with heartbeats, until the client goes away or the server drains.
+ */
+export async function* watchEvents(
+  log: EventLog,
+  caller: Caller,
+  filter: EventFilter | undefined,
+  serviceTypes: readonly EventType[],
+  signal: AbortSignal,
+): AsyncGenerator<WatchMessage> {
+  const types = validateTypes(filter?.types ?? [], serviceTypes);
+  const tenantId = scopedTenant(caller, filter?.tenantId ?? "");
+  const afterId = filter?.afterId ? filter.afterId : filter?.fromOldest ? 0n : undefined;
+  if (afterId !== undefined && afterId > log.latestId) {
+    throw new WayfindError(
+      "invalid_argument",
+      `filter.after_id ${afterId} is newer than the newest event (${log.latestId}); resume from an id you received`,
+    );
+  }
+
+  const gaps: EventGap[] = [];
+  const subscription = log.subscribe({
+    types,
+    tenantId,
+    sessionId: filter?.sessionId || undefined,
+    afterId,
+    signal,
+    onGap: (gap) => gaps.push(gap),
+  });
+  yield status(log.retentionFloor() + 1n, false);
+
+  const iterator = subscription[Symbol.asyncIterator]();
+  let next = iterator.next();
+  try {
+    while (!signal.aborted) {
+      const heartbeat = sleep(HEARTBEAT_MS, "heartbeat" as const, { signal }).catch(() => "aborted" as const);
+      const result = await Promise.race([next, heartbeat]);
+      if (result === "aborted") return;
+      if (result === "heartbeat") {
+        yield { message: { case: undefined }, sentAt: timestampNow() };
+        continue;
+      }
+      if (result.done) return;
+      while (gaps.length > 0) {
+        const gap = gaps.shift() as EventGap;
+        yield status(gap.resumedAfterId + 1n, true);
+      }
+      yield { message: { case: "event", value: toProtoEvent(result.value) }, sentAt: timestampNow() };
+      next = iterator.next();
+    }
+  } finally {
+    await iterator.return?.();
+  }
+}
+
+function status(oldestRetainedId: bigint, eventsLost: boolean): WatchMessage {
+  return { message: { case: "status", value: { oldestRetainedId, eventsLost } }, sentAt: timestampNow() };
+}
+
+function validateTypes(requested: readonly string[], serviceTypes: readonly EventType[]): EventType[] {
+  for (const type of requested) {
+    if (!(EVENT_TYPES as readonly string[]).includes(type)) {
+      throw new WayfindError("invalid_argument", `filter.types: unknown event type "${type}"`);
+    }
+    if (!(serviceTypes as readonly string[]).includes(type)) {
+      throw new WayfindError(
+        "invalid_argument",
+        `filter.types: "${type}" is not streamed by this RPC; it streams ${serviceTypes.join(", ")}`,
+      );
+    }
+  }
+  return requested.length > 0 ? (requested as EventType[]) : [...serviceTypes];
+}
+
+/** A caller with a tenant only ever sees its own tenant's events; an operator (no tenant) may pick one. */
+function scopedTenant(caller: Caller, requested: string): string | undefined {
+  if (caller.tenantId === "") return requested || undefined;
+  if (requested !== "" && requested !== caller.tenantId) {
+    throw new WayfindError("permission_denied", "filter.tenant_id must be empty or the caller's own tenant");
+  }
+  return caller.tenantId;
+}
+
+function toProtoEvent(event: StoredEvent): Omit<Event, "$typeName"> {
+  return {
+    id: event.id,
+    time: timestampFromMs(event.timestampMs),
+    type: event.type,
+    tenantId: event.tenantId ?? "",
+    sessionId: event.sessionId ?? "",
+    runId: event.runId ?? "",
+    attributes: { ...event.attributes },
+  };
+}
+
+export const TOOL_EVENT_TYPES = EVENT_TYPES.filter((type) => type.startsWith("tool_"));
+export const SKILL_EVENT_TYPES = EVENT_TYPES.filter((type) => type.startsWith("skill"));
+export const USAGE_EVENT_TYPES = EVENT_TYPES.filter((type) => type.startsWith("usage_"));

@@ -1,0 +1,128 @@
+import { once } from "node:events";
+import * as http from "node:http";
+import * as http2 from "node:http2";
+import * as net from "node:net";
+import type { ConnectRouter } from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import * as grpc from "@grpc/grpc-js";
+import { addRoutesToGrpcServer } from "./grpc-js-adapter.ts";
+import type { MethodRoute } from "./rpc.ts";
+
+export interface TransportOptions {
+  readonly host: string;
+  /** 0 picks a free port. */
+  readonly port: number;
+  readonly routes: readonly MethodRoute[];
+  /** Largest request message accepted, on every protocol. */
+  readonly maxMessageBytes: number;
+  /** Aborted when the server starts draining; long streams (watch) end on it. */
+  readonly shutdownSignal: AbortSignal;
+}
+
+export interface RunningTransport {
+  readonly port: number;
+  /** Stops accepting, lets in-flight calls finish for up to `graceMs`, then cuts the rest. */
+  close(graceMs: number): Promise<void>;
+}
+
+const HTTP2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+
+/**
+ * One port for every protocol:
+ * - HTTP/2 streams with `content-type: application/grpc…` (native gRPC) go to @grpc/grpc-js;
+ * - every other HTTP/2 stream (Connect, gRPC-Web) and every HTTP/1.1 request goes to connect-node,
+ *   which speaks Connect (binary and JSON), gRPC-Web and gRPC.
+ * Both serve the same MethodRoutes, so each handler exists once.
+ */
+export async function startTransport(options: TransportOptions): Promise<RunningTransport> {
+  const connectHandler = connectNodeAdapter({
+    routes: (router: ConnectRouter) => {
+      for (const route of options.routes) router.rpc(route.method, route.impl as never);
+    },
+    readMaxBytes: options.maxMessageBytes,
+    shutdownSignal: options.shutdownSignal,
+  });
+
+  const grpcServer = new grpc.Server({
+    "grpc.max_receive_message_length": options.maxMessageBytes,
+    "grpc.max_send_message_length": 64 * 1024 * 1024,
+  });
+  addRoutesToGrpcServer(grpcServer, options.routes, options.shutdownSignal);
+
+  // grpc-js and node's HTTP/2 compatibility layer each listen for 'stream' on a server object. We
+  // give each its own (never listening) object and hand every stream to exactly one of them.
+  const grpcStreams = http2.createServer();
+  (grpcServer as unknown as GrpcJsInternals)._setupHandlers(grpcStreams, []);
+  const connectStreams = http2.createServer({}, connectHandler);
+
+  const h2 = http2.createServer({ maxSessionMemory: 64 });
+  h2.on("session", (session: http2.ServerHttp2Session) => grpcStreams.emit("session", session));
+  h2.on(
+    "stream",
+    (
+      stream: http2.ServerHttp2Stream,
+      headers: http2.IncomingHttpHeaders,
+      flags: number,
+      rawHeaders: string[],
+    ) => {
+      const target = isNativeGrpc(headers["content-type"]) ? grpcStreams : connectStreams;
+      target.emit("stream", stream, headers, flags, rawHeaders);
+    },
+  );
+  const h1 = http.createServer(connectHandler);
+  h1.keepAliveTimeout = 30_000;
+
+  // Cleartext HTTP/2 (prior knowledge) and HTTP/1.1 share the port: peek at the first bytes.
+  const sockets = new Set<net.Socket>();
+  const listener = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+    socket.once("data", (first: Buffer) => {
+      socket.pause();
+      socket.unshift(first);
+      // The HTTP/2 session picks up the unshifted bytes itself when it attaches; resuming the
+      // socket first would let them flow away unread. The HTTP/1 server wants a flowing socket.
+      if (first.subarray(0, 3).equals(HTTP2_PREFACE.subarray(0, 3))) h2.emit("connection", socket);
+      else {
+        h1.emit("connection", socket);
+        socket.resume();
+      }
+    });
+    socket.on("error", () => socket.destroy());
+  });
+  listener.listen(options.port, options.host);
+  await once(listener, "listening");
+  const address = listener.address() as net.AddressInfo;
+
+  const sessions = new Set<http2.ServerHttp2Session>();
+  h2.on("session", (session: http2.ServerHttp2Session) => {
+    sessions.add(session);
+    session.once("close", () => sessions.delete(session));
+  });
+
+  return {
+    port: address.port,
+    async close(graceMs: number) {
+      const closed = new Promise<void>((resolve) => listener.close(() => resolve()));
+      for (const session of sessions) session.close(); // GOAWAY: in-flight streams finish
+      h1.closeIdleConnections();
+      const timer = setTimeout(() => {
+        for (const socket of sockets) socket.destroy();
+      }, graceMs);
+      await closed;
+      clearTimeout(timer);
+      grpcServer.forceShutdown();
+    },
+  };
+}
+
+function isNativeGrpc(contentType: string | undefined): boolean {
+  return (
+    contentType?.startsWith("application/grpc") === true && !contentType.startsWith("application/grpc-web")
+  );
+}
+
+/** The one grpc-js internal we rely on (pinned version): attach its handlers to an HTTP/2 server. */
+interface GrpcJsInternals {
+  _setupHandlers(server: http2.Http2Server, extraInterceptors: unknown[]): void;
+}

@@ -1,0 +1,6 @@
+import { eventsMigrations } from "../events/index.ts";
+import { usageMigrations } from "../usage/index.ts";
+import type { Migration } from "./database.ts";
+
+/** Every capability's migrations, in the order they apply. Append; never edit an applied one. */
+export const allMigrations: readonly Migration[] = [...eventsMigrations, ...usageMigrations];

@@ -1,0 +1,444 @@
+import type { Caller } from "../caller/caller.ts";
+import { invalidArgument, WayfindError } from "../errors.ts";
+import type { EventSink } from "../events/event.ts";
+import type { Db } from "../store/database.ts";
+import {
+  MAX_TOKENS_PER_FIELD,
+  PROVIDERS,
+  type Provider,
+  rateLimitInputTokens,
+  type TokenUsage,
+} from "./model.ts";
+import { PricingTable } from "./pricing.ts";
+
+export interface RecordUsageInput {
+  readonly provider: Provider;
+  readonly model: string;
+  readonly usage: TokenUsage;
+  /** Unique per model call (e.g. the provider's response id); a retry reuses it. Scoped to the tenant. */
+  readonly idempotencyKey: string;
+  /** When the model call happened; default now. At most 24 h in the future (clock skew). */
+  readonly occurredAt?: Date;
+}
+
+export interface RecordUsageResult {
+  readonly recordId: number;
+  /** USD at the prices in effect when first recorded; null = unknown price (see unknownCostReason). */
+  readonly costUsd: number | null;
+  readonly uncachedCostUsd: number | null;
+  readonly unknownCostReason?: string;
+  /** True when this key was already recorded with the same values: nothing new was counted. */
+  readonly duplicate: boolean;
+  readonly occurredAt: Date;
+}
+
+export const USAGE_GROUP_BY = ["session", "run", "provider", "model", "day"] as const;
+export type UsageGroupBy = (typeof USAGE_GROUP_BY)[number];
+
+export interface UsageSummaryFilter {
+  /** Must equal the caller's tenant when given: a caller reads only its own tenant's usage. */
+  readonly tenantId?: string;
+  readonly sessionId?: string;
+  readonly runId?: string;
+  readonly provider?: Provider;
+  /** Exact model id as recorded. */
+  readonly model?: string;
+  /** Inclusive lower bound on occurredAt. */
+  readonly since?: Date;
+  /** Exclusive upper bound on occurredAt. */
+  readonly until?: Date;
+  readonly groupBy?: readonly UsageGroupBy[];
+}
+
+export interface UsageTotals {
+  readonly calls: number;
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  readonly cacheReadInputTokens: number;
+  readonly cacheCreationInputTokens: number;
+  readonly cacheCreation1hInputTokens: number;
+  /** Input that counts against input-tokens-per-minute limits (Anthropic excludes cache reads). */
+  readonly rateLimitInputTokens: number;
+  /** Sum over calls with a known cost; see unknownCostCalls. */
+  readonly totalCostUsd: number;
+  readonly unknownCostCalls: number;
+  /** What the known-cost calls would have cost with no caching. */
+  readonly uncachedCostUsd: number;
+  /** uncachedCostUsd − totalCostUsd; negative when cache writes were never read back. */
+  readonly savingsUsd: number;
+  /** cacheRead ÷ (input + cacheRead + cacheCreation); null when no input at all. */
+  readonly cacheHitRate: number | null;
+}
+
+export interface UsageGroup {
+  /** One entry per groupBy dimension; `day` is the UTC date `YYYY-MM-DD`. */
+  readonly key: Readonly<Partial<Record<UsageGroupBy, string>>>;
+  readonly totals: UsageTotals;
+}
+
+export interface UsageSummary {
+  readonly totals: UsageTotals;
+  /** Empty without groupBy; otherwise ordered by the group key. */
+  readonly groups: readonly UsageGroup[];
+}
+
+export interface UsageLedgerOptions {
+  /** Opened with usageMigrations applied. */
+  readonly db: Db;
+  readonly events: EventSink;
+  readonly pricing?: PricingTable;
+  /** Clock in epoch ms; injectable for tests. */
+  readonly now?: () => number;
+}
+
+const MAX_KEY_LENGTH = 256;
+const MAX_MODEL_LENGTH = 200;
+const MAX_FUTURE_MS = 24 * 60 * 60 * 1000;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: rejecting control characters is the point
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+const USAGE_FIELDS = [
+  ["inputTokens", "input_tokens"],
+  ["outputTokens", "output_tokens"],
+  ["cacheReadInputTokens", "cache_read_input_tokens"],
+  ["cacheCreationInputTokens", "cache_creation_input_tokens"],
+  ["cacheCreation1hInputTokens", "cache_creation_1h_input_tokens"],
+] as const;
+
+interface RecordRow {
+  id: number;
+  request_json: string;
+  cost_usd: number | null;
+  uncached_cost_usd: number | null;
+  unknown_cost_reason: string | null;
+  occurred_at_ms: number;
+}
+
+interface TotalsRow {
+  calls: number;
+  input_tokens: number | null;
+  output_tokens: number | null;
+  cache_read_input_tokens: number | null;
+  cache_creation_input_tokens: number | null;
+  cache_creation_1h_input_tokens: number | null;
+  rate_limit_input_tokens: number | null;
+  cost_usd: number | null;
+  unknown_cost_calls: number | null;
+  uncached_cost_usd: number | null;
+  [group: string]: string | number | null;
+}
+
+const GROUP_COLUMNS: Readonly<Record<UsageGroupBy, string>> = {
+  session: "session_id",
+  run: "run_id",
+  provider: "provider",
+  model: "model",
+  day: "strftime('%Y-%m-%d', occurred_at_ms / 1000, 'unixepoch')",
+};
+
+/**
+ * Usage accounting: records model calls exactly once per idempotency key and summarises tokens, cost and
+ * cache effectiveness. All reads and writes are scoped to the caller's tenant.
+ */
+export class UsageLedger {
+  private readonly db: Db;
+  private readonly events: EventSink;
+  private readonly pricing: PricingTable;
+  private readonly now: () => number;
+
+  constructor(options: UsageLedgerOptions) {
+    this.db = options.db;
+    this.events = options.events;
+    this.pricing = options.pricing ?? PricingTable.withDefaults();
+    this.now = options.now ?? Date.now;
+  }
+
+  /**
+   * Records one model call. Committed before it returns. A retry with the same key and values returns the
+   * original result (`duplicate: true`) and counts nothing; the same key with different values is
+   * `already_exists`. Emits `usage_recorded` once per new record, after the commit.
+   */
+  recordUsage(caller: Caller, input: RecordUsageInput): RecordUsageResult {
+    const nowMs = this.now();
+    const usage = validateRecordInput(input, nowMs);
+    const occurredAtMs = input.occurredAt ? input.occurredAt.getTime() : nowMs;
+    const request = canonicalRequest(caller, input, usage);
+    const cost = this.pricing.cost(input.provider, input.model, usage);
+
+    const select = this.db.prepare<[string, string], RecordRow>(
+      `SELECT id, request_json, cost_usd, uncached_cost_usd, unknown_cost_reason, occurred_at_ms
+       FROM usage_records WHERE tenant_id = ? AND idempotency_key = ?`,
+    );
+    const write = this.db.transaction((): RecordUsageResult => {
+      const existing = select.get(caller.tenantId, input.idempotencyKey);
+      if (existing) return duplicateResult(existing, request);
+      const info = this.db
+        .prepare(
+          `INSERT INTO usage_records (tenant_id, idempotency_key, request_json, project_id, user_id, session_id,
+             run_id, provider, model, input_tokens, output_tokens, cache_read_input_tokens,
+             cache_creation_input_tokens, cache_creation_1h_input_tokens, rate_limit_input_tokens, cost_usd,
+             uncached_cost_usd, unknown_cost_reason, occurred_at_ms, recorded_at_ms)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        )
+        .run(
+          caller.tenantId,
+          input.idempotencyKey,
+          request,
+          caller.projectId,
+          caller.userId,
+          caller.sessionId,
+          caller.runId,
+          input.provider,
+          input.model,
+          usage.inputTokens,
+          usage.outputTokens,
+          usage.cacheReadInputTokens,
+          usage.cacheCreationInputTokens,
+          usage.cacheCreation1hInputTokens ?? 0,
+          rateLimitInputTokens(input.provider, usage),
+          cost.costUsd,
+          cost.uncachedCostUsd,
+          cost.unknownReason ?? null,
+          occurredAtMs,
+          nowMs,
+        );
+      return {
+        recordId: Number(info.lastInsertRowid),
+        costUsd: cost.costUsd,
+        uncachedCostUsd: cost.uncachedCostUsd,
+        ...(cost.unknownReason ? { unknownCostReason: cost.unknownReason } : {}),
+        duplicate: false,
+        occurredAt: new Date(occurredAtMs),
+      };
+    });
+    // IMMEDIATE takes the write lock up front, so two processes cannot both miss the key and insert.
+    const result = write.immediate();
+    if (!result.duplicate) {
+      this.events.emit({
+        type: "usage_recorded",
+        tenantId: caller.tenantId,
+        sessionId: caller.sessionId,
+        runId: caller.runId,
+        attributes: {
+          record_id: result.recordId,
+          provider: input.provider,
+          model: input.model,
+          input_tokens: usage.inputTokens,
+          output_tokens: usage.outputTokens,
+          cache_read_input_tokens: usage.cacheReadInputTokens,
+          cache_creation_input_tokens: usage.cacheCreationInputTokens,
+          cost_known: result.costUsd !== null,
+          ...(result.costUsd !== null ? { cost_usd: result.costUsd } : {}),
+        },
+      });
+    }
+    return result;
+  }
+
+  /** Totals (and optional groups) over the caller's tenant, narrowed by the filter. */
+  getUsageSummary(caller: Caller, filter: UsageSummaryFilter = {}): UsageSummary {
+    const { where, params } = buildWhere(caller, filter);
+    const groupBy = validateGroupBy(filter.groupBy ?? []);
+    const totalsRow = this.db
+      .prepare<unknown[], TotalsRow>(`SELECT ${AGGREGATES} FROM usage_records WHERE ${where}`)
+      .get(params);
+    const totals = toTotals(totalsRow);
+    if (groupBy.length === 0) return { totals, groups: [] };
+
+    const cols = groupBy.map((g, i) => `${GROUP_COLUMNS[g]} AS g${i}`).join(", ");
+    const order = groupBy.map((_, i) => `g${i}`).join(", ");
+    const rows = this.db
+      .prepare<unknown[], TotalsRow>(
+        `SELECT ${cols}, ${AGGREGATES} FROM usage_records WHERE ${where} GROUP BY ${order} ORDER BY ${order}`,
+      )
+      .all(params);
+    const groups = rows.map(
+      (row): UsageGroup => ({
+        key: Object.fromEntries(groupBy.map((g, i) => [g, String(row[`g${i}`])])),
+        totals: toTotals(row),
+      }),
+    );
+    return { totals, groups };
+  }
+}
+
+const AGGREGATES = `COUNT(*) AS calls,
+  SUM(input_tokens) AS input_tokens, SUM(output_tokens) AS output_tokens,
+  SUM(cache_read_input_tokens) AS cache_read_input_tokens,
+  SUM(cache_creation_input_tokens) AS cache_creation_input_tokens,
+  SUM(cache_creation_1h_input_tokens) AS cache_creation_1h_input_tokens,
+  SUM(rate_limit_input_tokens) AS rate_limit_input_tokens,
+  SUM(cost_usd) AS cost_usd, SUM(cost_usd IS NULL) AS unknown_cost_calls,
+  SUM(uncached_cost_usd) AS uncached_cost_usd`;
+
+function toTotals(row: TotalsRow | undefined): UsageTotals {
+  const n = (v: number | string | null | undefined) => (typeof v === "number" ? v : 0);
+  const input = n(row?.input_tokens);
+  const read = n(row?.cache_read_input_tokens);
+  const write = n(row?.cache_creation_input_tokens);
+  const cost = n(row?.cost_usd);
+  const uncached = n(row?.uncached_cost_usd);
+  const prompt = input + read + write;
+  return {
+    calls: n(row?.calls),
+    inputTokens: input,
+    outputTokens: n(row?.output_tokens),
+    cacheReadInputTokens: read,
+    cacheCreationInputTokens: write,
+    cacheCreation1hInputTokens: n(row?.cache_creation_1h_input_tokens),
+    rateLimitInputTokens: n(row?.rate_limit_input_tokens),
+    totalCostUsd: cost,
+    unknownCostCalls: n(row?.unknown_cost_calls),
+    uncachedCostUsd: uncached,
+    savingsUsd: uncached - cost,
+    cacheHitRate: prompt === 0 ? null : read / prompt,
+  };
+}
+
+function buildWhere(caller: Caller, filter: UsageSummaryFilter): { where: string; params: unknown[] } {
+  if (filter.tenantId !== undefined && filter.tenantId !== caller.tenantId) {
+    throw new WayfindError(
+      "permission_denied",
+      "a caller can read only its own tenant's usage; omit tenant_id",
+    );
+  }
+  const clauses = ["tenant_id = ?"];
+  const params: unknown[] = [caller.tenantId];
+  const eq = (column: string, value: string | undefined) => {
+    if (value === undefined) return;
+    clauses.push(`${column} = ?`);
+    params.push(value);
+  };
+  if (filter.provider !== undefined && !PROVIDERS.includes(filter.provider)) {
+    throw invalidArgument(
+      `provider "${String(filter.provider)}" is unknown; use one of ${PROVIDERS.join(", ")}`,
+    );
+  }
+  eq("session_id", filter.sessionId);
+  eq("run_id", filter.runId);
+  eq("provider", filter.provider);
+  eq("model", filter.model);
+  const since = timeBound("since", filter.since);
+  const until = timeBound("until", filter.until);
+  if (since !== undefined && until !== undefined && since >= until) {
+    throw invalidArgument("since must be before until (the window is [since, until))");
+  }
+  if (since !== undefined) {
+    clauses.push("occurred_at_ms >= ?");
+    params.push(since);
+  }
+  if (until !== undefined) {
+    clauses.push("occurred_at_ms < ?");
+    params.push(until);
+  }
+  return { where: clauses.join(" AND "), params };
+}
+
+function timeBound(name: string, value: Date | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const ms = value instanceof Date ? value.getTime() : Number.NaN;
+  if (!Number.isFinite(ms)) throw invalidArgument(`${name} must be a valid timestamp`);
+  return ms;
+}
+
+function validateGroupBy(groupBy: readonly UsageGroupBy[]): UsageGroupBy[] {
+  const out: UsageGroupBy[] = [];
+  for (const g of groupBy) {
+    if (!USAGE_GROUP_BY.includes(g)) {
+      throw invalidArgument(`group_by "${String(g)}" is unknown; use any of ${USAGE_GROUP_BY.join(", ")}`);
+    }
+    if (!out.includes(g)) out.push(g);
+  }
+  return out;
+}
+
+function validateRecordInput(input: RecordUsageInput, nowMs: number): TokenUsage {
+  const problems: string[] = [];
+  if (!PROVIDERS.includes(input.provider)) {
+    problems.push(`provider: "${String(input.provider)}" is unknown; use one of ${PROVIDERS.join(", ")}`);
+  }
+  if (typeof input.model !== "string" || input.model.trim() === "") {
+    problems.push("model: must be the model id the call used, e.g. claude-sonnet-4-5");
+  } else if (input.model.length > MAX_MODEL_LENGTH || CONTROL.test(input.model)) {
+    problems.push(`model: must be at most ${MAX_MODEL_LENGTH} printable characters`);
+  }
+  const key = input.idempotencyKey;
+  if (typeof key !== "string" || key.length === 0) {
+    problems.push("idempotency_key: is required; send one unique key per model call (e.g. the response id)");
+  } else if (key.length > MAX_KEY_LENGTH || CONTROL.test(key)) {
+    problems.push(`idempotency_key: must be at most ${MAX_KEY_LENGTH} printable characters`);
+  }
+  const usage = input.usage as Partial<Record<(typeof USAGE_FIELDS)[number][0], unknown>> | undefined;
+  if (typeof usage !== "object" || usage === null) {
+    problems.push("usage: is required");
+  } else {
+    for (const [field, wire] of USAGE_FIELDS) {
+      const value = usage[field] ?? (field === "cacheCreation1hInputTokens" ? 0 : undefined);
+      if (
+        typeof value !== "number" ||
+        !Number.isInteger(value) ||
+        value < 0 ||
+        value > MAX_TOKENS_PER_FIELD
+      ) {
+        problems.push(
+          `usage.${wire}: must be a whole number from 0 to ${MAX_TOKENS_PER_FIELD}, got ${String(value)}`,
+        );
+      }
+    }
+    const w1h = usage.cacheCreation1hInputTokens;
+    if (typeof w1h === "number" && typeof usage.cacheCreationInputTokens === "number") {
+      if (w1h > usage.cacheCreationInputTokens) {
+        problems.push(
+          "usage.cache_creation_1h_input_tokens: must not exceed cache_creation_input_tokens (it is the 1-hour part of it)",
+        );
+      }
+    }
+  }
+  if (input.occurredAt !== undefined) {
+    const ms = input.occurredAt instanceof Date ? input.occurredAt.getTime() : Number.NaN;
+    if (!Number.isFinite(ms)) problems.push("occurred_at: must be a valid timestamp");
+    else if (ms > nowMs + MAX_FUTURE_MS) problems.push("occurred_at: is more than 24 hours in the future");
+  }
+  if (problems.length > 0) throw invalidArgument(`invalid usage record: ${problems.join("; ")}`, problems);
+  const u = input.usage;
+  return { ...u, cacheCreation1hInputTokens: u.cacheCreation1hInputTokens ?? 0 };
+}
+
+function canonicalRequest(caller: Caller, input: RecordUsageInput, usage: TokenUsage): string {
+  // Fixed key order, so equal requests give equal strings. occurredAt counts only when given.
+  return JSON.stringify({
+    provider: input.provider,
+    model: input.model,
+    input_tokens: usage.inputTokens,
+    output_tokens: usage.outputTokens,
+    cache_read_input_tokens: usage.cacheReadInputTokens,
+    cache_creation_input_tokens: usage.cacheCreationInputTokens,
+    cache_creation_1h_input_tokens: usage.cacheCreation1hInputTokens ?? 0,
+    project_id: caller.projectId,
+    user_id: caller.userId,
+    session_id: caller.sessionId,
+    run_id: caller.runId,
+    occurred_at_ms: input.occurredAt ? input.occurredAt.getTime() : null,
+  });
+}
+
+function duplicateResult(existing: RecordRow, request: string): RecordUsageResult {
+  if (existing.request_json !== request) {
+    const before = JSON.parse(existing.request_json) as Record<string, unknown>;
+    const after = JSON.parse(request) as Record<string, unknown>;
+    const differing = Object.keys(after).filter((k) => before[k] !== after[k]);
+    throw new WayfindError(
+      "already_exists",
+      `idempotency_key was already used for a different usage record (differs in: ${differing.join(", ")}); ` +
+        "a retry must resend the same values, a new model call needs a new key",
+    );
+  }
+  return {
+    recordId: existing.id,
+    costUsd: existing.cost_usd,
+    uncachedCostUsd: existing.uncached_cost_usd,
+    ...(existing.unknown_cost_reason ? { unknownCostReason: existing.unknown_cost_reason } : {}),
+    duplicate: true,
+    occurredAt: new Date(existing.occurred_at_ms),
+  };
+}

@@ -1,0 +1,39 @@
+import type { Migration } from "../store/database.ts";
+
+/** Usage ledger tables. One row per distinct model call; (tenant_id, idempotency_key) makes retries count once. */
+export const usageMigrations: Migration[] = [
+  {
+    id: "usage/001-records",
+    up: `
+      CREATE TABLE usage_records (
+        id INTEGER PRIMARY KEY,
+        tenant_id TEXT NOT NULL,
+        idempotency_key TEXT NOT NULL,
+        -- canonical JSON of what was recorded, to tell a retry from a different call reusing the key
+        request_json TEXT NOT NULL,
+        project_id TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        model TEXT NOT NULL,
+        input_tokens INTEGER NOT NULL CHECK (input_tokens >= 0),
+        output_tokens INTEGER NOT NULL CHECK (output_tokens >= 0),
+        cache_read_input_tokens INTEGER NOT NULL CHECK (cache_read_input_tokens >= 0),
+        cache_creation_input_tokens INTEGER NOT NULL CHECK (cache_creation_input_tokens >= 0),
+        cache_creation_1h_input_tokens INTEGER NOT NULL
+          CHECK (cache_creation_1h_input_tokens BETWEEN 0 AND cache_creation_input_tokens),
+        rate_limit_input_tokens INTEGER NOT NULL,
+        -- NULL = unknown price; priced at record time so later price changes never rewrite history
+        cost_usd REAL,
+        uncached_cost_usd REAL,
+        unknown_cost_reason TEXT,
+        occurred_at_ms INTEGER NOT NULL,
+        recorded_at_ms INTEGER NOT NULL,
+        UNIQUE (tenant_id, idempotency_key)
+      );
+      CREATE INDEX usage_records_tenant_time ON usage_records (tenant_id, occurred_at_ms);
+      CREATE INDEX usage_records_tenant_session ON usage_records (tenant_id, session_id, occurred_at_ms);
+    `,
+  },
+];

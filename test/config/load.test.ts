@@ -1,0 +1,224 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import {
+  applyCliOverrides,
+  ConfigError,
+  DEFAULTS,
+  defaultConfig,
+  loadConfig,
+} from "../../src/config/index.ts";
+
+const EXAMPLE = resolve(import.meta.dirname, "../../wayfind.example.yaml");
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "wayfind-config-"));
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+function write(text: string, name = "wayfind.yaml"): string {
+  const file = join(dir, name);
+  writeFileSync(file, text);
+  return file;
+}
+
+/** The problems of a config that must fail, as a list. */
+function problemsOf(file: string, env: Record<string, string> = {}): readonly string[] {
+  try {
+    loadConfig(file, env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    const e = err as ConfigError;
+    expect(e.code).toBe("invalid_argument");
+    for (const p of e.problems) expect(e.message).toContain(p);
+    return e.problems;
+  }
+  throw new Error("expected the config to be rejected");
+}
+
+describe("loadConfig", () => {
+  it("loads wayfind.example.yaml, which documents every key", () => {
+    const config = loadConfig(EXAMPLE, {});
+    expect(config.configFile).toBe(EXAMPLE);
+    expect(config.catalogs[0]?.namespace).toBe("github");
+    expect(config.mcpServers.map((m) => m.transport)).toEqual(["stdio", "http"]);
+    expect(config.toolSearch).toEqual({ ...DEFAULTS.toolSearch, preferredNamespaces: ["github"] });
+    // The example states the defaults; keep it honest.
+    expect(config.server).toEqual({
+      ...defaultConfig().server,
+      dataDir: resolve(import.meta.dirname, "../../.wayfind"),
+    });
+    expect(config.logging).toEqual(DEFAULTS.logging);
+    expect(config.skills).toEqual(DEFAULTS.skills);
+    expect(config.policy).toEqual(DEFAULTS.policy);
+  });
+
+  it("applies every default when the file is empty, with camelCase keys", () => {
+    const config = loadConfig(write(""), {});
+    expect(config.toolSearch).toEqual(DEFAULTS.toolSearch);
+    expect(config.server).toEqual({ ...DEFAULTS.server, dataDir: join(dir, ".wayfind") });
+    expect(config.catalogs).toEqual([]);
+  });
+
+  it("defaultConfig() runs with no file: data dir under the working directory", () => {
+    expect(defaultConfig().server.dataDir).toBe(resolve(".wayfind"));
+    expect(defaultConfig().configFile).toBeUndefined();
+  });
+
+  it("rejects an unknown key and suggests the one meant, with its line", () => {
+    const file = write("server:\n  port: 1\ncatalgos:\n  - path: a.jsonl\n");
+    expect(problemsOf(file)).toEqual([`${file}:3:1: catalgos: unknown key; did you mean \`catalogs\`?`]);
+  });
+
+  it("suggests nested keys too, and lists valid keys when nothing is close", () => {
+    const file = write("tool_search:\n  max_serach_results: 5\n  zzz: 1\n");
+    const problems = problemsOf(file);
+    expect(problems[0]).toContain(
+      "tool_search.max_serach_results: unknown key; did you mean `max_search_results`?",
+    );
+    expect(problems[1]).toMatch(/tool_search\.zzz: unknown key; remove it; valid keys here: enabled, /);
+  });
+
+  it("reports every wrong type at once, each with file, line, key path, what and how to fix", () => {
+    const file = write(
+      [
+        "tool_search:",
+        "  activation_scope: sesion",
+        '  max_search_results: "ten"',
+        "policy: {allowed: '*'}",
+        "server: {port: 99999}",
+      ].join("\n"),
+    );
+    expect(problemsOf(file)).toEqual([
+      `${file}:2:21: tool_search.activation_scope: must be one of run | session, got "sesion"; did you mean \`session\`?`,
+      `${file}:3:23: tool_search.max_search_results: must be a number, got a string "ten"; change the value`,
+      `${file}:4:19: policy.allowed: must be a list, e.g. [a, b], got a string "*"; change the value`,
+      `${file}:5:16: server.port: must be at most 65535, got 99999; lower it`,
+    ]);
+  });
+
+  it("requires command for a stdio MCP server and url for an http one", () => {
+    const file = write(
+      ["mcp_servers:", "  - {name: gh, transport: stdio}", "  - {name: docs, transport: http}"].join("\n"),
+    );
+    const problems = problemsOf(file);
+    expect(problems).toHaveLength(2);
+    expect(problems[0]).toMatch(/:2:5: mcp_servers\[0\]\.command: is required for transport stdio; add /);
+    expect(problems[1]).toMatch(/:3:5: mcp_servers\[1\]\.url: is required for transport http; add /);
+  });
+
+  it("rejects a lazy tool group trigger regex that RE2 cannot compile", () => {
+    const file = write('lazy_tool_groups: [{name: k8s, tools: ["k8s.*"], triggers: {regexes: ["a("]}}]\n');
+    expect(problemsOf(file)[0]).toContain(
+      "lazy_tool_groups[0].triggers.regexes[0]: invalid regex (RE2 syntax): error parsing regexp: missing closing )",
+    );
+  });
+
+  it("resolves relative paths against the config file's folder, not the working directory", () => {
+    mkdirSync(join(dir, "conf"));
+    const file = write(
+      [
+        "catalogs: [{path: tools/github.jsonl}]",
+        "skill_packs: [{name: core, path: ../skills}]",
+        "mcp_servers: [{name: gh, transport: stdio, command: npx, cwd: work}]",
+        "server: {data_dir: state}",
+      ].join("\n"),
+      "conf/wayfind.yaml",
+    );
+    const config = loadConfig(file, {});
+    expect(config.catalogs[0]?.path).toBe(join(dir, "conf/tools/github.jsonl"));
+    expect(config.skillPacks[0]?.path).toBe(join(dir, "skills"));
+    expect(config.mcpServers[0]?.transport === "stdio" && config.mcpServers[0].cwd).toBe(
+      join(dir, "conf/work"),
+    );
+    expect(config.server.dataDir).toBe(join(dir, "conf/state"));
+  });
+
+  it("fills per-source defaults: loading mode from tool_search, cache prices from the input price", () => {
+    const file = write(
+      [
+        "tool_search: {default_loading_mode: always}",
+        "catalogs: [{path: a.jsonl}, {path: b.jsonl, loading_mode: deferred}]",
+        "pricing: [{provider: openai, model: gpt-x, input: 2, output: 8}]",
+      ].join("\n"),
+    );
+    const config = loadConfig(file, {});
+    expect(config.catalogs.map((c) => c.loadingMode)).toEqual(["always", "deferred"]);
+    expect(config.pricing[0]).toEqual({
+      provider: "openai",
+      model: "gpt-x",
+      input: 2,
+      output: 8,
+      cacheWrite: 2,
+      cacheRead: 2,
+    });
+  });
+
+  it("lets WAYFIND_* environment variables override the file", () => {
+    const file = write("server: {host: 0.0.0.0, port: 7000}\nlogging: {level: warn}\n");
+    const config = loadConfig(file, {
+      WAYFIND_PORT: "0",
+      WAYFIND_LOG_LEVEL: "debug",
+      WAYFIND_DATA_DIR: "/var/lib/wayfind",
+      WAYFIND_MAX_MESSAGE_BYTES: "1048576",
+    });
+    expect(config.server).toMatchObject({
+      host: "0.0.0.0",
+      port: 0,
+      dataDir: "/var/lib/wayfind",
+      maxMessageBytes: 1048576,
+    });
+    expect(config.logging.level).toBe("debug");
+  });
+
+  it("rejects an invalid environment override, naming the variable", () => {
+    const file = write("");
+    expect(problemsOf(file, { WAYFIND_PORT: "80a", WAYFIND_LOG_LEVEL: "verbose" })).toEqual([
+      'environment: WAYFIND_PORT: must be a whole number, got "80a"; set a whole number from 0 to 65535 or unset WAYFIND_PORT',
+      'environment: WAYFIND_LOG_LEVEL: must be one of fatal | error | warn | info | debug | trace | silent, got "verbose"; set one of fatal, error, warn, info, debug, trace, silent or unset WAYFIND_LOG_LEVEL',
+    ]);
+  });
+
+  it("names file, line and column of a YAML syntax error", () => {
+    const file = write("server:\n  port: 1\ncatalogs: [a,\n  b: : c\n");
+    const problems = problemsOf(file);
+    expect(problems[0]).toMatch(new RegExp(`^${file}:4:\\d+: YAML syntax error: `));
+  });
+
+  it("rejects a file whose top level is not a mapping", () => {
+    expect(problemsOf(write("- a\n- b\n"))[0]).toContain("(top level): must be a mapping");
+  });
+
+  it("says so when the file does not exist", () => {
+    expect(problemsOf(join(dir, "missing.yaml"))[0]).toContain(
+      "missing.yaml: cannot read the config file (not found)",
+    );
+  });
+});
+
+describe("loadConfig uniqueness", () => {
+  it("rejects two MCP servers with one name (the name is their namespace)", () => {
+    const file = write(
+      "mcp_servers:\n  - {name: gh, transport: http, url: 'http://a/mcp'}\n  - {name: gh, transport: http, url: 'http://b/mcp'}\n",
+    );
+    expect(problemsOf(file)).toEqual([
+      `${file}:3:12: mcp_servers[1].name: duplicates mcp_servers[0].name; give each entry its own name`,
+    ]);
+  });
+});
+
+describe("applyCliOverrides", () => {
+  it("lets serve flags win over environment and file, validated like the YAML keys", () => {
+    const fromEnv = loadConfig(write("server: {port: 7000}\n"), { WAYFIND_PORT: "7001" });
+    const config = applyCliOverrides(fromEnv, { port: "0", host: "::1", dataDir: "rel/dir" });
+    expect(config.server).toMatchObject({ port: 0, host: "::1", dataDir: resolve("rel/dir") });
+  });
+
+  it("rejects a bad flag, naming it", () => {
+    expect(() => applyCliOverrides(defaultConfig(), { port: 70000 })).toThrow(
+      "command line: --port: must be at most 65535, got 70000; set a whole number from 0 to 65535",
+    );
+  });
+});

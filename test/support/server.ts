@@ -1,0 +1,70 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { DescService } from "@bufbuild/protobuf";
+import { type Client, createClient } from "@connectrpc/connect";
+import {
+  createConnectTransport,
+  createGrpcTransport,
+  createGrpcWebTransport,
+} from "@connectrpc/connect-node";
+import pino from "pino";
+import { stringify } from "yaml";
+import { loadConfig, type WayfindConfig } from "../../src/config/index.ts";
+import { type RunningServer, startServer } from "../../src/server/app.ts";
+
+export interface TestServer {
+  readonly server: RunningServer;
+  readonly port: number;
+  readonly baseUrl: string;
+  readonly dataDir: string;
+  readonly config: WayfindConfig;
+  /** A generated client over native gRPC (HTTP/2), the protocol agents use. */
+  grpc<S extends DescService>(service: S): Client<S>;
+  /** A generated client over the Connect protocol (HTTP/1.1 JSON unless binary is asked for). */
+  connect<S extends DescService>(service: S, options?: { binary?: boolean }): Client<S>;
+  grpcWeb<S extends DescService>(service: S): Client<S>;
+  /** Stops the server; `keepData` leaves the data dir for a restart test. */
+  stop(options?: { keepData?: boolean }): Promise<void>;
+}
+
+/**
+ * Starts the real server on a free port with a real SQLite file in a fresh temp dir, configured from
+ * `yamlConfig` (the same YAML a user writes; relative paths resolve against the temp dir).
+ */
+export async function startTestServer(
+  yamlConfig: Record<string, unknown> = {},
+  options: { dataDir?: string } = {},
+): Promise<TestServer> {
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "wayfind-test-"));
+  const configFile = join(dataDir, "wayfind.yaml");
+  writeFileSync(
+    configFile,
+    stringify({ ...yamlConfig, server: { port: 0, data_dir: dataDir, ...(yamlConfig.server as object) } }),
+  );
+  const config = loadConfig(configFile, {});
+  const server = await startServer(config, pino({ level: "silent" }), { drainGraceMs: 2_000 });
+  const baseUrl = `http://127.0.0.1:${server.port}`;
+  return {
+    server,
+    port: server.port,
+    baseUrl,
+    dataDir,
+    config,
+    grpc: (service) => createClient(service, createGrpcTransport({ baseUrl })),
+    connect: (service, clientOptions) =>
+      createClient(
+        service,
+        createConnectTransport({
+          baseUrl,
+          httpVersion: "1.1",
+          useBinaryFormat: clientOptions?.binary ?? false,
+        }),
+      ),
+    grpcWeb: (service) => createClient(service, createGrpcWebTransport({ baseUrl, httpVersion: "2" })),
+    async stop(stopOptions) {
+      await server.stop();
+      if (!stopOptions?.keepData && !options.dataDir) rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
