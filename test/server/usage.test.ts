@@ -82,7 +82,7 @@ describe("UsageService over gRPC", () => {
     await expect(
       wayfind
         .grpc(UsageService)
-        .recordUsage({ caller, provider: 42, model: "x", usage, idempotencyKey: "k-5" }),
+        .recordUsage({ caller, provider: 42 as Provider, model: "x", usage, idempotencyKey: "k-5" }),
     ).rejects.toMatchObject({ code: Code.InvalidArgument });
   });
 
