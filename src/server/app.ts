@@ -1,4 +1,4 @@
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import type { DescService } from "@bufbuild/protobuf";
 import type { Logger } from "pino";
 import {
@@ -7,11 +7,13 @@ import {
 } from "../../gen/ts/grpc/health/v1/health_pb.ts";
 import { ServerReflection as ServerReflectionV1 } from "../../gen/ts/grpc/reflection/v1/reflection_pb.ts";
 import { ServerReflection as ServerReflectionV1Alpha } from "../../gen/ts/grpc/reflection/v1alpha/reflection_pb.ts";
-import { SkillService } from "../../gen/ts/wayfind/v1/skills_pb.ts";
+import { SkillService as SkillServiceDesc } from "../../gen/ts/wayfind/v1/skills_pb.ts";
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
 import type { WayfindConfig } from "../config/index.ts";
 import { EventLog } from "../events/index.ts";
+import { SkillService } from "../skills/index.ts";
+import { loadConfiguredSkillPacks } from "../sources/skill-packs.ts";
 import { type Db, openDatabase } from "../store/database.ts";
 import { allMigrations } from "../store/migrations.ts";
 import { PricingTable, parsePricingConfig, UsageLedger } from "../usage/index.ts";
@@ -19,8 +21,9 @@ import { HealthStatus } from "./health.ts";
 import { callerOf, withCallPipeline } from "./pipeline.ts";
 import { reflectionRoutes } from "./reflection.ts";
 import { serviceRoutes } from "./routes.ts";
+import { skillService } from "./services/skills.ts";
 import { usageService } from "./services/usage.ts";
-import { SKILL_EVENT_TYPES, TOOL_EVENT_TYPES, watchEvents } from "./services/watch.ts";
+import { TOOL_EVENT_TYPES, watchEvents } from "./services/watch.ts";
 import { startTransport } from "./transport.ts";
 
 export interface StartOptions {
@@ -36,7 +39,7 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-const WAYFIND_SERVICES: readonly DescService[] = [ToolDiscoveryService, SkillService, UsageService];
+const WAYFIND_SERVICES: readonly DescService[] = [ToolDiscoveryService, SkillServiceDesc, UsageService];
 
 export async function startServer(
   config: WayfindConfig,
@@ -58,6 +61,18 @@ export async function startServer(
     pricing: PricingTable.withDefaults(parsePricingConfig(config.pricing.map(toPriceEntry))),
   });
 
+  const skills = new SkillService({
+    db,
+    events,
+    redaction: config.skills.redaction,
+    pinnedSkillNames: config.skillPacks.flatMap((pack) => pack.pinnedSkillNames),
+    packRoots: [
+      config.configFile ? dirname(config.configFile) : process.cwd(),
+      ...config.skillPacks.map((p) => p.path),
+    ],
+  });
+  loadConfiguredSkillPacks(skills, config.skillPacks, logger);
+
   const health = new HealthStatus(WAYFIND_SERVICES.map((service) => service.typeName));
   const reflected = [...WAYFIND_SERVICES, Health, ServerReflectionV1, ServerReflectionV1Alpha];
 
@@ -68,10 +83,10 @@ export async function startServer(
           watchToolEvents: (request, context) =>
             watchEvents(events, callerOf(context), request.filter, TOOL_EVENT_TYPES, context.signal),
         }),
-        ...serviceRoutes(SkillService, {
-          watchSkillEvents: (request, context) =>
-            watchEvents(events, callerOf(context), request.filter, SKILL_EVENT_TYPES, context.signal),
-        }),
+        ...serviceRoutes(
+          SkillServiceDesc,
+          skillService(skills, events, () => undefined),
+        ),
         ...serviceRoutes(UsageService, usageService(usage, events)),
       ],
       logger,

@@ -10,35 +10,24 @@ import { invalidArgument } from "../../errors.ts";
 import type { EventLog } from "../../events/index.ts";
 import type { UsageGroupBy as GroupBy, Provider, UsageLedger, UsageTotals } from "../../usage/index.ts";
 import { callerOf } from "../pipeline.ts";
+import { EnumMap } from "./enums.ts";
 import { USAGE_EVENT_TYPES, watchEvents } from "./watch.ts";
 
-const PROVIDERS: Readonly<Record<number, Provider>> = {
-  [ProtoProvider.ANTHROPIC]: "anthropic",
-  [ProtoProvider.OPENAI]: "openai",
-  [ProtoProvider.GEMINI]: "gemini",
-  [ProtoProvider.BEDROCK]: "bedrock",
-  [ProtoProvider.OTHER]: "other",
-};
+export const PROVIDERS = new EnumMap<Provider>([
+  [ProtoProvider.ANTHROPIC, "anthropic"],
+  [ProtoProvider.OPENAI, "openai"],
+  [ProtoProvider.GEMINI, "gemini"],
+  [ProtoProvider.BEDROCK, "bedrock"],
+  [ProtoProvider.OTHER, "other"],
+]);
 
-const GROUP_BY: Readonly<Record<number, GroupBy>> = {
-  [UsageGroupBy.SESSION]: "session",
-  [UsageGroupBy.RUN]: "run",
-  [UsageGroupBy.PROVIDER]: "provider",
-  [UsageGroupBy.MODEL]: "model",
-  [UsageGroupBy.DAY]: "day",
-};
-
-/** Maps a proto enum value to its domain value; unspecified is `undefined`, unknown numbers are rejected. */
-export function enumValue<T>(
-  table: Readonly<Record<number, T>>,
-  value: number,
-  field: string,
-): T | undefined {
-  if (value === 0) return undefined;
-  const mapped = table[value];
-  if (mapped === undefined) throw invalidArgument(`${field}: unknown enum value ${value}`);
-  return mapped;
-}
+const GROUP_BY = new EnumMap<GroupBy>([
+  [UsageGroupBy.SESSION, "session"],
+  [UsageGroupBy.RUN, "run"],
+  [UsageGroupBy.PROVIDER, "provider"],
+  [UsageGroupBy.MODEL, "model"],
+  [UsageGroupBy.DAY, "day"],
+]);
 
 export function usageService(
   ledger: UsageLedger,
@@ -46,7 +35,7 @@ export function usageService(
 ): Partial<ServiceImpl<typeof UsageService>> {
   return {
     recordUsage(request, context) {
-      const provider = enumValue(PROVIDERS, request.provider, "provider");
+      const provider = PROVIDERS.fromProto(request.provider, "provider");
       if (provider === undefined) throw invalidArgument("provider is required, e.g. PROVIDER_ANTHROPIC");
       if (!request.usage)
         throw invalidArgument("usage is required: input_tokens, output_tokens, cache_*_input_tokens");
@@ -72,13 +61,13 @@ export function usageService(
     },
 
     getUsageSummary(request, context) {
-      const groupBy = enumValue(GROUP_BY, request.groupBy, "group_by");
+      const groupBy = GROUP_BY.fromProto(request.groupBy, "group_by");
       const summary = ledger.getUsageSummary(callerOf(context), {
         tenantId: request.tenantId || undefined,
         sessionId: request.sessionId || undefined,
         runId: request.runId || undefined,
         model: request.model || undefined,
-        provider: enumValue(PROVIDERS, request.provider, "provider"),
+        provider: PROVIDERS.fromProto(request.provider, "provider"),
         since: request.startTime ? timestampDate(request.startTime) : undefined,
         until: request.endTime ? timestampDate(request.endTime) : undefined,
         groupBy: groupBy ? [groupBy] : [],

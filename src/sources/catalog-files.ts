@@ -1,0 +1,73 @@
+import { basename } from "node:path";
+import type { Logger } from "pino";
+import type { CatalogConfig, ToolSourceOptions } from "../config/index.ts";
+import { parseCatalogFile, type ToolCatalog, type ToolExample, type ToolInput } from "../discovery/index.ts";
+import { compileGlobs } from "../text/glob.ts";
+
+/** Source id of a configured catalog file: its namespace, else its file name. */
+export function catalogSourceId(catalog: CatalogConfig): string {
+  return `catalog:${catalog.namespace ?? basename(catalog.path)}`;
+}
+
+/**
+ * Registers every configured catalog file, replacing what each source registered before, so a
+ * tool deleted from a file disappears on the next start. A file with any error fails the start:
+ * a wrong catalog never yields a half-working server.
+ */
+export function syncCatalogFiles(
+  catalog: ToolCatalog,
+  catalogs: readonly CatalogConfig[],
+  logger: Logger,
+): void {
+  for (const config of catalogs) {
+    const parsed = parseCatalogFile(config.path, {
+      namespace: config.namespace,
+      loadingMode: config.loadingMode,
+    });
+    for (const note of parsed.notes) logger.warn({ catalog: config.path }, note);
+    const result = catalog.register(
+      catalogSourceId(config),
+      applySourceOptions(parsed.tools, config, config.namespace),
+      {
+        replaceSource: true,
+      },
+    );
+    logger.info({ catalog: config.path, tools: parsed.tools.length, ...result }, "catalog loaded");
+  }
+}
+
+/**
+ * Per-source overrides shared by catalog files and MCP servers: `always_loaded` beats `deferred`
+ * beats the tool's own mode; override examples replace the tool's own; source tags are added.
+ */
+export function applySourceOptions(
+  tools: readonly ToolInput[],
+  options: ToolSourceOptions,
+  namespace: string | undefined,
+): ToolInput[] {
+  const alwaysLoaded = compileGlobs(options.alwaysLoaded);
+  const deferred = compileGlobs(options.deferred);
+  return tools.map((tool) => {
+    const fullName = qualifiedName(tool, namespace);
+    const loadingMode = alwaysLoaded(fullName)
+      ? "always"
+      : deferred(fullName)
+        ? "deferred"
+        : tool.loadingMode;
+    // Config examples come from YAML, so their args are JSON values.
+    const examples = (options.examples[fullName] ?? options.examples[tool.name]) as
+      | readonly ToolExample[]
+      | undefined;
+    return {
+      ...tool,
+      loadingMode,
+      tags: [...new Set([...(tool.tags ?? []), ...options.tags])],
+      ...(examples ? { examples } : {}),
+    };
+  });
+}
+
+function qualifiedName(tool: ToolInput, namespace: string | undefined): string {
+  const ns = tool.namespace ?? namespace;
+  return ns && !tool.name.startsWith(`${ns}.`) ? `${ns}.${tool.name}` : tool.name;
+}
