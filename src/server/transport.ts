@@ -69,7 +69,19 @@ export async function startTransport(options: TransportOptions): Promise<Running
       target.emit("stream", stream, headers, flags, rawHeaders);
     },
   );
-  const h1 = http.createServer(connectHandler);
+  // HTTP/1.1 keep-alive connections are closed as soon as they are idle once draining starts.
+  let draining = false;
+  const idleH1 = new Set<net.Socket>();
+  const h1 = http.createServer((request, response) => {
+    const { socket } = request;
+    idleH1.delete(socket);
+    if (draining) response.setHeader("connection", "close");
+    response.once("close", () => {
+      if (draining) socket.end();
+      else idleH1.add(socket);
+    });
+    connectHandler(request, response);
+  });
   h1.keepAliveTimeout = 30_000;
 
   // Cleartext HTTP/2 (prior knowledge) and HTTP/1.1 share the port: peek at the first bytes.
@@ -84,6 +96,7 @@ export async function startTransport(options: TransportOptions): Promise<Running
       // socket first would let them flow away unread. The HTTP/1 server wants a flowing socket.
       if (first.subarray(0, 3).equals(HTTP2_PREFACE.subarray(0, 3))) h2.emit("connection", socket);
       else {
+        socket.once("close", () => idleH1.delete(socket));
         h1.emit("connection", socket);
         socket.resume();
       }
@@ -104,8 +117,9 @@ export async function startTransport(options: TransportOptions): Promise<Running
     port: address.port,
     async close(graceMs: number) {
       const closed = new Promise<void>((resolve) => listener.close(() => resolve()));
+      draining = true;
       for (const session of sessions) session.close(); // GOAWAY: in-flight streams finish
-      h1.closeIdleConnections();
+      for (const socket of idleH1) socket.end();
       const timer = setTimeout(() => {
         for (const socket of sockets) socket.destroy();
       }, graceMs);

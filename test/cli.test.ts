@@ -1,0 +1,58 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { describe, expect, it } from "vitest";
+
+const CLI = join(import.meta.dirname, "..", "bin", "wayfind.js");
+
+function run(args: string[]) {
+  const child = spawn(process.execPath, [CLI, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  const stderr: string[] = [];
+  child.stderr.on("data", (chunk: Buffer) => stderr.push(chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  return { child, stderr, exited };
+}
+
+describe("wayfind serve", () => {
+  it("logs a JSON 'listening' line with the bound port, and drains on SIGTERM", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "wayfind-cli-"));
+    const { child, exited } = run(["serve", "--port", "0", "--data-dir", dataDir]);
+    const lines = createInterface({ input: child.stdout });
+    let port = 0;
+    for await (const line of lines) {
+      const entry = JSON.parse(line) as { msg: string; port?: number };
+      if (entry.msg === "listening") {
+        port = entry.port ?? 0;
+        break;
+      }
+    }
+    expect(port).toBeGreaterThan(0);
+    const health = await fetch(`http://127.0.0.1:${port}/grpc.health.v1.Health/Check`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{}",
+    });
+    expect(await health.json()).toEqual({ status: "SERVING" });
+    child.kill("SIGTERM");
+    expect(await exited).toBe(0);
+  });
+
+  it("refuses to start with a mistyped config key, naming file, key and fix", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "wayfind-cli-"));
+    const config = join(dir, "wayfind.yaml");
+    writeFileSync(config, "catalgos: []\n");
+    const { stderr, exited } = run(["serve", "--config", config, "--port", "0"]);
+    expect(await exited).toBe(1);
+    const message = stderr.join("");
+    expect(message).toContain("wayfind.yaml");
+    expect(message).toContain("did you mean `catalogs`");
+  });
+
+  it("rejects an unknown command with usage", async () => {
+    const { stderr, exited } = run(["serv"]);
+    expect(await exited).toBe(2);
+    expect(stderr.join("")).toContain("Usage:");
+  });
+});

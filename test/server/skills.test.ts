@@ -1,0 +1,125 @@
+import { Code } from "@connectrpc/connect";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SkillFormat, SkillScope, SkillService } from "../../gen/ts/wayfind/v1/skills_pb.ts";
+import { startTestServer, type TestServer } from "../support/server.ts";
+
+let wayfind: TestServer;
+beforeAll(async () => {
+  wayfind = await startTestServer();
+});
+afterAll(() => wayfind.stop());
+
+const acme = { tenantId: "acme", projectId: "web", sessionId: "s1", runId: "r1" };
+const globex = { tenantId: "globex", projectId: "web", sessionId: "s2", runId: "r2" };
+
+const deploySkill = `---
+name: acme.deploy
+title: Deploy the storefront
+trigger: A release of the storefront must go to production.
+task_type: code
+steps:
+  - Ask ops@acme.example or call +1 415 555 0100 before deploying.
+  - Run the deploy with Authorization Bearer sk-live-51HxQpQ2eZvKYlo2C0abcdef and watch https://deploy.acme.example/status?token=s3cr3t
+---
+`;
+
+async function loadAcmePack() {
+  return wayfind.grpc(SkillService).loadSkillPack({
+    caller: acme,
+    packName: "acme-ops",
+    scope: SkillScope.TENANT,
+    source: { case: "files", value: { files: [{ path: "deploy.skill.md", content: deploySkill }] } },
+  });
+}
+
+describe("SkillService over gRPC", () => {
+  it("loads an inline pack and reports an unchanged reload as a no-op", async () => {
+    expect(await loadAcmePack()).toMatchObject({ loaded: 1, skillCount: 1 });
+    expect(await loadAcmePack()).toMatchObject({ loaded: 0, updated: 0, unchanged: 1 });
+  });
+
+  it("rejects an invalid pack listing every problem, and keeps nothing of it", async () => {
+    const error = await wayfind
+      .grpc(SkillService)
+      .loadSkillPack({
+        caller: acme,
+        packName: "broken",
+        scope: SkillScope.TENANT,
+        source: {
+          case: "files",
+          value: {
+            files: [
+              { path: "a.skill.md", content: "---\nname: a\ntrigger: [unclosed\n---\n" },
+              { path: "b.skill.json", content: '{"name": "b", "trigger": "x", "steps": []}' },
+              { path: "c.skill.md", content: "---\nname: c\ntrigger: fine\nsteps: [ok]\n---\n" },
+            ],
+          },
+        },
+      })
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: Code.InvalidArgument });
+    const message = (error as Error).message;
+    expect(message).toContain("a.skill.md");
+    expect(message).toContain("b.skill.json");
+    const listed = await wayfind.grpc(SkillService).listSkills({ caller: acme });
+    expect(listed.skills.map((skill) => skill.name)).not.toContain("c");
+  });
+
+  it("redacts e-mails, phone numbers, tokens and URL query strings from returned skills", async () => {
+    await loadAcmePack();
+    const { skills, formattedContext } = await wayfind
+      .grpc(SkillService)
+      .getSkills({ caller: acme, names: ["acme.deploy"], format: SkillFormat.INJECTION });
+    const text = `${skills[0]?.steps.join("\n")}\n${formattedContext}`;
+    expect(text).toContain("[REDACTED_EMAIL]");
+    expect(text).toContain("[REDACTED_PHONE]");
+    expect(text).toContain("[REDACTED_TOKEN]");
+    expect(text).not.toMatch(/ops@acme|555 0100|sk-live|s3cr3t/);
+  });
+
+  it("hides one tenant's skills from another, exactly like a missing skill", async () => {
+    await loadAcmePack();
+    const client = wayfind.grpc(SkillService);
+    const other = await client.getSkills({ caller: globex, names: ["acme.deploy"] }).catch((e: unknown) => e);
+    const missing = await client
+      .getSkills({ caller: globex, names: ["no.such.skill"] })
+      .catch((e: unknown) => e);
+    expect(other).toMatchObject({ code: Code.NotFound });
+    expect(missing).toMatchObject({ code: Code.NotFound });
+    expect((other as Error).message.replace("acme.deploy", "NAME")).toBe(
+      (missing as Error).message.replace("no.such.skill", "NAME"),
+    );
+    const search = await client.searchSkills({ caller: globex, query: "deploy storefront" });
+    expect(search.skills.map((skill) => skill.name)).not.toContain("acme.deploy");
+  });
+
+  it("never returns injected context over the token budget", async () => {
+    const response = await wayfind
+      .grpc(SkillService)
+      .getRelevantSkills({
+        caller: acme,
+        task: "deploy the storefront release to production",
+        topK: 5,
+        maxTokens: 200,
+      });
+    expect(response.tokenEstimate).toBeLessThanOrEqual(200);
+    expect(response.skillNames.length).toBeGreaterThan(0);
+  });
+
+  it("rejects a budget outside 200–6000 with INVALID_ARGUMENT", async () => {
+    await expect(
+      wayfind.grpc(SkillService).getSkills({ caller: acme, names: ["acme.deploy"], maxTokens: 50 }),
+    ).rejects.toMatchObject({ code: Code.InvalidArgument });
+  });
+
+  it("needs a tenant to load a tenant-scoped pack", async () => {
+    await expect(
+      wayfind.grpc(SkillService).loadSkillPack({
+        caller: {},
+        packName: "x",
+        scope: SkillScope.TENANT,
+        source: { case: "files", value: { files: [] } },
+      }),
+    ).rejects.toMatchObject({ code: Code.FailedPrecondition });
+  });
+});
