@@ -10,20 +10,25 @@ import { ServerReflection as ServerReflectionV1Alpha } from "../../gen/ts/grpc/r
 import { SkillService as SkillServiceDesc } from "../../gen/ts/wayfind/v1/skills_pb.ts";
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
+import { createAccessControl } from "../access/index.ts";
+import { ActivationStore, compileLazyGroups } from "../activation/index.ts";
 import type { WayfindConfig } from "../config/index.ts";
+import { ToolCatalog } from "../discovery/index.ts";
 import { EventLog } from "../events/index.ts";
 import { SkillService } from "../skills/index.ts";
+import { syncCatalogFiles } from "../sources/catalog-files.ts";
 import { loadConfiguredSkillPacks } from "../sources/skill-packs.ts";
 import { type Db, openDatabase } from "../store/database.ts";
 import { allMigrations } from "../store/migrations.ts";
+import { ToolService } from "../tools/service.ts";
 import { PricingTable, parsePricingConfig, UsageLedger } from "../usage/index.ts";
 import { HealthStatus } from "./health.ts";
-import { callerOf, withCallPipeline } from "./pipeline.ts";
+import { withCallPipeline } from "./pipeline.ts";
 import { reflectionRoutes } from "./reflection.ts";
 import { serviceRoutes } from "./routes.ts";
 import { skillService } from "./services/skills.ts";
+import { toolDiscoveryService } from "./services/tools.ts";
 import { usageService } from "./services/usage.ts";
-import { TOOL_EVENT_TYPES, watchEvents } from "./services/watch.ts";
 import { startTransport } from "./transport.ts";
 
 export interface StartOptions {
@@ -61,6 +66,27 @@ export async function startServer(
     pricing: PricingTable.withDefaults(parsePricingConfig(config.pricing.map(toPriceEntry))),
   });
 
+  const catalog = new ToolCatalog(db, { events, preferredNamespaces: config.toolSearch.preferredNamespaces });
+  syncCatalogFiles(catalog, config.catalogs, logger);
+  const access = createAccessControl(config);
+  const filtered = access.policyFilteredCount(catalog.all());
+  events.emit({
+    type: "tool_policy_filtered",
+    attributes: { removed_count: filtered, registry_count: catalog.size - filtered },
+  });
+  const tools = new ToolService({
+    catalog,
+    access,
+    activations: new ActivationStore(db, {
+      events,
+      runActivationTtlSeconds: config.toolSearch.runActivationTtlSeconds,
+    }),
+    lazyGroups: compileLazyGroups(config.lazyToolGroups),
+    toolSearch: config.toolSearch,
+    aliases: config.aliases,
+    events,
+  });
+
   const skills = new SkillService({
     db,
     events,
@@ -79,13 +105,10 @@ export async function startServer(
   const routes = [
     ...withCallPipeline(
       [
-        ...serviceRoutes(ToolDiscoveryService, {
-          watchToolEvents: (request, context) =>
-            watchEvents(events, callerOf(context), request.filter, TOOL_EVENT_TYPES, context.signal),
-        }),
+        ...serviceRoutes(ToolDiscoveryService, toolDiscoveryService(tools, events)),
         ...serviceRoutes(
           SkillServiceDesc,
-          skillService(skills, events, () => undefined),
+          skillService(skills, events, (caller) => tools.toolGate(caller)),
         ),
         ...serviceRoutes(UsageService, usageService(usage, events)),
       ],

@@ -72,8 +72,10 @@ function indexFiles(roots: readonly DescFile[]): FileIndex {
   const files = new Map<string, DescFile>();
   const symbols = new Map<string, DescFile>();
   for (const file of roots.flatMap(withDependencies)) {
-    if (files.has(file.name)) continue;
-    files.set(file.name, file);
+    // protobuf-es names files without ".proto"; reflection clients ask with it.
+    const fileName = file.proto.name;
+    if (files.has(fileName)) continue;
+    files.set(fileName, file);
     for (const type of nestedTypes(file)) {
       symbols.set(type.typeName, file);
       if (type.kind === "service")

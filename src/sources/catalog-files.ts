@@ -1,8 +1,8 @@
 import { basename } from "node:path";
 import type { Logger } from "pino";
+import { compileGlobs } from "../access/index.ts";
 import type { CatalogConfig, ToolSourceOptions } from "../config/index.ts";
 import { parseCatalogFile, type ToolCatalog, type ToolExample, type ToolInput } from "../discovery/index.ts";
-import { compileGlobs } from "../text/glob.ts";
 
 /** Source id of a configured catalog file: its namespace, else its file name. */
 export function catalogSourceId(catalog: CatalogConfig): string {

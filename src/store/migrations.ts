@@ -1,3 +1,4 @@
+import { activationMigrations } from "../activation/index.ts";
 import { discoveryMigrations } from "../discovery/index.ts";
 import { eventsMigrations } from "../events/index.ts";
 import { skillsMigrations } from "../skills/index.ts";
@@ -10,4 +11,5 @@ export const allMigrations: readonly Migration[] = [
   ...usageMigrations,
   ...discoveryMigrations,
   ...skillsMigrations,
+  ...activationMigrations,
 ];

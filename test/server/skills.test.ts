@@ -1,6 +1,7 @@
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SkillFormat, SkillScope, SkillService } from "../../gen/ts/wayfind/v1/skills_pb.ts";
+import { failure } from "../support/rpc.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 
 let wayfind: TestServer;
@@ -39,9 +40,8 @@ describe("SkillService over gRPC", () => {
   });
 
   it("rejects an invalid pack listing every problem, and keeps nothing of it", async () => {
-    const error = await wayfind
-      .grpc(SkillService)
-      .loadSkillPack({
+    const error = await failure(
+      wayfind.grpc(SkillService).loadSkillPack({
         caller: acme,
         packName: "broken",
         scope: SkillScope.TENANT,
@@ -55,10 +55,10 @@ describe("SkillService over gRPC", () => {
             ],
           },
         },
-      })
-      .catch((e: unknown) => e);
+      }),
+    );
     expect(error).toMatchObject({ code: Code.InvalidArgument });
-    const message = (error as Error).message;
+    const { message } = error;
     expect(message).toContain("a.skill.md");
     expect(message).toContain("b.skill.json");
     const listed = await wayfind.grpc(SkillService).listSkills({ caller: acme });
@@ -80,28 +80,24 @@ describe("SkillService over gRPC", () => {
   it("hides one tenant's skills from another, exactly like a missing skill", async () => {
     await loadAcmePack();
     const client = wayfind.grpc(SkillService);
-    const other = await client.getSkills({ caller: globex, names: ["acme.deploy"] }).catch((e: unknown) => e);
-    const missing = await client
-      .getSkills({ caller: globex, names: ["no.such.skill"] })
-      .catch((e: unknown) => e);
+    const other = await failure(client.getSkills({ caller: globex, names: ["acme.deploy"] }));
+    const missing = await failure(client.getSkills({ caller: globex, names: ["no.such.skill"] }));
     expect(other).toMatchObject({ code: Code.NotFound });
     expect(missing).toMatchObject({ code: Code.NotFound });
-    expect((other as Error).message.replace("acme.deploy", "NAME")).toBe(
-      (missing as Error).message.replace("no.such.skill", "NAME"),
+    expect(other.message.replace("acme.deploy", "NAME")).toBe(
+      missing.message.replace("no.such.skill", "NAME"),
     );
     const search = await client.searchSkills({ caller: globex, query: "deploy storefront" });
     expect(search.skills.map((skill) => skill.name)).not.toContain("acme.deploy");
   });
 
   it("never returns injected context over the token budget", async () => {
-    const response = await wayfind
-      .grpc(SkillService)
-      .getRelevantSkills({
-        caller: acme,
-        task: "deploy the storefront release to production",
-        topK: 5,
-        maxTokens: 200,
-      });
+    const response = await wayfind.grpc(SkillService).getRelevantSkills({
+      caller: acme,
+      task: "deploy the storefront release to production",
+      topK: 5,
+      maxTokens: 200,
+    });
     expect(response.tokenEstimate).toBeLessThanOrEqual(200);
     expect(response.skillNames.length).toBeGreaterThan(0);
   });

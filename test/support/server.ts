@@ -19,6 +19,8 @@ export interface TestServer {
   readonly baseUrl: string;
   readonly dataDir: string;
   readonly config: WayfindConfig;
+  /** The YAML config the server was started with, to restart it the same way. */
+  readonly configYaml: Record<string, unknown>;
   /** A generated client over native gRPC (HTTP/2), the protocol agents use. */
   grpc<S extends DescService>(service: S): Client<S>;
   /** A generated client over the Connect protocol (HTTP/1.1 JSON unless binary is asked for). */
@@ -51,6 +53,7 @@ export async function startTestServer(
     baseUrl,
     dataDir,
     config,
+    configYaml: yamlConfig,
     grpc: (service) => createClient(service, createGrpcTransport({ baseUrl })),
     connect: (service, clientOptions) =>
       createClient(

@@ -1,0 +1,544 @@
+package main
+
+// These tests run the Go client against the real wayfind server: they start
+// `node --import tsx src/cli.ts serve --port 0` from the repository root (npm ci must have run),
+// talk to it over native gRPC and stop it with SIGTERM at the end.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	wayfindv1 "github.com/wayfind-dev/wayfind/gen/go/wayfind/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/descriptorpb"
+)
+
+const (
+	startTimeout = 30 * time.Second
+	rpcTimeout   = 10 * time.Second
+	stopTimeout  = 15 * time.Second
+	sonnet       = "claude-sonnet-4-5-20250929"
+)
+
+func TestWayfind(t *testing.T) {
+	srv := startServer(t)
+	conn, err := grpc.NewClient(srv.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatalf("grpc.NewClient(%s): %v", srv.addr, err)
+	}
+	defer conn.Close()
+
+	t.Run("Health", func(t *testing.T) { testHealth(t, conn) })
+	t.Run("Reflection", func(t *testing.T) { testReflection(t, conn) })
+	t.Run("ReflectionFileByFilename", func(t *testing.T) { testReflectionFileByFilename(t, conn) })
+	t.Run("ReflectionHalfClose", func(t *testing.T) { testReflectionHalfClose(t, conn) })
+	t.Run("RecordUsageIdempotentAndSummary", func(t *testing.T) { testRecordUsage(t, conn) })
+	t.Run("InvalidArgument", func(t *testing.T) { testInvalidArgument(t, conn) })
+	t.Run("AlreadyExists", func(t *testing.T) { testAlreadyExists(t, conn) })
+	t.Run("WatchUsageEvents", func(t *testing.T) { testWatchUsageEvents(t, conn) })
+
+	// Last: SIGTERM drains the server, which must exit 0.
+	srv.stop(t)
+}
+
+func rpcContext(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), rpcTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// tenant returns a tenant id of its own for each test, so their summaries don't mix.
+func tenant(t *testing.T) *wayfindv1.CallerContext {
+	return &wayfindv1.CallerContext{
+		TenantId:  "go-" + strings.ReplaceAll(t.Name(), "/", "-"),
+		UserId:    "user-1",
+		SessionId: "session-1",
+		RunId:     "run-1",
+	}
+}
+
+func testHealth(t *testing.T, conn *grpc.ClientConn) {
+	health := healthpb.NewHealthClient(conn)
+	for _, service := range []string{"", "wayfind.v1.UsageService", "wayfind.v1.ToolDiscoveryService", "wayfind.v1.SkillService"} {
+		resp, err := health.Check(rpcContext(t), &healthpb.HealthCheckRequest{Service: service})
+		if err != nil {
+			t.Fatalf("Check(%q): %v", service, err)
+		}
+		if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+			t.Errorf("Check(%q) = %v, want SERVING", service, resp.GetStatus())
+		}
+	}
+	_, err := health.Check(rpcContext(t), &healthpb.HealthCheckRequest{Service: "no.such.Service"})
+	if status.Code(err) != codes.NotFound {
+		t.Errorf("Check(unknown service): got %v, want NOT_FOUND", err)
+	}
+}
+
+func testReflection(t *testing.T, conn *grpc.ClientConn) {
+	stream, err := reflectionpb.NewServerReflectionClient(conn).ServerReflectionInfo(rpcContext(t))
+	if err != nil {
+		t.Fatalf("ServerReflectionInfo: %v", err)
+	}
+	ask := func(req *reflectionpb.ServerReflectionRequest) *reflectionpb.ServerReflectionResponse {
+		t.Helper()
+		if err := stream.Send(req); err != nil {
+			t.Fatalf("reflection send: %v", err)
+		}
+		resp, err := stream.Recv()
+		if err != nil {
+			t.Fatalf("reflection recv: %v", err)
+		}
+		if e := resp.GetErrorResponse(); e != nil {
+			t.Fatalf("reflection error: %d %s", e.GetErrorCode(), e.GetErrorMessage())
+		}
+		return resp
+	}
+
+	list := ask(&reflectionpb.ServerReflectionRequest{
+		MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{},
+	})
+	var names []string
+	for _, s := range list.GetListServicesResponse().GetService() {
+		names = append(names, s.GetName())
+	}
+	for _, want := range []string{
+		"wayfind.v1.ToolDiscoveryService", "wayfind.v1.SkillService", "wayfind.v1.UsageService", "grpc.health.v1.Health",
+	} {
+		if !slices.Contains(names, want) {
+			t.Errorf("reflection lists %v, missing %s", names, want)
+		}
+	}
+
+	// The descriptor served for a service must be the real one, with its methods.
+	file := ask(&reflectionpb.ServerReflectionRequest{
+		MessageRequest: &reflectionpb.ServerReflectionRequest_FileContainingSymbol{FileContainingSymbol: "wayfind.v1.UsageService"},
+	})
+	var methods []string
+	for _, raw := range file.GetFileDescriptorResponse().GetFileDescriptorProto() {
+		var fd descriptorpb.FileDescriptorProto
+		if err := proto.Unmarshal(raw, &fd); err != nil {
+			t.Fatalf("unmarshal file descriptor: %v", err)
+		}
+		for _, svc := range fd.GetService() {
+			if fd.GetPackage()+"."+svc.GetName() == "wayfind.v1.UsageService" {
+				for _, m := range svc.GetMethod() {
+					methods = append(methods, m.GetName())
+				}
+			}
+		}
+	}
+	for _, want := range []string{"RecordUsage", "GetUsageSummary", "WatchUsageEvents"} {
+		if !slices.Contains(methods, want) {
+			t.Errorf("reflected UsageService has methods %v, missing %s", methods, want)
+		}
+	}
+}
+
+// testReflectionFileByFilename: clients resolve imports by file name, as in FileDescriptorProto.dependency.
+func testReflectionFileByFilename(t *testing.T, conn *grpc.ClientConn) {
+	ctx, cancel := context.WithTimeout(context.Background(), rpcTimeout)
+	defer cancel()
+	stream, err := reflectionpb.NewServerReflectionClient(conn).ServerReflectionInfo(ctx)
+	if err != nil {
+		t.Fatalf("ServerReflectionInfo: %v", err)
+	}
+	const name = "wayfind/v1/common.proto"
+	if err := stream.Send(&reflectionpb.ServerReflectionRequest{
+		MessageRequest: &reflectionpb.ServerReflectionRequest_FileByFilename{FileByFilename: name},
+	}); err != nil {
+		t.Fatalf("reflection send: %v", err)
+	}
+	resp, err := stream.Recv()
+	if err != nil {
+		t.Fatalf("reflection recv: %v", err)
+	}
+	if e := resp.GetErrorResponse(); e != nil {
+		t.Fatalf("file_by_filename %q: error %d %s", name, e.GetErrorCode(), e.GetErrorMessage())
+	}
+	var names []string
+	for _, raw := range resp.GetFileDescriptorResponse().GetFileDescriptorProto() {
+		var fd descriptorpb.FileDescriptorProto
+		if err := proto.Unmarshal(raw, &fd); err != nil {
+			t.Fatalf("unmarshal file descriptor: %v", err)
+		}
+		names = append(names, fd.GetName())
+	}
+	if len(names) == 0 || names[0] != name {
+		t.Errorf("file_by_filename %q returned files %v, want %s first", name, names, name)
+	}
+}
+
+// testReflectionHalfClose: a bidi stream the client half-closes must end with OK once the server
+// has answered everything (clients that send all requests up front wait for that end).
+func testReflectionHalfClose(t *testing.T, conn *grpc.ClientConn) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	stream, err := reflectionpb.NewServerReflectionClient(conn).ServerReflectionInfo(ctx)
+	if err != nil {
+		t.Fatalf("ServerReflectionInfo: %v", err)
+	}
+	if err := stream.Send(&reflectionpb.ServerReflectionRequest{
+		MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{},
+	}); err != nil {
+		t.Fatalf("reflection send: %v", err)
+	}
+	if err := stream.CloseSend(); err != nil {
+		t.Fatalf("reflection CloseSend: %v", err)
+	}
+	if resp, err := stream.Recv(); err != nil || resp.GetListServicesResponse() == nil {
+		t.Fatalf("reflection recv: got (%v, %v), want the service list", resp, err)
+	}
+	if resp, err := stream.Recv(); err != io.EOF {
+		t.Errorf("reflection after CloseSend and the last answer: got (%v, %v), want io.EOF (status OK)", resp, err)
+	}
+}
+
+func testRecordUsage(t *testing.T, conn *grpc.ClientConn) {
+	usage := wayfindv1.NewUsageServiceClient(conn)
+	caller := tenant(t)
+	req := &wayfindv1.RecordUsageRequest{
+		Caller:         caller,
+		Provider:       wayfindv1.Provider_PROVIDER_ANTHROPIC,
+		Model:          sonnet,
+		Usage:          &wayfindv1.Usage{InputTokens: 1200, OutputTokens: 350, CacheReadInputTokens: 8000},
+		IdempotencyKey: "msg_01",
+	}
+	first, err := usage.RecordUsage(rpcContext(t), req)
+	if err != nil {
+		t.Fatalf("RecordUsage: %v", err)
+	}
+	if first.GetDuplicate() {
+		t.Errorf("first RecordUsage: duplicate = true, want false")
+	}
+	if first.CostUsd == nil {
+		t.Fatalf("RecordUsage(%s): no cost (%q), want a priced call", sonnet, first.GetUnknownCostReason())
+	}
+	// Sonnet 4.5: $3/M input, $15/M output, cache reads at 0.1× input.
+	wantCost := 1200*3e-6 + 350*15e-6 + 8000*0.3e-6
+	if math.Abs(first.GetCostUsd()-wantCost) > 1e-9 {
+		t.Errorf("cost_usd = %.9f, want %.9f", first.GetCostUsd(), wantCost)
+	}
+
+	// A retry (same key, same values) is acknowledged, marked duplicate and counted once.
+	retry, err := usage.RecordUsage(rpcContext(t), req)
+	if err != nil {
+		t.Fatalf("RecordUsage retry: %v", err)
+	}
+	if !retry.GetDuplicate() || retry.GetCostUsd() != first.GetCostUsd() {
+		t.Errorf("retry = {duplicate:%t cost:%v}, want {duplicate:true cost:%v}", retry.GetDuplicate(), retry.GetCostUsd(), first.GetCostUsd())
+	}
+
+	second := proto.Clone(req).(*wayfindv1.RecordUsageRequest)
+	second.IdempotencyKey = "msg_02"
+	second.Usage = &wayfindv1.Usage{InputTokens: 800, OutputTokens: 100, CacheCreationInputTokens: 2000}
+	if _, err := usage.RecordUsage(rpcContext(t), second); err != nil {
+		t.Fatalf("RecordUsage second call: %v", err)
+	}
+
+	summary, err := usage.GetUsageSummary(rpcContext(t), &wayfindv1.GetUsageSummaryRequest{Caller: caller})
+	if err != nil {
+		t.Fatalf("GetUsageSummary: %v", err)
+	}
+	got := summary.GetTotals()
+	if got.GetCalls() != 2 {
+		t.Errorf("calls = %d, want 2 (the retry must count once)", got.GetCalls())
+	}
+	if got.GetInputTokens() != 2000 || got.GetOutputTokens() != 450 ||
+		got.GetCacheReadInputTokens() != 8000 || got.GetCacheCreationInputTokens() != 2000 {
+		t.Errorf("token totals = %v, want input 2000, output 450, cache read 8000, cache creation 2000", got)
+	}
+	// cache_read ÷ (input + cache_read + cache_creation)
+	if want := 8000.0 / (2000 + 8000 + 2000); math.Abs(got.GetCacheHitRate()-want) > 1e-9 {
+		t.Errorf("cache_hit_rate = %v, want %v", got.GetCacheHitRate(), want)
+	}
+	if got.GetTotalCostUsd() <= first.GetCostUsd() || got.GetCallsWithUnknownCost() != 0 {
+		t.Errorf("total_cost_usd = %v (unknown %d), want more than the first call's %v", got.GetTotalCostUsd(), got.GetCallsWithUnknownCost(), first.GetCostUsd())
+	}
+
+	// Another tenant sees none of it.
+	other, err := usage.GetUsageSummary(rpcContext(t), &wayfindv1.GetUsageSummaryRequest{
+		Caller: &wayfindv1.CallerContext{TenantId: caller.GetTenantId() + "-other"},
+	})
+	if err != nil {
+		t.Fatalf("GetUsageSummary(other tenant): %v", err)
+	}
+	if other.GetTotals().GetCalls() != 0 {
+		t.Errorf("other tenant sees %d calls, want 0", other.GetTotals().GetCalls())
+	}
+}
+
+func testInvalidArgument(t *testing.T, conn *grpc.ClientConn) {
+	usage := wayfindv1.NewUsageServiceClient(conn)
+	caller := tenant(t)
+	valid := func() *wayfindv1.RecordUsageRequest {
+		return &wayfindv1.RecordUsageRequest{
+			Caller:         caller,
+			Provider:       wayfindv1.Provider_PROVIDER_ANTHROPIC,
+			Model:          sonnet,
+			Usage:          &wayfindv1.Usage{InputTokens: 10, OutputTokens: 5},
+			IdempotencyKey: "k",
+		}
+	}
+	cases := map[string]func(*wayfindv1.RecordUsageRequest){
+		"missing provider":        func(r *wayfindv1.RecordUsageRequest) { r.Provider = wayfindv1.Provider_PROVIDER_UNSPECIFIED },
+		"missing usage":           func(r *wayfindv1.RecordUsageRequest) { r.Usage = nil },
+		"missing idempotency key": func(r *wayfindv1.RecordUsageRequest) { r.IdempotencyKey = "" },
+		"negative tokens":         func(r *wayfindv1.RecordUsageRequest) { r.Usage.InputTokens = -1 },
+	}
+	for name, mutate := range cases {
+		req := valid()
+		mutate(req)
+		_, err := usage.RecordUsage(rpcContext(t), req)
+		if status.Code(err) != codes.InvalidArgument {
+			t.Errorf("%s: got %v, want INVALID_ARGUMENT", name, err)
+		}
+	}
+	_, err := usage.RecordUsage(rpcContext(t), &wayfindv1.RecordUsageRequest{
+		Caller: caller, Model: sonnet, Usage: &wayfindv1.Usage{InputTokens: 1}, IdempotencyKey: "k",
+	})
+	if st := status.Convert(err); st.Code() != codes.InvalidArgument || !strings.Contains(st.Message(), "provider") {
+		t.Errorf("missing provider: got %v, want INVALID_ARGUMENT naming the provider", err)
+	}
+
+	// Nothing invalid was recorded.
+	summary, err := usage.GetUsageSummary(rpcContext(t), &wayfindv1.GetUsageSummaryRequest{Caller: caller})
+	if err != nil {
+		t.Fatalf("GetUsageSummary: %v", err)
+	}
+	if summary.GetTotals().GetCalls() != 0 {
+		t.Errorf("calls = %d after only invalid requests, want 0", summary.GetTotals().GetCalls())
+	}
+
+	// Watching an event type the usage stream doesn't carry is INVALID_ARGUMENT as well.
+	stream, err := usage.WatchUsageEvents(rpcContext(t), &wayfindv1.WatchUsageEventsRequest{
+		Caller: caller, Filter: &wayfindv1.EventFilter{Types: []string{"no_such_event"}},
+	})
+	if err == nil {
+		_, err = stream.Recv()
+	}
+	if status.Code(err) != codes.InvalidArgument {
+		t.Errorf("WatchUsageEvents(unknown type): got %v, want INVALID_ARGUMENT", err)
+	}
+}
+
+func testAlreadyExists(t *testing.T, conn *grpc.ClientConn) {
+	usage := wayfindv1.NewUsageServiceClient(conn)
+	req := &wayfindv1.RecordUsageRequest{
+		Caller:         tenant(t),
+		Provider:       wayfindv1.Provider_PROVIDER_OPENAI,
+		Model:          "gpt-5",
+		Usage:          &wayfindv1.Usage{InputTokens: 10, OutputTokens: 5},
+		IdempotencyKey: "resp_1",
+	}
+	if _, err := usage.RecordUsage(rpcContext(t), req); err != nil {
+		t.Fatalf("RecordUsage: %v", err)
+	}
+	req.Usage.OutputTokens = 6 // same key, different call
+	_, err := usage.RecordUsage(rpcContext(t), req)
+	if status.Code(err) != codes.AlreadyExists {
+		t.Errorf("same key, different values: got %v, want ALREADY_EXISTS", err)
+	}
+}
+
+func testWatchUsageEvents(t *testing.T, conn *grpc.ClientConn) {
+	usage := wayfindv1.NewUsageServiceClient(conn)
+	caller := tenant(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	stream, err := usage.WatchUsageEvents(ctx, &wayfindv1.WatchUsageEventsRequest{
+		Caller: caller,
+		Filter: &wayfindv1.EventFilter{Types: []string{"usage_recorded"}},
+	})
+	if err != nil {
+		t.Fatalf("WatchUsageEvents: %v", err)
+	}
+	first, err := stream.Recv()
+	if err != nil {
+		t.Fatalf("watch: first message: %v", err)
+	}
+	if first.GetStatus() == nil {
+		t.Fatalf("watch: first message = %v, want a status", first)
+	}
+	if first.GetStatus().GetEventsLost() {
+		t.Errorf("watch: status.events_lost = true on a fresh stream")
+	}
+
+	// The status means the subscription is live: what is recorded now must arrive.
+	record := func(key string, input int64) {
+		t.Helper()
+		_, err := usage.RecordUsage(rpcContext(t), &wayfindv1.RecordUsageRequest{
+			Caller: caller, Provider: wayfindv1.Provider_PROVIDER_ANTHROPIC, Model: sonnet,
+			Usage: &wayfindv1.Usage{InputTokens: input, OutputTokens: 7}, IdempotencyKey: key,
+		})
+		if err != nil {
+			t.Fatalf("RecordUsage(%s): %v", key, err)
+		}
+	}
+	record("w1", 111)
+	record("w1", 111) // a retry emits no second event
+	record("w2", 222)
+
+	nextEvent := func() *wayfindv1.Event {
+		t.Helper()
+		for {
+			msg, err := stream.Recv()
+			if err != nil {
+				t.Fatalf("watch: recv: %v", err)
+			}
+			if ev := msg.GetEvent(); ev != nil {
+				return ev
+			}
+			// status or heartbeat: keep reading
+		}
+	}
+	var lastID uint64
+	for _, wantInput := range []float64{111, 222} {
+		ev := nextEvent()
+		attrs := ev.GetAttributes().AsMap()
+		if ev.GetType() != "usage_recorded" || ev.GetTenantId() != caller.GetTenantId() ||
+			ev.GetSessionId() != caller.GetSessionId() || ev.GetRunId() != caller.GetRunId() {
+			t.Errorf("event = %v, want usage_recorded for %s/%s/%s", ev, caller.GetTenantId(), caller.GetSessionId(), caller.GetRunId())
+		}
+		if attrs["model"] != sonnet || attrs["provider"] != "anthropic" ||
+			attrs["input_tokens"] != wantInput || attrs["output_tokens"] != 7.0 {
+			t.Errorf("event attributes = %v, want model %s, provider anthropic, input %v, output 7", attrs, sonnet, wantInput)
+		}
+		if _, ok := attrs["cost_usd"].(float64); !ok {
+			t.Errorf("event attributes = %v, want a cost_usd", attrs)
+		}
+		if ev.GetId() <= lastID {
+			t.Errorf("event id %d not after %d", ev.GetId(), lastID)
+		}
+		lastID = ev.GetId()
+	}
+	cancel()
+	if _, err := stream.Recv(); status.Code(err) != codes.Canceled {
+		t.Errorf("watch after cancel: got %v, want CANCELED", err)
+	}
+}
+
+// server is a wayfind server process started for the tests.
+type server struct {
+	cmd  *exec.Cmd
+	addr string
+	done chan struct{} // closed when the process has exited
+	err  error         // exit error, valid after done
+	mu   sync.Mutex
+	logs bytes.Buffer // stdout and stderr, for failure messages
+}
+
+func (s *server) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.logs.Write(p)
+}
+
+func (s *server) output() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.logs.String()
+}
+
+func startServer(t *testing.T) *server {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node is needed to run the wayfind server: %v", err)
+	}
+	s := &server{done: make(chan struct{})}
+	s.cmd = exec.Command(node, "--import", "tsx", "src/cli.ts", "serve", "--port", "0", "--data-dir", t.TempDir())
+	s.cmd.Dir = root
+	s.cmd.Stderr = s
+	stdout, err := s.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.cmd.Start(); err != nil {
+		t.Fatalf("start server: %v", err)
+	}
+
+	port := make(chan int, 1)
+	go func() {
+		scanner := bufio.NewScanner(stdout)
+		scanner.Buffer(make([]byte, 64*1024), 1024*1024)
+		found := false
+		for scanner.Scan() {
+			line := scanner.Bytes()
+			_, _ = s.Write(append(line, '\n'))
+			if found {
+				continue
+			}
+			var entry struct {
+				Msg  string `json:"msg"`
+				Port int    `json:"port"`
+			}
+			if json.Unmarshal(line, &entry) == nil && entry.Msg == "listening" && entry.Port > 0 {
+				found = true
+				port <- entry.Port
+			}
+		}
+		_, _ = io.Copy(s, stdout)
+		s.err = s.cmd.Wait()
+		close(s.done)
+	}()
+	// Whatever happens, never leave the server running.
+	t.Cleanup(func() {
+		select {
+		case <-s.done:
+		default:
+			_ = s.cmd.Process.Kill()
+			<-s.done
+		}
+	})
+
+	select {
+	case p := <-port:
+		s.addr = fmt.Sprintf("127.0.0.1:%d", p)
+		return s
+	case <-s.done:
+		t.Fatalf("server exited before listening (%v):\n%s", s.err, s.output())
+	case <-time.After(startTimeout):
+		t.Fatalf("server did not log \"listening\" within %s:\n%s", startTimeout, s.output())
+	}
+	return nil
+}
+
+// stop sends SIGTERM and requires a clean exit (status 0) within stopTimeout.
+func (s *server) stop(t *testing.T) {
+	t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatalf("SIGTERM: %v", err)
+	}
+	select {
+	case <-s.done:
+		if s.err != nil {
+			t.Errorf("server exited with %v after SIGTERM, want status 0:\n%s", s.err, s.output())
+		}
+	case <-time.After(stopTimeout):
+		t.Fatalf("server still running %s after SIGTERM:\n%s", stopTimeout, s.output())
+	}
+}

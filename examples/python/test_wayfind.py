@@ -1,0 +1,349 @@
+"""Runs the Python client against the real wayfind server.
+
+A session fixture starts `node --import tsx src/cli.ts serve --port 0` from the repository root
+(npm ci must have run), the tests talk to it over native gRPC, and teardown stops it with SIGTERM
+and requires a clean exit. Run with `bash scripts/test-python.sh`.
+"""
+
+import json
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+from google.protobuf import descriptor_pb2, json_format
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from wayfind.v1 import common_pb2, events_pb2, usage_pb2, usage_pb2_grpc
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+START_TIMEOUT_S = 30
+STOP_TIMEOUT_S = 15
+RPC_TIMEOUT_S = 10
+SONNET = "claude-sonnet-4-5-20250929"
+
+
+class Server:
+    """A wayfind server process; `log` collects its output for failure messages."""
+
+    def __init__(self, data_dir: Path) -> None:
+        node = shutil.which("node")
+        assert node, "node is needed to run the wayfind server"
+        self.log: list[str] = []
+        self._port: queue.Queue[int] = queue.Queue()
+        self.proc = subprocess.Popen(
+            [node, "--import", "tsx", "src/cli.ts", "serve", "--port", "0", "--data-dir", str(data_dir)],
+            cwd=REPO_ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        found = False
+        for line in self.proc.stdout:
+            self.log.append(line)
+            if found:
+                continue
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(entry, dict) and entry.get("msg") == "listening" and entry.get("port"):
+                found = True
+                self._port.put(int(entry["port"]))
+
+    def output(self) -> str:
+        return "".join(self.log)
+
+    def wait_listening(self) -> str:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            try:
+                return f"127.0.0.1:{self._port.get(timeout=0.2)}"
+            except queue.Empty:
+                if self.proc.poll() is not None:
+                    self._reader.join(timeout=5)
+                    pytest.fail(f"server exited ({self.proc.returncode}) before listening:\n{self.output()}")
+        self.kill()
+        pytest.fail(f'server did not log "listening" within {START_TIMEOUT_S}s:\n{self.output()}')
+
+    def stop(self) -> int:
+        """SIGTERM, then the exit status (killing it if it does not exit in time)."""
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            pytest.fail(f"server still running {STOP_TIMEOUT_S}s after SIGTERM:\n{self.output()}")
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=STOP_TIMEOUT_S)
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory):
+    srv = Server(tmp_path_factory.mktemp("wayfind-data"))
+    try:
+        srv.addr = srv.wait_listening()
+        yield srv
+        # Teardown: SIGTERM drains the server, which must exit 0.
+        code = srv.stop()
+        srv._reader.join(timeout=5)
+        assert code == 0, f"server exited with {code} after SIGTERM, want 0:\n{srv.output()}"
+    finally:
+        srv.kill()
+
+
+@pytest.fixture(scope="session")
+def channel(server):
+    with grpc.insecure_channel(server.addr) as ch:
+        grpc.channel_ready_future(ch).result(timeout=RPC_TIMEOUT_S)
+        yield ch
+
+
+@pytest.fixture
+def usage(channel):
+    return usage_pb2_grpc.UsageServiceStub(channel)
+
+
+@pytest.fixture
+def caller(request):
+    """A tenant of its own for each test, so their summaries don't mix."""
+    return common_pb2.CallerContext(
+        tenant_id=f"py-{request.node.name}", user_id="user-1", session_id="session-1", run_id="run-1"
+    )
+
+
+def record_request(caller, key, **usage_fields):
+    return usage_pb2.RecordUsageRequest(
+        caller=caller,
+        provider=common_pb2.PROVIDER_ANTHROPIC,
+        model=SONNET,
+        usage=usage_pb2.Usage(**usage_fields),
+        idempotency_key=key,
+    )
+
+
+def summary_totals(usage, caller):
+    return usage.GetUsageSummary(usage_pb2.GetUsageSummaryRequest(caller=caller), timeout=RPC_TIMEOUT_S).totals
+
+
+def test_health_serving(channel):
+    health = health_pb2_grpc.HealthStub(channel)
+    for service in ["", "wayfind.v1.UsageService", "wayfind.v1.ToolDiscoveryService", "wayfind.v1.SkillService"]:
+        resp = health.Check(health_pb2.HealthCheckRequest(service=service), timeout=RPC_TIMEOUT_S)
+        assert resp.status == health_pb2.HealthCheckResponse.SERVING, service
+    with pytest.raises(grpc.RpcError) as err:
+        health.Check(health_pb2.HealthCheckRequest(service="no.such.Service"), timeout=RPC_TIMEOUT_S)
+    assert err.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+def reflect(channel, request):
+    """One reflection request on a stream of its own: the first answer, then the stream is cancelled."""
+    call = reflection_pb2_grpc.ServerReflectionStub(channel).ServerReflectionInfo(iter([request]), timeout=RPC_TIMEOUT_S)
+    try:
+        return next(call)
+    finally:
+        call.cancel()
+
+
+def test_reflection_lists_wayfind_services(channel):
+    responses = [
+        reflect(channel, reflection_pb2.ServerReflectionRequest(list_services="")),
+        reflect(channel, reflection_pb2.ServerReflectionRequest(file_containing_symbol="wayfind.v1.UsageService")),
+    ]
+    for resp in responses:
+        assert not resp.HasField("error_response"), resp.error_response
+
+    names = {s.name for s in responses[0].list_services_response.service}
+    assert {
+        "wayfind.v1.ToolDiscoveryService",
+        "wayfind.v1.SkillService",
+        "wayfind.v1.UsageService",
+        "grpc.health.v1.Health",
+    } <= names
+
+    # The descriptor served for a service is the real one, with its methods.
+    methods = set()
+    for raw in responses[1].file_descriptor_response.file_descriptor_proto:
+        fd = descriptor_pb2.FileDescriptorProto.FromString(raw)
+        for svc in fd.service:
+            if f"{fd.package}.{svc.name}" == "wayfind.v1.UsageService":
+                methods |= {m.name for m in svc.method}
+    assert {"RecordUsage", "GetUsageSummary", "WatchUsageEvents"} <= methods
+
+
+def test_reflection_file_by_filename(channel):
+    """Clients resolve imports by file name, as in FileDescriptorProto.dependency."""
+    name = "wayfind/v1/common.proto"
+    resp = reflect(channel, reflection_pb2.ServerReflectionRequest(file_by_filename=name))
+    assert not resp.HasField("error_response"), resp.error_response.error_message
+    names = [descriptor_pb2.FileDescriptorProto.FromString(raw).name for raw in resp.file_descriptor_response.file_descriptor_proto]
+    assert names[:1] == [name], names
+
+
+def test_reflection_stream_ends_after_client_half_close(channel):
+    """Clients that send all requests up front (list(stub.ServerReflectionInfo(iter(reqs)))) wait for
+    the server to end the stream once it has answered everything."""
+    stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+    requests = [reflection_pb2.ServerReflectionRequest(list_services="")]
+    try:
+        responses = list(stub.ServerReflectionInfo(iter(requests), timeout=3))
+    except grpc.RpcError as err:
+        pytest.fail(f"stream did not end with OK after the client half-closed and got its answer: {err.code()}")
+    assert len(responses) == 1
+    assert responses[0].HasField("list_services_response")
+
+
+def test_record_usage_idempotent_and_summary(usage, caller):
+    req = record_request(caller, "msg_01", input_tokens=1200, output_tokens=350, cache_read_input_tokens=8000)
+    first = usage.RecordUsage(req, timeout=RPC_TIMEOUT_S)
+    assert not first.duplicate
+    assert first.HasField("cost_usd"), first.unknown_cost_reason
+    # Sonnet 4.5: $3/M input, $15/M output, cache reads at 0.1x input.
+    assert first.cost_usd == pytest.approx(1200 * 3e-6 + 350 * 15e-6 + 8000 * 0.3e-6, abs=1e-9)
+
+    # A retry (same key, same values) is acknowledged, marked duplicate and counted once.
+    retry = usage.RecordUsage(req, timeout=RPC_TIMEOUT_S)
+    assert retry.duplicate
+    assert retry.cost_usd == first.cost_usd
+
+    usage.RecordUsage(
+        record_request(caller, "msg_02", input_tokens=800, output_tokens=100, cache_creation_input_tokens=2000),
+        timeout=RPC_TIMEOUT_S,
+    )
+
+    totals = summary_totals(usage, caller)
+    assert totals.calls == 2, "the retry must count once"
+    assert (totals.input_tokens, totals.output_tokens) == (2000, 450)
+    assert (totals.cache_read_input_tokens, totals.cache_creation_input_tokens) == (8000, 2000)
+    # cache_read / (input + cache_read + cache_creation)
+    assert totals.cache_hit_rate == pytest.approx(8000 / (2000 + 8000 + 2000), abs=1e-9)
+    assert totals.total_cost_usd > first.cost_usd
+    assert totals.calls_with_unknown_cost == 0
+
+    # Another tenant sees none of it.
+    other = common_pb2.CallerContext(tenant_id=caller.tenant_id + "-other")
+    assert summary_totals(usage, other).calls == 0
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        pytest.param(lambda r: r.ClearField("provider"), id="missing-provider"),
+        pytest.param(lambda r: r.ClearField("usage"), id="missing-usage"),
+        pytest.param(lambda r: r.ClearField("idempotency_key"), id="missing-idempotency-key"),
+        pytest.param(lambda r: setattr(r.usage, "input_tokens", -1), id="negative-tokens"),
+    ],
+)
+def test_record_usage_invalid_argument(usage, caller, mutate):
+    req = record_request(caller, "k", input_tokens=10, output_tokens=5)
+    mutate(req)
+    with pytest.raises(grpc.RpcError) as err:
+        usage.RecordUsage(req, timeout=RPC_TIMEOUT_S)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT, err.value.details()
+    assert summary_totals(usage, caller).calls == 0, "nothing invalid is recorded"
+
+
+def test_missing_provider_is_named(usage, caller):
+    req = record_request(caller, "k", input_tokens=1)
+    req.ClearField("provider")
+    with pytest.raises(grpc.RpcError) as err:
+        usage.RecordUsage(req, timeout=RPC_TIMEOUT_S)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "provider" in err.value.details()
+
+
+def test_watch_unknown_event_type_is_invalid_argument(usage, caller):
+    stream = usage.WatchUsageEvents(
+        usage_pb2.WatchUsageEventsRequest(caller=caller, filter=events_pb2.EventFilter(types=["no_such_event"])),
+        timeout=RPC_TIMEOUT_S,
+    )
+    with pytest.raises(grpc.RpcError) as err:
+        next(stream)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_same_key_different_values_is_already_exists(usage, caller):
+    req = usage_pb2.RecordUsageRequest(
+        caller=caller,
+        provider=common_pb2.PROVIDER_OPENAI,
+        model="gpt-5",
+        usage=usage_pb2.Usage(input_tokens=10, output_tokens=5),
+        idempotency_key="resp_1",
+    )
+    usage.RecordUsage(req, timeout=RPC_TIMEOUT_S)
+    req.usage.output_tokens = 6  # same key, different call
+    with pytest.raises(grpc.RpcError) as err:
+        usage.RecordUsage(req, timeout=RPC_TIMEOUT_S)
+    assert err.value.code() == grpc.StatusCode.ALREADY_EXISTS
+
+
+def test_watch_usage_events(usage, caller):
+    stream = usage.WatchUsageEvents(
+        usage_pb2.WatchUsageEventsRequest(caller=caller, filter=events_pb2.EventFilter(types=["usage_recorded"])),
+        timeout=20,
+    )
+    try:
+        first = next(stream)
+        assert first.WhichOneof("message") == "status", first
+        assert not first.status.events_lost
+
+        # The status means the subscription is live: what is recorded now must arrive.
+        usage.RecordUsage(record_request(caller, "w1", input_tokens=111, output_tokens=7), timeout=RPC_TIMEOUT_S)
+        usage.RecordUsage(record_request(caller, "w1", input_tokens=111, output_tokens=7), timeout=RPC_TIMEOUT_S)
+        usage.RecordUsage(record_request(caller, "w2", input_tokens=222, output_tokens=7), timeout=RPC_TIMEOUT_S)
+
+        # Skip statuses and heartbeats; the retry of w1 must not produce an event of its own.
+        events = (msg.event for msg in stream if msg.WhichOneof("message") == "event")
+        last_id = 0
+        for want_input in (111, 222):
+            ev = next(events)
+            assert (ev.type, ev.tenant_id, ev.session_id, ev.run_id) == (
+                "usage_recorded",
+                caller.tenant_id,
+                caller.session_id,
+                caller.run_id,
+            )
+            attrs = json_format.MessageToDict(ev.attributes)
+            assert attrs["model"] == SONNET
+            assert attrs["provider"] == "anthropic"
+            assert attrs["input_tokens"] == want_input
+            assert attrs["output_tokens"] == 7
+            assert isinstance(attrs["cost_usd"], float)
+            assert ev.id > last_id
+            last_id = ev.id
+    finally:
+        stream.cancel()
+    with pytest.raises(grpc.RpcError) as err:
+        next(stream)
+    assert err.value.code() == grpc.StatusCode.CANCELLED
+
+
+def test_example_script_runs(server):
+    """The copy-paste example itself works against the server."""
+    out = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("wayfind_example.py")), "--addr", server.addr],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "health: SERVING"
+    assert lines[1].startswith("recorded: cost $0.011250")
+    assert lines[2].startswith("summary: 1 calls")
+

@@ -1,0 +1,8 @@
+export {
+  ACCESS_LIMITS,
+  type AccessControl,
+  type AccessControlOptions,
+  type CallerAccess,
+  createAccessControl,
+} from "./access.ts";
+export { compileGlobs, globMatches, type NameMatcher } from "./glob.ts";

@@ -1,0 +1,22 @@
+export { activateVisible, type CheckedActivationResult, type ResolveTool } from "./checked.ts";
+export {
+  activateLazyGroups,
+  compileLazyGroups,
+  keywordMatches,
+  LAZY_MESSAGE_SCAN_CHARS,
+  type LazyActivationResult,
+  type LazyGroupMatch,
+  type LazyGroups,
+} from "./lazy.ts";
+export { activationMigrations } from "./schema.ts";
+export {
+  ACTIVATION_LIMITS,
+  type ActivateOptions,
+  type ActivationDenyReason,
+  type ActivationResult,
+  type ActivationScope,
+  type ActivationSource,
+  ActivationStore,
+  type ActivationStoreOptions,
+  type DeactivationResult,
+} from "./store.ts";

@@ -1,0 +1,5 @@
+export {
+  type DiscoveryToolDefinition,
+  type DiscoveryToolsOptions,
+  discoveryToolDefinitions,
+} from "./definitions.ts";

@@ -1,0 +1,611 @@
+import { createHash } from "node:crypto";
+import { RE2JS } from "re2js";
+import { invalidArgument, WayfindError } from "../errors.ts";
+import type { EventSink } from "../events/event.ts";
+import type { Db } from "../store/database.ts";
+import { DEFAULT_RANKER, FIELD_COUNT, type RankedDoc, Ranker, type RankerConfig } from "./ranker.ts";
+import { type CallerRegex, compileCallerRegex, fold, mayMatch, REGEX_LENGTH_LIMIT } from "./regex.ts";
+import { ensureFtsIndex } from "./schema.ts";
+import { analyze, bareName, nameKey, splitWords } from "./text.ts";
+import type {
+  GetResponse,
+  JsonObject,
+  ListRequest,
+  ListResponse,
+  MatchType,
+  RegisterOptions,
+  RegisterResult,
+  SearchHit,
+  SearchRequest,
+  SearchResponse,
+  SearchStrategy,
+  SearchType,
+  SideEffects,
+  Tool,
+  ToolInput,
+  VisibilityPredicate,
+} from "./types.ts";
+import { fullName, isObject, LIMITS, sha256, type ToolRecord, toRecord } from "./validate.ts";
+
+export const SEARCH_LIMITS = {
+  defaultLimit: 8,
+  maxLimit: 20,
+  queryLength: 1024,
+  regexLength: REGEX_LENGTH_LIMIT,
+} as const;
+const SEARCH_TYPES: readonly SearchType[] = ["fts", "regex", "exact"];
+const SIDE_EFFECT_RANK: Record<SideEffects, number> = {
+  pure: 0,
+  read: 1,
+  write: 2,
+  external: 3,
+  stateful: 4,
+};
+const SOURCE_PATTERN = /^[A-Za-z0-9_][A-Za-z0-9_.:/@-]{0,127}$/;
+
+export interface CatalogOptions {
+  /** Namespaces that win ties, most preferred first. */
+  readonly preferredNamespaces?: readonly string[];
+  readonly events?: EventSink;
+  /** Ranker tuning (benchmarks); the default is what ships. */
+  readonly ranker?: RankerConfig;
+  /** Behave as if this SQLite had no FTS5 (tests of the fallback). */
+  readonly disableFts5?: boolean;
+}
+
+interface Row {
+  name: string;
+  source: string;
+  definition: string;
+}
+
+interface Index {
+  /** Tools sorted by name; position = doc id. */
+  readonly docs: readonly Tool[];
+  readonly ranker: Ranker;
+  /** nameKey of full name, bare name and aliases → doc ids. */
+  readonly keys: ReadonlyMap<string, readonly number[]>;
+  readonly byName: ReadonlyMap<string, number>;
+  readonly deferredMask: Uint8Array;
+  readonly deferredCount: number;
+  /** Per doc, for the regex path's literal pre-check: bare name, folded name and description. */
+  readonly bare: readonly string[];
+  readonly lowerNames: readonly string[];
+  readonly lowerDescriptions: readonly string[];
+  readonly lowerTags: readonly (readonly string[])[];
+  /** Doc ids in tie-break order. */
+  readonly tieOrder: Int32Array;
+}
+
+/**
+ * The tool catalog: registration (transactional, hash-diffed), the SQLite/FTS5 persisted index and
+ * the search, get and list reads. All reads take the caller's visibility predicate and apply it
+ * before anything is ranked, counted or paged.
+ */
+export class ToolCatalog {
+  readonly fts5Available: boolean;
+  private readonly tools = new Map<string, Tool>();
+  private readonly aliases = new Map<string, string>();
+  /** sha1 of the raw input last accepted per tool (memory only; a restart just takes the slow path once). */
+  private readonly inputDigests = new Map<string, string>();
+  private readonly analysed = new Map<string, { hash: string; fields: string[][] }>();
+  private index: Index | undefined;
+  private fingerprintCache: string | undefined;
+  private readonly preferred: readonly string[];
+  private readonly events: EventSink | undefined;
+  private readonly rankerConfig: RankerConfig;
+
+  constructor(
+    private readonly db: Db,
+    options: CatalogOptions = {},
+  ) {
+    this.preferred = options.preferredNamespaces ?? [];
+    this.events = options.events;
+    this.rankerConfig = options.ranker ?? DEFAULT_RANKER;
+    this.fts5Available = !options.disableFts5 && ensureFtsIndex(db);
+    for (const row of db.prepare<[], Row>("SELECT name, source, definition FROM discovery_tools").all()) {
+      const record = JSON.parse(row.definition) as ToolRecord;
+      this.put({ ...record, source: row.source });
+    }
+    this.ensureIndex();
+  }
+
+  get size(): number {
+    return this.tools.size;
+  }
+
+  /** Every registered tool, unfiltered: callers apply their access control (rendering, gating). */
+  all(): Iterable<Tool> {
+    return this.tools.values();
+  }
+
+  /** sha256 over the sorted (name, hash) pairs of every registered tool. */
+  fingerprint(): string {
+    if (this.fingerprintCache === undefined) {
+      const lines = [...this.tools.values()].map((t) => `${t.name}\t${t.hash}\n`).sort();
+      this.fingerprintCache = sha256(lines.join(""));
+    }
+    return this.fingerprintCache;
+  }
+
+  /** Upserts one source's tools in one transaction; unchanged input writes nothing. */
+  register(source: string, inputs: readonly ToolInput[], options: RegisterOptions = {}): RegisterResult {
+    if (typeof source !== "string" || !SOURCE_PATTERN.test(source))
+      throw invalidArgument(`source ${JSON.stringify(source)} must be 1-128 characters of [A-Za-z0-9_.:/@-]`);
+    if (inputs.length > LIMITS.toolsPerRequest)
+      throw invalidArgument(`${inputs.length} tools in one request; the limit is ${LIMITS.toolsPerRequest}`);
+    const problems: string[] = [];
+    const records: ToolRecord[] = [];
+    const seen = new Set<string>();
+    const digests = new Map<string, string>();
+    let unchanged = 0;
+    inputs.forEach((input, i) => {
+      try {
+        // Fast path: byte-identical input to what this source registered before cannot differ.
+        const digest = createHash("sha1").update(JSON.stringify(input)).digest("base64");
+        const known = typeof input.name === "string" ? this.tools.get(fullName(input)) : undefined;
+        if (known && known.source === source && this.inputDigests.get(known.name) === digest) {
+          if (seen.has(known.name))
+            problems.push(`tool "${known.name}" appears more than once in the request`);
+          seen.add(known.name);
+          unchanged++;
+          return;
+        }
+        const record = toRecord(input, i);
+        digests.set(record.name, digest);
+        if (seen.has(record.name))
+          problems.push(`tool "${record.name}" appears more than once in the request`);
+        seen.add(record.name);
+        records.push(record);
+      } catch (err) {
+        problems.push((err as Error).message);
+      }
+    });
+    if (problems.length > 0)
+      throw invalidArgument(
+        problems.length === 1 ? (problems[0] ?? "") : `${problems.length} invalid tools: ${problems[0]}`,
+        problems,
+      );
+    for (const r of records) {
+      const owner = this.tools.get(r.name)?.source;
+      if (owner !== undefined && owner !== source)
+        throw new WayfindError(
+          "already_exists",
+          `tool "${r.name}" is already registered by source "${owner}"; rename it or register it from that source`,
+        );
+    }
+    const added: ToolRecord[] = [];
+    const updated: ToolRecord[] = [];
+    for (const r of records) {
+      const existing = this.tools.get(r.name);
+      if (!existing) added.push(r);
+      else if (existing.hash !== r.hash) updated.push(r);
+      else unchanged++;
+    }
+    const removed = options.replaceSource
+      ? [...this.tools.values()].filter((t) => t.source === source && !seen.has(t.name)).map((t) => t.name)
+      : [];
+    if (added.length + updated.length + removed.length > 0) {
+      const insert = this.db.prepare(
+        `INSERT INTO discovery_tools (name, source, hash, definition, search_name, description, search_tags, search_params)
+         VALUES (@name, @source, @hash, @definition, @search_name, @description, @search_tags, @search_params)`,
+      );
+      const update = this.db.prepare(
+        `UPDATE discovery_tools SET hash = @hash, definition = @definition, search_name = @search_name,
+           description = @description, search_tags = @search_tags, search_params = @search_params WHERE name = @name`,
+      );
+      const remove = this.db.prepare("DELETE FROM discovery_tools WHERE name = ?");
+      this.db.transaction(() => {
+        for (const r of added) insert.run(toRow(r, source));
+        for (const r of updated) update.run(toRow(r, source));
+        for (const name of removed) remove.run(name);
+      })();
+      for (const name of removed) this.drop(name);
+      for (const r of [...added, ...updated]) this.put({ ...r, source });
+
+      this.index = undefined;
+      this.fingerprintCache = undefined;
+    }
+    for (const [name, digest] of digests) this.inputDigests.set(name, digest);
+    return {
+      added: added.length,
+      updated: updated.length,
+      removed: removed.length,
+      unchanged,
+      fingerprint: this.fingerprint(),
+    };
+  }
+
+  search(request: SearchRequest): SearchResponse {
+    const { query, type, limit } = validateSearch(request);
+    const index = this.ensureIndex();
+    const { allowed, totalDeferred } = this.candidates(
+      index,
+      request.isVisible,
+      request.includeAlwaysLoaded ?? false,
+    );
+    let effective: SearchType = type;
+    let result: { hits: SearchHit[]; strategy: SearchStrategy };
+    if (type === "exact") result = { hits: this.exact(index, query, allowed, limit), strategy: "exact" };
+    else if (type === "regex")
+      result = { hits: this.regex(index, compileCallerRegex(query), allowed, limit), strategy: "regex" };
+    else if (!this.fts5Available) {
+      // Without FTS5 the contract is the regex path over the query's words, reported as such.
+      effective = "regex";
+      // Alternation of the query's words, as many as fit the regex length cap.
+      let pattern = "";
+      for (const w of new Set(splitWords(query))) {
+        const next = pattern ? `${pattern}|${RE2JS.quote(w)}` : RE2JS.quote(w);
+        if (next.length > REGEX_LENGTH_LIMIT) break;
+        pattern = next;
+      }
+      if (!pattern) pattern = RE2JS.quote(query.slice(0, 64));
+      result = { hits: this.regex(index, compileCallerRegex(pattern), allowed, limit), strategy: "regex" };
+    } else result = this.fts(index, query, allowed, limit);
+    this.events?.emit({
+      type: "tool_search_query",
+      ...scopeOf(request),
+      attributes: {
+        query: query.slice(0, 256),
+        requested_type: type,
+        effective_type: effective,
+        strategy: result.strategy,
+        result_count: result.hits.length,
+      },
+    });
+    return { tools: result.hits, effectiveSearchType: effective, strategy: result.strategy, totalDeferred };
+  }
+
+  /** Full definitions by name or alias; unknown and hidden names are reported alike. */
+  get(names: readonly string[], options: { isVisible?: VisibilityPredicate } = {}): GetResponse {
+    if (names.length > 100) throw invalidArgument(`${names.length} names requested; ask for at most 100`);
+    const tools: Tool[] = [];
+    const notFound: string[] = [];
+    const taken = new Set<string>();
+    for (const requested of names) {
+      const tool = this.tools.get(requested) ?? this.tools.get(this.aliases.get(requested) ?? "");
+      if (!tool || (options.isVisible && !options.isVisible(tool))) notFound.push(requested);
+      else if (!taken.has(tool.name)) {
+        taken.add(tool.name);
+        tools.push(tool);
+      }
+    }
+    return { tools, notFound };
+  }
+
+  /** Visible tools by name, paged; the token is the last name of the previous page. */
+  list(request: ListRequest = {}): ListResponse {
+    const pageSize = request.pageSize ?? 100;
+    if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 1000)
+      throw invalidArgument(`page_size must be an integer from 1 to 1000 (got ${pageSize})`);
+    let after = "";
+    if (request.pageToken) {
+      after = Buffer.from(request.pageToken, "base64url").toString("utf8");
+      if (!after.startsWith("n:"))
+        throw invalidArgument("page_token is not one this server issued; omit it to start over");
+      after = after.slice(2);
+    }
+    const index = this.ensureIndex();
+    const visible = request.isVisible;
+    const tools: ListResponse["tools"][number][] = [];
+    let total = 0;
+    let last = "";
+    for (const t of index.docs) {
+      if (visible && !visible(t)) continue;
+      total++;
+      if (t.name <= after && after !== "") continue;
+      if (tools.length < pageSize) {
+        tools.push({
+          name: t.name,
+          description: shortDescription(t.description),
+          loadingMode: t.loadingMode,
+        });
+        last = t.name;
+      }
+    }
+    const more =
+      tools.length === pageSize && index.docs.some((t) => t.name > last && (!visible || visible(t)));
+    return {
+      tools,
+      nextPageToken: more ? Buffer.from(`n:${last}`, "utf8").toString("base64url") : "",
+      totalSize: total,
+    };
+  }
+
+  private put(tool: Tool): void {
+    const old = this.tools.get(tool.name);
+    if (old) for (const a of old.aliases) if (this.aliases.get(a) === old.name) this.aliases.delete(a);
+    this.tools.set(tool.name, tool);
+    for (const a of tool.aliases)
+      if (!this.aliases.has(a) && !this.tools.has(a)) this.aliases.set(a, tool.name);
+  }
+
+  private drop(name: string): void {
+    const old = this.tools.get(name);
+    if (!old) return;
+    for (const a of old.aliases) if (this.aliases.get(a) === name) this.aliases.delete(a);
+    this.tools.delete(name);
+    this.analysed.delete(name);
+    this.inputDigests.delete(name);
+  }
+
+  private ensureIndex(): Index {
+    if (this.index) return this.index;
+    const docs = [...this.tools.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const fields = docs.map((t) => {
+      const cached = this.analysed.get(t.name);
+      if (cached && cached.hash === t.hash) return cached.fields;
+      const f = searchText(t).map(analyze);
+      f.push([...pairs(f[0] ?? []), ...pairs(f[3] ?? [])]);
+      this.analysed.set(t.name, { hash: t.hash, fields: f });
+      return f;
+    });
+    const order = docs.map((_, i) => i);
+    const pref = (t: Tool) => {
+      const i = this.preferred.indexOf(t.namespace);
+      return i < 0 ? this.preferred.length : i;
+    };
+    order.sort((x, y) => {
+      const a = docs[x] as Tool;
+      const b = docs[y] as Tool;
+      return (
+        pref(a) - pref(b) ||
+        SIDE_EFFECT_RANK[a.sideEffects] - SIDE_EFFECT_RANK[b.sideEffects] ||
+        a.name.length - b.name.length ||
+        x - y
+      );
+    });
+    const tieRank = new Int32Array(docs.length);
+    order.forEach((doc, pos) => {
+      tieRank[doc] = pos;
+    });
+    const keys = new Map<string, number[]>();
+    const byName = new Map<string, number>();
+    const addKey = (k: string, d: number) => {
+      if (!k) return;
+      const list = keys.get(k);
+      if (!list) keys.set(k, [d]);
+      else if (!list.includes(d)) list.push(d);
+    };
+    const deferredMask = new Uint8Array(docs.length);
+    let deferredCount = 0;
+    docs.forEach((t, d) => {
+      byName.set(t.name, d);
+      addKey(nameKey(t.name), d);
+      addKey(nameKey(bareName(t.name)), d);
+      for (const a of t.aliases) addKey(nameKey(a), d);
+      if (t.loadingMode === "deferred") {
+        deferredMask[d] = 1;
+        deferredCount++;
+      }
+    });
+    this.index = {
+      docs,
+      ranker: new Ranker(fields, tieRank, this.rankerConfig),
+      keys,
+      byName,
+      deferredMask,
+      deferredCount,
+      tieOrder: Int32Array.from(order),
+      bare: docs.map((t) => bareName(t.name)),
+      lowerNames: docs.map((t) => fold(t.name)),
+      lowerDescriptions: docs.map((t) => fold(t.description)),
+      lowerTags: docs.map((t) => t.tags.map(fold)),
+    };
+    // Emitted whenever the in-memory index is (re)built: at start and on the first read after a change.
+    this.events?.emit({
+      type: "tool_search_cache_ready",
+      attributes: { tool_count: docs.length, fts5_available: this.fts5Available },
+    });
+    return this.index;
+  }
+
+  /** Which docs may be returned (visible, and deferred unless always-loaded are asked for). */
+  private candidates(
+    index: Index,
+    isVisible: VisibilityPredicate | undefined,
+    includeAlways: boolean,
+  ): { allowed: Uint8Array | undefined; totalDeferred: number } {
+    if (!isVisible)
+      return { allowed: includeAlways ? undefined : index.deferredMask, totalDeferred: index.deferredCount };
+    const allowed = new Uint8Array(index.docs.length);
+    let totalDeferred = 0;
+    index.docs.forEach((t, d) => {
+      if (!isVisible(t)) return;
+      const deferred = t.loadingMode === "deferred";
+      if (deferred) totalDeferred++;
+      if (deferred || includeAlways) allowed[d] = 1;
+    });
+    return { allowed, totalDeferred };
+  }
+
+  private fts(
+    index: Index,
+    query: string,
+    allowed: Uint8Array | undefined,
+    limit: number,
+  ): { hits: SearchHit[]; strategy: SearchStrategy } {
+    const sequence = analyze(query);
+    let words = [...new Set(sequence)];
+    // A query of only stopwords ("how to") still searches for its words.
+    if (words.length === 0) words = [...new Set(splitWords(query))];
+    const nameHits = index.keys.get(nameKey(query)) ?? [];
+    const ranked = index.ranker.rank(words.slice(0, 64), {
+      limit,
+      allowed,
+      nameHits,
+      phrases: [...new Set(pairs(sequence))],
+      wordWeights: words.map(
+        (w) => 1 + this.rankerConfig.repeat * Math.log(sequence.filter((x) => x === w).length || 1),
+      ),
+    });
+    const hits = minMax(ranked.docs).map(({ doc, score }) => {
+      const t = index.docs[doc.doc] as Tool;
+      return hit(t, score, doc.fuzzy ? "fts_fuzzy" : "fts");
+    });
+    return { hits, strategy: ranked.strategy };
+  }
+
+  private exact(index: Index, query: string, allowed: Uint8Array | undefined, limit: number): SearchHit[] {
+    const ok = (d: number) => !allowed || allowed[d] === 1;
+    const direct = index.byName.get(query) ?? index.byName.get(this.aliases.get(query) ?? "");
+    if (direct !== undefined && ok(direct)) return [hit(index.docs[direct] as Tool, 1, "exact")];
+    const ranked: RankedDoc[] = (index.keys.get(nameKey(query)) ?? [])
+      .filter(ok)
+      .map((doc) => ({ doc, relevance: 1, fuzzy: false }));
+    ranked.sort((a, b) => index.ranker.compare(a, b));
+    return ranked.slice(0, limit).map((r) => hit(index.docs[r.doc] as Tool, 1, "exact_normalized"));
+  }
+
+  private regex(index: Index, re: CallerRegex, allowed: Uint8Array | undefined, limit: number): SearchHit[] {
+    const top: RankedDoc[] = [];
+    const kinds = new Map<number, MatchType>();
+    const consider = (doc: number, relevance: number, kind: MatchType) => {
+      const item = { doc, relevance, fuzzy: false };
+      let i = top.length;
+      while (i > 0 && index.ranker.compare(top[i - 1] as RankedDoc, item) > 0) i--;
+      if (i >= limit) return;
+      top.splice(i, 0, item);
+      kinds.set(doc, kind);
+      if (top.length > limit) top.pop();
+    };
+    const { docs, bare, lowerNames } = index;
+    // 1 = the name matched (or the doc is not a candidate): skip it in the text pass.
+    const done = new Uint8Array(docs.length);
+    // Visiting docs in tie-break order means a later doc enters only with a strictly higher score,
+    // so once the page is full the cheaper checks (and finally the whole scan) can stop early.
+    for (const d of index.tieOrder) {
+      if (allowed && allowed[d] !== 1) continue;
+      const floor = top.length < limit ? -1 : (top[limit - 1] as RankedDoc).relevance;
+      if (floor >= 0.95) break;
+      const name = (docs[d] as Tool).name;
+      if (!mayMatch(re, lowerNames[d] ?? "") || !re.full.test(name)) continue;
+      done[d] = 1;
+      const b = bare[d] ?? name;
+      if (re.full.testExact(name) || (b !== name && re.full.testExact(b)))
+        consider(d, 0.95, "regex_full_name");
+      else if (floor >= 0.9) continue;
+      else if (re.prefix.test(name) || (b !== name && re.prefix.test(b)))
+        consider(d, 0.9, "regex_name_prefix");
+      else if (floor < 0.85) consider(d, 0.85, "regex_name_substring");
+    }
+    // Text-only matches score lowest: only needed when names did not fill the page.
+    if (top.length < limit)
+      for (const d of index.tieOrder) {
+        if (done[d] === 1 || (allowed && allowed[d] !== 1)) continue;
+        const t = docs[d] as Tool;
+        const inDescription = mayMatch(re, index.lowerDescriptions[d] ?? "") && re.full.test(t.description);
+        if (
+          inDescription ||
+          t.tags.some((tag, i) => mayMatch(re, index.lowerTags[d]?.[i] ?? "") && re.full.test(tag))
+        )
+          consider(d, 0.75, "regex_text");
+      }
+    return top.map((r) => hit(docs[r.doc] as Tool, r.relevance, kinds.get(r.doc) ?? "regex_text"));
+  }
+}
+
+function validateSearch(request: SearchRequest): { query: string; type: SearchType; limit: number } {
+  const type = request.type ?? "fts";
+  if (!SEARCH_TYPES.includes(type))
+    throw invalidArgument(
+      `search type ${JSON.stringify(type)} is unknown; use one of ${SEARCH_TYPES.join(", ")}`,
+    );
+  if (typeof request.query !== "string") throw invalidArgument("query must be a string");
+  const query = request.query.trim();
+  if (query.length === 0) throw invalidArgument("query is empty; pass words, a regex or a tool name");
+  if (query.length > SEARCH_LIMITS.queryLength)
+    throw invalidArgument(`query is ${query.length} characters; the limit is ${SEARCH_LIMITS.queryLength}`);
+  const limit = request.limit ?? SEARCH_LIMITS.defaultLimit;
+  if (!Number.isInteger(limit) || limit < 1 || limit > SEARCH_LIMITS.maxLimit)
+    throw invalidArgument(`limit must be an integer from 1 to ${SEARCH_LIMITS.maxLimit} (got ${limit})`);
+  return { query, type, limit };
+}
+
+/** DESIGN §4: min-max of relevance over the returned candidates; 0.5 when all are equal. */
+function minMax(docs: readonly RankedDoc[]): { doc: RankedDoc; score: number }[] {
+  if (docs.length === 0) return [];
+  let lo = Number.POSITIVE_INFINITY;
+  let hi = Number.NEGATIVE_INFINITY;
+  for (const d of docs) {
+    lo = Math.min(lo, d.relevance);
+    hi = Math.max(hi, d.relevance);
+  }
+  const span = hi - lo;
+  return docs.map((doc) => ({
+    doc,
+    score: span <= 1e-12 * Math.max(Math.abs(hi), 1) ? 0.5 : (doc.relevance - lo) / span,
+  }));
+}
+
+function hit(t: Tool, score: number, matchType: MatchType): SearchHit {
+  return { name: t.name, description: t.description, score, matchType, loadingMode: t.loadingMode };
+}
+
+function scopeOf(request: SearchRequest): { tenantId?: string; sessionId?: string; runId?: string } {
+  const s = request.scope;
+  if (!s) return {};
+  return {
+    ...(s.tenantId ? { tenantId: s.tenantId } : {}),
+    ...(s.sessionId ? { sessionId: s.sessionId } : {}),
+    ...(s.runId ? { runId: s.runId } : {}),
+  };
+}
+
+/** First sentence, at most 160 characters. */
+export function shortDescription(text: string): string {
+  const first = text.split(/(?<=[.!?])\s|\n/)[0] ?? "";
+  return first.length > 160 ? `${first.slice(0, 157)}...` : first;
+}
+
+/** Adjacent word pairs, the proximity signal of the `phrases` field. */
+function pairs(words: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 1; i < words.length; i++) out.push(`${words[i - 1]} ${words[i]}`);
+  return out;
+}
+
+/** The text of each ranker field, in FIELDS order (name, title, tags, description, params). */
+function searchText(t: ToolRecord): string[] {
+  const texts = [
+    [t.name, ...t.aliases].join(" "),
+    t.title,
+    t.tags.join(" "),
+    t.description,
+    paramText(t.argsSchema, 0),
+  ];
+  return texts.slice(0, FIELD_COUNT);
+}
+
+/** Parameter names and descriptions, a few levels deep. */
+function paramText(schema: JsonObject, depth: number): string {
+  if (depth > 3) return "";
+  const parts: string[] = [];
+  const props = schema.properties;
+  if (isObject(props))
+    for (const [key, value] of Object.entries(props)) {
+      parts.push(key);
+      if (isObject(value)) {
+        if (typeof value.description === "string") parts.push(value.description);
+        if (typeof value.title === "string") parts.push(value.title);
+        parts.push(paramText(value, depth + 1));
+        if (isObject(value.items)) parts.push(paramText(value.items, depth + 1));
+      }
+    }
+  return parts.filter((p) => p.length > 0).join(" ");
+}
+
+function toRow(r: ToolRecord, source: string): Record<string, string> {
+  const [name = "", title = "", tags = "", description = "", params = ""] = searchText(r);
+  // FTS5 stores split identifiers so its own tokenizer sees words, not snake_case blobs.
+  return {
+    name: r.name,
+    source,
+    hash: r.hash,
+    definition: JSON.stringify(r),
+    search_name: [splitWords(name).join(" "), splitWords(title).join(" ")].join(" ").trim(),
+    description,
+    search_tags: splitWords(tags).join(" "),
+    search_params: params,
+  };
+}

@@ -1,0 +1,420 @@
+/**
+ * In-memory BM25F ranker. Rebuilt from the stored rows whenever the catalog changes; SQLite FTS5 stays
+ * the persisted index. Postings keep per-field term frequencies so field weights apply at query time,
+ * and corpus statistics (N, df) are taken over the caller's visible tools only, so hidden tools cannot
+ * shift the ranking of visible ones.
+ */
+
+/** `phrases` holds adjacent word pairs of name and description, for a proximity signal. */
+export const FIELDS = ["name", "title", "tags", "description", "params", "phrases"] as const;
+export const FIELD_COUNT = FIELDS.length;
+
+const SHORT_QUERY_WORDS = 4;
+
+export interface RankerConfig {
+  readonly k1: number;
+  readonly weights: readonly number[];
+  readonly b: readonly number[];
+  /** Multiplier on a fuzzy-expanded term's contribution. */
+  readonly fuzzyWeight: number;
+  /** Widen unknown words of long queries to fuzzy when fewer than `limit` docs matched. */
+  readonly fillWithFuzzy: boolean;
+  /** Extra weight per repetition of a word in the query: 1 + repeat · log(count). */
+  readonly repeat: number;
+  /** Exponent of the share of query terms a document covers (coordination). */
+  readonly coordination: number;
+}
+
+/** Tuned on toolbench + metatool samples (bench/lib/tune-discovery.ts); generic, not per dataset. */
+export const DEFAULT_RANKER: RankerConfig = {
+  k1: 2,
+  weights: [2.25, 2, 0.85, 1, 0.8, 0.5],
+  b: [0.9, 0.3, 0.3, 0.75, 0.5, 0.5],
+  fuzzyWeight: 0.4,
+  coordination: 0,
+  fillWithFuzzy: true,
+  repeat: 0.5,
+};
+
+export interface RankedDoc {
+  readonly doc: number;
+  readonly relevance: number;
+  readonly fuzzy: boolean;
+}
+
+export interface RankOptions {
+  readonly limit: number;
+  /** 1 = candidate; undefined = every doc. Filters before statistics, ranking and limit. */
+  readonly allowed?: Uint8Array;
+  /** Per word weight (e.g. from repetition in the query); default 1. */
+  readonly wordWeights?: readonly number[];
+  /** Adjacent query word pairs ("a b"), scored against the phrases field; not counted as words. */
+  readonly phrases?: readonly string[];
+  /** Docs whose name equals the whole query; they go first. */
+  readonly nameHits?: readonly number[];
+}
+
+export interface RankResult {
+  readonly docs: RankedDoc[];
+  readonly strategy: "and" | "or" | "fuzzy";
+}
+
+interface Postings {
+  readonly docs: Int32Array;
+  /** BM25F saturated term weight per posting: tfw (k1 + 1) / (k1 + tfw), tfw = Σ field weight · tf · norm. */
+  readonly sat: Float32Array;
+}
+
+/** N and per-term df over one candidate mask, cached while the mask object lives. */
+interface MaskStats {
+  readonly n: number;
+  readonly df: Int32Array;
+}
+
+interface QueryTerm {
+  readonly id: number;
+  readonly weight: number;
+  /** Index of the query word this term stands for (fuzzy expansions share it). */
+  readonly slot: number;
+  readonly fuzzy: boolean;
+}
+
+export class Ranker {
+  private readonly vocab = new Map<string, number>();
+  private readonly terms: string[] = [];
+  private readonly postings: Postings[] = [];
+  private readonly maskStats = new WeakMap<Uint8Array, MaskStats>();
+  private readonly scores: Float64Array;
+  /** Distinct query words matched per doc. */
+  private readonly covered: Uint16Array;
+  private readonly lastSlot: Int32Array;
+  private readonly stamp: Uint32Array;
+  private epoch = 0;
+  private firstChar: Map<string, number[]> | undefined;
+  private readonly expansions = new Map<string, [number, number][]>();
+
+  constructor(
+    docs: readonly (readonly string[][])[],
+    /** Tie-break position of each doc (lower wins on equal relevance). */
+    private readonly tieRank: Int32Array,
+    private readonly config: RankerConfig = DEFAULT_RANKER,
+  ) {
+    const n = docs.length;
+    const lengths = new Float32Array(n * FIELD_COUNT);
+    this.scores = new Float64Array(n);
+    this.covered = new Uint16Array(n);
+    this.lastSlot = new Int32Array(n);
+    this.stamp = new Uint32Array(n);
+    const building: { docs: number[]; tf: number[] }[] = [];
+    const totals = new Float64Array(FIELD_COUNT);
+    // Per-doc term counts without per-doc allocations: `seenIn` marks the doc a term was last
+    // counted in, and its posting's tf slots are incremented in place.
+    const seenIn: number[] = [];
+    docs.forEach((fields, d) => {
+      for (let f = 0; f < FIELD_COUNT; f++) {
+        const words = fields[f] ?? [];
+        totals[f] = (totals[f] ?? 0) + words.length;
+        lengths[d * FIELD_COUNT + f] = words.length;
+        for (const w of words) {
+          let id = this.vocab.get(w);
+          if (id === undefined) {
+            id = this.terms.length;
+            this.vocab.set(w, id);
+            this.terms.push(w);
+            building.push({ docs: [], tf: [] });
+            seenIn.push(-1);
+          }
+          const p = building[id] as { docs: number[]; tf: number[] };
+          if (seenIn[id] !== d) {
+            seenIn[id] = d;
+            p.docs.push(d);
+            for (let g = 0; g < FIELD_COUNT; g++) p.tf.push(0);
+          }
+          const at = p.tf.length - FIELD_COUNT + f;
+          p.tf[at] = Math.min((p.tf[at] ?? 0) + 1, 65_535);
+        }
+      }
+    });
+    const norm = new Float32Array(n * FIELD_COUNT);
+    for (let f = 0; f < FIELD_COUNT; f++) {
+      const avg = n > 0 ? (totals[f] ?? 0) / n : 0;
+      const b = config.b[f] ?? 0.75;
+      for (let d = 0; d < n; d++) {
+        const len = lengths[d * FIELD_COUNT + f] ?? 0;
+        norm[d * FIELD_COUNT + f] = 1 / (1 - b + (avg > 0 ? (b * len) / avg : 0));
+      }
+    }
+    const { k1, weights } = config;
+    for (const p of building) {
+      const sat = new Float32Array(p.docs.length);
+      for (let i = 0; i < p.docs.length; i++) {
+        const d = p.docs[i] ?? 0;
+        let tfw = 0;
+        for (let f = 0; f < FIELD_COUNT; f++)
+          tfw += (weights[f] ?? 1) * (p.tf[i * FIELD_COUNT + f] ?? 0) * (norm[d * FIELD_COUNT + f] ?? 1);
+        sat[i] = (tfw * (k1 + 1)) / (k1 + tfw);
+      }
+      this.postings.push({ docs: Int32Array.from(p.docs), sat });
+    }
+  }
+
+  get size(): number {
+    return this.scores.length;
+  }
+
+  hasTerm(term: string): boolean {
+    return this.vocab.has(term);
+  }
+
+  /** Ranks docs for analysed query words (unique, in query order). */
+  rank(words: readonly string[], opts: RankOptions): RankResult {
+    // Unknown words of a short query are likely typos or abbreviations ("send msg", "wether");
+    // in a long natural-language query they are usually names the catalog lacks, so they only
+    // widen to fuzzy when nothing else matched.
+    let fuzzyUsed = false;
+    const build = (fuzzy: boolean): QueryTerm[] => {
+      const terms: QueryTerm[] = [];
+      words.forEach((w, slot) => {
+        const id = this.vocab.get(w);
+        const qw = opts.wordWeights?.[slot] ?? 1;
+        if (id !== undefined) terms.push({ id, weight: qw, slot, fuzzy: false });
+        else if (fuzzy)
+          for (const [fid, weight] of this.visibleExpansions(w, opts.allowed)) {
+            terms.push({ id: fid, weight: qw * weight * this.config.fuzzyWeight, slot, fuzzy: true });
+            fuzzyUsed = true;
+          }
+      });
+      for (const ph of opts.phrases ?? []) {
+        const id = this.vocab.get(ph);
+        if (id !== undefined) terms.push({ id, weight: 1, slot: -1, fuzzy: false });
+      }
+      return terms;
+    };
+    let terms = build(words.length <= SHORT_QUERY_WORDS);
+    let touched = this.score(terms, opts.allowed);
+    // Too few hits: let unknown words of a long query widen too.
+    const fill = this.config.fillWithFuzzy ? opts.limit : 1;
+    if (touched.length < fill && words.length > SHORT_QUERY_WORDS && words.some((w) => !this.vocab.has(w))) {
+      terms = build(true);
+      touched = this.score(terms, opts.allowed);
+    }
+    const slots = words.length;
+    const full = slots;
+    let allCount = 0;
+    for (const d of touched) if (this.covered[d] === full) allCount++;
+    const andOnly = allCount >= opts.limit && slots > 1;
+    const coord = this.config.coordination;
+    const top: RankedDoc[] = [];
+    for (const d of touched) {
+      const cov = this.covered[d] ?? 0;
+      if (andOnly && cov !== full) continue;
+      let rel = this.scores[d] ?? 0;
+      if (coord > 0 && slots > 1) rel *= (cov / slots) ** coord;
+      this.insertTop(
+        top,
+        { doc: d, relevance: rel, fuzzy: fuzzyUsed && this.usedFuzzy(d, terms) },
+        opts.limit,
+      );
+    }
+    if (opts.nameHits && opts.nameHits.length > 0) {
+      const best = top.reduce((m, r) => Math.max(m, r.relevance), 0);
+      const hits = new Set(opts.nameHits.filter((d) => !opts.allowed || opts.allowed[d] === 1));
+      const rest = top.filter((r) => !hits.has(r.doc));
+      const boosted = [...hits].map((doc) => ({ doc, relevance: best + 1, fuzzy: false }));
+      boosted.sort((a, b) => (this.tieRank[a.doc] ?? 0) - (this.tieRank[b.doc] ?? 0));
+      top.length = 0;
+      for (const r of [...boosted, ...rest]) if (top.length < opts.limit) top.push(r);
+    }
+    const strategy = fuzzyUsed
+      ? "fuzzy"
+      : andOnly || top.every((r) => this.covered[r.doc] === full)
+        ? "and"
+        : "or";
+    return { docs: top, strategy };
+  }
+
+  private score(terms: readonly QueryTerm[], allowed: Uint8Array | undefined): number[] {
+    this.epoch++;
+    const touched: number[] = [];
+    const stats = allowed ? this.statsFor(allowed) : undefined;
+    const n = stats ? stats.n : this.size;
+    for (const t of terms) {
+      const p = this.postings[t.id];
+      if (!p) continue;
+      const df = allowed && stats ? this.maskedDf(t.id, allowed, stats) : p.docs.length;
+      if (df === 0) continue;
+      const idf = Math.log(1 + (n - df + 0.5) / (df + 0.5)) * t.weight;
+      const { docs, sat } = p;
+      for (let i = 0; i < docs.length; i++) {
+        const d = docs[i] ?? 0;
+        if (allowed && allowed[d] !== 1) continue;
+        if (this.stamp[d] !== this.epoch) {
+          this.stamp[d] = this.epoch;
+          this.scores[d] = 0;
+          this.covered[d] = 0;
+          this.lastSlot[d] = -1;
+          touched.push(d);
+        }
+        this.scores[d] = (this.scores[d] ?? 0) + idf * (sat[i] ?? 0);
+        if (t.slot >= 0 && this.lastSlot[d] !== t.slot) {
+          this.lastSlot[d] = t.slot;
+          this.covered[d] = (this.covered[d] ?? 0) + 1;
+        }
+      }
+    }
+    return touched;
+  }
+
+  /** Statistics over the docs a mask allows; df is filled lazily per term. */
+  private statsFor(allowed: Uint8Array): MaskStats {
+    let stats = this.maskStats.get(allowed);
+    if (!stats) {
+      let n = 0;
+      for (let d = 0; d < allowed.length; d++) n += allowed[d] ?? 0;
+      stats = { n, df: new Int32Array(this.postings.length).fill(-1) };
+      this.maskStats.set(allowed, stats);
+    }
+    return stats;
+  }
+
+  private usedFuzzy(d: number, terms: readonly QueryTerm[]): boolean {
+    for (const t of terms) {
+      if (!t.fuzzy) continue;
+      const p = this.postings[t.id];
+      if (p && binarySearch(p.docs, d)) return true;
+    }
+    return false;
+  }
+
+  /** Keeps `top` sorted best-first with at most `limit` entries. */
+  private insertTop(top: RankedDoc[], item: RankedDoc, limit: number): void {
+    let i = top.length;
+    while (i > 0) {
+      const prev = top[i - 1];
+      if (!prev || this.compare(prev, item) <= 0) break;
+      i--;
+    }
+    if (i >= limit) return;
+    top.splice(i, 0, item);
+    if (top.length > limit) top.pop();
+  }
+
+  /** Negative when a ranks before b. Tie-breaks only apply to (relatively) equal relevance. */
+  compare(a: RankedDoc, b: RankedDoc): number {
+    const diff = b.relevance - a.relevance;
+    if (Math.abs(diff) > 1e-9 * Math.max(Math.abs(a.relevance), Math.abs(b.relevance), 1e-12)) return diff;
+    return (this.tieRank[a.doc] ?? 0) - (this.tieRank[b.doc] ?? 0);
+  }
+
+  /** Vocabulary terms close to an unknown word, with a similarity weight in (0, 1]. */
+  private expand(word: string): [number, number][] {
+    const memo = this.expansions.get(word);
+    if (memo) return memo;
+    const result = this.computeExpansion(word);
+    if (this.expansions.size > 10_000) this.expansions.clear();
+    this.expansions.set(word, result);
+    return result;
+  }
+
+  /**
+   * The best expansions among terms the caller can see: candidates are ranked by similarity, then
+   * by visible document frequency, so hidden tools neither take slots nor reorder them.
+   */
+  private visibleExpansions(word: string, allowed: Uint8Array | undefined): [number, number][] {
+    const stats = allowed ? this.statsFor(allowed) : undefined;
+    const withDf = this.expand(word)
+      .map(([id, w]) => [
+        id,
+        w,
+        stats && allowed ? this.maskedDf(id, allowed, stats) : (this.postings[id]?.docs.length ?? 0),
+      ])
+      .filter(([, , df]) => (df ?? 0) > 0) as [number, number, number][];
+    withDf.sort((a, b) => b[1] - a[1] || b[2] - a[2] || a[0] - b[0]);
+    return withDf.slice(0, 8).map(([id, w]) => [id, w]);
+  }
+
+  private maskedDf(id: number, allowed: Uint8Array, stats: MaskStats): number {
+    let df = stats.df[id] ?? -1;
+    if (df < 0) {
+      df = 0;
+      const docs = this.postings[id]?.docs ?? new Int32Array(0);
+      for (let i = 0; i < docs.length; i++) df += allowed[docs[i] ?? 0] ?? 0;
+      stats.df[id] = df;
+    }
+    return df;
+  }
+
+  private computeExpansion(word: string): [number, number][] {
+    if (word.length < 2) return [];
+    const maxEdits = word.length <= 4 ? 1 : 2;
+    const found: [number, number, number][] = [];
+    // Typos rarely hit the first letter; bucketing by it keeps this a small scan.
+    for (const id of this.byFirstChar().get(word[0] ?? "") ?? []) {
+      const t = this.terms[id] ?? "";
+      let weight = 0;
+      if (word.length >= 3 && t.length > word.length && t.startsWith(word)) weight = 0.8;
+      else if (Math.abs(t.length - word.length) <= maxEdits && word.length >= 4) {
+        const d = boundedEdits(word, t, maxEdits);
+        if (d <= maxEdits) weight = d === 1 ? 0.9 : 0.6;
+      }
+      if (weight === 0 && t.length > word.length && isAbbreviation(word, t)) weight = 0.5;
+      if (weight > 0) found.push([id, weight, this.postings[id]?.docs.length ?? 0]);
+    }
+    found.sort((a, b) => b[1] - a[1]);
+    return found.slice(0, 64).map(([id, w]) => [id, w]);
+  }
+
+  private byFirstChar(): Map<string, number[]> {
+    if (!this.firstChar) {
+      this.firstChar = new Map();
+      this.terms.forEach((t, id) => {
+        const key = t[0] ?? "";
+        const list = this.firstChar?.get(key);
+        if (list) list.push(id);
+        else this.firstChar?.set(key, [id]);
+      });
+    }
+    return this.firstChar;
+  }
+}
+
+/** Letters of `abbr` appear in order in `word`, consonants only are enough ("msg" → "message"). */
+function isAbbreviation(abbr: string, word: string): boolean {
+  if (word.length > abbr.length * 4) return false;
+  let j = 0;
+  for (let i = 0; i < word.length && j < abbr.length; i++) if (word[i] === abbr[j]) j++;
+  return j === abbr.length;
+}
+
+/** Damerau-free Levenshtein distance, giving up (max + 1) past `max`. */
+export function boundedEdits(a: string, b: string, max: number): number {
+  let prev = new Array<number>(b.length + 1);
+  let cur = new Array<number>(b.length + 1);
+  for (let j = 0; j <= b.length; j++) prev[j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    cur[0] = i;
+    let rowMin = i;
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      const v = Math.min((prev[j] ?? 0) + 1, (cur[j - 1] ?? 0) + 1, (prev[j - 1] ?? 0) + cost);
+      cur[j] = v;
+      if (v < rowMin) rowMin = v;
+    }
+    if (rowMin > max) return max + 1;
+    [prev, cur] = [cur, prev];
+  }
+  return prev[b.length] ?? max + 1;
+}
+
+function binarySearch(arr: Int32Array, x: number): boolean {
+  let lo = 0;
+  let hi = arr.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const v = arr[mid] ?? 0;
+    if (v === x) return true;
+    if (v < x) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return false;
+}

@@ -1,0 +1,144 @@
+/** Plain domain types of the tool catalog; no transport types. */
+
+export const SIDE_EFFECTS = ["pure", "read", "write", "external", "stateful"] as const;
+export type SideEffects = (typeof SIDE_EFFECTS)[number];
+
+export const LOADING_MODES = ["always", "deferred"] as const;
+export type LoadingMode = (typeof LOADING_MODES)[number];
+
+export type SearchType = "fts" | "regex" | "exact";
+
+/** How a hit matched; the server maps it to `match_type`. */
+export type MatchType =
+  | "exact"
+  | "exact_normalized"
+  | "regex_full_name"
+  | "regex_name_prefix"
+  | "regex_name_substring"
+  | "regex_text"
+  | "fts"
+  | "fts_fuzzy";
+
+/** Which widening step produced the result list (DESIGN §4 "fallbacks are reported"). */
+export type SearchStrategy = "and" | "or" | "fuzzy" | "regex" | "exact";
+
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+export type JsonObject = { [key: string]: JsonValue };
+
+export interface ToolExample {
+  readonly args: JsonObject;
+  readonly description: string;
+  readonly tags: readonly string[];
+}
+
+/** A tool as given to `register` (names may still need the namespace prefix). */
+export interface ToolInput {
+  readonly name: string;
+  /** Prefixed to `name` as `ns.name` unless the name already starts with `ns.`. */
+  readonly namespace?: string;
+  readonly title?: string;
+  readonly description?: string;
+  readonly tags?: readonly string[];
+  readonly sideEffects?: SideEffects;
+  readonly loadingMode?: LoadingMode;
+  readonly argsSchema?: JsonObject;
+  readonly outputSchema?: JsonObject;
+  readonly examples?: readonly ToolExample[];
+  readonly aliases?: readonly string[];
+}
+
+/** A registered tool, full definition as returned by `get`. */
+export interface Tool {
+  readonly name: string;
+  readonly namespace: string;
+  readonly source: string;
+  readonly title: string;
+  readonly description: string;
+  readonly tags: readonly string[];
+  readonly sideEffects: SideEffects;
+  readonly loadingMode: LoadingMode;
+  readonly argsSchema: JsonObject;
+  readonly outputSchema: JsonObject | null;
+  readonly examples: readonly ToolExample[];
+  readonly aliases: readonly string[];
+  /** sha256 of the canonical JSON of everything above except `source`. */
+  readonly hash: string;
+}
+
+export type VisibilityPredicate = (tool: Tool) => boolean;
+
+export interface RegisterOptions {
+  /** Remove this source's tools that are not in the request. */
+  readonly replaceSource?: boolean;
+}
+
+export interface RegisterResult {
+  readonly added: number;
+  readonly updated: number;
+  readonly removed: number;
+  readonly unchanged: number;
+  /** sha256 over the sorted (name, hash) pairs of the whole catalog after the call. */
+  readonly fingerprint: string;
+}
+
+/** Caller identity copied onto events; all optional. */
+export interface EventScope {
+  readonly tenantId?: string;
+  readonly sessionId?: string;
+  readonly runId?: string;
+}
+
+export interface SearchRequest {
+  readonly query: string;
+  /** Default "fts". */
+  readonly type?: SearchType;
+  /** 1–20, default 8. */
+  readonly limit?: number;
+  /** Include `loading_mode: always` tools (already in the prompt); default false. */
+  readonly includeAlwaysLoaded?: boolean;
+  /** THE visibility filter; hidden tools never appear, count or shift ranking. */
+  readonly isVisible?: VisibilityPredicate;
+  readonly scope?: EventScope;
+}
+
+export interface SearchHit {
+  readonly name: string;
+  readonly description: string;
+  readonly score: number;
+  readonly matchType: MatchType;
+  readonly loadingMode: LoadingMode;
+}
+
+export interface SearchResponse {
+  readonly tools: readonly SearchHit[];
+  readonly effectiveSearchType: SearchType;
+  readonly strategy: SearchStrategy;
+  /** Visible deferred tools in the whole catalog (what search can reveal). */
+  readonly totalDeferred: number;
+}
+
+export interface ListRequest {
+  /** Default 100, max 1000. */
+  readonly pageSize?: number;
+  readonly pageToken?: string;
+  readonly isVisible?: VisibilityPredicate;
+}
+
+export interface ListedTool {
+  readonly name: string;
+  readonly description: string;
+  readonly loadingMode: LoadingMode;
+}
+
+export interface ListResponse {
+  readonly tools: readonly ListedTool[];
+  /** Empty when this is the last page. */
+  readonly nextPageToken: string;
+  readonly totalSize: number;
+}
+
+export interface GetResponse {
+  readonly tools: readonly Tool[];
+  /** Requested names that are unknown or not visible (indistinguishable on purpose). */
+  readonly notFound: readonly string[];
+}

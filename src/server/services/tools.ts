@@ -1,0 +1,282 @@
+import type { ServiceImpl } from "@connectrpc/connect";
+import { MatchType, SearchType } from "../../../gen/ts/wayfind/v1/common_pb.ts";
+import {
+  ActivationScope,
+  LoadingMode,
+  type Tool as ProtoTool,
+  SideEffect,
+  type ToolDiscoveryService,
+} from "../../../gen/ts/wayfind/v1/tools_pb.ts";
+import type { ActivationScope as Scope } from "../../activation/index.ts";
+import type {
+  JsonObject,
+  MatchType as Match,
+  LoadingMode as Mode,
+  SideEffects,
+  Tool,
+  ToolInput,
+  SearchType as ToolSearchType,
+} from "../../discovery/index.ts";
+import { discoveryToolDefinitions as discoveryTools } from "../../discovery-tools/index.ts";
+import { invalidArgument } from "../../errors.ts";
+import type { EventLog } from "../../events/index.ts";
+import type { PayloadProvider } from "../../payload/index.ts";
+import type { ToolService } from "../../tools/service.ts";
+import { callerOf } from "../pipeline.ts";
+import { EnumMap } from "./enums.ts";
+import { PROVIDERS } from "./usage.ts";
+import { TOOL_EVENT_TYPES, watchEvents } from "./watch.ts";
+
+const SEARCH_TYPES = new EnumMap<ToolSearchType>([
+  [SearchType.FTS, "fts"],
+  [SearchType.REGEX, "regex"],
+  [SearchType.EXACT, "exact"],
+]);
+const SCOPES = new EnumMap<Scope>([
+  [ActivationScope.RUN, "run"],
+  [ActivationScope.SESSION, "session"],
+]);
+const LOADING_MODES = new EnumMap<Mode>([
+  [LoadingMode.ALWAYS, "always"],
+  [LoadingMode.DEFERRED, "deferred"],
+]);
+const SIDE_EFFECTS = new EnumMap<SideEffects>([
+  [SideEffect.PURE, "pure"],
+  [SideEffect.READ, "read"],
+  [SideEffect.WRITE, "write"],
+  [SideEffect.EXTERNAL, "external"],
+  [SideEffect.STATEFUL, "stateful"],
+]);
+const MATCH_TYPES: Readonly<Record<Match, MatchType>> = {
+  exact: MatchType.EXACT,
+  exact_normalized: MatchType.EXACT,
+  regex_full_name: MatchType.NAME,
+  regex_name_prefix: MatchType.NAME_PREFIX,
+  regex_name_substring: MatchType.NAME_SUBSTRING,
+  regex_text: MatchType.DESCRIPTION,
+  fts: MatchType.FTS,
+  fts_fuzzy: MatchType.FUZZY,
+};
+const PAYLOAD_PROVIDERS: readonly PayloadProvider[] = ["anthropic", "openai", "gemini"];
+
+export function toolDiscoveryService(
+  tools: ToolService,
+  events: EventLog,
+): Partial<ServiceImpl<typeof ToolDiscoveryService>> {
+  return {
+    registerTools(request) {
+      const inputs = request.tools.map((tool, i) => toToolInput(tool, request.namespace, i));
+      const result = tools.register(request.source, inputs, request.replaceSource);
+      return { ...result, catalogFingerprint: result.fingerprint };
+    },
+
+    listTools(request, context) {
+      const result = tools.list(callerOf(context), {
+        pageSize: request.pageSize || undefined,
+        pageToken: request.pageToken || undefined,
+        showAll: request.showAllTools,
+      });
+      return {
+        tools: result.tools.map((tool) => ({
+          name: tool.name,
+          description: firstSentence(tool.description),
+          loadingMode: LOADING_MODES.toProto(tool.loadingMode),
+          visible: tool.loadingMode === "always" || result.visibleNow(tool.name),
+        })),
+        nextPageToken: result.nextPageToken,
+        totalCount: result.totalSize,
+      };
+    },
+
+    searchTools(request, context) {
+      if (request.searchType === SearchType.FUZZY) {
+        throw invalidArgument(
+          "search_type FUZZY is reported, not requested; use FTS (it widens to fuzzy itself)",
+        );
+      }
+      const result = tools.search(callerOf(context), {
+        query: request.query,
+        type: SEARCH_TYPES.fromProto(request.searchType, "search_type"),
+        limit: request.limit || undefined,
+        includeAlwaysLoaded: request.includeAlwaysLoaded,
+      });
+      return {
+        tools: result.tools.map((hit) => ({
+          name: hit.name,
+          description: hit.description,
+          score: hit.score,
+          matchType: MATCH_TYPES[hit.matchType],
+          loadingMode: LOADING_MODES.toProto(hit.loadingMode),
+        })),
+        effectiveSearchType:
+          result.strategy === "fuzzy" ? SearchType.FUZZY : SEARCH_TYPES.toProto(result.effectiveSearchType),
+        totalDeferred: result.totalDeferred,
+      };
+    },
+
+    getTools(request, context) {
+      if (request.names.length === 0 || request.names.length > 20) {
+        throw invalidArgument(`names: give 1–20 tool names, got ${request.names.length}`);
+      }
+      const result = tools.get(callerOf(context), request.names);
+      return {
+        tools: result.tools.map((tool) =>
+          toProtoTool(tool, { schemas: request.includeSchemas, examples: request.includeExamples }),
+        ),
+        notFound: [...result.notFound],
+      };
+    },
+
+    activateTools(request, context) {
+      if (request.names.length === 0 || request.names.length > 50) {
+        throw invalidArgument(`names: give 1–50 tool names, got ${request.names.length}`);
+      }
+      const result = tools.activate(
+        callerOf(context),
+        request.names,
+        SCOPES.fromProto(request.scope, "scope"),
+        request.reason || "explicit",
+      );
+      return {
+        activated: [...result.activated],
+        alreadyVisible: [...result.alreadyVisible],
+        scope: SCOPES.toProto(result.scope),
+      };
+    },
+
+    deactivateTools(request, context) {
+      if (request.names.length === 0) throw invalidArgument("names: give at least one tool name");
+      const result = tools.deactivate(
+        callerOf(context),
+        request.names,
+        SCOPES.fromProto(request.scope, "scope"),
+      );
+      return { deactivated: [...result.deactivated], notActive: [...result.notActive] };
+    },
+
+    resolveTool(request, context) {
+      if (request.name === "") throw invalidArgument("name is required: the tool name the model called");
+      const result = tools.resolve(callerOf(context), request.name, SCOPES.fromProto(request.scope, "scope"));
+      return {
+        tool: toProtoTool(result.tool, { schemas: true, examples: true }),
+        activated: result.activated,
+        scope: result.scope ? SCOPES.toProto(result.scope) : ActivationScope.UNSPECIFIED,
+      };
+    },
+
+    renderToolPrompt(request, context) {
+      const maxExamples = request.maxExamplesPerTool;
+      if (maxExamples !== undefined && (maxExamples < 0 || maxExamples > 10)) {
+        throw invalidArgument(`max_examples_per_tool must be 0–10, got ${maxExamples}`);
+      }
+      const rendered = tools.renderPrompt(callerOf(context), {
+        includeDirectory: request.includeDirectory,
+        directoryMaxEntries: request.directoryMaxEntries || undefined,
+        hintMessage: request.hintMessage || undefined,
+        hintLimit: request.hintLimit || undefined,
+        maxExamplesPerTool: maxExamples,
+        includeExampleDescriptions: request.includeExampleDescriptions,
+        exampleFilterTags: request.exampleFilterTags.length > 0 ? request.exampleFilterTags : undefined,
+      });
+      return {
+        text: rendered.text,
+        tokenEstimate: rendered.tokenEstimate,
+        fingerprint: rendered.fingerprint,
+        visibleTools: [...rendered.visibleTools],
+        deferredCount: rendered.deferredCount,
+        hintedTools: [...rendered.hintedTools],
+      };
+    },
+
+    renderToolPayload(request, context) {
+      const provider = PROVIDERS.fromProto(request.provider, "provider");
+      if (provider === undefined || !(PAYLOAD_PROVIDERS as readonly string[]).includes(provider)) {
+        throw invalidArgument("provider must be PROVIDER_ANTHROPIC, PROVIDER_OPENAI or PROVIDER_GEMINI");
+      }
+      const payload = tools.renderPayload(callerOf(context), {
+        provider: provider as PayloadProvider,
+        nativeSearch: request.nativeSearch,
+        includeDiscoveryTools: request.includeDiscoveryTools,
+      });
+      return {
+        payloadJson: payload.payloadJson,
+        prefixHash: payload.prefixHash,
+        breakpointIndex: payload.breakpointIndex,
+        tokenEstimate: Math.ceil(payload.payloadJson.length / 4),
+        nameMappings: Object.entries(payload.toolNames)
+          .filter(([providerName, toolName]) => providerName !== toolName)
+          .map(([providerName, toolName]) => ({ providerName, toolName })),
+      };
+    },
+
+    getDiscoveryTools(request) {
+      return {
+        tools: discoveryTools({ includeSkillTools: request.includeSkillTools }).map((tool) => ({
+          name: tool.name,
+          description: tool.description,
+          argsSchema: tool.argsSchema,
+          examples: tool.examples.map((example) => ({
+            args: example.args,
+            description: example.description,
+          })),
+          loadingMode: LoadingMode.ALWAYS,
+          sideEffect: SideEffect.READ,
+        })),
+      };
+    },
+
+    watchToolEvents: (request, context) =>
+      watchEvents(events, callerOf(context), request.filter, TOOL_EVENT_TYPES, context.signal),
+  };
+}
+
+function toToolInput(tool: ProtoTool, namespace: string, index: number): ToolInput {
+  const at = `tools[${index}]`;
+  return {
+    name: tool.name,
+    namespace: tool.namespace || namespace || undefined,
+    title: tool.title || undefined,
+    description: tool.description,
+    tags: tool.tags,
+    sideEffects: SIDE_EFFECTS.fromProto(tool.sideEffect, `${at}.side_effect`),
+    loadingMode: LOADING_MODES.fromProto(tool.loadingMode, `${at}.loading_mode`),
+    argsSchema: tool.argsSchema as JsonObject | undefined,
+    outputSchema: tool.outputSchema as JsonObject | undefined,
+    examples: tool.examples.map((example) => ({
+      args: (example.args ?? {}) as JsonObject,
+      description: example.description,
+      tags: example.tags,
+    })),
+    aliases: tool.aliases,
+  };
+}
+
+function toProtoTool(tool: Tool, include: { schemas: boolean; examples: boolean }) {
+  return {
+    name: tool.name,
+    namespace: tool.namespace,
+    title: tool.title,
+    description: tool.description,
+    tags: [...tool.tags],
+    sideEffect: SIDE_EFFECTS.toProto(tool.sideEffects),
+    loadingMode: LOADING_MODES.toProto(tool.loadingMode),
+    argsSchema: include.schemas ? tool.argsSchema : undefined,
+    outputSchema: include.schemas && tool.outputSchema ? tool.outputSchema : undefined,
+    examples: include.examples
+      ? tool.examples.map((example) => ({
+          args: example.args,
+          description: example.description,
+          tags: [...example.tags],
+        }))
+      : [],
+    aliases: [...tool.aliases],
+    source: tool.source,
+    recordHash: tool.hash,
+  };
+}
+
+/** The first sentence, at most 160 characters: enough to choose, cheap to list. */
+function firstSentence(text: string): string {
+  const sentence = text.split(/(?<=[.!?])\s/)[0] ?? "";
+  return sentence.length <= 160 ? sentence : `${sentence.slice(0, 157)}...`;
+}

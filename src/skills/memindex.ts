@@ -1,0 +1,214 @@
+import type { Db } from "../store/database.ts";
+import type { TaskType } from "./model.ts";
+
+/**
+ * In-memory BM25F index over the same fields as `skills_fts` (name, title, trigger, description, tags).
+ * SQLite FTS5 needs 5–30 ms for a term that matches thousands of skills; this index answers in well
+ * under a millisecond. It only proposes candidates: every row a caller gets back is still checked by
+ * the one visibility predicate in SQL (store.ts), so the index can never widen what a caller sees.
+ */
+
+const FIELD_WEIGHTS = { name: 6, title: 3, trigger: 3, description: 1, tags: 2 } as const;
+const K1 = 1.2;
+const B = 0.75;
+
+export function tokenize(text: string): string[] {
+  return text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+}
+
+export function partitionKey(kind: string, tenantId: string, projectId: string): string {
+  return `${kind}\u0000${tenantId}\u0000${projectId}`;
+}
+
+export interface IndexHit {
+  readonly seq: number;
+  readonly name: string;
+  readonly relevance: number;
+}
+
+interface Row {
+  seq: number;
+  name: string;
+  title: string;
+  trigger_text: string;
+  description: string;
+  tags: string;
+  scope_kind: string;
+  tenant_id: string;
+  project_id: string;
+  task_type: TaskType;
+}
+
+interface Postings {
+  docs: Int32Array;
+  tfs: Float32Array;
+}
+
+/** Docs are dense indexes 0..n-1 so scoring runs over typed arrays, not maps. */
+export class MemoryIndex {
+  private seqs: number[] = [];
+  private names: string[] = [];
+  private partitionOf: Int32Array = new Int32Array(0);
+  private taskTypes: TaskType[] = [];
+  /** K1 * (1 - B + B * length / avgLength), precomputed per doc. */
+  private norms: Float64Array = new Float64Array(0);
+  private readonly partitionIds = new Map<string, number>();
+  private postings = new Map<string, Postings>();
+  private sortedTerms: string[] = [];
+  private scores: Float64Array = new Float64Array(0);
+  private matched: Int32Array = new Int32Array(0);
+
+  static build(db: Db): MemoryIndex {
+    const index = new MemoryIndex();
+    const lengths: number[] = [];
+    const building = new Map<string, { docs: number[]; tfs: number[] }>();
+    const partitions: number[] = [];
+    const statement = db.prepare<[], Row>(
+      "SELECT seq, name, title, trigger_text, description, tags, scope_kind, tenant_id, project_id, task_type FROM skills",
+    );
+    for (const row of statement.iterate()) {
+      const doc = index.seqs.length;
+      const tf = new Map<string, number>();
+      let length = 0;
+      const add = (text: string, weight: number) => {
+        for (const term of tokenize(text)) {
+          tf.set(term, (tf.get(term) ?? 0) + weight);
+          length += weight;
+        }
+      };
+      add(row.name, FIELD_WEIGHTS.name);
+      add(row.title, FIELD_WEIGHTS.title);
+      add(row.trigger_text, FIELD_WEIGHTS.trigger);
+      add(row.description, FIELD_WEIGHTS.description);
+      add((JSON.parse(row.tags) as string[]).join(" "), FIELD_WEIGHTS.tags);
+      index.seqs.push(row.seq);
+      index.names.push(row.name);
+      index.taskTypes.push(row.task_type);
+      const key = partitionKey(row.scope_kind, row.tenant_id, row.project_id);
+      let partition = index.partitionIds.get(key);
+      if (partition === undefined) {
+        partition = index.partitionIds.size;
+        index.partitionIds.set(key, partition);
+      }
+      partitions.push(partition);
+      lengths.push(length);
+      for (const [term, count] of tf) {
+        let list = building.get(term);
+        if (!list) {
+          list = { docs: [], tfs: [] };
+          building.set(term, list);
+        }
+        list.docs.push(doc);
+        list.tfs.push(count);
+      }
+    }
+    const n = index.seqs.length;
+    const avg = n > 0 ? lengths.reduce((a, b) => a + b, 0) / n : 1;
+    index.norms = Float64Array.from(lengths, (length) => K1 * (1 - B + (B * length) / avg));
+    index.partitionOf = Int32Array.from(partitions);
+    for (const [term, list] of building)
+      index.postings.set(term, { docs: Int32Array.from(list.docs), tfs: Float32Array.from(list.tfs) });
+    index.sortedTerms = [...index.postings.keys()].sort();
+    index.scores = new Float64Array(n);
+    index.matched = new Int32Array(n);
+    return index;
+  }
+
+  /** Index terms starting with `prefix` (typo tolerance: a shortened word as a prefix). */
+  private expand(prefix: string): string[] {
+    let lo = 0;
+    let hi = this.sortedTerms.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if ((this.sortedTerms[mid] ?? "") < prefix) lo = mid + 1;
+      else hi = mid;
+    }
+    const out: string[] = [];
+    for (let i = lo; i < this.sortedTerms.length && out.length < 64; i++) {
+      const term = this.sortedTerms[i] ?? "";
+      if (!term.startsWith(prefix)) break;
+      out.push(term);
+    }
+    return out;
+  }
+
+  /**
+   * The best `k` candidates by BM25F relevance (higher = better), then shorter name, then name. `and`
+   * needs every term; `or` any; `prefix` treats each term as a prefix. Only docs in `partitions`
+   * (keys from partitionKey) count.
+   */
+  search(
+    terms: readonly string[],
+    mode: "and" | "or" | "prefix",
+    partitions: ReadonlySet<string>,
+    taskType: TaskType | undefined,
+    k: number,
+  ): IndexHit[] {
+    const allowed = new Uint8Array(this.partitionIds.size);
+    for (const key of partitions) {
+      const id = this.partitionIds.get(key);
+      if (id !== undefined) allowed[id] = 1;
+    }
+    let groups = (mode === "prefix" ? terms.map((t) => this.expand(t)) : terms.map((t) => [t])).map((group) =>
+      group.flatMap((term) => this.postings.get(term) ?? []),
+    );
+    if (mode === "and" && groups.some((group) => group.length === 0)) return [];
+    const n = this.seqs.length;
+    const docFrequency = (group: Postings[]) => group.reduce((sum, list) => sum + list.docs.length, 0);
+    if (mode !== "and" && groups.length > 1 && n >= 1000) {
+      // Dynamic stop words: in an OR query, terms in over a quarter of all skills add little relevance
+      // (idf < ln 4) but dominate the cost; drop them when a rarer term is present. Small catalogs are
+      // cheap to score fully, so they keep every term.
+      const rare = groups.filter((group) => group.length > 0 && docFrequency(group) <= n / 4);
+      if (rare.length > 0) groups = rare;
+    }
+    const { scores, matched, norms, partitionOf } = this;
+    const touched: number[] = [];
+    let groupCount = 0;
+    for (const group of groups) {
+      if (group.length === 0) continue;
+      const g = groupCount++;
+      for (const list of group) {
+        const df = list.docs.length;
+        const idf = Math.log(1 + (n - df + 0.5) / (df + 0.5));
+        for (let i = 0; i < df; i++) {
+          const doc = list.docs[i] as number;
+          if (allowed[partitionOf[doc] as number] !== 1) continue;
+          if (taskType && this.taskTypes[doc] !== taskType) continue;
+          const tf = list.tfs[i] as number;
+          if (matched[doc] === 0 && scores[doc] === 0) touched.push(doc);
+          // Counts distinct groups: a doc hit by several terms of one prefix group counts once.
+          if (matched[doc] === g) matched[doc] = g + 1;
+          scores[doc] = (scores[doc] as number) + (idf * tf * (K1 + 1)) / (tf + (norms[doc] as number));
+        }
+      }
+    }
+    // Bounded insertion: most candidates are rejected by one comparison with the current k-th best.
+    const top: IndexHit[] = [];
+    for (const doc of touched) {
+      const relevance = scores[doc] as number;
+      scores[doc] = 0;
+      const ok = mode !== "and" || matched[doc] === groupCount;
+      matched[doc] = 0;
+      if (!ok) continue;
+      const worst = top[top.length - 1];
+      if (top.length >= k && worst && relevance < worst.relevance) continue;
+      const hit = { seq: this.seqs[doc] as number, name: this.names[doc] as string, relevance };
+      if (top.length >= k && worst && better(worst, hit) <= 0) continue;
+      let i = top.length;
+      while (i > 0 && better(hit, top[i - 1] as IndexHit) < 0) i--;
+      top.splice(i, 0, hit);
+      if (top.length > k) top.pop();
+    }
+    return top;
+  }
+}
+
+/** Best first: relevance, then shorter name, then name (negative when `a` ranks before `b`). */
+function better(a: IndexHit, b: IndexHit): number {
+  return (
+    b.relevance - a.relevance ||
+    a.name.length - b.name.length ||
+    (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)
+  );
+}

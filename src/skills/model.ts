@@ -1,0 +1,65 @@
+/** The skill domain model (DESIGN.md §4). Plain data: no transport or storage types. */
+
+export const TASK_TYPES = ["browser", "api", "code", "domain", "unknown"] as const;
+export type TaskType = (typeof TASK_TYPES)[number];
+
+/** `learned` is reserved for skills written by agents; packs never overwrite them. */
+export const SKILL_ORIGINS = ["pack", "learned"] as const;
+export type SkillOrigin = (typeof SKILL_ORIGINS)[number];
+
+export const SCOPE_KINDS = ["project", "tenant", "global"] as const;
+export type ScopeKind = (typeof SCOPE_KINDS)[number];
+
+/** Where a skill lives. `tenantId` is set for tenant and project scope, `projectId` for project scope only. */
+export interface SkillScope {
+  readonly kind: ScopeKind;
+  readonly tenantId: string;
+  readonly projectId: string;
+}
+
+export interface SkillStats {
+  /** Unix epoch milliseconds. */
+  readonly createdAtMs: number;
+  readonly updatedAtMs: number;
+  readonly lastUsedAtMs: number | null;
+  readonly useCount: number;
+}
+
+/** The content of a skill: what a pack file defines and what `content_hash` covers. */
+export interface SkillContent {
+  readonly name: string;
+  readonly title: string;
+  readonly description: string;
+  readonly trigger: string;
+  readonly taskType: TaskType;
+  readonly tags: readonly string[];
+  readonly steps: readonly string[];
+  readonly preconditions: readonly string[];
+  readonly failureModes: readonly string[];
+  /** Unknown fields of the source, kept verbatim (JSON values). */
+  readonly extra: Readonly<Record<string, unknown>>;
+}
+
+export interface Skill extends SkillContent {
+  /** `sk_…` */
+  readonly id: string;
+  readonly origin: SkillOrigin;
+  /** `<pack>@<version>` for pack skills. */
+  readonly originRef: string;
+  /** sha256 (hex) of the normalised content. */
+  readonly contentHash: string;
+  readonly scope: SkillScope;
+  readonly stats: SkillStats;
+}
+
+export const SEARCH_TYPES = ["fts", "regex", "exact"] as const;
+export type SearchType = (typeof SEARCH_TYPES)[number];
+
+/**
+ * Tool-reference gating (provided by the discovery module from the catalog and the caller's visibility):
+ * skill text that names a tool the caller may not see never shows that name.
+ */
+export interface ToolGate {
+  knownToolNames(): Iterable<string>;
+  isVisible(name: string): boolean;
+}

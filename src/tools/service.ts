@@ -1,0 +1,315 @@
+import type { AccessControl, CallerAccess } from "../access/index.ts";
+import {
+  type ActivationScope,
+  type ActivationStore,
+  activateVisible,
+  type LazyGroups,
+} from "../activation/index.ts";
+import type { Caller } from "../caller/caller.ts";
+import type { ToolSearchConfig } from "../config/index.ts";
+import type {
+  GetResponse,
+  ListResponse,
+  SearchResponse,
+  SearchType,
+  Tool,
+  ToolCatalog,
+  ToolInput,
+} from "../discovery/index.ts";
+import { discoveryToolDefinitions } from "../discovery-tools/index.ts";
+import { failedPrecondition, notFound } from "../errors.ts";
+import type { EventSink } from "../events/index.ts";
+import { type PayloadProvider, type RenderedToolPayload, renderToolPayload } from "../payload/index.ts";
+import { type RenderedToolPrompt, renderToolPrompt } from "../render/index.ts";
+import type { ToolGate } from "../skills/index.ts";
+
+export interface ToolServiceOptions {
+  readonly catalog: ToolCatalog;
+  readonly access: AccessControl;
+  readonly activations: ActivationStore;
+  readonly lazyGroups: LazyGroups;
+  readonly toolSearch: ToolSearchConfig;
+  /** Old tool name → canonical name (config `aliases`). */
+  readonly aliases: Readonly<Record<string, string>>;
+  readonly events: EventSink;
+}
+
+export interface PromptOptions {
+  readonly directoryMaxEntries?: number;
+  readonly hintMessage?: string;
+  readonly hintLimit?: number;
+  readonly maxExamplesPerTool?: number;
+  readonly includeExampleDescriptions?: boolean;
+  readonly exampleFilterTags?: readonly string[];
+  readonly includeDirectory?: boolean;
+}
+
+/**
+ * What a caller may do with tools. Every answer goes through `view(caller)`: the access control's
+ * verdict (policy, tenant visibility, narrowing) plus the caller's activations. Handlers never reach
+ * the catalog directly, so nothing hidden can leak through search, get, list, render, resolve or errors.
+ */
+export class ToolService {
+  constructor(private readonly options: ToolServiceOptions) {}
+
+  register(source: string, tools: readonly ToolInput[], replaceSource: boolean) {
+    return this.options.catalog.register(source, tools, { replaceSource });
+  }
+
+  search(
+    caller: Caller,
+    request: { query: string; type?: SearchType; limit?: number; includeAlwaysLoaded: boolean },
+  ): SearchResponse {
+    const view = this.view(caller);
+    return this.options.catalog.search({
+      query: this.options.aliases[request.query] ?? request.query,
+      type: request.type,
+      limit: request.limit,
+      // Already-visible tools are only returned when asked for; we decide that, not the loading mode.
+      includeAlwaysLoaded: true,
+      isVisible: (tool) =>
+        view.canActivate(tool) && (request.includeAlwaysLoaded || !view.isVisibleNow(tool)),
+      scope: caller,
+    });
+  }
+
+  get(caller: Caller, names: readonly string[]): GetResponse {
+    const view = this.view(caller);
+    const canonical = names.map((name) => this.options.aliases[name] ?? name);
+    const response = this.options.catalog.get(canonical, { isVisible: view.canActivate });
+    this.options.events.emit({
+      type: "tool_get",
+      ...eventScope(caller),
+      attributes: { requested_count: names.length, returned_count: response.tools.length },
+    });
+    // Report missing names as the caller wrote them.
+    const missing = new Set(response.notFound);
+    return { tools: response.tools, notFound: names.filter((_, i) => missing.has(canonical[i] as string)) };
+  }
+
+  list(
+    caller: Caller,
+    request: { pageSize?: number; pageToken?: string; showAll: boolean },
+  ): ListResponse & { visibleNow: (name: string) => boolean } {
+    const view = this.view(caller);
+    const response = this.options.catalog.list({
+      pageSize: request.pageSize,
+      pageToken: request.pageToken,
+      isVisible: (tool) => view.canActivate(tool) && (request.showAll || view.isVisibleNow(tool)),
+    });
+    return { ...response, visibleNow: (name) => view.visibleNames.has(name) };
+  }
+
+  activate(caller: Caller, names: readonly string[], scope: ActivationScope | undefined, reason: string) {
+    const view = this.view(caller);
+    const effectiveScope = this.scopeFor(caller, scope);
+    const tools = this.resolveAll(view, names);
+    const alreadyVisible = tools.filter((tool) => view.isVisibleNow(tool)).map((tool) => tool.name);
+    const toActivate = tools.filter((tool) => !view.isVisibleNow(tool)).map((tool) => tool.name);
+    const result =
+      toActivate.length === 0
+        ? { activated: [], alreadyActive: [] }
+        : activateVisible(
+            {
+              store: this.options.activations,
+              access: view.access,
+              resolve: (name) => this.resolveOne(view, name),
+            },
+            caller,
+            toActivate,
+            { scope: effectiveScope, source: "explicit", reason },
+          );
+    return {
+      activated: result.activated,
+      alreadyVisible: [...alreadyVisible, ...result.alreadyActive],
+      scope: effectiveScope,
+    };
+  }
+
+  deactivate(caller: Caller, names: readonly string[], scope: ActivationScope | undefined) {
+    const canonical = names.map((name) => this.options.aliases[name] ?? name);
+    return this.options.activations.deactivate(caller, canonical, this.scopeFor(caller, scope));
+  }
+
+  /**
+   * A model called `name`: the tool's definition if the caller may use it, activating a deferred tool
+   * on first use. A hidden tool and a missing one get the very same NOT_FOUND.
+   */
+  resolve(caller: Caller, name: string, scope: ActivationScope | undefined) {
+    const view = this.view(caller);
+    const tool = this.resolveOne(view, name);
+    if (tool === undefined) {
+      this.options.activations.deny(caller, "unavailable");
+      throw toolNotFound(name);
+    }
+    if (view.isVisibleNow(tool)) return { tool, activated: false, scope: undefined };
+    const effectiveScope = this.scopeFor(caller, scope);
+    const result = this.options.activations.activate(caller, [tool.name], {
+      scope: effectiveScope,
+      source: "resolve",
+      reason: "called by the model",
+    });
+    return { tool, activated: result.activated.length > 0, scope: effectiveScope };
+  }
+
+  renderPrompt(caller: Caller, options: PromptOptions): RenderedToolPrompt {
+    const view = this.view(caller);
+    if (options.hintMessage) this.activateLazyGroups(caller, view, options.hintMessage);
+    return renderToolPrompt({
+      caller,
+      access: view.access,
+      tools: this.options.catalog.all(),
+      activeNames: this.options.activations.activeFor(caller),
+      toolSearch: this.options.toolSearch,
+      examples: {
+        max: options.maxExamplesPerTool,
+        includeDescriptions: options.includeExampleDescriptions,
+        filterTags: options.exampleFilterTags,
+      },
+      directory: options.includeDirectory ? { maxEntries: options.directoryMaxEntries } : undefined,
+      hints: options.hintMessage
+        ? {
+            message: options.hintMessage,
+            k: options.hintLimit,
+            search: (query, limit) =>
+              this.search(caller, { query, limit, includeAlwaysLoaded: false }).tools.map((hit) => hit.name),
+          }
+        : undefined,
+      events: this.options.events,
+    });
+  }
+
+  /**
+   * The caller's visible tools as a provider payload: discovery tools and always-visible tools first
+   * (sorted: the cached prefix), then activated tools in activation order, so activations only append.
+   */
+  renderPayload(
+    caller: Caller,
+    request: { provider: PayloadProvider; nativeSearch: boolean; includeDiscoveryTools: boolean },
+  ): RenderedToolPayload {
+    const view = this.view(caller);
+    const all = [...this.options.catalog.all()].filter(view.canActivate);
+    const stable = all.filter((tool) => view.access.isAlwaysVisible(tool)).sort(byName);
+    const byToolName = new Map(all.map((tool) => [tool.name, tool]));
+    const activated = this.options.activations
+      .activeFor(caller)
+      .map((name) => byToolName.get(name))
+      .filter((tool): tool is Tool => tool !== undefined && !view.access.isAlwaysVisible(tool));
+    const deferred = request.nativeSearch
+      ? all.filter((tool) => !view.access.isAlwaysVisible(tool)).sort(byName)
+      : activated;
+    const discovery = request.includeDiscoveryTools
+      ? discoveryToolDefinitions({ includeSkillTools: true }).map((tool) => ({
+          name: tool.name,
+          description: tool.description,
+          inputSchema: tool.argsSchema,
+          deferred: false,
+        }))
+      : [];
+    return renderToolPayload({
+      provider: request.provider,
+      nativeSearch: request.nativeSearch,
+      tools: [
+        ...discovery,
+        ...stable.map((tool) => ({ ...payloadTool(tool), deferred: false })),
+        ...deferred.map((tool) => ({ ...payloadTool(tool), deferred: true })),
+      ],
+    });
+  }
+
+  /** Which tool names a skill may mention to this caller. */
+  toolGate(caller: Caller): ToolGate {
+    const view = this.view(caller);
+    const catalog = this.options.catalog;
+    return {
+      knownToolNames: () => [...catalog.all()].map((tool) => tool.name),
+      isVisible: (name) => {
+        const tool = catalog.get([name]).tools[0];
+        return tool !== undefined && view.canActivate(tool);
+      },
+    };
+  }
+
+  private activateLazyGroups(caller: Caller, view: CallerView, message: string): void {
+    const groups = this.options.lazyGroups.match(message, [...this.options.catalog.all()], view.access);
+    const names = groups.flatMap((group) => group.tools).filter((name) => !view.visibleNames.has(name));
+    if (names.length === 0 || caller.runId === "") return;
+    this.options.activations.activate(caller, [...new Set(names)], {
+      scope: "run",
+      source: "lazy_group",
+      reason: `lazy_group:${groups.map((group) => group.group).join(",")}`,
+    });
+  }
+
+  private scopeFor(caller: Caller, requested: ActivationScope | undefined): ActivationScope {
+    const scope = requested ?? this.options.toolSearch.activationScope;
+    if (scope === "session" && caller.sessionId === "") {
+      throw failedPrecondition(
+        "session-scoped activation needs caller.session_id (or use ACTIVATION_SCOPE_RUN)",
+      );
+    }
+    if (scope === "run" && caller.runId === "") {
+      throw failedPrecondition("run-scoped activation needs caller.run_id (or use ACTIVATION_SCOPE_SESSION)");
+    }
+    return scope;
+  }
+
+  private resolveOne(view: CallerView, name: string): Tool | undefined {
+    const canonical = this.options.aliases[name] ?? name;
+    return this.options.catalog.get([canonical], { isVisible: view.canActivate }).tools[0];
+  }
+
+  private resolveAll(view: CallerView, names: readonly string[]): Tool[] {
+    const tools: Tool[] = [];
+    const missing: string[] = [];
+    for (const name of names) {
+      const tool = this.resolveOne(view, name);
+      if (tool) tools.push(tool);
+      else missing.push(name);
+    }
+    if (missing.length > 0) throw toolNotFound(missing.join(", "));
+    return tools;
+  }
+
+  private view(caller: Caller): CallerView {
+    const access = this.options.access.forCaller(caller);
+    const enabled = this.options.toolSearch.enabled;
+    const visibleNames = new Set(this.options.activations.activeFor(caller));
+    const canActivate = (tool: Tool) => access.canActivate(tool);
+    return {
+      access,
+      canActivate,
+      visibleNames,
+      isVisibleNow: (tool) => !enabled || access.isAlwaysVisible(tool) || visibleNames.has(tool.name),
+    };
+  }
+}
+
+interface CallerView {
+  readonly access: CallerAccess;
+  readonly canActivate: (tool: Tool) => boolean;
+  /** Activated names (always-visible tools are decided by `access`). */
+  readonly visibleNames: ReadonlySet<string>;
+  readonly isVisibleNow: (tool: Tool) => boolean;
+}
+
+/** The same message whether the tool is hidden or missing: existence never leaks. */
+function toolNotFound(name: string) {
+  return notFound(`tool ${JSON.stringify(name)} not found; use tool_search to find tools`);
+}
+
+function payloadTool(tool: Tool) {
+  return { name: tool.name, description: tool.description, inputSchema: tool.argsSchema };
+}
+
+function byName(a: Tool, b: Tool): number {
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+}
+
+function eventScope(caller: Caller) {
+  return {
+    tenantId: caller.tenantId || undefined,
+    sessionId: caller.sessionId || undefined,
+    runId: caller.runId || undefined,
+  };
+}

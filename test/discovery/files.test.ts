@@ -1,0 +1,148 @@
+import { existsSync, readdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { parseCatalogFile } from "../../src/discovery/index.ts";
+import { WayfindError } from "../../src/errors.ts";
+import { names, openCatalog, tempDir } from "./helpers.ts";
+
+function write(name: string, text: string): string {
+  const file = join(tempDir(), name);
+  writeFileSync(file, text);
+  return file;
+}
+
+function failure(fn: () => unknown): WayfindError {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof WayfindError) return err;
+    throw err;
+  }
+  throw new Error("expected a WayfindError");
+}
+
+const schema = { type: "object", properties: { q: { type: "string", description: "query text" } } };
+
+describe("catalog file formats", () => {
+  it("reads JSONL with wayfind's own fields", () => {
+    const file = write(
+      "tools.jsonl",
+      `${JSON.stringify({ name: "search", description: "Find things", tags: ["t"], side_effects: "read", loading_mode: "always", parameters: schema, examples: [{ args: { q: "x" }, description: "min" }] })}\n\n`,
+    );
+    const [tool] = parseCatalogFile(file).tools;
+    expect(tool).toMatchObject({
+      name: "search",
+      description: "Find things",
+      tags: ["t"],
+      sideEffects: "read",
+      loadingMode: "always",
+      argsSchema: schema,
+      examples: [{ args: { q: "x" }, description: "min", tags: [] }],
+    });
+  });
+
+  it("reads a JSON array of MCP tools/list entries", () => {
+    const mcp = {
+      name: "read_file",
+      title: "Read file",
+      description: "Read a file",
+      inputSchema: schema,
+      outputSchema: { type: "object" },
+      annotations: { readOnlyHint: true },
+    };
+    const [tool] = parseCatalogFile(write("mcp.json", JSON.stringify([mcp]))).tools;
+    expect(tool).toMatchObject({
+      name: "read_file",
+      title: "Read file",
+      argsSchema: schema,
+      sideEffects: "read",
+    });
+    expect(tool?.outputSchema).toEqual({ type: "object" });
+  });
+
+  it("reads {tools: [...]} with OpenAI function definitions, wrapped or bare", () => {
+    const wrapped = { type: "function", function: { name: "a_fn", description: "A", parameters: schema } };
+    const bare = { name: "b_fn", description: "B", parameters: schema };
+    const parsed = parseCatalogFile(write("openai.json", JSON.stringify({ tools: [wrapped, bare] })));
+    expect(parsed.tools.map((t) => [t.name, t.argsSchema])).toEqual([
+      ["a_fn", schema],
+      ["b_fn", schema],
+    ]);
+  });
+
+  it("reads YAML with Anthropic input_schema", () => {
+    const yaml =
+      "tools:\n  - name: get_stock\n    description: Stock price\n    input_schema:\n      type: object\n";
+    const [tool] = parseCatalogFile(write("tools.yaml", yaml)).tools;
+    expect(tool).toMatchObject({ name: "get_stock", argsSchema: { type: "object" } });
+  });
+
+  it("prefixes the namespace option and applies the default loading mode", () => {
+    const file = write("t.jsonl", `${JSON.stringify({ name: "ping" })}\n`);
+    const parsed = parseCatalogFile(file, { namespace: "k8s", loadingMode: "always" });
+    const { catalog } = openCatalog();
+    catalog.register("k8s", parsed.tools);
+    expect(catalog.get(["k8s.ping"]).tools[0]?.loadingMode).toBe("always");
+  });
+
+  it("rewrites names with odd characters and keeps the original as an alias", () => {
+    const file = write("t.jsonl", `${JSON.stringify({ name: "PDF&URL Tool~2" })}\n`);
+    const parsed = parseCatalogFile(file);
+    expect(parsed.tools[0]).toMatchObject({ name: "PDF_URL_Tool_2", aliases: ["PDF&URL Tool~2"] });
+    expect(parsed.notes[0]).toMatch(/t.jsonl:1: name "PDF&URL Tool~2" rewritten to "PDF_URL_Tool_2"/);
+    const { catalog } = openCatalog();
+    catalog.register("s", parsed.tools);
+    expect(names(catalog.search({ query: "PDF&URL Tool~2", type: "exact" }))).toEqual(["PDF_URL_Tool_2"]);
+  });
+});
+
+describe("catalog file errors", () => {
+  it("reports a bad JSONL line with file and line number", () => {
+    const file = write("bad.jsonl", `${JSON.stringify({ name: "ok" })}\n{not json\n`);
+    const err = failure(() => parseCatalogFile(file));
+    expect(err.code).toBe("invalid_argument");
+    expect(err.details[0]).toMatch(/bad\.jsonl:2: invalid JSON/);
+  });
+
+  it("lists every problem and loads nothing", () => {
+    const lines = [
+      { name: "ok" },
+      { description: "no name" },
+      { name: "ok" },
+      { name: "x", side_effects: "maybe" },
+    ];
+    const file = write("many.jsonl", lines.map((l) => JSON.stringify(l)).join("\n"));
+    const err = failure(() => parseCatalogFile(file));
+    expect(err.message).toMatch(/3 problem\(s\), nothing loaded/);
+    expect(err.details).toEqual([
+      expect.stringMatching(/many\.jsonl:2: "name" is missing/),
+      expect.stringMatching(/many\.jsonl:3: duplicate tool name "ok" \(first at .*many\.jsonl:1\)/),
+      expect.stringMatching(/many\.jsonl:4: side_effects "maybe" must be one of/),
+    ]);
+  });
+
+  it("reports the line of a YAML syntax error", () => {
+    const err = failure(() => parseCatalogFile(write("bad.yaml", "tools:\n  - name: a\n   bad: [\n")));
+    expect(err.message).toMatch(/bad\.yaml:\d+: invalid YAML/);
+  });
+
+  it("rejects a JSON document that is not a tool list", () => {
+    expect(() => parseCatalogFile(write("x.json", '{"foo": 1}'))).toThrowError(/expected an array of tools/);
+  });
+
+  it("reports a missing file", () => {
+    expect(() => parseCatalogFile(join(tempDir(), "missing.jsonl"))).toThrowError(/cannot read catalog/);
+  });
+});
+
+describe("shared evaluation catalogs", () => {
+  const dir = "/work/shared/data";
+  const files = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith("_catalog.jsonl")) : [];
+  it.skipIf(files.length === 0).each(files)("%s loads and registers as it is", (f) => {
+    const parsed = parseCatalogFile(join(dir, f));
+    const { catalog } = openCatalog();
+    const result = catalog.register(f, parsed.tools);
+    expect(result.added).toBe(parsed.tools.length);
+    expect(parsed.tools.length).toBeGreaterThan(100);
+  });
+});

@@ -1,0 +1,97 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach } from "vitest";
+import {
+  type CatalogOptions,
+  discoveryMigrations,
+  ToolCatalog,
+  type ToolInput,
+} from "../../src/discovery/index.ts";
+import type { NewEvent } from "../../src/events/event.ts";
+import { type Db, openDatabase } from "../../src/store/database.ts";
+
+const cleanups: (() => void)[] = [];
+afterEach(() => {
+  while (cleanups.length > 0) cleanups.pop()?.();
+});
+
+export function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), "wayfind-discovery-"));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+export interface Opened {
+  readonly catalog: ToolCatalog;
+  readonly db: Db;
+  readonly file: string;
+  readonly events: NewEvent[];
+}
+
+/** A catalog on a real SQLite file in a temp dir (closed after the test). */
+export function openCatalog(options: CatalogOptions = {}, file = join(tempDir(), "wayfind.db")): Opened {
+  const db = openDatabase(file, discoveryMigrations);
+  cleanups.push(() => {
+    if (db.open) db.close();
+  });
+  const events: NewEvent[] = [];
+  const catalog = new ToolCatalog(db, { events: { emit: (e) => events.push(e) }, ...options });
+  return { catalog, db, file, events };
+}
+
+export const TOOLS: ToolInput[] = [
+  {
+    name: "get_weather",
+    namespace: "weather",
+    description: "Get the current weather forecast for a city",
+    tags: ["forecast"],
+    sideEffects: "read",
+    argsSchema: {
+      type: "object",
+      properties: { city: { type: "string", description: "City name" } },
+      required: ["city"],
+    },
+    examples: [{ args: { city: "Paris" }, description: "weather in Paris", tags: ["minimal"] }],
+  },
+  {
+    name: "send_message",
+    namespace: "slack",
+    description: "Post a chat message to a channel",
+    sideEffects: "external",
+  },
+  {
+    name: "list_pods",
+    namespace: "kubernetes",
+    description: "List pods in a Kubernetes namespace",
+    sideEffects: "read",
+  },
+  {
+    name: "ping",
+    namespace: "kubernetes",
+    description: "Check the Kubernetes API server is reachable",
+    sideEffects: "read",
+  },
+  {
+    name: "take_screenshot",
+    namespace: "browser",
+    description: "Capture a screenshot of the current page",
+    sideEffects: "read",
+  },
+  {
+    name: "createIssue",
+    namespace: "github",
+    description: "Open a new issue in a repository",
+    sideEffects: "write",
+  },
+];
+
+export function seeded(options: CatalogOptions = {}): Opened {
+  const opened = openCatalog(options);
+  opened.catalog.register("test", TOOLS);
+  return opened;
+}
+
+export function names(result: { tools: readonly { name: string }[] }): string[] {
+  return result.tools.map((t) => t.name);
+}

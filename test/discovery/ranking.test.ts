@@ -1,0 +1,169 @@
+import { describe, expect, it } from "vitest";
+import { names, openCatalog, seeded } from "./helpers.ts";
+
+describe("score contract", () => {
+  it("fts scores are min-max of relevance: best 1, worst 0, order non-increasing", () => {
+    const { catalog } = seeded();
+    const scores = catalog.search({ query: "kubernetes pods list weather" }).tools.map((t) => t.score);
+    expect(scores[0]).toBe(1);
+    expect(scores.at(-1)).toBe(0);
+    expect([...scores].sort((a, b) => b - a)).toEqual(scores);
+    for (const s of scores) expect(s >= 0 && s <= 1).toBe(true);
+  });
+
+  it("a single fts result scores 0.5 (all candidates equal)", () => {
+    const { catalog } = seeded();
+    const result = catalog.search({ query: "screenshot", limit: 1 });
+    expect(result.tools.map((t) => t.score)).toEqual([0.5]);
+  });
+
+  it("equal relevance everywhere gives 0.5 to every result", () => {
+    const { catalog } = openCatalog();
+    catalog.register("s", [
+      { name: "aa", description: "zebra" },
+      { name: "bb", description: "zebra" },
+    ]);
+    expect(catalog.search({ query: "zebra" }).tools.map((t) => t.score)).toEqual([0.5, 0.5]);
+  });
+});
+
+describe("tie-breaks", () => {
+  it("prefers the configured namespace on equal relevance", () => {
+    const { catalog } = openCatalog({ preferredNamespaces: ["gitlab"] });
+    catalog.register("s", [
+      { name: "search", namespace: "github", description: "find code", sideEffects: "read" },
+      { name: "search", namespace: "gitlab", description: "find code", sideEffects: "read" },
+    ]);
+    expect(names(catalog.search({ query: "find code" }))).toEqual(["gitlab.search", "github.search"]);
+  });
+
+  it("then prefers the safer side effect (pure < read < write < external < stateful)", () => {
+    const { catalog } = openCatalog();
+    catalog.register("s", [
+      { name: "t_stateful", description: "zebra", sideEffects: "stateful" },
+      { name: "t_external", description: "zebra", sideEffects: "external" },
+      { name: "t_writes", description: "zebra", sideEffects: "write" },
+      { name: "t_reads", description: "zebra", sideEffects: "read" },
+      { name: "t_pure", description: "zebra", sideEffects: "pure" },
+    ]);
+    expect(names(catalog.search({ query: "zebra" }))).toEqual([
+      "t_pure",
+      "t_reads",
+      "t_writes",
+      "t_external",
+      "t_stateful",
+    ]);
+  });
+
+  it("then the shorter name, then the name", () => {
+    const { catalog } = openCatalog();
+    catalog.register("s", [
+      { name: "ccc_long", description: "zebra", sideEffects: "read" },
+      { name: "bbb", description: "zebra", sideEffects: "read" },
+      { name: "aaa", description: "zebra", sideEffects: "read" },
+    ]);
+    expect(names(catalog.search({ query: "zebra" }))).toEqual(["aaa", "bbb", "ccc_long"]);
+  });
+
+  it("never overrides a real score difference", () => {
+    const { catalog } = openCatalog({ preferredNamespaces: ["pref"] });
+    catalog.register("s", [
+      { name: "other", namespace: "pref", description: "zebra", sideEffects: "pure" },
+      { name: "zebra_zebra", namespace: "x", description: "zebra zebra stripes", sideEffects: "stateful" },
+    ]);
+    expect(names(catalog.search({ query: "zebra" }))[0]).toBe("x.zebra_zebra");
+  });
+
+  it("applies to regex results with equal scores", () => {
+    const { catalog } = openCatalog();
+    catalog.register("s", [
+      { name: "zz_tool", description: "x", sideEffects: "write" },
+      { name: "zz_tool2", description: "x", sideEffects: "pure" },
+    ]);
+    expect(names(catalog.search({ query: "zz_.*", type: "regex" }))).toEqual(["zz_tool2", "zz_tool"]);
+  });
+});
+
+describe("visibility", () => {
+  const hideK8s = (t: { name: string }) => !t.name.startsWith("kubernetes.");
+
+  it("never returns a hidden tool from any search type", () => {
+    const { catalog } = seeded();
+    for (const type of ["fts", "regex", "exact"] as const) {
+      for (const query of ["kubernetes.list_pods", "list pods", "list_pods", "kube"]) {
+        const result = catalog.search({ query, type, isVisible: hideK8s });
+        expect(names(result).filter((n) => n.startsWith("kubernetes."))).toEqual([]);
+      }
+    }
+  });
+
+  it("counts total_deferred over visible tools only", () => {
+    const { catalog } = seeded();
+    expect(catalog.search({ query: "x" }).totalDeferred).toBe(6);
+    expect(catalog.search({ query: "x", isVisible: hideK8s }).totalDeferred).toBe(4);
+  });
+
+  it("filters before the limit, so hidden tools do not take result slots", () => {
+    const { catalog } = openCatalog();
+    catalog.register("s", [
+      { name: "hidden_zebra", description: "zebra zebra zebra" },
+      { name: "visible_zebra", description: "zebra" },
+    ]);
+    const result = catalog.search({ query: "zebra", limit: 1, isVisible: (t) => t.name !== "hidden_zebra" });
+    expect(names(result)).toEqual(["visible_zebra"]);
+  });
+
+  it("hidden tools do not change the ranking of visible ones", () => {
+    const query = { query: "alpha beta", limit: 5 };
+    const visible = [
+      { name: "one", description: "alpha alpha beta" },
+      { name: "two", description: "alpha beta beta" },
+    ];
+    const a = openCatalog().catalog;
+    a.register("s", visible);
+    const b = openCatalog().catalog;
+    // Many hidden tools containing "beta" would make "alpha" rarer, i.e. more important, if counted.
+    b.register("s", [
+      ...visible,
+      ...Array.from({ length: 30 }, (_, i) => ({ name: `h${i}`, description: "beta" })),
+    ]);
+    const onlyVisible = (t: { name: string }) => !t.name.startsWith("h");
+    expect(b.search({ ...query, isVisible: onlyVisible }).tools).toEqual(a.search(query).tools);
+  });
+
+  it("fuzzy widening only expands to words of visible tools", () => {
+    const { catalog } = openCatalog();
+    catalog.register("s", [
+      { name: "secret_wetter", description: "hidden" },
+      { name: "get_weather", description: "forecast" },
+    ]);
+    const result = catalog.search({ query: "wettr", isVisible: (t) => t.name !== "secret_wetter" });
+    expect(names(result)).toEqual(["get_weather"]);
+  });
+
+  it("exact search ranks namesakes by preferred namespace", () => {
+    const { catalog } = openCatalog({ preferredNamespaces: ["gitlab"] });
+    catalog.register("s", [
+      { name: "search", namespace: "github" },
+      { name: "search", namespace: "gitlab" },
+    ]);
+    expect(names(catalog.search({ query: "search", type: "exact" }))).toEqual([
+      "gitlab.search",
+      "github.search",
+    ]);
+  });
+
+  it("get reports hidden tools exactly like unknown ones", () => {
+    const { catalog } = seeded();
+    const result = catalog.get(["kubernetes.ping", "nope", "slack.send_message"], { isVisible: hideK8s });
+    expect(result.tools.map((t) => t.name)).toEqual(["slack.send_message"]);
+    expect(result.notFound).toEqual(["kubernetes.ping", "nope"]);
+  });
+
+  it("list pages only visible tools", () => {
+    const { catalog } = seeded();
+    const page = catalog.list({ isVisible: hideK8s });
+    expect(page.tools.map((t) => t.name)).not.toContain("kubernetes.ping");
+    expect(page.totalSize).toBe(4);
+  });
+});

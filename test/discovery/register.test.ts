@@ -1,0 +1,216 @@
+import { describe, expect, it } from "vitest";
+import { ToolCatalog } from "../../src/discovery/index.ts";
+import { WayfindError } from "../../src/errors.ts";
+import { names, openCatalog, seeded, TOOLS } from "./helpers.ts";
+
+function thrown(fn: () => unknown): WayfindError {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof WayfindError) return err;
+    throw err;
+  }
+  throw new Error("expected a WayfindError");
+}
+
+const changes = (db: { prepare: (s: string) => { get: () => unknown } }) =>
+  (db.prepare("SELECT total_changes() AS n").get() as { n: number }).n;
+
+describe("register", () => {
+  it("reports added tools and prefixes the namespace", () => {
+    const { catalog } = openCatalog();
+    const result = catalog.register("test", TOOLS);
+    expect(result).toMatchObject({ added: 6, updated: 0, removed: 0, unchanged: 0 });
+    expect(result.fingerprint).toMatch(/^[0-9a-f]{64}$/);
+    expect(catalog.get(["weather.get_weather"]).tools[0]?.source).toBe("test");
+  });
+
+  it("is a no-op with no writes when nothing changed", () => {
+    const { catalog, db } = seeded();
+    const before = changes(db);
+    const first = catalog.fingerprint();
+    const result = catalog.register("test", TOOLS);
+    expect(result).toMatchObject({ added: 0, updated: 0, removed: 0, unchanged: 6, fingerprint: first });
+    expect(changes(db)).toBe(before);
+  });
+
+  it("updates only the changed tool and re-indexes it", () => {
+    const { catalog, db } = seeded();
+    db.exec(`CREATE TEMP TABLE touched (name TEXT);
+      CREATE TEMP TRIGGER count_updates AFTER UPDATE ON discovery_tools BEGIN INSERT INTO touched VALUES (new.name); END;
+      CREATE TEMP TRIGGER count_inserts AFTER INSERT ON discovery_tools BEGIN INSERT INTO touched VALUES (new.name); END;`);
+    const edited = TOOLS.map((t) =>
+      t.name === "ping" ? { ...t, description: "Probe the cluster heartbeat" } : t,
+    );
+    const result = catalog.register("test", edited);
+    expect(result).toMatchObject({ added: 0, updated: 1, unchanged: 5 });
+    expect(db.prepare("SELECT name FROM touched").all()).toEqual([{ name: "kubernetes.ping" }]);
+    expect(names(catalog.search({ query: "heartbeat" }))).toEqual(["kubernetes.ping"]);
+    expect(catalog.search({ query: "reachable" }).tools).toEqual([]);
+  });
+
+  it("changes the fingerprint when an example changes", () => {
+    const { catalog } = seeded();
+    const before = catalog.fingerprint();
+    const edited = TOOLS.map((t) =>
+      t.name === "get_weather"
+        ? { ...t, examples: [{ args: { city: "Rome" }, description: "", tags: [] }] }
+        : t,
+    );
+    expect(catalog.register("test", edited).fingerprint).not.toBe(before);
+  });
+
+  it("fingerprint does not depend on registration order", () => {
+    const a = openCatalog().catalog;
+    const b = openCatalog().catalog;
+    a.register("test", TOOLS);
+    b.register("test", [...TOOLS].reverse());
+    expect(a.fingerprint()).toBe(b.fingerprint());
+  });
+
+  it("replace_source removes the source's tools missing from the request", () => {
+    const { catalog } = seeded();
+    const result = catalog.register("test", TOOLS.slice(0, 2), { replaceSource: true });
+    expect(result).toMatchObject({ removed: 4, unchanged: 2 });
+    expect(catalog.size).toBe(2);
+    expect(catalog.search({ query: "kubernetes" }).tools).toEqual([]);
+  });
+
+  it("without replace_source keeps the source's other tools", () => {
+    const { catalog } = seeded();
+    expect(catalog.register("test", TOOLS.slice(0, 1)).removed).toBe(0);
+    expect(catalog.size).toBe(6);
+  });
+
+  it("rejects a name owned by another source as already_exists, naming the tool", () => {
+    const { catalog } = seeded();
+    const err = thrown(() => catalog.register("other", [{ name: "ping", namespace: "kubernetes" }]));
+    expect(err.code).toBe("already_exists");
+    expect(err.message).toContain('"kubernetes.ping"');
+    expect(err.message).toContain('"test"');
+  });
+
+  const invalid: [string, object[], RegExp][] = [
+    ["an empty name", [{ name: "" }], /name is empty/],
+    ["an oversize name", [{ name: "x".repeat(129) }], /longer than 128/],
+    ["bad characters", [{ name: "bad name!" }], /"bad name!" has characters outside/],
+    ["duplicates", [{ name: "a" }, { name: "a" }], /tool "a" appears more than once/],
+    [
+      "an oversize description",
+      [{ name: "a", description: "x".repeat(16_385) }],
+      /tool "a": description is 16385/,
+    ],
+    ["an unknown side effect", [{ name: "a", sideEffects: "mutating" }], /side_effects must be one of/],
+  ];
+  for (const [what, tools, message] of invalid)
+    it(`rejects ${what} as invalid_argument`, () => {
+      const { catalog } = openCatalog();
+      const err = thrown(() => catalog.register("s", tools as never));
+      expect(err.code).toBe("invalid_argument");
+      expect(err.message).toMatch(message);
+      expect(catalog.size).toBe(0);
+    });
+
+  it("lists every invalid tool in the error details and writes nothing", () => {
+    const { catalog } = openCatalog();
+    const err = thrown(() => catalog.register("s", [{ name: "ok" }, { name: "" }, { name: "a b" }]));
+    expect(err.details).toHaveLength(2);
+    expect(catalog.size).toBe(0);
+  });
+
+  it("rejects an example that does not match the args schema, naming tool, index and field", () => {
+    const { catalog } = openCatalog();
+    const err = thrown(() =>
+      catalog.register("s", [
+        {
+          name: "get_weather",
+          argsSchema: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
+          examples: [
+            { args: { city: "Paris" }, description: "", tags: [] },
+            { args: { city: 42 }, description: "", tags: [] },
+          ],
+        },
+      ]),
+    );
+    expect(err.code).toBe("invalid_argument");
+    expect(err.message).toMatch(
+      /tool "get_weather": example 1 does not match the args schema at \/city: must be string/,
+    );
+  });
+
+  it("names a missing required field of an example", () => {
+    const { catalog } = openCatalog();
+    const err = thrown(() =>
+      catalog.register("s", [
+        {
+          name: "t",
+          argsSchema: { type: "object", properties: { q: { type: "string" } }, required: ["q"] },
+          examples: [{ args: {}, description: "", tags: [] }],
+        },
+      ]),
+    );
+    expect(err.message).toMatch(/example 0 .* at \/q/);
+  });
+});
+
+describe("persistence", () => {
+  it("serves search, get and list after reopening the database, without re-registering", () => {
+    const { db, file, catalog } = seeded();
+    const fingerprint = catalog.fingerprint();
+    db.close();
+    const reopened = openCatalog({}, file).catalog;
+    expect(reopened.size).toBe(6);
+    expect(reopened.fingerprint()).toBe(fingerprint);
+    expect(names(reopened.search({ query: "list kubernetes pods" }))[0]).toBe("kubernetes.list_pods");
+    expect(reopened.get(["weather.get_weather"]).tools[0]?.examples).toHaveLength(1);
+    expect(reopened.register("test", TOOLS)).toMatchObject({ unchanged: 6, added: 0 });
+  });
+
+  it("keeps the FTS5 index in sync with the tool table", () => {
+    const { catalog, db } = seeded();
+    catalog.register("test", TOOLS.slice(0, 3), { replaceSource: true });
+    const hits = db
+      .prepare(
+        "SELECT t.name FROM discovery_tools_fts f JOIN discovery_tools t ON t.id = f.rowid WHERE discovery_tools_fts MATCH 'kubernetes'",
+      )
+      .all();
+    expect(hits).toEqual([{ name: "kubernetes.list_pods" }]);
+    // FTS5's own check that the index matches its content table.
+    expect(() =>
+      db.exec("INSERT INTO discovery_tools_fts(discovery_tools_fts, rank) VALUES ('integrity-check', 1)"),
+    ).not.toThrow();
+  });
+
+  it("a new catalog on the same database sees what another registered", () => {
+    const { db, catalog } = seeded();
+    expect(new ToolCatalog(db).fingerprint()).toBe(catalog.fingerprint());
+  });
+});
+
+describe("get and list", () => {
+  it("get returns full definitions, by name or alias", () => {
+    const { catalog } = openCatalog();
+    catalog.register("s", [{ name: "Ant_Design.list", aliases: ["Ant Design.list"], description: "d" }]);
+    const tool = catalog.get(["Ant Design.list"]).tools[0];
+    expect(tool).toMatchObject({ name: "Ant_Design.list", description: "d", sideEffects: "external" });
+    expect(tool?.argsSchema).toEqual({ type: "object", properties: {} });
+  });
+
+  it("list pages through names in order with a token", () => {
+    const { catalog } = seeded();
+    const first = catalog.list({ pageSize: 4 });
+    expect(first.tools).toHaveLength(4);
+    expect(first.totalSize).toBe(6);
+    const second = catalog.list({ pageSize: 4, pageToken: first.nextPageToken });
+    expect(second.nextPageToken).toBe("");
+    const all = [...first.tools, ...second.tools].map((t) => t.name);
+    expect(all).toEqual([...all].sort());
+    expect(new Set(all).size).toBe(6);
+  });
+
+  it("list rejects a page size out of range and a foreign token", () => {
+    const { catalog } = seeded();
+    expect(() => catalog.list({ pageSize: 0 })).toThrowError(/page_size must be an integer from 1 to 1000/);
+    expect(() => catalog.list({ pageToken: "garbage" })).toThrowError(/page_token/);
+  });
+});

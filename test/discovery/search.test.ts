@@ -1,0 +1,269 @@
+import { describe, expect, it } from "vitest";
+import { WayfindError } from "../../src/errors.ts";
+import { names, openCatalog, seeded } from "./helpers.ts";
+
+describe("fts search", () => {
+  it("ranks the tool whose name and description match all words first", () => {
+    const { catalog } = seeded();
+    const result = catalog.search({ query: "list kubernetes pods" });
+    expect(result.tools[0]?.name).toBe("kubernetes.list_pods");
+    expect(result.effectiveSearchType).toBe("fts");
+  });
+
+  it("does not rank kubernetes.ping first for 'list kubernetes pods' (negative bm25 pitfall)", () => {
+    const { catalog } = seeded();
+    const result = catalog.search({ query: "list kubernetes pods", limit: 5 });
+    expect(names(result).indexOf("kubernetes.ping")).not.toBe(0);
+  });
+
+  it("finds a tool by its bare name without namespace", () => {
+    const { catalog } = seeded();
+    expect(names(catalog.search({ query: "send_message" }))[0]).toBe("slack.send_message");
+  });
+
+  it("finds a tool by its name in another case style", () => {
+    const { catalog } = seeded();
+    expect(names(catalog.search({ query: "sendMessage" }))[0]).toBe("slack.send_message");
+    expect(names(catalog.search({ query: "create-issue" }))[0]).toBe("github.createIssue");
+  });
+
+  it("matches words through stemming", () => {
+    const { catalog } = seeded();
+    expect(names(catalog.search({ query: "capturing screenshots" }))[0]).toBe("browser.take_screenshot");
+  });
+
+  it("searches parameter names and descriptions", () => {
+    const { catalog } = seeded();
+    expect(names(catalog.search({ query: "city" }))[0]).toBe("weather.get_weather");
+  });
+
+  it("respects the limit", () => {
+    const { catalog } = seeded();
+    expect(catalog.search({ query: "kubernetes", limit: 1 }).tools).toHaveLength(1);
+  });
+
+  it("excludes always-loaded tools unless asked for them", () => {
+    const { catalog } = openCatalog();
+    catalog.register("s", [
+      { name: "always_tool", description: "alpha tool", loadingMode: "always" },
+      { name: "deferred_tool", description: "alpha tool" },
+    ]);
+    expect(names(catalog.search({ query: "alpha" }))).toEqual(["deferred_tool"]);
+    expect(names(catalog.search({ query: "alpha", includeAlwaysLoaded: true })).sort()).toEqual([
+      "always_tool",
+      "deferred_tool",
+    ]);
+  });
+
+  it("returns an empty list (not an error) when nothing matches", () => {
+    const { catalog } = seeded();
+    expect(catalog.search({ query: "zzzzqqqq xxyyzz" }).tools).toEqual([]);
+  });
+});
+
+describe("fallbacks", () => {
+  it("uses AND when enough tools contain every word", () => {
+    const { catalog } = seeded();
+    expect(catalog.search({ query: "kubernetes", limit: 1 }).strategy).toBe("and");
+  });
+
+  it("widens to OR when no tool contains every word, and says so", () => {
+    const { catalog } = seeded();
+    const result = catalog.search({ query: "weather pods" });
+    expect(result.strategy).toBe("or");
+    expect(names(result)).toEqual(expect.arrayContaining(["weather.get_weather", "kubernetes.list_pods"]));
+  });
+
+  it("widens to fuzzy for a typo", () => {
+    const { catalog } = seeded();
+    const result = catalog.search({ query: "wether" });
+    expect(result.strategy).toBe("fuzzy");
+    expect(result.tools[0]?.name).toBe("weather.get_weather");
+    expect(result.tools[0]?.matchType).toBe("fts_fuzzy");
+  });
+
+  it("finds screenshoot → take_screenshot", () => {
+    const { catalog } = seeded();
+    expect(names(catalog.search({ query: "screenshoot" }))[0]).toBe("browser.take_screenshot");
+  });
+
+  it("expands an abbreviation: send msg → send_message", () => {
+    const { catalog } = seeded();
+    expect(names(catalog.search({ query: "send msg" }))[0]).toBe("slack.send_message");
+  });
+
+  it("falls back to regex over the query words when FTS5 is unavailable, and reports it", () => {
+    const { catalog } = seeded({ disableFts5: true });
+    const result = catalog.search({ query: "screenshot" });
+    expect(result.effectiveSearchType).toBe("regex");
+    expect(names(result)).toContain("browser.take_screenshot");
+  });
+});
+
+describe("fallbacks without FTS5", () => {
+  it("keeps a long natural-language query within the regex length cap", () => {
+    const { catalog } = seeded({ disableFts5: true });
+    const query = Array.from({ length: 80 }, (_, i) => `word${i}`).join(" ");
+    expect(catalog.search({ query }).effectiveSearchType).toBe("regex");
+  });
+});
+
+describe("regex search", () => {
+  it("stops early but still returns the best tie-break order when many names match", () => {
+    const { catalog } = openCatalog();
+    catalog.register(
+      "s",
+      Array.from({ length: 300 }, (_, i) => ({
+        name: `match_${String(i).padStart(3, "0")}`,
+        sideEffects: "write" as const,
+      })),
+    );
+    catalog.register("t", [{ name: "match_zzz", sideEffects: "pure" }]);
+    expect(names(catalog.search({ query: "match_.*", type: "regex", limit: 3 }))).toEqual([
+      "match_zzz",
+      "match_000",
+      "match_001",
+    ]);
+  });
+
+  it("scores full-name 0.95, prefix 0.90, substring 0.85, text-only 0.75", () => {
+    const { catalog } = openCatalog();
+    catalog.register("s", [
+      { name: "ping", description: "x" },
+      { name: "ping_all", description: "x" },
+      { name: "do_ping", description: "x" },
+      { name: "noop", description: "sends a ping" },
+    ]);
+    const result = catalog.search({ query: "ping", type: "regex" });
+    expect(result.tools.map((t) => [t.name, t.score])).toEqual([
+      ["ping", 0.95],
+      ["ping_all", 0.9],
+      ["do_ping", 0.85],
+      ["noop", 0.75],
+    ]);
+  });
+
+  it("matches the bare name for full-name and prefix scores", () => {
+    const { catalog } = seeded();
+    const result = catalog.search({ query: "list_.*", type: "regex" });
+    expect(result.tools[0]).toMatchObject({
+      name: "kubernetes.list_pods",
+      score: 0.95,
+      matchType: "regex_full_name",
+    });
+  });
+
+  it("is case-insensitive", () => {
+    const { catalog } = seeded();
+    expect(names(catalog.search({ query: "CREATEISSUE", type: "regex" }))).toEqual(["github.createIssue"]);
+  });
+
+  it("rejects an invalid pattern with the parser's message", () => {
+    const { catalog } = seeded();
+    expect(() => catalog.search({ query: "([a-z", type: "regex" })).toThrowError(/invalid regex: .*missing/i);
+  });
+
+  it("runs a catastrophic pattern over long names in linear time", () => {
+    const { catalog } = openCatalog();
+    const long = "a".repeat(120);
+    catalog.register(
+      "s",
+      Array.from({ length: 200 }, (_, i) => ({
+        name: `${long.slice(0, 100)}${i}`,
+        description: `${"a".repeat(4000)}!`,
+      })),
+    );
+    const started = performance.now();
+    catalog.search({ query: "(a+)+$", type: "regex" });
+    catalog.search({ query: "(a|aa)+b", type: "regex" });
+    expect(performance.now() - started).toBeLessThan(2000);
+  });
+
+  it("rejects patterns over the length cap", () => {
+    const { catalog } = seeded();
+    expect(() => catalog.search({ query: "a".repeat(257), type: "regex" })).toThrowError(/limit is 256/);
+  });
+});
+
+describe("exact search", () => {
+  it("returns the named tool with score 1.0", () => {
+    const { catalog } = seeded();
+    expect(catalog.search({ query: "slack.send_message", type: "exact" }).tools).toEqual([
+      expect.objectContaining({ name: "slack.send_message", score: 1, matchType: "exact" }),
+    ]);
+  });
+
+  it("accepts the bare name and other case styles", () => {
+    const { catalog } = seeded();
+    const result = catalog.search({ query: "SendMessage", type: "exact" });
+    expect(result.tools).toEqual([
+      expect.objectContaining({ name: "slack.send_message", score: 1, matchType: "exact_normalized" }),
+    ]);
+  });
+
+  it("finds nothing for a partial name", () => {
+    const { catalog } = seeded();
+    expect(catalog.search({ query: "send", type: "exact" }).tools).toEqual([]);
+  });
+});
+
+describe("bad input", () => {
+  const cases: [string, object, RegExp][] = [
+    ["empty query", { query: "  " }, /query is empty/],
+    ["oversize query", { query: "x".repeat(1025) }, /limit is 1024/],
+    ["limit 0", { query: "x", limit: 0 }, /limit must be an integer from 1 to 20/],
+    ["limit 21", { query: "x", limit: 21 }, /limit must be an integer from 1 to 20/],
+    ["fractional limit", { query: "x", limit: 2.5 }, /limit must be an integer/],
+    [
+      "unknown type",
+      { query: "x", type: "semantic" },
+      /search type "semantic" is unknown; use one of fts, regex, exact/,
+    ],
+  ];
+  for (const [what, request, message] of cases)
+    it(`rejects ${what} as invalid_argument`, () => {
+      const { catalog } = seeded();
+      let error: unknown;
+      try {
+        catalog.search(request as Parameters<typeof catalog.search>[0]);
+      } catch (err) {
+        error = err;
+      }
+      expect(error).toBeInstanceOf(WayfindError);
+      expect((error as WayfindError).code).toBe("invalid_argument");
+      expect((error as WayfindError).message).toMatch(message);
+    });
+});
+
+describe("events", () => {
+  it("emits tool_search_cache_ready again when the index is rebuilt after a change", () => {
+    const { catalog, events } = openCatalog();
+    catalog.register("s", [{ name: "a" }, { name: "b" }]);
+    catalog.search({ query: "a" });
+    expect(
+      events.filter((e) => e.type === "tool_search_cache_ready").map((e) => e.attributes.tool_count),
+    ).toEqual([0, 2]);
+  });
+
+  it("emits tool_search_cache_ready on start and tool_search_query per search", () => {
+    const { catalog, events } = seeded();
+    catalog.search({ query: "wether", scope: { tenantId: "acme", runId: "r1" } });
+    expect(events[0]).toMatchObject({
+      type: "tool_search_cache_ready",
+      attributes: { tool_count: 0, fts5_available: true },
+    });
+    expect(events.at(-2)).toMatchObject({ type: "tool_search_cache_ready", attributes: { tool_count: 6 } });
+    expect(events.at(-1)).toEqual({
+      type: "tool_search_query",
+      tenantId: "acme",
+      runId: "r1",
+      attributes: {
+        query: "wether",
+        requested_type: "fts",
+        effective_type: "fts",
+        strategy: "fuzzy",
+        result_count: 1,
+      },
+    });
+  });
+});

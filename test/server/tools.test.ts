@@ -1,0 +1,274 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Code } from "@connectrpc/connect";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Provider, SearchType } from "../../gen/ts/wayfind/v1/common_pb.ts";
+import { ActivationScope, LoadingMode, ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
+import { failure } from "../support/rpc.ts";
+import { startTestServer, type TestServer } from "../support/server.ts";
+
+const CATALOG = [
+  {
+    name: "create_issue",
+    description: "Open a new issue in a GitHub repository.",
+    inputSchema: {
+      type: "object",
+      properties: { repo: { type: "string" }, title: { type: "string" } },
+      required: ["repo", "title"],
+    },
+    examples: [{ args: { repo: "acme/api", title: "Crash" }, description: "Minimal bug", tags: ["minimal"] }],
+  },
+  {
+    name: "list_pull_requests",
+    description: "List open pull requests of a repository.",
+    inputSchema: { type: "object" },
+  },
+  {
+    name: "delete_repository",
+    description: "Delete a GitHub repository forever.",
+    inputSchema: { type: "object" },
+  },
+  {
+    name: "read_file",
+    description: "Read a file from the workspace.",
+    inputSchema: { type: "object" },
+    loading_mode: "always",
+  },
+];
+const SLACK = [
+  {
+    name: "send_message",
+    description: "Post a message to a Slack channel.",
+    inputSchema: { type: "object" },
+  },
+];
+
+let wayfind: TestServer;
+const acme = { tenantId: "acme", sessionId: "s-1", runId: "r-1" };
+const globex = { tenantId: "globex", sessionId: "s-2", runId: "r-2" };
+
+beforeAll(async () => {
+  const dir = mkdtempSync(join(tmpdir(), "wayfind-tools-"));
+  writeFileSync(join(dir, "github.jsonl"), CATALOG.map((tool) => JSON.stringify(tool)).join("\n"));
+  writeFileSync(join(dir, "slack.jsonl"), SLACK.map((tool) => JSON.stringify(tool)).join("\n"));
+  wayfind = await startTestServer(
+    {
+      catalogs: [
+        { path: "github.jsonl", namespace: "github" },
+        { path: "slack.jsonl", namespace: "slack" },
+      ],
+      policy: { denied: ["github.delete_*"] },
+      visibility: [
+        { match: { tenant: "acme" }, allow: ["*"] },
+        { match: { tenant: "globex" }, allow: ["slack.*", "read_file", "github.read_file"] },
+      ],
+    },
+    { dataDir: dir },
+  );
+});
+afterAll(() => wayfind.stop());
+
+const client = () => wayfind.grpc(ToolDiscoveryService);
+
+describe("SearchTools", () => {
+  it("finds a deferred tool by full text with scores in [0, 1], best first", async () => {
+    const response = await client().searchTools({ caller: acme, query: "open an issue on github" });
+    expect(response.tools[0]?.name).toBe("github.create_issue");
+    const scores = response.tools.map((tool) => tool.score);
+    expect(scores).toEqual([...scores].sort((a, b) => b - a));
+    for (const score of scores) expect(score).toBeGreaterThanOrEqual(0);
+    for (const score of scores) expect(score).toBeLessThanOrEqual(1);
+    expect(response.effectiveSearchType).toBe(SearchType.FTS);
+  });
+
+  it("finds a tool by its bare name without the namespace", async () => {
+    const response = await client().searchTools({
+      caller: acme,
+      query: "list_pull_requests",
+      searchType: SearchType.EXACT,
+    });
+    expect(response.tools.map((tool) => tool.name)).toEqual(["github.list_pull_requests"]);
+    expect(response.tools[0]?.score).toBe(1);
+  });
+
+  it("never returns a tool the static policy denies, even to regex .*", async () => {
+    const response = await client().searchTools({
+      caller: acme,
+      query: ".*",
+      searchType: SearchType.REGEX,
+      limit: 20,
+    });
+    expect(response.tools.map((tool) => tool.name)).not.toContain("github.delete_repository");
+  });
+
+  it("never shows a tenant tools its visibility rules hide, nor counts them", async () => {
+    const response = await client().searchTools({
+      caller: globex,
+      query: ".*",
+      searchType: SearchType.REGEX,
+      limit: 20,
+    });
+    expect(response.tools.map((tool) => tool.name)).toEqual(["slack.send_message"]);
+    expect(response.totalDeferred).toBe(1);
+  });
+
+  it("answers an invalid regex with INVALID_ARGUMENT and the parser's message", async () => {
+    await expect(
+      client().searchTools({ caller: acme, query: "(", searchType: SearchType.REGEX }),
+    ).rejects.toMatchObject({
+      code: Code.InvalidArgument,
+    });
+  });
+
+  it("rejects a limit above 20 with INVALID_ARGUMENT", async () => {
+    await expect(client().searchTools({ caller: acme, query: "issue", limit: 21 })).rejects.toMatchObject({
+      code: Code.InvalidArgument,
+    });
+  });
+});
+
+describe("GetTools", () => {
+  it("returns schemas and examples of visible tools", async () => {
+    const response = await client().getTools({
+      caller: acme,
+      names: ["github.create_issue"],
+      includeSchemas: true,
+      includeExamples: true,
+    });
+    expect(response.tools[0]?.argsSchema).toMatchObject({ required: ["repo", "title"] });
+    expect(response.tools[0]?.examples[0]?.args).toEqual({ repo: "acme/api", title: "Crash" });
+  });
+
+  it("reports a hidden tool beside allowed ones exactly like a missing one", async () => {
+    const response = await client().getTools({
+      caller: globex,
+      names: ["slack.send_message", "github.create_issue", "github.no_such_tool"],
+    });
+    expect(response.tools.map((tool) => tool.name)).toEqual(["slack.send_message"]);
+    expect(response.notFound).toEqual(["github.create_issue", "github.no_such_tool"]);
+  });
+});
+
+describe("activation", () => {
+  it("activates a deferred tool on first use, streams tool_activated, and appends it to the prompt", async () => {
+    const caller = { tenantId: "acme", sessionId: "s-act", runId: "r-act" };
+    const before = await client().renderToolPrompt({ caller });
+    const watch = client().watchToolEvents({
+      caller,
+      filter: { types: ["tool_activated"], sessionId: "s-act" },
+    });
+    const iterator = watch[Symbol.asyncIterator]();
+    await iterator.next(); // status
+
+    const first = await client().resolveTool({ caller, name: "github.create_issue" });
+    expect(first.activated).toBe(true);
+    expect(first.tool?.argsSchema).toBeDefined();
+    const again = await client().resolveTool({ caller, name: "github.create_issue" });
+    expect(again.activated).toBe(false);
+
+    const event = await iterator.next();
+    expect(event.value?.message).toMatchObject({
+      case: "event",
+      value: { type: "tool_activated", attributes: { tool: "github.create_issue", scope: "run" } },
+    });
+    await iterator.return?.();
+
+    const after = await client().renderToolPrompt({ caller });
+    expect(after.visibleTools).toEqual([...before.visibleTools, "github.create_issue"]);
+    expect(after.text.startsWith(before.text.slice(0, before.text.lastIndexOf("</tool>") + 7))).toBe(true);
+  });
+
+  it("answers a hidden tool and a missing tool with the same NOT_FOUND", async () => {
+    const hidden = await failure(client().resolveTool({ caller: globex, name: "github.create_issue" }));
+    const missing = await failure(client().resolveTool({ caller: globex, name: "github.create_isue" }));
+    expect(hidden).toMatchObject({ code: Code.NotFound });
+    expect(missing).toMatchObject({ code: Code.NotFound });
+    expect(hidden.message.replace("create_issue", "X")).toBe(missing.message.replace("create_isue", "X"));
+  });
+
+  it("refuses session scope without a session id (fails closed)", async () => {
+    await expect(
+      client().activateTools({
+        caller: { tenantId: "acme", runId: "r-9" },
+        names: ["github.create_issue"],
+        scope: ActivationScope.SESSION,
+      }),
+    ).rejects.toMatchObject({ code: Code.FailedPrecondition });
+  });
+
+  it("keeps session activations across a restart", async () => {
+    const caller = { tenantId: "acme", sessionId: "s-persist", runId: "r-p" };
+    await client().activateTools({
+      caller,
+      names: ["github.list_pull_requests"],
+      scope: ActivationScope.SESSION,
+    });
+    await wayfind.stop({ keepData: true });
+    wayfind = await startTestServer(wayfind.configYaml, { dataDir: wayfind.dataDir });
+    const listed = await client().listTools({ caller: { ...caller, runId: "r-new" } });
+    expect(listed.tools.find((tool) => tool.name === "github.list_pull_requests")).toMatchObject({
+      visible: true,
+    });
+  });
+});
+
+describe("rendering and payloads", () => {
+  it("renders an Anthropic payload with the cache breakpoint on the last always-loaded tool", async () => {
+    const response = await client().renderToolPayload({ caller: acme, provider: Provider.ANTHROPIC });
+    const payload = JSON.parse(response.payloadJson) as { name: string; cache_control?: unknown }[];
+    expect(payload[response.breakpointIndex]?.cache_control).toEqual({ type: "ephemeral" });
+    // Provider tool names allow no dots; the mapping resolves a model's call back.
+    expect(payload[0]?.name).toBe("github__read_file");
+    expect(response.nameMappings).toContainEqual(
+      expect.objectContaining({ providerName: "github__read_file", toolName: "github.read_file" }),
+    );
+  });
+
+  it("hands out the discovery tools with schemas and examples", async () => {
+    const response = await client().getDiscoveryTools({ caller: acme, includeSkillTools: true });
+    expect(response.tools.map((tool) => tool.name)).toEqual([
+      "tool_search",
+      "tool_get",
+      "skill_search",
+      "skill_get",
+      "skill_list",
+    ]);
+    expect(response.tools[0]?.examples.length).toBeGreaterThanOrEqual(2);
+  });
+});
+
+describe("RegisterTools", () => {
+  it("reports an unchanged catalog as a no-op with the same fingerprint", async () => {
+    const tools = [
+      { name: "ping", description: "Check the service is alive.", loadingMode: LoadingMode.DEFERRED },
+    ];
+    const first = await client().registerTools({ source: "svc", namespace: "svc", tools });
+    const second = await client().registerTools({ source: "svc", namespace: "svc", tools });
+    expect(first.added).toBe(1);
+    expect(second).toMatchObject({
+      added: 0,
+      updated: 0,
+      unchanged: 1,
+      catalogFingerprint: first.catalogFingerprint,
+    });
+  });
+
+  it("rejects an example that does not match the tool's schema, naming tool and field", async () => {
+    const error = await failure(
+      client().registerTools({
+        source: "svc2",
+        tools: [
+          {
+            name: "svc2.add",
+            description: "Add two numbers.",
+            argsSchema: { type: "object", properties: { a: { type: "number" } }, required: ["a"] },
+            examples: [{ args: { a: "one" } }],
+          },
+        ],
+      }),
+    );
+    expect(error).toMatchObject({ code: Code.InvalidArgument });
+    expect(error.message).toContain("svc2.add");
+  });
+});

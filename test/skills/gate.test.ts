@@ -1,0 +1,74 @@
+import { describe, expect, it } from "vitest";
+import type { ToolGate } from "../../src/skills/index.ts";
+import { caller, fixture, GLOBAL, jsonSkill } from "./helpers.ts";
+
+const gate: ToolGate = {
+  knownToolNames: () => ["github.create_pull_request", "github.create_pull_request_review", "fs.read_file"],
+  isVisible: (name) => name === "fs.read_file",
+};
+
+function loaded() {
+  const f = fixture();
+  f.service.loadSkillPack({
+    pack: "core",
+    scope: GLOBAL,
+    files: [
+      {
+        path: "pr.skill.json",
+        content: jsonSkill({
+          name: "git.open_pr",
+          trigger: "open a PR with github.create_pull_request",
+          steps: [
+            "Read the template with `fs.read_file`.",
+            "Call `github.create_pull_request` with title and body.",
+            "Ask for review via github.create_pull_request_review.",
+          ],
+          "allowed-tools": ["github.create_pull_request"],
+        }),
+      },
+    ],
+  });
+  return f;
+}
+
+describe("tool-reference gating", () => {
+  it("rewrites hidden tool names to a tool_search hint and keeps visible ones", () => {
+    const { service } = loaded();
+    const [skill] = service.getSkills(caller("t1"), { names: ["git.open_pr"] }, { toolGate: gate }).skills;
+    expect(skill?.steps).toEqual([
+      "Read the template with `fs.read_file`.",
+      'Call tool_search for "create pull request" with title and body.',
+      'Ask for review via tool_search for "create pull request review".',
+    ]);
+    expect(JSON.stringify(skill)).not.toContain("github.create");
+  });
+
+  it("applies to search results, injection blocks, lists and the directory", () => {
+    const { service } = loaded();
+    const t = caller("t1");
+    const outputs = [
+      service.searchSkills(t, { query: "open PR" }, { toolGate: gate }),
+      service.getRelevantSkills(t, { task: "open a PR" }, { toolGate: gate }),
+      service.listSkills(t, {}, { toolGate: gate }),
+      service.renderSkillDirectory(t, {}, { toolGate: gate }),
+    ];
+    for (const output of outputs) expect(JSON.stringify(output)).not.toContain("github.create");
+  });
+
+  it("does not let a regex probe for a hidden tool name", () => {
+    const { service } = loaded();
+    const result = service.searchSkills(
+      caller("t1"),
+      { query: "create_pull_request", type: "regex" },
+      { toolGate: gate },
+    );
+    expect(result.skills).toEqual([]);
+  });
+
+  it("leaves text untouched without a gate", () => {
+    const { service } = loaded();
+    expect(service.getSkills(caller("t1"), { names: ["git.open_pr"] }).skills[0]?.trigger).toContain(
+      "github.create_pull_request",
+    );
+  });
+});

@@ -1,0 +1,150 @@
+import { describe, expect, it } from "vitest";
+import { caller, fixture, GLOBAL, jsonSkill, thrown } from "./helpers.ts";
+
+const files = [
+  {
+    path: "ping.skill.json",
+    content: jsonSkill({
+      name: "kubernetes.ping",
+      trigger: "check the cluster answers",
+      tags: ["kubernetes"],
+    }),
+  },
+  {
+    path: "pods.skill.json",
+    content: jsonSkill({
+      name: "kubernetes.list_pods",
+      title: "List kubernetes pods",
+      trigger: "list pods in a namespace",
+      task_type: "code",
+    }),
+  },
+  {
+    path: "pr.skill.json",
+    content: jsonSkill({
+      name: "github.open_pr",
+      trigger: "open a pull request on GitHub",
+      task_type: "api",
+    }),
+  },
+  {
+    path: "retry.skill.json",
+    content: jsonSkill({ name: "http.retry_429", trigger: "the API answers 429 Too Many Requests" }),
+  },
+];
+
+function loadedWith(options: Parameters<typeof fixture>[0] = {}) {
+  const f = fixture(options);
+  f.service.loadSkillPack({ pack: "core", scope: GLOBAL, files });
+  return f;
+}
+
+describe.each(["memory", "sqlite"] as const)("searchSkills (%s engine)", (engine) => {
+  const loaded = (options: Parameters<typeof fixture>[0] = {}) =>
+    loadedWith({ searchEngine: engine, ...options });
+
+  it("ranks by bm25 relevance (not by tie-breaks) with min-max scores in [0, 1]", () => {
+    const { service } = loaded();
+    const result = service.searchSkills(caller("t1"), { query: "list kubernetes pods" });
+    expect(result.effectiveSearchType).toBe("fts");
+    expect(result.skills[0]?.name).toBe("kubernetes.list_pods");
+    const widened = service.searchSkills(caller("t1"), { query: "pods namespace cluster" });
+    expect(widened.skills.map((s) => [s.name, s.score])).toEqual([
+      ["kubernetes.list_pods", 1],
+      ["kubernetes.ping", 0],
+    ]);
+  });
+
+  it("widens an AND query that finds nothing to OR and says so", () => {
+    const { service } = loaded();
+    const result = service.searchSkills(caller("t1"), { query: "kubernetes github" });
+    expect(result.widened).toBe(true);
+    expect(result.skills.map((s) => s.name)).toEqual(
+      expect.arrayContaining(["kubernetes.ping", "github.open_pr"]),
+    );
+    for (const hit of result.skills) expect(hit.score).toBeGreaterThanOrEqual(0);
+  });
+
+  it("finds a skill despite a typo through the prefix fallback", () => {
+    const { service } = loaded();
+    expect(service.searchSkills(caller("t1"), { query: "kubernets" }).skills.length).toBeGreaterThan(0);
+  });
+
+  it("gives 0.5 to every hit when all relevances are equal", () => {
+    const { service } = loaded();
+    const result = service.searchSkills(caller("t1"), { query: "github" });
+    expect(result.skills.map((s) => s.score)).toEqual([0.5]);
+  });
+
+  it("filters by task type", () => {
+    const { service } = loaded();
+    const result = service.searchSkills(caller("t1"), { query: "kubernetes", taskType: "code" });
+    expect(result.skills.map((s) => s.name)).toEqual(["kubernetes.list_pods"]);
+  });
+
+  it("exact search matches the full name or the bare last segment with score 1.0", () => {
+    const { service } = loaded();
+    expect(
+      service.searchSkills(caller("t1"), { query: "GitHub.Open_PR", type: "exact" }).skills,
+    ).toMatchObject([{ name: "github.open_pr", score: 1, matchType: "exact" }]);
+    expect(service.searchSkills(caller("t1"), { query: "open_pr", type: "exact" }).skills[0]?.name).toBe(
+      "github.open_pr",
+    );
+  });
+
+  it("regex search scores full name 0.95, prefix 0.90, substring 0.85, other fields 0.75", () => {
+    const { service } = loaded();
+    const score = (query: string) =>
+      Object.fromEntries(
+        service.searchSkills(caller("t1"), { query, type: "regex" }).skills.map((s) => [s.name, s.score]),
+      );
+    expect(score("github\\.open_pr")).toEqual({ "github.open_pr": 0.95 });
+    expect(score("kubernetes\\.")).toEqual({ "kubernetes.ping": 0.9, "kubernetes.list_pods": 0.9 });
+    expect(score("pods")).toEqual({ "kubernetes.list_pods": 0.85 });
+    expect(score("too many")).toEqual({ "http.retry_429": 0.75 });
+  });
+
+  it("rejects an invalid regex with the parser's message and a too-long one with the cap", () => {
+    const { service } = loaded();
+    const invalid = thrown(() => service.searchSkills(caller("t1"), { query: "(unclosed", type: "regex" }));
+    expect(invalid.code).toBe("invalid_argument");
+    expect(invalid.message).toMatch(/^invalid regex: .*missing/i);
+    const long = thrown(() => service.searchSkills(caller("t1"), { query: "a".repeat(300), type: "regex" }));
+    expect(long.message).toContain("at most 256 characters");
+  });
+
+  it("runs regex patterns in linear time", () => {
+    const { service } = loaded();
+    const start = performance.now();
+    service.searchSkills(caller("t1"), { query: "(a+)+$", type: "regex" });
+    expect(performance.now() - start).toBeLessThan(500);
+  });
+
+  it("rejects out-of-range limits naming the allowed range", () => {
+    const { service } = loaded();
+    expect(thrown(() => service.searchSkills(caller("t1"), { query: "x", limit: 21 })).message).toBe(
+      "limit must be between 1 and 20, got 21",
+    );
+    expect(thrown(() => service.searchSkills(caller("t1"), { query: "  " })).message).toBe(
+      "query must not be empty",
+    );
+  });
+
+  it("falls back to regex when FTS5 is unavailable and reports it", () => {
+    const { service } = loaded({ disableFts: true, searchEngine: "sqlite" });
+    const result = service.searchSkills(caller("t1"), { query: "pull request" });
+    expect(result.effectiveSearchType).toBe("regex");
+    expect(result.skills[0]?.name).toBe("github.open_pr");
+  });
+
+  it("emits skill_search_query with the caller's tenant, session and run", () => {
+    const { service, sink } = loaded();
+    service.searchSkills(caller("t1"), { query: "kubernetes" });
+    expect(sink.ofType("skill_search_query")[0]).toMatchObject({
+      tenantId: "t1",
+      sessionId: "s1",
+      runId: "r1",
+      attributes: { search_type: "fts", effective_search_type: "fts", result_count: 2 },
+    });
+  });
+});
