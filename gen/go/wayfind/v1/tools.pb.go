@@ -194,6 +194,66 @@ func (ActivationScope) EnumDescriptor() ([]byte, []int) {
 	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{2}
 }
 
+// Where a source's tools come from.
+type ToolSourceKind int32
+
+const (
+	ToolSourceKind_TOOL_SOURCE_KIND_UNSPECIFIED ToolSourceKind = 0
+	// A catalog file named in the config.
+	ToolSourceKind_TOOL_SOURCE_KIND_CATALOG_FILE ToolSourceKind = 1
+	// An MCP server over stdio.
+	ToolSourceKind_TOOL_SOURCE_KIND_MCP_STDIO ToolSourceKind = 2
+	// An MCP server over streamable HTTP.
+	ToolSourceKind_TOOL_SOURCE_KIND_MCP_HTTP ToolSourceKind = 3
+	// Registered with RegisterTools.
+	ToolSourceKind_TOOL_SOURCE_KIND_API ToolSourceKind = 4
+)
+
+// Enum value maps for ToolSourceKind.
+var (
+	ToolSourceKind_name = map[int32]string{
+		0: "TOOL_SOURCE_KIND_UNSPECIFIED",
+		1: "TOOL_SOURCE_KIND_CATALOG_FILE",
+		2: "TOOL_SOURCE_KIND_MCP_STDIO",
+		3: "TOOL_SOURCE_KIND_MCP_HTTP",
+		4: "TOOL_SOURCE_KIND_API",
+	}
+	ToolSourceKind_value = map[string]int32{
+		"TOOL_SOURCE_KIND_UNSPECIFIED":  0,
+		"TOOL_SOURCE_KIND_CATALOG_FILE": 1,
+		"TOOL_SOURCE_KIND_MCP_STDIO":    2,
+		"TOOL_SOURCE_KIND_MCP_HTTP":     3,
+		"TOOL_SOURCE_KIND_API":          4,
+	}
+)
+
+func (x ToolSourceKind) Enum() *ToolSourceKind {
+	p := new(ToolSourceKind)
+	*p = x
+	return p
+}
+
+func (x ToolSourceKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ToolSourceKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_wayfind_v1_tools_proto_enumTypes[3].Descriptor()
+}
+
+func (ToolSourceKind) Type() protoreflect.EnumType {
+	return &file_wayfind_v1_tools_proto_enumTypes[3]
+}
+
+func (x ToolSourceKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ToolSourceKind.Descriptor instead.
+func (ToolSourceKind) EnumDescriptor() ([]byte, []int) {
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{3}
+}
+
 // A concrete call of a tool, shown to the model to teach argument shapes.
 type ToolExample struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1967,6 +2027,175 @@ func (x *GetDiscoveryToolsResponse) GetTools() []*Tool {
 	return nil
 }
 
+type ListToolSourcesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListToolSourcesRequest) Reset() {
+	*x = ListToolSourcesRequest{}
+	mi := &file_wayfind_v1_tools_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListToolSourcesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListToolSourcesRequest) ProtoMessage() {}
+
+func (x *ListToolSourcesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfind_v1_tools_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListToolSourcesRequest.ProtoReflect.Descriptor instead.
+func (*ListToolSourcesRequest) Descriptor() ([]byte, []int) {
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{25}
+}
+
+type ToolSource struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Source id, e.g. `mcp:github` or `catalog:github`.
+	Name string         `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Kind ToolSourceKind `protobuf:"varint,2,opt,name=kind,proto3,enum=wayfind.v1.ToolSourceKind" json:"kind,omitempty"`
+	// Tools currently registered from the source (its last good catalog).
+	ToolCount int32 `protobuf:"varint,3,opt,name=tool_count,json=toolCount,proto3" json:"tool_count,omitempty"`
+	// Last successful sync.
+	LastSyncTime *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=last_sync_time,json=lastSyncTime,proto3" json:"last_sync_time,omitempty"`
+	// False when the last connection or sync failed; the last good catalog stays registered.
+	Healthy bool `protobuf:"varint,5,opt,name=healthy,proto3" json:"healthy,omitempty"`
+	// The last error, empty when healthy.
+	LastError     string `protobuf:"bytes,6,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolSource) Reset() {
+	*x = ToolSource{}
+	mi := &file_wayfind_v1_tools_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolSource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolSource) ProtoMessage() {}
+
+func (x *ToolSource) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfind_v1_tools_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolSource.ProtoReflect.Descriptor instead.
+func (*ToolSource) Descriptor() ([]byte, []int) {
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ToolSource) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ToolSource) GetKind() ToolSourceKind {
+	if x != nil {
+		return x.Kind
+	}
+	return ToolSourceKind_TOOL_SOURCE_KIND_UNSPECIFIED
+}
+
+func (x *ToolSource) GetToolCount() int32 {
+	if x != nil {
+		return x.ToolCount
+	}
+	return 0
+}
+
+func (x *ToolSource) GetLastSyncTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastSyncTime
+	}
+	return nil
+}
+
+func (x *ToolSource) GetHealthy() bool {
+	if x != nil {
+		return x.Healthy
+	}
+	return false
+}
+
+func (x *ToolSource) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
+}
+
+type ListToolSourcesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Sources       []*ToolSource          `protobuf:"bytes,1,rep,name=sources,proto3" json:"sources,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListToolSourcesResponse) Reset() {
+	*x = ListToolSourcesResponse{}
+	mi := &file_wayfind_v1_tools_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListToolSourcesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListToolSourcesResponse) ProtoMessage() {}
+
+func (x *ListToolSourcesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfind_v1_tools_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListToolSourcesResponse.ProtoReflect.Descriptor instead.
+func (*ListToolSourcesResponse) Descriptor() ([]byte, []int) {
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *ListToolSourcesResponse) GetSources() []*ToolSource {
+	if x != nil {
+		return x.Sources
+	}
+	return nil
+}
+
 type WatchToolEventsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Caller        *CallerContext         `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
@@ -1977,7 +2206,7 @@ type WatchToolEventsRequest struct {
 
 func (x *WatchToolEventsRequest) Reset() {
 	*x = WatchToolEventsRequest{}
-	mi := &file_wayfind_v1_tools_proto_msgTypes[25]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1989,7 +2218,7 @@ func (x *WatchToolEventsRequest) String() string {
 func (*WatchToolEventsRequest) ProtoMessage() {}
 
 func (x *WatchToolEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_tools_proto_msgTypes[25]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2002,7 +2231,7 @@ func (x *WatchToolEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchToolEventsRequest.ProtoReflect.Descriptor instead.
 func (*WatchToolEventsRequest) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{25}
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *WatchToolEventsRequest) GetCaller() *CallerContext {
@@ -2034,7 +2263,7 @@ type WatchToolEventsResponse struct {
 
 func (x *WatchToolEventsResponse) Reset() {
 	*x = WatchToolEventsResponse{}
-	mi := &file_wayfind_v1_tools_proto_msgTypes[26]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2046,7 +2275,7 @@ func (x *WatchToolEventsResponse) String() string {
 func (*WatchToolEventsResponse) ProtoMessage() {}
 
 func (x *WatchToolEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_tools_proto_msgTypes[26]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2059,7 +2288,7 @@ func (x *WatchToolEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchToolEventsResponse.ProtoReflect.Descriptor instead.
 func (*WatchToolEventsResponse) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{26}
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *WatchToolEventsResponse) GetMessage() isWatchToolEventsResponse_Message {
@@ -2254,7 +2483,20 @@ const file_wayfind_v1_tools_proto_rawDesc = "" +
 	"\x06caller\x18\x01 \x01(\v2\x19.wayfind.v1.CallerContextR\x06caller\x12.\n" +
 	"\x13include_skill_tools\x18\x02 \x01(\bR\x11includeSkillTools\"C\n" +
 	"\x19GetDiscoveryToolsResponse\x12&\n" +
-	"\x05tools\x18\x01 \x03(\v2\x10.wayfind.v1.ToolR\x05tools\"|\n" +
+	"\x05tools\x18\x01 \x03(\v2\x10.wayfind.v1.ToolR\x05tools\"\x18\n" +
+	"\x16ListToolSourcesRequest\"\xea\x01\n" +
+	"\n" +
+	"ToolSource\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12.\n" +
+	"\x04kind\x18\x02 \x01(\x0e2\x1a.wayfind.v1.ToolSourceKindR\x04kind\x12\x1d\n" +
+	"\n" +
+	"tool_count\x18\x03 \x01(\x05R\ttoolCount\x12@\n" +
+	"\x0elast_sync_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\flastSyncTime\x12\x18\n" +
+	"\ahealthy\x18\x05 \x01(\bR\ahealthy\x12\x1d\n" +
+	"\n" +
+	"last_error\x18\x06 \x01(\tR\tlastError\"K\n" +
+	"\x17ListToolSourcesResponse\x120\n" +
+	"\asources\x18\x01 \x03(\v2\x16.wayfind.v1.ToolSourceR\asources\"|\n" +
 	"\x16WatchToolEventsRequest\x121\n" +
 	"\x06caller\x18\x01 \x01(\v2\x19.wayfind.v1.CallerContextR\x06caller\x12/\n" +
 	"\x06filter\x18\x02 \x01(\v2\x17.wayfind.v1.EventFilterR\x06filter\"\xb7\x01\n" +
@@ -2278,7 +2520,13 @@ const file_wayfind_v1_tools_proto_rawDesc = "" +
 	"\x0fActivationScope\x12 \n" +
 	"\x1cACTIVATION_SCOPE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14ACTIVATION_SCOPE_RUN\x10\x01\x12\x1c\n" +
-	"\x18ACTIVATION_SCOPE_SESSION\x10\x022\xdf\a\n" +
+	"\x18ACTIVATION_SCOPE_SESSION\x10\x02*\xae\x01\n" +
+	"\x0eToolSourceKind\x12 \n" +
+	"\x1cTOOL_SOURCE_KIND_UNSPECIFIED\x10\x00\x12!\n" +
+	"\x1dTOOL_SOURCE_KIND_CATALOG_FILE\x10\x01\x12\x1e\n" +
+	"\x1aTOOL_SOURCE_KIND_MCP_STDIO\x10\x02\x12\x1d\n" +
+	"\x19TOOL_SOURCE_KIND_MCP_HTTP\x10\x03\x12\x18\n" +
+	"\x14TOOL_SOURCE_KIND_API\x10\x042\xc0\b\n" +
 	"\x14ToolDiscoveryService\x12T\n" +
 	"\rRegisterTools\x12 .wayfind.v1.RegisterToolsRequest\x1a!.wayfind.v1.RegisterToolsResponse\x12H\n" +
 	"\tListTools\x12\x1c.wayfind.v1.ListToolsRequest\x1a\x1d.wayfind.v1.ListToolsResponse\x12S\n" +
@@ -2289,7 +2537,8 @@ const file_wayfind_v1_tools_proto_rawDesc = "" +
 	"\vResolveTool\x12\x1e.wayfind.v1.ResolveToolRequest\x1a\x1f.wayfind.v1.ResolveToolResponse\x12]\n" +
 	"\x10RenderToolPrompt\x12#.wayfind.v1.RenderToolPromptRequest\x1a$.wayfind.v1.RenderToolPromptResponse\x12`\n" +
 	"\x11RenderToolPayload\x12$.wayfind.v1.RenderToolPayloadRequest\x1a%.wayfind.v1.RenderToolPayloadResponse\x12e\n" +
-	"\x11GetDiscoveryTools\x12$.wayfind.v1.GetDiscoveryToolsRequest\x1a%.wayfind.v1.GetDiscoveryToolsResponse\"\x03\x90\x02\x01\x12\\\n" +
+	"\x11GetDiscoveryTools\x12$.wayfind.v1.GetDiscoveryToolsRequest\x1a%.wayfind.v1.GetDiscoveryToolsResponse\"\x03\x90\x02\x01\x12_\n" +
+	"\x0fListToolSources\x12\".wayfind.v1.ListToolSourcesRequest\x1a#.wayfind.v1.ListToolSourcesResponse\"\x03\x90\x02\x01\x12\\\n" +
 	"\x0fWatchToolEvents\x12\".wayfind.v1.WatchToolEventsRequest\x1a#.wayfind.v1.WatchToolEventsResponse0\x01B<Z:github.com/wayfind-dev/wayfind/gen/go/wayfind/v1;wayfindv1b\x06proto3"
 
 var (
@@ -2304,115 +2553,124 @@ func file_wayfind_v1_tools_proto_rawDescGZIP() []byte {
 	return file_wayfind_v1_tools_proto_rawDescData
 }
 
-var file_wayfind_v1_tools_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_wayfind_v1_tools_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_wayfind_v1_tools_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_wayfind_v1_tools_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_wayfind_v1_tools_proto_goTypes = []any{
 	(LoadingMode)(0),                  // 0: wayfind.v1.LoadingMode
 	(SideEffect)(0),                   // 1: wayfind.v1.SideEffect
 	(ActivationScope)(0),              // 2: wayfind.v1.ActivationScope
-	(*ToolExample)(nil),               // 3: wayfind.v1.ToolExample
-	(*Tool)(nil),                      // 4: wayfind.v1.Tool
-	(*RegisterToolsRequest)(nil),      // 5: wayfind.v1.RegisterToolsRequest
-	(*RegisterToolsResponse)(nil),     // 6: wayfind.v1.RegisterToolsResponse
-	(*ListToolsRequest)(nil),          // 7: wayfind.v1.ListToolsRequest
-	(*ToolSummary)(nil),               // 8: wayfind.v1.ToolSummary
-	(*ListToolsResponse)(nil),         // 9: wayfind.v1.ListToolsResponse
-	(*SearchToolsRequest)(nil),        // 10: wayfind.v1.SearchToolsRequest
-	(*ToolMatch)(nil),                 // 11: wayfind.v1.ToolMatch
-	(*SearchToolsResponse)(nil),       // 12: wayfind.v1.SearchToolsResponse
-	(*GetToolsRequest)(nil),           // 13: wayfind.v1.GetToolsRequest
-	(*GetToolsResponse)(nil),          // 14: wayfind.v1.GetToolsResponse
-	(*ActivateToolsRequest)(nil),      // 15: wayfind.v1.ActivateToolsRequest
-	(*ActivateToolsResponse)(nil),     // 16: wayfind.v1.ActivateToolsResponse
-	(*DeactivateToolsRequest)(nil),    // 17: wayfind.v1.DeactivateToolsRequest
-	(*DeactivateToolsResponse)(nil),   // 18: wayfind.v1.DeactivateToolsResponse
-	(*ResolveToolRequest)(nil),        // 19: wayfind.v1.ResolveToolRequest
-	(*ResolveToolResponse)(nil),       // 20: wayfind.v1.ResolveToolResponse
-	(*RenderToolPromptRequest)(nil),   // 21: wayfind.v1.RenderToolPromptRequest
-	(*RenderToolPromptResponse)(nil),  // 22: wayfind.v1.RenderToolPromptResponse
-	(*RenderToolPayloadRequest)(nil),  // 23: wayfind.v1.RenderToolPayloadRequest
-	(*ToolNameMapping)(nil),           // 24: wayfind.v1.ToolNameMapping
-	(*RenderToolPayloadResponse)(nil), // 25: wayfind.v1.RenderToolPayloadResponse
-	(*GetDiscoveryToolsRequest)(nil),  // 26: wayfind.v1.GetDiscoveryToolsRequest
-	(*GetDiscoveryToolsResponse)(nil), // 27: wayfind.v1.GetDiscoveryToolsResponse
-	(*WatchToolEventsRequest)(nil),    // 28: wayfind.v1.WatchToolEventsRequest
-	(*WatchToolEventsResponse)(nil),   // 29: wayfind.v1.WatchToolEventsResponse
-	(*structpb.Struct)(nil),           // 30: google.protobuf.Struct
-	(*CallerContext)(nil),             // 31: wayfind.v1.CallerContext
-	(SearchType)(0),                   // 32: wayfind.v1.SearchType
-	(MatchType)(0),                    // 33: wayfind.v1.MatchType
-	(Provider)(0),                     // 34: wayfind.v1.Provider
-	(*EventFilter)(nil),               // 35: wayfind.v1.EventFilter
-	(*WatchStatus)(nil),               // 36: wayfind.v1.WatchStatus
-	(*Event)(nil),                     // 37: wayfind.v1.Event
-	(*timestamppb.Timestamp)(nil),     // 38: google.protobuf.Timestamp
+	(ToolSourceKind)(0),               // 3: wayfind.v1.ToolSourceKind
+	(*ToolExample)(nil),               // 4: wayfind.v1.ToolExample
+	(*Tool)(nil),                      // 5: wayfind.v1.Tool
+	(*RegisterToolsRequest)(nil),      // 6: wayfind.v1.RegisterToolsRequest
+	(*RegisterToolsResponse)(nil),     // 7: wayfind.v1.RegisterToolsResponse
+	(*ListToolsRequest)(nil),          // 8: wayfind.v1.ListToolsRequest
+	(*ToolSummary)(nil),               // 9: wayfind.v1.ToolSummary
+	(*ListToolsResponse)(nil),         // 10: wayfind.v1.ListToolsResponse
+	(*SearchToolsRequest)(nil),        // 11: wayfind.v1.SearchToolsRequest
+	(*ToolMatch)(nil),                 // 12: wayfind.v1.ToolMatch
+	(*SearchToolsResponse)(nil),       // 13: wayfind.v1.SearchToolsResponse
+	(*GetToolsRequest)(nil),           // 14: wayfind.v1.GetToolsRequest
+	(*GetToolsResponse)(nil),          // 15: wayfind.v1.GetToolsResponse
+	(*ActivateToolsRequest)(nil),      // 16: wayfind.v1.ActivateToolsRequest
+	(*ActivateToolsResponse)(nil),     // 17: wayfind.v1.ActivateToolsResponse
+	(*DeactivateToolsRequest)(nil),    // 18: wayfind.v1.DeactivateToolsRequest
+	(*DeactivateToolsResponse)(nil),   // 19: wayfind.v1.DeactivateToolsResponse
+	(*ResolveToolRequest)(nil),        // 20: wayfind.v1.ResolveToolRequest
+	(*ResolveToolResponse)(nil),       // 21: wayfind.v1.ResolveToolResponse
+	(*RenderToolPromptRequest)(nil),   // 22: wayfind.v1.RenderToolPromptRequest
+	(*RenderToolPromptResponse)(nil),  // 23: wayfind.v1.RenderToolPromptResponse
+	(*RenderToolPayloadRequest)(nil),  // 24: wayfind.v1.RenderToolPayloadRequest
+	(*ToolNameMapping)(nil),           // 25: wayfind.v1.ToolNameMapping
+	(*RenderToolPayloadResponse)(nil), // 26: wayfind.v1.RenderToolPayloadResponse
+	(*GetDiscoveryToolsRequest)(nil),  // 27: wayfind.v1.GetDiscoveryToolsRequest
+	(*GetDiscoveryToolsResponse)(nil), // 28: wayfind.v1.GetDiscoveryToolsResponse
+	(*ListToolSourcesRequest)(nil),    // 29: wayfind.v1.ListToolSourcesRequest
+	(*ToolSource)(nil),                // 30: wayfind.v1.ToolSource
+	(*ListToolSourcesResponse)(nil),   // 31: wayfind.v1.ListToolSourcesResponse
+	(*WatchToolEventsRequest)(nil),    // 32: wayfind.v1.WatchToolEventsRequest
+	(*WatchToolEventsResponse)(nil),   // 33: wayfind.v1.WatchToolEventsResponse
+	(*structpb.Struct)(nil),           // 34: google.protobuf.Struct
+	(*CallerContext)(nil),             // 35: wayfind.v1.CallerContext
+	(SearchType)(0),                   // 36: wayfind.v1.SearchType
+	(MatchType)(0),                    // 37: wayfind.v1.MatchType
+	(Provider)(0),                     // 38: wayfind.v1.Provider
+	(*timestamppb.Timestamp)(nil),     // 39: google.protobuf.Timestamp
+	(*EventFilter)(nil),               // 40: wayfind.v1.EventFilter
+	(*WatchStatus)(nil),               // 41: wayfind.v1.WatchStatus
+	(*Event)(nil),                     // 42: wayfind.v1.Event
 }
 var file_wayfind_v1_tools_proto_depIdxs = []int32{
-	30, // 0: wayfind.v1.ToolExample.args:type_name -> google.protobuf.Struct
+	34, // 0: wayfind.v1.ToolExample.args:type_name -> google.protobuf.Struct
 	1,  // 1: wayfind.v1.Tool.side_effect:type_name -> wayfind.v1.SideEffect
 	0,  // 2: wayfind.v1.Tool.loading_mode:type_name -> wayfind.v1.LoadingMode
-	30, // 3: wayfind.v1.Tool.args_schema:type_name -> google.protobuf.Struct
-	30, // 4: wayfind.v1.Tool.output_schema:type_name -> google.protobuf.Struct
-	3,  // 5: wayfind.v1.Tool.examples:type_name -> wayfind.v1.ToolExample
-	4,  // 6: wayfind.v1.RegisterToolsRequest.tools:type_name -> wayfind.v1.Tool
-	31, // 7: wayfind.v1.ListToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	34, // 3: wayfind.v1.Tool.args_schema:type_name -> google.protobuf.Struct
+	34, // 4: wayfind.v1.Tool.output_schema:type_name -> google.protobuf.Struct
+	4,  // 5: wayfind.v1.Tool.examples:type_name -> wayfind.v1.ToolExample
+	5,  // 6: wayfind.v1.RegisterToolsRequest.tools:type_name -> wayfind.v1.Tool
+	35, // 7: wayfind.v1.ListToolsRequest.caller:type_name -> wayfind.v1.CallerContext
 	0,  // 8: wayfind.v1.ToolSummary.loading_mode:type_name -> wayfind.v1.LoadingMode
-	8,  // 9: wayfind.v1.ListToolsResponse.tools:type_name -> wayfind.v1.ToolSummary
-	31, // 10: wayfind.v1.SearchToolsRequest.caller:type_name -> wayfind.v1.CallerContext
-	32, // 11: wayfind.v1.SearchToolsRequest.search_type:type_name -> wayfind.v1.SearchType
-	33, // 12: wayfind.v1.ToolMatch.match_type:type_name -> wayfind.v1.MatchType
+	9,  // 9: wayfind.v1.ListToolsResponse.tools:type_name -> wayfind.v1.ToolSummary
+	35, // 10: wayfind.v1.SearchToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	36, // 11: wayfind.v1.SearchToolsRequest.search_type:type_name -> wayfind.v1.SearchType
+	37, // 12: wayfind.v1.ToolMatch.match_type:type_name -> wayfind.v1.MatchType
 	0,  // 13: wayfind.v1.ToolMatch.loading_mode:type_name -> wayfind.v1.LoadingMode
-	11, // 14: wayfind.v1.SearchToolsResponse.tools:type_name -> wayfind.v1.ToolMatch
-	32, // 15: wayfind.v1.SearchToolsResponse.effective_search_type:type_name -> wayfind.v1.SearchType
-	31, // 16: wayfind.v1.GetToolsRequest.caller:type_name -> wayfind.v1.CallerContext
-	4,  // 17: wayfind.v1.GetToolsResponse.tools:type_name -> wayfind.v1.Tool
-	31, // 18: wayfind.v1.ActivateToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	12, // 14: wayfind.v1.SearchToolsResponse.tools:type_name -> wayfind.v1.ToolMatch
+	36, // 15: wayfind.v1.SearchToolsResponse.effective_search_type:type_name -> wayfind.v1.SearchType
+	35, // 16: wayfind.v1.GetToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	5,  // 17: wayfind.v1.GetToolsResponse.tools:type_name -> wayfind.v1.Tool
+	35, // 18: wayfind.v1.ActivateToolsRequest.caller:type_name -> wayfind.v1.CallerContext
 	2,  // 19: wayfind.v1.ActivateToolsRequest.scope:type_name -> wayfind.v1.ActivationScope
 	2,  // 20: wayfind.v1.ActivateToolsResponse.scope:type_name -> wayfind.v1.ActivationScope
-	31, // 21: wayfind.v1.DeactivateToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	35, // 21: wayfind.v1.DeactivateToolsRequest.caller:type_name -> wayfind.v1.CallerContext
 	2,  // 22: wayfind.v1.DeactivateToolsRequest.scope:type_name -> wayfind.v1.ActivationScope
-	31, // 23: wayfind.v1.ResolveToolRequest.caller:type_name -> wayfind.v1.CallerContext
+	35, // 23: wayfind.v1.ResolveToolRequest.caller:type_name -> wayfind.v1.CallerContext
 	2,  // 24: wayfind.v1.ResolveToolRequest.scope:type_name -> wayfind.v1.ActivationScope
-	4,  // 25: wayfind.v1.ResolveToolResponse.tool:type_name -> wayfind.v1.Tool
+	5,  // 25: wayfind.v1.ResolveToolResponse.tool:type_name -> wayfind.v1.Tool
 	2,  // 26: wayfind.v1.ResolveToolResponse.scope:type_name -> wayfind.v1.ActivationScope
-	31, // 27: wayfind.v1.RenderToolPromptRequest.caller:type_name -> wayfind.v1.CallerContext
-	31, // 28: wayfind.v1.RenderToolPayloadRequest.caller:type_name -> wayfind.v1.CallerContext
-	34, // 29: wayfind.v1.RenderToolPayloadRequest.provider:type_name -> wayfind.v1.Provider
-	24, // 30: wayfind.v1.RenderToolPayloadResponse.name_mappings:type_name -> wayfind.v1.ToolNameMapping
-	31, // 31: wayfind.v1.GetDiscoveryToolsRequest.caller:type_name -> wayfind.v1.CallerContext
-	4,  // 32: wayfind.v1.GetDiscoveryToolsResponse.tools:type_name -> wayfind.v1.Tool
-	31, // 33: wayfind.v1.WatchToolEventsRequest.caller:type_name -> wayfind.v1.CallerContext
-	35, // 34: wayfind.v1.WatchToolEventsRequest.filter:type_name -> wayfind.v1.EventFilter
-	36, // 35: wayfind.v1.WatchToolEventsResponse.status:type_name -> wayfind.v1.WatchStatus
-	37, // 36: wayfind.v1.WatchToolEventsResponse.event:type_name -> wayfind.v1.Event
-	38, // 37: wayfind.v1.WatchToolEventsResponse.sent_at:type_name -> google.protobuf.Timestamp
-	5,  // 38: wayfind.v1.ToolDiscoveryService.RegisterTools:input_type -> wayfind.v1.RegisterToolsRequest
-	7,  // 39: wayfind.v1.ToolDiscoveryService.ListTools:input_type -> wayfind.v1.ListToolsRequest
-	10, // 40: wayfind.v1.ToolDiscoveryService.SearchTools:input_type -> wayfind.v1.SearchToolsRequest
-	13, // 41: wayfind.v1.ToolDiscoveryService.GetTools:input_type -> wayfind.v1.GetToolsRequest
-	15, // 42: wayfind.v1.ToolDiscoveryService.ActivateTools:input_type -> wayfind.v1.ActivateToolsRequest
-	17, // 43: wayfind.v1.ToolDiscoveryService.DeactivateTools:input_type -> wayfind.v1.DeactivateToolsRequest
-	19, // 44: wayfind.v1.ToolDiscoveryService.ResolveTool:input_type -> wayfind.v1.ResolveToolRequest
-	21, // 45: wayfind.v1.ToolDiscoveryService.RenderToolPrompt:input_type -> wayfind.v1.RenderToolPromptRequest
-	23, // 46: wayfind.v1.ToolDiscoveryService.RenderToolPayload:input_type -> wayfind.v1.RenderToolPayloadRequest
-	26, // 47: wayfind.v1.ToolDiscoveryService.GetDiscoveryTools:input_type -> wayfind.v1.GetDiscoveryToolsRequest
-	28, // 48: wayfind.v1.ToolDiscoveryService.WatchToolEvents:input_type -> wayfind.v1.WatchToolEventsRequest
-	6,  // 49: wayfind.v1.ToolDiscoveryService.RegisterTools:output_type -> wayfind.v1.RegisterToolsResponse
-	9,  // 50: wayfind.v1.ToolDiscoveryService.ListTools:output_type -> wayfind.v1.ListToolsResponse
-	12, // 51: wayfind.v1.ToolDiscoveryService.SearchTools:output_type -> wayfind.v1.SearchToolsResponse
-	14, // 52: wayfind.v1.ToolDiscoveryService.GetTools:output_type -> wayfind.v1.GetToolsResponse
-	16, // 53: wayfind.v1.ToolDiscoveryService.ActivateTools:output_type -> wayfind.v1.ActivateToolsResponse
-	18, // 54: wayfind.v1.ToolDiscoveryService.DeactivateTools:output_type -> wayfind.v1.DeactivateToolsResponse
-	20, // 55: wayfind.v1.ToolDiscoveryService.ResolveTool:output_type -> wayfind.v1.ResolveToolResponse
-	22, // 56: wayfind.v1.ToolDiscoveryService.RenderToolPrompt:output_type -> wayfind.v1.RenderToolPromptResponse
-	25, // 57: wayfind.v1.ToolDiscoveryService.RenderToolPayload:output_type -> wayfind.v1.RenderToolPayloadResponse
-	27, // 58: wayfind.v1.ToolDiscoveryService.GetDiscoveryTools:output_type -> wayfind.v1.GetDiscoveryToolsResponse
-	29, // 59: wayfind.v1.ToolDiscoveryService.WatchToolEvents:output_type -> wayfind.v1.WatchToolEventsResponse
-	49, // [49:60] is the sub-list for method output_type
-	38, // [38:49] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	35, // 27: wayfind.v1.RenderToolPromptRequest.caller:type_name -> wayfind.v1.CallerContext
+	35, // 28: wayfind.v1.RenderToolPayloadRequest.caller:type_name -> wayfind.v1.CallerContext
+	38, // 29: wayfind.v1.RenderToolPayloadRequest.provider:type_name -> wayfind.v1.Provider
+	25, // 30: wayfind.v1.RenderToolPayloadResponse.name_mappings:type_name -> wayfind.v1.ToolNameMapping
+	35, // 31: wayfind.v1.GetDiscoveryToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	5,  // 32: wayfind.v1.GetDiscoveryToolsResponse.tools:type_name -> wayfind.v1.Tool
+	3,  // 33: wayfind.v1.ToolSource.kind:type_name -> wayfind.v1.ToolSourceKind
+	39, // 34: wayfind.v1.ToolSource.last_sync_time:type_name -> google.protobuf.Timestamp
+	30, // 35: wayfind.v1.ListToolSourcesResponse.sources:type_name -> wayfind.v1.ToolSource
+	35, // 36: wayfind.v1.WatchToolEventsRequest.caller:type_name -> wayfind.v1.CallerContext
+	40, // 37: wayfind.v1.WatchToolEventsRequest.filter:type_name -> wayfind.v1.EventFilter
+	41, // 38: wayfind.v1.WatchToolEventsResponse.status:type_name -> wayfind.v1.WatchStatus
+	42, // 39: wayfind.v1.WatchToolEventsResponse.event:type_name -> wayfind.v1.Event
+	39, // 40: wayfind.v1.WatchToolEventsResponse.sent_at:type_name -> google.protobuf.Timestamp
+	6,  // 41: wayfind.v1.ToolDiscoveryService.RegisterTools:input_type -> wayfind.v1.RegisterToolsRequest
+	8,  // 42: wayfind.v1.ToolDiscoveryService.ListTools:input_type -> wayfind.v1.ListToolsRequest
+	11, // 43: wayfind.v1.ToolDiscoveryService.SearchTools:input_type -> wayfind.v1.SearchToolsRequest
+	14, // 44: wayfind.v1.ToolDiscoveryService.GetTools:input_type -> wayfind.v1.GetToolsRequest
+	16, // 45: wayfind.v1.ToolDiscoveryService.ActivateTools:input_type -> wayfind.v1.ActivateToolsRequest
+	18, // 46: wayfind.v1.ToolDiscoveryService.DeactivateTools:input_type -> wayfind.v1.DeactivateToolsRequest
+	20, // 47: wayfind.v1.ToolDiscoveryService.ResolveTool:input_type -> wayfind.v1.ResolveToolRequest
+	22, // 48: wayfind.v1.ToolDiscoveryService.RenderToolPrompt:input_type -> wayfind.v1.RenderToolPromptRequest
+	24, // 49: wayfind.v1.ToolDiscoveryService.RenderToolPayload:input_type -> wayfind.v1.RenderToolPayloadRequest
+	27, // 50: wayfind.v1.ToolDiscoveryService.GetDiscoveryTools:input_type -> wayfind.v1.GetDiscoveryToolsRequest
+	29, // 51: wayfind.v1.ToolDiscoveryService.ListToolSources:input_type -> wayfind.v1.ListToolSourcesRequest
+	32, // 52: wayfind.v1.ToolDiscoveryService.WatchToolEvents:input_type -> wayfind.v1.WatchToolEventsRequest
+	7,  // 53: wayfind.v1.ToolDiscoveryService.RegisterTools:output_type -> wayfind.v1.RegisterToolsResponse
+	10, // 54: wayfind.v1.ToolDiscoveryService.ListTools:output_type -> wayfind.v1.ListToolsResponse
+	13, // 55: wayfind.v1.ToolDiscoveryService.SearchTools:output_type -> wayfind.v1.SearchToolsResponse
+	15, // 56: wayfind.v1.ToolDiscoveryService.GetTools:output_type -> wayfind.v1.GetToolsResponse
+	17, // 57: wayfind.v1.ToolDiscoveryService.ActivateTools:output_type -> wayfind.v1.ActivateToolsResponse
+	19, // 58: wayfind.v1.ToolDiscoveryService.DeactivateTools:output_type -> wayfind.v1.DeactivateToolsResponse
+	21, // 59: wayfind.v1.ToolDiscoveryService.ResolveTool:output_type -> wayfind.v1.ResolveToolResponse
+	23, // 60: wayfind.v1.ToolDiscoveryService.RenderToolPrompt:output_type -> wayfind.v1.RenderToolPromptResponse
+	26, // 61: wayfind.v1.ToolDiscoveryService.RenderToolPayload:output_type -> wayfind.v1.RenderToolPayloadResponse
+	28, // 62: wayfind.v1.ToolDiscoveryService.GetDiscoveryTools:output_type -> wayfind.v1.GetDiscoveryToolsResponse
+	31, // 63: wayfind.v1.ToolDiscoveryService.ListToolSources:output_type -> wayfind.v1.ListToolSourcesResponse
+	33, // 64: wayfind.v1.ToolDiscoveryService.WatchToolEvents:output_type -> wayfind.v1.WatchToolEventsResponse
+	53, // [53:65] is the sub-list for method output_type
+	41, // [41:53] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_wayfind_v1_tools_proto_init() }
@@ -2423,7 +2681,7 @@ func file_wayfind_v1_tools_proto_init() {
 	file_wayfind_v1_common_proto_init()
 	file_wayfind_v1_events_proto_init()
 	file_wayfind_v1_tools_proto_msgTypes[18].OneofWrappers = []any{}
-	file_wayfind_v1_tools_proto_msgTypes[26].OneofWrappers = []any{
+	file_wayfind_v1_tools_proto_msgTypes[29].OneofWrappers = []any{
 		(*WatchToolEventsResponse_Status)(nil),
 		(*WatchToolEventsResponse_Event)(nil),
 	}
@@ -2432,8 +2690,8 @@ func file_wayfind_v1_tools_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wayfind_v1_tools_proto_rawDesc), len(file_wayfind_v1_tools_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   27,
+			NumEnums:      4,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

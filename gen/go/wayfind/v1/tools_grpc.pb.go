@@ -29,6 +29,7 @@ const (
 	ToolDiscoveryService_RenderToolPrompt_FullMethodName  = "/wayfind.v1.ToolDiscoveryService/RenderToolPrompt"
 	ToolDiscoveryService_RenderToolPayload_FullMethodName = "/wayfind.v1.ToolDiscoveryService/RenderToolPayload"
 	ToolDiscoveryService_GetDiscoveryTools_FullMethodName = "/wayfind.v1.ToolDiscoveryService/GetDiscoveryTools"
+	ToolDiscoveryService_ListToolSources_FullMethodName   = "/wayfind.v1.ToolDiscoveryService/ListToolSources"
 	ToolDiscoveryService_WatchToolEvents_FullMethodName   = "/wayfind.v1.ToolDiscoveryService/WatchToolEvents"
 )
 
@@ -69,6 +70,9 @@ type ToolDiscoveryServiceClient interface {
 	// Definitions of the discovery tools (`tool_search`, `tool_get`, `skill_search`, `skill_get`,
 	// `skill_list`) to show the model.
 	GetDiscoveryTools(ctx context.Context, in *GetDiscoveryToolsRequest, opts ...grpc.CallOption) (*GetDiscoveryToolsResponse, error)
+	// Every tool source (catalog files, MCP servers, sources registered over the API) with its tool
+	// count, last sync and health.
+	ListToolSources(ctx context.Context, in *ListToolSourcesRequest, opts ...grpc.CallOption) (*ListToolSourcesResponse, error)
 	// Streams tool events. Send the last event id you processed to resume without gaps.
 	WatchToolEvents(ctx context.Context, in *WatchToolEventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchToolEventsResponse], error)
 }
@@ -181,6 +185,16 @@ func (c *toolDiscoveryServiceClient) GetDiscoveryTools(ctx context.Context, in *
 	return out, nil
 }
 
+func (c *toolDiscoveryServiceClient) ListToolSources(ctx context.Context, in *ListToolSourcesRequest, opts ...grpc.CallOption) (*ListToolSourcesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListToolSourcesResponse)
+	err := c.cc.Invoke(ctx, ToolDiscoveryService_ListToolSources_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *toolDiscoveryServiceClient) WatchToolEvents(ctx context.Context, in *WatchToolEventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchToolEventsResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &ToolDiscoveryService_ServiceDesc.Streams[0], ToolDiscoveryService_WatchToolEvents_FullMethodName, cOpts...)
@@ -237,6 +251,9 @@ type ToolDiscoveryServiceServer interface {
 	// Definitions of the discovery tools (`tool_search`, `tool_get`, `skill_search`, `skill_get`,
 	// `skill_list`) to show the model.
 	GetDiscoveryTools(context.Context, *GetDiscoveryToolsRequest) (*GetDiscoveryToolsResponse, error)
+	// Every tool source (catalog files, MCP servers, sources registered over the API) with its tool
+	// count, last sync and health.
+	ListToolSources(context.Context, *ListToolSourcesRequest) (*ListToolSourcesResponse, error)
 	// Streams tool events. Send the last event id you processed to resume without gaps.
 	WatchToolEvents(*WatchToolEventsRequest, grpc.ServerStreamingServer[WatchToolEventsResponse]) error
 	mustEmbedUnimplementedToolDiscoveryServiceServer()
@@ -278,6 +295,9 @@ func (UnimplementedToolDiscoveryServiceServer) RenderToolPayload(context.Context
 }
 func (UnimplementedToolDiscoveryServiceServer) GetDiscoveryTools(context.Context, *GetDiscoveryToolsRequest) (*GetDiscoveryToolsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetDiscoveryTools not implemented")
+}
+func (UnimplementedToolDiscoveryServiceServer) ListToolSources(context.Context, *ListToolSourcesRequest) (*ListToolSourcesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListToolSources not implemented")
 }
 func (UnimplementedToolDiscoveryServiceServer) WatchToolEvents(*WatchToolEventsRequest, grpc.ServerStreamingServer[WatchToolEventsResponse]) error {
 	return status.Error(codes.Unimplemented, "method WatchToolEvents not implemented")
@@ -483,6 +503,24 @@ func _ToolDiscoveryService_GetDiscoveryTools_Handler(srv interface{}, ctx contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ToolDiscoveryService_ListToolSources_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListToolSourcesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolDiscoveryServiceServer).ListToolSources(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolDiscoveryService_ListToolSources_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolDiscoveryServiceServer).ListToolSources(ctx, req.(*ListToolSourcesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _ToolDiscoveryService_WatchToolEvents_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(WatchToolEventsRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -540,6 +578,10 @@ var ToolDiscoveryService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetDiscoveryTools",
 			Handler:    _ToolDiscoveryService_GetDiscoveryTools_Handler,
+		},
+		{
+			MethodName: "ListToolSources",
+			Handler:    _ToolDiscoveryService_ListToolSources_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

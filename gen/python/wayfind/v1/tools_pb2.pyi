@@ -33,6 +33,14 @@ class ActivationScope(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ACTIVATION_SCOPE_UNSPECIFIED: _ClassVar[ActivationScope]
     ACTIVATION_SCOPE_RUN: _ClassVar[ActivationScope]
     ACTIVATION_SCOPE_SESSION: _ClassVar[ActivationScope]
+
+class ToolSourceKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    TOOL_SOURCE_KIND_UNSPECIFIED: _ClassVar[ToolSourceKind]
+    TOOL_SOURCE_KIND_CATALOG_FILE: _ClassVar[ToolSourceKind]
+    TOOL_SOURCE_KIND_MCP_STDIO: _ClassVar[ToolSourceKind]
+    TOOL_SOURCE_KIND_MCP_HTTP: _ClassVar[ToolSourceKind]
+    TOOL_SOURCE_KIND_API: _ClassVar[ToolSourceKind]
 LOADING_MODE_UNSPECIFIED: LoadingMode
 LOADING_MODE_ALWAYS: LoadingMode
 LOADING_MODE_DEFERRED: LoadingMode
@@ -45,6 +53,11 @@ SIDE_EFFECT_STATEFUL: SideEffect
 ACTIVATION_SCOPE_UNSPECIFIED: ActivationScope
 ACTIVATION_SCOPE_RUN: ActivationScope
 ACTIVATION_SCOPE_SESSION: ActivationScope
+TOOL_SOURCE_KIND_UNSPECIFIED: ToolSourceKind
+TOOL_SOURCE_KIND_CATALOG_FILE: ToolSourceKind
+TOOL_SOURCE_KIND_MCP_STDIO: ToolSourceKind
+TOOL_SOURCE_KIND_MCP_HTTP: ToolSourceKind
+TOOL_SOURCE_KIND_API: ToolSourceKind
 
 class ToolExample(_message.Message):
     __slots__ = ("args", "description", "tags")
@@ -347,6 +360,32 @@ class GetDiscoveryToolsResponse(_message.Message):
     TOOLS_FIELD_NUMBER: _ClassVar[int]
     tools: _containers.RepeatedCompositeFieldContainer[Tool]
     def __init__(self, tools: _Optional[_Iterable[_Union[Tool, _Mapping]]] = ...) -> None: ...
+
+class ListToolSourcesRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ToolSource(_message.Message):
+    __slots__ = ("name", "kind", "tool_count", "last_sync_time", "healthy", "last_error")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    TOOL_COUNT_FIELD_NUMBER: _ClassVar[int]
+    LAST_SYNC_TIME_FIELD_NUMBER: _ClassVar[int]
+    HEALTHY_FIELD_NUMBER: _ClassVar[int]
+    LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    kind: ToolSourceKind
+    tool_count: int
+    last_sync_time: _timestamp_pb2.Timestamp
+    healthy: bool
+    last_error: str
+    def __init__(self, name: _Optional[str] = ..., kind: _Optional[_Union[ToolSourceKind, str]] = ..., tool_count: _Optional[int] = ..., last_sync_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., healthy: _Optional[bool] = ..., last_error: _Optional[str] = ...) -> None: ...
+
+class ListToolSourcesResponse(_message.Message):
+    __slots__ = ("sources",)
+    SOURCES_FIELD_NUMBER: _ClassVar[int]
+    sources: _containers.RepeatedCompositeFieldContainer[ToolSource]
+    def __init__(self, sources: _Optional[_Iterable[_Union[ToolSource, _Mapping]]] = ...) -> None: ...
 
 class WatchToolEventsRequest(_message.Message):
     __slots__ = ("caller", "filter")

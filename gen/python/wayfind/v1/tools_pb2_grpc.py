@@ -91,6 +91,11 @@ class ToolDiscoveryServiceStub:
                 request_serializer=wayfind_dot_v1_dot_tools__pb2.GetDiscoveryToolsRequest.SerializeToString,
                 response_deserializer=wayfind_dot_v1_dot_tools__pb2.GetDiscoveryToolsResponse.FromString,
                 _registered_method=True)
+        self.ListToolSources = channel.unary_unary(
+                '/wayfind.v1.ToolDiscoveryService/ListToolSources',
+                request_serializer=wayfind_dot_v1_dot_tools__pb2.ListToolSourcesRequest.SerializeToString,
+                response_deserializer=wayfind_dot_v1_dot_tools__pb2.ListToolSourcesResponse.FromString,
+                _registered_method=True)
         self.WatchToolEvents = channel.unary_stream(
                 '/wayfind.v1.ToolDiscoveryService/WatchToolEvents',
                 request_serializer=wayfind_dot_v1_dot_tools__pb2.WatchToolEventsRequest.SerializeToString,
@@ -183,6 +188,14 @@ class ToolDiscoveryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListToolSources(self, request, context):
+        """Every tool source (catalog files, MCP servers, sources registered over the API) with its tool
+        count, last sync and health.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def WatchToolEvents(self, request, context):
         """Streams tool events. Send the last event id you processed to resume without gaps.
         """
@@ -242,6 +255,11 @@ def add_ToolDiscoveryServiceServicer_to_server(servicer, server):
                     servicer.GetDiscoveryTools,
                     request_deserializer=wayfind_dot_v1_dot_tools__pb2.GetDiscoveryToolsRequest.FromString,
                     response_serializer=wayfind_dot_v1_dot_tools__pb2.GetDiscoveryToolsResponse.SerializeToString,
+            ),
+            'ListToolSources': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListToolSources,
+                    request_deserializer=wayfind_dot_v1_dot_tools__pb2.ListToolSourcesRequest.FromString,
+                    response_serializer=wayfind_dot_v1_dot_tools__pb2.ListToolSourcesResponse.SerializeToString,
             ),
             'WatchToolEvents': grpc.unary_stream_rpc_method_handler(
                     servicer.WatchToolEvents,
@@ -526,6 +544,33 @@ class ToolDiscoveryService:
             '/wayfind.v1.ToolDiscoveryService/GetDiscoveryTools',
             wayfind_dot_v1_dot_tools__pb2.GetDiscoveryToolsRequest.SerializeToString,
             wayfind_dot_v1_dot_tools__pb2.GetDiscoveryToolsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListToolSources(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/wayfind.v1.ToolDiscoveryService/ListToolSources',
+            wayfind_dot_v1_dot_tools__pb2.ListToolSourcesRequest.SerializeToString,
+            wayfind_dot_v1_dot_tools__pb2.ListToolSourcesResponse.FromString,
             options,
             channel_credentials,
             insecure,
