@@ -1541,7 +1541,8 @@ type RenderToolPromptRequest struct {
 	IncludeDirectory bool `protobuf:"varint,2,opt,name=include_directory,json=includeDirectory,proto3" json:"include_directory,omitempty"`
 	// 1–200 entries, default 30.
 	DirectoryMaxEntries int32 `protobuf:"varint,3,opt,name=directory_max_entries,json=directoryMaxEntries,proto3" json:"directory_max_entries,omitempty"`
-	// When set, add hints: the top deferred tools for this user message.
+	// The user's message, when known: adds hints (the top deferred tools for it) and activates, for
+	// the run, the lazy tool groups whose triggers it matches (config `lazy_tool_groups`).
 	HintMessage string `protobuf:"bytes,4,opt,name=hint_message,json=hintMessage,proto3" json:"hint_message,omitempty"`
 	// 1–10, default 3.
 	HintLimit int32 `protobuf:"varint,5,opt,name=hint_limit,json=hintLimit,proto3" json:"hint_limit,omitempty"`

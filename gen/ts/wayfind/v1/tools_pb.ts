@@ -718,7 +718,8 @@ export type RenderToolPromptRequest = Message<"wayfind.v1.RenderToolPromptReques
   directoryMaxEntries: number;
 
   /**
-   * When set, add hints: the top deferred tools for this user message.
+   * The user's message, when known: adds hints (the top deferred tools for it) and activates, for
+   * the run, the lazy tool groups whose triggers it matches (config `lazy_tool_groups`).
    *
    * @generated from field: string hint_message = 4;
    */
