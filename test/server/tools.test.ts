@@ -59,6 +59,8 @@ beforeAll(async () => {
         { path: "slack.jsonl", namespace: "slack" },
       ],
       policy: { denied: ["github.delete_*"] },
+      aliases: { "github.new_issue": "github.create_issue" },
+      lazy_tool_groups: [{ name: "chat", tools: ["slack.*"], triggers: { keywords: ["slack"] } }],
       visibility: [
         { match: { tenant: "acme" }, allow: ["*"] },
         { match: { tenant: "globex" }, allow: ["slack.*", "read_file", "github.read_file"] },
@@ -210,6 +212,28 @@ describe("activation", () => {
     expect(listed.tools.find((tool) => tool.name === "github.list_pull_requests")).toMatchObject({
       visible: true,
     });
+  });
+});
+
+describe("aliases and lazy groups", () => {
+  it("resolves an old name to the canonical tool", async () => {
+    const caller = { tenantId: "acme", sessionId: "s-alias", runId: "r-alias" };
+    const response = await client().resolveTool({ caller, name: "github.new_issue" });
+    expect(response.tool?.name).toBe("github.create_issue");
+  });
+
+  it("activates a lazy group for the run when the user message mentions its trigger", async () => {
+    const caller = { tenantId: "acme", sessionId: "s-lazy", runId: "r-lazy" };
+    const quiet = await client().renderToolPrompt({ caller, hintMessage: "summarise the open issues" });
+    expect(quiet.visibleTools).not.toContain("slack.send_message");
+    const triggered = await client().renderToolPrompt({ caller, hintMessage: "post the summary to Slack" });
+    expect(triggered.visibleTools).toContain("slack.send_message");
+  });
+
+  it("never activates a lazy group tool the caller may not see", async () => {
+    const caller = { tenantId: "acme", sessionId: "s-lazy2", runId: "r-lazy2", narrowToTools: ["github.*"] };
+    const response = await client().renderToolPrompt({ caller, hintMessage: "post it to slack" });
+    expect(response.visibleTools).not.toContain("slack.send_message");
   });
 });
 
