@@ -74,6 +74,7 @@ function kindOf(path: string): FileKind | undefined {
 // Reading
 
 /** C0 controls other than tab/newline/form feed/carriage return, or U+FFFD from a failed decode. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is how binary files are detected
 const BINARY_CHARS = /[\u0000-\u0008\u000B\u000E-\u001F\uFFFD]/;
 
 function isBinaryText(text: string): boolean {
