@@ -1,46 +1,71 @@
-// Command wayfind-example is the smallest useful wayfind client: it checks that the server is up,
-// records the token usage of one model call and prints the tenant's usage summary.
+// Command wayfind-example is a small wayfind client. It checks that the server is up, records the
+// token usage of one model call, then walks through one agent turn of tool and skill discovery:
+// register a deferred catalog, render the tool prompt, search, resolve the tool the model called
+// (seeing its activation event), render again and fetch the skills relevant to the task.
 //
 //	go run . -addr 127.0.0.1:50051
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log"
+	"os"
+	"strings"
 	"time"
 
 	wayfindv1 "github.com/wayfind-dev/wayfind/gen/go/wayfind/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:50051", "wayfind server address (host:port)")
 	flag.Parse()
+	if err := run(*addr, os.Stdout); err != nil {
+		log.Fatal(err)
+	}
+}
 
+// run is the whole example, writing what it does to out.
+func run(addr string, out io.Writer) error {
 	// wayfind speaks plaintext HTTP/2 (h2c); put TLS and authentication in front of it in production.
-	conn, err := grpc.NewClient(*addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
-		log.Fatalf("connect: %v", err)
+		return fmt.Errorf("connect: %w", err)
 	}
 	defer conn.Close()
 
 	// Every call gets a deadline.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
 	health, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
 	if err != nil {
-		log.Fatalf("health check: %v", err)
+		return fmt.Errorf("health check: %w", err)
 	}
-	fmt.Println("health:", health.GetStatus())
+	fmt.Fprintln(out, "health:", health.GetStatus())
 
 	// Who is asking. wayfind trusts this as sent: run it behind a boundary that sets it.
-	caller := &wayfindv1.CallerContext{TenantId: "acme", SessionId: "session-1", RunId: "run-1"}
+	// One run id per agent run: run-scoped tool activations belong to it.
+	caller := &wayfindv1.CallerContext{
+		TenantId:  "acme",
+		SessionId: "session-1",
+		RunId:     fmt.Sprintf("run-%d", time.Now().UnixNano()),
+	}
+	if err := recordUsage(ctx, conn, caller, out); err != nil {
+		return err
+	}
+	return discover(ctx, conn, caller, out)
+}
 
+func recordUsage(ctx context.Context, conn *grpc.ClientConn, caller *wayfindv1.CallerContext, out io.Writer) error {
 	usage := wayfindv1.NewUsageServiceClient(conn)
 	recorded, err := usage.RecordUsage(ctx, &wayfindv1.RecordUsageRequest{
 		Caller:   caller,
@@ -55,23 +80,150 @@ func main() {
 		IdempotencyKey: fmt.Sprintf("example-%d", time.Now().UnixNano()),
 	})
 	if err != nil {
-		log.Fatalf("record usage: %v", err)
+		return fmt.Errorf("record usage: %w", err)
 	}
 	if recorded.CostUsd != nil {
-		fmt.Printf("recorded: cost $%.6f (duplicate=%t)\n", recorded.GetCostUsd(), recorded.GetDuplicate())
+		fmt.Fprintf(out, "recorded: cost $%.6f (duplicate=%t)\n", recorded.GetCostUsd(), recorded.GetDuplicate())
 	} else {
-		fmt.Printf("recorded: cost unknown (%s)\n", recorded.GetUnknownCostReason())
+		fmt.Fprintf(out, "recorded: cost unknown (%s)\n", recorded.GetUnknownCostReason())
 	}
 
 	summary, err := usage.GetUsageSummary(ctx, &wayfindv1.GetUsageSummaryRequest{Caller: caller})
 	if err != nil {
-		log.Fatalf("usage summary: %v", err)
+		return fmt.Errorf("usage summary: %w", err)
 	}
 	t := summary.GetTotals()
-	fmt.Printf("summary: %d calls, $%.6f, cache hit rate %.1f%%\n",
+	fmt.Fprintf(out, "summary: %d calls, $%.6f, cache hit rate %.1f%%\n",
 		t.GetCalls(), t.GetTotalCostUsd(), 100*t.GetCacheHitRate())
+	return nil
+}
 
-	// Tool and skill discovery go through the same connection, e.g.
-	//   tools := wayfindv1.NewToolDiscoveryServiceClient(conn)
-	//   skills := wayfindv1.NewSkillServiceClient(conn)
+func discover(ctx context.Context, conn *grpc.ClientConn, caller *wayfindv1.CallerContext, out io.Writer) error {
+	tools := wayfindv1.NewToolDiscoveryServiceClient(conn)
+
+	// 1. Register a catalog at runtime (unchanged input is a no-op, so do it on every start).
+	reg, err := tools.RegisterTools(ctx, &wayfindv1.RegisterToolsRequest{
+		Source: "example", Namespace: "billing", Tools: billingTools(), ReplaceSource: true,
+	})
+	if err != nil {
+		return fmt.Errorf("register tools: %w", err)
+	}
+	fmt.Fprintf(out, "registered: %d added, %d updated, %d unchanged\n",
+		reg.GetAdded(), reg.GetUpdated(), reg.GetUnchanged())
+
+	// 2. The tools block of the system prompt: visible tools, and how to find the deferred ones.
+	before, err := tools.RenderToolPrompt(ctx, &wayfindv1.RenderToolPromptRequest{Caller: caller})
+	if err != nil {
+		return fmt.Errorf("render prompt: %w", err)
+	}
+	fmt.Fprintf(out, "prompt: %d tools visible, %d deferred\n", len(before.GetVisibleTools()), before.GetDeferredCount())
+
+	// 3. The model calls tool_search.
+	found, err := tools.SearchTools(ctx, &wayfindv1.SearchToolsRequest{
+		Caller: caller, Query: "refund a payment", Limit: 3,
+	})
+	if err != nil {
+		return fmt.Errorf("search tools: %w", err)
+	}
+	if len(found.GetTools()) == 0 {
+		return errors.New("search tools: no match")
+	}
+	best := found.GetTools()[0]
+	fmt.Fprintf(out, "search: %s (score %.2f)\n", best.GetName(), best.GetScore())
+
+	// 4. The model calls the tool: ResolveTool returns its definition and activates it for the run.
+	// Activations are also streamed as events, e.g. to a dashboard; watch before resolving.
+	watchCtx, stopWatching := context.WithCancel(ctx)
+	defer stopWatching()
+	events, err := tools.WatchToolEvents(watchCtx, &wayfindv1.WatchToolEventsRequest{
+		Caller: caller,
+		Filter: &wayfindv1.EventFilter{Types: []string{"tool_activated"}, SessionId: caller.GetSessionId()},
+	})
+	if err != nil {
+		return fmt.Errorf("watch tool events: %w", err)
+	}
+	if _, err := events.Recv(); err != nil { // a status comes first: the stream is live
+		return fmt.Errorf("watch tool events: %w", err)
+	}
+	resolved, err := tools.ResolveTool(ctx, &wayfindv1.ResolveToolRequest{Caller: caller, Name: best.GetName()})
+	if err != nil {
+		return fmt.Errorf("resolve tool: %w", err)
+	}
+	fmt.Fprintf(out, "resolved: %s (activated=%t)\n", resolved.GetTool().GetName(), resolved.GetActivated())
+	for resolved.GetActivated() {
+		msg, err := events.Recv()
+		if err != nil {
+			return fmt.Errorf("watch tool events: %w", err)
+		}
+		ev := msg.GetEvent() // nil for a status or heartbeat
+		attrs := ev.GetAttributes().AsMap()
+		if ev.GetRunId() == caller.GetRunId() && attrs["tool"] == best.GetName() {
+			fmt.Fprintf(out, "event: %s %v (scope %v, source %v)\n", ev.GetType(), attrs["tool"], attrs["scope"], attrs["source"])
+			break
+		}
+	}
+	stopWatching()
+
+	// 5. Render again: the tool is appended, so the previous prompt stays a prefix (cache hits).
+	after, err := tools.RenderToolPrompt(ctx, &wayfindv1.RenderToolPromptRequest{Caller: caller})
+	if err != nil {
+		return fmt.Errorf("render prompt: %w", err)
+	}
+	fmt.Fprintf(out, "prompt: %s (previous prompt is a prefix: %t)\n",
+		strings.Join(after.GetVisibleTools(), ", "), strings.HasPrefix(after.GetText(), before.GetText()))
+
+	// 6. Before working on a task: the relevant skills as one block to inject, within a token budget.
+	const budget = 500
+	relevant, err := wayfindv1.NewSkillServiceClient(conn).GetRelevantSkills(ctx, &wayfindv1.GetRelevantSkillsRequest{
+		Caller: caller, Task: "the API returns 429 Too Many Requests", TopK: 2, MaxTokens: budget,
+	})
+	if err != nil {
+		return fmt.Errorf("relevant skills: %w", err)
+	}
+	fmt.Fprintf(out, "skills: %s (%d of %d tokens)\n",
+		strings.Join(relevant.GetSkillNames(), ", "), relevant.GetTokenEstimate(), budget)
+	return nil
+}
+
+// billingTools is a small catalog. Deferred tools stay out of the prompt until the model finds
+// them with tool_search or calls them; args are JSON Schema, examples teach the argument shapes.
+func billingTools() []*wayfindv1.Tool {
+	tool := func(name, description string, effect wayfindv1.SideEffect, schema, example string) *wayfindv1.Tool {
+		return &wayfindv1.Tool{
+			Name:        name,
+			Description: description,
+			SideEffect:  effect,
+			LoadingMode: wayfindv1.LoadingMode_LOADING_MODE_DEFERRED,
+			ArgsSchema:  jsonStruct(schema),
+			Examples:    []*wayfindv1.ToolExample{{Args: jsonStruct(example)}},
+		}
+	}
+	return []*wayfindv1.Tool{
+		tool("refund_payment", "Refund a captured payment, in full or in part.",
+			wayfindv1.SideEffect_SIDE_EFFECT_WRITE,
+			`{"type": "object", "required": ["payment_id"], "properties": {
+				"payment_id": {"type": "string"},
+				"amount_cents": {"type": "integer", "minimum": 1}}}`,
+			`{"payment_id": "pay_123", "amount_cents": 500}`),
+		tool("get_invoice", "Fetch an invoice with its line items.",
+			wayfindv1.SideEffect_SIDE_EFFECT_READ,
+			`{"type": "object", "required": ["invoice_id"], "properties": {
+				"invoice_id": {"type": "string"}}}`,
+			`{"invoice_id": "in_42"}`),
+		tool("list_subscriptions", "List a customer's subscriptions and their status.",
+			wayfindv1.SideEffect_SIDE_EFFECT_READ,
+			`{"type": "object", "required": ["customer_id"], "properties": {
+				"customer_id": {"type": "string"},
+				"active_only": {"type": "boolean"}}}`,
+			`{"customer_id": "cus_7", "active_only": true}`),
+	}
+}
+
+// jsonStruct parses a JSON object literal into a Struct.
+func jsonStruct(json string) *structpb.Struct {
+	s := &structpb.Struct{}
+	if err := protojson.Unmarshal([]byte(json), s); err != nil {
+		panic(err)
+	}
+	return s
 }

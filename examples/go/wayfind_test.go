@@ -55,6 +55,11 @@ func TestWayfind(t *testing.T) {
 	t.Run("InvalidArgument", func(t *testing.T) { testInvalidArgument(t, conn) })
 	t.Run("AlreadyExists", func(t *testing.T) { testAlreadyExists(t, conn) })
 	t.Run("WatchUsageEvents", func(t *testing.T) { testWatchUsageEvents(t, conn) })
+	t.Run("AgentFlow", func(t *testing.T) { testAgentFlow(t, conn) })
+	t.Run("RelevantSkills", func(t *testing.T) { testRelevantSkills(t, conn) })
+	t.Run("DiscoveryTools", func(t *testing.T) { testDiscoveryTools(t, conn) })
+	t.Run("ToolErrors", func(t *testing.T) { testToolErrors(t, conn) })
+	t.Run("Example", func(t *testing.T) { testExample(t, srv.addr) })
 
 	// Last: SIGTERM drains the server, which must exit 0.
 	srv.stop(t)
@@ -434,6 +439,231 @@ func testWatchUsageEvents(t *testing.T, conn *grpc.ClientConn) {
 	cancel()
 	if _, err := stream.Recv(); status.Code(err) != codes.Canceled {
 		t.Errorf("watch after cancel: got %v, want CANCELED", err)
+	}
+}
+
+// testAgentFlow is one agent turn: register a deferred catalog, render, search, resolve the tool
+// the model called (watching its activation event), render again.
+func testAgentFlow(t *testing.T, conn *grpc.ClientConn) {
+	tools := wayfindv1.NewToolDiscoveryServiceClient(conn)
+	caller := tenant(t)
+	const refund = "billing.refund_payment"
+
+	// 1. RegisterTools, the example's catalog. Registering it again is a no-op.
+	register := &wayfindv1.RegisterToolsRequest{Source: "example", Namespace: "billing", Tools: billingTools(), ReplaceSource: true}
+	first, err := tools.RegisterTools(rpcContext(t), register)
+	if err != nil {
+		t.Fatalf("RegisterTools: %v", err)
+	}
+	if n := first.GetAdded() + first.GetUpdated() + first.GetUnchanged(); n != 3 || first.GetRemoved() != 0 {
+		t.Errorf("RegisterTools = %v, want 3 tools and none removed", first)
+	}
+	again, err := tools.RegisterTools(rpcContext(t), register)
+	if err != nil {
+		t.Fatalf("RegisterTools again: %v", err)
+	}
+	if again.GetUnchanged() != 3 || again.GetCatalogFingerprint() != first.GetCatalogFingerprint() {
+		t.Errorf("RegisterTools again = %v, want 3 unchanged and fingerprint %s", again, first.GetCatalogFingerprint())
+	}
+
+	// 2. The first render: the deferred billing tools are counted, not shown.
+	render := func() *wayfindv1.RenderToolPromptResponse {
+		t.Helper()
+		resp, err := tools.RenderToolPrompt(rpcContext(t), &wayfindv1.RenderToolPromptRequest{Caller: caller})
+		if err != nil {
+			t.Fatalf("RenderToolPrompt: %v", err)
+		}
+		return resp
+	}
+	before := render()
+	if len(before.GetVisibleTools()) == 0 || slices.ContainsFunc(before.GetVisibleTools(), func(n string) bool { return strings.HasPrefix(n, "billing.") }) {
+		t.Errorf("visible_tools = %v, want the always-loaded tools and no billing tool", before.GetVisibleTools())
+	}
+	if before.GetDeferredCount() < 3 || !strings.Contains(before.GetText(), fmt.Sprintf("%d deferred tools", before.GetDeferredCount())) {
+		t.Errorf("deferred_count = %d, want at least the 3 billing tools, stated in the text:\n%s", before.GetDeferredCount(), before.GetText())
+	}
+
+	// 3. SearchTools: the billing tool ranks first.
+	found, err := tools.SearchTools(rpcContext(t), &wayfindv1.SearchToolsRequest{Caller: caller, Query: "refund a payment", Limit: 5})
+	if err != nil {
+		t.Fatalf("SearchTools: %v", err)
+	}
+	matches := found.GetTools()
+	if len(matches) == 0 || matches[0].GetName() != refund || matches[0].GetLoadingMode() != wayfindv1.LoadingMode_LOADING_MODE_DEFERRED {
+		t.Fatalf("SearchTools(refund a payment) = %v, want %s (deferred) first", matches, refund)
+	}
+	for i, m := range matches {
+		if m.GetScore() < 0 || m.GetScore() > 1 || (i > 0 && m.GetScore() > matches[i-1].GetScore()) {
+			t.Errorf("match %d %s has score %v, want in [0,1] and in descending order", i, m.GetName(), m.GetScore())
+		}
+	}
+
+	// 4. Watch the session, then resolve: the first use activates the tool and emits tool_activated.
+	watchCtx, cancel := context.WithTimeout(context.Background(), rpcTimeout)
+	defer cancel()
+	events, err := tools.WatchToolEvents(watchCtx, &wayfindv1.WatchToolEventsRequest{
+		Caller: caller,
+		Filter: &wayfindv1.EventFilter{Types: []string{"tool_activated"}, SessionId: caller.GetSessionId()},
+	})
+	if err != nil {
+		t.Fatalf("WatchToolEvents: %v", err)
+	}
+	if msg, err := events.Recv(); err != nil || msg.GetStatus() == nil {
+		t.Fatalf("WatchToolEvents first message: got (%v, %v), want a status", msg, err)
+	}
+	resolved, err := tools.ResolveTool(rpcContext(t), &wayfindv1.ResolveToolRequest{Caller: caller, Name: refund})
+	if err != nil {
+		t.Fatalf("ResolveTool(%s): %v", refund, err)
+	}
+	if !resolved.GetActivated() || resolved.GetScope() != wayfindv1.ActivationScope_ACTIVATION_SCOPE_RUN {
+		t.Errorf("ResolveTool: activated=%t scope=%v, want a run-scoped activation", resolved.GetActivated(), resolved.GetScope())
+	}
+	def := resolved.GetTool()
+	if def.GetName() != refund || def.GetSource() != "example" || len(def.GetExamples()) != 1 ||
+		def.GetArgsSchema().GetFields()["properties"].GetStructValue().GetFields()["payment_id"] == nil {
+		t.Errorf("ResolveTool definition = %v, want %s from source example with its schema and example", def, refund)
+	}
+	var ev *wayfindv1.Event
+	for ev == nil {
+		msg, err := events.Recv() // bounded by watchCtx
+		if err != nil {
+			t.Fatalf("WatchToolEvents: no tool_activated event: %v", err)
+		}
+		ev = msg.GetEvent() // nil for a status or heartbeat
+	}
+	want := map[string]any{"tool": refund, "scope": "run", "source": "resolve"}
+	attrs := ev.GetAttributes().AsMap()
+	for k, v := range want {
+		if attrs[k] != v {
+			t.Errorf("event attributes = %v, want %s=%v", attrs, k, v)
+		}
+	}
+	if ev.GetType() != "tool_activated" || ev.GetTenantId() != caller.GetTenantId() ||
+		ev.GetSessionId() != caller.GetSessionId() || ev.GetRunId() != caller.GetRunId() {
+		t.Errorf("event = %v, want tool_activated for %s/%s/%s", ev, caller.GetTenantId(), caller.GetSessionId(), caller.GetRunId())
+	}
+	cancel()
+
+	// Only the first use activates.
+	if again, err := tools.ResolveTool(rpcContext(t), &wayfindv1.ResolveToolRequest{Caller: caller, Name: refund}); err != nil || again.GetActivated() {
+		t.Errorf("ResolveTool again: got (activated=%t, %v), want the definition without a new activation", again.GetActivated(), err)
+	}
+
+	// 5. The tool is appended: the previous render is a prefix, and the deferred count is stable.
+	after := render()
+	if wantTools := append(slices.Clone(before.GetVisibleTools()), refund); !slices.Equal(after.GetVisibleTools(), wantTools) {
+		t.Errorf("visible_tools after activation = %v, want %v", after.GetVisibleTools(), wantTools)
+	}
+	if !strings.HasPrefix(after.GetText(), before.GetText()) || len(after.GetText()) == len(before.GetText()) {
+		t.Errorf("the previous prompt is not a strict prefix of the new one:\n--- before\n%s\n--- after\n%s", before.GetText(), after.GetText())
+	}
+	if after.GetDeferredCount() != before.GetDeferredCount() {
+		t.Errorf("deferred_count = %d after activation, want %d (activated deferred tools still count)", after.GetDeferredCount(), before.GetDeferredCount())
+	}
+
+	// The activation belongs to the run: another run of the session does not see the tool.
+	otherRun := proto.Clone(caller).(*wayfindv1.CallerContext)
+	otherRun.RunId = "run-2"
+	other, err := tools.RenderToolPrompt(rpcContext(t), &wayfindv1.RenderToolPromptRequest{Caller: otherRun})
+	if err != nil {
+		t.Fatalf("RenderToolPrompt(run-2): %v", err)
+	}
+	if !slices.Equal(other.GetVisibleTools(), before.GetVisibleTools()) {
+		t.Errorf("visible_tools of another run = %v, want %v", other.GetVisibleTools(), before.GetVisibleTools())
+	}
+}
+
+func testRelevantSkills(t *testing.T, conn *grpc.ClientConn) {
+	const budget = 400
+	resp, err := wayfindv1.NewSkillServiceClient(conn).GetRelevantSkills(rpcContext(t), &wayfindv1.GetRelevantSkillsRequest{
+		Caller: tenant(t), Task: "the API returns 429 Too Many Requests", TopK: 2, MaxTokens: budget,
+	})
+	if err != nil {
+		t.Fatalf("GetRelevantSkills: %v", err)
+	}
+	if resp.GetFormattedContext() == "" || len(resp.GetSkillNames()) == 0 || resp.GetSkillNames()[0] != "http.retry_backoff" {
+		t.Fatalf("GetRelevantSkills = %v, want a block led by http.retry_backoff", resp)
+	}
+	if resp.GetTokenEstimate() <= 0 || resp.GetTokenEstimate() > budget {
+		t.Errorf("token_estimate = %d, want within the budget of %d", resp.GetTokenEstimate(), budget)
+	}
+	for _, name := range resp.GetSkillNames() {
+		if !strings.Contains(resp.GetFormattedContext(), name) {
+			t.Errorf("formatted_context does not contain skill %s:\n%s", name, resp.GetFormattedContext())
+		}
+	}
+}
+
+func testDiscoveryTools(t *testing.T, conn *grpc.ClientConn) {
+	resp, err := wayfindv1.NewToolDiscoveryServiceClient(conn).GetDiscoveryTools(rpcContext(t), &wayfindv1.GetDiscoveryToolsRequest{
+		Caller: tenant(t), IncludeSkillTools: true,
+	})
+	if err != nil {
+		t.Fatalf("GetDiscoveryTools: %v", err)
+	}
+	var names []string
+	for _, tool := range resp.GetTools() {
+		names = append(names, tool.GetName())
+		schema := tool.GetArgsSchema().AsMap()
+		if _, ok := schema["properties"].(map[string]any); schema["type"] != "object" || !ok || tool.GetDescription() == "" {
+			t.Errorf("%s: description %q, args_schema %v, want a description and an object schema with properties", tool.GetName(), tool.GetDescription(), schema)
+		}
+	}
+	if want := []string{"tool_search", "tool_get", "skill_search", "skill_get", "skill_list"}; !slices.Equal(names, want) {
+		t.Errorf("GetDiscoveryTools = %v, want %v", names, want)
+	}
+	// tool_search takes a required query.
+	search := resp.GetTools()[0].GetArgsSchema()
+	if req := search.GetFields()["required"].GetListValue().AsSlice(); !slices.Contains(req, any("query")) {
+		t.Errorf("tool_search required = %v, want query", req)
+	}
+}
+
+func testToolErrors(t *testing.T, conn *grpc.ClientConn) {
+	tools := wayfindv1.NewToolDiscoveryServiceClient(conn)
+	caller := tenant(t)
+	_, err := tools.ResolveTool(rpcContext(t), &wayfindv1.ResolveToolRequest{Caller: caller, Name: "billing.no_such_tool"})
+	if status.Code(err) != codes.NotFound {
+		t.Errorf("ResolveTool(unknown): got %v, want NOT_FOUND", err)
+	}
+	noSession := &wayfindv1.CallerContext{TenantId: caller.GetTenantId(), RunId: "run-1"}
+	_, err = tools.ActivateTools(rpcContext(t), &wayfindv1.ActivateToolsRequest{
+		Caller: noSession, Names: []string{"github.create_issue"}, Scope: wayfindv1.ActivationScope_ACTIVATION_SCOPE_SESSION,
+	})
+	if status.Code(err) != codes.FailedPrecondition {
+		t.Errorf("session-scoped ActivateTools without session_id: got %v, want FAILED_PRECONDITION", err)
+	}
+}
+
+// testExample runs the example itself against the server.
+func testExample(t *testing.T, addr string) {
+	var out strings.Builder
+	if err := run(addr, &out); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	want := []string{
+		"health: SERVING",
+		"recorded: cost $0.011250",
+		"summary: 1 calls",
+		"registered: ",
+		"prompt: ",
+		"search: billing.refund_payment ",
+		"resolved: billing.refund_payment (activated=true)",
+		"event: tool_activated billing.refund_payment (scope run, source resolve)",
+		"prompt: ",
+		"skills: http.retry_backoff",
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("example printed %d lines, want %d:\n%s", len(lines), len(want), out.String())
+	}
+	for i, prefix := range want {
+		if !strings.HasPrefix(lines[i], prefix) {
+			t.Errorf("line %d = %q, want it to start with %q", i+1, lines[i], prefix)
+		}
+	}
+	if !strings.HasSuffix(lines[8], ", billing.refund_payment (previous prompt is a prefix: true)") {
+		t.Errorf("line 9 = %q, want billing.refund_payment appended to a stable prefix", lines[8])
 	}
 }
 

@@ -21,7 +21,17 @@ from google.protobuf import descriptor_pb2, json_format
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from wayfind.v1 import common_pb2, events_pb2, usage_pb2, usage_pb2_grpc
+from wayfind.v1 import (
+    common_pb2,
+    events_pb2,
+    skills_pb2,
+    skills_pb2_grpc,
+    tools_pb2,
+    tools_pb2_grpc,
+    usage_pb2,
+    usage_pb2_grpc,
+)
+from wayfind_example import billing_tools
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 30
@@ -117,6 +127,16 @@ def channel(server):
 @pytest.fixture
 def usage(channel):
     return usage_pb2_grpc.UsageServiceStub(channel)
+
+
+@pytest.fixture
+def tools(channel):
+    return tools_pb2_grpc.ToolDiscoveryServiceStub(channel)
+
+
+@pytest.fixture
+def skills(channel):
+    return skills_pb2_grpc.SkillServiceStub(channel)
 
 
 @pytest.fixture
@@ -333,6 +353,135 @@ def test_watch_usage_events(usage, caller):
     assert err.value.code() == grpc.StatusCode.CANCELLED
 
 
+def test_agent_flow(tools, caller):
+    """One agent turn: register a deferred catalog, render, search, resolve the tool the model
+    called (watching its activation event), render again."""
+    refund = "billing.refund_payment"
+
+    # 1. RegisterTools, the example's catalog. Registering it again is a no-op.
+    register = tools_pb2.RegisterToolsRequest(
+        source="example", namespace="billing", tools=billing_tools(), replace_source=True
+    )
+    first = tools.RegisterTools(register, timeout=RPC_TIMEOUT_S)
+    assert first.added + first.updated + first.unchanged == 3 and first.removed == 0, first
+    again = tools.RegisterTools(register, timeout=RPC_TIMEOUT_S)
+    assert (again.unchanged, again.catalog_fingerprint) == (3, first.catalog_fingerprint), again
+
+    # 2. The first render: the deferred billing tools are counted, not shown.
+    def render():
+        return tools.RenderToolPrompt(tools_pb2.RenderToolPromptRequest(caller=caller), timeout=RPC_TIMEOUT_S)
+
+    before = render()
+    assert before.visible_tools, "the always-loaded tools are visible"
+    assert not [name for name in before.visible_tools if name.startswith("billing.")], before.visible_tools
+    assert before.deferred_count >= 3
+    assert f"{before.deferred_count} deferred tools" in before.text, before.text
+
+    # 3. SearchTools: the billing tool ranks first.
+    found = tools.SearchTools(
+        tools_pb2.SearchToolsRequest(caller=caller, query="refund a payment", limit=5), timeout=RPC_TIMEOUT_S
+    )
+    assert found.tools, "no match"
+    assert (found.tools[0].name, found.tools[0].loading_mode) == (refund, tools_pb2.LOADING_MODE_DEFERRED), found
+    scores = [m.score for m in found.tools]
+    assert all(0 <= s <= 1 for s in scores) and scores == sorted(scores, reverse=True), scores
+
+    # 4. Watch the session, then resolve: the first use activates the tool and emits tool_activated.
+    events = tools.WatchToolEvents(
+        tools_pb2.WatchToolEventsRequest(
+            caller=caller,
+            filter=events_pb2.EventFilter(types=["tool_activated"], session_id=caller.session_id),
+        ),
+        timeout=RPC_TIMEOUT_S,  # bounds the whole stream
+    )
+    try:
+        assert next(events).WhichOneof("message") == "status"
+        resolved = tools.ResolveTool(tools_pb2.ResolveToolRequest(caller=caller, name=refund), timeout=RPC_TIMEOUT_S)
+        assert resolved.activated and resolved.scope == tools_pb2.ACTIVATION_SCOPE_RUN, resolved
+        assert (resolved.tool.name, resolved.tool.source, len(resolved.tool.examples)) == (refund, "example", 1)
+        assert "payment_id" in json_format.MessageToDict(resolved.tool.args_schema)["properties"]
+
+        ev = next(msg.event for msg in events if msg.WhichOneof("message") == "event")
+        assert (ev.type, ev.tenant_id, ev.session_id, ev.run_id) == (
+            "tool_activated",
+            caller.tenant_id,
+            caller.session_id,
+            caller.run_id,
+        )
+        attrs = json_format.MessageToDict(ev.attributes)
+        assert {k: attrs.get(k) for k in ("tool", "scope", "source")} == {
+            "tool": refund,
+            "scope": "run",
+            "source": "resolve",
+        }, attrs
+    finally:
+        events.cancel()
+
+    # Only the first use activates.
+    again = tools.ResolveTool(tools_pb2.ResolveToolRequest(caller=caller, name=refund), timeout=RPC_TIMEOUT_S)
+    assert again.tool.name == refund and not again.activated
+
+    # 5. The tool is appended: the previous render is a prefix, and the deferred count is stable.
+    after = render()
+    assert list(after.visible_tools) == [*before.visible_tools, refund]
+    assert after.text.startswith(before.text) and len(after.text) > len(before.text)
+    assert after.deferred_count == before.deferred_count, "activated deferred tools still count"
+
+    # The activation belongs to the run: another run of the session does not see the tool.
+    other_run = common_pb2.CallerContext()
+    other_run.CopyFrom(caller)
+    other_run.run_id = "run-2"
+    other = tools.RenderToolPrompt(tools_pb2.RenderToolPromptRequest(caller=other_run), timeout=RPC_TIMEOUT_S)
+    assert other.visible_tools == before.visible_tools
+
+
+def test_relevant_skills(skills, caller):
+    budget = 400
+    resp = skills.GetRelevantSkills(
+        skills_pb2.GetRelevantSkillsRequest(
+            caller=caller, task="the API returns 429 Too Many Requests", top_k=2, max_tokens=budget
+        ),
+        timeout=RPC_TIMEOUT_S,
+    )
+    assert resp.formatted_context, resp
+    assert resp.skill_names[:1] == ["http.retry_backoff"], resp.skill_names
+    assert 0 < resp.token_estimate <= budget
+    for name in resp.skill_names:
+        assert name in resp.formatted_context
+
+
+def test_discovery_tools(tools, caller):
+    resp = tools.GetDiscoveryTools(
+        tools_pb2.GetDiscoveryToolsRequest(caller=caller, include_skill_tools=True), timeout=RPC_TIMEOUT_S
+    )
+    assert [t.name for t in resp.tools] == ["tool_search", "tool_get", "skill_search", "skill_get", "skill_list"]
+    for tool in resp.tools:
+        schema = json_format.MessageToDict(tool.args_schema)
+        assert tool.description, tool.name
+        assert schema["type"] == "object" and isinstance(schema["properties"], dict), (tool.name, schema)
+    assert "query" in json_format.MessageToDict(resp.tools[0].args_schema)["required"]
+
+
+def test_resolve_unknown_tool_is_not_found(tools, caller):
+    with pytest.raises(grpc.RpcError) as err:
+        tools.ResolveTool(
+            tools_pb2.ResolveToolRequest(caller=caller, name="billing.no_such_tool"), timeout=RPC_TIMEOUT_S
+        )
+    assert err.value.code() == grpc.StatusCode.NOT_FOUND, err.value.details()
+
+
+def test_session_activation_without_session_is_failed_precondition(tools, caller):
+    no_session = common_pb2.CallerContext(tenant_id=caller.tenant_id, run_id="run-1")
+    with pytest.raises(grpc.RpcError) as err:
+        tools.ActivateTools(
+            tools_pb2.ActivateToolsRequest(
+                caller=no_session, names=["github.create_issue"], scope=tools_pb2.ACTIVATION_SCOPE_SESSION
+            ),
+            timeout=RPC_TIMEOUT_S,
+        )
+    assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION, err.value.details()
+
+
 def test_example_script_runs(server):
     """The copy-paste example itself works against the server."""
     out = subprocess.run(
@@ -343,7 +492,19 @@ def test_example_script_runs(server):
     )
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    assert lines[0] == "health: SERVING"
-    assert lines[1].startswith("recorded: cost $0.011250")
-    assert lines[2].startswith("summary: 1 calls")
-
+    want = [
+        "health: SERVING",
+        "recorded: cost $0.011250",
+        "summary: 1 calls",
+        "registered: ",
+        "prompt: ",
+        "search: billing.refund_payment ",
+        "resolved: billing.refund_payment (activated=True)",
+        "event: tool_activated billing.refund_payment (scope run, source resolve)",
+        "prompt: ",
+        "skills: http.retry_backoff",
+    ]
+    assert len(lines) == len(want), out.stdout
+    for line, prefix in zip(lines, want):
+        assert line.startswith(prefix), out.stdout
+    assert lines[8].endswith(", billing.refund_payment (previous prompt is a prefix: True)"), lines[8]

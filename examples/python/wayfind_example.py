@@ -1,5 +1,7 @@
-"""The smallest useful wayfind client: checks that the server is up, records the token usage of one
-model call and prints the tenant's usage summary.
+"""A small wayfind client: checks that the server is up, records the token usage of one model call,
+then walks through one agent turn of tool and skill discovery: register a deferred catalog, render
+the tool prompt, search, resolve the tool the model called (seeing its activation event), render
+again and fetch the skills relevant to the task.
 
     python wayfind_example.py --addr 127.0.0.1:50051
 """
@@ -8,9 +10,19 @@ import argparse
 import time
 
 import grpc
+from google.protobuf import json_format, struct_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from wayfind.v1 import common_pb2, usage_pb2, usage_pb2_grpc
+from wayfind.v1 import (
+    common_pb2,
+    events_pb2,
+    skills_pb2,
+    skills_pb2_grpc,
+    tools_pb2,
+    tools_pb2_grpc,
+    usage_pb2,
+    usage_pb2_grpc,
+)
 
 TIMEOUT_S = 10  # every call gets a deadline
 
@@ -26,32 +38,143 @@ def main() -> None:
         print("health:", health_pb2.HealthCheckResponse.ServingStatus.Name(health.status))
 
         # Who is asking. wayfind trusts this as sent: run it behind a boundary that sets it.
-        caller = common_pb2.CallerContext(tenant_id="acme", session_id="session-1", run_id="run-1")
+        # One run id per agent run: run-scoped tool activations belong to it.
+        caller = common_pb2.CallerContext(tenant_id="acme", session_id="session-1", run_id=f"run-{time.time_ns()}")
+        record_usage(channel, caller)
+        discover(channel, caller)
 
-        usage = usage_pb2_grpc.UsageServiceStub(channel)
-        recorded = usage.RecordUsage(
-            usage_pb2.RecordUsageRequest(
-                caller=caller,
-                provider=common_pb2.PROVIDER_ANTHROPIC,
-                model="claude-sonnet-4-5-20250929",
-                usage=usage_pb2.Usage(input_tokens=1200, output_tokens=350, cache_read_input_tokens=8000),
-                # One key per model call (e.g. the provider's response id): retries are counted once.
-                idempotency_key=f"example-{time.time_ns()}",
-            ),
-            timeout=TIMEOUT_S,
+
+def record_usage(channel: grpc.Channel, caller: common_pb2.CallerContext) -> None:
+    usage = usage_pb2_grpc.UsageServiceStub(channel)
+    recorded = usage.RecordUsage(
+        usage_pb2.RecordUsageRequest(
+            caller=caller,
+            provider=common_pb2.PROVIDER_ANTHROPIC,
+            model="claude-sonnet-4-5-20250929",
+            usage=usage_pb2.Usage(input_tokens=1200, output_tokens=350, cache_read_input_tokens=8000),
+            # One key per model call (e.g. the provider's response id): retries are counted once.
+            idempotency_key=f"example-{time.time_ns()}",
+        ),
+        timeout=TIMEOUT_S,
+    )
+    if recorded.HasField("cost_usd"):
+        print(f"recorded: cost ${recorded.cost_usd:.6f} (duplicate={recorded.duplicate})")
+    else:
+        print(f"recorded: cost unknown ({recorded.unknown_cost_reason})")
+
+    summary = usage.GetUsageSummary(usage_pb2.GetUsageSummaryRequest(caller=caller), timeout=TIMEOUT_S)
+    t = summary.totals
+    print(f"summary: {t.calls} calls, ${t.total_cost_usd:.6f}, cache hit rate {100 * t.cache_hit_rate:.1f}%")
+
+
+def discover(channel: grpc.Channel, caller: common_pb2.CallerContext) -> None:
+    tools = tools_pb2_grpc.ToolDiscoveryServiceStub(channel)
+
+    # 1. Register a catalog at runtime (unchanged input is a no-op, so do it on every start).
+    reg = tools.RegisterTools(
+        tools_pb2.RegisterToolsRequest(
+            source="example", namespace="billing", tools=billing_tools(), replace_source=True
+        ),
+        timeout=TIMEOUT_S,
+    )
+    print(f"registered: {reg.added} added, {reg.updated} updated, {reg.unchanged} unchanged")
+
+    # 2. The tools block of the system prompt: visible tools, and how to find the deferred ones.
+    before = tools.RenderToolPrompt(tools_pb2.RenderToolPromptRequest(caller=caller), timeout=TIMEOUT_S)
+    print(f"prompt: {len(before.visible_tools)} tools visible, {before.deferred_count} deferred")
+
+    # 3. The model calls tool_search.
+    found = tools.SearchTools(
+        tools_pb2.SearchToolsRequest(caller=caller, query="refund a payment", limit=3), timeout=TIMEOUT_S
+    )
+    if not found.tools:
+        raise SystemExit("search tools: no match")
+    best = found.tools[0]
+    print(f"search: {best.name} (score {best.score:.2f})")
+
+    # 4. The model calls the tool: ResolveTool returns its definition and activates it for the run.
+    # Activations are also streamed as events, e.g. to a dashboard; watch before resolving.
+    events = tools.WatchToolEvents(
+        tools_pb2.WatchToolEventsRequest(
+            caller=caller,
+            filter=events_pb2.EventFilter(types=["tool_activated"], session_id=caller.session_id),
+        ),
+        timeout=TIMEOUT_S,
+    )
+    try:
+        next(events)  # a status comes first: the stream is live
+        resolved = tools.ResolveTool(tools_pb2.ResolveToolRequest(caller=caller, name=best.name), timeout=TIMEOUT_S)
+        print(f"resolved: {resolved.tool.name} (activated={resolved.activated})")
+        for msg in events if resolved.activated else ():
+            if msg.WhichOneof("message") != "event" or msg.event.run_id != caller.run_id:
+                continue  # a status or heartbeat, or another run of the session
+            attrs = json_format.MessageToDict(msg.event.attributes)
+            if attrs.get("tool") == best.name:
+                print(f"event: {msg.event.type} {attrs['tool']} (scope {attrs['scope']}, source {attrs['source']})")
+                break
+    finally:
+        events.cancel()
+
+    # 5. Render again: the tool is appended, so the previous prompt stays a prefix (cache hits).
+    after = tools.RenderToolPrompt(tools_pb2.RenderToolPromptRequest(caller=caller), timeout=TIMEOUT_S)
+    is_prefix = after.text.startswith(before.text)
+    print(f"prompt: {', '.join(after.visible_tools)} (previous prompt is a prefix: {is_prefix})")
+
+    # 6. Before working on a task: the relevant skills as one block to inject, within a token budget.
+    budget = 500
+    relevant = skills_pb2_grpc.SkillServiceStub(channel).GetRelevantSkills(
+        skills_pb2.GetRelevantSkillsRequest(
+            caller=caller, task="the API returns 429 Too Many Requests", top_k=2, max_tokens=budget
+        ),
+        timeout=TIMEOUT_S,
+    )
+    print(f"skills: {', '.join(relevant.skill_names)} ({relevant.token_estimate} of {budget} tokens)")
+
+
+def billing_tools() -> list[tools_pb2.Tool]:
+    """A small catalog. Deferred tools stay out of the prompt until the model finds them with
+    tool_search or calls them; args are JSON Schema, examples teach the argument shapes."""
+
+    def tool(name, description, side_effect, properties, required, example):
+        return tools_pb2.Tool(
+            name=name,
+            description=description,
+            side_effect=side_effect,
+            loading_mode=tools_pb2.LOADING_MODE_DEFERRED,
+            args_schema=json_struct({"type": "object", "properties": properties, "required": required}),
+            examples=[tools_pb2.ToolExample(args=json_struct(example))],
         )
-        if recorded.HasField("cost_usd"):
-            print(f"recorded: cost ${recorded.cost_usd:.6f} (duplicate={recorded.duplicate})")
-        else:
-            print(f"recorded: cost unknown ({recorded.unknown_cost_reason})")
 
-        summary = usage.GetUsageSummary(usage_pb2.GetUsageSummaryRequest(caller=caller), timeout=TIMEOUT_S)
-        t = summary.totals
-        print(f"summary: {t.calls} calls, ${t.total_cost_usd:.6f}, cache hit rate {100 * t.cache_hit_rate:.1f}%")
+    return [
+        tool(
+            "refund_payment",
+            "Refund a captured payment, in full or in part.",
+            tools_pb2.SIDE_EFFECT_WRITE,
+            {"payment_id": {"type": "string"}, "amount_cents": {"type": "integer", "minimum": 1}},
+            ["payment_id"],
+            {"payment_id": "pay_123", "amount_cents": 500},
+        ),
+        tool(
+            "get_invoice",
+            "Fetch an invoice with its line items.",
+            tools_pb2.SIDE_EFFECT_READ,
+            {"invoice_id": {"type": "string"}},
+            ["invoice_id"],
+            {"invoice_id": "in_42"},
+        ),
+        tool(
+            "list_subscriptions",
+            "List a customer's subscriptions and their status.",
+            tools_pb2.SIDE_EFFECT_READ,
+            {"customer_id": {"type": "string"}, "active_only": {"type": "boolean"}},
+            ["customer_id"],
+            {"customer_id": "cus_7", "active_only": True},
+        ),
+    ]
 
-        # Tool and skill discovery go through the same channel, e.g.
-        #   tools = tools_pb2_grpc.ToolDiscoveryServiceStub(channel)
-        #   skills = skills_pb2_grpc.SkillServiceStub(channel)
+
+def json_struct(value: dict) -> struct_pb2.Struct:
+    return json_format.ParseDict(value, struct_pb2.Struct())
 
 
 if __name__ == "__main__":
