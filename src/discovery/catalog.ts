@@ -492,6 +492,8 @@ export class ToolCatalog {
     // Text-only matches score lowest: only needed when names did not fill the page.
     if (top.length < limit)
       for (const d of index.tieOrder) {
+        // Every text-only hit scores 0.75 and arrives in tie order: a full page cannot change.
+        if (top.length >= limit) break;
         if (done[d] === 1 || (allowed && allowed[d] !== 1)) continue;
         const t = docs[d] as Tool;
         const inDescription = mayMatch(re, index.lowerDescriptions[d] ?? "") && re.full.test(t.description);

@@ -1,18 +1,8 @@
 import { estimateTokens } from "../text/tokens.ts";
-import type { TaskType } from "./model.ts";
+import type { SkillContent } from "./model.ts";
 
 /** The text of a skill as a caller may see it (already redacted and tool-gated). */
-export interface SkillView {
-  readonly name: string;
-  readonly title: string;
-  readonly description: string;
-  readonly trigger: string;
-  readonly taskType: TaskType;
-  readonly tags: readonly string[];
-  readonly steps: readonly string[];
-  readonly preconditions: readonly string[];
-  readonly failureModes: readonly string[];
-}
+export type SkillView = Omit<SkillContent, "extra">;
 
 export type ContextFormat = "raw" | "injection";
 

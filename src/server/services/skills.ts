@@ -17,6 +17,7 @@ import type {
   SkillOrigin as SkillOriginName,
   SearchType as SkillSearchType,
   SkillService,
+  SkillSummary,
   TaskType as TaskTypeName,
   ToolGate,
 } from "../../skills/index.ts";
@@ -121,10 +122,7 @@ export function skillService(
       );
       return {
         skills: result.skills.map((hit) => ({
-          name: hit.name,
-          title: hit.title,
-          description: hit.trigger,
-          taskType: TASK_TYPES.toProto(hit.taskType),
+          ...summary(hit),
           score: hit.score,
           matchType: SKILL_MATCH_TYPES[hit.matchType],
         })),
@@ -186,10 +184,7 @@ export function skillService(
       );
       return {
         skills: result.skills.map((skill) => ({
-          name: skill.name,
-          title: skill.title,
-          description: skill.trigger,
-          taskType: TASK_TYPES.toProto(skill.taskType),
+          ...summary(skill),
           origin: ORIGINS.toProto(skill.origin),
           scope: SCOPES.toProto(skill.scope),
         })),
@@ -234,5 +229,15 @@ export function skillService(
 
     watchSkillEvents: (request, context) =>
       watchEvents(events, callerOf(context), request.filter, SKILL_EVENT_TYPES, context.signal),
+  };
+}
+
+/** A skill's line in search results and listings; the trigger says best when to use it. */
+function summary(skill: SkillSummary) {
+  return {
+    name: skill.name,
+    title: skill.title,
+    description: skill.trigger,
+    taskType: TASK_TYPES.toProto(skill.taskType),
   };
 }

@@ -1,0 +1,68 @@
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  type CatalogOptions,
+  discoveryMigrations,
+  parseCatalogFile,
+  ToolCatalog,
+} from "../../src/discovery/index.ts";
+import { type Db, openDatabase } from "../../src/store/database.ts";
+
+export const DATA_DIR = process.env.WAYFIND_DATA ?? "/work/shared/data";
+
+export interface Query {
+  readonly id: string;
+  readonly query: string;
+  readonly gold: readonly string[];
+}
+
+export function readQueries(file: string): Query[] {
+  return readFileSync(join(DATA_DIR, file), "utf8")
+    .split("\n")
+    .filter((l) => l.trim() !== "")
+    .map((l) => JSON.parse(l) as Query);
+}
+
+/** A fresh catalog in a temp SQLite file, loaded with the given shared catalog files. */
+export function openCatalog(
+  files: readonly string[],
+  options: CatalogOptions = {},
+): { catalog: ToolCatalog; db: Db; close: () => void; aliasOf: Map<string, string> } {
+  const dir = mkdtempSync(join(tmpdir(), "wayfind-bench-"));
+  const db = openDatabase(join(dir, "wayfind.db"), discoveryMigrations);
+  const catalog = new ToolCatalog(db, options);
+  const aliasOf = new Map<string, string>();
+  for (const f of files) {
+    const parsed = parseCatalogFile(join(DATA_DIR, f));
+    for (const t of parsed.tools) for (const a of t.aliases ?? []) aliasOf.set(a, t.name);
+    catalog.register(f, parsed.tools);
+  }
+  return {
+    catalog,
+    db,
+    aliasOf,
+    close: () => {
+      db.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Deterministic sample: every k-th item so the share is roughly `max`. */
+export function sample<T>(items: readonly T[], max: number): T[] {
+  if (items.length <= max) return [...items];
+  const step = items.length / max;
+  const out: T[] = [];
+  for (let i = 0; i < max; i++) {
+    const item = items[Math.floor(i * step)];
+    if (item !== undefined) out.push(item);
+  }
+  return out;
+}
+
+export function table(rows: readonly (readonly (string | number)[])[]): string {
+  const cells = rows.map((r) => r.map((c) => (typeof c === "number" ? c.toFixed(3) : c)));
+  const widths = cells[0]?.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? "").length))) ?? [];
+  return cells.map((r) => `| ${r.map((c, i) => c.padEnd(widths[i] ?? 0)).join(" | ")} |`).join("\n");
+}

@@ -1,0 +1,50 @@
+/** Coordinate search over ranker parameters (development aid; prints R@5/MRR per set). */
+import { ToolCatalog } from "../../src/discovery/index.ts";
+import { DEFAULT_RANKER, type RankerConfig } from "../../src/discovery/ranker.ts";
+import { evaluate } from "../search-quality-eval.ts";
+import { openCatalog, readQueries, sample } from "./discovery-data.ts";
+
+const sets = ["toolbench", "metatool"].map((set) => {
+  const opened = openCatalog([`${set}_catalog.jsonl`]);
+  return { set, ...opened, queries: sample(readQueries(`${set}_queries.jsonl`), 2500) };
+});
+
+function score(cfg: RankerConfig): { line: string; obj: number } {
+  let obj = 0;
+  const parts: string[] = [];
+  for (const s of sets) {
+    const c = new ToolCatalog(s.db, { ranker: cfg });
+    const m = evaluate(c, s.queries, s.aliasOf);
+    obj += m.r5 + m.mrr * 0.5;
+    parts.push(
+      `${s.set} r1 ${m.r1.toFixed(3)} r5 ${m.r5.toFixed(3)} r10 ${m.r10.toFixed(3)} mrr ${m.mrr.toFixed(3)}`,
+    );
+  }
+  return { line: parts.join(" | "), obj };
+}
+
+let best: RankerConfig = DEFAULT_RANKER;
+let bestScore = score(best);
+console.log("start", JSON.stringify(best), bestScore.line);
+const tweaks: ((c: RankerConfig) => RankerConfig[])[] = [
+  (c) => [0.6, 0.9, 1.5, 2].map((k1) => ({ ...c, k1 })),
+  (c) => [0, 0.25, 1, 2].map((coordination) => ({ ...c, coordination })),
+  ...[0, 1, 2, 4].map(
+    (f) => (c: RankerConfig) =>
+      [0.5, 0.75, 1.5, 2].map((m) => ({ ...c, weights: c.weights.map((w, i) => (i === f ? w * m : w)) })),
+  ),
+  ...[0, 3, 4].map(
+    (f) => (c: RankerConfig) => [0, 0.5, 0.9].map((v) => ({ ...c, b: c.b.map((x, i) => (i === f ? v : x)) })),
+  ),
+];
+for (let round = 0; round < 1; round++)
+  for (const tweak of tweaks)
+    for (const cfg of tweak(best)) {
+      const s = score(cfg);
+      if (s.obj > bestScore.obj + 1e-4) {
+        best = cfg;
+        bestScore = s;
+        console.log("better", JSON.stringify(best), s.line);
+      }
+    }
+console.log("best", JSON.stringify(best), bestScore.line);
