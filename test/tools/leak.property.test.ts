@@ -1,0 +1,142 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { createAccessControl } from "../../src/access/index.ts";
+import { ActivationStore, compileLazyGroups } from "../../src/activation/index.ts";
+import type { Caller } from "../../src/caller/caller.ts";
+import { type Tool, ToolCatalog } from "../../src/discovery/index.ts";
+import { WayfindError } from "../../src/errors.ts";
+import type { NewEvent } from "../../src/events/index.ts";
+import { openDatabase } from "../../src/store/database.ts";
+import { allMigrations } from "../../src/store/migrations.ts";
+import { ToolService } from "../../src/tools/service.ts";
+import { callerArb, policyArb, rulesArb, toolsArb } from "../access/arbitraries.ts";
+
+const TOOL_SEARCH = {
+  enabled: true,
+  defaultLoadingMode: "deferred" as const,
+  alwaysLoadedPatterns: [],
+  activationScope: "run" as const,
+  preferredNamespaces: [],
+  maxSearchResults: 10,
+  runActivationTtlSeconds: 3600,
+};
+
+/** A real catalog in SQLite behind the real ToolService, with every event captured. */
+function world(
+  tools: readonly Tool[],
+  policy: Parameters<typeof createAccessControl>[0]["policy"],
+  visibility: Parameters<typeof createAccessControl>[0]["visibility"],
+) {
+  const db = openDatabase(":memory:", allMigrations);
+  const events: NewEvent[] = [];
+  const sink = { emit: (event: NewEvent) => void events.push(event) };
+  const catalog = new ToolCatalog(db, { events: sink });
+  catalog.register(
+    "random",
+    tools.map((tool) => ({
+      name: tool.name,
+      description: tool.description,
+      tags: tool.tags,
+      loadingMode: tool.loadingMode,
+      aliases: tool.aliases,
+      argsSchema: tool.argsSchema,
+      examples: tool.examples,
+    })),
+  );
+  const access = createAccessControl({ policy, visibility, toolSearch: TOOL_SEARCH });
+  const service = new ToolService({
+    catalog,
+    access,
+    activations: new ActivationStore(db, { events: sink, runActivationTtlSeconds: 3600 }),
+    lazyGroups: compileLazyGroups([]),
+    toolSearch: TOOL_SEARCH,
+    aliases: {},
+    events: sink,
+  });
+  return { service, catalog, access, events, close: () => db.close() };
+}
+
+function notFoundMessage(call: () => unknown): string {
+  try {
+    call();
+  } catch (error) {
+    if (error instanceof WayfindError && error.code === "not_found") return error.message;
+    throw error;
+  }
+  throw new Error("expected NOT_FOUND");
+}
+
+describe("nothing hidden leaks through the tool service (property)", () => {
+  it("search, get, list, render, resolve, activate, errors and events only ever show visible tools", () => {
+    fc.assert(
+      fc.property(toolsArb, policyArb, rulesArb, callerArb, (tools, policy, visibility, who) => {
+        let w: ReturnType<typeof world>;
+        try {
+          w = world(tools, policy, visibility);
+        } catch (error) {
+          // Random catalogs may be invalid (an alias equal to another tool's name): not this property.
+          fc.pre(!(error instanceof WayfindError));
+          throw error;
+        }
+        try {
+          const caller: Caller = { ...who, sessionId: "s", runId: "r" };
+          const registered = [...w.catalog.all()];
+          const view = w.access.forCaller(caller);
+          const visibleNames = new Set(
+            registered
+              .filter((tool) => view.canActivate(tool))
+              .flatMap((tool) => [tool.name, ...tool.aliases]),
+          );
+          // Names a caller must never learn: hidden tools' names and aliases that no visible tool answers to.
+          const secret = new Set(
+            registered
+              .filter((tool) => !view.canActivate(tool))
+              .flatMap((tool) => [tool.name, ...tool.aliases])
+              .filter((name) => !visibleNames.has(name)),
+          );
+          const assertNoSecret = (names: Iterable<string>) => {
+            for (const name of names) expect(secret.has(name), `leaked ${name}`).toBe(false);
+          };
+
+          const everything = { query: ".*", type: "regex" as const, limit: 20, includeAlwaysLoaded: true };
+          assertNoSecret(w.service.search(caller, everything).tools.map((hit) => hit.name));
+          for (const name of secret) {
+            const exact = { query: name, type: "exact" as const, includeAlwaysLoaded: true };
+            assertNoSecret(w.service.search(caller, exact).tools.map((hit) => hit.name));
+            assertNoSecret(
+              w.service
+                .search(caller, { query: name, includeAlwaysLoaded: true })
+                .tools.map((hit) => hit.name),
+            );
+          }
+          const got = w.service.get(
+            caller,
+            registered.map((tool) => tool.name),
+          );
+          assertNoSecret(got.tools.map((tool) => tool.name));
+          assertNoSecret(
+            w.service.list(caller, { showAll: true, pageSize: 1000 }).tools.map((tool) => tool.name),
+          );
+          assertNoSecret(w.service.renderPrompt(caller, { includeDirectory: true }).visibleTools);
+
+          for (const name of secret) {
+            const hidden = notFoundMessage(() => w.service.resolve(caller, name, undefined));
+            const missing = notFoundMessage(() => w.service.resolve(caller, "no.such.tool", undefined));
+            expect(hidden.replace(name, "X")).toBe(missing.replace("no.such.tool", "X"));
+            notFoundMessage(() => w.service.activate(caller, [name], undefined, "try"));
+          }
+          for (const { attributes } of w.events) {
+            // A query echoes what the caller typed itself; every other attribute is wayfind's own words.
+            const { query: _echo, ...ownWords } = attributes;
+            assertNoSecret(
+              Object.values(ownWords).filter((value): value is string => typeof value === "string"),
+            );
+          }
+        } finally {
+          w.close();
+        }
+      }),
+      { numRuns: 150 },
+    );
+  });
+});
