@@ -72,6 +72,19 @@ const SEARCH: Call = {
   data: { caller: { tenant_id: "bench" }, query: "send an email to a colleague" },
 };
 
+/**
+ * A model calling a deferred tool: every request is a new run in one of the workers' sessions
+ * (ghz fills the templates), so every call activates — the write path with its event.
+ */
+const RESOLVE: Call = {
+  proto: "wayfind/v1/tools.proto",
+  call: "wayfind.v1.ToolDiscoveryService/ResolveTool",
+  data: {
+    caller: { tenant_id: "bench", session_id: "s-{{.WorkerID}}", run_id: "r-{{.RequestNumber}}" },
+    name: "github.create_issue",
+  },
+};
+
 interface Target {
   readonly server: string;
   readonly label: string;
@@ -247,6 +260,7 @@ async function main() {
         { server: WAYFIND, label: "Health/Check", call: HEALTH },
         { server: WAYFIND, label: "Usage/GetUsageSummary", call: USAGE },
         { server: WAYFIND, label: "Tools/SearchTools", call: SEARCH, optional: true },
+        { server: WAYFIND, label: "Tools/ResolveTool", call: RESOLVE, optional: true },
       ],
     },
     {

@@ -3,6 +3,7 @@ import { parseArgs } from "node:util";
 import pino from "pino";
 import { applyCliOverrides, loadConfig } from "./config/index.ts";
 import { startServer } from "./server/app.ts";
+import { listSources } from "./sources/cli.ts";
 
 /** Served when no --config is given: a demo catalog and skill pack, so a fresh checkout is useful. */
 const DEMO_CONFIG = fileURLToPath(new URL("../demo/wayfind.yaml", import.meta.url));
@@ -11,12 +12,18 @@ const USAGE = `wayfind — tool and skill discovery for LLM agents
 
 Usage:
   wayfind serve [--config FILE] [--host H] [--port P] [--data-dir DIR]
+  wayfind sources [--addr HOST:PORT]
 
 Options:
   --config FILE    YAML configuration (see wayfind.example.yaml; default demo/wayfind.yaml)
   --host H         interface to listen on (default 127.0.0.1)
   --port P         port for gRPC, gRPC-Web and Connect (default 50051; 0 picks a free one)
   --data-dir DIR   where the SQLite database lives (default ./.wayfind)
+  --addr HOST:PORT server to ask (sources; default 127.0.0.1:50051, or an http(s):// URL)
+
+Commands:
+  serve            run the server
+  sources          print every tool source (catalog files, MCP servers, API) with its health
 `;
 
 async function main(argv: string[]): Promise<number> {
@@ -24,6 +31,10 @@ async function main(argv: string[]): Promise<number> {
   if (command === undefined || command === "help" || command === "--help" || command === "-h") {
     process.stdout.write(USAGE);
     return command === undefined ? 2 : 0;
+  }
+  if (command === "sources") {
+    const { values } = parseArgs({ args: rest, options: { addr: { type: "string" } }, strict: true });
+    return listSources(values.addr ?? "127.0.0.1:50051", process.stdout);
   }
   if (command !== "serve") {
     process.stderr.write(`unknown command "${command}"\n\n${USAGE}`);

@@ -6,7 +6,7 @@ import type { Db } from "../store/database.ts";
 import { DEFAULT_RANKER, FIELD_COUNT, type RankedDoc, Ranker, type RankerConfig } from "./ranker.ts";
 import { type CallerRegex, compileCallerRegex, fold, mayMatch, REGEX_LENGTH_LIMIT } from "./regex.ts";
 import { ensureFtsIndex } from "./schema.ts";
-import { analyze, bareName, nameKey, splitWords } from "./text.ts";
+import { analyze, bareName, nameKey, splitWords, stem } from "./text.ts";
 import type {
   GetResponse,
   JsonObject,
@@ -88,7 +88,10 @@ export class ToolCatalog {
   private readonly aliases = new Map<string, string>();
   /** sha1 of the raw input last accepted per tool (memory only; a restart just takes the slow path once). */
   private readonly inputDigests = new Map<string, string>();
-  private readonly analysed = new Map<string, { hash: string; fields: string[][] }>();
+  private readonly analysed = new Map<
+    string,
+    { hash: string; fields: string[][]; words: string[]; glued: string[] }
+  >();
   private index: Index | undefined;
   private fingerprintCache: string | undefined;
   private readonly preferred: readonly string[];
@@ -332,14 +335,26 @@ export class ToolCatalog {
   private ensureIndex(): Index {
     if (this.index) return this.index;
     const docs = [...this.tools.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    const fields = docs.map((t) => {
+    const analysed = docs.map((t) => {
       const cached = this.analysed.get(t.name);
-      if (cached && cached.hash === t.hash) return cached.fields;
-      const f = searchText(t).map(analyze);
+      if (cached && cached.hash === t.hash) return cached;
+      const texts = searchText(t);
+      const f = texts.map(analyze);
       f.push([...pairs(f[0] ?? []), ...pairs(f[3] ?? [])]);
-      this.analysed.set(t.name, { hash: t.hash, fields: f });
-      return f;
+      const entry = {
+        hash: t.hash,
+        fields: f,
+        // Words of the prose (description, parameters): the dictionary glued names are split with.
+        words: [...new Set(splitWords(`${texts[3] ?? ""} ${texts[4] ?? ""}`))],
+        // Long name parts that may be several words run together ("getrandomimage").
+        glued: [...new Set(splitWords(texts[0] ?? ""))].filter(
+          (w) => w.length >= GLUED_MIN && /^[a-z]+$/.test(w),
+        ),
+      };
+      this.analysed.set(t.name, entry);
+      return entry;
     });
+    const fields = segmentGluedNames(analysed);
     const order = docs.map((_, i) => i);
     const pref = (t: Tool) => {
       const i = this.preferred.indexOf(t.namespace);
@@ -434,7 +449,7 @@ export class ToolCatalog {
       limit,
       allowed,
       nameHits,
-      phrases: [...new Set(pairs(sequence))],
+      phrases: [...new Set([...pairs(sequence), ...joinedIdentifiers(query)])],
       wordWeights: words.map(
         (w) => 1 + this.rankerConfig.repeat * Math.log(sequence.filter((x) => x === w).length || 1),
       ),
@@ -558,6 +573,68 @@ function scopeOf(request: SearchRequest): { tenantId?: string; sessionId?: strin
 export function shortDescription(text: string): string {
   const first = text.split(/(?<=[.!?])\s|\n/)[0] ?? "";
   return first.length > 160 ? `${first.slice(0, 157)}...` : first;
+}
+
+const GLUED_MIN = 6;
+
+/** Identifiers of the query ("getRandomImage", "get_random_image") also as one word, as glued names spell them. */
+function joinedIdentifiers(query: string): string[] {
+  const out: string[] = [];
+  for (const chunk of query.split(/[^A-Za-z0-9_.-]+/)) {
+    const words = splitWords(chunk);
+    if (words.length >= 2 && words.length <= 6) out.push(stem(words.join("")));
+  }
+  return out;
+}
+
+/**
+ * Name parts written as one run of letters ("getrandomimage", "weatherapi") are split into words the
+ * catalog's own prose uses, and those words are added to the name field. The dictionary is the
+ * catalog's description and parameter words, so this adapts to any catalog without a word list.
+ */
+function segmentGluedNames(
+  analysed: readonly { fields: string[][]; words: string[]; glued: string[] }[],
+): string[][][] {
+  const dict = new Set<string>();
+  for (const a of analysed) for (const w of a.words) if (w.length >= 3 && w.length <= 20) dict.add(w);
+  const memo = new Map<string, string[]>();
+  return analysed.map((a) => {
+    const extra: string[] = [];
+    for (const w of a.glued) {
+      if (dict.has(w)) continue;
+      let parts = memo.get(w);
+      if (!parts) {
+        parts = segment(w, dict);
+        memo.set(w, parts);
+      }
+      for (const p of parts) extra.push(...analyze(p));
+    }
+    if (extra.length === 0) return a.fields;
+    const fields = [...a.fields];
+    fields[0] = [...(a.fields[0] ?? []), ...extra];
+    return fields;
+  });
+}
+
+/** Fewest dictionary words (3+ letters each) that spell `word` exactly; [] when none do. */
+function segment(word: string, dict: ReadonlySet<string>): string[] {
+  const n = word.length;
+  if (n > 40) return [];
+  const best = new Array<number>(n + 1).fill(Number.POSITIVE_INFINITY);
+  const from = new Array<number>(n + 1).fill(-1);
+  best[0] = 0;
+  for (let i = 3; i <= n; i++)
+    for (let j = Math.max(0, i - 20); j <= i - 3; j++) {
+      const cost = (best[j] ?? Number.POSITIVE_INFINITY) + 1;
+      if (cost < (best[i] ?? Number.POSITIVE_INFINITY) && dict.has(word.slice(j, i))) {
+        best[i] = cost;
+        from[i] = j;
+      }
+    }
+  if (!Number.isFinite(best[n] ?? Number.POSITIVE_INFINITY) || (best[n] ?? 0) < 2) return [];
+  const parts: string[] = [];
+  for (let i = n; i > 0; i = from[i] ?? 0) parts.unshift(word.slice(from[i] ?? 0, i));
+  return parts;
 }
 
 /** Adjacent word pairs, the proximity signal of the `phrases` field. */

@@ -23,6 +23,16 @@ export interface RankerConfig {
   readonly repeat: number;
   /** Exponent of the share of query terms a document covers (coordination). */
   readonly coordination: number;
+  /** Pseudo-relevance feedback: first-pass docs to read (0 = off). */
+  readonly prfDocs: number;
+  /** Expansion terms added from those docs. */
+  readonly prfTerms: number;
+  /** Weight of the best expansion term relative to an original query word. */
+  readonly prfWeight: number;
+  /** Expansion terms must occur in at most this share of the candidates (discriminative). */
+  readonly prfMaxDf: number;
+  /** Expansion terms must occur in at least this many feedback docs. */
+  readonly prfMinDocs: number;
 }
 
 /** Tuned on toolbench + metatool samples (bench/lib/tune-discovery.ts); generic, not per dataset. */
@@ -34,6 +44,11 @@ export const DEFAULT_RANKER: RankerConfig = {
   coordination: 0,
   fillWithFuzzy: true,
   repeat: 0.5,
+  prfDocs: 3,
+  prfTerms: 10,
+  prfWeight: 0.2,
+  prfMaxDf: 0.1,
+  prfMinDocs: 2,
 };
 
 export interface RankedDoc {
@@ -92,6 +107,14 @@ export class Ranker {
   private epoch = 0;
   private firstChar: Map<string, number[]> | undefined;
   private readonly expansions = new Map<string, [number, number][]>();
+  /** Forward index (CSR): per doc, its term ids and their saturated weights; phrases left out. */
+  private readonly fwdStart: Int32Array;
+  private readonly fwdTerm: Int32Array;
+  private readonly fwdSat: Float32Array;
+  /** PRF scratch: accumulated expansion weight per term, stamped per query. */
+  private prfAcc: Float64Array;
+  private prfCount: Uint16Array;
+  private prfStamp: Uint32Array;
 
   constructor(
     docs: readonly (readonly string[][])[],
@@ -156,6 +179,34 @@ export class Ranker {
       }
       this.postings.push({ docs: Int32Array.from(p.docs), sat });
     }
+    // Forward index for pseudo-relevance feedback (only words, not the phrase pairs).
+    const counts = new Int32Array(n + 1);
+    this.postings.forEach((p, id) => {
+      if ((this.terms[id] ?? "").includes(" ")) return;
+      for (let i = 0; i < p.docs.length; i++) {
+        const at = (p.docs[i] ?? 0) + 1;
+        counts[at] = (counts[at] ?? 0) + 1;
+      }
+    });
+    for (let d = 0; d < n; d++) counts[d + 1] = (counts[d + 1] ?? 0) + (counts[d] ?? 0);
+    this.fwdStart = counts;
+    const total = counts[n] ?? 0;
+    this.fwdTerm = new Int32Array(total);
+    this.fwdSat = new Float32Array(total);
+    const fill = counts.slice(0, n);
+    this.postings.forEach((p, id) => {
+      if ((this.terms[id] ?? "").includes(" ")) return;
+      for (let i = 0; i < p.docs.length; i++) {
+        const d = p.docs[i] ?? 0;
+        const at = fill[d] ?? 0;
+        fill[d] = at + 1;
+        this.fwdTerm[at] = id;
+        this.fwdSat[at] = p.sat[i] ?? 0;
+      }
+    });
+    this.prfAcc = new Float64Array(0);
+    this.prfCount = new Uint16Array(0);
+    this.prfStamp = new Uint32Array(0);
   }
 
   get size(): number {
@@ -203,19 +254,32 @@ export class Ranker {
     let allCount = 0;
     for (const d of touched) if (this.covered[d] === full) allCount++;
     const andOnly = allCount >= opts.limit && slots > 1;
-    const coord = this.config.coordination;
-    const top: RankedDoc[] = [];
-    for (const d of touched) {
-      const cov = this.covered[d] ?? 0;
-      if (andOnly && cov !== full) continue;
-      let rel = this.scores[d] ?? 0;
-      if (coord > 0 && slots > 1) rel *= (cov / slots) ** coord;
-      this.insertTop(
-        top,
-        { doc: d, relevance: rel, fuzzy: fuzzyUsed && this.usedFuzzy(d, terms) },
-        opts.limit,
-      );
+    const select = (limit: number): RankedDoc[] => {
+      const coord = this.config.coordination;
+      const out: RankedDoc[] = [];
+      for (const d of touched) {
+        const cov = this.covered[d] ?? 0;
+        if (andOnly && cov !== full) continue;
+        let rel = this.scores[d] ?? 0;
+        if (coord > 0 && slots > 1) rel *= (cov / slots) ** coord;
+        this.insertTop(out, { doc: d, relevance: rel, fuzzy: false }, limit);
+      }
+      return out;
+    };
+    const prf = this.config.prfDocs;
+    if (prf > 0 && touched.length > 1) {
+      const feedback = select(prf);
+      const extra = this.feedbackTerms(feedback, terms, opts.allowed);
+      if (extra.length > 0) touched = this.accumulate(extra, opts.allowed, touched);
     }
+    if (this.config.groupWeight > 0 && this.groups)
+      touched = this.lendToSiblings(touched, andOnly, full, opts.allowed);
+    const top = select(opts.limit);
+    if (fuzzyUsed)
+      for (let i = 0; i < top.length; i++) {
+        const r = top[i] as RankedDoc;
+        if (this.usedFuzzy(r.doc, terms)) top[i] = { ...r, fuzzy: true };
+      }
     if (opts.nameHits && opts.nameHits.length > 0) {
       const best = top.reduce((m, r) => Math.max(m, r.relevance), 0);
       const hits = new Set(opts.nameHits.filter((d) => !opts.allowed || opts.allowed[d] === 1));
@@ -231,6 +295,101 @@ export class Ranker {
         ? "and"
         : "or";
     return { docs: top, strategy };
+  }
+
+  /**
+   * Pseudo-relevance feedback (RM3-like): the terms that carry most weight in the first-pass top
+   * docs, weighted by each doc's relevance share and the term's idf, excluding the query's own
+   * terms and terms too common among the candidates.
+   */
+  private feedbackTerms(
+    feedback: readonly RankedDoc[],
+    terms: readonly QueryTerm[],
+    allowed: Uint8Array | undefined,
+  ): QueryTerm[] {
+    const best = feedback[0]?.relevance ?? 0;
+    if (best <= 0) return [];
+    const vocabSize = this.postings.length;
+    if (this.prfAcc.length !== vocabSize) {
+      this.prfAcc = new Float64Array(vocabSize);
+      this.prfCount = new Uint16Array(vocabSize);
+      this.prfStamp = new Uint32Array(vocabSize);
+    }
+    const stamp = this.epoch;
+    for (const t of terms) {
+      this.prfStamp[t.id] = stamp;
+      this.prfCount[t.id] = 65_535; // never selected
+    }
+    const seen: number[] = [];
+    for (const r of feedback) {
+      const w = r.relevance / best;
+      const end = this.fwdStart[r.doc + 1] ?? 0;
+      for (let i = this.fwdStart[r.doc] ?? 0; i < end; i++) {
+        const id = this.fwdTerm[i] ?? 0;
+        if (this.prfStamp[id] !== stamp) {
+          this.prfStamp[id] = stamp;
+          this.prfAcc[id] = 0;
+          this.prfCount[id] = 0;
+          seen.push(id);
+        }
+        if (this.prfCount[id] === 65_535) continue;
+        this.prfAcc[id] = (this.prfAcc[id] ?? 0) + w * (this.fwdSat[i] ?? 0);
+        this.prfCount[id] = (this.prfCount[id] ?? 0) + 1;
+      }
+    }
+    const stats = allowed ? this.statsFor(allowed) : undefined;
+    const n = stats ? stats.n : this.size;
+    const minDocs = Math.min(this.config.prfMinDocs, feedback.length);
+    const maxDf = Math.max(1, this.config.prfMaxDf * n);
+    const picked: [number, number][] = [];
+    for (const id of seen) {
+      if ((this.prfCount[id] ?? 0) < minDocs) continue;
+      const df = allowed && stats ? this.maskedDf(id, allowed, stats) : (this.postings[id]?.docs.length ?? 0);
+      if (df > maxDf || df < 2) continue;
+      const value = (this.prfAcc[id] ?? 0) * Math.log(1 + (n - df + 0.5) / (df + 0.5));
+      picked.push([id, value]);
+    }
+    picked.sort((a, b) => b[1] - a[1] || a[0] - b[0]);
+    const chosen = picked.slice(0, this.config.prfTerms);
+    const top = chosen[0]?.[1] ?? 0;
+    if (top <= 0) return [];
+    return chosen.map(([id, v]) => ({
+      id,
+      weight: (this.config.prfWeight * v) / top,
+      slot: -1,
+      fuzzy: false,
+    }));
+  }
+
+  /** Adds terms to the current query's scores (same epoch), returning the grown touched list. */
+  private accumulate(
+    terms: readonly QueryTerm[],
+    allowed: Uint8Array | undefined,
+    touched: number[],
+  ): number[] {
+    const stats = allowed ? this.statsFor(allowed) : undefined;
+    const n = stats ? stats.n : this.size;
+    for (const t of terms) {
+      const p = this.postings[t.id];
+      if (!p) continue;
+      const df = allowed && stats ? this.maskedDf(t.id, allowed, stats) : p.docs.length;
+      if (df === 0) continue;
+      const idf = Math.log(1 + (n - df + 0.5) / (df + 0.5)) * t.weight;
+      const { docs, sat } = p;
+      for (let i = 0; i < docs.length; i++) {
+        const d = docs[i] ?? 0;
+        if (allowed && allowed[d] !== 1) continue;
+        if (this.stamp[d] !== this.epoch) {
+          this.stamp[d] = this.epoch;
+          this.scores[d] = 0;
+          this.covered[d] = 0;
+          this.lastSlot[d] = -1;
+          touched.push(d);
+        }
+        this.scores[d] = (this.scores[d] ?? 0) + idf * (sat[i] ?? 0);
+      }
+    }
+    return touched;
   }
 
   private score(terms: readonly QueryTerm[], allowed: Uint8Array | undefined): number[] {

@@ -17,7 +17,9 @@ import { ToolCatalog } from "../discovery/index.ts";
 import { EventLog } from "../events/index.ts";
 import { SkillService } from "../skills/index.ts";
 import { syncCatalogFiles } from "../sources/catalog-files.ts";
+import { McpSources, type McpTimeouts } from "../sources/mcp.ts";
 import { loadConfiguredSkillPacks } from "../sources/skill-packs.ts";
+import { ToolSourceRegistry } from "../sources/status.ts";
 import { type Db, openDatabase } from "../store/database.ts";
 import { allMigrations } from "../store/migrations.ts";
 import { ToolService } from "../tools/service.ts";
@@ -34,16 +36,26 @@ import { startTransport } from "./transport.ts";
 export interface StartOptions {
   /** How long in-flight calls may run on shutdown before they are cut (default 10 s). */
   readonly drainGraceMs?: number;
+  /**
+   * How long the start waits for the first sync of the configured MCP servers (all in parallel)
+   * before it listens anyway (default 5 s). Servers still connecting keep syncing in the background;
+   * until then their last persisted catalog is served.
+   */
+  readonly mcpStartupWaitMs?: number;
+  /** Connect, request and backoff timings of MCP sources (tests and benches). */
+  readonly mcpTimeouts?: Partial<McpTimeouts>;
 }
 
 export interface RunningServer {
   readonly port: number;
   readonly db: Db;
   readonly events: EventLog;
+  readonly mcp: McpSources;
   /** Drains in-flight calls, ends watch streams, closes the database. Idempotent. */
   stop(): Promise<void>;
 }
 
+const DEFAULT_MCP_STARTUP_WAIT_MS = 5_000;
 const WAYFIND_SERVICES: readonly DescService[] = [ToolDiscoveryService, SkillServiceDesc, UsageService];
 
 export async function startServer(
@@ -68,6 +80,9 @@ export async function startServer(
 
   const catalog = new ToolCatalog(db, { events, preferredNamespaces: config.toolSearch.preferredNamespaces });
   syncCatalogFiles(catalog, config.catalogs, logger);
+  const mcp = new McpSources(config.mcpServers, catalog, logger, options.mcpTimeouts);
+  const sources = new ToolSourceRegistry(catalog, mcp);
+  sources.catalogFilesLoaded(config.catalogs);
   const access = createAccessControl(config);
   const filtered = access.policyFilteredCount(catalog.all());
   events.emit({
@@ -105,7 +120,7 @@ export async function startServer(
   const routes = [
     ...withCallPipeline(
       [
-        ...serviceRoutes(ToolDiscoveryService, toolDiscoveryService(tools, events)),
+        ...serviceRoutes(ToolDiscoveryService, toolDiscoveryService(tools, events, sources)),
         ...serviceRoutes(
           SkillServiceDesc,
           skillService(skills, events, (caller) => tools.toolGate(caller)),
@@ -120,6 +135,8 @@ export async function startServer(
 
   let transport: Awaited<ReturnType<typeof startTransport>>;
   try {
+    // Last before listening, so nothing that can still fail the start leaves MCP children behind.
+    await mcp.start(options.mcpStartupWaitMs ?? DEFAULT_MCP_STARTUP_WAIT_MS);
     transport = await startTransport({
       host: settings.host,
       port: settings.port,
@@ -128,6 +145,7 @@ export async function startServer(
       shutdownSignal: shutdown.signal,
     });
   } catch (error) {
+    await mcp.close();
     events.close();
     db.close();
     throw error;
@@ -139,12 +157,14 @@ export async function startServer(
     port: transport.port,
     db,
     events,
+    mcp,
     stop() {
       stopping ??= (async () => {
         logger.info("draining");
         health.setAll(ServingStatus.NOT_SERVING);
         shutdown.abort();
         await transport.close(options.drainGraceMs ?? 10_000);
+        await mcp.close();
         events.close();
         db.close();
         logger.info("stopped");

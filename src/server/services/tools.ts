@@ -1,3 +1,4 @@
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { MatchType, SearchType } from "../../../gen/ts/wayfind/v1/common_pb.ts";
 import {
@@ -6,6 +7,7 @@ import {
   type Tool as ProtoTool,
   SideEffect,
   type ToolDiscoveryService,
+  ToolSourceKind,
 } from "../../../gen/ts/wayfind/v1/tools_pb.ts";
 import type { ActivationScope as Scope } from "../../activation/index.ts";
 import type {
@@ -21,6 +23,7 @@ import { discoveryToolDefinitions as discoveryTools } from "../../discovery-tool
 import { invalidArgument } from "../../errors.ts";
 import type { EventLog } from "../../events/index.ts";
 import type { PayloadProvider } from "../../payload/index.ts";
+import type { ToolSourceKind as Kind, ToolSourceRegistry } from "../../sources/status.ts";
 import type { ToolService } from "../../tools/service.ts";
 import { callerOf } from "../pipeline.ts";
 import { EnumMap } from "./enums.ts";
@@ -57,17 +60,38 @@ const MATCH_TYPES: Readonly<Record<Match, MatchType>> = {
   fts: MatchType.FTS,
   fts_fuzzy: MatchType.FUZZY,
 };
+const SOURCE_KINDS: Readonly<Record<Kind, ToolSourceKind>> = {
+  catalog_file: ToolSourceKind.CATALOG_FILE,
+  mcp_stdio: ToolSourceKind.MCP_STDIO,
+  mcp_http: ToolSourceKind.MCP_HTTP,
+  api: ToolSourceKind.API,
+};
 const PAYLOAD_PROVIDERS: readonly PayloadProvider[] = ["anthropic", "openai", "gemini"];
 
 export function toolDiscoveryService(
   tools: ToolService,
   events: EventLog,
+  sources?: ToolSourceRegistry,
 ): Partial<ServiceImpl<typeof ToolDiscoveryService>> {
   return {
     registerTools(request) {
       const inputs = request.tools.map((tool, i) => toToolInput(tool, request.namespace, i));
       const result = tools.register(request.source, inputs, request.replaceSource);
+      sources?.apiRegistered(request.source);
       return { ...result, catalogFingerprint: result.fingerprint };
+    },
+
+    listToolSources() {
+      return {
+        sources: (sources?.list() ?? []).map((source) => ({
+          name: source.name,
+          kind: SOURCE_KINDS[source.kind],
+          toolCount: source.toolCount,
+          lastSyncTime: source.lastSyncTime ? timestampFromDate(source.lastSyncTime) : undefined,
+          healthy: source.healthy,
+          lastError: source.lastError,
+        })),
+      };
     },
 
     listTools(request, context) {

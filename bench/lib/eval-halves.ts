@@ -1,0 +1,35 @@
+/**
+ * Held-out check for ranker changes (development aid): every query of toolbench and metatool, split
+ * into even (tune) and odd (check) positions; prints R@1/5/10/MRR per half.
+ * Usage: node --import tsx bench/lib/eval-halves.ts ['{"k1":1.5}' ...]   (RankerConfig overrides)
+ */
+import { ToolCatalog } from "../../src/discovery/index.ts";
+import { DEFAULT_RANKER, type RankerConfig } from "../../src/discovery/ranker.ts";
+import { evaluate } from "../search-quality-eval.ts";
+import { openCatalog, readQueries } from "./discovery-data.ts";
+
+const sets = ["toolbench", "metatool"].map((set) => {
+  const opened = openCatalog([`${set}_catalog.jsonl`]);
+  const all = readQueries(`${set}_queries.jsonl`);
+  return { set, ...opened, even: all.filter((_, i) => i % 2 === 0), odd: all.filter((_, i) => i % 2 === 1) };
+});
+
+const f = (x: number) => x.toFixed(3);
+const variants = process.argv.slice(2);
+if (variants.length === 0) variants.push("{}");
+for (const v of variants) {
+  const cfg = { ...DEFAULT_RANKER, ...(JSON.parse(v) as Partial<RankerConfig>) } as RankerConfig;
+  const parts: string[] = [];
+  for (const s of sets) {
+    const c = new ToolCatalog(s.db, { ranker: cfg });
+    for (const [half, qs] of [
+      ["even", s.even],
+      ["odd", s.odd],
+    ] as const) {
+      const m = evaluate(c, qs, s.aliasOf);
+      parts.push(`${s.set.slice(0, 4)}-${half} ${f(m.r1)} ${f(m.r5)} ${f(m.r10)} ${f(m.mrr)}`);
+    }
+  }
+  console.log(`${v}\n  ${parts.join(" | ")}`);
+}
+for (const s of sets) s.close();

@@ -1,0 +1,57 @@
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { ConnectError, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { ToolDiscoveryService, type ToolSource, ToolSourceKind } from "../../gen/ts/wayfind/v1/tools_pb.ts";
+
+const KIND_LABELS: Readonly<Record<ToolSourceKind, string>> = {
+  [ToolSourceKind.UNSPECIFIED]: "?",
+  [ToolSourceKind.CATALOG_FILE]: "catalog",
+  [ToolSourceKind.MCP_STDIO]: "mcp-stdio",
+  [ToolSourceKind.MCP_HTTP]: "mcp-http",
+  [ToolSourceKind.API]: "api",
+};
+
+/**
+ * `wayfind sources`: calls ListToolSources over gRPC and prints a table. Returns the exit code:
+ * 0 when every source is healthy, 1 when one is not or the server cannot be reached.
+ */
+export async function listSources(addr: string, out: NodeJS.WritableStream): Promise<number> {
+  const baseUrl = /^https?:\/\//.test(addr) ? addr : `http://${addr}`;
+  const client = createClient(ToolDiscoveryService, createGrpcTransport({ baseUrl }));
+  let sources: ToolSource[];
+  try {
+    ({ sources } = await client.listToolSources({}, { timeoutMs: 10_000 }));
+  } catch (error) {
+    const message = error instanceof ConnectError ? error.rawMessage : String(error);
+    throw new Error(`cannot list sources from ${baseUrl}: ${message}; is \`wayfind serve\` running there?`);
+  }
+  out.write(formatSourcesTable(sources));
+  return sources.every((s) => s.healthy) ? 0 : 1;
+}
+
+/** Fixed-width columns; the error column is last and never truncated. */
+export function formatSourcesTable(sources: readonly ToolSource[]): string {
+  const header = ["SOURCE", "KIND", "TOOLS", "HEALTHY", "LAST SYNC", "LAST ERROR"];
+  const rows = sources.map((s) => [
+    s.name,
+    KIND_LABELS[s.kind] ?? String(s.kind),
+    String(s.toolCount),
+    s.healthy ? "yes" : "NO",
+    s.lastSyncTime
+      ? timestampDate(s.lastSyncTime)
+          .toISOString()
+          .replace(/\.\d+Z$/, "Z")
+      : "-",
+    s.lastError.replace(/\s+/g, " "),
+  ]);
+  const all = [header, ...rows];
+  const widths = header.map((_, i) => Math.max(...all.map((row) => (row[i] ?? "").length)));
+  const lines = all.map((row) =>
+    row
+      .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)))
+      .join("  ")
+      .trimEnd(),
+  );
+  if (sources.length === 0) lines.push("(no tool sources)");
+  return `${lines.join("\n")}\n`;
+}
