@@ -1,6 +1,8 @@
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import pino from "pino";
+import { runCatalogStats } from "./cli/catalog-stats.ts";
+import { skillPackProgressBar } from "./cli/progress.ts";
 import { applyCliOverrides, loadConfig } from "./config/index.ts";
 import { startServer } from "./server/app.ts";
 import { listSources } from "./sources/cli.ts";
@@ -13,6 +15,7 @@ const USAGE = `wayfind — tool and skill discovery for LLM agents
 Usage:
   wayfind serve [--config FILE] [--host H] [--port P] [--data-dir DIR]
   wayfind sources [--addr HOST:PORT]
+  wayfind catalog stats [--config FILE] [--provider anthropic|openai|gemini] [--ceiling N] [--budget N]
 
 Options:
   --config FILE    YAML configuration (see wayfind.example.yaml; default demo/wayfind.yaml)
@@ -20,10 +23,15 @@ Options:
   --port P         port for gRPC, gRPC-Web and Connect (default 50051; 0 picks a free one)
   --data-dir DIR   where the SQLite database lives (default ./.wayfind)
   --addr HOST:PORT server to ask (sources; default 127.0.0.1:50051, or an http(s):// URL)
+  --provider P     catalog stats: whose tool format to measure (default anthropic)
+  --ceiling N      catalog stats: flag tools over N tokens (default 800)
+  --budget N       catalog stats: total token budget of all tools (default 20000)
 
 Commands:
   serve            run the server
   sources          print every tool source (catalog files, MCP servers, API) with its health
+  catalog stats    the rendered size of every configured tool, against a per-tool ceiling and a
+                   total budget (exits 1 when over), so bloat shows before users pay for it
 `;
 
 async function main(argv: string[]): Promise<number> {
@@ -35,6 +43,9 @@ async function main(argv: string[]): Promise<number> {
   if (command === "sources") {
     const { values } = parseArgs({ args: rest, options: { addr: { type: "string" } }, strict: true });
     return listSources(values.addr ?? "127.0.0.1:50051", process.stdout);
+  }
+  if (command === "catalog" && rest[0] === "stats") {
+    return runCatalogStats(rest.slice(1), (file) => loadConfig(file ?? DEMO_CONFIG));
   }
   if (command !== "serve") {
     process.stderr.write(`unknown command "${command}"\n\n${USAGE}`);
@@ -61,7 +72,9 @@ async function main(argv: string[]): Promise<number> {
     base: undefined,
     timestamp: pino.stdTimeFunctions.isoTime,
   });
-  const server = await startServer(config, logger);
+  const server = await startServer(config, logger, {
+    onSkillPackProgress: skillPackProgressBar(process.stderr),
+  });
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     process.once(signal, () => {
       logger.info({ signal }, "signal received");

@@ -56,3 +56,15 @@ describe("wayfind serve", () => {
     expect(stderr.join("")).toContain("Usage:");
   });
 });
+
+describe("wayfind catalog stats", () => {
+  it("prints the schema budget of the configured catalogs and exits 1 when a tool is over the ceiling", async () => {
+    const { child, exited } = run(["catalog", "stats", "--ceiling", "150", "--top", "3"]);
+    const out: string[] = [];
+    child.stdout.on("data", (chunk: Buffer) => out.push(chunk.toString()));
+    expect(await exited).toBe(1);
+    const text = out.join("");
+    expect(text).toContain("github.create_pull_request");
+    expect(text).toMatch(/over 150-token ceiling: [1-9]/);
+  });
+});

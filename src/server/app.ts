@@ -15,7 +15,7 @@ import { ActivationStore, compileLazyGroups } from "../activation/index.ts";
 import type { WayfindConfig } from "../config/index.ts";
 import { ToolCatalog } from "../discovery/index.ts";
 import { EventLog } from "../events/index.ts";
-import { SkillService } from "../skills/index.ts";
+import { type LoadProgress, SkillService } from "../skills/index.ts";
 import { syncCatalogFiles } from "../sources/catalog-files.ts";
 import { McpSources, type McpTimeouts } from "../sources/mcp.ts";
 import { loadConfiguredSkillPacks } from "../sources/skill-packs.ts";
@@ -36,6 +36,8 @@ import { startTransport } from "./transport.ts";
 export interface StartOptions {
   /** How long in-flight calls may run on shutdown before they are cut (default 10 s). */
   readonly drainGraceMs?: number;
+  /** Progress of the configured skill packs as they load (the CLI draws a bar). */
+  readonly onSkillPackProgress?: (pack: string, progress: LoadProgress) => void;
   /**
    * How long the start waits for the first sync of the configured MCP servers (all in parallel)
    * before it listens anyway (default 5 s). Servers still connecting keep syncing in the background;
@@ -112,7 +114,7 @@ export async function startServer(
       ...config.skillPacks.map((p) => p.path),
     ],
   });
-  loadConfiguredSkillPacks(skills, config.skillPacks, logger);
+  loadConfiguredSkillPacks(skills, config.skillPacks, logger, options.onSkillPackProgress);
 
   const health = new HealthStatus(WAYFIND_SERVICES.map((service) => service.typeName));
   const reflected = [...WAYFIND_SERVICES, Health, ServerReflectionV1, ServerReflectionV1Alpha];
