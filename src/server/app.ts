@@ -17,7 +17,7 @@ import { ToolCatalog } from "../discovery/index.ts";
 import { EventLog } from "../events/index.ts";
 import { type LoadProgress, SkillService } from "../skills/index.ts";
 import { syncCatalogFiles } from "../sources/catalog-files.ts";
-import { McpSources, type McpTimeouts } from "../sources/mcp.ts";
+import { McpSources, type McpTimeouts, mcpSourceId } from "../sources/mcp.ts";
 import { loadConfiguredSkillPacks } from "../sources/skill-packs.ts";
 import { ToolSourceRegistry } from "../sources/status.ts";
 import { type Db, openDatabase } from "../store/database.ts";
@@ -82,7 +82,17 @@ export async function startServer(
 
   const catalog = new ToolCatalog(db, { events, preferredNamespaces: config.toolSearch.preferredNamespaces });
   syncCatalogFiles(catalog, config.catalogs, logger);
-  const mcp = new McpSources(config.mcpServers, catalog, logger, options.mcpTimeouts);
+  const health = new HealthStatus(WAYFIND_SERVICES.map((service) => service.typeName));
+  // Each MCP server is a health "service" of its own (`wayfind.source.mcp:<name>`), NOT_SERVING
+  // until its first sync and whenever it is down, so probes see which source is unhealthy.
+  for (const server of config.mcpServers)
+    health.set(sourceHealthName(mcpSourceId(server.name)), ServingStatus.NOT_SERVING);
+  const mcp = new McpSources(config.mcpServers, catalog, logger, options.mcpTimeouts, (status) =>
+    health.set(
+      sourceHealthName(status.id),
+      status.healthy ? ServingStatus.SERVING : ServingStatus.NOT_SERVING,
+    ),
+  );
   const sources = new ToolSourceRegistry(catalog, mcp);
   sources.catalogFilesLoaded(config.catalogs);
   const access = createAccessControl(config);
@@ -116,7 +126,6 @@ export async function startServer(
   });
   loadConfiguredSkillPacks(skills, config.skillPacks, logger, options.onSkillPackProgress);
 
-  const health = new HealthStatus(WAYFIND_SERVICES.map((service) => service.typeName));
   const reflected = [...WAYFIND_SERVICES, Health, ServerReflectionV1, ServerReflectionV1Alpha];
 
   const routes = [
@@ -186,4 +195,9 @@ function toPriceEntry(price: WayfindConfig["pricing"][number]) {
     cache_write: price.cacheWrite,
     cache_read: price.cacheRead,
   };
+}
+
+/** Health service name of a tool source. */
+export function sourceHealthName(sourceId: string): string {
+  return `wayfind.source.${sourceId}`;
 }

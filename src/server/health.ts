@@ -20,6 +20,13 @@ export class HealthStatus {
     this.#changes.setMaxListeners(0);
   }
 
+  /** Sets (or adds) one service's status; watchers of it are told. */
+  set(service: string, status: ServingStatus): void {
+    if (this.#statuses.get(service) === status) return;
+    this.#statuses.set(service, status);
+    this.#changes.emit("change", service);
+  }
+
   setAll(status: ServingStatus): void {
     for (const name of this.#statuses.keys()) {
       this.#statuses.set(name, status);

@@ -130,6 +130,7 @@ export class McpSource {
     private readonly catalog: ToolCatalog,
     private readonly logger: Logger,
     timeouts: Partial<McpTimeouts> = {},
+    private readonly onHealthChange: (status: McpSourceStatus) => void = () => {},
   ) {
     this.id = mcpSourceId(config.name);
     this.kind = config.transport === "stdio" ? "mcp_stdio" : "mcp_http";
@@ -323,13 +324,14 @@ export class McpSource {
     this.lastSyncTime = new Date();
     const ms = Math.round(performance.now() - started);
     if (outcome.skipped.length > 0) {
-      this.healthy = false;
-      this.lastError = `${outcome.skipped.length} of ${listed.length} tools skipped: ${outcome.skipped.join("; ")}`;
+      this.setHealth(
+        false,
+        `${outcome.skipped.length} of ${listed.length} tools skipped: ${outcome.skipped.join("; ")}`,
+      );
       this.logger.warn({ ...outcome, ms }, "mcp tools synced with skipped tools");
     } else {
       const wasHealthy = this.healthy;
-      this.healthy = true;
-      this.lastError = "";
+      this.setHealth(true, "");
       const changed = outcome.added + outcome.updated + outcome.removed > 0;
       if (changed || !wasHealthy) this.logger.info({ ...outcome, ms }, "mcp tools synced");
       else this.logger.debug({ ...outcome, ms }, "mcp tools unchanged");
@@ -416,13 +418,19 @@ export class McpSource {
     }
   }
 
+  private setHealth(healthy: boolean, error: string): void {
+    const changed = healthy !== this.healthy;
+    this.healthy = healthy;
+    this.lastError = error;
+    if (changed) this.onHealthChange(this.status());
+  }
+
   /**
    * Marks the source unhealthy and, for connection trouble, schedules a reconnect with capped
    * exponential backoff and jitter. A list we cannot register waits for list_changed or the interval.
    */
   private fail(message: string, reconnect = true): void {
-    this.healthy = false;
-    this.lastError = message;
+    this.setHealth(false, message);
     if (this.closed) return;
     if (!reconnect) {
       this.logger.warn({ error: message }, "mcp source unhealthy; last good catalog kept");
@@ -486,8 +494,9 @@ export class McpSources {
     private readonly catalog: ToolCatalog,
     private readonly logger: Logger,
     timeouts: Partial<McpTimeouts> = {},
+    onHealthChange?: (status: McpSourceStatus) => void,
   ) {
-    this.sources = configs.map((config) => new McpSource(config, catalog, logger, timeouts));
+    this.sources = configs.map((config) => new McpSource(config, catalog, logger, timeouts, onHealthChange));
   }
 
   /**

@@ -4,6 +4,10 @@ import { join } from "node:path";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  Health,
+  HealthCheckResponse_ServingStatus as ServingStatus,
+} from "../../gen/ts/grpc/health/v1/health_pb.ts";
+import {
   LoadingMode,
   SideEffect,
   ToolDiscoveryService,
@@ -109,6 +113,14 @@ describe("MCP servers through the real server", () => {
     expect(byName["team-api"]).toMatchObject({ kind: ToolSourceKind.API, toolCount: 1, healthy: true });
     const synced = byName["mcp:memory"]?.lastSyncTime;
     expect(synced && Date.now() - timestampDate(synced).getTime()).toBeLessThan(60_000);
+  });
+
+  it("reports each MCP server in grpc.health.v1 as its own service", async () => {
+    const health = wayfind.grpc(Health);
+    expect((await health.check({ service: "wayfind.source.mcp:memory" })).status).toBe(ServingStatus.SERVING);
+    expect((await health.check({ service: "wayfind.source.mcp:ghost" })).status).toBe(
+      ServingStatus.NOT_SERVING,
+    );
   });
 
   it("stop() ends the stdio MCP server processes", async () => {
