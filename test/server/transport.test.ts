@@ -1,10 +1,17 @@
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Health, HealthCheckResponse_ServingStatus } from "../../gen/ts/grpc/health/v1/health_pb.ts";
 import { ServerReflection } from "../../gen/ts/grpc/reflection/v1/reflection_pb.ts";
 import { ServerReflection as ServerReflectionV1Alpha } from "../../gen/ts/grpc/reflection/v1alpha/reflection_pb.ts";
-import { UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
+import {
+  type GetUsageSummaryRequest,
+  GetUsageSummaryRequestSchema,
+  type GetUsageSummaryResponse,
+  GetUsageSummaryResponseSchema,
+  UsageService,
+} from "../../gen/ts/wayfind/v1/usage_pb.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 
 let wayfind: TestServer;
@@ -54,6 +61,23 @@ describe("one port serves every protocol", () => {
     });
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ status: "SERVING" });
+  });
+});
+
+describe("a stock @grpc/grpc-js client", () => {
+  it("calls a wayfind RPC with messages encoded by the generated TypeScript code", async () => {
+    const client = new grpc.Client(`127.0.0.1:${wayfind.port}`, grpc.credentials.createInsecure());
+    const response = await new Promise<GetUsageSummaryResponse>((resolve, reject) => {
+      client.makeUnaryRequest(
+        "/wayfind.v1.UsageService/GetUsageSummary",
+        (request: GetUsageSummaryRequest) => Buffer.from(toBinary(GetUsageSummaryRequestSchema, request)),
+        (bytes: Buffer) => fromBinary(GetUsageSummaryResponseSchema, bytes),
+        create(GetUsageSummaryRequestSchema, { caller: { tenantId: "stock" } }),
+        (error, value) => (error || !value ? reject(error) : resolve(value)),
+      );
+    });
+    client.close();
+    expect(response.totals?.calls).toBe(0n);
   });
 });
 
