@@ -155,6 +155,24 @@ describe("server reflection", () => {
   });
 });
 
+describe("deadlines", () => {
+  it("ends a long watch stream with DEADLINE_EXCEEDED when the client's deadline passes", async () => {
+    const stream = wayfind
+      .grpc(UsageService)
+      .watchUsageEvents({ caller: { tenantId: "t" } }, { timeoutMs: 300 });
+    const error = await (async () => {
+      try {
+        for await (const _ of stream) {
+          // status message, then nothing until the deadline
+        }
+      } catch (e) {
+        return ConnectError.from(e);
+      }
+    })();
+    expect(error?.code).toBe(Code.DeadlineExceeded);
+  });
+});
+
 describe("bad input", () => {
   it("answers a malformed protobuf with INVALID_ARGUMENT", async () => {
     const result = await rawGrpcCall(
