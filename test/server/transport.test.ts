@@ -12,6 +12,7 @@ import {
   GetUsageSummaryResponseSchema,
   UsageService,
 } from "../../gen/ts/wayfind/v1/usage_pb.ts";
+import { failure } from "../support/rpc.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 
 let wayfind: TestServer;
@@ -160,16 +161,13 @@ describe("deadlines", () => {
     const stream = wayfind
       .grpc(UsageService)
       .watchUsageEvents({ caller: { tenantId: "t" } }, { timeoutMs: 300 });
-    const error = await (async () => {
-      try {
-        for await (const _ of stream) {
-          // status message, then nothing until the deadline
-        }
-      } catch (e) {
-        return ConnectError.from(e);
+    const drain = async () => {
+      for await (const _ of stream) {
+        // the status message, then nothing until the deadline
       }
-    })();
-    expect(error?.code).toBe(Code.DeadlineExceeded);
+    };
+    const error = await failure(drain());
+    expect(error.code).toBe(Code.DeadlineExceeded);
   });
 });
 
