@@ -33,6 +33,8 @@ export interface RankerConfig {
   readonly prfMaxDf: number;
   /** Expansion terms must occur in at least this many feedback docs. */
   readonly prfMinDocs: number;
+  /** Exponent on idf: above 1 stresses rare query words further. */
+  readonly idfPower: number;
 }
 
 /** Tuned on toolbench + metatool samples (bench/lib/tune-discovery.ts); generic, not per dataset. */
@@ -45,10 +47,11 @@ export const DEFAULT_RANKER: RankerConfig = {
   fillWithFuzzy: true,
   repeat: 0.5,
   prfDocs: 3,
-  prfTerms: 10,
+  prfTerms: 6,
   prfWeight: 0.2,
   prfMaxDf: 0.1,
   prfMinDocs: 2,
+  idfPower: 1.25,
 };
 
 export interface RankedDoc {
@@ -272,8 +275,6 @@ export class Ranker {
       const extra = this.feedbackTerms(feedback, terms, opts.allowed);
       if (extra.length > 0) touched = this.accumulate(extra, opts.allowed, touched);
     }
-    if (this.config.groupWeight > 0 && this.groups)
-      touched = this.lendToSiblings(touched, andOnly, full, opts.allowed);
     const top = select(opts.limit);
     if (fuzzyUsed)
       for (let i = 0; i < top.length; i++) {
@@ -374,7 +375,7 @@ export class Ranker {
       if (!p) continue;
       const df = allowed && stats ? this.maskedDf(t.id, allowed, stats) : p.docs.length;
       if (df === 0) continue;
-      const idf = Math.log(1 + (n - df + 0.5) / (df + 0.5)) * t.weight;
+      const idf = Math.log(1 + (n - df + 0.5) / (df + 0.5)) ** this.config.idfPower * t.weight;
       const { docs, sat } = p;
       for (let i = 0; i < docs.length; i++) {
         const d = docs[i] ?? 0;
@@ -402,7 +403,7 @@ export class Ranker {
       if (!p) continue;
       const df = allowed && stats ? this.maskedDf(t.id, allowed, stats) : p.docs.length;
       if (df === 0) continue;
-      const idf = Math.log(1 + (n - df + 0.5) / (df + 0.5)) * t.weight;
+      const idf = Math.log(1 + (n - df + 0.5) / (df + 0.5)) ** this.config.idfPower * t.weight;
       const { docs, sat } = p;
       for (let i = 0; i < docs.length; i++) {
         const d = docs[i] ?? 0;

@@ -167,3 +167,50 @@ describe("visibility", () => {
     expect(page.totalSize).toBe(4);
   });
 });
+
+describe("catalog-derived text signals", () => {
+  it("splits glued name parts into words the catalog's descriptions use", () => {
+    const { catalog } = openCatalog();
+    catalog.register("s", [
+      { name: "getrandomimage_for_miku", description: "Returns one picture" },
+      { name: "list_albums", description: "Lists albums; get a random image id from each" },
+      { name: "other_tool", description: "Unrelated words" },
+    ]);
+    expect(names(catalog.search({ query: "random image" }))).toContain("getrandomimage_for_miku");
+  });
+
+  it("matches a camelCase identifier in the query against a glued name", () => {
+    const { catalog } = openCatalog();
+    catalog.register("s", [
+      { name: "getimage_for_miku", description: "Returns a stored picture by file id" },
+      { name: "get_weather_image", description: "Weather radar image" },
+      { name: "get_image_tags", description: "Tags of an image" },
+      { name: "get_thumbnail", description: "Small image of a video" },
+      { name: "get_user", description: "A user's profile" },
+    ]);
+    expect(names(catalog.search({ query: "use the getImage API" }))[0]).toBe("getimage_for_miku");
+  });
+});
+
+describe("pseudo-relevance feedback", () => {
+  it("lifts a doc sharing the top results' vocabulary but not the query's words", () => {
+    const { catalog } = openCatalog();
+    catalog.register("s", [
+      { name: "forecast_today", description: "weather forecast with temperature humidity and precipitation" },
+      {
+        name: "forecast_week",
+        description: "weather forecast for the week, temperature humidity precipitation",
+      },
+      { name: "rain_radar", description: "precipitation humidity temperature radar maps" },
+      { name: "stock_quote", description: "stock price quote" },
+      ...Array.from({ length: 30 }, (_, i) => ({
+        name: `filler_${i}`,
+        description: `unrelated filler text ${i}`,
+      })),
+    ]);
+    const found = names(catalog.search({ query: "weather forecast", limit: 5 }));
+    expect(found.slice(0, 2).sort()).toEqual(["forecast_today", "forecast_week"]);
+    expect(found).toContain("rain_radar");
+    expect(found).not.toContain("stock_quote");
+  });
+});
