@@ -25,6 +25,7 @@ import {
   ensureGhz,
   type LoadResult,
   type LoadSpec,
+  printAligned,
   probeStatus,
   runGhz,
   type ServerProcess,
@@ -213,18 +214,6 @@ function printTable(rssRows: readonly ServerRss[]) {
       `\nnote: at 4×10 ${clientBound.map((r) => `${r.target.server} ${r.target.label}`).join(", ")} ran below 90% of a core: ` +
         "req/s there is bounded by the load client and the other processes on this machine, not the server alone",
     );
-}
-
-function printAligned(header: string[], body: string[][], rightAligned: ReadonlySet<number>) {
-  const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => (row[i] ?? "").length)));
-  const line = (cells: string[]) =>
-    cells
-      .map((cell, i) => (rightAligned.has(i) ? cell.padStart(widths[i] ?? 0) : cell.padEnd(widths[i] ?? 0)))
-      .join("  ")
-      .trimEnd();
-  console.log(line(header));
-  console.log(widths.map((w) => "-".repeat(w)).join("  "));
-  for (const row of body) console.log(line(row));
 }
 
 const BARE = "grpc-js bare";

@@ -6,42 +6,10 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import os, { tmpdir } from "node:os";
 import { join } from "node:path";
-import {
-  discoveryMigrations,
-  parseCatalogFile,
-  ToolCatalog,
-  type ToolInput,
-} from "../src/discovery/index.ts";
+import { discoveryMigrations, ToolCatalog } from "../src/discovery/index.ts";
 import { splitWords } from "../src/discovery/text.ts";
 import { openDatabase } from "../src/store/database.ts";
-import { DATA_DIR, readQueries, sample, table } from "./lib/discovery-data.ts";
-
-const TARGET = 10_000;
-const CATALOGS = [
-  "toolbench_catalog.jsonl",
-  "mcp_catalog.jsonl",
-  "livemcpbench_catalog.jsonl",
-  "metatool_catalog.jsonl",
-];
-
-function grow(): ToolInput[] {
-  // mcp and livemcpbench share some servers: keep the first of each name.
-  const seen = new Set<string>();
-  const base = CATALOGS.flatMap((f) => parseCatalogFile(join(DATA_DIR, f)).tools).filter((t) => {
-    const full = t.namespace ? `${t.namespace}.${t.name.replace(`${t.namespace}.`, "")}` : t.name;
-    if (seen.has(full)) return false;
-    seen.add(full);
-    return true;
-  });
-  const out: ToolInput[] = [];
-  for (let copy = 0; out.length < TARGET; copy++)
-    for (const t of base) {
-      if (out.length >= TARGET) break;
-      // Copy n lives in namespace `copyN`; names stay distinct and realistic.
-      out.push(copy === 0 ? t : { ...t, namespace: `copy${copy}`, aliases: [] });
-    }
-  return out;
-}
+import { GROW_CATALOGS, growCatalog, readQueries, sample, table } from "./lib/discovery-data.ts";
 
 function percentiles(samples: number[]): [number, number, number] {
   const s = [...samples].sort((a, b) => a - b);
@@ -73,7 +41,7 @@ function main(): void {
   const dir = mkdtempSync(join(tmpdir(), "wayfind-speed-"));
   const db = openDatabase(join(dir, "wayfind.db"), discoveryMigrations);
   const catalog = new ToolCatalog(db);
-  const tools = grow();
+  const tools = growCatalog();
 
   let t0 = performance.now();
   const added = catalog.register("bench", tools).added;
@@ -126,7 +94,7 @@ function main(): void {
     ...percentiles(s.best).map((v) => v.toFixed(3)),
   ];
   console.log(
-    `catalog: ${added} tools (from ${CATALOGS.length} shared catalogs, copies in namespaces copyN)`,
+    `catalog: ${added} tools (from ${GROW_CATALOGS.length} shared catalogs, copies in namespaces copyN)`,
   );
   console.log(
     `host: ${os.cpus().length} CPUs, load average ${os.loadavg()[0]?.toFixed(1)} (latencies inflate on a busy host)\n`,

@@ -6,6 +6,7 @@ import {
   discoveryMigrations,
   parseCatalogFile,
   ToolCatalog,
+  type ToolInput,
 } from "../../src/discovery/index.ts";
 import { type Db, openDatabase } from "../../src/store/database.ts";
 
@@ -22,6 +23,37 @@ export function readQueries(file: string): Query[] {
     .split("\n")
     .filter((l) => l.trim() !== "")
     .map((l) => JSON.parse(l) as Query);
+}
+
+/** The shared catalogs a large catalog is grown from (see growCatalog). */
+export const GROW_CATALOGS = [
+  "toolbench_catalog.jsonl",
+  "mcp_catalog.jsonl",
+  "livemcpbench_catalog.jsonl",
+  "metatool_catalog.jsonl",
+] as const;
+
+/**
+ * A `target`-tool catalog (default 10,000) grown from the shared catalogs: their tools once, then
+ * copies until the target, copy n in namespace `copyN` (names stay distinct and realistic).
+ */
+export function growCatalog(target = 10_000): ToolInput[] {
+  // mcp and livemcpbench share some servers: keep the first of each name.
+  const seen = new Set<string>();
+  const base = GROW_CATALOGS.flatMap((f) => parseCatalogFile(join(DATA_DIR, f)).tools).filter((t) => {
+    const full = t.namespace ? `${t.namespace}.${t.name.replace(`${t.namespace}.`, "")}` : t.name;
+    if (seen.has(full)) return false;
+    seen.add(full);
+    return true;
+  });
+  if (base.length === 0) throw new Error(`no tools in the shared catalogs under ${DATA_DIR}`);
+  const out: ToolInput[] = [];
+  for (let copy = 0; out.length < target; copy++)
+    for (const t of base) {
+      if (out.length >= target) break;
+      out.push(copy === 0 ? t : { ...t, namespace: `copy${copy}`, aliases: [] });
+    }
+  return out;
 }
 
 /** A fresh catalog in a temp SQLite file, loaded with the given shared catalog files. */

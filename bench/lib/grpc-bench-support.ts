@@ -1,6 +1,7 @@
 /**
- * Helpers for bench/grpc-throughput.ts: server child processes (port discovery, CPU and RSS from
- * /proc) and the ghz load client (install, run, parse its JSON report).
+ * Helpers for the gRPC benches (bench/grpc-throughput.ts, bench/grpc-10k.ts): server child processes
+ * (port discovery, CPU and RSS from /proc), the ghz load client (install, run, parse its JSON report)
+ * and a plain-text table printer.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { closeSync, existsSync, openSync, readFileSync } from "node:fs";
@@ -159,7 +160,13 @@ export interface LoadSpec {
   readonly proto: string;
   /** `package.Service/Method` */
   readonly call: string;
+  /** The request message; an array of messages is sent round-robin (ghz, unary). */
   readonly data: object;
+  /**
+   * Read the request data from this JSON file instead of passing `data` on the command line (for
+   * long arrays of messages); `data` is then ignored.
+   */
+  readonly dataFile?: string | undefined;
   readonly connections: number;
   /** Streams in flight per connection. */
   readonly streams: number;
@@ -197,7 +204,7 @@ export async function runGhz(ghz: string, port: number, spec: LoadSpec): Promise
     `--proto=${join(ROOT, "proto", spec.proto)}`,
     `--import-paths=${join(ROOT, "proto")}`,
     `--call=${spec.call}`,
-    `--data=${JSON.stringify(spec.data)}`,
+    spec.dataFile ? `--data-file=${spec.dataFile}` : `--data=${JSON.stringify(spec.data)}`,
     `--connections=${spec.connections}`,
     `--concurrency=${spec.connections * spec.streams}`,
     `--duration=${spec.durationS}s`,
@@ -258,4 +265,21 @@ export async function probeStatus(
   const [status = "none"] = Object.keys(report.statusCodeDistribution ?? {});
   const [error = ""] = Object.keys(report.errorDistribution ?? {});
   return { status, error };
+}
+
+/** Prints `body` under `header` as aligned plain-text columns; `rightAligned` holds column indexes. */
+export function printAligned(
+  header: readonly string[],
+  body: readonly (readonly string[])[],
+  rightAligned: ReadonlySet<number>,
+): void {
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => (row[i] ?? "").length)));
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((cell, i) => (rightAligned.has(i) ? cell.padStart(widths[i] ?? 0) : cell.padEnd(widths[i] ?? 0)))
+      .join("  ")
+      .trimEnd();
+  console.log(line(header));
+  console.log(widths.map((w) => "-".repeat(w)).join("  "));
+  for (const row of body) console.log(line(row));
 }
