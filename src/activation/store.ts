@@ -79,15 +79,22 @@ export class ActivationStore {
     this.#purge = db.prepare<[number]>(
       "DELETE FROM tool_activations WHERE scope = 'run' AND last_used_at_ms < ?",
     );
+    // The unary `+` keeps SQLite on the UNIQUE (tenant, project, scope, scope_id, …) key: left to
+    // itself it picks the expiry index and scans every live run (1.5 ms vs 10 µs at 10k rows).
     this.#touchRun = db.prepare<[number, string, string, string, number, number]>(
       `UPDATE tool_activations SET last_used_at_ms = ?
        WHERE tenant_id = ? AND project_id = ? AND scope = 'run' AND scope_id = ?
-         AND last_used_at_ms >= ? AND last_used_at_ms < ?`,
+         AND +last_used_at_ms >= ? AND +last_used_at_ms < ?`,
     );
-    this.#select = db.prepare<[string, string, string, number, string], { tool_name: string }>(
-      `SELECT tool_name FROM tool_activations
-       WHERE tenant_id = ? AND project_id = ?
-         AND ((scope = 'run' AND scope_id = ? AND last_used_at_ms >= ?) OR (scope = 'session' AND scope_id = ?))
+    // One index seek per scope; an OR of both would read every activation of the tenant.
+    this.#select = db.prepare<[string, string, string, number, string, string, string], { tool_name: string }>(
+      `SELECT tool_name FROM (
+         SELECT tool_name, seq FROM tool_activations
+         WHERE tenant_id = ? AND project_id = ? AND scope = 'run' AND scope_id = ? AND +last_used_at_ms >= ?
+         UNION ALL
+         SELECT tool_name, seq FROM tool_activations
+         WHERE tenant_id = ? AND project_id = ? AND scope = 'session' AND scope_id = ?
+       )
        GROUP BY tool_name ORDER BY MIN(seq)`,
     );
   }
@@ -159,6 +166,7 @@ export class ActivationStore {
    * through access control before showing them, since policy may have changed since.
    */
   activeFor(caller: Caller): string[] {
+    if (caller.runId === "" && caller.sessionId === "") return [];
     const now = this.#now();
     if (caller.runId !== "") this.#touch(caller, now, false);
     const rows = this.#select.all(
@@ -166,6 +174,8 @@ export class ActivationStore {
       caller.projectId,
       caller.runId,
       now - this.#ttlMs,
+      caller.tenantId,
+      caller.projectId,
       caller.sessionId,
     );
     return rows.map((row) => row.tool_name);
