@@ -98,6 +98,17 @@ export function createAccessControl(options: AccessControlOptions): AccessContro
     return verdict;
   };
 
+  // Whether a tool is always loaded does not depend on the caller: decide it once per tool.
+  const alwaysCache = new WeakMap<Tool, boolean>();
+  const loadedAlways = (tool: Tool): boolean => {
+    let verdict = alwaysCache.get(tool);
+    if (verdict === undefined) {
+      verdict = tool.loadingMode === "always" || alwaysLoaded(tool.name);
+      alwaysCache.set(tool, verdict);
+    }
+    return verdict;
+  };
+
   const build = (caller: Caller): CallerAccess => {
     const held = new Set(caller.entitlements);
     const matching = rules.filter(
@@ -122,8 +133,7 @@ export function createAccessControl(options: AccessControlOptions): AccessContro
     };
     return {
       canActivate,
-      isAlwaysVisible: (tool) =>
-        canActivate(tool) && (tool.loadingMode === "always" || alwaysLoaded(tool.name)),
+      isAlwaysVisible: (tool) => canActivate(tool) && loadedAlways(tool),
       hiddenCount: (tools) => {
         let n = 0;
         for (const tool of tools) if (!canActivate(tool)) n++;
