@@ -3,8 +3,14 @@ import { RE2JS } from "re2js";
 import { invalidArgument, WayfindError } from "../errors.ts";
 import type { EventSink } from "../events/event.ts";
 import type { Db } from "../store/database.ts";
+import {
+  type CallerRegex,
+  compileCallerRegex,
+  fold,
+  mayMatch,
+  REGEX_LENGTH_LIMIT,
+} from "../text/caller-regex.ts";
 import { DEFAULT_RANKER, FIELD_COUNT, type RankedDoc, Ranker, type RankerConfig } from "./ranker.ts";
-import { type CallerRegex, compileCallerRegex, fold, mayMatch, REGEX_LENGTH_LIMIT } from "./regex.ts";
 import { ensureFtsIndex } from "./schema.ts";
 import { analyze, bareName, nameKey, splitWords, stem } from "./text.ts";
 import type {

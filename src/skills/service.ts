@@ -3,6 +3,13 @@ import type { Caller } from "../caller/caller.ts";
 import { invalidArgument, notFound } from "../errors.ts";
 import type { EventAttributeValue, EventSink, EventType } from "../events/event.ts";
 import type { Db } from "../store/database.ts";
+import {
+  type CallerRegex,
+  compileCallerRegex,
+  fold,
+  mayMatch,
+  REGEX_LENGTH_LIMIT,
+} from "../text/caller-regex.ts";
 import { estimateTokens } from "../text/tokens.ts";
 import { toolGateRewriter } from "./gate.ts";
 import { type IndexHit, MemoryIndex, partitionKey } from "./memindex.ts";
@@ -490,20 +497,19 @@ export class SkillService {
     let widened = false;
     if (type === "exact") hits = this.exactSearch(caller, query, taskType, limit);
     else if (type === "regex")
-      hits = this.regexSearch(caller, this.compileRegex(query), taskType, limit, sanitize);
+      hits = this.regexSearch(caller, compileCallerRegex(query), taskType, limit, sanitize);
     else if (this.engine === "sqlite" && !this.store.fts) {
       effective = "regex";
-      const alternatives = words(query).map((w) => RE2JS.quote(w));
+      // As many query words as fit the caller-regex length limit.
+      const alternatives: string[] = [];
+      for (const quoted of words(query).map((w) => RE2JS.quote(w))) {
+        if ([...alternatives, quoted].join("|").length > REGEX_LENGTH_LIMIT) break;
+        alternatives.push(quoted);
+      }
       hits =
         alternatives.length === 0
           ? []
-          : this.regexSearch(
-              caller,
-              RE2JS.compile(alternatives.join("|"), RE2JS.CASE_INSENSITIVE),
-              taskType,
-              limit,
-              sanitize,
-            );
+          : this.regexSearch(caller, compileCallerRegex(alternatives.join("|")), taskType, limit, sanitize);
     } else {
       const found = this.ftsSearch(caller, words(query).slice(0, 16), taskType, limit, "and");
       hits = found.hits;
@@ -640,23 +646,13 @@ export class SkillService {
     return rows.map((row) => ({ row, score: 1 }));
   }
 
-  private compileRegex(pattern: string): RE2JS {
-    if (pattern.length > LIMITS.regexChars)
-      throw invalidArgument(`regex must be at most ${LIMITS.regexChars} characters, got ${pattern.length}`);
-    try {
-      return RE2JS.compile(pattern, RE2JS.CASE_INSENSITIVE);
-    } catch (error) {
-      throw invalidArgument(`invalid regex: ${error instanceof Error ? error.message : String(error)}`);
-    }
-  }
-
   /**
    * Linear-time (RE2) scan of the visible skills. Text fields are matched as the caller would see them
    * (redacted, tool-gated), so a pattern cannot probe for hidden tool names or redacted secrets.
    */
   private regexSearch(
     caller: Caller,
-    re: RE2JS,
+    regex: CallerRegex,
     taskType: TaskType | undefined,
     limit: number,
     sanitize: Sanitize,
@@ -666,14 +662,16 @@ export class SkillService {
     const statement = this.store.prepare(`SELECT ${SEARCH_COLUMNS} FROM skills s WHERE ${where.sql}`);
     for (const raw of statement.iterate(...where.params)) {
       const row = raw as SearchRow;
+      const re = regex.full;
       let score = 0;
-      if (re.test(row.name))
+      if (mayMatch(regex, fold(row.name)) && re.test(row.name))
         score = re.testExact(row.name) ? 0.95 : re.matcher(row.name).lookingAt() ? 0.9 : 0.85;
       else {
         const tags = (JSON.parse(row.tags) as string[]).join(" ");
         const text = `${row.title}\n${row.trigger_text}\n${row.description}\n${tags}`;
-        // Cheap raw pre-check, then confirm on what the caller may actually see.
-        if (re.test(text) && re.test(sanitize(text))) score = 0.75;
+        // Literal pre-check (no RE2 work for most rows), then RE2 on the raw text, then a confirmation
+        // on what the caller may actually see.
+        if (mayMatch(regex, fold(text)) && re.test(text) && re.test(sanitize(text))) score = 0.75;
       }
       if (score > 0) hits.push({ row, score });
     }

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { compileCallerRegex, fold, mayMatch } from "../../src/discovery/regex.ts";
 import { WayfindError } from "../../src/errors.ts";
+import { compileCallerRegex, fold, mayMatch } from "../../src/text/caller-regex.ts";
 
 const PIECES = [
   "a",

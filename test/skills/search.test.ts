@@ -110,7 +110,7 @@ describe.each(["memory", "sqlite"] as const)("searchSkills (%s engine)", (engine
     expect(invalid.code).toBe("invalid_argument");
     expect(invalid.message).toMatch(/^invalid regex: .*missing/i);
     const long = thrown(() => service.searchSkills(caller("t1"), { query: "a".repeat(300), type: "regex" }));
-    expect(long.message).toContain("at most 256 characters");
+    expect(long.message).toContain("the limit is 256");
   });
 
   it("runs regex patterns in linear time", () => {
