@@ -87,7 +87,10 @@ export class ActivationStore {
          AND +last_used_at_ms >= ? AND +last_used_at_ms < ?`,
     );
     // One index seek per scope; an OR of both would read every activation of the tenant.
-    this.#select = db.prepare<[string, string, string, number, string, string, string], { tool_name: string }>(
+    this.#select = db.prepare<
+      [string, string, string, number, string, string, string],
+      { tool_name: string }
+    >(
       `SELECT tool_name FROM (
          SELECT tool_name, seq FROM tool_activations
          WHERE tenant_id = ? AND project_id = ? AND scope = 'run' AND scope_id = ? AND +last_used_at_ms >= ?
