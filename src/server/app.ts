@@ -81,7 +81,28 @@ export async function startServer(
   });
 
   const catalog = new ToolCatalog(db, { events, preferredNamespaces: config.toolSearch.preferredNamespaces });
-  syncCatalogFiles(catalog, config.catalogs, logger);
+  const closeStorage = () => {
+    events.close();
+    db.close();
+  };
+  const skills = new SkillService({
+    db,
+    events,
+    redaction: config.skills.redaction,
+    pinnedSkillNames: config.skillPacks.flatMap((pack) => pack.pinnedSkillNames),
+    packRoots: [
+      config.configFile ? dirname(config.configFile) : process.cwd(),
+      ...config.skillPacks.map((p) => p.path),
+    ],
+  });
+  // A catalog file or skill pack with errors fails the start; nothing stays open behind it.
+  try {
+    syncCatalogFiles(catalog, config.catalogs, logger);
+    loadConfiguredSkillPacks(skills, config.skillPacks, logger, options.onSkillPackProgress);
+  } catch (error) {
+    closeStorage();
+    throw error;
+  }
   const health = new HealthStatus(WAYFIND_SERVICES.map((service) => service.typeName));
   // Each MCP server is a health "service" of its own (`wayfind.source.mcp:<name>`), NOT_SERVING
   // until its first sync and whenever it is down, so probes see which source is unhealthy.
@@ -114,18 +135,6 @@ export async function startServer(
     events,
   });
 
-  const skills = new SkillService({
-    db,
-    events,
-    redaction: config.skills.redaction,
-    pinnedSkillNames: config.skillPacks.flatMap((pack) => pack.pinnedSkillNames),
-    packRoots: [
-      config.configFile ? dirname(config.configFile) : process.cwd(),
-      ...config.skillPacks.map((p) => p.path),
-    ],
-  });
-  loadConfiguredSkillPacks(skills, config.skillPacks, logger, options.onSkillPackProgress);
-
   const reflected = [...WAYFIND_SERVICES, Health, ServerReflectionV1, ServerReflectionV1Alpha];
 
   const routes = [
@@ -157,8 +166,7 @@ export async function startServer(
     });
   } catch (error) {
     await mcp.close();
-    events.close();
-    db.close();
+    closeStorage();
     throw error;
   }
   logger.info({ host: settings.host, port: transport.port, dataDir: settings.dataDir }, "listening");
@@ -176,8 +184,7 @@ export async function startServer(
         shutdown.abort();
         await transport.close(options.drainGraceMs ?? 10_000);
         await mcp.close();
-        events.close();
-        db.close();
+        closeStorage();
         logger.info("stopped");
       })();
       return stopping;
