@@ -1,4 +1,5 @@
 import type { Db } from "../store/database.ts";
+import { type CallerRegex, fold, mayMatch } from "../text/caller-regex.ts";
 import type { TaskType } from "./model.ts";
 
 /**
@@ -48,6 +49,9 @@ interface Postings {
 export class MemoryIndex {
   private seqs: number[] = [];
   private names: string[] = [];
+  /** Lower-cased (RE2-folded) name and text, for the regex literal pre-check without SQLite. */
+  private foldedNames: string[] = [];
+  private foldedTexts: string[] = [];
   private partitionOf: Int32Array = new Int32Array(0);
   private taskTypes: TaskType[] = [];
   /** K1 * (1 - B + B * length / avgLength), precomputed per doc. */
@@ -83,6 +87,12 @@ export class MemoryIndex {
       add((JSON.parse(row.tags) as string[]).join(" "), FIELD_WEIGHTS.tags);
       index.seqs.push(row.seq);
       index.names.push(row.name);
+      index.foldedNames.push(fold(row.name));
+      index.foldedTexts.push(
+        fold(
+          `${row.title}\n${row.trigger_text}\n${row.description}\n${(JSON.parse(row.tags) as string[]).join(" ")}`,
+        ),
+      );
       index.taskTypes.push(row.task_type);
       const key = partitionKey(row.scope_kind, row.tenant_id, row.project_id);
       let partition = index.partitionIds.get(key);
@@ -112,6 +122,42 @@ export class MemoryIndex {
     index.scores = new Float64Array(n);
     index.matched = new Int32Array(n);
     return index;
+  }
+
+  /**
+   * Seqs of the docs in `partitions` whose name or text may match `regex` (the literal pre-check;
+   * RE2 itself runs later on far fewer rows), or `undefined` when more than `max` would need RE2 —
+   * the caller then refuses the pattern instead of stalling the event loop on a full scan.
+   */
+  regexCandidates(
+    regex: CallerRegex,
+    partitions: ReadonlySet<string>,
+    taskType: TaskType | undefined,
+    max: number,
+  ): number[] | undefined {
+    const allowed = this.allowedPartitions(partitions);
+    const seqs: number[] = [];
+    for (let doc = 0; doc < this.seqs.length; doc++) {
+      if (allowed[this.partitionOf[doc] as number] !== 1) continue;
+      if (taskType && this.taskTypes[doc] !== taskType) continue;
+      if (
+        !mayMatch(regex, this.foldedNames[doc] as string) &&
+        !mayMatch(regex, this.foldedTexts[doc] as string)
+      )
+        continue;
+      if (seqs.length === max) return undefined;
+      seqs.push(this.seqs[doc] as number);
+    }
+    return seqs;
+  }
+
+  private allowedPartitions(partitions: ReadonlySet<string>): Uint8Array {
+    const allowed = new Uint8Array(this.partitionIds.size);
+    for (const key of partitions) {
+      const id = this.partitionIds.get(key);
+      if (id !== undefined) allowed[id] = 1;
+    }
+    return allowed;
   }
 
   /** Index terms starting with `prefix` (typo tolerance: a shortened word as a prefix). */
@@ -144,11 +190,7 @@ export class MemoryIndex {
     taskType: TaskType | undefined,
     k: number,
   ): IndexHit[] {
-    const allowed = new Uint8Array(this.partitionIds.size);
-    for (const key of partitions) {
-      const id = this.partitionIds.get(key);
-      if (id !== undefined) allowed[id] = 1;
-    }
+    const allowed = this.allowedPartitions(partitions);
     let groups = (mode === "prefix" ? terms.map((t) => this.expand(t)) : terms.map((t) => [t])).map((group) =>
       group.flatMap((term) => this.postings.get(term) ?? []),
     );

@@ -43,6 +43,19 @@ import { redactText } from "./redact.ts";
 import { type ContextFormat, renderContext, type SkillView } from "./render.ts";
 import { rowToSkill, type SkillRow, SkillStore, type SqlPart, visibleSkillPredicate } from "./store.ts";
 
+/** Rows a regex search may run RE2 on after the literal pre-check (~10 µs each). */
+const MAX_REGEX_ROWS = 5_000;
+
+/** The index partitions a caller may read: a narrowing pre-filter; the SQL predicate decides. */
+function callerPartitions(caller: Caller): Set<string> {
+  const partitions = new Set([partitionKey("global", "", "")]);
+  if (caller.tenantId) {
+    partitions.add(partitionKey("tenant", caller.tenantId, ""));
+    if (caller.projectId) partitions.add(partitionKey("project", caller.tenantId, caller.projectId));
+  }
+  return partitions;
+}
+
 export const LIMITS = {
   searchLimit: { min: 1, max: 20, default: 8 },
   getNames: { min: 1, max: 10 },
@@ -547,12 +560,7 @@ export class SkillService {
     if (this.engine === "sqlite") return this.sqliteFtsSearch(caller, terms, taskType, limit, start);
     if (terms.length === 0) return { hits: [], widened: false };
     const index = this.memoryIndex();
-    // Narrowing pre-filter only: the SQL visibility predicate below decides what the caller gets.
-    const partitions = new Set([partitionKey("global", "", "")]);
-    if (caller.tenantId) {
-      partitions.add(partitionKey("tenant", caller.tenantId, ""));
-      if (caller.projectId) partitions.add(partitionKey("project", caller.tenantId, caller.projectId));
-    }
+    const partitions = callerPartitions(caller);
     const modes: ("and" | "or" | "prefix")[] =
       start === "and" && terms.length > 1 ? ["and", "or", "prefix"] : ["or", "prefix"];
     for (const [i, mode] of modes.entries()) {
@@ -659,8 +667,29 @@ export class SkillService {
   ): { row: SearchRow; score: number }[] {
     const where = this.filters(caller, taskType);
     const hits: { row: SearchRow; score: number }[] = [];
-    const statement = this.store.prepare(`SELECT ${SEARCH_COLUMNS} FROM skills s WHERE ${where.sql}`);
-    for (const raw of statement.iterate(...where.params)) {
+    let statement = this.store.prepare(`SELECT ${SEARCH_COLUMNS} FROM skills s WHERE ${where.sql}`);
+    let params = where.params;
+    if (this.engine === "memory") {
+      // The index's literal pre-check picks the rows worth RE2; a pattern that leaves too many is
+      // refused rather than scanned, so one caller cannot stall the server.
+      const seqs = this.memoryIndex().regexCandidates(
+        regex,
+        callerPartitions(caller),
+        taskType,
+        MAX_REGEX_ROWS,
+      );
+      if (seqs === undefined) {
+        throw invalidArgument(
+          `regex matches too broadly: more than ${MAX_REGEX_ROWS} skills would need a full scan; ` +
+            "add literal text to the pattern, filter by task_type, or use full-text search",
+        );
+      }
+      statement = this.store.prepare(
+        `SELECT ${SEARCH_COLUMNS} FROM skills s WHERE ${where.sql} AND s.seq IN (SELECT value FROM json_each(?))`,
+      );
+      params = [...where.params, JSON.stringify(seqs)];
+    }
+    for (const raw of statement.iterate(...params)) {
       const row = raw as SearchRow;
       const re = regex.full;
       let score = 0;

@@ -1,0 +1,37 @@
+import { describe, expect, it } from "vitest";
+import { caller, fixture, GLOBAL, jsonSkill, thrown } from "./helpers.ts";
+
+/** 6,000 skills: more than a regex search may run RE2 on. */
+function largePack() {
+  const f = fixture();
+  const lines = Array.from({ length: 6_000 }, (_, i) =>
+    jsonSkill({
+      name: `bulk.skill_${i}`,
+      title: `Bulk skill ${i}`,
+      trigger: `when handling batch item ${i}`,
+    }),
+  );
+  f.service.loadSkillPack({
+    pack: "bulk",
+    files: [{ path: "bulk.skill.jsonl", content: lines.join("\n") }],
+    scope: GLOBAL,
+  });
+  return f;
+}
+
+describe("regex search bounds", () => {
+  it("answers a pattern with literal text by pre-checking the literal, not running RE2 on every skill", () => {
+    const { service } = largePack();
+    const result = service.searchSkills(caller("t1"), { query: "skill_12\\d$", type: "regex", limit: 20 });
+    expect(result.skills.map((skill) => skill.name).sort()).toEqual(
+      Array.from({ length: 10 }, (_, i) => `bulk.skill_12${i}`).sort(),
+    );
+  });
+
+  it("refuses a pattern that would need RE2 on too many skills, saying how to narrow it", () => {
+    const { service } = largePack();
+    const error = thrown(() => service.searchSkills(caller("t1"), { query: ".*", type: "regex" }));
+    expect(error.code).toBe("invalid_argument");
+    expect(error.message).toContain("matches too broadly");
+  });
+});
