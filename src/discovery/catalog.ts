@@ -99,6 +99,11 @@ export class ToolCatalog {
     { hash: string; fields: string[][]; words: string[]; glued: string[] }
   >();
   private index: Index | undefined;
+  /** Candidate masks by predicate identity; entries die with their predicate (see candidates()). */
+  private readonly masks = new WeakMap<
+    VisibilityPredicate,
+    { index: Index; includeAlways: boolean; candidates: { allowed: Uint8Array; totalDeferred: number } }
+  >();
   private fingerprintCache: string | undefined;
   private readonly preferred: readonly string[];
   private readonly events: EventSink | undefined;
@@ -429,6 +434,20 @@ export class ToolCatalog {
   ): { allowed: Uint8Array | undefined; totalDeferred: number } {
     if (!isVisible)
       return { allowed: includeAlways ? undefined : index.deferredMask, totalDeferred: index.deferredCount };
+    // A caller that passes the same predicate again (ToolService does, per caller view) gets the
+    // mask it built last time: asking 10,000 tools is about half of a search's cost.
+    const cached = this.masks.get(isVisible);
+    if (cached?.index === index && cached.includeAlways === includeAlways) return cached.candidates;
+    const candidates = this.buildMask(index, isVisible, includeAlways);
+    this.masks.set(isVisible, { index, includeAlways, candidates });
+    return candidates;
+  }
+
+  private buildMask(
+    index: Index,
+    isVisible: VisibilityPredicate,
+    includeAlways: boolean,
+  ): { allowed: Uint8Array; totalDeferred: number } {
     const allowed = new Uint8Array(index.docs.length);
     let totalDeferred = 0;
     index.docs.forEach((t, d) => {

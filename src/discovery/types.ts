@@ -96,7 +96,11 @@ export interface SearchRequest {
   readonly limit?: number;
   /** Include `loading_mode: always` tools (already in the prompt); default false. */
   readonly includeAlwaysLoaded?: boolean;
-  /** THE visibility filter; hidden tools never appear, count or shift ranking. */
+  /**
+   * THE visibility filter; hidden tools never appear, count or shift ranking. The catalog caches its
+   * answers per predicate identity (until the catalog changes): pass a new function whenever what it
+   * answers may have changed.
+   */
   readonly isVisible?: VisibilityPredicate;
   readonly scope?: EventScope;
 }

@@ -15,6 +15,7 @@ import type {
   Tool,
   ToolCatalog,
   ToolInput,
+  VisibilityPredicate,
 } from "../discovery/index.ts";
 import { discoveryToolDefinitions } from "../discovery-tools/index.ts";
 import { failedPrecondition, notFound } from "../errors.ts";
@@ -49,7 +50,12 @@ export interface PromptOptions {
  * verdict (policy, tenant visibility, narrowing) plus the caller's activations. Handlers never reach
  * the catalog directly, so nothing hidden can leak through search, get, list, render, resolve or errors.
  */
+/** Cached search filters per caller access (see searchPredicate). */
+const MAX_PREDICATES_PER_ACCESS = 64;
+
 export class ToolService {
+  private readonly predicates = new WeakMap<CallerAccess, Map<string, VisibilityPredicate>>();
+
   constructor(private readonly options: ToolServiceOptions) {}
 
   register(source: string, tools: readonly ToolInput[], replaceSource: boolean) {
@@ -67,8 +73,7 @@ export class ToolService {
       limit: request.limit,
       // Already-visible tools are only returned when asked for; we decide that, not the loading mode.
       includeAlwaysLoaded: true,
-      isVisible: (tool) =>
-        view.canActivate(tool) && (request.includeAlwaysLoaded || !view.isVisibleNow(tool)),
+      isVisible: this.searchPredicate(view, request.includeAlwaysLoaded),
       scope: caller,
     });
   }
@@ -239,6 +244,28 @@ export class ToolService {
       source: "lazy_group",
       reason: `lazy_group:${groups.map((group) => group.group).join(",")}`,
     });
+  }
+
+  /**
+   * The search filter for a view. The same function object is handed out for the same access,
+   * activations and option, so the catalog can reuse the mask it built for it (about half of a
+   * search's cost at 10,000 tools); any change in activations makes a new one.
+   */
+  private searchPredicate(view: CallerView, includeVisibleNow: boolean): VisibilityPredicate {
+    let byState = this.predicates.get(view.access);
+    if (byState === undefined) {
+      byState = new Map();
+      this.predicates.set(view.access, byState);
+    }
+    const key = `${includeVisibleNow}|${[...view.visibleNames].join("\n")}`;
+    let predicate = byState.get(key);
+    if (predicate === undefined) {
+      predicate = (tool) => view.canActivate(tool) && (includeVisibleNow || !view.isVisibleNow(tool));
+      // Activation states of one access come and go with runs; keep only the recent ones.
+      if (byState.size >= MAX_PREDICATES_PER_ACCESS) byState.clear();
+      byState.set(key, predicate);
+    }
+    return predicate;
   }
 
   private scopeFor(caller: Caller, requested: ActivationScope | undefined): ActivationScope {

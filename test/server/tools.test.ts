@@ -115,6 +115,17 @@ describe("SearchTools", () => {
     expect(response.totalDeferred).toBe(1);
   });
 
+  it("stops returning a tool once it is activated, unless already-visible tools are asked for", async () => {
+    const caller = { tenantId: "acme", sessionId: "s-search", runId: "r-search" };
+    const query = { caller, query: "list open pull requests" };
+    expect((await client().searchTools(query)).tools[0]?.name).toBe("github.list_pull_requests");
+    await client().activateTools({ caller, names: ["github.list_pull_requests"] });
+    const after = await client().searchTools(query);
+    expect(after.tools.map((tool) => tool.name)).not.toContain("github.list_pull_requests");
+    const withVisible = await client().searchTools({ ...query, includeAlwaysLoaded: true });
+    expect(withVisible.tools[0]?.name).toBe("github.list_pull_requests");
+  });
+
   it("answers an invalid regex with INVALID_ARGUMENT and the parser's message", async () => {
     await expect(
       client().searchTools({ caller: acme, query: "(", searchType: SearchType.REGEX }),
