@@ -388,34 +388,7 @@ export class Ranker {
           touched.push(d);
         }
         this.scores[d] = (this.scores[d] ?? 0) + idf * (sat[i] ?? 0);
-      }
-    }
-    return touched;
-  }
-
-  private score(terms: readonly QueryTerm[], allowed: Uint8Array | undefined): number[] {
-    this.epoch++;
-    const touched: number[] = [];
-    const stats = allowed ? this.statsFor(allowed) : undefined;
-    const n = stats ? stats.n : this.size;
-    for (const t of terms) {
-      const p = this.postings[t.id];
-      if (!p) continue;
-      const df = allowed && stats ? this.maskedDf(t.id, allowed, stats) : p.docs.length;
-      if (df === 0) continue;
-      const idf = Math.log(1 + (n - df + 0.5) / (df + 0.5)) ** this.config.idfPower * t.weight;
-      const { docs, sat } = p;
-      for (let i = 0; i < docs.length; i++) {
-        const d = docs[i] ?? 0;
-        if (allowed && allowed[d] !== 1) continue;
-        if (this.stamp[d] !== this.epoch) {
-          this.stamp[d] = this.epoch;
-          this.scores[d] = 0;
-          this.covered[d] = 0;
-          this.lastSlot[d] = -1;
-          touched.push(d);
-        }
-        this.scores[d] = (this.scores[d] ?? 0) + idf * (sat[i] ?? 0);
+        // Query-word coverage; expansion terms (slot -1) do not count.
         if (t.slot >= 0 && this.lastSlot[d] !== t.slot) {
           this.lastSlot[d] = t.slot;
           this.covered[d] = (this.covered[d] ?? 0) + 1;
@@ -423,6 +396,11 @@ export class Ranker {
       }
     }
     return touched;
+  }
+
+  private score(terms: readonly QueryTerm[], allowed: Uint8Array | undefined): number[] {
+    this.epoch++;
+    return this.accumulate(terms, allowed, []);
   }
 
   /** Statistics over the docs a mask allows; df is filled lazily per term. */
