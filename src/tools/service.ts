@@ -9,6 +9,7 @@ import type { Caller } from "../caller/caller.ts";
 import type { ToolSearchConfig } from "../config/index.ts";
 import type {
   GetResponse,
+  ListedTool,
   ListResponse,
   SearchResponse,
   SearchType,
@@ -66,7 +67,14 @@ export class ToolService {
     caller: Caller,
     request: { query: string; type?: SearchType; limit?: number; includeAlwaysLoaded: boolean },
   ): SearchResponse {
-    const view = this.view(caller);
+    return this.searchIn(this.view(caller), caller, request);
+  }
+
+  private searchIn(
+    view: CallerView,
+    caller: Caller,
+    request: { query: string; type?: SearchType; limit?: number; includeAlwaysLoaded: boolean },
+  ): SearchResponse {
     return this.options.catalog.search({
       query: this.options.aliases[request.query] ?? request.query,
       type: request.type,
@@ -95,14 +103,25 @@ export class ToolService {
   list(
     caller: Caller,
     request: { pageSize?: number; pageToken?: string; showAll: boolean },
-  ): ListResponse & { visibleNow: (name: string) => boolean } {
+  ): Omit<ListResponse, "tools"> & { tools: readonly (ListedTool & { visible: boolean })[] } {
     const view = this.view(caller);
+    // Decided once per tool while the catalog filters: always loaded (by mode or pattern),
+    // activated, or everything when tool search is off.
+    const visibleNow = new Set<string>();
     const response = this.options.catalog.list({
       pageSize: request.pageSize,
       pageToken: request.pageToken,
-      isVisible: (tool) => view.canActivate(tool) && (request.showAll || view.isVisibleNow(tool)),
+      isVisible: (tool) => {
+        if (!view.canActivate(tool)) return false;
+        const now = view.isVisibleNow(tool);
+        if (now) visibleNow.add(tool.name);
+        return request.showAll || now;
+      },
     });
-    return { ...response, visibleNow: (name) => view.visibleNames.has(name) };
+    return {
+      ...response,
+      tools: response.tools.map((tool) => ({ ...tool, visible: visibleNow.has(tool.name) })),
+    };
   }
 
   activate(caller: Caller, names: readonly string[], scope: ActivationScope | undefined, reason: string) {
@@ -158,13 +177,14 @@ export class ToolService {
   }
 
   renderPrompt(caller: Caller, options: PromptOptions): RenderedToolPrompt {
-    const view = this.view(caller);
-    if (options.hintMessage) this.activateLazyGroups(caller, view, options.hintMessage);
+    let view = this.view(caller);
+    if (options.hintMessage && this.activateLazyGroups(caller, view, options.hintMessage))
+      view = this.view(caller);
     return renderToolPrompt({
       caller,
       access: view.access,
       tools: this.options.catalog.all(),
-      activeNames: this.options.activations.activeFor(caller),
+      activeNames: view.activeNames,
       toolSearch: this.options.toolSearch,
       examples: {
         max: options.maxExamplesPerTool,
@@ -177,7 +197,9 @@ export class ToolService {
             message: options.hintMessage,
             k: options.hintLimit,
             search: (query, limit) =>
-              this.search(caller, { query, limit, includeAlwaysLoaded: false }).tools.map((hit) => hit.name),
+              this.searchIn(view, caller, { query, limit, includeAlwaysLoaded: false }).tools.map(
+                (hit) => hit.name,
+              ),
           }
         : undefined,
       events: this.options.events,
@@ -196,8 +218,7 @@ export class ToolService {
     const all = [...this.options.catalog.all()].filter(view.canActivate);
     const stable = all.filter((tool) => view.access.isAlwaysVisible(tool)).sort(byName);
     const byToolName = new Map(all.map((tool) => [tool.name, tool]));
-    const activated = this.options.activations
-      .activeFor(caller)
+    const activated = view.activeNames
       .map((name) => byToolName.get(name))
       .filter((tool): tool is Tool => tool !== undefined && !view.access.isAlwaysVisible(tool));
     const deferred = request.nativeSearch
@@ -235,15 +256,17 @@ export class ToolService {
     };
   }
 
-  private activateLazyGroups(caller: Caller, view: CallerView, message: string): void {
+  /** Activates the lazy groups the message triggers; true when anything new was activated. */
+  private activateLazyGroups(caller: Caller, view: CallerView, message: string): boolean {
     const groups = this.options.lazyGroups.match(message, [...this.options.catalog.all()], view.access);
     const names = groups.flatMap((group) => group.tools).filter((name) => !view.visibleNames.has(name));
-    if (names.length === 0 || caller.runId === "") return;
-    this.options.activations.activate(caller, [...new Set(names)], {
+    if (names.length === 0 || caller.runId === "") return false;
+    const result = this.options.activations.activate(caller, [...new Set(names)], {
       scope: "run",
       source: "lazy_group",
       reason: `lazy_group:${groups.map((group) => group.group).join(",")}`,
     });
+    return result.activated.length > 0;
   }
 
   /**
@@ -301,11 +324,13 @@ export class ToolService {
   private view(caller: Caller): CallerView {
     const access = this.options.access.forCaller(caller);
     const enabled = this.options.toolSearch.enabled;
-    const visibleNames = new Set(this.options.activations.activeFor(caller));
+    const activeNames = this.options.activations.activeFor(caller);
+    const visibleNames = new Set(activeNames);
     const canActivate = (tool: Tool) => access.canActivate(tool);
     return {
       access,
       canActivate,
+      activeNames,
       visibleNames,
       isVisibleNow: (tool) => !enabled || access.isAlwaysVisible(tool) || visibleNames.has(tool.name),
     };
@@ -315,7 +340,9 @@ export class ToolService {
 interface CallerView {
   readonly access: CallerAccess;
   readonly canActivate: (tool: Tool) => boolean;
-  /** Activated names (always-visible tools are decided by `access`). */
+  /** Activated names in activation order (always-visible tools are decided by `access`). */
+  readonly activeNames: readonly string[];
+  /** The same names, for lookups. */
   readonly visibleNames: ReadonlySet<string>;
   readonly isVisibleNow: (tool: Tool) => boolean;
 }

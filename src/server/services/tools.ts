@@ -105,7 +105,7 @@ export function toolDiscoveryService(
           name: tool.name,
           description: firstSentence(tool.description),
           loadingMode: LOADING_MODES.toProto(tool.loadingMode),
-          visible: tool.loadingMode === "always" || result.visibleNow(tool.name),
+          visible: tool.visible,
         })),
         nextPageToken: result.nextPageToken,
         totalCount: result.totalSize,
