@@ -53,11 +53,16 @@ export async function* watchEvents(
   const iterator = subscription[Symbol.asyncIterator]();
   let next = iterator.next();
   try {
+    // One heartbeat timer at a time, re-armed only when it fires: a busy stream must not leave a
+    // pending timer (and abort listener) behind for every event it delivers.
+    const armHeartbeat = () =>
+      sleep(HEARTBEAT_MS, "heartbeat" as const, { signal }).catch(() => "aborted" as const);
+    let heartbeat = armHeartbeat();
     while (!signal.aborted) {
-      const heartbeat = sleep(HEARTBEAT_MS, "heartbeat" as const, { signal }).catch(() => "aborted" as const);
       const result = await Promise.race([next, heartbeat]);
       if (result === "aborted") return;
       if (result === "heartbeat") {
+        heartbeat = armHeartbeat();
         yield { message: { case: undefined }, sentAt: timestampNow() };
         continue;
       }
