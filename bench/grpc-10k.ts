@@ -31,6 +31,7 @@ import {
   ensureGhz,
   type LoadResult,
   type LoadSpec,
+  medianByRps,
   printAligned,
   probeStatus,
   ROOT,
@@ -211,13 +212,6 @@ function machineBusyMs(): number {
   } catch {
     return Number.NaN;
   }
-}
-
-function median(runs: readonly Measured[]): Measured {
-  const sorted = [...runs].sort((a, b) => a.result.rps - b.result.rps);
-  const middle = sorted[Math.floor((sorted.length - 1) / 2)];
-  if (!middle) throw new Error("no measured run");
-  return middle;
 }
 
 const fmt = (n: number | undefined, digits = 2) =>
@@ -413,7 +407,7 @@ function printReport(
   const body = rows.map(({ label, load: l, shape, targeted, runs }) => {
     const target = targeted ? `< ${l.targetP99Ms} ms` : "(no target)";
     if (runs.length === 0) return [label, shape.name, "-", "-", "-", "-", "-", "-", "-", "-", target, ""];
-    const { result: r, machinePct } = median(runs);
+    const { result: r, machinePct } = medianByRps(runs);
     const cpu = runs.map((m) => m.cpuUsPerCall).sort((a, b) => a - b);
     const met = r.errors === 0 && r.p99Ms < l.targetP99Ms;
     return [

@@ -25,9 +25,11 @@ import {
   ensureGhz,
   type LoadResult,
   type LoadSpec,
+  medianByRps,
   printAligned,
   probeStatus,
   runGhz,
+  runWithServerCpu,
   type ServerProcess,
   spawnServer,
 } from "./lib/grpc-bench-support.ts";
@@ -128,20 +130,7 @@ async function measureOnce(
 ): Promise<{ result: LoadResult; cpuUsPerCall: number }> {
   const spec: LoadSpec = { ...target.call, ...shape, durationS: WARMUP_S, cpus: CLIENT_CPUS };
   if (warmup && WARMUP_S > 0) await runGhz(ghz, server.port, spec);
-  const cpuBefore = server.cpuMs();
-  const started = performance.now();
-  const result = await runGhz(ghz, server.port, { ...spec, durationS: DURATION_S });
-  const cpuMs = server.cpuMs() - cpuBefore;
-  result.serverCpuPct = (cpuMs / (performance.now() - started)) * 100;
-  return { result, cpuUsPerCall: (cpuMs * 1000) / Math.max(1, result.count) };
-}
-
-/** The run with the median req/s (the lower middle one for an even count). */
-function median<T extends { result: LoadResult }>(runs: readonly T[]): T {
-  const sorted = [...runs].sort((a, b) => a.result.rps - b.result.rps);
-  const middle = sorted[Math.floor((sorted.length - 1) / 2)];
-  if (!middle) throw new Error("no measured run");
-  return middle;
+  return runWithServerCpu(ghz, server, { ...spec, durationS: DURATION_S });
 }
 
 const fmt = (n: number, digits = 2) => (Number.isFinite(n) ? n.toFixed(digits) : "-");
@@ -313,7 +302,7 @@ async function main() {
       }
     }
     for (const { target, shape, runs: measured } of runs.values()) {
-      const { result, cpuUsPerCall } = median(measured);
+      const { result, cpuUsPerCall } = medianByRps(measured);
       const cpuValues = measured.map((run) => run.cpuUsPerCall).sort((x, y) => x - y);
       rows.push({
         target,

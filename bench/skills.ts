@@ -6,80 +6,21 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Caller } from "../src/caller/caller.ts";
-import { type PackFile, SkillService, skillsMigrations } from "../src/skills/index.ts";
+import { SkillService, skillsMigrations } from "../src/skills/index.ts";
 import { openDatabase } from "../src/store/database.ts";
 import { estimateTokens } from "../src/text/tokens.ts";
-
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-const VERBS =
-  "open close list create delete update sync export import retry paginate deploy rollback migrate verify rotate triage bisect download upload fill login refresh scan index archive restore monitor notify approve merge".split(
-    " ",
-  );
-const NOUNS =
-  "pull_request issue invoice order payment ticket user account session token cursor page report file bucket table column index schema cluster pod service queue webhook secret certificate build pipeline release branch commit form".split(
-    " ",
-  );
-const AREAS =
-  "github gitlab stripe jira slack postgres mysql kubernetes aws gcp azure s3 browser http oauth ci docker terraform salesforce zendesk shopify".split(
-    " ",
-  );
-const FILLER =
-  "carefully check confirm the response status before continuing and record results then wait for completion ensure values match expected output handle errors gracefully using documented limits".split(
-    " ",
-  );
-
-function pick<T>(rand: () => number, list: readonly T[]): T {
-  return list[Math.floor(rand() * list.length)] as T;
-}
-
-function sentence(rand: () => number, words: number): string {
-  return Array.from({ length: words }, () => pick(rand, FILLER)).join(" ");
-}
-
-function makeSkill(rand: () => number, i: number): Record<string, unknown> {
-  const verb = pick(rand, VERBS);
-  const noun = pick(rand, NOUNS);
-  const area = pick(rand, AREAS);
-  return {
-    name: `bench.${area}.${verb}_${noun}_${i}`,
-    title: `${verb} ${noun.replace("_", " ")} in ${area}`,
-    trigger: `when you need to ${verb} a ${noun.replace("_", " ")} on ${area} ${sentence(rand, 6)}`,
-    description: sentence(rand, 15),
-    task_type: pick(rand, ["browser", "api", "code", "domain", "unknown"]),
-    tags: [area, verb, noun],
-    steps: Array.from({ length: 3 + Math.floor(rand() * 6) }, () =>
-      sentence(rand, 8 + Math.floor(rand() * 20)),
-    ),
-    preconditions: [sentence(rand, 10)],
-    failure_modes: [sentence(rand, 12), sentence(rand, 12)],
-  };
-}
-
-function packFiles(seed: number, count: number, offset: number, perFile = 500): PackFile[] {
-  const rand = prng(seed);
-  const files: PackFile[] = [];
-  for (let start = 0; start < count; start += perFile) {
-    const lines: string[] = [];
-    for (let i = start; i < Math.min(count, start + perFile); i++)
-      lines.push(JSON.stringify(makeSkill(rand, offset + i)));
-    files.push({
-      path: `part-${String(start / perFile).padStart(4, "0")}.skill.jsonl`,
-      content: `${lines.join("\n")}\n`,
-    });
-  }
-  return files;
-}
+import {
+  AREAS,
+  BENCH_CALLER as CALLER,
+  load50k,
+  NOUNS,
+  packFiles,
+  pick,
+  prng,
+  searchQueries,
+  sentence,
+  VERBS,
+} from "./lib/skill-data.ts";
 
 function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
@@ -91,16 +32,6 @@ function time<T>(fn: () => T): [T, number] {
   return [value, performance.now() - start];
 }
 
-const CALLER: Caller = {
-  tenantId: "t1",
-  projectId: "p1",
-  userId: "u",
-  sessionId: "s",
-  runId: "r",
-  entitlements: [],
-  narrowToTools: [],
-};
-
 const rows: [string, string, string][] = [];
 const dir = mkdtempSync(join(tmpdir(), "wayfind-bench-skills-"));
 try {
@@ -110,27 +41,9 @@ try {
     db,
     packLimits: { maxSkills: 50_000, maxPackBytes: 128 * 1024 * 1024 },
   });
-  service.loadSkillPack({
-    pack: "global",
-    scope: { kind: "global", tenantId: "", projectId: "" },
-    files: packFiles(1, 40_000, 0),
-  });
-  service.loadSkillPack({
-    pack: "tenant",
-    scope: { kind: "tenant", tenantId: "t1", projectId: "" },
-    files: packFiles(2, 5_000, 40_000),
-  });
-  service.loadSkillPack({
-    pack: "project",
-    scope: { kind: "project", tenantId: "t1", projectId: "p1" },
-    files: packFiles(3, 5_000, 45_000),
-  });
-  const rand = prng(42);
-  const queries = Array.from({ length: 3000 }, () => {
-    const n = 1 + Math.floor(rand() * 3);
-    const parts = [pick(rand, VERBS), pick(rand, NOUNS).replace("_", " "), pick(rand, AREAS)];
-    return parts.slice(0, n).join(" ");
-  });
+  load50k(service);
+  const queries = searchQueries(42, 3000);
+  const rand = prng(43);
   for (const q of queries.slice(0, 200)) service.searchSkills(CALLER, { query: q }); // warm-up
   for (const [label, type, count] of [
     ["fts", "fts", 3000],

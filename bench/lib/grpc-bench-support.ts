@@ -171,6 +171,8 @@ export interface LoadSpec {
   /** Streams in flight per connection. */
   readonly streams: number;
   readonly durationS: number;
+  /** Total request rate across all callers (open loop, ghz --rps); unset = as fast as answers come. */
+  readonly rps?: number | undefined;
   /** Run ghz under `taskset -c <cpus>`. */
   readonly cpus?: string | undefined;
 }
@@ -208,6 +210,7 @@ export async function runGhz(ghz: string, port: number, spec: LoadSpec): Promise
     `--connections=${spec.connections}`,
     `--concurrency=${spec.connections * spec.streams}`,
     `--duration=${spec.durationS}s`,
+    ...(spec.rps ? [`--rps=${spec.rps}`] : []),
     // Calls still in flight when the time is up are neither counted nor errors.
     "--duration-stop=ignore",
     "--timeout=10s",
@@ -282,4 +285,26 @@ export function printAligned(
   console.log(line(header));
   console.log(widths.map((w) => "-".repeat(w)).join("  "));
   for (const row of body) console.log(line(row));
+}
+
+/** The run with the median req/s (the lower middle one for an even count). */
+export function medianByRps<T extends { result: LoadResult }>(runs: readonly T[]): T {
+  const sorted = [...runs].sort((a, b) => a.result.rps - b.result.rps);
+  const middle = sorted[Math.floor((sorted.length - 1) / 2)];
+  if (!middle) throw new Error("no measured run");
+  return middle;
+}
+
+/** One ghz run with the server's CPU time over it: share of one core, and µs per call. */
+export async function runWithServerCpu(
+  ghz: string,
+  server: ServerProcess,
+  spec: LoadSpec,
+): Promise<{ result: LoadResult; cpuUsPerCall: number }> {
+  const cpuBefore = server.cpuMs();
+  const started = performance.now();
+  const result = await runGhz(ghz, server.port, spec);
+  const cpuMs = server.cpuMs() - cpuBefore;
+  result.serverCpuPct = (cpuMs / (performance.now() - started)) * 100;
+  return { result, cpuUsPerCall: (cpuMs * 1000) / Math.max(1, result.count) };
 }

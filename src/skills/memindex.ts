@@ -59,8 +59,11 @@ export class MemoryIndex {
   private readonly partitionIds = new Map<string, number>();
   private postings = new Map<string, Postings>();
   private sortedTerms: string[] = [];
+  /** Scratch buffers sized to the doc count: the OR accumulator (all zeros between calls) and the
+   * candidate list, so a search allocates nothing per candidate. */
   private scores: Float64Array = new Float64Array(0);
-  private matched: Int32Array = new Int32Array(0);
+  private candidateDocs: Int32Array = new Int32Array(0);
+  private candidateScores: Float64Array = new Float64Array(0);
 
   static build(db: Db): MemoryIndex {
     const index = new MemoryIndex();
@@ -120,7 +123,8 @@ export class MemoryIndex {
       index.postings.set(term, { docs: Int32Array.from(list.docs), tfs: Float32Array.from(list.tfs) });
     index.sortedTerms = [...index.postings.keys()].sort();
     index.scores = new Float64Array(n);
-    index.matched = new Int32Array(n);
+    index.candidateDocs = new Int32Array(n);
+    index.candidateScores = new Float64Array(n);
     return index;
   }
 
@@ -191,66 +195,141 @@ export class MemoryIndex {
     k: number,
   ): IndexHit[] {
     const allowed = this.allowedPartitions(partitions);
+    const accept = (doc: number) =>
+      allowed[this.partitionOf[doc] as number] === 1 && (!taskType || this.taskTypes[doc] === taskType);
+    // One term: "or" is "and", and the intersection path scores only that term's postings.
+    if (mode === "and" || (mode === "or" && terms.length === 1)) {
+      const lists = terms.map((term) => this.postings.get(term));
+      if (lists.some((list) => list === undefined)) return [];
+      return this.topK(this.intersect(lists as Postings[], accept), k);
+    }
     let groups = (mode === "prefix" ? terms.map((t) => this.expand(t)) : terms.map((t) => [t])).map((group) =>
       group.flatMap((term) => this.postings.get(term) ?? []),
     );
-    if (mode === "and" && groups.some((group) => group.length === 0)) return [];
     const n = this.seqs.length;
     const docFrequency = (group: Postings[]) => group.reduce((sum, list) => sum + list.docs.length, 0);
-    if (mode !== "and" && groups.length > 1 && n >= 1000) {
+    if (groups.length > 1 && n >= 1000) {
       // Dynamic stop words: in an OR query, terms in over a quarter of all skills add little relevance
       // (idf < ln 4) but dominate the cost; drop them when a rarer term is present. Small catalogs are
       // cheap to score fully, so they keep every term.
       const rare = groups.filter((group) => group.length > 0 && docFrequency(group) <= n / 4);
       if (rare.length > 0) groups = rare;
     }
-    const { scores, matched, norms, partitionOf } = this;
-    const touched: number[] = [];
-    let groupCount = 0;
-    for (const group of groups) {
-      if (group.length === 0) continue;
-      const g = groupCount++;
-      for (const list of group) {
-        const df = list.docs.length;
-        const idf = Math.log(1 + (n - df + 0.5) / (df + 0.5));
-        for (let i = 0; i < df; i++) {
-          const doc = list.docs[i] as number;
-          if (allowed[partitionOf[doc] as number] !== 1) continue;
-          if (taskType && this.taskTypes[doc] !== taskType) continue;
-          const tf = list.tfs[i] as number;
-          if (matched[doc] === 0 && scores[doc] === 0) touched.push(doc);
-          // Counts distinct groups: a doc hit by several terms of one prefix group counts once.
-          if (matched[doc] === g) matched[doc] = g + 1;
-          scores[doc] = (scores[doc] as number) + (idf * tf * (K1 + 1)) / (tf + (norms[doc] as number));
-        }
+    const { scores, candidateDocs } = this;
+    let count = 0;
+    for (const list of groups.flat()) {
+      const idf = this.idf(list);
+      for (let i = 0; i < list.docs.length; i++) {
+        const doc = list.docs[i] as number;
+        if (!accept(doc)) continue;
+        if (scores[doc] === 0) candidateDocs[count++] = doc;
+        scores[doc] = (scores[doc] as number) + this.bm25(list, i, doc, idf);
       }
     }
-    // Bounded insertion: most candidates are rejected by one comparison with the current k-th best.
-    const top: IndexHit[] = [];
-    for (const doc of touched) {
-      const relevance = scores[doc] as number;
+    for (let i = 0; i < count; i++) {
+      const doc = candidateDocs[i] as number;
+      this.candidateScores[i] = scores[doc] as number;
       scores[doc] = 0;
-      const ok = mode !== "and" || matched[doc] === groupCount;
-      matched[doc] = 0;
-      if (!ok) continue;
-      const worst = top[top.length - 1];
-      if (top.length >= k && worst && relevance < worst.relevance) continue;
-      const hit = { seq: this.seqs[doc] as number, name: this.names[doc] as string, relevance };
-      if (top.length >= k && worst && better(worst, hit) <= 0) continue;
-      let i = top.length;
-      while (i > 0 && better(hit, top[i - 1] as IndexHit) < 0) i--;
-      top.splice(i, 0, hit);
-      if (top.length > k) top.pop();
     }
-    return top;
+    return this.topK(count, k);
+  }
+
+  private idf(list: Postings): number {
+    const df = list.docs.length;
+    return Math.log(1 + (this.seqs.length - df + 0.5) / (df + 0.5));
+  }
+
+  private bm25(list: Postings, i: number, doc: number, idf: number): number {
+    const tf = list.tfs[i] as number;
+    return (idf * tf * (K1 + 1)) / (tf + (this.norms[doc] as number));
+  }
+
+  /**
+   * Leaves the docs found in every list in the candidate buffers, with their summed BM25F relevance,
+   * and returns their count. Starts from the rarest list and looks each surviving doc up in the next
+   * one by galloping (postings are sorted by doc), so the cost follows the rarest term.
+   */
+  private intersect(lists: Postings[], accept: (doc: number) => boolean): number {
+    const [rarest, ...rest] = [...lists].sort((a, b) => a.docs.length - b.docs.length);
+    if (!rarest) return 0;
+    const { candidateDocs, candidateScores } = this;
+    let count = 0;
+    const rarestIdf = this.idf(rarest);
+    for (let i = 0; i < rarest.docs.length; i++) {
+      const doc = rarest.docs[i] as number;
+      if (!accept(doc)) continue;
+      candidateDocs[count] = doc;
+      candidateScores[count++] = this.bm25(rarest, i, doc, rarestIdf);
+    }
+    for (const list of rest) {
+      const idf = this.idf(list);
+      let kept = 0;
+      let from = 0;
+      for (let c = 0; c < count; c++) {
+        const doc = candidateDocs[c] as number;
+        const at = gallop(list.docs, doc, from);
+        if (at === list.docs.length) break;
+        from = at;
+        if (list.docs[at] !== doc) continue;
+        candidateDocs[kept] = doc;
+        candidateScores[kept++] = (candidateScores[c] as number) + this.bm25(list, at, doc, idf);
+      }
+      count = kept;
+    }
+    return count;
+  }
+
+  /**
+   * The best `k` of the first `count` candidates: relevance, then shorter name, then name. Bounded
+   * insertion on doc indexes; most candidates are rejected by one comparison with the k-th best.
+   */
+  private topK(count: number, k: number): IndexHit[] {
+    const top: number[] = [];
+    const relevance: number[] = [];
+    for (let c = 0; c < count; c++) {
+      const doc = this.candidateDocs[c] as number;
+      const score = this.candidateScores[c] as number;
+      if (top.length >= k && score < (relevance[k - 1] as number)) continue;
+      let i = top.length;
+      while (i > 0 && this.ranksBefore(doc, score, top[i - 1] as number, relevance[i - 1] as number)) i--;
+      if (i >= k) continue;
+      top.splice(i, 0, doc);
+      relevance.splice(i, 0, score);
+      if (top.length > k) {
+        top.pop();
+        relevance.pop();
+      }
+    }
+    return top.map((doc, i) => ({
+      seq: this.seqs[doc] as number,
+      name: this.names[doc] as string,
+      relevance: relevance[i] as number,
+    }));
+  }
+
+  /** Higher relevance first, then the shorter name, then the name. */
+  private ranksBefore(doc: number, score: number, other: number, otherScore: number): boolean {
+    if (score !== otherScore) return score > otherScore;
+    const name = this.names[doc] as string;
+    const otherName = this.names[other] as string;
+    return name.length !== otherName.length ? name.length < otherName.length : name < otherName;
   }
 }
 
-/** Best first: relevance, then shorter name, then name (negative when `a` ranks before `b`). */
-function better(a: IndexHit, b: IndexHit): number {
-  return (
-    b.relevance - a.relevance ||
-    a.name.length - b.name.length ||
-    (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)
-  );
+/** First index at or after `from` whose doc is >= `doc` (exponential then binary search). */
+function gallop(docs: Int32Array, doc: number, from: number): number {
+  let step = 1;
+  let hi = from;
+  while (hi < docs.length && (docs[hi] as number) < doc) {
+    from = hi + 1;
+    hi += step;
+    step *= 2;
+  }
+  hi = Math.min(hi, docs.length);
+  while (from < hi) {
+    const mid = (from + hi) >>> 1;
+    if ((docs[mid] as number) < doc) from = mid + 1;
+    else hi = mid;
+  }
+  return from;
 }

@@ -363,7 +363,13 @@ export class SkillService {
 
   /** The in-memory index, rebuilt when this service or another connection changed the database. */
   private memoryIndex(): MemoryIndex {
-    const dataVersion = Number(this.store.db.pragma("data_version", { simple: true }));
+    // A cached statement: db.pragma() prepares anew on every call, a measurable cost per search.
+    const { data_version: dataVersion } = this.store.get<{ data_version: number }>(
+      "PRAGMA data_version",
+      [],
+    ) ?? {
+      data_version: -1,
+    };
     if (!this.index || dataVersion !== this.indexDataVersion) {
       this.index = MemoryIndex.build(this.store.db);
       this.indexDataVersion = dataVersion;
@@ -587,7 +593,8 @@ export class SkillService {
     const where = this.filters(caller, undefined);
     const out: { row: SearchRow; relevance: number }[] = [];
     let checked = 0;
-    for (let k = limit * 2; ; k *= 4) {
+    // The index already filters by scope partition, so the first `limit` candidates almost always pass.
+    for (let k = limit; ; k *= 4) {
       const ranked = topK(k);
       const chunk = ranked.slice(checked);
       checked = ranked.length;
