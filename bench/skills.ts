@@ -41,23 +41,23 @@ try {
     db,
     packLimits: { maxSkills: 50_000, maxPackBytes: 128 * 1024 * 1024 },
   });
-  load50k(service);
+  const names = load50k(service);
   const queries = searchQueries(42, 3000);
   const rand = prng(43);
   for (const q of queries.slice(0, 200)) service.searchSkills(CALLER, { query: q }); // warm-up
   for (const [label, type, count] of [
     ["fts", "fts", 3000],
     ["exact", "exact", 3000],
-    ["regex", "regex", 10],
+    ["regex", "regex", 100],
   ] as const) {
     const latencies: number[] = [];
     let results = 0;
     for (const q of queries.slice(0, count)) {
       const query =
         type === "exact"
-          ? `bench.github.open_issue_${Math.floor(rand() * 50_000)}`
+          ? (names[Math.floor(rand() * names.length)] ?? "")
           : type === "regex"
-            ? `^bench\\.${q.split(" ")[0]}`
+            ? `^bench\\.${pick(rand, AREAS)}\\.${pick(rand, VERBS)}_`
             : q;
       const [result, ms] = time(() => service.searchSkills(CALLER, { query, type, limit: 8 }));
       results += result.skills.length;

@@ -82,23 +82,34 @@ export const BENCH_CALLER: Caller = {
   narrowToTools: [],
 };
 
-/** 50,000 skills: 40k global, 5k in tenant t1, 5k in project t1/p1. */
-export function load50k(service: SkillService): void {
-  service.loadSkillPack({
-    pack: "global",
-    scope: { kind: "global", tenantId: "", projectId: "" },
-    files: packFiles(1, 40_000, 0),
-  });
-  service.loadSkillPack({
-    pack: "tenant",
-    scope: { kind: "tenant", tenantId: "t1", projectId: "" },
-    files: packFiles(2, 5_000, 40_000),
-  });
-  service.loadSkillPack({
-    pack: "project",
-    scope: { kind: "project", tenantId: "t1", projectId: "p1" },
-    files: packFiles(3, 5_000, 45_000),
-  });
+/** 50,000 skills: 40k global, 5k in tenant t1, 5k in project t1/p1; returns their names. */
+export function load50k(service: SkillService): string[] {
+  const packs = [
+    {
+      pack: "global",
+      scope: { kind: "global", tenantId: "", projectId: "" },
+      files: packFiles(1, 40_000, 0),
+    },
+    {
+      pack: "tenant",
+      scope: { kind: "tenant", tenantId: "t1", projectId: "" },
+      files: packFiles(2, 5_000, 40_000),
+    },
+    {
+      pack: "project",
+      scope: { kind: "project", tenantId: "t1", projectId: "p1" },
+      files: packFiles(3, 5_000, 45_000),
+    },
+  ] as const;
+  for (const pack of packs) service.loadSkillPack(pack);
+  return packs.flatMap((pack) =>
+    pack.files.flatMap((file) =>
+      file.content
+        .trim()
+        .split("\n")
+        .map((line) => (JSON.parse(line) as { name: string }).name),
+    ),
+  );
 }
 
 /** 1–3 word capability queries ("open pull request github"). */

@@ -10,6 +10,7 @@ import {
   mayMatch,
   REGEX_LENGTH_LIMIT,
 } from "../text/caller-regex.ts";
+import { LiteralIndex } from "../text/literal-index.ts";
 import { DEFAULT_RANKER, FIELD_COUNT, type RankedDoc, Ranker, type RankerConfig } from "./ranker.ts";
 import { ensureFtsIndex } from "./schema.ts";
 import { analyze, bareName, nameKey, splitWords, stem } from "./text.ts";
@@ -79,8 +80,9 @@ interface Index {
   readonly lowerNames: readonly string[];
   readonly lowerDescriptions: readonly string[];
   readonly lowerTags: readonly (readonly string[])[];
-  /** Doc ids in tie-break order. */
+  /** Doc ids in tie-break order, and each doc's position in it. */
   readonly tieOrder: Int32Array;
+  readonly tieRank: Int32Array;
 }
 
 /**
@@ -104,6 +106,8 @@ export class ToolCatalog {
     VisibilityPredicate,
     { index: Index; includeAlways: boolean; candidates: { allowed: Uint8Array; totalDeferred: number } }
   >();
+  /** The regex path's literal index, per in-memory index (dies with it). */
+  private readonly literalIndexes = new WeakMap<Index, LiteralIndex>();
   private fingerprintCache: string | undefined;
   private readonly preferred: readonly string[];
   private readonly events: EventSink | undefined;
@@ -413,6 +417,7 @@ export class ToolCatalog {
       deferredMask,
       deferredCount,
       tieOrder: Int32Array.from(order),
+      tieRank,
       bare: docs.map((t) => bareName(t.name)),
       lowerNames: docs.map((t) => fold(t.name)),
       lowerDescriptions: docs.map((t) => fold(t.description)),
@@ -497,6 +502,20 @@ export class ToolCatalog {
     return ranked.slice(0, limit).map((r) => hit(index.docs[r.doc] as Tool, 1, "exact_normalized"));
   }
 
+  /** Built on the first regex search after a change, then reused. */
+  private literalIndex(index: Index): LiteralIndex {
+    let literals = this.literalIndexes.get(index);
+    if (!literals) {
+      literals = LiteralIndex.build(index.docs.length, (d) => [
+        index.lowerNames[d] ?? "",
+        index.lowerDescriptions[d] ?? "",
+        ...(index.lowerTags[d] ?? []),
+      ]);
+      this.literalIndexes.set(index, literals);
+    }
+    return literals;
+  }
+
   private regex(index: Index, re: CallerRegex, allowed: Uint8Array | undefined, limit: number): SearchHit[] {
     const top: RankedDoc[] = [];
     const kinds = new Map<number, MatchType>();
@@ -513,8 +532,11 @@ export class ToolCatalog {
     // 1 = the name matched (or the doc is not a candidate): skip it in the text pass.
     const done = new Uint8Array(docs.length);
     // Visiting docs in tie-break order means a later doc enters only with a strictly higher score,
-    // so once the page is full the cheaper checks (and finally the whole scan) can stop early.
-    for (const d of index.tieOrder) {
+    // so once the page is full the cheaper checks (and finally the whole scan) can stop early. The
+    // literal index narrows the visit to docs holding the pattern's literals, when it has some.
+    const narrowed = this.literalIndex(index).candidates(re.literals, re.prefixLiteral);
+    const visit = narrowed ? inTieOrder(index, narrowed) : index.tieOrder;
+    for (const d of visit) {
       if (allowed && allowed[d] !== 1) continue;
       const floor = top.length < limit ? -1 : (top[limit - 1] as RankedDoc).relevance;
       if (floor >= 0.95) break;
@@ -531,7 +553,7 @@ export class ToolCatalog {
     }
     // Text-only matches score lowest: only needed when names did not fill the page.
     if (top.length < limit)
-      for (const d of index.tieOrder) {
+      for (const d of visit) {
         // Every text-only hit scores 0.75 and arrives in tie order: a full page cannot change.
         if (top.length >= limit) break;
         if (done[d] === 1 || (allowed && allowed[d] !== 1)) continue;
@@ -545,6 +567,25 @@ export class ToolCatalog {
       }
     return top.map((r) => hit(docs[r.doc] as Tool, r.relevance, kinds.get(r.doc) ?? "regex_text"));
   }
+}
+
+/**
+ * `docs` in tie-break order: few are sorted by rank; many are picked from the tie order through a
+ * mask (no sort, and the regex scan usually stops after the first page of them).
+ */
+function inTieOrder(index: Index, docs: Int32Array): Iterable<number> {
+  if (docs.length <= 256)
+    return Int32Array.from(docs, (d) => index.tieRank[d] as number)
+      .sort()
+      .map((rank) => index.tieOrder[rank] as number);
+  const mask = new Uint8Array(index.docs.length);
+  for (const d of docs) mask[d] = 1;
+  // Iterable more than once: the name pass and the text pass both walk it.
+  return {
+    *[Symbol.iterator]() {
+      for (const d of index.tieOrder) if (mask[d] === 1) yield d;
+    },
+  };
 }
 
 function validateSearch(request: SearchRequest): { query: string; type: SearchType; limit: number } {

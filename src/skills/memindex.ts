@@ -1,5 +1,6 @@
 import type { Db } from "../store/database.ts";
 import { type CallerRegex, fold, mayMatch } from "../text/caller-regex.ts";
+import { gallop } from "../text/postings.ts";
 import type { TaskType } from "./model.ts";
 
 /**
@@ -314,22 +315,4 @@ export class MemoryIndex {
     const otherName = this.names[other] as string;
     return name.length !== otherName.length ? name.length < otherName.length : name < otherName;
   }
-}
-
-/** First index at or after `from` whose doc is >= `doc` (exponential then binary search). */
-function gallop(docs: Int32Array, doc: number, from: number): number {
-  let step = 1;
-  let hi = from;
-  while (hi < docs.length && (docs[hi] as number) < doc) {
-    from = hi + 1;
-    hi += step;
-    step *= 2;
-  }
-  hi = Math.min(hi, docs.length);
-  while (from < hi) {
-    const mid = (from + hi) >>> 1;
-    if ((docs[mid] as number) < doc) from = mid + 1;
-    else hi = mid;
-  }
-  return from;
 }

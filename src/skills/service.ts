@@ -691,10 +691,12 @@ export class SkillService {
             "add literal text to the pattern, filter by task_type, or use full-text search",
         );
       }
+      // NOT INDEXED: look the candidates up by rowid; with the scope index SQLite would walk every
+      // visible skill instead (8 ms at 50,000).
       statement = this.store.prepare(
-        `SELECT ${SEARCH_COLUMNS} FROM skills s WHERE ${where.sql} AND s.seq IN (SELECT value FROM json_each(?))`,
+        `SELECT ${SEARCH_COLUMNS} FROM skills s NOT INDEXED WHERE s.seq IN (SELECT value FROM json_each(?)) AND ${where.sql}`,
       );
-      params = [...where.params, JSON.stringify(seqs)];
+      params = [JSON.stringify(seqs), ...where.params];
     }
     for (const raw of statement.iterate(...params)) {
       const row = raw as SearchRow;

@@ -1,0 +1,111 @@
+import { gallop } from "./postings.ts";
+
+/**
+ * Narrows a caller regex to the docs that can match it, from the literals every match must hold
+ * (caller-regex.ts `requiredLiterals` / `anchoredPrefix`):
+ *   - a trigram index (the idea of Russ Cox's "Regular Expression Matching with a Trigram Index"):
+ *     a doc can only match if it contains every trigram of each literal of 3+ characters;
+ *   - the fields sorted, for `^prefix` patterns: only a field starting with the prefix can match.
+ * RE2 and the literal checks then run on a handful of docs instead of all of them. It only ever
+ * proposes a superset: callers still run the literal check and RE2 on each candidate.
+ */
+export class LiteralIndex {
+  private constructor(
+    private readonly postings: ReadonlyMap<string, Int32Array>,
+    /** Every field of every doc, sorted, with its doc at the same position. */
+    private readonly sortedFields: readonly string[],
+    private readonly sortedFieldDocs: Int32Array,
+  ) {}
+
+  /**
+   * `fieldsOf(doc)` are the texts a regex is tested against one by one (name, description, each
+   * tag…), folded like the literals (caller-regex.ts `fold`).
+   */
+  static build(docCount: number, fieldsOf: (doc: number) => readonly string[]): LiteralIndex {
+    const building = new Map<string, number[]>();
+    const fields: { text: string; doc: number }[] = [];
+    for (let doc = 0; doc < docCount; doc++) {
+      for (const field of fieldsOf(doc)) fields.push({ text: field, doc });
+      // "\n" between fields: a literal never contains it, so no trigram spans two fields usefully.
+      const text = fieldsOf(doc).join("\n");
+      for (let i = 0; i + 3 <= text.length; i++) {
+        const trigram = text.slice(i, i + 3);
+        const docs = building.get(trigram);
+        if (!docs) building.set(trigram, [doc]);
+        else if (docs[docs.length - 1] !== doc) docs.push(doc);
+      }
+    }
+    const postings = new Map<string, Int32Array>();
+    for (const [trigram, docs] of building) postings.set(trigram, Int32Array.from(docs));
+    fields.sort((a, b) => (a.text < b.text ? -1 : a.text > b.text ? 1 : a.doc - b.doc));
+    return new LiteralIndex(
+      postings,
+      fields.map((f) => f.text),
+      Int32Array.from(fields, (f) => f.doc),
+    );
+  }
+
+  /**
+   * Docs (ascending) that may match a pattern with these required literals and anchored prefix
+   * ("" for none), or `undefined` when neither narrows anything (scan everything).
+   */
+  candidates(literals: readonly string[], prefix: string): Int32Array | undefined {
+    const byTrigrams = this.withTrigrams(literals);
+    if (!prefix) return byTrigrams;
+    const byPrefix = this.withPrefix(prefix);
+    return byTrigrams ? intersect(byPrefix, byTrigrams) : byPrefix;
+  }
+
+  /** Docs with a field starting with `prefix` (a binary search over the sorted fields). */
+  private withPrefix(prefix: string): Int32Array {
+    let lo = 0;
+    let hi = this.sortedFields.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if ((this.sortedFields[mid] as string) < prefix) lo = mid + 1;
+      else hi = mid;
+    }
+    let hi2 = lo;
+    while (hi2 < this.sortedFields.length && (this.sortedFields[hi2] as string).startsWith(prefix)) hi2++;
+    const docs = this.sortedFieldDocs.slice(lo, hi2).sort();
+    // A doc with two fields starting with the prefix appears twice: keep one.
+    let count = 0;
+    for (let i = 0; i < docs.length; i++)
+      if (i === 0 || docs[i] !== docs[i - 1]) docs[count++] = docs[i] as number;
+    return docs.subarray(0, count);
+  }
+
+  /** Docs containing every trigram of every literal of 3+ characters; undefined when none is. */
+  private withTrigrams(literals: readonly string[]): Int32Array | undefined {
+    const trigrams = new Set<string>();
+    for (const literal of literals)
+      for (let i = 0; i + 3 <= literal.length; i++) trigrams.add(literal.slice(i, i + 3));
+    if (trigrams.size === 0) return undefined;
+    const lists: Int32Array[] = [];
+    for (const trigram of trigrams) {
+      const docs = this.postings.get(trigram);
+      if (!docs) return new Int32Array(0);
+      lists.push(docs);
+    }
+    lists.sort((a, b) => a.length - b.length);
+    let result = lists[0] as Int32Array;
+    for (const list of lists.slice(1)) {
+      result = intersect(result, list);
+      if (result.length === 0) break;
+    }
+    return result;
+  }
+}
+
+/** Sorted intersection; `small` is walked, `large` galloped through from the last position found. */
+function intersect(small: Int32Array, large: Int32Array): Int32Array {
+  const out = new Int32Array(small.length);
+  let count = 0;
+  let from = 0;
+  for (const doc of small) {
+    from = gallop(large, doc, from);
+    if (from === large.length) break;
+    if (large[from] === doc) out[count++] = doc;
+  }
+  return out.subarray(0, count);
+}

@@ -1,0 +1,55 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { LiteralIndex } from "../../src/text/literal-index.ts";
+
+const field = fc.stringMatching(/^[abc_.]{0,12}$/);
+const docs = fc.array(fc.array(field, { minLength: 1, maxLength: 3 }), { minLength: 1, maxLength: 40 });
+const literal = fc.stringMatching(/^[abc_.]{1,5}$/);
+
+/** What a regex with these literals could match: some field starts with the prefix, each literal is in some field. */
+function couldMatch(fields: readonly string[], literals: readonly string[], prefix: string): boolean {
+  return (
+    (!prefix || fields.some((f) => f.startsWith(prefix))) &&
+    literals.every((lit) => fields.some((f) => f.includes(lit)))
+  );
+}
+
+describe("LiteralIndex", () => {
+  it("never drops a doc that could match the pattern's literals and prefix", () => {
+    fc.assert(
+      fc.property(
+        docs,
+        fc.array(literal, { maxLength: 3 }),
+        fc.option(literal, { nil: "" }),
+        (all, literals, prefix) => {
+          const index = LiteralIndex.build(all.length, (d) => all[d] ?? []);
+          const candidates = index.candidates(literals, prefix);
+          const kept = new Set(candidates ?? all.map((_, d) => d));
+          all.forEach((fields, d) => {
+            if (couldMatch(fields, literals, prefix)) expect(kept.has(d)).toBe(true);
+          });
+          if (candidates) expect([...candidates]).toEqual([...new Set(candidates)].sort((a, b) => a - b));
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it("narrows to the docs holding a literal's trigrams, and to fields starting with the prefix", () => {
+    const fields = [
+      ["get_weather", "Current weather"],
+      ["send_message", "Send a chat message"],
+      ["get_time", ""],
+    ];
+    const index = LiteralIndex.build(fields.length, (d) => fields[d] ?? []);
+    expect([...(index.candidates(["weather"], "") ?? [])]).toEqual([0]);
+    expect([...(index.candidates([], "get_") ?? [])]).toEqual([0, 2]);
+    expect([...(index.candidates(["time"], "get_") ?? [])]).toEqual([2]);
+    expect([...(index.candidates(["zebra"], "") ?? [])]).toEqual([]);
+  });
+
+  it("cannot narrow literals shorter than a trigram without a prefix", () => {
+    const index = LiteralIndex.build(1, () => ["ab"]);
+    expect(index.candidates(["ab"], "")).toBeUndefined();
+  });
+});
