@@ -35,8 +35,16 @@ export class LiteralIndex {
         else if (docs[docs.length - 1] !== doc) docs.push(doc);
       }
     }
+    // Views into one buffer: one backing store, not one per trigram.
+    const all = new Int32Array([...building.values()].reduce((sum, docs) => sum + docs.length, 0));
     const postings = new Map<string, Int32Array>();
-    for (const [trigram, docs] of building) postings.set(trigram, Int32Array.from(docs));
+    let offset = 0;
+    for (const [trigram, docs] of building) {
+      const view = all.subarray(offset, offset + docs.length);
+      view.set(docs);
+      postings.set(trigram, view);
+      offset += docs.length;
+    }
     fields.sort((a, b) => (a.text < b.text ? -1 : a.text > b.text ? 1 : a.doc - b.doc));
     return new LiteralIndex(
       postings,
