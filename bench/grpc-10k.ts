@@ -21,7 +21,7 @@
  *   --wayfind-root DIR  serve wayfind from another checkout (A/B of a change; needs its node_modules)
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { availableParallelism, loadavg, tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import Database from "better-sqlite3";
@@ -31,6 +31,8 @@ import {
   ensureGhz,
   type LoadResult,
   type LoadSpec,
+  loadFlagOptions,
+  loadFlags,
   medianByRps,
   printAligned,
   probeStatus,
@@ -42,20 +44,13 @@ import {
 
 const { values: flags } = parseArgs({
   options: {
-    duration: { type: "string", default: "5" },
-    warmup: { type: "string", default: "2" },
-    rounds: { type: "string", default: "3" },
-    pin: { type: "boolean", default: false },
+    ...loadFlagOptions(5, 2),
     "cpu-prof": { type: "boolean", default: false },
     "wayfind-root": { type: "string" },
   },
   strict: true,
 });
-const DURATION_S = Number(flags.duration);
-const WARMUP_S = Number(flags.warmup);
-const ROUNDS = Math.max(1, Number(flags.rounds));
-const cores = availableParallelism();
-const PIN = flags.pin && cores >= 2;
+const { durationS: DURATION_S, warmupS: WARMUP_S, rounds: ROUNDS, pin: PIN, cores } = loadFlags(flags);
 const SERVER_CPUS = PIN ? "1" : undefined;
 const CLIENT_CPUS = PIN ? "0" : undefined;
 const PROFILE = flags["cpu-prof"];

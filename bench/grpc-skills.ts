@@ -7,7 +7,7 @@
  * Usage: node --import tsx bench/grpc-skills.ts [--duration S] [--warmup S] [--rounds N] [--pin]
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { availableParallelism, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { SkillService } from "../src/skills/index.ts";
@@ -16,6 +16,8 @@ import { allMigrations } from "../src/store/migrations.ts";
 import {
   ensureGhz,
   type LoadResult,
+  loadFlagOptions,
+  loadFlags,
   medianByRps,
   printAligned,
   probeStatus,
@@ -27,18 +29,11 @@ import { load50k, searchQueries } from "./lib/skill-data.ts";
 
 const { values: flags } = parseArgs({
   options: {
-    duration: { type: "string", default: "5" },
-    warmup: { type: "string", default: "2" },
-    rounds: { type: "string", default: "3" },
-    pin: { type: "boolean", default: false },
+    ...loadFlagOptions(5, 2),
   },
   strict: true,
 });
-const DURATION_S = Number(flags.duration);
-const WARMUP_S = Number(flags.warmup);
-const ROUNDS = Math.max(1, Number(flags.rounds));
-const cores = availableParallelism();
-const PIN = flags.pin && cores >= 2;
+const { durationS: DURATION_S, warmupS: WARMUP_S, rounds: ROUNDS, pin: PIN, cores } = loadFlags(flags);
 const TARGET_P99_MS = 3;
 /**
  * 32 callers flat out (the target's shape), 32 callers sending 1,000 req/s in total (a busy fleet

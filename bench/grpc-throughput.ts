@@ -18,13 +18,15 @@
  *   --wayfind-root DIR  serve wayfind from another checkout (A/B of a change; needs its node_modules)
  */
 import { mkdtempSync, rmSync } from "node:fs";
-import { availableParallelism, loadavg, tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import {
   ensureGhz,
   type LoadResult,
   type LoadSpec,
+  loadFlagOptions,
+  loadFlags,
   medianByRps,
   printAligned,
   probeStatus,
@@ -36,20 +38,13 @@ import {
 
 const { values: flags } = parseArgs({
   options: {
-    duration: { type: "string", default: "4" },
-    warmup: { type: "string", default: "1" },
-    rounds: { type: "string", default: "3" },
-    pin: { type: "boolean", default: false },
+    ...loadFlagOptions(4, 1),
     "cpu-prof": { type: "boolean", default: false },
     only: { type: "string" },
     "wayfind-root": { type: "string" },
   },
 });
-const DURATION_S = Number(flags.duration);
-const WARMUP_S = Number(flags.warmup);
-const cores = availableParallelism();
-const ROUNDS = Math.max(1, Number(flags.rounds));
-const PIN = flags.pin && cores >= 2;
+const { durationS: DURATION_S, warmupS: WARMUP_S, rounds: ROUNDS, pin: PIN, cores } = loadFlags(flags);
 const SERVER_CPUS = PIN ? "1" : undefined;
 const CLIENT_CPUS = PIN ? "0" : undefined;
 

@@ -5,6 +5,7 @@
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { closeSync, existsSync, openSync, readFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 
@@ -307,4 +308,40 @@ export async function runWithServerCpu(
   const cpuMs = server.cpuMs() - cpuBefore;
   result.serverCpuPct = (cpuMs / (performance.now() - started)) * 100;
   return { result, cpuUsPerCall: (cpuMs * 1000) / Math.max(1, result.count) };
+}
+
+/** parseArgs options of the flags every ghz benchmark takes, with its own default durations. */
+export function loadFlagOptions(durationS: number, warmupS: number) {
+  return {
+    duration: { type: "string", default: String(durationS) },
+    warmup: { type: "string", default: String(warmupS) },
+    rounds: { type: "string", default: "3" },
+    pin: { type: "boolean", default: false },
+  } as const;
+}
+
+/** The flags every ghz benchmark takes (`--duration`, `--warmup`, `--rounds`, `--pin`), parsed. */
+export interface LoadFlags {
+  readonly durationS: number;
+  readonly warmupS: number;
+  readonly rounds: number;
+  /** Server on CPU 1 and ghz on CPU 0 (only with 2+ cores). */
+  readonly pin: boolean;
+  readonly cores: number;
+}
+
+export function loadFlags(values: {
+  duration?: string | undefined;
+  warmup?: string | undefined;
+  rounds?: string | undefined;
+  pin?: boolean | undefined;
+}): LoadFlags {
+  const cores = availableParallelism();
+  return {
+    durationS: Number(values.duration),
+    warmupS: Number(values.warmup),
+    rounds: Math.max(1, Number(values.rounds)),
+    pin: (values.pin ?? false) && cores >= 2,
+    cores,
+  };
 }
