@@ -548,8 +548,12 @@ export class ToolCatalog {
     const done = new Uint8Array(docs.length);
     // Visiting docs in tie-break order means a later doc enters only with a strictly higher score,
     // so once the page is full the cheaper checks (and finally the whole scan) can stop early. The
-    // literal index narrows the visit to docs holding the pattern's literals, when it has some.
-    const narrowed = this.literalIndex(index).candidates(re.literals, re.prefixLiteral);
+    // literal index narrows the visit to docs holding the pattern's literals, when it has some (a
+    // pattern with none, like the FTS5-less alternation, never pays for building it).
+    const narrowed =
+      re.literals.length > 0 || re.prefixLiteral
+        ? this.literalIndex(index).candidates(re.literals, re.prefixLiteral)
+        : undefined;
     const visit = narrowed ? inTieOrder(index, narrowed) : index.tieOrder;
     for (const d of visit) {
       if (allowed && allowed[d] !== 1) continue;

@@ -364,12 +364,8 @@ export class SkillService {
   /** The in-memory index, rebuilt when this service or another connection changed the database. */
   private memoryIndex(): MemoryIndex {
     // A cached statement: db.pragma() prepares anew on every call, a measurable cost per search.
-    const { data_version: dataVersion } = this.store.get<{ data_version: number }>(
-      "PRAGMA data_version",
-      [],
-    ) ?? {
-      data_version: -1,
-    };
+    const dataVersion =
+      this.store.get<{ data_version: number }>("PRAGMA data_version", [])?.data_version ?? -1;
     if (!this.index || dataVersion !== this.indexDataVersion) {
       this.index = MemoryIndex.build(this.store.db);
       this.indexDataVersion = dataVersion;

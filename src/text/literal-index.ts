@@ -25,9 +25,10 @@ export class LiteralIndex {
     const building = new Map<string, number[]>();
     const fields: { text: string; doc: number }[] = [];
     for (let doc = 0; doc < docCount; doc++) {
-      for (const field of fieldsOf(doc)) fields.push({ text: field, doc });
+      const docFields = fieldsOf(doc);
+      for (const field of docFields) fields.push({ text: field, doc });
       // "\n" between fields: a literal never contains it, so no trigram spans two fields usefully.
-      const text = fieldsOf(doc).join("\n");
+      const text = docFields.join("\n");
       for (let i = 0; i + 3 <= text.length; i++) {
         const trigram = text.slice(i, i + 3);
         const docs = building.get(trigram);
@@ -73,9 +74,9 @@ export class LiteralIndex {
       if ((this.sortedFields[mid] as string) < prefix) lo = mid + 1;
       else hi = mid;
     }
-    let hi2 = lo;
-    while (hi2 < this.sortedFields.length && (this.sortedFields[hi2] as string).startsWith(prefix)) hi2++;
-    const docs = this.sortedFieldDocs.slice(lo, hi2).sort();
+    let end = lo;
+    while (end < this.sortedFields.length && (this.sortedFields[end] as string).startsWith(prefix)) end++;
+    const docs = this.sortedFieldDocs.slice(lo, end).sort();
     // A doc with two fields starting with the prefix appears twice: keep one.
     let count = 0;
     for (let i = 0; i < docs.length; i++)
