@@ -590,21 +590,23 @@ export class ToolCatalog {
 
 /**
  * `docs` in tie-break order: few are sorted by rank; many are picked from the tie order through a
- * mask (no sort, and the regex scan usually stops after the first page of them).
+ * mask (no sort; a plain array, since a generator allocates a result object per doc it yields).
  */
-function inTieOrder(index: Index, docs: Int32Array): Iterable<number> {
+function inTieOrder(index: Index, docs: Int32Array): Int32Array {
   if (docs.length <= 256)
     return Int32Array.from(docs, (d) => index.tieRank[d] as number)
       .sort()
       .map((rank) => index.tieOrder[rank] as number);
   const mask = new Uint8Array(index.docs.length);
-  for (const d of docs) mask[d] = 1;
-  // Iterable more than once: the name pass and the text pass both walk it.
-  return {
-    *[Symbol.iterator]() {
-      for (const d of index.tieOrder) if (mask[d] === 1) yield d;
-    },
-  };
+  for (let i = 0; i < docs.length; i++) mask[docs[i] as number] = 1;
+  const ordered = new Int32Array(docs.length);
+  let k = 0;
+  const { tieOrder } = index;
+  for (let i = 0; i < tieOrder.length; i++) {
+    const d = tieOrder[i] as number;
+    if (mask[d] === 1) ordered[k++] = d;
+  }
+  return ordered;
 }
 
 function validateSearch(request: SearchRequest): { query: string; type: SearchType; limit: number } {

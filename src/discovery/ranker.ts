@@ -107,6 +107,9 @@ export class Ranker {
   private readonly covered: Uint16Array;
   private readonly lastSlot: Int32Array;
   private readonly stamp: Uint32Array;
+  /** Docs the current query touched, in first-touch order: a scratch buffer, not a per-query array. */
+  private readonly touched: Int32Array;
+  private touchedCount = 0;
   private epoch = 0;
   private firstChar: Map<string, number[]> | undefined;
   private readonly expansions = new Map<string, [number, number][]>();
@@ -131,6 +134,7 @@ export class Ranker {
     this.covered = new Uint16Array(n);
     this.lastSlot = new Int32Array(n);
     this.stamp = new Uint32Array(n);
+    this.touched = new Int32Array(n);
     const building: { docs: number[]; tf: number[] }[] = [];
     const totals = new Float64Array(FIELD_COUNT);
     // Per-doc term counts without per-doc allocations: `seenIn` marks the doc a term was last
@@ -254,35 +258,43 @@ export class Ranker {
       return terms;
     };
     let terms = build(words.length <= SHORT_QUERY_WORDS);
-    let touched = this.score(terms, opts.allowed);
+    this.score(terms, opts.allowed);
     // Too few hits: let unknown words of a long query widen too.
     const fill = this.config.fillWithFuzzy ? opts.limit : 1;
-    if (touched.length < fill && words.length > SHORT_QUERY_WORDS && words.some((w) => !this.vocab.has(w))) {
+    if (
+      this.touchedCount < fill &&
+      words.length > SHORT_QUERY_WORDS &&
+      words.some((w) => !this.vocab.has(w))
+    ) {
       terms = build(true);
-      touched = this.score(terms, opts.allowed);
+      this.score(terms, opts.allowed);
     }
     const slots = words.length;
     const full = slots;
     let allCount = 0;
-    for (const d of touched) if (this.covered[d] === full) allCount++;
+    for (let i = 0; i < this.touchedCount; i++) if (this.covered[this.touched[i] ?? 0] === full) allCount++;
     const andOnly = allCount >= opts.limit && slots > 1;
     const select = (limit: number): RankedDoc[] => {
       const coord = this.config.coordination;
       const out: RankedDoc[] = [];
-      for (const d of touched) {
+      for (let i = 0; i < this.touchedCount; i++) {
+        const d = this.touched[i] ?? 0;
         const cov = this.covered[d] ?? 0;
         if (andOnly && cov !== full) continue;
         let rel = this.scores[d] ?? 0;
         if (coord > 0 && slots > 1) rel *= (cov / slots) ** coord;
+        // Most touched docs do not make a full page: reject them before allocating an entry.
+        const last = out.length >= limit ? out[limit - 1] : undefined;
+        if (last && this.compareTo(last, d, rel) <= 0) continue;
         this.insertTop(out, { doc: d, relevance: rel, fuzzy: false }, limit);
       }
       return out;
     };
     const prf = this.config.prfDocs;
-    if (prf > 0 && touched.length > 1) {
+    if (prf > 0 && this.touchedCount > 1) {
       const feedback = select(prf);
       const extra = this.feedbackTerms(feedback, terms, opts.allowed);
-      if (extra.length > 0) touched = this.accumulate(extra, opts.allowed, touched);
+      if (extra.length > 0) this.accumulate(extra, opts.allowed);
     }
     const top = select(opts.limit);
     if (fuzzyUsed)
@@ -371,12 +383,8 @@ export class Ranker {
     }));
   }
 
-  /** Adds terms to the current query's scores (same epoch), returning the grown touched list. */
-  private accumulate(
-    terms: readonly QueryTerm[],
-    allowed: Uint8Array | undefined,
-    touched: number[],
-  ): number[] {
+  /** Adds terms to the current query's scores (same epoch), growing the touched list. */
+  private accumulate(terms: readonly QueryTerm[], allowed: Uint8Array | undefined): void {
     const stats = allowed ? this.statsFor(allowed) : undefined;
     const n = stats ? stats.n : this.size;
     for (const t of terms) {
@@ -394,7 +402,7 @@ export class Ranker {
           this.scores[d] = 0;
           this.covered[d] = 0;
           this.lastSlot[d] = -1;
-          touched.push(d);
+          this.touched[this.touchedCount++] = d;
         }
         this.scores[d] = (this.scores[d] ?? 0) + idf * (sat[i] ?? 0);
         // Query-word coverage; expansion terms (slot -1) do not count.
@@ -404,12 +412,13 @@ export class Ranker {
         }
       }
     }
-    return touched;
   }
 
-  private score(terms: readonly QueryTerm[], allowed: Uint8Array | undefined): number[] {
+  /** Scores terms in a new epoch: the touched list and per-doc sums start empty. */
+  private score(terms: readonly QueryTerm[], allowed: Uint8Array | undefined): void {
     this.epoch++;
-    return this.accumulate(terms, allowed, []);
+    this.touchedCount = 0;
+    this.accumulate(terms, allowed);
   }
 
   /** Statistics over the docs a mask allows; df is filled lazily per term. */
@@ -448,9 +457,14 @@ export class Ranker {
 
   /** Negative when a ranks before b. Tie-breaks only apply to (relatively) equal relevance. */
   compare(a: RankedDoc, b: RankedDoc): number {
-    const diff = b.relevance - a.relevance;
-    if (Math.abs(diff) > 1e-9 * Math.max(Math.abs(a.relevance), Math.abs(b.relevance), 1e-12)) return diff;
-    return (this.tieRank[a.doc] ?? 0) - (this.tieRank[b.doc] ?? 0);
+    return this.compareTo(a, b.doc, b.relevance);
+  }
+
+  /** `compare` against a doc not yet wrapped in a RankedDoc. */
+  private compareTo(a: RankedDoc, doc: number, relevance: number): number {
+    const diff = relevance - a.relevance;
+    if (Math.abs(diff) > 1e-9 * Math.max(Math.abs(a.relevance), Math.abs(relevance), 1e-12)) return diff;
+    return (this.tieRank[a.doc] ?? 0) - (this.tieRank[doc] ?? 0);
   }
 
   /** Vocabulary terms close to an unknown word, with a similarity weight in (0, 1]. */
