@@ -132,7 +132,8 @@ export function toToolInput(value: unknown, options: CatalogFileOptions = {}): T
   if (!isObject(value)) throw new Error("a tool must be a JSON object");
   // OpenAI `{type: "function", function: {...}}`
   const v: JsonObject = value.type === "function" && isObject(value.function) ? value.function : value;
-  const rawName = v.name;
+  // OpenAI plugin manifests (ai-plugin.json) name the model-facing fields `*_for_model`.
+  const rawName = v.name ?? v.name_for_model;
   if (typeof rawName !== "string" || rawName.trim() === "")
     throw new Error('"name" is missing or not a string');
   const rawNs = options.namespace ?? str(v.namespace) ?? str(v.server);
@@ -140,7 +141,13 @@ export function toToolInput(value: unknown, options: CatalogFileOptions = {}): T
   const name = safeName(rawName.trim());
   const aliases = strings(v.aliases, "aliases");
   if (name !== rawName) aliases.unshift(rawName);
-  const description = str(v.description) ?? str(v.description_for_model) ?? "";
+  // A short human description and a model-facing one (plugin manifests) are both kept, short first:
+  // listings show the first sentence, and search finds words from either.
+  const description = [
+    ...new Set([str(v.description) ?? str(v.description_for_human), str(v.description_for_model)]),
+  ]
+    .filter((d): d is string => d !== undefined && d.trim() !== "")
+    .join("\n\n");
   const argsSchema = schemaOf(
     v.inputSchema ?? v.input_schema ?? v.parameters ?? v.args_schema ?? v.argsSchema,
     "args schema",
@@ -149,7 +156,7 @@ export function toToolInput(value: unknown, options: CatalogFileOptions = {}): T
   const annotations = isObject(v.annotations) ? v.annotations : {};
   const tags = strings(v.tags, "tags");
   if (typeof v.category === "string" && v.category) tags.push(v.category);
-  const title = str(v.title) ?? str(annotations.title);
+  const title = str(v.title) ?? str(annotations.title) ?? str(v.name_for_human);
   const loading = str(v.loading_mode) ?? str(v.loadingMode) ?? options.loadingMode;
   if (loading !== undefined && !LOADING_MODES.includes(loading as LoadingMode))
     throw new Error(`loading_mode "${loading}" must be one of ${LOADING_MODES.join(", ")}`);

@@ -77,6 +77,22 @@ describe("catalog file formats", () => {
     expect(tool).toMatchObject({ name: "get_stock", argsSchema: { type: "object" } });
   });
 
+  it("reads OpenAI plugin manifests: human name as title, both descriptions kept, short one first", () => {
+    const plugin = {
+      name_for_model: "HouseRentingTool",
+      name_for_human: "House Renting",
+      description_for_human: "Find homes to rent.",
+      description_for_model: "Search apartment and condo listings by city, bedrooms and amenities.",
+    };
+    const [tool] = parseCatalogFile(write("plugins.jsonl", `${JSON.stringify(plugin)}\n`)).tools;
+    expect(tool).toMatchObject({
+      name: "HouseRentingTool",
+      title: "House Renting",
+      description:
+        "Find homes to rent.\n\nSearch apartment and condo listings by city, bedrooms and amenities.",
+    });
+  });
+
   it("prefixes the namespace option and applies the default loading mode", () => {
     const file = write("t.jsonl", `${JSON.stringify({ name: "ping" })}\n`);
     const parsed = parseCatalogFile(file, { namespace: "k8s", loadingMode: "always" });
