@@ -93,7 +93,17 @@ interface Index {
   /** Doc ids in tie-break order, and each doc's position in it. */
   readonly tieOrder: Int32Array;
   readonly tieRank: Int32Array;
+  /** Candidate masks by content (see internMask): callers that see the same tools share one. */
+  readonly sharedMasks: Map<number, Candidates[]>;
 }
+
+interface Candidates {
+  readonly allowed: Uint8Array;
+  readonly totalDeferred: number;
+}
+
+/** Distinct candidate masks kept per index; a fleet has a few visibility shapes, not thousands. */
+const SHARED_MASKS_MAX = 256;
 
 /**
  * The tool catalog: registration (transactional, hash-diffed), the SQLite/FTS5 persisted index and
@@ -116,7 +126,7 @@ export class ToolCatalog {
   /** Candidate masks by predicate identity; entries die with their predicate (see candidates()). */
   private readonly masks = new WeakMap<
     VisibilityPredicate,
-    { index: Index; includeAlways: boolean; candidates: { allowed: Uint8Array; totalDeferred: number } }
+    { index: Index; includeAlways: boolean; candidates: Candidates }
   >();
   /** The regex path's literal index, per in-memory index (dies with it). */
   private readonly literalIndexes = new WeakMap<Index, LiteralIndex>();
@@ -433,6 +443,7 @@ export class ToolCatalog {
       deferredCount,
       tieOrder: Int32Array.from(order),
       tieRank,
+      sharedMasks: new Map(),
       bare: docs.map((t) => bareName(t.name)),
       lowerNames: docs.map((t) => fold(t.name)),
       lowerDescriptions: docs.map((t) => fold(t.description)),
@@ -458,16 +469,12 @@ export class ToolCatalog {
     // mask it built last time: asking 10,000 tools is about half of a search's cost.
     const cached = this.masks.get(isVisible);
     if (cached?.index === index && cached.includeAlways === includeAlways) return cached.candidates;
-    const candidates = this.buildMask(index, isVisible, includeAlways);
+    const candidates = internMask(index, this.buildMask(index, isVisible, includeAlways));
     this.masks.set(isVisible, { index, includeAlways, candidates });
     return candidates;
   }
 
-  private buildMask(
-    index: Index,
-    isVisible: VisibilityPredicate,
-    includeAlways: boolean,
-  ): { allowed: Uint8Array; totalDeferred: number } {
+  private buildMask(index: Index, isVisible: VisibilityPredicate, includeAlways: boolean): Candidates {
     const allowed = new Uint8Array(index.docs.length);
     let totalDeferred = 0;
     index.docs.forEach((t, d) => {
@@ -607,6 +614,27 @@ function inTieOrder(index: Index, docs: Int32Array): Int32Array {
     if (mask[d] === 1) ordered[k++] = d;
   }
   return ordered;
+}
+
+/**
+ * The mask object already held for the same content, else this one. Every new caller view (a new
+ * run, say) brings a new predicate, but most see the same tools as others: sharing the mask object
+ * lets the ranker reuse the corpus statistics it caches per mask instead of recounting them.
+ * Contents are compared byte for byte, so a hash collision can never hand out another caller's mask.
+ */
+function internMask(index: Index, candidates: Candidates): Candidates {
+  const bytes = candidates.allowed;
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < bytes.length; i++) hash = Math.imul(hash ^ (bytes[i] as number), 0x01000193);
+  const bucket = index.sharedMasks.get(hash) ?? [];
+  const view = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  for (const held of bucket)
+    if (view.equals(Buffer.from(held.allowed.buffer, held.allowed.byteOffset, held.allowed.byteLength)))
+      return held;
+  if (index.sharedMasks.size >= SHARED_MASKS_MAX) index.sharedMasks.clear();
+  bucket.push(candidates);
+  index.sharedMasks.set(hash, bucket);
+  return candidates;
 }
 
 function validateSearch(request: SearchRequest): { query: string; type: SearchType; limit: number } {

@@ -131,6 +131,21 @@ describe("visibility", () => {
     expect(b.search({ ...query, isVisible: onlyVisible }).tools).toEqual(a.search(query).tools);
   });
 
+  it("callers that see the same tools share candidates, and never share them with a caller that sees others", () => {
+    const { catalog } = seeded();
+    const callers = [hideK8s, (t: { name: string }) => !t.name.startsWith("kubernetes."), () => true];
+    const [first, sameTools, everything] = callers.map((isVisible) =>
+      names(catalog.search({ query: "kubernetes.list_pods", type: "exact", isVisible })),
+    );
+    expect(first).toEqual([]);
+    expect(sameTools).toEqual([]);
+    expect(everything).toEqual(["kubernetes.list_pods"]);
+    // And in the other order: the caller that sees everything came first now.
+    expect(names(catalog.search({ query: "list pods", isVisible: hideK8s }))).not.toContain(
+      "kubernetes.list_pods",
+    );
+  });
+
   it("fuzzy widening only expands to words of visible tools", () => {
     const { catalog } = openCatalog();
     catalog.register("s", [
