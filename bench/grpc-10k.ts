@@ -7,7 +7,7 @@
  *     a new run per request, so every call is an activation (the write path); target p99 < 2 ms;
  *   - each RPC also with a single caller (1×1: the service time without queueing), and SearchTools
  *     once more after the ResolveTool runs filled the activation table;
- *   - server start time, spawn → "listening": empty config (node + tsx boot, the floor), the 10k
+ *   - server start time, spawn → "listening": empty config (node + wayfind boot, the floor), the 10k
  *     catalog on a fresh data dir (indexing) and again on the same data dir (restart);
  *   - server RSS after loading (target < 200 MB), after the load runs, and its peak.
  * The servers are child processes on 127.0.0.1 (`wayfind serve --config`, info log to a file).
@@ -34,6 +34,7 @@ import {
   loadFlagOptions,
   loadFlags,
   medianByRps,
+  prepareWayfind,
   printAligned,
   probeStatus,
   ROOT,
@@ -58,10 +59,15 @@ const WAYFIND_ROOT = flags["wayfind-root"] ?? ROOT;
 
 const CATALOG_SIZE = 10_000;
 const QUERY_COUNT = 50;
-/** The shape the targets are for (32 callers over 4 connections), then one caller alone (no queueing). */
+/**
+ * The shape the targets are for (32 callers over 4 connections, each calling again as soon as it is
+ * answered), then the same 32 callers at a fleet's pace (10 calls a second each, open loop), then one
+ * caller alone (no queueing).
+ */
 const SHAPES = [
-  { connections: 4, streams: 8, name: "4×8", targeted: true },
-  { connections: 1, streams: 1, name: "1×1", targeted: false },
+  { connections: 4, streams: 8, name: "4×8", targeted: true, rps: undefined },
+  { connections: 4, streams: 8, name: "4×8 at 320/s", targeted: false, rps: 320 },
+  { connections: 1, streams: 1, name: "1×1", targeted: false, rps: undefined },
 ] as const;
 type Shape = (typeof SHAPES)[number];
 const MAIN_SHAPE = SHAPES[0];
@@ -119,10 +125,8 @@ function writeCatalogConfig(): { config: string; emptyConfig: string; tools: num
 
 function serveArgs(config: string, dataDir: string, profileDir: string | undefined): string[] {
   return [
-    "--import",
-    "tsx",
     ...(profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : []),
-    "src/cli.ts",
+    "bin/wayfind.js",
     "serve",
     "--config",
     config,
@@ -178,6 +182,7 @@ async function measure(
     connections: shape.connections,
     streams: shape.streams,
     durationS,
+    rps: shape.rps,
     cpus: CLIENT_CPUS,
   };
   const cpuBefore = server.cpuMs();
@@ -230,6 +235,7 @@ function countActivations(dataDir: string): number | undefined {
 
 async function main() {
   const ghz = await ensureGhz();
+  const runtime = await prepareWayfind(WAYFIND_ROOT);
   process.stderr.write(`· growing a ${CATALOG_SIZE}-tool catalog\n`);
   const { config, emptyConfig, tools, resolveName } = writeCatalogConfig();
   const queries = readQueries("toolbench_queries.jsonl")
@@ -274,10 +280,14 @@ async function main() {
   const notes: string[] = [];
   let activations: { recorded: number | undefined; calls: number } | undefined;
 
-  // 1. The floor: node + tsx + wayfind with no catalog.
+  // 1. The floor: node + wayfind's modules (prebuilt, or through tsx) with no catalog.
   {
     const { server, ms } = await timedStart("empty config", emptyConfig, join(work, "data-empty"));
-    starts.push({ label: "empty config (node + tsx boot; the floor)", ms, idleMiB: server.rss().nowMiB });
+    starts.push({
+      label: `empty config (node + ${runtime} boot; the floor)`,
+      ms,
+      idleMiB: server.rss().nowMiB,
+    });
     await server.stop();
   }
 
@@ -364,6 +374,11 @@ async function main() {
     await server.stop();
   }
 
+  notes.push(
+    runtime === "dist"
+      ? "wayfind ran prebuilt (bin/wayfind.js → dist/, built by npm ci / npm run build)"
+      : "wayfind ran its TypeScript through tsx (no usable dist/): the floor includes the tsx loader",
+  );
   printReport(loads, rows, starts, activations, notes);
   if (firstProfile) printProfile(firstProfile, rows, startups);
 }
@@ -487,7 +502,7 @@ function printReport(
   );
   console.log(
     "  RSS first calls = after one call of each RPC (builds whatever is lazy), judged against the target; " +
-      "peak = VmHWM over the process life. The empty-config row is the floor: node + the tsx loader + wayfind's modules",
+      "peak = VmHWM over the process life. The empty-config row is the floor: node + wayfind's modules",
   );
   for (const note of notes) console.log(`  ${note}`);
 }
@@ -504,7 +519,7 @@ function printProfile(
   }
   console.log(
     `\nCPU profile of the loaded server (main thread): ${file}\n` +
-      "functions by file (tsx-transpiled line numbers would not match the sources); total = self + callees",
+      "functions by file (line numbers of built or transpiled code would not match the sources); total = self + callees",
   );
   for (const { label, shape, targeted, runs } of rows) {
     if (!targeted) continue;

@@ -19,8 +19,10 @@ import {
   loadFlagOptions,
   loadFlags,
   medianByRps,
+  prepareWayfind,
   printAligned,
   probeStatus,
+  ROOT,
   runGhz,
   runWithServerCpu,
   spawnServer,
@@ -48,6 +50,7 @@ const SHAPES = [
 const work = mkdtempSync(join(tmpdir(), "wayfind-grpc-skills-"));
 try {
   const ghz = await ensureGhz();
+  await prepareWayfind(ROOT);
   const dataDir = join(work, "data");
   process.stderr.write("· writing 50,000 skills into the data dir\n");
   {
@@ -65,9 +68,7 @@ try {
 
   const server = await spawnServer(
     [
-      "--import",
-      "tsx",
-      "src/cli.ts",
+      "bin/wayfind.js",
       "serve",
       "--config",
       config,
@@ -75,7 +76,9 @@ try {
       "127.0.0.1",
       "--port",
       "0",
-    ].concat(["--data-dir", dataDir]),
+      "--data-dir",
+      dataDir,
+    ],
     { cpus: PIN ? "1" : undefined, logFile: join(work, "server.log") },
   );
   try {

@@ -28,8 +28,10 @@ import {
   loadFlagOptions,
   loadFlags,
   medianByRps,
+  prepareWayfind,
   printAligned,
   probeStatus,
+  ROOT,
   runGhz,
   runWithServerCpu,
   type ServerProcess,
@@ -206,6 +208,7 @@ const CONNECT = "connect-node";
 
 async function main() {
   const ghz = await ensureGhz();
+  await prepareWayfind(flags["wayfind-root"] ?? ROOT);
   const tsx = ["--import", "tsx"];
   const profDir = join(work, "cpu-prof");
   const servers: { name: string; nodeArgs: string[]; cwd?: string | undefined; targets: Target[] }[] = [
@@ -217,9 +220,8 @@ async function main() {
     {
       name: WAYFIND,
       nodeArgs: [
-        ...tsx,
         ...(flags["cpu-prof"] ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`] : []),
-        "src/cli.ts",
+        "bin/wayfind.js",
         "serve",
         "--host",
         "127.0.0.1",

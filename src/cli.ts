@@ -7,8 +7,10 @@ import { applyCliOverrides, loadConfig } from "./config/index.ts";
 import { startServer } from "./server/app.ts";
 import { listSources } from "./sources/cli.ts";
 
+/** The checkout: this file runs as src/cli.ts (tsx) or as the built dist/src/cli.js. */
+const ROOT = new URL(import.meta.url.endsWith(".ts") ? "../" : "../../", import.meta.url);
 /** Served when no --config is given: a demo catalog and skill pack, so a fresh checkout is useful. */
-const DEMO_CONFIG = fileURLToPath(new URL("../demo/wayfind.yaml", import.meta.url));
+const DEMO_CONFIG = fileURLToPath(new URL("demo/wayfind.yaml", ROOT));
 
 const USAGE = `wayfind — tool and skill discovery for LLM agents
 
@@ -74,6 +76,7 @@ async function main(argv: string[]): Promise<number> {
   });
   const server = await startServer(config, logger, {
     onSkillPackProgress: skillPackProgressBar(process.stderr),
+    compactHeapBeforeListening: true,
   });
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     process.once(signal, () => {

@@ -69,10 +69,12 @@ export function summarizeProfile(
     for (const child of node.children ?? []) parent.set(child, node.id);
   }
   const keyOf = (node: ProfileNode): string => {
-    // By file, not line: code run through a loader (tsx) reports the transpiled positions.
+    // By file, not line: built (dist/) or transpiled (tsx) code reports positions in the JavaScript.
     const { functionName, url } = node.callFrame;
     const path = url.replace(/^file:\/\//, "");
-    const file = path.startsWith(`${root}/`) ? path.slice(root.length + 1) : path || "(native)";
+    const file = path.startsWith(`${root}/`)
+      ? path.slice(root.length + 1).replace(/^dist\/(.*)\.js$/, "$1.ts")
+      : path || "(native)";
     return `${functionName || "(anonymous)"} (${file})`;
   };
   const fileOf = (key: string): string => /\(([^()]*)\)$/.exec(key)?.[1] ?? "";

@@ -8,6 +8,7 @@ import { closeSync, existsSync, openSync, readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { distState } from "../../scripts/dist.js";
 
 const execFileAsync = promisify(execFile);
 
@@ -105,6 +106,21 @@ function stopChild(child: ChildProcess): Promise<void> {
     });
     child.kill("SIGTERM");
   });
+}
+
+/**
+ * Builds dist/ in the checkout at `root` when it is stale, so `bin/wayfind.js` serves the prebuilt
+ * JavaScript as a user's does after `npm ci`; returns what the server will run. A checkout without
+ * scripts/build.js (an older one, for an A/B) runs its sources through tsx.
+ */
+export async function prepareWayfind(root: string): Promise<"dist" | "tsx"> {
+  const build = join(root, "scripts/build.js");
+  if (!existsSync(build)) return "tsx";
+  if (distState(root) !== "fresh") {
+    process.stderr.write(`· building ${root}/dist (npm run build)\n`);
+    await execFileAsync(process.execPath, [build], { cwd: root });
+  }
+  return distState(root) === "fresh" ? "dist" : "tsx";
 }
 
 /** utime + stime of a process from /proc/<pid>/stat (Linux), in ms; NaN elsewhere. */

@@ -1,7 +1,7 @@
 package main
 
 // These tests run the Go client against the real wayfind server: they start
-// `node --import tsx src/cli.ts serve --port 0` from the repository root (npm ci must have run),
+// `node bin/wayfind.js serve --port 0` from the repository root (npm ci must have run),
 // talk to it over native gRPC and stop it with SIGTERM at the end.
 
 import (
@@ -700,7 +700,7 @@ func startServer(t *testing.T) *server {
 		t.Fatalf("node is needed to run the wayfind server: %v", err)
 	}
 	s := &server{done: make(chan struct{})}
-	s.cmd = exec.Command(node, "--import", "tsx", "src/cli.ts", "serve", "--port", "0", "--data-dir", t.TempDir())
+	s.cmd = exec.Command(node, "bin/wayfind.js", "serve", "--port", "0", "--data-dir", t.TempDir())
 	s.cmd.Dir = root
 	s.cmd.Stderr = s
 	stdout, err := s.cmd.StdoutPipe()

@@ -1,6 +1,6 @@
 """Runs the Python client against the real wayfind server.
 
-A session fixture starts `node --import tsx src/cli.ts serve --port 0` from the repository root
+A session fixture starts `node bin/wayfind.js serve --port 0` from the repository root
 (npm ci must have run), the tests talk to it over native gRPC, and teardown stops it with SIGTERM
 and requires a clean exit. Run with `bash scripts/test-python.sh`.
 """
@@ -49,7 +49,7 @@ class Server:
         self.log: list[str] = []
         self._port: queue.Queue[int] = queue.Queue()
         self.proc = subprocess.Popen(
-            [node, "--import", "tsx", "src/cli.ts", "serve", "--port", "0", "--data-dir", str(data_dir)],
+            [node, "bin/wayfind.js", "serve", "--port", "0", "--data-dir", str(data_dir)],
             cwd=REPO_ROOT,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
