@@ -88,7 +88,9 @@ export async function startTransport(options: TransportOptions): Promise<Running
 
   // Cleartext HTTP/2 (prior knowledge) and HTTP/1.1 share the port: peek at the first bytes.
   const sockets = new Set<net.Socket>();
-  const listener = net.createServer((socket) => {
+  // No Nagle: with several calls in flight on one connection, a small response would otherwise wait
+  // for the ACK of the previous one, which the client may delay by up to 40 ms.
+  const listener = net.createServer({ noDelay: true }, (socket) => {
     sockets.add(socket);
     socket.once("close", () => sockets.delete(socket));
     socket.once("data", (first: Buffer) => {
