@@ -26,11 +26,12 @@ const LETTER_OR_DIGIT = /[\p{L}\p{N}]/u;
 const UPPER = /\p{Lu}/u;
 
 // Character classes for the scanner: 0 other, 1 lower, 2 upper, 3 digit, 4 CJK (one word each).
+// ASCII, nearly all of a tool catalog, is one table lookup.
+const ASCII_CLASS = Uint8Array.from({ length: 128 }, (_, code) =>
+  code >= 97 && code <= 122 ? 1 : code >= 65 && code <= 90 ? 2 : code >= 48 && code <= 57 ? 3 : 0,
+);
+
 function classOf(code: number, ch: string): number {
-  if (code >= 97 && code <= 122) return 1;
-  if (code >= 65 && code <= 90) return 2;
-  if (code >= 48 && code <= 57) return 3;
-  if (code < 128) return 0;
   if (CJK.test(ch)) return 4;
   if (!LETTER_OR_DIGIT.test(ch)) return 0;
   return UPPER.test(ch) ? 2 : /\p{N}/u.test(ch) ? 3 : 1;
@@ -49,7 +50,7 @@ export function splitWords(text: string): string[] {
   for (let i = 0; i <= n; i++) {
     const code = i < n ? text.charCodeAt(i) : 32;
     // Surrogate pairs (rare letters outside the BMP) are treated as separators.
-    const cls = i < n ? classOf(code, text[i] ?? "") : 0;
+    const cls = i >= n ? 0 : code < 128 ? (ASCII_CLASS[code] as number) : classOf(code, text[i] ?? "");
     if (start >= 0) {
       let boundary = cls === 0 || cls === 4 || prev === 4;
       if (!boundary) {
