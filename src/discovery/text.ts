@@ -31,7 +31,8 @@ const ASCII_CLASS = Uint8Array.from({ length: 128 }, (_, code) =>
   code >= 97 && code <= 122 ? 1 : code >= 65 && code <= 90 ? 2 : code >= 48 && code <= 57 ? 3 : 0,
 );
 
-function classOf(code: number, ch: string): number {
+/** The class of a character outside ASCII. */
+function nonAsciiClassOf(ch: string): number {
   if (CJK.test(ch)) return 4;
   if (!LETTER_OR_DIGIT.test(ch)) return 0;
   return UPPER.test(ch) ? 2 : /\p{N}/u.test(ch) ? 3 : 1;
@@ -50,7 +51,7 @@ export function splitWords(text: string): string[] {
   for (let i = 0; i <= n; i++) {
     const code = i < n ? text.charCodeAt(i) : 32;
     // Surrogate pairs (rare letters outside the BMP) are treated as separators.
-    const cls = i >= n ? 0 : code < 128 ? (ASCII_CLASS[code] as number) : classOf(code, text[i] ?? "");
+    const cls = i >= n ? 0 : code < 128 ? (ASCII_CLASS[code] as number) : nonAsciiClassOf(text[i] ?? "");
     if (start >= 0) {
       let boundary = cls === 0 || cls === 4 || prev === 4;
       if (!boundary) {
