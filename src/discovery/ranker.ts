@@ -135,11 +135,15 @@ export class Ranker {
     this.lastSlot = new Int32Array(n);
     this.stamp = new Uint32Array(n);
     this.touched = new Int32Array(n);
-    const building: { docs: number[]; tf: number[] }[] = [];
+    // Pass 1: every word's term id, in doc and field order, plus field lengths and document
+    // frequencies; typed buffers instead of per-term arrays (the build runs over every tool).
+    let wordCount = 0;
+    for (const fields of docs) for (let f = 0; f < FIELD_COUNT; f++) wordCount += fields[f]?.length ?? 0;
+    const ids = new Int32Array(wordCount);
     const totals = new Float64Array(FIELD_COUNT);
-    // Per-doc term counts without per-doc allocations: `seenIn` marks the doc a term was last
-    // counted in, and its posting's tf slots are incremented in place.
-    const seenIn: number[] = [];
+    const df: number[] = [];
+    const lastDoc: number[] = [];
+    let next = 0;
     docs.forEach((fields, d) => {
       for (let f = 0; f < FIELD_COUNT; f++) {
         const words = fields[f] ?? [];
@@ -151,17 +155,14 @@ export class Ranker {
             id = this.terms.length;
             this.vocab.set(w, id);
             this.terms.push(w);
-            building.push({ docs: [], tf: [] });
-            seenIn.push(-1);
+            df.push(0);
+            lastDoc.push(-1);
           }
-          const p = building[id] as { docs: number[]; tf: number[] };
-          if (seenIn[id] !== d) {
-            seenIn[id] = d;
-            p.docs.push(d);
-            for (let g = 0; g < FIELD_COUNT; g++) p.tf.push(0);
+          if (lastDoc[id] !== d) {
+            lastDoc[id] = d;
+            df[id] = (df[id] ?? 0) + 1;
           }
-          const at = p.tf.length - FIELD_COUNT + f;
-          p.tf[at] = Math.min((p.tf[at] ?? 0) + 1, 65_535);
+          ids[next++] = id;
         }
       }
     });
@@ -177,23 +178,47 @@ export class Ranker {
     const { k1, weights } = config;
     // Every term's postings are views into two shared buffers: one backing store instead of two per
     // term (tens of thousands of small typed arrays cost ~10 MB of overhead at 10,000 tools).
-    const postingCount = building.reduce((sum, p) => sum + p.docs.length, 0);
-    const allDocs = new Int32Array(postingCount);
-    const allSat = new Float32Array(postingCount);
-    let offset = 0;
-    for (const p of building) {
-      const docs = allDocs.subarray(offset, offset + p.docs.length);
-      const sat = allSat.subarray(offset, offset + p.docs.length);
-      offset += p.docs.length;
-      docs.set(p.docs);
-      for (let i = 0; i < p.docs.length; i++) {
-        const d = p.docs[i] ?? 0;
-        let tfw = 0;
-        for (let f = 0; f < FIELD_COUNT; f++)
-          tfw += (weights[f] ?? 1) * (p.tf[i * FIELD_COUNT + f] ?? 0) * (norm[d * FIELD_COUNT + f] ?? 1);
-        sat[i] = (tfw * (k1 + 1)) / (k1 + tfw);
+    const vocabSize = this.terms.length;
+    const start = new Int32Array(vocabSize + 1);
+    for (let id = 0; id < vocabSize; id++) start[id + 1] = (start[id] ?? 0) + (df[id] ?? 0);
+    const allDocs = new Int32Array(start[vocabSize] ?? 0);
+    const allSat = new Float32Array(allDocs.length);
+    // Pass 2, a doc at a time: per-field counts of its terms in scratch slots, then one posting per
+    // distinct term. Docs go in increasing order, so every posting list comes out sorted.
+    const nextPosting = start.slice(0, vocabSize);
+    const tf = new Float64Array(vocabSize * FIELD_COUNT);
+    const docTerms: number[] = [];
+    next = 0;
+    for (let d = 0; d < n; d++) {
+      for (let f = 0; f < FIELD_COUNT; f++) {
+        const len = lengths[d * FIELD_COUNT + f] ?? 0;
+        for (let k = 0; k < len; k++) {
+          const id = ids[next++] ?? 0;
+          const slot = id * FIELD_COUNT;
+          let seen = false;
+          for (let g = 0; g < FIELD_COUNT; g++) if ((tf[slot + g] ?? 0) > 0) seen = true;
+          if (!seen) docTerms.push(id);
+          tf[slot + f] = Math.min((tf[slot + f] ?? 0) + 1, 65_535);
+        }
       }
-      this.postings.push({ docs, sat });
+      for (const id of docTerms) {
+        const slot = id * FIELD_COUNT;
+        let tfw = 0;
+        for (let f = 0; f < FIELD_COUNT; f++) {
+          tfw += (weights[f] ?? 1) * (tf[slot + f] ?? 0) * (norm[d * FIELD_COUNT + f] ?? 1);
+          tf[slot + f] = 0;
+        }
+        const at = nextPosting[id] ?? 0;
+        nextPosting[id] = at + 1;
+        allDocs[at] = d;
+        allSat[at] = (tfw * (k1 + 1)) / (k1 + tfw);
+      }
+      docTerms.length = 0;
+    }
+    for (let id = 0; id < vocabSize; id++) {
+      const from = start[id] ?? 0;
+      const to = start[id + 1] ?? 0;
+      this.postings.push({ docs: allDocs.subarray(from, to), sat: allSat.subarray(from, to) });
     }
     // Forward index for pseudo-relevance feedback (only words, not the phrase pairs).
     const counts = new Int32Array(n + 1);
