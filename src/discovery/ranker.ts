@@ -111,7 +111,8 @@ export class Ranker {
   private readonly touched: Int32Array;
   private touchedCount = 0;
   private epoch = 0;
-  private firstChar: Map<string, number[]> | undefined;
+  /** Term ids by first character, each list sorted by term length: where fuzzy expansion looks. */
+  private readonly firstChar: Map<string, Int32Array>;
   private readonly expansions = new Map<string, [number, number][]>();
   /** Forward index (CSR): per doc, its term ids and their saturated weights; phrases left out. */
   private readonly fwdStart: Int32Array;
@@ -248,6 +249,8 @@ export class Ranker {
     this.prfAcc = new Float64Array(0);
     this.prfCount = new Uint16Array(0);
     this.prfStamp = new Uint32Array(0);
+    // Built with the index, so the first typo a caller sends does not pay for it.
+    this.firstChar = this.buildFirstCharBuckets();
   }
 
   get size(): number {
@@ -531,37 +534,73 @@ export class Ranker {
   }
 
   private computeExpansion(word: string): [number, number][] {
-    if (word.length < 2) return [];
-    const maxEdits = word.length <= 4 ? 1 : 2;
-    const found: [number, number, number][] = [];
-    // Typos rarely hit the first letter; bucketing by it keeps this a small scan.
-    for (const id of this.byFirstChar().get(word[0] ?? "") ?? []) {
+    const len = word.length;
+    if (len < 2) return [];
+    const maxEdits = len <= 4 ? 1 : 2;
+    const found: [number, number][] = [];
+    // Typos rarely hit the first letter: only that letter's terms are read, and of those (sorted by
+    // length) none shorter than an edit allows.
+    const bucket = this.firstChar.get(word[0] ?? "") ?? new Int32Array(0);
+    for (let i = firstWithLength(bucket, this.terms, len - maxEdits); i < bucket.length; i++) {
+      const id = bucket[i] as number;
       const t = this.terms[id] ?? "";
       let weight = 0;
-      if (word.length >= 3 && t.length > word.length && t.startsWith(word)) weight = 0.8;
-      else if (Math.abs(t.length - word.length) <= maxEdits && word.length >= 4) {
+      if (len >= 3 && t.length > len && t.startsWith(word)) weight = 0.8;
+      else if (t.length - len <= maxEdits && len >= 4) {
         const d = boundedEdits(word, t, maxEdits);
         if (d <= maxEdits) weight = d === 1 ? 0.9 : 0.6;
       }
-      if (weight === 0 && t.length > word.length && isAbbreviation(word, t)) weight = 0.5;
-      if (weight > 0) found.push([id, weight, this.postings[id]?.docs.length ?? 0]);
+      if (weight === 0 && len <= ABBREVIATION_MAX && t.length > len && isAbbreviation(word, t)) weight = 0.5;
+      if (weight > 0) found.push([id, weight]);
     }
     found.sort((a, b) => b[1] - a[1]);
-    return found.slice(0, 64).map(([id, w]) => [id, w]);
+    return found.slice(0, 64);
   }
 
-  private byFirstChar(): Map<string, number[]> {
-    if (!this.firstChar) {
-      this.firstChar = new Map();
-      this.terms.forEach((t, id) => {
-        const key = t[0] ?? "";
-        const list = this.firstChar?.get(key);
-        if (list) list.push(id);
-        else this.firstChar?.set(key, [id]);
-      });
+  private buildFirstCharBuckets(): Map<string, Int32Array> {
+    // Ids in order of term length by counting sort (no comparator calls over the whole vocabulary),
+    // then split by first character: each list stays length-sorted.
+    const lengths = this.terms.map((t) => t.length);
+    const maxLength = lengths.reduce((m, l) => Math.max(m, l), 0);
+    const starts = new Int32Array(maxLength + 2);
+    for (const l of lengths) starts[l + 1] = (starts[l + 1] ?? 0) + 1;
+    for (let l = 0; l <= maxLength; l++) starts[l + 1] = (starts[l + 1] ?? 0) + (starts[l] ?? 0);
+    const byLength = new Int32Array(lengths.length);
+    lengths.forEach((l, id) => {
+      const at = starts[l] ?? 0;
+      starts[l] = at + 1;
+      byLength[at] = id;
+    });
+    const lists = new Map<string, number[]>();
+    for (const id of byLength) {
+      const term = this.terms[id] ?? "";
+      // Word pairs of the phrases field are no spelling of a query word.
+      if (term.includes(" ")) continue;
+      const key = term[0] ?? "";
+      const list = lists.get(key);
+      if (list) list.push(id);
+      else lists.set(key, [id]);
     }
-    return this.firstChar;
+    return new Map([...lists].map(([key, ids]) => [key, Int32Array.from(ids)]));
   }
+}
+
+/**
+ * Longest unknown word read as an abbreviation ("msg" → "message", "img", "cfg"); longer unknown
+ * words are typos or names, and checking them against every longer term is most of a fuzzy search.
+ */
+const ABBREVIATION_MAX = 5;
+
+/** Index of the first term in `ids` (sorted by length) at least `length` long. */
+function firstWithLength(ids: Int32Array, terms: readonly string[], length: number): number {
+  let lo = 0;
+  let hi = ids.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if ((terms[ids[mid] as number] ?? "").length < length) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 /** Letters of `abbr` appear in order in `word`, consonants only are enough ("msg" → "message"). */
@@ -572,24 +611,44 @@ function isAbbreviation(abbr: string, word: string): boolean {
   return j === abbr.length;
 }
 
-/** Damerau-free Levenshtein distance, giving up (max + 1) past `max`. */
+/** Two rows of the edit-distance table, reused: fuzzy expansion compares a word with thousands of terms. */
+const EDIT_ROWS = [new Int32Array(64), new Int32Array(64)] as const;
+
+/**
+ * Damerau-free Levenshtein distance, giving up (max + 1) past `max`. Only the band of cells within
+ * `max` of the diagonal can stay within `max`, so only those are computed.
+ */
 export function boundedEdits(a: string, b: string, max: number): number {
-  let prev = new Array<number>(b.length + 1);
-  let cur = new Array<number>(b.length + 1);
-  for (let j = 0; j <= b.length; j++) prev[j] = j;
-  for (let i = 1; i <= a.length; i++) {
-    cur[0] = i;
-    let rowMin = i;
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      const v = Math.min((prev[j] ?? 0) + 1, (cur[j - 1] ?? 0) + 1, (prev[j - 1] ?? 0) + cost);
+  const n = a.length;
+  const m = b.length;
+  const over = max + 1;
+  if (Math.abs(n - m) > max) return over;
+  let [prev, cur] = m < EDIT_ROWS[0].length ? EDIT_ROWS : [new Int32Array(m + 1), new Int32Array(m + 1)];
+  for (let j = 0; j <= m; j++) prev[j] = j <= max ? j : over;
+  for (let i = 1; i <= n; i++) {
+    const lo = Math.max(1, i - max);
+    const hi = Math.min(m, i + max);
+    // The cell left of the band: the empty prefix of b in the first column, else out of reach.
+    cur[lo - 1] = lo === 1 ? Math.min(i, over) : over;
+    let rowMin = cur[lo - 1] as number;
+    const ca = a.charCodeAt(i - 1);
+    for (let j = lo; j <= hi; j++) {
+      const cost = ca === b.charCodeAt(j - 1) ? 0 : 1;
+      const v = Math.min(
+        (prev[j] as number) + 1,
+        (cur[j - 1] as number) + 1,
+        (prev[j - 1] as number) + cost,
+        over,
+      );
       cur[j] = v;
       if (v < rowMin) rowMin = v;
     }
-    if (rowMin > max) return max + 1;
+    // The cell right of the band, which the next row reads as its upper neighbour.
+    if (hi < m) cur[hi + 1] = over;
+    if (rowMin > max) return over;
     [prev, cur] = [cur, prev];
   }
-  return prev[b.length] ?? max + 1;
+  return prev[m] as number;
 }
 
 function binarySearch(arr: Int32Array, x: number): boolean {
