@@ -7,6 +7,9 @@ import {
   type CallerRegex,
   compileCallerRegex,
   fold,
+  matches,
+  matchesAtStart,
+  matchesWhole,
   mayMatch,
   REGEX_LENGTH_LIMIT,
 } from "../text/caller-regex.ts";
@@ -567,13 +570,15 @@ export class ToolCatalog {
       const floor = top.length < limit ? -1 : (top[limit - 1] as RankedDoc).relevance;
       if (floor >= 0.95) break;
       const name = (docs[d] as Tool).name;
-      if (!mayMatch(re, lowerNames[d] ?? "") || !re.full.test(name)) continue;
+      const lowered = lowerNames[d] ?? "";
+      if (!mayMatch(re, lowered) || !matches(re, name, lowered)) continue;
       done[d] = 1;
       const b = bare[d] ?? name;
-      if (re.full.testExact(name) || (b !== name && re.full.testExact(b)))
+      const loweredBare = b === name ? lowered : fold(b);
+      if (matchesWhole(re, name, lowered) || (b !== name && matchesWhole(re, b, loweredBare)))
         consider(d, 0.95, "regex_full_name");
       else if (floor >= 0.9) continue;
-      else if (re.prefix.test(name) || (b !== name && re.prefix.test(b)))
+      else if (matchesAtStart(re, name, lowered) || (b !== name && matchesAtStart(re, b, loweredBare)))
         consider(d, 0.9, "regex_name_prefix");
       else if (floor < 0.85) consider(d, 0.85, "regex_name_substring");
     }
@@ -584,10 +589,12 @@ export class ToolCatalog {
         if (top.length >= limit) break;
         if (done[d] === 1 || (allowed && allowed[d] !== 1)) continue;
         const t = docs[d] as Tool;
-        const inDescription = mayMatch(re, index.lowerDescriptions[d] ?? "") && re.full.test(t.description);
+        const description = index.lowerDescriptions[d] ?? "";
+        const inDescription = mayMatch(re, description) && matches(re, t.description, description);
+        const tags = index.lowerTags[d] ?? [];
         if (
           inDescription ||
-          t.tags.some((tag, i) => mayMatch(re, index.lowerTags[d]?.[i] ?? "") && re.full.test(tag))
+          t.tags.some((tag, i) => mayMatch(re, tags[i] ?? "") && matches(re, tag, tags[i] ?? ""))
         )
           consider(d, 0.75, "regex_text");
       }

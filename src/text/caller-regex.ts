@@ -15,17 +15,89 @@ export interface CallerRegex {
   readonly literals: readonly string[];
   /** Lower-cased literal the text must start with (`^abc...`), or "". */
   readonly prefixLiteral: string;
+  /** Set when the whole pattern is one plain literal: matched by string search, without RE2. */
+  readonly literal?: LiteralPattern;
+}
+
+/**
+ * `name`, `^name`, `name.*` or `^name.*` with ASCII letters, digits, `_`, `-`, space and escaped
+ * punctuation: most regexes a model sends are a name fragment, and re2js allocates on every test.
+ */
+interface LiteralPattern {
+  /** Lower-cased. */
+  readonly text: string;
+  readonly anchored: boolean;
+  /** Ends in `.*`. */
+  readonly openEnd: boolean;
+}
+
+const LITERAL_PATTERN = /^(\^)?((?:[A-Za-z0-9_\- ]|\\[.\-_/])+)(\.\*)?$/;
+
+function literalPattern(pattern: string): LiteralPattern | undefined {
+  const m = LITERAL_PATTERN.exec(pattern);
+  if (!m) return undefined;
+  return {
+    text: (m[2] ?? "").replace(/\\(.)/g, "$1").toLowerCase(),
+    anchored: m[1] !== undefined,
+    openEnd: m[3] !== undefined,
+  };
+}
+
+/** Whether the pattern matches somewhere in `text`; `lowered` is fold(text). */
+export function matches(re: CallerRegex, text: string, lowered: string): boolean {
+  const lit = re.literal;
+  if (!lit) return re.full.test(text);
+  return lit.anchored ? lowered.startsWith(lit.text) : lowered.includes(lit.text);
+}
+
+/** Whether the pattern matches all of `text`. */
+export function matchesWhole(re: CallerRegex, text: string, lowered: string): boolean {
+  const lit = re.literal;
+  if (!lit) return re.full.testExact(text);
+  // `.` matches anything but a newline.
+  return lit.openEnd
+    ? lowered.startsWith(lit.text) && lowered.indexOf("\n", lit.text.length) < 0
+    : lowered === lit.text;
+}
+
+/** Whether a match starts where `text` starts. */
+export function matchesAtStart(re: CallerRegex, text: string, lowered: string): boolean {
+  const lit = re.literal;
+  if (!lit) return re.prefix.test(text);
+  return lowered.startsWith(lit.text);
 }
 
 export function compileCallerRegex(pattern: string): CallerRegex {
   if (pattern.length > REGEX_LENGTH_LIMIT)
     throw invalidArgument(`regex is ${pattern.length} characters; the limit is ${REGEX_LENGTH_LIMIT}`);
+  const literals = requiredLiterals(pattern) ?? [];
+  const prefixLiteral = anchoredPrefix(pattern);
+  const literal = literalPattern(pattern);
+  if (literal) {
+    // A plain literal is always valid and matched by string search: RE2 (most of the cost of a
+    // regex search, in compiling) is built only if a caller still asks for it.
+    let full: RE2JS | undefined;
+    let prefix: RE2JS | undefined;
+    return {
+      get full() {
+        full ??= RE2JS.compile(pattern, RE2JS.CASE_INSENSITIVE);
+        return full;
+      },
+      get prefix() {
+        prefix ??= RE2JS.compile(`^(?:${pattern})`, RE2JS.CASE_INSENSITIVE);
+        return prefix;
+      },
+      literals,
+      prefixLiteral,
+      literal,
+    };
+  }
   try {
     return {
       full: RE2JS.compile(pattern, RE2JS.CASE_INSENSITIVE),
       prefix: RE2JS.compile(`^(?:${pattern})`, RE2JS.CASE_INSENSITIVE),
-      literals: requiredLiterals(pattern) ?? [],
-      prefixLiteral: anchoredPrefix(pattern),
+      literals,
+      prefixLiteral,
     };
   } catch (err) {
     throw invalidArgument(`invalid regex: ${(err as Error).message}`);
