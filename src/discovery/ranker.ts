@@ -143,6 +143,8 @@ export class Ranker {
     const ids = new Int32Array(wordCount);
     const totals = new Float64Array(FIELD_COUNT);
     const df: number[] = [];
+    // The doc a term was last seen in: counts df once per doc here, and collects a doc's distinct
+    // terms in pass 2.
     const lastDoc: number[] = [];
     let next = 0;
     docs.forEach((fields, d) => {
@@ -189,17 +191,19 @@ export class Ranker {
     const nextPosting = start.slice(0, vocabSize);
     const tf = new Float64Array(vocabSize * FIELD_COUNT);
     const docTerms: number[] = [];
+    lastDoc.fill(-1);
     next = 0;
     for (let d = 0; d < n; d++) {
       for (let f = 0; f < FIELD_COUNT; f++) {
         const len = lengths[d * FIELD_COUNT + f] ?? 0;
         for (let k = 0; k < len; k++) {
           const id = ids[next++] ?? 0;
-          const slot = id * FIELD_COUNT;
-          let seen = false;
-          for (let g = 0; g < FIELD_COUNT; g++) if ((tf[slot + g] ?? 0) > 0) seen = true;
-          if (!seen) docTerms.push(id);
-          tf[slot + f] = Math.min((tf[slot + f] ?? 0) + 1, 65_535);
+          if (lastDoc[id] !== d) {
+            lastDoc[id] = d;
+            docTerms.push(id);
+          }
+          const slot = id * FIELD_COUNT + f;
+          tf[slot] = Math.min((tf[slot] ?? 0) + 1, 65_535);
         }
       }
       for (const id of docTerms) {
