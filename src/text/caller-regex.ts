@@ -67,6 +67,10 @@ export function matchesAtStart(re: CallerRegex, text: string, lowered: string): 
   return lowered.startsWith(lit.text);
 }
 
+const compileFull = (pattern: string) => RE2JS.compile(pattern, RE2JS.CASE_INSENSITIVE);
+/** Matches only where the text starts. */
+const compilePrefix = (pattern: string) => RE2JS.compile(`^(?:${pattern})`, RE2JS.CASE_INSENSITIVE);
+
 export function compileCallerRegex(pattern: string): CallerRegex {
   if (pattern.length > REGEX_LENGTH_LIMIT)
     throw invalidArgument(`regex is ${pattern.length} characters; the limit is ${REGEX_LENGTH_LIMIT}`);
@@ -80,11 +84,11 @@ export function compileCallerRegex(pattern: string): CallerRegex {
     let prefix: RE2JS | undefined;
     return {
       get full() {
-        full ??= RE2JS.compile(pattern, RE2JS.CASE_INSENSITIVE);
+        full ??= compileFull(pattern);
         return full;
       },
       get prefix() {
-        prefix ??= RE2JS.compile(`^(?:${pattern})`, RE2JS.CASE_INSENSITIVE);
+        prefix ??= compilePrefix(pattern);
         return prefix;
       },
       literals,
@@ -94,8 +98,8 @@ export function compileCallerRegex(pattern: string): CallerRegex {
   }
   try {
     return {
-      full: RE2JS.compile(pattern, RE2JS.CASE_INSENSITIVE),
-      prefix: RE2JS.compile(`^(?:${pattern})`, RE2JS.CASE_INSENSITIVE),
+      full: compileFull(pattern),
+      prefix: compilePrefix(pattern),
       literals,
       prefixLiteral,
     };
