@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import * as http from "node:http";
 import * as http2 from "node:http2";
 import type { Logger } from "pino";
@@ -134,4 +135,29 @@ export function connectionRefusalLog(
     );
     refusedSinceLastLine = 0;
   };
+}
+
+/** Descriptors kept out of the connection cap: database files, MCP server pipes, logs, config reads. */
+const RESERVED_DESCRIPTORS = 64;
+
+/**
+ * The cap to apply: `configured`, lowered to fit the process's open-files limit. Past that limit
+ * accept() fails and libuv silently closes the waiting connections, so nothing would be logged;
+ * below it, node refuses them itself and the refusal is logged.
+ */
+export function fitMaxConnections(configured: number, openFilesLimit: number | undefined): number {
+  if (openFilesLimit === undefined) return configured;
+  return Math.max(1, Math.min(configured, openFilesLimit - RESERVED_DESCRIPTORS));
+}
+
+/** The soft RLIMIT_NOFILE (node raises it to the hard limit at start); undefined off Linux. */
+export function readOpenFilesLimit(): number | undefined {
+  let limits: string;
+  try {
+    limits = readFileSync("/proc/self/limits", "utf8");
+  } catch {
+    return undefined;
+  }
+  const soft = /^Max open files\s+(\d+)/m.exec(limits)?.[1];
+  return soft === undefined ? undefined : Number(soft);
 }

@@ -9,8 +9,10 @@ import type { Logger } from "pino";
 import {
   type ConnectionLimits,
   connectionRefusalLog,
+  fitMaxConnections,
   Http2SessionGuard,
   ResponseClosingOnUnreadBody,
+  readOpenFilesLimit,
 } from "./connections.ts";
 import { addRoutesToGrpcServer } from "./grpc-js-adapter.ts";
 import type { MethodRoute } from "./rpc.ts";
@@ -117,8 +119,14 @@ export async function startTransport(options: TransportOptions): Promise<Running
   // connection handler is taken off and called only for connections that are not HTTP/2.
   const serveHttp1 = h1.listeners("connection")[0] as (socket: net.Socket) => void;
   h1.removeListener("connection", serveHttp1);
-  h1.maxConnections = limits.maxConnections;
-  const logRefusal = connectionRefusalLog(options.logger, limits.maxConnections);
+  const maxConnections = fitMaxConnections(limits.maxConnections, readOpenFilesLimit());
+  if (maxConnections < limits.maxConnections)
+    options.logger.info(
+      { configured: limits.maxConnections, applied: maxConnections },
+      "server.max_connections lowered to fit the open-files limit (ulimit -n)",
+    );
+  h1.maxConnections = maxConnections;
+  const logRefusal = connectionRefusalLog(options.logger, maxConnections);
   h1.on("drop", () => logRefusal("max_connections reached"));
 
   // Cleartext HTTP/2 (prior knowledge) and HTTP/1.1 share the port: peek at the first bytes.

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Health, HealthCheckResponse_ServingStatus } from "../../gen/ts/grpc/health/v1/health_pb.ts";
 import { Provider } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import { UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
+import { fitMaxConnections } from "../../src/server/connections.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 
 /** Short limits so each case takes well under a second or two; the defaults are tested in config. */
@@ -238,5 +239,16 @@ describe("connection cap", () => {
     next.socket.write(HEALTH_CHECK_H1);
     await waitFor(next, "SERVING");
     await release([next, ...others]);
+  });
+});
+
+describe("fitMaxConnections", () => {
+  it("lowers the cap below the open-files limit, so connections are refused (and logged) before accept() runs out of descriptors", () => {
+    expect(fitMaxConnections(4096, 256)).toBe(192);
+  });
+
+  it("keeps a cap that fits, and the configured one when the limit cannot be read", () => {
+    expect(fitMaxConnections(4096, 1_048_576)).toBe(4096);
+    expect(fitMaxConnections(4096, undefined)).toBe(4096);
   });
 });
