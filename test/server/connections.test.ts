@@ -57,11 +57,11 @@ const HEALTH_CHECK_H1 =
   "POST /grpc.health.v1.Health/Check HTTP/1.1\r\nHost: wayfind\r\n" +
   "Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
 
-/** Waits until `received()` contains `text` (or fails after `withinMs`). */
-async function waitFor(connection: RawConnection, text: string, withinMs = 3_000): Promise<void> {
+/** Waits until `received()` contains `text` `times` times (or fails after `withinMs`). */
+async function waitFor(connection: RawConnection, text: string, times = 1, withinMs = 3_000): Promise<void> {
   const deadline = Date.now() + withinMs;
-  while (!connection.received().includes(text)) {
-    if (Date.now() > deadline) throw new Error(`never received ${JSON.stringify(text)}`);
+  while (connection.received().split(text).length - 1 < times) {
+    if (Date.now() > deadline) throw new Error(`never received ${JSON.stringify(text)} ${times} times`);
     await sleep(10);
   }
 }
@@ -83,6 +83,18 @@ describe("HTTP/1.1 after a rejected body", () => {
     expect(connection.received()).toMatch(/\r\nConnection: close\r\n/i);
     // Before the fix the second request hung until the keep-alive timeout (31 s).
     expect(closedAfterMs).toBeLessThan(2_000);
+  });
+});
+
+describe("HTTP/1.1 keep-alive", () => {
+  it("answers two complete requests on one connection and keeps it open", async () => {
+    const connection = await openRaw(wayfind.port);
+    connection.socket.write(HEALTH_CHECK_H1 + HEALTH_CHECK_H1);
+    await waitFor(connection, "SERVING", 2);
+    expect(connection.received().match(/HTTP\/1\.1 200 /g)).toHaveLength(2);
+    expect(connection.received()).not.toMatch(/^Connection: close/im);
+    expect(connection.socket.destroyed).toBe(false);
+    connection.socket.destroy();
   });
 });
 
