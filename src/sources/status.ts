@@ -8,6 +8,8 @@ export type ToolSourceKind = "catalog_file" | "mcp_stdio" | "mcp_http" | "api";
 export interface ToolSourceStatus {
   /** Source id: `mcp:<name>`, `catalog:<namespace or file>`, or what RegisterTools was given. */
   readonly name: string;
+  /** The tenant whose source it is; "" for global sources (configured, or registered by the operator). */
+  readonly owner: string;
   readonly kind: ToolSourceKind;
   /** Tools registered from the source right now (its last good catalog). */
   readonly toolCount: number;
@@ -24,7 +26,8 @@ export interface ToolSourceStatus {
  */
 export class ToolSourceRegistry {
   private readonly catalogFiles = new Map<string, Date>();
-  private readonly apiSyncs = new Map<string, Date>();
+  /** Last RegisterTools per owner (tenant, or "" = global), then source. */
+  private readonly apiSyncs = new Map<string, Map<string, Date>>();
 
   constructor(
     private readonly catalog: ToolCatalog,
@@ -36,20 +39,43 @@ export class ToolSourceRegistry {
     for (const config of catalogs) this.catalogFiles.set(catalogSourceId(config), at);
   }
 
-  /** Records a successful RegisterTools call for `source`. */
-  apiRegistered(source: string, at = new Date()): void {
-    this.apiSyncs.set(source, at);
+  /** Records a successful RegisterTools call for `source` of `owner`. */
+  apiRegistered(owner: string, source: string, at = new Date()): void {
+    let syncs = this.apiSyncs.get(owner);
+    if (!syncs) {
+      syncs = new Map();
+      this.apiSyncs.set(owner, syncs);
+    }
+    syncs.set(source, at);
   }
 
-  list(): ToolSourceStatus[] {
+  /**
+   * The sources of the owners `mayList` admits (src/caller/authorize.ts sourceOwnersVisibleTo).
+   * Configured catalogs and MCP servers are global; a tenant's registered sources carry its owner.
+   */
+  list(mayList: (owner: string) => boolean): ToolSourceStatus[] {
+    const owners = new Set([...this.apiSyncs.keys(), ...[...this.catalog.all()].map((tool) => tool.owner)]);
+    owners.delete("");
+    const tenants = [...owners].filter(mayList).sort();
+    return [
+      ...(mayList("") ? this.listOwner("", true) : []),
+      ...tenants.flatMap((owner) => this.listOwner(owner, false)),
+    ];
+  }
+
+  private listOwner(owner: string, withConfigured: boolean): ToolSourceStatus[] {
     const counts = new Map<string, number>();
-    for (const tool of this.catalog.all()) counts.set(tool.source, (counts.get(tool.source) ?? 0) + 1);
+    for (const tool of this.catalog.all())
+      if (tool.owner === owner) counts.set(tool.source, (counts.get(tool.source) ?? 0) + 1);
     const out: ToolSourceStatus[] = [];
     const listed = new Set<string>();
-    for (const [name, at] of this.catalogFiles) {
+    const configuredFiles = withConfigured ? this.catalogFiles : new Map<string, Date>();
+    const mcpStatuses = withConfigured ? (this.mcp?.statuses() ?? []) : [];
+    for (const [name, at] of configuredFiles) {
       listed.add(name);
       out.push({
         name,
+        owner,
         kind: "catalog_file",
         toolCount: counts.get(name) ?? 0,
         lastSyncTime: at,
@@ -57,10 +83,11 @@ export class ToolSourceRegistry {
         lastError: "",
       });
     }
-    for (const status of this.mcp?.statuses() ?? []) {
+    for (const status of mcpStatuses) {
       listed.add(status.id);
       out.push({
         name: status.id,
+        owner,
         kind: status.kind,
         toolCount: counts.get(status.id) ?? 0,
         lastSyncTime: status.lastSyncTime,
@@ -68,14 +95,16 @@ export class ToolSourceRegistry {
         lastError: status.lastError,
       });
     }
-    const api = new Set([...counts.keys(), ...this.apiSyncs.keys()]);
+    const syncs = this.apiSyncs.get(owner) ?? new Map<string, Date>();
+    const api = new Set([...counts.keys(), ...syncs.keys()]);
     for (const name of [...api].sort()) {
       if (listed.has(name)) continue;
       out.push({
         name,
+        owner,
         kind: "api",
         toolCount: counts.get(name) ?? 0,
-        lastSyncTime: this.apiSyncs.get(name),
+        lastSyncTime: syncs.get(name),
         healthy: true,
         lastError: "",
       });

@@ -59,8 +59,9 @@ export class ToolService {
 
   constructor(private readonly options: ToolServiceOptions) {}
 
-  register(source: string, tools: readonly ToolInput[], replaceSource: boolean) {
-    return this.options.catalog.register(source, tools, { replaceSource });
+  /** Registers `source` of `owner` (a tenant, or "" = global; see src/caller/authorize.ts toolOwnerFor). */
+  register(owner: string, source: string, tools: readonly ToolInput[], replaceSource: boolean) {
+    return this.options.catalog.register(source, tools, { replaceSource, owner });
   }
 
   search(
@@ -243,16 +244,29 @@ export class ToolService {
     });
   }
 
-  /** Which tool names a skill may mention to this caller. */
+  /**
+   * Which tool names skill text must not show this caller. Text the operator wrote hides every name
+   * the caller may not see. Text a tenant may have written hides only names its narrowing removed
+   * (names it could see without narrowing): any other name stays as written, so the output is the
+   * same whether a name the caller may not see exists or not.
+   */
   toolGate(caller: Caller): ToolGate {
     const view = this.view(caller);
-    const catalog = this.options.catalog;
+    const withoutNarrowing =
+      caller.narrowToTools.length > 0 ? this.view({ ...caller, narrowToTools: [] }) : view;
+    const hiddenNames = (include: (tool: Tool) => boolean): string[] => {
+      const visible = new Set<string>();
+      const hidden = new Set<string>();
+      for (const tool of this.options.catalog.all()) {
+        if (view.canActivate(tool)) visible.add(tool.name);
+        else if (include(tool)) hidden.add(tool.name);
+      }
+      // A name another owner also uses stays when the caller sees its own tool of that name.
+      return [...hidden].filter((name) => !visible.has(name));
+    };
     return {
-      knownToolNames: () => [...catalog.all()].map((tool) => tool.name),
-      isVisible: (name) => {
-        const tool = catalog.get([name]).tools[0];
-        return tool !== undefined && view.canActivate(tool);
-      },
+      hiddenNames: (author) =>
+        author === "operator" ? hiddenNames(() => true) : hiddenNames(withoutNarrowing.canActivate),
     };
   }
 
@@ -326,7 +340,8 @@ export class ToolService {
     const enabled = this.options.toolSearch.enabled;
     const activeNames = this.options.activations.activeFor(caller);
     const visibleNames = new Set(activeNames);
-    const canActivate = (tool: Tool) => access.canActivate(tool);
+    const ownedVisible = this.options.catalog.ownershipFilter(caller.tenantId);
+    const canActivate = (tool: Tool) => ownedVisible(tool) && access.canActivate(tool);
     return {
       access,
       canActivate,

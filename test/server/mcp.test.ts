@@ -77,11 +77,10 @@ describe("MCP servers through the real server", () => {
   });
 
   it("lists every source with kind, tool count, health and the error of a broken one", async () => {
-    await client().registerTools({
-      source: "team-api",
-      namespace: "team",
-      tools: [{ name: "ping", description: "Ping." }],
-    });
+    await client().registerTools(
+      { source: "team-api", namespace: "team", tools: [{ name: "ping", description: "Ping." }] },
+      { headers: { "wayfind-role": "admin" } },
+    );
     const { sources } = await client().listToolSources({});
     const byName = Object.fromEntries(sources.map((s) => [s.name, s]));
     expect(Object.keys(byName).sort()).toEqual([
