@@ -56,6 +56,8 @@ const MAX_PREDICATES_PER_ACCESS = 64;
 
 export class ToolService {
   private readonly predicates = new WeakMap<CallerAccess, Map<string, VisibilityPredicate>>();
+  /** The access control's verdict per caller, with tool ownership applied (one object per verdict). */
+  private readonly ownedAccess = new WeakMap<CallerAccess, CallerAccess>();
 
   constructor(private readonly options: ToolServiceOptions) {}
 
@@ -184,7 +186,7 @@ export class ToolService {
     return renderToolPrompt({
       caller,
       access: view.access,
-      tools: this.options.catalog.all(),
+      tools: view.ownedTools(),
       activeNames: view.activeNames,
       toolSearch: this.options.toolSearch,
       examples: {
@@ -216,7 +218,7 @@ export class ToolService {
     request: { provider: PayloadProvider; nativeSearch: boolean; includeDiscoveryTools: boolean },
   ): RenderedToolPayload {
     const view = this.view(caller);
-    const all = [...this.options.catalog.all()].filter(view.canActivate);
+    const all = view.ownedTools().filter(view.canActivate);
     const stable = all.filter((tool) => view.access.isAlwaysVisible(tool)).sort(byName);
     const byToolName = new Map(all.map((tool) => [tool.name, tool]));
     const activated = view.activeNames
@@ -259,6 +261,7 @@ export class ToolService {
       const hidden = new Set<string>();
       for (const tool of this.options.catalog.all()) {
         if (view.canActivate(tool)) visible.add(tool.name);
+        // Other tenants' tools count too: global (operator) text may name them.
         else if (include(tool)) hidden.add(tool.name);
       }
       // A name another owner also uses stays when the caller sees its own tool of that name.
@@ -272,7 +275,7 @@ export class ToolService {
 
   /** Activates the lazy groups the message triggers; true when anything new was activated. */
   private activateLazyGroups(caller: Caller, view: CallerView, message: string): boolean {
-    const groups = this.options.lazyGroups.match(message, [...this.options.catalog.all()], view.access);
+    const groups = this.options.lazyGroups.match(message, view.ownedTools(), view.access);
     const names = groups.flatMap((group) => group.tools).filter((name) => !view.visibleNames.has(name));
     if (names.length === 0 || caller.runId === "") return false;
     const result = this.options.activations.activate(caller, [...new Set(names)], {
@@ -303,6 +306,26 @@ export class ToolService {
       byState.set(key, predicate);
     }
     return predicate;
+  }
+
+  /**
+   * The access control's verdict (policy, tenant visibility, narrowing) restricted to the tools that
+   * exist for the caller's tenant (ToolCatalog.ownershipFilter): everything downstream (search masks,
+   * render, payload, lazy groups, activation checks) sees other tenants' tools as missing.
+   */
+  private accessFor(caller: Caller): CallerAccess {
+    const base = this.options.access.forCaller(caller);
+    let access = this.ownedAccess.get(base);
+    if (access === undefined) {
+      const owned = this.options.catalog.ownershipFilter(caller.tenantId);
+      access = {
+        canActivate: (tool) => owned(tool) && base.canActivate(tool),
+        isAlwaysVisible: (tool) => owned(tool) && base.isAlwaysVisible(tool),
+        hiddenCount: (tools) => base.hiddenCount([...tools].filter(owned)),
+      };
+      this.ownedAccess.set(base, access);
+    }
+    return access;
   }
 
   private scopeFor(caller: Caller, requested: ActivationScope | undefined): ActivationScope {
@@ -336,15 +359,16 @@ export class ToolService {
   }
 
   private view(caller: Caller): CallerView {
-    const access = this.options.access.forCaller(caller);
+    const access = this.accessFor(caller);
     const enabled = this.options.toolSearch.enabled;
     const activeNames = this.options.activations.activeFor(caller);
     const visibleNames = new Set(activeNames);
-    const ownedVisible = this.options.catalog.ownershipFilter(caller.tenantId);
-    const canActivate = (tool: Tool) => ownedVisible(tool) && access.canActivate(tool);
+    const canActivate = (tool: Tool) => access.canActivate(tool);
+    const owned = this.options.catalog.ownershipFilter(caller.tenantId);
     return {
       access,
       canActivate,
+      ownedTools: () => [...this.options.catalog.all()].filter(owned),
       activeNames,
       visibleNames,
       isVisibleNow: (tool) => !enabled || access.isAlwaysVisible(tool) || visibleNames.has(tool.name),
@@ -354,6 +378,8 @@ export class ToolService {
 
 interface CallerView {
   readonly access: CallerAccess;
+  /** The tools that exist for this caller: its tenant's own and the global ones it did not shadow. */
+  readonly ownedTools: () => Tool[];
   readonly canActivate: (tool: Tool) => boolean;
   /** Activated names in activation order (always-visible tools are decided by `access`). */
   readonly activeNames: readonly string[];
