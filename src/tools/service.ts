@@ -186,6 +186,7 @@ export class ToolService {
     return renderToolPrompt({
       caller,
       access: view.access,
+      tenantTextAccess: this.accessWithoutNarrowing(caller),
       tools: view.ownedTools(),
       activeNames: view.activeNames,
       toolSearch: this.options.toolSearch,
@@ -253,14 +254,13 @@ export class ToolService {
    * same whether a name the caller may not see exists or not.
    */
   toolGate(caller: Caller): ToolGate {
-    const view = this.view(caller);
-    const withoutNarrowing =
-      caller.narrowToTools.length > 0 ? this.view({ ...caller, narrowToTools: [] }) : view;
+    const access = this.accessFor(caller);
+    const withoutNarrowing = this.accessWithoutNarrowing(caller);
     const hiddenNames = (include: (tool: Tool) => boolean): string[] => {
       const visible = new Set<string>();
       const hidden = new Set<string>();
       for (const tool of this.options.catalog.all()) {
-        if (view.canActivate(tool)) visible.add(tool.name);
+        if (access.canActivate(tool)) visible.add(tool.name);
         // Other tenants' tools count too: global (operator) text may name them.
         else if (include(tool)) hidden.add(tool.name);
       }
@@ -269,7 +269,9 @@ export class ToolService {
     };
     return {
       hiddenNames: (author) =>
-        author === "operator" ? hiddenNames(() => true) : hiddenNames(withoutNarrowing.canActivate),
+        author === "operator"
+          ? hiddenNames(() => true)
+          : hiddenNames((tool) => withoutNarrowing.canActivate(tool)),
     };
   }
 
@@ -306,6 +308,11 @@ export class ToolService {
       byState.set(key, predicate);
     }
     return predicate;
+  }
+
+  /** The caller's access as it would be without its narrowing: what its tenant's own text may name. */
+  private accessWithoutNarrowing(caller: Caller): CallerAccess {
+    return this.accessFor(caller.narrowToTools.length > 0 ? { ...caller, narrowToTools: [] } : caller);
   }
 
   /**

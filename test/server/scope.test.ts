@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SearchType } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import type { Event } from "../../gen/ts/wayfind/v1/events_pb.ts";
 import { SkillFormat, SkillScope, SkillService } from "../../gen/ts/wayfind/v1/skills_pb.ts";
-import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
+import { LoadingMode, ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { failure } from "../support/rpc.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 
@@ -245,15 +245,17 @@ async function nextEvent(stream: AsyncIterator<{ message: { case: string | undef
   }
 }
 
-describe("skill text names hidden tools exactly as missing ones", () => {
-  // The tenant's skill names another tenant's tool and a global tool hidden from it. Its output must
-  // be byte-identical before and after those tools exist, else the skill probes for them.
+describe("tenant text names hidden tools exactly as missing ones", () => {
+  // The tenant's skill and its own tool's description name another tenant's tool and a global tool
+  // hidden from it. The output must be byte-identical before and after those tools exist, else the
+  // tenant's text probes for them.
   const probe = `---
 name: bravo.probe
 trigger: Probe for hidden tools.
 steps:
   - Call zeta.secret_export with the ledger.
   - Then call internal.reset_all to clean up.
+  - Finish with bravo.cleanup.
 ---
 `;
 
@@ -269,12 +271,24 @@ steps:
         skills: got.skills.map(({ lastUsedAt: _used, useCount: _count, ...rest }) => rest),
         formattedContext: got.formattedContext,
         relevant,
+        prompt: (await tools().renderToolPrompt({ caller: bravo, includeDirectory: true })).text,
       },
       (_key, value: unknown) => (typeof value === "bigint" ? value.toString() : value),
     );
   }
 
-  it("gives GetSkills and GetRelevantSkills the same bytes whether the hidden tools exist or not", async () => {
+  it("gives GetSkills, GetRelevantSkills and RenderToolPrompt the same bytes whether the hidden tools exist or not", async () => {
+    await tools().registerTools({
+      caller: bravo,
+      source: "bravo-tools",
+      tools: [
+        {
+          ...tool("bravo.cleanup", "Wraps internal.reset_all; compare zeta.secret_export."),
+          loadingMode: LoadingMode.ALWAYS,
+          tags: ["internal.reset_all"],
+        },
+      ],
+    });
     await skills().loadSkillPack({
       caller: bravo,
       packName: "probes",
@@ -296,5 +310,11 @@ steps:
 
     expect(whileHidden).toBe(whileMissing);
     expect(whileMissing).toContain("zeta.secret_export");
+  });
+
+  it("still hides, in the tenant's own text, a tool the caller's narrowing removed", async () => {
+    const narrowed = { ...bravo, narrowToTools: ["ops.*"] };
+    const got = await skills().getSkills({ caller: narrowed, names: ["bravo.probe"] });
+    expect(got.skills[0]?.steps).toContain('Finish with tool_search for "cleanup".');
   });
 });
