@@ -23,8 +23,9 @@ export function principalOf(context: HandlerContext): Principal {
 }
 
 /**
- * Wraps every route once, whatever transport serves it: resolves the caller and the principal, maps domain errors to
- * RPC codes (never leaking internals), and logs one line per call (method, code, duration, tenant).
+ * Wraps every route once, whatever transport serves it: resolves the caller and the principal, maps
+ * domain errors to RPC codes (never leaking internals), and logs one line per call (method, code,
+ * duration, tenant, operator).
  */
 export function withCallPipeline(routes: readonly MethodRoute[], logger: Logger): MethodRoute[] {
   return routes.map((route) => ({ ...route, impl: wrap(route, logger) }));
@@ -38,7 +39,8 @@ function wrap(route: MethodRoute, logger: Logger): AnyMethodImpl {
   const begin = (input: unknown, context: HandlerContext) => {
     const caller = resolveCaller(input);
     context.values.set(callerKey, caller);
-    context.values.set(principalKey, resolvePrincipal(caller, context.requestHeader));
+    const principal = resolvePrincipal(caller, context.requestHeader);
+    context.values.set(principalKey, principal);
     const started = performance.now();
     return (error?: unknown) => {
       const code = error === undefined ? "ok" : codeName(error);
@@ -48,6 +50,8 @@ function wrap(route: MethodRoute, logger: Logger): AnyMethodImpl {
         code,
         duration_ms: Math.round((performance.now() - started) * 1000) / 1000,
         tenant: caller.tenantId || undefined,
+        // Operator calls stand out in the log (an audit trail until issue 15 adds one).
+        operator: principal.operator || undefined,
       };
       if (code === "internal" || code === "unknown") logger.error({ ...fields, err: error }, "call failed");
       else logger.info(fields, "call");
