@@ -559,7 +559,8 @@ type RegisterToolsResponse struct {
 	Updated   int32                  `protobuf:"varint,2,opt,name=updated,proto3" json:"updated,omitempty"`
 	Removed   int32                  `protobuf:"varint,3,opt,name=removed,proto3" json:"removed,omitempty"`
 	Unchanged int32                  `protobuf:"varint,4,opt,name=unchanged,proto3" json:"unchanged,omitempty"`
-	// sha256 over every tool's record hash; changes exactly when the catalog changes.
+	// sha256 over the record hashes of the registering owner's tools (the caller's tenant, or the
+	// global tools); changes exactly when those change, never with another tenant's registrations.
 	CatalogFingerprint string `protobuf:"bytes,5,opt,name=catalog_fingerprint,json=catalogFingerprint,proto3" json:"catalog_fingerprint,omitempty"`
 	unknownFields      protoimpl.UnknownFields
 	sizeCache          protoimpl.SizeCache

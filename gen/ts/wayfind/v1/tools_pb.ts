@@ -226,7 +226,8 @@ export type RegisterToolsResponse = Message<"wayfind.v1.RegisterToolsResponse"> 
   unchanged: number;
 
   /**
-   * sha256 over every tool's record hash; changes exactly when the catalog changes.
+   * sha256 over the record hashes of the registering owner's tools (the caller's tenant, or the
+   * global tools); changes exactly when those change, never with another tenant's registrations.
    *
    * @generated from field: string catalog_fingerprint = 5;
    */
