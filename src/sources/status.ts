@@ -50,56 +50,74 @@ export class ToolSourceRegistry {
   }
 
   /**
-   * The sources of the owners `mayList` admits (src/caller/authorize.ts sourceOwnersVisibleTo).
-   * Configured catalogs and MCP servers are global; a tenant's registered sources carry its owner.
+   * The sources of the owners `mayList` admits (src/caller/authorize.ts sourceOwnersVisibleTo):
+   * global ones first (configured catalogs and MCP servers, then the operator's registrations),
+   * then each tenant's registrations.
    */
   list(mayList: (owner: string) => boolean): ToolSourceStatus[] {
-    const owners = new Set([...this.apiSyncs.keys(), ...[...this.catalog.all()].map((tool) => tool.owner)]);
-    owners.delete("");
-    const tenants = [...owners].filter(mayList).sort();
+    // Tools per owner and source, counted once for every owner listed.
+    const counts = new Map<string, Map<string, number>>();
+    for (const tool of this.catalog.all()) {
+      if (!mayList(tool.owner)) continue;
+      let bySource = counts.get(tool.owner);
+      if (!bySource) {
+        bySource = new Map();
+        counts.set(tool.owner, bySource);
+      }
+      bySource.set(tool.source, (bySource.get(tool.source) ?? 0) + 1);
+    }
+    const owners = [...new Set([...counts.keys(), ...this.apiSyncs.keys()])].filter(mayList);
+    const tenants = owners.filter((owner) => owner !== "").sort();
+    const empty = new Map<string, number>();
     return [
-      ...(mayList("") ? this.listOwner("", true) : []),
-      ...tenants.flatMap((owner) => this.listOwner(owner, false)),
+      ...(mayList("") ? this.configured(counts.get("") ?? empty) : []),
+      ...(mayList("") ? this.registered("", counts.get("") ?? empty, this.configuredIds()) : []),
+      ...tenants.flatMap((owner) => this.registered(owner, counts.get(owner) ?? empty, new Set())),
     ];
   }
 
-  private listOwner(owner: string, withConfigured: boolean): ToolSourceStatus[] {
-    const counts = new Map<string, number>();
-    for (const tool of this.catalog.all())
-      if (tool.owner === owner) counts.set(tool.source, (counts.get(tool.source) ?? 0) + 1);
-    const out: ToolSourceStatus[] = [];
-    const listed = new Set<string>();
-    const configuredFiles = withConfigured ? this.catalogFiles : new Map<string, Date>();
-    const mcpStatuses = withConfigured ? (this.mcp?.statuses() ?? []) : [];
-    for (const [name, at] of configuredFiles) {
-      listed.add(name);
-      out.push({
+  private configuredIds(): Set<string> {
+    return new Set([...this.catalogFiles.keys(), ...(this.mcp?.statuses() ?? []).map((status) => status.id)]);
+  }
+
+  /** Catalog files and MCP servers of the config: global sources. */
+  private configured(counts: ReadonlyMap<string, number>): ToolSourceStatus[] {
+    const files = [...this.catalogFiles].map(
+      ([name, at]): ToolSourceStatus => ({
         name,
-        owner,
+        owner: "",
         kind: "catalog_file",
         toolCount: counts.get(name) ?? 0,
         lastSyncTime: at,
         healthy: true,
         lastError: "",
-      });
-    }
-    for (const status of mcpStatuses) {
-      listed.add(status.id);
-      out.push({
+      }),
+    );
+    const servers = (this.mcp?.statuses() ?? []).map(
+      (status): ToolSourceStatus => ({
         name: status.id,
-        owner,
+        owner: "",
         kind: status.kind,
         toolCount: counts.get(status.id) ?? 0,
         lastSyncTime: status.lastSyncTime,
         healthy: status.healthy,
         lastError: status.lastError,
-      });
-    }
+      }),
+    );
+    return [...files, ...servers];
+  }
+
+  /** Sources of `owner` found in the catalog or registered through the API in this run. */
+  private registered(
+    owner: string,
+    counts: ReadonlyMap<string, number>,
+    configured: ReadonlySet<string>,
+  ): ToolSourceStatus[] {
     const syncs = this.apiSyncs.get(owner) ?? new Map<string, Date>();
-    const api = new Set([...counts.keys(), ...syncs.keys()]);
-    for (const name of [...api].sort()) {
-      if (listed.has(name)) continue;
-      out.push({
+    return [...new Set([...counts.keys(), ...syncs.keys()])]
+      .filter((name) => !configured.has(name))
+      .sort()
+      .map((name) => ({
         name,
         owner,
         kind: "api",
@@ -107,8 +125,6 @@ export class ToolSourceRegistry {
         lastSyncTime: syncs.get(name),
         healthy: true,
         lastError: "",
-      });
-    }
-    return out;
+      }));
   }
 }
