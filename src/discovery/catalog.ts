@@ -80,9 +80,12 @@ interface Row {
   definition: string;
 }
 
-/** A tool's identity: names are unique per owner ("" = global), not across owners. */
+/**
+ * A tool's identity: names are unique per owner ("" = global), not across owners. A global tool's
+ * key is its name (no extra string per tool); a tenant's holds a NUL, which no name contains.
+ */
 function toolKey(owner: string, name: string): string {
-  return `${owner}\u0000${name}`;
+  return owner === "" ? name : `${owner}\u0000${name}`;
 }
 
 interface Index {
@@ -91,8 +94,8 @@ interface Index {
   readonly ranker: Ranker;
   /** nameKey of full name, bare name and aliases → doc ids. */
   readonly keys: ReadonlyMap<string, readonly number[]>;
-  /** Exact name → doc ids (one per owner that registered the name). */
-  readonly byName: ReadonlyMap<string, readonly number[]>;
+  /** Exact name → its first doc id; docs of the same name (one per owner) follow it (see sameName). */
+  readonly byName: ReadonlyMap<string, number>;
   readonly deferredMask: Uint8Array;
   readonly deferredCount: number;
   /** Per doc, for the regex path's literal pre-check: bare name, folded name and description. */
@@ -124,12 +127,10 @@ export class ToolCatalog {
   readonly fts5Available: boolean;
   /** By toolKey(owner, name). */
   private readonly tools = new Map<string, Tool>();
-  /** Name → the tools of that name, one per owner; the caller's visibility picks at most one. */
-  private readonly named = new Map<string, Tool[]>();
+  /** Name → the tenants that registered a tool of that name (global tools are keyed by name alone). */
+  private readonly tenantsByName = new Map<string, Set<string>>();
   /** Alias → owner → canonical name, first registration per owner wins. */
   private readonly aliases = new Map<string, Map<string, string>>();
-  /** Per owner, the names it registered (a tenant's own name shadows the global tool of that name). */
-  private readonly ownedNames = new Map<string, Set<string>>();
   /** sha1 of the raw input last accepted per tool key (memory only; a restart just takes the slow path once). */
   private readonly inputDigests = new Map<string, string>();
   /**
@@ -202,7 +203,7 @@ export class ToolCatalog {
   ownershipFilter(tenantId: string): VisibilityPredicate {
     return (tool) =>
       tool.owner === tenantId ||
-      (tool.owner === "" && this.ownedNames.get(tenantId)?.has(tool.name) !== true);
+      (tool.owner === "" && this.tenantsByName.get(tool.name)?.has(tenantId) !== true);
   }
 
   /**
@@ -409,8 +410,13 @@ export class ToolCatalog {
   private lookup(requested: string, isVisible: VisibilityPredicate | undefined): Tool | undefined {
     const passes = (tool: Tool | undefined): tool is Tool =>
       tool !== undefined && (!isVisible || isVisible(tool));
-    const byName = this.named.get(requested)?.find(passes);
-    if (byName) return byName;
+    // The global tool, then each tenant's of that name: the caller's predicate admits at most one.
+    const global = this.tools.get(requested);
+    if (global?.owner === "" && passes(global)) return global;
+    for (const tenant of this.tenantsByName.get(requested) ?? []) {
+      const tool = this.tools.get(toolKey(tenant, requested));
+      if (passes(tool)) return tool;
+    }
     for (const [owner, name] of this.aliases.get(requested) ?? []) {
       const tool = this.tools.get(toolKey(owner, name));
       if (passes(tool)) return tool;
@@ -423,14 +429,14 @@ export class ToolCatalog {
     const old = this.tools.get(key);
     if (old) this.forgetAliases(old);
     this.tools.set(key, tool);
-    const sameName = (this.named.get(tool.name) ?? []).filter((t) => t.owner !== tool.owner);
-    this.named.set(tool.name, [...sameName, tool]);
-    let owned = this.ownedNames.get(tool.owner);
-    if (!owned) {
-      owned = new Set();
-      this.ownedNames.set(tool.owner, owned);
+    if (tool.owner !== "") {
+      let tenants = this.tenantsByName.get(tool.name);
+      if (!tenants) {
+        tenants = new Set();
+        this.tenantsByName.set(tool.name, tenants);
+      }
+      tenants.add(tool.owner);
     }
-    owned.add(tool.name);
     for (const a of tool.aliases) {
       let byOwner = this.aliases.get(a);
       if (!byOwner) {
@@ -448,10 +454,9 @@ export class ToolCatalog {
     if (!old) return;
     this.forgetAliases(old);
     this.tools.delete(key);
-    const sameName = (this.named.get(name) ?? []).filter((t) => t.owner !== owner);
-    if (sameName.length > 0) this.named.set(name, sameName);
-    else this.named.delete(name);
-    this.ownedNames.get(owner)?.delete(name);
+    const tenants = this.tenantsByName.get(name);
+    tenants?.delete(owner);
+    if (tenants?.size === 0) this.tenantsByName.delete(name);
     this.analysed.delete(key);
     this.inputDigests.delete(key);
   }
@@ -514,7 +519,7 @@ export class ToolCatalog {
       tieRank[doc] = pos;
     });
     const keys = new Map<string, number[]>();
-    const byName = new Map<string, number[]>();
+    const byName = new Map<string, number>();
     const addKey = (k: string, d: number) => {
       if (!k) return;
       const list = keys.get(k);
@@ -524,9 +529,7 @@ export class ToolCatalog {
     const deferredMask = new Uint8Array(docs.length);
     let deferredCount = 0;
     docs.forEach((t, d) => {
-      const sameName = byName.get(t.name);
-      if (sameName) sameName.push(d);
-      else byName.set(t.name, [d]);
+      if (!byName.has(t.name)) byName.set(t.name, d);
       addKey(nameKey(t.name), d);
       addKey(nameKey(bareName(t.name)), d);
       for (const a of t.aliases) addKey(nameKey(a), d);
@@ -616,8 +619,8 @@ export class ToolCatalog {
 
   private exact(index: Index, query: string, allowed: Uint8Array | undefined, limit: number): SearchHit[] {
     const ok = (d: number) => !allowed || allowed[d] === 1;
-    const aliasOf = [...(this.aliases.get(query) ?? [])].flatMap(([, name]) => index.byName.get(name) ?? []);
-    const direct = [...(index.byName.get(query) ?? []), ...aliasOf].find(ok);
+    const aliasOf = [...(this.aliases.get(query) ?? [])].flatMap(([, name]) => sameName(index, name));
+    const direct = [...sameName(index, query), ...aliasOf].find(ok);
     if (direct !== undefined) return [hit(index.docs[direct] as Tool, 1, "exact")];
     const ranked: RankedDoc[] = (index.keys.get(nameKey(query)) ?? [])
       .filter(ok)
@@ -699,6 +702,15 @@ export class ToolCatalog {
       }
     return top.map((r) => hit(docs[r.doc] as Tool, r.relevance, kinds.get(r.doc) ?? "regex_text"));
   }
+}
+
+/** Doc ids of the tools called `name`, one per owner (docs are sorted by name, then owner). */
+function sameName(index: Index, name: string): number[] {
+  const first = index.byName.get(name);
+  const ids: number[] = [];
+  if (first === undefined) return ids;
+  for (let d = first; d < index.docs.length && index.docs[d]?.name === name; d++) ids.push(d);
+  return ids;
 }
 
 /**
