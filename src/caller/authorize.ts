@@ -37,10 +37,24 @@ export function authorizeSkillPackScope(principal: Principal, kind: "project" | 
     throw denied(`loading a GLOBAL skill pack needs ${AS_OPERATOR}; tenants load TENANT or PROJECT packs`);
 }
 
-/** Which tool-source owners a principal may list: all for the operator, else global and its own. */
-export function sourceOwnersVisibleTo(principal: Principal): (owner: string) => boolean {
-  if (principal.operator) return () => true;
-  return (owner) => owner === GLOBAL_OWNER || owner === principal.tenantId;
+/** What a principal may see of ListToolSources. */
+export interface SourceListing {
+  /** Whose sources are listed: every owner's for the operator, else the global ones and its own. */
+  readonly owners: (owner: string) => boolean;
+  /**
+   * The operator sees every tool counted and every error. Anyone else sees only the tools it may see
+   * counted, no global source none of whose tools it sees (hidden = missing), and no error text
+   * (commands and URLs are the operator's diagnostics).
+   */
+  readonly everything: boolean;
+}
+
+export function sourceListingFor(principal: Principal): SourceListing {
+  if (principal.operator) return { owners: () => true, everything: true };
+  return {
+    owners: (owner) => owner === GLOBAL_OWNER || owner === principal.tenantId,
+    everything: false,
+  };
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { CatalogConfig } from "../config/index.ts";
-import type { ToolCatalog } from "../discovery/index.ts";
+import type { ToolCatalog, VisibilityPredicate } from "../discovery/index.ts";
 import { catalogSourceId } from "./catalog-files.ts";
 import type { McpSources } from "./mcp.ts";
 
@@ -50,15 +50,16 @@ export class ToolSourceRegistry {
   }
 
   /**
-   * The sources of the owners `mayList` admits (src/caller/authorize.ts sourceOwnersVisibleTo):
-   * global ones first (configured catalogs and MCP servers, then the operator's registrations),
-   * then each tenant's registrations.
+   * The sources of the owners `mayList` admits (src/caller/authorize.ts sourceListingFor): global
+   * ones first (configured catalogs and MCP servers, then the operator's registrations), then each
+   * tenant's registrations. With `visibleTools` (a caller who is not the operator) only those tools
+   * are counted, a global source without any is left out, and errors are not shown.
    */
-  list(mayList: (owner: string) => boolean): ToolSourceStatus[] {
+  list(mayList: (owner: string) => boolean, visibleTools?: VisibilityPredicate): ToolSourceStatus[] {
     // Tools per owner and source, counted once for every owner listed.
     const counts = new Map<string, Map<string, number>>();
     for (const tool of this.catalog.all()) {
-      if (!mayList(tool.owner)) continue;
+      if (!mayList(tool.owner) || (visibleTools && !visibleTools(tool))) continue;
       let bySource = counts.get(tool.owner);
       if (!bySource) {
         bySource = new Map();
@@ -69,9 +70,17 @@ export class ToolSourceRegistry {
     const owners = [...new Set([...counts.keys(), ...this.apiSyncs.keys()])].filter(mayList);
     const tenants = owners.filter((owner) => owner !== "").sort();
     const empty = new Map<string, number>();
+    const global = mayList("")
+      ? [
+          ...this.configured(counts.get("") ?? empty),
+          ...this.registered("", counts.get("") ?? empty, this.configuredIds()),
+        ]
+      : [];
+    const shown = visibleTools
+      ? global.filter((source) => source.toolCount > 0).map((source) => ({ ...source, lastError: "" }))
+      : global;
     return [
-      ...(mayList("") ? this.configured(counts.get("") ?? empty) : []),
-      ...(mayList("") ? this.registered("", counts.get("") ?? empty, this.configuredIds()) : []),
+      ...shown,
       ...tenants.flatMap((owner) => this.registered(owner, counts.get(owner) ?? empty, new Set())),
     ];
   }

@@ -247,6 +247,11 @@ export class ToolService {
     });
   }
 
+  /** The tools this caller may see or activate (policy, visibility, narrowing, ownership). */
+  visibilityFor(caller: Caller): VisibilityPredicate {
+    return this.accessFor(caller).canActivate;
+  }
+
   /**
    * Which tool names skill text must not show this caller. Text the operator wrote hides every name
    * the caller may not see. Text a tenant may have written hides only names its narrowing removed

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   authorizeSkillPackScope,
-  sourceOwnersVisibleTo,
+  sourceListingFor,
   toolOwnerFor,
   watchedTenant,
 } from "../../src/caller/authorize.ts";
@@ -53,15 +53,20 @@ describe("authorizeSkillPackScope", () => {
   });
 });
 
-describe("sourceOwnersVisibleTo", () => {
+describe("sourceListingFor", () => {
   const owners = ["", "acme", "bravo"];
   it.each([
-    ["the operator", operator, ["", "acme", "bravo"]],
-    ["a tenant", acme, ["", "acme"]],
-    ["an anonymous caller", anonymous, [""]],
-  ])("admits for %s exactly the owners it may list", (_kind, principal, expected) => {
-    expect(owners.filter(sourceOwnersVisibleTo(principal))).toEqual(expected);
-  });
+    ["the operator", operator, ["", "acme", "bravo"], true],
+    ["a tenant", acme, ["", "acme"], false],
+    ["an anonymous caller", anonymous, [""], false],
+  ])(
+    "lists for %s exactly the owners it may see, in full only for the operator",
+    (_kind, principal, expected, everything) => {
+      const listing = sourceListingFor(principal);
+      expect(owners.filter(listing.owners)).toEqual(expected);
+      expect(listing.everything).toBe(everything);
+    },
+  );
 });
 
 describe("watchedTenant", () => {

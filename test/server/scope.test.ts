@@ -172,6 +172,10 @@ describe("ListToolSources", () => {
   beforeAll(async () => {
     await tools().registerTools({ caller: acme, source: "acme-src", tools: [tool("acme.one", "One.")] });
     await tools().registerTools({ caller: bravo, source: "bravo-src", tools: [tool("bravo.one", "One.")] });
+    await tools().registerTools(
+      { source: "internal-audit", tools: [tool("internal.audit", "Audit everything.")] },
+      asOperator,
+    );
   });
   const names = (sources: { name: string; tenantId: string }[]) =>
     sources.map((s) => `${s.tenantId}/${s.name}`);
@@ -187,6 +191,13 @@ describe("ListToolSources", () => {
     const listed = names((await tools().listToolSources({ caller: bravo })).sources);
     expect(listed).toEqual(expect.arrayContaining(["/catalog:ops", "bravo/bravo-src"]));
     expect(listed.filter((name) => name.startsWith("acme/"))).toEqual([]);
+  });
+
+  it("leaves out, for a tenant, a global source whose tools are all hidden from it", async () => {
+    const forBravo = (await tools().listToolSources({ caller: bravo })).sources.map((s) => s.name);
+    const forAcme = (await tools().listToolSources({ caller: acme })).sources.map((s) => s.name);
+    expect(forBravo).not.toContain("internal-audit");
+    expect(forAcme).toContain("internal-audit");
   });
 
   it("shows a caller without a tenant the global sources only", async () => {

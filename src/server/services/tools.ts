@@ -10,7 +10,7 @@ import {
   ToolSourceKind,
 } from "../../../gen/ts/wayfind/v1/tools_pb.ts";
 import type { ActivationScope as Scope } from "../../activation/index.ts";
-import { sourceOwnersVisibleTo, toolOwnerFor } from "../../caller/authorize.ts";
+import { sourceListingFor, toolOwnerFor } from "../../caller/authorize.ts";
 import type {
   JsonObject,
   MatchType as Match,
@@ -84,8 +84,10 @@ export function toolDiscoveryService(
     },
 
     listToolSources(_request, context) {
+      const listing = sourceListingFor(principalOf(context));
+      const visibleTools = listing.everything ? undefined : tools.visibilityFor(callerOf(context));
       return {
-        sources: (sources?.list(sourceOwnersVisibleTo(principalOf(context))) ?? []).map((source) => ({
+        sources: (sources?.list(listing.owners, visibleTools) ?? []).map((source) => ({
           name: source.name,
           tenantId: source.owner,
           kind: SOURCE_KINDS[source.kind],

@@ -2043,8 +2043,10 @@ func (x *GetDiscoveryToolsResponse) GetTools() []*Tool {
 
 type ListToolSourcesRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The operator sees every source; a tenant sees the global sources and its own; a caller
-	// without a tenant sees the global sources only.
+	// The operator (metadata `wayfind-role: admin`) sees every source, every tool counted, with
+	// errors. A tenant sees the global sources and its own, a caller without a tenant the global
+	// ones; both count only the tools they may see, do not see a global source none of whose tools
+	// they see, and get no error text.
 	Caller        *CallerContext `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -969,8 +969,10 @@ export const GetDiscoveryToolsResponseSchema: GenMessage<GetDiscoveryToolsRespon
  */
 export type ListToolSourcesRequest = Message<"wayfind.v1.ListToolSourcesRequest"> & {
   /**
-   * The operator sees every source; a tenant sees the global sources and its own; a caller
-   * without a tenant sees the global sources only.
+   * The operator (metadata `wayfind-role: admin`) sees every source, every tool counted, with
+   * errors. A tenant sees the global sources and its own, a caller without a tenant the global
+   * ones; both count only the tools they may see, do not see a global source none of whose tools
+   * they see, and get no error text.
    *
    * @generated from field: wayfind.v1.CallerContext caller = 1;
    */
