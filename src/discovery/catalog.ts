@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { RE2JS } from "re2js";
-import { invalidArgument, WayfindError } from "../errors.ts";
+import { invalidArgument, quoteInput, WayfindError } from "../errors.ts";
 import type { EventSink } from "../events/event.ts";
 import type { Db } from "../store/database.ts";
 import {
@@ -174,7 +174,7 @@ export class ToolCatalog {
   /** Upserts one source's tools in one transaction; unchanged input writes nothing. */
   register(source: string, inputs: readonly ToolInput[], options: RegisterOptions = {}): RegisterResult {
     if (typeof source !== "string" || !SOURCE_PATTERN.test(source))
-      throw invalidArgument(`source ${JSON.stringify(source)} must be 1-128 characters of [A-Za-z0-9_.:/@-]`);
+      throw invalidArgument(`source ${quoteInput(source)} must be 1-128 characters of [A-Za-z0-9_.:/@-]`);
     if (inputs.length > LIMITS.toolsPerRequest)
       throw invalidArgument(`${inputs.length} tools in one request; the limit is ${LIMITS.toolsPerRequest}`);
     const problems: string[] = [];

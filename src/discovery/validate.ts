@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { Ajv, type ValidateFunction } from "ajv";
-import { invalidArgument } from "../errors.ts";
+import { invalidArgument, quoteInput } from "../errors.ts";
 import {
   type JsonObject,
   type JsonValue,
@@ -47,12 +47,13 @@ export function fullName(input: ToolInput): string {
 
 /** Validates and normalises one input into the stored record (with hash). Throws invalid_argument. */
 export function toRecord(input: ToolInput, index: number): ToolRecord {
-  const where = typeof input.name === "string" && input.name ? `tool "${input.name}"` : `tool #${index}`;
+  const where =
+    typeof input.name === "string" && input.name ? `tool ${quoteInput(input.name)}` : `tool #${index}`;
   const fail = (msg: string) => invalidArgument(`${where}: ${msg}`);
   if (typeof input.name !== "string") throw fail("name must be a string");
   const namespace = input.namespace ?? "";
   if (namespace && !NAMESPACE_PATTERN.test(namespace))
-    throw fail(`namespace "${namespace}" must match [A-Za-z0-9_-]+`);
+    throw fail(`namespace ${quoteInput(namespace)} must match [A-Za-z0-9_-]+`);
   const name = fullName(input);
   const bad = nameProblem(name);
   if (bad) throw fail(bad);

@@ -2,7 +2,7 @@ import { Code, ConnectError, createContextKey, type HandlerContext } from "@conn
 import type { Logger } from "pino";
 import type { CallerContext } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import { ANONYMOUS_CALLER, type Caller } from "../caller/caller.ts";
-import { type ErrorCode, WayfindError } from "../errors.ts";
+import { WayfindError } from "../errors.ts";
 import { type AnyMethodImpl, type MethodRoute, methodPath } from "./rpc.ts";
 
 /** The caller, resolved once per call from the request's `caller` field (DESIGN.md §3). */
@@ -13,8 +13,8 @@ export function callerOf(context: HandlerContext): Caller {
 }
 
 /**
- * Wraps every route once, whatever transport serves it: resolves the caller, maps domain errors to
- * RPC codes (never leaking internals), and logs one line per call (method, code, duration, tenant).
+ * Wraps every route once, whatever transport serves it: resolves the caller and logs one line per
+ * call (method, code, duration, tenant). The transport maps what a call throws (rpc-errors.ts).
  */
 export function withCallPipeline(routes: readonly MethodRoute[], logger: Logger): MethodRoute[] {
   return routes.map((route) => ({ ...route, impl: wrap(route, logger) }));
@@ -52,7 +52,7 @@ function wrap(route: MethodRoute, logger: Logger): AnyMethodImpl {
         return output;
       } catch (error) {
         finish(error);
-        throw toConnectError(error);
+        throw error;
       }
     };
   }
@@ -64,7 +64,7 @@ function wrap(route: MethodRoute, logger: Logger): AnyMethodImpl {
         finish();
       } catch (error) {
         finish(error);
-        throw toConnectError(error);
+        throw error;
       }
     })();
   };
@@ -82,29 +82,6 @@ function resolveCaller(input: unknown): Caller {
     entitlements: context.entitlements,
     narrowToTools: context.narrowToTools,
   };
-}
-
-const CODES: Record<ErrorCode, Code> = {
-  invalid_argument: Code.InvalidArgument,
-  not_found: Code.NotFound,
-  already_exists: Code.AlreadyExists,
-  permission_denied: Code.PermissionDenied,
-  failed_precondition: Code.FailedPrecondition,
-  resource_exhausted: Code.ResourceExhausted,
-  unimplemented: Code.Unimplemented,
-  unavailable: Code.Unavailable,
-  internal: Code.Internal,
-};
-
-export function toConnectError(error: unknown): ConnectError {
-  if (error instanceof ConnectError) return error;
-  if (error instanceof WayfindError) {
-    const message =
-      error.details.length > 0 ? `${error.message}\n- ${error.details.join("\n- ")}` : error.message;
-    return new ConnectError(message, CODES[error.code]);
-  }
-  // Unexpected errors are logged in full but answered without internals.
-  return new ConnectError("internal error; the server log has the details", Code.Internal);
 }
 
 function codeName(error: unknown): string {

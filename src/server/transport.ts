@@ -2,11 +2,11 @@ import { once } from "node:events";
 import * as http from "node:http";
 import * as http2 from "node:http2";
 import * as net from "node:net";
-import type { ConnectRouter } from "@connectrpc/connect";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
-import { addRoutesToGrpcServer } from "./grpc-js-adapter.ts";
+import { connectRequestListener } from "./connect-adapter.ts";
+import { addRoutesToGrpcServer, grpcTimeoutProblem, respondWithGrpcError } from "./grpc-js-adapter.ts";
 import type { MethodRoute } from "./rpc.ts";
+import { withRpcErrors } from "./rpc-errors.ts";
 
 export interface TransportOptions {
   readonly host: string;
@@ -32,13 +32,13 @@ const HTTP2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
  * - HTTP/2 streams with `content-type: application/grpc…` (native gRPC) go to @grpc/grpc-js;
  * - every other HTTP/2 stream (Connect, gRPC-Web) and every HTTP/1.1 request goes to connect-node,
  *   which speaks Connect (binary and JSON), gRPC-Web and gRPC.
- * Both serve the same MethodRoutes, so each handler exists once.
+ * Both serve the same MethodRoutes, so each handler exists once, and both answer errors through the
+ * one mapping of rpc-errors.ts.
  */
 export async function startTransport(options: TransportOptions): Promise<RunningTransport> {
-  const connectHandler = connectNodeAdapter({
-    routes: (router: ConnectRouter) => {
-      for (const route of options.routes) router.rpc(route.method, route.impl as never);
-    },
+  const routes = withRpcErrors(options.routes);
+  const connectHandler = connectRequestListener({
+    routes,
     readMaxBytes: options.maxMessageBytes,
     shutdownSignal: options.shutdownSignal,
   });
@@ -49,7 +49,7 @@ export async function startTransport(options: TransportOptions): Promise<Running
     // channelz costs ~5% CPU per call and nothing here reads it.
     "grpc.enable_channelz": 0,
   });
-  addRoutesToGrpcServer(grpcServer, options.routes, options.shutdownSignal);
+  addRoutesToGrpcServer(grpcServer, routes, options.shutdownSignal);
 
   // grpc-js and node's HTTP/2 compatibility layer each listen for 'stream' on a server object. We
   // give each its own (never listening) object and hand every stream to exactly one of them.
@@ -67,8 +67,14 @@ export async function startTransport(options: TransportOptions): Promise<Running
       flags: number,
       rawHeaders: string[],
     ) => {
-      const target = isNativeGrpc(headers["content-type"]) ? grpcStreams : connectStreams;
-      target.emit("stream", stream, headers, flags, rawHeaders);
+      if (!isNativeGrpc(headers["content-type"])) {
+        connectStreams.emit("stream", stream, headers, flags, rawHeaders);
+        return;
+      }
+      // grpc-js would answer a malformed grpc-timeout with INTERNAL, echoing it.
+      const timeoutProblem = grpcTimeoutProblem(headers["grpc-timeout"]);
+      if (timeoutProblem) respondWithGrpcError(stream, timeoutProblem);
+      else grpcStreams.emit("stream", stream, headers, flags, rawHeaders);
     },
   );
   // HTTP/1.1 keep-alive connections are closed as soon as they are idle once draining starts.

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { lstatSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { isAbsolute, join, posix, relative, resolve, sep } from "node:path";
 import { LineCounter, parseDocument } from "yaml";
+import { yamlValue } from "../text/yaml.ts";
 import { parseMarkdownBody } from "./markdown.ts";
 import { type SkillContent, TASK_TYPES, type TaskType } from "./model.ts";
 
@@ -319,8 +320,13 @@ function parseYaml(
     }
     return undefined;
   }
+  const converted = yamlValue(doc);
+  if ("problem" in converted) {
+    problems.push({ file, line: 1 + lineOffset, reason: `invalid YAML: ${converted.problem}` });
+    return undefined;
+  }
   return {
-    value: doc.toJS({ maxAliasCount: 100 }),
+    value: converted.value,
     lineOf: (offset) => lineCounter.linePos(offset).line + lineOffset,
   };
 }

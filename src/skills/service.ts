@@ -1,6 +1,6 @@
 import { RE2JS } from "re2js";
 import type { Caller } from "../caller/caller.ts";
-import { invalidArgument, notFound } from "../errors.ts";
+import { invalidArgument, notFound, quoteInput } from "../errors.ts";
 import type { EventAttributeValue, EventSink, EventType } from "../events/event.ts";
 import type { Db } from "../store/database.ts";
 import {
@@ -259,7 +259,7 @@ function oneOf<T extends string>(
 ): T | undefined {
   if (value === undefined || value === "") return undefined;
   if (!(allowed as readonly string[]).includes(value))
-    throw invalidArgument(`${field} must be one of ${allowed.join(", ")}, got ${JSON.stringify(value)}`);
+    throw invalidArgument(`${field} must be one of ${allowed.join(", ")}, got ${quoteInput(value)}`);
   return value as T;
 }
 
@@ -389,7 +389,7 @@ export class SkillService {
     if (input.path !== undefined) {
       const resolved = resolvePackDir(input.path, this.packRoots);
       if (!resolved.dir)
-        throw invalidArgument(`skill pack ${JSON.stringify(input.pack)} rejected: ${resolved.error}`);
+        throw invalidArgument(`skill pack ${quoteInput(input.pack)} rejected: ${resolved.error}`);
       files = readPackFolder(resolved.dir, this.limits, problems);
     } else files = readInlineFiles(input.files ?? [], this.limits, problems);
     progress?.({ phase: "read", done: files.length, total: files.length });
@@ -420,7 +420,7 @@ export class SkillService {
     );
     if (problems.length > 0) {
       throw invalidArgument(
-        `skill pack ${JSON.stringify(input.pack)} rejected with ${problems.length} problem${problems.length === 1 ? "" : "s"}; nothing was loaded: ${formatProblem(problems[0] as PackProblem)}${problems.length > 1 ? " (see details for all)" : ""}`,
+        `skill pack ${quoteInput(input.pack)} rejected with ${problems.length} problem${problems.length === 1 ? "" : "s"}; nothing was loaded: ${formatProblem(problems[0] as PackProblem)}${problems.length > 1 ? " (see details for all)" : ""}`,
         problems.map(formatProblem),
       );
     }

@@ -19,7 +19,7 @@ import type {
   VisibilityPredicate,
 } from "../discovery/index.ts";
 import { discoveryToolDefinitions } from "../discovery-tools/index.ts";
-import { failedPrecondition, notFound } from "../errors.ts";
+import { failedPrecondition, notFound, quoteInput } from "../errors.ts";
 import type { EventSink } from "../events/index.ts";
 import { type PayloadProvider, type RenderedToolPayload, renderToolPayload } from "../payload/index.ts";
 import { type RenderedToolPrompt, renderToolPrompt } from "../render/index.ts";
@@ -349,7 +349,7 @@ interface CallerView {
 
 /** The same message whether the tool is hidden or missing: existence never leaks. */
 function toolNotFound(name: string) {
-  return notFound(`tool ${JSON.stringify(name)} not found; use tool_search to find tools`);
+  return notFound(`tool ${quoteInput(name)} not found; use tool_search to find tools`);
 }
 
 function payloadTool(tool: Tool) {

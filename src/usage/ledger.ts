@@ -1,6 +1,6 @@
 import type { Statement } from "better-sqlite3";
 import type { Caller } from "../caller/caller.ts";
-import { invalidArgument, WayfindError } from "../errors.ts";
+import { invalidArgument, quoteInput, WayfindError } from "../errors.ts";
 import type { EventSink } from "../events/event.ts";
 import type { Db } from "../store/database.ts";
 import {
@@ -353,7 +353,9 @@ function validateGroupBy(groupBy: readonly UsageGroupBy[]): UsageGroupBy[] {
   const out: UsageGroupBy[] = [];
   for (const g of groupBy) {
     if (!USAGE_GROUP_BY.includes(g)) {
-      throw invalidArgument(`group_by "${String(g)}" is unknown; use any of ${USAGE_GROUP_BY.join(", ")}`);
+      throw invalidArgument(
+        `group_by ${quoteInput(String(g))} is unknown; use any of ${USAGE_GROUP_BY.join(", ")}`,
+      );
     }
     if (!out.includes(g)) out.push(g);
   }

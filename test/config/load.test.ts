@@ -9,6 +9,7 @@ import {
   defaultConfig,
   loadConfig,
 } from "../../src/config/index.ts";
+import { yamlAliasBomb } from "../support/yaml-bomb.ts";
 
 const EXAMPLE = resolve(import.meta.dirname, "../../wayfind.example.yaml");
 
@@ -195,6 +196,15 @@ describe("loadConfig", () => {
     expect(problemsOf(join(dir, "missing.yaml"))[0]).toContain(
       "missing.yaml: cannot read the config file (not found)",
     );
+  });
+});
+
+describe("loadConfig with YAML aliases", () => {
+  it("rejects a config whose aliases expand past the bound, naming the file", () => {
+    const file = write(yamlAliasBomb());
+    expect(problemsOf(file)).toEqual([
+      `${file}: its aliases expand to more than 100 nodes; use fewer anchors and aliases (*name)`,
+    ]);
   });
 });
 

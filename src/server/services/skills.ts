@@ -9,7 +9,7 @@ import {
   TaskType,
 } from "../../../gen/ts/wayfind/v1/skills_pb.ts";
 import type { Caller } from "../../caller/caller.ts";
-import { failedPrecondition, invalidArgument } from "../../errors.ts";
+import { failedPrecondition, invalidArgument, quoteInput } from "../../errors.ts";
 import type { EventLog } from "../../events/index.ts";
 import type {
   DirectoryField,
@@ -213,7 +213,9 @@ export function skillService(
       const caller = callerOf(context);
       for (const field of request.fields) {
         if (!(DIRECTORY_FIELDS as readonly string[]).includes(field)) {
-          throw invalidArgument(`fields: unknown field "${field}"; use ${DIRECTORY_FIELDS.join(", ")}`);
+          throw invalidArgument(
+            `fields: unknown field ${quoteInput(field)}; use ${DIRECTORY_FIELDS.join(", ")}`,
+          );
         }
       }
       const result = skills.renderSkillDirectory(
