@@ -21,7 +21,8 @@ export const LIMITS = {
   tagLength: 64,
   aliases: 16,
   examples: 16,
-  toolsPerRequest: 50_000,
+  /** Tools one source (a catalog file, an MCP server) may hold; RegisterTools takes fewer per call. */
+  toolsPerSource: 50_000,
 } as const;
 
 /** Provider-safe names plus `.` for namespaces; `_` may lead (RapidAPI-style names do). */

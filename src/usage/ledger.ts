@@ -2,6 +2,7 @@ import type { Statement } from "better-sqlite3";
 import type { Caller } from "../caller/caller.ts";
 import { invalidArgument, quoteInput, WayfindError } from "../errors.ts";
 import type { EventSink } from "../events/event.ts";
+import { LIMITS } from "../limits.ts";
 import type { Db } from "../store/database.ts";
 import {
   MAX_TOKENS_PER_FIELD,
@@ -92,7 +93,6 @@ export interface UsageLedgerOptions {
   readonly now?: () => number;
 }
 
-const MAX_KEY_LENGTH = 256;
 const MAX_MODEL_LENGTH = 200;
 const MAX_FUTURE_MS = 24 * 60 * 60 * 1000;
 // biome-ignore lint/suspicious/noControlCharactersInRegex: rejecting control characters is the point
@@ -375,8 +375,8 @@ function validateRecordInput(input: RecordUsageInput, nowMs: number): TokenUsage
   const key = input.idempotencyKey;
   if (typeof key !== "string" || key.length === 0) {
     problems.push("idempotency_key: is required; send one unique key per model call (e.g. the response id)");
-  } else if (key.length > MAX_KEY_LENGTH || CONTROL.test(key)) {
-    problems.push(`idempotency_key: must be at most ${MAX_KEY_LENGTH} printable characters`);
+  } else if (key.length > LIMITS.idempotencyKey.max || CONTROL.test(key)) {
+    problems.push(`idempotency_key: must be at most ${LIMITS.idempotencyKey.max} printable characters`);
   }
   const usage = input.usage as Partial<Record<(typeof USAGE_FIELDS)[number][0], unknown>> | undefined;
   if (typeof usage !== "object" || usage === null) {

@@ -210,7 +210,7 @@ describe("get and list", () => {
 
   it("list rejects a page size out of range and a foreign token", () => {
     const { catalog } = seeded();
-    expect(() => catalog.list({ pageSize: 0 })).toThrowError(/page_size must be an integer from 1 to 1000/);
+    expect(() => catalog.list({ pageSize: 0 })).toThrowError(/page_size must be 1–500, got 0/);
     expect(() => catalog.list({ pageToken: "garbage" })).toThrowError(/page_token/);
   });
 });

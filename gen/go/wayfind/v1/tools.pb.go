@@ -475,7 +475,7 @@ type RegisterToolsRequest struct {
 	Source string `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
 	// Optional namespace prefixed to tool names that do not already carry it.
 	Namespace string `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
-	// At most 5,000 tools per call.
+	// 0–5,000 tools per call.
 	Tools []*Tool `protobuf:"bytes,3,rep,name=tools,proto3" json:"tools,omitempty"`
 	// Remove tools of `source` that are not in `tools`.
 	ReplaceSource bool `protobuf:"varint,4,opt,name=replace_source,json=replaceSource,proto3" json:"replace_source,omitempty"`

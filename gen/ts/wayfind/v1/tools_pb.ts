@@ -170,7 +170,7 @@ export type RegisterToolsRequest = Message<"wayfind.v1.RegisterToolsRequest"> & 
   namespace: string;
 
   /**
-   * At most 5,000 tools per call.
+   * 0–5,000 tools per call.
    *
    * @generated from field: repeated wayfind.v1.Tool tools = 3;
    */
