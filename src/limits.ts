@@ -23,6 +23,18 @@ export interface Limit {
  * the range. Where code and docs disagreed, the docs (the contract) won.
  */
 export const LIMITS = {
+  narrowToTools: limit("common", "CallerContext", "narrow_to_tools", 0, 100, { unit: "patterns" }),
+  narrowToToolsPattern: limit("common", "CallerContext", "narrow_to_tools", 1, 256, {
+    unit: "characters each",
+  }),
+  toolName: limit("tools", "Tool", "name", 1, 128, { unit: "characters" }),
+  toolTitle: limit("tools", "Tool", "title", 0, 256, { unit: "characters" }),
+  toolDescription: limit("tools", "Tool", "description", 0, 16_384, { unit: "characters" }),
+  toolTags: limit("tools", "Tool", "tags", 0, 32, { unit: "tags" }),
+  toolTag: limit("tools", "Tool", "tags", 1, 64, { unit: "characters each" }),
+  toolExamples: limit("tools", "Tool", "examples", 0, 16, { unit: "examples" }),
+  toolAliases: limit("tools", "Tool", "aliases", 0, 16, { unit: "aliases" }),
+  toolAlias: limit("tools", "Tool", "aliases", 1, 128, { unit: "characters each" }),
   searchToolsQuery: limit("tools", "SearchToolsRequest", "query", 1, 512, { unit: "characters" }),
   searchToolsLimit: limit("tools", "SearchToolsRequest", "limit", 1, 20, { default: 8 }),
   listToolsPageSize: limit("tools", "ListToolsRequest", "page_size", 1, 500, { default: 100 }),
@@ -30,6 +42,7 @@ export const LIMITS = {
   registerToolsTools: limit("tools", "RegisterToolsRequest", "tools", 0, 5_000, { unit: "tools" }),
   getToolsNames: limit("tools", "GetToolsRequest", "names", 1, 20, { unit: "names" }),
   activateToolsNames: limit("tools", "ActivateToolsRequest", "names", 1, 50, { unit: "names" }),
+  activateToolsReason: limit("tools", "ActivateToolsRequest", "reason", 0, 256, { unit: "characters" }),
   directoryMaxEntries: limit("tools", "RenderToolPromptRequest", "directory_max_entries", 1, 200, {
     default: 30,
     unit: "entries",
@@ -53,11 +66,12 @@ export const LIMITS = {
   skillDirectoryMaxEntries: limit("skills", "RenderSkillDirectoryRequest", "max_entries", 1, 200, {
     default: 30,
   }),
+  usageModel: limit("usage", "RecordUsageRequest", "model", 1, 200, { unit: "characters" }),
   idempotencyKey: limit("usage", "RecordUsageRequest", "idempotency_key", 1, 128, { unit: "characters" }),
 } as const satisfies Record<string, Limit>;
 
 function limit<const Extra extends { readonly default?: number; readonly unit?: string }>(
-  file: "tools" | "skills" | "usage",
+  file: "common" | "tools" | "skills" | "usage",
   message: string,
   field: string,
   min: number,
@@ -75,7 +89,13 @@ export function describeLimit(row: Limit): string {
 
 /** Throws INVALID_ARGUMENT when a length or count is outside the row's range. */
 export function checkSize(row: Limit, size: number): void {
-  if (size < row.min || size > row.max) throw outOfRange(row, size);
+  const problem = sizeProblem(row, size);
+  if (problem) throw invalidArgument(problem);
+}
+
+/** What is wrong with a length or count ("tags must have 0–32 tags, got 40"), or undefined. */
+export function sizeProblem(row: Limit, size: number): string | undefined {
+  return size < row.min || size > row.max ? outOfRangeText(row, size) : undefined;
 }
 
 /**
@@ -85,7 +105,7 @@ export function checkSize(row: Limit, size: number): void {
 export function withinLimit(row: Limit, value: number | undefined): number {
   if (value === undefined && row.default !== undefined) return row.default;
   if (value === undefined || !Number.isInteger(value) || value < row.min || value > row.max)
-    throw outOfRange(row, value);
+    throw invalidArgument(outOfRangeText(row, value));
   return value;
 }
 
@@ -94,7 +114,7 @@ function rangeOf(row: Limit): string {
   return `${row.min.toLocaleString("en-US")}–${row.max.toLocaleString("en-US")}${unit}`;
 }
 
-function outOfRange(row: Limit, got: number | undefined) {
+function outOfRangeText(row: Limit, got: number | undefined): string {
   const verb = row.unit ? "have" : "be";
-  return invalidArgument(`${row.field} must ${verb} ${rangeOf(row)}, got ${got ?? "none"}`);
+  return `${row.field} must ${verb} ${rangeOf(row)}, got ${got ?? "none"}`;
 }

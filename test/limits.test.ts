@@ -1,10 +1,11 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import type { MessageInitShape } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Provider } from "../gen/ts/wayfind/v1/common_pb.ts";
 import { SkillScope, SkillService } from "../gen/ts/wayfind/v1/skills_pb.ts";
-import { ToolDiscoveryService } from "../gen/ts/wayfind/v1/tools_pb.ts";
+import { ToolDiscoveryService, type ToolSchema } from "../gen/ts/wayfind/v1/tools_pb.ts";
 import { UsageService } from "../gen/ts/wayfind/v1/usage_pb.ts";
 import { describeLimit, LIMITS, type Limit } from "../src/limits.ts";
 import { failure } from "./support/rpc.ts";
@@ -73,6 +74,7 @@ beforeAll(async () => {
 afterAll(() => wayfind.stop());
 
 const tools = () => wayfind.grpc(ToolDiscoveryService);
+type ToolInit = MessageInitShape<typeof ToolSchema>;
 const skills = () => wayfind.grpc(SkillService);
 const text = (size: number) => "a".repeat(size);
 
@@ -83,8 +85,44 @@ function skillFile(name: string) {
   };
 }
 
+/** RegisterTools with one tool, each in a source of its own. */
+function registerOne(tool: ToolInit) {
+  return tools().registerTools({ source: `one-${tool.name?.slice(0, 50)}`, tools: [tool] });
+}
+
 /** For each row, a call whose bounded field has `size` (a length, a count or the value itself). */
 const callWith: Record<keyof typeof LIMITS, (size: number) => Promise<unknown>> = {
+  narrowToTools: (size) =>
+    tools().searchTools({
+      caller: { ...caller, narrowToTools: Array.from({ length: size }, (_, i) => `limits.tool_${i}*`) },
+      query: "task",
+    }),
+  narrowToToolsPattern: (size) =>
+    tools().searchTools({ caller: { ...caller, narrowToTools: [text(size)] }, query: "task" }),
+  toolName: (size) => registerOne({ name: `t${"a".repeat(size - 1)}` }),
+  toolTitle: (size) => registerOne({ name: "titled", title: text(size) }),
+  toolDescription: (size) => registerOne({ name: "described", description: text(size) }),
+  toolTags: (size) =>
+    registerOne({ name: "tagged", tags: Array.from({ length: size }, (_, i) => `tag${i}`) }),
+  toolTag: (size) => registerOne({ name: "tagged_once", tags: [text(size)] }),
+  toolExamples: (size) =>
+    registerOne({
+      name: "exemplified",
+      examples: Array.from({ length: size }, (_, i) => ({ args: {}, description: `example ${i}` })),
+    }),
+  toolAliases: (size) =>
+    registerOne({ name: "aliased", aliases: Array.from({ length: size }, (_, i) => `aliased_${i}`) }),
+  toolAlias: (size) => registerOne({ name: "aliased_once", aliases: [`a${"b".repeat(size - 1)}`] }),
+  activateToolsReason: (size) =>
+    tools().activateTools({ caller, names: [toolNames[0] ?? ""], reason: text(size) }),
+  usageModel: (size) =>
+    wayfind.grpc(UsageService).recordUsage({
+      caller,
+      provider: Provider.ANTHROPIC,
+      model: text(size),
+      usage: { inputTokens: 10n, outputTokens: 2n },
+      idempotencyKey: `model-${size}`,
+    }),
   searchToolsQuery: (size) => tools().searchTools({ caller, query: text(size) }),
   searchToolsLimit: (size) => tools().searchTools({ caller, query: "task", limit: size }),
   listToolsPageSize: (size) => tools().listTools({ caller, pageSize: size }),

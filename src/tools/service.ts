@@ -21,6 +21,7 @@ import type {
 import { discoveryToolDefinitions } from "../discovery-tools/index.ts";
 import { failedPrecondition, notFound, quoteInput } from "../errors.ts";
 import type { EventSink } from "../events/index.ts";
+import { checkSize, LIMITS } from "../limits.ts";
 import { type PayloadProvider, type RenderedToolPayload, renderToolPayload } from "../payload/index.ts";
 import { type RenderedToolPrompt, renderToolPrompt } from "../render/index.ts";
 import type { ToolGate } from "../skills/index.ts";
@@ -125,6 +126,8 @@ export class ToolService {
   }
 
   activate(caller: Caller, names: readonly string[], scope: ActivationScope | undefined, reason: string) {
+    // Checked up front: when every tool is already visible, the store (which checks it too) is never asked.
+    checkSize(LIMITS.activateToolsReason, reason.length);
     const view = this.view(caller);
     const effectiveScope = this.scopeFor(caller, scope);
     const tools = this.resolveAll(view, names);

@@ -93,7 +93,6 @@ export interface UsageLedgerOptions {
   readonly now?: () => number;
 }
 
-const MAX_MODEL_LENGTH = 200;
 const MAX_FUTURE_MS = 24 * 60 * 60 * 1000;
 // biome-ignore lint/suspicious/noControlCharactersInRegex: rejecting control characters is the point
 const CONTROL = /[\u0000-\u001f\u007f]/;
@@ -369,8 +368,8 @@ function validateRecordInput(input: RecordUsageInput, nowMs: number): TokenUsage
   }
   if (typeof input.model !== "string" || input.model.trim() === "") {
     problems.push("model: must be the model id the call used, e.g. claude-sonnet-4-5");
-  } else if (input.model.length > MAX_MODEL_LENGTH || CONTROL.test(input.model)) {
-    problems.push(`model: must be at most ${MAX_MODEL_LENGTH} printable characters`);
+  } else if (input.model.length > LIMITS.usageModel.max || CONTROL.test(input.model)) {
+    problems.push(`model: must be at most ${LIMITS.usageModel.max} printable characters`);
   }
   const key = input.idempotencyKey;
   if (typeof key !== "string" || key.length === 0) {
