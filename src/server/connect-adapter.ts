@@ -1,7 +1,14 @@
 import type * as http from "node:http";
 import type * as http2 from "node:http2";
 import type { DescMessage, DescMethod } from "@bufbuild/protobuf";
-import { Code, ConnectError, createConnectRouter, createContextValues } from "@connectrpc/connect";
+import {
+  Code,
+  ConnectError,
+  type ContextValues,
+  createConnectRouter,
+  createContextKey,
+  createContextValues,
+} from "@connectrpc/connect";
 import {
   createAsyncIterable,
   encodeEnvelope,
@@ -29,8 +36,8 @@ import {
   universalResponseToNodeResponse,
 } from "@connectrpc/connect-node";
 import { quoteInput } from "../errors.ts";
-import type { MethodRoute } from "./rpc.ts";
-import { handlerStarted, malformedRequest, toRpcError } from "./rpc-errors.ts";
+import type { AnyMethodImpl, MethodRoute } from "./rpc.ts";
+import { malformedRequest, toRpcError } from "./rpc-errors.ts";
 
 export interface ConnectListenerOptions {
   readonly routes: readonly MethodRoute[];
@@ -60,7 +67,7 @@ export function connectRequestListener(
     shutdownSignal: options.shutdownSignal,
     jsonOptions: { ignoreUnknownFields: false },
   });
-  for (const route of options.routes) router.rpc(route.method, route.impl as never);
+  for (const route of options.routes) router.rpc(route.method, mapErrors(route) as never);
   const handlers = new Map(router.handlers.map((handler) => [handler.requestPath, handler]));
 
   return (request, response) => {
@@ -78,6 +85,42 @@ export function connectRequestListener(
         // The client went away mid-answer; there is no one left to tell.
         response.destroy();
       });
+  };
+}
+
+/** Whether the handler of the call with these context values has started. */
+function handlerStarted(values: ContextValues): boolean {
+  return values.get(handlerStartedKey);
+}
+
+const handlerStartedKey = createContextKey(false, { description: "wayfind handler started" });
+
+/**
+ * The route's handler, recording in the call's context that it ran (an error answered without it
+ * is about the request itself) and sending what it throws through the one mapping.
+ */
+function mapErrors(route: MethodRoute): AnyMethodImpl {
+  const { impl } = route;
+  const kind = route.method.methodKind;
+  if (kind === "unary" || kind === "client_streaming") {
+    return async (input, context) => {
+      context.values.set(handlerStartedKey, true);
+      try {
+        return await impl(input, context);
+      } catch (error) {
+        throw toRpcError(error);
+      }
+    };
+  }
+  return (input, context) => {
+    context.values.set(handlerStartedKey, true);
+    return (async function* () {
+      try {
+        yield* impl(input, context) as AsyncIterable<unknown>;
+      } catch (error) {
+        throw toRpcError(error);
+      }
+    })();
   };
 }
 

@@ -1,7 +1,6 @@
 import type { DescMessage } from "@bufbuild/protobuf";
-import { Code, ConnectError, type ContextValues, createContextKey } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { type ErrorCode, WayfindError } from "../errors.ts";
-import type { AnyMethodImpl, MethodRoute } from "./rpc.ts";
 
 /**
  * The one mapping from anything thrown while serving a call to the status the caller sees, used by
@@ -27,47 +26,6 @@ export function toRpcError(error: unknown): ConnectError {
   if (error instanceof Error && error.name === "AbortError")
     return new ConnectError("call aborted", Code.Canceled);
   return new ConnectError(UNEXPECTED, Code.Internal);
-}
-
-/**
- * The routes as the transports serve them: whatever a handler throws leaves through toRpcError, and
- * the call's context records that its handler ran, so that an error answered without it is known
- * to be about the request itself (see connect-adapter.ts).
- */
-export function withRpcErrors(routes: readonly MethodRoute[]): MethodRoute[] {
-  return routes.map((route) => ({ ...route, impl: mapErrors(route) }));
-}
-
-/** Whether the handler of the call with these context values has started. */
-export function handlerStarted(values: ContextValues): boolean {
-  return values.get(handlerStartedKey);
-}
-
-const handlerStartedKey = createContextKey(false, { description: "wayfind handler started" });
-
-function mapErrors(route: MethodRoute): AnyMethodImpl {
-  const { impl } = route;
-  const kind = route.method.methodKind;
-  if (kind === "unary" || kind === "client_streaming") {
-    return async (input, context) => {
-      context.values.set(handlerStartedKey, true);
-      try {
-        return await impl(input, context);
-      } catch (error) {
-        throw toRpcError(error);
-      }
-    };
-  }
-  return (input, context) => {
-    context.values.set(handlerStartedKey, true);
-    return (async function* () {
-      try {
-        yield* impl(input, context) as AsyncIterable<unknown>;
-      } catch (error) {
-        throw toRpcError(error);
-      }
-    })();
-  };
 }
 
 /** A request whose bytes (or JSON) do not decode as the method's input message. */

@@ -6,7 +6,6 @@ import * as grpc from "@grpc/grpc-js";
 import { connectRequestListener } from "./connect-adapter.ts";
 import { addRoutesToGrpcServer, grpcTimeoutProblem, respondWithGrpcError } from "./grpc-js-adapter.ts";
 import type { MethodRoute } from "./rpc.ts";
-import { withRpcErrors } from "./rpc-errors.ts";
 
 export interface TransportOptions {
   readonly host: string;
@@ -36,9 +35,8 @@ const HTTP2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
  * one mapping of rpc-errors.ts.
  */
 export async function startTransport(options: TransportOptions): Promise<RunningTransport> {
-  const routes = withRpcErrors(options.routes);
   const connectHandler = connectRequestListener({
-    routes,
+    routes: options.routes,
     readMaxBytes: options.maxMessageBytes,
     shutdownSignal: options.shutdownSignal,
   });
@@ -49,7 +47,7 @@ export async function startTransport(options: TransportOptions): Promise<Running
     // channelz costs ~5% CPU per call and nothing here reads it.
     "grpc.enable_channelz": 0,
   });
-  addRoutesToGrpcServer(grpcServer, routes, options.shutdownSignal);
+  addRoutesToGrpcServer(grpcServer, options.routes, options.shutdownSignal);
 
   // grpc-js and node's HTTP/2 compatibility layer each listen for 'stream' on a server object. We
   // give each its own (never listening) object and hand every stream to exactly one of them.
