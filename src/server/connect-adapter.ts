@@ -37,7 +37,7 @@ import {
 } from "@connectrpc/connect-node";
 import { quoteInput } from "../errors.ts";
 import type { AnyMethodImpl, MethodRoute } from "./rpc.ts";
-import { malformedRequest, toRpcError } from "./rpc-errors.ts";
+import { malformedRequest, malformedTimeout, toRpcError } from "./rpc-errors.ts";
 
 export interface ConnectListenerOptions {
   readonly routes: readonly MethodRoute[];
@@ -145,6 +145,12 @@ async function reanswered(
   const remap = (error: ConnectError) => {
     if (error.code === Code.Internal || error.code === Code.Unknown)
       return malformedRequest(method.input, decodeReason(error.rawMessage));
+    const timeout = /^protocol error: invalid (grpc|connect) timeout value: (.*)$/s.exec(error.rawMessage);
+    if (timeout)
+      return malformedTimeout(
+        timeout[1] === "grpc" ? "grpc-timeout" : "connect-timeout-ms",
+        timeout[2] ?? "",
+      );
     const unknownEnum = unknownEnumReason(method.input, error.rawMessage);
     return unknownEnum ? malformedRequest(method.input, unknownEnum) : toRpcError(error);
   };

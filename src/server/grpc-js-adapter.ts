@@ -8,9 +8,8 @@ import {
   type HandlerContext,
 } from "@connectrpc/connect";
 import * as grpc from "@grpc/grpc-js";
-import { quoteInput } from "../errors.ts";
 import { type MethodRoute, methodPath } from "./rpc.ts";
-import { errorReason, malformedRequest, toRpcError } from "./rpc-errors.ts";
+import { errorReason, malformedRequest, malformedTimeout, toRpcError } from "./rpc-errors.ts";
 
 /**
  * Serves transport-neutral method implementations (connect-es shapes) with @grpc/grpc-js, which is
@@ -299,11 +298,7 @@ function toServiceError(error: unknown, context: GrpcCallContext): grpc.ServiceE
  */
 export function grpcTimeoutProblem(value: string | string[] | undefined): ConnectError | undefined {
   if (value === undefined || (typeof value === "string" && GRPC_TIMEOUT.test(value))) return undefined;
-  const text = typeof value === "string" ? value : value.join(", ");
-  return new ConnectError(
-    `grpc-timeout ${quoteInput(text)} is not a timeout; send 1-8 digits and a unit (H, M, S, m, u, n), e.g. "500m"`,
-    Code.InvalidArgument,
-  );
+  return malformedTimeout("grpc-timeout", typeof value === "string" ? value : value.join(", "));
 }
 
 const GRPC_TIMEOUT = /^\d{1,8}[HMSmun]$/;

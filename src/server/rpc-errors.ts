@@ -1,6 +1,6 @@
 import type { DescMessage } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { type ErrorCode, WayfindError } from "../errors.ts";
+import { type ErrorCode, quoteInput, WayfindError } from "../errors.ts";
 
 /**
  * The one mapping from anything thrown while serving a call to the status the caller sees, used by
@@ -34,6 +34,15 @@ export function malformedRequest(input: DescMessage, reason: string): ConnectErr
     bounded(`request is not a valid ${input.typeName}: ${reason}`),
     Code.InvalidArgument,
   );
+}
+
+/** A timeout header that is not one (gRPC: 1-8 digits and a unit; Connect: 1-10 digits of ms). */
+export function malformedTimeout(header: "grpc-timeout" | "connect-timeout-ms", value: string): ConnectError {
+  const form =
+    header === "grpc-timeout"
+      ? 'send 1-8 digits and a unit (H, M, S, m, u, n), e.g. "500m"'
+      : "send 1-10 digits of milliseconds";
+  return new ConnectError(`${header} ${quoteInput(value)} is not a timeout; ${form}`, Code.InvalidArgument);
 }
 
 /** What went wrong, without the error's class name ("RangeError: …") or stack. */

@@ -141,12 +141,26 @@ describe("a malformed grpc-timeout header", () => {
     expect(status.message).toContain("zzz");
   });
 
-  it("echoes at most a bounded part of a long value", async () => {
-    const status = await protocols["native gRPC"]?.(SUMMARY, new Uint8Array(), {
-      "grpc-timeout": "9".repeat(5_000),
+  it.each(["native gRPC", "gRPC-Web"])(
+    "echoes at most 100 characters of a long value over %s",
+    async (protocol) => {
+      const call = protocols[protocol] as (typeof protocols)[string];
+      const status = await call(SUMMARY, new Uint8Array(), { "grpc-timeout": "9".repeat(5_000) });
+      expect(status).toEqual({
+        code: Code.InvalidArgument,
+        message: `grpc-timeout "${"9".repeat(100)}"… (5000 characters) is not a timeout; send 1-8 digits and a unit (H, M, S, m, u, n), e.g. "500m"`,
+      });
+    },
+  );
+
+  it("and a malformed connect-timeout-ms over Connect are INVALID_ARGUMENT alike", async () => {
+    const status = await protocols["Connect binary"]?.(SUMMARY, new Uint8Array(), {
+      "connect-timeout-ms": "soon",
     });
-    expect(status?.code).toBe(Code.InvalidArgument);
-    expect(status?.message.length).toBeLessThan(300);
+    expect(status).toEqual({
+      code: Code.InvalidArgument,
+      message: 'connect-timeout-ms "soon" is not a timeout; send 1-10 digits of milliseconds',
+    });
   });
 });
 
