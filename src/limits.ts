@@ -56,6 +56,7 @@ export const LIMITS = {
   searchSkillsQuery: limit("skills", "SearchSkillsRequest", "query", 1, 512, { unit: "characters" }),
   searchSkillsLimit: limit("skills", "SearchSkillsRequest", "limit", 1, 20, { default: 5 }),
   getSkillsNames: limit("skills", "GetSkillsRequest", "names", 1, 10, { unit: "names" }),
+  getSkillsName: limit("skills", "GetSkillsRequest", "names", 1, 128, { unit: "characters each" }),
   getSkillsMaxTokens: limit("skills", "GetSkillsRequest", "max_tokens", 200, 6_000, { default: 1_500 }),
   listSkillsPageSize: limit("skills", "ListSkillsRequest", "page_size", 1, 100, { default: 50 }),
   relevantSkillsTask: limit("skills", "GetRelevantSkillsRequest", "task", 1, 4_000, { unit: "characters" }),

@@ -158,6 +158,7 @@ const callWith: Record<keyof typeof LIMITS, (size: number) => Promise<unknown>> 
   searchSkillsQuery: (size) => skills().searchSkills({ caller, query: text(size) }),
   searchSkillsLimit: (size) => skills().searchSkills({ caller, query: "deploy", limit: size }),
   getSkillsNames: (size) => skills().getSkills({ caller, names: skillNames.slice(0, size) }),
+  getSkillsName: (size) => skills().getSkills({ caller, names: [skillNames[0] ?? "", text(size)] }),
   getSkillsMaxTokens: (size) => skills().getSkills({ caller, names: [skillNames[0] ?? ""], maxTokens: size }),
   listSkillsPageSize: (size) => skills().listSkills({ caller, pageSize: size }),
   relevantSkillsTask: (size) => skills().getRelevantSkills({ caller, task: text(size) }),

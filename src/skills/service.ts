@@ -699,9 +699,7 @@ export class SkillService {
   getSkills(caller: Caller, input: GetSkillsInput, options: CallOptions = {}): GetSkillsResult {
     const names = [...new Set(input.names ?? [])];
     checkSize(LIMITS.getSkillsNames, names.length);
-    for (const name of names)
-      if (typeof name !== "string" || name.length === 0 || name.length > 128)
-        throw invalidArgument("each name must be a non-empty string of at most 128 characters");
+    for (const name of names) checkSize(LIMITS.getSkillsName, name.length);
     const format = oneOf("format", input.format, ["raw", "injection"] as const) ?? "raw";
     const maxTokens = withinLimit(LIMITS.getSkillsMaxTokens, input.maxTokens);
     const rows = this.rowsByName(caller, names);

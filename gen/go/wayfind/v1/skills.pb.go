@@ -970,7 +970,7 @@ func (x *SearchSkillsResponse) GetEffectiveSearchType() SearchType {
 type GetSkillsRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Caller *CallerContext         `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
-	// 1–10 names.
+	// 1–10 names of 1–128 characters each.
 	Names  []string    `protobuf:"bytes,2,rep,name=names,proto3" json:"names,omitempty"`
 	Format SkillFormat `protobuf:"varint,3,opt,name=format,proto3,enum=wayfind.v1.SkillFormat" json:"format,omitempty"`
 	// Budget of `formatted_context`: 200–6,000, default 1,500.

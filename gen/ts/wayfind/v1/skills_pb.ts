@@ -415,7 +415,7 @@ export type GetSkillsRequest = Message<"wayfind.v1.GetSkillsRequest"> & {
   caller?: CallerContext | undefined;
 
   /**
-   * 1–10 names.
+   * 1–10 names of 1–128 characters each.
    *
    * @generated from field: repeated string names = 2;
    */
