@@ -40,7 +40,7 @@ try {
   const db = openDatabase(join(dir, "wayfind.db"), [...discoveryMigrations, ...activationMigrations]);
   const catalog = new ToolCatalog(db);
   catalog.register("mcp", parseCatalogFile(join(DATA, "mcp_catalog.jsonl")).tools);
-  const names = catalog.list({ pageSize: 1000 }).tools.map((t) => t.name);
+  const names = [...catalog.all()].map((t) => t.name).sort();
   const tools: Tool[] = [];
   for (let i = 0; i < names.length; i += 100) tools.push(...catalog.get(names.slice(i, i + 100)).tools);
 

@@ -30,3 +30,17 @@ export const invalidArgument = (message: string, details?: readonly string[]) =>
   new WayfindError("invalid_argument", message, details);
 export const notFound = (message: string) => new WayfindError("not_found", message);
 export const failedPrecondition = (message: string) => new WayfindError("failed_precondition", message);
+
+/** The most characters of one caller-supplied value an error message repeats. */
+export const QUOTED_INPUT_MAX_CHARS = 100;
+
+/**
+ * Caller text as error messages quote it: JSON-quoted, and cut to QUOTED_INPUT_MAX_CHARS with an
+ * ellipsis and the full length, so a 100 KB name never becomes a 100 KB message (on native gRPC the
+ * message travels in a trailer, which HTTP/2 limits to a few KB). Deterministic: the same text
+ * always quotes the same, so "hidden" and "missing" answers stay identical.
+ */
+export function quoteInput(text: string): string {
+  if (text.length <= QUOTED_INPUT_MAX_CHARS) return JSON.stringify(text);
+  return `${JSON.stringify(text.slice(0, QUOTED_INPUT_MAX_CHARS))}… (${text.length} characters)`;
+}

@@ -1,7 +1,7 @@
 import type { Caller } from "../caller/caller.ts";
 import type { PolicyConfig, ToolSearchConfig, VisibilityRuleConfig } from "../config/types.ts";
 import type { Tool } from "../discovery/types.ts";
-import { invalidArgument } from "../errors.ts";
+import { checkSize, LIMITS } from "../limits.ts";
 import { compileGlobs, type NameMatcher } from "./glob.ts";
 
 /**
@@ -50,17 +50,9 @@ export interface AccessControl {
 }
 
 /** Narrowing globs come from callers; bound the work one caller can ask for. */
-export const ACCESS_LIMITS = { maxNarrowGlobs: 100, maxGlobLength: 256 } as const;
-
 function checkNarrowing(globs: readonly string[]): void {
-  if (globs.length > ACCESS_LIMITS.maxNarrowGlobs) {
-    throw invalidArgument(
-      `narrowing has ${globs.length} patterns; at most ${ACCESS_LIMITS.maxNarrowGlobs} allowed`,
-    );
-  }
-  if (globs.some((g) => g.length > ACCESS_LIMITS.maxGlobLength)) {
-    throw invalidArgument(`narrowing patterns must be at most ${ACCESS_LIMITS.maxGlobLength} characters`);
-  }
+  checkSize(LIMITS.narrowToTools, globs.length);
+  for (const glob of globs) checkSize(LIMITS.narrowToToolsPattern, glob.length);
 }
 
 interface CompiledRule {

@@ -1,5 +1,4 @@
 export {
-  ACCESS_LIMITS,
   type AccessControl,
   type AccessControlOptions,
   type CallerAccess,

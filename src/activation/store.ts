@@ -1,6 +1,7 @@
 import type { Caller } from "../caller/caller.ts";
 import { failedPrecondition, invalidArgument } from "../errors.ts";
 import type { EventSink } from "../events/index.ts";
+import { checkSize, LIMITS } from "../limits.ts";
 import type { Db } from "../store/database.ts";
 
 export type ActivationScope = "run" | "session";
@@ -41,7 +42,7 @@ export interface ActivationStoreOptions {
   readonly now?: () => number;
 }
 
-export const ACTIVATION_LIMITS = { maxNamesPerCall: 100, maxNameLength: 256, maxReasonLength: 256 } as const;
+export const ACTIVATION_LIMITS = { maxNamesPerCall: 100, maxNameLength: 256 } as const;
 
 /** Reads that touch the run's idle clock do so at most this often, to keep reads nearly write-free. */
 const TOUCH_GRANULARITY_MS = 1000;
@@ -105,9 +106,7 @@ export class ActivationStore {
   activate(caller: Caller, toolNames: readonly string[], options: ActivateOptions): ActivationResult {
     const scopeId = this.#scopeId(caller, options.scope, true);
     const names = checkNames(toolNames);
-    if (options.reason.length > ACTIVATION_LIMITS.maxReasonLength) {
-      throw invalidArgument(`reason is longer than ${ACTIVATION_LIMITS.maxReasonLength} characters`);
-    }
+    checkSize(LIMITS.activateToolsReason, options.reason.length);
     const activated: string[] = [];
     const alreadyActive: string[] = [];
     const now = this.#now();

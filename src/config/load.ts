@@ -3,6 +3,7 @@ import { homedir } from "node:os";
 import { dirname, resolve } from "node:path";
 import { type Document, isMap, isPair, isScalar, LineCounter, type Node, parseDocument } from "yaml";
 import type { z } from "zod";
+import { yamlValue } from "../text/yaml.ts";
 import { DEFAULTS } from "./defaults.ts";
 import { ConfigError, didYouMean } from "./errors.ts";
 import {
@@ -65,7 +66,9 @@ export function parseConfigText(
     });
     return { value: undefined, problems };
   }
-  const raw: unknown = doc.contents === null ? {} : doc.toJS({ maxAliasCount: 100 });
+  const converted = doc.contents === null ? { value: {} } : yamlValue(doc);
+  if ("problem" in converted) return { value: undefined, problems: [`${file}: ${converted.problem}`] };
+  const raw = converted.value;
   if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
     return {
       value: undefined,

@@ -1,4 +1,5 @@
 import type { JsonObject } from "../discovery/types.ts";
+import { LIMITS, type Limit } from "../limits.ts";
 import { TASK_TYPES } from "../skills/index.ts";
 
 const TASK_TYPE: JsonObject = {
@@ -6,6 +7,16 @@ const TASK_TYPE: JsonObject = {
   enum: [...TASK_TYPES],
   description: "Kind of task, to prefer matching skills.",
 };
+
+/** A JSON Schema integer bounded (and defaulted) by a row of the limits table. */
+function integerSchema(row: Limit): JsonObject {
+  return {
+    type: "integer",
+    minimum: row.min,
+    maximum: row.max,
+    ...(row.default === undefined ? {} : { default: row.default }),
+  };
+}
 
 /** A tool the agent shows its model so the model can discover other tools and skills. */
 export interface DiscoveryToolDefinition {
@@ -27,8 +38,8 @@ const TOOL_SEARCH: DiscoveryToolDefinition = {
     properties: {
       query: {
         type: "string",
-        minLength: 1,
-        maxLength: 1024,
+        minLength: LIMITS.searchToolsQuery.min,
+        maxLength: LIMITS.searchToolsQuery.max,
         description: "What you need to do, in a few words, or a tool name (fts); an RE2 pattern (regex).",
       },
       search_type: {
@@ -38,7 +49,7 @@ const TOOL_SEARCH: DiscoveryToolDefinition = {
         description:
           "fts: ranked keyword search (default); regex: RE2 pattern over names and descriptions; exact: a tool name.",
       },
-      limit: { type: "integer", minimum: 1, maximum: 20, default: 8, description: "Maximum results." },
+      limit: { ...integerSchema(LIMITS.searchToolsLimit), description: "Maximum results." },
     },
     required: ["query"],
     additionalProperties: false,
@@ -64,8 +75,8 @@ const TOOL_GET: DiscoveryToolDefinition = {
       names: {
         type: "array",
         items: { type: "string", minLength: 1 },
-        minItems: 1,
-        maxItems: 20,
+        minItems: LIMITS.getToolsNames.min,
+        maxItems: LIMITS.getToolsNames.max,
         uniqueItems: true,
         description: "Exact tool names.",
       },
@@ -90,8 +101,13 @@ const SKILL_SEARCH: DiscoveryToolDefinition = {
   argsSchema: {
     type: "object",
     properties: {
-      query: { type: "string", minLength: 1, maxLength: 512, description: "The task, in a few words." },
-      limit: { type: "integer", minimum: 1, maximum: 20, default: 8, description: "Maximum results." },
+      query: {
+        type: "string",
+        minLength: LIMITS.searchSkillsQuery.min,
+        maxLength: LIMITS.searchSkillsQuery.max,
+        description: "The task, in a few words.",
+      },
+      limit: { ...integerSchema(LIMITS.searchSkillsLimit), description: "Maximum results." },
       task_type: TASK_TYPE,
     },
     required: ["query"],
@@ -116,16 +132,13 @@ const SKILL_GET: DiscoveryToolDefinition = {
       names: {
         type: "array",
         items: { type: "string", minLength: 1 },
-        minItems: 1,
-        maxItems: 10,
+        minItems: LIMITS.getSkillsNames.min,
+        maxItems: LIMITS.getSkillsNames.max,
         uniqueItems: true,
         description: "Exact skill names.",
       },
       max_tokens: {
-        type: "integer",
-        minimum: 200,
-        maximum: 6000,
-        default: 1500,
+        ...integerSchema(LIMITS.getSkillsMaxTokens),
         description: "Token budget of the returned text (compressed to fit).",
       },
     },
@@ -149,7 +162,7 @@ const SKILL_LIST: DiscoveryToolDefinition = {
     type: "object",
     properties: {
       task_type: TASK_TYPE,
-      page_size: { type: "integer", minimum: 1, maximum: 100, default: 50 },
+      page_size: integerSchema(LIMITS.listSkillsPageSize),
       page_token: { type: "string", description: "next_page_token of the previous page." },
     },
     additionalProperties: false,

@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
 import { RE2JS } from "re2js";
-import { invalidArgument, WayfindError } from "../errors.ts";
+import { invalidArgument, quoteInput, WayfindError } from "../errors.ts";
 import type { EventSink } from "../events/event.ts";
+import { checkSize, LIMITS, withinLimit } from "../limits.ts";
 import type { Db } from "../store/database.ts";
 import {
   type CallerRegex,
@@ -35,14 +36,8 @@ import type {
   ToolInput,
   VisibilityPredicate,
 } from "./types.ts";
-import { fullName, isObject, LIMITS, sha256, type ToolRecord, toRecord } from "./validate.ts";
+import { fullName, isObject, sha256, LIMITS as TOOL_LIMITS, type ToolRecord, toRecord } from "./validate.ts";
 
-export const SEARCH_LIMITS = {
-  defaultLimit: 8,
-  maxLimit: 20,
-  queryLength: 1024,
-  regexLength: REGEX_LENGTH_LIMIT,
-} as const;
 const SEARCH_TYPES: readonly SearchType[] = ["fts", "regex", "exact"];
 const SIDE_EFFECT_RANK: Record<SideEffects, number> = {
   pure: 0,
@@ -214,9 +209,11 @@ export class ToolCatalog {
   register(source: string, inputs: readonly ToolInput[], options: RegisterOptions = {}): RegisterResult {
     const owner = options.owner ?? "";
     if (typeof source !== "string" || !SOURCE_PATTERN.test(source))
-      throw invalidArgument(`source ${JSON.stringify(source)} must be 1-128 characters of [A-Za-z0-9_.:/@-]`);
-    if (inputs.length > LIMITS.toolsPerRequest)
-      throw invalidArgument(`${inputs.length} tools in one request; the limit is ${LIMITS.toolsPerRequest}`);
+      throw invalidArgument(`source ${quoteInput(source)} must be 1-128 characters of [A-Za-z0-9_.:/@-]`);
+    if (inputs.length > TOOL_LIMITS.toolsPerSource)
+      throw invalidArgument(
+        `${inputs.length} tools in one source; the limit is ${TOOL_LIMITS.toolsPerSource}`,
+      );
     const problems: string[] = [];
     const records: ToolRecord[] = [];
     const seen = new Set<string>();
@@ -369,9 +366,7 @@ export class ToolCatalog {
 
   /** Visible tools by name, paged; the token is the last name of the previous page. */
   list(request: ListRequest = {}): ListResponse {
-    const pageSize = request.pageSize ?? 100;
-    if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 1000)
-      throw invalidArgument(`page_size must be an integer from 1 to 1000 (got ${pageSize})`);
+    const pageSize = withinLimit(LIMITS.listToolsPageSize, request.pageSize);
     let after = "";
     if (request.pageToken) {
       after = Buffer.from(request.pageToken, "base64url").toString("utf8");
@@ -764,12 +759,8 @@ function validateSearch(request: SearchRequest): { query: string; type: SearchTy
   if (typeof request.query !== "string") throw invalidArgument("query must be a string");
   const query = request.query.trim();
   if (query.length === 0) throw invalidArgument("query is empty; pass words, a regex or a tool name");
-  if (query.length > SEARCH_LIMITS.queryLength)
-    throw invalidArgument(`query is ${query.length} characters; the limit is ${SEARCH_LIMITS.queryLength}`);
-  const limit = request.limit ?? SEARCH_LIMITS.defaultLimit;
-  if (!Number.isInteger(limit) || limit < 1 || limit > SEARCH_LIMITS.maxLimit)
-    throw invalidArgument(`limit must be an integer from 1 to ${SEARCH_LIMITS.maxLimit} (got ${limit})`);
-  return { query, type, limit };
+  checkSize(LIMITS.searchToolsQuery, query.length);
+  return { query, type, limit: withinLimit(LIMITS.searchToolsLimit, request.limit) };
 }
 
 /** DESIGN §4: min-max of relevance over the returned candidates; 0.5 when all are equal. */

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { basename, extname } from "node:path";
 import { parse as parseYaml, YAMLParseError } from "yaml";
 import { invalidArgument } from "../errors.ts";
+import { YAML_MAX_ALIAS_COUNT } from "../text/yaml.ts";
 import {
   type JsonObject,
   type JsonValue,
@@ -75,7 +76,7 @@ export function parseCatalogText(
   } else {
     let doc: unknown;
     try {
-      doc = format === "yaml" ? parseYaml(text) : JSON.parse(text);
+      doc = format === "yaml" ? parseYaml(text, { maxAliasCount: YAML_MAX_ALIAS_COUNT }) : JSON.parse(text);
     } catch (err) {
       const line = err instanceof YAMLParseError ? (err.linePos?.[0]?.line ?? 0) : jsonErrorLine(text, err);
       throw invalidArgument(`${path}:${line}: invalid ${format.toUpperCase()}: ${(err as Error).message}`, [

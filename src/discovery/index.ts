@@ -1,4 +1,4 @@
-export { type CatalogOptions, SEARCH_LIMITS, ToolCatalog } from "./catalog.ts";
+export { type CatalogOptions, ToolCatalog } from "./catalog.ts";
 export {
   type CatalogFileOptions,
   type CatalogFormat,

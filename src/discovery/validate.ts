@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { Ajv, type ValidateFunction } from "ajv";
-import { invalidArgument } from "../errors.ts";
+import { invalidArgument, quoteInput } from "../errors.ts";
+import { LIMITS as API, type Limit, sizeProblem } from "../limits.ts";
 import {
   type JsonObject,
   type JsonValue,
@@ -14,14 +15,8 @@ import {
 } from "./types.ts";
 
 export const LIMITS = {
-  nameLength: 128,
-  descriptionLength: 16_384,
-  titleLength: 256,
-  tags: 32,
-  tagLength: 64,
-  aliases: 16,
-  examples: 16,
-  toolsPerRequest: 50_000,
+  /** Tools one source (a catalog file, an MCP server) may hold; RegisterTools takes fewer per call. */
+  toolsPerSource: 50_000,
 } as const;
 
 /** Provider-safe names plus `.` for namespaces; `_` may lead (RapidAPI-style names do). */
@@ -33,7 +28,8 @@ export type ToolRecord = Omit<Tool, "source" | "owner">;
 /** Checks one name; returns the problem or undefined. */
 export function nameProblem(name: string): string | undefined {
   if (name.length === 0) return "name is empty";
-  if (name.length > LIMITS.nameLength) return `name is longer than ${LIMITS.nameLength} characters`;
+  const tooLong = sizeProblem(API.toolName, name.length);
+  if (tooLong) return tooLong;
   if (!NAME_PATTERN.test(name))
     return `name "${name}" has characters outside [A-Za-z0-9_.-] (or starts with "." or "-")`;
   return undefined;
@@ -47,28 +43,26 @@ export function fullName(input: ToolInput): string {
 
 /** Validates and normalises one input into the stored record (with hash). Throws invalid_argument. */
 export function toRecord(input: ToolInput, index: number): ToolRecord {
-  const where = typeof input.name === "string" && input.name ? `tool "${input.name}"` : `tool #${index}`;
+  const where =
+    typeof input.name === "string" && input.name ? `tool ${quoteInput(input.name)}` : `tool #${index}`;
   const fail = (msg: string) => invalidArgument(`${where}: ${msg}`);
   if (typeof input.name !== "string") throw fail("name must be a string");
   const namespace = input.namespace ?? "";
   if (namespace && !NAMESPACE_PATTERN.test(namespace))
-    throw fail(`namespace "${namespace}" must match [A-Za-z0-9_-]+`);
+    throw fail(`namespace ${quoteInput(namespace)} must match [A-Za-z0-9_-]+`);
   const name = fullName(input);
   const bad = nameProblem(name);
   if (bad) throw fail(bad);
   const description = input.description ?? "";
   if (typeof description !== "string") throw fail("description must be a string");
-  if (description.length > LIMITS.descriptionLength)
-    throw fail(`description is ${description.length} characters; the limit is ${LIMITS.descriptionLength}`);
+  const descriptionProblem = sizeProblem(API.toolDescription, description.length);
+  if (descriptionProblem) throw fail(descriptionProblem);
   const title = input.title ?? "";
-  if (title.length > LIMITS.titleLength) throw fail(`title is longer than ${LIMITS.titleLength} characters`);
+  const titleProblem = sizeProblem(API.toolTitle, title.length);
+  if (titleProblem) throw fail(titleProblem);
   const tags = [...new Set(input.tags ?? [])];
-  if (tags.length > LIMITS.tags) throw fail(`has ${tags.length} tags; the limit is ${LIMITS.tags}`);
-  for (const tag of tags)
-    if (typeof tag !== "string" || tag.length === 0 || tag.length > LIMITS.tagLength)
-      throw fail(
-        `tag ${JSON.stringify(tag)} must be a non-empty string of at most ${LIMITS.tagLength} characters`,
-      );
+  const tagsProblem = listProblem(tags, API.toolTags, API.toolTag);
+  if (tagsProblem) throw fail(tagsProblem);
   const sideEffects: SideEffects = input.sideEffects ?? "external";
   if (!SIDE_EFFECTS.includes(sideEffects))
     throw fail(`side_effects must be one of ${SIDE_EFFECTS.join(", ")}`);
@@ -80,15 +74,11 @@ export function toRecord(input: ToolInput, index: number): ToolRecord {
   const outputSchema = input.outputSchema ?? null;
   if (outputSchema !== null && !isObject(outputSchema)) throw fail("output schema must be a JSON object");
   const aliases = [...new Set(input.aliases ?? [])].filter((a) => a !== name);
-  if (aliases.length > LIMITS.aliases) throw fail(`has more than ${LIMITS.aliases} aliases`);
-  for (const alias of aliases) {
-    if (typeof alias !== "string" || alias.length === 0 || alias.length > LIMITS.nameLength)
-      throw fail(
-        `alias ${JSON.stringify(alias)} must be a non-empty string of at most ${LIMITS.nameLength} characters`,
-      );
-  }
+  const aliasesProblem = listProblem(aliases, API.toolAliases, API.toolAlias);
+  if (aliasesProblem) throw fail(aliasesProblem);
   const examples = (input.examples ?? []).map((ex, i) => toExample(ex, i, fail));
-  if (examples.length > LIMITS.examples) throw fail(`has more than ${LIMITS.examples} examples`);
+  const examplesProblem = sizeProblem(API.toolExamples, examples.length);
+  if (examplesProblem) throw fail(examplesProblem);
   if (examples.length > 0) validateExamples(name, argsSchema, examples);
   const body = {
     name,
@@ -112,6 +102,18 @@ function toExample(ex: ToolExample, i: number, fail: (m: string) => Error): Tool
 }
 
 let ajv: Ajv | undefined;
+
+/** What is wrong with a list of strings: how many there are, or the length of one (quoted). */
+function listProblem(items: readonly unknown[], count: Limit, item: Limit): string | undefined {
+  const tooMany = sizeProblem(count, items.length);
+  if (tooMany) return tooMany;
+  for (const value of items) {
+    if (typeof value !== "string") return `${count.field} must be strings`;
+    const problem = sizeProblem(item, value.length);
+    if (problem) return `${problem} (${quoteInput(value)})`;
+  }
+  return undefined;
+}
 
 /** Examples must satisfy the args schema; the error names tool, example index and field. */
 function validateExamples(name: string, schema: JsonObject, examples: readonly ToolExample[]): void {

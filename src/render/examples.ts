@@ -1,4 +1,5 @@
 import type { JsonValue, ToolExample } from "../discovery/types.ts";
+import { LIMITS } from "../limits.ts";
 
 export interface RenderExamplesOptions {
   /** At most this many examples; default 3 (DESIGN.md §4). */
@@ -9,7 +10,7 @@ export interface RenderExamplesOptions {
   readonly filterTags?: readonly string[];
 }
 
-export const DEFAULT_MAX_EXAMPLES = 3;
+export const DEFAULT_MAX_EXAMPLES = LIMITS.maxExamplesPerTool.default;
 
 const TAG_RANK: Readonly<Record<string, number>> = {
   minimal: 0,

@@ -4,6 +4,7 @@ import type { Caller } from "../caller/caller.ts";
 import type { ToolSearchConfig } from "../config/types.ts";
 import type { Tool } from "../discovery/types.ts";
 import type { EventSink } from "../events/index.ts";
+import { LIMITS } from "../limits.ts";
 import { estimateTokens } from "../text/tokens.ts";
 import { oneLine, type RenderExamplesOptions, renderExamples } from "./examples.ts";
 import { schemaSignature } from "./signature.ts";
@@ -51,9 +52,10 @@ export interface RenderedToolPrompt {
   readonly stablePrefixLength: number;
 }
 
-export const DEFAULT_DIRECTORY_ENTRIES = 20;
-export const DEFAULT_HINTS = 3;
-const MAX_HINTS = 20;
+export const DEFAULT_DIRECTORY_ENTRIES = LIMITS.directoryMaxEntries.default;
+export const DEFAULT_HINTS = LIMITS.hintLimit.default;
+/** Hints come from one tool search. */
+const MAX_HINTS = LIMITS.searchToolsLimit.max;
 const REDACTED = "[unavailable tool]";
 
 const compare = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);

@@ -1,3 +1,4 @@
+import type * as http2 from "node:http2";
 import { create, fromBinary, type Message, toBinary } from "@bufbuild/protobuf";
 import {
   Code,
@@ -8,13 +9,14 @@ import {
 } from "@connectrpc/connect";
 import * as grpc from "@grpc/grpc-js";
 import { type MethodRoute, methodPath } from "./rpc.ts";
+import { errorReason, malformedRequest, malformedTimeout, toRpcError } from "./rpc-errors.ts";
 
 /**
  * Serves transport-neutral method implementations (connect-es shapes) with @grpc/grpc-js, which is
  * several times faster than connect-node's gRPC path for native gRPC clients.
  *
  * Requests arrive as raw bytes and are decoded here, so a malformed message is INVALID_ARGUMENT
- * (grpc-js would answer INTERNAL for a deserializer that throws).
+ * (grpc-js would answer INTERNAL for a deserializer that throws), worded as on every protocol.
  */
 export function addRoutesToGrpcServer(
   server: grpc.Server,
@@ -60,10 +62,7 @@ function makeHandler(route: MethodRoute, shutdownSignal: AbortSignal): grpc.Unty
     try {
       return fromBinary(method.input, bytes);
     } catch (error) {
-      throw new ConnectError(
-        `request is not a valid ${method.input.typeName}: ${String(error)}`,
-        Code.InvalidArgument,
-      );
+      throw malformedRequest(method.input, errorReason(error));
     }
   };
   const toMessage = (value: unknown) => create(method.output, value as never) as Message;
@@ -282,11 +281,39 @@ function trailerMetadata(context: GrpcCallContext): grpc.Metadata | undefined {
 
 /** ConnectError codes are numerically the gRPC status codes. */
 function toServiceError(error: unknown, context: GrpcCallContext): grpc.ServiceError {
-  const connectError = ConnectError.from(error);
+  const connectError = toRpcError(error);
   const metadata = trailerMetadata(context) ?? new grpc.Metadata();
   return Object.assign(new Error(connectError.rawMessage), {
     code: connectError.code as number as grpc.status,
     details: connectError.rawMessage,
     metadata,
   });
+}
+
+/**
+ * Why a `grpc-timeout` header is malformed, or undefined when it is absent or well-formed: 1 to 8
+ * digits and a unit (gRPC over HTTP/2 spec). The request is at fault, so INVALID_ARGUMENT, as the
+ * Connect implementations (connect-go, connect-es for gRPC-Web) answer; grpc-go and grpc-js say
+ * INTERNAL, which would blame the server for the client's header.
+ */
+export function grpcTimeoutProblem(value: string | string[] | undefined): ConnectError | undefined {
+  if (value === undefined || (typeof value === "string" && GRPC_TIMEOUT.test(value))) return undefined;
+  return malformedTimeout("grpc-timeout", typeof value === "string" ? value : value.join(", "));
+}
+
+const GRPC_TIMEOUT = /^\d{1,8}[HMSmun]$/;
+
+/** Ends a native gRPC stream before grpc-js sees it, with a trailers-only error status. */
+export function respondWithGrpcError(stream: http2.ServerHttp2Stream, error: unknown): void {
+  const status = toRpcError(error);
+  stream.on("error", () => stream.destroy());
+  stream.respond(
+    {
+      ":status": 200,
+      "content-type": "application/grpc+proto",
+      "grpc-status": String(status.code),
+      "grpc-message": encodeURIComponent(status.rawMessage),
+    },
+    { endStream: true },
+  );
 }

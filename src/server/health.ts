@@ -5,6 +5,7 @@ import {
   type HealthCheckRequest,
   HealthCheckResponse_ServingStatus as ServingStatus,
 } from "../../gen/ts/grpc/health/v1/health_pb.ts";
+import { quoteInput } from "../errors.ts";
 import type { MethodRoute } from "./rpc.ts";
 
 /**
@@ -46,7 +47,8 @@ export class HealthStatus {
     const check = (request: unknown) => {
       const { service } = request as HealthCheckRequest;
       const status = this.get(service);
-      if (status === undefined) throw new ConnectError(`unknown service "${service}"`, Code.NotFound);
+      if (status === undefined)
+        throw new ConnectError(`unknown service ${quoteInput(service)}`, Code.NotFound);
       return { status };
     };
     const list = () => ({

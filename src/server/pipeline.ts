@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import type { CallerContext } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import { OPERATOR_ROLE, ROLE_HEADER } from "../caller/authorize.ts";
 import { ANONYMOUS_CALLER, ANONYMOUS_PRINCIPAL, type Caller, type Principal } from "../caller/caller.ts";
-import { type ErrorCode, WayfindError } from "../errors.ts";
+import { WayfindError } from "../errors.ts";
 import { type AnyMethodImpl, type MethodRoute, methodPath } from "./rpc.ts";
 
 /** The caller, resolved once per call from the request's `caller` field (DESIGN.md §3). */
@@ -23,9 +23,9 @@ export function principalOf(context: HandlerContext): Principal {
 }
 
 /**
- * Wraps every route once, whatever transport serves it: resolves the caller and the principal, maps
- * domain errors to RPC codes (never leaking internals), and logs one line per call (method, code,
- * duration, tenant, operator).
+ * Wraps every route once, whatever transport serves it: resolves the caller and the principal and
+ * logs one line per call (method, code, duration, tenant, operator). The transport maps what a call
+ * throws (rpc-errors.ts).
  */
 export function withCallPipeline(routes: readonly MethodRoute[], logger: Logger): MethodRoute[] {
   return routes.map((route) => ({ ...route, impl: wrap(route, logger) }));
@@ -67,7 +67,7 @@ function wrap(route: MethodRoute, logger: Logger): AnyMethodImpl {
         return output;
       } catch (error) {
         finish(error);
-        throw toConnectError(error);
+        throw error;
       }
     };
   }
@@ -79,7 +79,7 @@ function wrap(route: MethodRoute, logger: Logger): AnyMethodImpl {
         finish();
       } catch (error) {
         finish(error);
-        throw toConnectError(error);
+        throw error;
       }
     })();
   };
@@ -105,29 +105,6 @@ function resolveCaller(input: unknown): Caller {
  */
 function resolvePrincipal(caller: Caller, headers: Headers): Principal {
   return { tenantId: caller.tenantId, operator: headers.get(ROLE_HEADER)?.trim() === OPERATOR_ROLE };
-}
-
-const CODES: Record<ErrorCode, Code> = {
-  invalid_argument: Code.InvalidArgument,
-  not_found: Code.NotFound,
-  already_exists: Code.AlreadyExists,
-  permission_denied: Code.PermissionDenied,
-  failed_precondition: Code.FailedPrecondition,
-  resource_exhausted: Code.ResourceExhausted,
-  unimplemented: Code.Unimplemented,
-  unavailable: Code.Unavailable,
-  internal: Code.Internal,
-};
-
-export function toConnectError(error: unknown): ConnectError {
-  if (error instanceof ConnectError) return error;
-  if (error instanceof WayfindError) {
-    const message =
-      error.details.length > 0 ? `${error.message}\n- ${error.details.join("\n- ")}` : error.message;
-    return new ConnectError(message, CODES[error.code]);
-  }
-  // Unexpected errors are logged in full but answered without internals.
-  return new ConnectError("internal error; the server log has the details", Code.Internal);
 }
 
 function codeName(error: unknown): string {

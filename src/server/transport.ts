@@ -2,10 +2,9 @@ import { once } from "node:events";
 import * as http from "node:http";
 import * as http2 from "node:http2";
 import type * as net from "node:net";
-import type { ConnectRouter } from "@connectrpc/connect";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import type { Logger } from "pino";
+import { connectRequestListener } from "./connect-adapter.ts";
 import {
   type ConnectionLimits,
   connectionRefusalLog,
@@ -14,7 +13,7 @@ import {
   ResponseClosingOnUnreadBody,
   readOpenFilesLimit,
 } from "./connections.ts";
-import { addRoutesToGrpcServer } from "./grpc-js-adapter.ts";
+import { addRoutesToGrpcServer, grpcTimeoutProblem, respondWithGrpcError } from "./grpc-js-adapter.ts";
 import type { MethodRoute } from "./rpc.ts";
 
 export interface TransportOptions {
@@ -44,14 +43,13 @@ const HTTP2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
  * - HTTP/2 streams with `content-type: application/grpc…` (native gRPC) go to @grpc/grpc-js;
  * - every other HTTP/2 stream (Connect, gRPC-Web) and every HTTP/1.1 request goes to connect-node,
  *   which speaks Connect (binary and JSON), gRPC-Web and gRPC.
- * Both serve the same MethodRoutes, so each handler exists once.
+ * Both serve the same MethodRoutes, so each handler exists once, and both answer errors through the
+ * one mapping of rpc-errors.ts.
  */
 export async function startTransport(options: TransportOptions): Promise<RunningTransport> {
   const { limits } = options;
-  const connectHandler = connectNodeAdapter({
-    routes: (router: ConnectRouter) => {
-      for (const route of options.routes) router.rpc(route.method, route.impl as never);
-    },
+  const connectHandler = connectRequestListener({
+    routes: options.routes,
     readMaxBytes: options.maxMessageBytes,
     shutdownSignal: options.shutdownSignal,
   });
@@ -86,8 +84,14 @@ export async function startTransport(options: TransportOptions): Promise<Running
       rawHeaders: string[],
     ) => {
       sessions.get(stream.session as http2.ServerHttp2Session)?.streamOpened(stream);
-      const target = isNativeGrpc(headers["content-type"]) ? grpcStreams : connectStreams;
-      target.emit("stream", stream, headers, flags, rawHeaders);
+      if (!isNativeGrpc(headers["content-type"])) {
+        connectStreams.emit("stream", stream, headers, flags, rawHeaders);
+        return;
+      }
+      // grpc-js would answer a malformed grpc-timeout with INTERNAL, echoing it.
+      const timeoutProblem = grpcTimeoutProblem(headers["grpc-timeout"]);
+      if (timeoutProblem) respondWithGrpcError(stream, timeoutProblem);
+      else grpcStreams.emit("stream", stream, headers, flags, rawHeaders);
     },
   );
   // HTTP/1.1 keep-alive connections are closed as soon as they are idle once draining starts.

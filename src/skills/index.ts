@@ -26,7 +26,6 @@ export {
   type GetRelevantSkillsResult,
   type GetSkillsInput,
   type GetSkillsResult,
-  LIMITS as SKILL_LIMITS,
   type ListedSkill,
   type ListSkillsInput,
   type ListSkillsResult,

@@ -2,6 +2,8 @@ import { createHash } from "node:crypto";
 import { lstatSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { isAbsolute, join, posix, relative, resolve, sep } from "node:path";
 import { LineCounter, parseDocument } from "yaml";
+import { LIMITS } from "../limits.ts";
+import { yamlValue } from "../text/yaml.ts";
 import { parseMarkdownBody } from "./markdown.ts";
 import { type SkillContent, TASK_TYPES, type TaskType } from "./model.ts";
 
@@ -54,7 +56,7 @@ export function formatProblem(p: PackProblem): string {
   return p.field ? `${where}: ${p.field}: ${p.reason}` : `${where}: ${p.reason}`;
 }
 
-export const PACK_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+export const PACK_NAME = new RegExp(`^[a-z0-9][a-z0-9_-]{0,${LIMITS.packName.max - 1}}$`);
 export const SKILL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 type FileKind = "md" | "yaml" | "json" | "jsonl" | "agent";
@@ -319,8 +321,13 @@ function parseYaml(
     }
     return undefined;
   }
+  const converted = yamlValue(doc);
+  if ("problem" in converted) {
+    problems.push({ file, line: 1 + lineOffset, reason: `invalid YAML: ${converted.problem}` });
+    return undefined;
+  }
   return {
-    value: doc.toJS({ maxAliasCount: 100 }),
+    value: converted.value,
     lineOf: (offset) => lineCounter.linePos(offset).line + lineOffset,
   };
 }

@@ -1,7 +1,8 @@
 import { RE2JS } from "re2js";
 import type { Caller } from "../caller/caller.ts";
-import { invalidArgument, notFound } from "../errors.ts";
+import { invalidArgument, notFound, quoteInput } from "../errors.ts";
 import type { EventAttributeValue, EventSink, EventType } from "../events/event.ts";
+import { checkSize, LIMITS, withinLimit } from "../limits.ts";
 import type { Db } from "../store/database.ts";
 import {
   type CallerRegex,
@@ -56,18 +57,6 @@ function callerPartitions(caller: Caller): Set<string> {
   }
   return partitions;
 }
-
-export const LIMITS = {
-  searchLimit: { min: 1, max: 20, default: 8 },
-  getNames: { min: 1, max: 10 },
-  maxTokens: { min: 200, max: 6000, default: 1500 },
-  pageSize: { min: 1, max: 100, default: 50 },
-  topK: { min: 1, max: 20, default: 3 },
-  directoryEntries: { min: 1, max: 200, default: 30 },
-  queryChars: 512,
-  regexChars: 256,
-  taskChars: 16_000,
-} as const;
 
 export interface SkillServiceOptions {
   readonly db: Db;
@@ -239,20 +228,6 @@ export interface RenderSkillDirectoryResult {
 
 // ---------------------------------------------------------------------------------------------------
 
-function intInRange(
-  field: string,
-  value: number | undefined,
-  range: { min: number; max: number; default?: number },
-): number {
-  if (value === undefined || value === 0) {
-    if (range.default !== undefined) return range.default;
-    throw invalidArgument(`${field} is required (${range.min}–${range.max})`);
-  }
-  if (!Number.isInteger(value) || value < range.min || value > range.max)
-    throw invalidArgument(`${field} must be between ${range.min} and ${range.max}, got ${value}`);
-  return value;
-}
-
 function oneOf<T extends string>(
   field: string,
   value: string | undefined,
@@ -260,7 +235,7 @@ function oneOf<T extends string>(
 ): T | undefined {
   if (value === undefined || value === "") return undefined;
   if (!(allowed as readonly string[]).includes(value))
-    throw invalidArgument(`${field} must be one of ${allowed.join(", ")}, got ${JSON.stringify(value)}`);
+    throw invalidArgument(`${field} must be one of ${allowed.join(", ")}, got ${quoteInput(value)}`);
   return value as T;
 }
 
@@ -381,9 +356,10 @@ export class SkillService {
   // -- loading --------------------------------------------------------------------------------------
 
   loadSkillPack(input: LoadSkillPackInput, caller?: Caller): LoadSkillPackResult {
+    checkSize(LIMITS.packName, input.pack.length);
     if (!PACK_NAME.test(input.pack))
       throw invalidArgument(
-        "pack must be 1–64 characters: lowercase letters, digits, '-' and '_', starting with a letter or digit",
+        `pack_name ${quoteInput(input.pack)} must use lowercase letters, digits, '-' and '_', starting with a letter or digit`,
       );
     const scope = this.checkScope(input.scope);
     if ((input.path === undefined) === (input.files === undefined))
@@ -394,9 +370,12 @@ export class SkillService {
     if (input.path !== undefined) {
       const resolved = resolvePackDir(input.path, this.packRoots);
       if (!resolved.dir)
-        throw invalidArgument(`skill pack ${JSON.stringify(input.pack)} rejected: ${resolved.error}`);
+        throw invalidArgument(`skill pack ${quoteInput(input.pack)} rejected: ${resolved.error}`);
       files = readPackFolder(resolved.dir, this.limits, problems);
-    } else files = readInlineFiles(input.files ?? [], this.limits, problems);
+    } else {
+      checkSize(LIMITS.inlinePackFiles, input.files?.length ?? 0);
+      files = readInlineFiles(input.files ?? [], this.limits, problems);
+    }
     progress?.({ phase: "read", done: files.length, total: files.length });
     const version = input.version ?? "";
     const previous = this.store.packRecord(input.pack, scope);
@@ -425,7 +404,7 @@ export class SkillService {
     );
     if (problems.length > 0) {
       throw invalidArgument(
-        `skill pack ${JSON.stringify(input.pack)} rejected with ${problems.length} problem${problems.length === 1 ? "" : "s"}; nothing was loaded: ${formatProblem(problems[0] as PackProblem)}${problems.length > 1 ? " (see details for all)" : ""}`,
+        `skill pack ${quoteInput(input.pack)} rejected with ${problems.length} problem${problems.length === 1 ? "" : "s"}; nothing was loaded: ${formatProblem(problems[0] as PackProblem)}${problems.length > 1 ? " (see details for all)" : ""}`,
         problems.map(formatProblem),
       );
     }
@@ -505,11 +484,10 @@ export class SkillService {
   searchSkills(caller: Caller, input: SearchSkillsInput, options: CallOptions = {}): SearchSkillsResult {
     const query = (input.query ?? "").trim();
     if (query.length === 0) throw invalidArgument("query must not be empty");
-    if (query.length > LIMITS.queryChars)
-      throw invalidArgument(`query must be at most ${LIMITS.queryChars} characters, got ${query.length}`);
+    checkSize(LIMITS.searchSkillsQuery, query.length);
     const type = oneOf("search type", input.type, SEARCH_TYPES) ?? "fts";
     const taskType = oneOf("task_type", input.taskType, TASK_TYPES);
-    const limit = intInRange("limit", input.limit, LIMITS.searchLimit);
+    const limit = withinLimit(LIMITS.searchSkillsLimit, input.limit);
     const sanitize = this.sanitizer(options.toolGate);
 
     let hits: { row: SearchRow; score: number }[];
@@ -725,15 +703,10 @@ export class SkillService {
 
   getSkills(caller: Caller, input: GetSkillsInput, options: CallOptions = {}): GetSkillsResult {
     const names = [...new Set(input.names ?? [])];
-    if (names.length < LIMITS.getNames.min || names.length > LIMITS.getNames.max)
-      throw invalidArgument(
-        `names must list ${LIMITS.getNames.min}–${LIMITS.getNames.max} skill names, got ${names.length}`,
-      );
-    for (const name of names)
-      if (typeof name !== "string" || name.length === 0 || name.length > 128)
-        throw invalidArgument("each name must be a non-empty string of at most 128 characters");
+    checkSize(LIMITS.getSkillsNames, names.length);
+    for (const name of names) checkSize(LIMITS.getSkillsName, name.length);
     const format = oneOf("format", input.format, ["raw", "injection"] as const) ?? "raw";
-    const maxTokens = intInRange("max_tokens", input.maxTokens, LIMITS.maxTokens);
+    const maxTokens = withinLimit(LIMITS.getSkillsMaxTokens, input.maxTokens);
     const rows = this.rowsByName(caller, names);
     const missing = names.filter((name) => !rows.has(name));
     if (missing.length === names.length)
@@ -782,7 +755,7 @@ export class SkillService {
   // -- list -----------------------------------------------------------------------------------------
 
   listSkills(caller: Caller, input: ListSkillsInput = {}, options: CallOptions = {}): ListSkillsResult {
-    const pageSize = intInRange("page_size", input.pageSize, LIMITS.pageSize);
+    const pageSize = withinLimit(LIMITS.listSkillsPageSize, input.pageSize);
     const taskType = oneOf("task_type", input.taskType, TASK_TYPES);
     const origin = oneOf("origin", input.origin, SKILL_ORIGINS);
     const scope = oneOf("scope", input.scope, SCOPE_KINDS);
@@ -842,10 +815,9 @@ export class SkillService {
   ): GetRelevantSkillsResult {
     const task = (input.task ?? "").trim();
     if (task.length === 0) throw invalidArgument("task must not be empty");
-    if (task.length > LIMITS.taskChars)
-      throw invalidArgument(`task must be at most ${LIMITS.taskChars} characters, got ${task.length}`);
-    const topK = intInRange("top_k", input.topK, LIMITS.topK);
-    const maxTokens = intInRange("max_tokens", input.maxTokens, LIMITS.maxTokens);
+    checkSize(LIMITS.relevantSkillsTask, task.length);
+    const topK = withinLimit(LIMITS.relevantSkillsTopK, input.topK);
+    const maxTokens = withinLimit(LIMITS.relevantSkillsMaxTokens, input.maxTokens);
     const terms = [...new Set(words(task).filter((w) => w.length > 1 && !STOPWORDS.has(w)))].slice(0, 32);
     let hits: { row: SearchRow; score: number }[];
     let effective: SearchType = "fts";
@@ -928,7 +900,7 @@ export class SkillService {
     input: RenderSkillDirectoryInput = {},
     options: CallOptions = {},
   ): RenderSkillDirectoryResult {
-    const maxEntries = intInRange("max_entries", input.maxEntries, LIMITS.directoryEntries);
+    const maxEntries = withinLimit(LIMITS.skillDirectoryMaxEntries, input.maxEntries);
     const fields = input.fields && input.fields.length > 0 ? input.fields : (["name", "trigger"] as const);
     for (const field of fields) oneOf("field", field, DIRECTORY_FIELDS);
     const where = this.filters(caller, undefined);

@@ -18,7 +18,8 @@ import type { Logger } from "pino";
 import { z } from "zod";
 import type { McpServerConfig } from "../config/index.ts";
 import type { JsonObject, SideEffects, ToolCatalog, ToolInput } from "../discovery/index.ts";
-import { LIMITS, toRecord } from "../discovery/validate.ts";
+import { toRecord } from "../discovery/validate.ts";
+import { LIMITS } from "../limits.ts";
 import { applySourceOptions } from "./catalog-files.ts";
 
 /** Source id of a configured MCP server. */
@@ -478,8 +479,8 @@ export function toToolInput(
   return {
     name: tool.name,
     namespace: options.name,
-    ...(title ? { title: title.slice(0, LIMITS.titleLength) } : {}),
-    description: description.slice(0, LIMITS.descriptionLength),
+    ...(title ? { title: title.slice(0, LIMITS.toolTitle.max) } : {}),
+    description: description.slice(0, LIMITS.toolDescription.max),
     tags: hints?.idempotentHint === true ? ["idempotent"] : [],
     ...(sideEffects ? { sideEffects } : {}),
     loadingMode: options.loadingMode,

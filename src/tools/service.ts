@@ -19,8 +19,9 @@ import type {
   VisibilityPredicate,
 } from "../discovery/index.ts";
 import { discoveryToolDefinitions } from "../discovery-tools/index.ts";
-import { failedPrecondition, notFound } from "../errors.ts";
+import { failedPrecondition, notFound, quoteInput } from "../errors.ts";
 import type { EventSink } from "../events/index.ts";
+import { checkSize, LIMITS } from "../limits.ts";
 import { type PayloadProvider, type RenderedToolPayload, renderToolPayload } from "../payload/index.ts";
 import { type RenderedToolPrompt, renderToolPrompt } from "../render/index.ts";
 import type { ToolGate } from "../skills/index.ts";
@@ -128,6 +129,8 @@ export class ToolService {
   }
 
   activate(caller: Caller, names: readonly string[], scope: ActivationScope | undefined, reason: string) {
+    // Checked up front: when every tool is already visible, the store (which checks it too) is never asked.
+    checkSize(LIMITS.activateToolsReason, reason.length);
     const view = this.view(caller);
     const effectiveScope = this.scopeFor(caller, scope);
     const tools = this.resolveAll(view, names);
@@ -402,7 +405,7 @@ interface CallerView {
 
 /** The same message whether the tool is hidden or missing: existence never leaks. */
 function toolNotFound(name: string) {
-  return notFound(`tool ${JSON.stringify(name)} not found; use tool_search to find tools`);
+  return notFound(`tool ${quoteInput(name)} not found; use tool_search to find tools`);
 }
 
 function payloadTool(tool: Tool) {

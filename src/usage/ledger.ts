@@ -1,7 +1,8 @@
 import type { Statement } from "better-sqlite3";
 import type { Caller } from "../caller/caller.ts";
-import { invalidArgument, WayfindError } from "../errors.ts";
+import { invalidArgument, quoteInput, WayfindError } from "../errors.ts";
 import type { EventSink } from "../events/event.ts";
+import { LIMITS } from "../limits.ts";
 import type { Db } from "../store/database.ts";
 import {
   MAX_TOKENS_PER_FIELD,
@@ -92,8 +93,6 @@ export interface UsageLedgerOptions {
   readonly now?: () => number;
 }
 
-const MAX_KEY_LENGTH = 256;
-const MAX_MODEL_LENGTH = 200;
 const MAX_FUTURE_MS = 24 * 60 * 60 * 1000;
 // biome-ignore lint/suspicious/noControlCharactersInRegex: rejecting control characters is the point
 const CONTROL = /[\u0000-\u001f\u007f]/;
@@ -353,7 +352,9 @@ function validateGroupBy(groupBy: readonly UsageGroupBy[]): UsageGroupBy[] {
   const out: UsageGroupBy[] = [];
   for (const g of groupBy) {
     if (!USAGE_GROUP_BY.includes(g)) {
-      throw invalidArgument(`group_by "${String(g)}" is unknown; use any of ${USAGE_GROUP_BY.join(", ")}`);
+      throw invalidArgument(
+        `group_by ${quoteInput(String(g))} is unknown; use any of ${USAGE_GROUP_BY.join(", ")}`,
+      );
     }
     if (!out.includes(g)) out.push(g);
   }
@@ -367,14 +368,14 @@ function validateRecordInput(input: RecordUsageInput, nowMs: number): TokenUsage
   }
   if (typeof input.model !== "string" || input.model.trim() === "") {
     problems.push("model: must be the model id the call used, e.g. claude-sonnet-4-5");
-  } else if (input.model.length > MAX_MODEL_LENGTH || CONTROL.test(input.model)) {
-    problems.push(`model: must be at most ${MAX_MODEL_LENGTH} printable characters`);
+  } else if (input.model.length > LIMITS.usageModel.max || CONTROL.test(input.model)) {
+    problems.push(`model: must be at most ${LIMITS.usageModel.max} printable characters`);
   }
   const key = input.idempotencyKey;
   if (typeof key !== "string" || key.length === 0) {
     problems.push("idempotency_key: is required; send one unique key per model call (e.g. the response id)");
-  } else if (key.length > MAX_KEY_LENGTH || CONTROL.test(key)) {
-    problems.push(`idempotency_key: must be at most ${MAX_KEY_LENGTH} printable characters`);
+  } else if (key.length > LIMITS.idempotencyKey.max || CONTROL.test(key)) {
+    problems.push(`idempotency_key: must be at most ${LIMITS.idempotencyKey.max} printable characters`);
   }
   const usage = input.usage as Partial<Record<(typeof USAGE_FIELDS)[number][0], unknown>> | undefined;
   if (typeof usage !== "object" || usage === null) {

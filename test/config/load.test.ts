@@ -9,6 +9,7 @@ import {
   defaultConfig,
   loadConfig,
 } from "../../src/config/index.ts";
+import { yamlAliasBomb } from "../support/yaml-bomb.ts";
 
 const EXAMPLE = resolve(import.meta.dirname, "../../wayfind.example.yaml");
 
@@ -224,6 +225,15 @@ describe("loadConfig connection limits", () => {
       `${file}:2:25: server.idle_timeout_seconds: must be more than 0, got 0; raise it`,
       `${file}:3:30: server.handshake_timeout_seconds: must be more than 0, got -1; raise it`,
       `${file}:4:20: server.max_connections: must be at least 1, got 0; raise it`,
+    ]);
+  });
+});
+
+describe("loadConfig with YAML aliases", () => {
+  it("rejects a config whose aliases expand past the bound, naming the file", () => {
+    const file = write(yamlAliasBomb());
+    expect(problemsOf(file)).toEqual([
+      `${file}: its aliases expand to more than 100 nodes; use fewer anchors and aliases (*name)`,
     ]);
   });
 });

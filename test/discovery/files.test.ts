@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseCatalogFile } from "../../src/discovery/index.ts";
 import { WayfindError } from "../../src/errors.ts";
+import { yamlAliasBomb } from "../support/yaml-bomb.ts";
 import { names, openCatalog, tempDir } from "./helpers.ts";
 
 function write(name: string, text: string): string {
@@ -22,6 +23,16 @@ function failure(fn: () => unknown): WayfindError {
 }
 
 const schema = { type: "object", properties: { q: { type: "string", description: "query text" } } };
+
+describe("YAML catalog files", () => {
+  it("reject aliases that expand past the bound as invalid input naming the file", () => {
+    const file = write("laughs.yaml", yamlAliasBomb("tools: []\n"));
+    const error = failure(() => parseCatalogFile(file));
+    expect(error.code).toBe("invalid_argument");
+    expect(error.message).toContain("laughs.yaml");
+    expect(error.message).toMatch(/alias/i);
+  });
+});
 
 describe("catalog file formats", () => {
   it("reads JSONL with wayfind's own fields", () => {

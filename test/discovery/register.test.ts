@@ -92,13 +92,13 @@ describe("register", () => {
 
   const invalid: [string, object[], RegExp][] = [
     ["an empty name", [{ name: "" }], /name is empty/],
-    ["an oversize name", [{ name: "x".repeat(129) }], /longer than 128/],
+    ["an oversize name", [{ name: "x".repeat(129) }], /name must have 1–128 characters, got 129/],
     ["bad characters", [{ name: "bad name!" }], /"bad name!" has characters outside/],
     ["duplicates", [{ name: "a" }, { name: "a" }], /tool "a" appears more than once/],
     [
       "an oversize description",
       [{ name: "a", description: "x".repeat(16_385) }],
-      /tool "a": description is 16385/,
+      /tool "a": description must have 0–16,384 characters, got 16385/,
     ],
     ["an unknown side effect", [{ name: "a", sideEffects: "mutating" }], /side_effects must be one of/],
   ];
@@ -210,7 +210,7 @@ describe("get and list", () => {
 
   it("list rejects a page size out of range and a foreign token", () => {
     const { catalog } = seeded();
-    expect(() => catalog.list({ pageSize: 0 })).toThrowError(/page_size must be an integer from 1 to 1000/);
+    expect(() => catalog.list({ pageSize: 0 })).toThrowError(/page_size must be 1–500, got 0/);
     expect(() => catalog.list({ pageToken: "garbage" })).toThrowError(/page_token/);
   });
 });

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SkillFormat, SkillScope, SkillService } from "../../gen/ts/wayfind/v1/skills_pb.ts";
 import { failure } from "../support/rpc.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
+import { yamlAliasBomb } from "../support/yaml-bomb.ts";
 
 let wayfind: TestServer;
 beforeAll(async () => {
@@ -63,6 +64,23 @@ describe("SkillService over gRPC", () => {
     expect(message).toContain("b.skill.json");
     const listed = await wayfind.grpc(SkillService).listSkills({ caller: acme });
     expect(listed.skills.map((skill) => skill.name)).not.toContain("c");
+  });
+
+  it("rejects a YAML alias bomb with INVALID_ARGUMENT naming the file", async () => {
+    const error = await failure(
+      wayfind.grpc(SkillService).loadSkillPack({
+        caller: acme,
+        packName: "laughs",
+        scope: SkillScope.TENANT,
+        source: {
+          case: "files",
+          value: { files: [{ path: "laughs.skill.yaml", content: yamlAliasBomb("name: laughs\n") }] },
+        },
+      }),
+    );
+    expect(error.code).toBe(Code.InvalidArgument);
+    expect(error.rawMessage).toContain("laughs.skill.yaml");
+    expect(error.rawMessage).toContain("aliases expand to more than 100 nodes");
   });
 
   it("redacts e-mails, phone numbers, tokens and URL query strings from returned skills", async () => {

@@ -200,6 +200,19 @@ describe("activation", () => {
     expect(hidden.message.replace("create_issue", "X")).toBe(missing.message.replace("create_isue", "X"));
   });
 
+  it.each(["grpc", "connect", "grpcWeb"] as const)(
+    "answers a 100,000-character name with a short NOT_FOUND over %s, quoting a bounded part",
+    async (protocol) => {
+      const error = await failure(
+        wayfind[protocol](ToolDiscoveryService).resolveTool({ name: "n".repeat(100_000) }),
+      );
+      expect(error.code).toBe(Code.NotFound);
+      expect(error.rawMessage).toBe(
+        `tool "${"n".repeat(100)}"… (100000 characters) not found; use tool_search to find tools`,
+      );
+    },
+  );
+
   it("refuses session scope without a session id (fails closed)", async () => {
     await expect(
       client().activateTools({

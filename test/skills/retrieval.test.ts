@@ -73,11 +73,11 @@ describe("getSkills", () => {
     const { service } = loaded();
     const names = Array.from({ length: 11 }, (_, i) => `s${i}`);
     expect(thrown(() => service.getSkills(caller("t1"), { names })).message).toBe(
-      "names must list 1–10 skill names, got 11",
+      "names must have 1–10 names, got 11",
     );
     expect(
       thrown(() => service.getSkills(caller("t1"), { names: ["db.migrate"], maxTokens: 100 })).message,
-    ).toBe("max_tokens must be between 200 and 6000, got 100");
+    ).toBe("max_tokens must be 200–6,000, got 100");
   });
 
   it("records use: last_used and use_count", () => {
@@ -114,7 +114,7 @@ describe("getRelevantSkills", () => {
     fc.assert(
       fc.property(
         fc.string({ minLength: 1, maxLength: 80 }).map((s) => `deploy rollout migration ${s}`),
-        fc.integer({ min: 1, max: 20 }),
+        fc.integer({ min: 1, max: 10 }),
         fc.integer({ min: 200, max: 6000 }),
         (task, topK, maxTokens) => {
           const result = service.getRelevantSkills(caller("t1"), { task, topK, maxTokens });
@@ -149,7 +149,7 @@ describe("listSkills", () => {
       "invalid_argument",
     );
     expect(thrown(() => service.listSkills(caller("t1"), { pageSize: 101 })).message).toBe(
-      "page_size must be between 1 and 100, got 101",
+      "page_size must be 1–100, got 101",
     );
   });
 });

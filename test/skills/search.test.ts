@@ -123,7 +123,7 @@ describe.each(["memory", "sqlite"] as const)("searchSkills (%s engine)", (engine
   it("rejects out-of-range limits naming the allowed range", () => {
     const { service } = loaded();
     expect(thrown(() => service.searchSkills(caller("t1"), { query: "x", limit: 21 })).message).toBe(
-      "limit must be between 1 and 20, got 21",
+      "limit must be 1–20, got 21",
     );
     expect(thrown(() => service.searchSkills(caller("t1"), { query: "  " })).message).toBe(
       "query must not be empty",

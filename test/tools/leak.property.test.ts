@@ -115,7 +115,7 @@ describe("nothing hidden leaks through the tool service (property)", () => {
           );
           assertNoSecret(got.tools.map((tool) => tool.name));
           assertNoSecret(
-            w.service.list(caller, { showAll: true, pageSize: 1000 }).tools.map((tool) => tool.name),
+            w.service.list(caller, { showAll: true, pageSize: 500 }).tools.map((tool) => tool.name),
           );
           assertNoSecret(w.service.renderPrompt(caller, { includeDirectory: true }).visibleTools);
 

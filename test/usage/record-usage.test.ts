@@ -146,7 +146,7 @@ describe("recordUsage", () => {
     ["an unknown provider", { provider: "azure" }, /provider: "azure" is unknown/],
     ["an empty model", { model: "  " }, /model: must be the model id/],
     ["a missing key", { idempotencyKey: "" }, /idempotency_key: is required/],
-    ["an oversize key", { idempotencyKey: "x".repeat(257) }, /idempotency_key: must be at most 256/],
+    ["an oversize key", { idempotencyKey: "x".repeat(129) }, /idempotency_key: must be at most 128/],
     [
       "1h writes above total writes",
       { usage: { ...usage(0, 0, 0, 10), cacheCreation1hInputTokens: 11 } },

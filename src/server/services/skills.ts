@@ -10,7 +10,7 @@ import {
 } from "../../../gen/ts/wayfind/v1/skills_pb.ts";
 import { authorizeSkillPackScope } from "../../caller/authorize.ts";
 import type { Caller } from "../../caller/caller.ts";
-import { failedPrecondition, invalidArgument } from "../../errors.ts";
+import { failedPrecondition, invalidArgument, quoteInput } from "../../errors.ts";
 import type { EventLog } from "../../events/index.ts";
 import type {
   DirectoryField,
@@ -215,7 +215,9 @@ export function skillService(
       const caller = callerOf(context);
       for (const field of request.fields) {
         if (!(DIRECTORY_FIELDS as readonly string[]).includes(field)) {
-          throw invalidArgument(`fields: unknown field "${field}"; use ${DIRECTORY_FIELDS.join(", ")}`);
+          throw invalidArgument(
+            `fields: unknown field ${quoteInput(field)}; use ${DIRECTORY_FIELDS.join(", ")}`,
+          );
         }
       }
       const result = skills.renderSkillDirectory(

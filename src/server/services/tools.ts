@@ -21,8 +21,9 @@ import type {
   SearchType as ToolSearchType,
 } from "../../discovery/index.ts";
 import { discoveryToolDefinitions as discoveryTools } from "../../discovery-tools/index.ts";
-import { invalidArgument } from "../../errors.ts";
+import { invalidArgument, quoteInput } from "../../errors.ts";
 import type { EventLog } from "../../events/index.ts";
+import { checkSize, LIMITS, withinLimit } from "../../limits.ts";
 import type { PayloadProvider } from "../../payload/index.ts";
 import type { ToolSourceKind as Kind, ToolSourceRegistry } from "../../sources/status.ts";
 import type { ToolService } from "../../tools/service.ts";
@@ -68,6 +69,8 @@ const SOURCE_KINDS: Readonly<Record<Kind, ToolSourceKind>> = {
   api: ToolSourceKind.API,
 };
 const PAYLOAD_PROVIDERS: readonly PayloadProvider[] = ["anthropic", "openai", "gemini"];
+/** Sources callers may register (length bound by LIMITS.registerToolsSource). */
+const API_SOURCE = /^[A-Za-z0-9_.-]+$/;
 
 export function toolDiscoveryService(
   tools: ToolService,
@@ -77,6 +80,13 @@ export function toolDiscoveryService(
   return {
     registerTools(request, context) {
       const owner = toolOwnerFor(principalOf(context));
+      checkSize(LIMITS.registerToolsSource, request.source.length);
+      // Narrower than the catalog's own source names: `mcp:…` and `catalog:…` belong to the server.
+      if (!API_SOURCE.test(request.source))
+        throw invalidArgument(
+          `source ${quoteInput(request.source)} must use only letters, digits, '_', '.' and '-'`,
+        );
+      checkSize(LIMITS.registerToolsTools, request.tools.length);
       const inputs = request.tools.map((tool, i) => toToolInput(tool, request.namespace, i));
       const result = tools.register(owner, request.source, inputs, request.replaceSource);
       sources?.apiRegistered(owner, request.source);
@@ -144,9 +154,7 @@ export function toolDiscoveryService(
     },
 
     getTools(request, context) {
-      if (request.names.length === 0 || request.names.length > 20) {
-        throw invalidArgument(`names: give 1–20 tool names, got ${request.names.length}`);
-      }
+      checkSize(LIMITS.getToolsNames, request.names.length);
       const result = tools.get(callerOf(context), request.names);
       return {
         tools: result.tools.map((tool) =>
@@ -157,9 +165,7 @@ export function toolDiscoveryService(
     },
 
     activateTools(request, context) {
-      if (request.names.length === 0 || request.names.length > 50) {
-        throw invalidArgument(`names: give 1–50 tool names, got ${request.names.length}`);
-      }
+      checkSize(LIMITS.activateToolsNames, request.names.length);
       const result = tools.activate(
         callerOf(context),
         request.names,
@@ -194,16 +200,15 @@ export function toolDiscoveryService(
     },
 
     renderToolPrompt(request, context) {
-      const maxExamples = request.maxExamplesPerTool;
-      if (maxExamples !== undefined && (maxExamples < 0 || maxExamples > 10)) {
-        throw invalidArgument(`max_examples_per_tool must be 0–10, got ${maxExamples}`);
-      }
       const rendered = tools.renderPrompt(callerOf(context), {
         includeDirectory: request.includeDirectory,
-        directoryMaxEntries: request.directoryMaxEntries || undefined,
+        directoryMaxEntries: withinLimit(
+          LIMITS.directoryMaxEntries,
+          request.directoryMaxEntries || undefined,
+        ),
         hintMessage: request.hintMessage || undefined,
-        hintLimit: request.hintLimit || undefined,
-        maxExamplesPerTool: maxExamples,
+        hintLimit: withinLimit(LIMITS.hintLimit, request.hintLimit || undefined),
+        maxExamplesPerTool: withinLimit(LIMITS.maxExamplesPerTool, request.maxExamplesPerTool),
         includeExampleDescriptions: request.includeExampleDescriptions,
         exampleFilterTags: request.exampleFilterTags.length > 0 ? request.exampleFilterTags : undefined,
       });

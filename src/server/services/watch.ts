@@ -3,7 +3,7 @@ import { timestampFromMs, timestampNow } from "@bufbuild/protobuf/wkt";
 import type { Event, EventFilter, WatchStatus } from "../../../gen/ts/wayfind/v1/events_pb.ts";
 import { watchedTenant } from "../../caller/authorize.ts";
 import type { Principal } from "../../caller/caller.ts";
-import { WayfindError } from "../../errors.ts";
+import { quoteInput, WayfindError } from "../../errors.ts";
 import type { EventGap, EventLog, EventType, StoredEvent } from "../../events/index.ts";
 import { EVENT_TYPES } from "../../events/index.ts";
 
@@ -87,7 +87,7 @@ function status(oldestRetainedId: bigint, eventsLost: boolean): WatchMessage {
 function validateTypes(requested: readonly string[], serviceTypes: readonly EventType[]): EventType[] {
   for (const type of requested) {
     if (!(EVENT_TYPES as readonly string[]).includes(type)) {
-      throw new WayfindError("invalid_argument", `filter.types: unknown event type "${type}"`);
+      throw new WayfindError("invalid_argument", `filter.types: unknown event type ${quoteInput(type)}`);
     }
     if (!(serviceTypes as readonly string[]).includes(type)) {
       throw new WayfindError(

@@ -238,6 +238,7 @@ type CallerContext struct {
 	Entitlements []string `protobuf:"bytes,6,rep,name=entitlements,proto3" json:"entitlements,omitempty"`
 	// Optional narrowing: glob patterns (`github.*`, `*.read_*`) of tool names the caller wants to see.
 	// Narrowing can only remove tools from what the caller may see, never add any. Empty = no narrowing.
+	// 0–100 patterns of 1–256 characters each.
 	NarrowToTools []string `protobuf:"bytes,7,rep,name=narrow_to_tools,json=narrowToTools,proto3" json:"narrow_to_tools,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

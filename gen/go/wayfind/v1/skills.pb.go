@@ -630,7 +630,7 @@ type LoadSkillPackRequest_Path struct {
 }
 
 type LoadSkillPackRequest_Files struct {
-	// Inline files (at most 1,000, 1 MiB each).
+	// Inline files: 0–1,000 files of at most 1 MiB each.
 	Files *SkillFilesList `protobuf:"bytes,4,opt,name=files,proto3,oneof"`
 }
 
@@ -970,10 +970,10 @@ func (x *SearchSkillsResponse) GetEffectiveSearchType() SearchType {
 type GetSkillsRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Caller *CallerContext         `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
-	// 1–10 names.
+	// 1–10 names of 1–128 characters each.
 	Names  []string    `protobuf:"bytes,2,rep,name=names,proto3" json:"names,omitempty"`
 	Format SkillFormat `protobuf:"varint,3,opt,name=format,proto3,enum=wayfind.v1.SkillFormat" json:"format,omitempty"`
-	// Budget of `formatted_context`: 200–6000, default 1500.
+	// Budget of `formatted_context`: 200–6,000, default 1,500.
 	MaxTokens     int32 `protobuf:"varint,4,opt,name=max_tokens,json=maxTokens,proto3" json:"max_tokens,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1343,7 +1343,7 @@ type GetRelevantSkillsRequest struct {
 	Task string `protobuf:"bytes,2,opt,name=task,proto3" json:"task,omitempty"`
 	// 1–10, default 3.
 	TopK int32 `protobuf:"varint,3,opt,name=top_k,json=topK,proto3" json:"top_k,omitempty"`
-	// 200–6000, default 1500.
+	// 200–6,000, default 1,500.
 	MaxTokens     int32 `protobuf:"varint,4,opt,name=max_tokens,json=maxTokens,proto3" json:"max_tokens,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -321,14 +321,16 @@ func (x *ToolExample) GetTags() []string {
 // A tool definition.
 type Tool struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Unique name, `namespace.tool` when the source has a namespace (e.g. `github.create_issue`).
+	// Unique name, `namespace.tool` when the source has a namespace (e.g. `github.create_issue`);
+	// 1–128 characters.
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// Namespace (the prefix of `name`), empty for none.
 	Namespace string `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
-	// Human title.
+	// Human title, 0–256 characters.
 	Title string `protobuf:"bytes,3,opt,name=title,proto3" json:"title,omitempty"`
-	// What the tool does, for the model.
-	Description string      `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	// What the tool does, for the model; 0–16,384 characters.
+	Description string `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	// 0–32 tags of 1–64 characters each.
 	Tags        []string    `protobuf:"bytes,5,rep,name=tags,proto3" json:"tags,omitempty"`
 	SideEffect  SideEffect  `protobuf:"varint,6,opt,name=side_effect,json=sideEffect,proto3,enum=wayfind.v1.SideEffect" json:"side_effect,omitempty"`
 	LoadingMode LoadingMode `protobuf:"varint,7,opt,name=loading_mode,json=loadingMode,proto3,enum=wayfind.v1.LoadingMode" json:"loading_mode,omitempty"`
@@ -336,8 +338,10 @@ type Tool struct {
 	ArgsSchema *structpb.Struct `protobuf:"bytes,8,opt,name=args_schema,json=argsSchema,proto3" json:"args_schema,omitempty"`
 	// JSON Schema of the result, if known.
 	OutputSchema *structpb.Struct `protobuf:"bytes,9,opt,name=output_schema,json=outputSchema,proto3" json:"output_schema,omitempty"`
-	Examples     []*ToolExample   `protobuf:"bytes,10,rep,name=examples,proto3" json:"examples,omitempty"`
-	// Other names that resolve to this tool (e.g. its name before a rename).
+	// 0–16 examples.
+	Examples []*ToolExample `protobuf:"bytes,10,rep,name=examples,proto3" json:"examples,omitempty"`
+	// Other names that resolve to this tool (e.g. its name before a rename): 0–16 aliases of 1–128
+	// characters each.
 	Aliases []string `protobuf:"bytes,11,rep,name=aliases,proto3" json:"aliases,omitempty"`
 	// Output only: the source that registered the tool.
 	Source string `protobuf:"bytes,12,opt,name=source,proto3" json:"source,omitempty"`
@@ -475,7 +479,7 @@ type RegisterToolsRequest struct {
 	Source string `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
 	// Optional namespace prefixed to tool names that do not already carry it.
 	Namespace string `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
-	// At most 5,000 tools per call.
+	// 0–5,000 tools per call.
 	Tools []*Tool `protobuf:"bytes,3,rep,name=tools,proto3" json:"tools,omitempty"`
 	// Remove tools of `source` that are not in `tools`.
 	ReplaceSource bool `protobuf:"varint,4,opt,name=replace_source,json=replaceSource,proto3" json:"replace_source,omitempty"`
@@ -1182,7 +1186,7 @@ type ActivateToolsRequest struct {
 	// 1–50 names (or aliases).
 	Names []string        `protobuf:"bytes,2,rep,name=names,proto3" json:"names,omitempty"`
 	Scope ActivationScope `protobuf:"varint,3,opt,name=scope,proto3,enum=wayfind.v1.ActivationScope" json:"scope,omitempty"`
-	// Why (recorded in the `tool_activated` event).
+	// Why (recorded in the `tool_activated` event), 0–256 characters.
 	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -172,7 +172,7 @@ type RecordUsageRequest struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Caller   *CallerContext         `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
 	Provider Provider               `protobuf:"varint,2,opt,name=provider,proto3,enum=wayfind.v1.Provider" json:"provider,omitempty"`
-	// The model id as the provider reports it, e.g. `claude-sonnet-4-5-20250929`.
+	// The model id as the provider reports it, e.g. `claude-sonnet-4-5-20250929`; 1–200 characters.
 	Model string `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
 	Usage *Usage `protobuf:"bytes,4,opt,name=usage,proto3" json:"usage,omitempty"`
 	// Required, 1–128 characters; the same key is counted once.

@@ -66,6 +66,7 @@ export type CallerContext = Message<"wayfind.v1.CallerContext"> & {
   /**
    * Optional narrowing: glob patterns (`github.*`, `*.read_*`) of tool names the caller wants to see.
    * Narrowing can only remove tools from what the caller may see, never add any. Empty = no narrowing.
+   * 0–100 patterns of 1–256 characters each.
    *
    * @generated from field: repeated string narrow_to_tools = 7;
    */

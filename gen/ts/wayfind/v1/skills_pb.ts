@@ -208,7 +208,7 @@ export type LoadSkillPackRequest = Message<"wayfind.v1.LoadSkillPackRequest"> & 
     case: "path";
   } | {
     /**
-     * Inline files (at most 1,000, 1 MiB each).
+     * Inline files: 0–1,000 files of at most 1 MiB each.
      *
      * @generated from field: wayfind.v1.SkillFilesList files = 4;
      */
@@ -415,7 +415,7 @@ export type GetSkillsRequest = Message<"wayfind.v1.GetSkillsRequest"> & {
   caller?: CallerContext | undefined;
 
   /**
-   * 1–10 names.
+   * 1–10 names of 1–128 characters each.
    *
    * @generated from field: repeated string names = 2;
    */
@@ -427,7 +427,7 @@ export type GetSkillsRequest = Message<"wayfind.v1.GetSkillsRequest"> & {
   format: SkillFormat;
 
   /**
-   * Budget of `formatted_context`: 200–6000, default 1500.
+   * Budget of `formatted_context`: 200–6,000, default 1,500.
    *
    * @generated from field: int32 max_tokens = 4;
    */
@@ -614,7 +614,7 @@ export type GetRelevantSkillsRequest = Message<"wayfind.v1.GetRelevantSkillsRequ
   topK: number;
 
   /**
-   * 200–6000, default 1500.
+   * 200–6,000, default 1,500.
    *
    * @generated from field: int32 max_tokens = 4;
    */

@@ -60,7 +60,8 @@ export const ToolExampleSchema: GenMessage<ToolExample> = /*@__PURE__*/
  */
 export type Tool = Message<"wayfind.v1.Tool"> & {
   /**
-   * Unique name, `namespace.tool` when the source has a namespace (e.g. `github.create_issue`).
+   * Unique name, `namespace.tool` when the source has a namespace (e.g. `github.create_issue`);
+   * 1–128 characters.
    *
    * @generated from field: string name = 1;
    */
@@ -74,20 +75,22 @@ export type Tool = Message<"wayfind.v1.Tool"> & {
   namespace: string;
 
   /**
-   * Human title.
+   * Human title, 0–256 characters.
    *
    * @generated from field: string title = 3;
    */
   title: string;
 
   /**
-   * What the tool does, for the model.
+   * What the tool does, for the model; 0–16,384 characters.
    *
    * @generated from field: string description = 4;
    */
   description: string;
 
   /**
+   * 0–32 tags of 1–64 characters each.
+   *
    * @generated from field: repeated string tags = 5;
    */
   tags: string[];
@@ -117,12 +120,15 @@ export type Tool = Message<"wayfind.v1.Tool"> & {
   outputSchema?: JsonObject | undefined;
 
   /**
+   * 0–16 examples.
+   *
    * @generated from field: repeated wayfind.v1.ToolExample examples = 10;
    */
   examples: ToolExample[];
 
   /**
-   * Other names that resolve to this tool (e.g. its name before a rename).
+   * Other names that resolve to this tool (e.g. its name before a rename): 0–16 aliases of 1–128
+   * characters each.
    *
    * @generated from field: repeated string aliases = 11;
    */
@@ -170,7 +176,7 @@ export type RegisterToolsRequest = Message<"wayfind.v1.RegisterToolsRequest"> & 
   namespace: string;
 
   /**
-   * At most 5,000 tools per call.
+   * 0–5,000 tools per call.
    *
    * @generated from field: repeated wayfind.v1.Tool tools = 3;
    */
@@ -543,7 +549,7 @@ export type ActivateToolsRequest = Message<"wayfind.v1.ActivateToolsRequest"> & 
   scope: ActivationScope;
 
   /**
-   * Why (recorded in the `tool_activated` event).
+   * Why (recorded in the `tool_activated` event), 0–256 characters.
    *
    * @generated from field: string reason = 4;
    */

@@ -84,7 +84,7 @@ export type RecordUsageRequest = Message<"wayfind.v1.RecordUsageRequest"> & {
   provider: Provider;
 
   /**
-   * The model id as the provider reports it, e.g. `claude-sonnet-4-5-20250929`.
+   * The model id as the provider reports it, e.g. `claude-sonnet-4-5-20250929`; 1–200 characters.
    *
    * @generated from field: string model = 3;
    */

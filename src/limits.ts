@@ -1,0 +1,121 @@
+import { invalidArgument } from "./errors.ts";
+
+/**
+ * One bound on a request field. The proto comment of the field states the same range (and default):
+ * test/limits.test.ts reads proto/wayfind/v1/*.proto and holds the two together.
+ */
+export interface Limit {
+  /** Where the contract states it: the .proto file (in proto/wayfind/v1/) and the message. */
+  readonly proto: { readonly file: string; readonly message: string };
+  /** The field as the proto names it; error messages name it so. */
+  readonly field: string;
+  readonly min: number;
+  readonly max: number;
+  /** Used when the field is left unset (0). */
+  readonly default?: number;
+  /** What a length or count measures ("characters", "names"); none for plain numbers. */
+  readonly unit?: string;
+}
+
+/**
+ * Every numeric bound of the API, in one table: the code checks these rows (never its own literal),
+ * the proto comments quote them, and an over-limit value is INVALID_ARGUMENT naming the field and
+ * the range. Where code and docs disagreed, the docs (the contract) won.
+ */
+export const LIMITS = {
+  narrowToTools: limit("common", "CallerContext", "narrow_to_tools", 0, 100, { unit: "patterns" }),
+  narrowToToolsPattern: limit("common", "CallerContext", "narrow_to_tools", 1, 256, {
+    unit: "characters each",
+  }),
+  toolName: limit("tools", "Tool", "name", 1, 128, { unit: "characters" }),
+  toolTitle: limit("tools", "Tool", "title", 0, 256, { unit: "characters" }),
+  toolDescription: limit("tools", "Tool", "description", 0, 16_384, { unit: "characters" }),
+  toolTags: limit("tools", "Tool", "tags", 0, 32, { unit: "tags" }),
+  toolTag: limit("tools", "Tool", "tags", 1, 64, { unit: "characters each" }),
+  toolExamples: limit("tools", "Tool", "examples", 0, 16, { unit: "examples" }),
+  toolAliases: limit("tools", "Tool", "aliases", 0, 16, { unit: "aliases" }),
+  toolAlias: limit("tools", "Tool", "aliases", 1, 128, { unit: "characters each" }),
+  searchToolsQuery: limit("tools", "SearchToolsRequest", "query", 1, 512, { unit: "characters" }),
+  searchToolsLimit: limit("tools", "SearchToolsRequest", "limit", 1, 20, { default: 8 }),
+  listToolsPageSize: limit("tools", "ListToolsRequest", "page_size", 1, 500, { default: 100 }),
+  registerToolsSource: limit("tools", "RegisterToolsRequest", "source", 1, 64, { unit: "characters" }),
+  registerToolsTools: limit("tools", "RegisterToolsRequest", "tools", 0, 5_000, { unit: "tools" }),
+  getToolsNames: limit("tools", "GetToolsRequest", "names", 1, 20, { unit: "names" }),
+  activateToolsNames: limit("tools", "ActivateToolsRequest", "names", 1, 50, { unit: "names" }),
+  activateToolsReason: limit("tools", "ActivateToolsRequest", "reason", 0, 256, { unit: "characters" }),
+  directoryMaxEntries: limit("tools", "RenderToolPromptRequest", "directory_max_entries", 1, 200, {
+    default: 30,
+    unit: "entries",
+  }),
+  hintLimit: limit("tools", "RenderToolPromptRequest", "hint_limit", 1, 10, { default: 3 }),
+  maxExamplesPerTool: limit("tools", "RenderToolPromptRequest", "max_examples_per_tool", 0, 10, {
+    default: 3,
+  }),
+  packName: limit("skills", "LoadSkillPackRequest", "pack_name", 1, 64, { unit: "characters" }),
+  inlinePackFiles: limit("skills", "LoadSkillPackRequest", "files", 0, 1_000, { unit: "files" }),
+  searchSkillsQuery: limit("skills", "SearchSkillsRequest", "query", 1, 512, { unit: "characters" }),
+  searchSkillsLimit: limit("skills", "SearchSkillsRequest", "limit", 1, 20, { default: 5 }),
+  getSkillsNames: limit("skills", "GetSkillsRequest", "names", 1, 10, { unit: "names" }),
+  getSkillsName: limit("skills", "GetSkillsRequest", "names", 1, 128, { unit: "characters each" }),
+  getSkillsMaxTokens: limit("skills", "GetSkillsRequest", "max_tokens", 200, 6_000, { default: 1_500 }),
+  listSkillsPageSize: limit("skills", "ListSkillsRequest", "page_size", 1, 100, { default: 50 }),
+  relevantSkillsTask: limit("skills", "GetRelevantSkillsRequest", "task", 1, 4_000, { unit: "characters" }),
+  relevantSkillsTopK: limit("skills", "GetRelevantSkillsRequest", "top_k", 1, 10, { default: 3 }),
+  relevantSkillsMaxTokens: limit("skills", "GetRelevantSkillsRequest", "max_tokens", 200, 6_000, {
+    default: 1_500,
+  }),
+  skillDirectoryMaxEntries: limit("skills", "RenderSkillDirectoryRequest", "max_entries", 1, 200, {
+    default: 30,
+  }),
+  usageModel: limit("usage", "RecordUsageRequest", "model", 1, 200, { unit: "characters" }),
+  idempotencyKey: limit("usage", "RecordUsageRequest", "idempotency_key", 1, 128, { unit: "characters" }),
+} as const satisfies Record<string, Limit>;
+
+function limit<const Extra extends { readonly default?: number; readonly unit?: string }>(
+  file: "common" | "tools" | "skills" | "usage",
+  message: string,
+  field: string,
+  min: number,
+  max: number,
+  extra: Extra,
+): Limit & Extra {
+  return { proto: { file: `${file}.proto`, message }, field, min, max, ...extra };
+}
+
+/** "1–512 characters", "1–20, default 8": the range as the proto comments write it. */
+export function describeLimit(row: Limit): string {
+  const fallback = row.default === undefined ? "" : `, default ${row.default.toLocaleString("en-US")}`;
+  return `${rangeOf(row)}${fallback}`;
+}
+
+/** Throws INVALID_ARGUMENT when a length or count is outside the row's range. */
+export function checkSize(row: Limit, size: number): void {
+  const problem = sizeProblem(row, size);
+  if (problem) throw invalidArgument(problem);
+}
+
+/** What is wrong with a length or count ("tags must have 0–32 tags, got 40"), or undefined. */
+export function sizeProblem(row: Limit, size: number): string | undefined {
+  return size < row.min || size > row.max ? outOfRangeText(row, size) : undefined;
+}
+
+/**
+ * The value, or the row's default when undefined; INVALID_ARGUMENT when outside the range. (The RPC
+ * layer turns a proto3 number left out, 0, into undefined.)
+ */
+export function withinLimit(row: Limit, value: number | undefined): number {
+  if (value === undefined && row.default !== undefined) return row.default;
+  if (value === undefined || !Number.isInteger(value) || value < row.min || value > row.max)
+    throw invalidArgument(outOfRangeText(row, value));
+  return value;
+}
+
+function rangeOf(row: Limit): string {
+  const unit = row.unit ? ` ${row.unit}` : "";
+  return `${row.min.toLocaleString("en-US")}–${row.max.toLocaleString("en-US")}${unit}`;
+}
+
+function outOfRangeText(row: Limit, got: number | undefined): string {
+  const verb = row.unit ? "have" : "be";
+  return `${row.field} must ${verb} ${rangeOf(row)}, got ${got ?? "none"}`;
+}

@@ -1,0 +1,193 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { Code } from "@connectrpc/connect";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Provider } from "../gen/ts/wayfind/v1/common_pb.ts";
+import { SkillScope, SkillService } from "../gen/ts/wayfind/v1/skills_pb.ts";
+import { ToolDiscoveryService, type ToolSchema } from "../gen/ts/wayfind/v1/tools_pb.ts";
+import { UsageService } from "../gen/ts/wayfind/v1/usage_pb.ts";
+import { describeLimit, LIMITS, type Limit } from "../src/limits.ts";
+import { failure } from "./support/rpc.ts";
+import { startTestServer, type TestServer } from "./support/server.ts";
+
+const PROTO_DIR = join(import.meta.dirname, "..", "proto", "wayfind", "v1");
+
+/** The `//` lines right above each field of each message: "SearchToolsRequest.query" → text. */
+function fieldComments(file: string): Map<string, string> {
+  const comments = new Map<string, string>();
+  let message = "";
+  let pending: string[] = [];
+  for (const raw of readFileSync(join(PROTO_DIR, file), "utf8").split("\n")) {
+    const line = raw.trim();
+    const opened = /^message (\w+) \{/.exec(line);
+    if (opened) message = opened[1] ?? "";
+    const field = /^(?:optional |repeated )?[\w.]+ (\w+) = \d+;/.exec(line);
+    if (line.startsWith("//")) pending.push(line.replace(/^\/\/\s?/, ""));
+    else {
+      if (field) comments.set(`${message}.${field[1]}`, pending.join(" "));
+      pending = [];
+    }
+  }
+  return comments;
+}
+
+const rows = Object.entries(LIMITS) as [keyof typeof LIMITS, Limit][];
+const PROTO_FILES = ["common.proto", "events.proto", "skills.proto", "tools.proto", "usage.proto"];
+
+describe("the limits table and the proto comments", () => {
+  it.each(rows)("%s: the proto comment of the field states the same range", (_, row) => {
+    const comment = fieldComments(row.proto.file).get(`${row.proto.message}.${row.field}`);
+    expect(comment, `${row.proto.file} ${row.proto.message}.${row.field}`).toContain(describeLimit(row));
+  });
+
+  it("has a row for every field whose proto comment quotes a range", () => {
+    const documented = PROTO_FILES.flatMap((file) =>
+      [...fieldComments(file)]
+        .filter(([, comment]) => /\d[\d,]*–\d[\d,]*/.test(comment))
+        .map(([field]) => field),
+    );
+    const tabled = rows.map(([, row]) => `${row.proto.message}.${row.field}`);
+    expect(documented.length).toBeGreaterThan(0);
+    expect(documented.filter((field) => !tabled.includes(field))).toEqual([]);
+  });
+});
+
+let wayfind: TestServer;
+const caller = { tenantId: "acme", projectId: "web", sessionId: "s-1", runId: "r-1" };
+const toolNames = Array.from({ length: 60 }, (_, i) => `limits.tool_${i}`);
+const skillNames = Array.from({ length: 12 }, (_, i) => `limits.skill-${i}`);
+
+beforeAll(async () => {
+  wayfind = await startTestServer();
+  await tools().registerTools({
+    caller,
+    source: "limits",
+    tools: toolNames.map((name) => ({ name, description: `Does task ${name}` })),
+  });
+  await skills().loadSkillPack({
+    caller,
+    packName: "limits",
+    scope: SkillScope.TENANT,
+    source: { case: "files", value: { files: skillNames.map(skillFile) } },
+  });
+});
+afterAll(() => wayfind.stop());
+
+const tools = () => wayfind.grpc(ToolDiscoveryService);
+type ToolInit = MessageInitShape<typeof ToolSchema>;
+const skills = () => wayfind.grpc(SkillService);
+const text = (size: number) => "a".repeat(size);
+
+function skillFile(name: string) {
+  return {
+    path: `${name}.skill.md`,
+    content: `---\nname: ${name}\ntrigger: deploy the service ${name}\nsteps: [build, ship]\n---\n`,
+  };
+}
+
+/** RegisterTools with one tool, each in a source of its own. */
+function registerOne(tool: ToolInit) {
+  return tools().registerTools({ caller, source: `one-${tool.name?.slice(0, 50)}`, tools: [tool] });
+}
+
+/** For each row, a call whose bounded field has `size` (a length, a count or the value itself). */
+const callWith: Record<keyof typeof LIMITS, (size: number) => Promise<unknown>> = {
+  narrowToTools: (size) =>
+    tools().searchTools({
+      caller: { ...caller, narrowToTools: Array.from({ length: size }, (_, i) => `limits.tool_${i}*`) },
+      query: "task",
+    }),
+  narrowToToolsPattern: (size) =>
+    tools().searchTools({ caller: { ...caller, narrowToTools: [text(size)] }, query: "task" }),
+  toolName: (size) => registerOne({ name: `t${"a".repeat(size - 1)}` }),
+  toolTitle: (size) => registerOne({ name: "titled", title: text(size) }),
+  toolDescription: (size) => registerOne({ name: "described", description: text(size) }),
+  toolTags: (size) =>
+    registerOne({ name: "tagged", tags: Array.from({ length: size }, (_, i) => `tag${i}`) }),
+  toolTag: (size) => registerOne({ name: "tagged_once", tags: [text(size)] }),
+  toolExamples: (size) =>
+    registerOne({
+      name: "exemplified",
+      examples: Array.from({ length: size }, (_, i) => ({ args: {}, description: `example ${i}` })),
+    }),
+  toolAliases: (size) =>
+    registerOne({ name: "aliased", aliases: Array.from({ length: size }, (_, i) => `aliased_${i}`) }),
+  toolAlias: (size) => registerOne({ name: "aliased_once", aliases: [`a${"b".repeat(size - 1)}`] }),
+  activateToolsReason: (size) =>
+    tools().activateTools({ caller, names: [toolNames[0] ?? ""], reason: text(size) }),
+  usageModel: (size) =>
+    wayfind.grpc(UsageService).recordUsage({
+      caller,
+      provider: Provider.ANTHROPIC,
+      model: text(size),
+      usage: { inputTokens: 10n, outputTokens: 2n },
+      idempotencyKey: `model-${size}`,
+    }),
+  searchToolsQuery: (size) => tools().searchTools({ caller, query: text(size) }),
+  searchToolsLimit: (size) => tools().searchTools({ caller, query: "task", limit: size }),
+  listToolsPageSize: (size) => tools().listTools({ caller, pageSize: size }),
+  registerToolsSource: (size) => tools().registerTools({ caller, source: text(size), tools: [] }),
+  registerToolsTools: (size) =>
+    tools().registerTools({
+      caller,
+      source: "bulk",
+      tools: Array.from({ length: size }, (_, i) => ({ name: `bulk.t${i}`, description: "Bulk tool" })),
+    }),
+  getToolsNames: (size) => tools().getTools({ caller, names: toolNames.slice(0, size) }),
+  activateToolsNames: (size) => tools().activateTools({ caller, names: toolNames.slice(0, size) }),
+  directoryMaxEntries: (size) =>
+    tools().renderToolPrompt({ caller, includeDirectory: true, directoryMaxEntries: size }),
+  hintLimit: (size) => tools().renderToolPrompt({ caller, hintMessage: "do a task", hintLimit: size }),
+  maxExamplesPerTool: (size) => tools().renderToolPrompt({ caller, maxExamplesPerTool: size }),
+  packName: (size) =>
+    skills().loadSkillPack({
+      caller,
+      packName: text(size),
+      scope: SkillScope.TENANT,
+      source: { case: "files", value: { files: [skillFile("named")] } },
+    }),
+  inlinePackFiles: (size) =>
+    skills().loadSkillPack({
+      caller,
+      packName: "many",
+      scope: SkillScope.TENANT,
+      source: {
+        case: "files",
+        value: { files: Array.from({ length: size }, (_, i) => skillFile(`many.skill-${i}`)) },
+      },
+    }),
+  searchSkillsQuery: (size) => skills().searchSkills({ caller, query: text(size) }),
+  searchSkillsLimit: (size) => skills().searchSkills({ caller, query: "deploy", limit: size }),
+  getSkillsNames: (size) => skills().getSkills({ caller, names: skillNames.slice(0, size) }),
+  getSkillsName: (size) => skills().getSkills({ caller, names: [skillNames[0] ?? "", text(size)] }),
+  getSkillsMaxTokens: (size) => skills().getSkills({ caller, names: [skillNames[0] ?? ""], maxTokens: size }),
+  listSkillsPageSize: (size) => skills().listSkills({ caller, pageSize: size }),
+  relevantSkillsTask: (size) => skills().getRelevantSkills({ caller, task: text(size) }),
+  relevantSkillsTopK: (size) => skills().getRelevantSkills({ caller, task: "deploy", topK: size }),
+  relevantSkillsMaxTokens: (size) => skills().getRelevantSkills({ caller, task: "deploy", maxTokens: size }),
+  skillDirectoryMaxEntries: (size) => skills().renderSkillDirectory({ caller, maxEntries: size }),
+  idempotencyKey: (size) =>
+    wayfind.grpc(UsageService).recordUsage({
+      caller,
+      provider: Provider.ANTHROPIC,
+      model: "claude-sonnet-4-5",
+      usage: { inputTokens: 10n, outputTokens: 2n },
+      idempotencyKey: text(size),
+    }),
+};
+
+describe.each(rows)("limit %s", (key, row) => {
+  const call = callWith[key];
+
+  it(`rejects ${row.max + 1} with INVALID_ARGUMENT naming ${row.field} and the limit`, async () => {
+    const error = await failure(call(row.max + 1));
+    expect(error.code).toBe(Code.InvalidArgument);
+    expect(error.rawMessage).toContain(row.field);
+    expect(error.rawMessage).toContain(row.max.toLocaleString("en-US"));
+  });
+
+  it(`accepts ${row.max}`, async () => {
+    await expect(call(row.max)).resolves.toBeDefined();
+  });
+});

@@ -1,0 +1,216 @@
+import * as http2 from "node:http2";
+import { Code } from "@connectrpc/connect";
+import { codeFromString } from "@connectrpc/connect/protocol-connect";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { invalidArgument } from "../../src/errors.ts";
+import { MAX_ERROR_MESSAGE_BYTES, toRpcError } from "../../src/server/rpc-errors.ts";
+import { startTestServer, type TestServer } from "../support/server.ts";
+
+let wayfind: TestServer;
+beforeAll(async () => {
+  wayfind = await startTestServer();
+});
+afterAll(() => wayfind.stop());
+
+const SUMMARY = "/wayfind.v1.UsageService/GetUsageSummary";
+/** Field 1 (`caller`, a message) whose length runs past the end of the bytes. */
+const TRUNCATED = Uint8Array.from([0x0a, 0xff, 0xff]);
+/** 150 nested groups of an unknown field: deeper than protobuf-es decodes (100). */
+const TOO_DEEP = Uint8Array.from([...Array(150).fill(0x7b), ...Array(150).fill(0x7c)]);
+
+interface Status {
+  readonly code: Code;
+  readonly message: string;
+}
+
+/** A gRPC status the way each protocol carries it, read from raw HTTP so nothing is lost. */
+const protocols: Record<
+  string,
+  (path: string, body: Uint8Array, headers?: Record<string, string>) => Promise<Status>
+> = {
+  "native gRPC": (path, body, headers = {}) =>
+    new Promise((resolve, reject) => {
+      const session = http2.connect(wayfind.baseUrl);
+      const stream = session.request({
+        ":method": "POST",
+        ":path": path,
+        "content-type": "application/grpc",
+        te: "trailers",
+        ...headers,
+      });
+      let status: http2.IncomingHttpHeaders = {};
+      stream.on("response", (head) => {
+        status = head;
+      });
+      stream.on("trailers", (trailers) => {
+        status = trailers;
+      });
+      stream.on("close", () => {
+        session.close();
+        resolve({
+          code: Number(status["grpc-status"]),
+          message: decodeURIComponent(String(status["grpc-message"] ?? "")),
+        });
+      });
+      stream.on("error", reject);
+      stream.resume();
+      stream.end(envelope(0, body));
+    }),
+  "Connect binary": async (path, body, headers = {}) => {
+    const response = await fetch(wayfind.baseUrl + path, {
+      method: "POST",
+      headers: { "content-type": "application/proto", ...headers },
+      body,
+    });
+    return connectStatus(await response.json());
+  },
+  "gRPC-Web": async (path, body, headers = {}) => {
+    const response = await fetch(wayfind.baseUrl + path, {
+      method: "POST",
+      headers: { "content-type": "application/grpc-web+proto", ...headers },
+      body: envelope(0, body),
+    });
+    const bytes = Buffer.from(await response.arrayBuffer());
+    const trailer = bytes.subarray(5).toString("utf8");
+    const field = (name: string) => new RegExp(`^${name}: ?(.*)$`, "m").exec(trailer)?.[1]?.trim() ?? "";
+    return { code: Number(field("grpc-status")), message: decodeURIComponent(field("grpc-message")) };
+  },
+  "Connect GET": async (path, body) => {
+    const message = Buffer.from(body).toString("base64url");
+    const response = await fetch(
+      `${wayfind.baseUrl}${path}?connect=v1&encoding=proto&base64=1&message=${message}`,
+    );
+    return connectStatus(await response.json());
+  },
+};
+
+function envelope(flags: number, body: Uint8Array): Buffer {
+  const head = Buffer.alloc(5);
+  head.writeUInt8(flags, 0);
+  head.writeUInt32BE(body.byteLength, 1);
+  return Buffer.concat([head, body]);
+}
+
+/** A Connect error body (`{"code": "invalid_argument", "message": …}`) as a status. */
+function connectStatus(json: unknown): Status {
+  const { code, message } = json as { code: string; message: string };
+  return { code: codeFromString(code) ?? Code.Unknown, message };
+}
+
+/** What no error message may carry: JS class names, stack frames. */
+const INTERNALS = /\b(Range|Type|Reference|Syntax)?Error:|\n\s+at /;
+
+describe.each(Object.keys(protocols))("a malformed protobuf request over %s", (protocol) => {
+  const call = protocols[protocol] as (typeof protocols)[string];
+
+  it("is INVALID_ARGUMENT naming the message type and what is wrong", async () => {
+    const status = await call(SUMMARY, TRUNCATED);
+    expect(status).toEqual({
+      code: Code.InvalidArgument,
+      message: "request is not a valid wayfind.v1.GetUsageSummaryRequest: premature EOF",
+    });
+  });
+
+  it("nested too deep is INVALID_ARGUMENT without internals", async () => {
+    const status = await call(SUMMARY, TOO_DEEP);
+    expect(status.code).toBe(Code.InvalidArgument);
+    expect(status.message).toMatch(
+      /^request is not a valid wayfind\.v1\.GetUsageSummaryRequest: .*maximum recursion depth/,
+    );
+    expect(status.message).not.toMatch(INTERNALS);
+  });
+});
+
+describe("Connect GET", () => {
+  it("answers a message= that is not base64 with INVALID_ARGUMENT", async () => {
+    const response = await fetch(
+      `${wayfind.baseUrl}${SUMMARY}?connect=v1&encoding=proto&base64=1&message=%25%25%25`,
+    );
+    const status = connectStatus(await response.json());
+    expect(response.status).toBe(400);
+    expect(status.code).toBe(Code.InvalidArgument);
+    expect(status.message).toContain("wayfind.v1.GetUsageSummaryRequest");
+  });
+});
+
+describe("a malformed grpc-timeout header", () => {
+  it.each(["native gRPC", "gRPC-Web"])("is INVALID_ARGUMENT over %s", async (protocol) => {
+    const call = protocols[protocol] as (typeof protocols)[string];
+    const status = await call(SUMMARY, new Uint8Array(), { "grpc-timeout": "zzz" });
+    expect(status.code).toBe(Code.InvalidArgument);
+    expect(status.message).toContain("zzz");
+  });
+
+  it.each(["native gRPC", "gRPC-Web"])(
+    "echoes at most 100 characters of a long value over %s",
+    async (protocol) => {
+      const call = protocols[protocol] as (typeof protocols)[string];
+      const status = await call(SUMMARY, new Uint8Array(), { "grpc-timeout": "9".repeat(5_000) });
+      expect(status).toEqual({
+        code: Code.InvalidArgument,
+        message: `grpc-timeout "${"9".repeat(100)}"… (5000 characters) is not a timeout; send 1-8 digits and a unit (H, M, S, m, u, n), e.g. "500m"`,
+      });
+    },
+  );
+
+  it("and a malformed connect-timeout-ms over Connect are INVALID_ARGUMENT alike", async () => {
+    const status = await protocols["Connect binary"]?.(SUMMARY, new Uint8Array(), {
+      "connect-timeout-ms": "soon",
+    });
+    expect(status).toEqual({
+      code: Code.InvalidArgument,
+      message: 'connect-timeout-ms "soon" is not a timeout; send 1-10 digits of milliseconds',
+    });
+  });
+});
+
+describe("Connect JSON", () => {
+  async function searchTools(body: unknown): Promise<{ httpStatus: number; status: Status }> {
+    const response = await fetch(`${wayfind.baseUrl}/wayfind.v1.ToolDiscoveryService/SearchTools`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    return { httpStatus: response.status, status: connectStatus(await response.json()) };
+  }
+
+  it("rejects an unknown enum name with INVALID_ARGUMENT naming the field and the allowed names", async () => {
+    const { httpStatus, status } = await searchTools({ query: "issues", search_type: "NOPE" });
+    expect(httpStatus).toBe(400);
+    expect(status.code).toBe(Code.InvalidArgument);
+    expect(status.message).toContain('search_type: "NOPE" is not a value of wayfind.v1.SearchType');
+    expect(status.message).toContain("SEARCH_TYPE_REGEX");
+  });
+
+  it("rejects an unknown field instead of ignoring it", async () => {
+    const { status } = await searchTools({ query: "issues", serach_type: "SEARCH_TYPE_REGEX" });
+    expect(status.code).toBe(Code.InvalidArgument);
+    expect(status.message).toContain('"serach_type" is unknown');
+  });
+
+  it("still reads a known enum name", async () => {
+    const response = await fetch(`${wayfind.baseUrl}/wayfind.v1.ToolDiscoveryService/SearchTools`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ query: "issues", search_type: "SEARCH_TYPE_REGEX" }),
+    });
+    expect(await response.json()).toMatchObject({ effectiveSearchType: "SEARCH_TYPE_REGEX" });
+  });
+});
+
+describe("the one error mapping", () => {
+  it("bounds every message, details included, to MAX_ERROR_MESSAGE_BYTES of UTF-8", () => {
+    const problems = Array.from({ length: 1_000 }, (_, i) => `file-${i}.skill.md: trigger is missing ✗`);
+    const error = toRpcError(invalidArgument("skill pack rejected", problems));
+    expect(error.code).toBe(Code.InvalidArgument);
+    expect(Buffer.byteLength(error.rawMessage)).toBeLessThanOrEqual(MAX_ERROR_MESSAGE_BYTES);
+    expect(error.rawMessage).toMatch(/^skill pack rejected\n- file-0\.skill\.md/);
+    expect(error.rawMessage).toMatch(/… \(message cut; \d+ characters in all\)$/);
+  });
+
+  it("answers an unexpected error with a fixed text: no class name, stack or SQL", () => {
+    const error = toRpcError(new RangeError("SQLITE_ERROR: near SELECT * FROM tools WHERE"));
+    expect(error.code).toBe(Code.Internal);
+    expect(error.rawMessage).toBe("internal error; the server log has the details");
+  });
+});
