@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
-import { Ajv, type ValidateFunction } from "ajv";
+import { Ajv, type CodeOptions, type ValidateFunction } from "ajv";
+import { RE2JS } from "re2js";
 import { invalidArgument } from "../errors.ts";
 import {
   type JsonObject,
@@ -111,18 +112,61 @@ function toExample(ex: ToolExample, i: number, fail: (m: string) => Error): Tool
   return { args: ex.args, description: ex.description ?? "", tags: [...(ex.tags ?? [])] };
 }
 
+/** A schema pattern RE2 cannot compile (a lookaround or a backreference, say). */
+class UnsupportedPattern extends Error {
+  constructor(
+    readonly pattern: string,
+    reason: string,
+  ) {
+    super(reason);
+  }
+}
+
+/**
+ * Ajv's regex engine for `pattern` and `patternProperties`: RE2 semantics, so a caller's pattern runs
+ * in time linear in the example it checks. With JavaScript's backtracking RegExp, `^(a+)+$` against
+ * "aaaaaaaaaaaaaaaaaaaaaaaaaaa!" froze the server for seconds in one RegisterTools call.
+ */
+const re2Engine: NonNullable<CodeOptions["regExp"]> = Object.assign(
+  (pattern: string) => {
+    let compiled: RE2JS;
+    try {
+      compiled = RE2JS.compile(pattern);
+    } catch (err) {
+      throw new UnsupportedPattern(pattern, (err as Error).message);
+    }
+    // Ajv keys the compiled patterns of one schema by toString: it must differ per pattern.
+    return { test: (text: string) => compiled.test(text), toString: () => `/${pattern}/` };
+  },
+  // Used only by Ajv's standalone code generation, which wayfind does not use.
+  { code: 'require("re2js").RE2JS.compile' },
+);
+
 let ajv: Ajv | undefined;
 
 /** Examples must satisfy the args schema; the error names tool, example index and field. */
 function validateExamples(name: string, schema: JsonObject, examples: readonly ToolExample[]): void {
-  ajv ??= new Ajv({ strict: false, allErrors: false, validateFormats: false, validateSchema: false });
+  ajv ??= new Ajv({
+    strict: false,
+    allErrors: false,
+    validateFormats: false,
+    validateSchema: false,
+    code: { regExp: re2Engine },
+  });
   let validate: ValidateFunction;
+  // $schema/$id may name drafts Ajv does not load; they do not change validation of examples here.
+  const { $schema: _s, $id: _i, ...rest } = schema;
   try {
-    // $schema/$id may name drafts Ajv does not load; they do not change validation of examples here.
-    const { $schema: _s, $id: _i, ...rest } = schema;
     validate = ajv.compile(rest);
   } catch (err) {
+    if (err instanceof UnsupportedPattern)
+      throw invalidArgument(
+        `tool "${name}": args schema pattern ${JSON.stringify(err.pattern)} at ${patternPath(rest, err.pattern) ?? "(unknown)"} is not supported: ${err.message}; patterns use RE2 syntax (no lookaround or backreferences)`,
+      );
     throw invalidArgument(`tool "${name}": args schema does not compile: ${(err as Error).message}`);
+  } finally {
+    // Ajv caches every compiled schema by object; each registration brings new objects.
+    ajv.removeSchema(rest);
   }
   examples.forEach((ex, i) => {
     if (validate(ex.args)) return;
@@ -135,6 +179,20 @@ function validateExamples(name: string, schema: JsonObject, examples: readonly T
       `tool "${name}": example ${i} does not match the args schema at ${path}: ${e?.message ?? "invalid"}`,
     );
   });
+}
+
+/** JSON pointer (within the args schema) of the first `pattern` or `patternProperties` key equal to `pattern`. */
+function patternPath(schema: JsonValue, pattern: string, at = ""): string | undefined {
+  if (typeof schema !== "object" || schema === null) return undefined;
+  for (const [key, value] of Object.entries(schema)) {
+    const here = `${at}/${key.replace(/~/g, "~0").replace(/\//g, "~1")}`;
+    if (key === "pattern" && value === pattern) return here;
+    if (key === "patternProperties" && isObject(value) && Object.hasOwn(value, pattern))
+      return `${here}/${pattern.replace(/~/g, "~0").replace(/\//g, "~1")}`;
+    const inner = patternPath(value, pattern, here);
+    if (inner) return inner;
+  }
+  return undefined;
 }
 
 export function isObject(v: unknown): v is JsonObject {
