@@ -103,6 +103,16 @@ describe("renderToolPrompt", () => {
     expect(out.text).toContain("Prefer [unavailable tool]? never; see [unavailable tool].");
   });
 
+  it("redacts a hidden name followed by dots, and long runs of dots without stalling", () => {
+    // A description of 16,000 dots between letters took 0.4 s to scan for trailing punctuation.
+    const dots = `a${".".repeat(16_000)}a`;
+    const tools = [...TOOLS, tool("slack.dots", { description: `Not github.delete_repo... ${dots}` })];
+    const started = performance.now();
+    const out = render({ tools, activeNames: ["slack.dots"] });
+    expect(performance.now() - started).toBeLessThan(250);
+    expect(out.text).toContain(`Not [unavailable tool]... ${dots}`);
+  });
+
   it("hints top-k deferred tools that are not shown, and emits counts only", () => {
     const events: NewEvent[] = [];
     const out = render({
