@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { Ajv, type CodeOptions, type ValidateFunction } from "ajv";
+import { Ajv, type CodeOptions, type SchemaValidateFunction, type ValidateFunction } from "ajv";
 import { RE2JS } from "re2js";
 import { invalidArgument } from "../errors.ts";
 import {
@@ -142,17 +142,54 @@ const re2Engine: NonNullable<CodeOptions["regExp"]> = Object.assign(
   { code: 'require("re2js").RE2JS.compile' },
 );
 
-let ajv: Ajv | undefined;
+/**
+ * `uniqueItems` by each item's canonical JSON, in one pass. Ajv's own compares every pair of items:
+ * 12 s for an example array of 20,000 small objects (229 KB) in one RegisterTools call.
+ */
+const uniqueItems: SchemaValidateFunction = (unique: boolean, items: unknown[]) => {
+  if (!unique) return true;
+  const seen = new Map<string, number>();
+  for (let i = 0; i < items.length; i++) {
+    const key = canonicalJson(items[i] as JsonValue);
+    const first = seen.get(key);
+    if (first !== undefined) {
+      uniqueItems.errors = [
+        {
+          keyword: "uniqueItems",
+          message: `must NOT have duplicate items (items ## ${first} and ${i} are identical)`,
+          params: { i: first, j: i },
+        },
+      ];
+      return false;
+    }
+    seen.set(key, i);
+  }
+  return true;
+};
 
-/** Examples must satisfy the args schema; the error names tool, example index and field. */
-function validateExamples(name: string, schema: JsonObject, examples: readonly ToolExample[]): void {
-  ajv ??= new Ajv({
+function createAjv(): Ajv {
+  const instance = new Ajv({
     strict: false,
     allErrors: false,
     validateFormats: false,
     validateSchema: false,
     code: { regExp: re2Engine },
   });
+  instance.removeKeyword("uniqueItems");
+  instance.addKeyword({
+    keyword: "uniqueItems",
+    type: "array",
+    schemaType: "boolean",
+    validate: uniqueItems,
+  });
+  return instance;
+}
+
+let ajv: Ajv | undefined;
+
+/** Examples must satisfy the args schema; the error names tool, example index and field. */
+function validateExamples(name: string, schema: JsonObject, examples: readonly ToolExample[]): void {
+  ajv ??= createAjv();
   let validate: ValidateFunction;
   // $schema/$id may name drafts Ajv does not load; they do not change validation of examples here.
   const { $schema: _s, $id: _i, ...rest } = schema;

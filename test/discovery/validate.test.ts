@@ -76,3 +76,23 @@ describe("example validation against schema patterns", () => {
     expect(err?.message).toContain(String.raw`at /patternProperties/(a)\1 is not supported`);
   });
 });
+
+describe("example validation of uniqueItems", () => {
+  const uniqueList: JsonObject = {
+    type: "object",
+    properties: { xs: { type: "array", uniqueItems: true } },
+  };
+
+  it("rejects equal items whatever their key order, naming both", () => {
+    const err = rejection(uniqueList, [{ xs: [{ a: 1, b: [2] }, { c: 3 }, { b: [2], a: 1 }] }]);
+    expect(err?.message).toMatch(/at \/xs: must NOT have duplicate items \(items ## 0 and 2 are identical\)/);
+  });
+
+  it("accepts distinct items, even 20,000 of them, without stalling", () => {
+    // Ajv's pairwise comparison took 12 s here.
+    const xs = Array.from({ length: 20_000 }, (_, i) => ({ a: i }));
+    const started = performance.now();
+    expect(rejection(uniqueList, [{ xs }, { xs: [1, "1", [1], { a: 1 }] }])).toBeUndefined();
+    expect(performance.now() - started).toBeLessThan(250);
+  });
+});
