@@ -275,17 +275,19 @@ function withoutTrailingPunctuation(token: string): number {
   return end;
 }
 
+/** Every `lowerNeedle` in `text` (compared lower-cased) replaced, built in one pass. */
 function replaceAllInsensitive(text: string, lowerNeedle: string, replacement: string): string {
-  let lower = text.toLowerCase();
+  if (lowerNeedle.length === 0) return text;
+  const lower = text.toLowerCase();
   // toLowerCase can change lengths for a few code points; then fall back to the lowered text.
-  if (lower.length !== text.length) text = lower;
-  let at = lower.indexOf(lowerNeedle);
-  while (at >= 0) {
-    text = text.slice(0, at) + replacement + text.slice(at + lowerNeedle.length);
-    lower = text.toLowerCase();
-    at = lower.indexOf(lowerNeedle, at + replacement.length);
+  const source = lower.length === text.length ? text : lower;
+  let out = "";
+  let copied = 0;
+  for (let at = lower.indexOf(lowerNeedle); at >= 0; at = lower.indexOf(lowerNeedle, copied)) {
+    out += source.slice(copied, at) + replacement;
+    copied = at + lowerNeedle.length;
   }
-  return text;
+  return copied === 0 ? source : out + source.slice(copied);
 }
 
 function scope(caller: Caller): { tenantId: string; sessionId: string; runId: string } {
