@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Health } from "../../gen/ts/grpc/health/v1/health_pb.ts";
 import { SearchType } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import { SkillScope, SkillService } from "../../gen/ts/wayfind/v1/skills_pb.ts";
-import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
+import { LoadingMode, ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 
 /**
@@ -19,7 +19,8 @@ const acme = { tenantId: "acme", projectId: "web", sessionId: "s1", runId: "r1" 
 
 let wayfind: TestServer;
 beforeAll(async () => {
-  wayfind = await startTestServer();
+  // Hidden tools: their names are redacted from the text of the tools a caller sees.
+  wayfind = await startTestServer({ policy: { denied: ["render.hidden*"] } });
 });
 afterAll(() => wayfind.stop());
 
@@ -202,6 +203,31 @@ describe("no caller text stalls the server", () => {
         ),
         { numRuns: 60 },
       );
+    });
+    expect(result.answered).toBeGreaterThan(0);
+    expect(result.slowestMs).toBeLessThan(HEALTH_BUDGET_MS);
+  });
+
+  it("renders prompts over tool text built to backtrack in name redaction", async () => {
+    const tools = wayfind.grpc(ToolDiscoveryService);
+    await tools.registerTools({
+      source: "render",
+      tools: [
+        { name: "render.hidden_tool", aliases: ["!"] },
+        {
+          name: "render.loud",
+          description: `${"!".repeat(8000)} a${".".repeat(8000)}a`,
+          loadingMode: LoadingMode.ALWAYS,
+        },
+      ],
+    });
+    const result = await underAttack(async () => {
+      const rendered = await tools.renderToolPrompt({
+        caller: acme,
+        includeDirectory: true,
+        hintMessage: "key-".repeat(100),
+      });
+      expect(rendered.text).toContain("[unavailable tool]".repeat(8000));
     });
     expect(result.answered).toBeGreaterThan(0);
     expect(result.slowestMs).toBeLessThan(HEALTH_BUDGET_MS);
