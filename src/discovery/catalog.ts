@@ -140,9 +140,11 @@ export class ToolCatalog {
     VisibilityPredicate,
     { index: Index; includeAlways: boolean; candidates: Candidates }
   >();
-  /** The regex path's literal index, per in-memory index (dies with it). */
+  /** The regex path's literal index, per in-memory index (dies with it); absent while it is built. */
   private readonly literalIndexes = new WeakMap<Index, LiteralIndex>();
   private readonly fingerprints = new Map<string, string>();
+  /** The background build of the current index's literal index. */
+  private literalIndexBuild: Promise<unknown> = Promise.resolve();
   private readonly preferred: readonly string[];
   private readonly events: EventSink | undefined;
   private readonly rankerConfig: RankerConfig;
@@ -548,6 +550,7 @@ export class ToolCatalog {
       lowerDescriptions: docs.map((t) => fold(t.description)),
       lowerTags: docs.map((t) => t.tags.map(fold)),
     };
+    this.buildLiteralIndex(this.index);
     // Emitted whenever the in-memory index is (re)built: at start and on the first read after a change.
     this.events?.emit({
       type: "tool_search_cache_ready",
@@ -624,18 +627,24 @@ export class ToolCatalog {
     return ranked.slice(0, limit).map((r) => hit(index.docs[r.doc] as Tool, 1, "exact_normalized"));
   }
 
-  /** Built on the first regex search after a change, then reused. */
-  private literalIndex(index: Index): LiteralIndex {
-    let literals = this.literalIndexes.get(index);
-    if (!literals) {
-      literals = LiteralIndex.build(index.docs.length, (d) => [
-        index.lowerNames[d] ?? "",
-        index.lowerDescriptions[d] ?? "",
-        ...(index.lowerTags[d] ?? []),
-      ]);
-      this.literalIndexes.set(index, literals);
-    }
-    return literals;
+  /**
+   * Starts building the literal index of a new in-memory index, in slices between other calls (about
+   * a second of work at 10,000 tools, once held by the first regex search after a change). Regex
+   * searches scan without it until it is ready; a newer index abandons the build.
+   */
+  private buildLiteralIndex(index: Index): void {
+    this.literalIndexBuild = LiteralIndex.buildInSlices(
+      index.docs.length,
+      (d) => [index.lowerNames[d] ?? "", index.lowerDescriptions[d] ?? "", ...(index.lowerTags[d] ?? [])],
+      () => this.index === index,
+    ).then((literals) => {
+      if (literals) this.literalIndexes.set(index, literals);
+    });
+  }
+
+  /** Resolves when background work on the current in-memory index (the literal index) is done. */
+  async settled(): Promise<void> {
+    await this.literalIndexBuild;
   }
 
   private regex(index: Index, re: CallerRegex, allowed: Uint8Array | undefined, limit: number): SearchHit[] {
@@ -655,11 +664,11 @@ export class ToolCatalog {
     const done = new Uint8Array(docs.length);
     // Visiting docs in tie-break order means a later doc enters only with a strictly higher score,
     // so once the page is full the cheaper checks (and finally the whole scan) can stop early. The
-    // literal index narrows the visit to docs holding the pattern's literals, when it has some (a
-    // pattern with none, like the FTS5-less alternation, never pays for building it).
+    // literal index, once built, narrows the visit to docs holding the pattern's literals.
+    const literalIndex = this.literalIndexes.get(index);
     const narrowed =
-      re.literals.length > 0 || re.prefixLiteral
-        ? this.literalIndex(index).candidates(re.literals, re.prefixLiteral)
+      literalIndex && (re.literals.length > 0 || re.prefixLiteral)
+        ? literalIndex.candidates(re.literals, re.prefixLiteral)
         : undefined;
     const visit = narrowed ? inTieOrder(index, narrowed) : index.tieOrder;
     for (const d of visit) {

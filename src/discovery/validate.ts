@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
-import { Ajv, type ValidateFunction } from "ajv";
+import { Ajv, type CodeOptions, type SchemaValidateFunction, type ValidateFunction } from "ajv";
+import { RE2JS } from "re2js";
 import { invalidArgument, quoteInput } from "../errors.ts";
 import { LIMITS as API, type Limit, sizeProblem } from "../limits.ts";
 import {
@@ -101,6 +102,79 @@ function toExample(ex: ToolExample, i: number, fail: (m: string) => Error): Tool
   return { args: ex.args, description: ex.description ?? "", tags: [...(ex.tags ?? [])] };
 }
 
+/** A schema pattern RE2 cannot compile (a lookaround or a backreference, say). */
+class UnsupportedPattern extends Error {
+  constructor(
+    readonly pattern: string,
+    reason: string,
+  ) {
+    super(reason);
+  }
+}
+
+/**
+ * Ajv's regex engine for `pattern` and `patternProperties`: RE2 semantics, so a caller's pattern runs
+ * in time linear in the example it checks. With JavaScript's backtracking RegExp, `^(a+)+$` against
+ * "aaaaaaaaaaaaaaaaaaaaaaaaaaa!" froze the server for seconds in one RegisterTools call.
+ */
+const re2Engine: NonNullable<CodeOptions["regExp"]> = Object.assign(
+  (pattern: string) => {
+    let compiled: RE2JS;
+    try {
+      compiled = RE2JS.compile(pattern);
+    } catch (err) {
+      throw new UnsupportedPattern(pattern, (err as Error).message);
+    }
+    // Ajv keys the compiled patterns of one schema by toString: it must differ per pattern.
+    return { test: (text: string) => compiled.test(text), toString: () => `/${pattern}/` };
+  },
+  // Used only by Ajv's standalone code generation, which wayfind does not use.
+  { code: 'require("re2js").RE2JS.compile' },
+);
+
+/**
+ * `uniqueItems` by each item's canonical JSON, in one pass. Ajv's own compares every pair of items:
+ * 12 s for an example array of 20,000 small objects (229 KB) in one RegisterTools call.
+ */
+const uniqueItems: SchemaValidateFunction = (unique: boolean, items: unknown[]) => {
+  if (!unique) return true;
+  const seen = new Map<string, number>();
+  for (let i = 0; i < items.length; i++) {
+    const key = canonicalJson(items[i] as JsonValue);
+    const first = seen.get(key);
+    if (first !== undefined) {
+      uniqueItems.errors = [
+        {
+          keyword: "uniqueItems",
+          message: `must NOT have duplicate items (items ## ${first} and ${i} are identical)`,
+          params: { i: first, j: i },
+        },
+      ];
+      return false;
+    }
+    seen.set(key, i);
+  }
+  return true;
+};
+
+function createAjv(): Ajv {
+  const instance = new Ajv({
+    strict: false,
+    allErrors: false,
+    validateFormats: false,
+    validateSchema: false,
+    code: { regExp: re2Engine },
+  });
+  instance.removeKeyword("uniqueItems");
+  instance.addKeyword({
+    keyword: "uniqueItems",
+    type: "array",
+    schemaType: "boolean",
+    validate: uniqueItems,
+  });
+  return instance;
+}
+
 let ajv: Ajv | undefined;
 
 /** What is wrong with a list of strings: how many there are, or the length of one (quoted). */
@@ -117,14 +191,21 @@ function listProblem(items: readonly unknown[], count: Limit, item: Limit): stri
 
 /** Examples must satisfy the args schema; the error names tool, example index and field. */
 function validateExamples(name: string, schema: JsonObject, examples: readonly ToolExample[]): void {
-  ajv ??= new Ajv({ strict: false, allErrors: false, validateFormats: false, validateSchema: false });
+  ajv ??= createAjv();
   let validate: ValidateFunction;
+  // $schema/$id may name drafts Ajv does not load; they do not change validation of examples here.
+  const { $schema: _s, $id: _i, ...rest } = schema;
   try {
-    // $schema/$id may name drafts Ajv does not load; they do not change validation of examples here.
-    const { $schema: _s, $id: _i, ...rest } = schema;
     validate = ajv.compile(rest);
   } catch (err) {
+    if (err instanceof UnsupportedPattern)
+      throw invalidArgument(
+        `tool "${name}": args schema pattern ${JSON.stringify(err.pattern)} at ${patternPath(rest, err.pattern) ?? "(unknown)"} is not supported: ${err.message}; patterns use RE2 syntax (no lookaround or backreferences)`,
+      );
     throw invalidArgument(`tool "${name}": args schema does not compile: ${(err as Error).message}`);
+  } finally {
+    // Ajv caches every compiled schema by object; each registration brings new objects.
+    ajv.removeSchema(rest);
   }
   examples.forEach((ex, i) => {
     if (validate(ex.args)) return;
@@ -137,6 +218,20 @@ function validateExamples(name: string, schema: JsonObject, examples: readonly T
       `tool "${name}": example ${i} does not match the args schema at ${path}: ${e?.message ?? "invalid"}`,
     );
   });
+}
+
+/** JSON pointer (within the args schema) of the first `pattern` or `patternProperties` key equal to `pattern`. */
+function patternPath(schema: JsonValue, pattern: string, at = ""): string | undefined {
+  if (typeof schema !== "object" || schema === null) return undefined;
+  for (const [key, value] of Object.entries(schema)) {
+    const here = `${at}/${key.replace(/~/g, "~0").replace(/\//g, "~1")}`;
+    if (key === "pattern" && value === pattern) return here;
+    if (key === "patternProperties" && isObject(value) && Object.hasOwn(value, pattern))
+      return `${here}/${pattern.replace(/~/g, "~0").replace(/\//g, "~1")}`;
+    const inner = patternPath(value, pattern, here);
+    if (inner) return inner;
+  }
+  return undefined;
 }
 
 export function isObject(v: unknown): v is JsonObject {

@@ -16,7 +16,11 @@ export interface MarkdownParts {
 
 type Section = "main" | "preconditions" | "failures";
 
-const HEADING = /^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$/;
+/** The opening of an ATX heading; its closing `#`s and spaces are trimmed by headingText. */
+const HEADING_START = /^\s{0,3}(#{1,6})\s+/;
+const SPACE = /\s/;
+/** Ends a line for `.`: a heading whose text holds one is not a heading. */
+const LINE_TERMINATOR = /[\r\u2028\u2029]/;
 const LIST_ITEM = /^(\s*)(?:[-*+]|\d{1,3}[.)])\s+(.*)$/;
 const FENCE = /^\s*(```|~~~)/;
 
@@ -29,6 +33,24 @@ function sectionOf(heading: string): Section {
   )
     return "failures";
   return "main";
+}
+
+/**
+ * `## Title ##` → level 2, "Title": what `/^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$/` captures, without its
+ * backtracking. That regex is cubic on a line of spaces between text and a non-space (a 2,000-space
+ * heading line of a caller's skill pack took 5 s); the closing run is found by one scan from the end.
+ */
+export function parseHeading(line: string): { level: number; text: string } | undefined {
+  const start = HEADING_START.exec(line);
+  if (!start) return undefined;
+  const from = start[0].length;
+  let end = line.length;
+  while (end > from && SPACE.test(line[end - 1] ?? "")) end--;
+  while (end > from && line[end - 1] === "#") end--;
+  while (end > from && SPACE.test(line[end - 1] ?? "")) end--;
+  const text = line.slice(from, end);
+  if (LINE_TERMINATOR.test(text)) return undefined;
+  return { level: start[1]?.length ?? 1, text };
 }
 
 export function parseMarkdownBody(body: string): MarkdownParts {
@@ -58,11 +80,10 @@ export function parseMarkdownBody(body: string): MarkdownParts {
       current?.lines.push(rawLine);
       continue;
     }
-    const heading = HEADING.exec(rawLine);
+    const heading = parseHeading(rawLine);
     if (heading) {
       flush();
-      const level = heading[1]?.length ?? 1;
-      const text = heading[2] ?? "";
+      const { level, text } = heading;
       if (level === 1 && title === undefined) title = text;
       else section = sectionOf(text);
       continue;

@@ -47,6 +47,17 @@ import { rowToSkill, type SkillRow, SkillStore, type SqlPart, visibleSkillPredic
 
 /** Rows a regex search may run RE2 on after the literal pre-check (~10 µs each). */
 const MAX_REGEX_ROWS = 5_000;
+/**
+ * Characters of skill text one regex search may run RE2 on (~130 ms on a loaded 2-core host). Rows alone do not bound
+ * the work: 5,000 skills of 12 KB took seconds with a pattern that has no literal to pre-check.
+ */
+const MAX_REGEX_TEXT = 2_000_000;
+
+const regexTooBroad = (what: string) =>
+  invalidArgument(
+    `regex matches too broadly: ${what} would need a full scan; ` +
+      "add literal text to the pattern, filter by task_type, or use full-text search",
+  );
 
 /** The index partitions a caller may read: a narrowing pre-filter; the SQL predicate decides. */
 function callerPartitions(caller: Caller): Set<string> {
@@ -664,12 +675,7 @@ export class SkillService {
         taskType,
         MAX_REGEX_ROWS,
       );
-      if (seqs === undefined) {
-        throw invalidArgument(
-          `regex matches too broadly: more than ${MAX_REGEX_ROWS} skills would need a full scan; ` +
-            "add literal text to the pattern, filter by task_type, or use full-text search",
-        );
-      }
+      if (seqs === undefined) throw regexTooBroad(`more than ${MAX_REGEX_ROWS} skills`);
       // NOT INDEXED: look the candidates up by rowid; with the scope index SQLite would walk every
       // visible skill instead (8 ms at 50,000).
       statement = this.store.prepare(
@@ -677,18 +683,24 @@ export class SkillService {
       );
       params = [JSON.stringify(seqs), ...where.params];
     }
+    const re = regex.full;
+    let budget = MAX_REGEX_TEXT;
+    const test = (text: string) => {
+      budget -= text.length;
+      if (budget < 0) throw regexTooBroad(`more than ${MAX_REGEX_TEXT} characters of skill text`);
+      return re.test(text);
+    };
     for (const raw of statement.iterate(...params)) {
       const row = raw as SearchRow;
-      const re = regex.full;
       let score = 0;
-      if (mayMatch(regex, fold(row.name)) && re.test(row.name))
+      if (mayMatch(regex, fold(row.name)) && test(row.name))
         score = re.testExact(row.name) ? 0.95 : re.matcher(row.name).lookingAt() ? 0.9 : 0.85;
       else {
         const tags = (JSON.parse(row.tags) as string[]).join(" ");
         const text = `${row.title}\n${row.trigger_text}\n${row.description}\n${tags}`;
         // Literal pre-check (no RE2 work for most rows), then RE2 on the raw text, then a confirmation
         // on what the caller may actually see.
-        if (mayMatch(regex, fold(text)) && re.test(text) && re.test(sanitize(row)(text))) score = 0.75;
+        if (mayMatch(regex, fold(text)) && test(text) && test(sanitize(row)(text))) score = 0.75;
       }
       if (score > 0) hits.push({ row, score });
     }

@@ -1,4 +1,8 @@
+import { setImmediate as nextTurn } from "node:timers/promises";
 import { gallop } from "./postings.ts";
+
+/** Work per turn of a sliced build: well under the ~50 ms a turn may take. */
+const SLICE_MS = 10;
 
 /**
  * Narrows a caller regex to the docs that can match it, from the literals every match must hold
@@ -22,36 +26,36 @@ export class LiteralIndex {
    * tag…), folded like the literals (caller-regex.ts `fold`).
    */
   static build(docCount: number, fieldsOf: (doc: number) => readonly string[]): LiteralIndex {
-    const building = new Map<string, number[]>();
-    const fields: { text: string; doc: number }[] = [];
-    for (let doc = 0; doc < docCount; doc++) {
-      const docFields = fieldsOf(doc);
-      for (const field of docFields) fields.push({ text: field, doc });
-      // "\n" between fields: a literal never contains it, so no trigram spans two fields usefully.
-      const text = docFields.join("\n");
-      for (let i = 0; i + 3 <= text.length; i++) {
-        const trigram = text.slice(i, i + 3);
-        const docs = building.get(trigram);
-        if (!docs) building.set(trigram, [doc]);
-        else if (docs[docs.length - 1] !== doc) docs.push(doc);
-      }
+    const builder = new LiteralIndexBuilder(fieldsOf);
+    for (let doc = 0; doc < docCount; doc++) builder.add(doc);
+    return new LiteralIndex(builder.packPostings(), ...builder.sortFields());
+  }
+
+  /**
+   * The same index, built a slice of docs at a time between turns of the event loop: at 10,000 tools
+   * the build is about a second of work, which must not hold up other calls. Resolves to undefined
+   * when `wanted()` turns false (the index it was for has been replaced).
+   */
+  static async buildInSlices(
+    docCount: number,
+    fieldsOf: (doc: number) => readonly string[],
+    wanted: () => boolean,
+  ): Promise<LiteralIndex | undefined> {
+    const builder = new LiteralIndexBuilder(fieldsOf);
+    let doc = 0;
+    while (doc < docCount) {
+      await nextTurn();
+      if (!wanted()) return undefined;
+      const until = performance.now() + SLICE_MS;
+      // Checking the clock every doc would cost more than the small docs it separates.
+      while (doc < docCount && (doc % 64 !== 0 || performance.now() < until)) builder.add(doc++);
     }
-    // Views into one buffer: one backing store, not one per trigram.
-    const all = new Int32Array([...building.values()].reduce((sum, docs) => sum + docs.length, 0));
-    const postings = new Map<string, Int32Array>();
-    let offset = 0;
-    for (const [trigram, docs] of building) {
-      const view = all.subarray(offset, offset + docs.length);
-      view.set(docs);
-      postings.set(trigram, view);
-      offset += docs.length;
-    }
-    fields.sort((a, b) => (a.text < b.text ? -1 : a.text > b.text ? 1 : a.doc - b.doc));
-    return new LiteralIndex(
-      postings,
-      fields.map((f) => f.text),
-      Int32Array.from(fields, (f) => f.doc),
-    );
+    // Packing and sorting take tens of milliseconds each at 10,000 tools: one turn each.
+    await nextTurn();
+    if (!wanted()) return undefined;
+    const postings = builder.packPostings();
+    await nextTurn();
+    return wanted() ? new LiteralIndex(postings, ...builder.sortFields()) : undefined;
   }
 
   /**
@@ -117,4 +121,47 @@ function intersect(small: Int32Array, large: Int32Array): Int32Array {
     if (large[from] === doc) out[count++] = doc;
   }
   return out.subarray(0, count);
+}
+
+/** Collects trigram postings and fields doc by doc, then packs them into a LiteralIndex. */
+class LiteralIndexBuilder {
+  private readonly postings = new Map<string, number[]>();
+  private readonly fields: { text: string; doc: number }[] = [];
+
+  constructor(private readonly fieldsOf: (doc: number) => readonly string[]) {}
+
+  /** Docs must be added in ascending order (postings stay sorted). */
+  add(doc: number): void {
+    const docFields = this.fieldsOf(doc);
+    for (const field of docFields) this.fields.push({ text: field, doc });
+    // "\n" between fields: a literal never contains it, so no trigram spans two fields usefully.
+    const text = docFields.join("\n");
+    for (let i = 0; i + 3 <= text.length; i++) {
+      const trigram = text.slice(i, i + 3);
+      const docs = this.postings.get(trigram);
+      if (!docs) this.postings.set(trigram, [doc]);
+      else if (docs[docs.length - 1] !== doc) docs.push(doc);
+    }
+  }
+
+  packPostings(): Map<string, Int32Array> {
+    // Views into one buffer: one backing store, not one per trigram.
+    const all = new Int32Array([...this.postings.values()].reduce((sum, docs) => sum + docs.length, 0));
+    const postings = new Map<string, Int32Array>();
+    let offset = 0;
+    for (const [trigram, docs] of this.postings) {
+      const view = all.subarray(offset, offset + docs.length);
+      view.set(docs);
+      postings.set(trigram, view);
+      offset += docs.length;
+    }
+    return postings;
+  }
+
+  /** Every field, sorted, and the doc of each. */
+  sortFields(): [readonly string[], Int32Array] {
+    const fields = this.fields;
+    fields.sort((a, b) => (a.text < b.text ? -1 : a.text > b.text ? 1 : a.doc - b.doc));
+    return [fields.map((f) => f.text), Int32Array.from(fields, (f) => f.doc)];
+  }
 }

@@ -110,6 +110,16 @@ describe("fallbacks without FTS5", () => {
 });
 
 describe("regex search", () => {
+  it("answers right after a change, before its literal index is built, as it does after", async () => {
+    const { catalog } = seeded();
+    catalog.register("more", [{ name: "weather_alerts", description: "Severe weather alerts" }]);
+    const queries = ["weather", "^get_", "alert|forecast", "w.*er"];
+    const before = queries.map((query) => names(catalog.search({ query, type: "regex" })));
+    await catalog.settled();
+    expect(queries.map((query) => names(catalog.search({ query, type: "regex" })))).toEqual(before);
+    expect(before[0]).toContain("weather_alerts");
+  });
+
   it("stops early but still returns the best tie-break order when many names match", () => {
     const { catalog } = openCatalog();
     catalog.register(

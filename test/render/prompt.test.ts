@@ -103,6 +103,26 @@ describe("renderToolPrompt", () => {
     expect(out.text).toContain("Prefer [unavailable tool]? never; see [unavailable tool].");
   });
 
+  it("redacts a hidden name followed by dots, and long runs of dots without stalling", () => {
+    // A description of 16,000 dots between letters took 0.4 s to scan for trailing punctuation.
+    const dots = `a${".".repeat(16_000)}a`;
+    const tools = [...TOOLS, tool("slack.dots", { description: `Not github.delete_repo... ${dots}` })];
+    const started = performance.now();
+    const out = render({ tools, activeNames: ["slack.dots"] });
+    expect(performance.now() - started).toBeLessThan(250);
+    expect(out.text).toContain(`Not [unavailable tool]... ${dots}`);
+  });
+
+  it("redacts every use of a hidden alias that is not name-shaped, in one pass", () => {
+    // Rebuilding the text per occurrence took about a second for 16,000 occurrences.
+    const tools = TOOLS.map((t) => (t.name === "github.delete_repo" ? { ...t, aliases: ["!"] } : t));
+    tools.push(tool("slack.shout", { description: "!".repeat(16_000) }));
+    const started = performance.now();
+    const out = render({ tools, activeNames: ["slack.shout"] });
+    expect(performance.now() - started).toBeLessThan(250);
+    expect(out.text).toContain("[unavailable tool]".repeat(16_000));
+  });
+
   it("hints top-k deferred tools that are not shown, and emits counts only", () => {
     const events: NewEvent[] = [];
     const out = render({

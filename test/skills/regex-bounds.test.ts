@@ -34,4 +34,19 @@ describe("regex search bounds", () => {
     expect(error.code).toBe("invalid_argument");
     expect(error.message).toContain("matches too broadly");
   });
+
+  it("refuses a pattern without literals that would run RE2 over too much skill text", () => {
+    const f = fixture();
+    // 1,000 skills of ~4 KB: few enough rows, but 4 MB of text for RE2 (0.25 s here, seconds at 5,000).
+    const files = Array.from({ length: 8 }, (_, file) => ({
+      path: `long${file}.skill.jsonl`,
+      content: Array.from({ length: 125 }, (_, i) =>
+        jsonSkill({ name: `long.skill_${file}_${i}`, description: "ab ".repeat(1300) }),
+      ).join("\n"),
+    }));
+    f.service.loadSkillPack({ pack: "long", files, scope: GLOBAL });
+    const error = thrown(() => f.service.searchSkills(caller("t1"), { query: "(x+x+)+y", type: "regex" }));
+    expect(error.code).toBe("invalid_argument");
+    expect(error.message).toContain("more than 2000000 characters of skill text");
+  });
 });

@@ -52,4 +52,61 @@ describe("LiteralIndex", () => {
     const index = LiteralIndex.build(1, () => ["ab"]);
     expect(index.candidates(["ab"], "")).toBeUndefined();
   });
+
+  it("builds the same index in slices as in one go", async () => {
+    const fields = Array.from({ length: 3000 }, (_, d) => [
+      `tool_${d}_${d % 7 === 0 ? "weather" : "mail"}`,
+      `text ${d}`,
+    ]);
+    const sliced = await LiteralIndex.buildInSlices(
+      fields.length,
+      (d) => fields[d] ?? [],
+      () => true,
+    );
+    const whole = LiteralIndex.build(fields.length, (d) => fields[d] ?? []);
+    for (const [literals, prefix] of [
+      [["weather"], ""],
+      [["mail"], "tool_12"],
+      [[], "tool_2999"],
+    ] as const)
+      expect(sliced?.candidates(literals, prefix)).toEqual(whole.candidates(literals, prefix));
+  });
+
+  it("lets other work run between slices, none of them long", async () => {
+    const fields = Array.from({ length: 20_000 }, (_, d) => [
+      `tool_${d}`,
+      "a description of some length ".repeat(8),
+    ]);
+    let longestGap = 0;
+    let last = performance.now();
+    let building = true;
+    const ticker = (async () => {
+      while (building) {
+        await new Promise((resolve) => setImmediate(resolve));
+        const now = performance.now();
+        longestGap = Math.max(longestGap, now - last);
+        last = now;
+      }
+    })();
+    await LiteralIndex.buildInSlices(
+      fields.length,
+      (d) => fields[d] ?? [],
+      () => true,
+    );
+    building = false;
+    await ticker;
+    // A slice is ~10 ms of work; the budget is wide for a loaded machine (one-shot: ~1 s).
+    expect(longestGap).toBeLessThan(150);
+  });
+
+  it("stops when the index is no longer wanted", async () => {
+    let wanted = true;
+    const build = LiteralIndex.buildInSlices(
+      20_000,
+      (d) => [`tool_${d}`],
+      () => wanted,
+    );
+    wanted = false;
+    expect(await build).toBeUndefined();
+  });
 });

@@ -1,0 +1,98 @@
+import { describe, expect, it } from "vitest";
+import type { JsonObject, ToolInput } from "../../src/discovery/index.ts";
+import { WayfindError } from "../../src/errors.ts";
+import { openCatalog } from "./helpers.ts";
+
+/** Registers one tool with this args schema and examples; returns the error it was rejected with. */
+function rejection(argsSchema: JsonObject, examples: readonly JsonObject[]): WayfindError | undefined {
+  const { catalog } = openCatalog();
+  const tool: ToolInput = {
+    name: "checked",
+    argsSchema,
+    examples: examples.map((args) => ({ args, description: "", tags: [] })),
+  };
+  try {
+    catalog.register("s", [tool]);
+    return undefined;
+  } catch (err) {
+    if (err instanceof WayfindError) return err;
+    throw err;
+  }
+}
+
+const stringWithPattern = (pattern: string): JsonObject => ({
+  type: "object",
+  properties: { code: { type: "string", pattern } },
+});
+
+describe("example validation against schema patterns", () => {
+  it("rejects an example against a catastrophic-backtracking pattern without stalling", () => {
+    // JavaScript's backtracking RegExp took 6-8 s here; RE2 answers in linear time.
+    const started = performance.now();
+    const err = rejection(stringWithPattern("^(a+)+$"), [{ code: "aaaaaaaaaaaaaaaaaaaaaaaaaaa!" }]);
+    expect(performance.now() - started).toBeLessThan(250);
+    expect(err?.code).toBe("invalid_argument");
+    expect(err?.message).toMatch(/example 0 does not match the args schema at \/code: must match pattern/);
+  });
+
+  it("accepts an example that matches the pattern", () => {
+    expect(rejection(stringWithPattern("^(a+)+$"), [{ code: "aaaa" }])).toBeUndefined();
+  });
+
+  it("enforces each of several patterns in one schema", () => {
+    const schema: JsonObject = {
+      type: "object",
+      properties: { a: { type: "string", pattern: "^x+$" }, b: { type: "string", pattern: "^y+$" } },
+    };
+    expect(rejection(schema, [{ a: "xx", b: "yy" }])).toBeUndefined();
+    expect(rejection(schema, [{ a: "xx", b: "xx" }])?.message).toMatch(
+      /at \/b: must match pattern "\^y\+\$"/,
+    );
+  });
+
+  it("checks patternProperties keys with the same engine", () => {
+    const schema: JsonObject = {
+      type: "object",
+      patternProperties: { "^(a|aa)+$": { type: "integer" } },
+    };
+    expect(rejection(schema, [{ aaaa: 1 }])).toBeUndefined();
+    expect(rejection(schema, [{ aaaa: "one" }])?.message).toMatch(/at \/aaaa: must be integer/);
+  });
+
+  it("rejects a pattern RE2 cannot run, naming the tool and the schema path", () => {
+    const schema: JsonObject = {
+      type: "object",
+      properties: { nested: { type: "object", properties: { code: { type: "string", pattern: "^(?!x)" } } } },
+    };
+    const err = rejection(schema, [{ nested: { code: "y" } }]);
+    expect(err?.code).toBe("invalid_argument");
+    expect(err?.message).toMatch(
+      /tool "checked": args schema pattern "\^\(\?!x\)" at \/properties\/nested\/properties\/code\/pattern is not supported: .*RE2 syntax/,
+    );
+  });
+
+  it("names a patternProperties key RE2 cannot run", () => {
+    const err = rejection({ type: "object", patternProperties: { "(a)\\1": { type: "integer" } } }, [{}]);
+    expect(err?.message).toContain(String.raw`at /patternProperties/(a)\1 is not supported`);
+  });
+});
+
+describe("example validation of uniqueItems", () => {
+  const uniqueList: JsonObject = {
+    type: "object",
+    properties: { xs: { type: "array", uniqueItems: true } },
+  };
+
+  it("rejects equal items whatever their key order, naming both", () => {
+    const err = rejection(uniqueList, [{ xs: [{ a: 1, b: [2] }, { c: 3 }, { b: [2], a: 1 }] }]);
+    expect(err?.message).toMatch(/at \/xs: must NOT have duplicate items \(items ## 0 and 2 are identical\)/);
+  });
+
+  it("accepts distinct items, even 20,000 of them, without stalling", () => {
+    // Ajv's pairwise comparison took 12 s here.
+    const xs = Array.from({ length: 20_000 }, (_, i) => ({ a: i }));
+    const started = performance.now();
+    expect(rejection(uniqueList, [{ xs }, { xs: [1, "1", [1], { a: 1 }] }])).toBeUndefined();
+    expect(performance.now() - started).toBeLessThan(250);
+  });
+});

@@ -1,0 +1,229 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import fc from "fast-check";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Health } from "../../gen/ts/grpc/health/v1/health_pb.ts";
+import { SearchType } from "../../gen/ts/wayfind/v1/common_pb.ts";
+import { SkillScope, SkillService } from "../../gen/ts/wayfind/v1/skills_pb.ts";
+import { LoadingMode, ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
+import { startTestServer, type TestServer } from "../support/server.ts";
+
+/**
+ * No caller-supplied text makes one call hold the event loop: a health check, answered by the same
+ * loop, keeps answering within a budget while adversarial text goes through every path that runs a
+ * pattern or a parser over it. Backtracking regexes used to stall the server for seconds on these
+ * inputs; the budget is wide because the test machine is small and shared.
+ */
+const HEALTH_BUDGET_MS = 250;
+
+const acme = { tenantId: "acme", projectId: "web", sessionId: "s1", runId: "r1" };
+
+let wayfind: TestServer;
+beforeAll(async () => {
+  // Hidden tools: their names are redacted from the text of the tools a caller sees.
+  wayfind = await startTestServer({ policy: { denied: ["render.hidden*"] } });
+});
+afterAll(() => wayfind.stop());
+
+/** Health checks back to back until stopped; the slowest answer and how many were answered. */
+function watchHealth(): { stop(): Promise<{ slowestMs: number; answered: number }> } {
+  const health = wayfind.grpc(Health);
+  let running = true;
+  let slowestMs = 0;
+  let answered = 0;
+  const loop = (async () => {
+    while (running) {
+      const started = performance.now();
+      await health.check({});
+      slowestMs = Math.max(slowestMs, performance.now() - started);
+      answered++;
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      return { slowestMs, answered };
+    },
+  };
+}
+
+/** Runs `attack` while health checks run; every check must have been answered within the budget. */
+async function expectNoStall(attack: () => Promise<void>): Promise<void> {
+  const health = watchHealth();
+  try {
+    await attack();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  } catch (error) {
+    await health.stop(); // no check may outlive the server
+    throw error;
+  }
+  const { slowestMs, answered } = await health.stop();
+  expect(answered).toBeGreaterThan(0);
+  expect(slowestMs).toBeLessThan(HEALTH_BUDGET_MS);
+}
+
+/** The error code of a call, or OK. */
+async function codeOf(call: Promise<unknown>): Promise<Code | "ok"> {
+  try {
+    await call;
+    return "ok";
+  } catch (error) {
+    return ConnectError.from(error).code;
+  }
+}
+
+/** Text with repetition structure: a unit repeated, then a tail that makes a match fail late. */
+const repetitive = (maxLength: number) =>
+  fc
+    .tuple(
+      fc.constantFrom(
+        "a",
+        "ab",
+        "key-",
+        "eyJ-",
+        "http://",
+        "a.",
+        "a@",
+        " ",
+        "-",
+        ".",
+        "#",
+        "1 ",
+        "sk-",
+        "\\",
+      ),
+      fc.integer({ min: 1, max: 4000 }),
+      fc.constantFrom("", "!", "x", "@", "?", "=", ": ", "\n"),
+    )
+    .map(([unit, times, tail]) => `${unit.repeat(times)}${tail}`.slice(0, maxLength));
+
+/** Patterns whose backtracking blows up on repetitive text. */
+const EVIL_PATTERNS = ["^(a+)+$", "(x+x+)+y", "^(\\w+\\s?)*$", "^([a-z0-9]+[-.]?)*[a-z0-9]+@x$", "(a|aa)*b"];
+
+describe("no caller text stalls the server", () => {
+  it("registers tools whose examples meet catastrophic schema patterns", async () => {
+    const tools = wayfind.grpc(ToolDiscoveryService);
+    let rejected = 0;
+    await expectNoStall(async () => {
+      const quoted = await codeOf(
+        tools.registerTools({
+          source: "stall",
+          tools: [
+            {
+              name: "stall.quoted",
+              argsSchema: { type: "object", properties: { s: { type: "string", pattern: "^(a+)+$" } } },
+              examples: [{ args: { s: "aaaaaaaaaaaaaaaaaaaaaaaaaaa!" } }],
+            },
+          ],
+        }),
+      );
+      expect(quoted).toBe(Code.InvalidArgument);
+      await fc.assert(
+        fc.asyncProperty(fc.constantFrom(...EVIL_PATTERNS), repetitive(20_000), async (pattern, text) => {
+          const code = await codeOf(
+            tools.registerTools({
+              source: "stall",
+              tools: [
+                {
+                  name: "stall.generated",
+                  argsSchema: { type: "object", properties: { s: { type: "string", pattern } } },
+                  examples: [{ args: { s: text } }],
+                },
+              ],
+            }),
+          );
+          expect([Code.InvalidArgument, "ok"]).toContain(code);
+          if (code !== "ok") rejected++;
+        }),
+        { numRuns: 30 },
+      );
+    });
+    expect(rejected).toBeGreaterThan(0);
+  });
+
+  it("loads, returns and injects skills whose text is built to backtrack", async () => {
+    const skills = wayfind.grpc(SkillService);
+    await expectNoStall(async () => {
+      // The quoted finding: four 4,000-character fields of "key-" took 14.5 s to redact.
+      const keys = "key-".repeat(1000);
+      const heading = `# Probe${" ".repeat(2000)}x`;
+      await fc.assert(
+        fc.asyncProperty(repetitive(3990), async (text) => {
+          const skill = [
+            "---",
+            "name: stall.probe",
+            `trigger: ${JSON.stringify(`probe ${text}`)}`,
+            `description: ${JSON.stringify(keys)}`,
+            `tags: [${JSON.stringify(`probe${text.slice(0, 50)}`)}]`,
+            "---",
+            heading,
+            "",
+            `1. ${keys}`,
+            `2. ${text}`,
+            `3. ${keys}`,
+            "",
+          ].join("\n");
+          const loaded = await skills.loadSkillPack({
+            caller: acme,
+            packName: "stall",
+            scope: SkillScope.TENANT,
+            updateExistingPackSkills: true,
+            source: { case: "files", value: { files: [{ path: "probe.skill.md", content: skill }] } },
+          });
+          expect(loaded.skillCount).toBe(1);
+          const got = await skills.getSkills({ caller: acme, names: ["stall.probe"] });
+          expect(got.skills).toHaveLength(1);
+          await skills.getRelevantSkills({ caller: acme, task: `probe ${text}`.slice(0, 4000), topK: 3 });
+        }),
+        { numRuns: 15 },
+      );
+    });
+  });
+
+  it("searches tools with adversarial regexes and queries", async () => {
+    const tools = wayfind.grpc(ToolDiscoveryService);
+    await tools.registerTools({
+      source: "searchable",
+      tools: Array.from({ length: 200 }, (_, i) => ({
+        name: `searchable.tool_${i}`,
+        description: `${"a".repeat(i % 50)}${"key-".repeat(i % 30)} tool number ${i}`,
+      })),
+    });
+    await expectNoStall(async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.constantFrom(SearchType.REGEX, SearchType.FTS, SearchType.EXACT),
+          fc.oneof(fc.constantFrom(...EVIL_PATTERNS), repetitive(500)),
+          async (searchType, query) => {
+            const code = await codeOf(tools.searchTools({ caller: acme, query, searchType }));
+            expect([Code.InvalidArgument, "ok"]).toContain(code);
+          },
+        ),
+        { numRuns: 60 },
+      );
+    });
+  });
+
+  it("renders prompts over tool text built to backtrack in name redaction", async () => {
+    const tools = wayfind.grpc(ToolDiscoveryService);
+    await tools.registerTools({
+      source: "render",
+      tools: [
+        { name: "render.hidden_tool", aliases: ["!"] },
+        {
+          name: "render.loud",
+          description: `${"!".repeat(8000)} a${".".repeat(8000)}a`,
+          loadingMode: LoadingMode.ALWAYS,
+        },
+      ],
+    });
+    await expectNoStall(async () => {
+      const rendered = await tools.renderToolPrompt({
+        caller: acme,
+        includeDirectory: true,
+        hintMessage: "key-".repeat(100),
+      });
+      expect(rendered.text).toContain("[unavailable tool]".repeat(8000));
+    });
+  });
+});
