@@ -16,6 +16,8 @@ import { startTestServer, type TestServer } from "../support/server.ts";
 const HEALTH_BUDGET_MS = 250;
 
 const acme = { tenantId: "acme", projectId: "web", sessionId: "s1", runId: "r1" };
+/** Tools are registered by the operator: global tools, whose text is rewritten for every caller. */
+const asOperator = { headers: { "wayfind-role": "admin" } };
 
 let wayfind: TestServer;
 beforeAll(async () => {
@@ -106,31 +108,37 @@ describe("no caller text stalls the server", () => {
     let rejected = 0;
     await expectNoStall(async () => {
       const quoted = await codeOf(
-        tools.registerTools({
-          source: "stall",
-          tools: [
-            {
-              name: "stall.quoted",
-              argsSchema: { type: "object", properties: { s: { type: "string", pattern: "^(a+)+$" } } },
-              examples: [{ args: { s: "aaaaaaaaaaaaaaaaaaaaaaaaaaa!" } }],
-            },
-          ],
-        }),
+        tools.registerTools(
+          {
+            source: "stall",
+            tools: [
+              {
+                name: "stall.quoted",
+                argsSchema: { type: "object", properties: { s: { type: "string", pattern: "^(a+)+$" } } },
+                examples: [{ args: { s: "aaaaaaaaaaaaaaaaaaaaaaaaaaa!" } }],
+              },
+            ],
+          },
+          asOperator,
+        ),
       );
       expect(quoted).toBe(Code.InvalidArgument);
       await fc.assert(
         fc.asyncProperty(fc.constantFrom(...EVIL_PATTERNS), repetitive(20_000), async (pattern, text) => {
           const code = await codeOf(
-            tools.registerTools({
-              source: "stall",
-              tools: [
-                {
-                  name: "stall.generated",
-                  argsSchema: { type: "object", properties: { s: { type: "string", pattern } } },
-                  examples: [{ args: { s: text } }],
-                },
-              ],
-            }),
+            tools.registerTools(
+              {
+                source: "stall",
+                tools: [
+                  {
+                    name: "stall.generated",
+                    argsSchema: { type: "object", properties: { s: { type: "string", pattern } } },
+                    examples: [{ args: { s: text } }],
+                  },
+                ],
+              },
+              asOperator,
+            ),
           );
           expect([Code.InvalidArgument, "ok"]).toContain(code);
           if (code !== "ok") rejected++;
@@ -182,13 +190,16 @@ describe("no caller text stalls the server", () => {
 
   it("searches tools with adversarial regexes and queries", async () => {
     const tools = wayfind.grpc(ToolDiscoveryService);
-    await tools.registerTools({
-      source: "searchable",
-      tools: Array.from({ length: 200 }, (_, i) => ({
-        name: `searchable.tool_${i}`,
-        description: `${"a".repeat(i % 50)}${"key-".repeat(i % 30)} tool number ${i}`,
-      })),
-    });
+    await tools.registerTools(
+      {
+        source: "searchable",
+        tools: Array.from({ length: 200 }, (_, i) => ({
+          name: `searchable.tool_${i}`,
+          description: `${"a".repeat(i % 50)}${"key-".repeat(i % 30)} tool number ${i}`,
+        })),
+      },
+      asOperator,
+    );
     await expectNoStall(async () => {
       await fc.assert(
         fc.asyncProperty(
@@ -206,17 +217,20 @@ describe("no caller text stalls the server", () => {
 
   it("renders prompts over tool text built to backtrack in name redaction", async () => {
     const tools = wayfind.grpc(ToolDiscoveryService);
-    await tools.registerTools({
-      source: "render",
-      tools: [
-        { name: "render.hidden_tool", aliases: ["!"] },
-        {
-          name: "render.loud",
-          description: `${"!".repeat(8000)} a${".".repeat(8000)}a`,
-          loadingMode: LoadingMode.ALWAYS,
-        },
-      ],
-    });
+    await tools.registerTools(
+      {
+        source: "render",
+        tools: [
+          { name: "render.hidden_tool", aliases: ["!"] },
+          {
+            name: "render.loud",
+            description: `${"!".repeat(8000)} a${".".repeat(8000)}a`,
+            loadingMode: LoadingMode.ALWAYS,
+          },
+        ],
+      },
+      asOperator,
+    );
     await expectNoStall(async () => {
       const rendered = await tools.renderToolPrompt({
         caller: acme,
