@@ -3,6 +3,7 @@ import type { Caller } from "../caller/caller.ts";
 import { invalidArgument, WayfindError } from "../errors.ts";
 import type { EventSink } from "../events/event.ts";
 import type { Db } from "../store/database.ts";
+import { writeTransaction } from "../store/transaction.ts";
 import {
   MAX_TOKENS_PER_FIELD,
   PROVIDERS,
@@ -147,18 +148,31 @@ export class UsageLedger {
   private readonly pricing: PricingTable;
   private readonly now: () => number;
   private readonly statements = new Map<string, Statement<unknown[], TotalsRow>>();
+  private readonly selectByKey: Statement<[string, string], RecordRow>;
+  private readonly insertRecord: Statement;
 
   constructor(options: UsageLedgerOptions) {
     this.db = options.db;
     this.events = options.events;
     this.pricing = options.pricing ?? PricingTable.withDefaults();
     this.now = options.now ?? Date.now;
+    this.selectByKey = this.db.prepare<[string, string], RecordRow>(
+      `SELECT id, request_json, cost_usd, uncached_cost_usd, unknown_cost_reason, occurred_at_ms
+       FROM usage_records WHERE tenant_id = ? AND idempotency_key = ?`,
+    );
+    this.insertRecord = this.db.prepare(
+      `INSERT INTO usage_records (tenant_id, idempotency_key, request_json, project_id, user_id, session_id,
+         run_id, provider, model, input_tokens, output_tokens, cache_read_input_tokens,
+         cache_creation_input_tokens, cache_creation_1h_input_tokens, rate_limit_input_tokens, cost_usd,
+         uncached_cost_usd, unknown_cost_reason, occurred_at_ms, recorded_at_ms)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
   }
 
   /**
    * Records one model call. Committed before it returns. A retry with the same key and values returns the
    * original result (`duplicate: true`) and counts nothing; the same key with different values is
-   * `already_exists`. Emits `usage_recorded` once per new record, after the commit.
+   * `already_exists`. Emits `usage_recorded` once per new record, in the record's transaction.
    */
   recordUsage(caller: Caller, input: RecordUsageInput): RecordUsageResult {
     const nowMs = this.now();
@@ -167,45 +181,52 @@ export class UsageLedger {
     const request = canonicalRequest(caller, input, usage);
     const cost = this.pricing.cost(input.provider, input.model, usage);
 
-    const select = this.db.prepare<[string, string], RecordRow>(
-      `SELECT id, request_json, cost_usd, uncached_cost_usd, unknown_cost_reason, occurred_at_ms
-       FROM usage_records WHERE tenant_id = ? AND idempotency_key = ?`,
-    );
-    const write = this.db.transaction((): RecordUsageResult => {
-      const existing = select.get(caller.tenantId, input.idempotencyKey);
+    return writeTransaction(this.db, (): RecordUsageResult => {
+      const existing = this.selectByKey.get(caller.tenantId, input.idempotencyKey);
       if (existing) return duplicateResult(existing, request);
-      const info = this.db
-        .prepare(
-          `INSERT INTO usage_records (tenant_id, idempotency_key, request_json, project_id, user_id, session_id,
-             run_id, provider, model, input_tokens, output_tokens, cache_read_input_tokens,
-             cache_creation_input_tokens, cache_creation_1h_input_tokens, rate_limit_input_tokens, cost_usd,
-             uncached_cost_usd, unknown_cost_reason, occurred_at_ms, recorded_at_ms)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        )
-        .run(
-          caller.tenantId,
-          input.idempotencyKey,
-          request,
-          caller.projectId,
-          caller.userId,
-          caller.sessionId,
-          caller.runId,
-          input.provider,
-          input.model,
-          usage.inputTokens,
-          usage.outputTokens,
-          usage.cacheReadInputTokens,
-          usage.cacheCreationInputTokens,
-          usage.cacheCreation1hInputTokens ?? 0,
-          rateLimitInputTokens(input.provider, usage),
-          cost.costUsd,
-          cost.uncachedCostUsd,
-          cost.unknownReason ?? null,
-          occurredAtMs,
-          nowMs,
-        );
+      const info = this.insertRecord.run(
+        caller.tenantId,
+        input.idempotencyKey,
+        request,
+        caller.projectId,
+        caller.userId,
+        caller.sessionId,
+        caller.runId,
+        input.provider,
+        input.model,
+        usage.inputTokens,
+        usage.outputTokens,
+        usage.cacheReadInputTokens,
+        usage.cacheCreationInputTokens,
+        usage.cacheCreation1hInputTokens ?? 0,
+        rateLimitInputTokens(input.provider, usage),
+        cost.costUsd,
+        cost.uncachedCostUsd,
+        cost.unknownReason ?? null,
+        occurredAtMs,
+        nowMs,
+      );
+      const recordId = Number(info.lastInsertRowid);
+      // In the record's transaction: a crash keeps both or neither.
+      this.events.emit({
+        type: "usage_recorded",
+        tenantId: caller.tenantId,
+        sessionId: caller.sessionId,
+        runId: caller.runId,
+        attributes: {
+          record_id: recordId,
+          provider: input.provider,
+          model: input.model,
+          input_tokens: usage.inputTokens,
+          output_tokens: usage.outputTokens,
+          cache_read_input_tokens: usage.cacheReadInputTokens,
+          cache_creation_input_tokens: usage.cacheCreationInputTokens,
+          cost_known: cost.costUsd !== null,
+          ...(cost.costUsd !== null ? { cost_usd: cost.costUsd } : {}),
+        },
+      });
       return {
-        recordId: Number(info.lastInsertRowid),
+        recordId,
         costUsd: cost.costUsd,
         uncachedCostUsd: cost.uncachedCostUsd,
         ...(cost.unknownReason ? { unknownCostReason: cost.unknownReason } : {}),
@@ -213,28 +234,6 @@ export class UsageLedger {
         occurredAt: new Date(occurredAtMs),
       };
     });
-    // IMMEDIATE takes the write lock up front, so two processes cannot both miss the key and insert.
-    const result = write.immediate();
-    if (!result.duplicate) {
-      this.events.emit({
-        type: "usage_recorded",
-        tenantId: caller.tenantId,
-        sessionId: caller.sessionId,
-        runId: caller.runId,
-        attributes: {
-          record_id: result.recordId,
-          provider: input.provider,
-          model: input.model,
-          input_tokens: usage.inputTokens,
-          output_tokens: usage.outputTokens,
-          cache_read_input_tokens: usage.cacheReadInputTokens,
-          cache_creation_input_tokens: usage.cacheCreationInputTokens,
-          cost_known: result.costUsd !== null,
-          ...(result.costUsd !== null ? { cost_usd: result.costUsd } : {}),
-        },
-      });
-    }
-    return result;
   }
 
   /** Totals (and optional groups) over the caller's tenant, narrowed by the filter. */
