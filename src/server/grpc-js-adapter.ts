@@ -51,8 +51,8 @@ export function addRoutesToGrpcServer(
 
 type AnyCall =
   | grpc.ServerUnaryCall<Buffer, Message>
-  | grpc.ServerWritableStream<Buffer, Message>
-  | grpc.ServerDuplexStream<Buffer, Message>;
+  | grpc.ServerWritableStream<Buffer, Buffer>
+  | grpc.ServerDuplexStream<Buffer, Buffer>;
 
 function makeHandler(route: MethodRoute, shutdownSignal: AbortSignal): grpc.UntypedHandleCall {
   const { method, impl } = route;
@@ -67,6 +67,10 @@ function makeHandler(route: MethodRoute, shutdownSignal: AbortSignal): grpc.Unty
     }
   };
   const toMessage = (value: unknown) => create(method.output, value as never) as Message;
+  // Streamed messages are encoded here, when the handler yields them (where a handler can slice its
+  // work over turns of the event loop), not later by grpc-js when an earlier write completes: there,
+  // the buffered messages of hundreds of streams would all be encoded in one turn.
+  const encode = (value: unknown) => Buffer.from(toBinary(method.output, toMessage(value)));
 
   switch (method.methodKind) {
     case "unary":
@@ -81,13 +85,13 @@ function makeHandler(route: MethodRoute, shutdownSignal: AbortSignal): grpc.Unty
           .finally(() => context.end());
       };
     case "server_streaming":
-      return (call: grpc.ServerWritableStream<Buffer, Message>) => {
+      return (call: grpc.ServerWritableStream<Buffer, Buffer>) => {
         const context = contextFor(route, call, shutdownSignal);
         void (async () => {
           try {
             const output = impl(decode(call.request), context) as AsyncIterable<unknown>;
             for await (const item of output) {
-              if (!call.write(toMessage(item))) await waitForDrain(call, context.signal);
+              if (!call.write(encode(item))) await waitForDrain(call, context.signal);
             }
             call.end(trailerMetadata(context));
           } catch (error) {
@@ -98,7 +102,7 @@ function makeHandler(route: MethodRoute, shutdownSignal: AbortSignal): grpc.Unty
         })();
       };
     case "bidi_streaming":
-      return (call: grpc.ServerDuplexStream<Buffer, Message>) => {
+      return (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
         const context = contextFor(route, call, shutdownSignal);
         const requests = (async function* () {
           // Keep the call open when the client half-closes: the answers still have to go out.
@@ -109,7 +113,7 @@ function makeHandler(route: MethodRoute, shutdownSignal: AbortSignal): grpc.Unty
         void (async () => {
           try {
             for await (const item of impl(requests, context) as AsyncIterable<unknown>) {
-              if (!call.write(toMessage(item))) await waitForDrain(call, context.signal);
+              if (!call.write(encode(item))) await waitForDrain(call, context.signal);
             }
             call.end(trailerMetadata(context));
           } catch (error) {

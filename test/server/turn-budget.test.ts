@@ -1,0 +1,39 @@
+import { describe, expect, it } from "vitest";
+import { TurnBudget } from "../../src/server/turn-budget.ts";
+
+/** Keeps the CPU busy for `ms`, like encoding and writing one message. */
+function work(ms: number): void {
+  const end = performance.now() + ms;
+  while (performance.now() < end);
+}
+
+describe("TurnBudget", () => {
+  it("lets timers and I/O run between slices while many loops share a long burst of work", async () => {
+    const budget = new TurnBudget(5);
+    const loops = 100;
+    const piecesPerLoop = 20;
+    let done = 0;
+    // Scheduled before the burst: without slicing it would fire only once all the work is finished.
+    let doneWhenTimerFired = -1;
+    setTimeout(() => {
+      doneWhenTimerFired = done;
+    }, 0);
+    await Promise.all(
+      Array.from({ length: loops }, async () => {
+        for (let piece = 0; piece < piecesPerLoop; piece++) {
+          const nextTurn = budget.spent();
+          if (nextTurn) await nextTurn;
+          work(0.05);
+          done++;
+        }
+      }),
+    );
+    expect(doneWhenTimerFired).toBeGreaterThan(0);
+    expect(doneWhenTimerFired).toBeLessThan(loops * piecesPerLoop);
+  });
+
+  it("costs nothing while the turn has budget left: no promise to await", () => {
+    const budget = new TurnBudget(1_000);
+    expect([budget.spent(), budget.spent(), budget.spent()]).toEqual([undefined, undefined, undefined]);
+  });
+});
