@@ -1,7 +1,8 @@
 /**
  * Usage ledger benchmark: `node --import tsx bench/usage.ts`.
  * In-process cost of one RecordUsage (validate, price, insert, usage_recorded event) on a real SQLite
- * file with the server's event log attached, and of GetUsageSummary over what was recorded.
+ * file with the server's event log attached, of GetUsageSummary over what was recorded, and of the
+ * retention batches that roll those records up per day.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -65,6 +66,26 @@ try {
     `GetUsageSummary by model+day over ${(RECORDS + WARM_UP) / 10} records of a tenant: mean ${us(
       (performance.now() - summaryStarted) / summaries,
     )}`,
+  );
+
+  // Retention: the same records, 2 days later, with a 1-day retention, rolled up batch by batch.
+  const later = new UsageLedger({ db, events, now: () => Date.now() + 2 * 86_400_000, retentionDays: 1 });
+  const batches: number[] = [];
+  for (let more = true; more; ) {
+    const t0 = performance.now();
+    more = later.rollUpExpired().more;
+    batches.push(performance.now() - t0);
+  }
+  batches.sort((a, b) => a - b);
+  const batchMean = batches.reduce((sum, ms) => sum + ms, 0) / batches.length;
+  console.log(
+    `Retention: ${RECORDS + WARM_UP} records rolled up in ${batches.length} batches: ` +
+      `mean ${batchMean.toFixed(2)} ms, max ${(batches.at(-1) ?? 0).toFixed(2)} ms per batch`,
+  );
+  const rolledStarted = performance.now();
+  for (let i = 0; i < summaries; i++) later.getUsageSummary(callerOf(i), { groupBy: ["model", "day"] });
+  console.log(
+    `GetUsageSummary by model+day over the rollups: mean ${us((performance.now() - rolledStarted) / summaries)}`,
   );
   events.close();
   db.close();

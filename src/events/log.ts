@@ -219,7 +219,10 @@ export class EventLog implements EventSink {
     if (inWriteTransaction(this.db)) {
       // Part of the caller's change: if this insert fails, the change fails with it (all or nothing).
       this.insertStmt.run(...row);
-      afterCommit(this.db, () => this.deliver(stored));
+      afterCommit(this.db, () => {
+        this.deliver(stored);
+        this.pruneIfOverCount();
+      });
     } else {
       this.pending.push(row);
       if (this.pending.length >= MAX_PENDING) this.flush();
@@ -247,6 +250,11 @@ export class EventLog implements EventSink {
       // Live subscribers already have these events; only replay will lack them.
       this.onError(err);
     }
+    this.pruneIfOverCount();
+  }
+
+  /** Count-based retention on insert, every ~1% of maxEvents, so the table stays bounded between timer runs. */
+  private pruneIfOverCount(): void {
     if (this.lastIdValue - this.prunedThrough > this.maxEvents + this.pruneSlack) this.safePrune();
   }
 

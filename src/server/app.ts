@@ -24,7 +24,7 @@ import { CACHE_KIB, type Db, openDatabase, setCacheSize } from "../store/databas
 import { allMigrations } from "../store/migrations.ts";
 import { writeTransaction } from "../store/transaction.ts";
 import { ToolService } from "../tools/service.ts";
-import { PricingTable, parsePricingConfig, UsageLedger } from "../usage/index.ts";
+import { PricingTable, parsePricingConfig, startUsageRetention, UsageLedger } from "../usage/index.ts";
 import { HealthStatus } from "./health.ts";
 import { collectGarbage } from "./memory.ts";
 import { withCallPipeline } from "./pipeline.ts";
@@ -87,10 +87,15 @@ export async function startServer(
     db,
     events,
     pricing: PricingTable.withDefaults(parsePricingConfig(config.pricing.map(toPriceEntry))),
+    retentionDays: config.usage.retentionDays,
+  });
+  const stopUsageRetention = startUsageRetention(usage, {
+    onError: (error) => logger.error({ err: error }, "usage retention failed"),
   });
 
   const catalog = new ToolCatalog(db, { events, preferredNamespaces: config.toolSearch.preferredNamespaces });
   const closeStorage = () => {
+    stopUsageRetention();
     events.close();
     db.close();
   };

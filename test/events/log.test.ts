@@ -393,4 +393,12 @@ describe("EventLog, events of a state change (emitted inside writeTransaction)",
     await producer;
     expect(got.map((e) => e.id)).toEqual(Array.from({ length: 1000 }, (_, i) => BigInt(i + 1)));
   });
+
+  it("stay bounded by maxEvents without the timer, as batched events do", () => {
+    const log = newLog({ maxEvents: 100 });
+    for (let n = 1; n <= 5_000; n++) writeTransaction(db, () => log.emit(ev(n)));
+    // Deleted in batches of the prune slack (64 rows at this size), so at most maxEvents + slack stay.
+    expect(storedIds().length).toBeLessThanOrEqual(164);
+    expect(storedIds().at(-1)).toBe(5_000);
+  });
 });
