@@ -65,6 +65,7 @@ export async function* watchEvents(
     heartbeatDue = true;
     wake?.();
   }, HEARTBEAT_MS);
+  heartbeat.unref();
   try {
     let next = iterator.next();
     while (!signal.aborted) {
