@@ -7,7 +7,7 @@ import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
 import { Provider } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import { UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
-import { listeningPort, runCli } from "../support/cli.ts";
+import { type CliRun, listeningPort, runCli } from "../support/cli.ts";
 
 const TRIALS = 3;
 const CLIENTS = 8;
@@ -15,7 +15,10 @@ const CLIENTS = 8;
 const KILL_AFTER = 150;
 
 const dirs: string[] = [];
+const servers: CliRun[] = [];
 afterAll(() => {
+  // A trial that failed before its kill leaves no server behind.
+  for (const serve of servers) if (serve.child.exitCode === null) serve.child.kill("SIGKILL");
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
@@ -58,6 +61,7 @@ describe("a server killed with SIGKILL while recording usage", () => {
       const dataDir = mkdtempSync(join(tmpdir(), "wayfind-crash-"));
       dirs.push(dataDir);
       const serve = runCli(["serve", "--port", "0", "--data-dir", dataDir]);
+      servers.push(serve);
       const port = await listeningPort(serve);
       expect(port).toBeGreaterThan(0);
 
