@@ -101,9 +101,10 @@ func recordUsage(ctx context.Context, conn *grpc.ClientConn, caller *wayfindv1.C
 func discover(ctx context.Context, conn *grpc.ClientConn, caller *wayfindv1.CallerContext, out io.Writer) error {
 	tools := wayfindv1.NewToolDiscoveryServiceClient(conn)
 
-	// 1. Register a catalog at runtime (unchanged input is a no-op, so do it on every start).
+	// 1. Register a catalog at runtime for the caller's tenant (only that tenant sees it; unchanged
+	// input is a no-op, so do it on every start).
 	reg, err := tools.RegisterTools(ctx, &wayfindv1.RegisterToolsRequest{
-		Source: "example", Namespace: "billing", Tools: billingTools(), ReplaceSource: true,
+		Caller: caller, Source: "example", Namespace: "billing", Tools: billingTools(), ReplaceSource: true,
 	})
 	if err != nil {
 		return fmt.Errorf("register tools: %w", err)

@@ -449,8 +449,8 @@ func testAgentFlow(t *testing.T, conn *grpc.ClientConn) {
 	caller := tenant(t)
 	const refund = "billing.refund_payment"
 
-	// 1. RegisterTools, the example's catalog. Registering it again is a no-op.
-	register := &wayfindv1.RegisterToolsRequest{Source: "example", Namespace: "billing", Tools: billingTools(), ReplaceSource: true}
+	// 1. RegisterTools, the example's catalog, for this test's tenant. Registering it again is a no-op.
+	register := &wayfindv1.RegisterToolsRequest{Caller: caller, Source: "example", Namespace: "billing", Tools: billingTools(), ReplaceSource: true}
 	first, err := tools.RegisterTools(rpcContext(t), register)
 	if err != nil {
 		t.Fatalf("RegisterTools: %v", err)

@@ -358,9 +358,9 @@ def test_agent_flow(tools, caller):
     called (watching its activation event), render again."""
     refund = "billing.refund_payment"
 
-    # 1. RegisterTools, the example's catalog. Registering it again is a no-op.
+    # 1. RegisterTools, the example's catalog, for this test's tenant. Registering it again is a no-op.
     register = tools_pb2.RegisterToolsRequest(
-        source="example", namespace="billing", tools=billing_tools(), replace_source=True
+        caller=caller, source="example", namespace="billing", tools=billing_tools(), replace_source=True
     )
     first = tools.RegisterTools(register, timeout=RPC_TIMEOUT_S)
     assert first.added + first.updated + first.unchanged == 3 and first.removed == 0, first

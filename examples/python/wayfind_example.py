@@ -70,10 +70,11 @@ def record_usage(channel: grpc.Channel, caller: common_pb2.CallerContext) -> Non
 def discover(channel: grpc.Channel, caller: common_pb2.CallerContext) -> None:
     tools = tools_pb2_grpc.ToolDiscoveryServiceStub(channel)
 
-    # 1. Register a catalog at runtime (unchanged input is a no-op, so do it on every start).
+    # 1. Register a catalog at runtime for the caller's tenant (only that tenant sees it; unchanged
+    # input is a no-op, so do it on every start).
     reg = tools.RegisterTools(
         tools_pb2.RegisterToolsRequest(
-            source="example", namespace="billing", tools=billing_tools(), replace_source=True
+            caller=caller, source="example", namespace="billing", tools=billing_tools(), replace_source=True
         ),
         timeout=TIMEOUT_S,
     )

@@ -22,3 +22,18 @@ export const ANONYMOUS_CALLER: Caller = {
   entitlements: [],
   narrowToTools: [],
 };
+
+/**
+ * Who acts, resolved once per call next to the Caller (src/server/pipeline.ts). Today the tenant is
+ * the trusted `caller.tenant_id` and the operator role the trusted metadata `wayfind-role: admin`;
+ * issue 15 derives both from credentials in that same one place. What a principal may do is decided
+ * in src/caller/authorize.ts.
+ */
+export interface Principal {
+  /** The tenant the call acts for; "" = none. */
+  readonly tenantId: string;
+  /** The operator (DESIGN §8 role `admin`): writes global state and observes every tenant. */
+  readonly operator: boolean;
+}
+
+export const ANONYMOUS_PRINCIPAL: Principal = { tenantId: "", operator: false };

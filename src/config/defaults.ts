@@ -60,6 +60,14 @@ export const DEFAULTS = {
     dataDir: ".wayfind",
     /** 4 MiB, gRPC's usual limit. */
     maxMessageBytes: 4 * 1024 * 1024,
+    /** First bytes, and for HTTP/2 the preface and SETTINGS, of a new connection. */
+    handshakeTimeoutSeconds: 10,
+    /** HTTP/1.1 request headers; the first body bytes (or end) of an HTTP/2 stream. */
+    requestHeaderTimeoutSeconds: 10,
+    /** A connection with no call in flight; watch streams keep theirs busy. */
+    idleTimeoutSeconds: 300,
+    /** Open connections; more are refused, with a warning in the log. */
+    maxConnections: 4096,
     eventRetention: { maxEvents: 100_000, maxAgeHours: 168 },
   },
   logging: { level: "info" as LogLevel },

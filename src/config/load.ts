@@ -342,6 +342,11 @@ function toConfig(raw: ConfigFile, baseDir: string, configFile: string | undefin
       port: server.port ?? DEFAULTS.server.port,
       dataDir: resolvePath(baseDir, server.data_dir ?? DEFAULTS.server.dataDir),
       maxMessageBytes: server.max_message_bytes ?? DEFAULTS.server.maxMessageBytes,
+      handshakeTimeoutSeconds: server.handshake_timeout_seconds ?? DEFAULTS.server.handshakeTimeoutSeconds,
+      requestHeaderTimeoutSeconds:
+        server.request_header_timeout_seconds ?? DEFAULTS.server.requestHeaderTimeoutSeconds,
+      idleTimeoutSeconds: server.idle_timeout_seconds ?? DEFAULTS.server.idleTimeoutSeconds,
+      maxConnections: server.max_connections ?? DEFAULTS.server.maxConnections,
       eventRetention: {
         maxEvents: server.event_retention?.max_events ?? DEFAULTS.server.eventRetention.maxEvents,
         maxAgeHours: server.event_retention?.max_age_hours ?? DEFAULTS.server.eventRetention.maxAgeHours,

@@ -12,6 +12,8 @@ const loadingMode = z.enum(["always", "deferred"]);
 const nonNegativeInt = z.number().int().min(0);
 const positiveInt = z.number().int().min(1);
 const price = z.number().min(0).max(1_000_000);
+/** Connection timeouts: fractions allowed (tests use sub-second ones), at most a day. */
+const timeoutSeconds = z.number().positive().max(86_400);
 const stringMap = z.record(z.string(), z.string());
 
 export const logLevel = z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]);
@@ -157,6 +159,10 @@ const server = z.strictObject({
   port: port.optional(),
   data_dir: dataDir.optional(),
   max_message_bytes: maxMessageBytes.optional(),
+  handshake_timeout_seconds: timeoutSeconds.optional(),
+  request_header_timeout_seconds: timeoutSeconds.optional(),
+  idle_timeout_seconds: timeoutSeconds.optional(),
+  max_connections: z.number().int().min(1).max(1_000_000).optional(),
   event_retention: z
     .strictObject({ max_events: positiveInt.optional(), max_age_hours: z.number().positive().optional() })
     .optional(),

@@ -137,6 +137,14 @@ export interface ServerConfig {
   /** Absolute path. */
   readonly dataDir: string;
   readonly maxMessageBytes: number;
+  /** A new connection must send its first bytes (HTTP/2: its preface and SETTINGS) within this. */
+  readonly handshakeTimeoutSeconds: number;
+  /** HTTP/1.1 request headers, and the first body bytes of an HTTP/2 stream, must arrive within this. */
+  readonly requestHeaderTimeoutSeconds: number;
+  /** A connection without a call in flight for this long is closed (HTTP/2: GOAWAY). */
+  readonly idleTimeoutSeconds: number;
+  /** Connections beyond this many open ones are refused. */
+  readonly maxConnections: number;
   readonly eventRetention: EventRetentionConfig;
 }
 

@@ -76,7 +76,16 @@ interface PackedAnalysis {
 interface Row {
   name: string;
   source: string;
+  owner: string;
   definition: string;
+}
+
+/**
+ * A tool's identity: names are unique per owner ("" = global), not across owners. A global tool's
+ * key is its name (no extra string per tool); a tenant's holds a NUL, which no name contains.
+ */
+function toolKey(owner: string, name: string): string {
+  return owner === "" ? name : `${owner}\u0000${name}`;
 }
 
 interface Index {
@@ -85,6 +94,7 @@ interface Index {
   readonly ranker: Ranker;
   /** nameKey of full name, bare name and aliases → doc ids. */
   readonly keys: ReadonlyMap<string, readonly number[]>;
+  /** Exact name → its first doc id; docs of the same name (one per owner) follow it (see sameName). */
   readonly byName: ReadonlyMap<string, number>;
   readonly deferredMask: Uint8Array;
   readonly deferredCount: number;
@@ -115,9 +125,13 @@ const SHARED_MASKS_MAX = 256;
  */
 export class ToolCatalog {
   readonly fts5Available: boolean;
+  /** By toolKey(owner, name). */
   private readonly tools = new Map<string, Tool>();
-  private readonly aliases = new Map<string, string>();
-  /** sha1 of the raw input last accepted per tool (memory only; a restart just takes the slow path once). */
+  /** Name → the tenants that registered a tool of that name (global tools are keyed by name alone). */
+  private readonly tenantsByName = new Map<string, Set<string>>();
+  /** Alias → owner → canonical name, first registration per owner wins. */
+  private readonly aliases = new Map<string, Map<string, string>>();
+  /** sha1 of the raw input last accepted per tool key (memory only; a restart just takes the slow path once). */
   private readonly inputDigests = new Map<string, string>();
   /**
    * Analysed text per tool, so a rebuild re-analyses only changed tools. Kept packed (each list
@@ -133,7 +147,7 @@ export class ToolCatalog {
   >();
   /** The regex path's literal index, per in-memory index (dies with it). */
   private readonly literalIndexes = new WeakMap<Index, LiteralIndex>();
-  private fingerprintCache: string | undefined;
+  private readonly fingerprints = new Map<string, string>();
   private readonly preferred: readonly string[];
   private readonly events: EventSink | undefined;
   private readonly rankerConfig: RankerConfig;
@@ -146,9 +160,11 @@ export class ToolCatalog {
     this.events = options.events;
     this.rankerConfig = options.ranker ?? DEFAULT_RANKER;
     this.fts5Available = !options.disableFts5 && ensureFtsIndex(db);
-    for (const row of db.prepare<[], Row>("SELECT name, source, definition FROM discovery_tools").all()) {
+    for (const row of db
+      .prepare<[], Row>("SELECT name, source, owner, definition FROM discovery_tools")
+      .all()) {
       const record = JSON.parse(row.definition) as ToolRecord;
-      this.put({ ...record, source: row.source });
+      this.put({ ...record, source: row.source, owner: row.owner });
     }
     this.ensureIndex();
   }
@@ -162,17 +178,41 @@ export class ToolCatalog {
     return this.tools.values();
   }
 
-  /** sha256 over the sorted (name, hash) pairs of every registered tool. */
-  fingerprint(): string {
-    if (this.fingerprintCache === undefined) {
-      const lines = [...this.tools.values()].map((t) => `${t.name}\t${t.hash}\n`).sort();
-      this.fingerprintCache = sha256(lines.join(""));
+  /**
+   * sha256 over the sorted (name, hash) pairs of one owner's tools (default: the global ones), so a
+   * tenant's fingerprint never moves with another tenant's registrations.
+   */
+  fingerprint(owner = ""): string {
+    let fingerprint = this.fingerprints.get(owner);
+    if (fingerprint === undefined) {
+      const lines = [...this.tools.values()]
+        .filter((t) => t.owner === owner)
+        .map((t) => `${t.name}\t${t.hash}\n`)
+        .sort();
+      fingerprint = sha256(lines.join(""));
+      this.fingerprints.set(owner, fingerprint);
     }
-    return this.fingerprintCache;
+    return fingerprint;
   }
 
-  /** Upserts one source's tools in one transaction; unchanged input writes nothing. */
+  /**
+   * Which owners' tools a tenant sees: its own, and the global ones it has not shadowed with a tool
+   * of the same name. Other tenants' tools do not exist for it (the caller's access control applies
+   * on top). A tenant-less caller sees the global tools.
+   */
+  ownershipFilter(tenantId: string): VisibilityPredicate {
+    return (tool) =>
+      tool.owner === tenantId ||
+      (tool.owner === "" && this.tenantsByName.get(tool.name)?.has(tenantId) !== true);
+  }
+
+  /**
+   * Upserts one source's tools in one transaction; unchanged input writes nothing. Sources and names
+   * are per owner: nothing here reads or reports another owner's tools, so a tenant learns nothing
+   * about names others registered.
+   */
   register(source: string, inputs: readonly ToolInput[], options: RegisterOptions = {}): RegisterResult {
+    const owner = options.owner ?? "";
     if (typeof source !== "string" || !SOURCE_PATTERN.test(source))
       throw invalidArgument(`source ${JSON.stringify(source)} must be 1-128 characters of [A-Za-z0-9_.:/@-]`);
     if (inputs.length > LIMITS.toolsPerRequest)
@@ -186,8 +226,13 @@ export class ToolCatalog {
       try {
         // Fast path: byte-identical input to what this source registered before cannot differ.
         const digest = createHash("sha1").update(JSON.stringify(input)).digest("base64");
-        const known = typeof input.name === "string" ? this.tools.get(fullName(input)) : undefined;
-        if (known && known.source === source && this.inputDigests.get(known.name) === digest) {
+        const known =
+          typeof input.name === "string" ? this.tools.get(toolKey(owner, fullName(input))) : undefined;
+        if (
+          known &&
+          known.source === source &&
+          this.inputDigests.get(toolKey(owner, known.name)) === digest
+        ) {
           if (seen.has(known.name))
             problems.push(`tool "${known.name}" appears more than once in the request`);
           seen.add(known.name);
@@ -210,52 +255,54 @@ export class ToolCatalog {
         problems,
       );
     for (const r of records) {
-      const owner = this.tools.get(r.name)?.source;
-      if (owner !== undefined && owner !== source)
+      const registeredBy = this.tools.get(toolKey(owner, r.name))?.source;
+      if (registeredBy !== undefined && registeredBy !== source)
         throw new WayfindError(
           "already_exists",
-          `tool "${r.name}" is already registered by source "${owner}"; rename it or register it from that source`,
+          `tool "${r.name}" is already registered by source "${registeredBy}"; rename it or register it from that source`,
         );
     }
     const added: ToolRecord[] = [];
     const updated: ToolRecord[] = [];
     for (const r of records) {
-      const existing = this.tools.get(r.name);
+      const existing = this.tools.get(toolKey(owner, r.name));
       if (!existing) added.push(r);
       else if (existing.hash !== r.hash) updated.push(r);
       else unchanged++;
     }
     const removed = options.replaceSource
-      ? [...this.tools.values()].filter((t) => t.source === source && !seen.has(t.name)).map((t) => t.name)
+      ? [...this.tools.values()]
+          .filter((t) => t.owner === owner && t.source === source && !seen.has(t.name))
+          .map((t) => t.name)
       : [];
     if (added.length + updated.length + removed.length > 0) {
       const insert = this.db.prepare(
-        `INSERT INTO discovery_tools (name, source, hash, definition, search_name, description, search_tags, search_params)
-         VALUES (@name, @source, @hash, @definition, @search_name, @description, @search_tags, @search_params)`,
+        `INSERT INTO discovery_tools (owner, name, source, hash, definition, search_name, description, search_tags, search_params)
+         VALUES (@owner, @name, @source, @hash, @definition, @search_name, @description, @search_tags, @search_params)`,
       );
       const update = this.db.prepare(
         `UPDATE discovery_tools SET hash = @hash, definition = @definition, search_name = @search_name,
-           description = @description, search_tags = @search_tags, search_params = @search_params WHERE name = @name`,
+           description = @description, search_tags = @search_tags, search_params = @search_params WHERE owner = @owner AND name = @name`,
       );
-      const remove = this.db.prepare("DELETE FROM discovery_tools WHERE name = ?");
+      const remove = this.db.prepare("DELETE FROM discovery_tools WHERE owner = ? AND name = ?");
       this.db.transaction(() => {
-        for (const r of added) insert.run(toRow(r, source));
-        for (const r of updated) update.run(toRow(r, source));
-        for (const name of removed) remove.run(name);
+        for (const r of added) insert.run(toRow(r, source, owner));
+        for (const r of updated) update.run(toRow(r, source, owner));
+        for (const name of removed) remove.run(owner, name);
       })();
-      for (const name of removed) this.drop(name);
-      for (const r of [...added, ...updated]) this.put({ ...r, source });
+      for (const name of removed) this.drop(owner, name);
+      for (const r of [...added, ...updated]) this.put({ ...r, source, owner });
 
       this.index = undefined;
-      this.fingerprintCache = undefined;
+      this.fingerprints.clear();
     }
-    for (const [name, digest] of digests) this.inputDigests.set(name, digest);
+    for (const [name, digest] of digests) this.inputDigests.set(toolKey(owner, name), digest);
     return {
       added: added.length,
       updated: updated.length,
       removed: removed.length,
       unchanged,
-      fingerprint: this.fingerprint(),
+      fingerprint: this.fingerprint(owner),
     };
   }
 
@@ -299,15 +346,19 @@ export class ToolCatalog {
     return { tools: result.hits, effectiveSearchType: effective, strategy: result.strategy, totalDeferred };
   }
 
-  /** Full definitions by name or alias; unknown and hidden names are reported alike. */
+  /**
+   * Full definitions by name or alias; unknown and hidden names are reported alike. Of the tools
+   * sharing a name (one per owner), the first that `isVisible` passes is returned: the caller's
+   * predicate (with ownershipFilter) lets at most one through.
+   */
   get(names: readonly string[], options: { isVisible?: VisibilityPredicate } = {}): GetResponse {
     if (names.length > 100) throw invalidArgument(`${names.length} names requested; ask for at most 100`);
     const tools: Tool[] = [];
     const notFound: string[] = [];
     const taken = new Set<string>();
     for (const requested of names) {
-      const tool = this.tools.get(requested) ?? this.tools.get(this.aliases.get(requested) ?? "");
-      if (!tool || (options.isVisible && !options.isVisible(tool))) notFound.push(requested);
+      const tool = this.lookup(requested, options.isVisible);
+      if (!tool) notFound.push(requested);
       else if (!taken.has(tool.name)) {
         taken.add(tool.name);
         tools.push(tool);
@@ -355,28 +406,78 @@ export class ToolCatalog {
     };
   }
 
-  private put(tool: Tool): void {
-    const old = this.tools.get(tool.name);
-    if (old) for (const a of old.aliases) if (this.aliases.get(a) === old.name) this.aliases.delete(a);
-    this.tools.set(tool.name, tool);
-    for (const a of tool.aliases)
-      if (!this.aliases.has(a) && !this.tools.has(a)) this.aliases.set(a, tool.name);
+  /** The tool called `requested` (else the one it is an alias of) that passes `isVisible`. */
+  private lookup(requested: string, isVisible: VisibilityPredicate | undefined): Tool | undefined {
+    const passes = (tool: Tool | undefined): tool is Tool =>
+      tool !== undefined && (!isVisible || isVisible(tool));
+    // The global tool, then each tenant's of that name: the caller's predicate admits at most one.
+    const global = this.tools.get(requested);
+    if (global?.owner === "" && passes(global)) return global;
+    for (const tenant of this.tenantsByName.get(requested) ?? []) {
+      const tool = this.tools.get(toolKey(tenant, requested));
+      if (passes(tool)) return tool;
+    }
+    for (const [owner, name] of this.aliases.get(requested) ?? []) {
+      const tool = this.tools.get(toolKey(owner, name));
+      if (passes(tool)) return tool;
+    }
+    return undefined;
   }
 
-  private drop(name: string): void {
-    const old = this.tools.get(name);
+  private put(tool: Tool): void {
+    const key = toolKey(tool.owner, tool.name);
+    const old = this.tools.get(key);
+    if (old) this.forgetAliases(old);
+    this.tools.set(key, tool);
+    if (tool.owner !== "") {
+      let tenants = this.tenantsByName.get(tool.name);
+      if (!tenants) {
+        tenants = new Set();
+        this.tenantsByName.set(tool.name, tenants);
+      }
+      tenants.add(tool.owner);
+    }
+    for (const a of tool.aliases) {
+      let byOwner = this.aliases.get(a);
+      if (!byOwner) {
+        byOwner = new Map();
+        this.aliases.set(a, byOwner);
+      }
+      if (!byOwner.has(tool.owner) && !this.tools.has(toolKey(tool.owner, a)))
+        byOwner.set(tool.owner, tool.name);
+    }
+  }
+
+  private drop(owner: string, name: string): void {
+    const key = toolKey(owner, name);
+    const old = this.tools.get(key);
     if (!old) return;
-    for (const a of old.aliases) if (this.aliases.get(a) === name) this.aliases.delete(a);
-    this.tools.delete(name);
-    this.analysed.delete(name);
-    this.inputDigests.delete(name);
+    this.forgetAliases(old);
+    this.tools.delete(key);
+    const tenants = this.tenantsByName.get(name);
+    tenants?.delete(owner);
+    if (tenants?.size === 0) this.tenantsByName.delete(name);
+    this.analysed.delete(key);
+    this.inputDigests.delete(key);
+  }
+
+  private forgetAliases(tool: Tool): void {
+    for (const a of tool.aliases) {
+      const byOwner = this.aliases.get(a);
+      if (byOwner?.get(tool.owner) !== tool.name) continue;
+      byOwner.delete(tool.owner);
+      if (byOwner.size === 0) this.aliases.delete(a);
+    }
   }
 
   private ensureIndex(): Index {
     if (this.index) return this.index;
-    const docs = [...this.tools.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const docs = [...this.tools.values()].sort((a, b) =>
+      a.name < b.name ? -1 : a.name > b.name ? 1 : a.owner < b.owner ? -1 : a.owner > b.owner ? 1 : 0,
+    );
     const analysed = docs.map((t) => {
-      const cached = this.analysed.get(t.name);
+      const key = toolKey(t.owner, t.name);
+      const cached = this.analysed.get(key);
       if (cached && cached.hash === t.hash) return cached;
       const texts = searchText(t);
       const f = texts.map(analyze);
@@ -391,7 +492,7 @@ export class ToolCatalog {
           .filter((w) => w.length >= GLUED_MIN && /^[a-z]+$/.test(w))
           .join(SEP),
       };
-      this.analysed.set(t.name, entry);
+      this.analysed.set(key, entry);
       return entry;
     });
     const unpack = (packed: string) => (packed ? packed.split(SEP) : []);
@@ -428,7 +529,7 @@ export class ToolCatalog {
     const deferredMask = new Uint8Array(docs.length);
     let deferredCount = 0;
     docs.forEach((t, d) => {
-      byName.set(t.name, d);
+      if (!byName.has(t.name)) byName.set(t.name, d);
       addKey(nameKey(t.name), d);
       addKey(nameKey(bareName(t.name)), d);
       for (const a of t.aliases) addKey(nameKey(a), d);
@@ -518,8 +619,9 @@ export class ToolCatalog {
 
   private exact(index: Index, query: string, allowed: Uint8Array | undefined, limit: number): SearchHit[] {
     const ok = (d: number) => !allowed || allowed[d] === 1;
-    const direct = index.byName.get(query) ?? index.byName.get(this.aliases.get(query) ?? "");
-    if (direct !== undefined && ok(direct)) return [hit(index.docs[direct] as Tool, 1, "exact")];
+    const aliasOf = [...(this.aliases.get(query) ?? [])].flatMap(([, name]) => sameName(index, name));
+    const direct = [...sameName(index, query), ...aliasOf].find(ok);
+    if (direct !== undefined) return [hit(index.docs[direct] as Tool, 1, "exact")];
     const ranked: RankedDoc[] = (index.keys.get(nameKey(query)) ?? [])
       .filter(ok)
       .map((doc) => ({ doc, relevance: 1, fuzzy: false }));
@@ -600,6 +702,15 @@ export class ToolCatalog {
       }
     return top.map((r) => hit(docs[r.doc] as Tool, r.relevance, kinds.get(r.doc) ?? "regex_text"));
   }
+}
+
+/** Doc ids of the tools called `name`, one per owner (docs are sorted by name, then owner). */
+function sameName(index: Index, name: string): number[] {
+  const first = index.byName.get(name);
+  const ids: number[] = [];
+  if (first === undefined) return ids;
+  for (let d = first; d < index.docs.length && index.docs[d]?.name === name; d++) ids.push(d);
+  return ids;
 }
 
 /**
@@ -796,12 +907,13 @@ function paramText(schema: JsonObject, depth: number): string {
   return parts.filter((p) => p.length > 0).join(" ");
 }
 
-function toRow(r: ToolRecord, source: string): Record<string, string> {
+function toRow(r: ToolRecord, source: string, owner: string): Record<string, string> {
   const [name = "", title = "", tags = "", description = "", params = ""] = searchText(r);
   // FTS5 stores split identifiers so its own tokenizer sees words, not snake_case blobs.
   return {
     name: r.name,
     source,
+    owner,
     hash: r.hash,
     definition: JSON.stringify(r),
     search_name: [splitWords(name).join(" "), splitWords(title).join(" ")].join(" ").trim(),

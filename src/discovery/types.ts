@@ -52,6 +52,8 @@ export interface Tool {
   readonly name: string;
   readonly namespace: string;
   readonly source: string;
+  /** The tenant that registered it, or "" for a global (operator) tool. Names are unique per owner. */
+  readonly owner: string;
   readonly title: string;
   readonly description: string;
   readonly tags: readonly string[];
@@ -61,7 +63,7 @@ export interface Tool {
   readonly outputSchema: JsonObject | null;
   readonly examples: readonly ToolExample[];
   readonly aliases: readonly string[];
-  /** sha256 of the canonical JSON of everything above except `source`. */
+  /** sha256 of the canonical JSON of everything above except `source` and `owner`. */
   readonly hash: string;
 }
 
@@ -70,6 +72,8 @@ export type VisibilityPredicate = (tool: Tool) => boolean;
 export interface RegisterOptions {
   /** Remove this source's tools that are not in the request. */
   readonly replaceSource?: boolean;
+  /** Whose tools these are: a tenant id, or "" (the default) for global tools. */
+  readonly owner?: string;
 }
 
 export interface RegisterResult {
@@ -77,7 +81,7 @@ export interface RegisterResult {
   readonly updated: number;
   readonly removed: number;
   readonly unchanged: number;
-  /** sha256 over the sorted (name, hash) pairs of the whole catalog after the call. */
+  /** sha256 over the sorted (name, hash) pairs of the owner's tools after the call. */
   readonly fingerprint: string;
 }
 

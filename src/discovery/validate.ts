@@ -28,7 +28,7 @@ export const LIMITS = {
 export const NAME_PATTERN = /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/;
 const NAMESPACE_PATTERN = /^[A-Za-z0-9_][A-Za-z0-9_-]*$/;
 
-export type ToolRecord = Omit<Tool, "source">;
+export type ToolRecord = Omit<Tool, "source" | "owner">;
 
 /** Checks one name; returns the problem or undefined. */
 export function nameProblem(name: string): string | undefined {

@@ -14,6 +14,13 @@ export type HintSearch = (query: string, limit: number) => readonly string[];
 export interface RenderToolPromptRequest {
   readonly caller: Caller;
   readonly access: CallerAccess;
+  /**
+   * What text a tenant may have written (its own tools' descriptions, examples, tags) hides: names
+   * this access admits but `access` does not (the caller's access without its narrowing). Any other
+   * name stays as written, so that text never reveals whether a tool hidden from the caller exists.
+   * Default: `access` (nothing extra hidden in tenant text).
+   */
+  readonly tenantTextAccess?: CallerAccess;
   /** Every tool of the catalog (any order); access decides what is shown, counted or hinted. */
   readonly tools: Iterable<Tool>;
   /** The caller's activations in activation order (`ActivationStore.activeFor`). */
@@ -75,13 +82,18 @@ export function renderToolPrompt(request: RenderToolPromptRequest): RenderedTool
   const all = [...request.tools];
   const byName = new Map(all.map((tool) => [tool.name, tool]));
   const visible = all.filter((tool) => access.canActivate(tool));
-  const redact = redactor(
-    all.filter((tool) => !access.canActivate(tool)),
+  const hidden = all.filter((tool) => !access.canActivate(tool));
+  const tenantTextAccess = request.tenantTextAccess ?? access;
+  const operatorRedact = redactor(hidden, visible);
+  const tenantRedact = redactor(
+    hidden.filter((tool) => tenantTextAccess.canActivate(tool)),
     visible,
   );
+  // Global tools carry the operator's text; a tenant's own tools carry text it may have written.
+  const redactFor = (tool: Tool) => (tool.owner === "" ? operatorRedact : tenantRedact);
 
   if (!request.toolSearch.enabled) {
-    const text = renderCatalogText(visible, request.examples, redact);
+    const text = renderCatalogText(visible, request.examples, redactFor);
     return finish(text, sortByName(visible), 0, [], text.length);
   }
 
@@ -102,14 +114,15 @@ export function renderToolPrompt(request: RenderToolPromptRequest): RenderedTool
       deferred,
       request.directory.maxEntries ?? DEFAULT_DIRECTORY_ENTRIES,
     );
-    parts.push(redact(text));
+    // Namespaces and tags of several tools: tenant text as soon as one of them is the tenant's.
+    parts.push(deferred.some((tool) => tool.owner !== "") ? tenantRedact(text) : operatorRedact(text));
     request.events?.emit({
       type: "tool_directory_rendered",
       ...scope(request.caller),
       attributes: { entries, deferred_count: deferred.length },
     });
   }
-  for (const tool of shown) parts.push(toolElement(tool, request.examples, redact));
+  for (const tool of shown) parts.push(toolElement(tool, request.examples, redactFor(tool)));
   const stableText = parts.join("");
 
   let hinted: string[] = [];
@@ -139,16 +152,16 @@ export function renderToolPrompt(request: RenderToolPromptRequest): RenderedTool
 
 /** A plain render of `tools` (sorted by name), no discovery guidance: what tool_search off means. */
 export function renderToolCatalog(tools: Iterable<Tool>, examples?: RenderExamplesOptions): string {
-  return renderCatalogText([...tools], examples, (text) => text);
+  return renderCatalogText([...tools], examples, () => (text) => text);
 }
 
 function renderCatalogText(
   tools: readonly Tool[],
   examples: RenderExamplesOptions | undefined,
-  redact: (text: string) => string,
+  redactFor: (tool: Tool) => (text: string) => string,
 ): string {
   return sortByName(tools)
-    .map((tool) => toolElement(tool, examples, redact))
+    .map((tool) => toolElement(tool, examples, redactFor(tool)))
     .join("");
 }
 

@@ -184,6 +184,13 @@ export async function startServer(
       routes,
       maxMessageBytes: settings.maxMessageBytes,
       shutdownSignal: shutdown.signal,
+      limits: {
+        handshakeTimeoutMs: secondsToMs(settings.handshakeTimeoutSeconds),
+        requestHeaderTimeoutMs: secondsToMs(settings.requestHeaderTimeoutSeconds),
+        idleTimeoutMs: secondsToMs(settings.idleTimeoutSeconds),
+        maxConnections: settings.maxConnections,
+      },
+      logger,
     });
   } catch (error) {
     await mcp.close();
@@ -211,6 +218,11 @@ export async function startServer(
       return stopping;
     },
   };
+}
+
+/** Whole milliseconds (node's HTTP timeouts take integers), at least 1. */
+function secondsToMs(seconds: number): number {
+  return Math.max(1, Math.round(seconds * 1000));
 }
 
 /** Config pricing rows in the YAML shape the pricing parser validates. */

@@ -1,7 +1,8 @@
 import { Code, ConnectError, createContextKey, type HandlerContext } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import type { CallerContext } from "../../gen/ts/wayfind/v1/common_pb.ts";
-import { ANONYMOUS_CALLER, type Caller } from "../caller/caller.ts";
+import { OPERATOR_ROLE, ROLE_HEADER } from "../caller/authorize.ts";
+import { ANONYMOUS_CALLER, ANONYMOUS_PRINCIPAL, type Caller, type Principal } from "../caller/caller.ts";
 import { type ErrorCode, WayfindError } from "../errors.ts";
 import { type AnyMethodImpl, type MethodRoute, methodPath } from "./rpc.ts";
 
@@ -12,9 +13,19 @@ export function callerOf(context: HandlerContext): Caller {
   return context.values.get(callerKey);
 }
 
+/** Who acts, resolved once per call next to the caller; what it may do is src/caller/authorize.ts. */
+export const principalKey = createContextKey<Principal>(ANONYMOUS_PRINCIPAL, {
+  description: "wayfind principal",
+});
+
+export function principalOf(context: HandlerContext): Principal {
+  return context.values.get(principalKey);
+}
+
 /**
- * Wraps every route once, whatever transport serves it: resolves the caller, maps domain errors to
- * RPC codes (never leaking internals), and logs one line per call (method, code, duration, tenant).
+ * Wraps every route once, whatever transport serves it: resolves the caller and the principal, maps
+ * domain errors to RPC codes (never leaking internals), and logs one line per call (method, code,
+ * duration, tenant, operator).
  */
 export function withCallPipeline(routes: readonly MethodRoute[], logger: Logger): MethodRoute[] {
   return routes.map((route) => ({ ...route, impl: wrap(route, logger) }));
@@ -28,6 +39,8 @@ function wrap(route: MethodRoute, logger: Logger): AnyMethodImpl {
   const begin = (input: unknown, context: HandlerContext) => {
     const caller = resolveCaller(input);
     context.values.set(callerKey, caller);
+    const principal = resolvePrincipal(caller, context.requestHeader);
+    context.values.set(principalKey, principal);
     const started = performance.now();
     return (error?: unknown) => {
       const code = error === undefined ? "ok" : codeName(error);
@@ -37,6 +50,8 @@ function wrap(route: MethodRoute, logger: Logger): AnyMethodImpl {
         code,
         duration_ms: Math.round((performance.now() - started) * 1000) / 1000,
         tenant: caller.tenantId || undefined,
+        // Operator calls stand out in the log (an audit trail until issue 15 adds one).
+        operator: principal.operator || undefined,
       };
       if (code === "internal" || code === "unknown") logger.error({ ...fields, err: error }, "call failed");
       else logger.info(fields, "call");
@@ -82,6 +97,14 @@ function resolveCaller(input: unknown): Caller {
     entitlements: context.entitlements,
     narrowToTools: context.narrowToTools,
   };
+}
+
+/**
+ * The one place a principal comes from. Like the CallerContext, the role header is trusted as sent
+ * (a gateway in front must strip it from untrusted callers); issue 15 replaces this with credentials.
+ */
+function resolvePrincipal(caller: Caller, headers: Headers): Principal {
+  return { tenantId: caller.tenantId, operator: headers.get(ROLE_HEADER)?.trim() === OPERATOR_ROLE };
 }
 
 const CODES: Record<ErrorCode, Code> = {

@@ -1,10 +1,19 @@
 import { once } from "node:events";
 import * as http from "node:http";
 import * as http2 from "node:http2";
-import * as net from "node:net";
+import type * as net from "node:net";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
+import type { Logger } from "pino";
+import {
+  type ConnectionLimits,
+  connectionRefusalLog,
+  fitMaxConnections,
+  Http2SessionGuard,
+  ResponseClosingOnUnreadBody,
+  readOpenFilesLimit,
+} from "./connections.ts";
 import { addRoutesToGrpcServer } from "./grpc-js-adapter.ts";
 import type { MethodRoute } from "./rpc.ts";
 
@@ -17,6 +26,9 @@ export interface TransportOptions {
   readonly maxMessageBytes: number;
   /** Aborted when the server starts draining; long streams (watch) end on it. */
   readonly shutdownSignal: AbortSignal;
+  readonly limits: ConnectionLimits;
+  /** Where refused connections are reported. */
+  readonly logger: Logger;
 }
 
 export interface RunningTransport {
@@ -35,6 +47,7 @@ const HTTP2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
  * Both serve the same MethodRoutes, so each handler exists once.
  */
 export async function startTransport(options: TransportOptions): Promise<RunningTransport> {
+  const { limits } = options;
   const connectHandler = connectNodeAdapter({
     routes: (router: ConnectRouter) => {
       for (const route of options.routes) router.rpc(route.method, route.impl as never);
@@ -58,7 +71,12 @@ export async function startTransport(options: TransportOptions): Promise<Running
   const connectStreams = http2.createServer({}, connectHandler);
 
   const h2 = http2.createServer({ maxSessionMemory: 64 });
-  h2.on("session", (session: http2.ServerHttp2Session) => grpcStreams.emit("session", session));
+  const sessions = new Map<http2.ServerHttp2Session, Http2SessionGuard>();
+  h2.on("session", (session: http2.ServerHttp2Session) => {
+    sessions.set(session, new Http2SessionGuard(session, limits));
+    session.once("close", () => sessions.delete(session));
+    grpcStreams.emit("session", session);
+  });
   h2.on(
     "stream",
     (
@@ -67,63 +85,87 @@ export async function startTransport(options: TransportOptions): Promise<Running
       flags: number,
       rawHeaders: string[],
     ) => {
+      sessions.get(stream.session as http2.ServerHttp2Session)?.streamOpened(stream);
       const target = isNativeGrpc(headers["content-type"]) ? grpcStreams : connectStreams;
       target.emit("stream", stream, headers, flags, rawHeaders);
     },
   );
   // HTTP/1.1 keep-alive connections are closed as soon as they are idle once draining starts.
   let draining = false;
-  const idleH1 = new Set<net.Socket>();
-  const h1 = http.createServer((request, response) => {
-    const { socket } = request;
-    idleH1.delete(socket);
-    if (draining) response.setHeader("connection", "close");
-    response.once("close", () => {
-      if (draining) socket.end();
-      else idleH1.add(socket);
-    });
-    connectHandler(request, response);
-  });
-  h1.keepAliveTimeout = 30_000;
+  const h1 = http.createServer(
+    {
+      // No Nagle: with several calls in flight on one connection, a small response would otherwise
+      // wait for the ACK of the previous one, which the client may delay by up to 40 ms.
+      noDelay: true,
+      ServerResponse: ResponseClosingOnUnreadBody,
+      headersTimeout: limits.requestHeaderTimeoutMs,
+      // Bodies are bounded by size, not by pace, as on HTTP/2.
+      requestTimeout: 0,
+      keepAliveTimeout: limits.idleTimeoutMs,
+      // How often node looks for requests past headersTimeout.
+      connectionsCheckingInterval: Math.min(1_000, Math.ceil(limits.requestHeaderTimeoutMs / 4)),
+    },
+    (request, response) => {
+      if (draining) response.setHeader("connection", "close");
+      response.once("close", () => {
+        if (draining) request.socket.end();
+      });
+      connectHandler(request, response);
+    },
+  );
+
+  // The HTTP/1.1 server is the listener, so node counts its connections (for the cap) and checks
+  // request headers against headersTimeout, which it only does for a listening server. Its own
+  // connection handler is taken off and called only for connections that are not HTTP/2.
+  const serveHttp1 = h1.listeners("connection")[0] as (socket: net.Socket) => void;
+  h1.removeListener("connection", serveHttp1);
+  const maxConnections = fitMaxConnections(limits.maxConnections, readOpenFilesLimit());
+  if (maxConnections < limits.maxConnections)
+    options.logger.info(
+      { configured: limits.maxConnections, applied: maxConnections },
+      "server.max_connections lowered to fit the open-files limit (ulimit -n)",
+    );
+  h1.maxConnections = maxConnections;
+  const logRefusal = connectionRefusalLog(options.logger, maxConnections);
+  h1.on("drop", () => logRefusal("max_connections reached"));
 
   // Cleartext HTTP/2 (prior knowledge) and HTTP/1.1 share the port: peek at the first bytes.
   const sockets = new Set<net.Socket>();
-  // No Nagle: with several calls in flight on one connection, a small response would otherwise wait
-  // for the ACK of the previous one, which the client may delay by up to 40 ms.
-  const listener = net.createServer({ noDelay: true }, (socket) => {
+  h1.on("connection", (socket: net.Socket) => {
     sockets.add(socket);
-    socket.once("close", () => sockets.delete(socket));
+    // A connection that never says anything would hold its descriptor forever.
+    const handshake = setTimeout(() => socket.destroy(), limits.handshakeTimeoutMs).unref();
+    socket.once("close", () => {
+      clearTimeout(handshake);
+      sockets.delete(socket);
+    });
     socket.once("data", (first: Buffer) => {
+      clearTimeout(handshake);
       socket.pause();
       socket.unshift(first);
       // The HTTP/2 session picks up the unshifted bytes itself when it attaches; resuming the
       // socket first would let them flow away unread. The HTTP/1 server wants a flowing socket.
       if (first.subarray(0, 3).equals(HTTP2_PREFACE.subarray(0, 3))) h2.emit("connection", socket);
       else {
-        socket.once("close", () => idleH1.delete(socket));
-        h1.emit("connection", socket);
+        serveHttp1.call(h1, socket);
         socket.resume();
       }
     });
     socket.on("error", () => socket.destroy());
   });
-  listener.listen(options.port, options.host);
-  await once(listener, "listening");
-  const address = listener.address() as net.AddressInfo;
-
-  const sessions = new Set<http2.ServerHttp2Session>();
-  h2.on("session", (session: http2.ServerHttp2Session) => {
-    sessions.add(session);
-    session.once("close", () => sessions.delete(session));
-  });
+  h1.listen(options.port, options.host);
+  await once(h1, "listening");
+  // After listening, an accept failure (EMFILE: out of descriptors) is logged, not fatal.
+  h1.on("error", (error: NodeJS.ErrnoException) => logRefusal(error.code ?? error.message));
+  const address = h1.address() as net.AddressInfo;
 
   return {
     port: address.port,
     async close(graceMs: number) {
-      const closed = new Promise<void>((resolve) => listener.close(() => resolve()));
       draining = true;
-      for (const session of sessions) session.close(); // GOAWAY: in-flight streams finish
-      for (const socket of idleH1) socket.end();
+      // Also closes the idle HTTP/1.1 keep-alive connections.
+      const closed = new Promise<void>((resolve) => h1.close(() => resolve()));
+      for (const session of sessions.keys()) session.close(); // GOAWAY: in-flight streams finish
       const timer = setTimeout(() => {
         for (const socket of sockets) socket.destroy();
       }, graceMs);

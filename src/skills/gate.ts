@@ -1,4 +1,4 @@
-import type { ToolGate } from "./model.ts";
+import type { TextAuthor, ToolGate } from "./model.ts";
 
 /** Characters that continue a tool name; a match must not be glued to them on either side. */
 const NAME_CHAR = /[A-Za-z0-9_.-]/;
@@ -17,13 +17,12 @@ function escapeRegExp(text: string): string {
 }
 
 /**
- * Builds a text rewriter for one call: every hidden tool named in a text becomes
+ * Builds a text rewriter for one call and one author: every name the gate hides becomes
  * `tool_search for "<capability>"`, so the model learns what to look for but not the hidden name.
  */
-export function toolGateRewriter(gate: ToolGate | undefined): (text: string) => string {
+export function toolGateRewriter(gate: ToolGate | undefined, author: TextAuthor): (text: string) => string {
   if (!gate) return (text) => text;
-  const hidden: string[] = [];
-  for (const name of gate.knownToolNames()) if (name.length > 0 && !gate.isVisible(name)) hidden.push(name);
+  const hidden = gate.hiddenNames(author).filter((name) => name.length > 0);
   if (hidden.length === 0) return (text) => text;
   // Longest first so `github.create_pr_review` wins over `github.create_pr`.
   hidden.sort((a, b) => b.length - a.length || (a < b ? -1 : 1));

@@ -8,6 +8,7 @@ export type {
   SkillScope,
   SkillStats,
   TaskType,
+  TextAuthor,
   ToolGate,
 } from "./model.ts";
 export { SCOPE_KINDS, SEARCH_TYPES, SKILL_ORIGINS, TASK_TYPES } from "./model.ts";

@@ -55,11 +55,14 @@ export interface Skill extends SkillContent {
 export const SEARCH_TYPES = ["fts", "regex", "exact"] as const;
 export type SearchType = (typeof SEARCH_TYPES)[number];
 
+/** Who may have written a skill's text: the operator (global skills) or a tenant (tenant/project skills). */
+export type TextAuthor = "operator" | "tenant";
+
 /**
  * Tool-reference gating (provided by the discovery module from the catalog and the caller's visibility):
- * skill text that names a tool the caller may not see never shows that name.
+ * the tool names to rewrite in text by that author, so skill text never shows a tool the caller may
+ * not see, and text a tenant wrote never reveals whether such a tool exists.
  */
 export interface ToolGate {
-  knownToolNames(): Iterable<string>;
-  isVisible(name: string): boolean;
+  hiddenNames(author: TextAuthor): readonly string[];
 }

@@ -25,6 +25,7 @@ import {
   type SkillScope,
   TASK_TYPES,
   type TaskType,
+  type TextAuthor,
   type ToolGate,
 } from "./model.ts";
 import {
@@ -313,6 +314,8 @@ function decodePageToken(token: string): { n: string; s: number } {
 }
 
 type Sanitize = (text: string) => string;
+/** The sanitizer for a skill's text, which depends on who may have written it (its scope). */
+type SanitizerFor = (row: { scope_kind: ScopeKind }) => Sanitize;
 
 interface SearchRow {
   seq: number;
@@ -322,9 +325,11 @@ interface SearchRow {
   description: string;
   task_type: TaskType;
   tags: string;
+  scope_kind: ScopeKind;
 }
 
-const SEARCH_COLUMNS = "s.seq, s.name, s.title, s.trigger_text, s.description, s.task_type, s.tags";
+const SEARCH_COLUMNS =
+  "s.seq, s.name, s.title, s.trigger_text, s.description, s.task_type, s.tags, s.scope_kind";
 
 // ---------------------------------------------------------------------------------------------------
 
@@ -669,7 +674,7 @@ export class SkillService {
     regex: CallerRegex,
     taskType: TaskType | undefined,
     limit: number,
-    sanitize: Sanitize,
+    sanitize: SanitizerFor,
   ): { row: SearchRow; score: number }[] {
     const where = this.filters(caller, taskType);
     const hits: { row: SearchRow; score: number }[] = [];
@@ -708,7 +713,7 @@ export class SkillService {
         const text = `${row.title}\n${row.trigger_text}\n${row.description}\n${tags}`;
         // Literal pre-check (no RE2 work for most rows), then RE2 on the raw text, then a confirmation
         // on what the caller may actually see.
-        if (mayMatch(regex, fold(text)) && re.test(text) && re.test(sanitize(text))) score = 0.75;
+        if (mayMatch(regex, fold(text)) && re.test(text) && re.test(sanitize(row)(text))) score = 0.75;
       }
       if (score > 0) hits.push({ row, score });
     }
@@ -880,7 +885,7 @@ export class SkillService {
       was_compressed: context.compressed,
     });
     return {
-      skills: included.map(({ row, score }) => ({ name: row.name, title: sanitize(row.title), score })),
+      skills: included.map(({ row, score }) => ({ name: row.name, title: sanitize(row)(row.title), score })),
       effectiveSearchType: effective,
       formattedContext: context.text,
       rawTokensEst: context.rawTokens,
@@ -953,16 +958,17 @@ export class SkillService {
         ?.n ?? 0;
     const sanitize = this.sanitizer(options.toolGate);
     const lines = entries.map((row) => {
+      const clean = sanitize(row);
       const parts: string[] = [];
       for (const field of fields) {
         if (field === "name") continue;
-        if (field === "title") parts.push(sanitize(row.title));
-        if (field === "trigger") parts.push(clip(sanitize(row.trigger_text), 160));
-        if (field === "description") parts.push(clip(sanitize(row.description), 200));
+        if (field === "title") parts.push(clean(row.title));
+        if (field === "trigger") parts.push(clip(clean(row.trigger_text), 160));
+        if (field === "description") parts.push(clip(clean(row.description), 200));
         if (field === "task_type") parts.push(`[${row.task_type}]`);
         if (field === "tags") {
           const tags = JSON.parse(row.tags) as string[];
-          if (tags.length > 0) parts.push(`(${tags.map(sanitize).join(", ")})`);
+          if (tags.length > 0) parts.push(`(${tags.map(clean).join(", ")})`);
         }
       }
       return parts.length > 0 ? `- ${row.name}: ${parts.join(" ").replace(/\s+/g, " ")}` : `- ${row.name}`;
@@ -999,12 +1005,22 @@ export class SkillService {
     throw invalidArgument(`scope.kind must be one of ${SCOPE_KINDS.join(", ")}`);
   }
 
-  private sanitizer(gate: ToolGate | undefined): Sanitize {
-    const rewrite = toolGateRewriter(gate);
-    return this.redaction ? (text) => redactText(rewrite(text)) : rewrite;
+  /**
+   * Redaction plus tool gating. Global skills are the operator's text; tenant and project skills may
+   * be the tenant's own, gated so they never reveal whether a hidden tool exists (ToolService.toolGate).
+   */
+  private sanitizer(gate: ToolGate | undefined): SanitizerFor {
+    const bySomeone = (author: TextAuthor): Sanitize => {
+      const rewrite = toolGateRewriter(gate, author);
+      return this.redaction ? (text) => redactText(rewrite(text)) : rewrite;
+    };
+    const operatorText = bySomeone("operator");
+    const tenantText = bySomeone("tenant");
+    return (row) => (row.scope_kind === "global" ? operatorText : tenantText);
   }
 
-  private summary(row: SearchRow, sanitize: Sanitize): SkillSummary {
+  private summary(row: SearchRow, sanitizeFor: SanitizerFor): SkillSummary {
+    const sanitize = sanitizeFor(row);
     return {
       name: row.name,
       title: sanitize(row.title),
@@ -1014,7 +1030,8 @@ export class SkillService {
     };
   }
 
-  private details(row: SkillRow, sanitize: Sanitize): SkillDetails {
+  private details(row: SkillRow, sanitizeFor: SanitizerFor): SkillDetails {
+    const sanitize = sanitizeFor(row);
     const skill = rowToSkill(row);
     return {
       id: skill.id,

@@ -2,6 +2,7 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { ToolDiscoveryService, type ToolSource, ToolSourceKind } from "../../gen/ts/wayfind/v1/tools_pb.ts";
+import { OPERATOR_ROLE, ROLE_HEADER } from "../caller/authorize.ts";
 
 const KIND_LABELS: Readonly<Record<ToolSourceKind, string>> = {
   [ToolSourceKind.UNSPECIFIED]: "?",
@@ -12,7 +13,8 @@ const KIND_LABELS: Readonly<Record<ToolSourceKind, string>> = {
 };
 
 /**
- * `wayfind sources`: calls ListToolSources over gRPC and prints a table. Returns the exit code:
+ * `wayfind sources`: calls ListToolSources over gRPC as the operator (every tenant's sources) and
+ * prints a table. Returns the exit code:
  * 0 when every source is healthy, 1 when one is not or the server cannot be reached.
  */
 export async function listSources(addr: string, out: NodeJS.WritableStream): Promise<number> {
@@ -20,7 +22,10 @@ export async function listSources(addr: string, out: NodeJS.WritableStream): Pro
   const client = createClient(ToolDiscoveryService, createGrpcTransport({ baseUrl }));
   let sources: ToolSource[];
   try {
-    ({ sources } = await client.listToolSources({}, { timeoutMs: 10_000 }));
+    ({ sources } = await client.listToolSources(
+      {},
+      { timeoutMs: 10_000, headers: { [ROLE_HEADER]: OPERATOR_ROLE } },
+    ));
   } catch (error) {
     const message = error instanceof ConnectError ? error.rawMessage : String(error);
     throw new Error(`cannot list sources from ${baseUrl}: ${message}; is \`wayfind serve\` running there?`);
@@ -31,9 +36,10 @@ export async function listSources(addr: string, out: NodeJS.WritableStream): Pro
 
 /** Fixed-width columns; the error column is last and never truncated. */
 export function formatSourcesTable(sources: readonly ToolSource[]): string {
-  const header = ["SOURCE", "KIND", "TOOLS", "HEALTHY", "LAST SYNC", "LAST ERROR"];
+  const header = ["SOURCE", "TENANT", "KIND", "TOOLS", "HEALTHY", "LAST SYNC", "LAST ERROR"];
   const rows = sources.map((s) => [
     s.name,
+    s.tenantId || "-",
     KIND_LABELS[s.kind] ?? String(s.kind),
     String(s.toolCount),
     s.healthy ? "yes" : "NO",

@@ -386,9 +386,12 @@ export class McpSource {
     for (const input of applySourceOptions(inputs, this.config, this.config.name)) {
       try {
         const record = toRecord(input, 0);
-        const owner = this.catalog.get([record.name]).tools.find((t) => t.name === record.name)?.source;
-        if (owner !== undefined && owner !== this.id) {
-          skipped.push(`tool "${record.name}" is already registered by source "${owner}"`);
+        // MCP servers are global sources: only another global source can hold the name.
+        const registeredBy = this.catalog
+          .get([record.name], { isVisible: this.catalog.ownershipFilter("") })
+          .tools.find((t) => t.name === record.name)?.source;
+        if (registeredBy !== undefined && registeredBy !== this.id) {
+          skipped.push(`tool "${record.name}" is already registered by source "${registeredBy}"`);
           continue;
         }
         good.push(input);
@@ -508,7 +511,8 @@ export class McpSources {
     const configured = new Set(this.sources.map((s) => s.id));
     const stale = new Set<string>();
     for (const tool of this.catalog.all())
-      if (tool.source.startsWith("mcp:") && !configured.has(tool.source)) stale.add(tool.source);
+      if (tool.owner === "" && tool.source.startsWith("mcp:") && !configured.has(tool.source))
+        stale.add(tool.source);
     for (const source of stale) {
       const result = this.catalog.register(source, [], { replaceSource: true });
       this.logger.info({ source, removed: result.removed }, "mcp server no longer configured; tools removed");

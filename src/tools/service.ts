@@ -56,11 +56,14 @@ const MAX_PREDICATES_PER_ACCESS = 64;
 
 export class ToolService {
   private readonly predicates = new WeakMap<CallerAccess, Map<string, VisibilityPredicate>>();
+  /** The access control's verdict per caller, with tool ownership applied (one object per verdict). */
+  private readonly ownedAccess = new WeakMap<CallerAccess, CallerAccess>();
 
   constructor(private readonly options: ToolServiceOptions) {}
 
-  register(source: string, tools: readonly ToolInput[], replaceSource: boolean) {
-    return this.options.catalog.register(source, tools, { replaceSource });
+  /** Registers `source` of `owner` (a tenant, or "" = global; see src/caller/authorize.ts toolOwnerFor). */
+  register(owner: string, source: string, tools: readonly ToolInput[], replaceSource: boolean) {
+    return this.options.catalog.register(source, tools, { replaceSource, owner });
   }
 
   search(
@@ -183,7 +186,8 @@ export class ToolService {
     return renderToolPrompt({
       caller,
       access: view.access,
-      tools: this.options.catalog.all(),
+      tenantTextAccess: this.accessWithoutNarrowing(caller),
+      tools: view.ownedTools(),
       activeNames: view.activeNames,
       toolSearch: this.options.toolSearch,
       examples: {
@@ -215,7 +219,7 @@ export class ToolService {
     request: { provider: PayloadProvider; nativeSearch: boolean; includeDiscoveryTools: boolean },
   ): RenderedToolPayload {
     const view = this.view(caller);
-    const all = [...this.options.catalog.all()].filter(view.canActivate);
+    const all = view.ownedTools().filter(view.canActivate);
     const stable = all.filter((tool) => view.access.isAlwaysVisible(tool)).sort(byName);
     const byToolName = new Map(all.map((tool) => [tool.name, tool]));
     const activated = view.activeNames
@@ -243,22 +247,42 @@ export class ToolService {
     });
   }
 
-  /** Which tool names a skill may mention to this caller. */
+  /** The tools this caller may see or activate (policy, visibility, narrowing, ownership). */
+  visibilityFor(caller: Caller): VisibilityPredicate {
+    return this.accessFor(caller).canActivate;
+  }
+
+  /**
+   * Which tool names skill text must not show this caller. Text the operator wrote hides every name
+   * the caller may not see. Text a tenant may have written hides only names its narrowing removed
+   * (names it could see without narrowing): any other name stays as written, so the output is the
+   * same whether a name the caller may not see exists or not.
+   */
   toolGate(caller: Caller): ToolGate {
-    const view = this.view(caller);
-    const catalog = this.options.catalog;
+    const access = this.accessFor(caller);
+    const withoutNarrowing = this.accessWithoutNarrowing(caller);
+    const hiddenNames = (include: (tool: Tool) => boolean): string[] => {
+      const visible = new Set<string>();
+      const hidden = new Set<string>();
+      for (const tool of this.options.catalog.all()) {
+        if (access.canActivate(tool)) visible.add(tool.name);
+        // Other tenants' tools count too: global (operator) text may name them.
+        else if (include(tool)) hidden.add(tool.name);
+      }
+      // A name another owner also uses stays when the caller sees its own tool of that name.
+      return [...hidden].filter((name) => !visible.has(name));
+    };
     return {
-      knownToolNames: () => [...catalog.all()].map((tool) => tool.name),
-      isVisible: (name) => {
-        const tool = catalog.get([name]).tools[0];
-        return tool !== undefined && view.canActivate(tool);
-      },
+      hiddenNames: (author) =>
+        author === "operator"
+          ? hiddenNames(() => true)
+          : hiddenNames((tool) => withoutNarrowing.canActivate(tool)),
     };
   }
 
   /** Activates the lazy groups the message triggers; true when anything new was activated. */
   private activateLazyGroups(caller: Caller, view: CallerView, message: string): boolean {
-    const groups = this.options.lazyGroups.match(message, [...this.options.catalog.all()], view.access);
+    const groups = this.options.lazyGroups.match(message, view.ownedTools(), view.access);
     const names = groups.flatMap((group) => group.tools).filter((name) => !view.visibleNames.has(name));
     if (names.length === 0 || caller.runId === "") return false;
     const result = this.options.activations.activate(caller, [...new Set(names)], {
@@ -289,6 +313,31 @@ export class ToolService {
       byState.set(key, predicate);
     }
     return predicate;
+  }
+
+  /** The caller's access as it would be without its narrowing: what its tenant's own text may name. */
+  private accessWithoutNarrowing(caller: Caller): CallerAccess {
+    return this.accessFor(caller.narrowToTools.length > 0 ? { ...caller, narrowToTools: [] } : caller);
+  }
+
+  /**
+   * The access control's verdict (policy, tenant visibility, narrowing) restricted to the tools that
+   * exist for the caller's tenant (ToolCatalog.ownershipFilter): everything downstream (search masks,
+   * render, payload, lazy groups, activation checks) sees other tenants' tools as missing.
+   */
+  private accessFor(caller: Caller): CallerAccess {
+    const base = this.options.access.forCaller(caller);
+    let access = this.ownedAccess.get(base);
+    if (access === undefined) {
+      const owned = this.options.catalog.ownershipFilter(caller.tenantId);
+      access = {
+        canActivate: (tool) => owned(tool) && base.canActivate(tool),
+        isAlwaysVisible: (tool) => owned(tool) && base.isAlwaysVisible(tool),
+        hiddenCount: (tools) => base.hiddenCount([...tools].filter(owned)),
+      };
+      this.ownedAccess.set(base, access);
+    }
+    return access;
   }
 
   private scopeFor(caller: Caller, requested: ActivationScope | undefined): ActivationScope {
@@ -322,14 +371,16 @@ export class ToolService {
   }
 
   private view(caller: Caller): CallerView {
-    const access = this.options.access.forCaller(caller);
+    const access = this.accessFor(caller);
     const enabled = this.options.toolSearch.enabled;
     const activeNames = this.options.activations.activeFor(caller);
     const visibleNames = new Set(activeNames);
     const canActivate = (tool: Tool) => access.canActivate(tool);
+    const owned = this.options.catalog.ownershipFilter(caller.tenantId);
     return {
       access,
       canActivate,
+      ownedTools: () => [...this.options.catalog.all()].filter(owned),
       activeNames,
       visibleNames,
       isVisibleNow: (tool) => !enabled || access.isAlwaysVisible(tool) || visibleNames.has(tool.name),
@@ -339,6 +390,8 @@ export class ToolService {
 
 interface CallerView {
   readonly access: CallerAccess;
+  /** The tools that exist for this caller: its tenant's own and the global ones it did not shadow. */
+  readonly ownedTools: () => Tool[];
   readonly canActivate: (tool: Tool) => boolean;
   /** Activated names in activation order (always-visible tools are decided by `access`). */
   readonly activeNames: readonly string[];

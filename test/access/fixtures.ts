@@ -10,6 +10,7 @@ export function tool(name: string, overrides: Partial<Tool> = {}): Tool {
     name,
     namespace: dot > 0 ? name.slice(0, dot) : "",
     source: "test",
+    owner: "",
     title: name,
     description: `Does ${name} things.`,
     tags: [],

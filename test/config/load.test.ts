@@ -205,6 +205,36 @@ describe("loadConfig", () => {
   });
 });
 
+describe("loadConfig connection limits", () => {
+  it("reads the connection timeouts in seconds, fractions allowed, and the connection cap", () => {
+    const file = write(
+      "server: {handshake_timeout_seconds: 0.5, request_header_timeout_seconds: 2, idle_timeout_seconds: 60, max_connections: 100}\n",
+    );
+    expect(loadConfig(file, {}).server).toMatchObject({
+      handshakeTimeoutSeconds: 0.5,
+      requestHeaderTimeoutSeconds: 2,
+      idleTimeoutSeconds: 60,
+      maxConnections: 100,
+    });
+  });
+
+  it("rejects a zero timeout and a cap of no connections, saying what to change", () => {
+    const file = write(
+      [
+        "server:",
+        "  idle_timeout_seconds: 0",
+        "  handshake_timeout_seconds: -1",
+        "  max_connections: 0",
+      ].join("\n"),
+    );
+    expect(problemsOf(file)).toEqual([
+      `${file}:2:25: server.idle_timeout_seconds: must be more than 0, got 0; raise it`,
+      `${file}:3:30: server.handshake_timeout_seconds: must be more than 0, got -1; raise it`,
+      `${file}:4:20: server.max_connections: must be at least 1, got 0; raise it`,
+    ]);
+  });
+});
+
 describe("loadConfig uniqueness", () => {
   it("rejects two MCP servers with one name (the name is their namespace)", () => {
     const file = write(

@@ -214,3 +214,47 @@ describe("get and list", () => {
     expect(() => catalog.list({ pageToken: "garbage" })).toThrowError(/page_token/);
   });
 });
+
+describe("owners", () => {
+  const tool = (description: string) => ({ name: "refund", namespace: "pay", description });
+
+  it("keeps one tool per owner under the same name and source, each replaced only by its owner", () => {
+    const { catalog } = openCatalog();
+    catalog.register("pay", [tool("Global refunds.")]);
+    catalog.register("pay", [tool("Acme refunds.")], { owner: "acme" });
+    expect(catalog.register("pay", [], { owner: "bravo", replaceSource: true }).removed).toBe(0);
+    expect(catalog.register("pay", [], { owner: "acme", replaceSource: true }).removed).toBe(1);
+    expect([...catalog.all()].map((t) => `${t.owner}:${t.description}`)).toEqual([":Global refunds."]);
+  });
+
+  it("gives a tenant its own tool in place of the global one of that name, and others the global one", () => {
+    const { catalog } = openCatalog();
+    catalog.register("pay", [tool("Global refunds.")]);
+    catalog.register("pay", [tool("Acme refunds.")], { owner: "acme" });
+    const describe = (tenant: string) =>
+      catalog
+        .get(["pay.refund"], { isVisible: catalog.ownershipFilter(tenant) })
+        .tools.map((t) => t.description);
+    expect(describe("acme")).toEqual(["Acme refunds."]);
+    expect(describe("bravo")).toEqual(["Global refunds."]);
+    expect(describe("")).toEqual(["Global refunds."]);
+  });
+
+  it("keeps owners across a restart", () => {
+    const { catalog, db, file } = openCatalog();
+    catalog.register("pay", [tool("Acme refunds.")], { owner: "acme" });
+    db.close();
+    const reopened = openCatalog({}, file).catalog;
+    expect([...reopened.all()].map((t) => t.owner)).toEqual(["acme"]);
+    expect(reopened.register("pay", [tool("Acme refunds.")], { owner: "acme" })).toMatchObject({
+      unchanged: 1,
+    });
+  });
+
+  it("fingerprints each owner's tools on their own, unmoved by another owner's registration", () => {
+    const { catalog } = openCatalog();
+    const acme = catalog.register("pay", [tool("Acme refunds.")], { owner: "acme" }).fingerprint;
+    catalog.register("pay", [tool("Bravo refunds.")], { owner: "bravo" });
+    expect(catalog.fingerprint("acme")).toBe(acme);
+  });
+});

@@ -76,13 +76,12 @@ describe("MCP servers through the real server", () => {
     expect(resolved.activated).toBe(true);
   });
 
-  it("lists every source with kind, tool count, health and the error of a broken one", async () => {
-    await client().registerTools({
-      source: "team-api",
-      namespace: "team",
-      tools: [{ name: "ping", description: "Ping." }],
-    });
-    const { sources } = await client().listToolSources({});
+  it("lists the operator every source with kind, tool count, health and the error of a broken one", async () => {
+    await client().registerTools(
+      { source: "team-api", namespace: "team", tools: [{ name: "ping", description: "Ping." }] },
+      { headers: { "wayfind-role": "admin" } },
+    );
+    const { sources } = await client().listToolSources({}, { headers: { "wayfind-role": "admin" } });
     const byName = Object.fromEntries(sources.map((s) => [s.name, s]));
     expect(Object.keys(byName).sort()).toEqual([
       "catalog:github",

@@ -278,8 +278,8 @@ describe("RegisterTools", () => {
     const tools = [
       { name: "ping", description: "Check the service is alive.", loadingMode: LoadingMode.DEFERRED },
     ];
-    const first = await client().registerTools({ source: "svc", namespace: "svc", tools });
-    const second = await client().registerTools({ source: "svc", namespace: "svc", tools });
+    const first = await client().registerTools({ caller: acme, source: "svc", namespace: "svc", tools });
+    const second = await client().registerTools({ caller: acme, source: "svc", namespace: "svc", tools });
     expect(first.added).toBe(1);
     expect(second).toMatchObject({
       added: 0,
@@ -292,6 +292,7 @@ describe("RegisterTools", () => {
   it("rejects an example that does not match the tool's schema, naming tool and field", async () => {
     const error = await failure(
       client().registerTools({
+        caller: acme,
         source: "svc2",
         tools: [
           {

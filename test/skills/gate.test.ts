@@ -2,9 +2,10 @@ import { describe, expect, it } from "vitest";
 import type { ToolGate } from "../../src/skills/index.ts";
 import { caller, fixture, GLOBAL, jsonSkill } from "./helpers.ts";
 
+// The operator's (global) text hides both; in a tenant's text only narrowed-away names would be hidden.
 const gate: ToolGate = {
-  knownToolNames: () => ["github.create_pull_request", "github.create_pull_request_review", "fs.read_file"],
-  isVisible: (name) => name === "fs.read_file",
+  hiddenNames: (author) =>
+    author === "operator" ? ["github.create_pull_request", "github.create_pull_request_review"] : [],
 };
 
 function loaded() {
@@ -63,6 +64,26 @@ describe("tool-reference gating", () => {
       { toolGate: gate },
     );
     expect(result.skills).toEqual([]);
+  });
+
+  it("gates a tenant-scoped skill by the names hidden from a tenant's text", () => {
+    const f = fixture();
+    f.service.loadSkillPack({
+      pack: "mine",
+      scope: { kind: "tenant", tenantId: "t1", projectId: "" },
+      files: [
+        {
+          path: "pr.skill.json",
+          content: jsonSkill({
+            name: "t1.open_pr",
+            trigger: "call github.create_pull_request",
+            steps: ["go"],
+          }),
+        },
+      ],
+    });
+    const [skill] = f.service.getSkills(caller("t1"), { names: ["t1.open_pr"] }, { toolGate: gate }).skills;
+    expect(skill?.trigger).toBe("call github.create_pull_request");
   });
 
   it("leaves text untouched without a gate", () => {

@@ -25,6 +25,7 @@ beforeAll(async () => {
     mcp_servers: [{ name: "ghost", transport: "stdio", command: "wayfind-no-such-command-xyz" }],
   });
   await wayfind.grpc(ToolDiscoveryService).registerTools({
+    caller: { tenantId: "acme" },
     source: "team-api",
     namespace: "team",
     tools: [{ name: "ping", description: "Ping." }],
@@ -33,15 +34,15 @@ beforeAll(async () => {
 afterAll(() => wayfind?.stop());
 
 describe("wayfind sources", () => {
-  it("prints a table of every source over gRPC and exits 1 when one is unhealthy", async () => {
+  it("prints a table of every tenant's sources over gRPC (as the operator) and exits 1 when one is unhealthy", async () => {
     const { code, stdout } = await run(["sources", "--addr", `127.0.0.1:${wayfind.port}`]);
     const lines = stdout.trimEnd().split("\n");
-    expect(lines[0]).toMatch(/^SOURCE\s+KIND\s+TOOLS\s+HEALTHY\s+LAST SYNC\s+LAST ERROR$/);
+    expect(lines[0]).toMatch(/^SOURCE\s+TENANT\s+KIND\s+TOOLS\s+HEALTHY\s+LAST SYNC\s+LAST ERROR$/);
     expect(lines.find((l) => l.startsWith("mcp:ghost"))).toMatch(
-      /^mcp:ghost\s+mcp-stdio\s+0\s+NO\s+-\s+connect failed: command not found: wayfind-no-such-command-xyz/,
+      /^mcp:ghost\s+-\s+mcp-stdio\s+0\s+NO\s+-\s+connect failed: command not found: wayfind-no-such-command-xyz/,
     );
     expect(lines.find((l) => l.startsWith("team-api"))).toMatch(
-      /^team-api\s+api\s+1\s+yes\s+\d{4}-\d\d-\d\dT/,
+      /^team-api\s+acme\s+api\s+1\s+yes\s+\d{4}-\d\d-\d\dT/,
     );
     expect(code).toBe(1);
   }, 20_000);

@@ -8,7 +8,7 @@ import {
   createGrpcTransport,
   createGrpcWebTransport,
 } from "@connectrpc/connect-node";
-import pino from "pino";
+import pino, { type Logger } from "pino";
 import { stringify } from "yaml";
 import { loadConfig, type WayfindConfig } from "../../src/config/index.ts";
 import { type RunningServer, startServer } from "../../src/server/app.ts";
@@ -36,7 +36,7 @@ export interface TestServer {
  */
 export async function startTestServer(
   yamlConfig: Record<string, unknown> = {},
-  options: { dataDir?: string } = {},
+  options: { dataDir?: string; logger?: Logger } = {},
 ): Promise<TestServer> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "wayfind-test-"));
   const configFile = join(dataDir, "wayfind.yaml");
@@ -45,7 +45,8 @@ export async function startTestServer(
     stringify({ ...yamlConfig, server: { port: 0, data_dir: dataDir, ...(yamlConfig.server as object) } }),
   );
   const config = loadConfig(configFile, {});
-  const server = await startServer(config, pino({ level: "silent" }), { drainGraceMs: 2_000 });
+  const logger = options.logger ?? pino({ level: "silent" });
+  const server = await startServer(config, logger, { drainGraceMs: 2_000 });
   const baseUrl = `http://127.0.0.1:${server.port}`;
   return {
     server,

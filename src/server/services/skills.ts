@@ -8,6 +8,7 @@ import {
   type SkillService as SkillServiceDesc,
   TaskType,
 } from "../../../gen/ts/wayfind/v1/skills_pb.ts";
+import { authorizeSkillPackScope } from "../../caller/authorize.ts";
 import type { Caller } from "../../caller/caller.ts";
 import { failedPrecondition, invalidArgument } from "../../errors.ts";
 import type { EventLog } from "../../events/index.ts";
@@ -22,7 +23,7 @@ import type {
   ToolGate,
 } from "../../skills/index.ts";
 import { DIRECTORY_FIELDS } from "../../skills/index.ts";
-import { callerOf } from "../pipeline.ts";
+import { callerOf, principalOf } from "../pipeline.ts";
 import { EnumMap } from "./enums.ts";
 import { SKILL_EVENT_TYPES, watchEvents } from "./watch.ts";
 
@@ -66,6 +67,7 @@ export function skillService(
     loadSkillPack(request, context) {
       const caller = callerOf(context);
       const kind = SCOPES.fromProto(request.scope, "scope") ?? "project";
+      authorizeSkillPackScope(principalOf(context), kind);
       if (kind !== "global" && caller.tenantId === "") {
         throw failedPrecondition(`a ${kind}-scoped pack needs caller.tenant_id`);
       }
@@ -228,7 +230,7 @@ export function skillService(
     },
 
     watchSkillEvents: (request, context) =>
-      watchEvents(events, callerOf(context), request.filter, SKILL_EVENT_TYPES, context.signal),
+      watchEvents(events, principalOf(context), request.filter, SKILL_EVENT_TYPES, context.signal),
   };
 }
 

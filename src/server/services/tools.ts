@@ -10,6 +10,7 @@ import {
   ToolSourceKind,
 } from "../../../gen/ts/wayfind/v1/tools_pb.ts";
 import type { ActivationScope as Scope } from "../../activation/index.ts";
+import { sourceListingFor, toolOwnerFor } from "../../caller/authorize.ts";
 import type {
   JsonObject,
   MatchType as Match,
@@ -25,7 +26,7 @@ import type { EventLog } from "../../events/index.ts";
 import type { PayloadProvider } from "../../payload/index.ts";
 import type { ToolSourceKind as Kind, ToolSourceRegistry } from "../../sources/status.ts";
 import type { ToolService } from "../../tools/service.ts";
-import { callerOf } from "../pipeline.ts";
+import { callerOf, principalOf } from "../pipeline.ts";
 import { EnumMap } from "./enums.ts";
 import { PROVIDERS } from "./usage.ts";
 import { TOOL_EVENT_TYPES, watchEvents } from "./watch.ts";
@@ -74,17 +75,21 @@ export function toolDiscoveryService(
   sources?: ToolSourceRegistry,
 ): Partial<ServiceImpl<typeof ToolDiscoveryService>> {
   return {
-    registerTools(request) {
+    registerTools(request, context) {
+      const owner = toolOwnerFor(principalOf(context));
       const inputs = request.tools.map((tool, i) => toToolInput(tool, request.namespace, i));
-      const result = tools.register(request.source, inputs, request.replaceSource);
-      sources?.apiRegistered(request.source);
+      const result = tools.register(owner, request.source, inputs, request.replaceSource);
+      sources?.apiRegistered(owner, request.source);
       return { ...result, catalogFingerprint: result.fingerprint };
     },
 
-    listToolSources() {
+    listToolSources(_request, context) {
+      const listing = sourceListingFor(principalOf(context));
+      const visibleTools = listing.everything ? undefined : tools.visibilityFor(callerOf(context));
       return {
-        sources: (sources?.list() ?? []).map((source) => ({
+        sources: (sources?.list(listing.owners, visibleTools) ?? []).map((source) => ({
           name: source.name,
+          tenantId: source.owner,
           kind: SOURCE_KINDS[source.kind],
           toolCount: source.toolCount,
           lastSyncTime: source.lastSyncTime ? timestampFromDate(source.lastSyncTime) : undefined,
@@ -250,7 +255,7 @@ export function toolDiscoveryService(
     },
 
     watchToolEvents: (request, context) =>
-      watchEvents(events, callerOf(context), request.filter, TOOL_EVENT_TYPES, context.signal),
+      watchEvents(events, principalOf(context), request.filter, TOOL_EVENT_TYPES, context.signal),
   };
 }
 

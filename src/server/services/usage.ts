@@ -9,7 +9,7 @@ import {
 import { invalidArgument } from "../../errors.ts";
 import type { EventLog } from "../../events/index.ts";
 import type { UsageGroupBy as GroupBy, Provider, UsageLedger, UsageTotals } from "../../usage/index.ts";
-import { callerOf } from "../pipeline.ts";
+import { callerOf, principalOf } from "../pipeline.ts";
 import { EnumMap } from "./enums.ts";
 import { USAGE_EVENT_TYPES, watchEvents } from "./watch.ts";
 
@@ -82,7 +82,7 @@ export function usageService(
     },
 
     watchUsageEvents: (request, context) =>
-      watchEvents(events, callerOf(context), request.filter, USAGE_EVENT_TYPES, context.signal),
+      watchEvents(events, principalOf(context), request.filter, USAGE_EVENT_TYPES, context.signal),
   };
 }
 

@@ -1,6 +1,7 @@
 import { timestampFromMs, timestampNow } from "@bufbuild/protobuf/wkt";
 import type { Event, EventFilter, WatchStatus } from "../../../gen/ts/wayfind/v1/events_pb.ts";
-import type { Caller } from "../../caller/caller.ts";
+import { watchedTenant } from "../../caller/authorize.ts";
+import type { Principal } from "../../caller/caller.ts";
 import { WayfindError } from "../../errors.ts";
 import type { EventGap, EventLog, EventType, StoredEvent } from "../../events/index.ts";
 import { EVENT_TYPES } from "../../events/index.ts";
@@ -24,19 +25,19 @@ type WatchMessage =
   | { message: { case: undefined }; sentAt: ReturnType<typeof timestampNow> };
 
 /**
- * The body of WatchToolEvents / WatchSkillEvents / WatchUsageEvents: validates the filter, scopes it
- * to the caller's tenant, then streams a status, the retained events after the cursor, and live
+ * The body of WatchToolEvents / WatchSkillEvents / WatchUsageEvents: validates the filter, confines
+ * it to what the principal may observe (src/caller/authorize.ts), then streams a status, the retained events after the cursor, and live
  * events with heartbeats, until the client goes away or the server drains.
  */
 export async function* watchEvents(
   log: EventLog,
-  caller: Caller,
+  principal: Principal,
   filter: EventFilter | undefined,
   serviceTypes: readonly EventType[],
   signal: AbortSignal,
 ): AsyncGenerator<WatchMessage> {
   const types = validateTypes(filter?.types ?? [], serviceTypes);
-  const tenantId = scopedTenant(caller, filter?.tenantId ?? "");
+  const tenantId = watchedTenant(principal, filter?.tenantId ?? "");
   const afterId = filter?.afterId ? filter.afterId : filter?.fromOldest ? 0n : undefined;
   if (afterId !== undefined && afterId > log.latestId) {
     throw new WayfindError(
@@ -114,15 +115,6 @@ function validateTypes(requested: readonly string[], serviceTypes: readonly Even
     }
   }
   return requested.length > 0 ? (requested as EventType[]) : [...serviceTypes];
-}
-
-/** A caller with a tenant only ever sees its own tenant's events; an operator (no tenant) may pick one. */
-function scopedTenant(caller: Caller, requested: string): string | undefined {
-  if (caller.tenantId === "") return requested || undefined;
-  if (requested !== "" && requested !== caller.tenantId) {
-    throw new WayfindError("permission_denied", "filter.tenant_id must be empty or the caller's own tenant");
-  }
-  return caller.tenantId;
 }
 
 function toProtoEvent(event: StoredEvent): Omit<Event, "$typeName"> {

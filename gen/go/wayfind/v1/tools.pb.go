@@ -479,6 +479,11 @@ type RegisterToolsRequest struct {
 	Tools []*Tool `protobuf:"bytes,3,rep,name=tools,proto3" json:"tools,omitempty"`
 	// Remove tools of `source` that are not in `tools`.
 	ReplaceSource bool `protobuf:"varint,4,opt,name=replace_source,json=replaceSource,proto3" json:"replace_source,omitempty"`
+	// Who registers. The tools belong to `caller.tenant_id` (visible only to that tenant, still under
+	// the policy; its own tool shadows a global one of the same name for that tenant only), or are
+	// global when the operator (metadata `wayfind-role: admin`) registers without a tenant. A caller
+	// without a tenant who is not the operator is PERMISSION_DENIED. `source` names are per owner.
+	Caller        *CallerContext `protobuf:"bytes,5,opt,name=caller,proto3" json:"caller,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -541,13 +546,21 @@ func (x *RegisterToolsRequest) GetReplaceSource() bool {
 	return false
 }
 
+func (x *RegisterToolsRequest) GetCaller() *CallerContext {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
 type RegisterToolsResponse struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Added     int32                  `protobuf:"varint,1,opt,name=added,proto3" json:"added,omitempty"`
 	Updated   int32                  `protobuf:"varint,2,opt,name=updated,proto3" json:"updated,omitempty"`
 	Removed   int32                  `protobuf:"varint,3,opt,name=removed,proto3" json:"removed,omitempty"`
 	Unchanged int32                  `protobuf:"varint,4,opt,name=unchanged,proto3" json:"unchanged,omitempty"`
-	// sha256 over every tool's record hash; changes exactly when the catalog changes.
+	// sha256 over the record hashes of the registering owner's tools (the caller's tenant, or the
+	// global tools); changes exactly when those change, never with another tenant's registrations.
 	CatalogFingerprint string `protobuf:"bytes,5,opt,name=catalog_fingerprint,json=catalogFingerprint,proto3" json:"catalog_fingerprint,omitempty"`
 	unknownFields      protoimpl.UnknownFields
 	sizeCache          protoimpl.SizeCache
@@ -2029,7 +2042,12 @@ func (x *GetDiscoveryToolsResponse) GetTools() []*Tool {
 }
 
 type ListToolSourcesRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The operator (metadata `wayfind-role: admin`) sees every source, every tool counted, with
+	// errors. A tenant sees the global sources and its own, a caller without a tenant the global
+	// ones; both count only the tools they may see, do not see a global source none of whose tools
+	// they see, and get no error text.
+	Caller        *CallerContext `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2064,6 +2082,13 @@ func (*ListToolSourcesRequest) Descriptor() ([]byte, []int) {
 	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{25}
 }
 
+func (x *ListToolSourcesRequest) GetCaller() *CallerContext {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
 type ToolSource struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Source id, e.g. `mcp:github` or `catalog:github`.
@@ -2076,7 +2101,10 @@ type ToolSource struct {
 	// False when the last connection or sync failed; the last good catalog stays registered.
 	Healthy bool `protobuf:"varint,5,opt,name=healthy,proto3" json:"healthy,omitempty"`
 	// The last error, empty when healthy.
-	LastError     string `protobuf:"bytes,6,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	LastError string `protobuf:"bytes,6,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	// The tenant whose source it is (registered with that caller.tenant_id); empty for global
+	// sources: configured ones and those the operator registered. Source names are per tenant.
+	TenantId      string `protobuf:"bytes,7,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2149,6 +2177,13 @@ func (x *ToolSource) GetHealthy() bool {
 func (x *ToolSource) GetLastError() string {
 	if x != nil {
 		return x.LastError
+	}
+	return ""
+}
+
+func (x *ToolSource) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
 	}
 	return ""
 }
@@ -2368,12 +2403,13 @@ const file_wayfind_v1_tools_proto_rawDesc = "" +
 	"\aaliases\x18\v \x03(\tR\aaliases\x12\x16\n" +
 	"\x06source\x18\f \x01(\tR\x06source\x12\x1f\n" +
 	"\vrecord_hash\x18\r \x01(\tR\n" +
-	"recordHash\"\x9b\x01\n" +
+	"recordHash\"\xce\x01\n" +
 	"\x14RegisterToolsRequest\x12\x16\n" +
 	"\x06source\x18\x01 \x01(\tR\x06source\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12&\n" +
 	"\x05tools\x18\x03 \x03(\v2\x10.wayfind.v1.ToolR\x05tools\x12%\n" +
-	"\x0ereplace_source\x18\x04 \x01(\bR\rreplaceSource\"\xb0\x01\n" +
+	"\x0ereplace_source\x18\x04 \x01(\bR\rreplaceSource\x121\n" +
+	"\x06caller\x18\x05 \x01(\v2\x19.wayfind.v1.CallerContextR\x06caller\"\xb0\x01\n" +
 	"\x15RegisterToolsResponse\x12\x14\n" +
 	"\x05added\x18\x01 \x01(\x05R\x05added\x12\x18\n" +
 	"\aupdated\x18\x02 \x01(\x05R\aupdated\x12\x18\n" +
@@ -2484,8 +2520,9 @@ const file_wayfind_v1_tools_proto_rawDesc = "" +
 	"\x06caller\x18\x01 \x01(\v2\x19.wayfind.v1.CallerContextR\x06caller\x12.\n" +
 	"\x13include_skill_tools\x18\x02 \x01(\bR\x11includeSkillTools\"C\n" +
 	"\x19GetDiscoveryToolsResponse\x12&\n" +
-	"\x05tools\x18\x01 \x03(\v2\x10.wayfind.v1.ToolR\x05tools\"\x18\n" +
-	"\x16ListToolSourcesRequest\"\xea\x01\n" +
+	"\x05tools\x18\x01 \x03(\v2\x10.wayfind.v1.ToolR\x05tools\"K\n" +
+	"\x16ListToolSourcesRequest\x121\n" +
+	"\x06caller\x18\x01 \x01(\v2\x19.wayfind.v1.CallerContextR\x06caller\"\x87\x02\n" +
 	"\n" +
 	"ToolSource\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12.\n" +
@@ -2495,7 +2532,8 @@ const file_wayfind_v1_tools_proto_rawDesc = "" +
 	"\x0elast_sync_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\flastSyncTime\x12\x18\n" +
 	"\ahealthy\x18\x05 \x01(\bR\ahealthy\x12\x1d\n" +
 	"\n" +
-	"last_error\x18\x06 \x01(\tR\tlastError\"K\n" +
+	"last_error\x18\x06 \x01(\tR\tlastError\x12\x1b\n" +
+	"\ttenant_id\x18\a \x01(\tR\btenantId\"K\n" +
 	"\x17ListToolSourcesResponse\x120\n" +
 	"\asources\x18\x01 \x03(\v2\x16.wayfind.v1.ToolSourceR\asources\"|\n" +
 	"\x16WatchToolEventsRequest\x121\n" +
@@ -2609,69 +2647,71 @@ var file_wayfind_v1_tools_proto_depIdxs = []int32{
 	34, // 4: wayfind.v1.Tool.output_schema:type_name -> google.protobuf.Struct
 	4,  // 5: wayfind.v1.Tool.examples:type_name -> wayfind.v1.ToolExample
 	5,  // 6: wayfind.v1.RegisterToolsRequest.tools:type_name -> wayfind.v1.Tool
-	35, // 7: wayfind.v1.ListToolsRequest.caller:type_name -> wayfind.v1.CallerContext
-	0,  // 8: wayfind.v1.ToolSummary.loading_mode:type_name -> wayfind.v1.LoadingMode
-	9,  // 9: wayfind.v1.ListToolsResponse.tools:type_name -> wayfind.v1.ToolSummary
-	35, // 10: wayfind.v1.SearchToolsRequest.caller:type_name -> wayfind.v1.CallerContext
-	36, // 11: wayfind.v1.SearchToolsRequest.search_type:type_name -> wayfind.v1.SearchType
-	37, // 12: wayfind.v1.ToolMatch.match_type:type_name -> wayfind.v1.MatchType
-	0,  // 13: wayfind.v1.ToolMatch.loading_mode:type_name -> wayfind.v1.LoadingMode
-	12, // 14: wayfind.v1.SearchToolsResponse.tools:type_name -> wayfind.v1.ToolMatch
-	36, // 15: wayfind.v1.SearchToolsResponse.effective_search_type:type_name -> wayfind.v1.SearchType
-	35, // 16: wayfind.v1.GetToolsRequest.caller:type_name -> wayfind.v1.CallerContext
-	5,  // 17: wayfind.v1.GetToolsResponse.tools:type_name -> wayfind.v1.Tool
-	35, // 18: wayfind.v1.ActivateToolsRequest.caller:type_name -> wayfind.v1.CallerContext
-	2,  // 19: wayfind.v1.ActivateToolsRequest.scope:type_name -> wayfind.v1.ActivationScope
-	2,  // 20: wayfind.v1.ActivateToolsResponse.scope:type_name -> wayfind.v1.ActivationScope
-	35, // 21: wayfind.v1.DeactivateToolsRequest.caller:type_name -> wayfind.v1.CallerContext
-	2,  // 22: wayfind.v1.DeactivateToolsRequest.scope:type_name -> wayfind.v1.ActivationScope
-	35, // 23: wayfind.v1.ResolveToolRequest.caller:type_name -> wayfind.v1.CallerContext
-	2,  // 24: wayfind.v1.ResolveToolRequest.scope:type_name -> wayfind.v1.ActivationScope
-	5,  // 25: wayfind.v1.ResolveToolResponse.tool:type_name -> wayfind.v1.Tool
-	2,  // 26: wayfind.v1.ResolveToolResponse.scope:type_name -> wayfind.v1.ActivationScope
-	35, // 27: wayfind.v1.RenderToolPromptRequest.caller:type_name -> wayfind.v1.CallerContext
-	35, // 28: wayfind.v1.RenderToolPayloadRequest.caller:type_name -> wayfind.v1.CallerContext
-	38, // 29: wayfind.v1.RenderToolPayloadRequest.provider:type_name -> wayfind.v1.Provider
-	25, // 30: wayfind.v1.RenderToolPayloadResponse.name_mappings:type_name -> wayfind.v1.ToolNameMapping
-	35, // 31: wayfind.v1.GetDiscoveryToolsRequest.caller:type_name -> wayfind.v1.CallerContext
-	5,  // 32: wayfind.v1.GetDiscoveryToolsResponse.tools:type_name -> wayfind.v1.Tool
-	3,  // 33: wayfind.v1.ToolSource.kind:type_name -> wayfind.v1.ToolSourceKind
-	39, // 34: wayfind.v1.ToolSource.last_sync_time:type_name -> google.protobuf.Timestamp
-	30, // 35: wayfind.v1.ListToolSourcesResponse.sources:type_name -> wayfind.v1.ToolSource
-	35, // 36: wayfind.v1.WatchToolEventsRequest.caller:type_name -> wayfind.v1.CallerContext
-	40, // 37: wayfind.v1.WatchToolEventsRequest.filter:type_name -> wayfind.v1.EventFilter
-	41, // 38: wayfind.v1.WatchToolEventsResponse.status:type_name -> wayfind.v1.WatchStatus
-	42, // 39: wayfind.v1.WatchToolEventsResponse.event:type_name -> wayfind.v1.Event
-	39, // 40: wayfind.v1.WatchToolEventsResponse.sent_at:type_name -> google.protobuf.Timestamp
-	6,  // 41: wayfind.v1.ToolDiscoveryService.RegisterTools:input_type -> wayfind.v1.RegisterToolsRequest
-	8,  // 42: wayfind.v1.ToolDiscoveryService.ListTools:input_type -> wayfind.v1.ListToolsRequest
-	11, // 43: wayfind.v1.ToolDiscoveryService.SearchTools:input_type -> wayfind.v1.SearchToolsRequest
-	14, // 44: wayfind.v1.ToolDiscoveryService.GetTools:input_type -> wayfind.v1.GetToolsRequest
-	16, // 45: wayfind.v1.ToolDiscoveryService.ActivateTools:input_type -> wayfind.v1.ActivateToolsRequest
-	18, // 46: wayfind.v1.ToolDiscoveryService.DeactivateTools:input_type -> wayfind.v1.DeactivateToolsRequest
-	20, // 47: wayfind.v1.ToolDiscoveryService.ResolveTool:input_type -> wayfind.v1.ResolveToolRequest
-	22, // 48: wayfind.v1.ToolDiscoveryService.RenderToolPrompt:input_type -> wayfind.v1.RenderToolPromptRequest
-	24, // 49: wayfind.v1.ToolDiscoveryService.RenderToolPayload:input_type -> wayfind.v1.RenderToolPayloadRequest
-	27, // 50: wayfind.v1.ToolDiscoveryService.GetDiscoveryTools:input_type -> wayfind.v1.GetDiscoveryToolsRequest
-	29, // 51: wayfind.v1.ToolDiscoveryService.ListToolSources:input_type -> wayfind.v1.ListToolSourcesRequest
-	32, // 52: wayfind.v1.ToolDiscoveryService.WatchToolEvents:input_type -> wayfind.v1.WatchToolEventsRequest
-	7,  // 53: wayfind.v1.ToolDiscoveryService.RegisterTools:output_type -> wayfind.v1.RegisterToolsResponse
-	10, // 54: wayfind.v1.ToolDiscoveryService.ListTools:output_type -> wayfind.v1.ListToolsResponse
-	13, // 55: wayfind.v1.ToolDiscoveryService.SearchTools:output_type -> wayfind.v1.SearchToolsResponse
-	15, // 56: wayfind.v1.ToolDiscoveryService.GetTools:output_type -> wayfind.v1.GetToolsResponse
-	17, // 57: wayfind.v1.ToolDiscoveryService.ActivateTools:output_type -> wayfind.v1.ActivateToolsResponse
-	19, // 58: wayfind.v1.ToolDiscoveryService.DeactivateTools:output_type -> wayfind.v1.DeactivateToolsResponse
-	21, // 59: wayfind.v1.ToolDiscoveryService.ResolveTool:output_type -> wayfind.v1.ResolveToolResponse
-	23, // 60: wayfind.v1.ToolDiscoveryService.RenderToolPrompt:output_type -> wayfind.v1.RenderToolPromptResponse
-	26, // 61: wayfind.v1.ToolDiscoveryService.RenderToolPayload:output_type -> wayfind.v1.RenderToolPayloadResponse
-	28, // 62: wayfind.v1.ToolDiscoveryService.GetDiscoveryTools:output_type -> wayfind.v1.GetDiscoveryToolsResponse
-	31, // 63: wayfind.v1.ToolDiscoveryService.ListToolSources:output_type -> wayfind.v1.ListToolSourcesResponse
-	33, // 64: wayfind.v1.ToolDiscoveryService.WatchToolEvents:output_type -> wayfind.v1.WatchToolEventsResponse
-	53, // [53:65] is the sub-list for method output_type
-	41, // [41:53] is the sub-list for method input_type
-	41, // [41:41] is the sub-list for extension type_name
-	41, // [41:41] is the sub-list for extension extendee
-	0,  // [0:41] is the sub-list for field type_name
+	35, // 7: wayfind.v1.RegisterToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	35, // 8: wayfind.v1.ListToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	0,  // 9: wayfind.v1.ToolSummary.loading_mode:type_name -> wayfind.v1.LoadingMode
+	9,  // 10: wayfind.v1.ListToolsResponse.tools:type_name -> wayfind.v1.ToolSummary
+	35, // 11: wayfind.v1.SearchToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	36, // 12: wayfind.v1.SearchToolsRequest.search_type:type_name -> wayfind.v1.SearchType
+	37, // 13: wayfind.v1.ToolMatch.match_type:type_name -> wayfind.v1.MatchType
+	0,  // 14: wayfind.v1.ToolMatch.loading_mode:type_name -> wayfind.v1.LoadingMode
+	12, // 15: wayfind.v1.SearchToolsResponse.tools:type_name -> wayfind.v1.ToolMatch
+	36, // 16: wayfind.v1.SearchToolsResponse.effective_search_type:type_name -> wayfind.v1.SearchType
+	35, // 17: wayfind.v1.GetToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	5,  // 18: wayfind.v1.GetToolsResponse.tools:type_name -> wayfind.v1.Tool
+	35, // 19: wayfind.v1.ActivateToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	2,  // 20: wayfind.v1.ActivateToolsRequest.scope:type_name -> wayfind.v1.ActivationScope
+	2,  // 21: wayfind.v1.ActivateToolsResponse.scope:type_name -> wayfind.v1.ActivationScope
+	35, // 22: wayfind.v1.DeactivateToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	2,  // 23: wayfind.v1.DeactivateToolsRequest.scope:type_name -> wayfind.v1.ActivationScope
+	35, // 24: wayfind.v1.ResolveToolRequest.caller:type_name -> wayfind.v1.CallerContext
+	2,  // 25: wayfind.v1.ResolveToolRequest.scope:type_name -> wayfind.v1.ActivationScope
+	5,  // 26: wayfind.v1.ResolveToolResponse.tool:type_name -> wayfind.v1.Tool
+	2,  // 27: wayfind.v1.ResolveToolResponse.scope:type_name -> wayfind.v1.ActivationScope
+	35, // 28: wayfind.v1.RenderToolPromptRequest.caller:type_name -> wayfind.v1.CallerContext
+	35, // 29: wayfind.v1.RenderToolPayloadRequest.caller:type_name -> wayfind.v1.CallerContext
+	38, // 30: wayfind.v1.RenderToolPayloadRequest.provider:type_name -> wayfind.v1.Provider
+	25, // 31: wayfind.v1.RenderToolPayloadResponse.name_mappings:type_name -> wayfind.v1.ToolNameMapping
+	35, // 32: wayfind.v1.GetDiscoveryToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	5,  // 33: wayfind.v1.GetDiscoveryToolsResponse.tools:type_name -> wayfind.v1.Tool
+	35, // 34: wayfind.v1.ListToolSourcesRequest.caller:type_name -> wayfind.v1.CallerContext
+	3,  // 35: wayfind.v1.ToolSource.kind:type_name -> wayfind.v1.ToolSourceKind
+	39, // 36: wayfind.v1.ToolSource.last_sync_time:type_name -> google.protobuf.Timestamp
+	30, // 37: wayfind.v1.ListToolSourcesResponse.sources:type_name -> wayfind.v1.ToolSource
+	35, // 38: wayfind.v1.WatchToolEventsRequest.caller:type_name -> wayfind.v1.CallerContext
+	40, // 39: wayfind.v1.WatchToolEventsRequest.filter:type_name -> wayfind.v1.EventFilter
+	41, // 40: wayfind.v1.WatchToolEventsResponse.status:type_name -> wayfind.v1.WatchStatus
+	42, // 41: wayfind.v1.WatchToolEventsResponse.event:type_name -> wayfind.v1.Event
+	39, // 42: wayfind.v1.WatchToolEventsResponse.sent_at:type_name -> google.protobuf.Timestamp
+	6,  // 43: wayfind.v1.ToolDiscoveryService.RegisterTools:input_type -> wayfind.v1.RegisterToolsRequest
+	8,  // 44: wayfind.v1.ToolDiscoveryService.ListTools:input_type -> wayfind.v1.ListToolsRequest
+	11, // 45: wayfind.v1.ToolDiscoveryService.SearchTools:input_type -> wayfind.v1.SearchToolsRequest
+	14, // 46: wayfind.v1.ToolDiscoveryService.GetTools:input_type -> wayfind.v1.GetToolsRequest
+	16, // 47: wayfind.v1.ToolDiscoveryService.ActivateTools:input_type -> wayfind.v1.ActivateToolsRequest
+	18, // 48: wayfind.v1.ToolDiscoveryService.DeactivateTools:input_type -> wayfind.v1.DeactivateToolsRequest
+	20, // 49: wayfind.v1.ToolDiscoveryService.ResolveTool:input_type -> wayfind.v1.ResolveToolRequest
+	22, // 50: wayfind.v1.ToolDiscoveryService.RenderToolPrompt:input_type -> wayfind.v1.RenderToolPromptRequest
+	24, // 51: wayfind.v1.ToolDiscoveryService.RenderToolPayload:input_type -> wayfind.v1.RenderToolPayloadRequest
+	27, // 52: wayfind.v1.ToolDiscoveryService.GetDiscoveryTools:input_type -> wayfind.v1.GetDiscoveryToolsRequest
+	29, // 53: wayfind.v1.ToolDiscoveryService.ListToolSources:input_type -> wayfind.v1.ListToolSourcesRequest
+	32, // 54: wayfind.v1.ToolDiscoveryService.WatchToolEvents:input_type -> wayfind.v1.WatchToolEventsRequest
+	7,  // 55: wayfind.v1.ToolDiscoveryService.RegisterTools:output_type -> wayfind.v1.RegisterToolsResponse
+	10, // 56: wayfind.v1.ToolDiscoveryService.ListTools:output_type -> wayfind.v1.ListToolsResponse
+	13, // 57: wayfind.v1.ToolDiscoveryService.SearchTools:output_type -> wayfind.v1.SearchToolsResponse
+	15, // 58: wayfind.v1.ToolDiscoveryService.GetTools:output_type -> wayfind.v1.GetToolsResponse
+	17, // 59: wayfind.v1.ToolDiscoveryService.ActivateTools:output_type -> wayfind.v1.ActivateToolsResponse
+	19, // 60: wayfind.v1.ToolDiscoveryService.DeactivateTools:output_type -> wayfind.v1.DeactivateToolsResponse
+	21, // 61: wayfind.v1.ToolDiscoveryService.ResolveTool:output_type -> wayfind.v1.ResolveToolResponse
+	23, // 62: wayfind.v1.ToolDiscoveryService.RenderToolPrompt:output_type -> wayfind.v1.RenderToolPromptResponse
+	26, // 63: wayfind.v1.ToolDiscoveryService.RenderToolPayload:output_type -> wayfind.v1.RenderToolPayloadResponse
+	28, // 64: wayfind.v1.ToolDiscoveryService.GetDiscoveryTools:output_type -> wayfind.v1.GetDiscoveryToolsResponse
+	31, // 65: wayfind.v1.ToolDiscoveryService.ListToolSources:output_type -> wayfind.v1.ListToolSourcesResponse
+	33, // 66: wayfind.v1.ToolDiscoveryService.WatchToolEvents:output_type -> wayfind.v1.WatchToolEventsResponse
+	55, // [55:67] is the sub-list for method output_type
+	43, // [43:55] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_wayfind_v1_tools_proto_init() }

@@ -100,16 +100,18 @@ class Tool(_message.Message):
     def __init__(self, name: _Optional[str] = ..., namespace: _Optional[str] = ..., title: _Optional[str] = ..., description: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., side_effect: _Optional[_Union[SideEffect, str]] = ..., loading_mode: _Optional[_Union[LoadingMode, str]] = ..., args_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., output_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., examples: _Optional[_Iterable[_Union[ToolExample, _Mapping]]] = ..., aliases: _Optional[_Iterable[str]] = ..., source: _Optional[str] = ..., record_hash: _Optional[str] = ...) -> None: ...
 
 class RegisterToolsRequest(_message.Message):
-    __slots__ = ("source", "namespace", "tools", "replace_source")
+    __slots__ = ("source", "namespace", "tools", "replace_source", "caller")
     SOURCE_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     TOOLS_FIELD_NUMBER: _ClassVar[int]
     REPLACE_SOURCE_FIELD_NUMBER: _ClassVar[int]
+    CALLER_FIELD_NUMBER: _ClassVar[int]
     source: str
     namespace: str
     tools: _containers.RepeatedCompositeFieldContainer[Tool]
     replace_source: bool
-    def __init__(self, source: _Optional[str] = ..., namespace: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[Tool, _Mapping]]] = ..., replace_source: _Optional[bool] = ...) -> None: ...
+    caller: _common_pb2.CallerContext
+    def __init__(self, source: _Optional[str] = ..., namespace: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[Tool, _Mapping]]] = ..., replace_source: _Optional[bool] = ..., caller: _Optional[_Union[_common_pb2.CallerContext, _Mapping]] = ...) -> None: ...
 
 class RegisterToolsResponse(_message.Message):
     __slots__ = ("added", "updated", "removed", "unchanged", "catalog_fingerprint")
@@ -362,24 +364,28 @@ class GetDiscoveryToolsResponse(_message.Message):
     def __init__(self, tools: _Optional[_Iterable[_Union[Tool, _Mapping]]] = ...) -> None: ...
 
 class ListToolSourcesRequest(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("caller",)
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallerContext
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallerContext, _Mapping]] = ...) -> None: ...
 
 class ToolSource(_message.Message):
-    __slots__ = ("name", "kind", "tool_count", "last_sync_time", "healthy", "last_error")
+    __slots__ = ("name", "kind", "tool_count", "last_sync_time", "healthy", "last_error", "tenant_id")
     NAME_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     TOOL_COUNT_FIELD_NUMBER: _ClassVar[int]
     LAST_SYNC_TIME_FIELD_NUMBER: _ClassVar[int]
     HEALTHY_FIELD_NUMBER: _ClassVar[int]
     LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     name: str
     kind: ToolSourceKind
     tool_count: int
     last_sync_time: _timestamp_pb2.Timestamp
     healthy: bool
     last_error: str
-    def __init__(self, name: _Optional[str] = ..., kind: _Optional[_Union[ToolSourceKind, str]] = ..., tool_count: _Optional[int] = ..., last_sync_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., healthy: _Optional[bool] = ..., last_error: _Optional[str] = ...) -> None: ...
+    tenant_id: str
+    def __init__(self, name: _Optional[str] = ..., kind: _Optional[_Union[ToolSourceKind, str]] = ..., tool_count: _Optional[int] = ..., last_sync_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., healthy: _Optional[bool] = ..., last_error: _Optional[str] = ..., tenant_id: _Optional[str] = ...) -> None: ...
 
 class ListToolSourcesResponse(_message.Message):
     __slots__ = ("sources",)

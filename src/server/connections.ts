@@ -1,0 +1,163 @@
+import { readFileSync } from "node:fs";
+import * as http from "node:http";
+import * as http2 from "node:http2";
+import type { Logger } from "pino";
+
+/** Bounds on every connection, whatever protocol it speaks (config `server.*`, in ms here). */
+export interface ConnectionLimits {
+  /** A new connection must send its first bytes, and an HTTP/2 one then its SETTINGS, within this. */
+  readonly handshakeTimeoutMs: number;
+  /** HTTP/1.1 request headers, and the first body bytes (or end) of an HTTP/2 stream, within this. */
+  readonly requestHeaderTimeoutMs: number;
+  /** A connection without a call in flight for this long is closed. */
+  readonly idleTimeoutMs: number;
+  /** Open connections beyond this are refused. */
+  readonly maxConnections: number;
+}
+
+/**
+ * Holds one HTTP/2 session to the limits: its SETTINGS must arrive within the handshake timeout; a
+ * stream that sends neither body bytes nor END_STREAM within the header timeout is reset (CANCEL);
+ * a session with no open stream for the idle timeout is closed with GOAWAY. An open stream, such as
+ * a watch, keeps its session busy however quiet it is.
+ */
+export class Http2SessionGuard {
+  readonly #session: http2.ServerHttp2Session;
+  readonly #limits: ConnectionLimits;
+  readonly #settingsTimer: NodeJS.Timeout;
+  /** Re-armed with refresh() each time the last stream closes, so a busy session costs no timers. */
+  readonly #idleTimer: NodeJS.Timeout;
+  #openStreams = 0;
+  /** Streams that have not yet started their request body, with the time they opened (oldest first). */
+  readonly #awaitingBody = new Map<http2.ServerHttp2Stream, number>();
+  #bodyCheck: NodeJS.Timeout | undefined;
+
+  constructor(session: http2.ServerHttp2Session, limits: ConnectionLimits) {
+    this.#session = session;
+    this.#limits = limits;
+    this.#settingsTimer = setTimeout(() => session.destroy(), limits.handshakeTimeoutMs).unref();
+    session.once("remoteSettings", () => clearTimeout(this.#settingsTimer));
+    this.#idleTimer = setTimeout(() => this.#closeIfIdle(), limits.idleTimeoutMs).unref();
+    session.once("close", () => {
+      clearTimeout(this.#settingsTimer);
+      clearTimeout(this.#idleTimer);
+      clearTimeout(this.#bodyCheck);
+    });
+  }
+
+  /** Call for every stream of the session, before it is handed to a protocol handler. */
+  streamOpened(stream: http2.ServerHttp2Stream): void {
+    this.#openStreams++;
+    this.#awaitingBody.set(stream, Date.now());
+    this.#bodyCheck ??= setTimeout(() => this.#checkBodies(), this.#limits.requestHeaderTimeoutMs).unref();
+    stream.once("close", () => {
+      this.#awaitingBody.delete(stream);
+      if (--this.#openStreams === 0) this.#idleTimer.refresh();
+    });
+  }
+
+  #closeIfIdle(): void {
+    // Fired while streams were open: the last one to close re-arms the timer.
+    if (this.#openStreams === 0) this.#session.close();
+  }
+
+  /** One timer per session for all its streams, due when the oldest waiting stream runs out of time. */
+  #checkBodies(): void {
+    this.#bodyCheck = undefined;
+    const now = Date.now();
+    for (const [stream, openedAt] of this.#awaitingBody) {
+      if (hasStartedBody(stream)) this.#awaitingBody.delete(stream);
+      else if (now - openedAt >= this.#limits.requestHeaderTimeoutMs) {
+        this.#awaitingBody.delete(stream);
+        stream.close(http2.constants.NGHTTP2_CANCEL);
+      } else {
+        this.#bodyCheck = setTimeout(
+          () => this.#checkBodies(),
+          openedAt + this.#limits.requestHeaderTimeoutMs - now,
+        ).unref();
+        return;
+      }
+    }
+  }
+}
+
+/** Body bytes arrived (read by the handler or still buffered), or the client ended its side. */
+function hasStartedBody(stream: http2.ServerHttp2Stream): boolean {
+  return stream.readableDidRead || stream.readableLength > 0 || stream.state.remoteClose === 1;
+}
+
+/**
+ * An HTTP/1.1 response sent before its request body was read to the end (a body over the size limit
+ * is rejected unread) says `Connection: close` and closes the socket once sent: the unread rest of
+ * the body would otherwise stall, or be parsed as, the next request on the connection.
+ */
+export class ResponseClosingOnUnreadBody extends http.ServerResponse {
+  override writeHead(
+    statusCode: number,
+    statusMessage?: string,
+    headers?: http.OutgoingHttpHeaders | http.OutgoingHttpHeader[],
+  ): this;
+  override writeHead(
+    statusCode: number,
+    headers?: http.OutgoingHttpHeaders | http.OutgoingHttpHeader[],
+  ): this;
+  override writeHead(
+    statusCode: number,
+    statusMessageOrHeaders?: string | http.OutgoingHttpHeaders | http.OutgoingHttpHeader[],
+    headers?: http.OutgoingHttpHeaders | http.OutgoingHttpHeader[],
+  ): this {
+    if (!this.req.complete) this.shouldKeepAlive = false;
+    return typeof statusMessageOrHeaders === "string"
+      ? super.writeHead(statusCode, statusMessageOrHeaders, headers)
+      : super.writeHead(statusCode, statusMessageOrHeaders);
+  }
+}
+
+/**
+ * Logs refused connections at warn: the first at once, then at most one line per `intervalMs`
+ * (with how many were refused since the last line), so a flood of connections cannot flood the log.
+ */
+export function connectionRefusalLog(
+  logger: Logger,
+  maxConnections: number,
+  intervalMs = 60_000,
+): (reason: string) => void {
+  let quietUntil = 0;
+  let refusedSinceLastLine = 0;
+  return (reason) => {
+    refusedSinceLastLine++;
+    const now = Date.now();
+    if (now < quietUntil) return;
+    quietUntil = now + intervalMs;
+    logger.warn(
+      { maxConnections, refused: refusedSinceLastLine, reason },
+      "refusing new connections; raise server.max_connections (and the open-files limit) or find the client holding them",
+    );
+    refusedSinceLastLine = 0;
+  };
+}
+
+/** Descriptors kept out of the connection cap: database files, MCP server pipes, logs, config reads. */
+const RESERVED_DESCRIPTORS = 64;
+
+/**
+ * The cap to apply: `configured`, lowered to fit the process's open-files limit. Past that limit
+ * accept() fails and libuv silently closes the waiting connections, so nothing would be logged;
+ * below it, node refuses them itself and the refusal is logged.
+ */
+export function fitMaxConnections(configured: number, openFilesLimit: number | undefined): number {
+  if (openFilesLimit === undefined) return configured;
+  return Math.max(1, Math.min(configured, openFilesLimit - RESERVED_DESCRIPTORS));
+}
+
+/** The soft RLIMIT_NOFILE (node raises it to the hard limit at start); undefined off Linux. */
+export function readOpenFilesLimit(): number | undefined {
+  let limits: string;
+  try {
+    limits = readFileSync("/proc/self/limits", "utf8");
+  } catch {
+    return undefined;
+  }
+  const soft = /^Max open files\s+(\d+)/m.exec(limits)?.[1];
+  return soft === undefined ? undefined : Number(soft);
+}

@@ -1,0 +1,266 @@
+import { once } from "node:events";
+import * as http2 from "node:http2";
+import * as net from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import pino from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Health, HealthCheckResponse_ServingStatus } from "../../gen/ts/grpc/health/v1/health_pb.ts";
+import { Provider } from "../../gen/ts/wayfind/v1/common_pb.ts";
+import { UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
+import { fitMaxConnections } from "../../src/server/connections.ts";
+import { startTestServer, type TestServer } from "../support/server.ts";
+
+/** Short limits so each case takes well under a second or two; the defaults are tested in config. */
+const HANDSHAKE_S = 0.3;
+const HEADER_S = 0.3;
+const IDLE_S = 0.5;
+
+let wayfind: TestServer;
+beforeAll(async () => {
+  wayfind = await startTestServer({
+    server: {
+      max_message_bytes: 1024,
+      handshake_timeout_seconds: HANDSHAKE_S,
+      request_header_timeout_seconds: HEADER_S,
+      idle_timeout_seconds: IDLE_S,
+    },
+  });
+});
+afterAll(() => wayfind.stop());
+
+interface RawConnection {
+  readonly socket: net.Socket;
+  /** Everything the server sent so far. */
+  received(): string;
+  /** Resolves when the server closes the connection, with the ms since it was opened. */
+  readonly closed: Promise<number>;
+}
+
+async function openRaw(port: number): Promise<RawConnection> {
+  const socket = net.connect(port, "127.0.0.1");
+  const openedAt = Date.now();
+  let received = "";
+  socket.on("data", (chunk: Buffer) => {
+    received += chunk.toString("latin1");
+  });
+  socket.on("error", () => {}); // a refused or reset connection is what some tests expect
+  const closed = new Promise<number>((resolve) => socket.once("close", () => resolve(Date.now() - openedAt)));
+  // A refused connection may be reset before it reports being connected.
+  await Promise.race([new Promise((resolve) => socket.once("connect", resolve)), closed]);
+  return { socket, received: () => received, closed };
+}
+
+/** A complete HTTP/1.1 Connect JSON health check that keeps the connection alive. */
+const HEALTH_CHECK_H1 =
+  "POST /grpc.health.v1.Health/Check HTTP/1.1\r\nHost: wayfind\r\n" +
+  "Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
+
+/** Waits until `received()` contains `text` `times` times (or fails after `withinMs`). */
+async function waitFor(connection: RawConnection, text: string, times = 1, withinMs = 3_000): Promise<void> {
+  const deadline = Date.now() + withinMs;
+  while (connection.received().split(text).length - 1 < times) {
+    if (Date.now() > deadline) throw new Error(`never received ${JSON.stringify(text)} ${times} times`);
+    await sleep(10);
+  }
+}
+
+describe("HTTP/1.1 after a rejected body", () => {
+  it("answers an over-limit chunked body with Connection: close and closes the socket, so a request sent behind it cannot stall", async () => {
+    const connection = await openRaw(wayfind.port);
+    connection.socket.write(
+      "POST /grpc.health.v1.Health/Check HTTP/1.1\r\nHost: wayfind\r\n" +
+        "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
+    );
+    const chunk = "a".repeat(16 * 1024);
+    for (let i = 0; i < 4; i++) connection.socket.write(`${chunk.length.toString(16)}\r\n${chunk}\r\n`);
+    connection.socket.write("0\r\n\r\n");
+    connection.socket.write(HEALTH_CHECK_H1);
+
+    const closedAfterMs = await connection.closed;
+    expect(connection.received()).toMatch(/^HTTP\/1\.1 429 /);
+    expect(connection.received()).toMatch(/\r\nConnection: close\r\n/i);
+    // Before the fix the second request hung until the keep-alive timeout (31 s).
+    expect(closedAfterMs).toBeLessThan(2_000);
+  });
+});
+
+describe("HTTP/1.1 keep-alive", () => {
+  it("answers two complete requests on one connection and keeps it open", async () => {
+    const connection = await openRaw(wayfind.port);
+    connection.socket.write(HEALTH_CHECK_H1 + HEALTH_CHECK_H1);
+    await waitFor(connection, "SERVING", 2);
+    expect(connection.received().match(/HTTP\/1\.1 200 /g)).toHaveLength(2);
+    expect(connection.received()).not.toMatch(/^Connection: close/im);
+    expect(connection.socket.destroyed).toBe(false);
+    connection.socket.destroy();
+  });
+});
+
+describe("handshake timeout", () => {
+  it("closes a TCP connection that sends nothing", async () => {
+    const connection = await openRaw(wayfind.port);
+    const closedAfterMs = await connection.closed;
+    expect(closedAfterMs).toBeGreaterThanOrEqual(HANDSHAKE_S * 1000 * 0.8);
+    expect(closedAfterMs).toBeLessThan(HANDSHAKE_S * 1000 + 1_500);
+    expect(connection.received()).toBe("");
+  });
+
+  it("closes an HTTP/2 connection that sends the preface but never its SETTINGS", async () => {
+    const connection = await openRaw(wayfind.port);
+    connection.socket.write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+    const closedAfterMs = await connection.closed;
+    expect(closedAfterMs).toBeGreaterThanOrEqual(HANDSHAKE_S * 1000 * 0.8);
+    expect(closedAfterMs).toBeLessThan(HANDSHAKE_S * 1000 + 1_500);
+  });
+});
+
+describe("request header timeout", () => {
+  it("answers HTTP/1.1 request headers that never complete with 408 and closes the connection", async () => {
+    const connection = await openRaw(wayfind.port);
+    connection.socket.write("POST /grpc.health.v1.Health/Check HTTP/1.1\r\nHost: wayfind\r\n");
+    const closedAfterMs = await connection.closed;
+    expect(connection.received()).toMatch(/^HTTP\/1\.1 408 /);
+    expect(closedAfterMs).toBeGreaterThanOrEqual(HEADER_S * 1000 * 0.8);
+    expect(closedAfterMs).toBeLessThan(HEADER_S * 1000 + 1_500);
+  });
+
+  it.each([
+    ["native gRPC", "application/grpc"],
+    ["Connect", "application/proto"],
+  ])("resets an HTTP/2 %s stream that sends headers but never a body", async (_protocol, contentType) => {
+    const session = http2.connect(wayfind.baseUrl);
+    const openedAt = Date.now();
+    const stream = session.request(
+      { ":method": "POST", ":path": "/grpc.health.v1.Health/Check", "content-type": contentType },
+      { endStream: false },
+    );
+    stream.on("error", () => {});
+    stream.resume();
+    await once(stream, "close");
+    const closedAfterMs = Date.now() - openedAt;
+    session.close();
+    expect(stream.rstCode).toBe(http2.constants.NGHTTP2_CANCEL);
+    expect(closedAfterMs).toBeGreaterThanOrEqual(HEADER_S * 1000 * 0.8);
+    expect(closedAfterMs).toBeLessThan(HEADER_S * 1000 + 1_500);
+  });
+});
+
+describe("idle timeout", () => {
+  it("closes an HTTP/2 session without streams with GOAWAY", async () => {
+    const session = http2.connect(wayfind.baseUrl);
+    const openedAt = Date.now();
+    const goaway = once(session, "goaway");
+    await once(session, "close");
+    const closedAfterMs = Date.now() - openedAt;
+    const [errorCode] = (await goaway) as [number];
+    expect(errorCode).toBe(http2.constants.NGHTTP2_NO_ERROR);
+    expect(closedAfterMs).toBeGreaterThanOrEqual(IDLE_S * 1000 * 0.8);
+    expect(closedAfterMs).toBeLessThan(IDLE_S * 1000 + 1_500);
+  });
+
+  it("closes an idle HTTP/1.1 keep-alive connection after its last response", async () => {
+    const connection = await openRaw(wayfind.port);
+    connection.socket.write(HEALTH_CHECK_H1);
+    await waitFor(connection, "SERVING");
+    const closedAfterMs = await connection.closed;
+    expect(connection.received()).toMatch(/^HTTP\/1\.1 200 /);
+    // node adds 1 s to the advertised keep-alive timeout against races with the client.
+    expect(closedAfterMs).toBeGreaterThanOrEqual(IDLE_S * 1000 * 0.8);
+    expect(closedAfterMs).toBeLessThan(IDLE_S * 1000 + 2_500);
+  });
+
+  it("keeps a session open while a quiet watch stream outlives the idle timeout, and the stream still delivers", async () => {
+    const client = createClient(UsageService, createGrpcTransport({ baseUrl: wayfind.baseUrl }));
+    const caller = { tenantId: "idle-watch" };
+    const abort = new AbortController();
+    const messages = client.watchUsageEvents({ caller }, { signal: abort.signal })[Symbol.asyncIterator]();
+    expect((await messages.next()).value?.message.case).toBe("status");
+
+    await sleep(IDLE_S * 1000 * 3);
+    await client.recordUsage({
+      caller,
+      provider: Provider.ANTHROPIC,
+      model: "claude-sonnet-4-5",
+      usage: { inputTokens: 1n, outputTokens: 1n },
+      idempotencyKey: "after-idle",
+    });
+    const next = await messages.next();
+    abort.abort();
+    expect(next.value?.message.case).toBe("event");
+  });
+
+  it("answers a client that calls again after its idle connection was closed", async () => {
+    const health = createClient(Health, createGrpcTransport({ baseUrl: wayfind.baseUrl }));
+    expect((await health.check({})).status).toBe(HealthCheckResponse_ServingStatus.SERVING);
+    await sleep(IDLE_S * 1000 * 3);
+    expect((await health.check({})).status).toBe(HealthCheckResponse_ServingStatus.SERVING);
+  });
+});
+
+describe("connection cap", () => {
+  const MAX_CONNECTIONS = 2;
+  const warnings: { msg: string; refused: number }[] = [];
+  let capped: TestServer;
+  beforeAll(async () => {
+    const logger = pino({ level: "warn" }, { write: (line: string) => warnings.push(JSON.parse(line)) });
+    capped = await startTestServer(
+      { server: { max_connections: MAX_CONNECTIONS, handshake_timeout_seconds: 5 } },
+      { logger },
+    );
+  });
+  afterAll(() => capped.stop());
+
+  /** Fills the cap with live keep-alive connections, each answered once so the server holds it. */
+  async function fillCap(): Promise<RawConnection[]> {
+    const held: RawConnection[] = [];
+    for (let i = 0; i < MAX_CONNECTIONS; i++) {
+      const connection = await openRaw(capped.port);
+      connection.socket.write(HEALTH_CHECK_H1);
+      await waitFor(connection, "SERVING");
+      held.push(connection);
+    }
+    return held;
+  }
+
+  /** Closes from the client side and gives the server a moment to count the connection as gone. */
+  async function release(connections: readonly RawConnection[]): Promise<void> {
+    for (const connection of connections) connection.socket.end();
+    await Promise.all(connections.map((connection) => connection.closed));
+    await sleep(50);
+  }
+
+  it("refuses connections beyond max_connections with one warning in the log", async () => {
+    const held = await fillCap();
+    const extra = await Promise.all([openRaw(capped.port), openRaw(capped.port), openRaw(capped.port)]);
+    for (const connection of extra) connection.socket.write(HEALTH_CHECK_H1);
+    await Promise.all(extra.map((connection) => connection.closed));
+    await release(held);
+
+    for (const connection of extra) expect(connection.received()).toBe("");
+    const refusals = warnings.filter((line) => line.msg.startsWith("refusing new connections"));
+    expect(refusals).toHaveLength(1);
+    expect(refusals[0]?.refused).toBe(1);
+  });
+
+  it("accepts a new connection once an open one closes", async () => {
+    const [first, ...others] = await fillCap();
+    await release(first ? [first] : []);
+    const next = await openRaw(capped.port);
+    next.socket.write(HEALTH_CHECK_H1);
+    await waitFor(next, "SERVING");
+    await release([next, ...others]);
+  });
+});
+
+describe("fitMaxConnections", () => {
+  it("lowers the cap below the open-files limit, so connections are refused (and logged) before accept() runs out of descriptors", () => {
+    expect(fitMaxConnections(4096, 256)).toBe(192);
+  });
+
+  it("keeps a cap that fits, and the configured one when the limit cannot be read", () => {
+    expect(fitMaxConnections(4096, 1_048_576)).toBe(4096);
+    expect(fitMaxConnections(4096, undefined)).toBe(4096);
+  });
+});
