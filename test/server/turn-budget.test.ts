@@ -1,11 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { TurnBudget } from "../../src/server/turn-budget.ts";
-
-/** Keeps the CPU busy for `ms`, like encoding and writing one message. */
-function work(ms: number): void {
-  const end = performance.now() + ms;
-  while (performance.now() < end);
-}
+import { busyFor } from "../support/cpu.ts";
 
 describe("TurnBudget", () => {
   it("lets timers and I/O run between slices while many loops share a long burst of work", async () => {
@@ -23,7 +18,7 @@ describe("TurnBudget", () => {
         for (let piece = 0; piece < piecesPerLoop; piece++) {
           const nextTurn = budget.spent();
           if (nextTurn) await nextTurn;
-          work(0.05);
+          busyFor(0.05);
           done++;
         }
       }),
