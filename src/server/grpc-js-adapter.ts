@@ -8,6 +8,7 @@ import {
 } from "@connectrpc/connect";
 import * as grpc from "@grpc/grpc-js";
 import { type MethodRoute, methodPath } from "./rpc.ts";
+import { streamSendBudget } from "./turn-budget.ts";
 
 /**
  * Serves transport-neutral method implementations (connect-es shapes) with @grpc/grpc-js, which is
@@ -89,10 +90,12 @@ function makeHandler(route: MethodRoute, shutdownSignal: AbortSignal): grpc.Unty
         const context = contextFor(route, call, shutdownSignal);
         void (async () => {
           try {
-            const output = impl(decode(call.request), context) as AsyncIterable<unknown>;
-            for await (const item of output) {
-              if (!call.write(encode(item))) await waitForDrain(call, context.signal);
-            }
+            await sendAll(
+              call,
+              impl(decode(call.request), context) as AsyncIterable<unknown>,
+              encode,
+              context,
+            );
             call.end(trailerMetadata(context));
           } catch (error) {
             call.emit("error", toServiceError(error, context));
@@ -112,9 +115,7 @@ function makeHandler(route: MethodRoute, shutdownSignal: AbortSignal): grpc.Unty
         })();
         void (async () => {
           try {
-            for await (const item of impl(requests, context) as AsyncIterable<unknown>) {
-              if (!call.write(encode(item))) await waitForDrain(call, context.signal);
-            }
+            await sendAll(call, impl(requests, context) as AsyncIterable<unknown>, encode, context);
             call.end(trailerMetadata(context));
           } catch (error) {
             call.emit("error", toServiceError(error, context));
@@ -258,6 +259,24 @@ function abortReason(signal: AbortSignal): unknown {
   const error = new Error("This operation was aborted");
   error.name = "AbortError";
   return error;
+}
+
+/**
+ * Writes every message of a stream, with backpressure. Asking the shared budget and encoding are one
+ * synchronous step: were they apart (a check, then awaits, then the encoding), every stream would pass
+ * its check before any of them did its work, and a burst to 500 streams would still be one turn.
+ */
+async function sendAll(
+  call: grpc.ServerWritableStream<Buffer, Buffer> | grpc.ServerDuplexStream<Buffer, Buffer>,
+  messages: AsyncIterable<unknown>,
+  encode: (message: unknown) => Buffer,
+  context: GrpcCallContext,
+): Promise<void> {
+  for await (const message of messages) {
+    const nextTurn = streamSendBudget.spent();
+    if (nextTurn) await nextTurn;
+    if (!call.write(encode(message))) await waitForDrain(call, context.signal);
+  }
 }
 
 function waitForDrain(call: NodeJS.EventEmitter, signal: AbortSignal): Promise<void> {

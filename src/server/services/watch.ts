@@ -5,16 +5,10 @@ import type { Principal } from "../../caller/caller.ts";
 import { WayfindError } from "../../errors.ts";
 import type { EventGap, EventLog, EventType, StoredEvent } from "../../events/index.ts";
 import { EVENT_TYPES } from "../../events/index.ts";
-import { TurnBudget } from "../turn-budget.ts";
+import { streamSendBudget } from "../turn-budget.ts";
 
 /** Every watch stream sends something at least this often, so idle proxies keep it open. */
 export const HEARTBEAT_MS = 15_000;
-
-/**
- * Event-loop time all watch streams together may spend sending in one turn before the rest waits for
- * the next turn: a burst to hundreds of streams never stalls other calls for longer than about this.
- */
-const FAN_OUT = new TurnBudget(10);
 
 type WatchMessage =
   | {
@@ -86,8 +80,9 @@ export async function* watchEvents(
         const gap = gaps.shift() as EventGap;
         yield status(gap.resumedAfterId + 1n, true);
       }
-      // Encoding and writing happen when this yields; a burst to many streams is spread over turns.
-      const nextTurn = FAN_OUT.spent();
+      // Native gRPC asks the budget again right before it encodes (grpc-js-adapter.ts); this check
+      // spreads a burst over turns for Connect and gRPC-Web streams, which connect-node encodes.
+      const nextTurn = streamSendBudget.spent();
       if (nextTurn) await nextTurn;
       yield { message: { case: "event", value: toProtoEvent(result.value) }, sentAt: timestampNow() };
       next = iterator.next();
