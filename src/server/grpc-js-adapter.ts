@@ -262,9 +262,8 @@ function abortReason(signal: AbortSignal): unknown {
 }
 
 /**
- * Writes every message of a stream, with backpressure. Asking the shared budget and encoding are one
- * synchronous step: were they apart (a check, then awaits, then the encoding), every stream would pass
- * its check before any of them did its work, and a burst to 500 streams would still be one turn.
+ * Writes every message of a stream, with backpressure; each encoding and write is metered by the
+ * budget all streams share, so a burst to hundreds of streams is spread over turns of the event loop.
  */
 async function sendAll(
   call: grpc.ServerWritableStream<Buffer, Buffer> | grpc.ServerDuplexStream<Buffer, Buffer>,
@@ -273,9 +272,8 @@ async function sendAll(
   context: GrpcCallContext,
 ): Promise<void> {
   for await (const message of messages) {
-    const nextTurn = streamSendBudget.spent();
-    if (nextTurn) await nextTurn;
-    if (!call.write(encode(message))) await waitForDrain(call, context.signal);
+    const written = await streamSendBudget.run(() => call.write(encode(message)));
+    if (!written) await waitForDrain(call, context.signal);
   }
 }
 

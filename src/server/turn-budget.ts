@@ -1,12 +1,13 @@
 /**
  * Shares turns of the event loop among many cooperating loops (e.g. every watch stream sending its
- * events). Each asks `spent()` right before its next piece of work (no await in between, or every loop
- * passes its check before any does its work): while the current turn has run less than the budget the
- * answer is `undefined` (carry on, no await, no allocation); after that it is a promise of a later
- * turn, so timers and I/O (other calls, health checks) run between slices.
+ * events), so timers and I/O (other calls, health checks) run between slices of at most ~budget.
+ *
+ * `run(work)` meters exactly: it checks the budget and runs the work in one synchronous step. A check
+ * followed by an await and then the work does not: every loop passes its check before any of them
+ * works (microtasks interleave), so 500 streams would still each send in the same turn.
  *
  * Without it, a burst of events fans out entirely in microtasks: every stream encodes and writes
- * until its HTTP/2 window is full, all in one turn (100 events × 500 streams: 0.3–0.6 s).
+ * until its HTTP/2 window is full, all in one turn (100 events × 500 streams: 0.1–0.6 s).
  */
 export class TurnBudget {
   /** performance.now() when the current slice began; undefined between slices. */
@@ -19,12 +20,17 @@ export class TurnBudget {
 
   constructor(private readonly budgetMs: number) {}
 
+  /** Runs `work` now if this turn has budget left, otherwise in the first later turn that has. */
+  run<T>(work: () => T): T | Promise<T> {
+    return this.#hasBudget() ? work() : this.#runLater(work);
+  }
+
   /**
-   * undefined: carry on in this turn. Otherwise a promise that resolves in a later turn once this one
-   * may go on; hundreds of waiters resuming together still take their turn one slice at a time.
+   * Pacing only, for a loop whose work happens elsewhere after it yields: undefined = go on in this
+   * turn, otherwise a promise of a later turn with budget left.
    */
   spent(): Promise<void> | undefined {
-    return this.#hasBudget() ? undefined : this.#waitForBudget();
+    return this.#hasBudget() ? undefined : this.#runLater(() => undefined);
   }
 
   #hasBudget(): boolean {
@@ -38,11 +44,13 @@ export class TurnBudget {
     return now - this.#sliceStart < this.budgetMs;
   }
 
-  async #waitForBudget(): Promise<void> {
+  async #runLater<T>(work: () => T): Promise<T> {
     do {
       this.#nextTurn ??= new Promise((resolve) => setImmediate(resolve));
       await this.#nextTurn;
     } while (!this.#hasBudget());
+    // Same microtask as the check above: the work counts against the slice it was admitted to.
+    return work();
   }
 }
 

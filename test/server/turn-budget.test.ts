@@ -27,6 +27,33 @@ describe("TurnBudget", () => {
     expect(doneWhenTimerFired).toBeLessThan(loops * piecesPerLoop);
   });
 
+  it("runs the work of waiters that resume together only while the new turn has budget left", async () => {
+    const budget = new TurnBudget(5);
+    const loops = 200;
+    let piecesThisTurn = 0;
+    let mostPiecesInATurn = 0;
+    let running = true;
+    const onCheckPhase = () => {
+      mostPiecesInATurn = Math.max(mostPiecesInATurn, piecesThisTurn);
+      piecesThisTurn = 0;
+      if (running) setImmediate(onCheckPhase);
+    };
+    setImmediate(onCheckPhase);
+    await Promise.all(
+      Array.from({ length: loops }, async () => {
+        for (let piece = 0; piece < 5; piece++) {
+          await budget.run(() => {
+            busyFor(0.2);
+            piecesThisTurn++;
+          });
+        }
+      }),
+    );
+    running = false;
+    // 5 ms of 0.2 ms pieces is about 25 a turn; every waiter taking one piece at once would be 200.
+    expect(mostPiecesInATurn).toBeLessThan(loops / 2);
+  });
+
   it("costs nothing while the turn has budget left: no promise to await", () => {
     const budget = new TurnBudget(1_000);
     expect([budget.spent(), budget.spent(), budget.spent()]).toEqual([undefined, undefined, undefined]);

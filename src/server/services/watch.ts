@@ -80,8 +80,8 @@ export async function* watchEvents(
         const gap = gaps.shift() as EventGap;
         yield status(gap.resumedAfterId + 1n, true);
       }
-      // Native gRPC asks the budget again right before it encodes (grpc-js-adapter.ts); this check
-      // spreads a burst over turns for Connect and gRPC-Web streams, which connect-node encodes.
+      // Paces Connect and gRPC-Web streams, which connect-node encodes after this yields; native gRPC
+      // meters each encoding exactly (grpc-js-adapter.ts).
       const nextTurn = streamSendBudget.spent();
       if (nextTurn) await nextTurn;
       yield { message: { case: "event", value: toProtoEvent(result.value) }, sentAt: timestampNow() };
