@@ -1,33 +1,15 @@
-import { spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { describe, expect, it } from "vitest";
-
-const CLI = join(import.meta.dirname, "..", "bin", "wayfind.js");
-
-function run(args: string[]) {
-  const child = spawn(process.execPath, [CLI, ...args], { stdio: ["ignore", "pipe", "pipe"] });
-  const stderr: string[] = [];
-  child.stderr.on("data", (chunk: Buffer) => stderr.push(chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  return { child, stderr, exited };
-}
+import { listeningPort, runCli as run } from "./support/cli.ts";
 
 describe("wayfind serve", () => {
   it("logs a JSON 'listening' line with the bound port, and drains on SIGTERM", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "wayfind-cli-"));
-    const { child, exited } = run(["serve", "--port", "0", "--data-dir", dataDir]);
-    const lines = createInterface({ input: child.stdout });
-    let port = 0;
-    for await (const line of lines) {
-      const entry = JSON.parse(line) as { msg: string; port?: number };
-      if (entry.msg === "listening") {
-        port = entry.port ?? 0;
-        break;
-      }
-    }
+    const serve = run(["serve", "--port", "0", "--data-dir", dataDir]);
+    const { child, exited } = serve;
+    const port = await listeningPort(serve);
     expect(port).toBeGreaterThan(0);
     const health = await fetch(`http://127.0.0.1:${port}/grpc.health.v1.Health/Check`, {
       method: "POST",

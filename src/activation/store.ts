@@ -3,6 +3,7 @@ import { failedPrecondition, invalidArgument } from "../errors.ts";
 import type { EventSink } from "../events/index.ts";
 import { checkSize, LIMITS } from "../limits.ts";
 import type { Db } from "../store/database.ts";
+import { writeTransaction } from "../store/transaction.ts";
 
 export type ActivationScope = "run" | "session";
 export type ActivationSource = "explicit" | "resolve" | "lazy_group";
@@ -110,36 +111,33 @@ export class ActivationStore {
     const activated: string[] = [];
     const alreadyActive: string[] = [];
     const now = this.#now();
-    // IMMEDIATE takes the write lock up front, so concurrent writers queue (busy_timeout) instead of
-    // failing to upgrade a read lock; the UNIQUE key makes each name land exactly once.
-    this.#db
-      .transaction(() => {
-        this.#purge.run(now - this.#ttlMs);
-        for (const name of names) {
-          const { changes } = this.#insert.run(
-            caller.tenantId,
-            caller.projectId,
-            options.scope,
-            scopeId,
-            name,
-            options.source,
-            options.reason,
-            now,
-            now,
-          );
-          (changes === 1 ? activated : alreadyActive).push(name);
-        }
-        if (options.scope === "run") this.#touch(caller, now, true);
-      })
-      .immediate();
-    // Emit after commit: a rolled-back activation never produces an event.
-    for (const tool of activated) {
-      this.#events?.emit({
-        type: "tool_activated",
-        ...eventScope(caller),
-        attributes: { tool, scope: options.scope, source: options.source, reason: options.reason },
-      });
-    }
+    // The UNIQUE key makes each name land exactly once, whichever concurrent writer gets the lock first.
+    writeTransaction(this.#db, () => {
+      this.#purge.run(now - this.#ttlMs);
+      for (const name of names) {
+        const { changes } = this.#insert.run(
+          caller.tenantId,
+          caller.projectId,
+          options.scope,
+          scopeId,
+          name,
+          options.source,
+          options.reason,
+          now,
+          now,
+        );
+        if (changes === 1) {
+          activated.push(name);
+          // In the activation's transaction: a crash keeps both or neither, a rollback delivers nothing.
+          this.#events?.emit({
+            type: "tool_activated",
+            ...eventScope(caller),
+            attributes: { tool: name, scope: options.scope, source: options.source, reason: options.reason },
+          });
+        } else alreadyActive.push(name);
+      }
+      if (options.scope === "run") this.#touch(caller, now, true);
+    });
     return { activated, alreadyActive };
   }
 
@@ -149,16 +147,14 @@ export class ActivationStore {
     const deactivated: string[] = [];
     const notActive: string[] = [];
     const now = this.#now();
-    this.#db
-      .transaction(() => {
-        this.#purge.run(now - this.#ttlMs);
-        for (const name of names) {
-          const { changes } = this.#delete.run(caller.tenantId, caller.projectId, scope, scopeId, name);
-          (changes > 0 ? deactivated : notActive).push(name);
-        }
-        if (scope === "run") this.#touch(caller, now, true);
-      })
-      .immediate();
+    writeTransaction(this.#db, () => {
+      this.#purge.run(now - this.#ttlMs);
+      for (const name of names) {
+        const { changes } = this.#delete.run(caller.tenantId, caller.projectId, scope, scopeId, name);
+        (changes > 0 ? deactivated : notActive).push(name);
+      }
+      if (scope === "run") this.#touch(caller, now, true);
+    });
     return { deactivated, notActive };
   }
 

@@ -5,6 +5,7 @@ import type {
   ScopeMode,
   SkillsConfig,
   ToolSearchConfig,
+  UsageConfig,
 } from "./types.ts";
 
 /**
@@ -47,6 +48,8 @@ export const DEFAULTS = {
   skills: { redaction: true } satisfies SkillsConfig,
   /** Unset cache prices fall back to the input price (no discount assumed). */
   pricing: [],
+  /** Usage records are kept 30 days after recording, then summed per day (summaries stay exact per day). */
+  usage: { retentionDays: 30 } satisfies UsageConfig,
   mcpServer: {
     syncIntervalSeconds: 0,
   },

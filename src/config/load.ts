@@ -315,6 +315,7 @@ function toConfig(raw: ConfigFile, baseDir: string, configFile: string | undefin
       cacheWrite: p.cache_write ?? p.input,
       cacheRead: p.cache_read ?? p.input,
     })),
+    usage: { retentionDays: raw.usage?.retention_days ?? DEFAULTS.usage.retentionDays },
     mcpServers: (raw.mcp_servers ?? []).map((m): McpServerConfig => {
       const common = {
         name: m.name,

@@ -176,6 +176,7 @@ const uniqueNames = z.strictObject({
   skill_packs: z.array(skillPack).optional(),
   skills: z.strictObject({ redaction: z.boolean().optional() }).optional(),
   pricing: z.array(pricing).optional(),
+  usage: z.strictObject({ retention_days: z.number().int().min(1).max(36_500).optional() }).optional(),
   mcp_servers: z.array(mcpServer).optional(),
   lazy_tool_groups: z.array(lazyToolGroup).optional(),
   aliases: aliases.optional(),

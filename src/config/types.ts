@@ -121,6 +121,11 @@ export interface LazyToolGroupConfig {
   };
 }
 
+export interface UsageConfig {
+  /** Days a usage record (and its idempotency key) is kept after recording before it is rolled up per day. */
+  readonly retentionDays: number;
+}
+
 export interface EventRetentionConfig {
   readonly maxEvents: number;
   readonly maxAgeHours: number;
@@ -157,6 +162,7 @@ export interface WayfindConfig {
   readonly skillPacks: readonly SkillPackConfig[];
   readonly skills: SkillsConfig;
   readonly pricing: readonly PricingConfig[];
+  readonly usage: UsageConfig;
   readonly mcpServers: readonly McpServerConfig[];
   readonly lazyToolGroups: readonly LazyToolGroupConfig[];
   /** Old tool name → canonical name. */

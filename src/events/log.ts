@@ -1,6 +1,7 @@
 import type Database from "better-sqlite3";
 import { invalidArgument } from "../errors.ts";
 import type { Db } from "../store/database.ts";
+import { afterCommit, inWriteTransaction } from "../store/transaction.ts";
 import type { EventAttributeValue, EventSink, EventType, NewEvent, StoredEvent } from "./event.ts";
 
 export interface EventLogOptions {
@@ -70,12 +71,20 @@ const STATE_PRUNED_THROUGH = "pruned_through";
 /**
  * The append-only event log of DESIGN.md §5 (SQLite table `events`, see schema.ts).
  *
- * emit() assigns the id in memory, pushes to each live subscriber (O(1) each) and queues the row;
- * rows are written in one transaction per event-loop turn. Measured on this box: an autocommit
- * INSERT costs ~75 µs, a batched one ~8 µs. Replay reads flush first, so SQLite always holds every
- * event up to `latestId` when a subscriber reads it. Because a subscriber switches from replay to
- * live delivery in the same tick as its last read, no event can fall between the two: no gap, no
- * duplicate. One process writes a given database (ids are assigned in memory).
+ * Two ways in, by what the event reports (ids are assigned in memory either way: one process writes
+ * a given database):
+ * - A state change. The domain emits inside the `writeTransaction` that makes the change, so the row
+ *   is inserted in that same transaction (~8 µs inside an open transaction, no extra fsync): a crash
+ *   keeps both or neither. Live subscribers get the event right after the commit, before
+ *   writeTransaction returns; a rolled-back change delivers nothing (its id stays unused).
+ * - Anything else (a query, a read, an index build): nothing would be lost but the report itself, so
+ *   the row is queued and written with the others in one transaction per event-loop turn (an
+ *   autocommit INSERT costs ~75 µs, a batched one ~8 µs), and live subscribers get it at once.
+ *
+ * Replay reads flush the queue first, and no JavaScript runs between a commit and its delivery, so
+ * SQLite holds every delivered-or-deliverable event up to `latestId` whenever a subscriber reads it.
+ * Because a subscriber switches from replay to live delivery in the same tick as its last read, no
+ * event can fall between the two: no gap, no duplicate.
  *
  * Retention is exact for readers (events past `maxEvents` or `maxAgeHours` are never delivered) and
  * lazy for storage (rows are deleted in small batches on insert and on a timer).
@@ -186,9 +195,8 @@ export class EventLog implements EventSink {
       this.onError(err);
       return;
     }
-    // This process is the only writer, so ids are assigned here and the row is written later in a batch.
     const id = this.lastIdValue + 1n;
-    this.pending.push([
+    const row: PendingRow = [
       id,
       timestampMs,
       event.type,
@@ -196,11 +204,7 @@ export class EventLog implements EventSink {
       sessionId ?? null,
       runId ?? null,
       attributes,
-    ]);
-    this.lastTs = timestampMs;
-    this.lastIdValue = id;
-    if (this.pending.length >= MAX_PENDING) this.flush();
-    else if (!this.flushScheduled) this.flushScheduled = setImmediate(() => this.flush());
+    ];
     const stored = makeEvent(
       id,
       timestampMs,
@@ -210,7 +214,25 @@ export class EventLog implements EventSink {
       runId,
       Object.freeze({ ...event.attributes }),
     );
-    for (const sub of this.subscribers) sub.offer(stored);
+    this.lastTs = timestampMs;
+    this.lastIdValue = id;
+    if (inWriteTransaction(this.db)) {
+      // Part of the caller's change: if this insert fails, the change fails with it (all or nothing).
+      this.insertStmt.run(...row);
+      afterCommit(this.db, () => {
+        this.deliver(stored);
+        this.pruneIfOverCount();
+      });
+    } else {
+      this.pending.push(row);
+      if (this.pending.length >= MAX_PENDING) this.flush();
+      else if (!this.flushScheduled) this.flushScheduled = setImmediate(() => this.flush());
+      this.deliver(stored);
+    }
+  }
+
+  private deliver(event: StoredEvent): void {
+    for (const sub of this.subscribers) sub.offer(event);
   }
 
   /** Writes pending events now. Runs once per event-loop turn after an emit, before any replay read, and on close. */
@@ -228,6 +250,11 @@ export class EventLog implements EventSink {
       // Live subscribers already have these events; only replay will lack them.
       this.onError(err);
     }
+    this.pruneIfOverCount();
+  }
+
+  /** Count-based retention on insert, every ~1% of maxEvents, so the table stays bounded between timer runs. */
+  private pruneIfOverCount(): void {
     if (this.lastIdValue - this.prunedThrough > this.maxEvents + this.pruneSlack) this.safePrune();
   }
 

@@ -22,8 +22,9 @@ import { loadConfiguredSkillPacks } from "../sources/skill-packs.ts";
 import { ToolSourceRegistry } from "../sources/status.ts";
 import { CACHE_KIB, type Db, openDatabase, setCacheSize } from "../store/database.ts";
 import { allMigrations } from "../store/migrations.ts";
+import { writeTransaction } from "../store/transaction.ts";
 import { ToolService } from "../tools/service.ts";
-import { PricingTable, parsePricingConfig, UsageLedger } from "../usage/index.ts";
+import { PricingTable, parsePricingConfig, startUsageRetention, UsageLedger } from "../usage/index.ts";
 import { HealthStatus } from "./health.ts";
 import { collectGarbage } from "./memory.ts";
 import { withCallPipeline } from "./pipeline.ts";
@@ -86,10 +87,15 @@ export async function startServer(
     db,
     events,
     pricing: PricingTable.withDefaults(parsePricingConfig(config.pricing.map(toPriceEntry))),
+    retentionDays: config.usage.retentionDays,
+  });
+  const stopUsageRetention = startUsageRetention(usage, {
+    onError: (error) => logger.error({ err: error }, "usage retention failed"),
   });
 
   const catalog = new ToolCatalog(db, { events, preferredNamespaces: config.toolSearch.preferredNamespaces });
   const closeStorage = () => {
+    stopUsageRetention();
     events.close();
     db.close();
   };
@@ -126,10 +132,13 @@ export async function startServer(
   sources.catalogFilesLoaded(config.catalogs);
   const access = createAccessControl(config);
   const filtered = access.policyFilteredCount(catalog.all());
-  events.emit({
-    type: "tool_policy_filtered",
-    attributes: { removed_count: filtered, registry_count: catalog.size - filtered },
-  });
+  // Written at once (not batched): the one record of what this start's policy removed.
+  writeTransaction(db, () =>
+    events.emit({
+      type: "tool_policy_filtered",
+      attributes: { removed_count: filtered, registry_count: catalog.size - filtered },
+    }),
+  );
   const tools = new ToolService({
     catalog,
     access,

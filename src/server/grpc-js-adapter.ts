@@ -10,6 +10,7 @@ import {
 import * as grpc from "@grpc/grpc-js";
 import { type MethodRoute, methodPath } from "./rpc.ts";
 import { errorReason, malformedRequest, malformedTimeout, toRpcError } from "./rpc-errors.ts";
+import { streamSendBudget } from "./turn-budget.ts";
 
 /**
  * Serves transport-neutral method implementations (connect-es shapes) with @grpc/grpc-js, which is
@@ -53,8 +54,8 @@ export function addRoutesToGrpcServer(
 
 type AnyCall =
   | grpc.ServerUnaryCall<Buffer, Message>
-  | grpc.ServerWritableStream<Buffer, Message>
-  | grpc.ServerDuplexStream<Buffer, Message>;
+  | grpc.ServerWritableStream<Buffer, Buffer>
+  | grpc.ServerDuplexStream<Buffer, Buffer>;
 
 function makeHandler(route: MethodRoute, shutdownSignal: AbortSignal): grpc.UntypedHandleCall {
   const { method, impl } = route;
@@ -66,6 +67,10 @@ function makeHandler(route: MethodRoute, shutdownSignal: AbortSignal): grpc.Unty
     }
   };
   const toMessage = (value: unknown) => create(method.output, value as never) as Message;
+  // Streamed messages are encoded here, when the handler yields them (where a handler can slice its
+  // work over turns of the event loop), not later by grpc-js when an earlier write completes: there,
+  // the buffered messages of hundreds of streams would all be encoded in one turn.
+  const encode = (value: unknown) => Buffer.from(toBinary(method.output, toMessage(value)));
 
   switch (method.methodKind) {
     case "unary":
@@ -80,14 +85,16 @@ function makeHandler(route: MethodRoute, shutdownSignal: AbortSignal): grpc.Unty
           .finally(() => context.end());
       };
     case "server_streaming":
-      return (call: grpc.ServerWritableStream<Buffer, Message>) => {
+      return (call: grpc.ServerWritableStream<Buffer, Buffer>) => {
         const context = contextFor(route, call, shutdownSignal);
         void (async () => {
           try {
-            const output = impl(decode(call.request), context) as AsyncIterable<unknown>;
-            for await (const item of output) {
-              if (!call.write(toMessage(item))) await waitForDrain(call, context.signal);
-            }
+            await sendAll(
+              call,
+              impl(decode(call.request), context) as AsyncIterable<unknown>,
+              encode,
+              context,
+            );
             call.end(trailerMetadata(context));
           } catch (error) {
             call.emit("error", toServiceError(error, context));
@@ -97,7 +104,7 @@ function makeHandler(route: MethodRoute, shutdownSignal: AbortSignal): grpc.Unty
         })();
       };
     case "bidi_streaming":
-      return (call: grpc.ServerDuplexStream<Buffer, Message>) => {
+      return (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
         const context = contextFor(route, call, shutdownSignal);
         const requests = (async function* () {
           // Keep the call open when the client half-closes: the answers still have to go out.
@@ -107,9 +114,7 @@ function makeHandler(route: MethodRoute, shutdownSignal: AbortSignal): grpc.Unty
         })();
         void (async () => {
           try {
-            for await (const item of impl(requests, context) as AsyncIterable<unknown>) {
-              if (!call.write(toMessage(item))) await waitForDrain(call, context.signal);
-            }
+            await sendAll(call, impl(requests, context) as AsyncIterable<unknown>, encode, context);
             call.end(trailerMetadata(context));
           } catch (error) {
             call.emit("error", toServiceError(error, context));
@@ -253,6 +258,22 @@ function abortReason(signal: AbortSignal): unknown {
   const error = new Error("This operation was aborted");
   error.name = "AbortError";
   return error;
+}
+
+/**
+ * Writes every message of a stream, with backpressure; each encoding and write is metered by the
+ * budget all streams share, so a burst to hundreds of streams is spread over turns of the event loop.
+ */
+async function sendAll(
+  call: grpc.ServerWritableStream<Buffer, Buffer> | grpc.ServerDuplexStream<Buffer, Buffer>,
+  messages: AsyncIterable<unknown>,
+  encode: (message: unknown) => Buffer,
+  context: GrpcCallContext,
+): Promise<void> {
+  for await (const message of messages) {
+    const written = await streamSendBudget.run(() => call.write(encode(message)));
+    if (!written) await waitForDrain(call, context.signal);
+  }
 }
 
 function waitForDrain(call: NodeJS.EventEmitter, signal: AbortSignal): Promise<void> {

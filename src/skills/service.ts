@@ -4,6 +4,7 @@ import { invalidArgument, notFound, quoteInput } from "../errors.ts";
 import type { EventAttributeValue, EventSink, EventType } from "../events/event.ts";
 import { checkSize, LIMITS, withinLimit } from "../limits.ts";
 import type { Db } from "../store/database.ts";
+import { writeTransaction } from "../store/transaction.ts";
 import {
   type CallerRegex,
   compileCallerRegex,
@@ -407,6 +408,7 @@ export class SkillService {
         notUpdated: 0,
         skippedLearned: [],
       };
+      // Nothing was written, so nothing to commit it with: batched like any report of a read.
       this.emitPackLoaded(same, caller, scope);
       return same;
     }
@@ -422,7 +424,7 @@ export class SkillService {
     const update = input.updateExistingPackSkills ?? true;
     const originRef = version ? `${input.pack}@${version}` : input.pack;
     const total = parsed.skills.length;
-    const result: LoadSkillPackResult = this.store.db.transaction(() => {
+    return writeTransaction(this.store.db, () => {
       const now = this.now();
       const existing = this.store.existingInScope(scope);
       let loaded = 0;
@@ -459,7 +461,7 @@ export class SkillService {
       const fingerprint = notUpdated === 0 && skippedLearned.length === 0 ? parsed.fingerprint : "";
       this.store.recordPack(input.pack, scope, version, fingerprint, total, now);
       this.invalidateSearchIndex();
-      return {
+      const result: LoadSkillPackResult = {
         pack: input.pack,
         skillCount: total,
         loaded,
@@ -469,9 +471,10 @@ export class SkillService {
         notUpdated,
         skippedLearned,
       };
-    })();
-    this.emitPackLoaded(result, caller, scope);
-    return result;
+      // In the load's transaction: a crash keeps both or neither.
+      this.emitPackLoaded(result, caller, scope);
+      return result;
+    });
   }
 
   private emitPackLoaded(result: LoadSkillPackResult, caller: Caller | undefined, scope: SkillScope): void {

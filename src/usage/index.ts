@@ -32,4 +32,5 @@ export {
   PricingTable,
   parsePricingConfig,
 } from "./pricing.ts";
+export { startUsageRetention, type UsageRetentionOptions } from "./retention.ts";
 export { usageMigrations } from "./schema.ts";

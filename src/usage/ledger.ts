@@ -4,6 +4,7 @@ import { invalidArgument, quoteInput, WayfindError } from "../errors.ts";
 import type { EventSink } from "../events/event.ts";
 import { LIMITS } from "../limits.ts";
 import type { Db } from "../store/database.ts";
+import { writeTransaction } from "../store/transaction.ts";
 import {
   MAX_TOKENS_PER_FIELD,
   PROVIDERS,
@@ -91,6 +92,11 @@ export interface UsageLedgerOptions {
   readonly pricing?: PricingTable;
   /** Clock in epoch ms; injectable for tests. */
   readonly now?: () => number;
+  /**
+   * Keep each record this many days after it was recorded, then fold it into per-day rollups
+   * (rollUpExpired). Undefined = keep every record.
+   */
+  readonly retentionDays?: number;
 }
 
 const MAX_FUTURE_MS = 24 * 60 * 60 * 1000;
@@ -146,18 +152,41 @@ export class UsageLedger {
   private readonly pricing: PricingTable;
   private readonly now: () => number;
   private readonly statements = new Map<string, Statement<unknown[], TotalsRow>>();
+  private readonly selectByKey: Statement<[string, string], RecordRow>;
+  private readonly insertRecord: Statement;
+  private readonly retentionMs: number | undefined;
+  private readonly oldestRecords: Statement<[number], { id: number; recorded_at_ms: number }>;
+  private readonly rollUpThrough: Statement<[number]>;
+  private readonly deleteThrough: Statement<[number]>;
 
   constructor(options: UsageLedgerOptions) {
     this.db = options.db;
     this.events = options.events;
     this.pricing = options.pricing ?? PricingTable.withDefaults();
     this.now = options.now ?? Date.now;
+    this.retentionMs = options.retentionDays === undefined ? undefined : options.retentionDays * DAY_MS;
+    this.oldestRecords = this.db.prepare("SELECT id, recorded_at_ms FROM usage_records ORDER BY id LIMIT ?");
+    this.rollUpThrough = this.db.prepare(ROLL_UP_THROUGH);
+    this.deleteThrough = this.db.prepare("DELETE FROM usage_records WHERE id <= ?");
+    this.selectByKey = this.db.prepare<[string, string], RecordRow>(
+      `SELECT id, request_json, cost_usd, uncached_cost_usd, unknown_cost_reason, occurred_at_ms
+       FROM usage_records WHERE tenant_id = ? AND idempotency_key = ?`,
+    );
+    this.insertRecord = this.db.prepare(
+      `INSERT INTO usage_records (tenant_id, idempotency_key, request_json, project_id, user_id, session_id,
+         run_id, provider, model, input_tokens, output_tokens, cache_read_input_tokens,
+         cache_creation_input_tokens, cache_creation_1h_input_tokens, rate_limit_input_tokens, cost_usd,
+         uncached_cost_usd, unknown_cost_reason, occurred_at_ms, recorded_at_ms)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
   }
 
   /**
-   * Records one model call. Committed before it returns. A retry with the same key and values returns the
-   * original result (`duplicate: true`) and counts nothing; the same key with different values is
-   * `already_exists`. Emits `usage_recorded` once per new record, after the commit.
+   * Records one model call. Committed before it returns. A retry with the same key and values returns
+   * the original result (`duplicate: true`) and counts nothing; the same key with different values is
+   * `already_exists`. A key is remembered as long as its record is kept (`retentionDays` after
+   * recording); a retry later than that counts again. Emits `usage_recorded` once per new record, in
+   * the record's transaction.
    */
   recordUsage(caller: Caller, input: RecordUsageInput): RecordUsageResult {
     const nowMs = this.now();
@@ -166,45 +195,52 @@ export class UsageLedger {
     const request = canonicalRequest(caller, input, usage);
     const cost = this.pricing.cost(input.provider, input.model, usage);
 
-    const select = this.db.prepare<[string, string], RecordRow>(
-      `SELECT id, request_json, cost_usd, uncached_cost_usd, unknown_cost_reason, occurred_at_ms
-       FROM usage_records WHERE tenant_id = ? AND idempotency_key = ?`,
-    );
-    const write = this.db.transaction((): RecordUsageResult => {
-      const existing = select.get(caller.tenantId, input.idempotencyKey);
+    return writeTransaction(this.db, (): RecordUsageResult => {
+      const existing = this.selectByKey.get(caller.tenantId, input.idempotencyKey);
       if (existing) return duplicateResult(existing, request);
-      const info = this.db
-        .prepare(
-          `INSERT INTO usage_records (tenant_id, idempotency_key, request_json, project_id, user_id, session_id,
-             run_id, provider, model, input_tokens, output_tokens, cache_read_input_tokens,
-             cache_creation_input_tokens, cache_creation_1h_input_tokens, rate_limit_input_tokens, cost_usd,
-             uncached_cost_usd, unknown_cost_reason, occurred_at_ms, recorded_at_ms)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        )
-        .run(
-          caller.tenantId,
-          input.idempotencyKey,
-          request,
-          caller.projectId,
-          caller.userId,
-          caller.sessionId,
-          caller.runId,
-          input.provider,
-          input.model,
-          usage.inputTokens,
-          usage.outputTokens,
-          usage.cacheReadInputTokens,
-          usage.cacheCreationInputTokens,
-          usage.cacheCreation1hInputTokens ?? 0,
-          rateLimitInputTokens(input.provider, usage),
-          cost.costUsd,
-          cost.uncachedCostUsd,
-          cost.unknownReason ?? null,
-          occurredAtMs,
-          nowMs,
-        );
+      const info = this.insertRecord.run(
+        caller.tenantId,
+        input.idempotencyKey,
+        request,
+        caller.projectId,
+        caller.userId,
+        caller.sessionId,
+        caller.runId,
+        input.provider,
+        input.model,
+        usage.inputTokens,
+        usage.outputTokens,
+        usage.cacheReadInputTokens,
+        usage.cacheCreationInputTokens,
+        usage.cacheCreation1hInputTokens ?? 0,
+        rateLimitInputTokens(input.provider, usage),
+        cost.costUsd,
+        cost.uncachedCostUsd,
+        cost.unknownReason ?? null,
+        occurredAtMs,
+        nowMs,
+      );
+      const recordId = Number(info.lastInsertRowid);
+      // In the record's transaction: a crash keeps both or neither.
+      this.events.emit({
+        type: "usage_recorded",
+        tenantId: caller.tenantId,
+        sessionId: caller.sessionId,
+        runId: caller.runId,
+        attributes: {
+          record_id: recordId,
+          provider: input.provider,
+          model: input.model,
+          input_tokens: usage.inputTokens,
+          output_tokens: usage.outputTokens,
+          cache_read_input_tokens: usage.cacheReadInputTokens,
+          cache_creation_input_tokens: usage.cacheCreationInputTokens,
+          cost_known: cost.costUsd !== null,
+          ...(cost.costUsd !== null ? { cost_usd: cost.costUsd } : {}),
+        },
+      });
       return {
-        recordId: Number(info.lastInsertRowid),
+        recordId,
         costUsd: cost.costUsd,
         uncachedCostUsd: cost.uncachedCostUsd,
         ...(cost.unknownReason ? { unknownCostReason: cost.unknownReason } : {}),
@@ -212,42 +248,25 @@ export class UsageLedger {
         occurredAt: new Date(occurredAtMs),
       };
     });
-    // IMMEDIATE takes the write lock up front, so two processes cannot both miss the key and insert.
-    const result = write.immediate();
-    if (!result.duplicate) {
-      this.events.emit({
-        type: "usage_recorded",
-        tenantId: caller.tenantId,
-        sessionId: caller.sessionId,
-        runId: caller.runId,
-        attributes: {
-          record_id: result.recordId,
-          provider: input.provider,
-          model: input.model,
-          input_tokens: usage.inputTokens,
-          output_tokens: usage.outputTokens,
-          cache_read_input_tokens: usage.cacheReadInputTokens,
-          cache_creation_input_tokens: usage.cacheCreationInputTokens,
-          cost_known: result.costUsd !== null,
-          ...(result.costUsd !== null ? { cost_usd: result.costUsd } : {}),
-        },
-      });
-    }
-    return result;
   }
 
   /** Totals (and optional groups) over the caller's tenant, narrowed by the filter. */
   getUsageSummary(caller: Caller, filter: UsageSummaryFilter = {}): UsageSummary {
-    const { where, params } = buildWhere(caller, filter);
+    const { where, params: oneSide } = buildWhere(caller, filter);
     const groupBy = validateGroupBy(filter.groupBy ?? []);
-    const totalsRow = this.statement(`SELECT ${AGGREGATES} FROM usage_records WHERE ${where}`).get(params);
+    // Records still kept, plus the per-day rollups of those past retention (never both for one call).
+    const source = `(SELECT ${SUMMED_COLUMNS}, 1 AS calls, cost_usd IS NULL AS unknown_cost_calls
+        FROM usage_records WHERE ${where}
+      UNION ALL SELECT ${SUMMED_COLUMNS}, calls, unknown_cost_calls FROM usage_daily WHERE ${where})`;
+    const params = [...oneSide, ...oneSide];
+    const totalsRow = this.statement(`SELECT ${AGGREGATES} FROM ${source}`).get(params);
     const totals = toTotals(totalsRow);
     if (groupBy.length === 0) return { totals, groups: [] };
 
     const cols = groupBy.map((g, i) => `${GROUP_COLUMNS[g]} AS g${i}`).join(", ");
     const order = groupBy.map((_, i) => `g${i}`).join(", ");
     const rows = this.statement(
-      `SELECT ${cols}, ${AGGREGATES} FROM usage_records WHERE ${where} GROUP BY ${order} ORDER BY ${order}`,
+      `SELECT ${cols}, ${AGGREGATES} FROM ${source} GROUP BY ${order} ORDER BY ${order}`,
     ).all(params);
     const groups = rows.map(
       (row): UsageGroup => ({
@@ -256,6 +275,31 @@ export class UsageLedger {
       }),
     );
     return { totals, groups };
+  }
+
+  /**
+   * Retention: folds the oldest records, recorded more than `retentionDays` ago, into their UTC day's
+   * rollup and deletes them, at most `batchSize` in one short transaction. Returns how many it moved
+   * and whether more may be waiting. Summaries are the same before and after (see usage_daily).
+   */
+  rollUpExpired(batchSize = ROLLUP_BATCH_SIZE): { moved: number; more: boolean } {
+    if (this.retentionMs === undefined) return { moved: 0, more: false };
+    const cutoffMs = this.now() - this.retentionMs;
+    return writeTransaction(this.db, () => {
+      // Ids grow with recorded_at_ms (one writer, stamped at insert), so the expired records are the
+      // oldest ids: read the head in id order instead of indexing recorded_at_ms for every insert.
+      let moved = 0;
+      let lastExpiredId: number | undefined;
+      for (const row of this.oldestRecords.all(batchSize)) {
+        if (row.recorded_at_ms >= cutoffMs) break;
+        lastExpiredId = row.id;
+        moved++;
+      }
+      if (lastExpiredId === undefined) return { moved: 0, more: false };
+      this.rollUpThrough.run(lastExpiredId);
+      this.deleteThrough.run(lastExpiredId);
+      return { moved, more: moved === batchSize };
+    });
   }
 
   /** Summary queries come in a few dozen shapes; preparing each once saves ~14% CPU per call. */
@@ -269,14 +313,44 @@ export class UsageLedger {
   }
 }
 
-const AGGREGATES = `COUNT(*) AS calls,
+/** Columns a summary filters, groups or sums, named alike in usage_records and usage_daily. */
+const SUMMED_COLUMNS = `session_id, run_id, provider, model, occurred_at_ms, input_tokens, output_tokens,
+  cache_read_input_tokens, cache_creation_input_tokens, cache_creation_1h_input_tokens,
+  rate_limit_input_tokens, cost_usd, uncached_cost_usd`;
+
+const AGGREGATES = `SUM(calls) AS calls,
   SUM(input_tokens) AS input_tokens, SUM(output_tokens) AS output_tokens,
   SUM(cache_read_input_tokens) AS cache_read_input_tokens,
   SUM(cache_creation_input_tokens) AS cache_creation_input_tokens,
   SUM(cache_creation_1h_input_tokens) AS cache_creation_1h_input_tokens,
   SUM(rate_limit_input_tokens) AS rate_limit_input_tokens,
-  SUM(cost_usd) AS cost_usd, SUM(cost_usd IS NULL) AS unknown_cost_calls,
+  SUM(cost_usd) AS cost_usd, SUM(unknown_cost_calls) AS unknown_cost_calls,
   SUM(uncached_cost_usd) AS uncached_cost_usd`;
+
+const DAY_MS = 86_400_000;
+/** Records per retention transaction: a few ms each, so pruning never holds the write lock for long. */
+const ROLLUP_BATCH_SIZE = 200;
+
+/** Adds the records with id <= ? to their day's rollup; the day is floored, also before 1970. */
+const ROLL_UP_THROUGH = `INSERT INTO usage_daily (tenant_id, occurred_at_ms, session_id, run_id, provider, model,
+    calls, input_tokens, output_tokens, cache_read_input_tokens, cache_creation_input_tokens,
+    cache_creation_1h_input_tokens, rate_limit_input_tokens, cost_usd, unknown_cost_calls, uncached_cost_usd)
+  SELECT tenant_id, occurred_at_ms - ((occurred_at_ms % ${DAY_MS}) + ${DAY_MS}) % ${DAY_MS}, session_id, run_id,
+    provider, model, COUNT(*), SUM(input_tokens), SUM(output_tokens), SUM(cache_read_input_tokens),
+    SUM(cache_creation_input_tokens), SUM(cache_creation_1h_input_tokens), SUM(rate_limit_input_tokens),
+    TOTAL(cost_usd), SUM(cost_usd IS NULL), TOTAL(uncached_cost_usd)
+  FROM usage_records WHERE id <= ? GROUP BY 1, 2, 3, 4, 5, 6
+  ON CONFLICT (tenant_id, occurred_at_ms, session_id, run_id, provider, model) DO UPDATE SET
+    calls = calls + excluded.calls,
+    input_tokens = input_tokens + excluded.input_tokens,
+    output_tokens = output_tokens + excluded.output_tokens,
+    cache_read_input_tokens = cache_read_input_tokens + excluded.cache_read_input_tokens,
+    cache_creation_input_tokens = cache_creation_input_tokens + excluded.cache_creation_input_tokens,
+    cache_creation_1h_input_tokens = cache_creation_1h_input_tokens + excluded.cache_creation_1h_input_tokens,
+    rate_limit_input_tokens = rate_limit_input_tokens + excluded.rate_limit_input_tokens,
+    cost_usd = cost_usd + excluded.cost_usd,
+    unknown_cost_calls = unknown_cost_calls + excluded.unknown_cost_calls,
+    uncached_cost_usd = uncached_cost_usd + excluded.uncached_cost_usd`;
 
 function toTotals(row: TotalsRow | undefined): UsageTotals {
   const n = (v: number | string | null | undefined) => (typeof v === "number" ? v : 0);

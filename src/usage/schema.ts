@@ -36,4 +36,32 @@ export const usageMigrations: Migration[] = [
       CREATE INDEX usage_records_tenant_session ON usage_records (tenant_id, session_id, occurred_at_ms);
     `,
   },
+  {
+    id: "usage/002-daily",
+    up: `
+      -- Records past the retention (usage.retention_days), summed per UTC day and per every dimension a
+      -- summary filters or groups by. occurred_at_ms is the day's first millisecond, so summaries read
+      -- this table with the same WHERE as usage_records (see UsageLedger.getUsageSummary).
+      CREATE TABLE usage_daily (
+        tenant_id TEXT NOT NULL,
+        occurred_at_ms INTEGER NOT NULL,
+        session_id TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        model TEXT NOT NULL,
+        calls INTEGER NOT NULL,
+        input_tokens INTEGER NOT NULL,
+        output_tokens INTEGER NOT NULL,
+        cache_read_input_tokens INTEGER NOT NULL,
+        cache_creation_input_tokens INTEGER NOT NULL,
+        cache_creation_1h_input_tokens INTEGER NOT NULL,
+        rate_limit_input_tokens INTEGER NOT NULL,
+        -- sums over the calls with a known cost; unknown_cost_calls counts the others
+        cost_usd REAL NOT NULL,
+        unknown_cost_calls INTEGER NOT NULL,
+        uncached_cost_usd REAL NOT NULL,
+        PRIMARY KEY (tenant_id, occurred_at_ms, session_id, run_id, provider, model)
+      ) WITHOUT ROWID;
+    `,
+  },
 ];

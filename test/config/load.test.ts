@@ -52,6 +52,7 @@ describe("loadConfig", () => {
       dataDir: resolve(import.meta.dirname, "../../.wayfind"),
     });
     expect(config.logging).toEqual(DEFAULTS.logging);
+    expect(config.usage).toEqual(DEFAULTS.usage);
     expect(config.skills).toEqual(DEFAULTS.skills);
     expect(config.policy).toEqual(DEFAULTS.policy);
   });
@@ -108,6 +109,12 @@ describe("loadConfig", () => {
     expect(problems).toHaveLength(2);
     expect(problems[0]).toMatch(/:2:5: mcp_servers\[0\]\.command: is required for transport stdio; add /);
     expect(problems[1]).toMatch(/:3:5: mcp_servers\[1\]\.url: is required for transport http; add /);
+  });
+
+  it("reads usage.retention_days and rejects a retention under one day, with its line", () => {
+    expect(loadConfig(write("usage:\n  retention_days: 7\n"), {}).usage).toEqual({ retentionDays: 7 });
+    const file = write("usage:\n  retention_days: 0\n");
+    expect(problemsOf(file)).toEqual([expect.stringMatching(/:2:\d+: usage\.retention_days: .*1/)]);
   });
 
   it("rejects a lazy tool group trigger regex that RE2 cannot compile", () => {

@@ -14,6 +14,7 @@ import {
   type StoredEvent,
 } from "../../src/events/index.ts";
 import { type Db, openDatabase } from "../../src/store/database.ts";
+import { writeTransaction } from "../../src/store/transaction.ts";
 
 let dir: string;
 let db: Db;
@@ -322,5 +323,82 @@ describe("EventLog", () => {
       log.flush();
     }).not.toThrow();
     expect(errors).toHaveLength(1);
+  });
+});
+
+describe("EventLog, events of a state change (emitted inside writeTransaction)", () => {
+  const storedIds = () => db.prepare("SELECT id FROM events ORDER BY id").pluck().all();
+
+  it("are in SQLite as soon as the change commits, without waiting for a batch", () => {
+    const log = newLog();
+    writeTransaction(db, () => log.emit(ev(1)));
+    expect(storedIds()).toEqual([1]);
+  });
+
+  it("reach live subscribers only after the commit", async () => {
+    const log = newLog();
+    const sub = log.subscribe({ signal: signal() });
+    const next = sub[Symbol.asyncIterator]().next();
+    writeTransaction(db, () => {
+      log.emit(ev(1));
+      // Offered events move the cursor synchronously; inside the transaction nothing was offered.
+      expect(sub.cursor).toBe(0n);
+    });
+    expect(sub.cursor).toBe(1n);
+    expect((await next).value?.attributes).toEqual({ n: 1 });
+  });
+
+  it("are neither stored nor delivered when the change rolls back", async () => {
+    const log = newLog();
+    const sub = log.subscribe({ signal: signal() });
+    expect(() =>
+      writeTransaction(db, () => {
+        log.emit(ev(1));
+        throw new Error("change refused");
+      }),
+    ).toThrow("change refused");
+    log.emit(ev(2));
+    log.flush();
+    expect(ns(await take(sub, 1))).toEqual([2]);
+    expect(storedIds()).toEqual([2]);
+  });
+
+  it("fail the change when they cannot be written: both or neither", () => {
+    const log = newLog();
+    db.exec("CREATE TABLE change (n INTEGER)");
+    db.exec("DROP TABLE events");
+    expect(() =>
+      writeTransaction(db, () => {
+        db.prepare("INSERT INTO change VALUES (1)").run();
+        log.emit(ev(1));
+      }),
+    ).toThrow(/no such table: events/);
+    expect(db.prepare("SELECT count(*) FROM change").pluck().get()).toBe(0);
+  });
+
+  it("hand over from replay to live with no gap and no duplicate, mixed with batched events", async () => {
+    const log = newLog({ replayPageSize: 7 });
+    for (let n = 1; n <= 300; n++) log.emit(ev(n));
+    const sub = log.subscribe({ afterId: 0n, signal: signal() });
+    let next = 301;
+    const producer = (async () => {
+      while (next <= 1000) {
+        // Alternate committed changes and batched reports, on every turn of the event loop.
+        writeTransaction(db, () => log.emit(ev(next++)));
+        log.emit(ev(next++));
+        await new Promise((r) => setImmediate(r));
+      }
+    })();
+    const got = await take(sub, 1000);
+    await producer;
+    expect(got.map((e) => e.id)).toEqual(Array.from({ length: 1000 }, (_, i) => BigInt(i + 1)));
+  });
+
+  it("stay bounded by maxEvents without the timer, as batched events do", () => {
+    const log = newLog({ maxEvents: 100 });
+    for (let n = 1; n <= 5_000; n++) writeTransaction(db, () => log.emit(ev(n)));
+    // Deleted in batches of the prune slack (64 rows at this size), so at most maxEvents + slack stay.
+    expect(storedIds().length).toBeLessThanOrEqual(164);
+    expect(storedIds().at(-1)).toBe(5_000);
   });
 });

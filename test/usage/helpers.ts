@@ -34,13 +34,19 @@ export interface Harness {
 }
 
 export function harness(
-  options: { pricing?: PricingTable; now?: () => number; file?: string } = {},
+  options: { pricing?: PricingTable; now?: () => number; file?: string; retentionDays?: number } = {},
 ): Harness {
   const file = options.file ?? tempDbFile();
   const db = openUsageDb(file);
   const events: NewEvent[] = [];
   const sink: EventSink = { emit: (e) => events.push(e) };
-  const ledger = new UsageLedger({ db, events: sink, pricing: options.pricing, now: options.now });
+  const ledger = new UsageLedger({
+    db,
+    events: sink,
+    pricing: options.pricing,
+    now: options.now,
+    retentionDays: options.retentionDays,
+  });
   return { ledger, events, db, file };
 }
 

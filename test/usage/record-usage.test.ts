@@ -1,7 +1,10 @@
+import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { WayfindError } from "../../src/errors.ts";
-import { PricingTable } from "../../src/usage/index.ts";
-import { caller, harness, openUsageDb, usage } from "./helpers.ts";
+import { EventLog, eventsMigrations } from "../../src/events/index.ts";
+import { openDatabase } from "../../src/store/database.ts";
+import { PricingTable, UsageLedger, usageMigrations } from "../../src/usage/index.ts";
+import { caller, harness, openUsageDb, tempDbFile, usage } from "./helpers.ts";
 
 const sonnet = { provider: "anthropic", model: "claude-sonnet-4-5" } as const;
 
@@ -100,6 +103,23 @@ describe("recordUsage", () => {
     h.ledger.recordUsage(caller(), { ...sonnet, usage: usage(7), idempotencyKey: "k" });
     const other = openUsageDb(h.file);
     expect(other.prepare("SELECT input_tokens FROM usage_records").pluck().get()).toBe(7);
+  });
+
+  it("commits usage_recorded in the record's own transaction: both are in SQLite when the call returns", () => {
+    const db = openDatabase(tempDbFile(), [...eventsMigrations, ...usageMigrations]);
+    const log = new EventLog(db, { pruneIntervalMs: 0 });
+    const ledger = new UsageLedger({ db, events: log });
+    const { recordId } = ledger.recordUsage(caller(), { ...sonnet, usage: usage(7), idempotencyKey: "k" });
+    // Read through a second connection: only committed rows are visible there.
+    const other = new Database(db.name, { readonly: true });
+    const stored = other
+      .prepare("SELECT json_extract(attributes, '$.record_id') FROM events WHERE type = 'usage_recorded'")
+      .pluck()
+      .all();
+    other.close();
+    log.close();
+    db.close();
+    expect(stored).toEqual([recordId]);
   });
 
   it("emits usage_recorded with the caller's tenant, session, run, tokens and cost", () => {

@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import { timestampFromMs, timestampNow } from "@bufbuild/protobuf/wkt";
 import type { Event, EventFilter, WatchStatus } from "../../../gen/ts/wayfind/v1/events_pb.ts";
 import { watchedTenant } from "../../caller/authorize.ts";
@@ -6,6 +5,7 @@ import type { Principal } from "../../caller/caller.ts";
 import { quoteInput, WayfindError } from "../../errors.ts";
 import type { EventGap, EventLog, EventType, StoredEvent } from "../../events/index.ts";
 import { EVENT_TYPES } from "../../events/index.ts";
+import { streamSendBudget } from "../turn-budget.ts";
 
 /** Every watch stream sends something at least this often, so idle proxies keep it open. */
 export const HEARTBEAT_MS = 15_000;
@@ -52,30 +52,43 @@ export async function* watchEvents(
   yield status(log.retentionFloor() + 1n, false);
 
   const iterator = subscription[Symbol.asyncIterator]();
-  let next = iterator.next();
+  // One interval per stream. Waiting for "next event or heartbeat" makes a short-lived promise per wait:
+  // racing a promise that lives until the next heartbeat would pile one reaction onto it per event.
+  let heartbeatDue = false;
+  let wake: (() => void) | undefined;
+  const heartbeat = setInterval(() => {
+    heartbeatDue = true;
+    wake?.();
+  }, HEARTBEAT_MS);
+  heartbeat.unref();
   try {
-    // One heartbeat timer at a time, re-armed only when it fires: a busy stream must not leave a
-    // pending timer (and abort listener) behind for every event it delivers.
-    const armHeartbeat = () =>
-      sleep(HEARTBEAT_MS, "heartbeat" as const, { signal }).catch(() => "aborted" as const);
-    let heartbeat = armHeartbeat();
+    let next = iterator.next();
     while (!signal.aborted) {
-      const result = await Promise.race([next, heartbeat]);
-      if (result === "aborted") return;
-      if (result === "heartbeat") {
-        heartbeat = armHeartbeat();
+      const woken = new Promise<undefined>((resolve) => {
+        wake = () => resolve(undefined);
+      });
+      // Aborting ends the subscription, which settles `next` as done.
+      const result = await Promise.race([next, woken]);
+      wake = undefined;
+      if (heartbeatDue) {
+        heartbeatDue = false;
         yield { message: { case: undefined }, sentAt: timestampNow() };
-        continue;
       }
+      if (result === undefined) continue;
       if (result.done) return;
       while (gaps.length > 0) {
         const gap = gaps.shift() as EventGap;
         yield status(gap.resumedAfterId + 1n, true);
       }
+      // Paces Connect and gRPC-Web streams, which connect-node encodes after this yields; native gRPC
+      // meters each encoding exactly (grpc-js-adapter.ts).
+      const nextTurn = streamSendBudget.spent();
+      if (nextTurn) await nextTurn;
       yield { message: { case: "event", value: toProtoEvent(result.value) }, sentAt: timestampNow() };
       next = iterator.next();
     }
   } finally {
+    clearInterval(heartbeat);
     await iterator.return?.();
   }
 }

@@ -1,0 +1,60 @@
+import type { Db } from "./database.ts";
+
+/** Work to run once the write transaction open on a connection has committed. */
+interface OpenWrite {
+  readonly afterCommit: (() => void)[];
+}
+
+const openWrites = new WeakMap<Db, OpenWrite>();
+
+/**
+ * Runs `change` as one IMMEDIATE transaction (the write lock is taken up front, so concurrent writers
+ * queue on busy_timeout instead of failing to upgrade a read lock). Whatever `change` registers with
+ * `afterCommit` runs right after the commit, before this returns, and never if it rolls back: that is
+ * how an event written in the transaction reaches live watchers only once it is durable.
+ *
+ * Nested calls run as a savepoint of the outer transaction; their after-commit work waits for the
+ * outermost commit and is dropped if the savepoint rolls back.
+ */
+export function writeTransaction<T>(db: Db, change: () => T): T {
+  const outer = openWrites.get(db);
+  if (outer) {
+    const mark = outer.afterCommit.length;
+    try {
+      return db.transaction(change)();
+    } catch (error) {
+      outer.afterCommit.length = mark;
+      throw error;
+    }
+  }
+  if (db.inTransaction) {
+    // Its commit is out of our sight, so after-commit work could run too early or for a rollback.
+    throw new Error("writeTransaction: a transaction not opened by writeTransaction is already open");
+  }
+  const open: OpenWrite = { afterCommit: [] };
+  openWrites.set(db, open);
+  let result: T;
+  try {
+    result = db.transaction(change).immediate();
+  } finally {
+    openWrites.delete(db);
+  }
+  for (const work of open.afterCommit) work();
+  return result;
+}
+
+/** True while `writeTransaction` runs on this connection. */
+export function inWriteTransaction(db: Db): boolean {
+  return openWrites.has(db);
+}
+
+/**
+ * Runs `work` after the write transaction open on `db` commits (in registration order); never if it
+ * rolls back. `work` must not throw: the change is already committed. Outside `writeTransaction` this
+ * is a programming error.
+ */
+export function afterCommit(db: Db, work: () => void): void {
+  const open = openWrites.get(db);
+  if (!open) throw new Error("afterCommit: no writeTransaction is open on this connection");
+  open.afterCommit.push(work);
+}

@@ -1,0 +1,39 @@
+import { type ChildProcessByStdio, spawn } from "node:child_process";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import type { Readable } from "node:stream";
+
+const CLI = join(import.meta.dirname, "..", "..", "bin", "wayfind.js");
+
+export interface CliRun {
+  readonly child: ChildProcessByStdio<null, Readable, Readable>;
+  readonly stderr: string[];
+  /** The exit code, or null when a signal ended it. */
+  readonly exited: Promise<number | null>;
+}
+
+/** Runs `wayfind <args>` as a child process, the way a user does. */
+export function runCli(args: readonly string[]): CliRun {
+  const child = spawn(process.execPath, [CLI, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  const stderr: string[] = [];
+  child.stderr.on("data", (chunk: Buffer) => stderr.push(chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  return { child, stderr, exited };
+}
+
+/**
+ * Reads `wayfind serve`'s JSON log until its "listening" line and returns the bound port (0 if it never
+ * came). The rest of the log is drained unread, so a busy server never blocks on a full pipe.
+ */
+export async function listeningPort(run: CliRun): Promise<number> {
+  let port = 0;
+  for await (const line of createInterface({ input: run.child.stdout })) {
+    const entry = JSON.parse(line) as { msg: string; port?: number };
+    if (entry.msg === "listening") {
+      port = entry.port ?? 0;
+      break;
+    }
+  }
+  run.child.stdout.resume();
+  return port;
+}

@@ -1,0 +1,173 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { describe, expect, it } from "vitest";
+import {
+  startUsageRetention,
+  type UsageGroupBy,
+  type UsageSummary,
+  type UsageSummaryFilter,
+} from "../../src/usage/index.ts";
+import { caller, harness, usage } from "./helpers.ts";
+
+const DAY_MS = 86_400_000;
+const START = Date.UTC(2026, 0, 10, 6); // 06:00 UTC, so calls spread over whole UTC days
+
+/** A clock the test moves; records are stamped with it. */
+function clock() {
+  let now = START;
+  return {
+    now: () => now,
+    advance(ms: number) {
+      now += ms;
+    },
+  };
+}
+
+/** Three days of calls over two sessions, two providers, a model without a price and cache traffic. */
+function recordThreeDays(h: ReturnType<typeof harness>, time: ReturnType<typeof clock>): void {
+  const models = [
+    { provider: "anthropic", model: "claude-sonnet-4-5" },
+    { provider: "openai", model: "gpt-4.1" },
+    { provider: "other", model: "in-house-unpriced" },
+  ] as const;
+  for (let call = 0; call < 90; call++) {
+    const { provider, model } = models[call % 3] as (typeof models)[number];
+    h.ledger.recordUsage(caller({ sessionId: `s${call % 2}`, runId: `r${call % 5}` }), {
+      provider,
+      model,
+      usage: usage(1000 + call, 100 + call, (call % 4) * 500, call % 7 === 0 ? 300 : 0),
+      idempotencyKey: `k${call}`,
+    });
+    time.advance(DAY_MS / 30); // 30 calls a day
+  }
+}
+
+/** `count` calls of one session, run and model, each 10 input tokens, on the current clock. */
+function recordSameCall(h: ReturnType<typeof harness>, count: number): void {
+  for (let call = 0; call < count; call++) {
+    h.ledger.recordUsage(caller(), {
+      provider: "anthropic",
+      model: "claude-sonnet-4-5",
+      usage: usage(10),
+      idempotencyKey: `k${call}`,
+    });
+  }
+}
+
+const WINDOWS: UsageSummaryFilter[] = [
+  {},
+  { since: new Date(START - (START % DAY_MS)), until: new Date(START + 10 * DAY_MS) },
+  { sessionId: "s1" },
+  { runId: "r3", provider: "openai" },
+  { model: "in-house-unpriced" },
+];
+const GROUPINGS: UsageGroupBy[][] = [[], ["day"], ["session", "model"], ["provider", "day"], ["run"]];
+
+/** Every summary, with sums of floating-point costs rounded (they are added in another order). */
+function summaries(h: ReturnType<typeof harness>): unknown[] {
+  const rounded = (summary: UsageSummary) =>
+    JSON.parse(JSON.stringify(summary, (_, v) => (typeof v === "number" ? Number(v.toFixed(9)) : v)));
+  return WINDOWS.flatMap((window) =>
+    GROUPINGS.map((groupBy) => rounded(h.ledger.getUsageSummary(caller(), { ...window, groupBy }))),
+  );
+}
+
+function rollUpAll(h: ReturnType<typeof harness>): number {
+  let moved = 0;
+  for (;;) {
+    const batch = h.ledger.rollUpExpired(7);
+    moved += batch.moved;
+    if (!batch.more) return moved;
+  }
+}
+
+const count = (h: ReturnType<typeof harness>, table: string) =>
+  h.db.prepare(`SELECT count(*) FROM ${table}`).pluck().get();
+
+describe("usage retention", () => {
+  it("keeps every summary (totals, cost, cache hit rate, groups) the same once records are rolled up per day", () => {
+    const time = clock();
+    const h = harness({ now: time.now, retentionDays: 30 });
+    recordThreeDays(h, time);
+    const before = summaries(h);
+    time.advance(31 * DAY_MS);
+    expect(rollUpAll(h)).toBe(90);
+    expect(summaries(h)).toEqual(before);
+  });
+
+  it("removes only records recorded longer ago than the retention", () => {
+    const time = clock();
+    const h = harness({ now: time.now, retentionDays: 30 });
+    recordThreeDays(h, time);
+    // The clock is 3 days past the first call: 28 more and the first day's calls are over 30 days old.
+    time.advance(28 * DAY_MS);
+    rollUpAll(h);
+    expect(count(h, "usage_records")).toBe(60);
+    const oldest = h.db.prepare("SELECT min(recorded_at_ms) FROM usage_records").pluck().get();
+    expect(oldest).toBeGreaterThanOrEqual(time.now() - 30 * DAY_MS);
+  });
+
+  it("bounds the rows kept: one rollup row per day and dimension, however many calls it had", () => {
+    const time = clock();
+    const h = harness({ now: time.now, retentionDays: 1 });
+    recordSameCall(h, 500);
+    time.advance(2 * DAY_MS);
+    rollUpAll(h);
+    expect(count(h, "usage_records")).toBe(0);
+    expect(count(h, "usage_daily")).toBe(1);
+    expect(h.ledger.getUsageSummary(caller()).totals).toMatchObject({ calls: 500, inputTokens: 5000 });
+  });
+
+  it("moves at most one batch per transaction and says whether more is waiting", () => {
+    const time = clock();
+    const h = harness({ now: time.now, retentionDays: 1 });
+    recordThreeDays(h, time);
+    time.advance(5 * DAY_MS);
+    expect(h.ledger.rollUpExpired(50)).toEqual({ moved: 50, more: true });
+    expect(h.ledger.rollUpExpired(50)).toEqual({ moved: 40, more: false });
+    expect(h.ledger.rollUpExpired(50)).toEqual({ moved: 0, more: false });
+  });
+
+  it("forgets an idempotency key with its record: a retry after the retention counts again", () => {
+    const time = clock();
+    const h = harness({ now: time.now, retentionDays: 1 });
+    const call = {
+      provider: "anthropic",
+      model: "claude-sonnet-4-5",
+      usage: usage(10),
+      idempotencyKey: "k",
+    } as const;
+    expect(h.ledger.recordUsage(caller(), call).duplicate).toBe(false);
+    time.advance(DAY_MS / 2);
+    expect(h.ledger.recordUsage(caller(), call).duplicate).toBe(true);
+    time.advance(DAY_MS);
+    rollUpAll(h);
+    expect(h.ledger.recordUsage(caller(), call).duplicate).toBe(false);
+    expect(h.ledger.getUsageSummary(caller()).totals.calls).toBe(2);
+  });
+
+  it("keeps every record when no retention is set", () => {
+    const time = clock();
+    const h = harness({ now: time.now });
+    recordThreeDays(h, time);
+    time.advance(3650 * DAY_MS);
+    expect(h.ledger.rollUpExpired()).toEqual({ moved: 0, more: false });
+    expect(count(h, "usage_records")).toBe(90);
+  });
+
+  it("runs on a timer, off the request path, in batches until the backlog is gone", async () => {
+    const time = clock();
+    const h = harness({ now: time.now, retentionDays: 1 });
+    recordSameCall(h, 1_200);
+    time.advance(2 * DAY_MS);
+    const errors: unknown[] = [];
+    const stop = startUsageRetention(h.ledger, { intervalMs: 5, onError: (error) => errors.push(error) });
+    try {
+      for (let waited = 0; count(h, "usage_records") !== 0 && waited < 5_000; waited += 10) await sleep(10);
+    } finally {
+      stop();
+    }
+    expect(count(h, "usage_records")).toBe(0);
+    expect(h.ledger.getUsageSummary(caller()).totals).toMatchObject({ calls: 1_200, inputTokens: 12_000 });
+    expect(errors).toEqual([]);
+  });
+});
