@@ -280,7 +280,8 @@ export class UsageLedger {
   /**
    * Retention: folds the oldest records, recorded more than `retentionDays` ago, into their UTC day's
    * rollup and deletes them, at most `batchSize` in one short transaction. Returns how many it moved
-   * and whether more may be waiting. Summaries are the same before and after (see usage_daily).
+   * and whether more may be waiting. Summaries not narrowed to or grouped by a session or run are the
+   * same before and after (see usage_daily); those details live as long as the records.
    */
   rollUpExpired(batchSize = ROLLUP_BATCH_SIZE): { moved: number; more: boolean } {
     if (this.retentionMs === undefined) return { moved: 0, more: false };
@@ -331,11 +332,15 @@ const DAY_MS = 86_400_000;
 /** Records per retention transaction: a few ms each, so pruning never holds the write lock for long. */
 const ROLLUP_BATCH_SIZE = 200;
 
-/** Adds the records with id <= ? to their day's rollup; the day is floored, also before 1970. */
+/**
+ * Adds the records with id <= ? to their day's rollup; the day is floored, also before 1970. Sessions
+ * and runs are not kept ('' in the rollup): a rollup row per tenant, day, provider and model stays a
+ * few rows a day, where one per run would grow with the traffic, unbounded.
+ */
 const ROLL_UP_THROUGH = `INSERT INTO usage_daily (tenant_id, occurred_at_ms, session_id, run_id, provider, model,
     calls, input_tokens, output_tokens, cache_read_input_tokens, cache_creation_input_tokens,
     cache_creation_1h_input_tokens, rate_limit_input_tokens, cost_usd, unknown_cost_calls, uncached_cost_usd)
-  SELECT tenant_id, occurred_at_ms - ((occurred_at_ms % ${DAY_MS}) + ${DAY_MS}) % ${DAY_MS}, session_id, run_id,
+  SELECT tenant_id, occurred_at_ms - ((occurred_at_ms % ${DAY_MS}) + ${DAY_MS}) % ${DAY_MS}, '', '',
     provider, model, COUNT(*), SUM(input_tokens), SUM(output_tokens), SUM(cache_read_input_tokens),
     SUM(cache_creation_input_tokens), SUM(cache_creation_1h_input_tokens), SUM(rate_limit_input_tokens),
     TOTAL(cost_usd), SUM(cost_usd IS NULL), TOTAL(uncached_cost_usd)

@@ -39,9 +39,10 @@ export const usageMigrations: Migration[] = [
   {
     id: "usage/002-daily",
     up: `
-      -- Records past the retention (usage.retention_days), summed per UTC day and per every dimension a
-      -- summary filters or groups by. occurred_at_ms is the day's first millisecond, so summaries read
-      -- this table with the same WHERE as usage_records (see UsageLedger.getUsageSummary).
+      -- Records past the retention (usage.retention_days), summed per UTC day, tenant, provider and
+      -- model; session_id and run_id are always '' here (that detail lives as long as the records).
+      -- occurred_at_ms is the day's first millisecond, so summaries read this table with the same
+      -- WHERE as usage_records (see UsageLedger.getUsageSummary).
       CREATE TABLE usage_daily (
         tenant_id TEXT NOT NULL,
         occurred_at_ms INTEGER NOT NULL,

@@ -53,14 +53,14 @@ function recordSameCall(h: ReturnType<typeof harness>, count: number): void {
   }
 }
 
+/** Windows and groupings a rollup answers: not narrowed to, nor grouped by, a session or run. */
 const WINDOWS: UsageSummaryFilter[] = [
   {},
   { since: new Date(START - (START % DAY_MS)), until: new Date(START + 10 * DAY_MS) },
-  { sessionId: "s1" },
-  { runId: "r3", provider: "openai" },
+  { provider: "openai" },
   { model: "in-house-unpriced" },
 ];
-const GROUPINGS: UsageGroupBy[][] = [[], ["day"], ["session", "model"], ["provider", "day"], ["run"]];
+const GROUPINGS: UsageGroupBy[][] = [[], ["day"], ["model"], ["provider", "day"]];
 
 /** Every summary, with sums of floating-point costs rounded (they are added in another order). */
 function summaries(h: ReturnType<typeof harness>): unknown[] {
@@ -84,7 +84,7 @@ const count = (h: ReturnType<typeof harness>, table: string) =>
   h.db.prepare(`SELECT count(*) FROM ${table}`).pluck().get();
 
 describe("usage retention", () => {
-  it("keeps every summary (totals, cost, cache hit rate, groups) the same once records are rolled up per day", () => {
+  it("keeps every summary by tenant, day, provider and model (totals, cost, cache hit rate, groups) the same once records are rolled up per day", () => {
     const time = clock();
     const h = harness({ now: time.now, retentionDays: 30 });
     recordThreeDays(h, time);
@@ -92,6 +92,18 @@ describe("usage retention", () => {
     time.advance(31 * DAY_MS);
     expect(rollUpAll(h)).toBe(90);
     expect(summaries(h)).toEqual(before);
+  });
+
+  it("keeps session and run detail only as long as the records: rolled-up calls belong to no session", () => {
+    const time = clock();
+    const h = harness({ now: time.now, retentionDays: 30 });
+    recordThreeDays(h, time);
+    expect(h.ledger.getUsageSummary(caller(), { sessionId: "s1" }).totals.calls).toBe(45);
+    time.advance(31 * DAY_MS);
+    rollUpAll(h);
+    expect(h.ledger.getUsageSummary(caller(), { sessionId: "s1" }).totals.calls).toBe(0);
+    const bySession = h.ledger.getUsageSummary(caller(), { groupBy: ["session"] }).groups;
+    expect(bySession.map((group) => [group.key.session, group.totals.calls])).toEqual([["", 90]]);
   });
 
   it("removes only records recorded longer ago than the retention", () => {
