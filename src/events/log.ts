@@ -1,7 +1,7 @@
 import type Database from "better-sqlite3";
 import { invalidArgument } from "../errors.ts";
 import type { Db } from "../store/database.ts";
-import { afterCommit, inWriteTransaction } from "../store/transaction.ts";
+import { afterCommit, beforeWriteTransaction, inWriteTransaction } from "../store/transaction.ts";
 import type { EventAttributeValue, EventSink, EventType, NewEvent, StoredEvent } from "./event.ts";
 
 export interface EventLogOptions {
@@ -79,7 +79,10 @@ const STATE_PRUNED_THROUGH = "pruned_through";
  *   writeTransaction returns; a rolled-back change delivers nothing (its id stays unused).
  * - Anything else (a query, a read, an index build): nothing would be lost but the report itself, so
  *   the row is queued and written with the others in one transaction per event-loop turn (an
- *   autocommit INSERT costs ~75 µs, a batched one ~8 µs), and live subscribers get it at once.
+ *   autocommit INSERT costs ~75 µs, a batched one ~8 µs), and live subscribers get it once that
+ *   transaction has committed. So no consumer ever holds the id of an event a crash lost: after a
+ *   restart ids continue from the last stored one, and an id a consumer saw is never reused. Queued
+ *   rows are also flushed before every write transaction opens, so ids reach consumers in order.
  *
  * Replay reads flush the queue first, and no JavaScript runs between a commit and its delivery, so
  * SQLite holds every delivered-or-deliverable event up to `latestId` whenever a subscriber reads it.
@@ -99,8 +102,8 @@ export class EventLog implements EventSink {
   private readonly onError: (err: unknown) => void;
   private readonly insertStmt: Database.Statement;
   private readonly insertBatch: (rows: readonly PendingRow[]) => void;
-  /** Emitted but not yet written; flushed in one transaction per event-loop turn. */
-  private pending: PendingRow[] = [];
+  /** Emitted but not yet written (nor delivered); flushed in one transaction per event-loop turn. */
+  private pending: { row: PendingRow; stored: StoredEvent }[] = [];
   private flushScheduled: NodeJS.Immediate | undefined;
   private readonly lastExpiredStmt: Database.Statement<[number], { id: bigint }>;
   private readonly deleteStmt: Database.Statement;
@@ -168,6 +171,7 @@ export class EventLog implements EventSink {
       this.timer = setInterval(() => this.safePrune(), interval);
       this.timer.unref();
     }
+    beforeWriteTransaction(db, () => this.flush());
     this.safePrune();
   }
 
@@ -224,10 +228,9 @@ export class EventLog implements EventSink {
         this.pruneIfOverCount();
       });
     } else {
-      this.pending.push(row);
+      this.pending.push({ row, stored });
       if (this.pending.length >= MAX_PENDING) this.flush();
       else if (!this.flushScheduled) this.flushScheduled = setImmediate(() => this.flush());
-      this.deliver(stored);
     }
   }
 
@@ -242,14 +245,16 @@ export class EventLog implements EventSink {
       this.flushScheduled = undefined;
     }
     if (this.pending.length === 0) return;
-    const rows = this.pending;
+    const queued = this.pending;
     this.pending = [];
     try {
-      this.insertBatch(rows);
+      this.insertBatch(queued.map((entry) => entry.row));
     } catch (err) {
-      // Live subscribers already have these events; only replay will lack them.
+      // Not stored, so not delivered either: no consumer learns an id that replay would lack.
       this.onError(err);
+      return;
     }
+    for (const entry of queued) this.deliver(entry.stored);
     this.pruneIfOverCount();
   }
 
@@ -270,6 +275,8 @@ export class EventLog implements EventSink {
           "resume from an id this server delivered, or omit the cursor to start from now",
       );
     }
+    // Queued events were emitted before this subscription: deliver them to the others first.
+    this.flush();
     const sub = new Subscription(this, options, this.queueLimit);
     if (this.closed) sub.end();
     else if (!options.signal.aborted) this.subscribers.add(sub);

@@ -6,6 +6,18 @@ interface OpenWrite {
 }
 
 const openWrites = new WeakMap<Db, OpenWrite>();
+const beforeWriteHooks = new WeakMap<Db, (() => void)[]>();
+
+/**
+ * Runs `hook` right before every outermost `writeTransaction` on `db` opens, outside any transaction.
+ * The event log flushes its queued rows here, so events keep their id order on the wire: every event
+ * emitted before a change is committed and delivered before the change's own events.
+ */
+export function beforeWriteTransaction(db: Db, hook: () => void): void {
+  const hooks = beforeWriteHooks.get(db);
+  if (hooks) hooks.push(hook);
+  else beforeWriteHooks.set(db, [hook]);
+}
 
 /**
  * Runs `change` as one IMMEDIATE transaction (the write lock is taken up front, so concurrent writers
@@ -31,6 +43,7 @@ export function writeTransaction<T>(db: Db, change: () => T): T {
     // Its commit is out of our sight, so after-commit work could run too early or for a rollback.
     throw new Error("writeTransaction: a transaction not opened by writeTransaction is already open");
   }
+  for (const hook of beforeWriteHooks.get(db) ?? []) hook();
   const open: OpenWrite = { afterCommit: [] };
   openWrites.set(db, open);
   let result: T;

@@ -167,10 +167,25 @@ describe("EventLog", () => {
     expect(slow.overflows).toBeGreaterThan(0);
   });
 
+  it("delivers a batched event only once it is stored, so a crash never leaves a consumer holding a lost id", async () => {
+    const log = newLog();
+    const sub = log.subscribe({ signal: signal() });
+    const next = sub[Symbol.asyncIterator]().next();
+    await sleep(0);
+    log.emit(ev(1));
+    expect(sub.cursor).toBe(0n); // queued: not written, not offered
+    // A restart before the batch is written (kill -9) continues after the last stored id.
+    expect(newLog().latestId).toBe(0n);
+    log.flush();
+    expect(sub.cursor).toBe(1n);
+    expect((await next).value?.attributes).toEqual({ n: 1 });
+  });
+
   it("never holds more than the queue limit in memory for a stalled consumer", () => {
     const log = newLog({ subscriberQueueLimit: 8 });
     const stalled = log.subscribe({ signal: signal() });
     for (let n = 1; n <= 1000; n++) log.emit(ev(n));
+    log.flush(); // events reach subscribers once written
     // The subscriber dropped its queue and will catch up from SQLite when it reads again.
     expect(stalled.overflows).toBe(1);
     expect(stalled.cursor).toBe(0n);
@@ -199,6 +214,7 @@ describe("EventLog", () => {
     log.emit(ev(1));
     expect(ns(await take(lagging, 1))).toEqual([1]);
     for (let n = 2; n <= 1000; n++) log.emit(ev(n));
+    log.flush(); // written and delivered while the consumer is not reading
     const rest = await take(lagging, 100);
     expect(rest.map((e) => e.id)).toEqual(Array.from({ length: 100 }, (_, i) => BigInt(901 + i)));
     expect(gaps).toEqual([{ afterId: 1n, resumedAfterId: 900n }]);
@@ -392,6 +408,15 @@ describe("EventLog, events of a state change (emitted inside writeTransaction)",
     const got = await take(sub, 1000);
     await producer;
     expect(got.map((e) => e.id)).toEqual(Array.from({ length: 1000 }, (_, i) => BigInt(i + 1)));
+  });
+
+  it("follow every batched event emitted before them, on the wire as in SQLite", async () => {
+    const log = newLog();
+    const sub = log.subscribe({ signal: signal() });
+    log.emit(ev(1)); // a report, queued
+    writeTransaction(db, () => log.emit(ev(2))); // the queue is written and delivered first
+    expect(ns(await take(sub, 2))).toEqual([1, 2]);
+    expect(storedIds()).toEqual([1, 2]);
   });
 
   it("stay bounded by maxEvents without the timer, as batched events do", () => {
