@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { MAX_RECORDS_SCANNED } from "../../src/usage/ledger.ts";
 import { caller, harness, usage } from "./helpers.ts";
 
 const sonnet = { provider: "anthropic", model: "claude-sonnet-4-5" } as const;
@@ -124,5 +125,28 @@ describe("getUsageSummary", () => {
     expect(() => ledger.getUsageSummary(caller(), { groupBy: ["tenant" as "model"] })).toThrow(
       /group_by "tenant"/,
     );
+  });
+
+  it("refuses a summary by session or run that would scan more than 20,000 records as invalid_argument saying how to narrow it", () => {
+    const { ledger } = harness({ file: ":memory:" });
+    const start = Date.UTC(2026, 0, 1);
+    for (let call = 0; call <= MAX_RECORDS_SCANNED; call++) {
+      ledger.recordUsage(caller({ sessionId: "busy", runId: `r${call}` }), {
+        ...sonnet,
+        usage: usage(1),
+        idempotencyKey: `k${call}`,
+        occurredAt: new Date(start + call * 1000),
+      });
+    }
+    expect(MAX_RECORDS_SCANNED).toBe(20_000);
+    const tooMany = /reads at most 20,000 usage records.*narrow the window \(start_time, end_time\)/;
+    expect(() => ledger.getUsageSummary(caller(), { sessionId: "busy" })).toThrow(tooMany);
+    expect(() => ledger.getUsageSummary(caller(), { groupBy: ["run"] })).toThrow(
+      expect.objectContaining({ code: "invalid_argument", message: expect.stringMatching(tooMany) }),
+    );
+    const firstHour = { since: new Date(start), until: new Date(start + 3_600_000) };
+    expect(ledger.getUsageSummary(caller(), { sessionId: "busy", ...firstHour }).totals.calls).toBe(3_600);
+    expect(ledger.getUsageSummary(caller(), { groupBy: ["run"], ...firstHour }).groups).toHaveLength(3_600);
+    expect(ledger.getUsageSummary(caller(), { groupBy: ["day"] }).totals.calls).toBe(MAX_RECORDS_SCANNED + 1);
   });
 });
