@@ -78,6 +78,26 @@ try {
   summaryMean("10 days from 12:00 to 12:00 (two half-day edges)", { since: day(10.5), until: day(20.5) }, 20);
   summaryMean("one session (400 records)", { sessionId: "session-7" }, 20);
   summaryMean("by session, one hour", { since: day(10), until: day(10 + 1 / 24), groupBy: ["session"] }, 20);
+
+  // Retention: the same records, 2 days later, with a 1-day retention, deleted batch by batch.
+  const later = new UsageLedger({ db, events, now: () => Date.now() + 2 * DAY_MS, retentionDays: 1 });
+  const batches: number[] = [];
+  for (let more = true; more; ) {
+    const t0 = performance.now();
+    more = later.pruneExpired().more;
+    batches.push(performance.now() - t0);
+  }
+  batches.sort((a, b) => a - b);
+  const batchMean = batches.reduce((sum, ms) => sum + ms, 0) / batches.length;
+  console.log(
+    `Retention: ${RECORDS + WARM_UP} records deleted in ${batches.length} batches: ` +
+      `mean ${batchMean.toFixed(2)} ms, max ${(batches.at(-1) ?? 0).toFixed(2)} ms per batch`,
+  );
+  const t0 = performance.now();
+  for (let i = 0; i < 20; i++) later.getUsageSummary(callerOf(0), { groupBy: ["model", "day"] });
+  console.log(
+    `GetUsageSummary by model+day once every record is pruned: mean ${us((performance.now() - t0) / 20)}`,
+  );
   events.close();
   db.close();
 } finally {
