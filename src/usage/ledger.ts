@@ -195,6 +195,15 @@ export class UsageLedger {
     const occurredAtMs = input.occurredAt ? input.occurredAt.getTime() : nowMs;
     const request = canonicalRequest(caller, input, usage);
     const cost = this.pricing.cost(input.provider, input.model, usage);
+    // The token columns, in the same order in usage_records and usage_daily.
+    const tokenCounts = [
+      usage.inputTokens,
+      usage.outputTokens,
+      usage.cacheReadInputTokens,
+      usage.cacheCreationInputTokens,
+      usage.cacheCreation1hInputTokens ?? 0,
+      rateLimitInputTokens(input.provider, usage),
+    ];
 
     return writeTransaction(this.db, (): RecordUsageResult => {
       const existing = this.selectByKey.get(caller.tenantId, input.idempotencyKey);
@@ -209,12 +218,7 @@ export class UsageLedger {
         caller.runId,
         input.provider,
         input.model,
-        usage.inputTokens,
-        usage.outputTokens,
-        usage.cacheReadInputTokens,
-        usage.cacheCreationInputTokens,
-        usage.cacheCreation1hInputTokens ?? 0,
-        rateLimitInputTokens(input.provider, usage),
+        ...tokenCounts,
         cost.costUsd,
         cost.uncachedCostUsd,
         cost.unknownReason ?? null,
@@ -227,12 +231,7 @@ export class UsageLedger {
         floorToDay(occurredAtMs),
         input.provider,
         input.model,
-        usage.inputTokens,
-        usage.outputTokens,
-        usage.cacheReadInputTokens,
-        usage.cacheCreationInputTokens,
-        usage.cacheCreation1hInputTokens ?? 0,
-        rateLimitInputTokens(input.provider, usage),
+        ...tokenCounts,
         cost.costUsd ?? 0,
         cost.costUsd === null ? 1 : 0,
         cost.uncachedCostUsd ?? 0,
