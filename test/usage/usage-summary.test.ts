@@ -116,6 +116,20 @@ describe("getUsageSummary", () => {
     ]);
   });
 
+  it("puts a call in its UTC day also before 1970, from the records and from the daily sums alike", () => {
+    const { ledger } = harness();
+    ledger.recordUsage(caller(), {
+      ...sonnet,
+      usage: usage(1),
+      idempotencyKey: "a",
+      occurredAt: new Date(-1),
+    });
+    const days = (groupBy: ("session" | "day")[]) =>
+      ledger.getUsageSummary(caller(), { groupBy }).groups.map((g) => g.key.day);
+    expect(days(["day"])).toEqual(["1969-12-31"]);
+    expect(days(["session", "day"])).toEqual(["1969-12-31"]);
+  });
+
   it("rejects an empty or inverted window and an unknown group as invalid_argument", () => {
     const { ledger } = harness();
     const t = at("2026-01-01T00:00:00Z");
