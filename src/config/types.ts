@@ -122,7 +122,7 @@ export interface LazyToolGroupConfig {
 }
 
 export interface UsageConfig {
-  /** Days a usage record (and its idempotency key) is kept after recording before it is rolled up per day. */
+  /** Days a usage record (and its idempotency key) is kept after recording; its per-day sums stay. */
   readonly retentionDays: number;
 }
 

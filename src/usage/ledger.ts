@@ -93,8 +93,8 @@ export interface UsageLedgerOptions {
   /** Clock in epoch ms; injectable for tests. */
   readonly now?: () => number;
   /**
-   * Keep each record this many days after it was recorded, then fold it into per-day rollups
-   * (rollUpExpired). Undefined = keep every record.
+   * Keep each record this many days after it was recorded, then delete it (pruneExpired); its day's
+   * row in usage_daily keeps counting it. Undefined = keep every record.
    */
   readonly retentionDays?: number;
 }
@@ -139,7 +139,8 @@ const GROUP_COLUMNS: Readonly<Record<UsageGroupBy, string>> = {
   run: "run_id",
   provider: "provider",
   model: "model",
-  day: "strftime('%Y-%m-%d', occurred_at_ms / 1000, 'unixepoch')",
+  // 1000.0: integer division would move a pre-1970 millisecond to the next day.
+  day: "strftime('%Y-%m-%d', occurred_at_ms / 1000.0, 'unixepoch')",
 };
 
 /**
@@ -154,9 +155,9 @@ export class UsageLedger {
   private readonly statements = new Map<string, Statement<unknown[], TotalsRow>>();
   private readonly selectByKey: Statement<[string, string], RecordRow>;
   private readonly insertRecord: Statement;
+  private readonly addToDay: Statement;
   private readonly retentionMs: number | undefined;
   private readonly oldestRecords: Statement<[number], { id: number; recorded_at_ms: number }>;
-  private readonly rollUpThrough: Statement<[number]>;
   private readonly deleteThrough: Statement<[number]>;
 
   constructor(options: UsageLedgerOptions) {
@@ -166,7 +167,7 @@ export class UsageLedger {
     this.now = options.now ?? Date.now;
     this.retentionMs = options.retentionDays === undefined ? undefined : options.retentionDays * DAY_MS;
     this.oldestRecords = this.db.prepare("SELECT id, recorded_at_ms FROM usage_records ORDER BY id LIMIT ?");
-    this.rollUpThrough = this.db.prepare(ROLL_UP_THROUGH);
+    this.addToDay = this.db.prepare(ADD_TO_DAY);
     this.deleteThrough = this.db.prepare("DELETE FROM usage_records WHERE id <= ?");
     this.selectByKey = this.db.prepare<[string, string], RecordRow>(
       `SELECT id, request_json, cost_usd, uncached_cost_usd, unknown_cost_reason, occurred_at_ms
@@ -194,6 +195,15 @@ export class UsageLedger {
     const occurredAtMs = input.occurredAt ? input.occurredAt.getTime() : nowMs;
     const request = canonicalRequest(caller, input, usage);
     const cost = this.pricing.cost(input.provider, input.model, usage);
+    // The token columns, in the same order in usage_records and usage_daily.
+    const tokenCounts = [
+      usage.inputTokens,
+      usage.outputTokens,
+      usage.cacheReadInputTokens,
+      usage.cacheCreationInputTokens,
+      usage.cacheCreation1hInputTokens ?? 0,
+      rateLimitInputTokens(input.provider, usage),
+    ];
 
     return writeTransaction(this.db, (): RecordUsageResult => {
       const existing = this.selectByKey.get(caller.tenantId, input.idempotencyKey);
@@ -208,12 +218,7 @@ export class UsageLedger {
         caller.runId,
         input.provider,
         input.model,
-        usage.inputTokens,
-        usage.outputTokens,
-        usage.cacheReadInputTokens,
-        usage.cacheCreationInputTokens,
-        usage.cacheCreation1hInputTokens ?? 0,
-        rateLimitInputTokens(input.provider, usage),
+        ...tokenCounts,
         cost.costUsd,
         cost.uncachedCostUsd,
         cost.unknownReason ?? null,
@@ -221,6 +226,16 @@ export class UsageLedger {
         nowMs,
       );
       const recordId = Number(info.lastInsertRowid);
+      this.addToDay.run(
+        caller.tenantId,
+        floorToDay(occurredAtMs),
+        input.provider,
+        input.model,
+        ...tokenCounts,
+        cost.costUsd ?? 0,
+        cost.costUsd === null ? 1 : 0,
+        cost.uncachedCostUsd ?? 0,
+      );
       // In the record's transaction: a crash keeps both or neither.
       this.events.emit({
         type: "usage_recorded",
@@ -250,17 +265,24 @@ export class UsageLedger {
     });
   }
 
-  /** Totals (and optional groups) over the caller's tenant, narrowed by the filter. */
+  /**
+   * Totals (and optional groups) over the caller's tenant, narrowed by the filter. Whole UTC days come
+   * from usage_daily, so the cost does not grow with the window; see summarySources for what reads
+   * records.
+   */
   getUsageSummary(caller: Caller, filter: UsageSummaryFilter = {}): UsageSummary {
-    const { where, params: oneSide } = buildWhere(caller, filter);
+    const narrowing = validateFilter(caller, filter);
     const groupBy = validateGroupBy(filter.groupBy ?? []);
-    // Records still kept, plus the per-day rollups of those past retention (never both for one call).
-    const source = `(SELECT ${SUMMED_COLUMNS}, 1 AS calls, cost_usd IS NULL AS unknown_cost_calls
-        FROM usage_records WHERE ${where}
-      UNION ALL SELECT ${SUMMED_COLUMNS}, calls, unknown_cost_calls FROM usage_daily WHERE ${where})`;
-    const params = [...oneSide, ...oneSide];
-    const totalsRow = this.statement(`SELECT ${AGGREGATES} FROM ${source}`).get(params);
-    const totals = toTotals(totalsRow);
+    const needsRecords =
+      filter.sessionId !== undefined ||
+      filter.runId !== undefined ||
+      groupBy.includes("session") ||
+      groupBy.includes("run");
+    if (needsRecords) this.checkRecordsToScan(narrowing);
+    const sources = summarySources(narrowing, needsRecords);
+    const source = `(${sources.map((part) => part.sql).join(" UNION ALL ")})`;
+    const params = sources.flatMap((part) => part.params);
+    const totals = toTotals(this.statement(`SELECT ${AGGREGATES} FROM ${source}`).get(params));
     if (groupBy.length === 0) return { totals, groups: [] };
 
     const cols = groupBy.map((g, i) => `${GROUP_COLUMNS[g]} AS g${i}`).join(", ");
@@ -278,28 +300,49 @@ export class UsageLedger {
   }
 
   /**
-   * Retention: folds the oldest records, recorded more than `retentionDays` ago, into their UTC day's
-   * rollup and deletes them, at most `batchSize` in one short transaction. Returns how many it moved
-   * and whether more may be waiting. Summaries not narrowed to or grouped by a session or run are the
-   * same before and after (see usage_daily); those details live as long as the records.
+   * Sessions and runs are only in the records, so a summary that needs them scans records: at most
+   * MAX_RECORDS_SCANNED, counted first on an index alone (tenant and session, run or time), which stops
+   * one past the bound.
    */
-  rollUpExpired(batchSize = ROLLUP_BATCH_SIZE): { moved: number; more: boolean } {
-    if (this.retentionMs === undefined) return { moved: 0, more: false };
+  private checkRecordsToScan(narrowing: Narrowing): void {
+    const { clauses, params } = whereOf(narrowing, {
+      since: narrowing.since,
+      until: narrowing.until,
+      indexedOnly: true,
+    });
+    const scanned = this.statement(
+      `SELECT COUNT(*) AS calls FROM (SELECT 1 FROM usage_records WHERE ${clauses} LIMIT ?)`,
+    ).get([...params, MAX_RECORDS_SCANNED + 1]);
+    if ((scanned?.calls ?? 0) > MAX_RECORDS_SCANNED) {
+      throw invalidArgument(
+        `a summary narrowed to or grouped by a session or run reads at most ${MAX_RECORDS_SCANNED.toLocaleString("en-US")} ` +
+          "usage records, and this one matches more; narrow the window (start_time, end_time) or the " +
+          "session or run, or group by provider, model or day, which have no such bound",
+      );
+    }
+  }
+
+  /**
+   * Retention: deletes the oldest records, recorded more than `retentionDays` ago, at most `batchSize`
+   * in one short transaction. Returns how many it deleted and whether more may be waiting. Their days
+   * keep counting them in usage_daily; sessions and runs live only as long as the records.
+   */
+  pruneExpired(batchSize = PRUNE_BATCH_SIZE): { deleted: number; more: boolean } {
+    if (this.retentionMs === undefined) return { deleted: 0, more: false };
     const cutoffMs = this.now() - this.retentionMs;
     return writeTransaction(this.db, () => {
       // Ids grow with recorded_at_ms (one writer, stamped at insert), so the expired records are the
       // oldest ids: read the head in id order instead of indexing recorded_at_ms for every insert.
-      let moved = 0;
+      let deleted = 0;
       let lastExpiredId: number | undefined;
       for (const row of this.oldestRecords.all(batchSize)) {
         if (row.recorded_at_ms >= cutoffMs) break;
         lastExpiredId = row.id;
-        moved++;
+        deleted++;
       }
-      if (lastExpiredId === undefined) return { moved: 0, more: false };
-      this.rollUpThrough.run(lastExpiredId);
+      if (lastExpiredId === undefined) return { deleted: 0, more: false };
       this.deleteThrough.run(lastExpiredId);
-      return { moved, more: moved === batchSize };
+      return { deleted, more: deleted === batchSize };
     });
   }
 
@@ -315,7 +358,7 @@ export class UsageLedger {
 }
 
 /** Columns a summary filters, groups or sums, named alike in usage_records and usage_daily. */
-const SUMMED_COLUMNS = `session_id, run_id, provider, model, occurred_at_ms, input_tokens, output_tokens,
+const SUMMED_COLUMNS = `provider, model, occurred_at_ms, input_tokens, output_tokens,
   cache_read_input_tokens, cache_creation_input_tokens, cache_creation_1h_input_tokens,
   rate_limit_input_tokens, cost_usd, uncached_cost_usd`;
 
@@ -330,23 +373,20 @@ const AGGREGATES = `SUM(calls) AS calls,
 
 const DAY_MS = 86_400_000;
 /** Records per retention transaction: a few ms each, so pruning never holds the write lock for long. */
-const ROLLUP_BATCH_SIZE = 200;
-
+const PRUNE_BATCH_SIZE = 200;
 /**
- * Adds the records with id <= ? to their day's rollup; the day is floored, also before 1970. Sessions
- * and runs are not kept ('' in the rollup): a rollup row per tenant, day, provider and model stays a
- * few rows a day, where one per run would grow with the traffic, unbounded.
+ * Records one summary by session or run may scan: at ~2 µs a record, ~40 ms, within the ~50 ms one
+ * call may hold the event loop.
  */
-const ROLL_UP_THROUGH = `INSERT INTO usage_daily (tenant_id, occurred_at_ms, session_id, run_id, provider, model,
-    calls, input_tokens, output_tokens, cache_read_input_tokens, cache_creation_input_tokens,
-    cache_creation_1h_input_tokens, rate_limit_input_tokens, cost_usd, unknown_cost_calls, uncached_cost_usd)
-  SELECT tenant_id, occurred_at_ms - ((occurred_at_ms % ${DAY_MS}) + ${DAY_MS}) % ${DAY_MS}, '', '',
-    provider, model, COUNT(*), SUM(input_tokens), SUM(output_tokens), SUM(cache_read_input_tokens),
-    SUM(cache_creation_input_tokens), SUM(cache_creation_1h_input_tokens), SUM(rate_limit_input_tokens),
-    TOTAL(cost_usd), SUM(cost_usd IS NULL), TOTAL(uncached_cost_usd)
-  FROM usage_records WHERE id <= ? GROUP BY 1, 2, 3, 4, 5, 6
-  ON CONFLICT (tenant_id, occurred_at_ms, session_id, run_id, provider, model) DO UPDATE SET
-    calls = calls + excluded.calls,
+export const MAX_RECORDS_SCANNED = 20_000;
+
+/** Adds one record to its day's row of usage_daily (the live aggregate), in the record's transaction. */
+const ADD_TO_DAY = `INSERT INTO usage_daily (tenant_id, occurred_at_ms, provider, model, calls, input_tokens,
+    output_tokens, cache_read_input_tokens, cache_creation_input_tokens, cache_creation_1h_input_tokens,
+    rate_limit_input_tokens, cost_usd, unknown_cost_calls, uncached_cost_usd)
+  VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+  ON CONFLICT (tenant_id, occurred_at_ms, provider, model) DO UPDATE SET
+    calls = calls + 1,
     input_tokens = input_tokens + excluded.input_tokens,
     output_tokens = output_tokens + excluded.output_tokens,
     cache_read_input_tokens = cache_read_input_tokens + excluded.cache_read_input_tokens,
@@ -356,6 +396,100 @@ const ROLL_UP_THROUGH = `INSERT INTO usage_daily (tenant_id, occurred_at_ms, ses
     cost_usd = cost_usd + excluded.cost_usd,
     unknown_cost_calls = unknown_cost_calls + excluded.unknown_cost_calls,
     uncached_cost_usd = uncached_cost_usd + excluded.uncached_cost_usd`;
+
+/** The first millisecond of the UTC day of `ms`, also before 1970. */
+function floorToDay(ms: number): number {
+  return ms - (((ms % DAY_MS) + DAY_MS) % DAY_MS);
+}
+
+/** What a summary is narrowed to, validated; times in epoch ms. */
+interface Narrowing {
+  readonly tenantId: string;
+  readonly sessionId?: string;
+  readonly runId?: string;
+  readonly provider?: Provider;
+  readonly model?: string;
+  readonly since?: number;
+  readonly until?: number;
+}
+
+/** One table read over one part of the window: SQL yielding SUMMED_COLUMNS, calls, unknown_cost_calls. */
+interface SummarySource {
+  readonly sql: string;
+  readonly params: unknown[];
+}
+
+/**
+ * Where a summary's rows come from. Narrowed to or grouped by a session or run: the records in the
+ * window (checkRecordsToScan bounds them). Otherwise the whole UTC days inside [since, until) come
+ * from usage_daily, and only the partial days at the edges from records, through the
+ * (tenant_id, occurred_at_ms) index: at most one day's records at each edge (for a tenant recording
+ * 100 calls a second that is still ~8.6 M; day-aligned windows read none). Records of an edge day
+ * already pruned no longer count there; whole days count them from usage_daily.
+ */
+function summarySources(narrowing: Narrowing, needsRecords: boolean): SummarySource[] {
+  const records = (since: number | undefined, until: number | undefined): SummarySource => {
+    const { clauses, params } = whereOf(narrowing, { since, until, indexedOnly: false });
+    const detail = needsRecords ? "session_id, run_id, " : "";
+    return {
+      sql: `SELECT ${detail}${SUMMED_COLUMNS}, 1 AS calls, cost_usd IS NULL AS unknown_cost_calls
+        FROM usage_records WHERE ${clauses}`,
+      params,
+    };
+  };
+  const { since, until } = narrowing;
+  if (needsRecords) return [records(since, until)];
+  const firstWholeDay = since === undefined ? undefined : floorToDay(since + DAY_MS - 1);
+  const endOfWholeDays = until === undefined ? undefined : floorToDay(until);
+  if (firstWholeDay !== undefined && endOfWholeDays !== undefined && firstWholeDay >= endOfWholeDays) {
+    return [records(since, until)];
+  }
+  const { clauses, params } = whereOf(narrowing, {
+    since: firstWholeDay,
+    until: endOfWholeDays,
+    indexedOnly: false,
+  });
+  const sources: SummarySource[] = [
+    {
+      sql: `SELECT ${SUMMED_COLUMNS}, calls, unknown_cost_calls FROM usage_daily WHERE ${clauses}`,
+      params,
+    },
+  ];
+  if (since !== undefined && firstWholeDay !== undefined && since < firstWholeDay) {
+    sources.push(records(since, firstWholeDay));
+  }
+  if (until !== undefined && endOfWholeDays !== undefined && endOfWholeDays < until) {
+    sources.push(records(endOfWholeDays, until));
+  }
+  return sources;
+}
+
+/**
+ * The WHERE of one source over [since, until). indexedOnly keeps the columns an index of
+ * usage_records covers (tenant, session or run, time), for counting on the index alone.
+ */
+function whereOf(
+  narrowing: Narrowing,
+  window: { since: number | undefined; until: number | undefined; indexedOnly: boolean },
+): { clauses: string; params: unknown[] } {
+  const clauses = ["tenant_id = ?"];
+  const params: unknown[] = [narrowing.tenantId];
+  const add = (clause: string, value: unknown) => {
+    if (value === undefined) return;
+    clauses.push(clause);
+    params.push(value);
+  };
+  add("session_id = ?", narrowing.sessionId);
+  // A session narrows further than a run in practice; one index per count keeps it index-only.
+  if (!(window.indexedOnly && narrowing.sessionId !== undefined)) add("run_id = ?", narrowing.runId);
+  if (!window.indexedOnly) {
+    add("provider = ?", narrowing.provider);
+    add("model = ?", narrowing.model);
+  }
+  add("occurred_at_ms >= ?", window.since);
+  add("occurred_at_ms < ?", window.until);
+  return { clauses: clauses.join(" AND "), params };
+}
 
 function toTotals(row: TotalsRow | undefined): UsageTotals {
   const n = (v: number | string | null | undefined) => (typeof v === "number" ? v : 0);
@@ -381,43 +515,32 @@ function toTotals(row: TotalsRow | undefined): UsageTotals {
   };
 }
 
-function buildWhere(caller: Caller, filter: UsageSummaryFilter): { where: string; params: unknown[] } {
+function validateFilter(caller: Caller, filter: UsageSummaryFilter): Narrowing {
   if (filter.tenantId !== undefined && filter.tenantId !== caller.tenantId) {
     throw new WayfindError(
       "permission_denied",
       "a caller can read only its own tenant's usage; omit tenant_id",
     );
   }
-  const clauses = ["tenant_id = ?"];
-  const params: unknown[] = [caller.tenantId];
-  const eq = (column: string, value: string | undefined) => {
-    if (value === undefined) return;
-    clauses.push(`${column} = ?`);
-    params.push(value);
-  };
   if (filter.provider !== undefined && !PROVIDERS.includes(filter.provider)) {
     throw invalidArgument(
       `provider "${String(filter.provider)}" is unknown; use one of ${PROVIDERS.join(", ")}`,
     );
   }
-  eq("session_id", filter.sessionId);
-  eq("run_id", filter.runId);
-  eq("provider", filter.provider);
-  eq("model", filter.model);
   const since = timeBound("since", filter.since);
   const until = timeBound("until", filter.until);
   if (since !== undefined && until !== undefined && since >= until) {
     throw invalidArgument("since must be before until (the window is [since, until))");
   }
-  if (since !== undefined) {
-    clauses.push("occurred_at_ms >= ?");
-    params.push(since);
-  }
-  if (until !== undefined) {
-    clauses.push("occurred_at_ms < ?");
-    params.push(until);
-  }
-  return { where: clauses.join(" AND "), params };
+  return {
+    tenantId: caller.tenantId,
+    sessionId: filter.sessionId,
+    runId: filter.runId,
+    provider: filter.provider,
+    model: filter.model,
+    since,
+    until,
+  };
 }
 
 function timeBound(name: string, value: Date | undefined): number | undefined {

@@ -22,7 +22,7 @@ export function startUsageRetention(ledger: UsageLedger, options: UsageRetention
     }
     let more = false;
     try {
-      more = ledger.rollUpExpired().more;
+      more = ledger.pruneExpired().more;
     } catch (error) {
       options.onError(error);
     }

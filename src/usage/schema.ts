@@ -39,15 +39,12 @@ export const usageMigrations: Migration[] = [
   {
     id: "usage/002-daily",
     up: `
-      -- Records past the retention (usage.retention_days), summed per UTC day, tenant, provider and
-      -- model; session_id and run_id are always '' here (that detail lives as long as the records).
-      -- occurred_at_ms is the day's first millisecond, so summaries read this table with the same
-      -- WHERE as usage_records (see UsageLedger.getUsageSummary).
+      -- Live aggregate of usage_records per tenant, UTC day of occurred_at, provider and model, updated
+      -- in each record's transaction; retention deletes expired records and keeps these rows, so
+      -- summaries of whole days never scan records. occurred_at_ms is the day's first millisecond.
       CREATE TABLE usage_daily (
         tenant_id TEXT NOT NULL,
         occurred_at_ms INTEGER NOT NULL,
-        session_id TEXT NOT NULL,
-        run_id TEXT NOT NULL,
         provider TEXT NOT NULL,
         model TEXT NOT NULL,
         calls INTEGER NOT NULL,
@@ -61,8 +58,17 @@ export const usageMigrations: Migration[] = [
         cost_usd REAL NOT NULL,
         unknown_cost_calls INTEGER NOT NULL,
         uncached_cost_usd REAL NOT NULL,
-        PRIMARY KEY (tenant_id, occurred_at_ms, session_id, run_id, provider, model)
+        PRIMARY KEY (tenant_id, occurred_at_ms, provider, model)
       ) WITHOUT ROWID;
+      -- Records kept from before this migration (the day is floored, also before 1970).
+      INSERT INTO usage_daily
+        SELECT tenant_id, occurred_at_ms - ((occurred_at_ms % 86400000) + 86400000) % 86400000, provider,
+          model, COUNT(*), SUM(input_tokens), SUM(output_tokens), SUM(cache_read_input_tokens),
+          SUM(cache_creation_input_tokens), SUM(cache_creation_1h_input_tokens),
+          SUM(rate_limit_input_tokens), TOTAL(cost_usd), SUM(cost_usd IS NULL), TOTAL(uncached_cost_usd)
+        FROM usage_records GROUP BY 1, 2, 3, 4;
+      -- Summaries narrowed to a run read its records through this index, as sessions do.
+      CREATE INDEX usage_records_tenant_run ON usage_records (tenant_id, run_id, occurred_at_ms);
     `,
   },
 ];

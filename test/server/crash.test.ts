@@ -56,7 +56,7 @@ async function recordUntilKilled(port: number, onAcknowledged: (count: number) =
 }
 
 describe("a server killed with SIGKILL while recording usage", () => {
-  it("keeps exactly one usage_recorded event per committed usage record, and every acknowledged record", async () => {
+  it("keeps exactly one usage_recorded event and one daily count per committed usage record, and every acknowledged record", async () => {
     for (let trial = 0; trial < TRIALS; trial++) {
       const dataDir = mkdtempSync(join(tmpdir(), "wayfind-crash-"));
       dirs.push(dataDir);
@@ -82,9 +82,11 @@ describe("a server killed with SIGKILL while recording usage", () => {
         )
         .pluck()
         .all();
+      const dailyCalls = db.prepare<[], number>("SELECT TOTAL(calls) FROM usage_daily").pluck().get();
       db.close();
 
       expect(eventRecordIds).toEqual(records.map((record) => record.id));
+      expect(dailyCalls).toBe(records.length);
       const committedKeys = new Set(records.map((record) => record.key));
       expect(acknowledged.filter((key) => !committedKeys.has(key))).toEqual([]);
       expect(records.length).toBeGreaterThanOrEqual(KILL_AFTER);

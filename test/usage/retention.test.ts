@@ -53,7 +53,7 @@ function recordSameCall(h: ReturnType<typeof harness>, count: number): void {
   }
 }
 
-/** Windows and groupings a rollup answers: not narrowed to, nor grouped by, a session or run. */
+/** Windows and groupings the daily aggregate answers: not narrowed to, nor grouped by, a session or run. */
 const WINDOWS: UsageSummaryFilter[] = [
   {},
   { since: new Date(START - (START % DAY_MS)), until: new Date(START + 10 * DAY_MS) },
@@ -71,12 +71,12 @@ function summaries(h: ReturnType<typeof harness>): unknown[] {
   );
 }
 
-function rollUpAll(h: ReturnType<typeof harness>): number {
-  let moved = 0;
+function pruneAll(h: ReturnType<typeof harness>): number {
+  let deleted = 0;
   for (;;) {
-    const batch = h.ledger.rollUpExpired(7);
-    moved += batch.moved;
-    if (!batch.more) return moved;
+    const batch = h.ledger.pruneExpired(7);
+    deleted += batch.deleted;
+    if (!batch.more) return deleted;
   }
 }
 
@@ -84,26 +84,42 @@ const count = (h: ReturnType<typeof harness>, table: string) =>
   h.db.prepare(`SELECT count(*) FROM ${table}`).pluck().get();
 
 describe("usage retention", () => {
-  it("keeps every summary by tenant, day, provider and model (totals, cost, cache hit rate, groups) the same once records are rolled up per day", () => {
+  it("keeps every summary by tenant, day, provider and model (totals, cost, cache hit rate, groups) the same once records are pruned", () => {
     const time = clock();
     const h = harness({ now: time.now, retentionDays: 30 });
     recordThreeDays(h, time);
     const before = summaries(h);
     time.advance(31 * DAY_MS);
-    expect(rollUpAll(h)).toBe(90);
+    expect(pruneAll(h)).toBe(90);
     expect(summaries(h)).toEqual(before);
   });
 
-  it("keeps session and run detail only as long as the records: rolled-up calls belong to no session", () => {
+  it("keeps session and run detail only as long as the records: summaries by session or run count retained records", () => {
     const time = clock();
     const h = harness({ now: time.now, retentionDays: 30 });
     recordThreeDays(h, time);
     expect(h.ledger.getUsageSummary(caller(), { sessionId: "s1" }).totals.calls).toBe(45);
     time.advance(31 * DAY_MS);
-    rollUpAll(h);
+    pruneAll(h);
     expect(h.ledger.getUsageSummary(caller(), { sessionId: "s1" }).totals.calls).toBe(0);
-    const bySession = h.ledger.getUsageSummary(caller(), { groupBy: ["session"] }).groups;
-    expect(bySession.map((group) => [group.key.session, group.totals.calls])).toEqual([["", 90]]);
+    const byRun = h.ledger.getUsageSummary(caller(), { groupBy: ["run"] });
+    expect(byRun.groups).toEqual([]);
+    expect(byRun.totals.calls).toBe(0);
+  });
+
+  it("counts whole UTC days from the daily aggregate after pruning, and only retained records of a partial day at the window's edge", () => {
+    const time = clock();
+    const h = harness({ now: time.now, retentionDays: 30 });
+    recordThreeDays(h, time); // 30 calls a day from 06:00 UTC on day 0 to 06:00 on day 3
+    const day0 = START - (START % DAY_MS);
+    const wholeDays = { since: new Date(day0 + DAY_MS), until: new Date(day0 + 3 * DAY_MS) };
+    const fromNoon = { since: new Date(day0 + 1.5 * DAY_MS), until: new Date(day0 + 3 * DAY_MS) };
+    expect(h.ledger.getUsageSummary(caller(), wholeDays).totals.calls).toBe(60);
+    expect(h.ledger.getUsageSummary(caller(), fromNoon).totals.calls).toBe(45);
+    time.advance(31 * DAY_MS);
+    pruneAll(h);
+    expect(h.ledger.getUsageSummary(caller(), wholeDays).totals.calls).toBe(60);
+    expect(h.ledger.getUsageSummary(caller(), fromNoon).totals.calls).toBe(30);
   });
 
   it("removes only records recorded longer ago than the retention", () => {
@@ -112,31 +128,31 @@ describe("usage retention", () => {
     recordThreeDays(h, time);
     // The clock is 3 days past the first call: 28 more and the first day's calls are over 30 days old.
     time.advance(28 * DAY_MS);
-    rollUpAll(h);
+    pruneAll(h);
     expect(count(h, "usage_records")).toBe(60);
     const oldest = h.db.prepare("SELECT min(recorded_at_ms) FROM usage_records").pluck().get();
     expect(oldest).toBeGreaterThanOrEqual(time.now() - 30 * DAY_MS);
   });
 
-  it("bounds the rows kept: one rollup row per day and dimension, however many calls it had", () => {
+  it("bounds the rows kept: one daily row per day and dimension, however many calls it had", () => {
     const time = clock();
     const h = harness({ now: time.now, retentionDays: 1 });
     recordSameCall(h, 500);
     time.advance(2 * DAY_MS);
-    rollUpAll(h);
+    pruneAll(h);
     expect(count(h, "usage_records")).toBe(0);
     expect(count(h, "usage_daily")).toBe(1);
     expect(h.ledger.getUsageSummary(caller()).totals).toMatchObject({ calls: 500, inputTokens: 5000 });
   });
 
-  it("moves at most one batch per transaction and says whether more is waiting", () => {
+  it("deletes at most one batch per transaction and says whether more is waiting", () => {
     const time = clock();
     const h = harness({ now: time.now, retentionDays: 1 });
     recordThreeDays(h, time);
     time.advance(5 * DAY_MS);
-    expect(h.ledger.rollUpExpired(50)).toEqual({ moved: 50, more: true });
-    expect(h.ledger.rollUpExpired(50)).toEqual({ moved: 40, more: false });
-    expect(h.ledger.rollUpExpired(50)).toEqual({ moved: 0, more: false });
+    expect(h.ledger.pruneExpired(50)).toEqual({ deleted: 50, more: true });
+    expect(h.ledger.pruneExpired(50)).toEqual({ deleted: 40, more: false });
+    expect(h.ledger.pruneExpired(50)).toEqual({ deleted: 0, more: false });
   });
 
   it("forgets an idempotency key with its record: a retry after the retention counts again", () => {
@@ -152,7 +168,7 @@ describe("usage retention", () => {
     time.advance(DAY_MS / 2);
     expect(h.ledger.recordUsage(caller(), call).duplicate).toBe(true);
     time.advance(DAY_MS);
-    rollUpAll(h);
+    pruneAll(h);
     expect(h.ledger.recordUsage(caller(), call).duplicate).toBe(false);
     expect(h.ledger.getUsageSummary(caller()).totals.calls).toBe(2);
   });
@@ -162,7 +178,7 @@ describe("usage retention", () => {
     const h = harness({ now: time.now });
     recordThreeDays(h, time);
     time.advance(3650 * DAY_MS);
-    expect(h.ledger.rollUpExpired()).toEqual({ moved: 0, more: false });
+    expect(h.ledger.pruneExpired()).toEqual({ deleted: 0, more: false });
     expect(count(h, "usage_records")).toBe(90);
   });
 

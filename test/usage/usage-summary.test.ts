@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { MAX_RECORDS_SCANNED } from "../../src/usage/ledger.ts";
 import { caller, harness, usage } from "./helpers.ts";
 
 const sonnet = { provider: "anthropic", model: "claude-sonnet-4-5" } as const;
@@ -115,6 +116,20 @@ describe("getUsageSummary", () => {
     ]);
   });
 
+  it("puts a call in its UTC day also before 1970, from the records and from the daily sums alike", () => {
+    const { ledger } = harness();
+    ledger.recordUsage(caller(), {
+      ...sonnet,
+      usage: usage(1),
+      idempotencyKey: "a",
+      occurredAt: new Date(-1),
+    });
+    const days = (groupBy: ("session" | "day")[]) =>
+      ledger.getUsageSummary(caller(), { groupBy }).groups.map((g) => g.key.day);
+    expect(days(["day"])).toEqual(["1969-12-31"]);
+    expect(days(["session", "day"])).toEqual(["1969-12-31"]);
+  });
+
   it("rejects an empty or inverted window and an unknown group as invalid_argument", () => {
     const { ledger } = harness();
     const t = at("2026-01-01T00:00:00Z");
@@ -124,5 +139,28 @@ describe("getUsageSummary", () => {
     expect(() => ledger.getUsageSummary(caller(), { groupBy: ["tenant" as "model"] })).toThrow(
       /group_by "tenant"/,
     );
+  });
+
+  it("refuses a summary by session or run that would scan more than 20,000 records as invalid_argument saying how to narrow it", () => {
+    const { ledger } = harness({ file: ":memory:" });
+    const start = Date.UTC(2026, 0, 1);
+    for (let call = 0; call <= MAX_RECORDS_SCANNED; call++) {
+      ledger.recordUsage(caller({ sessionId: "busy", runId: `r${call}` }), {
+        ...sonnet,
+        usage: usage(1),
+        idempotencyKey: `k${call}`,
+        occurredAt: new Date(start + call * 1000),
+      });
+    }
+    expect(MAX_RECORDS_SCANNED).toBe(20_000);
+    const tooMany = /reads at most 20,000 usage records.*narrow the window \(start_time, end_time\)/;
+    expect(() => ledger.getUsageSummary(caller(), { sessionId: "busy" })).toThrow(tooMany);
+    expect(() => ledger.getUsageSummary(caller(), { groupBy: ["run"] })).toThrow(
+      expect.objectContaining({ code: "invalid_argument", message: expect.stringMatching(tooMany) }),
+    );
+    const firstHour = { since: new Date(start), until: new Date(start + 3_600_000) };
+    expect(ledger.getUsageSummary(caller(), { sessionId: "busy", ...firstHour }).totals.calls).toBe(3_600);
+    expect(ledger.getUsageSummary(caller(), { groupBy: ["run"], ...firstHour }).groups).toHaveLength(3_600);
+    expect(ledger.getUsageSummary(caller(), { groupBy: ["day"] }).totals.calls).toBe(MAX_RECORDS_SCANNED + 1);
   });
 });

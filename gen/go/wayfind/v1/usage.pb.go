@@ -318,6 +318,11 @@ func (x *RecordUsageResponse) GetUnknownCostReason() string {
 	return ""
 }
 
+// Sessions and runs live only as long as their records (the usage retention): a summary narrowed to
+// `session_id` or `run_id`, or grouped by SESSION or RUN, counts retained records and reads at most
+// 20,000 of them (more is INVALID_ARGUMENT: narrow the window). Otherwise whole UTC days inside the
+// window count every call, pruned or not; a partial day at an edge of the window counts its retained
+// records.
 type GetUsageSummaryRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Usage is always summarised for the caller's own tenant.

@@ -34,7 +34,8 @@ type UsageServiceClient interface {
 	// Records one model call's usage. Idempotent by `idempotency_key`: a retry is counted once; the
 	// same key with different values is ALREADY_EXISTS. Acknowledged only once stored durably.
 	RecordUsage(ctx context.Context, in *RecordUsageRequest, opts ...grpc.CallOption) (*RecordUsageResponse, error)
-	// Totals, cost and cache hit rate, filtered and grouped.
+	// Totals, cost and cache hit rate, filtered and grouped. Whole UTC days come from per-day
+	// aggregates that outlive the records (see GetUsageSummaryRequest).
 	GetUsageSummary(ctx context.Context, in *GetUsageSummaryRequest, opts ...grpc.CallOption) (*GetUsageSummaryResponse, error)
 	// Streams `usage_recorded` events.
 	WatchUsageEvents(ctx context.Context, in *WatchUsageEventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchUsageEventsResponse], error)
@@ -97,7 +98,8 @@ type UsageServiceServer interface {
 	// Records one model call's usage. Idempotent by `idempotency_key`: a retry is counted once; the
 	// same key with different values is ALREADY_EXISTS. Acknowledged only once stored durably.
 	RecordUsage(context.Context, *RecordUsageRequest) (*RecordUsageResponse, error)
-	// Totals, cost and cache hit rate, filtered and grouped.
+	// Totals, cost and cache hit rate, filtered and grouped. Whole UTC days come from per-day
+	// aggregates that outlive the records (see GetUsageSummaryRequest).
 	GetUsageSummary(context.Context, *GetUsageSummaryRequest) (*GetUsageSummaryResponse, error)
 	// Streams `usage_recorded` events.
 	WatchUsageEvents(*WatchUsageEventsRequest, grpc.ServerStreamingServer[WatchUsageEventsResponse]) error

@@ -67,7 +67,8 @@ class UsageServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetUsageSummary(self, request, context):
-        """Totals, cost and cache hit rate, filtered and grouped.
+        """Totals, cost and cache hit rate, filtered and grouped. Whole UTC days come from per-day
+        aggregates that outlive the records (see GetUsageSummaryRequest).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -151,6 +151,12 @@ export const RecordUsageResponseSchema: GenMessage<RecordUsageResponse> = /*@__P
   messageDesc(file_wayfind_v1_usage, 2);
 
 /**
+ * Sessions and runs live only as long as their records (the usage retention): a summary narrowed to
+ * `session_id` or `run_id`, or grouped by SESSION or RUN, counts retained records and reads at most
+ * 20,000 of them (more is INVALID_ARGUMENT: narrow the window). Otherwise whole UTC days inside the
+ * window count every call, pruned or not; a partial day at an edge of the window counts its retained
+ * records.
+ *
  * @generated from message wayfind.v1.GetUsageSummaryRequest
  */
 export type GetUsageSummaryRequest = Message<"wayfind.v1.GetUsageSummaryRequest"> & {
@@ -470,7 +476,8 @@ export const UsageService: GenService<{
     output: typeof RecordUsageResponseSchema;
   },
   /**
-   * Totals, cost and cache hit rate, filtered and grouped.
+   * Totals, cost and cache hit rate, filtered and grouped. Whole UTC days come from per-day
+   * aggregates that outlive the records (see GetUsageSummaryRequest).
    *
    * @generated from rpc wayfind.v1.UsageService.GetUsageSummary
    */

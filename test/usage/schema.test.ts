@@ -1,0 +1,28 @@
+import { describe, expect, it } from "vitest";
+import { caller, harness, tempDbFile, usage } from "./helpers.ts";
+
+describe("usage migrations", () => {
+  it("sums the records of a database from before the daily aggregate into it when upgrading", () => {
+    const file = tempDbFile();
+    const old = harness({ file });
+    const days = ["2026-01-01T23:59:59.999Z", "2026-01-02T00:00:00Z", "2026-01-02T12:00:00Z"];
+    days.forEach((iso, i) => {
+      old.ledger.recordUsage(caller(), {
+        provider: "anthropic",
+        model: "claude-sonnet-4-5",
+        usage: usage(10 ** i, 1, 100),
+        idempotencyKey: iso,
+        occurredAt: new Date(iso),
+      });
+    });
+    const byDay = old.ledger.getUsageSummary(caller(), { groupBy: ["day"] });
+    // The schema as released before usage/002: records only.
+    old.db.exec(`DROP TABLE usage_daily; DROP INDEX usage_records_tenant_run;
+      DELETE FROM schema_migrations WHERE id = 'usage/002-daily'`);
+    old.db.close();
+
+    const upgraded = harness({ file });
+    expect(upgraded.db.prepare("SELECT TOTAL(calls) FROM usage_daily").pluck().get()).toBe(3);
+    expect(upgraded.ledger.getUsageSummary(caller(), { groupBy: ["day"] })).toEqual(byDay);
+  });
+});
