@@ -37,6 +37,7 @@ export const LIMITS = {
   toolArgsSchemaDepth: limit("tools", "Tool", "args_schema", 1, 32, { unit: "levels of nesting" }),
   toolExamples: limit("tools", "Tool", "examples", 0, 16, { unit: "examples" }),
   toolExampleArgsBytes: limit("tools", "ToolExample", "args", 0, 16_384, { unit: "bytes of JSON" }),
+  toolExampleArgsDepth: limit("tools", "ToolExample", "args", 1, 32, { unit: "levels of nesting" }),
   toolAliases: limit("tools", "Tool", "aliases", 0, 16, { unit: "aliases" }),
   toolAlias: limit("tools", "Tool", "aliases", 1, 128, { unit: "characters each" }),
   searchToolsQuery: limit("tools", "SearchToolsRequest", "query", 1, 512, { unit: "characters" }),

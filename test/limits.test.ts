@@ -97,8 +97,8 @@ function schemaOfValues(values: number): JsonObject {
   return { type: "object", properties };
 }
 
-/** An args schema `levels` deep: `items` inside `items`. */
-function schemaOfDepth(levels: number): JsonObject {
+/** JSON `levels` deep (an args schema, or example args): `items` inside `items`. */
+function jsonOfDepth(levels: number): JsonObject {
   let schema: JsonObject = {};
   for (let level = 1; level < levels; level++) schema = { items: schema };
   return schema;
@@ -139,7 +139,9 @@ const callWith: Record<keyof typeof LIMITS, (size: number) => Promise<unknown>> 
   toolArgsSchemaNodes: (size) =>
     registerOne({ name: "wide_schema", argsSchema: schemaOfValues(size), examples: [{ args: {} }] }),
   toolArgsSchemaDepth: (size) =>
-    registerOne({ name: "deep_schema", argsSchema: schemaOfDepth(size), examples: [{ args: {} }] }),
+    registerOne({ name: "deep_schema", argsSchema: jsonOfDepth(size), examples: [{ args: {} }] }),
+  toolExampleArgsDepth: (size) =>
+    registerOne({ name: "deep_example", examples: [{ args: jsonOfDepth(size) }] }),
   toolExampleArgsBytes: (size) => {
     const unpadded = JSON.stringify({ note: "" }).length;
     return registerOne({ name: "large_example", examples: [{ args: { note: text(size - unpadded) } }] });

@@ -42,11 +42,14 @@ export function fullName(input: ToolInput): string {
   return ns && !input.name.startsWith(`${ns}.`) ? `${ns}.${input.name}` : input.name;
 }
 
+/** How errors name a tool: by its name when it has one, else by its index in the request. */
+export function toolLabel(input: ToolInput, index: number): string {
+  return typeof input.name === "string" && input.name ? `tool ${quoteInput(input.name)}` : `tool #${index}`;
+}
+
 /** Validates and normalises one input into the stored record (with hash). Throws invalid_argument. */
 export function toRecord(input: ToolInput, index: number): ToolRecord {
-  const where =
-    typeof input.name === "string" && input.name ? `tool ${quoteInput(input.name)}` : `tool #${index}`;
-  const fail = (msg: string) => invalidArgument(`${where}: ${msg}`);
+  const fail = (msg: string) => invalidArgument(`${toolLabel(input, index)}: ${msg}`);
   if (typeof input.name !== "string") throw fail("name must be a string");
   const namespace = input.namespace ?? "";
   if (namespace && !NAMESPACE_PATTERN.test(namespace))
@@ -101,8 +104,11 @@ export function toRecord(input: ToolInput, index: number): ToolRecord {
 
 function toExample(ex: ToolExample, i: number, fail: (m: string) => Error): ToolExample {
   if (!isObject(ex) || !isObject(ex.args)) throw fail(`example ${i}: "args" must be a JSON object`);
-  const bytesProblem = sizeProblem(API.toolExampleArgsBytes, jsonBytes(ex.args));
-  if (bytesProblem) throw fail(`example ${i}: ${bytesProblem}`);
+  // Depth first: serialising (for the size, later the hash) recurses.
+  const { depth } = jsonShape(ex.args, API.toolExampleArgsDepth.max, API.toolExampleArgsBytes.max);
+  const problem =
+    sizeProblem(API.toolExampleArgsDepth, depth) ?? sizeProblem(API.toolExampleArgsBytes, jsonBytes(ex.args));
+  if (problem) throw fail(`example ${i}: ${problem}`);
   return { args: ex.args, description: ex.description ?? "", tags: [...(ex.tags ?? [])] };
 }
 

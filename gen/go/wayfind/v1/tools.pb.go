@@ -257,7 +257,8 @@ func (ToolSourceKind) EnumDescriptor() ([]byte, []int) {
 // A concrete call of a tool, shown to the model to teach argument shapes.
 type ToolExample struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Arguments; must validate against the tool's `args_schema`. 0–16,384 bytes of JSON.
+	// Arguments; must validate against the tool's `args_schema`. 0–16,384 bytes of JSON, 1–32 levels
+	// of nesting.
 	Args *structpb.Struct `protobuf:"bytes,1,opt,name=args,proto3" json:"args,omitempty"`
 	// What the example does.
 	Description string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`

@@ -25,7 +25,8 @@ export const file_wayfind_v1_tools: GenFile = /*@__PURE__*/
  */
 export type ToolExample = Message<"wayfind.v1.ToolExample"> & {
   /**
-   * Arguments; must validate against the tool's `args_schema`. 0–16,384 bytes of JSON.
+   * Arguments; must validate against the tool's `args_schema`. 0–16,384 bytes of JSON, 1–32 levels
+   * of nesting.
    *
    * @generated from field: google.protobuf.Struct args = 1;
    */
