@@ -107,6 +107,7 @@ describe("no caller text stalls the server", () => {
     await expectNoStall(async () => {
       const quoted = await codeOf(
         tools.registerTools({
+          caller: acme,
           source: "stall",
           tools: [
             {
@@ -122,6 +123,7 @@ describe("no caller text stalls the server", () => {
         fc.asyncProperty(fc.constantFrom(...EVIL_PATTERNS), repetitive(20_000), async (pattern, text) => {
           const code = await codeOf(
             tools.registerTools({
+              caller: acme,
               source: "stall",
               tools: [
                 {
@@ -139,6 +141,40 @@ describe("no caller text stalls the server", () => {
       );
     });
     expect(rejected).toBeGreaterThan(0);
+  });
+
+  it("rejects args schemas too large to compile, alone or in total, without holding the loop", async () => {
+    const tools = wayfind.grpc(ToolDiscoveryService);
+    const wide = (properties: number, i = 0) => ({
+      type: "object",
+      properties: Object.fromEntries(
+        Array.from({ length: properties }, (_, p) => [`p${p}`, { type: "string", minLength: i }]),
+      ),
+    });
+    await expectNoStall(async () => {
+      // One schema of 2,000 properties took 3.6 s to compile, then overflowed the stack.
+      const oneWide = await codeOf(
+        tools.registerTools({
+          caller: acme,
+          source: "stall-schema",
+          tools: [{ name: "stall.wide", argsSchema: wide(2_000), examples: [{ args: { p0: "x" } }] }],
+        }),
+      );
+      expect(oneWide).toBe(Code.InvalidArgument);
+      // Each within its own bound, together past the call's: rejected before any is compiled.
+      const manyWide = await codeOf(
+        tools.registerTools({
+          caller: acme,
+          source: "stall-schema",
+          tools: Array.from({ length: 11 }, (_, i) => ({
+            name: `stall.wide_${i}`,
+            argsSchema: wide(332, i),
+            examples: [{ args: { p0: "x" } }],
+          })),
+        }),
+      );
+      expect(manyWide).toBe(Code.InvalidArgument);
+    });
   });
 
   it("loads, returns and injects skills whose text is built to backtrack", async () => {
@@ -183,6 +219,7 @@ describe("no caller text stalls the server", () => {
   it("searches tools with adversarial regexes and queries", async () => {
     const tools = wayfind.grpc(ToolDiscoveryService);
     await tools.registerTools({
+      caller: acme,
       source: "searchable",
       tools: Array.from({ length: 200 }, (_, i) => ({
         name: `searchable.tool_${i}`,
@@ -207,6 +244,7 @@ describe("no caller text stalls the server", () => {
   it("renders prompts over tool text built to backtrack in name redaction", async () => {
     const tools = wayfind.grpc(ToolDiscoveryService);
     await tools.registerTools({
+      caller: acme,
       source: "render",
       tools: [
         { name: "render.hidden_tool", aliases: ["!"] },
