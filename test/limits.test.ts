@@ -7,6 +7,7 @@ import { Provider } from "../gen/ts/wayfind/v1/common_pb.ts";
 import { SkillScope, SkillService } from "../gen/ts/wayfind/v1/skills_pb.ts";
 import { ToolDiscoveryService, type ToolSchema } from "../gen/ts/wayfind/v1/tools_pb.ts";
 import { UsageService } from "../gen/ts/wayfind/v1/usage_pb.ts";
+import type { JsonObject } from "../src/discovery/types.ts";
 import { describeLimit, LIMITS, type Limit } from "../src/limits.ts";
 import { failure } from "./support/rpc.ts";
 import { startTestServer, type TestServer } from "./support/server.ts";
@@ -86,6 +87,23 @@ function skillFile(name: string) {
   };
 }
 
+/** An args schema of exactly `values` JSON values: the root, `type`, `properties` and empty schemas. */
+function schemaOfValues(values: number): JsonObject {
+  if (values === 1) return {};
+  if (values === 2) return { type: "object" };
+  const properties: JsonObject = Object.fromEntries(
+    Array.from({ length: values - 3 }, (_, i) => [`p${i}`, {}]),
+  );
+  return { type: "object", properties };
+}
+
+/** JSON `levels` deep (an args schema, or example args): `items` inside `items`. */
+function jsonOfDepth(levels: number): JsonObject {
+  let schema: JsonObject = {};
+  for (let level = 1; level < levels; level++) schema = { items: schema };
+  return schema;
+}
+
 /** RegisterTools with one tool, each in a source of its own. */
 function registerOne(tool: ToolInit) {
   return tools().registerTools({ caller, source: `one-${tool.name?.slice(0, 50)}`, tools: [tool] });
@@ -111,6 +129,40 @@ const callWith: Record<keyof typeof LIMITS, (size: number) => Promise<unknown>> 
       name: "exemplified",
       examples: Array.from({ length: size }, (_, i) => ({ args: {}, description: `example ${i}` })),
     }),
+  toolArgsSchemaBytes: (size) => {
+    const unpadded = JSON.stringify({ type: "object", description: "" }).length;
+    return registerOne({
+      name: "large_schema",
+      argsSchema: { type: "object", description: text(size - unpadded) },
+    });
+  },
+  toolArgsSchemaNodes: (size) =>
+    registerOne({ name: "wide_schema", argsSchema: schemaOfValues(size), examples: [{ args: {} }] }),
+  toolArgsSchemaDepth: (size) =>
+    registerOne({ name: "deep_schema", argsSchema: jsonOfDepth(size), examples: [{ args: {} }] }),
+  toolExampleArgsDepth: (size) =>
+    registerOne({ name: "deep_example", examples: [{ args: jsonOfDepth(size) }] }),
+  toolExampleArgsBytes: (size) => {
+    const unpadded = JSON.stringify({ note: "" }).length;
+    return registerOne({ name: "large_example", examples: [{ args: { note: text(size - unpadded) } }] });
+  },
+  registerToolsCompiledSchemaNodes: (size) => {
+    const perTool = LIMITS.toolArgsSchemaNodes.max;
+    const sizes = Array.from({ length: Math.ceil(size / perTool) }, (_, i) =>
+      Math.min(perTool, size - i * perTool),
+    );
+    return tools().registerTools({
+      caller,
+      source: "compiled",
+      tools: sizes.map(
+        (values, i): ToolInit => ({
+          name: `compiled.t${i}`,
+          argsSchema: schemaOfValues(values),
+          examples: [{ args: {} }],
+        }),
+      ),
+    });
+  },
   toolAliases: (size) =>
     registerOne({ name: "aliased", aliases: Array.from({ length: size }, (_, i) => `aliased_${i}`) }),
   toolAlias: (size) => registerOne({ name: "aliased_once", aliases: [`a${"b".repeat(size - 1)}`] }),

@@ -36,7 +36,15 @@ import type {
   ToolInput,
   VisibilityPredicate,
 } from "./types.ts";
-import { fullName, isObject, sha256, LIMITS as TOOL_LIMITS, type ToolRecord, toRecord } from "./validate.ts";
+import {
+  fullName,
+  isObject,
+  sha256,
+  LIMITS as TOOL_LIMITS,
+  type ToolRecord,
+  toolLabel,
+  toRecord,
+} from "./validate.ts";
 
 const SEARCH_TYPES: readonly SearchType[] = ["fts", "regex", "exact"];
 const SIDE_EFFECT_RANK: Record<SideEffects, number> = {
@@ -245,7 +253,12 @@ export class ToolCatalog {
         seen.add(record.name);
         records.push(record);
       } catch (err) {
-        problems.push((err as Error).message);
+        // Anything else (a RangeError from a deeply nested input, say) is still the caller's tool.
+        problems.push(
+          err instanceof WayfindError
+            ? err.message
+            : `${toolLabel(input, i)}: could not be read: ${(err as Error).message}`,
+        );
       }
     });
     if (problems.length > 0)

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { JsonObject, ToolInput } from "../../src/discovery/index.ts";
+import type { JsonObject, JsonValue, ToolInput } from "../../src/discovery/index.ts";
 import { WayfindError } from "../../src/errors.ts";
 import { openCatalog } from "./helpers.ts";
 
@@ -88,11 +88,61 @@ describe("example validation of uniqueItems", () => {
     expect(err?.message).toMatch(/at \/xs: must NOT have duplicate items \(items ## 0 and 2 are identical\)/);
   });
 
-  it("accepts distinct items, even 20,000 of them, without stalling", () => {
-    // Ajv's pairwise comparison took 12 s here.
-    const xs = Array.from({ length: 20_000 }, (_, i) => ({ a: i }));
+  it("accepts distinct items, as many as an example holds, without stalling", () => {
+    // Ajv's pairwise comparison took 12 s for 20,000 items; an example now holds ≤ 16,384 bytes.
+    const xs = Array.from({ length: 1_500 }, (_, i) => ({ a: i }));
     const started = performance.now();
     expect(rejection(uniqueList, [{ xs }, { xs: [1, "1", [1], { a: 1 }] }])).toBeUndefined();
     expect(performance.now() - started).toBeLessThan(250);
+  });
+});
+
+describe("bounded args schemas and examples", () => {
+  const wide = (properties: number): JsonObject => ({
+    type: "object",
+    properties: Object.fromEntries(
+      Array.from({ length: properties }, (_, i) => [`p${i}`, { type: "string" }]),
+    ),
+  });
+
+  it("rejects a 2,000-property schema before compiling it, naming the tool and the bound", () => {
+    // Compiling took 3.6 s in one RegisterTools call, then overflowed the stack.
+    const started = performance.now();
+    const err = rejection(wide(2_000), [{ p0: "x" }]);
+    expect(performance.now() - started).toBeLessThan(250);
+    expect(err?.code).toBe("invalid_argument");
+    expect(err?.message).toContain('tool "checked": args_schema must have 1–1,000 JSON values');
+  });
+
+  const nested = (levels: number): JsonObject => {
+    let schema: JsonObject = {};
+    for (let level = 1; level < levels; level++) schema = { items: schema };
+    return schema;
+  };
+
+  it("rejects a schema nested 1,000 levels deep before compiling it", () => {
+    const err = rejection(nested(1_000), [{}]);
+    expect(err?.code).toBe("invalid_argument");
+    expect(err?.message).toContain('tool "checked": args_schema must have 1–32 levels of nesting');
+  });
+
+  it("answers a schema too deep even to serialise as INVALID_ARGUMENT naming the tool", () => {
+    const err = rejection(nested(100_000), [{}]);
+    expect(err?.code).toBe("invalid_argument");
+    expect(err?.message).toMatch(/^tool "checked": could not be read: .*call stack/);
+  });
+
+  it("rejects example args nested over 32 levels, naming tool and example index", () => {
+    let tree: JsonValue[] = [];
+    for (let level = 1; level < 3_000; level++) tree = [tree];
+    const err = rejection({ type: "object" }, [{}, { tree }]);
+    expect(err?.code).toBe("invalid_argument");
+    expect(err?.message).toContain('tool "checked": example 1: args must have 1–32 levels of nesting');
+  });
+
+  it("rejects example args over 16,384 bytes of JSON, naming tool and example index", () => {
+    const err = rejection({ type: "object" }, [{ note: "short" }, { note: "x".repeat(16_384) }]);
+    expect(err?.code).toBe("invalid_argument");
+    expect(err?.message).toContain('tool "checked": example 1: args must have 0–16,384 bytes of JSON');
   });
 });

@@ -149,6 +149,40 @@ describe("no caller text stalls the server", () => {
     expect(rejected).toBeGreaterThan(0);
   });
 
+  it("rejects args schemas too large to compile, alone or in total, without holding the loop", async () => {
+    const tools = wayfind.grpc(ToolDiscoveryService);
+    const wide = (properties: number, i = 0) => ({
+      type: "object",
+      properties: Object.fromEntries(
+        Array.from({ length: properties }, (_, p) => [`p${p}`, { type: "string", minLength: i }]),
+      ),
+    });
+    await expectNoStall(async () => {
+      // One schema of 2,000 properties took 3.6 s to compile, then overflowed the stack.
+      const oneWide = await codeOf(
+        tools.registerTools({
+          caller: acme,
+          source: "stall-schema",
+          tools: [{ name: "stall.wide", argsSchema: wide(2_000), examples: [{ args: { p0: "x" } }] }],
+        }),
+      );
+      expect(oneWide).toBe(Code.InvalidArgument);
+      // Each within its own bound, together past the call's: rejected before any is compiled.
+      const manyWide = await codeOf(
+        tools.registerTools({
+          caller: acme,
+          source: "stall-schema",
+          tools: Array.from({ length: 11 }, (_, i) => ({
+            name: `stall.wide_${i}`,
+            argsSchema: wide(332, i),
+            examples: [{ args: { p0: "x" } }],
+          })),
+        }),
+      );
+      expect(manyWide).toBe(Code.InvalidArgument);
+    });
+  });
+
   it("loads, returns and injects skills whose text is built to backtrack", async () => {
     const skills = wayfind.grpc(SkillService);
     await expectNoStall(async () => {

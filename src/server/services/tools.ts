@@ -20,6 +20,7 @@ import type {
   ToolInput,
   SearchType as ToolSearchType,
 } from "../../discovery/index.ts";
+import { compiledSchemaValues } from "../../discovery/validate.ts";
 import { discoveryToolDefinitions as discoveryTools } from "../../discovery-tools/index.ts";
 import { invalidArgument, quoteInput } from "../../errors.ts";
 import type { EventLog } from "../../events/index.ts";
@@ -88,6 +89,8 @@ export function toolDiscoveryService(
         );
       checkSize(LIMITS.registerToolsTools, request.tools.length);
       const inputs = request.tools.map((tool, i) => toToolInput(tool, request.namespace, i));
+      // Compiling schemas holds the event loop: bound the whole call, not only each tool.
+      checkSize(LIMITS.registerToolsCompiledSchemaNodes, compiledSchemaValues(inputs));
       const result = tools.register(owner, request.source, inputs, request.replaceSource);
       sources?.apiRegistered(owner, request.source);
       return { ...result, catalogFingerprint: result.fingerprint };

@@ -257,7 +257,8 @@ func (ToolSourceKind) EnumDescriptor() ([]byte, []int) {
 // A concrete call of a tool, shown to the model to teach argument shapes.
 type ToolExample struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Arguments; must validate against the tool's `args_schema`.
+	// Arguments; must validate against the tool's `args_schema`. 0–16,384 bytes of JSON, 1–32 levels
+	// of nesting.
 	Args *structpb.Struct `protobuf:"bytes,1,opt,name=args,proto3" json:"args,omitempty"`
 	// What the example does.
 	Description string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
@@ -334,7 +335,9 @@ type Tool struct {
 	Tags        []string    `protobuf:"bytes,5,rep,name=tags,proto3" json:"tags,omitempty"`
 	SideEffect  SideEffect  `protobuf:"varint,6,opt,name=side_effect,json=sideEffect,proto3,enum=wayfind.v1.SideEffect" json:"side_effect,omitempty"`
 	LoadingMode LoadingMode `protobuf:"varint,7,opt,name=loading_mode,json=loadingMode,proto3,enum=wayfind.v1.LoadingMode" json:"loading_mode,omitempty"`
-	// JSON Schema of the arguments (MCP `inputSchema`, OpenAI `parameters`).
+	// JSON Schema of the arguments (MCP `inputSchema`, OpenAI `parameters`). Bounded because examples
+	// are checked against it by a compiled validator: 0–65,536 bytes of JSON, 1–1,000 JSON values
+	// (objects, arrays, strings, numbers, booleans, nulls, the root included), 1–32 levels of nesting.
 	ArgsSchema *structpb.Struct `protobuf:"bytes,8,opt,name=args_schema,json=argsSchema,proto3" json:"args_schema,omitempty"`
 	// JSON Schema of the result, if known.
 	OutputSchema *structpb.Struct `protobuf:"bytes,9,opt,name=output_schema,json=outputSchema,proto3" json:"output_schema,omitempty"`
@@ -479,7 +482,8 @@ type RegisterToolsRequest struct {
 	Source string `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
 	// Optional namespace prefixed to tool names that do not already carry it.
 	Namespace string `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
-	// 0–5,000 tools per call.
+	// 0–5,000 tools per call. Examples are checked by compiling their tool's args schema, so one call
+	// holds 0–10,000 JSON values in the args schemas of tools with examples (in total).
 	Tools []*Tool `protobuf:"bytes,3,rep,name=tools,proto3" json:"tools,omitempty"`
 	// Remove tools of `source` that are not in `tools`.
 	ReplaceSource bool `protobuf:"varint,4,opt,name=replace_source,json=replaceSource,proto3" json:"replace_source,omitempty"`

@@ -25,7 +25,8 @@ export const file_wayfind_v1_tools: GenFile = /*@__PURE__*/
  */
 export type ToolExample = Message<"wayfind.v1.ToolExample"> & {
   /**
-   * Arguments; must validate against the tool's `args_schema`.
+   * Arguments; must validate against the tool's `args_schema`. 0–16,384 bytes of JSON, 1–32 levels
+   * of nesting.
    *
    * @generated from field: google.protobuf.Struct args = 1;
    */
@@ -106,7 +107,9 @@ export type Tool = Message<"wayfind.v1.Tool"> & {
   loadingMode: LoadingMode;
 
   /**
-   * JSON Schema of the arguments (MCP `inputSchema`, OpenAI `parameters`).
+   * JSON Schema of the arguments (MCP `inputSchema`, OpenAI `parameters`). Bounded because examples
+   * are checked against it by a compiled validator: 0–65,536 bytes of JSON, 1–1,000 JSON values
+   * (objects, arrays, strings, numbers, booleans, nulls, the root included), 1–32 levels of nesting.
    *
    * @generated from field: google.protobuf.Struct args_schema = 8;
    */
@@ -176,7 +179,8 @@ export type RegisterToolsRequest = Message<"wayfind.v1.RegisterToolsRequest"> & 
   namespace: string;
 
   /**
-   * 0–5,000 tools per call.
+   * 0–5,000 tools per call. Examples are checked by compiling their tool's args schema, so one call
+   * holds 0–10,000 JSON values in the args schemas of tools with examples (in total).
    *
    * @generated from field: repeated wayfind.v1.Tool tools = 3;
    */
