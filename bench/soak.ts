@@ -11,7 +11,8 @@
  *
  * The server runs with its defaults (retention included) unless `--config` names a YAML file whose keys
  * are added to the demo catalog and skill pack, e.g. shorter retention to see the database plateau
- * within the run.
+ * within the run. At the end it prints each table's rows and bytes (indexes included) and its growth
+ * per minute: what retention bounds (events by count, usage records by age) and what it does not.
  *
  * Usage: node --import tsx bench/soak.ts [--duration S] [--rate N] [--sample S] [--config FILE]
  */
@@ -162,6 +163,7 @@ try {
   clearInterval(healthTimer);
   await new Promise((resolve) => setTimeout(resolve, 500));
   summarize(rows, firstRss, server.rss().peakMiB);
+  printTables(join(dataDir, "wayfind.db"), DURATION_S);
   await server.stop();
 } finally {
   rmSync(work, { recursive: true, force: true });
@@ -267,4 +269,30 @@ function summarize(rows: readonly string[][], firstRss: number, peakRss: number)
       `RSS: ${firstRss.toFixed(1)} MiB after start, peak ${peakRss.toFixed(1)} MiB; second half ${slope(6).toFixed(2)} MiB/min\n` +
       `database used: second half ${slope(7).toFixed(2)} MiB/min; files ${slope(8).toFixed(2)} MiB/min\n`,
   );
+}
+
+/** Rows, bytes (table and its indexes, from SQLite's dbstat) and growth per minute of each table. */
+function printTables(file: string, seconds: number): void {
+  const db = new Database(file, { readonly: true, fileMustExist: true });
+  try {
+    const bytes = db
+      .prepare<[], { name: string; bytes: number }>(
+        `SELECT coalesce(m.tbl_name, s.name) AS name, sum(s.pgsize) AS bytes
+         FROM dbstat s LEFT JOIN sqlite_schema m ON m.name = s.name GROUP BY 1 ORDER BY 2 DESC`,
+      )
+      .all();
+    process.stdout.write("\ntable                          rows      MiB   MiB/min  bytes/row\n");
+    for (const { name, bytes: size } of bytes.slice(0, 8)) {
+      const rows = db
+        .prepare(`SELECT count(*) FROM "${name.replaceAll('"', '""')}"`)
+        .pluck()
+        .get() as number;
+      const mib = size / 2 ** 20;
+      process.stdout.write(
+        `${name.padEnd(26)}${String(rows).padStart(10)}${mib.toFixed(1).padStart(9)}${((mib / seconds) * 60).toFixed(2).padStart(10)}${(rows ? size / rows : 0).toFixed(0).padStart(11)}\n`,
+      );
+    }
+  } finally {
+    db.close();
+  }
 }
