@@ -23,8 +23,8 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { canonicalJson } from "../src/json.ts";
 import {
-  canonicalJson,
   type JsonObject,
   type PayloadTool,
   type RenderedToolPayload,

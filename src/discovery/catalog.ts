@@ -15,6 +15,7 @@ import {
   REGEX_LENGTH_LIMIT,
 } from "../text/caller-regex.ts";
 import { LiteralIndex } from "../text/literal-index.ts";
+import { firstSentence, minMaxScale, REGEX_SCORE } from "../text/scores.ts";
 import { DEFAULT_RANKER, FIELD_COUNT, type RankedDoc, Ranker, type RankerConfig } from "./ranker.ts";
 import { ensureFtsIndex } from "./schema.ts";
 import { analyze, bareName, nameKey, splitWords, stem } from "./text.ts";
@@ -401,7 +402,7 @@ export class ToolCatalog {
       if (tools.length < pageSize) {
         tools.push({
           name: t.name,
-          description: shortDescription(t.description),
+          description: firstSentence(t.description),
           loadingMode: t.loadingMode,
         });
         last = t.name;
@@ -621,10 +622,10 @@ export class ToolCatalog {
         (w) => 1 + this.rankerConfig.repeat * Math.log(sequence.filter((x) => x === w).length || 1),
       ),
     });
-    const hits = minMax(ranked.docs).map(({ doc, score }) => {
-      const t = index.docs[doc.doc] as Tool;
-      return hit(t, score, doc.fuzzy ? "fts_fuzzy" : "fts");
-    });
+    const scores = minMaxScale(ranked.docs.map((d) => d.relevance));
+    const hits = ranked.docs.map((doc, i) =>
+      hit(index.docs[doc.doc] as Tool, scores[i] ?? 0.5, doc.fuzzy ? "fts_fuzzy" : "fts"),
+    );
     return { hits, strategy: ranked.strategy };
   }
 
@@ -687,7 +688,7 @@ export class ToolCatalog {
     for (const d of visit) {
       if (allowed && allowed[d] !== 1) continue;
       const floor = top.length < limit ? -1 : (top[limit - 1] as RankedDoc).relevance;
-      if (floor >= 0.95) break;
+      if (floor >= REGEX_SCORE.fullName) break;
       const name = (docs[d] as Tool).name;
       const lowered = lowerNames[d] ?? "";
       if (!mayMatch(re, lowered) || !matches(re, name, lowered)) continue;
@@ -695,16 +696,17 @@ export class ToolCatalog {
       const b = bare[d] ?? name;
       const loweredBare = b === name ? lowered : fold(b);
       if (matchesWhole(re, name, lowered) || (b !== name && matchesWhole(re, b, loweredBare)))
-        consider(d, 0.95, "regex_full_name");
-      else if (floor >= 0.9) continue;
+        consider(d, REGEX_SCORE.fullName, "regex_full_name");
+      else if (floor >= REGEX_SCORE.namePrefix) continue;
       else if (matchesAtStart(re, name, lowered) || (b !== name && matchesAtStart(re, b, loweredBare)))
-        consider(d, 0.9, "regex_name_prefix");
-      else if (floor < 0.85) consider(d, 0.85, "regex_name_substring");
+        consider(d, REGEX_SCORE.namePrefix, "regex_name_prefix");
+      else if (floor < REGEX_SCORE.nameSubstring)
+        consider(d, REGEX_SCORE.nameSubstring, "regex_name_substring");
     }
     // Text-only matches score lowest: only needed when names did not fill the page.
     if (top.length < limit)
       for (const d of visit) {
-        // Every text-only hit scores 0.75 and arrives in tie order: a full page cannot change.
+        // Every text-only hit scores the same and arrives in tie order: a full page cannot change.
         if (top.length >= limit) break;
         if (done[d] === 1 || (allowed && allowed[d] !== 1)) continue;
         const t = docs[d] as Tool;
@@ -715,7 +717,7 @@ export class ToolCatalog {
           inDescription ||
           t.tags.some((tag, i) => mayMatch(re, tags[i] ?? "") && matches(re, tag, tags[i] ?? ""))
         )
-          consider(d, 0.75, "regex_text");
+          consider(d, REGEX_SCORE.text, "regex_text");
       }
     return top.map((r) => hit(docs[r.doc] as Tool, r.relevance, kinds.get(r.doc) ?? "regex_text"));
   }
@@ -785,22 +787,6 @@ function validateSearch(request: SearchRequest): { query: string; type: SearchTy
   return { query, type, limit: withinLimit(LIMITS.searchToolsLimit, request.limit) };
 }
 
-/** DESIGN §4: min-max of relevance over the returned candidates; 0.5 when all are equal. */
-function minMax(docs: readonly RankedDoc[]): { doc: RankedDoc; score: number }[] {
-  if (docs.length === 0) return [];
-  let lo = Number.POSITIVE_INFINITY;
-  let hi = Number.NEGATIVE_INFINITY;
-  for (const d of docs) {
-    lo = Math.min(lo, d.relevance);
-    hi = Math.max(hi, d.relevance);
-  }
-  const span = hi - lo;
-  return docs.map((doc) => ({
-    doc,
-    score: span <= 1e-12 * Math.max(Math.abs(hi), 1) ? 0.5 : (doc.relevance - lo) / span,
-  }));
-}
-
 function hit(t: Tool, score: number, matchType: MatchType): SearchHit {
   return { name: t.name, description: t.description, score, matchType, loadingMode: t.loadingMode };
 }
@@ -813,12 +799,6 @@ function scopeOf(request: SearchRequest): { tenantId?: string; sessionId?: strin
     ...(s.sessionId ? { sessionId: s.sessionId } : {}),
     ...(s.runId ? { runId: s.runId } : {}),
   };
-}
-
-/** First sentence, at most 160 characters. */
-export function shortDescription(text: string): string {
-  const first = text.split(/(?<=[.!?])\s|\n/)[0] ?? "";
-  return first.length > 160 ? `${first.slice(0, 157)}...` : first;
 }
 
 const GLUED_MIN = 6;

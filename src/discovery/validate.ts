@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { Ajv, type CodeOptions, type SchemaValidateFunction, type ValidateFunction } from "ajv";
 import { RE2JS } from "re2js";
 import { invalidArgument, quoteInput } from "../errors.ts";
+import { canonicalJson } from "../json.ts";
 import { LIMITS as API, type Limit, sizeProblem } from "../limits.ts";
 import {
   type JsonObject,
@@ -99,7 +100,7 @@ export function toRecord(input: ToolInput, index: number): ToolRecord {
     examples,
     aliases,
   };
-  return { ...body, hash: sha256(canonicalJson(body as unknown as JsonValue)) };
+  return { ...body, hash: sha256(canonicalJson(body)) };
 }
 
 function toExample(ex: ToolExample, i: number, fail: (m: string) => Error): ToolExample {
@@ -204,7 +205,7 @@ const uniqueItems: SchemaValidateFunction = (unique: boolean, items: unknown[]) 
   if (!unique) return true;
   const seen = new Map<string, number>();
   for (let i = 0; i < items.length; i++) {
-    const key = canonicalJson(items[i] as JsonValue);
+    const key = canonicalJson(items[i]);
     const first = seen.get(key);
     if (first !== undefined) {
       uniqueItems.errors = [
@@ -311,17 +312,6 @@ function patternPath(schema: JsonValue, pattern: string, at = ""): string | unde
 
 export function isObject(v: unknown): v is JsonObject {
   return typeof v === "object" && v !== null && !Array.isArray(v);
-}
-
-/** JSON with object keys sorted at every depth, so equal content hashes equally. */
-export function canonicalJson(value: JsonValue): string {
-  // Native stringify with a key-sorting replacer is several times faster than a recursive writer.
-  return JSON.stringify(value, (_key, v: unknown) => {
-    if (v === null || typeof v !== "object" || Array.isArray(v)) return v;
-    const sorted: Record<string, unknown> = {};
-    for (const k of Object.keys(v).sort()) sorted[k] = (v as Record<string, unknown>)[k];
-    return sorted;
-  });
 }
 
 export function sha256(text: string): string {

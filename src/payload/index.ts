@@ -5,7 +5,7 @@ export {
   type ToolBudgetLine,
 } from "./budget.ts";
 export { toGeminiSchema } from "./gemini-schema.ts";
-export { canonicalJson, type JsonObject, type JsonValue } from "./json.ts";
+export type { JsonObject, JsonValue } from "./json.ts";
 export { PROVIDER_TOOL_NAME } from "./names.ts";
 export {
   ANTHROPIC_TOOL_SEARCH_TOOL,

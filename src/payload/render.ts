@@ -1,6 +1,7 @@
 import { invalidArgument } from "../errors.ts";
+import { canonicalJson } from "../json.ts";
 import { toGeminiSchema } from "./gemini-schema.ts";
-import { canonicalJson, isJsonObject, type JsonObject, sha256Hex } from "./json.ts";
+import { isJsonObject, type JsonObject, sha256Hex } from "./json.ts";
 import { ToolNameMapper } from "./names.ts";
 
 export const PAYLOAD_PROVIDERS = ["anthropic", "openai", "gemini"] as const;

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { lstatSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { isAbsolute, join, posix, relative, resolve, sep } from "node:path";
 import { LineCounter, parseDocument } from "yaml";
+import { canonicalJson } from "../json.ts";
 import { LIMITS } from "../limits.ts";
 import { yamlValue } from "../text/yaml.ts";
 import { parseMarkdownBody } from "./markdown.ts";
@@ -628,16 +629,6 @@ function validateRecord(record: RawRecord, problems: PackProblem[]): ValidRecord
       extra,
     },
   };
-}
-
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
-  if (isPlainObject(value)) {
-    const keys = Object.keys(value).sort();
-    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k])}`).join(",")}}`;
-  }
-  if (value instanceof Date) return JSON.stringify(value.toISOString());
-  return JSON.stringify(value ?? null) ?? "null";
 }
 
 export function contentHashOf(content: SkillContent): string {

@@ -12,6 +12,7 @@ import {
   mayMatch,
   REGEX_LENGTH_LIMIT,
 } from "../text/caller-regex.ts";
+import { minMaxScale, REGEX_SCORE } from "../text/scores.ts";
 import { estimateTokens } from "../text/tokens.ts";
 import { toolGateRewriter } from "./gate.ts";
 import { type IndexHit, MemoryIndex, partitionKey } from "./memindex.ts";
@@ -263,14 +264,6 @@ function words(text: string): string[] {
 
 function ftsPhrase(word: string, prefix: boolean): string {
   return `"${word.replace(/"/g, '""')}"${prefix ? "*" : ""}`;
-}
-
-/** Min-max normalisation of relevance (higher = better) into [0, 1]; 0.5 when all are equal. */
-function minMax(relevance: readonly number[]): number[] {
-  const max = Math.max(...relevance);
-  const min = Math.min(...relevance);
-  if (max - min < 1e-12) return relevance.map(() => 0.5);
-  return relevance.map((r) => (r - min) / (max - min));
 }
 
 function clip(text: string, max: number): string {
@@ -571,7 +564,7 @@ export class SkillService {
         index.search(queryTerms, mode, partitions, taskType, k),
       );
       if (verified.length === 0) continue;
-      const scores = minMax(verified.map((v) => v.relevance));
+      const scores = minMaxScale(verified.map((v) => v.relevance));
       return { hits: verified.map((v, j) => ({ row: v.row, score: scores[j] ?? 0.5 })), widened: i > 0 };
     }
     return { hits: [], widened: modes.length > 1 };
@@ -634,7 +627,7 @@ export class SkillService {
     for (const [i, match] of attempts.entries()) {
       const rows = this.store.all<SearchRow & { rank: number }>(sql, [match, ...where.params, limit]);
       if (rows.length > 0) {
-        const scores = minMax(rows.map((r) => -r.rank));
+        const scores = minMaxScale(rows.map((r) => -r.rank));
         return { hits: rows.map((row, j) => ({ row, score: scores[j] ?? 0.5 })), widened: i > 0 };
       }
     }
@@ -697,13 +690,17 @@ export class SkillService {
       const row = raw as SearchRow;
       let score = 0;
       if (mayMatch(regex, fold(row.name)) && test(row.name))
-        score = re.testExact(row.name) ? 0.95 : re.matcher(row.name).lookingAt() ? 0.9 : 0.85;
+        score = re.testExact(row.name)
+          ? REGEX_SCORE.fullName
+          : re.matcher(row.name).lookingAt()
+            ? REGEX_SCORE.namePrefix
+            : REGEX_SCORE.nameSubstring;
       else {
         const tags = (JSON.parse(row.tags) as string[]).join(" ");
         const text = `${row.title}\n${row.trigger_text}\n${row.description}\n${tags}`;
         // Literal pre-check (no RE2 work for most rows), then RE2 on the raw text, then a confirmation
         // on what the caller may actually see.
-        if (mayMatch(regex, fold(text)) && test(text) && test(sanitize(row)(text))) score = 0.75;
+        if (mayMatch(regex, fold(text)) && test(text) && test(sanitize(row)(text))) score = REGEX_SCORE.text;
       }
       if (score > 0) hits.push({ row, score });
     }
@@ -904,7 +901,7 @@ export class SkillService {
         (a.row.name < b.row.name ? -1 : 1),
     );
     const top = scored.slice(0, topK);
-    const scores = minMax(top.map((s) => s.relevance));
+    const scores = minMaxScale(top.map((s) => s.relevance));
     return top.map((s, i) => ({ row: s.row, score: scores[i] ?? 0.5 }));
   }
 

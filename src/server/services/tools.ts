@@ -27,6 +27,7 @@ import type { EventLog } from "../../events/index.ts";
 import { checkSize, LIMITS, withinLimit } from "../../limits.ts";
 import type { PayloadProvider } from "../../payload/index.ts";
 import type { ToolSourceKind as Kind, ToolSourceRegistry } from "../../sources/status.ts";
+import { firstSentence } from "../../text/scores.ts";
 import type { ToolService } from "../../tools/service.ts";
 import { callerOf, principalOf } from "../pipeline.ts";
 import { EnumMap } from "./enums.ts";
@@ -310,10 +311,4 @@ function toProtoTool(tool: Tool, include: { schemas: boolean; examples: boolean 
     source: tool.source,
     recordHash: tool.hash,
   };
-}
-
-/** The first sentence, at most 160 characters: enough to choose, cheap to list. */
-function firstSentence(text: string): string {
-  const sentence = text.split(/(?<=[.!?])\s/)[0] ?? "";
-  return sentence.length <= 160 ? sentence : `${sentence.slice(0, 157)}...`;
 }

@@ -1,0 +1,20 @@
+import { invalidArgument } from "./errors.ts";
+
+/**
+ * Canonical JSON: object keys sorted (UTF-16 order) at every depth, no whitespace, `undefined` members
+ * left out. The same content always gives the same bytes whatever key order it arrived in: content
+ * hashes compare equal and a rendered prompt prefix stays cacheable. NaN and ±Infinity are not JSON
+ * and are refused rather than silently written as null.
+ */
+export function canonicalJson(value: unknown): string {
+  // Native stringify with a key-sorting replacer is several times faster than a recursive writer.
+  const json = JSON.stringify(value, (key, v: unknown) => {
+    if (typeof v === "number" && !Number.isFinite(v))
+      throw invalidArgument(`${key === "" ? "the value" : `"${key}"`} is ${v}, which is not a JSON number`);
+    if (v === null || typeof v !== "object" || Array.isArray(v)) return v;
+    const sorted: Record<string, unknown> = {};
+    for (const k of Object.keys(v).sort()) sorted[k] = (v as Record<string, unknown>)[k];
+    return sorted;
+  });
+  return json ?? "null";
+}
