@@ -1,6 +1,6 @@
 /** Recall@k and MRR of FTS search over labelled queries. */
 import type { ToolCatalog } from "../src/discovery/index.ts";
-import type { Query } from "./lib/discovery-data.ts";
+import { clipQuery, type Query } from "./lib/discovery-data.ts";
 
 export interface Metrics {
   r1: number;
@@ -19,7 +19,7 @@ export function evaluate(
   for (const q of queries) {
     const gold = new Set(q.gold.map((g) => aliasOf.get(g) ?? g));
     // The API caps a page at 20, which is all Recall@10 and MRR@20 need.
-    const text = q.query.length > 1024 ? q.query.slice(0, 1024) : q.query;
+    const text = clipQuery(q.query);
     const names = catalog.search({ query: text, limit: 20 }).tools.map((t) => t.name);
     const recall = (k: number) => names.slice(0, k).filter((n) => gold.has(n)).length / gold.size;
     m.r1 += recall(1);

@@ -4,7 +4,7 @@
  * Usage: node --import tsx bench/search-quality.ts [--sample N]   (deterministic every-k-th sample)
  */
 
-import { openCatalog, readQueries, sample, table } from "./lib/discovery-data.ts";
+import { openCatalog, readQueries, requireData, sample, table } from "./lib/discovery-data.ts";
 import { evaluate } from "./search-quality-eval.ts";
 
 const BASELINES: Record<string, [string, number, number, number, number][]> = {
@@ -45,4 +45,5 @@ function main(): void {
   console.log(`total ${((performance.now() - started) / 1000).toFixed(1)} s`);
 }
 
+requireData("bench/search-quality.ts");
 main();

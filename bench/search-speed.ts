@@ -9,7 +9,15 @@ import { join } from "node:path";
 import { discoveryMigrations, ToolCatalog } from "../src/discovery/index.ts";
 import { splitWords } from "../src/discovery/text.ts";
 import { openDatabase } from "../src/store/database.ts";
-import { GROW_CATALOGS, growCatalog, readQueries, sample, table } from "./lib/discovery-data.ts";
+import {
+  clipQuery,
+  GROW_CATALOGS,
+  growCatalog,
+  readQueries,
+  requireData,
+  sample,
+  table,
+} from "./lib/discovery-data.ts";
 
 function percentiles(samples: number[]): [number, number, number] {
   const s = [...samples].sort((a, b) => a - b);
@@ -61,7 +69,7 @@ async function main(): Promise<void> {
   const queries = [
     ...sample(readQueries("metatool_queries.jsonl"), 400),
     ...sample(readQueries("toolbench_queries.jsonl"), 200),
-  ].map((q) => q.query);
+  ].map((q) => clipQuery(q.query));
   const names = sample(
     tools.map((t) => t.name),
     600,
@@ -149,4 +157,5 @@ async function main(): Promise<void> {
   rmSync(dir, { recursive: true, force: true });
 }
 
+requireData("bench/search-speed.ts");
 await main();

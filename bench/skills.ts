@@ -6,6 +6,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { LIMITS } from "../src/limits.ts";
 import { SkillService, skillsMigrations } from "../src/skills/index.ts";
 import { openDatabase } from "../src/store/database.ts";
 import { estimateTokens } from "../src/text/tokens.ts";
@@ -80,7 +81,7 @@ try {
   for (let i = 0; i < 1000; i++) {
     const task = `Please ${pick(rand, VERBS)} the ${pick(rand, NOUNS).replace("_", " ")} in ${pick(rand, AREAS)} and ${sentence(rand, 6 + Math.floor(rand() * 30))}`;
     const maxTokens = 200 + Math.floor(rand() * 5801);
-    const topK = 1 + Math.floor(rand() * 20);
+    const topK = 1 + Math.floor(rand() * LIMITS.relevantSkillsTopK.max);
     const [result, ms] = time(() => service.getRelevantSkills(CALLER, { task, topK, maxTokens }));
     relevantLatencies.push(ms);
     const used = estimateTokens(result.formattedContext);

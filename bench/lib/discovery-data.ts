@@ -1,6 +1,6 @@
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import {
   type CatalogOptions,
   discoveryMigrations,
@@ -8,9 +8,29 @@ import {
   ToolCatalog,
   type ToolInput,
 } from "../../src/discovery/index.ts";
+import { LIMITS } from "../../src/limits.ts";
 import { type Db, openDatabase } from "../../src/store/database.ts";
 
-export const DATA_DIR = process.env.WAYFIND_DATA ?? "/work/shared/data";
+/** The team's public evaluation data, beside the repository (`../shared/data`) unless WAYFIND_DATA says. */
+export const DATA_DIR = process.env.WAYFIND_DATA ?? resolve(import.meta.dirname, "../../../shared/data");
+
+/** Benches that need the evaluation data end here, saying why, when a fresh clone has none beside it. */
+export function requireData(bench: string): void {
+  if (existsSync(DATA_DIR)) return;
+  console.log(
+    `${bench}: skipped, no evaluation data at ${DATA_DIR} (set WAYFIND_DATA or put ../shared/data beside the repository)`,
+  );
+  process.exit(0);
+}
+
+/** A query as a client must send it: within the API's length limit, cut at a word boundary. */
+export function clipQuery(query: string): string {
+  const max = LIMITS.searchToolsQuery.max;
+  if (query.length <= max) return query;
+  const cut = query.slice(0, max);
+  const space = cut.lastIndexOf(" ");
+  return space > max / 2 ? cut.slice(0, space) : cut;
+}
 
 export interface Query {
   readonly id: string;
