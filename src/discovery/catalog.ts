@@ -16,12 +16,21 @@ import {
 } from "../text/caller-regex.ts";
 import { LiteralIndex } from "../text/literal-index.ts";
 import { firstSentence, minMaxScale, REGEX_SCORE } from "../text/scores.ts";
-import { DEFAULT_RANKER, FIELD_COUNT, type RankedDoc, Ranker, type RankerConfig } from "./ranker.ts";
+import { runInSlices, runToEnd } from "../text/slices.ts";
+import { DEFAULT_RANKER, type RankedDoc, type RankerConfig } from "./ranker.ts";
 import { ensureFtsIndex } from "./schema.ts";
-import { analyze, bareName, nameKey, splitWords, stem } from "./text.ts";
+import {
+  buildSearchIndex,
+  type Candidates,
+  type PackedAnalysis,
+  pairs,
+  type SearchIndex,
+  searchText,
+  toolKey,
+} from "./search-index.ts";
+import { analyze, nameKey, splitWords, stem } from "./text.ts";
 import type {
   GetResponse,
-  JsonObject,
   ListRequest,
   ListResponse,
   MatchType,
@@ -32,29 +41,13 @@ import type {
   SearchResponse,
   SearchStrategy,
   SearchType,
-  SideEffects,
   Tool,
   ToolInput,
   VisibilityPredicate,
 } from "./types.ts";
-import {
-  fullName,
-  isObject,
-  sha256,
-  LIMITS as TOOL_LIMITS,
-  type ToolRecord,
-  toolLabel,
-  toRecord,
-} from "./validate.ts";
+import { fullName, sha256, LIMITS as TOOL_LIMITS, type ToolRecord, toolLabel, toRecord } from "./validate.ts";
 
 const SEARCH_TYPES: readonly SearchType[] = ["fts", "regex", "exact"];
-const SIDE_EFFECT_RANK: Record<SideEffects, number> = {
-  pure: 0,
-  read: 1,
-  write: 2,
-  external: 3,
-  stateful: 4,
-};
 const SOURCE_PATTERN = /^[A-Za-z0-9_][A-Za-z0-9_.:/@-]{0,127}$/;
 
 export interface CatalogOptions {
@@ -67,56 +60,11 @@ export interface CatalogOptions {
   readonly disableFts5?: boolean;
 }
 
-/** Separates packed analysed terms; never part of a term (phrases hold spaces, terms no controls). */
-const SEP = "\u0001";
-
-interface PackedAnalysis {
-  readonly hash: string;
-  readonly fields: readonly string[];
-  readonly words: string;
-  readonly glued: string;
-}
-
 interface Row {
   name: string;
   source: string;
   owner: string;
   definition: string;
-}
-
-/**
- * A tool's identity: names are unique per owner ("" = global), not across owners. A global tool's
- * key is its name (no extra string per tool); a tenant's holds a NUL, which no name contains.
- */
-function toolKey(owner: string, name: string): string {
-  return owner === "" ? name : `${owner}\u0000${name}`;
-}
-
-interface Index {
-  /** Tools sorted by name; position = doc id. */
-  readonly docs: readonly Tool[];
-  readonly ranker: Ranker;
-  /** nameKey of full name, bare name and aliases → doc ids. */
-  readonly keys: ReadonlyMap<string, readonly number[]>;
-  /** Exact name → its first doc id; docs of the same name (one per owner) follow it (see sameName). */
-  readonly byName: ReadonlyMap<string, number>;
-  readonly deferredMask: Uint8Array;
-  readonly deferredCount: number;
-  /** Per doc, for the regex path's literal pre-check: bare name, folded name and description. */
-  readonly bare: readonly string[];
-  readonly lowerNames: readonly string[];
-  readonly lowerDescriptions: readonly string[];
-  readonly lowerTags: readonly (readonly string[])[];
-  /** Doc ids in tie-break order, and each doc's position in it. */
-  readonly tieOrder: Int32Array;
-  readonly tieRank: Int32Array;
-  /** Candidate masks by content (see internMask): callers that see the same tools share one. */
-  readonly sharedMasks: Map<number, Candidates[]>;
-}
-
-interface Candidates {
-  readonly allowed: Uint8Array;
-  readonly totalDeferred: number;
 }
 
 /** Distinct candidate masks kept per index; a fleet has a few visibility shapes, not thousands. */
@@ -143,14 +91,19 @@ export class ToolCatalog {
    * and unpacked only while the index is built.
    */
   private readonly analysed = new Map<string, PackedAnalysis>();
-  private index: Index | undefined;
+  /** The index of the catalog as it is; undefined from a change until the next build is adopted. */
+  private index: SearchIndex | undefined;
+  /** The build under way (of the latest change), run in slices by startIndexBuild. */
+  private build: Generator<void, SearchIndex> | undefined;
+  /** Readers waiting for the next index (indexReady). */
+  private whenReady: Waiters | undefined;
   /** Candidate masks by predicate identity; entries die with their predicate (see candidates()). */
   private readonly masks = new WeakMap<
     VisibilityPredicate,
-    { index: Index; includeAlways: boolean; candidates: Candidates }
+    { index: SearchIndex; includeAlways: boolean; candidates: Candidates }
   >();
   /** The regex path's literal index, per in-memory index (dies with it); absent while it is built. */
-  private readonly literalIndexes = new WeakMap<Index, LiteralIndex>();
+  private readonly literalIndexes = new WeakMap<SearchIndex, LiteralIndex>();
   private readonly fingerprints = new Map<string, string>();
   /** The background build of the current index's literal index. */
   private literalIndexBuild: Promise<unknown> = Promise.resolve();
@@ -306,7 +259,7 @@ export class ToolCatalog {
       for (const name of removed) this.drop(owner, name);
       for (const r of [...added, ...updated]) this.put({ ...r, source, owner });
 
-      this.index = undefined;
+      this.invalidateIndex();
       this.fingerprints.clear();
     }
     for (const [name, digest] of digests) this.inputDigests.set(toolKey(owner, name), digest);
@@ -481,101 +434,79 @@ export class ToolCatalog {
     }
   }
 
-  private ensureIndex(): Index {
+  /**
+   * The current index. While a build is under way in slices, it is run to its end now: the
+   * synchronous fallback for in-process callers that read without awaiting `indexReady()`.
+   */
+  private ensureIndex(): SearchIndex {
     if (this.index) return this.index;
-    const docs = [...this.tools.values()].sort((a, b) =>
-      a.name < b.name ? -1 : a.name > b.name ? 1 : a.owner < b.owner ? -1 : a.owner > b.owner ? 1 : 0,
+    const build = this.build ?? this.startIndexBuild();
+    try {
+      return this.adopt(build, runToEnd(build));
+    } catch (error) {
+      // A failed build is not resumed: the next read starts over.
+      if (this.build === build) this.build = undefined;
+      throw error;
+    }
+  }
+
+  /** Starts building the index of the catalog as it is now, in slices; a newer change abandons it. */
+  private startIndexBuild(): Generator<void, SearchIndex> {
+    const build = buildSearchIndex([...this.tools.values()], {
+      preferredNamespaces: this.preferred,
+      ranker: this.rankerConfig,
+      analysed: this.analysed,
+    });
+    this.build = build;
+    runInSlices(build, () => this.build === build).then(
+      (index) => {
+        if (index) this.adopt(build, index);
+      },
+      (error: unknown) => {
+        if (this.build !== build) return;
+        this.build = undefined;
+        this.whenReady?.reject(error);
+        this.whenReady = undefined;
+      },
     );
-    const analysed = docs.map((t) => {
-      const key = toolKey(t.owner, t.name);
-      const cached = this.analysed.get(key);
-      if (cached && cached.hash === t.hash) return cached;
-      const texts = searchText(t);
-      const f = texts.map(analyze);
-      f.push([...pairs(f[0] ?? []), ...pairs(f[3] ?? [])]);
-      const entry = {
-        hash: t.hash,
-        fields: f.map((terms) => terms.join(SEP)),
-        // Words of the prose (description, parameters): the dictionary glued names are split with.
-        words: [...new Set(splitWords(`${texts[3] ?? ""} ${texts[4] ?? ""}`))].join(SEP),
-        // Long name parts that may be several words run together ("getrandomimage").
-        glued: [...new Set(splitWords(texts[0] ?? ""))]
-          .filter((w) => w.length >= GLUED_MIN && /^[a-z]+$/.test(w))
-          .join(SEP),
-      };
-      this.analysed.set(key, entry);
-      return entry;
-    });
-    const unpack = (packed: string) => (packed ? packed.split(SEP) : []);
-    const fields = segmentGluedNames(
-      analysed.map((a) => ({ fields: a.fields.map(unpack), words: unpack(a.words), glued: unpack(a.glued) })),
-    );
-    const order = docs.map((_, i) => i);
-    const pref = (t: Tool) => {
-      const i = this.preferred.indexOf(t.namespace);
-      return i < 0 ? this.preferred.length : i;
-    };
-    order.sort((x, y) => {
-      const a = docs[x] as Tool;
-      const b = docs[y] as Tool;
-      return (
-        pref(a) - pref(b) ||
-        SIDE_EFFECT_RANK[a.sideEffects] - SIDE_EFFECT_RANK[b.sideEffects] ||
-        a.name.length - b.name.length ||
-        x - y
-      );
-    });
-    const tieRank = new Int32Array(docs.length);
-    order.forEach((doc, pos) => {
-      tieRank[doc] = pos;
-    });
-    const keys = new Map<string, number[]>();
-    const byName = new Map<string, number>();
-    const addKey = (k: string, d: number) => {
-      if (!k) return;
-      const list = keys.get(k);
-      if (!list) keys.set(k, [d]);
-      else if (!list.includes(d)) list.push(d);
-    };
-    const deferredMask = new Uint8Array(docs.length);
-    let deferredCount = 0;
-    docs.forEach((t, d) => {
-      if (!byName.has(t.name)) byName.set(t.name, d);
-      addKey(nameKey(t.name), d);
-      addKey(nameKey(bareName(t.name)), d);
-      for (const a of t.aliases) addKey(nameKey(a), d);
-      if (t.loadingMode === "deferred") {
-        deferredMask[d] = 1;
-        deferredCount++;
-      }
-    });
-    this.index = {
-      docs,
-      ranker: new Ranker(fields, tieRank, this.rankerConfig),
-      keys,
-      byName,
-      deferredMask,
-      deferredCount,
-      tieOrder: Int32Array.from(order),
-      tieRank,
-      sharedMasks: new Map(),
-      bare: docs.map((t) => bareName(t.name)),
-      lowerNames: docs.map((t) => fold(t.name)),
-      lowerDescriptions: docs.map((t) => fold(t.description)),
-      lowerTags: docs.map((t) => t.tags.map(fold)),
-    };
-    this.buildLiteralIndex(this.index);
-    // Emitted whenever the in-memory index is (re)built: at start and on the first read after a change.
+    return build;
+  }
+
+  /** Makes `index` (the result of `build`) current, wakes the readers waiting for it. */
+  private adopt(build: Generator<void, SearchIndex>, index: SearchIndex): SearchIndex {
+    if (this.build === build) this.build = undefined;
+    this.index = index;
+    this.buildLiteralIndex(index);
+    // Emitted whenever the in-memory index is (re)built: at start and after each change.
     this.events?.emit({
       type: "tool_search_cache_ready",
-      attributes: { tool_count: docs.length, fts5_available: this.fts5Available },
+      attributes: { tool_count: index.docs.length, fts5_available: this.fts5Available },
     });
-    return this.index;
+    this.whenReady?.resolve();
+    this.whenReady = undefined;
+    return index;
+  }
+
+  /** Drops the index after a change and starts building the next one between other calls. */
+  private invalidateIndex(): void {
+    this.index = undefined;
+    this.startIndexBuild();
+  }
+
+  /**
+   * Resolves once the index holds every change made before the call (read-your-writes): a build that
+   * a newer change abandons is not waited for, the build of the newer change is.
+   */
+  indexReady(): Promise<void> {
+    if (this.index) return Promise.resolve();
+    if (!this.build) this.startIndexBuild();
+    this.whenReady ??= waiters();
+    return this.whenReady.promise;
   }
 
   /** Which docs may be returned (visible, and deferred unless always-loaded are asked for). */
   private candidates(
-    index: Index,
+    index: SearchIndex,
     isVisible: VisibilityPredicate | undefined,
     includeAlways: boolean,
   ): { allowed: Uint8Array | undefined; totalDeferred: number } {
@@ -590,7 +521,7 @@ export class ToolCatalog {
     return candidates;
   }
 
-  private buildMask(index: Index, isVisible: VisibilityPredicate, includeAlways: boolean): Candidates {
+  private buildMask(index: SearchIndex, isVisible: VisibilityPredicate, includeAlways: boolean): Candidates {
     const allowed = new Uint8Array(index.docs.length);
     let totalDeferred = 0;
     index.docs.forEach((t, d) => {
@@ -603,7 +534,7 @@ export class ToolCatalog {
   }
 
   private fts(
-    index: Index,
+    index: SearchIndex,
     query: string,
     allowed: Uint8Array | undefined,
     limit: number,
@@ -629,7 +560,12 @@ export class ToolCatalog {
     return { hits, strategy: ranked.strategy };
   }
 
-  private exact(index: Index, query: string, allowed: Uint8Array | undefined, limit: number): SearchHit[] {
+  private exact(
+    index: SearchIndex,
+    query: string,
+    allowed: Uint8Array | undefined,
+    limit: number,
+  ): SearchHit[] {
     const ok = (d: number) => !allowed || allowed[d] === 1;
     const aliasOf = [...(this.aliases.get(query) ?? [])].flatMap(([, name]) => sameName(index, name));
     const direct = [...sameName(index, query), ...aliasOf].find(ok);
@@ -646,7 +582,7 @@ export class ToolCatalog {
    * a second of work at 10,000 tools, once held by the first regex search after a change). Regex
    * searches scan without it until it is ready; a newer index abandons the build.
    */
-  private buildLiteralIndex(index: Index): void {
+  private buildLiteralIndex(index: SearchIndex): void {
     this.literalIndexBuild = LiteralIndex.buildInSlices(
       index.docs.length,
       (d) => [index.lowerNames[d] ?? "", index.lowerDescriptions[d] ?? "", ...(index.lowerTags[d] ?? [])],
@@ -656,12 +592,18 @@ export class ToolCatalog {
     });
   }
 
-  /** Resolves when background work on the current in-memory index (the literal index) is done. */
+  /** Resolves when background work on the index (its build, then its literal index) is done. */
   async settled(): Promise<void> {
+    await this.indexReady();
     await this.literalIndexBuild;
   }
 
-  private regex(index: Index, re: CallerRegex, allowed: Uint8Array | undefined, limit: number): SearchHit[] {
+  private regex(
+    index: SearchIndex,
+    re: CallerRegex,
+    allowed: Uint8Array | undefined,
+    limit: number,
+  ): SearchHit[] {
     const top: RankedDoc[] = [];
     const kinds = new Map<number, MatchType>();
     const consider = (doc: number, relevance: number, kind: MatchType) => {
@@ -723,8 +665,24 @@ export class ToolCatalog {
   }
 }
 
+interface Waiters {
+  readonly promise: Promise<void>;
+  readonly resolve: () => void;
+  readonly reject: (error: unknown) => void;
+}
+
+function waiters(): Waiters {
+  let resolve: () => void = () => {};
+  let reject: (error: unknown) => void = () => {};
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
 /** Doc ids of the tools called `name`, one per owner (docs are sorted by name, then owner). */
-function sameName(index: Index, name: string): number[] {
+function sameName(index: SearchIndex, name: string): number[] {
   const first = index.byName.get(name);
   const ids: number[] = [];
   if (first === undefined) return ids;
@@ -736,7 +694,7 @@ function sameName(index: Index, name: string): number[] {
  * `docs` in tie-break order: few are sorted by rank; many are picked from the tie order through a
  * mask (no sort; a plain array, since a generator allocates a result object per doc it yields).
  */
-function inTieOrder(index: Index, docs: Int32Array): Int32Array {
+function inTieOrder(index: SearchIndex, docs: Int32Array): Int32Array {
   if (docs.length <= 256)
     return Int32Array.from(docs, (d) => index.tieRank[d] as number)
       .sort()
@@ -759,7 +717,7 @@ function inTieOrder(index: Index, docs: Int32Array): Int32Array {
  * lets the ranker reuse the corpus statistics it caches per mask instead of recounting them.
  * Contents are compared byte for byte, so a hash collision can never hand out another caller's mask.
  */
-function internMask(index: Index, candidates: Candidates): Candidates {
+function internMask(index: SearchIndex, candidates: Candidates): Candidates {
   const bytes = candidates.allowed;
   let hash = 0x811c9dc5;
   for (let i = 0; i < bytes.length; i++) hash = Math.imul(hash ^ (bytes[i] as number), 0x01000193);
@@ -801,8 +759,6 @@ function scopeOf(request: SearchRequest): { tenantId?: string; sessionId?: strin
   };
 }
 
-const GLUED_MIN = 6;
-
 /** Identifiers of the query ("getRandomImage", "get_random_image") also as one word, as glued names spell them. */
 function joinedIdentifiers(query: string): string[] {
   const out: string[] = [];
@@ -811,93 +767,6 @@ function joinedIdentifiers(query: string): string[] {
     if (words.length >= 2 && words.length <= 6) out.push(stem(words.join("")));
   }
   return out;
-}
-
-/**
- * Name parts written as one run of letters ("getrandomimage", "weatherapi") are split into words the
- * catalog's own prose uses, and those words are added to the name field. The dictionary is the
- * catalog's description and parameter words, so this adapts to any catalog without a word list.
- */
-function segmentGluedNames(
-  analysed: readonly { fields: string[][]; words: string[]; glued: string[] }[],
-): string[][][] {
-  const dict = new Set<string>();
-  for (const a of analysed) for (const w of a.words) if (w.length >= 3 && w.length <= 20) dict.add(w);
-  const memo = new Map<string, string[]>();
-  return analysed.map((a) => {
-    const extra: string[] = [];
-    for (const w of a.glued) {
-      if (dict.has(w)) continue;
-      let parts = memo.get(w);
-      if (!parts) {
-        parts = segment(w, dict);
-        memo.set(w, parts);
-      }
-      for (const p of parts) extra.push(...analyze(p));
-    }
-    if (extra.length === 0) return a.fields;
-    const fields = [...a.fields];
-    fields[0] = [...(a.fields[0] ?? []), ...extra];
-    return fields;
-  });
-}
-
-/** Fewest dictionary words (3+ letters each) that spell `word` exactly; [] when none do. */
-function segment(word: string, dict: ReadonlySet<string>): string[] {
-  const n = word.length;
-  if (n > 40) return [];
-  const best = new Array<number>(n + 1).fill(Number.POSITIVE_INFINITY);
-  const from = new Array<number>(n + 1).fill(-1);
-  best[0] = 0;
-  for (let i = 3; i <= n; i++)
-    for (let j = Math.max(0, i - 20); j <= i - 3; j++) {
-      const cost = (best[j] ?? Number.POSITIVE_INFINITY) + 1;
-      if (cost < (best[i] ?? Number.POSITIVE_INFINITY) && dict.has(word.slice(j, i))) {
-        best[i] = cost;
-        from[i] = j;
-      }
-    }
-  if (!Number.isFinite(best[n] ?? Number.POSITIVE_INFINITY) || (best[n] ?? 0) < 2) return [];
-  const parts: string[] = [];
-  for (let i = n; i > 0; i = from[i] ?? 0) parts.unshift(word.slice(from[i] ?? 0, i));
-  return parts;
-}
-
-/** Adjacent word pairs, the proximity signal of the `phrases` field. */
-function pairs(words: readonly string[]): string[] {
-  const out: string[] = [];
-  for (let i = 1; i < words.length; i++) out.push(`${words[i - 1]} ${words[i]}`);
-  return out;
-}
-
-/** The text of each ranker field, in FIELDS order (name, title, tags, description, params). */
-function searchText(t: ToolRecord): string[] {
-  const texts = [
-    [t.name, ...t.aliases].join(" "),
-    t.title,
-    t.tags.join(" "),
-    t.description,
-    paramText(t.argsSchema, 0),
-  ];
-  return texts.slice(0, FIELD_COUNT);
-}
-
-/** Parameter names and descriptions, a few levels deep. */
-function paramText(schema: JsonObject, depth: number): string {
-  if (depth > 3) return "";
-  const parts: string[] = [];
-  const props = schema.properties;
-  if (isObject(props))
-    for (const [key, value] of Object.entries(props)) {
-      parts.push(key);
-      if (isObject(value)) {
-        if (typeof value.description === "string") parts.push(value.description);
-        if (typeof value.title === "string") parts.push(value.title);
-        parts.push(paramText(value, depth + 1));
-        if (isObject(value.items)) parts.push(paramText(value.items, depth + 1));
-      }
-    }
-  return parts.filter((p) => p.length > 0).join(" ");
 }
 
 function toRow(r: ToolRecord, source: string, owner: string): Record<string, string> {

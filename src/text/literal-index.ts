@@ -1,8 +1,5 @@
-import { setImmediate as nextTurn } from "node:timers/promises";
 import { gallop } from "./postings.ts";
-
-/** Work per turn of a sliced build: well under the ~50 ms a turn may take. */
-const SLICE_MS = 10;
+import { runInSlices, runToEnd } from "./slices.ts";
 
 /**
  * Narrows a caller regex to the docs that can match it, from the literals every match must hold
@@ -26,9 +23,7 @@ export class LiteralIndex {
    * tag…), folded like the literals (caller-regex.ts `fold`).
    */
   static build(docCount: number, fieldsOf: (doc: number) => readonly string[]): LiteralIndex {
-    const builder = new LiteralIndexBuilder(fieldsOf);
-    for (let doc = 0; doc < docCount; doc++) builder.add(doc);
-    return new LiteralIndex(builder.packPostings(), ...builder.sortFields());
+    return runToEnd(LiteralIndex.steps(docCount, fieldsOf));
   }
 
   /**
@@ -36,26 +31,30 @@ export class LiteralIndex {
    * the build is about a second of work, which must not hold up other calls. Resolves to undefined
    * when `wanted()` turns false (the index it was for has been replaced).
    */
-  static async buildInSlices(
+  static buildInSlices(
     docCount: number,
     fieldsOf: (doc: number) => readonly string[],
     wanted: () => boolean,
   ): Promise<LiteralIndex | undefined> {
+    return runInSlices(LiteralIndex.steps(docCount, fieldsOf), wanted);
+  }
+
+  /** The build, yielding between groups of docs and before each whole-index phase. */
+  private static *steps(
+    docCount: number,
+    fieldsOf: (doc: number) => readonly string[],
+  ): Generator<void, LiteralIndex> {
     const builder = new LiteralIndexBuilder(fieldsOf);
-    let doc = 0;
-    while (doc < docCount) {
-      await nextTurn();
-      if (!wanted()) return undefined;
-      const until = performance.now() + SLICE_MS;
-      // Checking the clock every doc would cost more than the small docs it separates.
-      while (doc < docCount && (doc % 64 !== 0 || performance.now() < until)) builder.add(doc++);
+    for (let doc = 0; doc < docCount; doc++) {
+      // Yielding every doc would cost more than the small docs it separates.
+      if (doc % 64 === 0) yield;
+      builder.add(doc);
     }
-    // Packing and sorting take tens of milliseconds each at 10,000 tools: one turn each.
-    await nextTurn();
-    if (!wanted()) return undefined;
+    // Packing and sorting take tens of milliseconds each at 10,000 tools.
+    yield;
     const postings = builder.packPostings();
-    await nextTurn();
-    return wanted() ? new LiteralIndex(postings, ...builder.sortFields()) : undefined;
+    yield;
+    return new LiteralIndex(postings, ...builder.sortFields());
   }
 
   /**

@@ -67,10 +67,12 @@ export class ToolService {
     return this.options.catalog.register(source, tools, { replaceSource, owner });
   }
 
-  search(
+  /** Search waits for the index to hold every change made before the call (read-your-writes). */
+  async search(
     caller: Caller,
     request: { query: string; type?: SearchType; limit?: number; includeAlwaysLoaded: boolean },
-  ): SearchResponse {
+  ): Promise<SearchResponse> {
+    await this.options.catalog.indexReady();
     return this.searchIn(this.view(caller), caller, request);
   }
 
@@ -104,10 +106,11 @@ export class ToolService {
     return { tools: response.tools, notFound: names.filter((_, i) => missing.has(canonical[i] as string)) };
   }
 
-  list(
+  async list(
     caller: Caller,
     request: { pageSize?: number; pageToken?: string; showAll: boolean },
-  ): Omit<ListResponse, "tools"> & { tools: readonly (ListedTool & { visible: boolean })[] } {
+  ): Promise<Omit<ListResponse, "tools"> & { tools: readonly (ListedTool & { visible: boolean })[] }> {
+    await this.options.catalog.indexReady();
     const view = this.view(caller);
     // Decided once per tool while the catalog filters: always loaded (by mode or pattern),
     // activated, or everything when tool search is off.
@@ -182,7 +185,9 @@ export class ToolService {
     return { tool, activated: result.activated.length > 0, scope: effectiveScope };
   }
 
-  renderPrompt(caller: Caller, options: PromptOptions): RenderedToolPrompt {
+  async renderPrompt(caller: Caller, options: PromptOptions): Promise<RenderedToolPrompt> {
+    // Hints search the index.
+    await this.options.catalog.indexReady();
     let view = this.view(caller);
     if (options.hintMessage && this.activateLazyGroups(caller, view, options.hintMessage))
       view = this.view(caller);

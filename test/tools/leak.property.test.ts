@@ -67,9 +67,9 @@ function notFoundMessage(call: () => unknown): string {
 }
 
 describe("nothing hidden leaks through the tool service (property)", () => {
-  it("search, get, list, render, resolve, activate, errors and events only ever show visible tools", () => {
-    fc.assert(
-      fc.property(toolsArb, policyArb, rulesArb, callerArb, (tools, policy, visibility, who) => {
+  it("search, get, list, render, resolve, activate, errors and events only ever show visible tools", async () => {
+    await fc.assert(
+      fc.asyncProperty(toolsArb, policyArb, rulesArb, callerArb, async (tools, policy, visibility, who) => {
         let w: ReturnType<typeof world>;
         try {
           w = world(tools, policy, visibility);
@@ -99,14 +99,14 @@ describe("nothing hidden leaks through the tool service (property)", () => {
           };
 
           const everything = { query: ".*", type: "regex" as const, limit: 20, includeAlwaysLoaded: true };
-          assertNoSecret(w.service.search(caller, everything).tools.map((hit) => hit.name));
+          assertNoSecret((await w.service.search(caller, everything)).tools.map((hit) => hit.name));
           for (const name of secret) {
             const exact = { query: name, type: "exact" as const, includeAlwaysLoaded: true };
-            assertNoSecret(w.service.search(caller, exact).tools.map((hit) => hit.name));
+            assertNoSecret((await w.service.search(caller, exact)).tools.map((hit) => hit.name));
             assertNoSecret(
-              w.service
-                .search(caller, { query: name, includeAlwaysLoaded: true })
-                .tools.map((hit) => hit.name),
+              (await w.service.search(caller, { query: name, includeAlwaysLoaded: true })).tools.map(
+                (hit) => hit.name,
+              ),
             );
           }
           const got = w.service.get(
@@ -115,9 +115,9 @@ describe("nothing hidden leaks through the tool service (property)", () => {
           );
           assertNoSecret(got.tools.map((tool) => tool.name));
           assertNoSecret(
-            w.service.list(caller, { showAll: true, pageSize: 500 }).tools.map((tool) => tool.name),
+            (await w.service.list(caller, { showAll: true, pageSize: 500 })).tools.map((tool) => tool.name),
           );
-          assertNoSecret(w.service.renderPrompt(caller, { includeDirectory: true }).visibleTools);
+          assertNoSecret((await w.service.renderPrompt(caller, { includeDirectory: true })).visibleTools);
 
           for (const name of secret) {
             const hidden = notFoundMessage(() => w.service.resolve(caller, name, undefined));

@@ -43,26 +43,26 @@ const visibility = (listed: { tools: readonly { name: string; visible: boolean }
   Object.fromEntries(listed.tools.map((tool) => [tool.name, tool.visible]));
 
 describe("ListTools visibility", () => {
-  it("marks a deferred tool matched by always_loaded_patterns as visible", () => {
+  it("marks a deferred tool matched by always_loaded_patterns as visible", async () => {
     const tools = service({ enabled: true, alwaysLoadedPatterns: ["fs.*"] });
-    expect(visibility(tools.list(caller, { showAll: true }))).toEqual({
+    expect(visibility(await tools.list(caller, { showAll: true }))).toEqual({
       "fs.read": true,
       "git.commit": false,
     });
   });
 
-  it("marks every tool visible when tool search is off", () => {
+  it("marks every tool visible when tool search is off", async () => {
     const tools = service({ enabled: false, alwaysLoadedPatterns: [] });
-    expect(visibility(tools.list(caller, { showAll: true }))).toEqual({
+    expect(visibility(await tools.list(caller, { showAll: true }))).toEqual({
       "fs.read": true,
       "git.commit": true,
     });
   });
 
-  it("marks an activated tool visible", () => {
+  it("marks an activated tool visible", async () => {
     const tools = service({ enabled: true, alwaysLoadedPatterns: [] });
     tools.activate(caller, ["git.commit"], "run", "test");
-    expect(visibility(tools.list(caller, { showAll: true }))).toEqual({
+    expect(visibility(await tools.list(caller, { showAll: true }))).toEqual({
       "fs.read": false,
       "git.commit": true,
     });

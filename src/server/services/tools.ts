@@ -113,8 +113,8 @@ export function toolDiscoveryService(
       };
     },
 
-    listTools(request, context) {
-      const result = tools.list(callerOf(context), {
+    async listTools(request, context) {
+      const result = await tools.list(callerOf(context), {
         pageSize: request.pageSize || undefined,
         pageToken: request.pageToken || undefined,
         showAll: request.showAllTools,
@@ -131,13 +131,13 @@ export function toolDiscoveryService(
       };
     },
 
-    searchTools(request, context) {
+    async searchTools(request, context) {
       if (request.searchType === SearchType.FUZZY) {
         throw invalidArgument(
           "search_type FUZZY is reported, not requested; use FTS (it widens to fuzzy itself)",
         );
       }
-      const result = tools.search(callerOf(context), {
+      const result = await tools.search(callerOf(context), {
         query: request.query,
         type: SEARCH_TYPES.fromProto(request.searchType, "search_type"),
         limit: request.limit || undefined,
@@ -203,8 +203,8 @@ export function toolDiscoveryService(
       };
     },
 
-    renderToolPrompt(request, context) {
-      const rendered = tools.renderPrompt(callerOf(context), {
+    async renderToolPrompt(request, context) {
+      const rendered = await tools.renderPrompt(callerOf(context), {
         includeDirectory: request.includeDirectory,
         directoryMaxEntries: withinLimit(
           LIMITS.directoryMaxEntries,

@@ -1,0 +1,300 @@
+import { fold } from "../text/caller-regex.ts";
+import { FIELD_COUNT, Ranker, type RankerConfig } from "./ranker.ts";
+import { analyze, bareName, nameKey, splitWords } from "./text.ts";
+import type { JsonObject, SideEffects, Tool } from "./types.ts";
+import { isObject, type ToolRecord } from "./validate.ts";
+
+/**
+ * The in-memory search index of one state of the catalog (every owner's tools): the docs in name
+ * order, the BM25F ranker over their analysed text, name keys, tie-break order and the folded text
+ * the regex path reads. Built by `buildSearchIndex`, a generator the catalog runs in slices between
+ * other calls after a change (or to its end when a caller reads before the slices are done).
+ */
+export interface SearchIndex {
+  /** Tools sorted by name, then owner; position = doc id. */
+  readonly docs: readonly Tool[];
+  readonly ranker: Ranker;
+  /** nameKey of full name, bare name and aliases → doc ids. */
+  readonly keys: ReadonlyMap<string, readonly number[]>;
+  /** Exact name → its first doc id; docs of the same name (one per owner) follow it (see sameName). */
+  readonly byName: ReadonlyMap<string, number>;
+  readonly deferredMask: Uint8Array;
+  readonly deferredCount: number;
+  /** Per doc, for the regex path's literal pre-check: bare name, folded name and description. */
+  readonly bare: readonly string[];
+  readonly lowerNames: readonly string[];
+  readonly lowerDescriptions: readonly string[];
+  readonly lowerTags: readonly (readonly string[])[];
+  /** Doc ids in tie-break order, and each doc's position in it. */
+  readonly tieOrder: Int32Array;
+  readonly tieRank: Int32Array;
+  /** Candidate masks by content (see internMask): callers that see the same tools share one. */
+  readonly sharedMasks: Map<number, Candidates[]>;
+}
+
+export interface Candidates {
+  readonly allowed: Uint8Array;
+  readonly totalDeferred: number;
+}
+
+/** Analysed text of one tool, kept between builds so a rebuild re-analyses only changed tools. */
+export interface PackedAnalysis {
+  readonly hash: string;
+  readonly fields: readonly string[];
+  readonly words: string;
+  readonly glued: string;
+}
+
+export interface SearchIndexOptions {
+  /** Namespaces that win ties, most preferred first. */
+  readonly preferredNamespaces: readonly string[];
+  readonly ranker: RankerConfig;
+  /**
+   * Analysed text by toolKey, read and filled by the build. Kept packed (each list joined with SEP:
+   * one string instead of an array of small strings, ~3× less heap at 10,000 tools) and unpacked only
+   * while the index is built.
+   */
+  readonly analysed: Map<string, PackedAnalysis>;
+}
+
+/** Separates packed analysed terms; never part of a term (phrases hold spaces, terms no controls). */
+const SEP = "\u0001";
+
+/** Tools analysed (or name keys added) between two yields of the build. */
+const DOCS_PER_STEP = 16;
+
+const SIDE_EFFECT_RANK: Record<SideEffects, number> = {
+  pure: 0,
+  read: 1,
+  write: 2,
+  external: 3,
+  stateful: 4,
+};
+
+/**
+ * A tool's identity: names are unique per owner ("" = global), not across owners. A global tool's
+ * key is its name (no extra string per tool); a tenant's holds a NUL, which no name contains.
+ */
+export function toolKey(owner: string, name: string): string {
+  return owner === "" ? name : `${owner}\u0000${name}`;
+}
+
+/**
+ * Builds the index of `tools`, yielding between small groups of docs and between phases: about a
+ * second of work at 10,000 tools, none of it allowed to hold the event loop for long.
+ */
+export function* buildSearchIndex(
+  tools: readonly Tool[],
+  options: SearchIndexOptions,
+): Generator<void, SearchIndex> {
+  const docs = [...tools].sort((a, b) =>
+    a.name < b.name ? -1 : a.name > b.name ? 1 : a.owner < b.owner ? -1 : a.owner > b.owner ? 1 : 0,
+  );
+  const analysed: PackedAnalysis[] = [];
+  for (const t of docs) {
+    if (analysed.length % DOCS_PER_STEP === 0) yield;
+    analysed.push(analysis(t, options.analysed));
+  }
+  const unpack = (packed: string) => (packed ? packed.split(SEP) : []);
+  const unpacked: Analysed[] = [];
+  for (const a of analysed) {
+    if (unpacked.length % DOCS_PER_STEP === 0) yield;
+    unpacked.push({ fields: a.fields.map(unpack), words: unpack(a.words), glued: unpack(a.glued) });
+  }
+  const fields = yield* segmentGluedNames(unpacked);
+  yield;
+  const tieOrder = tieBreakOrder(docs, options.preferredNamespaces);
+  const tieRank = new Int32Array(docs.length);
+  tieOrder.forEach((doc, pos) => {
+    tieRank[doc] = pos;
+  });
+  const keys = new Map<string, number[]>();
+  const byName = new Map<string, number>();
+  const addKey = (k: string, d: number) => {
+    if (!k) return;
+    const list = keys.get(k);
+    if (!list) keys.set(k, [d]);
+    else if (!list.includes(d)) list.push(d);
+  };
+  const deferredMask = new Uint8Array(docs.length);
+  let deferredCount = 0;
+  const bare: string[] = [];
+  const lowerNames: string[] = [];
+  const lowerDescriptions: string[] = [];
+  const lowerTags: string[][] = [];
+  for (let d = 0; d < docs.length; d++) {
+    if (d % DOCS_PER_STEP === 0) yield;
+    const t = docs[d] as Tool;
+    if (!byName.has(t.name)) byName.set(t.name, d);
+    addKey(nameKey(t.name), d);
+    addKey(nameKey(bareName(t.name)), d);
+    for (const a of t.aliases) addKey(nameKey(a), d);
+    if (t.loadingMode === "deferred") {
+      deferredMask[d] = 1;
+      deferredCount++;
+    }
+    bare.push(bareName(t.name));
+    lowerNames.push(fold(t.name));
+    lowerDescriptions.push(fold(t.description));
+    lowerTags.push(t.tags.map(fold));
+  }
+  return {
+    docs,
+    ranker: yield* Ranker.steps(fields, tieRank, options.ranker),
+    keys,
+    byName,
+    deferredMask,
+    deferredCount,
+    tieOrder,
+    tieRank,
+    sharedMasks: new Map(),
+    bare,
+    lowerNames,
+    lowerDescriptions,
+    lowerTags,
+  };
+}
+
+/** The analysed text of `t`, from the cache while its hash is unchanged. */
+function analysis(t: Tool, cache: Map<string, PackedAnalysis>): PackedAnalysis {
+  const key = toolKey(t.owner, t.name);
+  const cached = cache.get(key);
+  if (cached && cached.hash === t.hash) return cached;
+  const texts = searchText(t);
+  const f = texts.map(analyze);
+  f.push([...pairs(f[0] ?? []), ...pairs(f[3] ?? [])]);
+  const entry = {
+    hash: t.hash,
+    fields: f.map((terms) => terms.join(SEP)),
+    // Words of the prose (description, parameters): the dictionary glued names are split with.
+    words: [...new Set(splitWords(`${texts[3] ?? ""} ${texts[4] ?? ""}`))].join(SEP),
+    // Long name parts that may be several words run together ("getrandomimage").
+    glued: [...new Set(splitWords(texts[0] ?? ""))]
+      .filter((w) => w.length >= GLUED_MIN && /^[a-z]+$/.test(w))
+      .join(SEP),
+  };
+  cache.set(key, entry);
+  return entry;
+}
+
+/** Doc ids by tie-break: preferred namespace, then milder side effects, then shorter name. */
+function tieBreakOrder(docs: readonly Tool[], preferred: readonly string[]): Int32Array {
+  const order = docs.map((_, i) => i);
+  const pref = (t: Tool) => {
+    const i = preferred.indexOf(t.namespace);
+    return i < 0 ? preferred.length : i;
+  };
+  order.sort((x, y) => {
+    const a = docs[x] as Tool;
+    const b = docs[y] as Tool;
+    return (
+      pref(a) - pref(b) ||
+      SIDE_EFFECT_RANK[a.sideEffects] - SIDE_EFFECT_RANK[b.sideEffects] ||
+      a.name.length - b.name.length ||
+      x - y
+    );
+  });
+  return Int32Array.from(order);
+}
+
+interface Analysed {
+  readonly fields: string[][];
+  readonly words: string[];
+  readonly glued: string[];
+}
+
+const GLUED_MIN = 6;
+
+/**
+ * Name parts written as one run of letters ("getrandomimage", "weatherapi") are split into words the
+ * catalog's own prose uses, and those words are added to the name field. The dictionary is the
+ * catalog's description and parameter words, so this adapts to any catalog without a word list.
+ */
+function* segmentGluedNames(analysed: readonly Analysed[]): Generator<void, string[][][]> {
+  const dict = new Set<string>();
+  for (let d = 0; d < analysed.length; d++) {
+    if (d % DOCS_PER_STEP === 0) yield;
+    for (const w of analysed[d]?.words ?? []) if (w.length >= 3 && w.length <= 20) dict.add(w);
+  }
+  const memo = new Map<string, string[]>();
+  const out: string[][][] = [];
+  for (const a of analysed) {
+    if (out.length % DOCS_PER_STEP === 0) yield;
+    const extra: string[] = [];
+    for (const w of a.glued) {
+      if (dict.has(w)) continue;
+      let parts = memo.get(w);
+      if (!parts) {
+        parts = segment(w, dict);
+        memo.set(w, parts);
+      }
+      for (const p of parts) extra.push(...analyze(p));
+    }
+    if (extra.length === 0) {
+      out.push(a.fields);
+      continue;
+    }
+    const fields = [...a.fields];
+    fields[0] = [...(a.fields[0] ?? []), ...extra];
+    out.push(fields);
+  }
+  return out;
+}
+
+/** Fewest dictionary words (3+ letters each) that spell `word` exactly; [] when none do. */
+function segment(word: string, dict: ReadonlySet<string>): string[] {
+  const n = word.length;
+  if (n > 40) return [];
+  const best = new Array<number>(n + 1).fill(Number.POSITIVE_INFINITY);
+  const from = new Array<number>(n + 1).fill(-1);
+  best[0] = 0;
+  for (let i = 3; i <= n; i++)
+    for (let j = Math.max(0, i - 20); j <= i - 3; j++) {
+      const cost = (best[j] ?? Number.POSITIVE_INFINITY) + 1;
+      if (cost < (best[i] ?? Number.POSITIVE_INFINITY) && dict.has(word.slice(j, i))) {
+        best[i] = cost;
+        from[i] = j;
+      }
+    }
+  if (!Number.isFinite(best[n] ?? Number.POSITIVE_INFINITY) || (best[n] ?? 0) < 2) return [];
+  const parts: string[] = [];
+  for (let i = n; i > 0; i = from[i] ?? 0) parts.unshift(word.slice(from[i] ?? 0, i));
+  return parts;
+}
+
+/** Adjacent word pairs, the proximity signal of the `phrases` field. */
+export function pairs(words: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 1; i < words.length; i++) out.push(`${words[i - 1]} ${words[i]}`);
+  return out;
+}
+
+/** The text of each ranker field, in FIELDS order (name, title, tags, description, params). */
+export function searchText(t: ToolRecord): string[] {
+  const texts = [
+    [t.name, ...t.aliases].join(" "),
+    t.title,
+    t.tags.join(" "),
+    t.description,
+    paramText(t.argsSchema, 0),
+  ];
+  return texts.slice(0, FIELD_COUNT);
+}
+
+/** Parameter names and descriptions, a few levels deep. */
+function paramText(schema: JsonObject, depth: number): string {
+  if (depth > 3) return "";
+  const parts: string[] = [];
+  const props = schema.properties;
+  if (isObject(props))
+    for (const [key, value] of Object.entries(props)) {
+      parts.push(key);
+      if (isObject(value)) {
+        if (typeof value.description === "string") parts.push(value.description);
+        if (typeof value.title === "string") parts.push(value.title);
+        parts.push(paramText(value, depth + 1));
+        if (isObject(value.items)) parts.push(paramText(value.items, depth + 1));
+      }
+    }
+  return parts.filter((p) => p.length > 0).join(" ");
+}

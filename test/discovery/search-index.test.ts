@@ -1,0 +1,62 @@
+import { setImmediate as nextTurn } from "node:timers/promises";
+import { describe, expect, it } from "vitest";
+import type { ToolInput } from "../../src/discovery/index.ts";
+import { names, openCatalog, seeded } from "./helpers.ts";
+
+/** Enough tools that building their index takes many slices of the event loop. */
+function many(count: number, prefix = "bulk"): ToolInput[] {
+  return Array.from({ length: count }, (_, i) => ({
+    name: `${prefix}.tool_${i}`,
+    description: `Tool number ${i} reads record ${i % 97} from shelf ${i % 13} of the archive`,
+    tags: [`shelf${i % 13}`],
+  }));
+}
+
+const readyEvents = (events: readonly { type: string; attributes: Record<string, unknown> }[]) =>
+  events.filter((e) => e.type === "tool_search_cache_ready").map((e) => e.attributes.tool_count);
+
+describe("the search index after a change", () => {
+  it("answers a read that waited for indexReady() with the change", async () => {
+    const { catalog } = seeded();
+    await catalog.register("more", [{ name: "weather_alerts", description: "Severe weather alerts" }]);
+    await catalog.indexReady();
+    expect(names(catalog.search({ query: "severe weather alerts" }))).toContain("weather_alerts");
+  });
+
+  it("answers a read that did not wait with the change (the build is finished on the spot)", async () => {
+    const { catalog } = seeded();
+    await catalog.register("more", many(2_000));
+    expect(names(catalog.search({ query: "bulk.tool_1999", type: "exact" }))).toEqual(["bulk.tool_1999"]);
+  });
+
+  it("is built between turns of the event loop, not in the turn of the change", async () => {
+    const { catalog, events } = openCatalog();
+    await catalog.register("bulk", many(2_000));
+    await nextTurn();
+    expect(readyEvents(events)).toEqual([0]);
+    await catalog.indexReady();
+    expect(readyEvents(events)).toEqual([0, 2_000]);
+  });
+
+  it("abandons a build under way when a newer change arrives, and builds the newer one", async () => {
+    const { catalog, events } = openCatalog();
+    await catalog.register("bulk", many(2_000));
+    // The first slices of the build of 2,000 tools run, then another source changes the catalog.
+    await nextTurn();
+    await nextTurn();
+    await catalog.register("late", [{ name: "late.arrival", description: "Registered during a build" }]);
+    await catalog.indexReady();
+    expect(readyEvents(events)).toEqual([0, 2_001]);
+    expect(names(catalog.search({ query: "late.arrival", type: "exact" }))).toEqual(["late.arrival"]);
+  });
+
+  it("lets every reader waiting for the index through once it holds their writes", async () => {
+    const { catalog } = seeded();
+    await catalog.register("bulk", many(500));
+    const first = catalog.indexReady();
+    await catalog.register("late", [{ name: "late.arrival" }]);
+    const second = catalog.indexReady();
+    await Promise.all([first, second]);
+    expect(names(catalog.search({ query: "late.arrival", type: "exact" }))).toEqual(["late.arrival"]);
+  });
+});
