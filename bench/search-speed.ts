@@ -1,6 +1,6 @@
 /**
  * Search latency on a 10,000-tool catalog grown from the shared catalogs (copies get a distinct
- * namespace), next to a raw FTS5 MATCH on the same database; plus indexing time and RSS.
+ * namespace); plus indexing time (at once, and in slices between other calls) and RSS.
  * Usage: node --import tsx bench/search-speed.ts
  */
 import { mkdtempSync, rmSync } from "node:fs";
@@ -110,12 +110,6 @@ async function main(): Promise<void> {
     300,
   ).flatMap((w) => [w, `^${w.split("_")[0]}.*`]);
 
-  const raw = db.prepare<[string], { rowid: number }>(
-    "SELECT rowid FROM discovery_tools_fts WHERE discovery_tools_fts MATCH ? ORDER BY rank LIMIT 8",
-  );
-  // The raw baseline gets the same words, OR-ed (the widening most natural-language queries need).
-  const rawQuery = (q: string) => [...new Set(splitWords(q))].map((w) => `"${w}"`).join(" OR ") || '""';
-
   // Regex searches right after a change, while the literal index is still being built between calls
   // (it used to be built inside the first one: ~1 s at 10,000 tools). Not timed: the ranker rebuild.
   const afterChange = patterns.slice(0, 5).map((q, i) => {
@@ -130,7 +124,6 @@ async function main(): Promise<void> {
   await catalog.settled();
 
   const fts = time(queries, (q) => catalog.search({ query: q }));
-  const rawFts = time(queries, (q) => raw.all(rawQuery(q)));
   const regex = time(patterns, (q) => catalog.search({ query: q, type: "regex" }));
   const exact = time(names, (q) => catalog.search({ query: q, type: "exact" }));
   const visible = time(queries, (q) =>
@@ -145,7 +138,6 @@ async function main(): Promise<void> {
   const firstTypos = time(typos, (q) => catalog.search({ query: q }), 1, 0);
   const short = queries.filter((q) => q.length <= 80);
   const ftsShort = time(short, (q) => catalog.search({ query: q }));
-  const rawShort = time(short, (q) => raw.all(rawQuery(q)));
 
   const row = (what: string, s: number[] & { best: number[] }) => [
     what,
@@ -163,9 +155,7 @@ async function main(): Promise<void> {
     table([
       ["search (ms)", "calls", "p50", "p95", "p99", "best-of-3 p50", "p95", "p99"],
       row("wayfind fts (all queries)", fts),
-      row("raw FTS5 MATCH OR, same words", rawFts),
       row("wayfind fts (queries <= 80 chars)", ftsShort),
-      row("raw FTS5 MATCH (queries <= 80 chars)", rawShort),
       row("wayfind fts with isVisible filter", visible),
       row("wayfind fts, typos never seen (1 pass)", firstTypos),
       row("wayfind regex", regex),
@@ -177,7 +167,7 @@ async function main(): Promise<void> {
   console.log(
     table([
       ["operation", "ms"],
-      [`register ${added} tools (validate, hash, insert, FTS5 triggers)`, indexMs.toFixed(0)],
+      [`register ${added} tools (validate, hash, insert)`, indexMs.toFixed(0)],
       [
         "build in-memory ranker after the change (at once: a read that does not wait)",
         rankerBuildMs.toFixed(0),

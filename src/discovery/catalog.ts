@@ -1,5 +1,4 @@
 import { createHash } from "node:crypto";
-import { RE2JS } from "re2js";
 import { invalidArgument, quoteInput, WayfindError } from "../errors.ts";
 import type { EventSink } from "../events/event.ts";
 import { checkSize, LIMITS, withinLimit } from "../limits.ts";
@@ -12,20 +11,17 @@ import {
   matchesAtStart,
   matchesWhole,
   mayMatch,
-  REGEX_LENGTH_LIMIT,
 } from "../text/caller-regex.ts";
 import { LiteralIndex } from "../text/literal-index.ts";
 import { firstSentence, minMaxScale, REGEX_SCORE } from "../text/scores.ts";
 import { runInSlices, runToEnd } from "../text/slices.ts";
 import { DEFAULT_RANKER, type RankedDoc, type RankerConfig } from "./ranker.ts";
-import { ensureFtsIndex } from "./schema.ts";
 import {
   buildSearchIndex,
   type Candidates,
   type PackedAnalysis,
   pairs,
   type SearchIndex,
-  searchText,
   toolKey,
 } from "./search-index.ts";
 import { analyze, nameKey, splitWords, stem } from "./text.ts";
@@ -56,8 +52,6 @@ export interface CatalogOptions {
   readonly events?: EventSink;
   /** Ranker tuning (benchmarks); the default is what ships. */
   readonly ranker?: RankerConfig;
-  /** Behave as if this SQLite had no FTS5 (tests of the fallback). */
-  readonly disableFts5?: boolean;
 }
 
 interface Row {
@@ -71,12 +65,11 @@ interface Row {
 const SHARED_MASKS_MAX = 256;
 
 /**
- * The tool catalog: registration (transactional, hash-diffed), the SQLite/FTS5 persisted index and
- * the search, get and list reads. All reads take the caller's visibility predicate and apply it
+ * The tool catalog: registration (transactional, hash-diffed) of the tool rows in SQLite, the
+ * in-memory search index built from them (search-index.ts), and the search, get and list reads. All reads take the caller's visibility predicate and apply it
  * before anything is ranked, counted or paged.
  */
 export class ToolCatalog {
-  readonly fts5Available: boolean;
   /** By toolKey(owner, name). */
   private readonly tools = new Map<string, Tool>();
   /** Name → the tenants that registered a tool of that name (global tools are keyed by name alone). */
@@ -118,7 +111,6 @@ export class ToolCatalog {
     this.preferred = options.preferredNamespaces ?? [];
     this.events = options.events;
     this.rankerConfig = options.ranker ?? DEFAULT_RANKER;
-    this.fts5Available = !options.disableFts5 && ensureFtsIndex(db);
     for (const row of db
       .prepare<[], Row>("SELECT name, source, owner, definition FROM discovery_tools")
       .all()) {
@@ -243,12 +235,11 @@ export class ToolCatalog {
       : [];
     if (added.length + updated.length + removed.length > 0) {
       const insert = this.db.prepare(
-        `INSERT INTO discovery_tools (owner, name, source, hash, definition, search_name, description, search_tags, search_params)
-         VALUES (@owner, @name, @source, @hash, @definition, @search_name, @description, @search_tags, @search_params)`,
+        `INSERT INTO discovery_tools (owner, name, source, hash, definition)
+         VALUES (@owner, @name, @source, @hash, @definition)`,
       );
       const update = this.db.prepare(
-        `UPDATE discovery_tools SET hash = @hash, definition = @definition, search_name = @search_name,
-           description = @description, search_tags = @search_tags, search_params = @search_params WHERE owner = @owner AND name = @name`,
+        `UPDATE discovery_tools SET hash = @hash, definition = @definition WHERE owner = @owner AND name = @name`,
       );
       const remove = this.db.prepare("DELETE FROM discovery_tools WHERE owner = ? AND name = ?");
       this.db.transaction(() => {
@@ -280,36 +271,23 @@ export class ToolCatalog {
       request.isVisible,
       request.includeAlwaysLoaded ?? false,
     );
-    let effective: SearchType = type;
     let result: { hits: SearchHit[]; strategy: SearchStrategy };
     if (type === "exact") result = { hits: this.exact(index, query, allowed, limit), strategy: "exact" };
     else if (type === "regex")
       result = { hits: this.regex(index, compileCallerRegex(query), allowed, limit), strategy: "regex" };
-    else if (!this.fts5Available) {
-      // Without FTS5 the contract is the regex path over the query's words, reported as such.
-      effective = "regex";
-      // Alternation of the query's words, as many as fit the regex length cap.
-      let pattern = "";
-      for (const w of new Set(splitWords(query))) {
-        const next = pattern ? `${pattern}|${RE2JS.quote(w)}` : RE2JS.quote(w);
-        if (next.length > REGEX_LENGTH_LIMIT) break;
-        pattern = next;
-      }
-      if (!pattern) pattern = RE2JS.quote(query.slice(0, 64));
-      result = { hits: this.regex(index, compileCallerRegex(pattern), allowed, limit), strategy: "regex" };
-    } else result = this.fts(index, query, allowed, limit);
+    else result = this.fts(index, query, allowed, limit);
     this.events?.emit({
       type: "tool_search_query",
       ...scopeOf(request),
       attributes: {
         query: query.slice(0, 256),
         requested_type: type,
-        effective_type: effective,
+        effective_type: type,
         strategy: result.strategy,
         result_count: result.hits.length,
       },
     });
-    return { tools: result.hits, effectiveSearchType: effective, strategy: result.strategy, totalDeferred };
+    return { tools: result.hits, effectiveSearchType: type, strategy: result.strategy, totalDeferred };
   }
 
   /**
@@ -480,7 +458,7 @@ export class ToolCatalog {
     // Emitted whenever the in-memory index is (re)built: at start and after each change.
     this.events?.emit({
       type: "tool_search_cache_ready",
-      attributes: { tool_count: index.docs.length, fts5_available: this.fts5Available },
+      attributes: { tool_count: index.docs.length },
     });
     this.whenReady?.resolve();
     this.whenReady = undefined;
@@ -770,17 +748,5 @@ function joinedIdentifiers(query: string): string[] {
 }
 
 function toRow(r: ToolRecord, source: string, owner: string): Record<string, string> {
-  const [name = "", title = "", tags = "", description = "", params = ""] = searchText(r);
-  // FTS5 stores split identifiers so its own tokenizer sees words, not snake_case blobs.
-  return {
-    name: r.name,
-    source,
-    owner,
-    hash: r.hash,
-    definition: JSON.stringify(r),
-    search_name: [splitWords(name).join(" "), splitWords(title).join(" ")].join(" ").trim(),
-    description,
-    search_tags: splitWords(tags).join(" "),
-    search_params: params,
-  };
+  return { name: r.name, source, owner, hash: r.hash, definition: JSON.stringify(r) };
 }

@@ -1,8 +1,8 @@
 /**
- * In-memory BM25F ranker. Rebuilt from the stored rows whenever the catalog changes; SQLite FTS5 stays
- * the persisted index. Postings keep per-field term frequencies so field weights apply at query time,
- * and corpus statistics (N, df) are taken over the caller's visible tools only, so hidden tools cannot
- * shift the ranking of visible ones.
+ * In-memory BM25F ranker: the index every FTS search runs on (nothing is searched in SQLite). Rebuilt
+ * from the catalog's tools after every change, in slices (see `Ranker.steps`). Postings keep
+ * per-field term frequencies so field weights apply at query time, and corpus statistics (N, df) are
+ * taken over the caller's visible tools only, so hidden tools cannot shift the ranking of visible ones.
  */
 
 import { runToEnd } from "../text/slices.ts";

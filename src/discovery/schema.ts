@@ -1,9 +1,19 @@
 import { type Db, hasFts5, type Migration } from "../store/database.ts";
 
 /**
- * `discovery_tools` holds the definitions (and the analysed search text); `discovery_tools_fts` is
- * the FTS5 index over that text, kept in sync by triggers so no code path can forget it.
+ * `discovery_tools` holds the tool definitions, one row per (owner, name). Search runs on an
+ * in-memory index built from them (search-index.ts); migrations 001-003 also kept an FTS5 index of
+ * analysed search text that nothing read, which 004 drops.
  */
+/** The FTS5 index of migrations 002-003 (dropped by 004). */
+const FTS_TABLE = "discovery_tools_fts";
+
+const DROP_FTS_TRIGGERS = `
+  DROP TRIGGER IF EXISTS discovery_tools_ai;
+  DROP TRIGGER IF EXISTS discovery_tools_ad;
+  DROP TRIGGER IF EXISTS discovery_tools_au;
+`;
+
 export const discoveryMigrations: Migration[] = [
   {
     id: "discovery/001-tools",
@@ -22,7 +32,7 @@ export const discoveryMigrations: Migration[] = [
       CREATE INDEX discovery_tools_source ON discovery_tools(source);
     `,
   },
-  { id: "discovery/002-fts", up: (db: Db) => ensureFtsIndex(db) },
+  { id: "discovery/002-fts", up: (db: Db) => createFtsIndex(db) },
   {
     // Tools get an owner (a tenant, or "" = global) and names become unique per owner. SQLite cannot
     // drop the old UNIQUE(name), so the table is rebuilt with the same ids (the FTS5 rowids) and
@@ -56,17 +66,24 @@ export const discoveryMigrations: Migration[] = [
       if (fts) db.exec(FTS_TRIGGERS);
     },
   },
+  {
+    // The in-memory ranker answers every search: the FTS5 table, its triggers and the columns of
+    // search text it indexed were written on every registration and never read.
+    id: "discovery/004-drop-fts",
+    up: `
+      ${DROP_FTS_TRIGGERS}
+      DROP TABLE IF EXISTS ${FTS_TABLE};
+      ALTER TABLE discovery_tools DROP COLUMN search_name;
+      ALTER TABLE discovery_tools DROP COLUMN description;
+      ALTER TABLE discovery_tools DROP COLUMN search_tags;
+      ALTER TABLE discovery_tools DROP COLUMN search_params;
+    `,
+  },
 ];
 
-export const FTS_TABLE = "discovery_tools_fts";
-
-/**
- * Creates the FTS5 table and its triggers when this SQLite has FTS5 (and rebuilds it if it was
- * created late, e.g. the DB was first opened by a build without FTS5). Returns availability.
- */
-export function ensureFtsIndex(db: Db): boolean {
-  if (!hasFts5(db)) return false;
-  if (ftsTableExists(db)) return true;
+/** Migration 002: the FTS5 table and its triggers, when this SQLite has FTS5. */
+function createFtsIndex(db: Db): void {
+  if (!hasFts5(db) || ftsTableExists(db)) return;
   db.exec(`
     CREATE VIRTUAL TABLE ${FTS_TABLE} USING fts5(
       search_name, description, search_tags, search_params,
@@ -75,7 +92,6 @@ export function ensureFtsIndex(db: Db): boolean {
     ${FTS_TRIGGERS}
     INSERT INTO ${FTS_TABLE}(${FTS_TABLE}) VALUES ('rebuild');
   `);
-  return true;
 }
 
 function ftsTableExists(db: Db): boolean {
@@ -85,12 +101,6 @@ function ftsTableExists(db: Db): boolean {
       .get(FTS_TABLE) !== undefined
   );
 }
-
-const DROP_FTS_TRIGGERS = `
-  DROP TRIGGER IF EXISTS discovery_tools_ai;
-  DROP TRIGGER IF EXISTS discovery_tools_ad;
-  DROP TRIGGER IF EXISTS discovery_tools_au;
-`;
 
 /** Keep the FTS5 index in step with discovery_tools, whatever code path writes it. */
 const FTS_TRIGGERS = `

@@ -270,7 +270,7 @@ export function pairs(words: readonly string[]): string[] {
 }
 
 /** The text of each ranker field, in FIELDS order (name, title, tags, description, params). */
-export function searchText(t: ToolRecord): string[] {
+function searchText(t: ToolRecord): string[] {
   const texts = [
     [t.name, ...t.aliases].join(" "),
     t.title,

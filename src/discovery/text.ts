@@ -1,5 +1,5 @@
 /**
- * Identifier-aware text analysis shared by the in-memory ranker and the persisted FTS5 columns.
+ * Identifier-aware text analysis of the in-memory search index and of queries.
  * Identifiers split on snake_case, camelCase, kebab-case, dots and `server__tool`; words are
  * lower-cased and lightly stemmed so "creating", "created" and "create" meet.
  */

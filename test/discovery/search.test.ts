@@ -91,22 +91,6 @@ describe("fallbacks", () => {
     const { catalog } = seeded();
     expect(names(catalog.search({ query: "send msg" }))[0]).toBe("slack.send_message");
   });
-
-  it("falls back to regex over the query words when FTS5 is unavailable, and reports it", () => {
-    const { catalog } = seeded({ disableFts5: true });
-    const result = catalog.search({ query: "screenshot" });
-    expect(result.effectiveSearchType).toBe("regex");
-    expect(names(result)).toContain("browser.take_screenshot");
-  });
-});
-
-describe("fallbacks without FTS5", () => {
-  it("keeps a long natural-language query within the regex length cap", () => {
-    const { catalog } = seeded({ disableFts5: true });
-    // 479 characters: near the 512 limit of a query, far past the regex cap.
-    const query = Array.from({ length: 70 }, (_, i) => `word${i}`).join(" ");
-    expect(catalog.search({ query }).effectiveSearchType).toBe("regex");
-  });
 });
 
 describe("regex search", () => {
@@ -259,10 +243,7 @@ describe("events", () => {
   it("emits tool_search_cache_ready on start and tool_search_query per search", () => {
     const { catalog, events } = seeded();
     catalog.search({ query: "wether", scope: { tenantId: "acme", runId: "r1" } });
-    expect(events[0]).toMatchObject({
-      type: "tool_search_cache_ready",
-      attributes: { tool_count: 0, fts5_available: true },
-    });
+    expect(events[0]).toEqual({ type: "tool_search_cache_ready", attributes: { tool_count: 0 } });
     expect(events.at(-2)).toMatchObject({ type: "tool_search_cache_ready", attributes: { tool_count: 6 } });
     expect(events.at(-1)).toEqual({
       type: "tool_search_query",

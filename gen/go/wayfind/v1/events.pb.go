@@ -29,7 +29,7 @@ const (
 //	tool_get                 requested_count, returned_count
 //	tool_activated           tool, scope (run|session), source (explicit|resolve|lazy_group), reason
 //	tool_activation_denied   reason (never the denied tool's name)
-//	tool_search_cache_ready  tool_count, fts5_available
+//	tool_search_cache_ready  tool_count
 //	tool_policy_filtered     removed_count, registry_count
 //	tool_directory_rendered  entry_count, token_estimate
 //	tool_hints_generated     hint_count

@@ -1003,7 +1003,7 @@ func (x *ToolMatch) GetLoadingMode() LoadingMode {
 type SearchToolsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Tools []*ToolMatch           `protobuf:"bytes,1,rep,name=tools,proto3" json:"tools,omitempty"`
-	// What actually ran (e.g. REGEX when FTS5 is unavailable, FUZZY after widening).
+	// What actually ran: the requested type, or FUZZY when an FTS search widened to fuzzy matching.
 	EffectiveSearchType SearchType `protobuf:"varint,2,opt,name=effective_search_type,json=effectiveSearchType,proto3,enum=wayfind.v1.SearchType" json:"effective_search_type,omitempty"`
 	// Number of deferred tools the caller could find.
 	TotalDeferred int32 `protobuf:"varint,3,opt,name=total_deferred,json=totalDeferred,proto3" json:"total_deferred,omitempty"`

@@ -452,7 +452,7 @@ export type SearchToolsResponse = Message<"wayfind.v1.SearchToolsResponse"> & {
   tools: ToolMatch[];
 
   /**
-   * What actually ran (e.g. REGEX when FTS5 is unavailable, FUZZY after widening).
+   * What actually ran: the requested type, or FUZZY when an FTS search widened to fuzzy matching.
    *
    * @generated from field: wayfind.v1.SearchType effective_search_type = 2;
    */
