@@ -3,17 +3,30 @@ import { createAccessControl } from "../../src/access/index.ts";
 import { ActivationStore, compileLazyGroups } from "../../src/activation/index.ts";
 import { ANONYMOUS_CALLER } from "../../src/caller/caller.ts";
 import { ToolCatalog } from "../../src/discovery/index.ts";
+import { WayfindError } from "../../src/errors.ts";
 import { openDatabase } from "../../src/store/database.ts";
 import { allMigrations } from "../../src/store/migrations.ts";
 import { ToolService } from "../../src/tools/service.ts";
 
-function service(toolSearch: { enabled: boolean; alwaysLoadedPatterns: string[] }) {
+function service(
+  toolSearch: { enabled: boolean; alwaysLoadedPatterns: string[] },
+  options: { denied?: string[]; aliases?: Record<string, string> } = {},
+) {
   const db = openDatabase(":memory:", allMigrations);
   const catalog = new ToolCatalog(db);
   catalog.register("src", [
     { name: "fs.read", description: "Read a file.", loadingMode: "deferred" },
-    { name: "git.commit", description: "Commit staged changes.", loadingMode: "deferred" },
+    {
+      name: "git.commit",
+      description: "Commit staged changes.",
+      loadingMode: "deferred",
+      aliases: ["git.ci"],
+    },
+    { name: "ops.secret_rotate", description: "Rotate a secret file key.", loadingMode: "deferred" },
   ]);
+  catalog.register("globex-src", [{ name: "globex.report", description: "Read a file report." }], {
+    owner: "globex",
+  });
   const settings = {
     ...toolSearch,
     defaultLoadingMode: "deferred" as const,
@@ -26,14 +39,14 @@ function service(toolSearch: { enabled: boolean; alwaysLoadedPatterns: string[] 
   return new ToolService({
     catalog,
     access: createAccessControl({
-      policy: { allowed: ["*"], denied: [], requireTags: [] },
+      policy: { allowed: ["*"], denied: options.denied ?? [], requireTags: [] },
       visibility: [],
       toolSearch: settings,
     }),
     activations: new ActivationStore(db, { events: sink, runActivationTtlSeconds: 3600 }),
     lazyGroups: compileLazyGroups([]),
     toolSearch: settings,
-    aliases: {},
+    aliases: options.aliases ?? {},
     events: sink,
   });
 }
@@ -41,6 +54,19 @@ function service(toolSearch: { enabled: boolean; alwaysLoadedPatterns: string[] 
 const caller = { ...ANONYMOUS_CALLER, tenantId: "acme", runId: "r1" };
 const visibility = (listed: { tools: readonly { name: string; visible: boolean }[] }) =>
   Object.fromEntries(listed.tools.map((tool) => [tool.name, tool.visible]));
+const SEARCHING = { enabled: true, alwaysLoadedPatterns: [] };
+/** ops.* is denied by policy; globex.report belongs to another tenant. */
+const HIDING = { denied: ["ops.*"], aliases: { "old.read": "fs.read" } };
+
+function notFoundMessage(call: () => unknown): string {
+  try {
+    call();
+  } catch (error) {
+    if (error instanceof WayfindError && error.code === "not_found") return error.message;
+    throw error;
+  }
+  throw new Error("expected NOT_FOUND");
+}
 
 describe("ListTools visibility", () => {
   it("marks a deferred tool matched by always_loaded_patterns as visible", async () => {
@@ -48,6 +74,7 @@ describe("ListTools visibility", () => {
     expect(visibility(await tools.list(caller, { showAll: true }))).toEqual({
       "fs.read": true,
       "git.commit": false,
+      "ops.secret_rotate": false,
     });
   });
 
@@ -56,15 +83,106 @@ describe("ListTools visibility", () => {
     expect(visibility(await tools.list(caller, { showAll: true }))).toEqual({
       "fs.read": true,
       "git.commit": true,
+      "ops.secret_rotate": true,
     });
   });
 
   it("marks an activated tool visible", async () => {
-    const tools = service({ enabled: true, alwaysLoadedPatterns: [] });
+    const tools = service(SEARCHING);
     tools.activate(caller, ["git.commit"], "run", "test");
     expect(visibility(await tools.list(caller, { showAll: true }))).toEqual({
       "fs.read": false,
       "git.commit": true,
+      "ops.secret_rotate": false,
     });
+  });
+});
+
+describe("SearchTools", () => {
+  it("finds the caller's deferred tools and never a hidden or another tenant's one", async () => {
+    const tools = service(SEARCHING, HIDING);
+    const found = await tools.search(caller, { query: "read a file key report", includeAlwaysLoaded: false });
+    expect(found.tools.map((hit) => hit.name)).toEqual(["fs.read"]);
+    expect(found.totalDeferred).toBe(2);
+  });
+
+  it("leaves out tools the caller already sees unless they are asked for", async () => {
+    const tools = service(SEARCHING);
+    tools.activate(caller, ["git.commit"], "run", "test");
+    const query = { query: "commit staged changes", type: "fts" as const };
+    const names = async (includeAlwaysLoaded: boolean) =>
+      (await tools.search(caller, { ...query, includeAlwaysLoaded })).tools.map((hit) => hit.name);
+    expect(await names(false)).toEqual([]);
+    expect(await names(true)).toEqual(["git.commit"]);
+  });
+
+  it("answers a configured old name with the tool it now names", async () => {
+    const tools = service(SEARCHING, HIDING);
+    const found = await tools.search(caller, { query: "old.read", type: "exact", includeAlwaysLoaded: true });
+    expect(found.tools.map((hit) => hit.name)).toEqual(["fs.read"]);
+  });
+});
+
+describe("GetTools", () => {
+  it("returns visible tools by name, tool alias or configured alias, and the rest as not found, as written", () => {
+    const tools = service(SEARCHING, HIDING);
+    const got = tools.get(caller, ["old.read", "git.ci", "ops.secret_rotate", "globex.report", "no.such"]);
+    expect(got.tools.map((tool) => tool.name)).toEqual(["fs.read", "git.commit"]);
+    expect(got.notFound).toEqual(["ops.secret_rotate", "globex.report", "no.such"]);
+  });
+});
+
+describe("ActivateTools", () => {
+  it("activates deferred tools for the run and reports tools already visible as such", () => {
+    const tools = service({ enabled: true, alwaysLoadedPatterns: ["fs.*"] }, HIDING);
+    expect(tools.activate(caller, ["git.ci", "fs.read"], "run", "test")).toEqual({
+      activated: ["git.commit"],
+      alreadyVisible: ["fs.read"],
+      scope: "run",
+    });
+  });
+
+  it("refuses a hidden tool with the NOT_FOUND of a missing one", () => {
+    const tools = service(SEARCHING, HIDING);
+    const hidden = notFoundMessage(() => tools.activate(caller, ["ops.secret_rotate"], "run", "test"));
+    const missing = notFoundMessage(() => tools.activate(caller, ["no.such"], "run", "test"));
+    expect(hidden.replace("ops.secret_rotate", "X")).toBe(missing.replace("no.such", "X"));
+  });
+});
+
+describe("ResolveTool", () => {
+  it("activates a deferred tool on its first call only", () => {
+    const tools = service(SEARCHING, HIDING);
+    const first = tools.resolve(caller, "old.read", undefined);
+    const second = tools.resolve(caller, "fs.read", undefined);
+    expect([first.tool.name, first.activated, first.scope]).toEqual(["fs.read", true, "run"]);
+    expect([second.tool.name, second.activated]).toEqual(["fs.read", false]);
+  });
+
+  it("answers a hidden or another tenant's tool with the NOT_FOUND of a missing one", () => {
+    const tools = service(SEARCHING, HIDING);
+    const missing = notFoundMessage(() => tools.resolve(caller, "no.such", undefined)).replace(
+      "no.such",
+      "X",
+    );
+    for (const name of ["ops.secret_rotate", "globex.report"])
+      expect(notFoundMessage(() => tools.resolve(caller, name, undefined)).replace(name, "X")).toBe(missing);
+  });
+});
+
+describe("RenderToolPrompt", () => {
+  it("shows always-visible and activated tools, never hidden ones", async () => {
+    const tools = service({ enabled: true, alwaysLoadedPatterns: ["fs.*", "ops.*"] }, HIDING);
+    tools.activate(caller, ["git.commit"], "run", "test");
+    const rendered = await tools.renderPrompt(caller, { includeDirectory: true });
+    expect(rendered.visibleTools).toEqual(["fs.read", "git.commit"]);
+    expect(rendered.text).not.toContain("ops.secret_rotate");
+    expect(rendered.text).not.toContain("globex.report");
+  });
+
+  it("hints deferred tools the caller may find, never hidden ones", async () => {
+    const tools = service(SEARCHING, HIDING);
+    const rendered = await tools.renderPrompt(caller, { hintMessage: "rotate the secret key of a file" });
+    expect(rendered.hintedTools).toEqual(["fs.read"]);
   });
 });
