@@ -68,7 +68,13 @@ try {
   const [all, allMs] = timed(() => base({ toolSearch: { enabled: false } }));
   const [deferred, deferredMs] = timed(() => base({}));
   const hintSearch = (query: string, limit: number) =>
-    catalog.search({ query, limit, isVisible: access.canActivate }).tools.map((t) => t.name);
+    catalog
+      .search({
+        query,
+        limit,
+        visible: catalog.visibleSet({ key: access.key, isVisible: access.canActivate }),
+      })
+      .tools.map((t) => t.name);
   const [withExtras, extrasMs] = timed(() =>
     base({
       directory: { maxEntries: 20 },

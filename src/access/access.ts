@@ -33,12 +33,12 @@ export interface AccessControlOptions {
 }
 
 export interface CallerAccess {
-  /** The visibility predicate: pass it as `isVisible` to search, get and list. */
+  /** Names this verdict: callers with the same tenant, entitlements and narrowing share it. */
+  readonly key: string;
+  /** The visibility predicate: what the caller may see, get and activate. */
   canActivate(tool: Tool): boolean;
   /** Shown in every prompt without activation (and the caller may use it). */
   isAlwaysVisible(tool: Tool): boolean;
-  /** How many of `tools` this caller may not see (for counts only; never names). */
-  hiddenCount(tools: Iterable<Tool>): number;
 }
 
 export interface AccessControl {
@@ -64,6 +64,8 @@ interface CompiledRule {
 
 const matchesNameOrAlias = (matcher: NameMatcher, tool: Tool): boolean =>
   matcher(tool.name) || tool.aliases.some((alias) => matcher(alias));
+
+let nextInstance = 0;
 
 export function createAccessControl(options: AccessControlOptions): AccessControl {
   const allowed = compileGlobs(options.policy.allowed);
@@ -101,7 +103,7 @@ export function createAccessControl(options: AccessControlOptions): AccessContro
     return verdict;
   };
 
-  const build = (caller: Caller): CallerAccess => {
+  const build = (caller: Caller, key: string): CallerAccess => {
     const held = new Set(caller.entitlements);
     const matching = rules.filter(
       (r) =>
@@ -123,22 +125,17 @@ export function createAccessControl(options: AccessControlOptions): AccessContro
       verdicts.set(tool, verdict);
       return verdict;
     };
-    return {
-      canActivate,
-      isAlwaysVisible: (tool) => canActivate(tool) && loadedAlways(tool),
-      hiddenCount: (tools) => {
-        let n = 0;
-        for (const tool of tools) if (!canActivate(tool)) n++;
-        return n;
-      },
-    };
+    return { key, canActivate, isAlwaysVisible: (tool) => canActivate(tool) && loadedAlways(tool) };
   };
 
   // LRU by Map insertion order; bounded because narrowing globs are caller-controlled.
   const cache = new Map<string, CallerAccess>();
+  // Verdicts of two access controls (two policies) never share a key.
+  const instance = nextInstance++;
   const forCaller = (caller: Caller): CallerAccess => {
     checkNarrowing(caller.narrowToTools);
     const key = JSON.stringify([
+      instance,
       caller.tenantId,
       [...new Set(caller.entitlements)].sort(),
       [...new Set(caller.narrowToTools)].sort(),
@@ -149,7 +146,7 @@ export function createAccessControl(options: AccessControlOptions): AccessContro
       cache.set(key, hit);
       return hit;
     }
-    const access = build(caller);
+    const access = build(caller, key);
     cache.set(key, access);
     if (cache.size > cacheSize) {
       const oldest = cache.keys().next().value;

@@ -15,14 +15,14 @@ import {
 import { LiteralIndex } from "../text/literal-index.ts";
 import { firstSentence, minMaxScale, REGEX_SCORE } from "../text/scores.ts";
 import { runInSlices, runToEnd } from "../text/slices.ts";
-import { DEFAULT_RANKER, type RankedDoc, type RankerConfig } from "./ranker.ts";
+import { Candidates, DEFAULT_RANKER, type RankedDoc, type RankerConfig } from "./ranker.ts";
 import {
   buildSearchIndex,
-  type Candidates,
   type PackedAnalysis,
   pairs,
   type SearchIndex,
   toolKey,
+  type VisibleSet,
 } from "./search-index.ts";
 import { analyze, nameKey, splitWords, stem } from "./text.ts";
 import type {
@@ -61,8 +61,8 @@ interface Row {
   definition: string;
 }
 
-/** Distinct candidate masks kept per index; a fleet has a few visibility shapes, not thousands. */
-const SHARED_MASKS_MAX = 256;
+/** Visible sets kept per build of the index; a fleet has a few visibility shapes, not thousands. */
+const VISIBLE_SETS_MAX = 256;
 
 /**
  * The tool catalog: registration (transactional, hash-diffed) of the tool rows in SQLite, the
@@ -90,11 +90,6 @@ export class ToolCatalog {
   private build: Generator<void, SearchIndex> | undefined;
   /** Readers waiting for the next index (indexReady). */
   private whenReady: Waiters | undefined;
-  /** Candidate masks by predicate identity; entries die with their predicate (see candidates()). */
-  private readonly masks = new WeakMap<
-    VisibilityPredicate,
-    { index: SearchIndex; includeAlways: boolean; candidates: Candidates }
-  >();
   /** The regex path's literal index, per in-memory index (dies with it); absent while it is built. */
   private readonly literalIndexes = new WeakMap<SearchIndex, LiteralIndex>();
   private readonly fingerprints = new Map<string, string>();
@@ -265,17 +260,20 @@ export class ToolCatalog {
 
   search(request: SearchRequest): SearchResponse {
     const { query, type, limit } = validateSearch(request);
-    const index = this.ensureIndex();
-    const { allowed, totalDeferred } = this.candidates(
-      index,
-      request.isVisible,
-      request.includeAlwaysLoaded ?? false,
-    );
+    const visible = request.visible;
+    const index = visible?.index ?? this.ensureIndex();
+    const candidates = visible
+      ? visible.candidates
+      : request.includeAlwaysLoaded
+        ? undefined
+        : index.deferred;
+    const totalDeferred = visible ? visible.totalDeferred : index.deferred.count;
+    const allowed = candidates?.allowed;
     let result: { hits: SearchHit[]; strategy: SearchStrategy };
     if (type === "exact") result = { hits: this.exact(index, query, allowed, limit), strategy: "exact" };
     else if (type === "regex")
       result = { hits: this.regex(index, compileCallerRegex(query), allowed, limit), strategy: "regex" };
-    else result = this.fts(index, query, allowed, limit);
+    else result = this.fts(index, query, candidates, limit);
     this.events?.emit({
       type: "tool_search_query",
       ...scopeOf(request),
@@ -482,39 +480,41 @@ export class ToolCatalog {
     return this.whenReady.promise;
   }
 
-  /** Which docs may be returned (visible, and deferred unless always-loaded are asked for). */
-  private candidates(
-    index: SearchIndex,
-    isVisible: VisibilityPredicate | undefined,
-    includeAlways: boolean,
-  ): { allowed: Uint8Array | undefined; totalDeferred: number } {
-    if (!isVisible)
-      return { allowed: includeAlways ? undefined : index.deferredMask, totalDeferred: index.deferredCount };
-    // A caller that passes the same predicate again (ToolService does, per caller view) gets the
-    // mask it built last time: asking 10,000 tools is about half of a search's cost.
-    const cached = this.masks.get(isVisible);
-    if (cached?.index === index && cached.includeAlways === includeAlways) return cached.candidates;
-    const candidates = internMask(index, this.buildMask(index, isVisible, includeAlways));
-    this.masks.set(isVisible, { index, includeAlways, candidates });
-    return candidates;
-  }
-
-  private buildMask(index: SearchIndex, isVisible: VisibilityPredicate, includeAlways: boolean): Candidates {
-    const allowed = new Uint8Array(index.docs.length);
-    let totalDeferred = 0;
-    index.docs.forEach((t, d) => {
-      if (!isVisible(t)) return;
-      const deferred = t.loadingMode === "deferred";
-      if (deferred) totalDeferred++;
-      if (deferred || includeAlways) allowed[d] = 1;
-    });
-    return { allowed, totalDeferred };
+  /**
+   * The tools a caller view may find in the current build of the index: those `isVisible` passes,
+   * deferred ones only unless always-loaded ones are asked for. `key` names what the view sees (its
+   * owner makes it: equal keys must mean an equal `isVisible`); the set is built once per key and
+   * build, so the filter is not called per search.
+   */
+  visibleSet(view: {
+    readonly key: string;
+    readonly isVisible: VisibilityPredicate;
+    readonly includeAlwaysLoaded?: boolean;
+  }): VisibleSet {
+    const index = this.ensureIndex();
+    const includeAlways = view.includeAlwaysLoaded ?? false;
+    const key = `${includeAlways ? "all" : "deferred"}:${view.key}`;
+    let set = index.visibleSets.get(key);
+    if (set === undefined) {
+      const allowed = new Uint8Array(index.docs.length);
+      let totalDeferred = 0;
+      index.docs.forEach((t, d) => {
+        if (!view.isVisible(t)) return;
+        const deferred = t.loadingMode === "deferred";
+        if (deferred) totalDeferred++;
+        if (deferred || includeAlways) allowed[d] = 1;
+      });
+      set = { key, index, candidates: new Candidates(allowed), totalDeferred };
+      if (index.visibleSets.size >= VISIBLE_SETS_MAX) index.visibleSets.clear();
+      index.visibleSets.set(key, set);
+    }
+    return set;
   }
 
   private fts(
     index: SearchIndex,
     query: string,
-    allowed: Uint8Array | undefined,
+    candidates: Candidates | undefined,
     limit: number,
   ): { hits: SearchHit[]; strategy: SearchStrategy } {
     const sequence = analyze(query);
@@ -524,7 +524,7 @@ export class ToolCatalog {
     const nameHits = index.keys.get(nameKey(query)) ?? [];
     const ranked = index.ranker.rank(words.slice(0, 64), {
       limit,
-      allowed,
+      candidates,
       nameHits,
       phrases: [...new Set([...pairs(sequence), ...joinedIdentifiers(query)])],
       wordWeights: words.map(
@@ -687,27 +687,6 @@ function inTieOrder(index: SearchIndex, docs: Int32Array): Int32Array {
     if (mask[d] === 1) ordered[k++] = d;
   }
   return ordered;
-}
-
-/**
- * The mask object already held for the same content, else this one. Every new caller view (a new
- * run, say) brings a new predicate, but most see the same tools as others: sharing the mask object
- * lets the ranker reuse the corpus statistics it caches per mask instead of recounting them.
- * Contents are compared byte for byte, so a hash collision can never hand out another caller's mask.
- */
-function internMask(index: SearchIndex, candidates: Candidates): Candidates {
-  const bytes = candidates.allowed;
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < bytes.length; i++) hash = Math.imul(hash ^ (bytes[i] as number), 0x01000193);
-  const bucket = index.sharedMasks.get(hash) ?? [];
-  const view = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  for (const held of bucket)
-    if (view.equals(Buffer.from(held.allowed.buffer, held.allowed.byteOffset, held.allowed.byteLength)))
-      return held;
-  if (index.sharedMasks.size >= SHARED_MASKS_MAX) index.sharedMasks.clear();
-  bucket.push(candidates);
-  index.sharedMasks.set(hash, bucket);
-  return candidates;
 }
 
 function validateSearch(request: SearchRequest): { query: string; type: SearchType; limit: number } {

@@ -64,8 +64,8 @@ export interface RankedDoc {
 
 export interface RankOptions {
   readonly limit: number;
-  /** 1 = candidate; undefined = every doc. Filters before statistics, ranking and limit. */
-  readonly allowed?: Uint8Array;
+  /** The docs that may be returned; undefined = every doc. Filters before statistics, ranking and limit. */
+  readonly candidates?: Candidates;
   /** Per word weight (e.g. from repetition in the query); default 1. */
   readonly wordWeights?: readonly number[];
   /** Adjacent query word pairs ("a b"), scored against the phrases field; not counted as words. */
@@ -85,10 +85,22 @@ interface Postings {
   readonly sat: Float32Array;
 }
 
-/** N and per-term df over one candidate mask, cached while the mask object lives. */
-interface MaskStats {
-  readonly n: number;
-  readonly df: Int32Array;
+/**
+ * The docs a search may return (allowed[doc] = 1) and the corpus statistics over them: N, and df per
+ * term, counted as queries first need them. Its owner (the catalog keeps one per caller view and
+ * index) passes the same set to every search of that view, so each df is counted once, not per query.
+ */
+export class Candidates {
+  /** N: how many docs are allowed. */
+  readonly count: number;
+  /** df per term id over the allowed docs, -1 = not counted yet; sized by the ranker on first use. */
+  df: Int32Array | undefined;
+
+  constructor(readonly allowed: Uint8Array) {
+    let count = 0;
+    for (let d = 0; d < allowed.length; d++) count += allowed[d] ?? 0;
+    this.count = count;
+  }
 }
 
 interface QueryTerm {
@@ -103,7 +115,6 @@ export class Ranker {
   private readonly vocab: ReadonlyMap<string, number>;
   private readonly terms: readonly string[];
   private readonly postings: readonly Postings[];
-  private readonly maskStats = new WeakMap<Uint8Array, MaskStats>();
   private readonly scores: Float64Array;
   /** Distinct query words matched per doc. */
   private readonly covered: Uint16Array;
@@ -190,7 +201,7 @@ export class Ranker {
         const qw = opts.wordWeights?.[slot] ?? 1;
         if (id !== undefined) terms.push({ id, weight: qw, slot, fuzzy: false });
         else if (fuzzy)
-          for (const [fid, weight] of this.visibleExpansions(w, opts.allowed)) {
+          for (const [fid, weight] of this.visibleExpansions(w, opts.candidates)) {
             terms.push({ id: fid, weight: qw * weight * this.config.fuzzyWeight, slot, fuzzy: true });
             fuzzyUsed = true;
           }
@@ -202,7 +213,7 @@ export class Ranker {
       return terms;
     };
     let terms = build(words.length <= SHORT_QUERY_WORDS);
-    this.score(terms, opts.allowed);
+    this.score(terms, opts.candidates);
     // Too few hits: let unknown words of a long query widen too.
     const fill = this.config.fillWithFuzzy ? opts.limit : 1;
     if (
@@ -211,7 +222,7 @@ export class Ranker {
       words.some((w) => !this.vocab.has(w))
     ) {
       terms = build(true);
-      this.score(terms, opts.allowed);
+      this.score(terms, opts.candidates);
     }
     const slots = words.length;
     const full = slots;
@@ -237,8 +248,8 @@ export class Ranker {
     const prf = this.config.prfDocs;
     if (prf > 0 && this.touchedCount > 1) {
       const feedback = select(prf);
-      const extra = this.feedbackTerms(feedback, terms, opts.allowed);
-      if (extra.length > 0) this.accumulate(extra, opts.allowed);
+      const extra = this.feedbackTerms(feedback, terms, opts.candidates);
+      if (extra.length > 0) this.accumulate(extra, opts.candidates);
     }
     const top = select(opts.limit);
     if (fuzzyUsed)
@@ -248,7 +259,8 @@ export class Ranker {
       }
     if (opts.nameHits && opts.nameHits.length > 0) {
       const best = top.reduce((m, r) => Math.max(m, r.relevance), 0);
-      const hits = new Set(opts.nameHits.filter((d) => !opts.allowed || opts.allowed[d] === 1));
+      const allowed = opts.candidates?.allowed;
+      const hits = new Set(opts.nameHits.filter((d) => !allowed || allowed[d] === 1));
       const rest = top.filter((r) => !hits.has(r.doc));
       const boosted = [...hits].map((doc) => ({ doc, relevance: best + 1, fuzzy: false }));
       boosted.sort((a, b) => (this.tieRank[a.doc] ?? 0) - (this.tieRank[b.doc] ?? 0));
@@ -271,7 +283,7 @@ export class Ranker {
   private feedbackTerms(
     feedback: readonly RankedDoc[],
     terms: readonly QueryTerm[],
-    allowed: Uint8Array | undefined,
+    candidates: Candidates | undefined,
   ): QueryTerm[] {
     const best = feedback[0]?.relevance ?? 0;
     if (best <= 0) return [];
@@ -303,14 +315,13 @@ export class Ranker {
         this.prfCount[id] = (this.prfCount[id] ?? 0) + 1;
       }
     }
-    const stats = allowed ? this.statsFor(allowed) : undefined;
-    const n = stats ? stats.n : this.size;
+    const n = candidates ? candidates.count : this.size;
     const minDocs = Math.min(this.config.prfMinDocs, feedback.length);
     const maxDf = Math.max(1, this.config.prfMaxDf * n);
     const picked: [number, number][] = [];
     for (const id of seen) {
       if ((this.prfCount[id] ?? 0) < minDocs) continue;
-      const df = allowed && stats ? this.maskedDf(id, allowed, stats) : (this.postings[id]?.docs.length ?? 0);
+      const df = this.df(id, candidates);
       if (df > maxDf || df < 2) continue;
       const value = (this.prfAcc[id] ?? 0) * Math.log(1 + (n - df + 0.5) / (df + 0.5));
       picked.push([id, value]);
@@ -328,13 +339,13 @@ export class Ranker {
   }
 
   /** Adds terms to the current query's scores (same epoch), growing the touched list. */
-  private accumulate(terms: readonly QueryTerm[], allowed: Uint8Array | undefined): void {
-    const stats = allowed ? this.statsFor(allowed) : undefined;
-    const n = stats ? stats.n : this.size;
+  private accumulate(terms: readonly QueryTerm[], candidates: Candidates | undefined): void {
+    const allowed = candidates?.allowed;
+    const n = candidates ? candidates.count : this.size;
     for (const t of terms) {
       const p = this.postings[t.id];
       if (!p) continue;
-      const df = allowed && stats ? this.maskedDf(t.id, allowed, stats) : p.docs.length;
+      const df = this.df(t.id, candidates);
       if (df === 0) continue;
       const idf = Math.log(1 + (n - df + 0.5) / (df + 0.5)) ** this.config.idfPower * t.weight;
       const { docs, sat } = p;
@@ -359,22 +370,10 @@ export class Ranker {
   }
 
   /** Scores terms in a new epoch: the touched list and per-doc sums start empty. */
-  private score(terms: readonly QueryTerm[], allowed: Uint8Array | undefined): void {
+  private score(terms: readonly QueryTerm[], candidates: Candidates | undefined): void {
     this.epoch++;
     this.touchedCount = 0;
-    this.accumulate(terms, allowed);
-  }
-
-  /** Statistics over the docs a mask allows; df is filled lazily per term. */
-  private statsFor(allowed: Uint8Array): MaskStats {
-    let stats = this.maskStats.get(allowed);
-    if (!stats) {
-      let n = 0;
-      for (let d = 0; d < allowed.length; d++) n += allowed[d] ?? 0;
-      stats = { n, df: new Int32Array(this.postings.length).fill(-1) };
-      this.maskStats.set(allowed, stats);
-    }
-    return stats;
+    this.accumulate(terms, candidates);
   }
 
   private usedFuzzy(d: number, terms: readonly QueryTerm[]): boolean {
@@ -425,26 +424,24 @@ export class Ranker {
    * The best expansions among terms the caller can see: candidates are ranked by similarity, then
    * by visible document frequency, so hidden tools neither take slots nor reorder them.
    */
-  private visibleExpansions(word: string, allowed: Uint8Array | undefined): [number, number][] {
-    const stats = allowed ? this.statsFor(allowed) : undefined;
+  private visibleExpansions(word: string, candidates: Candidates | undefined): [number, number][] {
     const withDf = this.expand(word)
-      .map(([id, w]) => [
-        id,
-        w,
-        stats && allowed ? this.maskedDf(id, allowed, stats) : (this.postings[id]?.docs.length ?? 0),
-      ])
+      .map(([id, w]) => [id, w, this.df(id, candidates)])
       .filter(([, , df]) => (df ?? 0) > 0) as [number, number, number][];
     withDf.sort((a, b) => b[1] - a[1] || b[2] - a[2] || a[0] - b[0]);
     return withDf.slice(0, 8).map(([id, w]) => [id, w]);
   }
 
-  private maskedDf(id: number, allowed: Uint8Array, stats: MaskStats): number {
-    let df = stats.df[id] ?? -1;
+  /** Document frequency of a term over the candidates (counted once per set), else over every doc. */
+  private df(id: number, candidates: Candidates | undefined): number {
+    const docs = this.postings[id]?.docs ?? new Int32Array(0);
+    if (!candidates) return docs.length;
+    candidates.df ??= new Int32Array(this.postings.length).fill(-1);
+    let df = candidates.df[id] ?? -1;
     if (df < 0) {
       df = 0;
-      const docs = this.postings[id]?.docs ?? new Int32Array(0);
-      for (let i = 0; i < docs.length; i++) df += allowed[docs[i] ?? 0] ?? 0;
-      stats.df[id] = df;
+      for (let i = 0; i < docs.length; i++) df += candidates.allowed[docs[i] ?? 0] ?? 0;
+      candidates.df[id] = df;
     }
     return df;
   }

@@ -1,5 +1,5 @@
 import { fold } from "../text/caller-regex.ts";
-import { FIELD_COUNT, Ranker, type RankerConfig } from "./ranker.ts";
+import { Candidates, FIELD_COUNT, Ranker, type RankerConfig } from "./ranker.ts";
 import { analyze, bareName, nameKey, splitWords } from "./text.ts";
 import type { JsonObject, SideEffects, Tool } from "./types.ts";
 import { isObject, type ToolRecord } from "./validate.ts";
@@ -18,8 +18,8 @@ export interface SearchIndex {
   readonly keys: ReadonlyMap<string, readonly number[]>;
   /** Exact name → its first doc id; docs of the same name (one per owner) follow it (see sameName). */
   readonly byName: ReadonlyMap<string, number>;
-  readonly deferredMask: Uint8Array;
-  readonly deferredCount: number;
+  /** The deferred docs: what a search without a visible set may return unless always-loaded are asked for. */
+  readonly deferred: Candidates;
   /** Per doc, for the regex path's literal pre-check: bare name, folded name and description. */
   readonly bare: readonly string[];
   readonly lowerNames: readonly string[];
@@ -28,12 +28,22 @@ export interface SearchIndex {
   /** Doc ids in tie-break order, and each doc's position in it. */
   readonly tieOrder: Int32Array;
   readonly tieRank: Int32Array;
-  /** Candidate masks by content (see internMask): callers that see the same tools share one. */
-  readonly sharedMasks: Map<number, Candidates[]>;
+  /** The visible sets of caller views made over this build, by key (see ToolCatalog.visibleSet). */
+  readonly visibleSets: Map<string, VisibleSet>;
 }
 
-export interface Candidates {
-  readonly allowed: Uint8Array;
+/**
+ * The tools one caller view may find in one build of the index, named by a key. Obtained once per
+ * view (ToolCatalog.visibleSet) and passed to each search of that view: the view's filter runs once
+ * per tool and build, and the corpus statistics over the set are counted once, not per search.
+ */
+export interface VisibleSet {
+  /** What the view sees, as its owner named it (equal keys mean equal sets), and the loading modes. */
+  readonly key: string;
+  /** The build the set is over; a search with this set reads that build. */
+  readonly index: SearchIndex;
+  readonly candidates: Candidates;
+  /** Visible deferred tools in the whole catalog (what search can reveal). */
   readonly totalDeferred: number;
 }
 
@@ -117,7 +127,6 @@ export function* buildSearchIndex(
     else if (!list.includes(d)) list.push(d);
   };
   const deferredMask = new Uint8Array(docs.length);
-  let deferredCount = 0;
   const bare: string[] = [];
   const lowerNames: string[] = [];
   const lowerDescriptions: string[] = [];
@@ -129,10 +138,7 @@ export function* buildSearchIndex(
     addKey(nameKey(t.name), d);
     addKey(nameKey(bareName(t.name)), d);
     for (const a of t.aliases) addKey(nameKey(a), d);
-    if (t.loadingMode === "deferred") {
-      deferredMask[d] = 1;
-      deferredCount++;
-    }
+    if (t.loadingMode === "deferred") deferredMask[d] = 1;
     bare.push(bareName(t.name));
     lowerNames.push(fold(t.name));
     lowerDescriptions.push(fold(t.description));
@@ -143,11 +149,10 @@ export function* buildSearchIndex(
     ranker: yield* Ranker.steps(fields, tieRank, options.ranker),
     keys,
     byName,
-    deferredMask,
-    deferredCount,
+    deferred: new Candidates(deferredMask),
     tieOrder,
     tieRank,
-    sharedMasks: new Map(),
+    visibleSets: new Map(),
     bare,
     lowerNames,
     lowerDescriptions,

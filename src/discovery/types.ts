@@ -1,5 +1,7 @@
 /** Plain domain types of the tool catalog; no transport types. */
 
+import type { VisibleSet } from "./search-index.ts";
+
 export const SIDE_EFFECTS = ["pure", "read", "write", "external", "stateful"] as const;
 export type SideEffects = (typeof SIDE_EFFECTS)[number];
 
@@ -101,11 +103,11 @@ export interface SearchRequest {
   /** Include `loading_mode: always` tools (already in the prompt); default false. */
   readonly includeAlwaysLoaded?: boolean;
   /**
-   * THE visibility filter; hidden tools never appear, count or shift ranking. The catalog caches its
-   * answers per predicate identity (until the catalog changes): pass a new function whenever what it
-   * answers may have changed.
+   * THE visibility filter (ToolCatalog.visibleSet, which also decides the loading modes); hidden
+   * tools never appear, count or shift ranking. Default: every tool, deferred ones only unless
+   * `includeAlwaysLoaded`.
    */
-  readonly isVisible?: VisibilityPredicate;
+  readonly visible?: VisibleSet;
   readonly scope?: EventScope;
 }
 

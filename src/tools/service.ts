@@ -17,6 +17,7 @@ import type {
   ToolCatalog,
   ToolInput,
   VisibilityPredicate,
+  VisibleSet,
 } from "../discovery/index.ts";
 import { discoveryToolDefinitions } from "../discovery-tools/index.ts";
 import { failedPrecondition, notFound, quoteInput } from "../errors.ts";
@@ -52,13 +53,11 @@ export interface PromptOptions {
  * verdict (policy, tenant visibility, narrowing) plus the caller's activations. Handlers never reach
  * the catalog directly, so nothing hidden can leak through search, get, list, render, resolve or errors.
  */
-/** Cached search filters per caller access (see searchPredicate). */
-const MAX_PREDICATES_PER_ACCESS = 64;
+let nextInstance = 0;
 
 export class ToolService {
-  private readonly predicates = new WeakMap<CallerAccess, Map<string, VisibilityPredicate>>();
-  /** The access control's verdict per caller, with tool ownership applied (one object per verdict). */
-  private readonly ownedAccess = new WeakMap<CallerAccess, CallerAccess>();
+  /** Keeps the visible sets of two services over one catalog (two configurations) apart. */
+  private readonly instance = nextInstance++;
 
   constructor(private readonly options: ToolServiceOptions) {}
 
@@ -85,9 +84,7 @@ export class ToolService {
       query: this.options.aliases[request.query] ?? request.query,
       type: request.type,
       limit: request.limit,
-      // Already-visible tools are only returned when asked for; we decide that, not the loading mode.
-      includeAlwaysLoaded: true,
-      isVisible: this.searchPredicate(view, request.includeAlwaysLoaded),
+      visible: view.searchable(request.includeAlwaysLoaded),
       scope: caller,
     });
   }
@@ -301,28 +298,6 @@ export class ToolService {
     return result.activated.length > 0;
   }
 
-  /**
-   * The search filter for a view. The same function object is handed out for the same access,
-   * activations and option, so the catalog can reuse the mask it built for it (about half of a
-   * search's cost at 10,000 tools); any change in activations makes a new one.
-   */
-  private searchPredicate(view: CallerView, includeVisibleNow: boolean): VisibilityPredicate {
-    let byState = this.predicates.get(view.access);
-    if (byState === undefined) {
-      byState = new Map();
-      this.predicates.set(view.access, byState);
-    }
-    const key = `${includeVisibleNow}|${[...view.visibleNames].join("\n")}`;
-    let predicate = byState.get(key);
-    if (predicate === undefined) {
-      predicate = (tool) => view.canActivate(tool) && (includeVisibleNow || !view.isVisibleNow(tool));
-      // Activation states of one access come and go with runs; keep only the recent ones.
-      if (byState.size >= MAX_PREDICATES_PER_ACCESS) byState.clear();
-      byState.set(key, predicate);
-    }
-    return predicate;
-  }
-
   /** The caller's access as it would be without its narrowing: what its tenant's own text may name. */
   private accessWithoutNarrowing(caller: Caller): CallerAccess {
     return this.accessFor(caller.narrowToTools.length > 0 ? { ...caller, narrowToTools: [] } : caller);
@@ -335,17 +310,13 @@ export class ToolService {
    */
   private accessFor(caller: Caller): CallerAccess {
     const base = this.options.access.forCaller(caller);
-    let access = this.ownedAccess.get(base);
-    if (access === undefined) {
-      const owned = this.options.catalog.ownershipFilter(caller.tenantId);
-      access = {
-        canActivate: (tool) => owned(tool) && base.canActivate(tool),
-        isAlwaysVisible: (tool) => owned(tool) && base.isAlwaysVisible(tool),
-        hiddenCount: (tools) => base.hiddenCount([...tools].filter(owned)),
-      };
-      this.ownedAccess.set(base, access);
-    }
-    return access;
+    const owned = this.options.catalog.ownershipFilter(caller.tenantId);
+    return {
+      // The tenant is part of the base key; which tools it owns is part of the catalog's state.
+      key: base.key,
+      canActivate: (tool) => owned(tool) && base.canActivate(tool),
+      isAlwaysVisible: (tool) => owned(tool) && base.isAlwaysVisible(tool),
+    };
   }
 
   private scopeFor(caller: Caller, requested: ActivationScope | undefined): ActivationScope {
@@ -385,13 +356,24 @@ export class ToolService {
     const visibleNames = new Set(activeNames);
     const canActivate = (tool: Tool) => access.canActivate(tool);
     const owned = this.options.catalog.ownershipFilter(caller.tenantId);
+    const isVisibleNow = (tool: Tool) =>
+      !enabled || access.isAlwaysVisible(tool) || visibleNames.has(tool.name);
+    // What this view sees: the access verdict and the activations (the rest is fixed configuration).
+    const key = JSON.stringify([this.instance, access.key, [...visibleNames].sort()]);
     return {
       access,
       canActivate,
       ownedTools: () => [...this.options.catalog.all()].filter(owned),
       activeNames,
       visibleNames,
-      isVisibleNow: (tool) => !enabled || access.isAlwaysVisible(tool) || visibleNames.has(tool.name),
+      isVisibleNow,
+      searchable: (includeVisibleNow) =>
+        this.options.catalog.visibleSet({
+          key: `${includeVisibleNow ? "with" : "without"} visible now:${key}`,
+          isVisible: (tool) => canActivate(tool) && (includeVisibleNow || !isVisibleNow(tool)),
+          // Already-visible tools are only returned when asked for; we decide that, not the loading mode.
+          includeAlwaysLoaded: true,
+        }),
     };
   }
 }
@@ -406,6 +388,8 @@ interface CallerView {
   /** The same names, for lookups. */
   readonly visibleNames: ReadonlySet<string>;
   readonly isVisibleNow: (tool: Tool) => boolean;
+  /** What search may return to this view: visible tools, those visible now only when asked for. */
+  readonly searchable: (includeVisibleNow: boolean) => VisibleSet;
 }
 
 /** The same message whether the tool is hidden or missing: existence never leaks. */

@@ -86,12 +86,13 @@ describe("tie-breaks", () => {
 
 describe("visibility", () => {
   const hideK8s = (t: { name: string }) => !t.name.startsWith("kubernetes.");
+  const hidingK8s = { key: "no kubernetes.*", isVisible: hideK8s };
 
   it("never returns a hidden tool from any search type", () => {
     const { catalog } = seeded();
     for (const type of ["fts", "regex", "exact"] as const) {
       for (const query of ["kubernetes.list_pods", "list pods", "list_pods", "kube"]) {
-        const result = catalog.search({ query, type, isVisible: hideK8s });
+        const result = catalog.search({ query, type, visible: catalog.visibleSet(hidingK8s) });
         expect(names(result).filter((n) => n.startsWith("kubernetes."))).toEqual([]);
       }
     }
@@ -100,7 +101,7 @@ describe("visibility", () => {
   it("counts total_deferred over visible tools only", () => {
     const { catalog } = seeded();
     expect(catalog.search({ query: "x" }).totalDeferred).toBe(6);
-    expect(catalog.search({ query: "x", isVisible: hideK8s }).totalDeferred).toBe(4);
+    expect(catalog.search({ query: "x", visible: catalog.visibleSet(hidingK8s) }).totalDeferred).toBe(4);
   });
 
   it("filters before the limit, so hidden tools do not take result slots", () => {
@@ -109,7 +110,11 @@ describe("visibility", () => {
       { name: "hidden_zebra", description: "zebra zebra zebra" },
       { name: "visible_zebra", description: "zebra" },
     ]);
-    const result = catalog.search({ query: "zebra", limit: 1, isVisible: (t) => t.name !== "hidden_zebra" });
+    const visible = catalog.visibleSet({
+      key: "no hidden_zebra",
+      isVisible: (t) => t.name !== "hidden_zebra",
+    });
+    const result = catalog.search({ query: "zebra", limit: 1, visible });
     expect(names(result)).toEqual(["visible_zebra"]);
   });
 
@@ -128,22 +133,29 @@ describe("visibility", () => {
       ...Array.from({ length: 30 }, (_, i) => ({ name: `h${i}`, description: "beta" })),
     ]);
     const onlyVisible = (t: { name: string }) => !t.name.startsWith("h");
-    expect(b.search({ ...query, isVisible: onlyVisible }).tools).toEqual(a.search(query).tools);
+    const withoutHidden = b.visibleSet({ key: "no h*", isVisible: onlyVisible });
+    expect(b.search({ ...query, visible: withoutHidden }).tools).toEqual(a.search(query).tools);
   });
 
   it("a caller never gets the candidates of a caller that sees other tools, in either order", () => {
     const { catalog } = seeded();
-    const callers = [hideK8s, (t: { name: string }) => !t.name.startsWith("kubernetes."), () => true];
-    const [first, sameTools, everything] = callers.map((isVisible) =>
-      names(catalog.search({ query: "kubernetes.list_pods", type: "exact", isVisible })),
+    const callers = [
+      hidingK8s,
+      { key: "also no kubernetes.*", isVisible: (t: { name: string }) => !t.name.startsWith("kubernetes.") },
+      { key: "everything", isVisible: () => true },
+    ];
+    const [first, sameTools, everything] = callers.map((view) =>
+      names(
+        catalog.search({ query: "kubernetes.list_pods", type: "exact", visible: catalog.visibleSet(view) }),
+      ),
     );
     expect(first).toEqual([]);
     expect(sameTools).toEqual([]);
     expect(everything).toEqual(["kubernetes.list_pods"]);
     // And in the other order: the caller that sees everything came first now.
-    expect(names(catalog.search({ query: "list pods", isVisible: hideK8s }))).not.toContain(
-      "kubernetes.list_pods",
-    );
+    expect(
+      names(catalog.search({ query: "list pods", visible: catalog.visibleSet(hidingK8s) })),
+    ).not.toContain("kubernetes.list_pods");
   });
 
   it("fuzzy widening only expands to words of visible tools", () => {
@@ -152,7 +164,11 @@ describe("visibility", () => {
       { name: "secret_wetter", description: "hidden" },
       { name: "get_weather", description: "forecast" },
     ]);
-    const result = catalog.search({ query: "wettr", isVisible: (t) => t.name !== "secret_wetter" });
+    const visible = catalog.visibleSet({
+      key: "no secret_wetter",
+      isVisible: (t) => t.name !== "secret_wetter",
+    });
+    const result = catalog.search({ query: "wettr", visible });
     expect(names(result)).toEqual(["get_weather"]);
   });
 

@@ -60,3 +60,24 @@ describe("the search index after a change", () => {
     expect(names(catalog.search({ query: "late.arrival", type: "exact" }))).toEqual(["late.arrival"]);
   });
 });
+
+describe("visible sets", () => {
+  it("ask a view's filter once per tool and build of the index, not once per search", async () => {
+    const { catalog } = seeded();
+    let asked = 0;
+    const view = {
+      key: "counting",
+      isVisible: () => {
+        asked++;
+        return true;
+      },
+    };
+    catalog.search({ query: "weather", visible: catalog.visibleSet(view) });
+    catalog.search({ query: "pods", visible: catalog.visibleSet(view) });
+    expect(asked).toBe(catalog.size);
+    await catalog.register("more", [{ name: "weather_alerts", description: "Severe weather alerts" }]);
+    const visible = catalog.visibleSet(view);
+    expect(asked).toBe(catalog.size * 2 - 1);
+    expect(names(catalog.search({ query: "severe weather alerts", visible }))).toContain("weather_alerts");
+  });
+});
