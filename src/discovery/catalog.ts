@@ -26,6 +26,7 @@ import {
 } from "./search-index.ts";
 import { analyze, nameKey, splitWords, stem } from "./text.ts";
 import type {
+  EffectiveSearchType,
   GetResponse,
   ListRequest,
   ListResponse,
@@ -52,6 +53,8 @@ export interface CatalogOptions {
   readonly events?: EventSink;
   /** Ranker tuning (benchmarks); the default is what ships. */
   readonly ranker?: RankerConfig;
+  /** Old tool name → current name (config `aliases`); tried before the tools' own aliases. */
+  readonly aliases?: Readonly<Record<string, string>>;
 }
 
 interface Row {
@@ -98,6 +101,8 @@ export class ToolCatalog {
   private readonly preferred: readonly string[];
   private readonly events: EventSink | undefined;
   private readonly rankerConfig: RankerConfig;
+  /** Config aliases: old name → current name. */
+  private readonly renamed: ReadonlyMap<string, string>;
 
   constructor(
     private readonly db: Db,
@@ -106,6 +111,7 @@ export class ToolCatalog {
     this.preferred = options.preferredNamespaces ?? [];
     this.events = options.events;
     this.rankerConfig = options.ranker ?? DEFAULT_RANKER;
+    this.renamed = new Map(Object.entries(options.aliases ?? {}));
     for (const row of db
       .prepare<[], Row>("SELECT name, source, owner, definition FROM discovery_tools")
       .all()) {
@@ -258,8 +264,16 @@ export class ToolCatalog {
     };
   }
 
+  /** The current name of a tool the configuration renamed (config `aliases`), else `name` itself. */
+  canonicalName(name: string): string {
+    return this.renamed.get(name) ?? name;
+  }
+
   search(request: SearchRequest): SearchResponse {
-    const { query, type, limit } = validateSearch(request);
+    const validated = validateSearch(request);
+    const { type, limit } = validated;
+    // A query that is a renamed tool's old name searches for its current name, whatever the type.
+    const query = this.canonicalName(validated.query);
     const visible = request.visible;
     const index = visible?.index ?? this.ensureIndex();
     const candidates = visible
@@ -285,7 +299,8 @@ export class ToolCatalog {
         result_count: result.hits.length,
       },
     });
-    return { tools: result.hits, effectiveSearchType: type, strategy: result.strategy, totalDeferred };
+    const effectiveSearchType: EffectiveSearchType = result.strategy === "fuzzy" ? "fuzzy" : type;
+    return { tools: result.hits, effectiveSearchType, strategy: result.strategy, totalDeferred };
   }
 
   /**
@@ -346,8 +361,13 @@ export class ToolCatalog {
     };
   }
 
-  /** The tool called `requested` (else the one it is an alias of) that passes `isVisible`. */
-  private lookup(requested: string, isVisible: VisibilityPredicate | undefined): Tool | undefined {
+  /**
+   * The tool `requested` names that passes `isVisible`: the one aliases resolve in. A renamed name
+   * (config `aliases`) is read as the current name; then the tool of that name, else the one whose
+   * own aliases hold it.
+   */
+  private lookup(asked: string, isVisible: VisibilityPredicate | undefined): Tool | undefined {
+    const requested = this.canonicalName(asked);
     const passes = (tool: Tool | undefined): tool is Tool =>
       tool !== undefined && (!isVisible || isVisible(tool));
     // The global tool, then each tenant's of that name: the caller's predicate admits at most one.

@@ -10,6 +10,9 @@ export type LoadingMode = (typeof LOADING_MODES)[number];
 
 export type SearchType = "fts" | "regex" | "exact";
 
+/** What a search ran: the requested type, or "fuzzy" when an FTS search widened to fuzzy matching. */
+export type EffectiveSearchType = SearchType | "fuzzy";
+
 /** How a hit matched; the server maps it to `match_type`. */
 export type MatchType =
   | "exact"
@@ -121,7 +124,7 @@ export interface SearchHit {
 
 export interface SearchResponse {
   readonly tools: readonly SearchHit[];
-  readonly effectiveSearchType: SearchType;
+  readonly effectiveSearchType: EffectiveSearchType;
   readonly strategy: SearchStrategy;
   /** Visible deferred tools in the whole catalog (what search can reveal). */
   readonly totalDeferred: number;

@@ -93,7 +93,11 @@ export async function startServer(
     onError: (error) => logger.error({ err: error }, "usage retention failed"),
   });
 
-  const catalog = new ToolCatalog(db, { events, preferredNamespaces: config.toolSearch.preferredNamespaces });
+  const catalog = new ToolCatalog(db, {
+    events,
+    preferredNamespaces: config.toolSearch.preferredNamespaces,
+    aliases: config.aliases,
+  });
   const closeStorage = () => {
     stopUsageRetention();
     events.close();
@@ -148,7 +152,6 @@ export async function startServer(
     }),
     lazyGroups: compileLazyGroups(config.lazyToolGroups),
     toolSearch: config.toolSearch,
-    aliases: config.aliases,
     events,
   });
 

@@ -33,8 +33,6 @@ export interface ToolServiceOptions {
   readonly activations: ActivationStore;
   readonly lazyGroups: LazyGroups;
   readonly toolSearch: ToolSearchConfig;
-  /** Old tool name → canonical name (config `aliases`). */
-  readonly aliases: Readonly<Record<string, string>>;
   readonly events: EventSink;
 }
 
@@ -81,7 +79,7 @@ export class ToolService {
     request: { query: string; type?: SearchType; limit?: number; includeAlwaysLoaded: boolean },
   ): SearchResponse {
     return this.options.catalog.search({
-      query: this.options.aliases[request.query] ?? request.query,
+      query: request.query,
       type: request.type,
       limit: request.limit,
       visible: view.searchable(request.includeAlwaysLoaded),
@@ -91,16 +89,13 @@ export class ToolService {
 
   get(caller: Caller, names: readonly string[]): GetResponse {
     const view = this.view(caller);
-    const canonical = names.map((name) => this.options.aliases[name] ?? name);
-    const response = this.options.catalog.get(canonical, { isVisible: view.canActivate });
+    const response = this.options.catalog.get(names, { isVisible: view.canActivate });
     this.options.events.emit({
       type: "tool_get",
       ...eventScope(caller),
       attributes: { requested_count: names.length, returned_count: response.tools.length },
     });
-    // Report missing names as the caller wrote them.
-    const missing = new Set(response.notFound);
-    return { tools: response.tools, notFound: names.filter((_, i) => missing.has(canonical[i] as string)) };
+    return response;
   }
 
   async list(
@@ -157,7 +152,7 @@ export class ToolService {
   }
 
   deactivate(caller: Caller, names: readonly string[], scope: ActivationScope | undefined) {
-    const canonical = names.map((name) => this.options.aliases[name] ?? name);
+    const canonical = names.map((name) => this.options.catalog.canonicalName(name));
     return this.options.activations.deactivate(caller, canonical, this.scopeFor(caller, scope));
   }
 
@@ -333,8 +328,7 @@ export class ToolService {
   }
 
   private resolveOne(view: CallerView, name: string): Tool | undefined {
-    const canonical = this.options.aliases[name] ?? name;
-    return this.options.catalog.get([canonical], { isVisible: view.canActivate }).tools[0];
+    return this.options.catalog.get([name], { isVisible: view.canActivate }).tools[0];
   }
 
   private resolveAll(view: CallerView, names: readonly string[]): Tool[] {

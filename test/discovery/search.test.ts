@@ -82,6 +82,12 @@ describe("fallbacks", () => {
     expect(result.tools[0]?.matchType).toBe("fts_fuzzy");
   });
 
+  it("reports a search widened to fuzzy as an effective fuzzy search", () => {
+    const { catalog } = seeded();
+    expect(catalog.search({ query: "wether" }).effectiveSearchType).toBe("fuzzy");
+    expect(catalog.search({ query: "weather" }).effectiveSearchType).toBe("fts");
+  });
+
   it("finds screenshoot → take_screenshot", () => {
     const { catalog } = seeded();
     expect(names(catalog.search({ query: "screenshoot" }))[0]).toBe("browser.take_screenshot");

@@ -50,7 +50,6 @@ function world(
     activations: new ActivationStore(db, { events: sink, runActivationTtlSeconds: 3600 }),
     lazyGroups: compileLazyGroups([]),
     toolSearch: TOOL_SEARCH,
-    aliases: {},
     events: sink,
   });
   return { service, catalog, access, events, close: () => db.close() };

@@ -13,7 +13,7 @@ function service(
   options: { denied?: string[]; aliases?: Record<string, string> } = {},
 ) {
   const db = openDatabase(":memory:", allMigrations);
-  const catalog = new ToolCatalog(db);
+  const catalog = new ToolCatalog(db, { aliases: options.aliases ?? {} });
   catalog.register("src", [
     { name: "fs.read", description: "Read a file.", loadingMode: "deferred" },
     {
@@ -46,7 +46,6 @@ function service(
     activations: new ActivationStore(db, { events: sink, runActivationTtlSeconds: 3600 }),
     lazyGroups: compileLazyGroups([]),
     toolSearch: settings,
-    aliases: options.aliases ?? {},
     events: sink,
   });
 }

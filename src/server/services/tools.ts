@@ -12,6 +12,7 @@ import {
 import type { ActivationScope as Scope } from "../../activation/index.ts";
 import { sourceListingFor, toolOwnerFor } from "../../caller/authorize.ts";
 import type {
+  EffectiveSearchType as Effective,
   JsonObject,
   MatchType as Match,
   LoadingMode as Mode,
@@ -39,6 +40,12 @@ const SEARCH_TYPES = new EnumMap<ToolSearchType>([
   [SearchType.REGEX, "regex"],
   [SearchType.EXACT, "exact"],
 ]);
+const EFFECTIVE_SEARCH_TYPES: Readonly<Record<Effective, SearchType>> = {
+  fts: SearchType.FTS,
+  regex: SearchType.REGEX,
+  exact: SearchType.EXACT,
+  fuzzy: SearchType.FUZZY,
+};
 const SCOPES = new EnumMap<Scope>([
   [ActivationScope.RUN, "run"],
   [ActivationScope.SESSION, "session"],
@@ -151,8 +158,7 @@ export function toolDiscoveryService(
           matchType: MATCH_TYPES[hit.matchType],
           loadingMode: LOADING_MODES.toProto(hit.loadingMode),
         })),
-        effectiveSearchType:
-          result.strategy === "fuzzy" ? SearchType.FUZZY : SEARCH_TYPES.toProto(result.effectiveSearchType),
+        effectiveSearchType: EFFECTIVE_SEARCH_TYPES[result.effectiveSearchType],
         totalDeferred: result.totalDeferred,
       };
     },
