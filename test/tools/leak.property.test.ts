@@ -10,6 +10,7 @@ import { openDatabase } from "../../src/store/database.ts";
 import { allMigrations } from "../../src/store/migrations.ts";
 import { ToolService } from "../../src/tools/service.ts";
 import { callerArb, policyArb, rulesArb, toolsArb } from "../access/arbitraries.ts";
+import { notFoundMessage } from "./helpers.ts";
 
 const TOOL_SEARCH = {
   enabled: true,
@@ -53,16 +54,6 @@ function world(
     events: sink,
   });
   return { service, catalog, access, events, close: () => db.close() };
-}
-
-function notFoundMessage(call: () => unknown): string {
-  try {
-    call();
-  } catch (error) {
-    if (error instanceof WayfindError && error.code === "not_found") return error.message;
-    throw error;
-  }
-  throw new Error("expected NOT_FOUND");
 }
 
 describe("nothing hidden leaks through the tool service (property)", () => {

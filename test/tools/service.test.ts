@@ -3,10 +3,10 @@ import { createAccessControl } from "../../src/access/index.ts";
 import { ActivationStore, compileLazyGroups } from "../../src/activation/index.ts";
 import { ANONYMOUS_CALLER } from "../../src/caller/caller.ts";
 import { ToolCatalog } from "../../src/discovery/index.ts";
-import { WayfindError } from "../../src/errors.ts";
 import { openDatabase } from "../../src/store/database.ts";
 import { allMigrations } from "../../src/store/migrations.ts";
 import { ToolService } from "../../src/tools/service.ts";
+import { notFoundMessage } from "./helpers.ts";
 
 function service(
   toolSearch: { enabled: boolean; alwaysLoadedPatterns: string[] },
@@ -56,16 +56,6 @@ const visibility = (listed: { tools: readonly { name: string; visible: boolean }
 const SEARCHING = { enabled: true, alwaysLoadedPatterns: [] };
 /** ops.* is denied by policy; globex.report belongs to another tenant. */
 const HIDING = { denied: ["ops.*"], aliases: { "old.read": "fs.read" } };
-
-function notFoundMessage(call: () => unknown): string {
-  try {
-    call();
-  } catch (error) {
-    if (error instanceof WayfindError && error.code === "not_found") return error.message;
-    throw error;
-  }
-  throw new Error("expected NOT_FOUND");
-}
 
 describe("ListTools visibility", () => {
   it("marks a deferred tool matched by always_loaded_patterns as visible", async () => {

@@ -1,0 +1,12 @@
+import { WayfindError } from "../../src/errors.ts";
+
+/** The message of the NOT_FOUND `call` throws; fails when it throws anything else or nothing. */
+export function notFoundMessage(call: () => unknown): string {
+  try {
+    call();
+  } catch (error) {
+    if (error instanceof WayfindError && error.code === "not_found") return error.message;
+    throw error;
+  }
+  throw new Error("expected NOT_FOUND");
+}
