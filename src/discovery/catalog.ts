@@ -3,40 +3,27 @@ import { invalidArgument, quoteInput, WayfindError } from "../errors.ts";
 import type { EventSink } from "../events/event.ts";
 import { checkSize, LIMITS, withinLimit } from "../limits.ts";
 import type { Db } from "../store/database.ts";
-import {
-  type CallerRegex,
-  compileCallerRegex,
-  fold,
-  matches,
-  matchesAtStart,
-  matchesWhole,
-  mayMatch,
-} from "../text/caller-regex.ts";
 import { LiteralIndex } from "../text/literal-index.ts";
-import { firstSentence, minMaxScale, REGEX_SCORE } from "../text/scores.ts";
+import { firstSentence } from "../text/scores.ts";
 import { runInSlices, runToEnd } from "../text/slices.ts";
-import { Candidates, DEFAULT_RANKER, type RankedDoc, type RankerConfig } from "./ranker.ts";
+import { Candidates, DEFAULT_RANKER, type RankerConfig } from "./ranker.ts";
+import { runSearch } from "./search.ts";
 import {
   buildSearchIndex,
   type PackedAnalysis,
-  pairs,
   type SearchIndex,
   toolKey,
   type VisibleSet,
 } from "./search-index.ts";
-import { analyze, nameKey, splitWords, stem } from "./text.ts";
 import type {
   EffectiveSearchType,
   GetResponse,
   ListRequest,
   ListResponse,
-  MatchType,
   RegisterOptions,
   RegisterResult,
-  SearchHit,
   SearchRequest,
   SearchResponse,
-  SearchStrategy,
   SearchType,
   Tool,
   ToolInput,
@@ -69,7 +56,8 @@ const VISIBLE_SETS_MAX = 256;
 
 /**
  * The tool catalog: registration (transactional, hash-diffed) of the tool rows in SQLite, the
- * in-memory search index built from them (search-index.ts), and the search, get and list reads. All reads take the caller's visibility predicate and apply it
+ * in-memory search index built from them (search-index.ts) and the reads: search (its paths in
+ * search.ts, the ranker in ranker.ts), get and list. All reads take the caller's visibility predicate and apply it
  * before anything is ranked, counted or paged.
  */
 export class ToolCatalog {
@@ -282,12 +270,11 @@ export class ToolCatalog {
         ? undefined
         : index.deferred;
     const totalDeferred = visible ? visible.totalDeferred : index.deferred.count;
-    const allowed = candidates?.allowed;
-    let result: { hits: SearchHit[]; strategy: SearchStrategy };
-    if (type === "exact") result = { hits: this.exact(index, query, allowed, limit), strategy: "exact" };
-    else if (type === "regex")
-      result = { hits: this.regex(index, compileCallerRegex(query), allowed, limit), strategy: "regex" };
-    else result = this.fts(index, query, candidates, limit);
+    const result = runSearch(index, { query, type, limit }, candidates, {
+      aliasTargets: (alias) => [...(this.aliases.get(alias)?.values() ?? [])],
+      literalIndex: this.literalIndexes.get(index),
+      repeat: this.rankerConfig.repeat,
+    });
     this.events?.emit({
       type: "tool_search_query",
       ...scopeOf(request),
@@ -531,50 +518,6 @@ export class ToolCatalog {
     return set;
   }
 
-  private fts(
-    index: SearchIndex,
-    query: string,
-    candidates: Candidates | undefined,
-    limit: number,
-  ): { hits: SearchHit[]; strategy: SearchStrategy } {
-    const sequence = analyze(query);
-    let words = [...new Set(sequence)];
-    // A query of only stopwords ("how to") still searches for its words.
-    if (words.length === 0) words = [...new Set(splitWords(query))];
-    const nameHits = index.keys.get(nameKey(query)) ?? [];
-    const ranked = index.ranker.rank(words.slice(0, 64), {
-      limit,
-      candidates,
-      nameHits,
-      phrases: [...new Set([...pairs(sequence), ...joinedIdentifiers(query)])],
-      wordWeights: words.map(
-        (w) => 1 + this.rankerConfig.repeat * Math.log(sequence.filter((x) => x === w).length || 1),
-      ),
-    });
-    const scores = minMaxScale(ranked.docs.map((d) => d.relevance));
-    const hits = ranked.docs.map((doc, i) =>
-      hit(index.docs[doc.doc] as Tool, scores[i] ?? 0.5, doc.fuzzy ? "fts_fuzzy" : "fts"),
-    );
-    return { hits, strategy: ranked.strategy };
-  }
-
-  private exact(
-    index: SearchIndex,
-    query: string,
-    allowed: Uint8Array | undefined,
-    limit: number,
-  ): SearchHit[] {
-    const ok = (d: number) => !allowed || allowed[d] === 1;
-    const aliasOf = [...(this.aliases.get(query) ?? [])].flatMap(([, name]) => sameName(index, name));
-    const direct = [...sameName(index, query), ...aliasOf].find(ok);
-    if (direct !== undefined) return [hit(index.docs[direct] as Tool, 1, "exact")];
-    const ranked: RankedDoc[] = (index.keys.get(nameKey(query)) ?? [])
-      .filter(ok)
-      .map((doc) => ({ doc, relevance: 1, fuzzy: false }));
-    ranked.sort((a, b) => index.ranker.compare(a, b));
-    return ranked.slice(0, limit).map((r) => hit(index.docs[r.doc] as Tool, 1, "exact_normalized"));
-  }
-
   /**
    * Starts building the literal index of a new in-memory index, in slices between other calls (about
    * a second of work at 10,000 tools, once held by the first regex search after a change). Regex
@@ -595,72 +538,6 @@ export class ToolCatalog {
     await this.indexReady();
     await this.literalIndexBuild;
   }
-
-  private regex(
-    index: SearchIndex,
-    re: CallerRegex,
-    allowed: Uint8Array | undefined,
-    limit: number,
-  ): SearchHit[] {
-    const top: RankedDoc[] = [];
-    const kinds = new Map<number, MatchType>();
-    const consider = (doc: number, relevance: number, kind: MatchType) => {
-      const item = { doc, relevance, fuzzy: false };
-      let i = top.length;
-      while (i > 0 && index.ranker.compare(top[i - 1] as RankedDoc, item) > 0) i--;
-      if (i >= limit) return;
-      top.splice(i, 0, item);
-      kinds.set(doc, kind);
-      if (top.length > limit) top.pop();
-    };
-    const { docs, bare, lowerNames } = index;
-    // 1 = the name matched (or the doc is not a candidate): skip it in the text pass.
-    const done = new Uint8Array(docs.length);
-    // Visiting docs in tie-break order means a later doc enters only with a strictly higher score,
-    // so once the page is full the cheaper checks (and finally the whole scan) can stop early. The
-    // literal index, once built, narrows the visit to docs holding the pattern's literals.
-    const literalIndex = this.literalIndexes.get(index);
-    const narrowed =
-      literalIndex && (re.literals.length > 0 || re.prefixLiteral)
-        ? literalIndex.candidates(re.literals, re.prefixLiteral)
-        : undefined;
-    const visit = narrowed ? inTieOrder(index, narrowed) : index.tieOrder;
-    for (const d of visit) {
-      if (allowed && allowed[d] !== 1) continue;
-      const floor = top.length < limit ? -1 : (top[limit - 1] as RankedDoc).relevance;
-      if (floor >= REGEX_SCORE.fullName) break;
-      const name = (docs[d] as Tool).name;
-      const lowered = lowerNames[d] ?? "";
-      if (!mayMatch(re, lowered) || !matches(re, name, lowered)) continue;
-      done[d] = 1;
-      const b = bare[d] ?? name;
-      const loweredBare = b === name ? lowered : fold(b);
-      if (matchesWhole(re, name, lowered) || (b !== name && matchesWhole(re, b, loweredBare)))
-        consider(d, REGEX_SCORE.fullName, "regex_full_name");
-      else if (floor >= REGEX_SCORE.namePrefix) continue;
-      else if (matchesAtStart(re, name, lowered) || (b !== name && matchesAtStart(re, b, loweredBare)))
-        consider(d, REGEX_SCORE.namePrefix, "regex_name_prefix");
-      else if (floor < REGEX_SCORE.nameSubstring)
-        consider(d, REGEX_SCORE.nameSubstring, "regex_name_substring");
-    }
-    // Text-only matches score lowest: only needed when names did not fill the page.
-    if (top.length < limit)
-      for (const d of visit) {
-        // Every text-only hit scores the same and arrives in tie order: a full page cannot change.
-        if (top.length >= limit) break;
-        if (done[d] === 1 || (allowed && allowed[d] !== 1)) continue;
-        const t = docs[d] as Tool;
-        const description = index.lowerDescriptions[d] ?? "";
-        const inDescription = mayMatch(re, description) && matches(re, t.description, description);
-        const tags = index.lowerTags[d] ?? [];
-        if (
-          inDescription ||
-          t.tags.some((tag, i) => mayMatch(re, tags[i] ?? "") && matches(re, tag, tags[i] ?? ""))
-        )
-          consider(d, REGEX_SCORE.text, "regex_text");
-      }
-    return top.map((r) => hit(docs[r.doc] as Tool, r.relevance, kinds.get(r.doc) ?? "regex_text"));
-  }
 }
 
 interface Waiters {
@@ -679,36 +556,6 @@ function waiters(): Waiters {
   return { promise, resolve, reject };
 }
 
-/** Doc ids of the tools called `name`, one per owner (docs are sorted by name, then owner). */
-function sameName(index: SearchIndex, name: string): number[] {
-  const first = index.byName.get(name);
-  const ids: number[] = [];
-  if (first === undefined) return ids;
-  for (let d = first; d < index.docs.length && index.docs[d]?.name === name; d++) ids.push(d);
-  return ids;
-}
-
-/**
- * `docs` in tie-break order: few are sorted by rank; many are picked from the tie order through a
- * mask (no sort; a plain array, since a generator allocates a result object per doc it yields).
- */
-function inTieOrder(index: SearchIndex, docs: Int32Array): Int32Array {
-  if (docs.length <= 256)
-    return Int32Array.from(docs, (d) => index.tieRank[d] as number)
-      .sort()
-      .map((rank) => index.tieOrder[rank] as number);
-  const mask = new Uint8Array(index.docs.length);
-  for (let i = 0; i < docs.length; i++) mask[docs[i] as number] = 1;
-  const ordered = new Int32Array(docs.length);
-  let k = 0;
-  const { tieOrder } = index;
-  for (let i = 0; i < tieOrder.length; i++) {
-    const d = tieOrder[i] as number;
-    if (mask[d] === 1) ordered[k++] = d;
-  }
-  return ordered;
-}
-
 function validateSearch(request: SearchRequest): { query: string; type: SearchType; limit: number } {
   const type = request.type ?? "fts";
   if (!SEARCH_TYPES.includes(type))
@@ -722,10 +569,6 @@ function validateSearch(request: SearchRequest): { query: string; type: SearchTy
   return { query, type, limit: withinLimit(LIMITS.searchToolsLimit, request.limit) };
 }
 
-function hit(t: Tool, score: number, matchType: MatchType): SearchHit {
-  return { name: t.name, description: t.description, score, matchType, loadingMode: t.loadingMode };
-}
-
 function scopeOf(request: SearchRequest): { tenantId?: string; sessionId?: string; runId?: string } {
   const s = request.scope;
   if (!s) return {};
@@ -734,16 +577,6 @@ function scopeOf(request: SearchRequest): { tenantId?: string; sessionId?: strin
     ...(s.sessionId ? { sessionId: s.sessionId } : {}),
     ...(s.runId ? { runId: s.runId } : {}),
   };
-}
-
-/** Identifiers of the query ("getRandomImage", "get_random_image") also as one word, as glued names spell them. */
-function joinedIdentifiers(query: string): string[] {
-  const out: string[] = [];
-  for (const chunk of query.split(/[^A-Za-z0-9_.-]+/)) {
-    const words = splitWords(chunk);
-    if (words.length >= 2 && words.length <= 6) out.push(stem(words.join("")));
-  }
-  return out;
 }
 
 function toRow(r: ToolRecord, source: string, owner: string): Record<string, string> {

@@ -1,0 +1,199 @@
+import {
+  type CallerRegex,
+  compileCallerRegex,
+  fold,
+  matches,
+  matchesAtStart,
+  matchesWhole,
+  mayMatch,
+} from "../text/caller-regex.ts";
+import type { LiteralIndex } from "../text/literal-index.ts";
+import { minMaxScale, REGEX_SCORE } from "../text/scores.ts";
+import type { Candidates, RankedDoc } from "./ranker.ts";
+import { pairs, type SearchIndex } from "./search-index.ts";
+import { analyze, nameKey, splitWords, stem } from "./text.ts";
+import type { MatchType, SearchHit, SearchStrategy, SearchType, Tool } from "./types.ts";
+
+/**
+ * The three search paths over one build of the index: fts (the BM25F ranker, widening AND → OR →
+ * fuzzy), regex (RE2 over names, then descriptions and tags, narrowed by the literal index) and exact
+ * (name, alias, then the separator-insensitive name key). Each returns only `candidates`' docs.
+ */
+export function runSearch(
+  index: SearchIndex,
+  search: { readonly query: string; readonly type: SearchType; readonly limit: number },
+  candidates: Candidates | undefined,
+  context: {
+    /** Names of the tools `query` is an alias of (one per owner). */
+    readonly aliasTargets: (query: string) => readonly string[];
+    /** The build's literal index, once built (regex scans without it until then). */
+    readonly literalIndex: LiteralIndex | undefined;
+    /** Extra weight per repetition of a query word (RankerConfig.repeat). */
+    readonly repeat: number;
+  },
+): { hits: SearchHit[]; strategy: SearchStrategy } {
+  const { query, type, limit } = search;
+  const allowed = candidates?.allowed;
+  if (type === "exact")
+    return { hits: exact(index, query, allowed, limit, context.aliasTargets(query)), strategy: "exact" };
+  if (type === "regex")
+    return {
+      hits: regex(index, compileCallerRegex(query), allowed, limit, context.literalIndex),
+      strategy: "regex",
+    };
+  return fts(index, query, candidates, limit, context.repeat);
+}
+
+function fts(
+  index: SearchIndex,
+  query: string,
+  candidates: Candidates | undefined,
+  limit: number,
+  repeat: number,
+): { hits: SearchHit[]; strategy: SearchStrategy } {
+  const sequence = analyze(query);
+  let words = [...new Set(sequence)];
+  // A query of only stopwords ("how to") still searches for its words.
+  if (words.length === 0) words = [...new Set(splitWords(query))];
+  const nameHits = index.keys.get(nameKey(query)) ?? [];
+  const ranked = index.ranker.rank(words.slice(0, 64), {
+    limit,
+    candidates,
+    nameHits,
+    phrases: [...new Set([...pairs(sequence), ...joinedIdentifiers(query)])],
+    wordWeights: words.map((w) => 1 + repeat * Math.log(sequence.filter((x) => x === w).length || 1)),
+  });
+  const scores = minMaxScale(ranked.docs.map((d) => d.relevance));
+  const hits = ranked.docs.map((doc, i) =>
+    hit(index.docs[doc.doc] as Tool, scores[i] ?? 0.5, doc.fuzzy ? "fts_fuzzy" : "fts"),
+  );
+  return { hits, strategy: ranked.strategy };
+}
+
+function exact(
+  index: SearchIndex,
+  query: string,
+  allowed: Uint8Array | undefined,
+  limit: number,
+  aliasTargets: readonly string[],
+): SearchHit[] {
+  const ok = (d: number) => !allowed || allowed[d] === 1;
+  const aliasOf = aliasTargets.flatMap((name) => sameName(index, name));
+  const direct = [...sameName(index, query), ...aliasOf].find(ok);
+  if (direct !== undefined) return [hit(index.docs[direct] as Tool, 1, "exact")];
+  const ranked: RankedDoc[] = (index.keys.get(nameKey(query)) ?? [])
+    .filter(ok)
+    .map((doc) => ({ doc, relevance: 1, fuzzy: false }));
+  ranked.sort((a, b) => index.ranker.compare(a, b));
+  return ranked.slice(0, limit).map((r) => hit(index.docs[r.doc] as Tool, 1, "exact_normalized"));
+}
+
+function regex(
+  index: SearchIndex,
+  re: CallerRegex,
+  allowed: Uint8Array | undefined,
+  limit: number,
+  literalIndex: LiteralIndex | undefined,
+): SearchHit[] {
+  const top: RankedDoc[] = [];
+  const kinds = new Map<number, MatchType>();
+  const consider = (doc: number, relevance: number, kind: MatchType) => {
+    const item = { doc, relevance, fuzzy: false };
+    let i = top.length;
+    while (i > 0 && index.ranker.compare(top[i - 1] as RankedDoc, item) > 0) i--;
+    if (i >= limit) return;
+    top.splice(i, 0, item);
+    kinds.set(doc, kind);
+    if (top.length > limit) top.pop();
+  };
+  const { docs, bare, lowerNames } = index;
+  // 1 = the name matched (or the doc is not a candidate): skip it in the text pass.
+  const done = new Uint8Array(docs.length);
+  // Visiting docs in tie-break order means a later doc enters only with a strictly higher score,
+  // so once the page is full the cheaper checks (and finally the whole scan) can stop early. The
+  // literal index, once built, narrows the visit to docs holding the pattern's literals.
+  const narrowed =
+    literalIndex && (re.literals.length > 0 || re.prefixLiteral)
+      ? literalIndex.candidates(re.literals, re.prefixLiteral)
+      : undefined;
+  const visit = narrowed ? inTieOrder(index, narrowed) : index.tieOrder;
+  for (const d of visit) {
+    if (allowed && allowed[d] !== 1) continue;
+    const floor = top.length < limit ? -1 : (top[limit - 1] as RankedDoc).relevance;
+    if (floor >= REGEX_SCORE.fullName) break;
+    const name = (docs[d] as Tool).name;
+    const lowered = lowerNames[d] ?? "";
+    if (!mayMatch(re, lowered) || !matches(re, name, lowered)) continue;
+    done[d] = 1;
+    const b = bare[d] ?? name;
+    const loweredBare = b === name ? lowered : fold(b);
+    if (matchesWhole(re, name, lowered) || (b !== name && matchesWhole(re, b, loweredBare)))
+      consider(d, REGEX_SCORE.fullName, "regex_full_name");
+    else if (floor >= REGEX_SCORE.namePrefix) continue;
+    else if (matchesAtStart(re, name, lowered) || (b !== name && matchesAtStart(re, b, loweredBare)))
+      consider(d, REGEX_SCORE.namePrefix, "regex_name_prefix");
+    else if (floor < REGEX_SCORE.nameSubstring)
+      consider(d, REGEX_SCORE.nameSubstring, "regex_name_substring");
+  }
+  // Text-only matches score lowest: only needed when names did not fill the page.
+  if (top.length < limit)
+    for (const d of visit) {
+      // Every text-only hit scores the same and arrives in tie order: a full page cannot change.
+      if (top.length >= limit) break;
+      if (done[d] === 1 || (allowed && allowed[d] !== 1)) continue;
+      const t = docs[d] as Tool;
+      const description = index.lowerDescriptions[d] ?? "";
+      const inDescription = mayMatch(re, description) && matches(re, t.description, description);
+      const tags = index.lowerTags[d] ?? [];
+      if (
+        inDescription ||
+        t.tags.some((tag, i) => mayMatch(re, tags[i] ?? "") && matches(re, tag, tags[i] ?? ""))
+      )
+        consider(d, REGEX_SCORE.text, "regex_text");
+    }
+  return top.map((r) => hit(docs[r.doc] as Tool, r.relevance, kinds.get(r.doc) ?? "regex_text"));
+}
+
+/** Doc ids of the tools called `name`, one per owner (docs are sorted by name, then owner). */
+function sameName(index: SearchIndex, name: string): number[] {
+  const first = index.byName.get(name);
+  const ids: number[] = [];
+  if (first === undefined) return ids;
+  for (let d = first; d < index.docs.length && index.docs[d]?.name === name; d++) ids.push(d);
+  return ids;
+}
+
+/**
+ * `docs` in tie-break order: few are sorted by rank; many are picked from the tie order through a
+ * mask (no sort; a plain array, since a generator allocates a result object per doc it yields).
+ */
+function inTieOrder(index: SearchIndex, docs: Int32Array): Int32Array {
+  if (docs.length <= 256)
+    return Int32Array.from(docs, (d) => index.tieRank[d] as number)
+      .sort()
+      .map((rank) => index.tieOrder[rank] as number);
+  const mask = new Uint8Array(index.docs.length);
+  for (let i = 0; i < docs.length; i++) mask[docs[i] as number] = 1;
+  const ordered = new Int32Array(docs.length);
+  let k = 0;
+  const { tieOrder } = index;
+  for (let i = 0; i < tieOrder.length; i++) {
+    const d = tieOrder[i] as number;
+    if (mask[d] === 1) ordered[k++] = d;
+  }
+  return ordered;
+}
+
+function hit(t: Tool, score: number, matchType: MatchType): SearchHit {
+  return { name: t.name, description: t.description, score, matchType, loadingMode: t.loadingMode };
+}
+
+/** Identifiers of the query ("getRandomImage", "get_random_image") also as one word, as glued names spell them. */
+function joinedIdentifiers(query: string): string[] {
+  const out: string[] = [];
+  for (const chunk of query.split(/[^A-Za-z0-9_.-]+/)) {
+    const words = splitWords(chunk);
+    if (words.length >= 2 && words.length <= 6) out.push(stem(words.join("")));
+  }
+  return out;
+}
