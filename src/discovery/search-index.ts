@@ -1,5 +1,6 @@
 import { fold } from "../text/caller-regex.ts";
-import { Candidates, FIELD_COUNT, Ranker, type RankerConfig } from "./ranker.ts";
+import { Candidates, Ranker, type RankerConfig } from "./ranker.ts";
+import { FIELD_COUNT } from "./ranker-index.ts";
 import { analyze, bareName, nameKey, splitWords } from "./text.ts";
 import type { JsonObject, SideEffects, Tool } from "./types.ts";
 import { isObject, type ToolRecord } from "./validate.ts";

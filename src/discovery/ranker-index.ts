@@ -1,0 +1,215 @@
+/**
+ * The build of what the BM25F ranker reads (ranker.ts): vocabulary, per-term postings with saturated
+ * BM25F weights, the forward index for pseudo-relevance feedback and the buckets fuzzy expansion
+ * looks in. A generator yielding between small groups of docs and terms, so the catalog can run it in
+ * slices between other calls (about a second of work at 10,000 tools).
+ */
+
+/** `phrases` holds adjacent word pairs of name and description, for a proximity signal. */
+const FIELDS = ["name", "title", "tags", "description", "params", "phrases"] as const;
+export const FIELD_COUNT = FIELDS.length;
+
+/** The BM25F parameters the postings are weighted with (see RankerConfig). */
+export interface PostingWeights {
+  readonly k1: number;
+  /** Per field, in FIELDS order. */
+  readonly weights: readonly number[];
+  readonly b: readonly number[];
+}
+
+export interface Postings {
+  readonly docs: Int32Array;
+  /** BM25F saturated term weight per posting: tfw (k1 + 1) / (k1 + tfw), tfw = Σ field weight · tf · norm. */
+  readonly sat: Float32Array;
+}
+
+/** What a ranker reads: the vocabulary, postings, forward index and fuzzy-expansion buckets. */
+export interface PostingIndex {
+  readonly vocab: ReadonlyMap<string, number>;
+  readonly terms: readonly string[];
+  readonly postings: readonly Postings[];
+  readonly fwdStart: Int32Array;
+  readonly fwdTerm: Int32Array;
+  readonly fwdSat: Float32Array;
+  readonly firstChar: ReadonlyMap<string, Int32Array>;
+}
+
+/** Docs (or terms) handled between two yields of the build: a few microseconds of work each. */
+const DOCS_PER_STEP = 16;
+const TERMS_PER_STEP = 1024;
+
+export function* buildPostingIndex(
+  docs: readonly (readonly string[][])[],
+  config: PostingWeights,
+): Generator<void, PostingIndex> {
+  const vocab = new Map<string, number>();
+  const terms: string[] = [];
+  const postings: Postings[] = [];
+  const n = docs.length;
+  const lengths = new Float32Array(n * FIELD_COUNT);
+  // Pass 1: every word's term id, in doc and field order, plus field lengths and document
+  // frequencies; typed buffers instead of per-term arrays (the build runs over every tool).
+  let wordCount = 0;
+  for (const fields of docs) for (let f = 0; f < FIELD_COUNT; f++) wordCount += fields[f]?.length ?? 0;
+  const ids = new Int32Array(wordCount);
+  const totals = new Float64Array(FIELD_COUNT);
+  const df: number[] = [];
+  // The doc a term was last seen in: counts df once per doc here, and collects a doc's distinct
+  // terms in pass 2.
+  const lastDoc: number[] = [];
+  let next = 0;
+  for (let d = 0; d < n; d++) {
+    if (d % DOCS_PER_STEP === 0) yield;
+    const fields = docs[d] ?? [];
+    for (let f = 0; f < FIELD_COUNT; f++) {
+      const words = fields[f] ?? [];
+      totals[f] = (totals[f] ?? 0) + words.length;
+      lengths[d * FIELD_COUNT + f] = words.length;
+      for (const w of words) {
+        let id = vocab.get(w);
+        if (id === undefined) {
+          id = terms.length;
+          vocab.set(w, id);
+          terms.push(w);
+          df.push(0);
+          lastDoc.push(-1);
+        }
+        if (lastDoc[id] !== d) {
+          lastDoc[id] = d;
+          df[id] = (df[id] ?? 0) + 1;
+        }
+        ids[next++] = id;
+      }
+    }
+  }
+  yield;
+  const norm = new Float32Array(n * FIELD_COUNT);
+  for (let f = 0; f < FIELD_COUNT; f++) {
+    const avg = n > 0 ? (totals[f] ?? 0) / n : 0;
+    const b = config.b[f] ?? 0.75;
+    for (let d = 0; d < n; d++) {
+      const len = lengths[d * FIELD_COUNT + f] ?? 0;
+      norm[d * FIELD_COUNT + f] = 1 / (1 - b + (avg > 0 ? (b * len) / avg : 0));
+    }
+  }
+  const { k1, weights } = config;
+  // Every term's postings are views into two shared buffers: one backing store instead of two per
+  // term (tens of thousands of small typed arrays cost ~10 MB of overhead at 10,000 tools).
+  const vocabSize = terms.length;
+  const start = new Int32Array(vocabSize + 1);
+  for (let id = 0; id < vocabSize; id++) start[id + 1] = (start[id] ?? 0) + (df[id] ?? 0);
+  const allDocs = new Int32Array(start[vocabSize] ?? 0);
+  const allSat = new Float32Array(allDocs.length);
+  // Pass 2, a doc at a time: per-field counts of its terms in scratch slots, then one posting per
+  // distinct term. Docs go in increasing order, so every posting list comes out sorted.
+  const nextPosting = start.slice(0, vocabSize);
+  const tf = new Float64Array(vocabSize * FIELD_COUNT);
+  const docTerms: number[] = [];
+  lastDoc.fill(-1);
+  next = 0;
+  for (let d = 0; d < n; d++) {
+    if (d % DOCS_PER_STEP === 0) yield;
+    for (let f = 0; f < FIELD_COUNT; f++) {
+      const len = lengths[d * FIELD_COUNT + f] ?? 0;
+      for (let k = 0; k < len; k++) {
+        const id = ids[next++] ?? 0;
+        if (lastDoc[id] !== d) {
+          lastDoc[id] = d;
+          docTerms.push(id);
+        }
+        const slot = id * FIELD_COUNT + f;
+        tf[slot] = Math.min((tf[slot] ?? 0) + 1, 65_535);
+      }
+    }
+    for (const id of docTerms) {
+      const slot = id * FIELD_COUNT;
+      let tfw = 0;
+      for (let f = 0; f < FIELD_COUNT; f++) {
+        tfw += (weights[f] ?? 1) * (tf[slot + f] ?? 0) * (norm[d * FIELD_COUNT + f] ?? 1);
+        tf[slot + f] = 0;
+      }
+      const at = nextPosting[id] ?? 0;
+      nextPosting[id] = at + 1;
+      allDocs[at] = d;
+      allSat[at] = (tfw * (k1 + 1)) / (k1 + tfw);
+    }
+    docTerms.length = 0;
+  }
+  for (let id = 0; id < vocabSize; id++) {
+    if (id % TERMS_PER_STEP === 0) yield;
+    const from = start[id] ?? 0;
+    const to = start[id + 1] ?? 0;
+    postings.push({ docs: allDocs.subarray(from, to), sat: allSat.subarray(from, to) });
+  }
+  // Forward index for pseudo-relevance feedback (only words, not the phrase pairs).
+  const counts = new Int32Array(n + 1);
+  for (let id = 0; id < vocabSize; id++) {
+    if (id % TERMS_PER_STEP === 0) yield;
+    const p = postings[id] as Postings;
+    if ((terms[id] ?? "").includes(" ")) continue;
+    for (let i = 0; i < p.docs.length; i++) {
+      const at = (p.docs[i] ?? 0) + 1;
+      counts[at] = (counts[at] ?? 0) + 1;
+    }
+  }
+  for (let d = 0; d < n; d++) counts[d + 1] = (counts[d + 1] ?? 0) + (counts[d] ?? 0);
+  const fwdStart = counts;
+  const total = counts[n] ?? 0;
+  const fwdTerm = new Int32Array(total);
+  const fwdSat = new Float32Array(total);
+  const fill = counts.slice(0, n);
+  for (let id = 0; id < vocabSize; id++) {
+    if (id % TERMS_PER_STEP === 0) yield;
+    const p = postings[id] as Postings;
+    if ((terms[id] ?? "").includes(" ")) continue;
+    for (let i = 0; i < p.docs.length; i++) {
+      const d = p.docs[i] ?? 0;
+      const at = fill[d] ?? 0;
+      fill[d] = at + 1;
+      fwdTerm[at] = id;
+      fwdSat[at] = p.sat[i] ?? 0;
+    }
+  }
+  yield;
+  // Built with the index, so the first typo a caller sends does not pay for it.
+  const firstChar = yield* firstCharBuckets(terms);
+  return { vocab, terms, postings, fwdStart, fwdTerm, fwdSat, firstChar };
+}
+
+/**
+ * Term ids by first character, each list sorted by term length. Ids are put in order of term length
+ * by counting sort (no comparator calls over the whole vocabulary), then split by first character.
+ */
+function* firstCharBuckets(terms: readonly string[]): Generator<void, Map<string, Int32Array>> {
+  const maxLength = terms.reduce((m, t) => Math.max(m, t.length), 0);
+  const starts = new Int32Array(maxLength + 2);
+  for (const t of terms) starts[t.length + 1] = (starts[t.length + 1] ?? 0) + 1;
+  for (let l = 0; l <= maxLength; l++) starts[l + 1] = (starts[l + 1] ?? 0) + (starts[l] ?? 0);
+  yield;
+  const byLength = new Int32Array(terms.length);
+  for (let id = 0; id < terms.length; id++) {
+    if (id % TERMS_PER_STEP === 0) yield;
+    const l = terms[id]?.length ?? 0;
+    const at = starts[l] ?? 0;
+    starts[l] = at + 1;
+    byLength[at] = id;
+  }
+  const lists = new Map<string, number[]>();
+  for (let i = 0; i < byLength.length; i++) {
+    if (i % TERMS_PER_STEP === 0) yield;
+    const id = byLength[i] as number;
+    const term = terms[id] ?? "";
+    // Word pairs of the phrases field are no spelling of a query word.
+    if (term.includes(" ")) continue;
+    const key = term[0] ?? "";
+    const list = lists.get(key);
+    if (list) list.push(id);
+    else lists.set(key, [id]);
+  }
+  const buckets = new Map<string, Int32Array>();
+  for (const [key, ids] of lists) {
+    yield;
+    buckets.set(key, Int32Array.from(ids));
+  }
+  return buckets;
+}
