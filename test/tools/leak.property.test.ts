@@ -6,8 +6,8 @@ import type { Caller } from "../../src/caller/caller.ts";
 import { type Tool, ToolCatalog } from "../../src/discovery/index.ts";
 import { WayfindError } from "../../src/errors.ts";
 import type { NewEvent } from "../../src/events/index.ts";
+import { allMigrations } from "../../src/server/migrations.ts";
 import { openDatabase } from "../../src/store/database.ts";
-import { allMigrations } from "../../src/store/migrations.ts";
 import { ToolService } from "../../src/tools/service.ts";
 import { callerArb, policyArb, rulesArb, toolsArb } from "../access/arbitraries.ts";
 
