@@ -1,17 +1,10 @@
-import { RE2JS } from "re2js";
 import type { Caller } from "../caller/caller.ts";
 import { invalidArgument, notFound, quoteInput } from "../errors.ts";
 import type { EventAttributeValue, EventSink, EventType } from "../events/event.ts";
 import { checkSize, LIMITS, withinLimit } from "../limits.ts";
 import type { Db } from "../store/database.ts";
 import { writeTransaction } from "../store/transaction.ts";
-import {
-  type CallerRegex,
-  compileCallerRegex,
-  fold,
-  mayMatch,
-  REGEX_LENGTH_LIMIT,
-} from "../text/caller-regex.ts";
+import { type CallerRegex, compileCallerRegex, fold, mayMatch } from "../text/caller-regex.ts";
 import { minMaxScale, REGEX_SCORE } from "../text/scores.ts";
 import { estimateTokens } from "../text/tokens.ts";
 import { toolGateRewriter } from "./gate.ts";
@@ -81,13 +74,6 @@ export interface SkillServiceOptions {
   /** Server-side pack folders must lie inside one of these (relative pack paths resolve against the first). */
   readonly packRoots?: readonly string[];
   readonly packLimits?: Partial<PackLimits>;
-  /** Behave as if SQLite had no FTS5 (tests; the fallback is reported in effectiveSearchType). */
-  readonly disableFts?: boolean;
-  /**
-   * `memory` (default): rank with an in-memory BM25F index (sub-millisecond at 50k skills), rebuilt when
-   * the skills table changes. `sqlite`: rank with FTS5 `bm25()`, falling back to regex without FTS5.
-   */
-  readonly searchEngine?: "memory" | "sqlite";
   readonly now?: () => number;
 }
 
@@ -154,7 +140,7 @@ export interface SearchSkillsInput {
 
 export interface SearchSkillsResult {
   readonly skills: readonly SkillSearchHit[];
-  /** What actually ran: `regex` when FTS5 is unavailable. */
+  /** What ran: the requested type (`fts` by default). */
   readonly effectiveSearchType: SearchType;
   /** The FTS query was widened (AND → OR → prefix) because the stricter form found nothing. */
   readonly widened: boolean;
@@ -221,7 +207,6 @@ export interface GetRelevantSkillsInput {
 export interface GetRelevantSkillsResult extends BudgetReport {
   /** The skills in the injection block, best first. */
   readonly skills: readonly { readonly name: string; readonly title: string; readonly score: number }[];
-  readonly effectiveSearchType: SearchType;
 }
 
 export const DIRECTORY_FIELDS = ["name", "title", "trigger", "description", "task_type", "tags"] as const;
@@ -260,10 +245,6 @@ const STOPWORDS = new Set(
 
 function words(text: string): string[] {
   return text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
-}
-
-function ftsPhrase(word: string, prefix: boolean): string {
-  return `"${word.replace(/"/g, '""')}"${prefix ? "*" : ""}`;
 }
 
 function clip(text: string, max: number): string {
@@ -321,24 +302,17 @@ export class SkillService {
   private readonly packRoots: readonly string[];
   private readonly limits: PackLimits;
   private readonly now: () => number;
-  private readonly engine: "memory" | "sqlite";
   private index: MemoryIndex | undefined;
   private indexDataVersion = -1;
 
   constructor(options: SkillServiceOptions) {
-    this.store = new SkillStore(options.db, { disableFts: options.disableFts });
+    this.store = new SkillStore(options.db);
     this.events = options.events;
     this.redaction = options.redaction ?? true;
     this.pinned = options.pinnedSkillNames ?? [];
     this.packRoots = options.packRoots ?? [process.cwd()];
     this.limits = { ...DEFAULT_PACK_LIMITS, ...options.packLimits };
     this.now = options.now ?? Date.now;
-    this.engine = options.searchEngine ?? "memory";
-  }
-
-  /** `fts` when full-text ranking is available, else `regex` (what an FTS request actually runs). */
-  get ftsSearchType(): SearchType {
-    return this.engine === "memory" || this.store.fts ? "fts" : "regex";
   }
 
   /** Call after writing to the skills table through another module on the same connection. */
@@ -498,24 +472,11 @@ export class SkillService {
     const sanitize = this.sanitizer(options.toolGate);
 
     let hits: { row: SearchRow; score: number }[];
-    let effective: SearchType = type;
     let widened = false;
     if (type === "exact") hits = this.exactSearch(caller, query, taskType, limit);
     else if (type === "regex")
       hits = this.regexSearch(caller, compileCallerRegex(query), taskType, limit, sanitize);
-    else if (this.engine === "sqlite" && !this.store.fts) {
-      effective = "regex";
-      // As many query words as fit the caller-regex length limit.
-      const alternatives: string[] = [];
-      for (const quoted of words(query).map((w) => RE2JS.quote(w))) {
-        if ([...alternatives, quoted].join("|").length > REGEX_LENGTH_LIMIT) break;
-        alternatives.push(quoted);
-      }
-      hits =
-        alternatives.length === 0
-          ? []
-          : this.regexSearch(caller, compileCallerRegex(alternatives.join("|")), taskType, limit, sanitize);
-    } else {
+    else {
       const found = this.ftsSearch(caller, words(query).slice(0, 16), taskType, limit, "and");
       hits = found.hits;
       widened = found.widened;
@@ -523,16 +484,16 @@ export class SkillService {
     const skills = hits.map(({ row, score }) => ({
       ...this.summary(row, sanitize),
       score,
-      matchType: effective,
+      matchType: type,
     }));
     this.emit("skill_search_query", caller, {
       query: clip(redactText(query), 200),
       search_type: type,
-      effective_search_type: effective,
+      effective_search_type: type,
       result_count: skills.length,
       widened,
     });
-    return { skills, effectiveSearchType: effective, widened };
+    return { skills, effectiveSearchType: type, widened };
   }
 
   private filters(caller: Caller, taskType: TaskType | undefined): SqlPart {
@@ -549,7 +510,6 @@ export class SkillService {
     limit: number,
     start: "and" | "or",
   ): { hits: { row: SearchRow; score: number }[]; widened: boolean } {
-    if (this.engine === "sqlite") return this.sqliteFtsSearch(caller, terms, taskType, limit, start);
     if (terms.length === 0) return { hits: [], widened: false };
     const index = this.memoryIndex();
     const partitions = callerPartitions(caller);
@@ -600,40 +560,6 @@ export class SkillService {
     }
   }
 
-  /** FTS5 with bm25 relevance; widens AND → OR → prefix when the stricter query finds nothing. */
-  private sqliteFtsSearch(
-    caller: Caller,
-    terms: readonly string[],
-    taskType: TaskType | undefined,
-    limit: number,
-    start: "and" | "or",
-  ): { hits: { row: SearchRow; score: number }[]; widened: boolean } {
-    if (terms.length === 0) return { hits: [], widened: false };
-    const where = this.filters(caller, taskType);
-    const sql = `SELECT ${SEARCH_COLUMNS}, bm25(skills_fts, 6.0, 3.0, 3.0, 1.0, 2.0) AS rank
-      FROM skills_fts JOIN skills s ON s.seq = skills_fts.rowid
-      WHERE skills_fts MATCH ? AND ${where.sql}
-      ORDER BY rank, length(s.name), s.name LIMIT ?`;
-    const attempts: string[] = [];
-    if (start === "and" && terms.length > 1)
-      attempts.push(terms.map((t) => ftsPhrase(t, false)).join(" AND "));
-    attempts.push(terms.map((t) => ftsPhrase(t, false)).join(" OR "));
-    // Typos: match on a shortened prefix of each word ("kubernets" → "kubern"*).
-    attempts.push(
-      terms
-        .map((t) => ftsPhrase(t.length > 4 ? t.slice(0, Math.max(4, t.length - 2)) : t, true))
-        .join(" OR "),
-    );
-    for (const [i, match] of attempts.entries()) {
-      const rows = this.store.all<SearchRow & { rank: number }>(sql, [match, ...where.params, limit]);
-      if (rows.length > 0) {
-        const scores = minMaxScale(rows.map((r) => -r.rank));
-        return { hits: rows.map((row, j) => ({ row, score: scores[j] ?? 0.5 })), widened: i > 0 };
-      }
-    }
-    return { hits: [], widened: attempts.length > 1 };
-  }
-
   /** Full name or bare last segment, case-insensitive; both lookups are index seeks. */
   private exactSearch(caller: Caller, query: string, taskType: TaskType | undefined, limit: number) {
     const where = this.filters(caller, taskType);
@@ -660,25 +586,21 @@ export class SkillService {
   ): { row: SearchRow; score: number }[] {
     const where = this.filters(caller, taskType);
     const hits: { row: SearchRow; score: number }[] = [];
-    let statement = this.store.prepare(`SELECT ${SEARCH_COLUMNS} FROM skills s WHERE ${where.sql}`);
-    let params = where.params;
-    if (this.engine === "memory") {
-      // The index's literal pre-check picks the rows worth RE2; a pattern that leaves too many is
-      // refused rather than scanned, so one caller cannot stall the server.
-      const seqs = this.memoryIndex().regexCandidates(
-        regex,
-        callerPartitions(caller),
-        taskType,
-        MAX_REGEX_ROWS,
-      );
-      if (seqs === undefined) throw regexTooBroad(`more than ${MAX_REGEX_ROWS} skills`);
-      // NOT INDEXED: look the candidates up by rowid; with the scope index SQLite would walk every
-      // visible skill instead (8 ms at 50,000).
-      statement = this.store.prepare(
-        `SELECT ${SEARCH_COLUMNS} FROM skills s NOT INDEXED WHERE s.seq IN (SELECT value FROM json_each(?)) AND ${where.sql}`,
-      );
-      params = [JSON.stringify(seqs), ...where.params];
-    }
+    // The index's literal pre-check picks the rows worth RE2; a pattern that leaves too many is
+    // refused rather than scanned, so one caller cannot stall the server.
+    const seqs = this.memoryIndex().regexCandidates(
+      regex,
+      callerPartitions(caller),
+      taskType,
+      MAX_REGEX_ROWS,
+    );
+    if (seqs === undefined) throw regexTooBroad(`more than ${MAX_REGEX_ROWS} skills`);
+    // NOT INDEXED: look the candidates up by rowid; with the scope index SQLite would walk every
+    // visible skill instead (8 ms at 50,000).
+    const statement = this.store.prepare(
+      `SELECT ${SEARCH_COLUMNS} FROM skills s NOT INDEXED WHERE s.seq IN (SELECT value FROM json_each(?)) AND ${where.sql}`,
+    );
+    const params = [JSON.stringify(seqs), ...where.params];
     const re = regex.full;
     let budget = MAX_REGEX_TEXT;
     const test = (text: string) => {
@@ -831,14 +753,7 @@ export class SkillService {
     const topK = withinLimit(LIMITS.relevantSkillsTopK, input.topK);
     const maxTokens = withinLimit(LIMITS.relevantSkillsMaxTokens, input.maxTokens);
     const terms = [...new Set(words(task).filter((w) => w.length > 1 && !STOPWORDS.has(w)))].slice(0, 32);
-    let hits: { row: SearchRow; score: number }[];
-    let effective: SearchType = "fts";
-    if (this.engine === "memory" || this.store.fts)
-      hits = this.ftsSearch(caller, terms, undefined, topK, "or").hits;
-    else {
-      effective = "regex";
-      hits = this.termScan(caller, terms, topK);
-    }
+    const { hits } = this.ftsSearch(caller, terms, undefined, topK, "or");
     const rows =
       hits.length > 0
         ? this.rowsByName(
@@ -867,42 +782,11 @@ export class SkillService {
     });
     return {
       skills: included.map(({ row, score }) => ({ name: row.name, title: sanitize(row)(row.title), score })),
-      effectiveSearchType: effective,
       formattedContext: context.text,
       rawTokensEst: context.rawTokens,
       finalTokensEst: context.finalTokens,
       wasCompressed: context.compressed,
     };
-  }
-
-  /** Fallback ranking without FTS5: how many task terms a skill mentions, names counting double. */
-  private termScan(
-    caller: Caller,
-    terms: readonly string[],
-    topK: number,
-  ): { row: SearchRow; score: number }[] {
-    if (terms.length === 0) return [];
-    const where = this.filters(caller, undefined);
-    const scored: { row: SearchRow; relevance: number }[] = [];
-    for (const raw of this.store
-      .prepare(`SELECT ${SEARCH_COLUMNS} FROM skills s WHERE ${where.sql}`)
-      .iterate(...where.params)) {
-      const row = raw as SearchRow;
-      const name = new Set(words(row.name));
-      const text = new Set(words(`${row.title} ${row.trigger_text} ${row.description} ${row.tags}`));
-      let relevance = 0;
-      for (const term of terms) relevance += (name.has(term) ? 2 : 0) + (text.has(term) ? 1 : 0);
-      if (relevance > 0) scored.push({ row, relevance });
-    }
-    scored.sort(
-      (a, b) =>
-        b.relevance - a.relevance ||
-        a.row.name.length - b.row.name.length ||
-        (a.row.name < b.row.name ? -1 : 1),
-    );
-    const top = scored.slice(0, topK);
-    const scores = minMaxScale(top.map((s) => s.relevance));
-    return top.map((s, i) => ({ row: s.row, score: scores[i] ?? 0.5 }));
   }
 
   // -- directory ------------------------------------------------------------------------------------

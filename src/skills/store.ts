@@ -100,18 +100,9 @@ export interface PackRecord {
 
 /** Storage of skills: SQL lives here, policy (limits, redaction, events) in the service. */
 export class SkillStore {
-  readonly fts: boolean;
   private readonly statements = new Map<string, Statement>();
 
-  constructor(
-    readonly db: Db,
-    options: { disableFts?: boolean } = {},
-  ) {
-    const hasTable = db
-      .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'skills_fts'")
-      .get();
-    this.fts = !options.disableFts && hasTable !== undefined;
-  }
+  constructor(readonly db: Db) {}
 
   /** Prepared statements are cached by SQL text (the filters make a handful of shapes). */
   prepare(sql: string): Statement {
@@ -158,7 +149,7 @@ export class SkillStore {
 
   insert(skill: ParsedSkill, scope: SkillScope, pack: string, originRef: string, now: number): void {
     const c = skill.content;
-    const result = this.prepare(
+    this.prepare(
       `INSERT INTO skills (id, name, name_tail, scope_kind, scope_rank, tenant_id, project_id, title, description, trigger_text,
          task_type, tags, steps, preconditions, failure_modes, extra, origin, origin_ref, pack_name, content_hash,
          created_at_ms, updated_at_ms)
@@ -186,7 +177,6 @@ export class SkillStore {
       now,
       now,
     );
-    this.indexFts(Number(result.lastInsertRowid), c);
   }
 
   update(seq: number, skill: ParsedSkill, pack: string, originRef: string, now: number): void {
@@ -211,20 +201,10 @@ export class SkillStore {
       now,
       seq,
     );
-    if (this.fts) this.prepare("DELETE FROM skills_fts WHERE rowid = ?").run(seq);
-    this.indexFts(seq, c);
   }
 
   remove(seq: number): void {
     this.prepare("DELETE FROM skills WHERE seq = ? AND origin = 'pack'").run(seq);
-    if (this.fts) this.prepare("DELETE FROM skills_fts WHERE rowid = ?").run(seq);
-  }
-
-  private indexFts(seq: number, c: ParsedSkill["content"]): void {
-    if (!this.fts) return;
-    this.prepare(
-      "INSERT INTO skills_fts (rowid, name, title, trigger_text, description, tags) VALUES (?, ?, ?, ?, ?, ?)",
-    ).run(seq, c.name.replace(/[._-]+/g, " "), c.title, c.trigger, c.description, c.tags.join(" "));
   }
 
   recordPack(

@@ -2,8 +2,8 @@ import { describe, expect, it } from "vitest";
 import { caller, fixture, GLOBAL, jsonSkill, thrown } from "./helpers.ts";
 
 /** Tenant t1/p1 owns a secret skill; t2 and t1/p2 must not learn it exists. */
-function worldWith(searchEngine: "memory" | "sqlite" = "memory") {
-  const f = fixture({ searchEngine });
+function world() {
+  const f = fixture();
   const secret = [
     {
       path: "s.skill.json",
@@ -35,9 +35,7 @@ function worldWith(searchEngine: "memory" | "sqlite" = "memory") {
   return f;
 }
 
-describe.each(["memory", "sqlite"] as const)("scope isolation (%s engine)", (engine) => {
-  const world = () => worldWith(engine);
-
+describe("scope isolation", () => {
   it("a caller sees its project's, its tenant's and global skills", () => {
     const { service } = world();
     expect(service.listSkills(caller("t1", "p1")).skills.map((s) => s.name)).toEqual([
