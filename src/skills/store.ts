@@ -7,7 +7,7 @@ import type { ParsedSkill } from "./pack.ts";
 
 type Statement = Database.Statement<unknown[], unknown>;
 
-export function nameTail(name: string): string {
+function nameTail(name: string): string {
   return name.slice(name.lastIndexOf(".") + 1);
 }
 
@@ -40,6 +40,28 @@ export function visibleSkillPredicate(alias: string, caller: Caller): SqlPart {
     params: [...own.params, ...other.params],
   };
 }
+
+/** Visible to `caller` and, when given, of `taskType` (alias `s`). */
+export function visibleFilter(caller: Caller, taskType: TaskType | undefined): SqlPart {
+  const visible = visibleSkillPredicate("s", caller);
+  if (!taskType) return visible;
+  return { sql: `${visible.sql} AND s.task_type = ?`, params: [...visible.params, taskType] };
+}
+
+/** The columns a search result or listing line needs (alias `s`). */
+export interface SearchRow {
+  seq: number;
+  name: string;
+  title: string;
+  trigger_text: string;
+  description: string;
+  task_type: TaskType;
+  tags: string;
+  scope_kind: ScopeKind;
+}
+
+export const SEARCH_COLUMNS =
+  "s.seq, s.name, s.title, s.trigger_text, s.description, s.task_type, s.tags, s.scope_kind";
 
 export interface SkillRow {
   seq: number;
@@ -120,6 +142,16 @@ export class SkillStore {
 
   get<T>(sql: string, params: readonly (string | number)[]): T | undefined {
     return this.prepare(sql).get(...params) as T | undefined;
+  }
+
+  /** The skills of these names that `caller` sees (the most specific of each name), by name. */
+  visibleByName(caller: Caller, names: readonly string[]): Map<string, SkillRow> {
+    const where = visibleFilter(caller, undefined);
+    const rows = this.all<SkillRow>(
+      `SELECT s.* FROM skills s INDEXED BY skills_name WHERE s.name IN (${names.map(() => "?").join(",")}) AND ${where.sql}`,
+      [...names, ...where.params],
+    );
+    return new Map(rows.map((row) => [row.name, row]));
   }
 
   packRecord(pack: string, scope: SkillScope): PackRecord | undefined {
