@@ -4,18 +4,9 @@ import { checkSize, LIMITS } from "../limits.ts";
 import { writeTransaction } from "../store/transaction.ts";
 import type { SkillContext } from "./context.ts";
 import type { SkillScope } from "./model.ts";
-import {
-  formatProblem,
-  PACK_NAME,
-  type PackFile,
-  type PackLimits,
-  type PackProblem,
-  packFingerprint,
-  parsePack,
-  readInlineFiles,
-  readPackFolder,
-  resolvePackDir,
-} from "./pack.ts";
+import { formatProblem, PACK_NAME, type PackFile, type PackLimits, type PackProblem } from "./pack.ts";
+import { readInlineFiles, readPackFolder, resolvePackDir } from "./pack-files.ts";
+import { packFingerprint, parsePack } from "./pack-parse.ts";
 import { checkScope } from "./request.ts";
 
 export interface LoadProgress {
