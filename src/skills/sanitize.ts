@@ -9,7 +9,7 @@ export interface CallOptions {
   readonly toolGate?: ToolGate;
 }
 
-export type Sanitize = (text: string) => string;
+type Sanitize = (text: string) => string;
 /** The sanitizer for a skill's text, which depends on who may have written it (its scope). */
 export type SanitizerFor = (row: { scope_kind: ScopeKind }) => Sanitize;
 

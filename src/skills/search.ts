@@ -47,7 +47,7 @@ export interface SearchSkillsResult {
 }
 
 /** A visible skill and its score in [0, 1]. */
-export interface ScoredRow {
+interface ScoredRow {
   readonly row: SearchRow;
   readonly score: number;
 }

@@ -32,7 +32,7 @@ function ownsPredicate(alias: string, caller: Caller): SqlPart {
  * most specific (project > tenant > global) counts, so a project can shadow a global skill. Anything
  * else behaves exactly as if it did not exist.
  */
-export function visibleSkillPredicate(alias: string, caller: Caller): SqlPart {
+function visibleSkillPredicate(alias: string, caller: Caller): SqlPart {
   const own = ownsPredicate(alias, caller);
   const other = ownsPredicate("o", caller);
   return {
