@@ -165,9 +165,13 @@ function contentHashOf(content: SkillContent): string {
 /** Bump when parsing or validation changes, so a reload re-parses packs loaded by an older build. */
 const PARSER_VERSION = "1";
 
+function sortedByPath(files: readonly PackFile[]): PackFile[] {
+  return [...files].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
 /** sha256 over every skill file's path and content (order-independent) and the parser version. */
 export function packFingerprint(files: readonly PackFile[]): string {
-  const sorted = [...files].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  const sorted = sortedByPath(files);
   const hash = createHash("sha256").update(`wayfind-skills-${PARSER_VERSION}\u0000`);
   for (const file of sorted) hash.update(`${file.path}\u0000${file.content}\u0000`);
   return hash.digest("hex");
@@ -185,7 +189,7 @@ export function parsePack(
   problems: PackProblem[],
   onFile?: (done: number, total: number) => void,
 ): ParsedPack {
-  const sorted = [...files].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  const sorted = sortedByPath(files);
   const valid: ValidRecord[] = [];
   sorted.forEach((file, i) => {
     for (const record of recordsOf(file, problems)) {

@@ -120,6 +120,48 @@ export interface PackRecord {
   skill_count: number;
 }
 
+/** The columns a pack load writes on insert and on update, in the order of packContent's values. */
+const PACK_CONTENT_COLUMNS = [
+  "title",
+  "description",
+  "trigger_text",
+  "task_type",
+  "tags",
+  "steps",
+  "preconditions",
+  "failure_modes",
+  "extra",
+  "origin_ref",
+  "pack_name",
+  "content_hash",
+];
+
+function packContent(skill: ParsedSkill, pack: string, originRef: string): string[] {
+  const c = skill.content;
+  return [
+    c.title,
+    c.description,
+    c.trigger,
+    c.taskType,
+    JSON.stringify(c.tags),
+    JSON.stringify(c.steps),
+    JSON.stringify(c.preconditions),
+    JSON.stringify(c.failureModes),
+    JSON.stringify(c.extra),
+    originRef,
+    pack,
+    skill.contentHash,
+  ];
+}
+
+const INSERT_PACK_SKILL = `INSERT INTO skills (id, name, name_tail, scope_kind, scope_rank, tenant_id, project_id,
+    ${PACK_CONTENT_COLUMNS.join(", ")}, origin, created_at_ms, updated_at_ms)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ${PACK_CONTENT_COLUMNS.map(() => "?").join(", ")}, 'pack', ?, ?)`;
+
+const UPDATE_PACK_SKILL = `UPDATE skills SET ${PACK_CONTENT_COLUMNS.map((column) => `${column} = ?`).join(", ")},
+    updated_at_ms = ?
+  WHERE seq = ? AND origin = 'pack'`;
+
 /** Storage of skills: SQL lives here, policy (limits, redaction, events) in the service. */
 export class SkillStore {
   private readonly statements = new Map<string, Statement>();
@@ -180,59 +222,22 @@ export class SkillStore {
   }
 
   insert(skill: ParsedSkill, scope: SkillScope, pack: string, originRef: string, now: number): void {
-    const c = skill.content;
-    this.prepare(
-      `INSERT INTO skills (id, name, name_tail, scope_kind, scope_rank, tenant_id, project_id, title, description, trigger_text,
-         task_type, tags, steps, preconditions, failure_modes, extra, origin, origin_ref, pack_name, content_hash,
-         created_at_ms, updated_at_ms)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pack', ?, ?, ?, ?, ?)`,
-    ).run(
+    this.prepare(INSERT_PACK_SKILL).run(
       `sk_${randomUUID().replace(/-/g, "").slice(0, 24)}`,
-      c.name,
-      nameTail(c.name),
+      skill.content.name,
+      nameTail(skill.content.name),
       scope.kind,
       SCOPE_RANK[scope.kind],
       scope.tenantId,
       scope.projectId,
-      c.title,
-      c.description,
-      c.trigger,
-      c.taskType,
-      JSON.stringify(c.tags),
-      JSON.stringify(c.steps),
-      JSON.stringify(c.preconditions),
-      JSON.stringify(c.failureModes),
-      JSON.stringify(c.extra),
-      originRef,
-      pack,
-      skill.contentHash,
+      ...packContent(skill, pack, originRef),
       now,
       now,
     );
   }
 
   update(seq: number, skill: ParsedSkill, pack: string, originRef: string, now: number): void {
-    const c = skill.content;
-    this.prepare(
-      `UPDATE skills SET title = ?, description = ?, trigger_text = ?, task_type = ?, tags = ?, steps = ?,
-         preconditions = ?, failure_modes = ?, extra = ?, origin_ref = ?, pack_name = ?, content_hash = ?, updated_at_ms = ?
-       WHERE seq = ? AND origin = 'pack'`,
-    ).run(
-      c.title,
-      c.description,
-      c.trigger,
-      c.taskType,
-      JSON.stringify(c.tags),
-      JSON.stringify(c.steps),
-      JSON.stringify(c.preconditions),
-      JSON.stringify(c.failureModes),
-      JSON.stringify(c.extra),
-      originRef,
-      pack,
-      skill.contentHash,
-      now,
-      seq,
-    );
+    this.prepare(UPDATE_PACK_SKILL).run(...packContent(skill, pack, originRef), now, seq);
   }
 
   remove(seq: number): void {
