@@ -9,8 +9,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ANONYMOUS_CALLER, type Caller } from "../src/caller/caller.ts";
 import { EventLog } from "../src/events/index.ts";
+import { allMigrations } from "../src/server/migrations.ts";
 import { openDatabase } from "../src/store/database.ts";
-import { allMigrations } from "../src/store/migrations.ts";
 import { UsageLedger, type UsageSummaryFilter } from "../src/usage/index.ts";
 
 const RECORDS = 200_000;

@@ -18,5 +18,5 @@ if (state === "fresh") {
     );
   const { register } = await import("tsx/esm/api");
   register();
-  await import("../src/cli.ts");
+  await import("../src/cli/main.ts");
 }

@@ -9,7 +9,7 @@ const INPUTS = ["src", "gen/ts", "tsconfig.json", "tsconfig.build.json"];
 /** Written by scripts/build.js after a successful build; its absence means "not built". */
 export const MANIFEST = "dist/sources.json";
 /** The built CLI, relative to the checkout. */
-export const DIST_CLI = "dist/src/cli.js";
+export const DIST_CLI = "dist/src/cli/main.js";
 
 /** Every input file (relative paths, sorted). */
 export function inputFiles(root) {

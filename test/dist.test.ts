@@ -26,9 +26,9 @@ function checkout(): string {
   write("package.json", '{"type": "module"}\n');
   write("tsconfig.json", "{}\n");
   write("tsconfig.build.json", "{}\n");
-  write("src/cli.ts", 'const runtime: string = "tsx";\nconsole.log(runtime);\n');
+  write("src/cli/main.ts", 'const runtime: string = "tsx";\nconsole.log(runtime);\n');
   write("gen/ts/wayfind/v1/common_pb.ts", "export {};\n");
-  write("dist/src/cli.js", 'console.log("dist");\n');
+  write("dist/src/cli/main.js", 'console.log("dist");\n');
   for (const file of ["bin/wayfind.js", "scripts/dist.js"]) {
     mkdirSync(dirname(join(root, file)), { recursive: true });
     copyFileSync(join(REPO, file), join(root, file));
@@ -49,7 +49,7 @@ describe("dist/ freshness", () => {
 
   it("is stale when a source changes, appears or disappears, and missing without a manifest", () => {
     const edited = checkout();
-    writeFileSync(join(edited, "src/cli.ts"), 'console.log("edited");\n');
+    writeFileSync(join(edited, "src/cli/main.ts"), 'console.log("edited");\n');
     expect(distState(edited)).toBe("stale");
     const added = checkout();
     writeFileSync(join(added, "src/new.ts"), "export {};\n");
@@ -68,7 +68,7 @@ describe("dist/ freshness", () => {
     const bin = join(root, "bin/wayfind.js");
     expect((await run(process.execPath, [bin])).stdout).toBe("dist\n");
     writeFileSync(
-      join(root, "src/cli.ts"),
+      join(root, "src/cli/main.ts"),
       'const runtime: string = "tsx, edited";\nconsole.log(runtime);\n',
     );
     const stale = await run(process.execPath, [bin]);

@@ -4,7 +4,7 @@ import { gallop } from "../text/postings.ts";
 import type { TaskType } from "./model.ts";
 
 /**
- * In-memory BM25F index over the same fields as `skills_fts` (name, title, trigger, description, tags).
+ * In-memory BM25F index over a skill's name, title, trigger, description and tags: the skill search.
  * SQLite FTS5 needs 5–30 ms for a term that matches thousands of skills; this index answers in well
  * under a millisecond. It only proposes candidates: every row a caller gets back is still checked by
  * the one visibility predicate in SQL (store.ts), so the index can never widen what a caller sees.

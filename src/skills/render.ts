@@ -28,7 +28,8 @@ const LEVELS: readonly Level[] = [
   { failureModes: false, preconditions: false, details: false, maxSteps: 4, maxStepChars: 60 },
 ];
 
-function clip(text: string, max: number): string {
+/** `text` cut to at most `max` characters, ending in "…" when cut. */
+export function clip(text: string, max: number): string {
   if (text.length <= max) return text;
   return `${text.slice(0, Math.max(0, max - 1)).trimEnd()}…`;
 }

@@ -1,8 +1,8 @@
 import { type Db, hasFts5, type Migration } from "../store/database.ts";
 
 /**
- * Skills tables. `seq` is the stable rowid the FTS index points at (a TEXT primary key would leave the
- * implicit rowid free to change on VACUUM). Names are unique per scope: a project skill may shadow a
+ * Skills tables. `seq` is the stable rowid the in-memory search index points at (a TEXT primary key would
+ * leave the implicit rowid free to change on VACUUM). Names are unique per scope: a project skill may shadow a
  * tenant or global skill of the same name, and reads resolve to the most specific one.
  */
 export const skillsMigrations: Migration[] = [
@@ -59,12 +59,17 @@ export const skillsMigrations: Migration[] = [
           PRIMARY KEY (name, scope_kind, tenant_id, project_id)
         );
       `);
-      // Without FTS5 the store falls back to regex/exact search and says so in effectiveSearchType.
+      // Applied databases keep what this created; skills/002 drops the table again.
       if (hasFts5(db)) {
         db.exec(
           "CREATE VIRTUAL TABLE skills_fts USING fts5(name, title, trigger_text, description, tags, tokenize = 'unicode61 remove_diacritics 2')",
         );
       }
     },
+  },
+  {
+    // The in-memory index (memindex.ts) answers every search; an FTS5 table nobody reads only costs writes.
+    id: "skills/002-drop-fts",
+    up: "DROP TABLE IF EXISTS skills_fts",
   },
 ];

@@ -7,7 +7,7 @@ import type { ParsedSkill } from "./pack.ts";
 
 type Statement = Database.Statement<unknown[], unknown>;
 
-export function nameTail(name: string): string {
+function nameTail(name: string): string {
   return name.slice(name.lastIndexOf(".") + 1);
 }
 
@@ -32,7 +32,7 @@ function ownsPredicate(alias: string, caller: Caller): SqlPart {
  * most specific (project > tenant > global) counts, so a project can shadow a global skill. Anything
  * else behaves exactly as if it did not exist.
  */
-export function visibleSkillPredicate(alias: string, caller: Caller): SqlPart {
+function visibleSkillPredicate(alias: string, caller: Caller): SqlPart {
   const own = ownsPredicate(alias, caller);
   const other = ownsPredicate("o", caller);
   return {
@@ -40,6 +40,28 @@ export function visibleSkillPredicate(alias: string, caller: Caller): SqlPart {
     params: [...own.params, ...other.params],
   };
 }
+
+/** Visible to `caller` and, when given, of `taskType` (alias `s`). */
+export function visibleFilter(caller: Caller, taskType: TaskType | undefined): SqlPart {
+  const visible = visibleSkillPredicate("s", caller);
+  if (!taskType) return visible;
+  return { sql: `${visible.sql} AND s.task_type = ?`, params: [...visible.params, taskType] };
+}
+
+/** The columns a search result or listing line needs (alias `s`). */
+export interface SearchRow {
+  seq: number;
+  name: string;
+  title: string;
+  trigger_text: string;
+  description: string;
+  task_type: TaskType;
+  tags: string;
+  scope_kind: ScopeKind;
+}
+
+export const SEARCH_COLUMNS =
+  "s.seq, s.name, s.title, s.trigger_text, s.description, s.task_type, s.tags, s.scope_kind";
 
 export interface SkillRow {
   seq: number;
@@ -98,20 +120,53 @@ export interface PackRecord {
   skill_count: number;
 }
 
+/** The columns a pack load writes on insert and on update, in the order of packContent's values. */
+const PACK_CONTENT_COLUMNS = [
+  "title",
+  "description",
+  "trigger_text",
+  "task_type",
+  "tags",
+  "steps",
+  "preconditions",
+  "failure_modes",
+  "extra",
+  "origin_ref",
+  "pack_name",
+  "content_hash",
+];
+
+function packContent(skill: ParsedSkill, pack: string, originRef: string): string[] {
+  const c = skill.content;
+  return [
+    c.title,
+    c.description,
+    c.trigger,
+    c.taskType,
+    JSON.stringify(c.tags),
+    JSON.stringify(c.steps),
+    JSON.stringify(c.preconditions),
+    JSON.stringify(c.failureModes),
+    JSON.stringify(c.extra),
+    originRef,
+    pack,
+    skill.contentHash,
+  ];
+}
+
+const INSERT_PACK_SKILL = `INSERT INTO skills (id, name, name_tail, scope_kind, scope_rank, tenant_id, project_id,
+    ${PACK_CONTENT_COLUMNS.join(", ")}, origin, created_at_ms, updated_at_ms)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ${PACK_CONTENT_COLUMNS.map(() => "?").join(", ")}, 'pack', ?, ?)`;
+
+const UPDATE_PACK_SKILL = `UPDATE skills SET ${PACK_CONTENT_COLUMNS.map((column) => `${column} = ?`).join(", ")},
+    updated_at_ms = ?
+  WHERE seq = ? AND origin = 'pack'`;
+
 /** Storage of skills: SQL lives here, policy (limits, redaction, events) in the service. */
 export class SkillStore {
-  readonly fts: boolean;
   private readonly statements = new Map<string, Statement>();
 
-  constructor(
-    readonly db: Db,
-    options: { disableFts?: boolean } = {},
-  ) {
-    const hasTable = db
-      .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'skills_fts'")
-      .get();
-    this.fts = !options.disableFts && hasTable !== undefined;
-  }
+  constructor(readonly db: Db) {}
 
   /** Prepared statements are cached by SQL text (the filters make a handful of shapes). */
   prepare(sql: string): Statement {
@@ -129,6 +184,16 @@ export class SkillStore {
 
   get<T>(sql: string, params: readonly (string | number)[]): T | undefined {
     return this.prepare(sql).get(...params) as T | undefined;
+  }
+
+  /** The skills of these names that `caller` sees (the most specific of each name), by name. */
+  visibleByName(caller: Caller, names: readonly string[]): Map<string, SkillRow> {
+    const where = visibleFilter(caller, undefined);
+    const rows = this.all<SkillRow>(
+      `SELECT s.* FROM skills s INDEXED BY skills_name WHERE s.name IN (${names.map(() => "?").join(",")}) AND ${where.sql}`,
+      [...names, ...where.params],
+    );
+    return new Map(rows.map((row) => [row.name, row]));
   }
 
   packRecord(pack: string, scope: SkillScope): PackRecord | undefined {
@@ -157,74 +222,26 @@ export class SkillStore {
   }
 
   insert(skill: ParsedSkill, scope: SkillScope, pack: string, originRef: string, now: number): void {
-    const c = skill.content;
-    const result = this.prepare(
-      `INSERT INTO skills (id, name, name_tail, scope_kind, scope_rank, tenant_id, project_id, title, description, trigger_text,
-         task_type, tags, steps, preconditions, failure_modes, extra, origin, origin_ref, pack_name, content_hash,
-         created_at_ms, updated_at_ms)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pack', ?, ?, ?, ?, ?)`,
-    ).run(
+    this.prepare(INSERT_PACK_SKILL).run(
       `sk_${randomUUID().replace(/-/g, "").slice(0, 24)}`,
-      c.name,
-      nameTail(c.name),
+      skill.content.name,
+      nameTail(skill.content.name),
       scope.kind,
       SCOPE_RANK[scope.kind],
       scope.tenantId,
       scope.projectId,
-      c.title,
-      c.description,
-      c.trigger,
-      c.taskType,
-      JSON.stringify(c.tags),
-      JSON.stringify(c.steps),
-      JSON.stringify(c.preconditions),
-      JSON.stringify(c.failureModes),
-      JSON.stringify(c.extra),
-      originRef,
-      pack,
-      skill.contentHash,
+      ...packContent(skill, pack, originRef),
       now,
       now,
     );
-    this.indexFts(Number(result.lastInsertRowid), c);
   }
 
   update(seq: number, skill: ParsedSkill, pack: string, originRef: string, now: number): void {
-    const c = skill.content;
-    this.prepare(
-      `UPDATE skills SET title = ?, description = ?, trigger_text = ?, task_type = ?, tags = ?, steps = ?,
-         preconditions = ?, failure_modes = ?, extra = ?, origin_ref = ?, pack_name = ?, content_hash = ?, updated_at_ms = ?
-       WHERE seq = ? AND origin = 'pack'`,
-    ).run(
-      c.title,
-      c.description,
-      c.trigger,
-      c.taskType,
-      JSON.stringify(c.tags),
-      JSON.stringify(c.steps),
-      JSON.stringify(c.preconditions),
-      JSON.stringify(c.failureModes),
-      JSON.stringify(c.extra),
-      originRef,
-      pack,
-      skill.contentHash,
-      now,
-      seq,
-    );
-    if (this.fts) this.prepare("DELETE FROM skills_fts WHERE rowid = ?").run(seq);
-    this.indexFts(seq, c);
+    this.prepare(UPDATE_PACK_SKILL).run(...packContent(skill, pack, originRef), now, seq);
   }
 
   remove(seq: number): void {
     this.prepare("DELETE FROM skills WHERE seq = ? AND origin = 'pack'").run(seq);
-    if (this.fts) this.prepare("DELETE FROM skills_fts WHERE rowid = ?").run(seq);
-  }
-
-  private indexFts(seq: number, c: ParsedSkill["content"]): void {
-    if (!this.fts) return;
-    this.prepare(
-      "INSERT INTO skills_fts (rowid, name, title, trigger_text, description, tags) VALUES (?, ?, ?, ?, ?, ?)",
-    ).run(seq, c.name.replace(/[._-]+/g, " "), c.title, c.trigger, c.description, c.tags.join(" "));
   }
 
   recordPack(

@@ -18,7 +18,7 @@ export function setCacheSize(db: Db, kib: number): void {
 
 /**
  * One schema change. `id` is global and sortable: `<capability>/<NNN>-<what>`, e.g. `skills/001-init`.
- * Each capability owns its migrations (src/<capability>/schema.ts); `src/store/migrations.ts` lists them all.
+ * Each capability owns its migrations (src/<capability>/schema.ts); `src/server/migrations.ts` (the composition root) lists them all, so the store imports no capability.
  */
 export interface Migration {
   readonly id: string;

@@ -2,8 +2,8 @@ import { describe, expect, it } from "vitest";
 import { caller, fixture, GLOBAL, jsonSkill, thrown } from "./helpers.ts";
 
 /** Tenant t1/p1 owns a secret skill; t2 and t1/p2 must not learn it exists. */
-function worldWith(searchEngine: "memory" | "sqlite" = "memory") {
-  const f = fixture({ searchEngine });
+function world() {
+  const f = fixture();
   const secret = [
     {
       path: "s.skill.json",
@@ -35,9 +35,7 @@ function worldWith(searchEngine: "memory" | "sqlite" = "memory") {
   return f;
 }
 
-describe.each(["memory", "sqlite"] as const)("scope isolation (%s engine)", (engine) => {
-  const world = () => worldWith(engine);
-
+describe("scope isolation", () => {
   it("a caller sees its project's, its tenant's and global skills", () => {
     const { service } = world();
     expect(service.listSkills(caller("t1", "p1")).skills.map((s) => s.name)).toEqual([
@@ -93,7 +91,8 @@ describe.each(["memory", "sqlite"] as const)("scope isolation (%s engine)", (eng
     service.searchSkills(caller("t2"), { query: "acme", type: "regex" });
     thrown(() => service.getSkills(caller("t2"), { names: ["acme.secret_deploy"] }));
     const events = sink.events.filter((e) => e.tenantId === "t2");
-    expect(events.length).toBeGreaterThan(0);
+    // The failed get emits nothing; the search's event is the tenant's own.
+    expect(events.map((e) => e.type)).toEqual(["skill_search_query"]);
     expect(JSON.stringify(events)).not.toContain("secret");
   });
 

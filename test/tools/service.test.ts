@@ -3,8 +3,8 @@ import { createAccessControl } from "../../src/access/index.ts";
 import { ActivationStore, compileLazyGroups } from "../../src/activation/index.ts";
 import { ANONYMOUS_CALLER } from "../../src/caller/caller.ts";
 import { ToolCatalog } from "../../src/discovery/index.ts";
+import { allMigrations } from "../../src/server/migrations.ts";
 import { openDatabase } from "../../src/store/database.ts";
-import { allMigrations } from "../../src/store/migrations.ts";
 import { ToolService } from "../../src/tools/service.ts";
 import { notFoundMessage } from "./helpers.ts";
 

@@ -2,8 +2,8 @@ import { activationMigrations } from "../activation/index.ts";
 import { discoveryMigrations } from "../discovery/index.ts";
 import { eventsMigrations } from "../events/index.ts";
 import { skillsMigrations } from "../skills/index.ts";
+import type { Migration } from "../store/database.ts";
 import { usageMigrations } from "../usage/index.ts";
-import type { Migration } from "./database.ts";
 
 /** Every capability's migrations, in the order they apply. Append; never edit an applied one. */
 export const allMigrations: readonly Migration[] = [

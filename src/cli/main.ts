@@ -1,14 +1,14 @@
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import pino from "pino";
-import { runCatalogStats } from "./cli/catalog-stats.ts";
-import { skillPackProgressBar } from "./cli/progress.ts";
-import { applyCliOverrides, loadConfig } from "./config/index.ts";
-import { startServer } from "./server/app.ts";
-import { listSources } from "./sources/cli.ts";
+import { applyCliOverrides, loadConfig } from "../config/index.ts";
+import { startServer } from "../server/app.ts";
+import { runCatalogStats } from "./catalog-stats.ts";
+import { skillPackProgressBar } from "./progress.ts";
+import { listSources } from "./sources.ts";
 
-/** The checkout: this file runs as src/cli.ts (tsx) or as the built dist/src/cli.js. */
-const ROOT = new URL(import.meta.url.endsWith(".ts") ? "../" : "../../", import.meta.url);
+/** The checkout: this file runs as src/cli/main.ts (tsx) or as the built dist/src/cli/main.js. */
+const ROOT = new URL(import.meta.url.endsWith(".ts") ? "../../" : "../../../", import.meta.url);
 /** Served when no --config is given: a demo catalog and skill pack, so a fresh checkout is useful. */
 const DEMO_CONFIG = fileURLToPath(new URL("demo/wayfind.yaml", ROOT));
 

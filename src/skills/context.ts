@@ -1,0 +1,54 @@
+import type { Caller } from "../caller/caller.ts";
+import type { EventAttributeValue, EventSink, EventType } from "../events/event.ts";
+import type { Db } from "../store/database.ts";
+import { MemoryIndex } from "./memindex.ts";
+import { SkillStore } from "./store.ts";
+
+/** What every skill operation shares: the store, the search index over it, events, the clock and redaction. */
+export class SkillContext {
+  readonly store: SkillStore;
+  private index: MemoryIndex | undefined;
+  private indexDataVersion = -1;
+
+  constructor(
+    db: Db,
+    private readonly events: EventSink | undefined,
+    /** Redact e-mails, phone numbers, tokens and URL query strings from returned text. */
+    readonly redaction: boolean,
+    readonly now: () => number,
+  ) {
+    this.store = new SkillStore(db);
+  }
+
+  /** Call after writing to the skills table through another module on the same connection. */
+  invalidateSearchIndex(): void {
+    this.index = undefined;
+  }
+
+  /** The in-memory index, rebuilt when this service or another connection changed the database. */
+  searchIndex(): MemoryIndex {
+    // A cached statement: db.pragma() prepares anew on every call, a measurable cost per search.
+    const dataVersion =
+      this.store.get<{ data_version: number }>("PRAGMA data_version", [])?.data_version ?? -1;
+    if (!this.index || dataVersion !== this.indexDataVersion) {
+      this.index = MemoryIndex.build(this.store.db);
+      this.indexDataVersion = dataVersion;
+    }
+    return this.index;
+  }
+
+  emit(
+    type: EventType,
+    caller: Caller | undefined,
+    attributes: Record<string, EventAttributeValue>,
+    tenantId?: string,
+  ): void {
+    this.events?.emit({
+      type,
+      tenantId: caller?.tenantId ?? tenantId ?? "",
+      sessionId: caller?.sessionId ?? "",
+      runId: caller?.runId ?? "",
+      attributes,
+    });
+  }
+}

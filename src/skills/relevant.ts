@@ -1,0 +1,76 @@
+import type { Caller } from "../caller/caller.ts";
+import { invalidArgument } from "../errors.ts";
+import { checkSize, LIMITS, withinLimit } from "../limits.ts";
+import type { SkillContext } from "./context.ts";
+import { tokenize } from "./memindex.ts";
+import type { BudgetReport } from "./read.ts";
+import { renderContext } from "./render.ts";
+import { type CallOptions, details, sanitizer } from "./sanitize.ts";
+import { ftsSearch } from "./search.ts";
+import type { SkillRow } from "./store.ts";
+
+const STOPWORDS = new Set(
+  "a an and are as at be by can do does for from get got has have how i if in into is it its me my need of on or our please should so that the then this to up use using want we what when where which who why will with you your".split(
+    " ",
+  ),
+);
+
+export interface GetRelevantSkillsInput {
+  readonly task: string;
+  readonly topK?: number;
+  readonly maxTokens?: number;
+}
+
+export interface GetRelevantSkillsResult extends BudgetReport {
+  /** The skills in the injection block, best first. */
+  readonly skills: readonly { readonly name: string; readonly title: string; readonly score: number }[];
+}
+
+/** Pre-flight: the skills best matching a task, rendered as one injection block within the token budget. */
+export function getRelevantSkills(
+  context: SkillContext,
+  caller: Caller,
+  input: GetRelevantSkillsInput,
+  options: CallOptions = {},
+): GetRelevantSkillsResult {
+  const task = (input.task ?? "").trim();
+  if (task.length === 0) throw invalidArgument("task must not be empty");
+  checkSize(LIMITS.relevantSkillsTask, task.length);
+  const topK = withinLimit(LIMITS.relevantSkillsTopK, input.topK);
+  const maxTokens = withinLimit(LIMITS.relevantSkillsMaxTokens, input.maxTokens);
+  const terms = [...new Set(tokenize(task).filter((w) => w.length > 1 && !STOPWORDS.has(w)))].slice(0, 32);
+  const { hits } = ftsSearch(context, caller, terms, undefined, topK, "or");
+  const rows =
+    hits.length > 0
+      ? context.store.visibleByName(
+          caller,
+          hits.map((h) => h.row.name),
+        )
+      : new Map<string, SkillRow>();
+  const sanitize = sanitizer(options.toolGate, context.redaction);
+  const ranked = hits.flatMap((hit) => {
+    const row = rows.get(hit.row.name);
+    return row ? [{ row, score: hit.score }] : [];
+  });
+  const views = ranked.map(({ row }) => details(row, sanitize));
+  const rendered = renderContext(views, "injection", maxTokens);
+  const included = ranked.slice(0, rendered.includedCount);
+  context.store.markUsed(
+    included.map(({ row }) => row.seq),
+    context.now(),
+  );
+  context.emit("skills_retrieved", caller, {
+    skill_count: included.length,
+    top_k: topK,
+    raw_tokens_est: rendered.rawTokens,
+    final_tokens_est: rendered.finalTokens,
+    was_compressed: rendered.compressed,
+  });
+  return {
+    skills: included.map(({ row, score }) => ({ name: row.name, title: sanitize(row)(row.title), score })),
+    formattedContext: rendered.text,
+    rawTokensEst: rendered.rawTokens,
+    finalTokensEst: rendered.finalTokens,
+    wasCompressed: rendered.compressed,
+  };
+}

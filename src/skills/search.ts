@@ -1,0 +1,241 @@
+import type { Caller } from "../caller/caller.ts";
+import { invalidArgument } from "../errors.ts";
+import { checkSize, LIMITS, withinLimit } from "../limits.ts";
+import { type CallerRegex, compileCallerRegex, fold, mayMatch } from "../text/caller-regex.ts";
+import { minMaxScale, REGEX_SCORE } from "../text/scores.ts";
+import type { SkillContext } from "./context.ts";
+import { type IndexHit, partitionKey, tokenize } from "./memindex.ts";
+import { SEARCH_TYPES, type SearchType, TASK_TYPES, type TaskType } from "./model.ts";
+import { redactText } from "./redact.ts";
+import { clip } from "./render.ts";
+import { oneOf } from "./request.ts";
+import { type CallOptions, type SanitizerFor, type SkillSummary, sanitizer, summary } from "./sanitize.ts";
+import { SEARCH_COLUMNS, type SearchRow, visibleFilter } from "./store.ts";
+
+/** Rows a regex search may run RE2 on after the literal pre-check (~10 µs each). */
+const MAX_REGEX_ROWS = 5_000;
+/**
+ * Characters of skill text one regex search may run RE2 on (~130 ms on a loaded 2-core host). Rows alone do not bound
+ * the work: 5,000 skills of 12 KB took seconds with a pattern that has no literal to pre-check.
+ */
+const MAX_REGEX_TEXT = 2_000_000;
+
+const regexTooBroad = (what: string) =>
+  invalidArgument(
+    `regex matches too broadly: ${what} would need a full scan; ` +
+      "add literal text to the pattern, filter by task_type, or use full-text search",
+  );
+
+export interface SkillSearchHit extends SkillSummary {
+  readonly score: number;
+  readonly matchType: SearchType;
+}
+
+export interface SearchSkillsInput {
+  readonly query: string;
+  readonly type?: SearchType;
+  readonly taskType?: TaskType;
+  readonly limit?: number;
+}
+
+export interface SearchSkillsResult {
+  readonly skills: readonly SkillSearchHit[];
+  /** What ran: the requested type (`fts` by default). */
+  readonly effectiveSearchType: SearchType;
+  /** The FTS query was widened (AND → OR → prefix) because the stricter form found nothing. */
+  readonly widened: boolean;
+}
+
+/** A visible skill and its score in [0, 1]. */
+interface ScoredRow {
+  readonly row: SearchRow;
+  readonly score: number;
+}
+
+/** The index partitions a caller may read: a narrowing pre-filter; the SQL predicate decides. */
+function callerPartitions(caller: Caller): Set<string> {
+  const partitions = new Set([partitionKey("global", "", "")]);
+  if (caller.tenantId) {
+    partitions.add(partitionKey("tenant", caller.tenantId, ""));
+    if (caller.projectId) partitions.add(partitionKey("project", caller.tenantId, caller.projectId));
+  }
+  return partitions;
+}
+
+export function searchSkills(
+  context: SkillContext,
+  caller: Caller,
+  input: SearchSkillsInput,
+  options: CallOptions = {},
+): SearchSkillsResult {
+  const query = (input.query ?? "").trim();
+  if (query.length === 0) throw invalidArgument("query must not be empty");
+  checkSize(LIMITS.searchSkillsQuery, query.length);
+  // One engine runs every type, so what ran is what was asked for.
+  const type = oneOf("search type", input.type, SEARCH_TYPES) ?? "fts";
+  const taskType = oneOf("task_type", input.taskType, TASK_TYPES);
+  const limit = withinLimit(LIMITS.searchSkillsLimit, input.limit);
+  const sanitize = sanitizer(options.toolGate, context.redaction);
+
+  let hits: ScoredRow[];
+  let widened = false;
+  if (type === "exact") hits = exactSearch(context, caller, query, taskType, limit);
+  else if (type === "regex")
+    hits = regexSearch(context, caller, compileCallerRegex(query), taskType, limit, sanitize);
+  else {
+    const found = ftsSearch(context, caller, tokenize(query).slice(0, 16), taskType, limit, "and");
+    hits = found.hits;
+    widened = found.widened;
+  }
+  const skills = hits.map(({ row, score }) => ({
+    ...summary(row, sanitize),
+    score,
+    matchType: type,
+  }));
+  context.emit("skill_search_query", caller, {
+    query: clip(redactText(query), 200),
+    search_type: type,
+    effective_search_type: type,
+    result_count: skills.length,
+    widened,
+  });
+  return { skills, effectiveSearchType: type, widened };
+}
+
+/** Full-text ranking; widens AND → OR → prefix when the stricter query finds nothing. */
+export function ftsSearch(
+  context: SkillContext,
+  caller: Caller,
+  terms: readonly string[],
+  taskType: TaskType | undefined,
+  limit: number,
+  start: "and" | "or",
+): { hits: ScoredRow[]; widened: boolean } {
+  if (terms.length === 0) return { hits: [], widened: false };
+  const index = context.searchIndex();
+  const partitions = callerPartitions(caller);
+  const modes: ("and" | "or" | "prefix")[] =
+    start === "and" && terms.length > 1 ? ["and", "or", "prefix"] : ["or", "prefix"];
+  for (const [i, mode] of modes.entries()) {
+    // Typos: match on a shortened prefix of each word ("kubernets" → "kubern"*).
+    const queryTerms =
+      mode === "prefix"
+        ? terms.map((t) => (t.length > 4 ? t.slice(0, Math.max(4, t.length - 2)) : t))
+        : terms;
+    const verified = verifyVisible(context, caller, limit, (k) =>
+      index.search(queryTerms, mode, partitions, taskType, k),
+    );
+    if (verified.length === 0) continue;
+    const scores = minMaxScale(verified.map((v) => v.relevance));
+    return { hits: verified.map((v, j) => ({ row: v.row, score: scores[j] ?? 0.5 })), widened: i > 0 };
+  }
+  return { hits: [], widened: modes.length > 1 };
+}
+
+/** Keeps the best `limit` candidates that pass the visibility predicate, in rank order. */
+function verifyVisible(
+  context: SkillContext,
+  caller: Caller,
+  limit: number,
+  topK: (k: number) => IndexHit[],
+): { row: SearchRow; relevance: number }[] {
+  const where = visibleFilter(caller, undefined);
+  const out: { row: SearchRow; relevance: number }[] = [];
+  let checked = 0;
+  // The index already filters by scope partition, so the first `limit` candidates almost always pass.
+  for (let k = limit; ; k *= 4) {
+    const ranked = topK(k);
+    const chunk = ranked.slice(checked);
+    checked = ranked.length;
+    if (chunk.length > 0) {
+      const rows = context.store.all<SearchRow>(
+        `SELECT ${SEARCH_COLUMNS} FROM skills s NOT INDEXED WHERE s.seq IN (${chunk.map(() => "?").join(",")}) AND ${where.sql}`,
+        [...chunk.map((c) => c.seq), ...where.params],
+      );
+      const bySeq = new Map(rows.map((row) => [row.seq, row]));
+      for (const hit of chunk) {
+        const row = bySeq.get(hit.seq);
+        if (row && out.length < limit) out.push({ row, relevance: hit.relevance });
+      }
+    }
+    // Fewer than k candidates means there are no more; otherwise shadowed ones were dropped: widen.
+    if (out.length >= limit || ranked.length < k) return out;
+  }
+}
+
+/** Full name or bare last segment, case-insensitive; both lookups are index seeks. */
+function exactSearch(
+  context: SkillContext,
+  caller: Caller,
+  query: string,
+  taskType: TaskType | undefined,
+  limit: number,
+): ScoredRow[] {
+  const where = visibleFilter(caller, taskType);
+  const rows = context.store.all<SearchRow>(
+    `SELECT ${SEARCH_COLUMNS} FROM skills s NOT INDEXED
+     WHERE s.seq IN (SELECT seq FROM skills WHERE name = ? COLLATE NOCASE
+                     UNION SELECT seq FROM skills WHERE name_tail = ? COLLATE NOCASE) AND ${where.sql}
+     ORDER BY lower(s.name) = lower(?) DESC, length(s.name), s.name LIMIT ?`,
+    [query, query, ...where.params, query, limit],
+  );
+  return rows.map((row) => ({ row, score: 1 }));
+}
+
+/**
+ * Linear-time (RE2) scan of the visible skills. Text fields are matched as the caller would see them
+ * (redacted, tool-gated), so a pattern cannot probe for hidden tool names or redacted secrets.
+ */
+function regexSearch(
+  context: SkillContext,
+  caller: Caller,
+  regex: CallerRegex,
+  taskType: TaskType | undefined,
+  limit: number,
+  sanitize: SanitizerFor,
+): ScoredRow[] {
+  const where = visibleFilter(caller, taskType);
+  const hits: ScoredRow[] = [];
+  // The index's literal pre-check picks the rows worth RE2; a pattern that leaves too many is
+  // refused rather than scanned, so one caller cannot stall the server.
+  const seqs = context
+    .searchIndex()
+    .regexCandidates(regex, callerPartitions(caller), taskType, MAX_REGEX_ROWS);
+  if (seqs === undefined) throw regexTooBroad(`more than ${MAX_REGEX_ROWS} skills`);
+  // NOT INDEXED: look the candidates up by rowid; with the scope index SQLite would walk every
+  // visible skill instead (8 ms at 50,000).
+  const statement = context.store.prepare(
+    `SELECT ${SEARCH_COLUMNS} FROM skills s NOT INDEXED WHERE s.seq IN (SELECT value FROM json_each(?)) AND ${where.sql}`,
+  );
+  const params = [JSON.stringify(seqs), ...where.params];
+  const re = regex.full;
+  let budget = MAX_REGEX_TEXT;
+  const test = (text: string) => {
+    budget -= text.length;
+    if (budget < 0) throw regexTooBroad(`more than ${MAX_REGEX_TEXT} characters of skill text`);
+    return re.test(text);
+  };
+  for (const raw of statement.iterate(...params)) {
+    const row = raw as SearchRow;
+    let score = 0;
+    if (mayMatch(regex, fold(row.name)) && test(row.name))
+      score = re.testExact(row.name)
+        ? REGEX_SCORE.fullName
+        : re.matcher(row.name).lookingAt()
+          ? REGEX_SCORE.namePrefix
+          : REGEX_SCORE.nameSubstring;
+    else {
+      const tags = (JSON.parse(row.tags) as string[]).join(" ");
+      const text = `${row.title}\n${row.trigger_text}\n${row.description}\n${tags}`;
+      // Literal pre-check (no RE2 work for most rows), then RE2 on the raw text, then a confirmation
+      // on what the caller may actually see.
+      if (mayMatch(regex, fold(text)) && test(text) && test(sanitize(row)(text))) score = REGEX_SCORE.text;
+    }
+    if (score > 0) hits.push({ row, score });
+  }
+  hits.sort(
+    (a, b) =>
+      b.score - a.score || a.row.name.length - b.row.name.length || (a.row.name < b.row.name ? -1 : 1),
+  );
+  return hits.slice(0, limit);
+}
