@@ -39,22 +39,22 @@ export class LiteralIndex {
     return runInSlices(LiteralIndex.steps(docCount, fieldsOf), wanted);
   }
 
-  /** The build, yielding between groups of docs and before each whole-index phase. */
+  /**
+   * The build, yielding between small groups of docs, of trigrams while packing, and of fields while
+   * sorting (packing and sorting at once take tens of milliseconds each at 10,000 tools).
+   */
   private static *steps(
     docCount: number,
     fieldsOf: (doc: number) => readonly string[],
   ): Generator<void, LiteralIndex> {
     const builder = new LiteralIndexBuilder(fieldsOf);
     for (let doc = 0; doc < docCount; doc++) {
-      // Yielding every doc would cost more than the small docs it separates.
-      if (doc % 64 === 0) yield;
+      // A tool's description holds hundreds of trigrams: a few tools per step.
+      if (doc % DOCS_PER_STEP === 0) yield;
       builder.add(doc);
     }
-    // Packing and sorting take tens of milliseconds each at 10,000 tools.
-    yield;
-    const postings = builder.packPostings();
-    yield;
-    return new LiteralIndex(postings, ...builder.sortFields());
+    const postings = yield* builder.packPostings();
+    return new LiteralIndex(postings, ...(yield* builder.sortFields()));
   }
 
   /**
@@ -122,10 +122,19 @@ function intersect(small: Int32Array, large: Int32Array): Int32Array {
   return out.subarray(0, count);
 }
 
+interface Field {
+  readonly text: string;
+  readonly doc: number;
+}
+
+/** Docs added, trigrams packed or fields sorted and merged between two yields of a build. */
+const DOCS_PER_STEP = 8;
+const ITEMS_PER_STEP = 2048;
+
 /** Collects trigram postings and fields doc by doc, then packs them into a LiteralIndex. */
 class LiteralIndexBuilder {
   private readonly postings = new Map<string, number[]>();
-  private readonly fields: { text: string; doc: number }[] = [];
+  private readonly fields: Field[] = [];
 
   constructor(private readonly fieldsOf: (doc: number) => readonly string[]) {}
 
@@ -143,12 +152,15 @@ class LiteralIndexBuilder {
     }
   }
 
-  packPostings(): Map<string, Int32Array> {
+  *packPostings(): Generator<void, Map<string, Int32Array>> {
+    let total = 0;
+    for (const docs of this.postings.values()) total += docs.length;
     // Views into one buffer: one backing store, not one per trigram.
-    const all = new Int32Array([...this.postings.values()].reduce((sum, docs) => sum + docs.length, 0));
+    const all = new Int32Array(total);
     const postings = new Map<string, Int32Array>();
     let offset = 0;
     for (const [trigram, docs] of this.postings) {
+      if (postings.size % ITEMS_PER_STEP === 0) yield;
       const view = all.subarray(offset, offset + docs.length);
       view.set(docs);
       postings.set(trigram, view);
@@ -157,10 +169,41 @@ class LiteralIndexBuilder {
     return postings;
   }
 
-  /** Every field, sorted, and the doc of each. */
-  sortFields(): [readonly string[], Int32Array] {
-    const fields = this.fields;
-    fields.sort((a, b) => (a.text < b.text ? -1 : a.text > b.text ? 1 : a.doc - b.doc));
+  /**
+   * Every field, sorted, and the doc of each: runs sorted one at a time, then merged pairwise, so no
+   * single step sorts them all.
+   */
+  *sortFields(): Generator<void, [readonly string[], Int32Array]> {
+    const byText = (a: Field, b: Field) => (a.text < b.text ? -1 : a.text > b.text ? 1 : a.doc - b.doc);
+    let runs: Field[][] = [];
+    for (let i = 0; i < this.fields.length; i += ITEMS_PER_STEP) {
+      yield;
+      runs.push(this.fields.slice(i, i + ITEMS_PER_STEP).sort(byText));
+    }
+    while (runs.length > 1) {
+      const merged: Field[][] = [];
+      for (let r = 0; r < runs.length; r += 2) {
+        const a = runs[r] as Field[];
+        const b = runs[r + 1];
+        if (!b) {
+          merged.push(a);
+          continue;
+        }
+        const out: Field[] = [];
+        let i = 0;
+        let j = 0;
+        while (i < a.length || j < b.length) {
+          if (out.length % ITEMS_PER_STEP === 0) yield;
+          const next =
+            j >= b.length || (i < a.length && byText(a[i] as Field, b[j] as Field) <= 0) ? a[i++] : b[j++];
+          out.push(next as Field);
+        }
+        merged.push(out);
+      }
+      runs = merged;
+    }
+    const fields = runs[0] ?? [];
+    yield;
     return [fields.map((f) => f.text), Int32Array.from(fields, (f) => f.doc)];
   }
 }

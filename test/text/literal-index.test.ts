@@ -48,6 +48,21 @@ describe("LiteralIndex", () => {
     expect([...(index.candidates(["zebra"], "") ?? [])]).toEqual([]);
   });
 
+  it("finds exactly the docs with a field starting with a prefix, over more fields than one sorted run", () => {
+    // 10,000 fields in a scrambled order: sorted in several runs, then merged.
+    const fields = Array.from({ length: 5_000 }, (_, d) => [
+      `t${(d * 7_919) % 5_000}_${d % 3 === 0 ? "get" : "set"}`,
+      `${d % 11 === 0 ? "get" : "put"}_${(d * 31) % 97}`,
+    ]);
+    const index = LiteralIndex.build(fields.length, (d) => fields[d] ?? []);
+    for (const prefix of ["t1", "t4999_", "get_", "put_9", "t12", "z"]) {
+      const expected = fields.flatMap((docFields, d) =>
+        docFields.some((f) => f.startsWith(prefix)) ? [d] : [],
+      );
+      expect([...(index.candidates([], prefix) ?? [])]).toEqual(expected);
+    }
+  });
+
   it("cannot narrow literals shorter than a trigram without a prefix", () => {
     const index = LiteralIndex.build(1, () => ["ab"]);
     expect(index.candidates(["ab"], "")).toBeUndefined();
