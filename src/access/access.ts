@@ -65,6 +65,7 @@ interface CompiledRule {
 const matchesNameOrAlias = (matcher: NameMatcher, tool: Tool): boolean =>
   matcher(tool.name) || tool.aliases.some((alias) => matcher(alias));
 
+/** Numbers access controls, so that two never hand out the same verdict key. */
 let nextInstance = 0;
 
 export function createAccessControl(options: AccessControlOptions): AccessControl {

@@ -57,8 +57,8 @@ const VISIBLE_SETS_MAX = 256;
 /**
  * The tool catalog: registration (transactional, hash-diffed) of the tool rows in SQLite, the
  * in-memory search index built from them (search-index.ts) and the reads: search (its paths in
- * search.ts, the ranker in ranker.ts), get and list. All reads take the caller's visibility predicate and apply it
- * before anything is ranked, counted or paged.
+ * search.ts, the ranker in ranker.ts), get and list. Every read applies the caller's visibility (a
+ * visible set for search, a predicate for get and list) before anything is ranked, counted or paged.
  */
 export class ToolCatalog {
   /** By toolKey(owner, name). */

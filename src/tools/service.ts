@@ -46,13 +46,14 @@ export interface PromptOptions {
   readonly includeDirectory?: boolean;
 }
 
+/** Numbers ToolService instances (see ToolService.instance). */
+let nextInstance = 0;
+
 /**
  * What a caller may do with tools. Every answer goes through `view(caller)`: the access control's
  * verdict (policy, tenant visibility, narrowing) plus the caller's activations. Handlers never reach
  * the catalog directly, so nothing hidden can leak through search, get, list, render, resolve or errors.
  */
-let nextInstance = 0;
-
 export class ToolService {
   /** Keeps the visible sets of two services over one catalog (two configurations) apart. */
   private readonly instance = nextInstance++;
