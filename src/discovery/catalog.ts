@@ -75,12 +75,15 @@ export class ToolCatalog {
    * and unpacked only while the index is built.
    */
   private readonly analysed = new Map<string, PackedAnalysis>();
-  /** The index of the catalog as it is; undefined from a change until the next build is adopted. */
+  /** How many changes the catalog has seen: the version builds, indexes and readers refer to. */
+  private version = 0;
+  /** The newest index built, and the version it holds (behind `version` while a build runs). */
   private index: SearchIndex | undefined;
-  /** The build under way (of the latest change), run in slices by startIndexBuild. */
-  private build: Generator<void, SearchIndex> | undefined;
-  /** Readers waiting for the next index (indexReady). */
-  private whenReady: Waiters | undefined;
+  private indexVersion = -1;
+  /** The build under way, run in slices by startIndexBuild. */
+  private build: IndexBuild | undefined;
+  /** Readers waiting for an index that holds their version (indexReady). */
+  private waiting: Waiter[] = [];
   /** The regex path's literal index, per in-memory index (dies with it); absent while it is built. */
   private readonly literalIndexes = new WeakMap<SearchIndex, LiteralIndex>();
   private readonly fingerprints = new Map<string, string>();
@@ -106,7 +109,7 @@ export class ToolCatalog {
       const record = JSON.parse(row.definition) as ToolRecord;
       this.put({ ...record, source: row.source, owner: row.owner });
     }
-    this.ensureIndex();
+    this.indexAt();
   }
 
   get size(): number {
@@ -263,7 +266,7 @@ export class ToolCatalog {
     // A query that is a renamed tool's old name searches for its current name, whatever the type.
     const query = this.canonicalName(validated.query);
     const visible = request.visible;
-    const index = visible?.index ?? this.ensureIndex();
+    const index = visible?.index ?? this.indexAt();
     const candidates = visible
       ? visible.candidates
       : request.includeAlwaysLoaded
@@ -321,7 +324,7 @@ export class ToolCatalog {
         throw invalidArgument("page_token is not one this server issued; omit it to start over");
       after = after.slice(2);
     }
-    const index = this.ensureIndex();
+    const index = this.indexAt(request.version);
     const visible = request.isVisible;
     const tools: ListResponse["tools"][number][] = [];
     let total = 0;
@@ -418,14 +421,15 @@ export class ToolCatalog {
   }
 
   /**
-   * The current index. While a build is under way in slices, it is run to its end now: the
-   * synchronous fallback for in-process callers that read without awaiting `indexReady()`.
+   * An index that holds at least `version` (default: every change so far): the newest built when it
+   * does, else the build of every change run to its end now, the synchronous fallback for in-process
+   * callers that read without awaiting `indexReady()`.
    */
-  private ensureIndex(): SearchIndex {
-    if (this.index) return this.index;
-    const build = this.build ?? this.startIndexBuild();
+  private indexAt(version = this.version): SearchIndex {
+    if (this.index && this.indexVersion >= version) return this.index;
+    const build = this.build?.version === this.version ? this.build : this.startIndexBuild();
     try {
-      return this.adopt(build, runToEnd(build));
+      return this.adopt(build, runToEnd(build.steps));
     } catch (error) {
       // A failed build is not resumed: the next read starts over.
       if (this.build === build) this.build = undefined;
@@ -433,58 +437,79 @@ export class ToolCatalog {
     }
   }
 
-  /** Starts building the index of the catalog as it is now, in slices; a newer change abandons it. */
-  private startIndexBuild(): Generator<void, SearchIndex> {
-    const build = buildSearchIndex([...this.tools.values()], {
-      preferredNamespaces: this.preferred,
-      ranker: this.rankerConfig,
-      analysed: this.analysed,
-    });
+  /** Starts building the index of the catalog as it is now, in slices between other calls. */
+  private startIndexBuild(): IndexBuild {
+    const build: IndexBuild = {
+      steps: buildSearchIndex([...this.tools.values()], {
+        preferredNamespaces: this.preferred,
+        ranker: this.rankerConfig,
+        analysed: this.analysed,
+      }),
+      version: this.version,
+    };
     this.build = build;
-    runInSlices(build, () => this.build === build).then(
+    runInSlices(build.steps, () => this.build === build).then(
       (index) => {
         if (index) this.adopt(build, index);
       },
       (error: unknown) => {
         if (this.build !== build) return;
         this.build = undefined;
-        this.whenReady?.reject(error);
-        this.whenReady = undefined;
+        for (const waiter of this.wakeable(build.version)) waiter.reject(error);
+        if (this.waiting.length > 0) this.startIndexBuild();
       },
     );
     return build;
   }
 
-  /** Makes `index` (the result of `build`) current, wakes the readers waiting for it. */
-  private adopt(build: Generator<void, SearchIndex>, index: SearchIndex): SearchIndex {
+  /** Makes the index `build` made the newest, wakes the readers whose changes it holds. */
+  private adopt(build: IndexBuild, index: SearchIndex): SearchIndex {
     if (this.build === build) this.build = undefined;
-    this.index = index;
-    this.buildLiteralIndex(index);
-    // Emitted whenever the in-memory index is (re)built: at start and after each change.
-    this.events?.emit({
-      type: "tool_search_cache_ready",
-      attributes: { tool_count: index.docs.length },
-    });
-    this.whenReady?.resolve();
-    this.whenReady = undefined;
+    if (build.version > this.indexVersion) {
+      this.index = index;
+      this.indexVersion = build.version;
+      this.buildLiteralIndex(index);
+      // Emitted whenever an index is built: at start and after changes.
+      this.events?.emit({
+        type: "tool_search_cache_ready",
+        attributes: { tool_count: index.docs.length },
+      });
+    }
+    for (const waiter of this.wakeable(build.version)) waiter.resolve(build.version);
+    // Changes that came while readers waited for this build: build them next.
+    if (!this.build && this.indexVersion < this.version) this.startIndexBuild();
     return index;
   }
 
-  /** Drops the index after a change and starts building the next one between other calls. */
+  /** Takes the waiting readers that an index of `version` satisfies. */
+  private wakeable(version: number): Waiter[] {
+    const wake = this.waiting.filter((waiter) => waiter.version <= version);
+    this.waiting = this.waiting.filter((waiter) => waiter.version > version);
+    return wake;
+  }
+
+  /**
+   * After a change: a build under way is abandoned for one of the catalog as it is now, unless
+   * readers wait for it; then it runs to its end and the next build follows (abandoning it would
+   * keep them waiting for as long as changes keep coming).
+   */
   private invalidateIndex(): void {
-    this.index = undefined;
+    this.version++;
+    const running = this.build;
+    if (running && this.waiting.some((waiter) => waiter.version <= running.version)) return;
     this.startIndexBuild();
   }
 
   /**
-   * Resolves once the index holds every change made before the call (read-your-writes): a build that
-   * a newer change abandons is not waited for, the build of the newer change is.
+   * Resolves once an index holds every change made before the call (read-your-writes), with the
+   * version to read at (`visibleSet`, `list`): a read at that version takes that index, or a newer
+   * one, without waiting for changes made since.
    */
-  indexReady(): Promise<void> {
-    if (this.index) return Promise.resolve();
+  indexReady(): Promise<number> {
+    const version = this.version;
+    if (this.index && this.indexVersion >= version) return Promise.resolve(version);
     if (!this.build) this.startIndexBuild();
-    this.whenReady ??= waiters();
-    return this.whenReady.promise;
+    return new Promise((resolve, reject) => this.waiting.push({ version, resolve, reject }));
   }
 
   /**
@@ -497,8 +522,10 @@ export class ToolCatalog {
     readonly key: string;
     readonly isVisible: VisibilityPredicate;
     readonly includeAlwaysLoaded?: boolean;
+    /** The version the caller waited for (indexReady); default: every change so far. */
+    readonly version?: number;
   }): VisibleSet {
-    const index = this.ensureIndex();
+    const index = this.indexAt(view.version);
     const includeAlways = view.includeAlwaysLoaded ?? false;
     const key = `${includeAlways ? "all" : "deferred"}:${view.key}`;
     let set = index.visibleSets.get(key);
@@ -540,20 +567,17 @@ export class ToolCatalog {
   }
 }
 
-interface Waiters {
-  readonly promise: Promise<void>;
-  readonly resolve: () => void;
-  readonly reject: (error: unknown) => void;
+/** A build of the index of the catalog at `version`. */
+interface IndexBuild {
+  readonly steps: Generator<void, SearchIndex>;
+  readonly version: number;
 }
 
-function waiters(): Waiters {
-  let resolve: () => void = () => {};
-  let reject: (error: unknown) => void = () => {};
-  const promise = new Promise<void>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
+/** A reader waiting for an index that holds `version`. */
+interface Waiter {
+  readonly version: number;
+  readonly resolve: (version: number) => void;
+  readonly reject: (error: unknown) => void;
 }
 
 function validateSearch(request: SearchRequest): { query: string; type: SearchType; limit: number } {

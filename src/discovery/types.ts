@@ -135,6 +135,8 @@ export interface ListRequest {
   readonly pageSize?: number;
   readonly pageToken?: string;
   readonly isVisible?: VisibilityPredicate;
+  /** The version the caller waited for (ToolCatalog.indexReady); default: every change so far. */
+  readonly version?: number;
 }
 
 export interface ListedTool {

@@ -70,8 +70,8 @@ export class ToolService {
     caller: Caller,
     request: { query: string; type?: SearchType; limit?: number; includeAlwaysLoaded: boolean },
   ): Promise<SearchResponse> {
-    await this.options.catalog.indexReady();
-    return this.searchIn(this.view(caller), caller, request);
+    const version = await this.options.catalog.indexReady();
+    return this.searchIn(this.view(caller, version), caller, request);
   }
 
   private searchIn(
@@ -103,12 +103,13 @@ export class ToolService {
     caller: Caller,
     request: { pageSize?: number; pageToken?: string; showAll: boolean },
   ): Promise<Omit<ListResponse, "tools"> & { tools: readonly (ListedTool & { visible: boolean })[] }> {
-    await this.options.catalog.indexReady();
+    const version = await this.options.catalog.indexReady();
     const view = this.view(caller);
     // Decided once per tool while the catalog filters: always loaded (by mode or pattern),
     // activated, or everything when tool search is off.
     const visibleNow = new Set<string>();
     const response = this.options.catalog.list({
+      version,
       pageSize: request.pageSize,
       pageToken: request.pageToken,
       isVisible: (tool) => {
@@ -180,10 +181,10 @@ export class ToolService {
 
   async renderPrompt(caller: Caller, options: PromptOptions): Promise<RenderedToolPrompt> {
     // Hints search the index.
-    await this.options.catalog.indexReady();
-    let view = this.view(caller);
+    const version = await this.options.catalog.indexReady();
+    let view = this.view(caller, version);
     if (options.hintMessage && this.activateLazyGroups(caller, view, options.hintMessage))
-      view = this.view(caller);
+      view = this.view(caller, version);
     return renderToolPrompt({
       caller,
       access: view.access,
@@ -344,7 +345,8 @@ export class ToolService {
     return tools;
   }
 
-  private view(caller: Caller): CallerView {
+  /** What `caller` sees now; its searches read the index at `version` (indexReady), default the newest. */
+  private view(caller: Caller, version?: number): CallerView {
     const access = this.accessFor(caller);
     const enabled = this.options.toolSearch.enabled;
     const activeNames = this.options.activations.activeFor(caller);
@@ -368,6 +370,7 @@ export class ToolService {
           isVisible: (tool) => canActivate(tool) && (includeVisibleNow || !isVisibleNow(tool)),
           // Already-visible tools are only returned when asked for; we decide that, not the loading mode.
           includeAlwaysLoaded: true,
+          version,
         }),
     };
   }

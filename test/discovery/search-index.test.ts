@@ -50,6 +50,26 @@ describe("the search index after a change", () => {
     expect(names(catalog.search({ query: "late.arrival", type: "exact" }))).toEqual(["late.arrival"]);
   });
 
+  it("lets a waiting reader through while changes keep coming faster than a build", async () => {
+    const { catalog } = openCatalog();
+    await catalog.register("bulk", many(2_000));
+    let version: number | undefined;
+    const reader = catalog.indexReady().then((ready) => {
+      version = ready;
+    });
+    // A change every turn of the event loop, each of which would restart a build if it could.
+    for (let i = 0; i < 500 && version === undefined; i++) {
+      await catalog.register(`churn${i}`, [{ name: `churn.tool_${i}`, description: "Changes all the time" }]);
+      await nextTurn();
+    }
+    expect(version).toBeDefined();
+    await reader;
+    const visible = catalog.visibleSet({ key: "everything", isVisible: () => true, version });
+    expect(names(catalog.search({ query: "bulk.tool_1999", type: "exact", visible }))).toEqual([
+      "bulk.tool_1999",
+    ]);
+  });
+
   it("lets every reader waiting for the index through once it holds their writes", async () => {
     const { catalog } = seeded();
     await catalog.register("bulk", many(500));
