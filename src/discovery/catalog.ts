@@ -77,7 +77,7 @@ export class ToolCatalog {
   private readonly analysed = new Map<string, PackedAnalysis>();
   /** How many changes the catalog has seen: the version builds, indexes and readers refer to. */
   private version = 0;
-  /** The newest index built, and the version it holds (behind `version` while a build runs). */
+  /** The newest index built and the version it holds; dropped at a change, until the next is built. */
   private index: SearchIndex | undefined;
   private indexVersion = -1;
   /** The build under way, run in slices by startIndexBuild. */
@@ -495,6 +495,8 @@ export class ToolCatalog {
    */
   private invalidateIndex(): void {
     this.version++;
+    // No reader can use it any more (each waits for a newer one): let it go before the next is built.
+    this.index = undefined;
     const running = this.build;
     if (running && this.waiting.some((waiter) => waiter.version <= running.version)) return;
     this.startIndexBuild();
