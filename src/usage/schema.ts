@@ -71,4 +71,36 @@ export const usageMigrations: Migration[] = [
       CREATE INDEX usage_records_tenant_run ON usage_records (tenant_id, run_id, occurred_at_ms);
     `,
   },
+  {
+    id: "usage/003-hourly",
+    up: `
+      -- usage_records summed per tenant, UTC hour of occurred_at, provider and model: updated in each
+      -- record's transaction and decreased as retention deletes records, so it always equals the
+      -- retained records' sums. A summary's partial days at the window edges read their whole hours
+      -- here instead of up to a day of records. occurred_at_ms is the hour's first millisecond.
+      CREATE TABLE usage_hourly (
+        tenant_id TEXT NOT NULL,
+        occurred_at_ms INTEGER NOT NULL,
+        provider TEXT NOT NULL,
+        model TEXT NOT NULL,
+        calls INTEGER NOT NULL,
+        input_tokens INTEGER NOT NULL,
+        output_tokens INTEGER NOT NULL,
+        cache_read_input_tokens INTEGER NOT NULL,
+        cache_creation_input_tokens INTEGER NOT NULL,
+        cache_creation_1h_input_tokens INTEGER NOT NULL,
+        rate_limit_input_tokens INTEGER NOT NULL,
+        cost_usd REAL NOT NULL,
+        unknown_cost_calls INTEGER NOT NULL,
+        uncached_cost_usd REAL NOT NULL,
+        PRIMARY KEY (tenant_id, occurred_at_ms, provider, model)
+      ) WITHOUT ROWID;
+      INSERT INTO usage_hourly
+        SELECT tenant_id, occurred_at_ms - ((occurred_at_ms % 3600000) + 3600000) % 3600000, provider,
+          model, COUNT(*), SUM(input_tokens), SUM(output_tokens), SUM(cache_read_input_tokens),
+          SUM(cache_creation_input_tokens), SUM(cache_creation_1h_input_tokens),
+          SUM(rate_limit_input_tokens), TOTAL(cost_usd), SUM(cost_usd IS NULL), TOTAL(uncached_cost_usd)
+        FROM usage_records GROUP BY 1, 2, 3, 4;
+    `,
+  },
 ];

@@ -2,6 +2,8 @@ import { describe, expect, it } from "vitest";
 import { MAX_RECORDS_SCANNED } from "../../src/usage/ledger.ts";
 import { caller, harness, usage } from "./helpers.ts";
 
+const HOUR_MS = 3_600_000;
+
 const sonnet = { provider: "anthropic", model: "claude-sonnet-4-5" } as const;
 const at = (iso: string) => new Date(iso);
 
@@ -162,5 +164,68 @@ describe("getUsageSummary", () => {
     expect(ledger.getUsageSummary(caller(), { sessionId: "busy", ...firstHour }).totals.calls).toBe(3_600);
     expect(ledger.getUsageSummary(caller(), { groupBy: ["run"], ...firstHour }).groups).toHaveLength(3_600);
     expect(ledger.getUsageSummary(caller(), { groupBy: ["day"] }).totals.calls).toBe(MAX_RECORDS_SCANNED + 1);
+  });
+
+  it("sums windows whose edges fall inside hours and days exactly as a scan of the raw records does", () => {
+    const { ledger, db } = harness({ file: ":memory:" });
+    const start = Date.UTC(2026, 0, 1);
+    const models = ["claude-sonnet-4-5", "claude-haiku-4-5", "in-house-unpriced"];
+    // A call every 97 s for three days: every hour and day holds calls, none on a boundary.
+    for (let call = 0; call * 97_000 < 3 * 24 * HOUR_MS; call++) {
+      const model = models[call % 3] as string;
+      ledger.recordUsage(caller({ sessionId: `s${call % 4}` }), {
+        provider: model === "in-house-unpriced" ? "other" : "anthropic",
+        model,
+        usage: usage(100 + (call % 89), 10 + (call % 7), (call % 5) * 300, call % 11 === 0 ? 50 : 0),
+        idempotencyKey: `k${call}`,
+        occurredAt: new Date(start + call * 97_000),
+      });
+    }
+    const scan = db.prepare<[number, number], { calls: number; input: number; cost: number }>(
+      `SELECT COUNT(*) AS calls, TOTAL(input_tokens) AS input, TOTAL(cost_usd) AS cost FROM usage_records
+       WHERE occurred_at_ms >= ? AND occurred_at_ms < ?`,
+    );
+    const windows: [string, string][] = [
+      ["2026-01-01T10:20:00.001Z", "2026-01-02T19:40:59.999Z"], // partial days and hours at both edges
+      ["2026-01-01T10:20:00Z", "2026-01-01T10:50:00Z"], // inside one hour
+      ["2026-01-01T10:20:00Z", "2026-01-01T13:07:00Z"], // inside one day, across hours
+      ["2026-01-01T23:59:59.999Z", "2026-01-03T00:00:00.001Z"], // a millisecond past each whole day
+      ["2026-01-01T05:00:00Z", "2026-01-03T17:00:00Z"], // on whole hours, partial days
+    ];
+    for (const [since, until] of windows) {
+      const window = { since: at(since), until: at(until) };
+      const expected = scan.get(window.since.getTime(), window.until.getTime());
+      const { totals } = ledger.getUsageSummary(caller(), window);
+      expect({ since, calls: totals.calls, input: totals.inputTokens }).toEqual({
+        since,
+        calls: expected?.calls,
+        input: expected?.input,
+      });
+      expect(totals.totalCostUsd).toBeCloseTo(expected?.cost ?? Number.NaN, 9);
+    }
+  });
+
+  it("refuses a window whose partial-hour edges hold more than 20,000 records as invalid_argument saying to use whole hours, and sums the same hours set on whole hours from the hourly aggregate", () => {
+    const { ledger } = harness({ file: ":memory:" });
+    const hour = Date.UTC(2026, 0, 1, 10);
+    for (let call = 0; call <= MAX_RECORDS_SCANNED; call++) {
+      ledger.recordUsage(caller({ runId: `r${call}` }), {
+        ...sonnet,
+        usage: usage(1),
+        idempotencyKey: `k${call}`,
+        occurredAt: new Date(hour + 1 + call * 100),
+      });
+    }
+    const partialHour = { since: new Date(hour + 1), until: new Date(hour + 2 * HOUR_MS) };
+    expect(() => ledger.getUsageSummary(caller(), partialHour)).toThrow(
+      expect.objectContaining({
+        code: "invalid_argument",
+        message: expect.stringMatching(
+          /reads at most 20,000 usage records in the partial UTC hours.*whole UTC hours/,
+        ),
+      }),
+    );
+    const wholeHours = { since: new Date(hour), until: new Date(hour + 2 * HOUR_MS) };
+    expect(ledger.getUsageSummary(caller(), wholeHours).totals.calls).toBe(MAX_RECORDS_SCANNED + 1);
   });
 });
