@@ -155,10 +155,10 @@ export class UsageLedger {
   private readonly statements = new Map<string, Statement<unknown[], TotalsRow>>();
   private readonly selectByKey: Statement<[string, string], RecordRow>;
   private readonly insertRecord: Statement;
-  private readonly addToDay: Statement;
-  private readonly addToHour: Statement;
-  private readonly subtractFromHours: Statement<[number]>;
-  private readonly dropEmptyHours: Statement<[number]>;
+  /** Per aggregate table: adds a record to its period's row. */
+  private readonly addToAggregates: readonly { periodMs: number; add: Statement }[];
+  /** Per aggregate table that follows retention: takes the expiring batch out, drops emptied rows. */
+  private readonly removeExpiredFromAggregates: readonly Statement<[number]>[];
   private readonly retentionMs: number | undefined;
   private readonly oldestRecords: Statement<[number], { id: number; recorded_at_ms: number }>;
   private readonly deleteThrough: Statement<[number]>;
@@ -170,10 +170,16 @@ export class UsageLedger {
     this.now = options.now ?? Date.now;
     this.retentionMs = options.retentionDays === undefined ? undefined : options.retentionDays * DAY_MS;
     this.oldestRecords = this.db.prepare("SELECT id, recorded_at_ms FROM usage_records ORDER BY id LIMIT ?");
-    this.addToDay = this.db.prepare(addToAggregate("usage_daily"));
-    this.addToHour = this.db.prepare(addToAggregate("usage_hourly"));
-    this.subtractFromHours = this.db.prepare(SUBTRACT_EXPIRING_FROM_HOURS);
-    this.dropEmptyHours = this.db.prepare(DROP_EMPTY_EXPIRING_HOURS);
+    this.addToAggregates = AGGREGATES_BY_PERIOD.map(({ table, periodMs }) => ({
+      periodMs,
+      add: this.db.prepare(addToAggregate(table)),
+    }));
+    this.removeExpiredFromAggregates = AGGREGATES_BY_PERIOD.filter((a) => a.followsRetention).flatMap(
+      ({ table, periodMs }) => [
+        this.db.prepare<[number]>(subtractExpiring(table, periodMs)),
+        this.db.prepare<[number]>(dropEmptiedByExpiring(table, periodMs)),
+      ],
+    );
     this.deleteThrough = this.db.prepare("DELETE FROM usage_records WHERE id <= ?");
     this.selectByKey = this.db.prepare<[string, string], RecordRow>(
       `SELECT id, request_json, cost_usd, uncached_cost_usd, unknown_cost_reason, occurred_at_ms
@@ -240,8 +246,9 @@ export class UsageLedger {
         cost.costUsd === null ? 1 : 0,
         cost.uncachedCostUsd ?? 0,
       ];
-      this.addToDay.run(caller.tenantId, floorTo(occurredAtMs, DAY_MS), ...sums);
-      this.addToHour.run(caller.tenantId, floorTo(occurredAtMs, HOUR_MS), ...sums);
+      for (const { periodMs, add } of this.addToAggregates) {
+        add.run(caller.tenantId, floorTo(occurredAtMs, periodMs), ...sums);
+      }
       // In the record's transaction: a crash keeps both or neither.
       this.events.emit({
         type: "usage_recorded",
@@ -273,8 +280,8 @@ export class UsageLedger {
 
   /**
    * Totals (and optional groups) over the caller's tenant, narrowed by the filter. Whole UTC days come
-   * from usage_daily and whole hours from usage_hourly, so the cost does not grow with the window;
-   * see summaryPlan for what reads records.
+   * from usage_daily, whole hours and minutes from usage_hourly and usage_minutely, so the cost does
+   * not grow with the window; see summaryPlan for what reads records.
    */
   getUsageSummary(caller: Caller, filter: UsageSummaryFilter = {}): UsageSummary {
     const narrowing = validateFilter(caller, filter);
@@ -308,8 +315,8 @@ export class UsageLedger {
   /**
    * A summary reads at most MAX_RECORDS_SCANNED records, counted first on an index alone (tenant and
    * session, run or time), which stops one past the bound. Sessions and runs are only in the records,
-   * so a summary that needs them reads the whole window's; any other reads only the partial hours at
-   * its window's edges.
+   * so a summary that needs them reads the whole window's; any other reads only the partial minutes
+   * at its window's edges.
    */
   private checkRecordsToScan(
     narrowing: Narrowing,
@@ -331,17 +338,18 @@ export class UsageLedger {
         ? `a summary narrowed to or grouped by a session or run reads at most ${bound} ` +
             "usage records, and this one matches more; narrow the window (start_time, end_time) or the " +
             "session or run, or group by provider, model or day, which have no such bound"
-        : `a summary reads at most ${bound} usage records in the partial UTC hours at the edges of its ` +
-            "window, and this one's start_time or end_time falls in an hour with more; set start_time " +
-            "and end_time on whole UTC hours, which are summed from per-hour aggregates however busy",
+        : `a summary reads at most ${bound} usage records in the partial minutes at the edges of its ` +
+            "window, and this one's start_time or end_time falls in a minute with more; set start_time " +
+            "and end_time on whole minutes, which are summed from per-minute aggregates however busy",
     );
   }
 
   /**
    * Retention: deletes the oldest records, recorded more than `retentionDays` ago, at most `batchSize`
    * in one short transaction. Returns how many it deleted and whether more may be waiting. Their days
-   * keep counting them in usage_daily; their hours in usage_hourly stop counting them with the records
-   * (a row left at zero calls is deleted). Sessions and runs live only as long as the records.
+   * keep counting them in usage_daily; their hours and minutes (usage_hourly, usage_minutely) stop
+   * counting them in the same transaction (a row left without calls is deleted). Sessions and runs
+   * live only as long as the records.
    */
   pruneExpired(batchSize = PRUNE_BATCH_SIZE): { deleted: number; more: boolean } {
     if (this.retentionMs === undefined) return { deleted: 0, more: false };
@@ -357,8 +365,7 @@ export class UsageLedger {
         deleted++;
       }
       if (lastExpiredId === undefined) return { deleted: 0, more: false };
-      this.subtractFromHours.run(lastExpiredId);
-      this.dropEmptyHours.run(lastExpiredId);
+      for (const statement of this.removeExpiredFromAggregates) statement.run(lastExpiredId);
       this.deleteThrough.run(lastExpiredId);
       return { deleted, more: deleted === batchSize };
     });
@@ -381,7 +388,7 @@ const SUMMED_COLUMNS = `provider, model, occurred_at_ms, input_tokens, output_to
   rate_limit_input_tokens, cost_usd, uncached_cost_usd`;
 
 /**
- * What usage_daily and usage_hourly sum besides calls, in the order addToAggregate takes them, each
+ * What the aggregate tables sum besides calls, in the order addToAggregate takes them, each
  * with its sum over usage_records (a record's unknown cost counts as 0 and as one unknown-cost call).
  */
 const SUMS_OF_RECORDS = {
@@ -399,7 +406,8 @@ const AGGREGATE_SUMS = Object.keys(SUMS_OF_RECORDS);
 
 const AGGREGATES = ["calls", ...AGGREGATE_SUMS].map((column) => `SUM(${column}) AS ${column}`).join(", ");
 
-const HOUR_MS = 3_600_000;
+const MINUTE_MS = 60_000;
+const HOUR_MS = 60 * MINUTE_MS;
 const DAY_MS = 24 * HOUR_MS;
 /** Records per retention transaction: a few ms each, so pruning never holds the write lock for long. */
 const PRUNE_BATCH_SIZE = 200;
@@ -410,7 +418,7 @@ const PRUNE_BATCH_SIZE = 200;
 export const MAX_RECORDS_SCANNED = 20_000;
 
 /**
- * Adds one record to its period's row of an aggregate (usage_daily, usage_hourly), in the record's
+ * Adds one record to its period's row of an aggregate table (AGGREGATES_BY_PERIOD), in the record's
  * transaction. Takes tenant, period start, provider, model, then AGGREGATE_SUMS.
  */
 function addToAggregate(table: string): string {
@@ -420,26 +428,31 @@ function addToAggregate(table: string): string {
       ${AGGREGATE_SUMS.map((column) => `${column} = ${column} + excluded.${column}`).join(", ")}`;
 }
 
-/** The start of a record's UTC hour in SQL, also before 1970. */
-const HOUR_OF_RECORD = `occurred_at_ms - (((occurred_at_ms % ${HOUR_MS}) + ${HOUR_MS}) % ${HOUR_MS})`;
+/** The start of a record's UTC period in SQL, also before 1970. */
+function periodOfRecord(periodMs: number): string {
+  return `occurred_at_ms - (((occurred_at_ms % ${periodMs}) + ${periodMs}) % ${periodMs})`;
+}
 
-/** Takes from usage_hourly the records with id ≤ ?: the batch retention is about to delete. */
-const SUBTRACT_EXPIRING_FROM_HOURS = `UPDATE usage_hourly AS hour SET calls = hour.calls - expiring.calls,
-    ${AGGREGATE_SUMS.map((column) => `${column} = hour.${column} - expiring.${column}`).join(", ")}
-  FROM (SELECT tenant_id, ${HOUR_OF_RECORD} AS start_ms, provider, model, COUNT(*) AS calls,
-      ${Object.entries(SUMS_OF_RECORDS)
-        .map(([column, sum]) => `${sum} AS ${column}`)
-        .join(", ")}
-    FROM usage_records WHERE id <= ? GROUP BY 1, 2, 3, 4) AS expiring
-  WHERE hour.tenant_id = expiring.tenant_id AND hour.occurred_at_ms = expiring.start_ms
-    AND hour.provider = expiring.provider AND hour.model = expiring.model`;
+/** Takes the records with id ≤ ? (the batch retention is about to delete) out of an aggregate table. */
+function subtractExpiring(table: string, periodMs: number): string {
+  return `UPDATE ${table} AS period SET calls = period.calls - expiring.calls,
+      ${AGGREGATE_SUMS.map((column) => `${column} = period.${column} - expiring.${column}`).join(", ")}
+    FROM (SELECT tenant_id, ${periodOfRecord(periodMs)} AS start_ms, provider, model, COUNT(*) AS calls,
+        ${Object.entries(SUMS_OF_RECORDS)
+          .map(([column, sum]) => `${sum} AS ${column}`)
+          .join(", ")}
+      FROM usage_records WHERE id <= ? GROUP BY 1, 2, 3, 4) AS expiring
+    WHERE period.tenant_id = expiring.tenant_id AND period.occurred_at_ms = expiring.start_ms
+      AND period.provider = expiring.provider AND period.model = expiring.model`;
+}
 
-/** Deletes the hours left without calls by SUBTRACT_EXPIRING_FROM_HOURS, so the table stays bounded. */
-const DROP_EMPTY_EXPIRING_HOURS = `DELETE FROM usage_hourly WHERE calls = 0
-  AND (tenant_id, occurred_at_ms, provider, model) IN
-    (SELECT tenant_id, ${HOUR_OF_RECORD}, provider, model FROM usage_records WHERE id <= ?)`;
+/** Deletes the rows subtractExpiring left without calls, so the table stays bounded. */
+function dropEmptiedByExpiring(table: string, periodMs: number): string {
+  return `DELETE FROM ${table} WHERE calls = 0 AND (tenant_id, occurred_at_ms, provider, model) IN
+    (SELECT tenant_id, ${periodOfRecord(periodMs)}, provider, model FROM usage_records WHERE id <= ?)`;
+}
 
-/** The first millisecond of the UTC period (day, hour) of `ms`, also before 1970. */
+/** The first millisecond of the UTC period (day, hour, minute) of `ms`, also before 1970. */
 function floorTo(ms: number, periodMs: number): number {
   return ms - (((ms % periodMs) + periodMs) % periodMs);
 }
@@ -467,20 +480,25 @@ interface TimeWindow {
   readonly until: number | undefined;
 }
 
-/** The aggregates of usage_records by UTC period, coarsest first; each period divides the one before. */
+/**
+ * The aggregates of usage_records by UTC period, coarsest first; each period divides the one before.
+ * Days outlive the records; hours and minutes sum exactly the retained records (followsRetention).
+ */
 const AGGREGATES_BY_PERIOD = [
-  { table: "usage_daily", periodMs: DAY_MS },
-  { table: "usage_hourly", periodMs: HOUR_MS },
+  { table: "usage_daily", periodMs: DAY_MS, followsRetention: false },
+  { table: "usage_hourly", periodMs: HOUR_MS, followsRetention: true },
+  { table: "usage_minutely", periodMs: MINUTE_MS, followsRetention: true },
 ] as const;
 
 /**
  * Where a summary's rows come from, and the windows it reads records in (checkRecordsToScan bounds
  * them). Narrowed to or grouped by a session or run: the records in the window. Otherwise the whole
  * UTC days inside [since, until) come from usage_daily, the whole hours of the partial days at the
- * edges from usage_hourly, and only the partial hours at the edges from records: at most 23 hourly
- * rows and an hour of records per edge, per provider and model; hour-aligned windows read no
- * records. usage_hourly sums the retained records, so a partial day counts its retained records
- * exactly as a scan would; whole days count pruned ones too, from usage_daily.
+ * edges from usage_hourly, the whole minutes of the partial hours from usage_minutely, and only the
+ * partial minutes at the edges from records: per edge, provider and model at most 23 hourly and 59
+ * per-minute rows and a minute of records; minute-aligned windows read no records. The hourly and
+ * per-minute rows sum the retained records, so a partial day counts its retained records exactly as
+ * a scan would; whole days count pruned ones too, from usage_daily.
  */
 function summaryPlan(
   narrowing: Narrowing,

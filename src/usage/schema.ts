@@ -72,13 +72,23 @@ export const usageMigrations: Migration[] = [
     `,
   },
   {
-    id: "usage/003-hourly",
+    id: "usage/003-hourly-minutely",
     up: `
-      -- usage_records summed per tenant, UTC hour of occurred_at, provider and model: updated in each
-      -- record's transaction and decreased as retention deletes records, so it always equals the
-      -- retained records' sums. A summary's partial days at the window edges read their whole hours
-      -- here instead of up to a day of records. occurred_at_ms is the hour's first millisecond.
-      CREATE TABLE usage_hourly (
+      -- usage_records summed per tenant, UTC hour (usage_hourly) or minute (usage_minutely) of
+      -- occurred_at, provider and model: updated in each record's transaction and decreased as
+      -- retention deletes records, so they always equal the retained records' sums. A summary's
+      -- partial days at the window edges read their whole hours and minutes here instead of up to a
+      -- day of records. occurred_at_ms is the period's first millisecond.
+      ${retainedAggregate("usage_hourly", 3_600_000)}
+      ${retainedAggregate("usage_minutely", 60_000)}
+    `,
+  },
+];
+
+/** An aggregate table of usage_records by period, filled from the records kept so far. */
+function retainedAggregate(table: string, periodMs: number): string {
+  return `
+      CREATE TABLE ${table} (
         tenant_id TEXT NOT NULL,
         occurred_at_ms INTEGER NOT NULL,
         provider TEXT NOT NULL,
@@ -95,12 +105,10 @@ export const usageMigrations: Migration[] = [
         uncached_cost_usd REAL NOT NULL,
         PRIMARY KEY (tenant_id, occurred_at_ms, provider, model)
       ) WITHOUT ROWID;
-      INSERT INTO usage_hourly
-        SELECT tenant_id, occurred_at_ms - ((occurred_at_ms % 3600000) + 3600000) % 3600000, provider,
-          model, COUNT(*), SUM(input_tokens), SUM(output_tokens), SUM(cache_read_input_tokens),
+      INSERT INTO ${table}
+        SELECT tenant_id, occurred_at_ms - ((occurred_at_ms % ${periodMs}) + ${periodMs}) % ${periodMs},
+          provider, model, COUNT(*), SUM(input_tokens), SUM(output_tokens), SUM(cache_read_input_tokens),
           SUM(cache_creation_input_tokens), SUM(cache_creation_1h_input_tokens),
           SUM(rate_limit_input_tokens), TOTAL(cost_usd), SUM(cost_usd IS NULL), TOTAL(uncached_cost_usd)
-        FROM usage_records GROUP BY 1, 2, 3, 4;
-    `,
-  },
-];
+        FROM usage_records GROUP BY 1, 2, 3, 4;`;
+}

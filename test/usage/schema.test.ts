@@ -26,10 +26,10 @@ describe("usage migrations", () => {
     expect(upgraded.ledger.getUsageSummary(caller(), { groupBy: ["day"] })).toEqual(byDay);
   });
 
-  it("sums the records of a database from before the hourly aggregate into it when upgrading", () => {
+  it("sums the records of a database from before the hourly and per-minute aggregates into them when upgrading", () => {
     const file = tempDbFile();
     const old = harness({ file });
-    const times = ["2026-01-01T09:59:59.999Z", "2026-01-01T10:00:00Z", "2026-01-01T10:30:00Z"];
+    const times = ["2026-01-01T09:59:59.999Z", "2026-01-01T10:00:00Z", "2026-01-01T10:00:30Z"];
     times.forEach((iso, i) => {
       old.ledger.recordUsage(caller(), {
         provider: "anthropic",
@@ -39,16 +39,18 @@ describe("usage migrations", () => {
         occurredAt: new Date(iso),
       });
     });
-    const partialDay = { since: new Date("2026-01-01T09:00:00Z"), until: new Date("2026-01-01T11:00:00Z") };
+    const partialDay = { since: new Date("2026-01-01T09:59:00Z"), until: new Date("2026-01-01T11:00:00Z") };
     const before = old.ledger.getUsageSummary(caller(), partialDay);
-    // The schema as released before usage/003: no hourly aggregate.
-    old.db.exec(`DROP TABLE usage_hourly; DELETE FROM schema_migrations WHERE id = 'usage/003-hourly'`);
+    // The schema as released before usage/003: no hourly or per-minute aggregate.
+    old.db.exec(`DROP TABLE usage_hourly; DROP TABLE usage_minutely;
+      DELETE FROM schema_migrations WHERE id = 'usage/003-hourly-minutely'`);
     old.db.close();
 
     const upgraded = harness({ file });
-    expect(
-      upgraded.db.prepare("SELECT calls FROM usage_hourly ORDER BY occurred_at_ms").pluck().all(),
-    ).toEqual([1, 2]);
+    const callsOf = (table: string) =>
+      upgraded.db.prepare(`SELECT calls FROM ${table} ORDER BY occurred_at_ms`).pluck().all();
+    expect(callsOf("usage_hourly")).toEqual([1, 2]);
+    expect(callsOf("usage_minutely")).toEqual([1, 2]);
     expect(upgraded.ledger.getUsageSummary(caller(), partialDay)).toEqual(before);
     expect(before.totals.inputTokens).toBe(111);
   });
