@@ -169,6 +169,19 @@ describe("request body timeout", () => {
     expect(closedAfterMs).toBeLessThan(BODY_S * 1000 + 1_500);
   });
 
+  it("answers an HTTP/1.1 gRPC-Web call whose message stops halfway with DEADLINE_EXCEEDED and closes the connection", async () => {
+    const connection = await openRaw(wayfind.port);
+    const head =
+      "POST /grpc.health.v1.Health/Check HTTP/1.1\r\nHost: wayfind\r\n" +
+      "Content-Type: application/grpc-web+proto\r\nContent-Length: 105\r\n\r\n";
+    connection.socket.write(Buffer.concat([Buffer.from(head), partialGrpcMessage(100, 10)]));
+    const closedAfterMs = await connection.closed;
+    expect(connection.received()).toMatch(/^HTTP\/1\.1 200 /);
+    expect(connection.received()).toMatch(/grpc-status: ?4\r\n/i); // DEADLINE_EXCEEDED
+    expect(closedAfterMs).toBeGreaterThanOrEqual(BODY_S * 1000 * 0.8);
+    expect(closedAfterMs).toBeLessThan(BODY_S * 1000 + 1_500);
+  });
+
   it("answers an HTTP/2 Connect call whose body stops halfway with deadline_exceeded and closes the stream", async () => {
     const session = http2.connect(wayfind.baseUrl);
     const openedAt = Date.now();
