@@ -348,6 +348,8 @@ function toConfig(raw: ConfigFile, baseDir: string, configFile: string | undefin
       handshakeTimeoutSeconds: server.handshake_timeout_seconds ?? DEFAULTS.server.handshakeTimeoutSeconds,
       requestHeaderTimeoutSeconds:
         server.request_header_timeout_seconds ?? DEFAULTS.server.requestHeaderTimeoutSeconds,
+      requestBodyTimeoutSeconds:
+        server.request_body_timeout_seconds ?? DEFAULTS.server.requestBodyTimeoutSeconds,
       idleTimeoutSeconds: server.idle_timeout_seconds ?? DEFAULTS.server.idleTimeoutSeconds,
       maxConnections: server.max_connections ?? DEFAULTS.server.maxConnections,
       eventRetention: {

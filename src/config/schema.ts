@@ -161,6 +161,7 @@ const server = z.strictObject({
   max_message_bytes: maxMessageBytes.optional(),
   handshake_timeout_seconds: timeoutSeconds.optional(),
   request_header_timeout_seconds: timeoutSeconds.optional(),
+  request_body_timeout_seconds: timeoutSeconds.optional(),
   idle_timeout_seconds: timeoutSeconds.optional(),
   max_connections: z.number().int().min(1).max(1_000_000).optional(),
   event_retention: z

@@ -141,6 +141,11 @@ export interface ServerConfig {
   readonly handshakeTimeoutSeconds: number;
   /** HTTP/1.1 request headers, and the first body bytes of an HTTP/2 stream, must arrive within this. */
   readonly requestHeaderTimeoutSeconds: number;
+  /**
+   * The whole request body of a unary or server-streaming call must arrive within this (from its
+   * headers), else DEADLINE_EXCEEDED; client- and bidi-streaming calls send theirs over time.
+   */
+  readonly requestBodyTimeoutSeconds: number;
   /** A connection without a call in flight for this long is closed (HTTP/2: GOAWAY). */
   readonly idleTimeoutSeconds: number;
   /** Connections beyond this many open ones are refused. */

@@ -187,6 +187,7 @@ export async function startServer(
       limits: {
         handshakeTimeoutMs: secondsToMs(settings.handshakeTimeoutSeconds),
         requestHeaderTimeoutMs: secondsToMs(settings.requestHeaderTimeoutSeconds),
+        requestBodyTimeoutMs: secondsToMs(settings.requestBodyTimeoutSeconds),
         idleTimeoutMs: secondsToMs(settings.idleTimeoutSeconds),
         maxConnections: settings.maxConnections,
       },

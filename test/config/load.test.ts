@@ -209,11 +209,12 @@ describe("loadConfig", () => {
 describe("loadConfig connection limits", () => {
   it("reads the connection timeouts in seconds, fractions allowed, and the connection cap", () => {
     const file = write(
-      "server: {handshake_timeout_seconds: 0.5, request_header_timeout_seconds: 2, idle_timeout_seconds: 60, max_connections: 100}\n",
+      "server: {handshake_timeout_seconds: 0.5, request_header_timeout_seconds: 2, request_body_timeout_seconds: 5, idle_timeout_seconds: 60, max_connections: 100}\n",
     );
     expect(loadConfig(file, {}).server).toMatchObject({
       handshakeTimeoutSeconds: 0.5,
       requestHeaderTimeoutSeconds: 2,
+      requestBodyTimeoutSeconds: 5,
       idleTimeoutSeconds: 60,
       maxConnections: 100,
     });
