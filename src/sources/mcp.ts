@@ -318,7 +318,7 @@ export class McpSource {
     }
     // Closed while listing: the database may be closing too, so nothing is registered.
     if (this.closed) return;
-    const outcome = this.register(listed);
+    const outcome = await this.register(listed);
     this.syncCount++;
     if (!outcome) return;
     this.failures = 0;
@@ -362,7 +362,7 @@ export class McpSource {
    * Checks each listed tool on its own and registers the good ones, replacing the source. Returns
    * undefined (and keeps the last good catalog) when nothing could be registered.
    */
-  private register(listed: readonly unknown[]): SyncOutcome | undefined {
+  private async register(listed: readonly unknown[]): Promise<SyncOutcome | undefined> {
     const skipped: string[] = [];
     const seen = new Set<string>();
     const inputs: ToolInput[] = [];
@@ -408,7 +408,7 @@ export class McpSource {
       return undefined;
     }
     try {
-      const result = this.catalog.register(this.id, good, { replaceSource: true });
+      const result = await this.catalog.register(this.id, good, { replaceSource: true });
       return {
         added: result.added,
         updated: result.updated,
@@ -515,7 +515,7 @@ export class McpSources {
       if (tool.owner === "" && tool.source.startsWith("mcp:") && !configured.has(tool.source))
         stale.add(tool.source);
     for (const source of stale) {
-      const result = this.catalog.register(source, [], { replaceSource: true });
+      const result = await this.catalog.register(source, [], { replaceSource: true });
       this.logger.info({ source, removed: result.removed }, "mcp server no longer configured; tools removed");
     }
     const first = Promise.all(this.sources.map((s) => s.start()));
