@@ -154,6 +154,66 @@ describe("register", () => {
   });
 });
 
+describe("registering between other calls", () => {
+  /** Tools whose args schemas Ajv compiles (each has an example): well over one slice of work. */
+  const checked = (count: number, description = "Checked tool.") =>
+    Array.from({ length: count }, (_, i) => ({
+      name: `bulk.tool_${i}`,
+      description,
+      argsSchema: { type: "object", properties: { q: { type: "string" } } },
+      examples: [{ args: { q: `${i}` }, description: "", tags: [] }],
+    }));
+
+  it("lets timers run while it checks the tools, and shows none of them until it has committed", async () => {
+    const { catalog } = openCatalog();
+    let sizeWhileChecking = -1;
+    setTimeout(() => {
+      sizeWhileChecking = catalog.size;
+    }, 0);
+    const result = await catalog.register("bulk", checked(2_000));
+    expect(sizeWhileChecking).toBe(0);
+    expect(result.added).toBe(2_000);
+    expect(catalog.size).toBe(2_000);
+  });
+
+  it("runs registrations of one source in call order, so the later one wins whole", async () => {
+    const { catalog, db } = openCatalog();
+    await catalog.register("bulk", checked(1));
+    // The first (slow: 2,000 tools to check) changes tool 0; the second (quick) puts it back and drops
+    // the rest. Checked side by side, the second would see tool 0 unchanged and the first win.
+    const [first, second] = await Promise.all([
+      catalog.register("bulk", checked(2_000, "Revised.")),
+      catalog.register("bulk", checked(1), { replaceSource: true }),
+    ]);
+    expect(first).toMatchObject({ added: 1_999, updated: 1 });
+    expect(second).toMatchObject({ added: 0, updated: 1, removed: 1_999 });
+    expect([...catalog.all()].map((t) => `${t.name}: ${t.description}`)).toEqual([
+      "bulk.tool_0: Checked tool.",
+    ]);
+    expect(catalog.fingerprint()).toBe(second.fingerprint);
+    expect(new ToolCatalog(db).fingerprint()).toBe(second.fingerprint);
+  });
+
+  it("runs the next registration after one that fails", async () => {
+    const { catalog } = openCatalog();
+    const [failed, next] = await Promise.allSettled([
+      catalog.register("bulk", [...checked(100), { name: "bad name!" }]),
+      catalog.register("bulk", checked(1)),
+    ]);
+    expect(failed.status).toBe("rejected");
+    expect(next).toMatchObject({ status: "fulfilled", value: { added: 1 } });
+    expect(catalog.size).toBe(1);
+  });
+
+  it("answers UNAVAILABLE and writes nothing when the database closes while it checks", async () => {
+    const { catalog, db } = openCatalog();
+    setTimeout(() => db.close(), 0);
+    const err = await thrown(catalog.register("bulk", checked(2_000)));
+    expect(err.code).toBe("unavailable");
+    expect(catalog.size).toBe(0);
+  });
+});
+
 describe("persistence", () => {
   it("serves search, get and list after reopening the database, without re-registering", async () => {
     const { db, file, catalog } = await seeded();
