@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { JsonObject, JsonValue, ToolInput } from "../../src/discovery/index.ts";
+import { recordSteps, toRecord } from "../../src/discovery/validate.ts";
 import { WayfindError } from "../../src/errors.ts";
 import { openCatalog } from "./helpers.ts";
 
@@ -149,5 +150,32 @@ describe("bounded args schemas and examples", () => {
     const err = await rejection({ type: "object" }, [{ note: "short" }, { note: "x".repeat(16_384) }]);
     expect(err?.code).toBe("invalid_argument");
     expect(err?.message).toContain('tool "checked": example 1: args must have 0–16,384 bytes of JSON');
+  });
+});
+
+describe("checking a tool in steps", () => {
+  const examples = ["a", "b", "c"].map((q) => ({ args: { q }, description: "", tags: [] }));
+  const tool: ToolInput = {
+    name: "stepped",
+    argsSchema: { type: "object", properties: { q: { type: "string", minLength: 1 } } },
+    examples,
+  };
+
+  /** Runs the steps to their end; how many times they yielded, and the record. */
+  const stepThrough = (input: ToolInput) => {
+    const steps = recordSteps(input, 0);
+    let yields = 0;
+    for (let step = steps.next(); ; step = steps.next()) {
+      if (step.done) return { yields, record: step.value };
+      yields++;
+    }
+  };
+
+  it("yields before compiling the args schema and before each example, so a slice can end between them", () => {
+    expect(stepThrough(tool).yields).toBeGreaterThanOrEqual(1 + examples.length);
+  });
+
+  it("ends in the record toRecord makes at once", () => {
+    expect(stepThrough(tool).record).toEqual(toRecord(tool, 0));
   });
 });
