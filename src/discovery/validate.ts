@@ -4,7 +4,6 @@ import { RE2JS } from "re2js";
 import { invalidArgument, quoteInput } from "../errors.ts";
 import { canonicalJson } from "../json.ts";
 import { LIMITS as API, type Limit, sizeProblem } from "../limits.ts";
-import { runToEnd } from "../text/slices.ts";
 import {
   type JsonObject,
   type JsonValue,
@@ -49,15 +48,11 @@ export function toolLabel(input: ToolInput, index: number): string {
   return typeof input.name === "string" && input.name ? `tool ${quoteInput(input.name)}` : `tool #${index}`;
 }
 
-/** Validates and normalises one input into the stored record (with hash). Throws invalid_argument. */
-export function toRecord(input: ToolInput, index: number): ToolRecord {
-  return runToEnd(recordSteps(input, index));
-}
-
 /**
- * toRecord in steps, for registering many tools between other calls (src/text/slices.ts): it yields
- * before each part that can take milliseconds on its own (compiling the args schema, checking each
- * example, hashing), so a slice of the event loop ends close to its budget.
+ * Validates and normalises one input into the stored record (with hash); throws invalid_argument.
+ * In steps, so many tools are checked between other calls (src/text/slices.ts runInSlices): it
+ * yields before each part that can take milliseconds on its own (compiling the args schema, checking
+ * each example, hashing), so a slice of the event loop ends close to its budget.
  */
 export function* recordSteps(input: ToolInput, index: number): Generator<void, ToolRecord> {
   const fail = (msg: string) => invalidArgument(`${toolLabel(input, index)}: ${msg}`);

@@ -18,8 +18,9 @@ import type { Logger } from "pino";
 import { z } from "zod";
 import type { McpServerConfig } from "../config/index.ts";
 import type { JsonObject, SideEffects, ToolCatalog, ToolInput } from "../discovery/index.ts";
-import { toRecord } from "../discovery/validate.ts";
+import { recordSteps } from "../discovery/validate.ts";
 import { LIMITS } from "../limits.ts";
+import { runInSlices } from "../text/slices.ts";
 import { applySourceOptions } from "./catalog-files.ts";
 
 /** Source id of a configured MCP server. */
@@ -383,23 +384,9 @@ export class McpSource {
       seen.add(parsed.data.name);
       inputs.push(toToolInput(parsed.data, this.config));
     });
-    const good: ToolInput[] = [];
-    for (const input of applySourceOptions(inputs, this.config, this.config.name)) {
-      try {
-        const record = toRecord(input, 0);
-        // MCP servers are global sources: only another global source can hold the name.
-        const registeredBy = this.catalog
-          .get([record.name], { isVisible: this.catalog.ownershipFilter("") })
-          .tools.find((t) => t.name === record.name)?.source;
-        if (registeredBy !== undefined && registeredBy !== this.id) {
-          skipped.push(`tool "${record.name}" is already registered by source "${registeredBy}"`);
-          continue;
-        }
-        good.push(input);
-      } catch (error) {
-        skipped.push(describe(error));
-      }
-    }
+    // Closed while checking: the database may be closing too, so nothing is registered.
+    const good = await runInSlices(this.registrable(inputs, skipped), () => !this.closed);
+    if (!good) return undefined;
     if (good.length === 0 && listed.length > 0) {
       this.fail(
         `none of the ${listed.length} listed tools could be registered: ${skipped.join("; ")}`,
@@ -420,6 +407,33 @@ export class McpSource {
       this.fail(`registering tools failed: ${describe(error)}`, false);
       return undefined;
     }
+  }
+
+  /**
+   * The listed tools that can be registered; each one that cannot is added to `skipped`. Checked in
+   * steps of one tool or less (runInSlices), as the catalog checks them: a server listing thousands
+   * of tools, or config examples for many, must not hold other calls up.
+   */
+  private *registrable(inputs: readonly ToolInput[], skipped: string[]): Generator<void, ToolInput[]> {
+    const good: ToolInput[] = [];
+    for (const input of applySourceOptions(inputs, this.config, this.config.name)) {
+      yield;
+      try {
+        const record = yield* recordSteps(input, 0);
+        // MCP servers are global sources: only another global source can hold the name.
+        const registeredBy = this.catalog
+          .get([record.name], { isVisible: this.catalog.ownershipFilter("") })
+          .tools.find((t) => t.name === record.name)?.source;
+        if (registeredBy !== undefined && registeredBy !== this.id) {
+          skipped.push(`tool "${record.name}" is already registered by source "${registeredBy}"`);
+          continue;
+        }
+        good.push(input);
+      } catch (error) {
+        skipped.push(describe(error));
+      }
+    }
+    return good;
   }
 
   private setHealth(healthy: boolean, error: string): void {

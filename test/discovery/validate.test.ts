@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { JsonObject, JsonValue, ToolInput } from "../../src/discovery/index.ts";
-import { recordSteps, toRecord } from "../../src/discovery/validate.ts";
+import { recordSteps } from "../../src/discovery/validate.ts";
 import { WayfindError } from "../../src/errors.ts";
 import { openCatalog } from "./helpers.ts";
 
@@ -175,7 +175,10 @@ describe("checking a tool in steps", () => {
     expect(stepThrough(tool).yields).toBeGreaterThanOrEqual(1 + examples.length);
   });
 
-  it("ends in the record toRecord makes at once", () => {
-    expect(stepThrough(tool).record).toEqual(toRecord(tool, 0));
+  it("ends in the record that registering stores", async () => {
+    const { catalog } = openCatalog();
+    await catalog.register("s", [tool]);
+    const { source: _source, owner: _owner, ...stored } = catalog.get(["stepped"]).tools[0] ?? {};
+    expect(stepThrough(tool).record).toEqual(stored);
   });
 });
