@@ -24,7 +24,13 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { Health } from "../gen/ts/grpc/health/v1/health_pb.ts";
 import { ToolDiscoveryService } from "../gen/ts/wayfind/v1/tools_pb.ts";
 import type { JsonObject } from "../src/discovery/index.ts";
-import { prepareWayfind, printAligned, ROOT, spawnServer } from "./lib/grpc-bench-support.ts";
+import {
+  prepareWayfind,
+  printAligned,
+  ROOT,
+  spawnServer,
+  wayfindServeArgs,
+} from "./lib/grpc-bench-support.ts";
 
 interface CallRequest {
   readonly port: number;
@@ -107,21 +113,10 @@ async function main(): Promise<void> {
   const work = mkdtempSync(join(tmpdir(), "wayfind-register-stall-"));
   const config = join(work, "wayfind.yaml");
   writeFileSync(config, "catalogs: []\n");
-  const server = await spawnServer(
-    [
-      "bin/wayfind.js",
-      "serve",
-      "--config",
-      config,
-      "--host",
-      "127.0.0.1",
-      "--port",
-      "0",
-      "--data-dir",
-      join(work, "data"),
-    ],
-    { logFile: join(work, "server.log"), cwd: root },
-  );
+  const server = await spawnServer(wayfindServeArgs(config, join(work, "data")), {
+    logFile: join(work, "server.log"),
+    cwd: root,
+  });
   // The worker runs this file too, through tsx as this process does (workers do not inherit --import).
   const worker = new Worker(
     `import(${JSON.stringify(import.meta.resolve("tsx/esm/api"))})
