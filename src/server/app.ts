@@ -111,7 +111,7 @@ export async function startServer(
   });
   // A catalog file or skill pack with errors fails the start; nothing stays open behind it.
   try {
-    syncCatalogFiles(catalog, config.catalogs, logger);
+    await syncCatalogFiles(catalog, config.catalogs, logger);
     loadConfiguredSkillPacks(skills, config.skillPacks, logger, options.onSkillPackProgress);
   } catch (error) {
     closeStorage();

@@ -6,7 +6,7 @@ import { applyMigrations } from "../../src/store/database.ts";
 import { tempDir } from "./helpers.ts";
 
 describe("discovery/003-owner", () => {
-  it("keeps the tools of an older database as global tools, searchable, with the FTS5 index in step", () => {
+  it("keeps the tools of an older database as global tools, searchable, with the FTS5 index in step", async () => {
     const db = new Database(join(tempDir(), "old.db"));
     const beforeOwners = discoveryMigrations.filter((m) => m.id < "discovery/003");
     applyMigrations(db, beforeOwners);
@@ -33,7 +33,9 @@ describe("discovery/003-owner", () => {
     expect(applyMigrations(db, discoveryMigrations)).toEqual(["discovery/003-owner"]);
     const catalog = new ToolCatalog(db);
     expect([...catalog.all()].map((t) => [t.owner, t.name, t.source])).toEqual([["", "ops.ping", "legacy"]]);
-    catalog.register("legacy", [{ name: "ping", namespace: "ops", description: "Ping." }], { owner: "acme" });
+    await catalog.register("legacy", [{ name: "ping", namespace: "ops", description: "Ping." }], {
+      owner: "acme",
+    });
     expect(() =>
       db.exec("INSERT INTO discovery_tools_fts(discovery_tools_fts, rank) VALUES ('integrity-check', 1)"),
     ).not.toThrow();

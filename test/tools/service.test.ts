@@ -7,10 +7,10 @@ import { allMigrations } from "../../src/server/migrations.ts";
 import { openDatabase } from "../../src/store/database.ts";
 import { ToolService } from "../../src/tools/service.ts";
 
-function service(toolSearch: { enabled: boolean; alwaysLoadedPatterns: string[] }) {
+async function service(toolSearch: { enabled: boolean; alwaysLoadedPatterns: string[] }) {
   const db = openDatabase(":memory:", allMigrations);
   const catalog = new ToolCatalog(db);
-  catalog.register("src", [
+  await catalog.register("src", [
     { name: "fs.read", description: "Read a file.", loadingMode: "deferred" },
     { name: "git.commit", description: "Commit staged changes.", loadingMode: "deferred" },
   ]);
@@ -43,24 +43,24 @@ const visibility = (listed: { tools: readonly { name: string; visible: boolean }
   Object.fromEntries(listed.tools.map((tool) => [tool.name, tool.visible]));
 
 describe("ListTools visibility", () => {
-  it("marks a deferred tool matched by always_loaded_patterns as visible", () => {
-    const tools = service({ enabled: true, alwaysLoadedPatterns: ["fs.*"] });
+  it("marks a deferred tool matched by always_loaded_patterns as visible", async () => {
+    const tools = await service({ enabled: true, alwaysLoadedPatterns: ["fs.*"] });
     expect(visibility(tools.list(caller, { showAll: true }))).toEqual({
       "fs.read": true,
       "git.commit": false,
     });
   });
 
-  it("marks every tool visible when tool search is off", () => {
-    const tools = service({ enabled: false, alwaysLoadedPatterns: [] });
+  it("marks every tool visible when tool search is off", async () => {
+    const tools = await service({ enabled: false, alwaysLoadedPatterns: [] });
     expect(visibility(tools.list(caller, { showAll: true }))).toEqual({
       "fs.read": true,
       "git.commit": true,
     });
   });
 
-  it("marks an activated tool visible", () => {
-    const tools = service({ enabled: true, alwaysLoadedPatterns: [] });
+  it("marks an activated tool visible", async () => {
+    const tools = await service({ enabled: true, alwaysLoadedPatterns: [] });
     tools.activate(caller, ["git.commit"], "run", "test");
     expect(visibility(tools.list(caller, { showAll: true }))).toEqual({
       "fs.read": false,

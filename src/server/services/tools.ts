@@ -80,7 +80,7 @@ export function toolDiscoveryService(
   sources?: ToolSourceRegistry,
 ): Partial<ServiceImpl<typeof ToolDiscoveryService>> {
   return {
-    registerTools(request, context) {
+    async registerTools(request, context) {
       const owner = toolOwnerFor(principalOf(context));
       checkSize(LIMITS.registerToolsSource, request.source.length);
       // Narrower than the catalog's own source names: `mcp:…` and `catalog:…` belong to the server.
@@ -92,7 +92,7 @@ export function toolDiscoveryService(
       const inputs = request.tools.map((tool, i) => toToolInput(tool, request.namespace, i));
       // Compiling schemas holds the event loop: bound the whole call, not only each tool.
       checkSize(LIMITS.registerToolsCompiledSchemaNodes, compiledSchemaValues(inputs));
-      const result = tools.register(owner, request.source, inputs, request.replaceSource);
+      const result = await tools.register(owner, request.source, inputs, request.replaceSource);
       sources?.apiRegistered(owner, request.source);
       return { ...result, catalogFingerprint: result.fingerprint };
     },
