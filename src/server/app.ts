@@ -29,7 +29,7 @@ import { HealthStatus } from "./health.ts";
 import { collectGarbage } from "./memory.ts";
 import { withCallPipeline } from "./pipeline.ts";
 import { reflectionRoutes } from "./reflection.ts";
-import { serviceRoutes } from "./routes.ts";
+import { serviceRoutes } from "./rpc.ts";
 import { skillService } from "./services/skills.ts";
 import { toolDiscoveryService } from "./services/tools.ts";
 import { usageService } from "./services/usage.ts";

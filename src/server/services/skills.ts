@@ -61,7 +61,7 @@ export function skillService(
   skills: SkillService,
   events: EventLog,
   toolGateFor: ToolGateFor,
-): Partial<ServiceImpl<typeof SkillServiceDesc>> {
+): ServiceImpl<typeof SkillServiceDesc> {
   const gate = (caller: Caller) => ({ toolGate: toolGateFor(caller) });
   return {
     loadSkillPack(request, context) {

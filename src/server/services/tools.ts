@@ -78,7 +78,7 @@ export function toolDiscoveryService(
   tools: ToolService,
   events: EventLog,
   sources?: ToolSourceRegistry,
-): Partial<ServiceImpl<typeof ToolDiscoveryService>> {
+): ServiceImpl<typeof ToolDiscoveryService> {
   return {
     registerTools(request, context) {
       const owner = toolOwnerFor(principalOf(context));

@@ -29,10 +29,7 @@ const GROUP_BY = new EnumMap<GroupBy>([
   [UsageGroupBy.DAY, "day"],
 ]);
 
-export function usageService(
-  ledger: UsageLedger,
-  events: EventLog,
-): Partial<ServiceImpl<typeof UsageService>> {
+export function usageService(ledger: UsageLedger, events: EventLog): ServiceImpl<typeof UsageService> {
   return {
     recordUsage(request, context) {
       const provider = PROVIDERS.fromProto(request.provider, "provider");
