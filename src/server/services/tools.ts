@@ -18,6 +18,7 @@ import { checkSize, LIMITS, withinLimit } from "../../limits.ts";
 import type { PayloadProvider } from "../../payload/index.ts";
 import type { ToolSourceRegistry } from "../../sources/status.ts";
 import { firstSentence } from "../../text/scores.ts";
+import { estimateTokens } from "../../text/tokens.ts";
 import type { ToolService } from "../../tools/service.ts";
 import {
   ACTIVATION_SCOPES,
@@ -199,7 +200,7 @@ export function toolDiscoveryService(
         payloadJson: payload.payloadJson,
         prefixHash: payload.prefixHash,
         breakpointIndex: payload.breakpointIndex,
-        tokenEstimate: Math.ceil(payload.payloadJson.length / 4),
+        tokenEstimate: estimateTokens(payload.payloadJson),
         nameMappings: Object.entries(payload.toolNames)
           .filter(([providerName, toolName]) => providerName !== toolName)
           .map(([providerName, toolName]) => ({ providerName, toolName })),
