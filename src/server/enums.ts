@@ -41,7 +41,10 @@ export class EnumMap<D extends string> {
   fromProto(value: number, field: string): D | undefined {
     if (value === 0) return undefined;
     const domain = this.#toDomain.get(value);
-    if (domain === undefined) throw invalidArgument(`${field}: unknown enum value ${value}`);
+    if (domain === undefined) {
+      const description = `unknown enum value ${value}`;
+      throw invalidArgument(`${field}: ${description}`, [{ field, description }]);
+    }
     return domain;
   }
 

@@ -16,7 +16,13 @@ import {
 } from "@connectrpc/connect";
 import * as grpc from "@grpc/grpc-js";
 import { type MethodRoute, methodPath } from "./rpc.ts";
-import { errorReason, malformedRequest, malformedTimeout, toRpcError } from "./rpc-errors.ts";
+import {
+  errorReason,
+  grpcStatusDetails,
+  malformedRequest,
+  malformedTimeout,
+  toRpcError,
+} from "./rpc-errors.ts";
 import { streamSendBudget } from "./turn-budget.ts";
 
 /**
@@ -314,6 +320,8 @@ function trailerMetadata(context: GrpcCallContext): grpc.Metadata | undefined {
 function toServiceError(error: unknown, context: GrpcCallContext): grpc.ServiceError {
   const connectError = toRpcError(error);
   const metadata = trailerMetadata(context) ?? new grpc.Metadata();
+  const details = grpcStatusDetails(connectError);
+  if (details) metadata.set("grpc-status-details-bin", Buffer.from(details));
   return Object.assign(new Error(connectError.rawMessage), {
     code: connectError.code as number as grpc.status,
     details: connectError.rawMessage,
