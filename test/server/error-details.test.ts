@@ -2,8 +2,10 @@ import type { DescService } from "@bufbuild/protobuf";
 import { type Client, Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema } from "../../gen/ts/google/rpc/error_details_pb.ts";
+import { Provider } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import { SkillScope, SkillService } from "../../gen/ts/wayfind/v1/skills_pb.ts";
 import { type SideEffect, ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
+import { UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
 import { failure } from "../support/rpc.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 
@@ -62,6 +64,19 @@ describe.each(Object.entries(protocols))(
       });
       expect(await violations(call)).toEqual([
         { field: "tools[0].side_effect", description: "unknown enum value 99" },
+      ]);
+    });
+
+    it("names each invalid field of a RecordUsage", async () => {
+      const call = client(UsageService).recordUsage({
+        caller: acme,
+        provider: Provider.ANTHROPIC,
+        model: "claude-sonnet-4-5",
+        usage: { inputTokens: -1n, outputTokens: 5n },
+      });
+      expect((await violations(call)).map((violation) => violation.field)).toEqual([
+        "idempotency_key",
+        "usage.input_tokens",
       ]);
     });
 
