@@ -101,3 +101,34 @@ describe.each(Object.entries(protocols))(
     });
   },
 );
+
+// Fields checked in the domain are checked there only; these answer from the domain's one check.
+describe("request fields checked once, in the domain", () => {
+  it("refuses a LoadSkillPack with neither path nor files", async () => {
+    const error = await failure(
+      wayfind.grpc(SkillService).loadSkillPack({ caller: acme, packName: "empty", scope: SkillScope.TENANT }),
+    );
+    expect(error).toMatchObject({ code: Code.InvalidArgument });
+    expect(error.rawMessage).toBe("pass exactly one of path (a server-side folder) or files (inline)");
+  });
+
+  it("refuses an unknown skill directory field, listing the known ones", async () => {
+    const error = await failure(
+      wayfind.grpc(SkillService).renderSkillDirectory({ caller: acme, fields: ["name", "colour"] }),
+    );
+    expect(error).toMatchObject({ code: Code.InvalidArgument });
+    expect(error.rawMessage).toBe(
+      'field must be one of name, title, trigger, description, task_type, tags, got "colour"',
+    );
+  });
+
+  it("refuses a DeactivateTools without names", async () => {
+    const error = await failure(
+      wayfind
+        .grpc(ToolDiscoveryService)
+        .deactivateTools({ caller: { ...acme, sessionId: "s-1", runId: "r-1" }, names: [] }),
+    );
+    expect(error).toMatchObject({ code: Code.InvalidArgument });
+    expect(error.rawMessage).toBe("tool names must not be empty");
+  });
+});
