@@ -67,6 +67,11 @@ describe.each(Object.entries(protocols))(
       ]);
     });
 
+    it("names a request field outside its bound", async () => {
+      const call = client(ToolDiscoveryService).searchTools({ caller: acme, query: "issue", limit: 21 });
+      expect(await violations(call)).toEqual([{ field: "limit", description: "limit must be 1–20, got 21" }]);
+    });
+
     it("names each invalid field of a RecordUsage", async () => {
       const call = client(UsageService).recordUsage({
         caller: acme,
