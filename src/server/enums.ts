@@ -15,6 +15,7 @@ import type {
   MatchType as ToolMatch,
 } from "../discovery/index.ts";
 import { invalidArgument } from "../errors.ts";
+import { PAYLOAD_PROVIDERS, type PayloadProvider } from "../payload/index.ts";
 import type { ScopeKind, SkillOrigin as SkillOriginName, TaskType as TaskTypeName } from "../skills/index.ts";
 import type { ToolSourceKind as SourceKindName } from "../sources/status.ts";
 import type { Provider, UsageGroupBy as UsageGroupByName } from "../usage/index.ts";
@@ -143,6 +144,18 @@ export const PROVIDERS = new EnumMap<Provider>([
   [ProtoProvider.BEDROCK, "bedrock"],
   [ProtoProvider.OTHER, "other"],
 ]);
+/** The providers a tool payload is rendered for, a subset of PROVIDERS. */
+export function payloadProviderFromProto(value: number): PayloadProvider {
+  const provider = PROVIDERS.fromProto(value, "provider");
+  if (!isPayloadProvider(provider))
+    throw invalidArgument("provider must be PROVIDER_ANTHROPIC, PROVIDER_OPENAI or PROVIDER_GEMINI");
+  return provider;
+}
+
+function isPayloadProvider(provider: Provider | undefined): provider is PayloadProvider {
+  return (PAYLOAD_PROVIDERS as readonly (Provider | undefined)[]).includes(provider);
+}
+
 export const USAGE_GROUP_BY = new EnumMap<UsageGroupByName>([
   [UsageGroupBy.SESSION, "session"],
   [UsageGroupBy.RUN, "run"],

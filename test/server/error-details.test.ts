@@ -107,8 +107,8 @@ describe.each(Object.entries(protocols))(
   },
 );
 
-// Fields checked in the domain are checked there only; these answer from the domain's one check.
-describe("request fields checked once, in the domain", () => {
+// Each field is checked in one place: the domain where it checks the field, else the enum mapping.
+describe("request fields checked in one place", () => {
   it("refuses a LoadSkillPack with neither path nor files", async () => {
     const error = await failure(
       wayfind.grpc(SkillService).loadSkillPack({ caller: acme, packName: "empty", scope: SkillScope.TENANT }),
@@ -125,6 +125,14 @@ describe("request fields checked once, in the domain", () => {
     expect(error.rawMessage).toBe(
       'field must be one of name, title, trigger, description, task_type, tags, got "colour"',
     );
+  });
+
+  it("refuses a tool payload for a provider it cannot render, naming the ones it can", async () => {
+    const error = await failure(
+      wayfind.grpc(ToolDiscoveryService).renderToolPayload({ caller: acme, provider: Provider.BEDROCK }),
+    );
+    expect(error).toMatchObject({ code: Code.InvalidArgument });
+    expect(error.rawMessage).toBe("provider must be PROVIDER_ANTHROPIC, PROVIDER_OPENAI or PROVIDER_GEMINI");
   });
 
   it("refuses a DeactivateTools without names", async () => {

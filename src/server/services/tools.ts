@@ -15,7 +15,6 @@ import { discoveryToolDefinitions as discoveryTools } from "../../discovery-tool
 import { invalidArgument, quoteInput } from "../../errors.ts";
 import type { EventLog } from "../../events/index.ts";
 import { checkSize, LIMITS, withinLimit } from "../../limits.ts";
-import type { PayloadProvider } from "../../payload/index.ts";
 import type { ToolSourceRegistry } from "../../sources/status.ts";
 import { firstSentence } from "../../text/scores.ts";
 import { estimateTokens } from "../../text/tokens.ts";
@@ -23,7 +22,7 @@ import type { ToolService } from "../../tools/service.ts";
 import {
   ACTIVATION_SCOPES,
   LOADING_MODES,
-  PROVIDERS,
+  payloadProviderFromProto,
   SEARCH_TYPES,
   SIDE_EFFECTS,
   SOURCE_KINDS,
@@ -32,7 +31,6 @@ import {
 import { callerOf, principalOf } from "../pipeline.ts";
 import { TOOL_EVENT_TYPES, watchEvents } from "./watch.ts";
 
-const PAYLOAD_PROVIDERS: readonly PayloadProvider[] = ["anthropic", "openai", "gemini"];
 /** Sources callers may register (length bound by LIMITS.registerToolsSource). */
 const API_SOURCE = /^[A-Za-z0-9_.-]+$/;
 
@@ -187,12 +185,8 @@ export function toolDiscoveryService(
     },
 
     renderToolPayload(request, context) {
-      const provider = PROVIDERS.fromProto(request.provider, "provider");
-      if (provider === undefined || !(PAYLOAD_PROVIDERS as readonly string[]).includes(provider)) {
-        throw invalidArgument("provider must be PROVIDER_ANTHROPIC, PROVIDER_OPENAI or PROVIDER_GEMINI");
-      }
       const payload = tools.renderPayload(callerOf(context), {
-        provider: provider as PayloadProvider,
+        provider: payloadProviderFromProto(request.provider),
         nativeSearch: request.nativeSearch,
         includeDiscoveryTools: request.includeDiscoveryTools,
       });
