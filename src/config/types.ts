@@ -1,3 +1,5 @@
+import type { ModelPrice } from "../usage/pricing.ts";
+
 /**
  * The validated configuration, camelCase, with every default applied (see defaults.ts) and every
  * relative path resolved against the config file's folder. YAML key names are in DESIGN.md §6.
@@ -73,16 +75,6 @@ export interface SkillPackConfig {
 
 export interface SkillsConfig {
   readonly redaction: boolean;
-}
-
-/** USD per million tokens. */
-export interface PricingConfig {
-  readonly provider: string;
-  readonly model: string;
-  readonly input: number;
-  readonly output: number;
-  readonly cacheWrite: number;
-  readonly cacheRead: number;
 }
 
 interface McpServerBase extends ToolSourceOptions {
@@ -166,7 +158,8 @@ export interface WayfindConfig {
   readonly visibility: readonly VisibilityRuleConfig[];
   readonly skillPacks: readonly SkillPackConfig[];
   readonly skills: SkillsConfig;
-  readonly pricing: readonly PricingConfig[];
+  /** Price overrides, already in the pricing domain's type (unset cache prices filled in by loadConfig). */
+  readonly pricing: readonly ModelPrice[];
   readonly usage: UsageConfig;
   readonly mcpServers: readonly McpServerConfig[];
   readonly lazyToolGroups: readonly LazyToolGroupConfig[];

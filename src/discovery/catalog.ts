@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { RE2JS } from "re2js";
-import { invalidArgument, quoteInput, WayfindError } from "../errors.ts";
+import { type FieldViolation, invalidArgument, quoteInput, WayfindError } from "../errors.ts";
 import type { EventSink } from "../events/event.ts";
 import { checkSize, LIMITS, withinLimit } from "../limits.ts";
 import type { Db } from "../store/database.ts";
@@ -249,7 +249,7 @@ export class ToolCatalog {
     inputs: readonly ToolInput[],
     replaceSource: boolean,
   ): Generator<void, PreparedRegistration> {
-    const problems: string[] = [];
+    const problems: FieldViolation[] = [];
     const records: ToolRecord[] = [];
     const seen = new Set<string>();
     const digests = new Map<string, string>();
@@ -267,7 +267,10 @@ export class ToolCatalog {
           this.inputDigests.get(toolKey(owner, known.name)) === digest
         ) {
           if (seen.has(known.name))
-            problems.push(`tool "${known.name}" appears more than once in the request`);
+            problems.push({
+              field: `tools[${i}].name`,
+              description: `tool "${known.name}" appears more than once in the request`,
+            });
           seen.add(known.name);
           unchanged++;
           continue;
@@ -275,21 +278,27 @@ export class ToolCatalog {
         const record = yield* recordSteps(input, i);
         digests.set(record.name, digest);
         if (seen.has(record.name))
-          problems.push(`tool "${record.name}" appears more than once in the request`);
+          problems.push({
+            field: `tools[${i}].name`,
+            description: `tool "${record.name}" appears more than once in the request`,
+          });
         seen.add(record.name);
         records.push(record);
       } catch (err) {
         // Anything else (a RangeError from a deeply nested input, say) is still the caller's tool.
-        problems.push(
-          err instanceof WayfindError
-            ? err.message
-            : `${toolLabel(input, i)}: could not be read: ${(err as Error).message}`,
-        );
+        problems.push({
+          field: `tools[${i}]`,
+          description:
+            err instanceof WayfindError
+              ? err.message
+              : `${toolLabel(input, i)}: could not be read: ${(err as Error).message}`,
+        });
       }
     }
-    if (problems.length > 0)
+    const first = problems[0]?.description;
+    if (first !== undefined)
       throw invalidArgument(
-        problems.length === 1 ? (problems[0] ?? "") : `${problems.length} invalid tools: ${problems[0]}`,
+        problems.length === 1 ? first : `${problems.length} invalid tools: ${first}`,
         problems,
       );
     for (const r of records) {

@@ -1,6 +1,6 @@
 import type { Statement } from "better-sqlite3";
 import type { Caller } from "../caller/caller.ts";
-import { invalidArgument, quoteInput, WayfindError } from "../errors.ts";
+import { type FieldViolation, invalidArgument, quoteInput, WayfindError } from "../errors.ts";
 import type { EventSink } from "../events/event.ts";
 import { LIMITS } from "../limits.ts";
 import type { Db } from "../store/database.ts";
@@ -653,24 +653,25 @@ function validateGroupBy(groupBy: readonly UsageGroupBy[]): UsageGroupBy[] {
 }
 
 function validateRecordInput(input: RecordUsageInput, nowMs: number): TokenUsage {
-  const problems: string[] = [];
+  const problems: FieldViolation[] = [];
+  const problem = (field: string, description: string) => problems.push({ field, description });
   if (!PROVIDERS.includes(input.provider)) {
-    problems.push(`provider: "${String(input.provider)}" is unknown; use one of ${PROVIDERS.join(", ")}`);
+    problem("provider", `"${String(input.provider)}" is unknown; use one of ${PROVIDERS.join(", ")}`);
   }
   if (typeof input.model !== "string" || input.model.trim() === "") {
-    problems.push("model: must be the model id the call used, e.g. claude-sonnet-4-5");
+    problem("model", "must be the model id the call used, e.g. claude-sonnet-4-5");
   } else if (input.model.length > LIMITS.usageModel.max || CONTROL.test(input.model)) {
-    problems.push(`model: must be at most ${LIMITS.usageModel.max} printable characters`);
+    problem("model", `must be at most ${LIMITS.usageModel.max} printable characters`);
   }
   const key = input.idempotencyKey;
   if (typeof key !== "string" || key.length === 0) {
-    problems.push("idempotency_key: is required; send one unique key per model call (e.g. the response id)");
+    problem("idempotency_key", "is required; send one unique key per model call (e.g. the response id)");
   } else if (key.length > LIMITS.idempotencyKey.max || CONTROL.test(key)) {
-    problems.push(`idempotency_key: must be at most ${LIMITS.idempotencyKey.max} printable characters`);
+    problem("idempotency_key", `must be at most ${LIMITS.idempotencyKey.max} printable characters`);
   }
   const usage = input.usage as Partial<Record<(typeof USAGE_FIELDS)[number][0], unknown>> | undefined;
   if (typeof usage !== "object" || usage === null) {
-    problems.push("usage: is required");
+    problem("usage", "is required");
   } else {
     for (const [field, wire] of USAGE_FIELDS) {
       const value = usage[field] ?? (field === "cacheCreation1hInputTokens" ? 0 : undefined);
@@ -680,26 +681,31 @@ function validateRecordInput(input: RecordUsageInput, nowMs: number): TokenUsage
         value < 0 ||
         value > MAX_TOKENS_PER_FIELD
       ) {
-        problems.push(
-          `usage.${wire}: must be a whole number from 0 to ${MAX_TOKENS_PER_FIELD}, got ${String(value)}`,
+        problem(
+          `usage.${wire}`,
+          `must be a whole number from 0 to ${MAX_TOKENS_PER_FIELD}, got ${String(value)}`,
         );
       }
     }
     const w1h = usage.cacheCreation1hInputTokens;
     if (typeof w1h === "number" && typeof usage.cacheCreationInputTokens === "number") {
       if (w1h > usage.cacheCreationInputTokens) {
-        problems.push(
-          "usage.cache_creation_1h_input_tokens: must not exceed cache_creation_input_tokens (it is the 1-hour part of it)",
+        problem(
+          "usage.cache_creation_1h_input_tokens",
+          "must not exceed cache_creation_input_tokens (it is the 1-hour part of it)",
         );
       }
     }
   }
   if (input.occurredAt !== undefined) {
     const ms = input.occurredAt instanceof Date ? input.occurredAt.getTime() : Number.NaN;
-    if (!Number.isFinite(ms)) problems.push("occurred_at: must be a valid timestamp");
-    else if (ms > nowMs + MAX_FUTURE_MS) problems.push("occurred_at: is more than 24 hours in the future");
+    if (!Number.isFinite(ms)) problem("occurred_at", "must be a valid timestamp");
+    else if (ms > nowMs + MAX_FUTURE_MS) problem("occurred_at", "is more than 24 hours in the future");
   }
-  if (problems.length > 0) throw invalidArgument(`invalid usage record: ${problems.join("; ")}`, problems);
+  if (problems.length > 0) {
+    const listed = problems.map(({ field, description }) => `${field}: ${description}`).join("; ");
+    throw invalidArgument(`invalid usage record: ${listed}`, problems);
+  }
   const u = input.usage;
   return { ...u, cacheCreation1hInputTokens: u.cacheCreation1hInputTokens ?? 0 };
 }
