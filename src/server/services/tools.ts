@@ -50,7 +50,7 @@ export function toolDiscoveryService(
         );
       checkSize(LIMITS.registerToolsTools, request.tools.length);
       const inputs = request.tools.map((tool, i) => toToolInput(tool, request.namespace, i));
-      // Compiling schemas holds the event loop: bound the whole call, not only each tool.
+      // Compiling schemas is CPU work (done in slices, but it delays the answer): bound the whole call.
       checkSize(LIMITS.registerToolsCompiledSchemaNodes, compiledSchemaValues(inputs));
       const result = await tools.register(owner, request.source, inputs, request.replaceSource);
       sources?.apiRegistered(owner, request.source);
