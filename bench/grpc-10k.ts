@@ -41,6 +41,7 @@ import {
   runGhz,
   type ServerProcess,
   spawnServer,
+  wayfindServeArgs,
 } from "./lib/grpc-bench-support.ts";
 
 const { values: flags } = parseArgs({
@@ -126,16 +127,7 @@ function writeCatalogConfig(): { config: string; emptyConfig: string; tools: num
 function serveArgs(config: string, dataDir: string, profileDir: string | undefined): string[] {
   return [
     ...(profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : []),
-    "bin/wayfind.js",
-    "serve",
-    "--config",
-    config,
-    "--host",
-    "127.0.0.1",
-    "--port",
-    "0",
-    "--data-dir",
-    dataDir,
+    ...wayfindServeArgs(config, dataDir),
   ];
 }
 

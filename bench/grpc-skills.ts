@@ -26,6 +26,7 @@ import {
   runGhz,
   runWithServerCpu,
   spawnServer,
+  wayfindServeArgs,
 } from "./lib/grpc-bench-support.ts";
 import { load50k, searchQueries } from "./lib/skill-data.ts";
 
@@ -66,21 +67,10 @@ try {
   writeFileSync(dataFile, JSON.stringify(queries));
   const call = { proto: "wayfind/v1/skills.proto", call: "wayfind.v1.SkillService/SearchSkills" };
 
-  const server = await spawnServer(
-    [
-      "bin/wayfind.js",
-      "serve",
-      "--config",
-      config,
-      "--host",
-      "127.0.0.1",
-      "--port",
-      "0",
-      "--data-dir",
-      dataDir,
-    ],
-    { cpus: PIN ? "1" : undefined, logFile: join(work, "server.log") },
-  );
+  const server = await spawnServer(wayfindServeArgs(config, dataDir), {
+    cpus: PIN ? "1" : undefined,
+    logFile: join(work, "server.log"),
+  });
   try {
     const { status, error } = await probeStatus(ghz, server.port, { ...call, data: queries[0] ?? {} });
     if (status !== "OK") throw new Error(`SearchSkills answers ${status}: ${error}`);

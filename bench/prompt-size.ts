@@ -39,7 +39,7 @@ const dir = mkdtempSync(join(tmpdir(), "wayfind-prompt-bench-"));
 try {
   const db = openDatabase(join(dir, "wayfind.db"), [...discoveryMigrations, ...activationMigrations]);
   const catalog = new ToolCatalog(db);
-  catalog.register("mcp", parseCatalogFile(join(DATA, "mcp_catalog.jsonl")).tools);
+  await catalog.register("mcp", parseCatalogFile(join(DATA, "mcp_catalog.jsonl")).tools);
   const names = [...catalog.all()].map((t) => t.name).sort();
   const tools: Tool[] = [];
   for (let i = 0; i < names.length; i += 100) tools.push(...catalog.get(names.slice(i, i + 100)).tools);

@@ -18,13 +18,13 @@ const BASELINES: Record<string, [string, number, number, number, number][]> = {
   ],
 };
 
-function main(): void {
+async function main(): Promise<void> {
   const at = process.argv.indexOf("--sample");
   const max = at >= 0 ? Number(process.argv[at + 1]) : Number.POSITIVE_INFINITY;
   const started = performance.now();
   const rows: (string | number)[][] = [["set", "ranker", "queries", "R@1", "R@5", "R@10", "MRR"]];
   for (const set of ["toolbench", "metatool"]) {
-    const { catalog, close, aliasOf } = openCatalog([`${set}_catalog.jsonl`]);
+    const { catalog, close, aliasOf } = await openCatalog([`${set}_catalog.jsonl`]);
     let queries = readQueries(`${set}_queries.jsonl`);
     const total = queries.length;
     if (Number.isFinite(max)) queries = sample(queries, max);
@@ -46,4 +46,4 @@ function main(): void {
 }
 
 requireData("bench/search-quality.ts");
-main();
+await main();

@@ -75,22 +75,22 @@ async function main(): Promise<void> {
   const tools = growCatalog();
 
   let t0 = performance.now();
-  const added = catalog.register("bench", tools).added;
+  const added = (await catalog.register("bench", tools)).added;
   const indexMs = performance.now() - t0;
   t0 = performance.now();
   catalog.search({ query: "warm up the in-memory ranker" });
   const rankerBuildMs = performance.now() - t0;
   // The same build after a change to every tool, as the server runs it: in slices between other
   // calls, while reads wait for it. Then the catalog goes back to what it was.
-  catalog.register(
+  await catalog.register(
     "bench",
     tools.map((tool) => ({ ...tool, description: `${tool.description ?? ""} (revised)` })),
   );
   const sliced = await timeToReady(catalog);
-  catalog.register("bench", tools);
+  await catalog.register("bench", tools);
   await catalog.indexReady();
   t0 = performance.now();
-  const again = catalog.register("bench", tools);
+  const again = await catalog.register("bench", tools);
   const reregisterMs = performance.now() - t0;
   t0 = performance.now();
   const restarted = new ToolCatalog(db);
@@ -112,14 +112,15 @@ async function main(): Promise<void> {
 
   // Regex searches right after a change, while the literal index is still being built between calls
   // (it used to be built inside the first one: ~1 s at 10,000 tools). Not timed: the ranker rebuild.
-  const afterChange = patterns.slice(0, 5).map((q, i) => {
+  const afterChange: number[] = [];
+  for (const [i, q] of patterns.slice(0, 5).entries()) {
     const edited = tools[i] as (typeof tools)[number];
-    catalog.register("bench", [{ ...edited, description: `${edited.description ?? ""} (edited)` }]);
+    await catalog.register("bench", [{ ...edited, description: `${edited.description ?? ""} (edited)` }]);
     catalog.search({ query: "rebuild the in-memory index" });
     const t0 = performance.now();
     catalog.search({ query: q, type: "regex" });
-    return performance.now() - t0;
-  });
+    afterChange.push(performance.now() - t0);
+  }
   const firstRegex = Object.assign(afterChange, { best: afterChange });
   await catalog.settled();
 

@@ -4,8 +4,8 @@
  * A paced client (one process, native gRPC over h2c on loopback) sends `--rate` calls per second:
  * RecordUsage with a fresh idempotency key (a row and an event each), SearchTools, ResolveTool on a
  * new run every few calls (an activation and an event), SearchSkills, GetRelevantSkills,
- * GetUsageSummary and RenderToolPrompt. Beside it a health check runs every 50 ms, so a stalled event
- * loop shows as a slow check. Every `--sample` seconds it prints the server's RSS, the database's
+ * GetUsageSummary (over all time, and over the last 24 hours) and RenderToolPrompt. Beside it a
+ * health check runs every 50 ms, so a stalled event loop shows as a slow check. Every `--sample` seconds it prints the server's RSS, the database's
  * used bytes (pages in use, from a read-only connection) and file bytes (db + WAL), the calls that
  * completed, their p50/p99 and the slowest health check of the window.
  *
@@ -21,6 +21,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { create } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { type Client, Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import Database from "better-sqlite3";
@@ -229,8 +230,16 @@ function oneCall(clients: Clients, n: number, toolNames: readonly string[]): Pro
       return n % 20 === 8
         ? clients.skills.getRelevantSkills({ caller, task: pick(TASKS) })
         : clients.tools.renderToolPrompt({ caller });
-    default:
-      return clients.usage.getUsageSummary({ caller });
+    default: {
+      if (n % 20 === 9) return clients.usage.getUsageSummary({ caller });
+      // The last 24 hours: both edges inside a minute, an hour and a day, as a dashboard asks.
+      const now = Date.now();
+      return clients.usage.getUsageSummary({
+        caller,
+        startTime: timestampFromMs(now - 86_400_000),
+        endTime: timestampFromMs(now),
+      });
+    }
   }
 }
 

@@ -2,7 +2,8 @@
  * Usage ledger benchmark: `node --import tsx bench/usage.ts`.
  * In-process cost of one RecordUsage (validate, price, insert, daily aggregate, usage_recorded event)
  * on a real SQLite file with the server's event log attached, of GetUsageSummary over 200,000 records
- * of one tenant spread over 30 days, and of the retention batches that delete expired records.
+ * of one tenant spread over 30 days, of a summary whose window starts and ends inside a day of
+ * DENSE_RECORDS records of another tenant, and of the retention batches that delete expired records.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -14,6 +15,8 @@ import { openDatabase } from "../src/store/database.ts";
 import { UsageLedger, type UsageSummaryFilter } from "../src/usage/index.ts";
 
 const RECORDS = 200_000;
+/** One UTC day of another tenant's records: ~4.6 calls/s, ~16,700 an hour. */
+const DENSE_RECORDS = 400_000;
 const WARM_UP = 2_000;
 const DAY_MS = 86_400_000;
 const DAYS = 30;
@@ -79,18 +82,52 @@ try {
   summaryMean("one session (400 records)", { sessionId: "session-7" }, 20);
   summaryMean("by session, one hour", { since: day(10), until: day(10 + 1 / 24), groupBy: ["session"] }, 20);
 
+  // The dense day is the day before the 30: its tenant's summaries read nothing of tenant-0.
+  const denseCaller: Caller = { ...ANONYMOUS_CALLER, tenantId: "dense", sessionId: "dense", runId: "dense" };
+  const denseStarted = performance.now();
+  for (let i = 0; i < DENSE_RECORDS; i++) {
+    ledger.recordUsage(denseCaller, {
+      provider: "anthropic",
+      model: i % 3 === 0 ? "claude-haiku-4-5" : "claude-sonnet-4-5",
+      usage: {
+        inputTokens: 1000,
+        outputTokens: 200,
+        cacheReadInputTokens: 9000,
+        cacheCreationInputTokens: 0,
+      },
+      idempotencyKey: `dense_${i}`,
+      occurredAt: new Date(FIRST_DAY_MS - DAY_MS + Math.floor((i * DAY_MS) / DENSE_RECORDS)),
+    });
+  }
+  console.log(
+    `GetUsageSummary over a day of ${DENSE_RECORDS} records of one tenant ` +
+      `(recorded at ${us((performance.now() - denseStarted) / DENSE_RECORDS)} each)`,
+  );
+  const denseSummary = (label: string, since: number, until: number) => {
+    const filter = { since: day(since), until: day(until) };
+    ledger.getUsageSummary(denseCaller, filter); // prepares the statement
+    const t0 = performance.now();
+    for (let i = 0; i < 5; i++) ledger.getUsageSummary(denseCaller, filter);
+    console.log(`  ${label}: mean ${((performance.now() - t0) / 5).toFixed(2)} ms`);
+  };
+  denseSummary("10:20 to 19:40 (two partial-day edges)", -1 + 10.33 / 24, -1 + 19.67 / 24);
+  denseSummary("10:20 to the next day 10:20", -1 + 10.33 / 24, 10.33 / 24);
+
   // Retention: the same records, 2 days later, with a 1-day retention, deleted batch by batch.
   const later = new UsageLedger({ db, events, now: () => Date.now() + 2 * DAY_MS, retentionDays: 1 });
   const batches: number[] = [];
+  let pruned = 0;
   for (let more = true; more; ) {
     const t0 = performance.now();
-    more = later.pruneExpired().more;
+    const batch = later.pruneExpired();
     batches.push(performance.now() - t0);
+    pruned += batch.deleted;
+    more = batch.more;
   }
   batches.sort((a, b) => a - b);
   const batchMean = batches.reduce((sum, ms) => sum + ms, 0) / batches.length;
   console.log(
-    `Retention: ${RECORDS + WARM_UP} records deleted in ${batches.length} batches: ` +
+    `Retention: ${pruned} records deleted in ${batches.length} batches: ` +
       `mean ${batchMean.toFixed(2)} ms, max ${(batches.at(-1) ?? 0).toFixed(2)} ms per batch`,
   );
   const t0 = performance.now();

@@ -14,19 +14,31 @@ export type ErrorCode =
   | "unavailable"
   | "internal";
 
+/**
+ * One problem of a request: where (`field`, a path such as `tools[1]` or `usage.input_tokens`, as
+ * precise as the domain knows it) and what to fix. Sent as a `google.rpc.BadRequest` field violation.
+ */
+export interface FieldViolation {
+  readonly field: string;
+  readonly description: string;
+}
+
+/** A problem with its field, or only its text where no request field holds it (a file, a line). */
+export type Problem = FieldViolation | string;
+
 export class WayfindError extends Error {
   constructor(
     readonly code: ErrorCode,
     message: string,
-    /** Structured problems (e.g. every invalid file of a skill pack), returned as error details. */
-    readonly details: readonly string[] = [],
+    /** Every problem (e.g. every invalid file of a skill pack), returned as structured error details. */
+    readonly details: readonly Problem[] = [],
   ) {
     super(message);
     this.name = "WayfindError";
   }
 }
 
-export const invalidArgument = (message: string, details?: readonly string[]) =>
+export const invalidArgument = (message: string, details?: readonly Problem[]) =>
   new WayfindError("invalid_argument", message, details);
 export const notFound = (message: string) => new WayfindError("not_found", message);
 export const failedPrecondition = (message: string) => new WayfindError("failed_precondition", message);

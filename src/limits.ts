@@ -1,4 +1,4 @@
-import { invalidArgument } from "./errors.ts";
+import { invalidArgument, type WayfindError } from "./errors.ts";
 
 /**
  * One bound on a request field. The proto comment of the field states the same range (and default):
@@ -98,8 +98,7 @@ export function describeLimit(row: Limit): string {
 
 /** Throws INVALID_ARGUMENT when a length or count is outside the row's range. */
 export function checkSize(row: Limit, size: number): void {
-  const problem = sizeProblem(row, size);
-  if (problem) throw invalidArgument(problem);
+  if (size < row.min || size > row.max) throw outOfRange(row, size);
 }
 
 /** What is wrong with a length or count ("tags must have 0–32 tags, got 40"), or undefined. */
@@ -114,13 +113,24 @@ export function sizeProblem(row: Limit, size: number): string | undefined {
 export function withinLimit(row: Limit, value: number | undefined): number {
   if (value === undefined && row.default !== undefined) return row.default;
   if (value === undefined || !Number.isInteger(value) || value < row.min || value > row.max)
-    throw invalidArgument(outOfRangeText(row, value));
+    throw outOfRange(row, value);
   return value;
 }
 
 function rangeOf(row: Limit): string {
   const unit = row.unit ? ` ${row.unit}` : "";
   return `${row.min.toLocaleString("en-US")}–${row.max.toLocaleString("en-US")}${unit}`;
+}
+
+/**
+ * INVALID_ARGUMENT for a value outside the row's range. A row of a request message names a field of
+ * the request itself, so it also goes into the BadRequest; a nested one (Tool.tags) does not say
+ * which element, and the caller's message names it instead.
+ */
+function outOfRange(row: Limit, got: number | undefined): WayfindError {
+  const description = outOfRangeText(row, got);
+  const ofRequest = row.proto.message.endsWith("Request");
+  return invalidArgument(description, ofRequest ? [{ field: row.field, description }] : undefined);
 }
 
 function outOfRangeText(row: Limit, got: number | undefined): string {

@@ -77,10 +77,10 @@ export function growCatalog(target = 10_000): ToolInput[] {
 }
 
 /** A fresh catalog in a temp SQLite file, loaded with the given shared catalog files. */
-export function openCatalog(
+export async function openCatalog(
   files: readonly string[],
   options: CatalogOptions = {},
-): { catalog: ToolCatalog; db: Db; close: () => void; aliasOf: Map<string, string> } {
+): Promise<{ catalog: ToolCatalog; db: Db; close: () => void; aliasOf: Map<string, string> }> {
   const dir = mkdtempSync(join(tmpdir(), "wayfind-bench-"));
   const db = openDatabase(join(dir, "wayfind.db"), discoveryMigrations);
   const catalog = new ToolCatalog(db, options);
@@ -88,7 +88,7 @@ export function openCatalog(
   for (const f of files) {
     const parsed = parseCatalogFile(join(DATA_DIR, f));
     for (const t of parsed.tools) for (const a of t.aliases ?? []) aliasOf.set(a, t.name);
-    catalog.register(f, parsed.tools);
+    await catalog.register(f, parsed.tools);
   }
   return {
     catalog,

@@ -8,11 +8,18 @@ import { DEFAULT_RANKER, type RankerConfig } from "../../src/discovery/ranker.ts
 import { evaluate } from "../search-quality-eval.ts";
 import { openCatalog, readQueries } from "./discovery-data.ts";
 
-const sets = ["toolbench", "metatool"].map((set) => {
-  const opened = openCatalog([`${set}_catalog.jsonl`]);
-  const all = readQueries(`${set}_queries.jsonl`);
-  return { set, ...opened, even: all.filter((_, i) => i % 2 === 0), odd: all.filter((_, i) => i % 2 === 1) };
-});
+const sets = await Promise.all(
+  ["toolbench", "metatool"].map(async (set) => {
+    const opened = await openCatalog([`${set}_catalog.jsonl`]);
+    const all = readQueries(`${set}_queries.jsonl`);
+    return {
+      set,
+      ...opened,
+      even: all.filter((_, i) => i % 2 === 0),
+      odd: all.filter((_, i) => i % 2 === 1),
+    };
+  }),
+);
 
 const f = (x: number) => x.toFixed(3);
 const variants = process.argv.slice(2);

@@ -35,6 +35,22 @@ export interface SpawnOptions {
   readonly cwd?: string | undefined;
 }
 
+/** `wayfind serve` on a free loopback port with this config and data dir: the node arguments. */
+export function wayfindServeArgs(config: string, dataDir: string): string[] {
+  return [
+    "bin/wayfind.js",
+    "serve",
+    "--config",
+    config,
+    "--host",
+    "127.0.0.1",
+    "--port",
+    "0",
+    "--data-dir",
+    dataDir,
+  ];
+}
+
 /**
  * Starts `node <nodeArgs>` with stdout to `logFile` (so the parent spends no CPU draining a pipe)
  * and waits for a JSON line with `"msg":"listening"` and a `port`.

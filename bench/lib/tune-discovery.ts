@@ -7,10 +7,12 @@ import { DEFAULT_RANKER, type RankerConfig } from "../../src/discovery/ranker.ts
 import { evaluate } from "../search-quality-eval.ts";
 import { openCatalog, readQueries } from "./discovery-data.ts";
 
-const sets = ["toolbench", "metatool"].map((set) => {
-  const opened = openCatalog([`${set}_catalog.jsonl`]);
-  return { set, ...opened, queries: readQueries(`${set}_queries.jsonl`).filter((_, i) => i % 2 === 0) };
-});
+const sets = await Promise.all(
+  ["toolbench", "metatool"].map(async (set) => {
+    const opened = await openCatalog([`${set}_catalog.jsonl`]);
+    return { set, ...opened, queries: readQueries(`${set}_queries.jsonl`).filter((_, i) => i % 2 === 0) };
+  }),
+);
 
 function score(cfg: RankerConfig): { line: string; obj: number } {
   let obj = 0;

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	wayfindv1 "github.com/wayfind-dev/wayfind/gen/go/wayfind/v1"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -59,6 +60,7 @@ func TestWayfind(t *testing.T) {
 	t.Run("RelevantSkills", func(t *testing.T) { testRelevantSkills(t, conn) })
 	t.Run("DiscoveryTools", func(t *testing.T) { testDiscoveryTools(t, conn) })
 	t.Run("ToolErrors", func(t *testing.T) { testToolErrors(t, conn) })
+	t.Run("BadRequestDetails", func(t *testing.T) { testBadRequestDetails(t, conn) })
 	t.Run("Example", func(t *testing.T) { testExample(t, srv.addr) })
 
 	// Last: SIGTERM drains the server, which must exit 0.
@@ -632,6 +634,38 @@ func testToolErrors(t *testing.T, conn *grpc.ClientConn) {
 	})
 	if status.Code(err) != codes.FailedPrecondition {
 		t.Errorf("session-scoped ActivateTools without session_id: got %v, want FAILED_PRECONDITION", err)
+	}
+}
+
+// testBadRequestDetails decodes the google.rpc.BadRequest an invalid RegisterTools fails with: one
+// field violation per invalid tool, named by its place in the request.
+func testBadRequestDetails(t *testing.T, conn *grpc.ClientConn) {
+	_, err := wayfindv1.NewToolDiscoveryServiceClient(conn).RegisterTools(rpcContext(t), &wayfindv1.RegisterToolsRequest{
+		Caller: tenant(t),
+		Source: "go-details",
+		Tools: []*wayfindv1.Tool{
+			{Name: "details.fine", Description: "A valid tool."},
+			{Name: "details.bad name!", Description: "Spaces and '!' are not allowed in names."},
+			{Name: "details.what?", Description: "'?' is not allowed either."},
+		},
+	})
+	st := status.Convert(err)
+	if st.Code() != codes.InvalidArgument {
+		t.Fatalf("RegisterTools(two invalid tools): got %v, want INVALID_ARGUMENT", err)
+	}
+	var fields []string
+	for _, detail := range st.Details() {
+		if badRequest, ok := detail.(*errdetails.BadRequest); ok {
+			for _, violation := range badRequest.GetFieldViolations() {
+				fields = append(fields, violation.GetField())
+				if !strings.Contains(violation.GetDescription(), "details.") {
+					t.Errorf("violation of %s says %q, want it to name the tool", violation.GetField(), violation.GetDescription())
+				}
+			}
+		}
+	}
+	if !slices.Equal(fields, []string{"tools[1]", "tools[2]"}) {
+		t.Errorf("BadRequest fields = %v, want [tools[1] tools[2]]", fields)
 	}
 }
 

@@ -18,6 +18,8 @@ from pathlib import Path
 import grpc
 import pytest
 from google.protobuf import descriptor_pb2, json_format
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
@@ -285,6 +287,19 @@ def test_missing_provider_is_named(usage, caller):
         usage.RecordUsage(req, timeout=RPC_TIMEOUT_S)
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "provider" in err.value.details()
+
+
+def test_invalid_usage_names_its_fields_in_bad_request_details(usage, caller):
+    req = record_request(caller, "k", input_tokens=10)
+    req.usage.input_tokens = -1
+    with pytest.raises(grpc.RpcError) as err:
+        usage.RecordUsage(req, timeout=RPC_TIMEOUT_S)
+    status = rpc_status.from_call(err.value)
+    assert status is not None, "INVALID_ARGUMENT carries grpc-status-details-bin"
+    assert status.code == grpc.StatusCode.INVALID_ARGUMENT.value[0]
+    bad_request = error_details_pb2.BadRequest()
+    assert status.details[0].Unpack(bad_request)
+    assert [v.field for v in bad_request.field_violations] == ["usage.input_tokens"]
 
 
 def test_watch_unknown_event_type_is_invalid_argument(usage, caller):

@@ -64,6 +64,8 @@ export const DEFAULTS = {
     handshakeTimeoutSeconds: 10,
     /** HTTP/1.1 request headers; the first body bytes (or end) of an HTTP/2 stream. */
     requestHeaderTimeoutSeconds: 10,
+    /** The whole request body of a call that sends one message (unary, server streaming). */
+    requestBodyTimeoutSeconds: 30,
     /** A connection with no call in flight; watch streams keep theirs busy. */
     idleTimeoutSeconds: 300,
     /** Open connections; more are refused, with a warning in the log. */

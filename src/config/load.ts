@@ -4,6 +4,7 @@ import { dirname, resolve } from "node:path";
 import { type Document, isMap, isPair, isScalar, LineCounter, type Node, parseDocument } from "yaml";
 import type { z } from "zod";
 import { yamlValue } from "../text/yaml.ts";
+import type { ModelPrice } from "../usage/pricing.ts";
 import { DEFAULTS } from "./defaults.ts";
 import { ConfigError, didYouMean } from "./errors.ts";
 import {
@@ -307,14 +308,18 @@ function toConfig(raw: ConfigFile, baseDir: string, configFile: string | undefin
       updateExistingPackSkills: p.update_existing_pack_skills ?? DEFAULTS.skillPack.updateExistingPackSkills,
     })),
     skills: { redaction: raw.skills?.redaction ?? DEFAULTS.skills.redaction },
-    pricing: (raw.pricing ?? DEFAULTS.pricing).map((p) => ({
-      provider: p.provider,
-      model: p.model,
-      input: p.input,
-      output: p.output,
-      cacheWrite: p.cache_write ?? p.input,
-      cacheRead: p.cache_read ?? p.input,
-    })),
+    pricing: (raw.pricing ?? DEFAULTS.pricing).map(
+      (p): ModelPrice => ({
+        provider: p.provider,
+        model: p.model,
+        input: p.input,
+        output: p.output,
+        cacheWrite: p.cache_write ?? p.input,
+        // No fallback: a 1-hour write costs more than input (Anthropic 2×); unset, its cost is unknown.
+        cacheWrite1h: p.cache_write_1h,
+        cacheRead: p.cache_read ?? p.input,
+      }),
+    ),
     usage: { retentionDays: raw.usage?.retention_days ?? DEFAULTS.usage.retentionDays },
     mcpServers: (raw.mcp_servers ?? []).map((m): McpServerConfig => {
       const common = {
@@ -348,6 +353,8 @@ function toConfig(raw: ConfigFile, baseDir: string, configFile: string | undefin
       handshakeTimeoutSeconds: server.handshake_timeout_seconds ?? DEFAULTS.server.handshakeTimeoutSeconds,
       requestHeaderTimeoutSeconds:
         server.request_header_timeout_seconds ?? DEFAULTS.server.requestHeaderTimeoutSeconds,
+      requestBodyTimeoutSeconds:
+        server.request_body_timeout_seconds ?? DEFAULTS.server.requestBodyTimeoutSeconds,
       idleTimeoutSeconds: server.idle_timeout_seconds ?? DEFAULTS.server.idleTimeoutSeconds,
       maxConnections: server.max_connections ?? DEFAULTS.server.maxConnections,
       eventRetention: {

@@ -1,5 +1,6 @@
 import { RE2JS } from "re2js";
 import { z } from "zod";
+import { PROVIDERS } from "../usage/model.ts";
 
 /**
  * The YAML file as written (snake_case keys, DESIGN.md §6). Every object is strict so a typo is an
@@ -76,12 +77,14 @@ const skillPack = z.strictObject({
   update_existing_pack_skills: z.boolean().optional(),
 });
 
+/** Every price field of the pricing domain (src/usage/pricing.ts ModelPrice), in the YAML's names. */
 const pricing = z.strictObject({
-  provider: name,
+  provider: z.enum(PROVIDERS),
   model: name,
   input: price,
   output: price,
   cache_write: price.optional(),
+  cache_write_1h: price.optional(),
   cache_read: price.optional(),
 });
 
@@ -161,6 +164,7 @@ const server = z.strictObject({
   max_message_bytes: maxMessageBytes.optional(),
   handshake_timeout_seconds: timeoutSeconds.optional(),
   request_header_timeout_seconds: timeoutSeconds.optional(),
+  request_body_timeout_seconds: timeoutSeconds.optional(),
   idle_timeout_seconds: timeoutSeconds.optional(),
   max_connections: z.number().int().min(1).max(1_000_000).optional(),
   event_retention: z

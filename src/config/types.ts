@@ -1,3 +1,5 @@
+import type { ModelPrice } from "../usage/pricing.ts";
+
 /**
  * The validated configuration, camelCase, with every default applied (see defaults.ts) and every
  * relative path resolved against the config file's folder. YAML key names are in DESIGN.md §6.
@@ -75,16 +77,6 @@ export interface SkillsConfig {
   readonly redaction: boolean;
 }
 
-/** USD per million tokens. */
-export interface PricingConfig {
-  readonly provider: string;
-  readonly model: string;
-  readonly input: number;
-  readonly output: number;
-  readonly cacheWrite: number;
-  readonly cacheRead: number;
-}
-
 interface McpServerBase extends ToolSourceOptions {
   /** Also the namespace of the server's tools. */
   readonly name: string;
@@ -141,6 +133,11 @@ export interface ServerConfig {
   readonly handshakeTimeoutSeconds: number;
   /** HTTP/1.1 request headers, and the first body bytes of an HTTP/2 stream, must arrive within this. */
   readonly requestHeaderTimeoutSeconds: number;
+  /**
+   * The whole request body of a unary or server-streaming call must arrive within this (from its
+   * headers), else DEADLINE_EXCEEDED; client- and bidi-streaming calls send theirs over time.
+   */
+  readonly requestBodyTimeoutSeconds: number;
   /** A connection without a call in flight for this long is closed (HTTP/2: GOAWAY). */
   readonly idleTimeoutSeconds: number;
   /** Connections beyond this many open ones are refused. */
@@ -161,7 +158,8 @@ export interface WayfindConfig {
   readonly visibility: readonly VisibilityRuleConfig[];
   readonly skillPacks: readonly SkillPackConfig[];
   readonly skills: SkillsConfig;
-  readonly pricing: readonly PricingConfig[];
+  /** Price overrides, already in the pricing domain's type (unset cache prices filled in by loadConfig). */
+  readonly pricing: readonly ModelPrice[];
   readonly usage: UsageConfig;
   readonly mcpServers: readonly McpServerConfig[];
   readonly lazyToolGroups: readonly LazyToolGroupConfig[];

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { invalidArgument, quoteInput, WayfindError } from "../errors.ts";
+import { type FieldViolation, invalidArgument, quoteInput, WayfindError } from "../errors.ts";
 import type { EventSink } from "../events/event.ts";
 import { checkSize, LIMITS, withinLimit } from "../limits.ts";
 import type { Db } from "../store/database.ts";
@@ -29,7 +29,14 @@ import type {
   ToolInput,
   VisibilityPredicate,
 } from "./types.ts";
-import { fullName, sha256, LIMITS as TOOL_LIMITS, type ToolRecord, toolLabel, toRecord } from "./validate.ts";
+import {
+  fullName,
+  recordSteps,
+  sha256,
+  LIMITS as TOOL_LIMITS,
+  type ToolRecord,
+  toolLabel,
+} from "./validate.ts";
 
 const SEARCH_TYPES: readonly SearchType[] = ["fts", "regex", "exact"];
 const SOURCE_PATTERN = /^[A-Za-z0-9_][A-Za-z0-9_.:/@-]{0,127}$/;
@@ -94,6 +101,8 @@ export class ToolCatalog {
   private readonly rankerConfig: RankerConfig;
   /** Config aliases: old name → current name. */
   private readonly renamed: ReadonlyMap<string, string>;
+  /** The registration under way and those queued behind it (see register). */
+  private registrations: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly db: Db,
@@ -153,21 +162,43 @@ export class ToolCatalog {
    * Upserts one source's tools in one transaction; unchanged input writes nothing. Sources and names
    * are per owner: nothing here reads or reports another owner's tools, so a tenant learns nothing
    * about names others registered.
+   *
+   * Checking the tools is a second or more of work for 5,000 tools with examples, so it runs in
+   * slices of about 10 ms between other calls; the write is one synchronous transaction after it, and
+   * memory changes only once that has committed. Registrations run one at a time, in call order:
+   * two of the same source checked side by side would each diff against the state before either
+   * wrote, and one update would be lost. One queue for the whole catalog (not one per source) also
+   * keeps registrations from each taking a slice of the same turn.
    */
-  register(source: string, inputs: readonly ToolInput[], options: RegisterOptions = {}): RegisterResult {
-    const owner = options.owner ?? "";
-    if (typeof source !== "string" || !SOURCE_PATTERN.test(source))
-      throw invalidArgument(`source ${quoteInput(source)} must be 1-128 characters of [A-Za-z0-9_.:/@-]`);
-    if (inputs.length > TOOL_LIMITS.toolsPerSource)
-      throw invalidArgument(
-        `${inputs.length} tools in one source; the limit is ${TOOL_LIMITS.toolsPerSource}`,
-      );
-    const problems: string[] = [];
+  register(
+    source: string,
+    inputs: readonly ToolInput[],
+    options: RegisterOptions = {},
+  ): Promise<RegisterResult> {
+    const registration = this.registrations.then(() => this.registerNext(source, inputs, options));
+    // The next registration waits for this one to end, whether or not it succeeds.
+    this.registrations = registration.catch(() => undefined);
+    return registration;
+  }
+
+  /**
+   * What a registration will write, worked out in steps of one tool or less (runInSlices spreads them
+   * over turns of the event loop). Reads the catalog and changes nothing: registrations are queued,
+   * so what it read still holds when the write follows.
+   */
+  private *prepareRegistration(
+    owner: string,
+    source: string,
+    inputs: readonly ToolInput[],
+    replaceSource: boolean,
+  ): Generator<void, PreparedRegistration> {
+    const problems: FieldViolation[] = [];
     const records: ToolRecord[] = [];
     const seen = new Set<string>();
     const digests = new Map<string, string>();
     let unchanged = 0;
-    inputs.forEach((input, i) => {
+    for (const [i, input] of inputs.entries()) {
+      yield;
       try {
         // Fast path: byte-identical input to what this source registered before cannot differ.
         const digest = createHash("sha1").update(JSON.stringify(input)).digest("base64");
@@ -179,29 +210,38 @@ export class ToolCatalog {
           this.inputDigests.get(toolKey(owner, known.name)) === digest
         ) {
           if (seen.has(known.name))
-            problems.push(`tool "${known.name}" appears more than once in the request`);
+            problems.push({
+              field: `tools[${i}].name`,
+              description: `tool "${known.name}" appears more than once in the request`,
+            });
           seen.add(known.name);
           unchanged++;
-          return;
+          continue;
         }
-        const record = toRecord(input, i);
+        const record = yield* recordSteps(input, i);
         digests.set(record.name, digest);
         if (seen.has(record.name))
-          problems.push(`tool "${record.name}" appears more than once in the request`);
+          problems.push({
+            field: `tools[${i}].name`,
+            description: `tool "${record.name}" appears more than once in the request`,
+          });
         seen.add(record.name);
         records.push(record);
       } catch (err) {
         // Anything else (a RangeError from a deeply nested input, say) is still the caller's tool.
-        problems.push(
-          err instanceof WayfindError
-            ? err.message
-            : `${toolLabel(input, i)}: could not be read: ${(err as Error).message}`,
-        );
+        problems.push({
+          field: `tools[${i}]`,
+          description:
+            err instanceof WayfindError
+              ? err.message
+              : `${toolLabel(input, i)}: could not be read: ${(err as Error).message}`,
+        });
       }
-    });
-    if (problems.length > 0)
+    }
+    const first = problems[0]?.description;
+    if (first !== undefined)
       throw invalidArgument(
-        problems.length === 1 ? (problems[0] ?? "") : `${problems.length} invalid tools: ${problems[0]}`,
+        problems.length === 1 ? first : `${problems.length} invalid tools: ${first}`,
         problems,
       );
     for (const r of records) {
@@ -220,11 +260,39 @@ export class ToolCatalog {
       else if (existing.hash !== r.hash) updated.push(r);
       else unchanged++;
     }
-    const removed = options.replaceSource
+    const removed = replaceSource
       ? [...this.tools.values()]
           .filter((t) => t.owner === owner && t.source === source && !seen.has(t.name))
           .map((t) => t.name)
       : [];
+    // The rows too (their JSON: microseconds a tool), so the transaction only writes.
+    const rows = {
+      added: yield* rowsOf(added, source, owner),
+      updated: yield* rowsOf(updated, source, owner),
+    };
+    return { added, updated, removed, rows, digests, unchanged };
+  }
+
+  /** One registration, its turn come (see register). */
+  private async registerNext(
+    source: string,
+    inputs: readonly ToolInput[],
+    options: RegisterOptions,
+  ): Promise<RegisterResult> {
+    const owner = options.owner ?? "";
+    if (typeof source !== "string" || !SOURCE_PATTERN.test(source))
+      throw invalidArgument(`source ${quoteInput(source)} must be 1-128 characters of [A-Za-z0-9_.:/@-]`);
+    if (inputs.length > TOOL_LIMITS.toolsPerSource)
+      throw invalidArgument(
+        `${inputs.length} tools in one source; the limit is ${TOOL_LIMITS.toolsPerSource}`,
+      );
+    const prepared = await runInSlices(
+      this.prepareRegistration(owner, source, inputs, options.replaceSource ?? false),
+      () => this.db.open,
+    );
+    if (!prepared)
+      throw new WayfindError("unavailable", "the server closed its catalog while checking the tools; retry");
+    const { added, updated, removed, rows, digests, unchanged } = prepared;
     if (added.length + updated.length + removed.length > 0) {
       const insert = this.db.prepare(
         `INSERT INTO discovery_tools (owner, name, source, hash, definition)
@@ -235,8 +303,8 @@ export class ToolCatalog {
       );
       const remove = this.db.prepare("DELETE FROM discovery_tools WHERE owner = ? AND name = ?");
       this.db.transaction(() => {
-        for (const r of added) insert.run(toRow(r, source, owner));
-        for (const r of updated) update.run(toRow(r, source, owner));
+        for (const row of rows.added) insert.run(row);
+        for (const row of rows.updated) update.run(row);
         for (const name of removed) remove.run(owner, name);
       })();
       for (const name of removed) this.drop(owner, name);
@@ -607,4 +675,29 @@ function scopeOf(request: SearchRequest): { tenantId?: string; sessionId?: strin
 
 function toRow(r: ToolRecord, source: string, owner: string): Record<string, string> {
   return { name: r.name, source, owner, hash: r.hash, definition: JSON.stringify(r) };
+}
+
+/** A discovery_tools row as toRow makes it (named parameters of the INSERT and UPDATE). */
+type ToolRow = ReturnType<typeof toRow>;
+
+/** What one registration writes (see ToolCatalog.prepareRegistration). */
+interface PreparedRegistration {
+  readonly added: readonly ToolRecord[];
+  readonly updated: readonly ToolRecord[];
+  /** Names of the source's tools that replace_source drops. */
+  readonly removed: readonly string[];
+  readonly rows: { readonly added: readonly ToolRow[]; readonly updated: readonly ToolRow[] };
+  /** Digest of each checked tool's raw input, by name: the next registration's fast path. */
+  readonly digests: ReadonlyMap<string, string>;
+  readonly unchanged: number;
+}
+
+/** The rows of `records`, one step each. */
+function* rowsOf(records: readonly ToolRecord[], source: string, owner: string): Generator<void, ToolRow[]> {
+  const rows: ToolRow[] = [];
+  for (const r of records) {
+    yield;
+    rows.push(toRow(r, source, owner));
+  }
+  return rows;
 }

@@ -48,8 +48,13 @@ export function toolLabel(input: ToolInput, index: number): string {
   return typeof input.name === "string" && input.name ? `tool ${quoteInput(input.name)}` : `tool #${index}`;
 }
 
-/** Validates and normalises one input into the stored record (with hash). Throws invalid_argument. */
-export function toRecord(input: ToolInput, index: number): ToolRecord {
+/**
+ * Validates and normalises one input into the stored record (with hash); throws invalid_argument.
+ * In steps, so many tools are checked between other calls (src/text/slices.ts runInSlices): it
+ * yields before each part that can take milliseconds on its own (compiling the args schema, checking
+ * each example, hashing), so a slice of the event loop ends close to its budget.
+ */
+export function* recordSteps(input: ToolInput, index: number): Generator<void, ToolRecord> {
   const fail = (msg: string) => invalidArgument(`${toolLabel(input, index)}: ${msg}`);
   if (typeof input.name !== "string") throw fail("name must be a string");
   const namespace = input.namespace ?? "";
@@ -86,7 +91,7 @@ export function toRecord(input: ToolInput, index: number): ToolRecord {
   const examples = (input.examples ?? []).map((ex, i) => toExample(ex, i, fail));
   const examplesProblem = sizeProblem(API.toolExamples, examples.length);
   if (examplesProblem) throw fail(examplesProblem);
-  if (examples.length > 0) validateExamples(name, argsSchema, examples);
+  if (examples.length > 0) yield* validateExamples(name, argsSchema, examples);
   const body = {
     name,
     namespace,
@@ -100,6 +105,8 @@ export function toRecord(input: ToolInput, index: number): ToolRecord {
     examples,
     aliases,
   };
+  // Canonical JSON of up to 16 examples of 16 KB each and a 64 KB schema: milliseconds too.
+  yield;
   return { ...body, hash: sha256(canonicalJson(body)) };
 }
 
@@ -256,9 +263,17 @@ function listProblem(items: readonly unknown[], count: Limit, item: Limit): stri
   return undefined;
 }
 
-/** Examples must satisfy the args schema; the error names tool, example index and field. */
-function validateExamples(name: string, schema: JsonObject, examples: readonly ToolExample[]): void {
+/**
+ * Examples must satisfy the args schema; the error names tool, example index and field. Yields before
+ * the compile (tens of milliseconds for a schema near its bound) and before each example.
+ */
+function* validateExamples(
+  name: string,
+  schema: JsonObject,
+  examples: readonly ToolExample[],
+): Generator<void, void> {
   ajv ??= createAjv();
+  yield;
   let validate: ValidateFunction;
   // $schema/$id may name drafts Ajv does not load; they do not change validation of examples here.
   const { $schema: _s, $id: _i, ...rest } = schema;
@@ -274,7 +289,8 @@ function validateExamples(name: string, schema: JsonObject, examples: readonly T
     // Ajv caches every compiled schema by object; each registration brings new objects.
     ajv.removeSchema(rest);
   }
-  examples.forEach((ex, i) => {
+  for (const [i, ex] of examples.entries()) {
+    yield;
     let valid: boolean;
     try {
       valid = validate(ex.args);
@@ -284,7 +300,7 @@ function validateExamples(name: string, schema: JsonObject, examples: readonly T
         `tool "${name}": example ${i} could not be checked against the args schema: ${(err as Error).message}`,
       );
     }
-    if (valid) return;
+    if (valid) continue;
     const e = validate.errors?.[0];
     const field = e
       ? e.instancePath || (e.params as { missingProperty?: string }).missingProperty || "(root)"
@@ -293,7 +309,7 @@ function validateExamples(name: string, schema: JsonObject, examples: readonly T
     throw invalidArgument(
       `tool "${name}": example ${i} does not match the args schema at ${path}: ${e?.message ?? "invalid"}`,
     );
-  });
+  }
 }
 
 /** JSON pointer (within the args schema) of the first `pattern` or `patternProperties` key equal to `pattern`. */

@@ -23,13 +23,13 @@ import { ToolSourceRegistry } from "../sources/status.ts";
 import { CACHE_KIB, type Db, openDatabase, setCacheSize } from "../store/database.ts";
 import { writeTransaction } from "../store/transaction.ts";
 import { ToolService } from "../tools/service.ts";
-import { PricingTable, parsePricingConfig, startUsageRetention, UsageLedger } from "../usage/index.ts";
+import { PricingTable, startUsageRetention, UsageLedger } from "../usage/index.ts";
 import { HealthStatus } from "./health.ts";
 import { collectGarbage } from "./memory.ts";
 import { allMigrations } from "./migrations.ts";
 import { withCallPipeline } from "./pipeline.ts";
 import { reflectionRoutes } from "./reflection.ts";
-import { serviceRoutes } from "./routes.ts";
+import { serviceRoutes } from "./rpc.ts";
 import { skillService } from "./services/skills.ts";
 import { toolDiscoveryService } from "./services/tools.ts";
 import { usageService } from "./services/usage.ts";
@@ -86,7 +86,7 @@ export async function startServer(
   const usage = new UsageLedger({
     db,
     events,
-    pricing: PricingTable.withDefaults(parsePricingConfig(config.pricing.map(toPriceEntry))),
+    pricing: PricingTable.withDefaults(config.pricing),
     retentionDays: config.usage.retentionDays,
   });
   const stopUsageRetention = startUsageRetention(usage, {
@@ -115,7 +115,7 @@ export async function startServer(
   });
   // A catalog file or skill pack with errors fails the start; nothing stays open behind it.
   try {
-    syncCatalogFiles(catalog, config.catalogs, logger);
+    await syncCatalogFiles(catalog, config.catalogs, logger);
     loadConfiguredSkillPacks(skills, config.skillPacks, logger, options.onSkillPackProgress);
   } catch (error) {
     closeStorage();
@@ -190,6 +190,7 @@ export async function startServer(
       limits: {
         handshakeTimeoutMs: secondsToMs(settings.handshakeTimeoutSeconds),
         requestHeaderTimeoutMs: secondsToMs(settings.requestHeaderTimeoutSeconds),
+        requestBodyTimeoutMs: secondsToMs(settings.requestBodyTimeoutSeconds),
         idleTimeoutMs: secondsToMs(settings.idleTimeoutSeconds),
         maxConnections: settings.maxConnections,
       },
@@ -226,18 +227,6 @@ export async function startServer(
 /** Whole milliseconds (node's HTTP timeouts take integers), at least 1. */
 function secondsToMs(seconds: number): number {
   return Math.max(1, Math.round(seconds * 1000));
-}
-
-/** Config pricing rows in the YAML shape the pricing parser validates. */
-function toPriceEntry(price: WayfindConfig["pricing"][number]) {
-  return {
-    provider: price.provider,
-    model: price.model,
-    input: price.input,
-    output: price.output,
-    cache_write: price.cacheWrite,
-    cache_read: price.cacheRead,
-  };
 }
 
 /** Health service name of a tool source. */

@@ -36,7 +36,7 @@ import {
   universalResponseToNodeResponse,
 } from "@connectrpc/connect-node";
 import { quoteInput } from "../errors.ts";
-import type { AnyMethodImpl, MethodRoute } from "./rpc.ts";
+import { type CallObserver, type MethodRoute, observeRoute } from "./rpc.ts";
 import { malformedRequest, malformedTimeout, toRpcError } from "./rpc-errors.ts";
 
 export interface ConnectListenerOptions {
@@ -67,7 +67,10 @@ export function connectRequestListener(
     shutdownSignal: options.shutdownSignal,
     jsonOptions: { ignoreUnknownFields: false },
   });
-  for (const route of options.routes) router.rpc(route.method, mapErrors(route) as never);
+  for (const route of options.routes) {
+    const { method, impl } = observeRoute(route, handlerErrors);
+    router.rpc(method, impl);
+  }
   const handlers = new Map(router.handlers.map((handler) => [handler.requestPath, handler]));
 
   return (request, response) => {
@@ -96,33 +99,15 @@ function handlerStarted(values: ContextValues): boolean {
 const handlerStartedKey = createContextKey(false, { description: "wayfind handler started" });
 
 /**
- * The route's handler, recording in the call's context that it ran (an error answered without it
- * is about the request itself) and sending what it throws through the one mapping.
+ * Records in the call's context that the handler ran (an error answered without it is about the
+ * request itself) and sends what it throws through the one mapping.
  */
-function mapErrors(route: MethodRoute): AnyMethodImpl {
-  const { impl } = route;
-  const kind = route.method.methodKind;
-  if (kind === "unary" || kind === "client_streaming") {
-    return async (input, context) => {
-      context.values.set(handlerStartedKey, true);
-      try {
-        return await impl(input, context);
-      } catch (error) {
-        throw toRpcError(error);
-      }
-    };
-  }
-  return (input, context) => {
+const handlerErrors: CallObserver = {
+  begin(_input, context) {
     context.values.set(handlerStartedKey, true);
-    return (async function* () {
-      try {
-        yield* impl(input, context) as AsyncIterable<unknown>;
-      } catch (error) {
-        throw toRpcError(error);
-      }
-    })();
-  };
-}
+    return { succeeded: () => {}, failed: toRpcError };
+  },
+};
 
 /**
  * connect-node's own error answer, with its error put through the mapping. Without a handler,

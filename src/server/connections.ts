@@ -1,7 +1,9 @@
 import { readFileSync } from "node:fs";
 import * as http from "node:http";
 import * as http2 from "node:http2";
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { Logger } from "pino";
+import { type MethodRoute, methodPath } from "./rpc.ts";
 
 /** Bounds on every connection, whatever protocol it speaks (config `server.*`, in ms here). */
 export interface ConnectionLimits {
@@ -9,6 +11,8 @@ export interface ConnectionLimits {
   readonly handshakeTimeoutMs: number;
   /** HTTP/1.1 request headers, and the first body bytes (or end) of an HTTP/2 stream, within this. */
   readonly requestHeaderTimeoutMs: number;
+  /** The whole request body of a call that sends one message, from its headers (see RequestBodyDeadline). */
+  readonly requestBodyTimeoutMs: number;
   /** A connection without a call in flight for this long is closed. */
   readonly idleTimeoutMs: number;
   /** Open connections beyond this are refused. */
@@ -16,7 +20,8 @@ export interface ConnectionLimits {
 }
 
 /**
- * Holds one HTTP/2 session to the limits: its SETTINGS must arrive within the handshake timeout; a
+ * Holds one HTTP/2 session to the limits: its SETTINGS must arrive before the connection's handshake
+ * timer fires (one timeout from accept, not one for the first bytes and another for SETTINGS); a
  * stream that sends neither body bytes nor END_STREAM within the header timeout is reset (CANCEL);
  * a session with no open stream for the idle timeout is closed with GOAWAY. An open stream, such as
  * a watch, keeps its session busy however quiet it is.
@@ -24,7 +29,6 @@ export interface ConnectionLimits {
 export class Http2SessionGuard {
   readonly #session: http2.ServerHttp2Session;
   readonly #limits: ConnectionLimits;
-  readonly #settingsTimer: NodeJS.Timeout;
   /** Re-armed with refresh() each time the last stream closes, so a busy session costs no timers. */
   readonly #idleTimer: NodeJS.Timeout;
   #openStreams = 0;
@@ -32,14 +36,14 @@ export class Http2SessionGuard {
   readonly #awaitingBody = new Map<http2.ServerHttp2Stream, number>();
   #bodyCheck: NodeJS.Timeout | undefined;
 
-  constructor(session: http2.ServerHttp2Session, limits: ConnectionLimits) {
+  /** `handshake`: the connection's handshake timer, still running; cleared once SETTINGS arrive. */
+  constructor(session: http2.ServerHttp2Session, limits: ConnectionLimits, handshake: NodeJS.Timeout) {
     this.#session = session;
     this.#limits = limits;
-    this.#settingsTimer = setTimeout(() => session.destroy(), limits.handshakeTimeoutMs).unref();
-    session.once("remoteSettings", () => clearTimeout(this.#settingsTimer));
+    session.once("remoteSettings", () => clearTimeout(handshake));
     this.#idleTimer = setTimeout(() => this.#closeIfIdle(), limits.idleTimeoutMs).unref();
     session.once("close", () => {
-      clearTimeout(this.#settingsTimer);
+      clearTimeout(handshake);
       clearTimeout(this.#idleTimer);
       clearTimeout(this.#bodyCheck);
     });
@@ -84,6 +88,96 @@ export class Http2SessionGuard {
 /** Body bytes arrived (read by the handler or still buffered), or the client ended its side. */
 function hasStartedBody(stream: http2.ServerHttp2Stream): boolean {
   return stream.readableDidRead || stream.readableLength > 0 || stream.state.remoteClose === 1;
+}
+
+/**
+ * The deadline for the whole request body of a call that sends one message (unary and server
+ * streaming, and any path that is no method), counted from its headers, on every protocol: a client
+ * that sends headers and part of a body and then nothing would otherwise hold the call, its buffers
+ * and (HTTP/1.1) its connection forever. Client- and bidi-streaming calls send their messages over
+ * time and are exempt.
+ */
+export class RequestBodyDeadline {
+  readonly #timeoutMs: number;
+  readonly #exemptPaths: ReadonlySet<string>;
+
+  constructor(routes: readonly MethodRoute[], timeoutMs: number) {
+    this.#timeoutMs = timeoutMs;
+    this.#exemptPaths = new Set(
+      routes
+        .filter(
+          ({ method }) => method.methodKind === "client_streaming" || method.methodKind === "bidi_streaming",
+        )
+        .map(({ method }) => methodPath(method)),
+    );
+  }
+
+  /** The error a call whose body came too late is answered with. */
+  get error(): ConnectError {
+    return new ConnectError(
+      `the request body did not arrive within ${this.#timeoutMs / 1000} s of its headers ` +
+        "(server.request_body_timeout_seconds); send the whole request without pausing",
+      Code.DeadlineExceeded,
+    );
+  }
+
+  /**
+   * A Connect or gRPC-Web request (HTTP/1.1, or HTTP/2 through node's compatibility layer) whose body
+   * is still incomplete at the deadline fails with `error` as connect-node reads it, so connect-node
+   * answers DEADLINE_EXCEEDED in the call's own protocol; the connection (HTTP/1.1, whose unread
+   * rest of body would be taken for the next request) or the stream (HTTP/2) is then closed.
+   */
+  bound(
+    request: http.IncomingMessage | http2.Http2ServerRequest,
+    response: http.ServerResponse | http2.Http2ServerResponse,
+  ): void {
+    if (this.#exemptPaths.has(request.url?.split("?", 1)[0] ?? "")) return;
+    const timer = setTimeout(() => {
+      if ("stream" in request) {
+        if (hasReceivedBody(request.stream)) return;
+        closeOnceAnswered(request.stream);
+      } else if (request.complete) return;
+      // Whoever reads the body listens for its errors; with no reader there is no one to answer.
+      if (request.listenerCount("error") > 0) request.emit("error", this.error);
+      else request.destroy();
+    }, this.#timeoutMs).unref();
+    response.once("close", () => clearTimeout(timer));
+  }
+
+  /**
+   * A native gRPC stream (served by grpc-js) whose body is still incomplete at the deadline is
+   * answered DEADLINE_EXCEEDED (trailers only) and closed.
+   */
+  boundGrpcStream(
+    stream: http2.ServerHttp2Stream,
+    path: string,
+    respond: (error: ConnectError) => void,
+  ): void {
+    if (this.#exemptPaths.has(path)) return;
+    const timer = setTimeout(() => {
+      if (hasReceivedBody(stream)) return;
+      if (stream.headersSent) {
+        stream.close(http2.constants.NGHTTP2_CANCEL);
+        return;
+      }
+      closeOnceAnswered(stream);
+      respond(this.error);
+    }, this.#timeoutMs).unref();
+    stream.once("close", () => clearTimeout(timer));
+  }
+}
+
+/**
+ * Resets the stream with NO_ERROR once the answer is out: node leaves a stream whose client never
+ * ends its side open after the server ended its own (RFC 9113 §8.1 lets a server stop it so).
+ */
+function closeOnceAnswered(stream: http2.ServerHttp2Stream): void {
+  stream.once("finish", () => stream.close(http2.constants.NGHTTP2_NO_ERROR));
+}
+
+/** The client ended its side of the stream: the whole request body is here. */
+function hasReceivedBody(stream: http2.ServerHttp2Stream): boolean {
+  return stream.destroyed || stream.state.remoteClose === 1;
 }
 
 /**

@@ -1,5 +1,12 @@
 import type * as http2 from "node:http2";
-import { create, fromBinary, type Message, toBinary } from "@bufbuild/protobuf";
+import {
+  create,
+  type DescMessage,
+  fromBinary,
+  type Message,
+  type MessageInitShape,
+  toBinary,
+} from "@bufbuild/protobuf";
 import {
   Code,
   ConnectError,
@@ -9,7 +16,13 @@ import {
 } from "@connectrpc/connect";
 import * as grpc from "@grpc/grpc-js";
 import { type MethodRoute, methodPath } from "./rpc.ts";
-import { errorReason, malformedRequest, malformedTimeout, toRpcError } from "./rpc-errors.ts";
+import {
+  errorReason,
+  grpcStatusDetails,
+  malformedRequest,
+  malformedTimeout,
+  toRpcError,
+} from "./rpc-errors.ts";
 import { streamSendBudget } from "./turn-budget.ts";
 
 /**
@@ -26,9 +39,10 @@ export function addRoutesToGrpcServer(
 ): void {
   const byService = new Map<string, MethodRoute[]>();
   for (const route of routes) {
-    const list = byService.get(route.service.typeName) ?? [];
+    const serviceName = route.method.parent.typeName;
+    const list = byService.get(serviceName) ?? [];
     list.push(route);
-    byService.set(route.service.typeName, list);
+    byService.set(serviceName, list);
   }
   for (const serviceRoutes of byService.values()) {
     const definition: Record<string, grpc.MethodDefinition<Buffer, Message | Buffer>> = {};
@@ -58,7 +72,7 @@ type AnyCall =
   | grpc.ServerDuplexStream<Buffer, Buffer>;
 
 function makeHandler(route: MethodRoute, shutdownSignal: AbortSignal): grpc.UntypedHandleCall {
-  const { method, impl } = route;
+  const { method } = route;
   const decode = (bytes: Buffer) => {
     try {
       return fromBinary(method.input, bytes);
@@ -66,14 +80,16 @@ function makeHandler(route: MethodRoute, shutdownSignal: AbortSignal): grpc.Unty
       throw malformedRequest(method.input, errorReason(error));
     }
   };
-  const toMessage = (value: unknown) => create(method.output, value as never) as Message;
+  const toMessage = (value: MessageInitShape<DescMessage>) => create(method.output, value);
   // Streamed messages are encoded here, when the handler yields them (where a handler can slice its
   // work over turns of the event loop), not later by grpc-js when an earlier write completes: there,
   // the buffered messages of hundreds of streams would all be encoded in one turn.
-  const encode = (value: unknown) => Buffer.from(toBinary(method.output, toMessage(value)));
+  const encode = (value: MessageInitShape<DescMessage>) =>
+    Buffer.from(toBinary(method.output, toMessage(value)));
 
-  switch (method.methodKind) {
-    case "unary":
+  switch (route.kind) {
+    case "unary": {
+      const { impl } = route;
       return (call: grpc.ServerUnaryCall<Buffer, Message>, callback: grpc.sendUnaryData<Message>) => {
         const context = contextFor(route, call, shutdownSignal);
         Promise.resolve()
@@ -84,17 +100,14 @@ function makeHandler(route: MethodRoute, shutdownSignal: AbortSignal): grpc.Unty
           )
           .finally(() => context.end());
       };
-    case "server_streaming":
+    }
+    case "server_streaming": {
+      const { impl } = route;
       return (call: grpc.ServerWritableStream<Buffer, Buffer>) => {
         const context = contextFor(route, call, shutdownSignal);
         void (async () => {
           try {
-            await sendAll(
-              call,
-              impl(decode(call.request), context) as AsyncIterable<unknown>,
-              encode,
-              context,
-            );
+            await sendAll(call, impl(decode(call.request), context), encode, context);
             call.end(trailerMetadata(context));
           } catch (error) {
             call.emit("error", toServiceError(error, context));
@@ -103,7 +116,9 @@ function makeHandler(route: MethodRoute, shutdownSignal: AbortSignal): grpc.Unty
           }
         })();
       };
-    case "bidi_streaming":
+    }
+    case "bidi_streaming": {
+      const { impl } = route;
       return (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
         const context = contextFor(route, call, shutdownSignal);
         const requests = (async function* () {
@@ -114,7 +129,7 @@ function makeHandler(route: MethodRoute, shutdownSignal: AbortSignal): grpc.Unty
         })();
         void (async () => {
           try {
-            await sendAll(call, impl(requests, context) as AsyncIterable<unknown>, encode, context);
+            await sendAll(call, impl(requests, context), encode, context);
             call.end(trailerMetadata(context));
           } catch (error) {
             call.emit("error", toServiceError(error, context));
@@ -123,7 +138,8 @@ function makeHandler(route: MethodRoute, shutdownSignal: AbortSignal): grpc.Unty
           }
         })();
       };
-    default:
+    }
+    case "client_streaming":
       throw new Error(`${method.methodKind} methods are not served over grpc-js (${methodPath(method)})`);
   }
 }
@@ -173,7 +189,7 @@ class GrpcCallContext implements HandlerContext {
     deadline: grpc.Deadline,
     shutdownSignal: AbortSignal,
   ) {
-    this.service = route.service;
+    this.service = route.method.parent;
     this.method = route.method;
     this.url = methodPath(route.method);
     this.#metadata = metadata;
@@ -266,8 +282,8 @@ function abortReason(signal: AbortSignal): unknown {
  */
 async function sendAll(
   call: grpc.ServerWritableStream<Buffer, Buffer> | grpc.ServerDuplexStream<Buffer, Buffer>,
-  messages: AsyncIterable<unknown>,
-  encode: (message: unknown) => Buffer,
+  messages: AsyncIterable<MessageInitShape<DescMessage>>,
+  encode: (message: MessageInitShape<DescMessage>) => Buffer,
   context: GrpcCallContext,
 ): Promise<void> {
   for await (const message of messages) {
@@ -304,6 +320,8 @@ function trailerMetadata(context: GrpcCallContext): grpc.Metadata | undefined {
 function toServiceError(error: unknown, context: GrpcCallContext): grpc.ServiceError {
   const connectError = toRpcError(error);
   const metadata = trailerMetadata(context) ?? new grpc.Metadata();
+  const details = grpcStatusDetails(connectError);
+  if (details) metadata.set("grpc-status-details-bin", Buffer.from(details));
   return Object.assign(new Error(connectError.rawMessage), {
     code: connectError.code as number as grpc.status,
     details: connectError.rawMessage,

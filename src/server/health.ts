@@ -6,7 +6,7 @@ import {
   HealthCheckResponse_ServingStatus as ServingStatus,
 } from "../../gen/ts/grpc/health/v1/health_pb.ts";
 import { quoteInput } from "../errors.ts";
-import type { MethodRoute } from "./rpc.ts";
+import { type MethodRoute, serviceRoutes } from "./rpc.ts";
 
 /**
  * `grpc.health.v1.Health`: the server ("") and every wayfind service report SERVING until the
@@ -44,23 +44,18 @@ export class HealthStatus {
   }
 
   routes(): MethodRoute[] {
-    const check = (request: unknown) => {
-      const { service } = request as HealthCheckRequest;
-      const status = this.get(service);
-      if (status === undefined)
-        throw new ConnectError(`unknown service ${quoteInput(service)}`, Code.NotFound);
-      return { status };
-    };
-    const list = () => ({
-      statuses: Object.fromEntries([...this.all()].map(([name, status]) => [name, { status }])),
+    return serviceRoutes(Health, {
+      check: ({ service }) => {
+        const status = this.get(service);
+        if (status === undefined)
+          throw new ConnectError(`unknown service ${quoteInput(service)}`, Code.NotFound);
+        return { status };
+      },
+      list: () => ({
+        statuses: Object.fromEntries([...this.all()].map(([name, status]) => [name, { status }])),
+      }),
+      watch: (request, context) => this.#watch(request, context),
     });
-    const watch = (request: unknown, context: HandlerContext) =>
-      this.#watch(request as HealthCheckRequest, context);
-    return [
-      { service: Health, method: Health.method.check, impl: check },
-      { service: Health, method: Health.method.list, impl: list },
-      { service: Health, method: Health.method.watch, impl: watch },
-    ];
   }
 
   async *#watch({ service }: HealthCheckRequest, context: HandlerContext) {

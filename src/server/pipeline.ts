@@ -4,7 +4,7 @@ import type { CallerContext } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import { OPERATOR_ROLE, ROLE_HEADER } from "../caller/authorize.ts";
 import { ANONYMOUS_CALLER, ANONYMOUS_PRINCIPAL, type Caller, type Principal } from "../caller/caller.ts";
 import { WayfindError } from "../errors.ts";
-import { type AnyMethodImpl, type MethodRoute, methodPath } from "./rpc.ts";
+import { type CallObserver, type MethodRoute, methodPath, observeRoute } from "./rpc.ts";
 
 /** The caller, resolved once per call from the request's `caller` field (DESIGN.md §3). */
 export const callerKey = createContextKey<Caller>(ANONYMOUS_CALLER, { description: "wayfind caller" });
@@ -28,60 +28,40 @@ export function principalOf(context: HandlerContext): Principal {
  * throws (rpc-errors.ts).
  */
 export function withCallPipeline(routes: readonly MethodRoute[], logger: Logger): MethodRoute[] {
-  return routes.map((route) => ({ ...route, impl: wrap(route, logger) }));
+  return routes.map((route) => observeRoute(route, callLog(route, logger)));
 }
 
-function wrap(route: MethodRoute, logger: Logger): AnyMethodImpl {
+function callLog(route: MethodRoute, logger: Logger): CallObserver {
   const method = methodPath(route.method);
-  const streamingResponse =
-    route.method.methodKind === "server_streaming" || route.method.methodKind === "bidi_streaming";
-
-  const begin = (input: unknown, context: HandlerContext) => {
-    const caller = resolveCaller(input);
-    context.values.set(callerKey, caller);
-    const principal = resolvePrincipal(caller, context.requestHeader);
-    context.values.set(principalKey, principal);
-    const started = performance.now();
-    return (error?: unknown) => {
-      const code = error === undefined ? "ok" : codeName(error);
-      const fields = {
-        method,
-        protocol: context.protocolName,
-        code,
-        duration_ms: Math.round((performance.now() - started) * 1000) / 1000,
-        tenant: caller.tenantId || undefined,
-        // Operator calls stand out in the log (an audit trail until issue 15 adds one).
-        operator: principal.operator || undefined,
+  return {
+    begin(input, context) {
+      const caller = resolveCaller(input);
+      context.values.set(callerKey, caller);
+      const principal = resolvePrincipal(caller, context.requestHeader);
+      context.values.set(principalKey, principal);
+      const started = performance.now();
+      const finish = (error?: unknown) => {
+        const code = error === undefined ? "ok" : codeName(error);
+        const fields = {
+          method,
+          protocol: context.protocolName,
+          code,
+          duration_ms: Math.round((performance.now() - started) * 1000) / 1000,
+          tenant: caller.tenantId || undefined,
+          // Operator calls stand out in the log (an audit trail until issue 15 adds one).
+          operator: principal.operator || undefined,
+        };
+        if (code === "internal" || code === "unknown") logger.error({ ...fields, err: error }, "call failed");
+        else logger.info(fields, "call");
       };
-      if (code === "internal" || code === "unknown") logger.error({ ...fields, err: error }, "call failed");
-      else logger.info(fields, "call");
-    };
-  };
-
-  if (!streamingResponse) {
-    return async (input, context) => {
-      const finish = begin(input, context);
-      try {
-        const output = await route.impl(input, context);
-        finish();
-        return output;
-      } catch (error) {
-        finish(error);
-        throw error;
-      }
-    };
-  }
-  return (input, context) => {
-    const finish = begin(input, context);
-    return (async function* () {
-      try {
-        yield* route.impl(input, context) as AsyncIterable<unknown>;
-        finish();
-      } catch (error) {
-        finish(error);
-        throw error;
-      }
-    })();
+      return {
+        succeeded: () => finish(),
+        failed(error) {
+          finish(error);
+          return error;
+        },
+      };
+    },
   };
 }
 

@@ -8,7 +8,6 @@ import {
 } from "@bufbuild/protobuf";
 import { nestedTypes } from "@bufbuild/protobuf/reflect";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
-import type { HandlerContext } from "@connectrpc/connect";
 import {
   type ServerReflectionRequest,
   ServerReflectionRequestSchema,
@@ -20,7 +19,7 @@ import {
   ServerReflectionRequestSchema as V1AlphaRequestSchema,
   ServerReflectionResponseSchema as V1AlphaResponseSchema,
 } from "../../gen/ts/grpc/reflection/v1alpha/reflection_pb.ts";
-import type { MethodRoute } from "./rpc.ts";
+import { type MethodRoute, serviceRoutes } from "./rpc.ts";
 
 const NOT_FOUND = 5;
 const UNIMPLEMENTED = 12;
@@ -33,28 +32,22 @@ const UNIMPLEMENTED = 12;
 export function reflectionRoutes(services: readonly DescService[]): MethodRoute[] {
   const index = indexFiles(services.map((service) => service.file));
   const answer = (request: ServerReflectionRequest) => answerRequest(index, services, request);
-  const v1Method = ServerReflectionV1.method.serverReflectionInfo;
-  const v1AlphaMethod = ServerReflectionV1Alpha.method.serverReflectionInfo;
   return [
-    {
-      service: ServerReflectionV1,
-      method: v1Method,
-      impl: (requests: unknown) => answerEach(requests as AsyncIterable<ServerReflectionRequest>, answer),
-    },
-    {
-      // v1alpha is wire-identical to v1: translate through bytes and reuse the v1 answers.
-      service: ServerReflectionV1Alpha,
-      method: v1AlphaMethod,
-      impl: (requests: unknown, _context: HandlerContext) =>
-        answerEach(requests as AsyncIterable<{ $typeName: string }>, (request) => {
+    ...serviceRoutes(ServerReflectionV1, {
+      serverReflectionInfo: (requests) => answerEach(requests, answer),
+    }),
+    // v1alpha is wire-identical to v1: translate through bytes and reuse the v1 answers.
+    ...serviceRoutes(ServerReflectionV1Alpha, {
+      serverReflectionInfo: (requests) =>
+        answerEach(requests, (request) => {
           const v1Request = fromBinary(
             ServerReflectionRequestSchema,
-            toBinary(V1AlphaRequestSchema, request as never),
+            toBinary(V1AlphaRequestSchema, request),
           );
           const v1Response = create(ServerReflectionResponseSchema, answer(v1Request));
           return fromBinary(V1AlphaResponseSchema, toBinary(ServerReflectionResponseSchema, v1Response));
         }),
-    },
+    }),
   ];
 }
 

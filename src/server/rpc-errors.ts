@@ -1,6 +1,12 @@
-import type { DescMessage } from "@bufbuild/protobuf";
+import { create, type DescMessage, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
+import { AnySchema, anyPack } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { type ErrorCode, quoteInput, WayfindError } from "../errors.ts";
+import { BadRequestSchema } from "../../gen/ts/google/rpc/error_details_pb.ts";
+import { StatusSchema } from "../../gen/ts/google/rpc/status_pb.ts";
+import { type ErrorCode, type FieldViolation, type Problem, quoteInput, WayfindError } from "../errors.ts";
+
+/** An error detail to send (connect's OutgoingDetail, which it does not export). */
+type OutgoingDetail = { desc: DescMessage; value: MessageInitShape<DescMessage> };
 
 /**
  * The one mapping from anything thrown while serving a call to the status the caller sees, used by
@@ -14,9 +20,8 @@ import { type ErrorCode, quoteInput, WayfindError } from "../errors.ts";
  */
 export function toRpcError(error: unknown): ConnectError {
   if (error instanceof WayfindError) {
-    const message =
-      error.details.length > 0 ? `${error.message}\n- ${error.details.join("\n- ")}` : error.message;
-    return new ConnectError(bounded(message), CODES[error.code]);
+    const details = error.details.length > 0 ? [badRequest(error.details)] : undefined;
+    return new ConnectError(bounded(error.message), CODES[error.code], undefined, details);
   }
   if (error instanceof ConnectError) {
     const message = bounded(error.rawMessage);
@@ -26,6 +31,50 @@ export function toRpcError(error: unknown): ConnectError {
   if (error instanceof Error && error.name === "AbortError")
     return new ConnectError("call aborted", Code.Canceled);
   return new ConnectError(UNEXPECTED, Code.Internal);
+}
+
+/**
+ * The problems of a request as a `google.rpc.BadRequest`, the detail Connect and gRPC clients decode
+ * (`ConnectError.findDetails`, grpc-go `status.Details()`, Python `rpc_status.from_call`). Bounded
+ * like the message, since on gRPC it travels in a trailer too (`grpc-status-details-bin`): the
+ * violations that fit MAX_ERROR_DETAILS_BYTES, then one saying how many more there were.
+ */
+function badRequest(problems: readonly Problem[]): OutgoingDetail {
+  const fieldViolations: FieldViolation[] = [];
+  let bytes = 0;
+  for (const [index, problem] of problems.entries()) {
+    const violation = typeof problem === "string" ? { field: "", description: problem } : problem;
+    const entry = {
+      field: bounded(violation.field, MAX_VIOLATION_BYTES),
+      description: bounded(violation.description, MAX_VIOLATION_BYTES),
+    };
+    // Each string's tag and length prefix, and the entry's own: at most 9 bytes in all.
+    bytes += Buffer.byteLength(entry.field) + Buffer.byteLength(entry.description) + 9;
+    if (bytes > MAX_ERROR_DETAILS_BYTES - CUT_SUFFIX_BYTES) {
+      const more = problems.length - index;
+      fieldViolations.push({ field: "", description: `… and ${more} more problem${more === 1 ? "" : "s"}` });
+      break;
+    }
+    fieldViolations.push(entry);
+  }
+  return { desc: BadRequestSchema, value: { fieldViolations } };
+}
+
+/**
+ * The `grpc-status-details-bin` trailer of an error with details: a `google.rpc.Status` holding
+ * them, as connect-node sends it for gRPC-Web (native gRPC is served by grpc-js, which does not).
+ */
+export function grpcStatusDetails(error: ConnectError): Uint8Array | undefined {
+  if (error.details.length === 0) return undefined;
+  const details = error.details.map((detail) =>
+    "desc" in detail
+      ? anyPack(detail.desc, create(detail.desc, detail.value))
+      : create(AnySchema, { typeUrl: `type.googleapis.com/${detail.type}`, value: detail.value }),
+  );
+  return toBinary(
+    StatusSchema,
+    create(StatusSchema, { code: error.code, message: error.rawMessage, details }),
+  );
 }
 
 /** A request whose bytes (or JSON) do not decode as the method's input message. */
@@ -52,18 +101,23 @@ export function errorReason(error: unknown): string {
 
 /** The most UTF-8 bytes of an error message (before the gRPC percent-encoding). */
 export const MAX_ERROR_MESSAGE_BYTES = 2048;
+/** The most bytes of an error's encoded details; with the message, well within a trailer's 8 KiB. */
+export const MAX_ERROR_DETAILS_BYTES = 2048;
+/** The most UTF-8 bytes of one field or description of a violation. */
+const MAX_VIOLATION_BYTES = 512;
 
 const UNEXPECTED = "internal error; the server log has the details";
 const CUT_SUFFIX_BYTES = 64;
 const utf8 = new TextEncoder();
 const scratch = new Uint8Array(MAX_ERROR_MESSAGE_BYTES - CUT_SUFFIX_BYTES);
 
-function bounded(message: string): string {
-  // A UTF-16 unit never takes more than 3 UTF-8 bytes: most messages need no encoding at all.
-  if (message.length * 3 <= MAX_ERROR_MESSAGE_BYTES) return message;
-  const { read } = utf8.encodeInto(message, scratch);
-  if (read >= message.length) return message;
-  return `${message.slice(0, read)}… (message cut; ${message.length} characters in all)`;
+/** `text` within `maxBytes` of UTF-8, cut with a note saying so. */
+function bounded(text: string, maxBytes = MAX_ERROR_MESSAGE_BYTES): string {
+  // A UTF-16 unit never takes more than 3 UTF-8 bytes: most texts need no encoding at all.
+  if (text.length * 3 <= maxBytes) return text;
+  const { read } = utf8.encodeInto(text, scratch.subarray(0, maxBytes - CUT_SUFFIX_BYTES));
+  if (read >= text.length) return text;
+  return `${text.slice(0, read)}… (message cut; ${text.length} characters in all)`;
 }
 
 const CODES: Record<ErrorCode, Code> = {

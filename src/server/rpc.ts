@@ -1,22 +1,104 @@
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
-import type { HandlerContext } from "@connectrpc/connect";
+import {
+  createServiceImplSpec,
+  type HandlerContext,
+  type MethodImplSpec,
+  type ServiceImpl,
+} from "@connectrpc/connect";
 
 /**
- * One RPC implementation, transport-neutral: the shape connect-es uses for every method kind.
- * Both transports (connect-node and grpc-js) serve these, so each handler is written once.
+ * One RPC implementation with its method, transport-neutral: connect-es's own discriminated union
+ * (`kind` narrows `method` and `impl` together), so every layer between a service's typed
+ * `ServiceImpl` and the transports keeps the method's kind and message types. Both transports
+ * (connect-node and grpc-js) serve these, so each handler is written once.
  */
-export type AnyMethodImpl = (
-  input: unknown,
-  context: HandlerContext,
-) => Promise<unknown> | unknown | AsyncIterable<unknown>;
+export type MethodRoute = MethodImplSpec;
 
-export interface MethodRoute {
-  readonly service: DescService;
-  readonly method: DescMethod;
-  readonly impl: AnyMethodImpl;
+/**
+ * The routes of every method of `service`. The implementation must be complete (not `Partial`): an
+ * RPC added to the proto without a handler fails to compile.
+ */
+export function serviceRoutes<S extends DescService>(service: S, impl: ServiceImpl<S>): MethodRoute[] {
+  return Object.values(createServiceImplSpec<S>(service, impl).methods);
 }
 
 /** `/wayfind.v1.ToolDiscoveryService/SearchTools` */
 export function methodPath(method: DescMethod): string {
   return `/${method.parent.typeName}/${method.name}`;
+}
+
+/** What a wrapper does around one call: `begin` runs first; then exactly one of its callbacks. */
+export interface CallObserver {
+  begin(
+    input: unknown,
+    context: HandlerContext,
+  ): {
+    /** The call succeeded (for a stream: its last message went out). */
+    succeeded(): void;
+    /** The call failed with `error`; returns what to throw instead. */
+    failed(error: unknown): unknown;
+  };
+}
+
+/**
+ * The route with its implementation wrapped by `observer`, kind and types kept. A stream's
+ * implementation is started on its first read, as connect and grpc-js start it.
+ */
+export function observeRoute(route: MethodRoute, observer: CallObserver): MethodRoute {
+  const { begin } = observer;
+  switch (route.kind) {
+    case "unary": {
+      const { method, impl } = route;
+      return {
+        kind: "unary",
+        method,
+        impl: (input, ctx) => observed(begin(input, ctx), () => impl(input, ctx)),
+      };
+    }
+    case "client_streaming": {
+      const { method, impl } = route;
+      return {
+        kind: "client_streaming",
+        method,
+        impl: (input, ctx) => observed(begin(input, ctx), () => impl(input, ctx)),
+      };
+    }
+    case "server_streaming": {
+      const { method, impl } = route;
+      return {
+        kind: "server_streaming",
+        method,
+        impl: (input, ctx) => observedStream(begin(input, ctx), () => impl(input, ctx)),
+      };
+    }
+    case "bidi_streaming": {
+      const { method, impl } = route;
+      return {
+        kind: "bidi_streaming",
+        method,
+        impl: (input, ctx) => observedStream(begin(input, ctx), () => impl(input, ctx)),
+      };
+    }
+  }
+}
+
+type Observation = ReturnType<CallObserver["begin"]>;
+
+async function observed<T>(observation: Observation, run: () => Promise<T> | T): Promise<T> {
+  try {
+    const output = await run();
+    observation.succeeded();
+    return output;
+  } catch (error) {
+    throw observation.failed(error);
+  }
+}
+
+async function* observedStream<T>(observation: Observation, run: () => AsyncIterable<T>): AsyncIterable<T> {
+  try {
+    yield* run();
+    observation.succeeded();
+  } catch (error) {
+    throw observation.failed(error);
+  }
 }

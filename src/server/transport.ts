@@ -10,6 +10,7 @@ import {
   connectionRefusalLog,
   fitMaxConnections,
   Http2SessionGuard,
+  RequestBodyDeadline,
   ResponseClosingOnUnreadBody,
   readOpenFilesLimit,
 } from "./connections.ts";
@@ -48,11 +49,16 @@ const HTTP2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
  */
 export async function startTransport(options: TransportOptions): Promise<RunningTransport> {
   const { limits } = options;
-  const connectHandler = connectRequestListener({
+  const serveConnect = connectRequestListener({
     routes: options.routes,
     readMaxBytes: options.maxMessageBytes,
     shutdownSignal: options.shutdownSignal,
   });
+  const bodyDeadline = new RequestBodyDeadline(options.routes, limits.requestBodyTimeoutMs);
+  const connectHandler: typeof serveConnect = (request, response) => {
+    bodyDeadline.bound(request, response);
+    serveConnect(request, response);
+  };
 
   const grpcServer = new grpc.Server({
     "grpc.max_receive_message_length": options.maxMessageBytes,
@@ -70,11 +76,19 @@ export async function startTransport(options: TransportOptions): Promise<Running
 
   const h2 = http2.createServer({ maxSessionMemory: 64 });
   const sessions = new Map<http2.ServerHttp2Session, Http2SessionGuard>();
-  h2.on("session", (session: http2.ServerHttp2Session) => {
-    sessions.set(session, new Http2SessionGuard(session, limits));
-    session.once("close", () => sessions.delete(session));
-    grpcStreams.emit("session", session);
-  });
+  /** Starts serving a cleartext HTTP/2 connection, whose handshake timer runs on until its SETTINGS. */
+  const serveHttp2 = (socket: net.Socket, handshake: NodeJS.Timeout) => {
+    const guardSession = (session: http2.ServerHttp2Session) => {
+      sessions.set(session, new Http2SessionGuard(session, limits, handshake));
+      session.once("close", () => sessions.delete(session));
+      grpcStreams.emit("session", session);
+    };
+    // node creates the session and emits 'session' within emit('connection'): this listener gets
+    // this connection's session, and is never left behind for another one.
+    h2.once("session", guardSession);
+    h2.emit("connection", socket);
+    h2.removeListener("session", guardSession);
+  };
   h2.on(
     "stream",
     (
@@ -90,8 +104,14 @@ export async function startTransport(options: TransportOptions): Promise<Running
       }
       // grpc-js would answer a malformed grpc-timeout with INTERNAL, echoing it.
       const timeoutProblem = grpcTimeoutProblem(headers["grpc-timeout"]);
-      if (timeoutProblem) respondWithGrpcError(stream, timeoutProblem);
-      else grpcStreams.emit("stream", stream, headers, flags, rawHeaders);
+      if (timeoutProblem) {
+        respondWithGrpcError(stream, timeoutProblem);
+        return;
+      }
+      bodyDeadline.boundGrpcStream(stream, headers[":path"] ?? "", (error) =>
+        respondWithGrpcError(stream, error),
+      );
+      grpcStreams.emit("stream", stream, headers, flags, rawHeaders);
     },
   );
   // HTTP/1.1 keep-alive connections are closed as soon as they are idle once draining starts.
@@ -103,7 +123,7 @@ export async function startTransport(options: TransportOptions): Promise<Running
       noDelay: true,
       ServerResponse: ResponseClosingOnUnreadBody,
       headersTimeout: limits.requestHeaderTimeoutMs,
-      // Bodies are bounded by size, not by pace, as on HTTP/2.
+      // Bodies are bounded per call by RequestBodyDeadline, which exempts streaming requests.
       requestTimeout: 0,
       keepAliveTimeout: limits.idleTimeoutMs,
       // How often node looks for requests past headersTimeout.
@@ -144,13 +164,13 @@ export async function startTransport(options: TransportOptions): Promise<Running
       sockets.delete(socket);
     });
     socket.once("data", (first: Buffer) => {
-      clearTimeout(handshake);
       socket.pause();
       socket.unshift(first);
       // The HTTP/2 session picks up the unshifted bytes itself when it attaches; resuming the
       // socket first would let them flow away unread. The HTTP/1 server wants a flowing socket.
-      if (first.subarray(0, 3).equals(HTTP2_PREFACE.subarray(0, 3))) h2.emit("connection", socket);
+      if (first.subarray(0, 3).equals(HTTP2_PREFACE.subarray(0, 3))) serveHttp2(socket, handshake);
       else {
+        clearTimeout(handshake);
         serveHttp1.call(h1, socket);
         socket.resume();
       }

@@ -14,18 +14,18 @@ export function catalogSourceId(catalog: CatalogConfig): string {
  * tool deleted from a file disappears on the next start. A file with any error fails the start:
  * a wrong catalog never yields a half-working server.
  */
-export function syncCatalogFiles(
+export async function syncCatalogFiles(
   catalog: ToolCatalog,
   catalogs: readonly CatalogConfig[],
   logger: Logger,
-): void {
+): Promise<void> {
   for (const config of catalogs) {
     const parsed = parseCatalogFile(config.path, {
       namespace: config.namespace,
       loadingMode: config.loadingMode,
     });
     for (const note of parsed.notes) logger.warn({ catalog: config.path }, note);
-    const result = catalog.register(
+    const result = await catalog.register(
       catalogSourceId(config),
       applySourceOptions(parsed.tools, config, config.namespace),
       {

@@ -18,8 +18,9 @@ import type { Logger } from "pino";
 import { z } from "zod";
 import type { McpServerConfig } from "../config/index.ts";
 import type { JsonObject, SideEffects, ToolCatalog, ToolInput } from "../discovery/index.ts";
-import { toRecord } from "../discovery/validate.ts";
+import { recordSteps } from "../discovery/validate.ts";
 import { LIMITS } from "../limits.ts";
+import { runInSlices } from "../text/slices.ts";
 import { applySourceOptions } from "./catalog-files.ts";
 
 /** Source id of a configured MCP server. */
@@ -318,7 +319,7 @@ export class McpSource {
     }
     // Closed while listing: the database may be closing too, so nothing is registered.
     if (this.closed) return;
-    const outcome = this.register(listed);
+    const outcome = await this.register(listed);
     this.syncCount++;
     if (!outcome) return;
     this.failures = 0;
@@ -362,7 +363,7 @@ export class McpSource {
    * Checks each listed tool on its own and registers the good ones, replacing the source. Returns
    * undefined (and keeps the last good catalog) when nothing could be registered.
    */
-  private register(listed: readonly unknown[]): SyncOutcome | undefined {
+  private async register(listed: readonly unknown[]): Promise<SyncOutcome | undefined> {
     const skipped: string[] = [];
     const seen = new Set<string>();
     const inputs: ToolInput[] = [];
@@ -383,10 +384,42 @@ export class McpSource {
       seen.add(parsed.data.name);
       inputs.push(toToolInput(parsed.data, this.config));
     });
+    // Closed while checking: the database may be closing too, so nothing is registered.
+    const good = await runInSlices(this.registrable(inputs, skipped), () => !this.closed);
+    if (!good) return undefined;
+    if (good.length === 0 && listed.length > 0) {
+      this.fail(
+        `none of the ${listed.length} listed tools could be registered: ${skipped.join("; ")}`,
+        false,
+      );
+      return undefined;
+    }
+    try {
+      const result = await this.catalog.register(this.id, good, { replaceSource: true });
+      return {
+        added: result.added,
+        updated: result.updated,
+        removed: result.removed,
+        unchanged: result.unchanged,
+        skipped,
+      };
+    } catch (error) {
+      this.fail(`registering tools failed: ${describe(error)}`, false);
+      return undefined;
+    }
+  }
+
+  /**
+   * The listed tools that can be registered; each one that cannot is added to `skipped`. Checked in
+   * steps of one tool or less (runInSlices), as the catalog checks them: a server listing thousands
+   * of tools, or config examples for many, must not hold other calls up.
+   */
+  private *registrable(inputs: readonly ToolInput[], skipped: string[]): Generator<void, ToolInput[]> {
     const good: ToolInput[] = [];
     for (const input of applySourceOptions(inputs, this.config, this.config.name)) {
+      yield;
       try {
-        const record = toRecord(input, 0);
+        const record = yield* recordSteps(input, 0);
         // MCP servers are global sources: only another global source can hold the name.
         const registeredBy = this.catalog
           .get([record.name], { isVisible: this.catalog.ownershipFilter("") })
@@ -400,26 +433,7 @@ export class McpSource {
         skipped.push(describe(error));
       }
     }
-    if (good.length === 0 && listed.length > 0) {
-      this.fail(
-        `none of the ${listed.length} listed tools could be registered: ${skipped.join("; ")}`,
-        false,
-      );
-      return undefined;
-    }
-    try {
-      const result = this.catalog.register(this.id, good, { replaceSource: true });
-      return {
-        added: result.added,
-        updated: result.updated,
-        removed: result.removed,
-        unchanged: result.unchanged,
-        skipped,
-      };
-    } catch (error) {
-      this.fail(`registering tools failed: ${describe(error)}`, false);
-      return undefined;
-    }
+    return good;
   }
 
   private setHealth(healthy: boolean, error: string): void {
@@ -515,7 +529,7 @@ export class McpSources {
       if (tool.owner === "" && tool.source.startsWith("mcp:") && !configured.has(tool.source))
         stale.add(tool.source);
     for (const source of stale) {
-      const result = this.catalog.register(source, [], { replaceSource: true });
+      const result = await this.catalog.register(source, [], { replaceSource: true });
       this.logger.info({ source, removed: result.removed }, "mcp server no longer configured; tools removed");
     }
     const first = Promise.all(this.sources.map((s) => s.start()));

@@ -30,7 +30,6 @@ export {
   DEFAULT_PRICES,
   type ModelPrice,
   PricingTable,
-  parsePricingConfig,
 } from "./pricing.ts";
 export { startUsageRetention, type UsageRetentionOptions } from "./retention.ts";
 export { usageMigrations } from "./schema.ts";

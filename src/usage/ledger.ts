@@ -1,6 +1,6 @@
 import type { Statement } from "better-sqlite3";
 import type { Caller } from "../caller/caller.ts";
-import { invalidArgument, quoteInput, WayfindError } from "../errors.ts";
+import { type FieldViolation, invalidArgument, quoteInput, WayfindError } from "../errors.ts";
 import type { EventSink } from "../events/event.ts";
 import { LIMITS } from "../limits.ts";
 import type { Db } from "../store/database.ts";
@@ -155,7 +155,10 @@ export class UsageLedger {
   private readonly statements = new Map<string, Statement<unknown[], TotalsRow>>();
   private readonly selectByKey: Statement<[string, string], RecordRow>;
   private readonly insertRecord: Statement;
-  private readonly addToDay: Statement;
+  /** Per aggregate table: adds a record to its period's row. */
+  private readonly addToAggregates: readonly { periodMs: number; add: Statement }[];
+  /** Per aggregate table that follows retention: takes the expiring batch out, drops emptied rows. */
+  private readonly removeExpiredFromAggregates: readonly Statement<[number]>[];
   private readonly retentionMs: number | undefined;
   private readonly oldestRecords: Statement<[number], { id: number; recorded_at_ms: number }>;
   private readonly deleteThrough: Statement<[number]>;
@@ -167,7 +170,16 @@ export class UsageLedger {
     this.now = options.now ?? Date.now;
     this.retentionMs = options.retentionDays === undefined ? undefined : options.retentionDays * DAY_MS;
     this.oldestRecords = this.db.prepare("SELECT id, recorded_at_ms FROM usage_records ORDER BY id LIMIT ?");
-    this.addToDay = this.db.prepare(ADD_TO_DAY);
+    this.addToAggregates = AGGREGATES_BY_PERIOD.map(({ table, periodMs }) => ({
+      periodMs,
+      add: this.db.prepare(addToAggregate(table)),
+    }));
+    this.removeExpiredFromAggregates = AGGREGATES_BY_PERIOD.filter((a) => a.followsRetention).flatMap(
+      ({ table, periodMs }) => [
+        this.db.prepare<[number]>(subtractExpiring(table, periodMs)),
+        this.db.prepare<[number]>(dropEmptiedByExpiring(table, periodMs)),
+      ],
+    );
     this.deleteThrough = this.db.prepare("DELETE FROM usage_records WHERE id <= ?");
     this.selectByKey = this.db.prepare<[string, string], RecordRow>(
       `SELECT id, request_json, cost_usd, uncached_cost_usd, unknown_cost_reason, occurred_at_ms
@@ -195,7 +207,7 @@ export class UsageLedger {
     const occurredAtMs = input.occurredAt ? input.occurredAt.getTime() : nowMs;
     const request = canonicalRequest(caller, input, usage);
     const cost = this.pricing.cost(input.provider, input.model, usage);
-    // The token columns, in the same order in usage_records and usage_daily.
+    // The token columns, in the same order in usage_records and the aggregates.
     const tokenCounts = [
       usage.inputTokens,
       usage.outputTokens,
@@ -226,16 +238,17 @@ export class UsageLedger {
         nowMs,
       );
       const recordId = Number(info.lastInsertRowid);
-      this.addToDay.run(
-        caller.tenantId,
-        floorToDay(occurredAtMs),
+      const sums = [
         input.provider,
         input.model,
         ...tokenCounts,
         cost.costUsd ?? 0,
         cost.costUsd === null ? 1 : 0,
         cost.uncachedCostUsd ?? 0,
-      );
+      ];
+      for (const { periodMs, add } of this.addToAggregates) {
+        add.run(caller.tenantId, floorTo(occurredAtMs, periodMs), ...sums);
+      }
       // In the record's transaction: a crash keeps both or neither.
       this.events.emit({
         type: "usage_recorded",
@@ -267,8 +280,8 @@ export class UsageLedger {
 
   /**
    * Totals (and optional groups) over the caller's tenant, narrowed by the filter. Whole UTC days come
-   * from usage_daily, so the cost does not grow with the window; see summarySources for what reads
-   * records.
+   * from usage_daily, whole hours and minutes from usage_hourly and usage_minutely, so the cost does
+   * not grow with the window; see summaryPlan for what reads records.
    */
   getUsageSummary(caller: Caller, filter: UsageSummaryFilter = {}): UsageSummary {
     const narrowing = validateFilter(caller, filter);
@@ -278,8 +291,8 @@ export class UsageLedger {
       filter.runId !== undefined ||
       groupBy.includes("session") ||
       groupBy.includes("run");
-    if (needsRecords) this.checkRecordsToScan(narrowing);
-    const sources = summarySources(narrowing, needsRecords);
+    const { sources, recordWindows } = summaryPlan(narrowing, needsRecords);
+    this.checkRecordsToScan(narrowing, recordWindows, needsRecords);
     const source = `(${sources.map((part) => part.sql).join(" UNION ALL ")})`;
     const params = sources.flatMap((part) => part.params);
     const totals = toTotals(this.statement(`SELECT ${AGGREGATES} FROM ${source}`).get(params));
@@ -300,32 +313,43 @@ export class UsageLedger {
   }
 
   /**
-   * Sessions and runs are only in the records, so a summary that needs them scans records: at most
-   * MAX_RECORDS_SCANNED, counted first on an index alone (tenant and session, run or time), which stops
-   * one past the bound.
+   * A summary reads at most MAX_RECORDS_SCANNED records, counted first on an index alone (tenant and
+   * session, run or time), which stops one past the bound. Sessions and runs are only in the records,
+   * so a summary that needs them reads the whole window's; any other reads only the partial minutes
+   * at its window's edges.
    */
-  private checkRecordsToScan(narrowing: Narrowing): void {
-    const { clauses, params } = whereOf(narrowing, {
-      since: narrowing.since,
-      until: narrowing.until,
-      indexedOnly: true,
-    });
-    const scanned = this.statement(
-      `SELECT COUNT(*) AS calls FROM (SELECT 1 FROM usage_records WHERE ${clauses} LIMIT ?)`,
-    ).get([...params, MAX_RECORDS_SCANNED + 1]);
-    if ((scanned?.calls ?? 0) > MAX_RECORDS_SCANNED) {
-      throw invalidArgument(
-        `a summary narrowed to or grouped by a session or run reads at most ${MAX_RECORDS_SCANNED.toLocaleString("en-US")} ` +
-          "usage records, and this one matches more; narrow the window (start_time, end_time) or the " +
-          "session or run, or group by provider, model or day, which have no such bound",
-      );
+  private checkRecordsToScan(
+    narrowing: Narrowing,
+    recordWindows: readonly TimeWindow[],
+    needsRecords: boolean,
+  ): void {
+    let scanned = 0;
+    for (const window of recordWindows) {
+      const { clauses, params } = whereOf(narrowing, { ...window, indexedOnly: true });
+      const counted = this.statement(
+        `SELECT COUNT(*) AS calls FROM (SELECT 1 FROM usage_records WHERE ${clauses} LIMIT ?)`,
+      ).get([...params, MAX_RECORDS_SCANNED + 1 - scanned]);
+      scanned += counted?.calls ?? 0;
     }
+    if (scanned <= MAX_RECORDS_SCANNED) return;
+    const bound = MAX_RECORDS_SCANNED.toLocaleString("en-US");
+    throw invalidArgument(
+      needsRecords
+        ? `a summary narrowed to or grouped by a session or run reads at most ${bound} ` +
+            "usage records, and this one matches more; narrow the window (start_time, end_time) or the " +
+            "session or run, or group by provider, model or day, which have no such bound"
+        : `a summary reads at most ${bound} usage records in the partial minutes at the edges of its ` +
+            "window, and this one's start_time or end_time falls in a minute with more; set start_time " +
+            "and end_time on whole minutes, which are summed from per-minute aggregates however busy",
+    );
   }
 
   /**
    * Retention: deletes the oldest records, recorded more than `retentionDays` ago, at most `batchSize`
    * in one short transaction. Returns how many it deleted and whether more may be waiting. Their days
-   * keep counting them in usage_daily; sessions and runs live only as long as the records.
+   * keep counting them in usage_daily; their hours and minutes (usage_hourly, usage_minutely) stop
+   * counting them in the same transaction (a row left without calls is deleted). Sessions and runs
+   * live only as long as the records.
    */
   pruneExpired(batchSize = PRUNE_BATCH_SIZE): { deleted: number; more: boolean } {
     if (this.retentionMs === undefined) return { deleted: 0, more: false };
@@ -341,6 +365,7 @@ export class UsageLedger {
         deleted++;
       }
       if (lastExpiredId === undefined) return { deleted: 0, more: false };
+      for (const statement of this.removeExpiredFromAggregates) statement.run(lastExpiredId);
       this.deleteThrough.run(lastExpiredId);
       return { deleted, more: deleted === batchSize };
     });
@@ -357,21 +382,33 @@ export class UsageLedger {
   }
 }
 
-/** Columns a summary filters, groups or sums, named alike in usage_records and usage_daily. */
+/** Columns a summary filters, groups or sums, named alike in usage_records and the aggregates. */
 const SUMMED_COLUMNS = `provider, model, occurred_at_ms, input_tokens, output_tokens,
   cache_read_input_tokens, cache_creation_input_tokens, cache_creation_1h_input_tokens,
   rate_limit_input_tokens, cost_usd, uncached_cost_usd`;
 
-const AGGREGATES = `SUM(calls) AS calls,
-  SUM(input_tokens) AS input_tokens, SUM(output_tokens) AS output_tokens,
-  SUM(cache_read_input_tokens) AS cache_read_input_tokens,
-  SUM(cache_creation_input_tokens) AS cache_creation_input_tokens,
-  SUM(cache_creation_1h_input_tokens) AS cache_creation_1h_input_tokens,
-  SUM(rate_limit_input_tokens) AS rate_limit_input_tokens,
-  SUM(cost_usd) AS cost_usd, SUM(unknown_cost_calls) AS unknown_cost_calls,
-  SUM(uncached_cost_usd) AS uncached_cost_usd`;
+/**
+ * What the aggregate tables sum besides calls, in the order addToAggregate takes them, each
+ * with its sum over usage_records (a record's unknown cost counts as 0 and as one unknown-cost call).
+ */
+const SUMS_OF_RECORDS = {
+  input_tokens: "SUM(input_tokens)",
+  output_tokens: "SUM(output_tokens)",
+  cache_read_input_tokens: "SUM(cache_read_input_tokens)",
+  cache_creation_input_tokens: "SUM(cache_creation_input_tokens)",
+  cache_creation_1h_input_tokens: "SUM(cache_creation_1h_input_tokens)",
+  rate_limit_input_tokens: "SUM(rate_limit_input_tokens)",
+  cost_usd: "TOTAL(cost_usd)",
+  unknown_cost_calls: "SUM(cost_usd IS NULL)",
+  uncached_cost_usd: "TOTAL(uncached_cost_usd)",
+} as const;
+const AGGREGATE_SUMS = Object.keys(SUMS_OF_RECORDS);
 
-const DAY_MS = 86_400_000;
+const AGGREGATES = ["calls", ...AGGREGATE_SUMS].map((column) => `SUM(${column}) AS ${column}`).join(", ");
+
+const MINUTE_MS = 60_000;
+const HOUR_MS = 60 * MINUTE_MS;
+const DAY_MS = 24 * HOUR_MS;
 /** Records per retention transaction: a few ms each, so pruning never holds the write lock for long. */
 const PRUNE_BATCH_SIZE = 200;
 /**
@@ -380,26 +417,44 @@ const PRUNE_BATCH_SIZE = 200;
  */
 export const MAX_RECORDS_SCANNED = 20_000;
 
-/** Adds one record to its day's row of usage_daily (the live aggregate), in the record's transaction. */
-const ADD_TO_DAY = `INSERT INTO usage_daily (tenant_id, occurred_at_ms, provider, model, calls, input_tokens,
-    output_tokens, cache_read_input_tokens, cache_creation_input_tokens, cache_creation_1h_input_tokens,
-    rate_limit_input_tokens, cost_usd, unknown_cost_calls, uncached_cost_usd)
-  VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-  ON CONFLICT (tenant_id, occurred_at_ms, provider, model) DO UPDATE SET
-    calls = calls + 1,
-    input_tokens = input_tokens + excluded.input_tokens,
-    output_tokens = output_tokens + excluded.output_tokens,
-    cache_read_input_tokens = cache_read_input_tokens + excluded.cache_read_input_tokens,
-    cache_creation_input_tokens = cache_creation_input_tokens + excluded.cache_creation_input_tokens,
-    cache_creation_1h_input_tokens = cache_creation_1h_input_tokens + excluded.cache_creation_1h_input_tokens,
-    rate_limit_input_tokens = rate_limit_input_tokens + excluded.rate_limit_input_tokens,
-    cost_usd = cost_usd + excluded.cost_usd,
-    unknown_cost_calls = unknown_cost_calls + excluded.unknown_cost_calls,
-    uncached_cost_usd = uncached_cost_usd + excluded.uncached_cost_usd`;
+/**
+ * Adds one record to its period's row of an aggregate table (AGGREGATES_BY_PERIOD), in the record's
+ * transaction. Takes tenant, period start, provider, model, then AGGREGATE_SUMS.
+ */
+function addToAggregate(table: string): string {
+  return `INSERT INTO ${table} (tenant_id, occurred_at_ms, provider, model, calls, ${AGGREGATE_SUMS.join(", ")})
+    VALUES (?, ?, ?, ?, 1, ${AGGREGATE_SUMS.map(() => "?").join(", ")})
+    ON CONFLICT (tenant_id, occurred_at_ms, provider, model) DO UPDATE SET calls = calls + 1,
+      ${AGGREGATE_SUMS.map((column) => `${column} = ${column} + excluded.${column}`).join(", ")}`;
+}
 
-/** The first millisecond of the UTC day of `ms`, also before 1970. */
-function floorToDay(ms: number): number {
-  return ms - (((ms % DAY_MS) + DAY_MS) % DAY_MS);
+/** The start of a record's UTC period in SQL, also before 1970. */
+function periodOfRecord(periodMs: number): string {
+  return `occurred_at_ms - (((occurred_at_ms % ${periodMs}) + ${periodMs}) % ${periodMs})`;
+}
+
+/** Takes the records with id ≤ ? (the batch retention is about to delete) out of an aggregate table. */
+function subtractExpiring(table: string, periodMs: number): string {
+  return `UPDATE ${table} AS period SET calls = period.calls - expiring.calls,
+      ${AGGREGATE_SUMS.map((column) => `${column} = period.${column} - expiring.${column}`).join(", ")}
+    FROM (SELECT tenant_id, ${periodOfRecord(periodMs)} AS start_ms, provider, model, COUNT(*) AS calls,
+        ${Object.entries(SUMS_OF_RECORDS)
+          .map(([column, sum]) => `${sum} AS ${column}`)
+          .join(", ")}
+      FROM usage_records WHERE id <= ? GROUP BY 1, 2, 3, 4) AS expiring
+    WHERE period.tenant_id = expiring.tenant_id AND period.occurred_at_ms = expiring.start_ms
+      AND period.provider = expiring.provider AND period.model = expiring.model`;
+}
+
+/** Deletes the rows subtractExpiring left without calls, so the table stays bounded. */
+function dropEmptiedByExpiring(table: string, periodMs: number): string {
+  return `DELETE FROM ${table} WHERE calls = 0 AND (tenant_id, occurred_at_ms, provider, model) IN
+    (SELECT tenant_id, ${periodOfRecord(periodMs)}, provider, model FROM usage_records WHERE id <= ?)`;
+}
+
+/** The first millisecond of the UTC period (day, hour, minute) of `ms`, also before 1970. */
+function floorTo(ms: number, periodMs: number): number {
+  return ms - (((ms % periodMs) + periodMs) % periodMs);
 }
 
 /** What a summary is narrowed to, validated; times in epoch ms. */
@@ -419,49 +474,83 @@ interface SummarySource {
   readonly params: unknown[];
 }
 
+/** [since, until) in epoch ms; undefined = unbounded on that side. */
+interface TimeWindow {
+  readonly since: number | undefined;
+  readonly until: number | undefined;
+}
+
 /**
- * Where a summary's rows come from. Narrowed to or grouped by a session or run: the records in the
- * window (checkRecordsToScan bounds them). Otherwise the whole UTC days inside [since, until) come
- * from usage_daily, and only the partial days at the edges from records, through the
- * (tenant_id, occurred_at_ms) index: at most one day's records at each edge (for a tenant recording
- * 100 calls a second that is still ~8.6 M; day-aligned windows read none). Records of an edge day
- * already pruned no longer count there; whole days count them from usage_daily.
+ * The aggregates of usage_records by UTC period, coarsest first; each period divides the one before.
+ * Days outlive the records; hours and minutes sum exactly the retained records (followsRetention).
  */
-function summarySources(narrowing: Narrowing, needsRecords: boolean): SummarySource[] {
-  const records = (since: number | undefined, until: number | undefined): SummarySource => {
-    const { clauses, params } = whereOf(narrowing, { since, until, indexedOnly: false });
+const AGGREGATES_BY_PERIOD = [
+  { table: "usage_daily", periodMs: DAY_MS, followsRetention: false },
+  { table: "usage_hourly", periodMs: HOUR_MS, followsRetention: true },
+  { table: "usage_minutely", periodMs: MINUTE_MS, followsRetention: true },
+] as const;
+
+/**
+ * Where a summary's rows come from, and the windows it reads records in (checkRecordsToScan bounds
+ * them). Narrowed to or grouped by a session or run: the records in the window. Otherwise the whole
+ * UTC days inside [since, until) come from usage_daily, the whole hours of the partial days at the
+ * edges from usage_hourly, the whole minutes of the partial hours from usage_minutely, and only the
+ * partial minutes at the edges from records: per edge, provider and model at most 23 hourly and 59
+ * per-minute rows and a minute of records; minute-aligned windows read no records. The hourly and
+ * per-minute rows sum the retained records, so a partial day counts its retained records exactly as
+ * a scan would; whole days count pruned ones too, from usage_daily.
+ */
+function summaryPlan(
+  narrowing: Narrowing,
+  needsRecords: boolean,
+): { sources: SummarySource[]; recordWindows: TimeWindow[] } {
+  const sources: SummarySource[] = [];
+  const recordWindows: TimeWindow[] = [];
+  const readRecords = (window: TimeWindow) => {
+    const { clauses, params } = whereOf(narrowing, { ...window, indexedOnly: false });
     const detail = needsRecords ? "session_id, run_id, " : "";
-    return {
+    sources.push({
       sql: `SELECT ${detail}${SUMMED_COLUMNS}, 1 AS calls, cost_usd IS NULL AS unknown_cost_calls
         FROM usage_records WHERE ${clauses}`,
       params,
-    };
+    });
+    recordWindows.push(window);
   };
-  const { since, until } = narrowing;
-  if (needsRecords) return [records(since, until)];
-  const firstWholeDay = since === undefined ? undefined : floorToDay(since + DAY_MS - 1);
-  const endOfWholeDays = until === undefined ? undefined : floorToDay(until);
-  if (firstWholeDay !== undefined && endOfWholeDays !== undefined && firstWholeDay >= endOfWholeDays) {
-    return [records(since, until)];
-  }
-  const { clauses, params } = whereOf(narrowing, {
-    since: firstWholeDay,
-    until: endOfWholeDays,
-    indexedOnly: false,
-  });
-  const sources: SummarySource[] = [
-    {
-      sql: `SELECT ${SUMMED_COLUMNS}, calls, unknown_cost_calls FROM usage_daily WHERE ${clauses}`,
+  /** Whole periods of the aggregate at `level` from it, the partial ones at the edges one level down. */
+  const split = (window: TimeWindow, level: number): void => {
+    const aggregate = AGGREGATES_BY_PERIOD[level];
+    if (aggregate === undefined) {
+      readRecords(window);
+      return;
+    }
+    const { since, until } = window;
+    const { periodMs } = aggregate;
+    const firstWhole = since === undefined ? undefined : floorTo(since + periodMs - 1, periodMs);
+    const endOfWhole = until === undefined ? undefined : floorTo(until, periodMs);
+    if (firstWhole !== undefined && endOfWhole !== undefined && firstWhole >= endOfWhole) {
+      split(window, level + 1);
+      return;
+    }
+    const { clauses, params } = whereOf(narrowing, {
+      since: firstWhole,
+      until: endOfWhole,
+      indexedOnly: false,
+    });
+    sources.push({
+      sql: `SELECT ${SUMMED_COLUMNS}, calls, unknown_cost_calls FROM ${aggregate.table} WHERE ${clauses}`,
       params,
-    },
-  ];
-  if (since !== undefined && firstWholeDay !== undefined && since < firstWholeDay) {
-    sources.push(records(since, firstWholeDay));
-  }
-  if (until !== undefined && endOfWholeDays !== undefined && endOfWholeDays < until) {
-    sources.push(records(endOfWholeDays, until));
-  }
-  return sources;
+    });
+    if (since !== undefined && firstWhole !== undefined && since < firstWhole) {
+      split({ since, until: firstWhole }, level + 1);
+    }
+    if (until !== undefined && endOfWhole !== undefined && endOfWhole < until) {
+      split({ since: endOfWhole, until }, level + 1);
+    }
+  };
+  const window = { since: narrowing.since, until: narrowing.until };
+  if (needsRecords) readRecords(window);
+  else split(window, 0);
+  return { sources, recordWindows };
 }
 
 /**
@@ -564,24 +653,25 @@ function validateGroupBy(groupBy: readonly UsageGroupBy[]): UsageGroupBy[] {
 }
 
 function validateRecordInput(input: RecordUsageInput, nowMs: number): TokenUsage {
-  const problems: string[] = [];
+  const problems: FieldViolation[] = [];
+  const problem = (field: string, description: string) => problems.push({ field, description });
   if (!PROVIDERS.includes(input.provider)) {
-    problems.push(`provider: "${String(input.provider)}" is unknown; use one of ${PROVIDERS.join(", ")}`);
+    problem("provider", `"${String(input.provider)}" is unknown; use one of ${PROVIDERS.join(", ")}`);
   }
   if (typeof input.model !== "string" || input.model.trim() === "") {
-    problems.push("model: must be the model id the call used, e.g. claude-sonnet-4-5");
+    problem("model", "must be the model id the call used, e.g. claude-sonnet-4-5");
   } else if (input.model.length > LIMITS.usageModel.max || CONTROL.test(input.model)) {
-    problems.push(`model: must be at most ${LIMITS.usageModel.max} printable characters`);
+    problem("model", `must be at most ${LIMITS.usageModel.max} printable characters`);
   }
   const key = input.idempotencyKey;
   if (typeof key !== "string" || key.length === 0) {
-    problems.push("idempotency_key: is required; send one unique key per model call (e.g. the response id)");
+    problem("idempotency_key", "is required; send one unique key per model call (e.g. the response id)");
   } else if (key.length > LIMITS.idempotencyKey.max || CONTROL.test(key)) {
-    problems.push(`idempotency_key: must be at most ${LIMITS.idempotencyKey.max} printable characters`);
+    problem("idempotency_key", `must be at most ${LIMITS.idempotencyKey.max} printable characters`);
   }
   const usage = input.usage as Partial<Record<(typeof USAGE_FIELDS)[number][0], unknown>> | undefined;
   if (typeof usage !== "object" || usage === null) {
-    problems.push("usage: is required");
+    problem("usage", "is required");
   } else {
     for (const [field, wire] of USAGE_FIELDS) {
       const value = usage[field] ?? (field === "cacheCreation1hInputTokens" ? 0 : undefined);
@@ -591,26 +681,31 @@ function validateRecordInput(input: RecordUsageInput, nowMs: number): TokenUsage
         value < 0 ||
         value > MAX_TOKENS_PER_FIELD
       ) {
-        problems.push(
-          `usage.${wire}: must be a whole number from 0 to ${MAX_TOKENS_PER_FIELD}, got ${String(value)}`,
+        problem(
+          `usage.${wire}`,
+          `must be a whole number from 0 to ${MAX_TOKENS_PER_FIELD}, got ${String(value)}`,
         );
       }
     }
     const w1h = usage.cacheCreation1hInputTokens;
     if (typeof w1h === "number" && typeof usage.cacheCreationInputTokens === "number") {
       if (w1h > usage.cacheCreationInputTokens) {
-        problems.push(
-          "usage.cache_creation_1h_input_tokens: must not exceed cache_creation_input_tokens (it is the 1-hour part of it)",
+        problem(
+          "usage.cache_creation_1h_input_tokens",
+          "must not exceed cache_creation_input_tokens (it is the 1-hour part of it)",
         );
       }
     }
   }
   if (input.occurredAt !== undefined) {
     const ms = input.occurredAt instanceof Date ? input.occurredAt.getTime() : Number.NaN;
-    if (!Number.isFinite(ms)) problems.push("occurred_at: must be a valid timestamp");
-    else if (ms > nowMs + MAX_FUTURE_MS) problems.push("occurred_at: is more than 24 hours in the future");
+    if (!Number.isFinite(ms)) problem("occurred_at", "must be a valid timestamp");
+    else if (ms > nowMs + MAX_FUTURE_MS) problem("occurred_at", "is more than 24 hours in the future");
   }
-  if (problems.length > 0) throw invalidArgument(`invalid usage record: ${problems.join("; ")}`, problems);
+  if (problems.length > 0) {
+    const listed = problems.map(({ field, description }) => `${field}: ${description}`).join("; ");
+    throw invalidArgument(`invalid usage record: ${listed}`, problems);
+  }
   const u = input.usage;
   return { ...u, cacheCreation1hInputTokens: u.cacheCreation1hInputTokens ?? 0 };
 }

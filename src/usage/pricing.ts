@@ -1,5 +1,4 @@
-import { invalidArgument } from "../errors.ts";
-import { PROVIDERS, type Provider, type TokenUsage } from "./model.ts";
+import type { Provider, TokenUsage } from "./model.ts";
 
 /** USD per million tokens. An absent cache price means "not known": a call that uses it gets an unknown cost. */
 export interface ModelPrice {
@@ -159,56 +158,4 @@ export class PricingTable {
 
 function unknown(reason: string): CallCost {
   return { costUsd: null, uncachedCostUsd: null, unknownReason: reason };
-}
-
-const PRICE_FIELDS = [
-  ["input", "input", true],
-  ["output", "output", true],
-  ["cache_write", "cacheWrite", false],
-  ["cache_write_1h", "cacheWrite1h", false],
-  ["cache_read", "cacheRead", false],
-] as const;
-
-/**
- * Validates `pricing:` config entries `{provider, model, input, output, cache_write?, cache_write_1h?,
- * cache_read?}` (USD per million tokens; non-negative finite numbers). Throws invalid_argument listing
- * every problem as `pricing[i].key: what is wrong`.
- */
-export function parsePricingConfig(raw: unknown, path = "pricing"): ModelPrice[] {
-  if (raw === undefined || raw === null) return [];
-  if (!Array.isArray(raw)) throw invalidArgument(`${path}: must be a list of price entries`);
-  const problems: string[] = [];
-  const prices: ModelPrice[] = [];
-  raw.forEach((entry: unknown, i) => {
-    const at = `${path}[${i}]`;
-    if (typeof entry !== "object" || entry === null || Array.isArray(entry)) {
-      problems.push(`${at}: must be a mapping {provider, model, input, output, cache_write, cache_read}`);
-      return;
-    }
-    const e = entry as Record<string, unknown>;
-    const before = problems.length;
-    const known = new Set<string>(["provider", "model", ...PRICE_FIELDS.map(([key]) => key)]);
-    for (const key of Object.keys(e)) if (!known.has(key)) problems.push(`${at}.${key}: unknown key`);
-    if (typeof e.provider !== "string" || !(PROVIDERS as readonly string[]).includes(e.provider)) {
-      problems.push(`${at}.provider: must be one of ${PROVIDERS.join(", ")}`);
-    }
-    if (typeof e.model !== "string" || e.model.trim() === "")
-      problems.push(`${at}.model: must be a non-empty string`);
-    const price: Record<string, unknown> = { provider: e.provider, model: e.model };
-    for (const [key, field, required] of PRICE_FIELDS) {
-      const value = e[key];
-      if (value === undefined) {
-        if (required) problems.push(`${at}.${key}: is required (USD per million tokens)`);
-        continue;
-      }
-      if (typeof value !== "number" || !Number.isFinite(value) || value < 0) {
-        problems.push(`${at}.${key}: must be a non-negative finite number (USD per million tokens)`);
-        continue;
-      }
-      price[field] = value;
-    }
-    if (problems.length === before) prices.push(price as unknown as ModelPrice);
-  });
-  if (problems.length > 0) throw invalidArgument(`invalid pricing config: ${problems[0]}`, problems);
-  return prices;
 }

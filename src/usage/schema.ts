@@ -42,7 +42,32 @@ export const usageMigrations: Migration[] = [
       -- Live aggregate of usage_records per tenant, UTC day of occurred_at, provider and model, updated
       -- in each record's transaction; retention deletes expired records and keeps these rows, so
       -- summaries of whole days never scan records. occurred_at_ms is the day's first millisecond.
-      CREATE TABLE usage_daily (
+      ${aggregateOfRecords("usage_daily", 86_400_000)}
+      -- Summaries narrowed to a run read its records through this index, as sessions do.
+      CREATE INDEX usage_records_tenant_run ON usage_records (tenant_id, run_id, occurred_at_ms);
+    `,
+  },
+  {
+    id: "usage/003-hourly-minutely",
+    up: `
+      -- usage_records summed per tenant, UTC hour (usage_hourly) or minute (usage_minutely) of
+      -- occurred_at, provider and model: updated in each record's transaction and decreased as
+      -- retention deletes records, so they always equal the retained records' sums. A summary's
+      -- partial days at the window edges read their whole hours and minutes here instead of up to a
+      -- day of records. occurred_at_ms is the period's first millisecond.
+      ${aggregateOfRecords("usage_hourly", 3_600_000)}
+      ${aggregateOfRecords("usage_minutely", 60_000)}
+    `,
+  },
+];
+
+/**
+ * An aggregate table of usage_records by tenant, UTC period (its first millisecond; periods floored
+ * also before 1970), provider and model, filled from the records kept so far.
+ */
+function aggregateOfRecords(table: string, periodMs: number): string {
+  return `
+      CREATE TABLE ${table} (
         tenant_id TEXT NOT NULL,
         occurred_at_ms INTEGER NOT NULL,
         provider TEXT NOT NULL,
@@ -60,15 +85,10 @@ export const usageMigrations: Migration[] = [
         uncached_cost_usd REAL NOT NULL,
         PRIMARY KEY (tenant_id, occurred_at_ms, provider, model)
       ) WITHOUT ROWID;
-      -- Records kept from before this migration (the day is floored, also before 1970).
-      INSERT INTO usage_daily
-        SELECT tenant_id, occurred_at_ms - ((occurred_at_ms % 86400000) + 86400000) % 86400000, provider,
-          model, COUNT(*), SUM(input_tokens), SUM(output_tokens), SUM(cache_read_input_tokens),
+      INSERT INTO ${table}
+        SELECT tenant_id, occurred_at_ms - ((occurred_at_ms % ${periodMs}) + ${periodMs}) % ${periodMs},
+          provider, model, COUNT(*), SUM(input_tokens), SUM(output_tokens), SUM(cache_read_input_tokens),
           SUM(cache_creation_input_tokens), SUM(cache_creation_1h_input_tokens),
           SUM(rate_limit_input_tokens), TOTAL(cost_usd), SUM(cost_usd IS NULL), TOTAL(uncached_cost_usd)
-        FROM usage_records GROUP BY 1, 2, 3, 4;
-      -- Summaries narrowed to a run read its records through this index, as sessions do.
-      CREATE INDEX usage_records_tenant_run ON usage_records (tenant_id, run_id, occurred_at_ms);
-    `,
-  },
-];
+        FROM usage_records GROUP BY 1, 2, 3, 4;`;
+}

@@ -164,6 +164,50 @@ describe("loadConfig", () => {
     });
   });
 
+  it("reads every price field into the pricing domain's type, leaving an unset 1-hour write unknown", () => {
+    const file = write(
+      [
+        "pricing:",
+        "  - {provider: anthropic, model: a, input: 1, output: 2, cache_write: 3, cache_write_1h: 4, cache_read: 5}",
+        "  - {provider: anthropic, model: b, input: 1, output: 2}",
+      ].join("\n"),
+    );
+    expect(loadConfig(file, {}).pricing).toEqual([
+      {
+        provider: "anthropic",
+        model: "a",
+        input: 1,
+        output: 2,
+        cacheWrite: 3,
+        cacheWrite1h: 4,
+        cacheRead: 5,
+      },
+      { provider: "anthropic", model: "b", input: 1, output: 2, cacheWrite: 1, cacheRead: 1 },
+    ]);
+  });
+
+  it("rejects negative, infinite or missing prices and unknown providers with the key to fix", () => {
+    const file = write(
+      [
+        "pricing:",
+        "  - {provider: anthropic, model: m, input: -1, output: 1}",
+        "  - {provider: openai, model: m, input: 1, output: .inf}",
+        "  - {provider: openai, model: m, output: 1}",
+        "  - {provider: azure, model: m, input: 1, output: 1}",
+        "  - {provider: openai, model: m, input: 1, output: 1, cache_write_1h: -2}",
+      ].join("\n"),
+    );
+    const problems = problemsOf(file);
+    expect(problems).toHaveLength(5);
+    expect(problems[0]).toMatch(/:2:\d+: pricing\[0\]\.input: /);
+    expect(problems[1]).toMatch(/:3:\d+: pricing\[1\]\.output: /);
+    expect(problems[2]).toMatch(/:4:\d+: pricing\[2\]\.input: /);
+    expect(problems[3]).toMatch(
+      /:5:\d+: pricing\[3\]\.provider: .*anthropic.*openai.*gemini.*bedrock.*other/,
+    );
+    expect(problems[4]).toMatch(/:6:\d+: pricing\[4\]\.cache_write_1h: /);
+  });
+
   it("lets WAYFIND_* environment variables override the file", () => {
     const file = write("server: {host: 0.0.0.0, port: 7000}\nlogging: {level: warn}\n");
     const config = loadConfig(file, {
@@ -209,11 +253,12 @@ describe("loadConfig", () => {
 describe("loadConfig connection limits", () => {
   it("reads the connection timeouts in seconds, fractions allowed, and the connection cap", () => {
     const file = write(
-      "server: {handshake_timeout_seconds: 0.5, request_header_timeout_seconds: 2, idle_timeout_seconds: 60, max_connections: 100}\n",
+      "server: {handshake_timeout_seconds: 0.5, request_header_timeout_seconds: 2, request_body_timeout_seconds: 5, idle_timeout_seconds: 60, max_connections: 100}\n",
     );
     expect(loadConfig(file, {}).server).toMatchObject({
       handshakeTimeoutSeconds: 0.5,
       requestHeaderTimeoutSeconds: 2,
+      requestBodyTimeoutSeconds: 5,
       idleTimeoutSeconds: 60,
       maxConnections: 100,
     });

@@ -104,21 +104,21 @@ describe("catalog file formats", () => {
     });
   });
 
-  it("prefixes the namespace option and applies the default loading mode", () => {
+  it("prefixes the namespace option and applies the default loading mode", async () => {
     const file = write("t.jsonl", `${JSON.stringify({ name: "ping" })}\n`);
     const parsed = parseCatalogFile(file, { namespace: "k8s", loadingMode: "always" });
     const { catalog } = openCatalog();
-    catalog.register("k8s", parsed.tools);
+    await catalog.register("k8s", parsed.tools);
     expect(catalog.get(["k8s.ping"]).tools[0]?.loadingMode).toBe("always");
   });
 
-  it("rewrites names with odd characters and keeps the original as an alias", () => {
+  it("rewrites names with odd characters and keeps the original as an alias", async () => {
     const file = write("t.jsonl", `${JSON.stringify({ name: "PDF&URL Tool~2" })}\n`);
     const parsed = parseCatalogFile(file);
     expect(parsed.tools[0]).toMatchObject({ name: "PDF_URL_Tool_2", aliases: ["PDF&URL Tool~2"] });
     expect(parsed.notes[0]).toMatch(/t.jsonl:1: name "PDF&URL Tool~2" rewritten to "PDF_URL_Tool_2"/);
     const { catalog } = openCatalog();
-    catalog.register("s", parsed.tools);
+    await catalog.register("s", parsed.tools);
     expect(names(catalog.search({ query: "PDF&URL Tool~2", type: "exact" }))).toEqual(["PDF_URL_Tool_2"]);
   });
 });
@@ -165,10 +165,10 @@ describe("catalog file errors", () => {
 describe("shared evaluation catalogs", () => {
   const dir = "/work/shared/data";
   const files = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith("_catalog.jsonl")) : [];
-  it.skipIf(files.length === 0).each(files)("%s loads and registers as it is", (f) => {
+  it.skipIf(files.length === 0).each(files)("%s loads and registers as it is", async (f) => {
     const parsed = parseCatalogFile(join(dir, f));
     const { catalog } = openCatalog();
-    const result = catalog.register(f, parsed.tools);
+    const result = await catalog.register(f, parsed.tools);
     expect(result.added).toBe(parsed.tools.length);
     expect(parsed.tools.length).toBeGreaterThan(100);
   });

@@ -86,9 +86,9 @@ export const TOOLS: ToolInput[] = [
   },
 ];
 
-export function seeded(options: CatalogOptions = {}): Opened {
+export async function seeded(options: CatalogOptions = {}): Promise<Opened> {
   const opened = openCatalog(options);
-  opened.catalog.register("test", TOOLS);
+  await opened.catalog.register("test", TOOLS);
   return opened;
 }
 

@@ -2,8 +2,8 @@ import { describe, expect, it } from "vitest";
 import { names, openCatalog, seeded } from "./helpers.ts";
 
 describe("score contract", () => {
-  it("fts scores are min-max of relevance: best 1, worst 0, order non-increasing", () => {
-    const { catalog } = seeded();
+  it("fts scores are min-max of relevance: best 1, worst 0, order non-increasing", async () => {
+    const { catalog } = await seeded();
     const scores = catalog.search({ query: "kubernetes pods list weather" }).tools.map((t) => t.score);
     expect(scores[0]).toBe(1);
     expect(scores.at(-1)).toBe(0);
@@ -11,15 +11,15 @@ describe("score contract", () => {
     for (const s of scores) expect(s >= 0 && s <= 1).toBe(true);
   });
 
-  it("a single fts result scores 0.5 (all candidates equal)", () => {
-    const { catalog } = seeded();
+  it("a single fts result scores 0.5 (all candidates equal)", async () => {
+    const { catalog } = await seeded();
     const result = catalog.search({ query: "screenshot", limit: 1 });
     expect(result.tools.map((t) => t.score)).toEqual([0.5]);
   });
 
-  it("equal relevance everywhere gives 0.5 to every result", () => {
+  it("equal relevance everywhere gives 0.5 to every result", async () => {
     const { catalog } = openCatalog();
-    catalog.register("s", [
+    await catalog.register("s", [
       { name: "aa", description: "zebra" },
       { name: "bb", description: "zebra" },
     ]);
@@ -28,18 +28,18 @@ describe("score contract", () => {
 });
 
 describe("tie-breaks", () => {
-  it("prefers the configured namespace on equal relevance", () => {
+  it("prefers the configured namespace on equal relevance", async () => {
     const { catalog } = openCatalog({ preferredNamespaces: ["gitlab"] });
-    catalog.register("s", [
+    await catalog.register("s", [
       { name: "search", namespace: "github", description: "find code", sideEffects: "read" },
       { name: "search", namespace: "gitlab", description: "find code", sideEffects: "read" },
     ]);
     expect(names(catalog.search({ query: "find code" }))).toEqual(["gitlab.search", "github.search"]);
   });
 
-  it("then prefers the safer side effect (pure < read < write < external < stateful)", () => {
+  it("then prefers the safer side effect (pure < read < write < external < stateful)", async () => {
     const { catalog } = openCatalog();
-    catalog.register("s", [
+    await catalog.register("s", [
       { name: "t_stateful", description: "zebra", sideEffects: "stateful" },
       { name: "t_external", description: "zebra", sideEffects: "external" },
       { name: "t_writes", description: "zebra", sideEffects: "write" },
@@ -55,9 +55,9 @@ describe("tie-breaks", () => {
     ]);
   });
 
-  it("then the shorter name, then the name", () => {
+  it("then the shorter name, then the name", async () => {
     const { catalog } = openCatalog();
-    catalog.register("s", [
+    await catalog.register("s", [
       { name: "ccc_long", description: "zebra", sideEffects: "read" },
       { name: "bbb", description: "zebra", sideEffects: "read" },
       { name: "aaa", description: "zebra", sideEffects: "read" },
@@ -65,18 +65,18 @@ describe("tie-breaks", () => {
     expect(names(catalog.search({ query: "zebra" }))).toEqual(["aaa", "bbb", "ccc_long"]);
   });
 
-  it("never overrides a real score difference", () => {
+  it("never overrides a real score difference", async () => {
     const { catalog } = openCatalog({ preferredNamespaces: ["pref"] });
-    catalog.register("s", [
+    await catalog.register("s", [
       { name: "other", namespace: "pref", description: "zebra", sideEffects: "pure" },
       { name: "zebra_zebra", namespace: "x", description: "zebra zebra stripes", sideEffects: "stateful" },
     ]);
     expect(names(catalog.search({ query: "zebra" }))[0]).toBe("x.zebra_zebra");
   });
 
-  it("applies to regex results with equal scores", () => {
+  it("applies to regex results with equal scores", async () => {
     const { catalog } = openCatalog();
-    catalog.register("s", [
+    await catalog.register("s", [
       { name: "zz_tool", description: "x", sideEffects: "write" },
       { name: "zz_tool2", description: "x", sideEffects: "pure" },
     ]);
@@ -88,8 +88,8 @@ describe("visibility", () => {
   const hideK8s = (t: { name: string }) => !t.name.startsWith("kubernetes.");
   const hidingK8s = { key: "no kubernetes.*", isVisible: hideK8s };
 
-  it("never returns a hidden tool from any search type", () => {
-    const { catalog } = seeded();
+  it("never returns a hidden tool from any search type", async () => {
+    const { catalog } = await seeded();
     for (const type of ["fts", "regex", "exact"] as const) {
       for (const query of ["kubernetes.list_pods", "list pods", "list_pods", "kube"]) {
         const result = catalog.search({ query, type, visible: catalog.visibleSet(hidingK8s) });
@@ -98,15 +98,15 @@ describe("visibility", () => {
     }
   });
 
-  it("counts total_deferred over visible tools only", () => {
-    const { catalog } = seeded();
+  it("counts total_deferred over visible tools only", async () => {
+    const { catalog } = await seeded();
     expect(catalog.search({ query: "x" }).totalDeferred).toBe(6);
     expect(catalog.search({ query: "x", visible: catalog.visibleSet(hidingK8s) }).totalDeferred).toBe(4);
   });
 
-  it("filters before the limit, so hidden tools do not take result slots", () => {
+  it("filters before the limit, so hidden tools do not take result slots", async () => {
     const { catalog } = openCatalog();
-    catalog.register("s", [
+    await catalog.register("s", [
       { name: "hidden_zebra", description: "zebra zebra zebra" },
       { name: "visible_zebra", description: "zebra" },
     ]);
@@ -118,17 +118,17 @@ describe("visibility", () => {
     expect(names(result)).toEqual(["visible_zebra"]);
   });
 
-  it("hidden tools do not change the ranking of visible ones", () => {
+  it("hidden tools do not change the ranking of visible ones", async () => {
     const query = { query: "alpha beta", limit: 5 };
     const visible = [
       { name: "one", description: "alpha alpha beta" },
       { name: "two", description: "alpha beta beta" },
     ];
     const a = openCatalog().catalog;
-    a.register("s", visible);
+    await a.register("s", visible);
     const b = openCatalog().catalog;
     // Many hidden tools containing "beta" would make "alpha" rarer, i.e. more important, if counted.
-    b.register("s", [
+    await b.register("s", [
       ...visible,
       ...Array.from({ length: 30 }, (_, i) => ({ name: `h${i}`, description: "beta" })),
     ]);
@@ -137,8 +137,8 @@ describe("visibility", () => {
     expect(b.search({ ...query, visible: withoutHidden }).tools).toEqual(a.search(query).tools);
   });
 
-  it("a caller never gets the candidates of a caller that sees other tools, in either order", () => {
-    const { catalog } = seeded();
+  it("a caller never gets the candidates of a caller that sees other tools, in either order", async () => {
+    const { catalog } = await seeded();
     const callers = [
       hidingK8s,
       { key: "also no kubernetes.*", isVisible: (t: { name: string }) => !t.name.startsWith("kubernetes.") },
@@ -158,9 +158,9 @@ describe("visibility", () => {
     ).not.toContain("kubernetes.list_pods");
   });
 
-  it("fuzzy widening only expands to words of visible tools", () => {
+  it("fuzzy widening only expands to words of visible tools", async () => {
     const { catalog } = openCatalog();
-    catalog.register("s", [
+    await catalog.register("s", [
       { name: "secret_wetter", description: "hidden" },
       { name: "get_weather", description: "forecast" },
     ]);
@@ -172,9 +172,9 @@ describe("visibility", () => {
     expect(names(result)).toEqual(["get_weather"]);
   });
 
-  it("exact search ranks namesakes by preferred namespace", () => {
+  it("exact search ranks namesakes by preferred namespace", async () => {
     const { catalog } = openCatalog({ preferredNamespaces: ["gitlab"] });
-    catalog.register("s", [
+    await catalog.register("s", [
       { name: "search", namespace: "github" },
       { name: "search", namespace: "gitlab" },
     ]);
@@ -184,15 +184,15 @@ describe("visibility", () => {
     ]);
   });
 
-  it("get reports hidden tools exactly like unknown ones", () => {
-    const { catalog } = seeded();
+  it("get reports hidden tools exactly like unknown ones", async () => {
+    const { catalog } = await seeded();
     const result = catalog.get(["kubernetes.ping", "nope", "slack.send_message"], { isVisible: hideK8s });
     expect(result.tools.map((t) => t.name)).toEqual(["slack.send_message"]);
     expect(result.notFound).toEqual(["kubernetes.ping", "nope"]);
   });
 
-  it("list pages only visible tools", () => {
-    const { catalog } = seeded();
+  it("list pages only visible tools", async () => {
+    const { catalog } = await seeded();
     const page = catalog.list({ isVisible: hideK8s });
     expect(page.tools.map((t) => t.name)).not.toContain("kubernetes.ping");
     expect(page.totalSize).toBe(4);
@@ -200,9 +200,9 @@ describe("visibility", () => {
 });
 
 describe("catalog-derived text signals", () => {
-  it("splits glued name parts into words the catalog's descriptions use", () => {
+  it("splits glued name parts into words the catalog's descriptions use", async () => {
     const { catalog } = openCatalog();
-    catalog.register("s", [
+    await catalog.register("s", [
       { name: "getrandomimage_for_miku", description: "Returns one picture" },
       { name: "list_albums", description: "Lists albums; get a random image id from each" },
       { name: "other_tool", description: "Unrelated words" },
@@ -210,9 +210,9 @@ describe("catalog-derived text signals", () => {
     expect(names(catalog.search({ query: "random image" }))).toContain("getrandomimage_for_miku");
   });
 
-  it("matches a camelCase identifier in the query against a glued name", () => {
+  it("matches a camelCase identifier in the query against a glued name", async () => {
     const { catalog } = openCatalog();
-    catalog.register("s", [
+    await catalog.register("s", [
       { name: "getimage_for_miku", description: "Returns a stored picture by file id" },
       { name: "get_weather_image", description: "Weather radar image" },
       { name: "get_image_tags", description: "Tags of an image" },
@@ -224,9 +224,9 @@ describe("catalog-derived text signals", () => {
 });
 
 describe("pseudo-relevance feedback", () => {
-  it("lifts a doc sharing the top results' vocabulary but not the query's words", () => {
+  it("lifts a doc sharing the top results' vocabulary but not the query's words", async () => {
     const { catalog } = openCatalog();
-    catalog.register("s", [
+    await catalog.register("s", [
       { name: "forecast_today", description: "weather forecast with temperature humidity and precipitation" },
       {
         name: "forecast_week",

@@ -3,9 +3,10 @@ import { ToolCatalog } from "../../src/discovery/index.ts";
 import { WayfindError } from "../../src/errors.ts";
 import { names, openCatalog, seeded, TOOLS } from "./helpers.ts";
 
-function thrown(fn: () => unknown): WayfindError {
+/** The WayfindError a registration is rejected with. */
+async function thrown(registration: Promise<unknown>): Promise<WayfindError> {
   try {
-    fn();
+    await registration;
   } catch (err) {
     if (err instanceof WayfindError) return err;
     throw err;
@@ -17,74 +18,74 @@ const changes = (db: { prepare: (s: string) => { get: () => unknown } }) =>
   (db.prepare("SELECT total_changes() AS n").get() as { n: number }).n;
 
 describe("register", () => {
-  it("reports added tools and prefixes the namespace", () => {
+  it("reports added tools and prefixes the namespace", async () => {
     const { catalog } = openCatalog();
-    const result = catalog.register("test", TOOLS);
+    const result = await catalog.register("test", TOOLS);
     expect(result).toMatchObject({ added: 6, updated: 0, removed: 0, unchanged: 0 });
     expect(result.fingerprint).toMatch(/^[0-9a-f]{64}$/);
     expect(catalog.get(["weather.get_weather"]).tools[0]?.source).toBe("test");
   });
 
-  it("is a no-op with no writes when nothing changed", () => {
-    const { catalog, db } = seeded();
+  it("is a no-op with no writes when nothing changed", async () => {
+    const { catalog, db } = await seeded();
     const before = changes(db);
     const first = catalog.fingerprint();
-    const result = catalog.register("test", TOOLS);
+    const result = await catalog.register("test", TOOLS);
     expect(result).toMatchObject({ added: 0, updated: 0, removed: 0, unchanged: 6, fingerprint: first });
     expect(changes(db)).toBe(before);
   });
 
-  it("updates only the changed tool and re-indexes it", () => {
-    const { catalog, db } = seeded();
+  it("updates only the changed tool and re-indexes it", async () => {
+    const { catalog, db } = await seeded();
     db.exec(`CREATE TEMP TABLE touched (name TEXT);
       CREATE TEMP TRIGGER count_updates AFTER UPDATE ON discovery_tools BEGIN INSERT INTO touched VALUES (new.name); END;
       CREATE TEMP TRIGGER count_inserts AFTER INSERT ON discovery_tools BEGIN INSERT INTO touched VALUES (new.name); END;`);
     const edited = TOOLS.map((t) =>
       t.name === "ping" ? { ...t, description: "Probe the cluster heartbeat" } : t,
     );
-    const result = catalog.register("test", edited);
+    const result = await catalog.register("test", edited);
     expect(result).toMatchObject({ added: 0, updated: 1, unchanged: 5 });
     expect(db.prepare("SELECT name FROM touched").all()).toEqual([{ name: "kubernetes.ping" }]);
     expect(names(catalog.search({ query: "heartbeat" }))).toEqual(["kubernetes.ping"]);
     expect(catalog.search({ query: "reachable" }).tools).toEqual([]);
   });
 
-  it("changes the fingerprint when an example changes", () => {
-    const { catalog } = seeded();
+  it("changes the fingerprint when an example changes", async () => {
+    const { catalog } = await seeded();
     const before = catalog.fingerprint();
     const edited = TOOLS.map((t) =>
       t.name === "get_weather"
         ? { ...t, examples: [{ args: { city: "Rome" }, description: "", tags: [] }] }
         : t,
     );
-    expect(catalog.register("test", edited).fingerprint).not.toBe(before);
+    expect((await catalog.register("test", edited)).fingerprint).not.toBe(before);
   });
 
-  it("fingerprint does not depend on registration order", () => {
+  it("fingerprint does not depend on registration order", async () => {
     const a = openCatalog().catalog;
     const b = openCatalog().catalog;
-    a.register("test", TOOLS);
-    b.register("test", [...TOOLS].reverse());
+    await a.register("test", TOOLS);
+    await b.register("test", [...TOOLS].reverse());
     expect(a.fingerprint()).toBe(b.fingerprint());
   });
 
-  it("replace_source removes the source's tools missing from the request", () => {
-    const { catalog } = seeded();
-    const result = catalog.register("test", TOOLS.slice(0, 2), { replaceSource: true });
+  it("replace_source removes the source's tools missing from the request", async () => {
+    const { catalog } = await seeded();
+    const result = await catalog.register("test", TOOLS.slice(0, 2), { replaceSource: true });
     expect(result).toMatchObject({ removed: 4, unchanged: 2 });
     expect(catalog.size).toBe(2);
     expect(catalog.search({ query: "kubernetes" }).tools).toEqual([]);
   });
 
-  it("without replace_source keeps the source's other tools", () => {
-    const { catalog } = seeded();
-    expect(catalog.register("test", TOOLS.slice(0, 1)).removed).toBe(0);
+  it("without replace_source keeps the source's other tools", async () => {
+    const { catalog } = await seeded();
+    expect((await catalog.register("test", TOOLS.slice(0, 1))).removed).toBe(0);
     expect(catalog.size).toBe(6);
   });
 
-  it("rejects a name owned by another source as already_exists, naming the tool", () => {
-    const { catalog } = seeded();
-    const err = thrown(() => catalog.register("other", [{ name: "ping", namespace: "kubernetes" }]));
+  it("rejects a name owned by another source as already_exists, naming the tool", async () => {
+    const { catalog } = await seeded();
+    const err = await thrown(catalog.register("other", [{ name: "ping", namespace: "kubernetes" }]));
     expect(err.code).toBe("already_exists");
     expect(err.message).toContain('"kubernetes.ping"');
     expect(err.message).toContain('"test"');
@@ -103,24 +104,24 @@ describe("register", () => {
     ["an unknown side effect", [{ name: "a", sideEffects: "mutating" }], /side_effects must be one of/],
   ];
   for (const [what, tools, message] of invalid)
-    it(`rejects ${what} as invalid_argument`, () => {
+    it(`rejects ${what} as invalid_argument`, async () => {
       const { catalog } = openCatalog();
-      const err = thrown(() => catalog.register("s", tools as never));
+      const err = await thrown(catalog.register("s", tools as never));
       expect(err.code).toBe("invalid_argument");
       expect(err.message).toMatch(message);
       expect(catalog.size).toBe(0);
     });
 
-  it("lists every invalid tool in the error details and writes nothing", () => {
+  it("lists every invalid tool in the error details and writes nothing", async () => {
     const { catalog } = openCatalog();
-    const err = thrown(() => catalog.register("s", [{ name: "ok" }, { name: "" }, { name: "a b" }]));
+    const err = await thrown(catalog.register("s", [{ name: "ok" }, { name: "" }, { name: "a b" }]));
     expect(err.details).toHaveLength(2);
     expect(catalog.size).toBe(0);
   });
 
-  it("rejects an example that does not match the args schema, naming tool, index and field", () => {
+  it("rejects an example that does not match the args schema, naming tool, index and field", async () => {
     const { catalog } = openCatalog();
-    const err = thrown(() =>
+    const err = await thrown(
       catalog.register("s", [
         {
           name: "get_weather",
@@ -138,9 +139,9 @@ describe("register", () => {
     );
   });
 
-  it("names a missing required field of an example", () => {
+  it("names a missing required field of an example", async () => {
     const { catalog } = openCatalog();
-    const err = thrown(() =>
+    const err = await thrown(
       catalog.register("s", [
         {
           name: "t",
@@ -153,9 +154,69 @@ describe("register", () => {
   });
 });
 
+describe("registering between other calls", () => {
+  /** Tools whose args schemas Ajv compiles (each has an example): well over one slice of work. */
+  const checked = (count: number, description = "Checked tool.") =>
+    Array.from({ length: count }, (_, i) => ({
+      name: `bulk.tool_${i}`,
+      description,
+      argsSchema: { type: "object", properties: { q: { type: "string" } } },
+      examples: [{ args: { q: `${i}` }, description: "", tags: [] }],
+    }));
+
+  it("lets timers run while it checks the tools, and shows none of them until it has committed", async () => {
+    const { catalog } = openCatalog();
+    let sizeWhileChecking = -1;
+    setTimeout(() => {
+      sizeWhileChecking = catalog.size;
+    }, 0);
+    const result = await catalog.register("bulk", checked(2_000));
+    expect(sizeWhileChecking).toBe(0);
+    expect(result.added).toBe(2_000);
+    expect(catalog.size).toBe(2_000);
+  });
+
+  it("runs registrations of one source in call order, so the later one wins whole", async () => {
+    const { catalog, db } = openCatalog();
+    await catalog.register("bulk", checked(1));
+    // The first (slow: 2,000 tools to check) changes tool 0; the second (quick) puts it back and drops
+    // the rest. Checked side by side, the second would see tool 0 unchanged and the first win.
+    const [first, second] = await Promise.all([
+      catalog.register("bulk", checked(2_000, "Revised.")),
+      catalog.register("bulk", checked(1), { replaceSource: true }),
+    ]);
+    expect(first).toMatchObject({ added: 1_999, updated: 1 });
+    expect(second).toMatchObject({ added: 0, updated: 1, removed: 1_999 });
+    expect([...catalog.all()].map((t) => `${t.name}: ${t.description}`)).toEqual([
+      "bulk.tool_0: Checked tool.",
+    ]);
+    expect(catalog.fingerprint()).toBe(second.fingerprint);
+    expect(new ToolCatalog(db).fingerprint()).toBe(second.fingerprint);
+  });
+
+  it("runs the next registration after one that fails", async () => {
+    const { catalog } = openCatalog();
+    const [failed, next] = await Promise.allSettled([
+      catalog.register("bulk", [...checked(100), { name: "bad name!" }]),
+      catalog.register("bulk", checked(1)),
+    ]);
+    expect(failed.status).toBe("rejected");
+    expect(next).toMatchObject({ status: "fulfilled", value: { added: 1 } });
+    expect(catalog.size).toBe(1);
+  });
+
+  it("answers UNAVAILABLE and writes nothing when the database closes while it checks", async () => {
+    const { catalog, db } = openCatalog();
+    setTimeout(() => db.close(), 0);
+    const err = await thrown(catalog.register("bulk", checked(2_000)));
+    expect(err.code).toBe("unavailable");
+    expect(catalog.size).toBe(0);
+  });
+});
+
 describe("persistence", () => {
-  it("serves search, get and list after reopening the database, without re-registering", () => {
-    const { db, file, catalog } = seeded();
+  it("serves search, get and list after reopening the database, without re-registering", async () => {
+    const { db, file, catalog } = await seeded();
     const fingerprint = catalog.fingerprint();
     db.close();
     const reopened = openCatalog({}, file).catalog;
@@ -163,33 +224,35 @@ describe("persistence", () => {
     expect(reopened.fingerprint()).toBe(fingerprint);
     expect(names(reopened.search({ query: "list kubernetes pods" }))[0]).toBe("kubernetes.list_pods");
     expect(reopened.get(["weather.get_weather"]).tools[0]?.examples).toHaveLength(1);
-    expect(reopened.register("test", TOOLS)).toMatchObject({ unchanged: 6, added: 0 });
+    expect(await reopened.register("test", TOOLS)).toMatchObject({ unchanged: 6, added: 0 });
   });
 
-  it("keeps the tool table in step with a replaced source", () => {
-    const { catalog, db } = seeded();
-    catalog.register("test", TOOLS.slice(0, 3), { replaceSource: true });
+  it("keeps the tool table in step with a replaced source", async () => {
+    const { catalog, db } = await seeded();
+    await catalog.register("test", TOOLS.slice(0, 3), { replaceSource: true });
     const rows = db.prepare("SELECT name FROM discovery_tools WHERE name LIKE 'kubernetes.%'").all();
     expect(rows).toEqual([{ name: "kubernetes.list_pods" }]);
   });
 
-  it("a new catalog on the same database sees what another registered", () => {
-    const { db, catalog } = seeded();
+  it("a new catalog on the same database sees what another registered", async () => {
+    const { db, catalog } = await seeded();
     expect(new ToolCatalog(db).fingerprint()).toBe(catalog.fingerprint());
   });
 });
 
 describe("get and list", () => {
-  it("get returns full definitions, by name or alias", () => {
+  it("get returns full definitions, by name or alias", async () => {
     const { catalog } = openCatalog();
-    catalog.register("s", [{ name: "Ant_Design.list", aliases: ["Ant Design.list"], description: "d" }]);
+    await catalog.register("s", [
+      { name: "Ant_Design.list", aliases: ["Ant Design.list"], description: "d" },
+    ]);
     const tool = catalog.get(["Ant Design.list"]).tools[0];
     expect(tool).toMatchObject({ name: "Ant_Design.list", description: "d", sideEffects: "external" });
     expect(tool?.argsSchema).toEqual({ type: "object", properties: {} });
   });
 
-  it("list pages through names in order with a token", () => {
-    const { catalog } = seeded();
+  it("list pages through names in order with a token", async () => {
+    const { catalog } = await seeded();
     const first = catalog.list({ pageSize: 4 });
     expect(first.tools).toHaveLength(4);
     expect(first.totalSize).toBe(6);
@@ -200,8 +263,8 @@ describe("get and list", () => {
     expect(new Set(all).size).toBe(6);
   });
 
-  it("list rejects a page size out of range and a foreign token", () => {
-    const { catalog } = seeded();
+  it("list rejects a page size out of range and a foreign token", async () => {
+    const { catalog } = await seeded();
     expect(() => catalog.list({ pageSize: 0 })).toThrowError(/page_size must be 1–500, got 0/);
     expect(() => catalog.list({ pageToken: "garbage" })).toThrowError(/page_token/);
   });
@@ -210,19 +273,19 @@ describe("get and list", () => {
 describe("owners", () => {
   const tool = (description: string) => ({ name: "refund", namespace: "pay", description });
 
-  it("keeps one tool per owner under the same name and source, each replaced only by its owner", () => {
+  it("keeps one tool per owner under the same name and source, each replaced only by its owner", async () => {
     const { catalog } = openCatalog();
-    catalog.register("pay", [tool("Global refunds.")]);
-    catalog.register("pay", [tool("Acme refunds.")], { owner: "acme" });
-    expect(catalog.register("pay", [], { owner: "bravo", replaceSource: true }).removed).toBe(0);
-    expect(catalog.register("pay", [], { owner: "acme", replaceSource: true }).removed).toBe(1);
+    await catalog.register("pay", [tool("Global refunds.")]);
+    await catalog.register("pay", [tool("Acme refunds.")], { owner: "acme" });
+    expect((await catalog.register("pay", [], { owner: "bravo", replaceSource: true })).removed).toBe(0);
+    expect((await catalog.register("pay", [], { owner: "acme", replaceSource: true })).removed).toBe(1);
     expect([...catalog.all()].map((t) => `${t.owner}:${t.description}`)).toEqual([":Global refunds."]);
   });
 
-  it("gives a tenant its own tool in place of the global one of that name, and others the global one", () => {
+  it("gives a tenant its own tool in place of the global one of that name, and others the global one", async () => {
     const { catalog } = openCatalog();
-    catalog.register("pay", [tool("Global refunds.")]);
-    catalog.register("pay", [tool("Acme refunds.")], { owner: "acme" });
+    await catalog.register("pay", [tool("Global refunds.")]);
+    await catalog.register("pay", [tool("Acme refunds.")], { owner: "acme" });
     const describe = (tenant: string) =>
       catalog
         .get(["pay.refund"], { isVisible: catalog.ownershipFilter(tenant) })
@@ -232,21 +295,21 @@ describe("owners", () => {
     expect(describe("")).toEqual(["Global refunds."]);
   });
 
-  it("keeps owners across a restart", () => {
+  it("keeps owners across a restart", async () => {
     const { catalog, db, file } = openCatalog();
-    catalog.register("pay", [tool("Acme refunds.")], { owner: "acme" });
+    await catalog.register("pay", [tool("Acme refunds.")], { owner: "acme" });
     db.close();
     const reopened = openCatalog({}, file).catalog;
     expect([...reopened.all()].map((t) => t.owner)).toEqual(["acme"]);
-    expect(reopened.register("pay", [tool("Acme refunds.")], { owner: "acme" })).toMatchObject({
+    expect(await reopened.register("pay", [tool("Acme refunds.")], { owner: "acme" })).toMatchObject({
       unchanged: 1,
     });
   });
 
-  it("fingerprints each owner's tools on their own, unmoved by another owner's registration", () => {
+  it("fingerprints each owner's tools on their own, unmoved by another owner's registration", async () => {
     const { catalog } = openCatalog();
-    const acme = catalog.register("pay", [tool("Acme refunds.")], { owner: "acme" }).fingerprint;
-    catalog.register("pay", [tool("Bravo refunds.")], { owner: "bravo" });
+    const acme = (await catalog.register("pay", [tool("Acme refunds.")], { owner: "acme" })).fingerprint;
+    await catalog.register("pay", [tool("Bravo refunds.")], { owner: "bravo" });
     expect(catalog.fingerprint("acme")).toBe(acme);
   });
 });

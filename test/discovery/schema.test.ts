@@ -26,7 +26,7 @@ function legacyDefinition(name: string, description: string) {
 }
 
 describe("discovery/003-owner", () => {
-  it("keeps the tools of an older database as global tools, searchable, with the FTS5 index in step", () => {
+  it("keeps the tools of an older database as global tools, searchable, with the FTS5 index in step", async () => {
     const db = new Database(join(tempDir(), "old.db"));
     applyMigrations(
       db,
@@ -62,14 +62,14 @@ describe("discovery/003-owner", () => {
 });
 
 describe("discovery/004-drop-fts", () => {
-  it("drops the unread FTS5 index and its columns, keeping every tool, which search finds as before", () => {
+  it("drops the unread FTS5 index and its columns, keeping every tool, which search finds as before", async () => {
     // Registered the way the release at 003 did: every column, the FTS5 triggers writing along.
     const file = join(tempDir(), "at-003.db");
     const old = new Database(file);
     applyMigrations(old, upTo("discovery/003-owner"));
     const fresh = openCatalog();
-    fresh.catalog.register("test", TOOLS);
-    fresh.catalog.register("acme-src", [{ name: "ops.deploy", description: "Deploy a build" }], {
+    await fresh.catalog.register("test", TOOLS);
+    await fresh.catalog.register("acme-src", [{ name: "ops.deploy", description: "Deploy a build" }], {
       owner: "acme",
     });
     const insert = old.prepare(
@@ -104,7 +104,7 @@ describe("discovery/004-drop-fts", () => {
     for (const search of searches)
       expect(names(migrated.search(search))).toEqual(names(fresh.catalog.search(search)));
     // And it keeps taking writes.
-    migrated.register("test", [{ name: "ops.ping", description: "Ping a host" }]);
+    await migrated.register("test", [{ name: "ops.ping", description: "Ping a host" }]);
     expect(names(migrated.search({ query: "ping a host" }))).toContain("ops.ping");
     old.close();
   });

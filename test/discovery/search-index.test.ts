@@ -17,14 +17,14 @@ const readyEvents = (events: readonly { type: string; attributes: Record<string,
 
 describe("the search index after a change", () => {
   it("answers a read that waited for indexReady() with the change", async () => {
-    const { catalog } = seeded();
+    const { catalog } = await seeded();
     await catalog.register("more", [{ name: "weather_alerts", description: "Severe weather alerts" }]);
     await catalog.indexReady();
     expect(names(catalog.search({ query: "severe weather alerts" }))).toContain("weather_alerts");
   });
 
   it("answers a read that did not wait with the change (the build is finished on the spot)", async () => {
-    const { catalog } = seeded();
+    const { catalog } = await seeded();
     await catalog.register("more", many(2_000));
     expect(names(catalog.search({ query: "bulk.tool_1999", type: "exact" }))).toEqual(["bulk.tool_1999"]);
   });
@@ -71,7 +71,7 @@ describe("the search index after a change", () => {
   });
 
   it("lets every reader waiting for the index through once it holds their writes", async () => {
-    const { catalog } = seeded();
+    const { catalog } = await seeded();
     await catalog.register("bulk", many(500));
     const first = catalog.indexReady();
     await catalog.register("late", [{ name: "late.arrival" }]);
@@ -83,7 +83,7 @@ describe("the search index after a change", () => {
 
 describe("visible sets", () => {
   it("ask a view's filter once per tool and build of the index, not once per search", async () => {
-    const { catalog } = seeded();
+    const { catalog } = await seeded();
     let asked = 0;
     const view = {
       key: "counting",

@@ -3,48 +3,48 @@ import { WayfindError } from "../../src/errors.ts";
 import { names, openCatalog, seeded } from "./helpers.ts";
 
 describe("fts search", () => {
-  it("ranks the tool whose name and description match all words first", () => {
-    const { catalog } = seeded();
+  it("ranks the tool whose name and description match all words first", async () => {
+    const { catalog } = await seeded();
     const result = catalog.search({ query: "list kubernetes pods" });
     expect(result.tools[0]?.name).toBe("kubernetes.list_pods");
     expect(result.effectiveSearchType).toBe("fts");
   });
 
-  it("does not rank kubernetes.ping first for 'list kubernetes pods' (negative bm25 pitfall)", () => {
-    const { catalog } = seeded();
+  it("does not rank kubernetes.ping first for 'list kubernetes pods' (negative bm25 pitfall)", async () => {
+    const { catalog } = await seeded();
     const result = catalog.search({ query: "list kubernetes pods", limit: 5 });
     expect(names(result).indexOf("kubernetes.ping")).not.toBe(0);
   });
 
-  it("finds a tool by its bare name without namespace", () => {
-    const { catalog } = seeded();
+  it("finds a tool by its bare name without namespace", async () => {
+    const { catalog } = await seeded();
     expect(names(catalog.search({ query: "send_message" }))[0]).toBe("slack.send_message");
   });
 
-  it("finds a tool by its name in another case style", () => {
-    const { catalog } = seeded();
+  it("finds a tool by its name in another case style", async () => {
+    const { catalog } = await seeded();
     expect(names(catalog.search({ query: "sendMessage" }))[0]).toBe("slack.send_message");
     expect(names(catalog.search({ query: "create-issue" }))[0]).toBe("github.createIssue");
   });
 
-  it("matches words through stemming", () => {
-    const { catalog } = seeded();
+  it("matches words through stemming", async () => {
+    const { catalog } = await seeded();
     expect(names(catalog.search({ query: "capturing screenshots" }))[0]).toBe("browser.take_screenshot");
   });
 
-  it("searches parameter names and descriptions", () => {
-    const { catalog } = seeded();
+  it("searches parameter names and descriptions", async () => {
+    const { catalog } = await seeded();
     expect(names(catalog.search({ query: "city" }))[0]).toBe("weather.get_weather");
   });
 
-  it("respects the limit", () => {
-    const { catalog } = seeded();
+  it("respects the limit", async () => {
+    const { catalog } = await seeded();
     expect(catalog.search({ query: "kubernetes", limit: 1 }).tools).toHaveLength(1);
   });
 
-  it("excludes always-loaded tools unless asked for them", () => {
+  it("excludes always-loaded tools unless asked for them", async () => {
     const { catalog } = openCatalog();
-    catalog.register("s", [
+    await catalog.register("s", [
       { name: "always_tool", description: "alpha tool", loadingMode: "always" },
       { name: "deferred_tool", description: "alpha tool" },
     ]);
@@ -55,54 +55,54 @@ describe("fts search", () => {
     ]);
   });
 
-  it("returns an empty list (not an error) when nothing matches", () => {
-    const { catalog } = seeded();
+  it("returns an empty list (not an error) when nothing matches", async () => {
+    const { catalog } = await seeded();
     expect(catalog.search({ query: "zzzzqqqq xxyyzz" }).tools).toEqual([]);
   });
 });
 
 describe("fallbacks", () => {
-  it("uses AND when enough tools contain every word", () => {
-    const { catalog } = seeded();
+  it("uses AND when enough tools contain every word", async () => {
+    const { catalog } = await seeded();
     expect(catalog.search({ query: "kubernetes", limit: 1 }).strategy).toBe("and");
   });
 
-  it("widens to OR when no tool contains every word, and says so", () => {
-    const { catalog } = seeded();
+  it("widens to OR when no tool contains every word, and says so", async () => {
+    const { catalog } = await seeded();
     const result = catalog.search({ query: "weather pods" });
     expect(result.strategy).toBe("or");
     expect(names(result)).toEqual(expect.arrayContaining(["weather.get_weather", "kubernetes.list_pods"]));
   });
 
-  it("widens to fuzzy for a typo", () => {
-    const { catalog } = seeded();
+  it("widens to fuzzy for a typo", async () => {
+    const { catalog } = await seeded();
     const result = catalog.search({ query: "wether" });
     expect(result.strategy).toBe("fuzzy");
     expect(result.tools[0]?.name).toBe("weather.get_weather");
     expect(result.tools[0]?.matchType).toBe("fts_fuzzy");
   });
 
-  it("reports a search widened to fuzzy as an effective fuzzy search", () => {
-    const { catalog } = seeded();
+  it("reports a search widened to fuzzy as an effective fuzzy search", async () => {
+    const { catalog } = await seeded();
     expect(catalog.search({ query: "wether" }).effectiveSearchType).toBe("fuzzy");
     expect(catalog.search({ query: "weather" }).effectiveSearchType).toBe("fts");
   });
 
-  it("finds screenshoot → take_screenshot", () => {
-    const { catalog } = seeded();
+  it("finds screenshoot → take_screenshot", async () => {
+    const { catalog } = await seeded();
     expect(names(catalog.search({ query: "screenshoot" }))[0]).toBe("browser.take_screenshot");
   });
 
-  it("expands an abbreviation: send msg → send_message", () => {
-    const { catalog } = seeded();
+  it("expands an abbreviation: send msg → send_message", async () => {
+    const { catalog } = await seeded();
     expect(names(catalog.search({ query: "send msg" }))[0]).toBe("slack.send_message");
   });
 });
 
 describe("regex search", () => {
   it("answers right after a change, before its literal index is built, as it does after", async () => {
-    const { catalog } = seeded();
-    catalog.register("more", [{ name: "weather_alerts", description: "Severe weather alerts" }]);
+    const { catalog } = await seeded();
+    await catalog.register("more", [{ name: "weather_alerts", description: "Severe weather alerts" }]);
     const queries = ["weather", "^get_", "alert|forecast", "w.*er"];
     const before = queries.map((query) => names(catalog.search({ query, type: "regex" })));
     await catalog.settled();
@@ -110,16 +110,16 @@ describe("regex search", () => {
     expect(before[0]).toContain("weather_alerts");
   });
 
-  it("stops early but still returns the best tie-break order when many names match", () => {
+  it("stops early but still returns the best tie-break order when many names match", async () => {
     const { catalog } = openCatalog();
-    catalog.register(
+    await catalog.register(
       "s",
       Array.from({ length: 300 }, (_, i) => ({
         name: `match_${String(i).padStart(3, "0")}`,
         sideEffects: "write" as const,
       })),
     );
-    catalog.register("t", [{ name: "match_zzz", sideEffects: "pure" }]);
+    await catalog.register("t", [{ name: "match_zzz", sideEffects: "pure" }]);
     expect(names(catalog.search({ query: "match_.*", type: "regex", limit: 3 }))).toEqual([
       "match_zzz",
       "match_000",
@@ -127,9 +127,9 @@ describe("regex search", () => {
     ]);
   });
 
-  it("scores full-name 0.95, prefix 0.90, substring 0.85, text-only 0.75", () => {
+  it("scores full-name 0.95, prefix 0.90, substring 0.85, text-only 0.75", async () => {
     const { catalog } = openCatalog();
-    catalog.register("s", [
+    await catalog.register("s", [
       { name: "ping", description: "x" },
       { name: "ping_all", description: "x" },
       { name: "do_ping", description: "x" },
@@ -144,8 +144,8 @@ describe("regex search", () => {
     ]);
   });
 
-  it("matches the bare name for full-name and prefix scores", () => {
-    const { catalog } = seeded();
+  it("matches the bare name for full-name and prefix scores", async () => {
+    const { catalog } = await seeded();
     const result = catalog.search({ query: "list_.*", type: "regex" });
     expect(result.tools[0]).toMatchObject({
       name: "kubernetes.list_pods",
@@ -154,20 +154,20 @@ describe("regex search", () => {
     });
   });
 
-  it("is case-insensitive", () => {
-    const { catalog } = seeded();
+  it("is case-insensitive", async () => {
+    const { catalog } = await seeded();
     expect(names(catalog.search({ query: "CREATEISSUE", type: "regex" }))).toEqual(["github.createIssue"]);
   });
 
-  it("rejects an invalid pattern with the parser's message", () => {
-    const { catalog } = seeded();
+  it("rejects an invalid pattern with the parser's message", async () => {
+    const { catalog } = await seeded();
     expect(() => catalog.search({ query: "([a-z", type: "regex" })).toThrowError(/invalid regex: .*missing/i);
   });
 
-  it("runs a catastrophic pattern over long names in linear time", () => {
+  it("runs a catastrophic pattern over long names in linear time", async () => {
     const { catalog } = openCatalog();
     const long = "a".repeat(120);
-    catalog.register(
+    await catalog.register(
       "s",
       Array.from({ length: 200 }, (_, i) => ({
         name: `${long.slice(0, 100)}${i}`,
@@ -180,30 +180,30 @@ describe("regex search", () => {
     expect(performance.now() - started).toBeLessThan(2000);
   });
 
-  it("rejects patterns over the length cap", () => {
-    const { catalog } = seeded();
+  it("rejects patterns over the length cap", async () => {
+    const { catalog } = await seeded();
     expect(() => catalog.search({ query: "a".repeat(257), type: "regex" })).toThrowError(/limit is 256/);
   });
 });
 
 describe("exact search", () => {
-  it("returns the named tool with score 1.0", () => {
-    const { catalog } = seeded();
+  it("returns the named tool with score 1.0", async () => {
+    const { catalog } = await seeded();
     expect(catalog.search({ query: "slack.send_message", type: "exact" }).tools).toEqual([
       expect.objectContaining({ name: "slack.send_message", score: 1, matchType: "exact" }),
     ]);
   });
 
-  it("accepts the bare name and other case styles", () => {
-    const { catalog } = seeded();
+  it("accepts the bare name and other case styles", async () => {
+    const { catalog } = await seeded();
     const result = catalog.search({ query: "SendMessage", type: "exact" });
     expect(result.tools).toEqual([
       expect.objectContaining({ name: "slack.send_message", score: 1, matchType: "exact_normalized" }),
     ]);
   });
 
-  it("finds nothing for a partial name", () => {
-    const { catalog } = seeded();
+  it("finds nothing for a partial name", async () => {
+    const { catalog } = await seeded();
     expect(catalog.search({ query: "send", type: "exact" }).tools).toEqual([]);
   });
 });
@@ -222,8 +222,8 @@ describe("bad input", () => {
     ],
   ];
   for (const [what, request, message] of cases)
-    it(`rejects ${what} as invalid_argument`, () => {
-      const { catalog } = seeded();
+    it(`rejects ${what} as invalid_argument`, async () => {
+      const { catalog } = await seeded();
       let error: unknown;
       try {
         catalog.search(request as Parameters<typeof catalog.search>[0]);
@@ -237,17 +237,17 @@ describe("bad input", () => {
 });
 
 describe("events", () => {
-  it("emits tool_search_cache_ready again when the index is rebuilt after a change", () => {
+  it("emits tool_search_cache_ready again when the index is rebuilt after a change", async () => {
     const { catalog, events } = openCatalog();
-    catalog.register("s", [{ name: "a" }, { name: "b" }]);
+    await catalog.register("s", [{ name: "a" }, { name: "b" }]);
     catalog.search({ query: "a" });
     expect(
       events.filter((e) => e.type === "tool_search_cache_ready").map((e) => e.attributes.tool_count),
     ).toEqual([0, 2]);
   });
 
-  it("emits tool_search_cache_ready on start and tool_search_query per search", () => {
-    const { catalog, events } = seeded();
+  it("emits tool_search_cache_ready on start and tool_search_query per search", async () => {
+    const { catalog, events } = await seeded();
     catalog.search({ query: "wether", scope: { tenantId: "acme", runId: "r1" } });
     expect(events[0]).toEqual({ type: "tool_search_cache_ready", attributes: { tool_count: 0 } });
     expect(events.at(-2)).toMatchObject({ type: "tool_search_cache_ready", attributes: { tool_count: 6 } });

@@ -15,6 +15,7 @@ import { startTestServer, type TestServer } from "../support/server.ts";
 /** Short limits so each case takes well under a second or two; the defaults are tested in config. */
 const HANDSHAKE_S = 0.3;
 const HEADER_S = 0.3;
+const BODY_S = 0.6;
 const IDLE_S = 0.5;
 
 let wayfind: TestServer;
@@ -24,6 +25,7 @@ beforeAll(async () => {
       max_message_bytes: 1024,
       handshake_timeout_seconds: HANDSHAKE_S,
       request_header_timeout_seconds: HEADER_S,
+      request_body_timeout_seconds: BODY_S,
       idle_timeout_seconds: IDLE_S,
     },
   });
@@ -147,6 +149,116 @@ describe("request header timeout", () => {
   });
 });
 
+describe("request body timeout", () => {
+  /** gRPC framing: uncompressed flag and length, then the first `sent` of `declared` message bytes. */
+  const partialGrpcMessage = (declared: number, sent: number) =>
+    Buffer.concat([Buffer.from([0, 0, 0, 0, declared]), Buffer.alloc(sent)]);
+
+  it("answers an HTTP/1.1 Connect call whose body stops halfway with deadline_exceeded and closes the connection", async () => {
+    const connection = await openRaw(wayfind.port);
+    connection.socket.write(
+      "POST /grpc.health.v1.Health/Check HTTP/1.1\r\nHost: wayfind\r\n" +
+        'Content-Type: application/json\r\nContent-Length: 20\r\n\r\n{"service"',
+    );
+    const closedAfterMs = await connection.closed;
+    expect(connection.received()).toMatch(/^HTTP\/1\.1 504 /);
+    expect(connection.received()).toMatch(/\r\nConnection: close\r\n/i);
+    expect(connection.received()).toContain('"code":"deadline_exceeded"');
+    expect(connection.received()).toContain("server.request_body_timeout_seconds");
+    expect(closedAfterMs).toBeGreaterThanOrEqual(BODY_S * 1000 * 0.8);
+    expect(closedAfterMs).toBeLessThan(BODY_S * 1000 + 1_500);
+  });
+
+  it("answers an HTTP/1.1 gRPC-Web call whose message stops halfway with DEADLINE_EXCEEDED and closes the connection", async () => {
+    const connection = await openRaw(wayfind.port);
+    const head =
+      "POST /grpc.health.v1.Health/Check HTTP/1.1\r\nHost: wayfind\r\n" +
+      "Content-Type: application/grpc-web+proto\r\nContent-Length: 105\r\n\r\n";
+    connection.socket.write(Buffer.concat([Buffer.from(head), partialGrpcMessage(100, 10)]));
+    const closedAfterMs = await connection.closed;
+    expect(connection.received()).toMatch(/^HTTP\/1\.1 200 /);
+    expect(connection.received()).toMatch(/grpc-status: ?4\r\n/i); // DEADLINE_EXCEEDED
+    expect(closedAfterMs).toBeGreaterThanOrEqual(BODY_S * 1000 * 0.8);
+    expect(closedAfterMs).toBeLessThan(BODY_S * 1000 + 1_500);
+  });
+
+  it("answers an HTTP/2 Connect call whose body stops halfway with deadline_exceeded and closes the stream", async () => {
+    const session = http2.connect(wayfind.baseUrl);
+    const openedAt = Date.now();
+    const stream = session.request(
+      { ":method": "POST", ":path": "/grpc.health.v1.Health/Check", "content-type": "application/json" },
+      { endStream: false },
+    );
+    stream.on("error", () => {});
+    stream.write('{"service"');
+    const [headers] = (await once(stream, "response")) as [http2.IncomingHttpHeaders];
+    let body = "";
+    stream.on("data", (chunk: Buffer) => {
+      body += chunk.toString();
+    });
+    await once(stream, "close");
+    const closedAfterMs = Date.now() - openedAt;
+    session.close();
+    expect(headers[":status"]).toBe(504);
+    expect(body).toContain('"code":"deadline_exceeded"');
+    expect(stream.rstCode).toBe(http2.constants.NGHTTP2_NO_ERROR);
+    expect(closedAfterMs).toBeGreaterThanOrEqual(BODY_S * 1000 * 0.8);
+    expect(closedAfterMs).toBeLessThan(BODY_S * 1000 + 1_500);
+  });
+
+  it("answers a native gRPC call whose message stops halfway with DEADLINE_EXCEEDED and closes the stream", async () => {
+    const session = http2.connect(wayfind.baseUrl);
+    const openedAt = Date.now();
+    const stream = session.request(
+      {
+        ":method": "POST",
+        ":path": "/grpc.health.v1.Health/Check",
+        "content-type": "application/grpc",
+        te: "trailers",
+      },
+      { endStream: false },
+    );
+    stream.on("error", () => {});
+    stream.write(partialGrpcMessage(100, 10));
+    const [headers] = (await once(stream, "response")) as [http2.IncomingHttpHeaders];
+    stream.resume();
+    await once(stream, "close");
+    const closedAfterMs = Date.now() - openedAt;
+    session.close();
+    expect(headers["grpc-status"]).toBe("4"); // DEADLINE_EXCEEDED
+    expect(stream.rstCode).toBe(http2.constants.NGHTTP2_NO_ERROR);
+    expect(decodeURIComponent(String(headers["grpc-message"]))).toContain(
+      "server.request_body_timeout_seconds",
+    );
+    expect(closedAfterMs).toBeGreaterThanOrEqual(BODY_S * 1000 * 0.8);
+    expect(closedAfterMs).toBeLessThan(BODY_S * 1000 + 1_500);
+  });
+
+  it("leaves a bidi-streaming call (reflection) that keeps its request side open past the timeout alone", async () => {
+    const session = http2.connect(wayfind.baseUrl);
+    const stream = session.request(
+      {
+        ":method": "POST",
+        ":path": "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+        "content-type": "application/grpc",
+        te: "trailers",
+      },
+      { endStream: false },
+    );
+    stream.on("error", () => {});
+    stream.write(partialGrpcMessage(0, 0)); // one empty request message, and the stream kept open
+    const trailers = new Promise<http2.IncomingHttpHeaders>((resolve) => stream.once("trailers", resolve));
+    stream.resume();
+    await sleep(BODY_S * 1000 * 2);
+    const openAfterTimeout = !stream.closed;
+    stream.end();
+    const status = (await trailers)["grpc-status"];
+    session.close();
+    expect(openAfterTimeout).toBe(true);
+    expect(status).toBe("0");
+  });
+});
+
 describe("idle timeout", () => {
   it("closes an HTTP/2 session without streams with GOAWAY", async () => {
     const session = http2.connect(wayfind.baseUrl);
@@ -196,6 +308,25 @@ describe("idle timeout", () => {
     expect((await health.check({})).status).toBe(HealthCheckResponse_ServingStatus.SERVING);
     await sleep(IDLE_S * 1000 * 3);
     expect((await health.check({})).status).toBe(HealthCheckResponse_ServingStatus.SERVING);
+  });
+});
+
+describe("handshake timeout, counted once", () => {
+  const HANDSHAKE_LONG_S = 1;
+  let slow: TestServer;
+  beforeAll(async () => {
+    slow = await startTestServer({ server: { handshake_timeout_seconds: HANDSHAKE_LONG_S } });
+  });
+  afterAll(() => slow.stop());
+
+  it("closes an HTTP/2 connection whose first bytes came late and whose SETTINGS never came one handshake timeout after it opened, not two", async () => {
+    const connection = await openRaw(slow.port);
+    await sleep(HANDSHAKE_LONG_S * 1000 * 0.7);
+    connection.socket.write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+    const closedAfterMs = await connection.closed;
+    expect(closedAfterMs).toBeGreaterThanOrEqual(HANDSHAKE_LONG_S * 1000 * 0.8);
+    // Timed from the first bytes again, it would close only after 1.7 handshake timeouts.
+    expect(closedAfterMs).toBeLessThan(HANDSHAKE_LONG_S * 1000 * 1.5);
   });
 });
 

@@ -2,8 +2,14 @@ import * as http2 from "node:http2";
 import { Code } from "@connectrpc/connect";
 import { codeFromString } from "@connectrpc/connect/protocol-connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BadRequestSchema } from "../../gen/ts/google/rpc/error_details_pb.ts";
 import { invalidArgument } from "../../src/errors.ts";
-import { MAX_ERROR_MESSAGE_BYTES, toRpcError } from "../../src/server/rpc-errors.ts";
+import {
+  grpcStatusDetails,
+  MAX_ERROR_DETAILS_BYTES,
+  MAX_ERROR_MESSAGE_BYTES,
+  toRpcError,
+} from "../../src/server/rpc-errors.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 
 let wayfind: TestServer;
@@ -199,13 +205,23 @@ describe("Connect JSON", () => {
 });
 
 describe("the one error mapping", () => {
-  it("bounds every message, details included, to MAX_ERROR_MESSAGE_BYTES of UTF-8", () => {
-    const problems = Array.from({ length: 1_000 }, (_, i) => `file-${i}.skill.md: trigger is missing ✗`);
-    const error = toRpcError(invalidArgument("skill pack rejected", problems));
+  it("bounds every message to MAX_ERROR_MESSAGE_BYTES of UTF-8", () => {
+    const error = toRpcError(invalidArgument(`skill pack rejected: ${"trigger is missing ✗ ".repeat(500)}`));
     expect(error.code).toBe(Code.InvalidArgument);
     expect(Buffer.byteLength(error.rawMessage)).toBeLessThanOrEqual(MAX_ERROR_MESSAGE_BYTES);
-    expect(error.rawMessage).toMatch(/^skill pack rejected\n- file-0\.skill\.md/);
+    expect(error.rawMessage).toMatch(/^skill pack rejected: trigger is missing ✗/);
     expect(error.rawMessage).toMatch(/… \(message cut; \d+ characters in all\)$/);
+  });
+
+  it("bounds the problem list, sent as details, to MAX_ERROR_DETAILS_BYTES, saying how many were left out", () => {
+    const problems = Array.from({ length: 1_000 }, (_, i) => `file-${i}.skill.md: trigger is missing ✗`);
+    const error = toRpcError(invalidArgument("skill pack rejected", problems));
+    expect(error.rawMessage).toBe("skill pack rejected");
+    const details = grpcStatusDetails(error) ?? new Uint8Array();
+    expect(details.byteLength).toBeLessThanOrEqual(MAX_ERROR_DETAILS_BYTES + 256);
+    const listed = error.findDetails(BadRequestSchema)[0]?.fieldViolations ?? [];
+    expect(listed[0]?.description).toBe("file-0.skill.md: trigger is missing ✗");
+    expect(listed.at(-1)?.description).toBe(`… and ${1_000 - (listed.length - 1)} more problems`);
   });
 
   it("answers an unexpected error with a fixed text: no class name, stack or SQL", () => {

@@ -1,5 +1,6 @@
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BadRequestSchema } from "../../gen/ts/google/rpc/error_details_pb.ts";
 import { SkillFormat, SkillScope, SkillService } from "../../gen/ts/wayfind/v1/skills_pb.ts";
 import { failure } from "../support/rpc.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
@@ -59,9 +60,12 @@ describe("SkillService over gRPC", () => {
       }),
     );
     expect(error).toMatchObject({ code: Code.InvalidArgument });
-    const { message } = error;
-    expect(message).toContain("a.skill.md");
-    expect(message).toContain("b.skill.json");
+    // The message names the first problem; the details list every one.
+    expect(error.message).toContain("a.skill.md");
+    const problems = error.findDetails(BadRequestSchema)[0]?.fieldViolations ?? [];
+    const descriptions = problems.map((problem) => problem.description).join("\n");
+    expect(descriptions).toContain("a.skill.md");
+    expect(descriptions).toContain("b.skill.json");
     const listed = await wayfind.grpc(SkillService).listSkills({ caller: acme });
     expect(listed.skills.map((skill) => skill.name)).not.toContain("c");
   });

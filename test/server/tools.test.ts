@@ -5,6 +5,7 @@ import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Provider, SearchType } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import { ActivationScope, LoadingMode, ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
+import { estimateTokens } from "../../src/text/tokens.ts";
 import { failure } from "../support/rpc.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 
@@ -271,6 +272,11 @@ describe("rendering and payloads", () => {
     expect(response.nameMappings).toContainEqual(
       expect.objectContaining({ providerName: "github__read_file", toolName: "github.read_file" }),
     );
+  });
+
+  it("estimates the payload's tokens with the estimator every other budget uses", async () => {
+    const response = await client().renderToolPayload({ caller: acme, provider: Provider.OPENAI });
+    expect(response.tokenEstimate).toBe(estimateTokens(response.payloadJson));
   });
 
   it("hands out the discovery tools with schemas and examples", async () => {

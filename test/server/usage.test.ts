@@ -133,3 +133,38 @@ describe("watch streams", () => {
     await expect(stream[Symbol.asyncIterator]().next()).rejects.toMatchObject({ code: Code.InvalidArgument });
   });
 });
+
+describe("prices from the YAML config", () => {
+  // Distinct prices, so each cost below can only come from its own field.
+  const prices = { input: 2, output: 3, cache_write: 5, cache_write_1h: 7, cache_read: 11 };
+  let priced: TestServer;
+  beforeAll(async () => {
+    priced = await startTestServer({
+      pricing: [{ provider: "anthropic", model: "claude-custom", ...prices }],
+    });
+  });
+  afterAll(() => priced.stop());
+
+  const million = 1_000_000n;
+  const none = { inputTokens: 0n, outputTokens: 0n, cacheReadInputTokens: 0n, cacheCreationInputTokens: 0n };
+  it.each([
+    ["input", { ...none, inputTokens: million }, prices.input],
+    ["output", { ...none, outputTokens: million }, prices.output],
+    ["cache_write", { ...none, cacheCreationInputTokens: million }, prices.cache_write],
+    [
+      "cache_write_1h",
+      { ...none, cacheCreationInputTokens: million, cacheCreation1hInputTokens: million },
+      prices.cache_write_1h,
+    ],
+    ["cache_read", { ...none, cacheReadInputTokens: million }, prices.cache_read],
+  ])("bills a million %s tokens at the configured price", async (field, tokens, perMillion) => {
+    const answer = await priced.grpc(UsageService).recordUsage({
+      caller,
+      provider: Provider.ANTHROPIC,
+      model: "claude-custom",
+      usage: tokens,
+      idempotencyKey: `price-${field}`,
+    });
+    expect(answer.costUsd).toBeCloseTo(perMillion, 10);
+  });
+});

@@ -227,7 +227,7 @@ describe("MCP servers over streamable HTTP", () => {
 describe("misbehaving MCP servers", () => {
   it("a command that does not exist: unhealthy with a clear error, nothing registered, others unaffected", async () => {
     const { catalog } = openCatalog();
-    catalog.register("catalog:other", [{ name: "keep_me", description: "Still here." }]);
+    await catalog.register("catalog:other", [{ name: "keep_me", description: "Still here." }]);
     const set = sources(catalog, [
       { name: "ghost", transport: "stdio", command: "wayfind-no-such-command-xyz" },
     ]);
@@ -351,7 +351,9 @@ describe("misbehaving MCP servers", () => {
     }));
     cleanups.push(() => raw.close());
     const { catalog } = openCatalog();
-    catalog.register("team-api", [{ name: "send", namespace: "mail", description: "API-registered send." }]);
+    await catalog.register("team-api", [
+      { name: "send", namespace: "mail", description: "API-registered send." },
+    ]);
     const src = source(catalog, { name: "mail", transport: "http", url: raw.url });
     await src.start();
     expect(namesOf(catalog, "mcp:mail")).toEqual(["mail.receive"]);
@@ -379,7 +381,7 @@ describe("misbehaving MCP servers", () => {
 
   it("drops the tools of an MCP server removed from the config", async () => {
     const { catalog } = openCatalog();
-    catalog.register("mcp:gone", [{ name: "old", namespace: "gone" }]);
+    await catalog.register("mcp:gone", [{ name: "old", namespace: "gone" }]);
     const set = sources(catalog, []);
     await set.start(100);
     expect(namesOf(catalog, "mcp:gone")).toEqual([]);

@@ -23,7 +23,7 @@ const TOOL_SEARCH = {
 };
 
 /** A real catalog in SQLite behind the real ToolService, with every event captured. */
-function world(
+async function world(
   tools: readonly Tool[],
   policy: Parameters<typeof createAccessControl>[0]["policy"],
   visibility: Parameters<typeof createAccessControl>[0]["visibility"],
@@ -32,7 +32,7 @@ function world(
   const events: NewEvent[] = [];
   const sink = { emit: (event: NewEvent) => void events.push(event) };
   const catalog = new ToolCatalog(db, { events: sink });
-  catalog.register(
+  await catalog.register(
     "random",
     tools.map((tool) => ({
       name: tool.name,
@@ -60,9 +60,9 @@ describe("nothing hidden leaks through the tool service (property)", () => {
   it("search, get, list, render, resolve, activate, errors and events only ever show visible tools", async () => {
     await fc.assert(
       fc.asyncProperty(toolsArb, policyArb, rulesArb, callerArb, async (tools, policy, visibility, who) => {
-        let w: ReturnType<typeof world>;
+        let w: Awaited<ReturnType<typeof world>>;
         try {
-          w = world(tools, policy, visibility);
+          w = await world(tools, policy, visibility);
         } catch (error) {
           // Random catalogs may be invalid (an alias equal to another tool's name): not this property.
           fc.pre(!(error instanceof WayfindError));

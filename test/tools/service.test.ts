@@ -8,13 +8,13 @@ import { openDatabase } from "../../src/store/database.ts";
 import { ToolService } from "../../src/tools/service.ts";
 import { notFoundMessage } from "./helpers.ts";
 
-function service(
+async function service(
   toolSearch: { enabled: boolean; alwaysLoadedPatterns: string[] },
   options: { denied?: string[]; aliases?: Record<string, string> } = {},
 ) {
   const db = openDatabase(":memory:", allMigrations);
   const catalog = new ToolCatalog(db, { aliases: options.aliases ?? {} });
-  catalog.register("src", [
+  await catalog.register("src", [
     { name: "fs.read", description: "Read a file.", loadingMode: "deferred" },
     {
       name: "git.commit",
@@ -24,7 +24,7 @@ function service(
     },
     { name: "ops.secret_rotate", description: "Rotate a secret file key.", loadingMode: "deferred" },
   ]);
-  catalog.register("globex-src", [{ name: "globex.report", description: "Read a file report." }], {
+  await catalog.register("globex-src", [{ name: "globex.report", description: "Read a file report." }], {
     owner: "globex",
   });
   const settings = {
@@ -59,7 +59,7 @@ const HIDING = { denied: ["ops.*"], aliases: { "old.read": "fs.read" } };
 
 describe("ListTools visibility", () => {
   it("marks a deferred tool matched by always_loaded_patterns as visible", async () => {
-    const tools = service({ enabled: true, alwaysLoadedPatterns: ["fs.*"] });
+    const tools = await service({ enabled: true, alwaysLoadedPatterns: ["fs.*"] });
     expect(visibility(await tools.list(caller, { showAll: true }))).toEqual({
       "fs.read": true,
       "git.commit": false,
@@ -68,7 +68,7 @@ describe("ListTools visibility", () => {
   });
 
   it("marks every tool visible when tool search is off", async () => {
-    const tools = service({ enabled: false, alwaysLoadedPatterns: [] });
+    const tools = await service({ enabled: false, alwaysLoadedPatterns: [] });
     expect(visibility(await tools.list(caller, { showAll: true }))).toEqual({
       "fs.read": true,
       "git.commit": true,
@@ -77,7 +77,7 @@ describe("ListTools visibility", () => {
   });
 
   it("marks an activated tool visible", async () => {
-    const tools = service(SEARCHING);
+    const tools = await service(SEARCHING);
     tools.activate(caller, ["git.commit"], "run", "test");
     expect(visibility(await tools.list(caller, { showAll: true }))).toEqual({
       "fs.read": false,
@@ -89,14 +89,14 @@ describe("ListTools visibility", () => {
 
 describe("SearchTools", () => {
   it("finds the caller's deferred tools and never a hidden or another tenant's one", async () => {
-    const tools = service(SEARCHING, HIDING);
+    const tools = await service(SEARCHING, HIDING);
     const found = await tools.search(caller, { query: "read a file key report", includeAlwaysLoaded: false });
     expect(found.tools.map((hit) => hit.name)).toEqual(["fs.read"]);
     expect(found.totalDeferred).toBe(2);
   });
 
   it("leaves out tools the caller already sees unless they are asked for", async () => {
-    const tools = service(SEARCHING);
+    const tools = await service(SEARCHING);
     tools.activate(caller, ["git.commit"], "run", "test");
     const query = { query: "commit staged changes", type: "fts" as const };
     const names = async (includeAlwaysLoaded: boolean) =>
@@ -106,15 +106,15 @@ describe("SearchTools", () => {
   });
 
   it("answers a configured old name with the tool it now names", async () => {
-    const tools = service(SEARCHING, HIDING);
+    const tools = await service(SEARCHING, HIDING);
     const found = await tools.search(caller, { query: "old.read", type: "exact", includeAlwaysLoaded: true });
     expect(found.tools.map((hit) => hit.name)).toEqual(["fs.read"]);
   });
 });
 
 describe("GetTools", () => {
-  it("returns visible tools by name, tool alias or configured alias, and the rest as not found, as written", () => {
-    const tools = service(SEARCHING, HIDING);
+  it("returns visible tools by name, tool alias or configured alias, and the rest as not found, as written", async () => {
+    const tools = await service(SEARCHING, HIDING);
     const got = tools.get(caller, ["old.read", "git.ci", "ops.secret_rotate", "globex.report", "no.such"]);
     expect(got.tools.map((tool) => tool.name)).toEqual(["fs.read", "git.commit"]);
     expect(got.notFound).toEqual(["ops.secret_rotate", "globex.report", "no.such"]);
@@ -122,8 +122,8 @@ describe("GetTools", () => {
 });
 
 describe("ActivateTools", () => {
-  it("activates deferred tools for the run and reports tools already visible as such", () => {
-    const tools = service({ enabled: true, alwaysLoadedPatterns: ["fs.*"] }, HIDING);
+  it("activates deferred tools for the run and reports tools already visible as such", async () => {
+    const tools = await service({ enabled: true, alwaysLoadedPatterns: ["fs.*"] }, HIDING);
     expect(tools.activate(caller, ["git.ci", "fs.read"], "run", "test")).toEqual({
       activated: ["git.commit"],
       alreadyVisible: ["fs.read"],
@@ -131,8 +131,8 @@ describe("ActivateTools", () => {
     });
   });
 
-  it("refuses a hidden tool with the NOT_FOUND of a missing one", () => {
-    const tools = service(SEARCHING, HIDING);
+  it("refuses a hidden tool with the NOT_FOUND of a missing one", async () => {
+    const tools = await service(SEARCHING, HIDING);
     const hidden = notFoundMessage(() => tools.activate(caller, ["ops.secret_rotate"], "run", "test"));
     const missing = notFoundMessage(() => tools.activate(caller, ["no.such"], "run", "test"));
     expect(hidden.replace("ops.secret_rotate", "X")).toBe(missing.replace("no.such", "X"));
@@ -140,16 +140,16 @@ describe("ActivateTools", () => {
 });
 
 describe("ResolveTool", () => {
-  it("activates a deferred tool on its first call only", () => {
-    const tools = service(SEARCHING, HIDING);
+  it("activates a deferred tool on its first call only", async () => {
+    const tools = await service(SEARCHING, HIDING);
     const first = tools.resolve(caller, "old.read", undefined);
     const second = tools.resolve(caller, "fs.read", undefined);
     expect([first.tool.name, first.activated, first.scope]).toEqual(["fs.read", true, "run"]);
     expect([second.tool.name, second.activated]).toEqual(["fs.read", false]);
   });
 
-  it("answers a hidden or another tenant's tool with the NOT_FOUND of a missing one", () => {
-    const tools = service(SEARCHING, HIDING);
+  it("answers a hidden or another tenant's tool with the NOT_FOUND of a missing one", async () => {
+    const tools = await service(SEARCHING, HIDING);
     const missing = notFoundMessage(() => tools.resolve(caller, "no.such", undefined)).replace(
       "no.such",
       "X",
@@ -161,7 +161,7 @@ describe("ResolveTool", () => {
 
 describe("RenderToolPrompt", () => {
   it("shows always-visible and activated tools, never hidden ones", async () => {
-    const tools = service({ enabled: true, alwaysLoadedPatterns: ["fs.*", "ops.*"] }, HIDING);
+    const tools = await service({ enabled: true, alwaysLoadedPatterns: ["fs.*", "ops.*"] }, HIDING);
     tools.activate(caller, ["git.commit"], "run", "test");
     const rendered = await tools.renderPrompt(caller, { includeDirectory: true });
     expect(rendered.visibleTools).toEqual(["fs.read", "git.commit"]);
@@ -170,7 +170,7 @@ describe("RenderToolPrompt", () => {
   });
 
   it("hints deferred tools the caller may find, never hidden ones", async () => {
-    const tools = service(SEARCHING, HIDING);
+    const tools = await service(SEARCHING, HIDING);
     const rendered = await tools.renderPrompt(caller, { hintMessage: "rotate the secret key of a file" });
     expect(rendered.hintedTools).toEqual(["fs.read"]);
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { PricingTable, parsePricingConfig } from "../../src/usage/index.ts";
+import { PricingTable } from "../../src/usage/index.ts";
 
 const table = PricingTable.withDefaults();
 const u = (input: number, output = 0, read = 0, write = 0) => ({
@@ -36,18 +36,16 @@ describe("pricing", () => {
   });
 
   it("lets a config entry override a default", () => {
-    const custom = PricingTable.withDefaults(
-      parsePricingConfig([
-        {
-          provider: "anthropic",
-          model: "claude-sonnet-4-5",
-          input: 1,
-          output: 2,
-          cache_write: 3,
-          cache_read: 0.5,
-        },
-      ]),
-    );
+    const custom = PricingTable.withDefaults([
+      {
+        provider: "anthropic",
+        model: "claude-sonnet-4-5",
+        input: 1,
+        output: 2,
+        cacheWrite: 3,
+        cacheRead: 0.5,
+      },
+    ]);
     expect(custom.cost("anthropic", "claude-sonnet-4-5", u(1_000_000, 0, 1_000_000)).costUsd).toBeCloseTo(
       1.5,
       10,
@@ -58,28 +56,5 @@ describe("pricing", () => {
     const cost = table.cost("openai", "gpt-5-pro", u(10, 0, 10));
     expect(cost.costUsd).toBeNull();
     expect(cost.unknownReason).toMatch(/no cache_read price/);
-  });
-
-  it("rejects negative, non-finite or missing prices with the key to fix", () => {
-    const bad = [
-      { provider: "anthropic", model: "m", input: -1, output: 1 },
-      { provider: "openai", model: "m", input: 1, output: Number.POSITIVE_INFINITY },
-      { provider: "openai", model: "m", output: 1 },
-      { provider: "azure", model: "m", input: 1, output: 1 },
-    ];
-    try {
-      parsePricingConfig(bad);
-      expect.unreachable();
-    } catch (e) {
-      expect(e).toMatchObject({
-        code: "invalid_argument",
-        details: [
-          "pricing[0].input: must be a non-negative finite number (USD per million tokens)",
-          "pricing[1].output: must be a non-negative finite number (USD per million tokens)",
-          "pricing[2].input: is required (USD per million tokens)",
-          "pricing[3].provider: must be one of anthropic, openai, gemini, bedrock, other",
-        ],
-      });
-    }
   });
 });

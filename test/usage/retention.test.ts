@@ -145,6 +145,46 @@ describe("usage retention", () => {
     expect(h.ledger.getUsageSummary(caller()).totals).toMatchObject({ calls: 500, inputTokens: 5000 });
   });
 
+  it("keeps the hourly and per-minute aggregates equal to the retained records: a period stops counting its pruned records, and goes with its last one", () => {
+    const time = clock();
+    const h = harness({ now: time.now, retentionDays: 1 });
+    recordThreeDays(h, time);
+    const sumsOf = (table: string) =>
+      h.db
+        .prepare(
+          `SELECT tenant_id, occurred_at_ms, provider, model, calls, input_tokens, output_tokens,
+             cache_read_input_tokens, cache_creation_input_tokens, rate_limit_input_tokens,
+             unknown_cost_calls, ROUND(cost_usd, 9) AS cost FROM ${table} ORDER BY 1, 2, 3, 4`,
+        )
+        .all();
+    const sumsOfRecords = (periodMs: number) =>
+      h.db
+        .prepare(
+          `SELECT tenant_id, occurred_at_ms - occurred_at_ms % ${periodMs} AS occurred_at_ms, provider, model,
+             COUNT(*) AS calls, SUM(input_tokens) AS input_tokens, SUM(output_tokens) AS output_tokens,
+             SUM(cache_read_input_tokens) AS cache_read_input_tokens,
+             SUM(cache_creation_input_tokens) AS cache_creation_input_tokens,
+             SUM(rate_limit_input_tokens) AS rate_limit_input_tokens,
+             SUM(cost_usd IS NULL) AS unknown_cost_calls, ROUND(TOTAL(cost_usd), 9) AS cost
+           FROM usage_records GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`,
+        )
+        .all();
+    const expectEqualToRecords = () => {
+      expect(sumsOf("usage_hourly")).toEqual(sumsOfRecords(3_600_000));
+      expect(sumsOf("usage_minutely")).toEqual(sumsOfRecords(60_000));
+    };
+    expectEqualToRecords();
+    time.advance(DAY_MS / 2); // all but the last half day of calls are now over a day old
+    pruneAll(h);
+    expect(count(h, "usage_records")).toBe(15);
+    expectEqualToRecords();
+    time.advance(3 * DAY_MS);
+    pruneAll(h);
+    expect(count(h, "usage_hourly")).toBe(0);
+    expect(count(h, "usage_minutely")).toBe(0);
+    expect(count(h, "usage_daily")).toBeGreaterThan(0);
+  });
+
   it("deletes at most one batch per transaction and says whether more is waiting", () => {
     const time = clock();
     const h = harness({ now: time.now, retentionDays: 1 });

@@ -10,7 +10,9 @@ import {
 } from "../../src/usage/index.ts";
 import { caller, harness, usage } from "./helpers.ts";
 
-const DAY_MS = 86_400_000;
+const MINUTE_MS = 60_000;
+const HOUR_MS = 60 * MINUTE_MS;
+const DAY_MS = 24 * HOUR_MS;
 const FIRST_DAY = Date.UTC(2026, 0, 10);
 /** Records occur over 4 UTC days; the clock starts after them (occurred_at may not be in the future). */
 const CLOCK_START = FIRST_DAY + 5 * DAY_MS;
@@ -23,9 +25,11 @@ const MODELS = [
 const SESSIONS = ["s0", "s1", "s2"];
 const RUNS = ["r0", "r1", "r2", "r3"];
 
-/** A time in the 4 days, often on a day boundary, the edge case of the daily aggregate. */
+/** A time in the 4 days, often on a day, hour or minute boundary, the edge cases of the aggregates. */
 const instant = fc.oneof(
   fc.integer({ min: 0, max: 4 }).map((day) => FIRST_DAY + day * DAY_MS),
+  fc.integer({ min: 0, max: 4 * 24 }).map((hour) => FIRST_DAY + hour * HOUR_MS),
+  fc.integer({ min: 0, max: 4 * 24 * 60 }).map((minute) => FIRST_DAY + minute * MINUTE_MS),
   fc.integer({ min: -DAY_MS, max: 5 * DAY_MS }).map((offset) => FIRST_DAY + offset),
 );
 

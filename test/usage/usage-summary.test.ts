@@ -2,6 +2,9 @@ import { describe, expect, it } from "vitest";
 import { MAX_RECORDS_SCANNED } from "../../src/usage/ledger.ts";
 import { caller, harness, usage } from "./helpers.ts";
 
+const MINUTE_MS = 60_000;
+const HOUR_MS = 60 * MINUTE_MS;
+
 const sonnet = { provider: "anthropic", model: "claude-sonnet-4-5" } as const;
 const at = (iso: string) => new Date(iso);
 
@@ -162,5 +165,69 @@ describe("getUsageSummary", () => {
     expect(ledger.getUsageSummary(caller(), { sessionId: "busy", ...firstHour }).totals.calls).toBe(3_600);
     expect(ledger.getUsageSummary(caller(), { groupBy: ["run"], ...firstHour }).groups).toHaveLength(3_600);
     expect(ledger.getUsageSummary(caller(), { groupBy: ["day"] }).totals.calls).toBe(MAX_RECORDS_SCANNED + 1);
+  });
+
+  it("sums windows whose edges fall inside minutes, hours and days exactly as a scan of the raw records does", () => {
+    const { ledger, db } = harness({ file: ":memory:" });
+    const start = Date.UTC(2026, 0, 1);
+    const models = ["claude-sonnet-4-5", "claude-haiku-4-5", "in-house-unpriced"];
+    // A call every 29 s for two and a half days: every minute holds calls or is next to one that does.
+    for (let call = 0; call * 29_000 < 2.5 * 24 * HOUR_MS; call++) {
+      const model = models[call % 3] as string;
+      ledger.recordUsage(caller({ sessionId: `s${call % 4}` }), {
+        provider: model === "in-house-unpriced" ? "other" : "anthropic",
+        model,
+        usage: usage(100 + (call % 89), 10 + (call % 7), (call % 5) * 300, call % 11 === 0 ? 50 : 0),
+        idempotencyKey: `k${call}`,
+        occurredAt: new Date(start + call * 29_000),
+      });
+    }
+    const scan = db.prepare<[number, number], { calls: number; input: number; cost: number }>(
+      `SELECT COUNT(*) AS calls, TOTAL(input_tokens) AS input, TOTAL(cost_usd) AS cost FROM usage_records
+       WHERE occurred_at_ms >= ? AND occurred_at_ms < ?`,
+    );
+    const windows: [string, string][] = [
+      ["2026-01-01T10:20:07.001Z", "2026-01-02T19:40:59.999Z"], // partial days, hours, minutes at both edges
+      ["2026-01-01T10:20:07Z", "2026-01-01T10:20:53Z"], // inside one minute
+      ["2026-01-01T10:20:07Z", "2026-01-01T10:50:31Z"], // inside one hour, across minutes
+      ["2026-01-01T10:20:07Z", "2026-01-01T13:07:45Z"], // inside one day, across hours
+      ["2026-01-01T23:59:59.999Z", "2026-01-03T00:00:00.001Z"], // a millisecond past each whole day
+      ["2026-01-01T05:17:00Z", "2026-01-02T17:43:00Z"], // on whole minutes, partial hours and days
+    ];
+    for (const [since, until] of windows) {
+      const window = { since: at(since), until: at(until) };
+      const expected = scan.get(window.since.getTime(), window.until.getTime());
+      const { totals } = ledger.getUsageSummary(caller(), window);
+      expect({ since, calls: totals.calls, input: totals.inputTokens }).toEqual({
+        since,
+        calls: expected?.calls,
+        input: expected?.input,
+      });
+      expect(totals.totalCostUsd).toBeCloseTo(expected?.cost ?? Number.NaN, 9);
+    }
+  });
+
+  it("refuses a window whose partial-minute edges hold more than 20,000 records as invalid_argument saying to use whole minutes, and sums the same minutes set on whole minutes from the per-minute aggregate", () => {
+    const { ledger } = harness({ file: ":memory:" });
+    const minute = Date.UTC(2026, 0, 1, 10, 17);
+    for (let call = 0; call <= MAX_RECORDS_SCANNED; call++) {
+      ledger.recordUsage(caller({ runId: `r${call}` }), {
+        ...sonnet,
+        usage: usage(1),
+        idempotencyKey: `k${call}`,
+        occurredAt: new Date(minute + 1 + call * 2),
+      });
+    }
+    const partialMinute = { since: new Date(minute + 1), until: new Date(minute + 2 * MINUTE_MS) };
+    expect(() => ledger.getUsageSummary(caller(), partialMinute)).toThrow(
+      expect.objectContaining({
+        code: "invalid_argument",
+        message: expect.stringMatching(
+          /reads at most 20,000 usage records in the partial minutes.*whole minutes/,
+        ),
+      }),
+    );
+    const wholeMinutes = { since: new Date(minute), until: new Date(minute + 2 * MINUTE_MS) };
+    expect(ledger.getUsageSummary(caller(), wholeMinutes).totals.calls).toBe(MAX_RECORDS_SCANNED + 1);
   });
 });

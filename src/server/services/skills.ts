@@ -1,58 +1,21 @@
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { MatchType, SearchType } from "../../../gen/ts/wayfind/v1/common_pb.ts";
-import {
-  SkillFormat,
-  SkillOrigin,
-  SkillScope,
-  type SkillService as SkillServiceDesc,
-  TaskType,
-} from "../../../gen/ts/wayfind/v1/skills_pb.ts";
+import type { SkillService as SkillServiceDesc } from "../../../gen/ts/wayfind/v1/skills_pb.ts";
 import { authorizeSkillPackScope } from "../../caller/authorize.ts";
 import type { Caller } from "../../caller/caller.ts";
-import { failedPrecondition, invalidArgument, quoteInput } from "../../errors.ts";
+import { failedPrecondition } from "../../errors.ts";
 import type { EventLog } from "../../events/index.ts";
-import type {
-  DirectoryField,
-  ScopeKind,
-  SkillOrigin as SkillOriginName,
-  SearchType as SkillSearchType,
-  SkillService,
-  SkillSummary,
-  TaskType as TaskTypeName,
-  ToolGate,
-} from "../../skills/index.ts";
-import { DIRECTORY_FIELDS } from "../../skills/index.ts";
+import type { DirectoryField, SkillService, SkillSummary, ToolGate } from "../../skills/index.ts";
+import {
+  SEARCH_TYPES,
+  SKILL_FORMATS,
+  SKILL_MATCH_TYPES,
+  SKILL_ORIGINS,
+  SKILL_SCOPES,
+  TASK_TYPES,
+} from "../enums.ts";
 import { callerOf, principalOf } from "../pipeline.ts";
-import { EnumMap } from "./enums.ts";
 import { SKILL_EVENT_TYPES, watchEvents } from "./watch.ts";
-
-const TASK_TYPES = new EnumMap<TaskTypeName>([
-  [TaskType.BROWSER, "browser"],
-  [TaskType.API, "api"],
-  [TaskType.CODE, "code"],
-  [TaskType.DOMAIN, "domain"],
-  [TaskType.UNKNOWN, "unknown"],
-]);
-const ORIGINS = new EnumMap<SkillOriginName>([
-  [SkillOrigin.PACK, "pack"],
-  [SkillOrigin.LEARNED, "learned"],
-]);
-const SCOPES = new EnumMap<ScopeKind>([
-  [SkillScope.PROJECT, "project"],
-  [SkillScope.TENANT, "tenant"],
-  [SkillScope.GLOBAL, "global"],
-]);
-export const SEARCH_TYPES = new EnumMap<SkillSearchType>([
-  [SearchType.FTS, "fts"],
-  [SearchType.REGEX, "regex"],
-  [SearchType.EXACT, "exact"],
-]);
-const SKILL_MATCH_TYPES: Readonly<Record<SkillSearchType, MatchType>> = {
-  fts: MatchType.FTS,
-  regex: MatchType.NAME_SUBSTRING,
-  exact: MatchType.EXACT,
-};
 
 /** The tool names a caller may see, so skills never mention others (built by the tool side). */
 export type ToolGateFor = (caller: Caller) => ToolGate | undefined;
@@ -61,12 +24,12 @@ export function skillService(
   skills: SkillService,
   events: EventLog,
   toolGateFor: ToolGateFor,
-): Partial<ServiceImpl<typeof SkillServiceDesc>> {
+): ServiceImpl<typeof SkillServiceDesc> {
   const gate = (caller: Caller) => ({ toolGate: toolGateFor(caller) });
   return {
     loadSkillPack(request, context) {
       const caller = callerOf(context);
-      const kind = SCOPES.fromProto(request.scope, "scope") ?? "project";
+      const kind = SKILL_SCOPES.fromProto(request.scope, "scope") ?? "project";
       authorizeSkillPackScope(principalOf(context), kind);
       if (kind !== "global" && caller.tenantId === "") {
         throw failedPrecondition(`a ${kind}-scoped pack needs caller.tenant_id`);
@@ -77,8 +40,6 @@ export function skillService(
         );
       }
       const source = request.source;
-      if (source.case === undefined)
-        throw invalidArgument("give either path (a server folder) or files (inline)");
       const result = skills.loadSkillPack(
         {
           pack: request.packName,
@@ -107,11 +68,6 @@ export function skillService(
 
     searchSkills(request, context) {
       const caller = callerOf(context);
-      if (request.searchType === SearchType.FUZZY) {
-        throw invalidArgument(
-          "search_type FUZZY is reported, not requested; use FTS (it widens to fuzzy itself)",
-        );
-      }
       const result = skills.searchSkills(
         caller,
         {
@@ -134,9 +90,7 @@ export function skillService(
 
     getSkills(request, context) {
       const caller = callerOf(context);
-      const format = request.format === SkillFormat.INJECTION ? "injection" : "raw";
-      if (request.format > SkillFormat.INJECTION)
-        throw invalidArgument(`format: unknown enum value ${request.format}`);
+      const format = SKILL_FORMATS.fromProto(request.format, "format") ?? "raw";
       const result = skills.getSkills(
         caller,
         { names: request.names, format, maxTokens: request.maxTokens || undefined },
@@ -154,10 +108,10 @@ export function skillService(
           steps: [...skill.steps],
           preconditions: [...skill.preconditions],
           failureModes: [...skill.failureModes],
-          origin: ORIGINS.toProto(skill.origin),
+          origin: SKILL_ORIGINS.toProto(skill.origin),
           originRef: skill.originRef,
           contentHash: skill.contentHash,
-          scope: SCOPES.toProto(skill.scope),
+          scope: SKILL_SCOPES.toProto(skill.scope),
           createdAt: timestampFromMs(skill.stats.createdAtMs),
           updatedAt: timestampFromMs(skill.stats.updatedAtMs),
           lastUsedAt:
@@ -179,16 +133,16 @@ export function skillService(
           pageSize: request.pageSize || undefined,
           pageToken: request.pageToken || undefined,
           taskType: TASK_TYPES.fromProto(request.taskType, "task_type"),
-          origin: ORIGINS.fromProto(request.origin, "origin"),
-          scope: SCOPES.fromProto(request.scope, "scope"),
+          origin: SKILL_ORIGINS.fromProto(request.origin, "origin"),
+          scope: SKILL_SCOPES.fromProto(request.scope, "scope"),
         },
         gate(caller),
       );
       return {
         skills: result.skills.map((skill) => ({
           ...summary(skill),
-          origin: ORIGINS.toProto(skill.origin),
-          scope: SCOPES.toProto(skill.scope),
+          origin: SKILL_ORIGINS.toProto(skill.origin),
+          scope: SKILL_SCOPES.toProto(skill.scope),
         })),
         nextPageToken: result.nextPageToken,
         totalCount: result.totalCount,
@@ -213,13 +167,6 @@ export function skillService(
 
     renderSkillDirectory(request, context) {
       const caller = callerOf(context);
-      for (const field of request.fields) {
-        if (!(DIRECTORY_FIELDS as readonly string[]).includes(field)) {
-          throw invalidArgument(
-            `fields: unknown field ${quoteInput(field)}; use ${DIRECTORY_FIELDS.join(", ")}`,
-          );
-        }
-      }
       const result = skills.renderSkillDirectory(
         caller,
         {

@@ -1,83 +1,36 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { MatchType, SearchType } from "../../../gen/ts/wayfind/v1/common_pb.ts";
 import {
   ActivationScope,
   LoadingMode,
   type Tool as ProtoTool,
   SideEffect,
   type ToolDiscoveryService,
-  ToolSourceKind,
 } from "../../../gen/ts/wayfind/v1/tools_pb.ts";
-import type { ActivationScope as Scope } from "../../activation/index.ts";
 import { sourceListingFor, toolOwnerFor } from "../../caller/authorize.ts";
-import type {
-  EffectiveSearchType as Effective,
-  JsonObject,
-  MatchType as Match,
-  LoadingMode as Mode,
-  SideEffects,
-  Tool,
-  ToolInput,
-  SearchType as ToolSearchType,
-} from "../../discovery/index.ts";
+import type { JsonObject, Tool, ToolInput } from "../../discovery/index.ts";
 import { compiledSchemaValues } from "../../discovery/validate.ts";
 import { discoveryToolDefinitions as discoveryTools } from "../../discovery-tools/index.ts";
 import { invalidArgument, quoteInput } from "../../errors.ts";
 import type { EventLog } from "../../events/index.ts";
 import { checkSize, LIMITS, withinLimit } from "../../limits.ts";
-import type { PayloadProvider } from "../../payload/index.ts";
-import type { ToolSourceKind as Kind, ToolSourceRegistry } from "../../sources/status.ts";
+import type { ToolSourceRegistry } from "../../sources/status.ts";
 import { firstSentence } from "../../text/scores.ts";
+import { estimateTokens } from "../../text/tokens.ts";
 import type { ToolService } from "../../tools/service.ts";
+import {
+  ACTIVATION_SCOPES,
+  EFFECTIVE_SEARCH_TYPES,
+  LOADING_MODES,
+  payloadProviderFromProto,
+  SEARCH_TYPES,
+  SIDE_EFFECTS,
+  SOURCE_KINDS,
+  TOOL_MATCH_TYPES,
+} from "../enums.ts";
 import { callerOf, principalOf } from "../pipeline.ts";
-import { EnumMap } from "./enums.ts";
-import { PROVIDERS } from "./usage.ts";
 import { TOOL_EVENT_TYPES, watchEvents } from "./watch.ts";
 
-const SEARCH_TYPES = new EnumMap<ToolSearchType>([
-  [SearchType.FTS, "fts"],
-  [SearchType.REGEX, "regex"],
-  [SearchType.EXACT, "exact"],
-]);
-const EFFECTIVE_SEARCH_TYPES: Readonly<Record<Effective, SearchType>> = {
-  fts: SearchType.FTS,
-  regex: SearchType.REGEX,
-  exact: SearchType.EXACT,
-  fuzzy: SearchType.FUZZY,
-};
-const SCOPES = new EnumMap<Scope>([
-  [ActivationScope.RUN, "run"],
-  [ActivationScope.SESSION, "session"],
-]);
-const LOADING_MODES = new EnumMap<Mode>([
-  [LoadingMode.ALWAYS, "always"],
-  [LoadingMode.DEFERRED, "deferred"],
-]);
-const SIDE_EFFECTS = new EnumMap<SideEffects>([
-  [SideEffect.PURE, "pure"],
-  [SideEffect.READ, "read"],
-  [SideEffect.WRITE, "write"],
-  [SideEffect.EXTERNAL, "external"],
-  [SideEffect.STATEFUL, "stateful"],
-]);
-const MATCH_TYPES: Readonly<Record<Match, MatchType>> = {
-  exact: MatchType.EXACT,
-  exact_normalized: MatchType.EXACT,
-  regex_full_name: MatchType.NAME,
-  regex_name_prefix: MatchType.NAME_PREFIX,
-  regex_name_substring: MatchType.NAME_SUBSTRING,
-  regex_text: MatchType.DESCRIPTION,
-  fts: MatchType.FTS,
-  fts_fuzzy: MatchType.FUZZY,
-};
-const SOURCE_KINDS: Readonly<Record<Kind, ToolSourceKind>> = {
-  catalog_file: ToolSourceKind.CATALOG_FILE,
-  mcp_stdio: ToolSourceKind.MCP_STDIO,
-  mcp_http: ToolSourceKind.MCP_HTTP,
-  api: ToolSourceKind.API,
-};
-const PAYLOAD_PROVIDERS: readonly PayloadProvider[] = ["anthropic", "openai", "gemini"];
 /** Sources callers may register (length bound by LIMITS.registerToolsSource). */
 const API_SOURCE = /^[A-Za-z0-9_.-]+$/;
 
@@ -85,9 +38,9 @@ export function toolDiscoveryService(
   tools: ToolService,
   events: EventLog,
   sources?: ToolSourceRegistry,
-): Partial<ServiceImpl<typeof ToolDiscoveryService>> {
+): ServiceImpl<typeof ToolDiscoveryService> {
   return {
-    registerTools(request, context) {
+    async registerTools(request, context) {
       const owner = toolOwnerFor(principalOf(context));
       checkSize(LIMITS.registerToolsSource, request.source.length);
       // Narrower than the catalog's own source names: `mcp:…` and `catalog:…` belong to the server.
@@ -97,9 +50,9 @@ export function toolDiscoveryService(
         );
       checkSize(LIMITS.registerToolsTools, request.tools.length);
       const inputs = request.tools.map((tool, i) => toToolInput(tool, request.namespace, i));
-      // Compiling schemas holds the event loop: bound the whole call, not only each tool.
+      // Compiling schemas is CPU work (done in slices, but it delays the answer): bound the whole call.
       checkSize(LIMITS.registerToolsCompiledSchemaNodes, compiledSchemaValues(inputs));
-      const result = tools.register(owner, request.source, inputs, request.replaceSource);
+      const result = await tools.register(owner, request.source, inputs, request.replaceSource);
       sources?.apiRegistered(owner, request.source);
       return { ...result, catalogFingerprint: result.fingerprint };
     },
@@ -139,11 +92,6 @@ export function toolDiscoveryService(
     },
 
     async searchTools(request, context) {
-      if (request.searchType === SearchType.FUZZY) {
-        throw invalidArgument(
-          "search_type FUZZY is reported, not requested; use FTS (it widens to fuzzy itself)",
-        );
-      }
       const result = await tools.search(callerOf(context), {
         query: request.query,
         type: SEARCH_TYPES.fromProto(request.searchType, "search_type"),
@@ -155,7 +103,7 @@ export function toolDiscoveryService(
           name: hit.name,
           description: hit.description,
           score: hit.score,
-          matchType: MATCH_TYPES[hit.matchType],
+          matchType: TOOL_MATCH_TYPES[hit.matchType],
           loadingMode: LOADING_MODES.toProto(hit.loadingMode),
         })),
         effectiveSearchType: EFFECTIVE_SEARCH_TYPES[result.effectiveSearchType],
@@ -179,33 +127,36 @@ export function toolDiscoveryService(
       const result = tools.activate(
         callerOf(context),
         request.names,
-        SCOPES.fromProto(request.scope, "scope"),
+        ACTIVATION_SCOPES.fromProto(request.scope, "scope"),
         request.reason || "explicit",
       );
       return {
         activated: [...result.activated],
         alreadyVisible: [...result.alreadyVisible],
-        scope: SCOPES.toProto(result.scope),
+        scope: ACTIVATION_SCOPES.toProto(result.scope),
       };
     },
 
     deactivateTools(request, context) {
-      if (request.names.length === 0) throw invalidArgument("names: give at least one tool name");
       const result = tools.deactivate(
         callerOf(context),
         request.names,
-        SCOPES.fromProto(request.scope, "scope"),
+        ACTIVATION_SCOPES.fromProto(request.scope, "scope"),
       );
       return { deactivated: [...result.deactivated], notActive: [...result.notActive] };
     },
 
     resolveTool(request, context) {
       if (request.name === "") throw invalidArgument("name is required: the tool name the model called");
-      const result = tools.resolve(callerOf(context), request.name, SCOPES.fromProto(request.scope, "scope"));
+      const result = tools.resolve(
+        callerOf(context),
+        request.name,
+        ACTIVATION_SCOPES.fromProto(request.scope, "scope"),
+      );
       return {
         tool: toProtoTool(result.tool, { schemas: true, examples: true }),
         activated: result.activated,
-        scope: result.scope ? SCOPES.toProto(result.scope) : ActivationScope.UNSPECIFIED,
+        scope: result.scope ? ACTIVATION_SCOPES.toProto(result.scope) : ActivationScope.UNSPECIFIED,
       };
     },
 
@@ -233,12 +184,8 @@ export function toolDiscoveryService(
     },
 
     renderToolPayload(request, context) {
-      const provider = PROVIDERS.fromProto(request.provider, "provider");
-      if (provider === undefined || !(PAYLOAD_PROVIDERS as readonly string[]).includes(provider)) {
-        throw invalidArgument("provider must be PROVIDER_ANTHROPIC, PROVIDER_OPENAI or PROVIDER_GEMINI");
-      }
       const payload = tools.renderPayload(callerOf(context), {
-        provider: provider as PayloadProvider,
+        provider: payloadProviderFromProto(request.provider),
         nativeSearch: request.nativeSearch,
         includeDiscoveryTools: request.includeDiscoveryTools,
       });
@@ -246,7 +193,7 @@ export function toolDiscoveryService(
         payloadJson: payload.payloadJson,
         prefixHash: payload.prefixHash,
         breakpointIndex: payload.breakpointIndex,
-        tokenEstimate: Math.ceil(payload.payloadJson.length / 4),
+        tokenEstimate: estimateTokens(payload.payloadJson),
         nameMappings: Object.entries(payload.toolNames)
           .filter(([providerName, toolName]) => providerName !== toolName)
           .map(([providerName, toolName]) => ({ providerName, toolName })),

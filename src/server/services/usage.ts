@@ -1,38 +1,14 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { Provider as ProtoProvider } from "../../../gen/ts/wayfind/v1/common_pb.ts";
-import {
-  type UsageTotals as ProtoTotals,
-  UsageGroupBy,
-  type UsageService,
-} from "../../../gen/ts/wayfind/v1/usage_pb.ts";
+import type { UsageTotals as ProtoTotals, UsageService } from "../../../gen/ts/wayfind/v1/usage_pb.ts";
 import { invalidArgument } from "../../errors.ts";
 import type { EventLog } from "../../events/index.ts";
-import type { UsageGroupBy as GroupBy, Provider, UsageLedger, UsageTotals } from "../../usage/index.ts";
+import type { UsageLedger, UsageTotals } from "../../usage/index.ts";
+import { PROVIDERS, USAGE_GROUP_BY } from "../enums.ts";
 import { callerOf, principalOf } from "../pipeline.ts";
-import { EnumMap } from "./enums.ts";
 import { USAGE_EVENT_TYPES, watchEvents } from "./watch.ts";
 
-export const PROVIDERS = new EnumMap<Provider>([
-  [ProtoProvider.ANTHROPIC, "anthropic"],
-  [ProtoProvider.OPENAI, "openai"],
-  [ProtoProvider.GEMINI, "gemini"],
-  [ProtoProvider.BEDROCK, "bedrock"],
-  [ProtoProvider.OTHER, "other"],
-]);
-
-const GROUP_BY = new EnumMap<GroupBy>([
-  [UsageGroupBy.SESSION, "session"],
-  [UsageGroupBy.RUN, "run"],
-  [UsageGroupBy.PROVIDER, "provider"],
-  [UsageGroupBy.MODEL, "model"],
-  [UsageGroupBy.DAY, "day"],
-]);
-
-export function usageService(
-  ledger: UsageLedger,
-  events: EventLog,
-): Partial<ServiceImpl<typeof UsageService>> {
+export function usageService(ledger: UsageLedger, events: EventLog): ServiceImpl<typeof UsageService> {
   return {
     recordUsage(request, context) {
       const provider = PROVIDERS.fromProto(request.provider, "provider");
@@ -61,7 +37,7 @@ export function usageService(
     },
 
     getUsageSummary(request, context) {
-      const groupBy = GROUP_BY.fromProto(request.groupBy, "group_by");
+      const groupBy = USAGE_GROUP_BY.fromProto(request.groupBy, "group_by");
       const summary = ledger.getUsageSummary(callerOf(context), {
         tenantId: request.tenantId || undefined,
         sessionId: request.sessionId || undefined,

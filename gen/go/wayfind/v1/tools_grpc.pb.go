@@ -46,7 +46,8 @@ const (
 // from one that does not exist.
 type ToolDiscoveryServiceClient interface {
 	// Upserts the tools of one source. With `replace_source`, tools of that source that are not in
-	// the request are removed. Unchanged input is a no-op.
+	// the request are removed. Unchanged input is a no-op. Registrations apply one at a time, in the
+	// order they arrive; each is all-or-nothing, and a read after it returns sees it.
 	RegisterTools(ctx context.Context, in *RegisterToolsRequest, opts ...grpc.CallOption) (*RegisterToolsResponse, error)
 	// Names and short descriptions of the tools the caller may see, paged.
 	ListTools(ctx context.Context, in *ListToolsRequest, opts ...grpc.CallOption) (*ListToolsResponse, error)
@@ -227,7 +228,8 @@ type ToolDiscoveryService_WatchToolEventsClient = grpc.ServerStreamingClient[Wat
 // from one that does not exist.
 type ToolDiscoveryServiceServer interface {
 	// Upserts the tools of one source. With `replace_source`, tools of that source that are not in
-	// the request are removed. Unchanged input is a no-op.
+	// the request are removed. Unchanged input is a no-op. Registrations apply one at a time, in the
+	// order they arrive; each is all-or-nothing, and a read after it returns sees it.
 	RegisterTools(context.Context, *RegisterToolsRequest) (*RegisterToolsResponse, error)
 	// Names and short descriptions of the tools the caller may see, paged.
 	ListTools(context.Context, *ListToolsRequest) (*ListToolsResponse, error)

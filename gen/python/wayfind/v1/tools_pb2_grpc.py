@@ -115,7 +115,8 @@ class ToolDiscoveryServiceServicer:
 
     def RegisterTools(self, request, context):
         """Upserts the tools of one source. With `replace_source`, tools of that source that are not in
-        the request are removed. Unchanged input is a no-op.
+        the request are removed. Unchanged input is a no-op. Registrations apply one at a time, in the
+        order they arrive; each is all-or-nothing, and a read after it returns sees it.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -1315,7 +1315,8 @@ export const ToolSourceKindSchema: GenEnum<ToolSourceKind> = /*@__PURE__*/
 export const ToolDiscoveryService: GenService<{
   /**
    * Upserts the tools of one source. With `replace_source`, tools of that source that are not in
-   * the request are removed. Unchanged input is a no-op.
+   * the request are removed. Unchanged input is a no-op. Registrations apply one at a time, in the
+   * order they arrive; each is all-or-nothing, and a read after it returns sees it.
    *
    * @generated from rpc wayfind.v1.ToolDiscoveryService.RegisterTools
    */

@@ -154,8 +154,9 @@ export const RecordUsageResponseSchema: GenMessage<RecordUsageResponse> = /*@__P
  * Sessions and runs live only as long as their records (the usage retention): a summary narrowed to
  * `session_id` or `run_id`, or grouped by SESSION or RUN, counts retained records and reads at most
  * 20,000 of them (more is INVALID_ARGUMENT: narrow the window). Otherwise whole UTC days inside the
- * window count every call, pruned or not; a partial day at an edge of the window counts its retained
- * records.
+ * window count every call, pruned or not; the partial days at its edges count their retained calls
+ * by whole hours and minutes, then the records of a partial minute: at most 20,000 of those (more is
+ * INVALID_ARGUMENT: put start_time and end_time on whole minutes).
  *
  * @generated from message wayfind.v1.GetUsageSummaryRequest
  */
