@@ -5,7 +5,7 @@ import { checkSize, LIMITS } from "../limits.ts";
 import { compileGlobs, type NameMatcher } from "./glob.ts";
 
 /**
- * THE one place that decides what a caller may see (DESIGN.md §4).
+ * THE one place that decides what a caller may see (docs/design.md §4).
  *
  * registry(tool)      = matches policy.allowed (by name)
  *                       AND matches no policy.denied glob (by name OR any alias: deny wins)

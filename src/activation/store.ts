@@ -9,7 +9,7 @@ export type ActivationScope = "run" | "session";
 export type ActivationSource = "explicit" | "resolve" | "lazy_group";
 /**
  * Why an activation was refused. Deliberately a closed set: a free-text reason could carry the name
- * of a tool the caller may not see, and denied events must never name it (DESIGN.md §5).
+ * of a tool the caller may not see, and denied events must never name it (docs/design.md §5).
  * `unavailable` covers "unknown" and "not visible" alike, so the event cannot tell them apart.
  */
 export type ActivationDenyReason = "unavailable" | "missing_scope_id" | "limit_exceeded";

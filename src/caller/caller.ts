@@ -1,5 +1,5 @@
 /**
- * Who is asking, as resolved once per call by the server (DESIGN.md §3). Domain code receives this,
+ * Who is asking, as resolved once per call by the server (docs/design.md §3). Domain code receives this,
  * never transport headers. The context is trusted for now: run wayfind behind an authenticated boundary.
  */
 export interface Caller {
@@ -32,7 +32,7 @@ export const ANONYMOUS_CALLER: Caller = {
 export interface Principal {
   /** The tenant the call acts for; "" = none. */
   readonly tenantId: string;
-  /** The operator (DESIGN §8 role `admin`): writes global state and observes every tenant. */
+  /** The operator (docs/design.md §8 role `admin`): writes global state and observes every tenant. */
   readonly operator: boolean;
 }
 

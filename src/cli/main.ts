@@ -66,7 +66,7 @@ async function main(argv: string[]): Promise<number> {
   const config = applyCliOverrides(loadConfig(values.config ?? DEMO_CONFIG), {
     host: values.host,
     port: values.port,
-    // The demo config keeps its data where the user runs it, as DESIGN.md §6 promises (./.wayfind).
+    // The demo config keeps its data where the user runs it, as docs/design.md §6 promises (./.wayfind).
     dataDir: values["data-dir"] ?? (values.config ? undefined : ".wayfind"),
   });
   const logger = pino({

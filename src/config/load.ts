@@ -27,7 +27,7 @@ export function defaultConfig(): WayfindConfig {
 }
 
 /**
- * Reads and validates a YAML config file (DESIGN.md §6), then applies environment overrides
+ * Reads and validates a YAML config file (docs/design.md §6), then applies environment overrides
  * (WAYFIND_HOST, WAYFIND_PORT, WAYFIND_DATA_DIR, WAYFIND_LOG_LEVEL, WAYFIND_MAX_MESSAGE_BYTES).
  * Precedence: environment > file > defaults; CLI flags are applied on top by the caller.
  * Throws one ConfigError listing every problem.

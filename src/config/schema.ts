@@ -3,7 +3,7 @@ import { z } from "zod";
 import { PROVIDERS } from "../usage/model.ts";
 
 /**
- * The YAML file as written (snake_case keys, DESIGN.md §6). Every object is strict so a typo is an
+ * The YAML file as written (snake_case keys, docs/design.md §6). Every object is strict so a typo is an
  * error, and nothing here has a default: defaults live in defaults.ts and are applied by load.ts.
  */
 

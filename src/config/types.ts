@@ -2,7 +2,7 @@ import type { ModelPrice } from "../usage/pricing.ts";
 
 /**
  * The validated configuration, camelCase, with every default applied (see defaults.ts) and every
- * relative path resolved against the config file's folder. YAML key names are in DESIGN.md §6.
+ * relative path resolved against the config file's folder. YAML key names are in docs/design.md §6.
  */
 
 export type LoadingMode = "always" | "deferred";

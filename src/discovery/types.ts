@@ -24,7 +24,7 @@ export type MatchType =
   | "fts"
   | "fts_fuzzy";
 
-/** Which widening step produced the result list (DESIGN §4 "fallbacks are reported"). */
+/** Which widening step produced the result list (docs/design.md §4 "fallbacks are reported"). */
 export type SearchStrategy = "and" | "or" | "fuzzy" | "regex" | "exact";
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };

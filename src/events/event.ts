@@ -1,4 +1,4 @@
-/** Event types of DESIGN.md §5. */
+/** Event types of docs/design.md §5. */
 export const EVENT_TYPES = [
   "tool_search_query",
   "tool_get",

@@ -69,7 +69,7 @@ interface Row {
 const STATE_PRUNED_THROUGH = "pruned_through";
 
 /**
- * The append-only event log of DESIGN.md §5 (SQLite table `events`, see schema.ts).
+ * The append-only event log of docs/design.md §5 (SQLite table `events`, see schema.ts).
  *
  * Two ways in, by what the event reports (ids are assigned in memory either way: one process writes
  * a given database):

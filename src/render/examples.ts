@@ -2,7 +2,7 @@ import type { JsonValue, ToolExample } from "../discovery/types.ts";
 import { LIMITS } from "../limits.ts";
 
 export interface RenderExamplesOptions {
-  /** At most this many examples; default 3 (DESIGN.md §4). */
+  /** At most this many examples; default 3 (docs/design.md §4). */
   readonly max?: number;
   /** Append ` — description` to each line; default true. */
   readonly includeDescriptions?: boolean;

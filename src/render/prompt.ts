@@ -64,7 +64,7 @@ const escapeText = (text: string): string =>
 const escapeAttr = (text: string): string => escapeText(text).replace(/"/g, "&quot;");
 
 /**
- * The prompt blocks for one caller (DESIGN.md §3 RenderToolPrompt). Layout, in this order:
+ * The prompt blocks for one caller (docs/design.md §3 RenderToolPrompt). Layout, in this order:
  *
  *   <tool_discovery>  guidance for tool_search / tool_get with the deferred count   (stable)
  *   <tool_directory>  optional: namespaces/tags of deferred tools with counts        (stable)

@@ -6,7 +6,7 @@ import { ANONYMOUS_CALLER, ANONYMOUS_PRINCIPAL, type Caller, type Principal } fr
 import { WayfindError } from "../errors.ts";
 import { type CallObserver, type MethodRoute, methodPath, observeRoute } from "./rpc.ts";
 
-/** The caller, resolved once per call from the request's `caller` field (DESIGN.md §3). */
+/** The caller, resolved once per call from the request's `caller` field (docs/design.md §3). */
 export const callerKey = createContextKey<Caller>(ANONYMOUS_CALLER, { description: "wayfind caller" });
 
 export function callerOf(context: HandlerContext): Caller {

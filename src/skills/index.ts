@@ -1,4 +1,4 @@
-/** Public surface of the Skills domain (DESIGN.md §3 SkillService, §4). */
+/** Public surface of the Skills domain (docs/design.md §3 SkillService, §4). */
 export { DIRECTORY_FIELDS, type DirectoryField } from "./directory.ts";
 export type { LoadProgress } from "./load.ts";
 export type { ScopeKind, SearchType, SkillOrigin, SkillScope, TaskType, ToolGate } from "./model.ts";

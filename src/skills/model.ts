@@ -1,4 +1,4 @@
-/** The skill domain model (DESIGN.md §4). Plain data: no transport or storage types. */
+/** The skill domain model (docs/design.md §4). Plain data: no transport or storage types. */
 
 export const TASK_TYPES = ["browser", "api", "code", "domain", "unknown"] as const;
 export type TaskType = (typeof TASK_TYPES)[number];

@@ -1,5 +1,5 @@
 /**
- * Redaction of skill text before it is returned or injected (DESIGN.md §4). Patterns are deliberately
+ * Redaction of skill text before it is returned or injected (docs/design.md §4). Patterns are deliberately
  * specific so procedural text ("send a Bearer token", "use $API_KEY") survives intact.
  *
  * Skill text is caller-supplied, so every pass is linear in the text. A plain global `replace` with

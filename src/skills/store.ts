@@ -27,7 +27,7 @@ function ownsPredicate(alias: string, caller: Caller): SqlPart {
 }
 
 /**
- * THE visibility rule for skills — every read goes through it (DESIGN.md §4): a caller sees global
+ * THE visibility rule for skills — every read goes through it (docs/design.md §4): a caller sees global
  * skills, its tenant's skills and its project's skills; of several visible skills with one name only the
  * most specific (project > tenant > global) counts, so a project can shadow a global skill. Anything
  * else behaves exactly as if it did not exist.

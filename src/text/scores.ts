@@ -1,5 +1,5 @@
 /**
- * Scores shared by tool and skill search (DESIGN §4): in [0, 1], comparable within one response.
+ * Scores shared by tool and skill search (docs/design.md §4): in [0, 1], comparable within one response.
  * Regex hits score by where the pattern matched; ranked hits are min-max scaled.
  */
 export const REGEX_SCORE = {
