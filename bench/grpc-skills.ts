@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { allMigrations } from "../src/server/migrations.ts";
-import { SkillService } from "../src/skills/index.ts";
+import { SkillLibrary } from "../src/skills/index.ts";
 import { openDatabase } from "../src/store/database.ts";
 import {
   ensureGhz,
@@ -56,7 +56,7 @@ try {
   process.stderr.write("· writing 50,000 skills into the data dir\n");
   {
     const db = openDatabase(join(dataDir, "wayfind.db"), allMigrations);
-    load50k(new SkillService({ db, packLimits: { maxSkills: 50_000, maxPackBytes: 128 * 1024 * 1024 } }));
+    load50k(new SkillLibrary({ db, packLimits: { maxSkills: 50_000, maxPackBytes: 128 * 1024 * 1024 } }));
     db.close();
   }
   const config = join(work, "wayfind.yaml");

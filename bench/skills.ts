@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LIMITS } from "../src/limits.ts";
-import { SkillService, skillsMigrations } from "../src/skills/index.ts";
+import { SkillLibrary, skillsMigrations } from "../src/skills/index.ts";
 import { openDatabase } from "../src/store/database.ts";
 import { estimateTokens } from "../src/text/tokens.ts";
 import {
@@ -38,7 +38,7 @@ const dir = mkdtempSync(join(tmpdir(), "wayfind-bench-skills-"));
 try {
   // --- 50,000 skills: 40k global, 5k tenant, 5k project -------------------------------------------
   const db = openDatabase(join(dir, "search.db"), skillsMigrations);
-  const service = new SkillService({
+  const service = new SkillLibrary({
     db,
     packLimits: { maxSkills: 50_000, maxPackBytes: 128 * 1024 * 1024 },
   });
@@ -101,7 +101,7 @@ try {
 
   // --- 10,000-skill pack: load and unchanged reload --------------------------------------------------
   const loadDb = openDatabase(join(dir, "load.db"), skillsMigrations);
-  const loader = new SkillService({ db: loadDb });
+  const loader = new SkillLibrary({ db: loadDb });
   const pack = packFiles(7, 10_000, 0);
   const bytes = pack.reduce((n, f) => n + f.content.length, 0);
   const scope = { kind: "global", tenantId: "", projectId: "" } as const;

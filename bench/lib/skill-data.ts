@@ -1,6 +1,6 @@
 /** Synthetic, deterministic skill packs for the skills benchmarks (seeded PRNG). */
 import type { Caller } from "../../src/caller/caller.ts";
-import type { PackFile, SkillService } from "../../src/skills/index.ts";
+import type { PackFile, SkillLibrary } from "../../src/skills/index.ts";
 
 export function prng(seed: number): () => number {
   let a = seed >>> 0;
@@ -83,7 +83,7 @@ export const BENCH_CALLER: Caller = {
 };
 
 /** 50,000 skills: 40k global, 5k in tenant t1, 5k in project t1/p1; returns their names. */
-export function load50k(service: SkillService): string[] {
+export function load50k(service: SkillLibrary): string[] {
   const packs = [
     {
       pack: "global",

@@ -15,7 +15,7 @@ import { ActivationStore, compileLazyGroups } from "../activation/index.ts";
 import type { WayfindConfig } from "../config/index.ts";
 import { ToolCatalog } from "../discovery/index.ts";
 import { EventLog } from "../events/index.ts";
-import { type LoadProgress, SkillService } from "../skills/index.ts";
+import { type LoadProgress, SkillLibrary } from "../skills/index.ts";
 import { syncCatalogFiles } from "../sources/catalog-files.ts";
 import { McpSources, type McpTimeouts, mcpSourceId } from "../sources/mcp.ts";
 import { loadConfiguredSkillPacks } from "../sources/skill-packs.ts";
@@ -103,7 +103,7 @@ export async function startServer(
     events.close();
     db.close();
   };
-  const skills = new SkillService({
+  const skills = new SkillLibrary({
     db,
     events,
     redaction: config.skills.redaction,

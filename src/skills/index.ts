@@ -1,5 +1,6 @@
-/** Public surface of the Skills domain (docs/design.md §3 SkillService, §4). */
+/** Public surface of the Skills domain (docs/design.md §3 SkillLibrary, §4). */
 export { DIRECTORY_FIELDS, type DirectoryField } from "./directory.ts";
+export { SkillLibrary, type SkillLibraryOptions } from "./library.ts";
 export type { LoadProgress } from "./load.ts";
 export type { ScopeKind, SearchType, SkillOrigin, SkillScope, TaskType, ToolGate } from "./model.ts";
 export { TASK_TYPES } from "./model.ts";
@@ -7,4 +8,3 @@ export type { PackFile } from "./pack.ts";
 export { redactText } from "./redact.ts";
 export type { SkillSummary } from "./sanitize.ts";
 export { skillsMigrations } from "./schema.ts";
-export { SkillService, type SkillServiceOptions } from "./service.ts";

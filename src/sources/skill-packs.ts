@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import type { SkillPackConfig } from "../config/index.ts";
 import { failedPrecondition } from "../errors.ts";
-import type { LoadProgress, SkillService } from "../skills/index.ts";
+import type { LoadProgress, SkillLibrary } from "../skills/index.ts";
 
 /**
  * Loads the packs named in the config at start. A pack with any invalid file fails the start (the
@@ -11,7 +11,7 @@ import type { LoadProgress, SkillService } from "../skills/index.ts";
  * tenant- and project-scoped packs are loaded with LoadSkillPack by a caller of that scope.
  */
 export function loadConfiguredSkillPacks(
-  skills: SkillService,
+  skills: SkillLibrary,
   packs: readonly SkillPackConfig[],
   logger: Logger,
   onProgress?: (pack: string, progress: LoadProgress) => void,

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterEach } from "vitest";
 import type { Caller } from "../../src/caller/caller.ts";
 import type { EventSink, NewEvent } from "../../src/events/event.ts";
-import { SkillService, type SkillServiceOptions, skillsMigrations } from "../../src/skills/index.ts";
+import { SkillLibrary, type SkillLibraryOptions, skillsMigrations } from "../../src/skills/index.ts";
 import { type Db, openDatabase } from "../../src/store/database.ts";
 
 const dirs: string[] = [];
@@ -34,16 +34,16 @@ export class RecordingSink implements EventSink {
 export interface Fixture {
   readonly db: Db;
   readonly dir: string;
-  readonly service: SkillService;
+  readonly service: SkillLibrary;
   readonly sink: RecordingSink;
 }
 
-export function fixture(options: Partial<SkillServiceOptions> = {}): Fixture {
+export function fixture(options: Partial<SkillLibraryOptions> = {}): Fixture {
   const dir = tempDir();
   const db = openDatabase(join(dir, "wayfind.db"), skillsMigrations);
   dbs.push(db);
   const sink = new RecordingSink();
-  const service = new SkillService({ db, events: sink, packRoots: [dir], ...options });
+  const service = new SkillLibrary({ db, events: sink, packRoots: [dir], ...options });
   return { db, dir, service, sink };
 }
 

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { SkillService, skillsMigrations } from "../../src/skills/index.ts";
+import { SkillLibrary, skillsMigrations } from "../../src/skills/index.ts";
 import { openDatabase } from "../../src/store/database.ts";
 import { caller, GLOBAL, jsonSkill, tempDir } from "./helpers.ts";
 
@@ -21,13 +21,13 @@ describe("skills migrations", () => {
     const file = join(tempDir(), "wayfind.db");
     // A database as skills/001 left it: skills in the table and, as the store then wrote them, in skills_fts.
     const before = openDatabase(file, skillsMigrations.slice(0, 1));
-    const service = new SkillService({ db: before });
+    const service = new SkillLibrary({ db: before });
     service.loadSkillPack({ pack: "core", scope: GLOBAL, files });
     before.exec(
       "INSERT INTO skills_fts (rowid, name, title, trigger_text, description, tags) SELECT seq, name, title, trigger_text, description, tags FROM skills",
     );
     expect(before.prepare("SELECT count(*) AS n FROM skills_fts").get()).toEqual({ n: 3 });
-    const search = (s: SkillService) => ({
+    const search = (s: SkillLibrary) => ({
       listed: s.listSkills(caller("t1")).skills.map((skill) => skill.name),
       fts: s.searchSkills(caller("t1"), { query: "pull request" }).skills,
       regex: s.searchSkills(caller("t1"), { query: "kubernetes", type: "regex" }).skills,
@@ -39,7 +39,7 @@ describe("skills migrations", () => {
     try {
       expect(hasTable(after, "skills_fts")).toBe(false);
       expect(after.prepare("SELECT count(*) AS n FROM skills").get()).toEqual({ n: 3 });
-      const answersAfter = search(new SkillService({ db: after }));
+      const answersAfter = search(new SkillLibrary({ db: after }));
       expect(answersAfter.listed).toEqual(["github.open_pr", "http.retry_429", "kubernetes.list_pods"]);
       expect(answersAfter.fts.map((hit) => hit.name)).toEqual(["github.open_pr"]);
       expect(answersAfter).toEqual(answersBefore);

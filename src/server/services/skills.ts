@@ -5,7 +5,7 @@ import { authorizeSkillPackScope } from "../../caller/authorize.ts";
 import type { Caller } from "../../caller/caller.ts";
 import { failedPrecondition } from "../../errors.ts";
 import type { EventLog } from "../../events/index.ts";
-import type { DirectoryField, SkillService, SkillSummary, ToolGate } from "../../skills/index.ts";
+import type { DirectoryField, SkillLibrary, SkillSummary, ToolGate } from "../../skills/index.ts";
 import {
   SEARCH_TYPES,
   SKILL_FORMATS,
@@ -21,7 +21,7 @@ import { SKILL_EVENT_TYPES, watchEvents } from "./watch.ts";
 export type ToolGateFor = (caller: Caller) => ToolGate | undefined;
 
 export function skillService(
-  skills: SkillService,
+  skills: SkillLibrary,
   events: EventLog,
   toolGateFor: ToolGateFor,
 ): ServiceImpl<typeof SkillServiceDesc> {

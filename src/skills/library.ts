@@ -26,7 +26,7 @@ import { type GetRelevantSkillsInput, type GetRelevantSkillsResult, getRelevantS
 import type { CallOptions } from "./sanitize.ts";
 import { type SearchSkillsInput, type SearchSkillsResult, searchSkills } from "./search.ts";
 
-export interface SkillServiceOptions {
+export interface SkillLibraryOptions {
   readonly db: Db;
   readonly events?: EventSink;
   /** Redact e-mails, phone numbers, tokens and URL query strings from returned text (default true). */
@@ -40,15 +40,15 @@ export interface SkillServiceOptions {
 }
 
 /**
- * The Skills domain: pack loading (load.ts), scoped search (search.ts), get/list (read.ts), pre-flight
+ * The skill library (the domain behind the proto's SkillService): pack loading (load.ts), scoped search (search.ts), get/list (read.ts), pre-flight
  * injection (relevant.ts) and the directory (directory.ts), over one shared context (context.ts).
  */
-export class SkillService {
+export class SkillLibrary {
   private readonly context: SkillContext;
   private readonly packs: PackSettings;
   private readonly pinned: readonly string[];
 
-  constructor(options: SkillServiceOptions) {
+  constructor(options: SkillLibraryOptions) {
     this.context = new SkillContext(
       options.db,
       options.events,
