@@ -10,9 +10,9 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { openDatabase } from "../src/database/sqlite.ts";
 import { allMigrations } from "../src/server/migrations.ts";
 import { SkillLibrary } from "../src/skills/index.ts";
-import { openDatabase } from "../src/store/database.ts";
 import {
   ensureGhz,
   type LoadResult,

@@ -12,10 +12,10 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import pino from "pino";
 import type { McpServerConfig } from "../src/config/index.ts";
+import { openDatabase } from "../src/database/sqlite.ts";
 import { ToolCatalog } from "../src/discovery/index.ts";
 import { allMigrations } from "../src/server/migrations.ts";
 import { McpSources } from "../src/sources/mcp.ts";
-import { openDatabase } from "../src/store/database.ts";
 
 const require = createRequire(import.meta.url);
 const runs = Number(process.argv[2] ?? 5);

@@ -10,9 +10,9 @@ import { join } from "node:path";
 import { type CallerAccess, createAccessControl } from "../src/access/index.ts";
 import { ActivationStore, activateVisible, activationMigrations } from "../src/activation/index.ts";
 import { ANONYMOUS_CALLER, type Caller } from "../src/caller/caller.ts";
+import { openDatabase } from "../src/database/sqlite.ts";
 import { discoveryMigrations, parseCatalogFile, type Tool, ToolCatalog } from "../src/discovery/index.ts";
-import { type RenderToolPromptRequest, renderToolPrompt } from "../src/render/index.ts";
-import { openDatabase } from "../src/store/database.ts";
+import { type RenderToolPromptRequest, renderToolPrompt } from "../src/prompt/index.ts";
 
 const DATA = process.env.WAYFIND_DATA ?? "/work/shared/data";
 const CORE = [

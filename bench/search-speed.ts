@@ -7,9 +7,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os, { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setImmediate as nextTurn } from "node:timers/promises";
+import { openDatabase } from "../src/database/sqlite.ts";
 import { discoveryMigrations, type Tool, ToolCatalog } from "../src/discovery/index.ts";
 import { splitWords } from "../src/discovery/text.ts";
-import { openDatabase } from "../src/store/database.ts";
 import {
   clipQuery,
   GROW_CATALOGS,

@@ -6,9 +6,9 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { openDatabase } from "../src/database/sqlite.ts";
 import { LIMITS } from "../src/limits.ts";
 import { SkillLibrary, skillsMigrations } from "../src/skills/index.ts";
-import { openDatabase } from "../src/store/database.ts";
 import { estimateTokens } from "../src/text/tokens.ts";
 import {
   AREAS,

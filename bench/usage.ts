@@ -9,9 +9,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ANONYMOUS_CALLER, type Caller } from "../src/caller/caller.ts";
+import { openDatabase } from "../src/database/sqlite.ts";
 import { EventLog } from "../src/events/index.ts";
 import { allMigrations } from "../src/server/migrations.ts";
-import { openDatabase } from "../src/store/database.ts";
 import { UsageLedger, type UsageSummaryFilter } from "../src/usage/index.ts";
 
 const RECORDS = 200_000;

@@ -1,6 +1,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { type Db, openDatabase } from "../../src/database/sqlite.ts";
 import {
   type CatalogOptions,
   discoveryMigrations,
@@ -9,7 +10,6 @@ import {
   type ToolInput,
 } from "../../src/discovery/index.ts";
 import { LIMITS } from "../../src/limits.ts";
-import { type Db, openDatabase } from "../../src/store/database.ts";
 
 /** The team's public evaluation data, beside the repository (`../shared/data`) unless WAYFIND_DATA says. */
 export const DATA_DIR = process.env.WAYFIND_DATA ?? resolve(import.meta.dirname, "../../../shared/data");

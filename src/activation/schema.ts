@@ -1,4 +1,4 @@
-import type { Migration } from "../store/database.ts";
+import type { Migration } from "../database/sqlite.ts";
 
 /**
  * One row per (tenant, project, scope, scope id, tool). The UNIQUE key is what makes concurrent

@@ -1,9 +1,9 @@
 import type { Caller } from "../caller/caller.ts";
+import type { Db } from "../database/sqlite.ts";
+import { writeTransaction } from "../database/transaction.ts";
 import { failedPrecondition, invalidArgument } from "../errors.ts";
 import type { EventSink } from "../events/index.ts";
 import { checkSize, LIMITS } from "../limits.ts";
-import type { Db } from "../store/database.ts";
-import { writeTransaction } from "../store/transaction.ts";
 
 export type ActivationScope = "run" | "session";
 export type ActivationSource = "explicit" | "resolve" | "lazy_group";

@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
+import type { Db } from "../database/sqlite.ts";
 import { type FieldViolation, invalidArgument, quoteInput, WayfindError } from "../errors.ts";
 import type { EventSink } from "../events/event.ts";
 import { checkSize, LIMITS, withinLimit } from "../limits.ts";
-import type { Db } from "../store/database.ts";
 import { LiteralIndex } from "../text/literal-index.ts";
 import { firstSentence } from "../text/scores.ts";
 import { runInSlices, runToEnd } from "../text/slices.ts";

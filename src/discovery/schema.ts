@@ -1,4 +1,4 @@
-import { type Db, hasFts5, type Migration } from "../store/database.ts";
+import { type Db, hasFts5, type Migration } from "../database/sqlite.ts";
 
 /**
  * `discovery_tools` holds the tool definitions, one row per (owner, name). Search runs on an

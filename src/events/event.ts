@@ -40,7 +40,7 @@ export interface StoredEvent extends NewEvent {
 /** The one path through which domain modules emit events. */
 export interface EventSink {
   /**
-   * Emitted inside `writeTransaction` (src/store/transaction.ts), the event is committed with the change
+   * Emitted inside `writeTransaction` (src/database/transaction.ts), the event is committed with the change
    * it reports and delivered after the commit; emit state-change events there. Elsewhere it is written
    * in the next batch (a crash may lose it): fine for events that report no stored change.
    */

@@ -1,7 +1,7 @@
 import type Database from "better-sqlite3";
+import type { Db } from "../database/sqlite.ts";
+import { afterCommit, beforeWriteTransaction, inWriteTransaction } from "../database/transaction.ts";
 import { invalidArgument } from "../errors.ts";
-import type { Db } from "../store/database.ts";
-import { afterCommit, beforeWriteTransaction, inWriteTransaction } from "../store/transaction.ts";
 import type { EventAttributeValue, EventSink, EventType, NewEvent, StoredEvent } from "./event.ts";
 
 export interface EventLogOptions {

@@ -1,4 +1,4 @@
-import type { Migration } from "../store/database.ts";
+import type { Migration } from "../database/sqlite.ts";
 
 export const eventsMigrations: Migration[] = [
   {

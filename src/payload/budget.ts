@@ -1,6 +1,6 @@
 import { invalidArgument } from "../errors.ts";
 import { estimateTokens } from "../text/tokens.ts";
-import { type PayloadProvider, type PayloadTool, renderToolPayload } from "./render.ts";
+import { type PayloadProvider, type PayloadTool, renderToolPayload } from "./tool-payload.ts";
 
 export interface SchemaBudgetOptions {
   readonly perToolCeilingTokens: number;

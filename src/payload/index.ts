@@ -15,4 +15,4 @@ export {
   type RenderedToolPayload,
   type RenderToolPayloadRequest,
   renderToolPayload,
-} from "./render.ts";
+} from "./tool-payload.ts";

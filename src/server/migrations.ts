@@ -1,8 +1,8 @@
 import { activationMigrations } from "../activation/index.ts";
+import type { Migration } from "../database/sqlite.ts";
 import { discoveryMigrations } from "../discovery/index.ts";
 import { eventsMigrations } from "../events/index.ts";
 import { skillsMigrations } from "../skills/index.ts";
-import type { Migration } from "../store/database.ts";
 import { usageMigrations } from "../usage/index.ts";
 
 /** Every capability's migrations, in the order they apply. Append; never edit an applied one. */

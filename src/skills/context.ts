@@ -1,6 +1,6 @@
 import type { Caller } from "../caller/caller.ts";
+import type { Db } from "../database/sqlite.ts";
 import type { EventAttributeValue, EventSink, EventType } from "../events/event.ts";
-import type { Db } from "../store/database.ts";
 import { MemoryIndex } from "./memindex.ts";
 import { SkillStore } from "./store.ts";
 

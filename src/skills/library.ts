@@ -1,6 +1,6 @@
 import type { Caller } from "../caller/caller.ts";
+import type { Db } from "../database/sqlite.ts";
 import type { EventSink } from "../events/event.ts";
-import type { Db } from "../store/database.ts";
 import { SkillContext } from "./context.ts";
 import {
   type RenderSkillDirectoryInput,

@@ -1,7 +1,7 @@
 import type { Caller } from "../caller/caller.ts";
+import { writeTransaction } from "../database/transaction.ts";
 import { invalidArgument, quoteInput } from "../errors.ts";
 import { checkSize, LIMITS } from "../limits.ts";
-import { writeTransaction } from "../store/transaction.ts";
 import type { SkillContext } from "./context.ts";
 import type { SkillScope } from "./model.ts";
 import { formatProblem, PACK_NAME, type PackFile, type PackLimits, type PackProblem } from "./pack.ts";

@@ -1,4 +1,4 @@
-import type { Db } from "../store/database.ts";
+import type { Db } from "../database/sqlite.ts";
 import { type CallerRegex, fold, mayMatch } from "../text/caller-regex.ts";
 import { gallop } from "../text/postings.ts";
 import type { TaskType } from "./model.ts";

@@ -1,4 +1,4 @@
-import { type Db, hasFts5, type Migration } from "../store/database.ts";
+import { type Db, hasFts5, type Migration } from "../database/sqlite.ts";
 
 /**
  * Skills tables. `seq` is the stable rowid the in-memory search index points at (a TEXT primary key would

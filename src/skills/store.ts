@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type Database from "better-sqlite3";
 import type { Caller } from "../caller/caller.ts";
-import type { Db } from "../store/database.ts";
+import type { Db } from "../database/sqlite.ts";
 import type { ScopeKind, Skill, SkillOrigin, SkillScope, TaskType } from "./model.ts";
 import type { ParsedSkill } from "./pack.ts";
 

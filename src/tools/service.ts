@@ -24,7 +24,7 @@ import { failedPrecondition, notFound, quoteInput } from "../errors.ts";
 import type { EventSink } from "../events/index.ts";
 import { checkSize, LIMITS } from "../limits.ts";
 import { type PayloadProvider, type RenderedToolPayload, renderToolPayload } from "../payload/index.ts";
-import { type RenderedToolPrompt, renderToolPrompt } from "../render/index.ts";
+import { type RenderedToolPrompt, renderToolPrompt } from "../prompt/index.ts";
 import type { ToolGate } from "../skills/index.ts";
 
 export interface ToolServiceOptions {

@@ -1,10 +1,10 @@
 import type { Statement } from "better-sqlite3";
 import type { Caller } from "../caller/caller.ts";
+import type { Db } from "../database/sqlite.ts";
+import { writeTransaction } from "../database/transaction.ts";
 import { type FieldViolation, invalidArgument, quoteInput, WayfindError } from "../errors.ts";
 import type { EventSink } from "../events/event.ts";
 import { LIMITS } from "../limits.ts";
-import type { Db } from "../store/database.ts";
-import { writeTransaction } from "../store/transaction.ts";
 import {
   MAX_TOKENS_PER_FIELD,
   PROVIDERS,

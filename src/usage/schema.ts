@@ -1,4 +1,4 @@
-import type { Migration } from "../store/database.ts";
+import type { Migration } from "../database/sqlite.ts";
 
 /** Usage ledger tables. One row per distinct model call; (tenant_id, idempotency_key) makes retries count once. */
 export const usageMigrations: Migration[] = [

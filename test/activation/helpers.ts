@@ -3,8 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach } from "vitest";
 import { ActivationStore, activationMigrations } from "../../src/activation/index.ts";
+import { type Db, openDatabase } from "../../src/database/sqlite.ts";
 import type { NewEvent } from "../../src/events/index.ts";
-import { type Db, openDatabase } from "../../src/store/database.ts";
 
 const cleanups: (() => void)[] = [];
 afterEach(() => {

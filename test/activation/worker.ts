@@ -4,7 +4,7 @@
  */
 import { ActivationStore, activationMigrations } from "../../src/activation/index.ts";
 import { ANONYMOUS_CALLER } from "../../src/caller/caller.ts";
-import { openDatabase } from "../../src/store/database.ts";
+import { openDatabase } from "../../src/database/sqlite.ts";
 
 const [file, sessionId, namesJson, startAt] = process.argv.slice(2);
 if (file === undefined || sessionId === undefined || namesJson === undefined) {

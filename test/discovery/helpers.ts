@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach } from "vitest";
+import { type Db, openDatabase } from "../../src/database/sqlite.ts";
 import {
   type CatalogOptions,
   discoveryMigrations,
@@ -9,7 +10,6 @@ import {
   type ToolInput,
 } from "../../src/discovery/index.ts";
 import type { NewEvent } from "../../src/events/event.ts";
-import { type Db, openDatabase } from "../../src/store/database.ts";
 
 const cleanups: (() => void)[] = [];
 afterEach(() => {

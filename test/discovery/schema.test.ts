@@ -1,8 +1,8 @@
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
+import { applyMigrations } from "../../src/database/sqlite.ts";
 import { discoveryMigrations, ToolCatalog } from "../../src/discovery/index.ts";
-import { applyMigrations } from "../../src/store/database.ts";
 import { names, openCatalog, TOOLS, tempDir } from "./helpers.ts";
 
 const upTo = (id: string) => discoveryMigrations.filter((m) => m.id <= id);

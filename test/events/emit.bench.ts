@@ -3,8 +3,8 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { bench, describe } from "vitest";
+import { openDatabase } from "../../src/database/sqlite.ts";
 import { EventLog, eventsMigrations } from "../../src/events/index.ts";
-import { openDatabase } from "../../src/store/database.ts";
 
 const db = openDatabase(join(mkdtempSync(join(tmpdir(), "wayfind-bench-")), "events.db"), eventsMigrations);
 const log = new EventLog(db, { maxEvents: 50_000 });

@@ -3,6 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { type Db, openDatabase } from "../../src/database/sqlite.ts";
+import { writeTransaction } from "../../src/database/transaction.ts";
 import { WayfindError } from "../../src/errors.ts";
 import {
   type EventGap,
@@ -13,8 +15,6 @@ import {
   type NewEvent,
   type StoredEvent,
 } from "../../src/events/index.ts";
-import { type Db, openDatabase } from "../../src/store/database.ts";
-import { writeTransaction } from "../../src/store/transaction.ts";
 
 let dir: string;
 let db: Db;

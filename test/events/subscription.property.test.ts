@@ -4,8 +4,8 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
+import { openDatabase } from "../../src/database/sqlite.ts";
 import { EventLog, type EventType, eventsMigrations, type StoredEvent } from "../../src/events/index.ts";
-import { openDatabase } from "../../src/store/database.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "wayfind-events-prop-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

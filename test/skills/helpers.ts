@@ -3,9 +3,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach } from "vitest";
 import type { Caller } from "../../src/caller/caller.ts";
+import { type Db, openDatabase } from "../../src/database/sqlite.ts";
 import type { EventSink, NewEvent } from "../../src/events/event.ts";
 import { SkillLibrary, type SkillLibraryOptions, skillsMigrations } from "../../src/skills/index.ts";
-import { type Db, openDatabase } from "../../src/store/database.ts";
 
 const dirs: string[] = [];
 const dbs: Db[] = [];

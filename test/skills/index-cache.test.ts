@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { openDatabase } from "../../src/database/sqlite.ts";
 import { skillsMigrations } from "../../src/skills/index.ts";
-import { openDatabase } from "../../src/store/database.ts";
 import { caller, fixture, GLOBAL, jsonSkill } from "./helpers.ts";
 
 describe("in-memory search index", () => {

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { openDatabase } from "../../src/database/sqlite.ts";
 import { SkillLibrary, skillsMigrations } from "../../src/skills/index.ts";
-import { openDatabase } from "../../src/store/database.ts";
 import { caller, GLOBAL, jsonSkill, tempDir } from "./helpers.ts";
 
 const files = [

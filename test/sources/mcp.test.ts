@@ -5,10 +5,10 @@ import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
 import { loadConfig, type McpServerConfig } from "../../src/config/index.ts";
+import { openDatabase } from "../../src/database/sqlite.ts";
 import { ToolCatalog } from "../../src/discovery/index.ts";
 import { allMigrations } from "../../src/server/migrations.ts";
 import { type McpSource, McpSources, type McpTimeouts } from "../../src/sources/mcp.ts";
-import { openDatabase } from "../../src/store/database.ts";
 import { EVERYTHING, FILESYSTEM, MEMORY, startHttpMcpServer, startRawHttpMcpServer } from "./mcp-servers.ts";
 
 const FAST: Partial<McpTimeouts> = {

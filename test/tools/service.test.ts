@@ -2,9 +2,9 @@ import { describe, expect, it } from "vitest";
 import { createAccessControl } from "../../src/access/index.ts";
 import { ActivationStore, compileLazyGroups } from "../../src/activation/index.ts";
 import { ANONYMOUS_CALLER } from "../../src/caller/caller.ts";
+import { openDatabase } from "../../src/database/sqlite.ts";
 import { ToolCatalog } from "../../src/discovery/index.ts";
 import { allMigrations } from "../../src/server/migrations.ts";
-import { openDatabase } from "../../src/store/database.ts";
 import { ToolService } from "../../src/tools/service.ts";
 import { notFoundMessage } from "./helpers.ts";
 

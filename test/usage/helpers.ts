@@ -3,8 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach } from "vitest";
 import { ANONYMOUS_CALLER, type Caller } from "../../src/caller/caller.ts";
+import { type Db, openDatabase } from "../../src/database/sqlite.ts";
 import type { EventSink, NewEvent } from "../../src/events/event.ts";
-import { type Db, openDatabase } from "../../src/store/database.ts";
 import { type PricingTable, UsageLedger, usageMigrations } from "../../src/usage/index.ts";
 
 const dirs: string[] = [];

@@ -1,8 +1,8 @@
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
+import { openDatabase } from "../../src/database/sqlite.ts";
 import { WayfindError } from "../../src/errors.ts";
 import { EventLog, eventsMigrations } from "../../src/events/index.ts";
-import { openDatabase } from "../../src/store/database.ts";
 import { PricingTable, UsageLedger, usageMigrations } from "../../src/usage/index.ts";
 import { caller, harness, openUsageDb, tempDbFile, usage } from "./helpers.ts";
 

@@ -3,9 +3,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, it } from "vitest";
+import { openDatabase } from "../../../src/database/sqlite.ts";
 import { EventLog, eventsMigrations } from "../../../src/events/index.ts";
 import { TOOL_EVENT_TYPES, watchEvents } from "../../../src/server/services/watch.ts";
-import { openDatabase } from "../../../src/store/database.ts";
 import { busyFor } from "../../support/cpu.ts";
 
 const cleanups: (() => void)[] = [];

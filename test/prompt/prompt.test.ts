@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { createAccessControl } from "../../src/access/index.ts";
 import type { Tool } from "../../src/discovery/types.ts";
 import type { NewEvent } from "../../src/events/index.ts";
-import { type RenderToolPromptRequest, renderToolCatalog, renderToolPrompt } from "../../src/render/index.ts";
+import { type RenderToolPromptRequest, renderToolCatalog, renderToolPrompt } from "../../src/prompt/index.ts";
 import { caller, OPEN_POLICY, tool } from "../access/fixtures.ts";
 
 const TOOLS: Tool[] = [

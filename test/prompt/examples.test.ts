@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { ToolExample } from "../../src/discovery/types.ts";
-import { renderExamples, schemaSignature } from "../../src/render/index.ts";
+import { renderExamples, schemaSignature } from "../../src/prompt/index.ts";
 
 const ex = (n: number, tags: string[], description = `ex${n}`): ToolExample => ({
   args: { n },

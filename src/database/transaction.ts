@@ -1,4 +1,4 @@
-import type { Db } from "./database.ts";
+import type { Db } from "./sqlite.ts";
 
 /** Work to run once the write transaction open on a connection has committed. */
 interface OpenWrite {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { openDatabase } from "../../src/store/database.ts";
-import { afterCommit, inWriteTransaction, writeTransaction } from "../../src/store/transaction.ts";
+import { openDatabase } from "../../src/database/sqlite.ts";
+import { afterCommit, inWriteTransaction, writeTransaction } from "../../src/database/transaction.ts";
 
 function memoryDb() {
   const db = openDatabase(":memory:", []);

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { createAccessControl } from "../../src/access/index.ts";
-import { renderToolPrompt } from "../../src/render/index.ts";
+import { renderToolPrompt } from "../../src/prompt/index.ts";
 import { callerArb, nameArb, policyArb, rulesArb, toolsArb } from "../access/arbitraries.ts";
 import { NO_ALWAYS } from "../access/fixtures.ts";
 
