@@ -44,7 +44,7 @@ export const notFound = (message: string) => new WayfindError("not_found", messa
 export const failedPrecondition = (message: string) => new WayfindError("failed_precondition", message);
 
 /** The most characters of one caller-supplied value an error message repeats. */
-export const QUOTED_INPUT_MAX_CHARS = 100;
+const QUOTED_INPUT_MAX_CHARS = 100;
 
 /**
  * Caller text as error messages quote it: JSON-quoted, and cut to QUOTED_INPUT_MAX_CHARS with an

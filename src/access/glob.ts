@@ -55,8 +55,3 @@ export function compileGlobs(globs: readonly string[]): NameMatcher {
     return false;
   };
 }
-
-/** Single-glob convenience for callers outside this module. */
-export function globMatches(glob: string, name: string): boolean {
-  return compileGlobs([glob])(name);
-}

@@ -4,4 +4,4 @@ export {
   type CallerAccess,
   createAccessControl,
 } from "./access.ts";
-export { compileGlobs, globMatches, type NameMatcher } from "./glob.ts";
+export { compileGlobs, type NameMatcher } from "./glob.ts";

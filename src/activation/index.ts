@@ -3,14 +3,12 @@ export {
   activateLazyGroups,
   compileLazyGroups,
   keywordMatches,
-  LAZY_MESSAGE_SCAN_CHARS,
   type LazyActivationResult,
   type LazyGroupMatch,
   type LazyGroups,
 } from "./lazy.ts";
 export { activationMigrations } from "./schema.ts";
 export {
-  ACTIVATION_LIMITS,
   type ActivateOptions,
   type ActivationDenyReason,
   type ActivationResult,

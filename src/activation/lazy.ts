@@ -8,7 +8,7 @@ import { invalidArgument } from "../errors.ts";
 import { ACTIVATION_LIMITS, type ActivationResult, type ActivationStore } from "./store.ts";
 
 /** Only the start of a huge message is scanned, so matching cost stays bounded. */
-export const LAZY_MESSAGE_SCAN_CHARS = 100_000;
+const LAZY_MESSAGE_SCAN_CHARS = 100_000;
 
 export interface LazyGroupMatch {
   readonly group: string;
@@ -143,4 +143,4 @@ export function activateLazyGroups(
   return { activated, alreadyActive, groups: matches.map((m) => m.group) };
 }
 
-export const compareCodeUnits = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+const compareCodeUnits = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);

@@ -15,7 +15,7 @@ export const OPERATOR_ROLE = "admin";
 const AS_OPERATOR = `the operator role (metadata ${ROLE_HEADER}: ${OPERATOR_ROLE})`;
 
 /** Owner of global (operator) state: config catalogs, MCP servers, operator registrations. */
-export const GLOBAL_OWNER = "";
+const GLOBAL_OWNER = "";
 
 function denied(message: string): WayfindError {
   return new WayfindError("permission_denied", message);

@@ -35,7 +35,7 @@ export async function listSources(addr: string, out: NodeJS.WritableStream): Pro
 }
 
 /** Fixed-width columns; the error column is last and never truncated. */
-export function formatSourcesTable(sources: readonly ToolSource[]): string {
+function formatSourcesTable(sources: readonly ToolSource[]): string {
   const header = ["SOURCE", "TENANT", "KIND", "TOOLS", "HEALTHY", "LAST SYNC", "LAST ERROR"];
   const rows = sources.map((s) => [
     s.name,

@@ -15,7 +15,7 @@ export class ConfigError extends WayfindError {
 }
 
 /** Levenshtein distance, small inputs only (config keys). */
-export function editDistance(a: string, b: string): number {
+function editDistance(a: string, b: string): number {
   let prev = Array.from({ length: b.length + 1 }, (_, i) => i);
   for (let i = 1; i <= a.length; i++) {
     const cur = [i];

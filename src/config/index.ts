@@ -5,6 +5,5 @@ export {
   type ConfigOverrides,
   defaultConfig,
   loadConfig,
-  parseConfigText,
 } from "./load.ts";
 export type * from "./types.ts";

@@ -54,10 +54,7 @@ export function loadConfig(file?: string, env: Env = process.env): WayfindConfig
 }
 
 /** Parses and validates config text; `file` only labels the problems. Exported for tests and `wayfind check`. */
-export function parseConfigText(
-  text: string,
-  file: string,
-): { value: ConfigFile | undefined; problems: string[] } {
+function parseConfigText(text: string, file: string): { value: ConfigFile | undefined; problems: string[] } {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
   if (doc.errors.length > 0) {
@@ -166,7 +163,7 @@ function show(value: unknown): string {
 }
 
 /** `catalogs[0].examples["github.create"]`, the way an operator would point at the key. */
-export function formatPath(path: Path): string {
+function formatPath(path: Path): string {
   if (path.length === 0) return "(top level)";
   let out = "";
   for (const part of path) {

@@ -54,7 +54,7 @@ function formatOf(path: string): CatalogFormat {
   return "json";
 }
 
-export function parseCatalogText(
+function parseCatalogText(
   text: string,
   label: string,
   format: CatalogFormat,
@@ -96,7 +96,7 @@ export function parseCatalogText(
   const firstLine = new Map<string, number>();
   for (const { value, line } of entries) {
     try {
-      const tool = toToolInput(value, options);
+      const tool = toolInputFromCatalogEntry(value, options);
       const full =
         tool.namespace && !tool.name.startsWith(`${tool.namespace}.`)
           ? `${tool.namespace}.${tool.name}`
@@ -129,7 +129,7 @@ function jsonErrorLine(text: string, err: unknown): number {
 }
 
 /** One entry in any supported shape → ToolInput. Throws a plain Error naming the problem. */
-export function toToolInput(value: unknown, options: CatalogFileOptions = {}): ToolInput {
+function toolInputFromCatalogEntry(value: unknown, options: CatalogFileOptions = {}): ToolInput {
   if (!isObject(value)) throw new Error("a tool must be a JSON object");
   // OpenAI `{type: "function", function: {...}}`
   const v: JsonObject = value.type === "function" && isObject(value.function) ? value.function : value;

@@ -17,10 +17,6 @@ const STOPWORDS = new Set(
   ).split(" "),
 );
 
-export function isStopword(word: string): boolean {
-  return STOPWORDS.has(word);
-}
-
 const CJK = /[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]/u;
 const LETTER_OR_DIGIT = /[\p{L}\p{N}]/u;
 const UPPER = /\p{Lu}/u;

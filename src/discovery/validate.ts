@@ -28,7 +28,7 @@ const NAMESPACE_PATTERN = /^[A-Za-z0-9_][A-Za-z0-9_-]*$/;
 export type ToolRecord = Omit<Tool, "source" | "owner">;
 
 /** Checks one name; returns the problem or undefined. */
-export function nameProblem(name: string): string | undefined {
+function nameProblem(name: string): string | undefined {
   if (name.length === 0) return "name is empty";
   const tooLong = sizeProblem(API.toolName, name.length);
   if (tooLong) return tooLong;
@@ -154,11 +154,7 @@ function jsonBytes(value: JsonValue): number {
  * How many JSON values a value holds (itself included) and how deeply they nest. Stops counting
  * once past `maxDepth` or `maxValues`, so an oversize input costs no more than the bound.
  */
-export function jsonShape(
-  value: JsonValue,
-  maxDepth: number,
-  maxValues: number,
-): { values: number; depth: number } {
+function jsonShape(value: JsonValue, maxDepth: number, maxValues: number): { values: number; depth: number } {
   let values = 0;
   let depth = 0;
   const visit = (v: JsonValue, level: number): void => {

@@ -6,9 +6,8 @@ export {
 } from "./budget.ts";
 export { toGeminiSchema } from "./gemini-schema.ts";
 export type { JsonObject, JsonValue } from "./json.ts";
-export { PROVIDER_TOOL_NAME } from "./names.ts";
+
 export {
-  ANTHROPIC_TOOL_SEARCH_TOOL,
   PAYLOAD_PROVIDERS,
   type PayloadProvider,
   type PayloadTool,

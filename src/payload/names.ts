@@ -4,9 +4,8 @@ import { sha256Hex } from "./json.ts";
 /**
  * One name rule for every provider: the intersection of Anthropic's and OpenAI's `^[a-zA-Z0-9_-]{1,64}$`
  * and Gemini's "starts with a letter or underscore". A tool therefore has the same wire name whichever
- * provider renders it, and a valid name passes through unchanged.
+ * provider renders it, and a valid name (`^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$`) passes through unchanged.
  */
-export const PROVIDER_TOOL_NAME = /^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$/;
 
 const MAX = 64;
 const HASH_CHARS = 8;

@@ -42,7 +42,7 @@ export interface RenderedToolPayload {
 }
 
 /** Anthropic's server-side tool search; it must be present when any tool has `defer_loading`. */
-export const ANTHROPIC_TOOL_SEARCH_TOOL: JsonObject = {
+const ANTHROPIC_TOOL_SEARCH_TOOL: JsonObject = {
   type: "tool_search_tool_bm25_20251119",
   name: "tool_search_tool_bm25",
 };

@@ -10,7 +10,7 @@ export interface RenderExamplesOptions {
   readonly filterTags?: readonly string[];
 }
 
-export const DEFAULT_MAX_EXAMPLES = LIMITS.maxExamplesPerTool.default;
+const DEFAULT_MAX_EXAMPLES = LIMITS.maxExamplesPerTool.default;
 
 const TAG_RANK: Readonly<Record<string, number>> = {
   minimal: 0,
@@ -25,7 +25,7 @@ const rankOf = (example: ToolExample): number =>
   Math.min(OTHER_RANK, ...example.tags.map((t) => TAG_RANK[t.toLowerCase()] ?? OTHER_RANK));
 
 /** JSON with object keys sorted, no whitespace: the same args always render to the same bytes. */
-export function compactJson(value: JsonValue): string {
+function compactJson(value: JsonValue): string {
   if (value === null || typeof value !== "object") return JSON.stringify(value);
   if (Array.isArray(value)) return `[${value.map(compactJson).join(",")}]`;
   const keys = Object.keys(value).sort();

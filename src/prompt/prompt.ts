@@ -52,8 +52,8 @@ export interface RenderedToolPrompt {
   readonly stablePrefixLength: number;
 }
 
-export const DEFAULT_DIRECTORY_ENTRIES = LIMITS.directoryMaxEntries.default;
-export const DEFAULT_HINTS = LIMITS.hintLimit.default;
+const DEFAULT_DIRECTORY_ENTRIES = LIMITS.directoryMaxEntries.default;
+const DEFAULT_HINTS = LIMITS.hintLimit.default;
 /** Hints come from one tool search. */
 const MAX_HINTS = LIMITS.searchToolsLimit.max;
 const REDACTED = "[unavailable tool]";

@@ -7,7 +7,7 @@ import type { JsonObject, JsonValue } from "../discovery/types.ts";
  * intersection; `$ref` and untyped schemas are `unknown`; nesting deeper than MAX_DEPTH is `object`.
  * Descriptions are left out (tool_get returns the full schema). Property order is the schema's own.
  */
-export const MAX_SIGNATURE_DEPTH = 4;
+const MAX_SIGNATURE_DEPTH = 4;
 
 const isObject = (v: JsonValue | undefined): v is JsonObject =>
   typeof v === "object" && v !== null && !Array.isArray(v);

@@ -230,6 +230,6 @@ function secondsToMs(seconds: number): number {
 }
 
 /** Health service name of a tool source. */
-export function sourceHealthName(sourceId: string): string {
+function sourceHealthName(sourceId: string): string {
   return `wayfind.source.${sourceId}`;
 }

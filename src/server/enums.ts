@@ -28,7 +28,7 @@ import type { Provider, UsageGroupBy as UsageGroupByName } from "../usage/index.
  * Two-way map between a proto enum and a domain string union. Proto enums are open: an unknown
  * number from a newer or broken client is INVALID_ARGUMENT, and 0 (UNSPECIFIED) means "not given".
  */
-export class EnumMap<D extends string> {
+class EnumMap<D extends string> {
   readonly #toDomain = new Map<number, D>();
   readonly #toProto = new Map<D, number>();
 

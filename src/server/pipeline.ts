@@ -7,14 +7,14 @@ import { WayfindError } from "../errors.ts";
 import { type CallObserver, type MethodRoute, methodPath, observeRoute } from "./rpc.ts";
 
 /** The caller, resolved once per call from the request's `caller` field (docs/design.md §3). */
-export const callerKey = createContextKey<Caller>(ANONYMOUS_CALLER, { description: "wayfind caller" });
+const callerKey = createContextKey<Caller>(ANONYMOUS_CALLER, { description: "wayfind caller" });
 
 export function callerOf(context: HandlerContext): Caller {
   return context.values.get(callerKey);
 }
 
 /** Who acts, resolved once per call next to the caller; what it may do is src/caller/authorize.ts. */
-export const principalKey = createContextKey<Principal>(ANONYMOUS_PRINCIPAL, {
+const principalKey = createContextKey<Principal>(ANONYMOUS_PRINCIPAL, {
   description: "wayfind principal",
 });
 

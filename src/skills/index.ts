@@ -1,5 +1,5 @@
 /** Public surface of the Skills domain (docs/design.md §3 SkillLibrary, §4). */
-export { DIRECTORY_FIELDS, type DirectoryField } from "./directory.ts";
+export type { DirectoryField } from "./directory.ts";
 export { SkillLibrary, type SkillLibraryOptions } from "./library.ts";
 export type { LoadProgress } from "./load.ts";
 export type { ScopeKind, SearchType, SkillOrigin, SkillScope, TaskType, ToolGate } from "./model.ts";

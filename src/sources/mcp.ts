@@ -42,7 +42,7 @@ export interface McpTimeouts {
   readonly debounceMs: number;
 }
 
-export const DEFAULT_MCP_TIMEOUTS: McpTimeouts = {
+const DEFAULT_MCP_TIMEOUTS: McpTimeouts = {
   connectMs: 10_000,
   requestMs: 10_000,
   syncMs: 30_000,
@@ -382,7 +382,7 @@ export class McpSource {
         return;
       }
       seen.add(parsed.data.name);
-      inputs.push(toToolInput(parsed.data, this.config));
+      inputs.push(toolInputFromMcpTool(parsed.data, this.config));
     });
     // Closed while checking: the database may be closing too, so nothing is registered.
     const good = await runInSlices(this.registrable(inputs, skipped), () => !this.closed);
@@ -478,7 +478,7 @@ export class McpSource {
  * `destructiveHint` → write, `openWorldHint` → external, explicitly not read-only → write; no
  * hints → the catalog default. `idempotentHint` becomes the tag `idempotent`.
  */
-export function toToolInput(
+function toolInputFromMcpTool(
   tool: McpTool,
   options: { name: string; loadingMode: ToolInput["loadingMode"] },
 ): ToolInput {

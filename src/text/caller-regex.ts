@@ -1,7 +1,7 @@
 import { RE2JS } from "re2js";
 import { invalidArgument } from "../errors.ts";
 
-export const REGEX_LENGTH_LIMIT = 256;
+const REGEX_LENGTH_LIMIT = 256;
 
 /**
  * A caller's regex, compiled with RE2 semantics (linear time, case-insensitive), plus literal
@@ -124,7 +124,7 @@ export function mayMatch(re: CallerRegex, lowered: string): boolean {
 }
 
 /** For `^abc…` (no alternation), the literal every match starts with: "^get_.*" → "get_". */
-export function anchoredPrefix(pattern: string): string {
+function anchoredPrefix(pattern: string): string {
   if (!pattern.startsWith("^") || requiredLiterals(pattern) === undefined) return "";
   let lit = "";
   for (let i = 1; i < pattern.length; ) {
@@ -154,7 +154,7 @@ const LITERAL_ESCAPES = new Set([..."\\.-_/+*?()[]{}|^$#&~ ,:;<>=!@%'\"`"]);
  * alternation gives up (returns undefined); a quantifier drops the character it applies to.
  * Returns lower-cased runs of at least 2 characters.
  */
-export function requiredLiterals(pattern: string): string[] | undefined {
+function requiredLiterals(pattern: string): string[] | undefined {
   const runs: string[] = [];
   let run = "";
   let depth = 0;

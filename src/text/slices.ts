@@ -1,7 +1,7 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
 
 /** Work per turn of a sliced build: well under the ~50 ms a turn may take. */
-export const SLICE_MS = 10;
+const SLICE_MS = 10;
 
 /**
  * Runs `steps` (a generator that yields between small units of work) a slice of about SLICE_MS per

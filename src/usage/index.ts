@@ -18,16 +18,13 @@ export {
   fromGeminiUsage,
   fromOpenAIUsage,
   type GeminiUsage,
-  MAX_TOKENS_PER_FIELD,
   type OpenAIUsage,
-  PROVIDERS,
   type Provider,
   rateLimitInputTokens,
   type TokenUsage,
 } from "./model.ts";
 export {
   type CallCost,
-  DEFAULT_PRICES,
   type ModelPrice,
   PricingTable,
 } from "./pricing.ts";

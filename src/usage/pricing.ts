@@ -52,7 +52,7 @@ const flat = (
  * Sonnet >200k-token prompts, Gemini 2.5 Pro >200k), batch / flex / priority tiers, Gemini explicit-cache
  * storage per hour, Bedrock regional-endpoint surcharges. Override any of them with `pricing:` config.
  */
-export const DEFAULT_PRICES: readonly ModelPrice[] = [
+const DEFAULT_PRICES: readonly ModelPrice[] = [
   anthropic("claude-opus-4-6", 5, 25),
   anthropic("claude-opus-4-5", 5, 25),
   anthropic("claude-opus-4-1", 15, 75),

@@ -49,7 +49,7 @@ export function toolDiscoveryService(
           `source ${quoteInput(request.source)} must use only letters, digits, '_', '.' and '-'`,
         );
       checkSize(LIMITS.registerToolsTools, request.tools.length);
-      const inputs = request.tools.map((tool, i) => toToolInput(tool, request.namespace, i));
+      const inputs = request.tools.map((tool, i) => toolInputFromProto(tool, request.namespace, i));
       // Compiling schemas is CPU work (done in slices, but it delays the answer): bound the whole call.
       checkSize(LIMITS.registerToolsCompiledSchemaNodes, compiledSchemaValues(inputs));
       const result = await tools.register(owner, request.source, inputs, request.replaceSource);
@@ -221,7 +221,7 @@ export function toolDiscoveryService(
   };
 }
 
-function toToolInput(tool: ProtoTool, namespace: string, index: number): ToolInput {
+function toolInputFromProto(tool: ProtoTool, namespace: string, index: number): ToolInput {
   const at = `tools[${index}]`;
   return {
     name: tool.name,

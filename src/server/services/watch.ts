@@ -8,7 +8,7 @@ import { EVENT_TYPES } from "../../events/index.ts";
 import { streamSendBudget } from "../turn-budget.ts";
 
 /** Every watch stream sends something at least this often, so idle proxies keep it open. */
-export const HEARTBEAT_MS = 15_000;
+const HEARTBEAT_MS = 15_000;
 
 type WatchMessage =
   | {
