@@ -1,6 +1,5 @@
-import { createRequire } from "node:module";
 import { extname } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import type { EmbedRequest, WorkerMessage } from "./worker-protocol.ts";
 
@@ -54,7 +53,7 @@ export class Embedder implements TextEmbedder {
 
   /** Loads the model in a new worker; rejects with the folder's problem (naming the file) if unusable. */
   static async open(modelDir: string, queryCacheSize = QUERY_CACHE_SIZE): Promise<Embedder> {
-    const worker = new Worker(workerUrl(), { workerData: modelDir, execArgv: workerExecArgv() });
+    const worker = new Worker(workerEntry(), { workerData: modelDir });
     const ready = await new Promise<{ modelId: string; dims: number }>((resolve, reject) => {
       worker.once("message", (message: WorkerMessage) => {
         if (message.type === "ready") resolve(message);
@@ -152,13 +151,17 @@ export class Embedder implements TextEmbedder {
   }
 }
 
-/** The worker beside this module: embed-worker.js when built to dist/, embed-worker.ts from the sources. */
-function workerUrl(): URL {
-  return new URL(`./embed-worker${extname(fileURLToPath(import.meta.url))}`, import.meta.url);
-}
-
-/** TypeScript sources (tsx, vitest) need tsx's loader inside the worker too; built JavaScript needs none. */
-function workerExecArgv(): string[] {
-  if (extname(fileURLToPath(import.meta.url)) !== ".ts") return [];
-  return ["--import", pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href];
+/**
+ * The worker beside this module: embed-worker.js when built to dist/. From the TypeScript sources
+ * (tsx, vitest) the worker must register tsx's loader itself before importing embed-worker.ts, since
+ * a worker's `--import` flag does not reach its entry module on Node 20.
+ */
+function workerEntry(): URL {
+  const extension = extname(fileURLToPath(import.meta.url));
+  const worker = new URL(`./embed-worker${extension}`, import.meta.url);
+  if (extension !== ".ts") return worker;
+  const bootstrap = `import { register } from ${JSON.stringify(import.meta.resolve("tsx/esm/api"))};
+register();
+await import(${JSON.stringify(worker.href)});`;
+  return new URL(`data:text/javascript,${encodeURIComponent(bootstrap)}`);
 }
