@@ -29,6 +29,12 @@ export const DEFAULTS = {
     /** Run-scoped activations expire after an hour without use. */
     runActivationTtlSeconds: 3600,
   } satisfies ToolSearchConfig,
+  semantic: {
+    /** A `tool_search.semantic` section turns semantic ranking on unless it says `enabled: false`. */
+    enabled: true,
+    /** Linear fusion with this lexical share lifted metatool R@5 most on public data (issue 14). */
+    weight: 0.45,
+  },
   policy: {
     allowed: ["*"] as readonly string[],
     denied: [] as readonly string[],
