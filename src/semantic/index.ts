@@ -2,7 +2,7 @@
 // tool vectors persisted per model and record hash, and a cosine top-k scan. Nothing uses it yet.
 export { BATCH_SIZE, Embedder, QUERY_CACHE_SIZE, type TextEmbedder } from "./embedder.ts";
 export { MODEL_FILES, ModelFolderError } from "./model.ts";
-export { type ScoredDoc, topCosine } from "./scan.ts";
+export { CosineScan, type ScoredDoc } from "./scan.ts";
 export { toolEmbeddingText } from "./text.ts";
 export {
   type PackedVectors,

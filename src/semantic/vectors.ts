@@ -1,5 +1,6 @@
 import type { Db, Migration } from "../store/database.ts";
 import { BATCH_SIZE, type TextEmbedder } from "./embedder.ts";
+import { CosineScan } from "./scan.ts";
 
 /** One vector per tool (owner "" = global), tagged with the model and the tool record it was computed from. */
 export const semanticMigrations: Migration[] = [
@@ -38,11 +39,10 @@ export interface SyncReport {
   readonly superseded: boolean;
 }
 
-/** Vectors of every tool that has one, packed in one array in `keys` order (for topCosine). */
+/** Every tool that has a vector, and a scan over those vectors in `keys` order. */
 export interface PackedVectors {
   readonly keys: readonly ToolKey[];
-  readonly vectors: Float32Array;
-  readonly dims: number;
+  readonly scan: CosineScan;
 }
 
 export interface ToolKey {
@@ -94,13 +94,15 @@ export class ToolVectors {
     const keys: ToolKey[] = [];
     const vectors = new Float32Array(this.byKey.size * dims);
     for (const [key, vector] of this.byKey) {
-      const at = keys.length * dims;
-      vectors.set(vector, at);
-      // The map then shares the packed copy instead of keeping a second one.
-      this.byKey.set(key, vectors.subarray(at, at + dims));
+      vectors.set(vector, keys.length * dims);
       keys.push(toolKey(key));
     }
-    this.packed = { keys, vectors, dims };
+    const scan = new CosineScan(vectors, dims);
+    // The map then shares the scan's copy instead of keeping a second one.
+    keys.forEach((key, i) => {
+      this.byKey.set(keyOf(key.owner, key.name), scan.vectors.subarray(i * dims, (i + 1) * dims));
+    });
+    this.packed = { keys, scan };
     return this.packed;
   }
 

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Embedder } from "../../src/semantic/embedder.ts";
-import { topCosine } from "../../src/semantic/scan.ts";
+import { CosineScan } from "../../src/semantic/scan.ts";
 import { MODEL_DIR, NO_MODEL } from "./model-dir.ts";
 
 function dot(a: Float32Array, b: Float32Array): number {
@@ -45,7 +45,7 @@ describe.skipIf(NO_MODEL !== undefined)("Embedder (the shared all-MiniLM-L6-v2 m
     tools.forEach((v, i) => {
       packed.set(v, i * embedder.dims);
     });
-    expect(topCosine(packed, query, 1)[0]?.doc).toBe(1);
+    expect(new CosineScan(packed, embedder.dims).top(query, 1)[0]?.doc).toBe(1);
   });
 
   it("embeds tool texts in batches, one vector per text, in order", async () => {

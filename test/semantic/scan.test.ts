@@ -1,16 +1,20 @@
 import { describe, expect, it } from "vitest";
-import { topCosine } from "../../src/semantic/scan.ts";
+import { CosineScan } from "../../src/semantic/scan.ts";
 
-/** Unit vectors in 2 dimensions at the given angles (degrees), packed. */
+/** Unit vectors in the plane of the first 2 of 4 dimensions, at the given angles (degrees), packed. */
 function packAngles(...degrees: number[]): Float32Array {
   return Float32Array.from(
-    degrees.flatMap((d) => [Math.cos((d * Math.PI) / 180), Math.sin((d * Math.PI) / 180)]),
+    degrees.flatMap((d) => [Math.cos((d * Math.PI) / 180), Math.sin((d * Math.PI) / 180), 0, 0]),
   );
 }
 
-const query = Float32Array.from([1, 0]);
+const query = Float32Array.from([1, 0, 0, 0]);
 
-describe("topCosine", () => {
+function topCosine(vectors: Float32Array, q: Float32Array, k: number, candidates?: Uint8Array) {
+  return new CosineScan(vectors, q.length).top(q, k, candidates);
+}
+
+describe("CosineScan.top", () => {
   it("returns the k most similar vectors, best first, with their cosine", () => {
     const hits = topCosine(packAngles(90, 10, 180, 45, 0), query, 3);
     expect(hits.map((h) => h.doc)).toEqual([4, 1, 3]);
@@ -39,8 +43,10 @@ describe("topCosine", () => {
     expect(topCosine(packAngles(0, 10), query, 2, new Uint8Array(2))).toEqual([]);
   });
 
-  it("agrees with sorting every score on random vectors", () => {
-    const dims = 16;
+  it.each([
+    [16, "four lanes at a time"],
+    [6, "one float at a time, as the dimension is not a multiple of 4"],
+  ])("agrees with sorting every score on random vectors of %i dimensions (%s)", (dims) => {
     const count = 500;
     let seed = 7;
     const random = () => {
@@ -56,5 +62,12 @@ describe("topCosine", () => {
     }).sort((a, b) => b.score - a.score || a.doc - b.doc);
     const hits = topCosine(vectors, q, 20);
     expect(hits.map((h) => h.doc)).toEqual(all.slice(0, 20).map((h) => h.doc));
+    expect(hits.map((h) => h.score.toFixed(4))).toEqual(all.slice(0, 20).map((h) => h.score.toFixed(4)));
+  });
+
+  it("rejects a query whose dimension differs from the vectors'", () => {
+    expect(() => new CosineScan(packAngles(0), 4).top(Float32Array.from([1, 0]), 1)).toThrow(
+      "query has 2 dimensions, the vectors 4",
+    );
   });
 });

@@ -3,7 +3,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Embedder, type TextEmbedder } from "../../src/semantic/embedder.ts";
-import { topCosine } from "../../src/semantic/scan.ts";
 import { semanticMigrations, type ToolText, ToolVectors } from "../../src/semantic/vectors.ts";
 import { type Db, openDatabase } from "../../src/store/database.ts";
 import { MODEL_DIR, NO_MODEL } from "./model-dir.ts";
@@ -65,7 +64,7 @@ describe.skipIf(NO_MODEL !== undefined)("ToolVectors", () => {
     expect(vectors.has("acme", "send_email")).toBe(false);
     const packed = vectors.pack();
     const query = await embedder.embedQuery("will it rain tomorrow in Paris");
-    const best = topCosine(packed.vectors, query, 1)[0];
+    const best = packed.scan.top(query, 1)[0];
     expect(packed.keys[best?.doc ?? -1]?.name).toBe("get_weather");
   });
 

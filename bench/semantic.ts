@@ -1,0 +1,312 @@
+/**
+ * Semantic ranking groundwork (issue 14): speed, memory and retrieval quality of src/semantic with the
+ * shared all-MiniLM-L6-v2 model. Rows: query embedding (cold and cached), the cosine scan over 10,000
+ * vectors, embedding 10,000 tool texts in the worker while the main event loop's longest stall is
+ * measured, RSS, semantic-only Recall@1/5/10 + MRR on toolbench and metatool (every 7th query), and an
+ * offline linear fusion with the lexical ranker (weight chosen on even-position queries, reported on odd).
+ * Usage: node --import tsx bench/semantic.ts [--tools N] [--metatool-every K]
+ */
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { monitorEventLoopDelay } from "node:perf_hooks";
+import type { ToolCatalog } from "../src/discovery/index.ts";
+import {
+  CosineScan,
+  Embedder,
+  semanticMigrations,
+  ToolVectors,
+  toolEmbeddingText,
+} from "../src/semantic/index.ts";
+import { openDatabase } from "../src/store/database.ts";
+import {
+  clipQuery,
+  growCatalog,
+  openCatalog,
+  type Query,
+  readQueries,
+  requireData,
+  table,
+} from "./lib/discovery-data.ts";
+
+const MODEL_DIR = resolve(
+  process.env.WAYFIND_MODELS ?? resolve(import.meta.dirname, "../../shared/models"),
+  "all-MiniLM-L6-v2",
+);
+const WEIGHTS = [0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6];
+
+function option(name: string, fallback: number): number {
+  const at = process.argv.indexOf(name);
+  return at >= 0 ? Number(process.argv[at + 1]) : fallback;
+}
+
+function percentile(sorted: readonly number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+}
+
+function latencies(samples: number[]): { p50: number; p95: number; p99: number } {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return { p50: percentile(sorted, 50), p95: percentile(sorted, 95), p99: percentile(sorted, 99) };
+}
+
+const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`;
+const ms = (x: number) => `${x.toFixed(2)} ms`;
+
+async function speed(embedder: Embedder, queries: readonly string[], toolCount: number): Promise<void> {
+  const rows: string[][] = [["measure", "p50", "p95", "p99", "note"]];
+  const cold: number[] = [];
+  for (const q of queries) {
+    const t0 = performance.now();
+    await embedder.embedQuery(q);
+    cold.push(performance.now() - t0);
+  }
+  const c = latencies(cold);
+  rows.push([
+    "query embedding, cold",
+    ms(c.p50),
+    ms(c.p95),
+    ms(c.p99),
+    `${queries.length} distinct queries, one at a time`,
+  ]);
+  const cached: number[] = [];
+  for (const q of queries) {
+    const t0 = performance.now();
+    await embedder.embedQuery(q);
+    cached.push(performance.now() - t0);
+  }
+  const h = latencies(cached);
+  rows.push(["query embedding, cached", ms(h.p50), ms(h.p95), ms(h.p99), "the same queries again (LRU)"]);
+
+  // Embedding tool texts in the worker while a 10 ms timer on the main thread notes how late it fires.
+  const tools = growCatalog(toolCount).map((t, i) => ({
+    owner: "",
+    name: `${t.namespace ?? ""}.${t.name}#${i}`,
+    hash: "h",
+    text: toolEmbeddingText(t.name, t.description ?? ""),
+  }));
+  const dir = mkdtempSync(join(tmpdir(), "wayfind-bench-semantic-"));
+  const db = openDatabase(join(dir, "wayfind.db"), semanticMigrations);
+  const vectors = new ToolVectors(db, embedder);
+  const loop = monitorEventLoopDelay({ resolution: 5 });
+  let lastTick = performance.now();
+  let worstTimerLateness = 0;
+  const probe = setInterval(() => {
+    const now = performance.now();
+    worstTimerLateness = Math.max(worstTimerLateness, now - lastTick - 10);
+    lastTick = now;
+  }, 10);
+  loop.enable();
+  const t0 = performance.now();
+  await vectors.sync(tools);
+  const seconds = (performance.now() - t0) / 1000;
+  loop.disable();
+  clearInterval(probe);
+  rows.push([
+    `embedding ${tools.length} tool texts`,
+    `${(tools.length / seconds).toFixed(0)} texts/s`,
+    "",
+    "",
+    `${seconds.toFixed(1)} s in batches of 16, persisted; main loop: longest stall ${(loop.max / 1e6).toFixed(1)} ms (timer probe ${worstTimerLateness.toFixed(1)} ms late at worst)`,
+  ]);
+
+  const packed = vectors.pack();
+  const queryVectors = await Promise.all(queries.map((q) => embedder.embedQuery(q)));
+  const scans: number[] = [];
+  for (let round = 0; round < 5; round++)
+    for (const q of queryVectors) {
+      const t1 = performance.now();
+      packed.scan.top(q, 20);
+      scans.push(performance.now() - t1);
+    }
+  const s = latencies(scans);
+  rows.push([
+    `cosine scan, ${packed.keys.length} vectors`,
+    ms(s.p50),
+    ms(s.p95),
+    ms(s.p99),
+    "top 20, no mask",
+  ]);
+  const halfMask = Uint8Array.from({ length: packed.keys.length }, (_, i) => i % 2);
+  const masked: number[] = [];
+  for (const q of queryVectors) {
+    const t1 = performance.now();
+    packed.scan.top(q, 20, halfMask);
+    masked.push(performance.now() - t1);
+  }
+  const m = latencies(masked);
+  rows.push([
+    `cosine scan, ${packed.keys.length} vectors`,
+    ms(m.p50),
+    ms(m.p95),
+    ms(m.p99),
+    "top 20, half masked out",
+  ]);
+  global.gc?.();
+  rows.push([
+    "RSS",
+    mb(process.memoryUsage().rss),
+    "",
+    "",
+    `model loaded in the worker + ${packed.keys.length} vectors`,
+  ]);
+  console.log(table(rows));
+  db.close();
+  rmSync(dir, { recursive: true, force: true });
+}
+
+interface Ranked {
+  readonly names: readonly string[];
+}
+
+interface Metrics {
+  r1: number;
+  r5: number;
+  r10: number;
+  mrr: number;
+}
+
+function score(runs: readonly { ranked: Ranked; gold: ReadonlySet<string> }[]): Metrics {
+  const m = { r1: 0, r5: 0, r10: 0, mrr: 0 };
+  for (const { ranked, gold } of runs) {
+    const recall = (k: number) => ranked.names.slice(0, k).filter((n) => gold.has(n)).length / gold.size;
+    m.r1 += recall(1);
+    m.r5 += recall(5);
+    m.r10 += recall(10);
+    const first = ranked.names.findIndex((n) => gold.has(n));
+    m.mrr += first >= 0 ? 1 / (first + 1) : 0;
+  }
+  const n = Math.max(1, runs.length);
+  return { r1: m.r1 / n, r5: m.r5 / n, r10: m.r10 / n, mrr: m.mrr / n };
+}
+
+/** Every tool of the catalog as registered (names the lexical search returns). */
+function listTools(catalog: ToolCatalog): { name: string; description: string }[] {
+  const out: { name: string; description: string }[] = [];
+  let pageToken = "";
+  do {
+    const page = catalog.list({ pageSize: 500, pageToken });
+    out.push(...page.tools.map((t) => ({ name: t.name, description: t.description })));
+    pageToken = page.nextPageToken;
+  } while (pageToken !== "");
+  return out;
+}
+
+interface QueryRun {
+  readonly gold: ReadonlySet<string>;
+  readonly semantic: readonly { name: string; score: number }[];
+  readonly lexical: ReadonlyMap<string, number>;
+  /** Cosine of the query to any tool (for lexical hits outside the semantic top 20). */
+  readonly cosineOf: (name: string) => number;
+}
+
+function fuse(run: QueryRun, weight: number): Ranked {
+  const names = new Set([...run.semantic.map((h) => h.name), ...run.lexical.keys()]);
+  const scored = [...names].map((name) => ({
+    name,
+    score: weight * (run.lexical.get(name) ?? 0) + (1 - weight) * run.cosineOf(name),
+  }));
+  scored.sort((a, b) => b.score - a.score || (a.name < b.name ? -1 : 1));
+  return { names: scored.map((s) => s.name) };
+}
+
+async function quality(embedder: Embedder, metatoolEvery: number): Promise<void> {
+  const rows: (string | number)[][] = [["set", "ranker", "queries", "R@1", "R@5", "R@10", "MRR"]];
+  const fusionRuns: { set: string; even: QueryRun[]; odd: QueryRun[] }[] = [];
+  for (const set of ["toolbench", "metatool"]) {
+    const { catalog, close, aliasOf } = openCatalog([`${set}_catalog.jsonl`]);
+    const tools = listTools(catalog);
+    const t0 = performance.now();
+    const vectors = await embedder.embedTexts(tools.map((t) => toolEmbeddingText(t.name, t.description)));
+    const packed = new Float32Array(tools.length * embedder.dims);
+    vectors.forEach((v, i) => {
+      packed.set(v, i * embedder.dims);
+    });
+    const scan = new CosineScan(packed, embedder.dims);
+    const indexOf = new Map(tools.map((t, i) => [t.name, i]));
+    let queries: Query[] = readQueries(`${set}_queries.jsonl`);
+    const total = queries.length;
+    if (set === "metatool") queries = queries.filter((_, i) => i % metatoolEvery === 0);
+    const runs: QueryRun[] = [];
+    for (const q of queries) {
+      const text = clipQuery(q.query);
+      const query = await embedder.embedQuery(text);
+      const cosines = Float32Array.from(scan.scores(query));
+      const cosineOf = (name: string): number => cosines[indexOf.get(name) ?? -1] ?? 0;
+      const semantic = scan.top(query, 20).map((h) => ({ name: tools[h.doc]?.name ?? "", score: h.score }));
+      const lexical = new Map(catalog.search({ query: text, limit: 20 }).tools.map((t) => [t.name, t.score]));
+      runs.push({ gold: new Set(q.gold.map((g) => aliasOf.get(g) ?? g)), semantic, lexical, cosineOf });
+    }
+    console.error(
+      `${set}: ${tools.length} tools, ${runs.length} queries in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+    );
+    const label = runs.length === total ? `${total}` : `${runs.length} of ${total}`;
+    const sem = score(runs.map((r) => ({ ranked: { names: r.semantic.map((h) => h.name) }, gold: r.gold })));
+    const lex = score(runs.map((r) => ({ ranked: { names: [...r.lexical.keys()] }, gold: r.gold })));
+    rows.push([set, "lexical (wayfind)", label, lex.r1, lex.r5, lex.r10, lex.mrr]);
+    rows.push([set, "semantic only", label, sem.r1, sem.r5, sem.r10, sem.mrr]);
+    fusionRuns.push({
+      set,
+      even: runs.filter((_, i) => i % 2 === 0),
+      odd: runs.filter((_, i) => i % 2 === 1),
+    });
+    close();
+  }
+  // The weight with the best mean R@5 over both sets' even-position queries, reported on the odd ones.
+  const evenR5 = (w: number) =>
+    fusionRuns.reduce(
+      (sum, s) => sum + score(s.even.map((r) => ({ ranked: fuse(r, w), gold: r.gold }))).r5,
+      0,
+    );
+  const chosen = WEIGHTS.reduce((best, w) => (evenR5(w) > evenR5(best) ? w : best));
+  for (const s of fusionRuns) {
+    const lexOdd = score(s.odd.map((r) => ({ ranked: { names: [...r.lexical.keys()] }, gold: r.gold })));
+    const semOdd = score(
+      s.odd.map((r) => ({ ranked: { names: r.semantic.map((h) => h.name) }, gold: r.gold })),
+    );
+    const fusedOdd = score(s.odd.map((r) => ({ ranked: fuse(r, chosen), gold: r.gold })));
+    const n = `${s.odd.length} odd`;
+    rows.push([s.set, "lexical, odd half", n, lexOdd.r1, lexOdd.r5, lexOdd.r10, lexOdd.mrr]);
+    rows.push([s.set, "semantic, odd half", n, semOdd.r1, semOdd.r5, semOdd.r10, semOdd.mrr]);
+    rows.push([
+      s.set,
+      `fused w=${chosen}, odd half`,
+      n,
+      fusedOdd.r1,
+      fusedOdd.r5,
+      fusedOdd.r10,
+      fusedOdd.mrr,
+    ]);
+  }
+  console.log(table(rows));
+  console.log(
+    `\nfused = w × lexical score (wayfind's, per response) + (1 − w) × cosine; w chosen from ${WEIGHTS.join(", ")} on even-position queries (mean R@5), reported on odd ones`,
+  );
+  for (const w of WEIGHTS)
+    console.log(
+      `  w=${w}: even R@5 ${fusionRuns.map((s) => `${s.set} ${score(s.even.map((r) => ({ ranked: fuse(r, w), gold: r.gold }))).r5.toFixed(3)}`).join(", ")}`,
+    );
+}
+
+async function main(): Promise<void> {
+  if (!existsSync(MODEL_DIR)) {
+    console.log(
+      `bench/semantic.ts: skipped, no model at ${MODEL_DIR} (set WAYFIND_MODELS or put ../shared/models beside the repository)`,
+    );
+    return;
+  }
+  requireData("bench/semantic.ts");
+  const started = performance.now();
+  const embedder = await Embedder.open(MODEL_DIR);
+  console.log(
+    `model ${embedder.modelId}, ${embedder.dims} dimensions, RSS after loading ${mb(process.memoryUsage().rss)}`,
+  );
+  const queries = readQueries("toolbench_queries.jsonl")
+    .slice(0, 200)
+    .map((q) => clipQuery(q.query));
+  await speed(embedder, queries, option("--tools", 10_000));
+  await quality(embedder, option("--metatool-every", 7));
+  await embedder.close();
+  console.log(`total ${((performance.now() - started) / 1000).toFixed(1)} s`);
+}
+
+await main();
