@@ -87,12 +87,20 @@ async function speed(embedder: Embedder, queries: readonly string[], toolCount: 
   const dir = mkdtempSync(join(tmpdir(), "wayfind-bench-semantic-"));
   const db = openDatabase(join(dir, "wayfind.db"), semanticMigrations);
   const vectors = new ToolVectors(db, embedder);
+  // The machine's own stalls (other processes on shared cores), measured first with nothing running.
+  const idle = monitorEventLoopDelay({ resolution: 5 });
+  idle.enable();
+  await new Promise((done) => setTimeout(done, 5_000));
+  idle.disable();
   const loop = monitorEventLoopDelay({ resolution: 5 });
   let lastTick = performance.now();
   let worstTimerLateness = 0;
+  let stalls = 0;
   const probe = setInterval(() => {
     const now = performance.now();
-    worstTimerLateness = Math.max(worstTimerLateness, now - lastTick - 10);
+    const late = now - lastTick - 10;
+    worstTimerLateness = Math.max(worstTimerLateness, late);
+    if (late > 50) stalls++;
     lastTick = now;
   }, 10);
   loop.enable();
@@ -106,7 +114,7 @@ async function speed(embedder: Embedder, queries: readonly string[], toolCount: 
     `${(tools.length / seconds).toFixed(0)} texts/s`,
     "",
     "",
-    `${seconds.toFixed(1)} s in batches of 16, persisted; main loop: longest stall ${(loop.max / 1e6).toFixed(1)} ms (timer probe ${worstTimerLateness.toFixed(1)} ms late at worst)`,
+    `${seconds.toFixed(1)} s in batches of 16, persisted; main loop delay: max ${(loop.max / 1e6).toFixed(1)} ms, p99 ${(loop.percentile(99) / 1e6).toFixed(1)} ms, ${stalls} timer ticks over 50 ms late (idle, 5 s before: max ${(idle.max / 1e6).toFixed(1)} ms, p99 ${(idle.percentile(99) / 1e6).toFixed(1)} ms) (timer probe ${worstTimerLateness.toFixed(1)} ms late at worst)`,
   ]);
 
   const packed = vectors.pack();
@@ -199,11 +207,27 @@ interface QueryRun {
   readonly cosineOf: (name: string) => number;
 }
 
-function fuse(run: QueryRun, weight: number): Ranked {
-  const names = new Set([...run.semantic.map((h) => h.name), ...run.lexical.keys()]);
-  const scored = [...names].map((name) => ({
+interface Fusion {
+  /** The lexical share. */
+  readonly weight: number;
+  /** Cosine min-max scaled over the union of both top-20 lists (as the lexical score is), or raw. */
+  readonly scaled: boolean;
+}
+
+const FUSIONS: Fusion[] = WEIGHTS.flatMap((weight) => [
+  { weight, scaled: false },
+  { weight, scaled: true },
+]);
+const fusionName = (f: Fusion) => `w=${f.weight}${f.scaled ? ", cosine min-max" : ""}`;
+
+function fuse(run: QueryRun, { weight, scaled }: Fusion): Ranked {
+  const names = [...new Set([...run.semantic.map((h) => h.name), ...run.lexical.keys()])];
+  const cosines = names.map((name) => run.cosineOf(name));
+  const low = scaled ? Math.min(...cosines) : 0;
+  const range = scaled ? Math.max(...cosines) - low || 1 : 1;
+  const scored = names.map((name, i) => ({
     name,
-    score: weight * (run.lexical.get(name) ?? 0) + (1 - weight) * run.cosineOf(name),
+    score: weight * (run.lexical.get(name) ?? 0) + (1 - weight) * (((cosines[i] as number) - low) / range),
   }));
   scored.sort((a, b) => b.score - a.score || (a.name < b.name ? -1 : 1));
   return { names: scored.map((s) => s.name) };
@@ -251,13 +275,13 @@ async function quality(embedder: Embedder, metatoolEvery: number): Promise<void>
     });
     close();
   }
-  // The weight with the best mean R@5 over both sets' even-position queries, reported on the odd ones.
-  const evenR5 = (w: number) =>
+  // The fusion with the best mean R@5 over both sets' even-position queries, reported on the odd ones.
+  const evenR5 = (w: Fusion) =>
     fusionRuns.reduce(
       (sum, s) => sum + score(s.even.map((r) => ({ ranked: fuse(r, w), gold: r.gold }))).r5,
       0,
     );
-  const chosen = WEIGHTS.reduce((best, w) => (evenR5(w) > evenR5(best) ? w : best));
+  const chosen = FUSIONS.reduce((best, f) => (evenR5(f) > evenR5(best) ? f : best));
   for (const s of fusionRuns) {
     const lexOdd = score(s.odd.map((r) => ({ ranked: { names: [...r.lexical.keys()] }, gold: r.gold })));
     const semOdd = score(
@@ -269,7 +293,7 @@ async function quality(embedder: Embedder, metatoolEvery: number): Promise<void>
     rows.push([s.set, "semantic, odd half", n, semOdd.r1, semOdd.r5, semOdd.r10, semOdd.mrr]);
     rows.push([
       s.set,
-      `fused w=${chosen}, odd half`,
+      `fused ${fusionName(chosen)}, odd half`,
       n,
       fusedOdd.r1,
       fusedOdd.r5,
@@ -279,11 +303,11 @@ async function quality(embedder: Embedder, metatoolEvery: number): Promise<void>
   }
   console.log(table(rows));
   console.log(
-    `\nfused = w × lexical score (wayfind's, per response) + (1 − w) × cosine; w chosen from ${WEIGHTS.join(", ")} on even-position queries (mean R@5), reported on odd ones`,
+    `\nfused = w × lexical score (wayfind's, per response) + (1 − w) × cosine (raw, or min-max over both lists); w from ${WEIGHTS.join(", ")} and the cosine form chosen on even-position queries (mean R@5), reported on odd ones`,
   );
-  for (const w of WEIGHTS)
+  for (const w of FUSIONS)
     console.log(
-      `  w=${w}: even R@5 ${fusionRuns.map((s) => `${s.set} ${score(s.even.map((r) => ({ ranked: fuse(r, w), gold: r.gold }))).r5.toFixed(3)}`).join(", ")}`,
+      `  ${fusionName(w)}: even R@5 ${fusionRuns.map((s) => `${s.set} ${score(s.even.map((r) => ({ ranked: fuse(r, w), gold: r.gold }))).r5.toFixed(3)}`).join(", ")}`,
     );
 }
 

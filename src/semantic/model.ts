@@ -69,6 +69,9 @@ export class SentenceModel {
         interOpNumThreads: 1,
         executionMode: "sequential",
         graphOptimizationLevel: "all",
+        // The arena keeps the largest batch's buffers for good: without it, embedding 1,500 tool texts
+        // ended at 267 MB RSS instead of 345 MB, at about the same speed.
+        enableCpuMemArena: false,
       });
     } catch (err) {
       throw new ModelFolderError(`${onnxPath}: not a loadable ONNX model (${message(err)})`);
