@@ -52,30 +52,35 @@ function latencies(samples: number[]): { p50: number; p95: number; p99: number }
 const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`;
 const ms = (x: number) => `${x.toFixed(2)} ms`;
 
+/** A table row: the latency percentiles of `run` over `inputs`, called one after another. */
+async function timedRow<T>(
+  measure: string,
+  note: string,
+  inputs: readonly T[],
+  run: (input: T) => unknown,
+): Promise<string[]> {
+  const samples: number[] = [];
+  for (const input of inputs) {
+    const t0 = performance.now();
+    await run(input);
+    samples.push(performance.now() - t0);
+  }
+  const { p50, p95, p99 } = latencies(samples);
+  return [measure, ms(p50), ms(p95), ms(p99), note];
+}
+
 async function speed(embedder: Embedder, queries: readonly string[], toolCount: number): Promise<void> {
   const rows: string[][] = [["measure", "p50", "p95", "p99", "note"]];
-  const cold: number[] = [];
-  for (const q of queries) {
-    const t0 = performance.now();
-    await embedder.embedQuery(q);
-    cold.push(performance.now() - t0);
-  }
-  const c = latencies(cold);
-  rows.push([
-    "query embedding, cold",
-    ms(c.p50),
-    ms(c.p95),
-    ms(c.p99),
-    `${queries.length} distinct queries, one at a time`,
-  ]);
-  const cached: number[] = [];
-  for (const q of queries) {
-    const t0 = performance.now();
-    await embedder.embedQuery(q);
-    cached.push(performance.now() - t0);
-  }
-  const h = latencies(cached);
-  rows.push(["query embedding, cached", ms(h.p50), ms(h.p95), ms(h.p99), "the same queries again (LRU)"]);
+  const embed = (q: string) => embedder.embedQuery(q);
+  rows.push(
+    await timedRow(
+      "query embedding, cold",
+      `${queries.length} distinct queries, one at a time`,
+      queries,
+      embed,
+    ),
+  );
+  rows.push(await timedRow("query embedding, cached", "the same queries again (LRU)", queries, embed));
 
   // Embedding tool texts in the worker while a 10 ms timer on the main thread notes how late it fires.
   const tools = growCatalog(toolCount).map((t, i) => ({
@@ -119,36 +124,13 @@ async function speed(embedder: Embedder, queries: readonly string[], toolCount: 
 
   const packed = vectors.pack();
   const queryVectors = await Promise.all(queries.map((q) => embedder.embedQuery(q)));
-  const scans: number[] = [];
-  for (let round = 0; round < 5; round++)
-    for (const q of queryVectors) {
-      const t1 = performance.now();
-      packed.scan.top(q, 20);
-      scans.push(performance.now() - t1);
-    }
-  const s = latencies(scans);
-  rows.push([
-    `cosine scan, ${packed.keys.length} vectors`,
-    ms(s.p50),
-    ms(s.p95),
-    ms(s.p99),
-    "top 20, no mask",
-  ]);
+  const scanned = `cosine scan, ${packed.keys.length} vectors`;
+  const rounds = [...queryVectors, ...queryVectors, ...queryVectors, ...queryVectors, ...queryVectors];
+  rows.push(await timedRow(scanned, "top 20, no mask", rounds, (q) => packed.scan.top(q, 20)));
   const halfMask = Uint8Array.from({ length: packed.keys.length }, (_, i) => i % 2);
-  const masked: number[] = [];
-  for (const q of queryVectors) {
-    const t1 = performance.now();
-    packed.scan.top(q, 20, halfMask);
-    masked.push(performance.now() - t1);
-  }
-  const m = latencies(masked);
-  rows.push([
-    `cosine scan, ${packed.keys.length} vectors`,
-    ms(m.p50),
-    ms(m.p95),
-    ms(m.p99),
-    "top 20, half masked out",
-  ]);
+  rows.push(
+    await timedRow(scanned, "top 20, half masked out", rounds, (q) => packed.scan.top(q, 20, halfMask)),
+  );
   global.gc?.();
   rows.push([
     "RSS",
