@@ -18,9 +18,9 @@ export class ModelFolderError extends Error {
 }
 
 /**
- * A word piece is at most ~100 characters (WordPiece's `max_input_chars_per_word`), so no token of a
- * text past this many characters per kept token can survive truncation: cutting there first bounds
- * the tokenizer's work on a huge query without changing the ids it keeps.
+ * Text past this many characters per kept word piece is cut before tokenizing, which bounds the
+ * tokenizer's work on a huge query. WordPiece splits words of at most 100 characters, so only runs of
+ * whitespace or words longer than that could push a kept piece past the cut.
  */
 const CHARS_PER_TOKEN_BOUND = 100;
 
