@@ -57,6 +57,18 @@ describe.skipIf(NO_MODEL !== undefined)("Embedder (the shared all-MiniLM-L6-v2 m
     expect(dot(vectors[19] as Float32Array, alone)).toBeGreaterThan(0.97);
   });
 
+  it("answers a query asked while tools are indexed before the indexing finishes (it waits for one batch at most)", async () => {
+    const finished: string[] = [];
+    const tools = embedder
+      .embedTexts(Array.from({ length: 64 }, (_, i) => `background tool ${i}`))
+      .then(() => finished.push("tools"));
+    const query = embedder
+      .embedQuery("a query asked while tools are indexed")
+      .then(() => finished.push("query"));
+    await Promise.all([tools, query]);
+    expect(finished).toEqual(["query", "tools"]);
+  });
+
   it("answers a repeated query from its cache with the same vector", async () => {
     const first = embedder.embedQuery("list open pull requests");
     expect(embedder.embedQuery("list open pull requests")).toBe(first);
