@@ -29,6 +29,15 @@ export const DEFAULTS = {
     /** Run-scoped activations expire after an hour without use. */
     runActivationTtlSeconds: 3600,
   } satisfies ToolSearchConfig,
+  semantic: {
+    /** A `tool_search.semantic` section turns semantic ranking on unless it says `enabled: false`. */
+    enabled: true,
+    /**
+     * The lexical share of the fused score. bench/semantic.ts chose it on even-position public queries
+     * (with the cosine min-max scaled over both top lists), keeping every set at or above lexical-only.
+     */
+    weight: 0.55,
+  },
   policy: {
     allowed: ["*"] as readonly string[],
     denied: [] as readonly string[],

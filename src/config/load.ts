@@ -286,6 +286,14 @@ function toConfig(raw: ConfigFile, baseDir: string, configFile: string | undefin
       preferredNamespaces: ts.preferred_namespaces ?? DEFAULTS.toolSearch.preferredNamespaces,
       maxSearchResults: ts.max_search_results ?? DEFAULTS.toolSearch.maxSearchResults,
       runActivationTtlSeconds: ts.run_activation_ttl_seconds ?? DEFAULTS.toolSearch.runActivationTtlSeconds,
+      semantic:
+        ts.semantic === undefined
+          ? undefined
+          : {
+              enabled: ts.semantic.enabled ?? DEFAULTS.semantic.enabled,
+              modelDir: resolvePath(baseDir, ts.semantic.model_dir),
+              weight: ts.semantic.weight ?? DEFAULTS.semantic.weight,
+            },
     },
     policy: {
       allowed: raw.policy?.allowed ?? DEFAULTS.policy.allowed,

@@ -55,6 +55,13 @@ const toolSearch = z.strictObject({
   preferred_namespaces: z.array(name).optional(),
   max_search_results: z.number().int().min(1).max(20).optional(),
   run_activation_ttl_seconds: positiveInt.optional(),
+  semantic: z
+    .strictObject({
+      enabled: z.boolean().optional(),
+      model_dir: name,
+      weight: z.number().min(0).max(1).optional(),
+    })
+    .optional(),
 });
 
 const policy = z.strictObject({

@@ -46,6 +46,17 @@ export interface ToolSearchConfig {
   readonly preferredNamespaces: readonly string[];
   readonly maxSearchResults: number;
   readonly runActivationTtlSeconds: number;
+  /** Semantic ranking (`tool_search.semantic`); undefined when the section is absent (lexical only). */
+  readonly semantic?: SemanticSearchConfig;
+}
+
+/** Parsed and validated; not used by search yet (issue 14 groundwork, src/semantic). */
+export interface SemanticSearchConfig {
+  readonly enabled: boolean;
+  /** Absolute path of a sentence-embedding model folder of the all-MiniLM-L6-v2 layout. */
+  readonly modelDir: string;
+  /** The lexical share of the fused score, in [0, 1]; the semantic share is 1 - weight. */
+  readonly weight: number;
 }
 
 export interface PolicyConfig {

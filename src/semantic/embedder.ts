@@ -1,0 +1,167 @@
+import { extname } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Worker } from "node:worker_threads";
+import type { EmbedRequest, WorkerMessage } from "./worker-protocol.ts";
+
+/** What the vector store needs from a model: who it is, its dimension, and vectors for texts. */
+export interface TextEmbedder {
+  readonly modelId: string;
+  readonly dims: number;
+  /** One L2-normalised vector per text, embedded in batches of at most `BATCH_SIZE`. */
+  embedTexts(texts: readonly string[]): Promise<Float32Array[]>;
+}
+
+/**
+ * Texts per inference call when indexing tools. onnxruntime's arena grows with the largest batch
+ * (the model README measured 510–640 MB peak RSS after batches of 32), so batches stay small.
+ */
+export const BATCH_SIZE = 16;
+/** Query vectors kept (384 floats each: 1.5 KiB, so 1,000 cost 1.5 MB). */
+export const QUERY_CACHE_SIZE = 1_000;
+
+interface Job {
+  readonly texts: readonly string[];
+  readonly resolve: (vectors: Float32Array) => void;
+  readonly reject: (err: Error) => void;
+}
+
+/**
+ * Sentence embeddings from a model folder, computed in a worker thread that owns the ONNX session.
+ * One request is in flight at a time; a waiting query goes before waiting tool batches, so a search
+ * waits for at most one batch. Queries are embedded one at a time (int8 vectors depend on their batch,
+ * so a query's vector must not depend on what else was asked) and cached, least recently used out.
+ */
+export class Embedder implements TextEmbedder {
+  private readonly queries: Job[] = [];
+  private readonly batches: Job[] = [];
+  private inFlight: { readonly requestId: number; readonly job: Job } | undefined;
+  private nextRequestId = 1;
+  private closed = false;
+  private readonly queryCache = new Map<string, Promise<Float32Array>>();
+
+  private constructor(
+    private readonly worker: Worker,
+    readonly modelId: string,
+    readonly dims: number,
+    private readonly queryCacheSize: number,
+  ) {
+    worker.on("message", (message: WorkerMessage) => this.settle(message));
+    worker.on("error", (err) => this.fail(err));
+    worker.on("exit", (code) => this.fail(new Error(`the embedding worker exited (code ${code})`)));
+    worker.unref();
+  }
+
+  /** Loads the model in a new worker; rejects with the folder's problem (naming the file) if unusable. */
+  static async open(modelDir: string, queryCacheSize = QUERY_CACHE_SIZE): Promise<Embedder> {
+    const worker = new Worker(workerEntry(), { workerData: modelDir });
+    const ready = await new Promise<{ modelId: string; dims: number }>((resolve, reject) => {
+      worker.once("message", (message: WorkerMessage) => {
+        if (message.type === "ready") resolve(message);
+        else
+          reject(
+            new Error(message.type === "unusable" ? message.message : "the embedding worker failed to start"),
+          );
+      });
+      worker.once("error", reject);
+    }).catch(async (err: unknown) => {
+      await worker.terminate();
+      throw err;
+    });
+    return new Embedder(worker, ready.modelId, ready.dims, queryCacheSize);
+  }
+
+  /** The query's vector: embedded alone, from the cache when asked before. */
+  embedQuery(text: string): Promise<Float32Array> {
+    const cached = this.queryCache.get(text);
+    if (cached !== undefined) {
+      // Map order is insertion order: re-inserting marks it most recently used.
+      this.queryCache.delete(text);
+      this.queryCache.set(text, cached);
+      return cached;
+    }
+    const vector = this.enqueue(this.queries, [text]);
+    this.queryCache.set(text, vector);
+    // A failed query is not cached, so asking again retries.
+    vector.catch(() => this.queryCache.delete(text));
+    for (const oldest of this.queryCache.keys()) {
+      if (this.queryCache.size <= this.queryCacheSize) break;
+      this.queryCache.delete(oldest);
+    }
+    return vector;
+  }
+
+  async embedTexts(texts: readonly string[]): Promise<Float32Array[]> {
+    const out: Float32Array[] = [];
+    for (let start = 0; start < texts.length; start += BATCH_SIZE) {
+      const packed = await this.enqueue(this.batches, texts.slice(start, start + BATCH_SIZE));
+      for (let i = 0; i < packed.length / this.dims; i++)
+        out.push(packed.subarray(i * this.dims, (i + 1) * this.dims));
+    }
+    return out;
+  }
+
+  async close(): Promise<void> {
+    this.fail(new Error("the embedder is closed"));
+    await this.worker.terminate();
+  }
+
+  private enqueue(queue: Job[], texts: readonly string[]): Promise<Float32Array> {
+    if (this.closed) return Promise.reject(new Error("the embedder is closed"));
+    return new Promise((resolve, reject) => {
+      queue.push({ texts, resolve, reject });
+      this.dispatch();
+    });
+  }
+
+  private dispatch(): void {
+    if (this.inFlight !== undefined) return;
+    const job = this.queries.shift() ?? this.batches.shift();
+    if (job === undefined) {
+      this.worker.unref();
+      return;
+    }
+    // Referenced while working, so a caller awaiting vectors keeps the process alive.
+    this.worker.ref();
+    const requestId = this.nextRequestId++;
+    this.inFlight = { requestId, job };
+    const request: EmbedRequest = { requestId, texts: job.texts };
+    this.worker.postMessage(request);
+  }
+
+  private settle(message: WorkerMessage): void {
+    if (
+      this.inFlight === undefined ||
+      !("requestId" in message) ||
+      message.requestId !== this.inFlight.requestId
+    )
+      return;
+    const { job } = this.inFlight;
+    this.inFlight = undefined;
+    if (message.type === "vectors") job.resolve(message.vectors);
+    else job.reject(new Error(`embedding failed: ${message.message}`));
+    this.dispatch();
+  }
+
+  private fail(err: Error): void {
+    if (this.closed) return;
+    this.closed = true;
+    const pending = [this.inFlight?.job, ...this.queries.splice(0), ...this.batches.splice(0)];
+    this.inFlight = undefined;
+    for (const job of pending) job?.reject(err);
+  }
+}
+
+/**
+ * The worker beside this module: embed-worker.js when built to dist/. From the TypeScript sources
+ * (tsx, vitest) the worker must register tsx's loader itself before importing embed-worker.ts, since
+ * a worker's `--import` flag does not reach its entry module on Node 20.
+ */
+function workerEntry(): URL {
+  const extension = extname(fileURLToPath(import.meta.url));
+  const worker = new URL(`./embed-worker${extension}`, import.meta.url);
+  if (extension !== ".ts") return worker;
+  const bootstrap = `import { register } from ${JSON.stringify(import.meta.resolve("tsx/esm/api"))};
+register();
+await import(${JSON.stringify(worker.href)});`;
+  return new URL(`data:text/javascript,${encodeURIComponent(bootstrap)}`);
+}

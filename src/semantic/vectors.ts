@@ -1,0 +1,203 @@
+import type { Db, Migration } from "../store/database.ts";
+import { BATCH_SIZE, type TextEmbedder } from "./embedder.ts";
+import { CosineScan } from "./scan.ts";
+
+/** One vector per tool (owner "" = global), tagged with the model and the tool record it was computed from. */
+export const semanticMigrations: Migration[] = [
+  {
+    id: "semantic/001-tool-vectors",
+    up: `
+      CREATE TABLE semantic_tool_vectors (
+        owner       TEXT NOT NULL,
+        name        TEXT NOT NULL,
+        model_id    TEXT NOT NULL,
+        record_hash TEXT NOT NULL,
+        dims        INTEGER NOT NULL,
+        vector      BLOB NOT NULL,
+        PRIMARY KEY (owner, name)
+      ) WITHOUT ROWID;
+    `,
+  },
+];
+
+/** A catalog tool as the vector store sees it. */
+export interface ToolText {
+  readonly owner: string;
+  readonly name: string;
+  /** The tool record's hash: a different hash means a different text, so a new vector. */
+  readonly hash: string;
+  /** What to embed (see toolEmbeddingText). */
+  readonly text: string;
+}
+
+export interface SyncReport {
+  /** Tools whose stored vector was current. */
+  readonly reused: number;
+  readonly embedded: number;
+  readonly removed: number;
+  /** True when a newer sync started before this one finished (its work so far is kept). */
+  readonly superseded: boolean;
+}
+
+/** Every tool that has a vector, and a scan over those vectors in `keys` order. */
+export interface PackedVectors {
+  readonly keys: readonly ToolKey[];
+  readonly scan: CosineScan;
+}
+
+export interface ToolKey {
+  readonly owner: string;
+  readonly name: string;
+}
+
+interface StoredRow {
+  owner: string;
+  name: string;
+  model_id: string;
+  record_hash: string;
+  dims: number;
+}
+
+/**
+ * The tool vectors of one model, persisted in SQLite and held in memory. `sync` brings them in line
+ * with the catalog in the background: vectors whose model and record hash still match are read back,
+ * missing or changed ones are embedded in batches (each batch written in its own transaction, so a
+ * restart keeps what was done), removed tools lose theirs. Until a tool's vector exists, `has` says
+ * no and search stays lexical for it.
+ */
+export class ToolVectors {
+  private readonly byKey = new Map<string, Float32Array>();
+  private packed: PackedVectors | undefined;
+  private generation = 0;
+
+  constructor(
+    private readonly db: Db,
+    private readonly embedder: TextEmbedder,
+  ) {}
+
+  has(owner: string, name: string): boolean {
+    return this.byKey.has(keyOf(owner, name));
+  }
+
+  vectorOf(owner: string, name: string): Float32Array | undefined {
+    return this.byKey.get(keyOf(owner, name));
+  }
+
+  get size(): number {
+    return this.byKey.size;
+  }
+
+  /** The current vectors packed for a scan; rebuilt only after a change. */
+  pack(): PackedVectors {
+    if (this.packed !== undefined) return this.packed;
+    const dims = this.embedder.dims;
+    const keys: ToolKey[] = [];
+    const vectors = new Float32Array(this.byKey.size * dims);
+    for (const [key, vector] of this.byKey) {
+      vectors.set(vector, keys.length * dims);
+      keys.push(toolKey(key));
+    }
+    const scan = new CosineScan(vectors, dims);
+    // The map then shares the scan's copy instead of keeping a second one.
+    keys.forEach((key, i) => {
+      this.byKey.set(keyOf(key.owner, key.name), scan.vectors.subarray(i * dims, (i + 1) * dims));
+    });
+    this.packed = { keys, scan };
+    return this.packed;
+  }
+
+  /** Makes the stored and in-memory vectors match `tools`; a newer call supersedes a running one. */
+  async sync(tools: readonly ToolText[]): Promise<SyncReport> {
+    const generation = ++this.generation;
+    const { modelId, dims } = this.embedder;
+    const wanted = new Map(tools.map((t) => [keyOf(t.owner, t.name), t]));
+    const stored = this.db
+      .prepare<[], StoredRow>("SELECT owner, name, model_id, record_hash, dims FROM semantic_tool_vectors")
+      .all();
+    const current = new Set<string>();
+    const removed: StoredRow[] = [];
+    for (const row of stored) {
+      const key = keyOf(row.owner, row.name);
+      const tool = wanted.get(key);
+      if (tool === undefined) removed.push(row);
+      // A different model or dimension makes every old vector meaningless: they are recomputed.
+      else if (row.model_id === modelId && row.dims === dims && row.record_hash === tool.hash)
+        current.add(key);
+    }
+    this.forget(removed);
+    for (const key of [...this.byKey.keys()]) if (!current.has(key)) this.byKey.delete(key);
+    this.loadMissing(current);
+    this.packed = undefined;
+
+    const pending = tools.filter((t) => !current.has(keyOf(t.owner, t.name)));
+    let embedded = 0;
+    for (let start = 0; start < pending.length; start += BATCH_SIZE) {
+      const batch = pending.slice(start, start + BATCH_SIZE);
+      const vectors = await this.embedder.embedTexts(batch.map((t) => t.text));
+      if (generation !== this.generation)
+        return { reused: current.size, embedded, removed: removed.length, superseded: true };
+      this.save(batch, vectors);
+      embedded += batch.length;
+    }
+    return { reused: current.size, embedded, removed: removed.length, superseded: false };
+  }
+
+  private forget(rows: readonly StoredRow[]): void {
+    const remove = this.db.prepare("DELETE FROM semantic_tool_vectors WHERE owner = ? AND name = ?");
+    this.db.transaction(() => {
+      for (const row of rows) remove.run(row.owner, row.name);
+    })();
+  }
+
+  private loadMissing(current: ReadonlySet<string>): void {
+    const read = this.db.prepare<[], { owner: string; name: string; vector: Buffer }>(
+      "SELECT owner, name, vector FROM semantic_tool_vectors",
+    );
+    for (const row of read.iterate()) {
+      const key = keyOf(row.owner, row.name);
+      if (!current.has(key) || this.byKey.has(key)) continue;
+      // Copied out of the row's buffer, whose offset need not be 4-byte aligned.
+      this.byKey.set(key, new Float32Array(new Uint8Array(row.vector).buffer));
+    }
+  }
+
+  private save(tools: readonly ToolText[], vectors: readonly Float32Array[]): void {
+    const { modelId, dims } = this.embedder;
+    const upsert = this.db.prepare(
+      `INSERT INTO semantic_tool_vectors (owner, name, model_id, record_hash, dims, vector)
+       VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT (owner, name) DO UPDATE SET
+         model_id = excluded.model_id, record_hash = excluded.record_hash,
+         dims = excluded.dims, vector = excluded.vector`,
+    );
+    this.db.transaction(() => {
+      tools.forEach((tool, i) => {
+        const vector = vectors[i];
+        if (vector === undefined) throw new Error(`no vector for tool ${tool.name}`);
+        upsert.run(
+          tool.owner,
+          tool.name,
+          modelId,
+          tool.hash,
+          dims,
+          Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength),
+        );
+      });
+    })();
+    tools.forEach((tool, i) => {
+      const vector = vectors[i];
+      if (vector !== undefined) this.byKey.set(keyOf(tool.owner, tool.name), vector);
+    });
+    this.packed = undefined;
+  }
+}
+
+// NUL cannot occur in an owner or a tool name, so the pair maps to one string and back.
+function keyOf(owner: string, name: string): string {
+  return `${owner}\u0000${name}`;
+}
+
+function toolKey(key: string): ToolKey {
+  const at = key.indexOf("\u0000");
+  return { owner: key.slice(0, at), name: key.slice(at + 1) };
+}

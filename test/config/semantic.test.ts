@@ -1,0 +1,66 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { ConfigError, loadConfig } from "../../src/config/index.ts";
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "wayfind-config-semantic-"));
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+function load(yaml: string) {
+  const file = join(dir, "wayfind.yaml");
+  writeFileSync(file, yaml);
+  return loadConfig(file, {});
+}
+
+function problemsOf(yaml: string): readonly string[] {
+  try {
+    load(yaml);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as ConfigError).problems;
+  }
+  throw new Error("expected the config to be rejected");
+}
+
+describe("tool_search.semantic", () => {
+  it("is absent (lexical only) unless configured", () => {
+    expect(load("tool_search:\n  enabled: true\n").toolSearch.semantic).toBeUndefined();
+  });
+
+  it("resolves model_dir against the config file's folder and defaults enabled and weight", () => {
+    expect(load("tool_search:\n  semantic:\n    model_dir: models/minilm\n").toolSearch.semantic).toEqual({
+      enabled: true,
+      modelDir: join(dir, "models/minilm"),
+      weight: 0.55,
+    });
+  });
+
+  it("takes enabled and weight as written", () => {
+    const semantic = load(
+      "tool_search:\n  semantic:\n    model_dir: /m\n    enabled: false\n    weight: 0.3\n",
+    ).toolSearch.semantic;
+    expect(semantic).toEqual({ enabled: false, modelDir: "/m", weight: 0.3 });
+  });
+
+  it("rejects a weight outside [0, 1]", () => {
+    const problems = problemsOf("tool_search:\n  semantic:\n    model_dir: /m\n    weight: 1.5\n");
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatch(/tool_search\.semantic\.weight/);
+  });
+
+  it("requires model_dir", () => {
+    const problems = problemsOf("tool_search:\n  semantic:\n    weight: 0.5\n");
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatch(/tool_search\.semantic\.model_dir/);
+  });
+
+  it("rejects an unknown key in the section", () => {
+    expect(problemsOf("tool_search:\n  semantic:\n    model_dir: /m\n    modle: x\n")[0]).toMatch(
+      /modle: unknown key/,
+    );
+  });
+});

@@ -1,0 +1,125 @@
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Embedder } from "../../src/semantic/embedder.ts";
+import { CosineScan } from "../../src/semantic/scan.ts";
+import { MODEL_DIR, NO_MODEL } from "./model-dir.ts";
+
+function dot(a: Float32Array, b: Float32Array): number {
+  let sum = 0;
+  for (let i = 0; i < a.length; i++) sum += (a[i] as number) * (b[i] as number);
+  return sum;
+}
+
+describe.skipIf(NO_MODEL !== undefined)("Embedder (the shared all-MiniLM-L6-v2 model)", () => {
+  let embedder: Embedder;
+  beforeAll(async () => {
+    embedder = await Embedder.open(MODEL_DIR);
+  });
+  afterAll(async () => {
+    await embedder.close();
+  });
+
+  it("reads the dimension from the model and names the model by its folder and weights", () => {
+    expect(embedder.dims).toBe(384);
+    expect(embedder.modelId).toMatch(/^all-MiniLM-L6-v2@[0-9a-f]{16}$/);
+  });
+
+  it("gives the published similarity of the model card's sentence pair (within int8 error)", async () => {
+    const food = await embedder.embedQuery("A man is eating food.");
+    const bread = await embedder.embedQuery("A man is eating a piece of bread.");
+    expect(dot(food, food)).toBeCloseTo(1, 5);
+    expect(Math.abs(dot(food, bread) - 0.7553)).toBeLessThan(0.01);
+  });
+
+  it("ranks the paraphrased tool first", async () => {
+    const tools = await embedder.embedTexts([
+      "send email: Send an email message to a recipient",
+      "get weather forecast: Get the weather forecast for a city",
+      "create pull request: Open a pull request on a GitHub repository",
+      "query database: Run a SQL query against the database",
+    ]);
+    const query = await embedder.embedQuery("do I need an umbrella in Oslo this weekend?");
+    const packed = new Float32Array(tools.length * embedder.dims);
+    tools.forEach((v, i) => {
+      packed.set(v, i * embedder.dims);
+    });
+    expect(new CosineScan(packed, embedder.dims).top(query, 1)[0]?.doc).toBe(1);
+  });
+
+  it("embeds tool texts in batches, one vector per text, in order", async () => {
+    const texts = Array.from({ length: 20 }, (_, i) => `tool number ${i}`);
+    const vectors = await embedder.embedTexts(texts);
+    expect(vectors).toHaveLength(20);
+    const alone = await embedder.embedQuery("tool number 19");
+    // Batching changes int8 vectors a little (the README's pitfall 2), never which text they are.
+    expect(dot(vectors[19] as Float32Array, alone)).toBeGreaterThan(0.97);
+  });
+
+  it("answers a query asked while tools are indexed before the indexing finishes (it waits for one batch at most)", async () => {
+    const finished: string[] = [];
+    const tools = embedder
+      .embedTexts(Array.from({ length: 64 }, (_, i) => `background tool ${i}`))
+      .then(() => finished.push("tools"));
+    const query = embedder
+      .embedQuery("a query asked while tools are indexed")
+      .then(() => finished.push("query"));
+    await Promise.all([tools, query]);
+    expect(finished).toEqual(["query", "tools"]);
+  });
+
+  it("answers a repeated query from its cache with the same vector", async () => {
+    const first = embedder.embedQuery("list open pull requests");
+    expect(embedder.embedQuery("list open pull requests")).toBe(first);
+    expect(await first).toHaveLength(384);
+  });
+
+  it("truncates a 1,000-word query to the model's length, keeping its end marker, instead of stalling", async () => {
+    const words = Array.from({ length: 1_000 }, (_, i) => `word${i}`).join(" ");
+    const truncated = await embedder.embedQuery(words);
+    // The first 126 word pieces decide the vector; what follows them is cut.
+    const longer = await embedder.embedQuery(`${words} and a different ending about weather`);
+    expect(dot(truncated, longer)).toBeCloseTo(1, 5);
+  });
+});
+
+describe.skipIf(NO_MODEL !== undefined)("Embedder.open on a broken model folder", () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), "wayfind-model-"));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  function brokenCopy(name: string, damage: (copy: string) => void): string {
+    const copy = join(dir, name);
+    cpSync(MODEL_DIR, copy, { recursive: true });
+    damage(copy);
+    return copy;
+  }
+
+  it("names the missing ONNX file", async () => {
+    const copy = brokenCopy("no-onnx", (c) => rmSync(join(c, "onnx"), { recursive: true }));
+    await expect(Embedder.open(copy)).rejects.toThrow(`${join(copy, "onnx/model_quantized.onnx")}: missing`);
+  });
+
+  it("names a tokenizer file that is not JSON", async () => {
+    const copy = brokenCopy("bad-tokenizer", (c) => writeFileSync(join(c, "tokenizer.json"), "{not json"));
+    await expect(Embedder.open(copy)).rejects.toThrow(`${join(copy, "tokenizer.json")}: not valid JSON`);
+  });
+
+  it("names an ONNX file that is not a model", async () => {
+    const copy = brokenCopy("bad-onnx", (c) =>
+      writeFileSync(join(c, "onnx/model_quantized.onnx"), "garbage"),
+    );
+    await expect(Embedder.open(copy)).rejects.toThrow(
+      `${join(copy, "onnx/model_quantized.onnx")}: not a loadable ONNX model`,
+    );
+  });
+
+  it("names a folder that does not exist", async () => {
+    await expect(Embedder.open(join(dir, "absent"))).rejects.toThrow(
+      /absent\/onnx\/model_quantized\.onnx: missing/,
+    );
+  });
+});

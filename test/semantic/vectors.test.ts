@@ -1,0 +1,144 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Embedder, type TextEmbedder } from "../../src/semantic/embedder.ts";
+import { semanticMigrations, type ToolText, ToolVectors } from "../../src/semantic/vectors.ts";
+import { type Db, openDatabase } from "../../src/store/database.ts";
+import { MODEL_DIR, NO_MODEL } from "./model-dir.ts";
+
+/** The real embedder, counting the texts it is asked to embed (and optionally posing as another model). */
+class CountingEmbedder implements TextEmbedder {
+  embeddedTexts: string[] = [];
+  constructor(
+    private readonly real: Embedder,
+    readonly modelId = real.modelId,
+  ) {}
+  get dims(): number {
+    return this.real.dims;
+  }
+  embedTexts(texts: readonly string[]): Promise<Float32Array[]> {
+    this.embeddedTexts.push(...texts);
+    return this.real.embedTexts(texts);
+  }
+}
+
+const TOOLS: ToolText[] = [
+  { owner: "", name: "send_email", hash: "h1", text: "send email: Send an email message to a recipient" },
+  { owner: "", name: "get_weather", hash: "h2", text: "get weather: Get the weather forecast for a city" },
+  { owner: "acme", name: "get_weather", hash: "h3", text: "get weather: Acme's own forecast service" },
+  { owner: "", name: "run_sql", hash: "h4", text: "run sql: Run a SQL query against the database" },
+];
+
+describe.skipIf(NO_MODEL !== undefined)("ToolVectors", () => {
+  let embedder: Embedder;
+  let dir: string;
+  let file: number;
+  beforeAll(async () => {
+    embedder = await Embedder.open(MODEL_DIR);
+    dir = mkdtempSync(join(tmpdir(), "wayfind-vectors-"));
+    file = 0;
+  });
+  afterAll(async () => {
+    await embedder.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** A fresh database file; `reopen` opens the same file again, as a restarted server would. */
+  function freshDatabase(): { db: Db; reopen: () => Db } {
+    const path = join(dir, `vectors-${file++}.db`);
+    return {
+      db: openDatabase(path, semanticMigrations),
+      reopen: () => openDatabase(path, semanticMigrations),
+    };
+  }
+
+  it("embeds every tool once, per owner, and packs their vectors for a scan", async () => {
+    const { db } = freshDatabase();
+    const counting = new CountingEmbedder(embedder);
+    const vectors = new ToolVectors(db, counting);
+    const report = await vectors.sync(TOOLS);
+    expect(report).toEqual({ reused: 0, embedded: 4, removed: 0, superseded: false });
+    expect(counting.embeddedTexts).toHaveLength(4);
+    expect(vectors.has("acme", "get_weather")).toBe(true);
+    expect(vectors.has("acme", "send_email")).toBe(false);
+    const packed = vectors.pack();
+    const query = await embedder.embedQuery("will it rain tomorrow in Paris");
+    const best = packed.scan.top(query, 1)[0];
+    expect(packed.keys[best?.doc ?? -1]?.name).toBe("get_weather");
+  });
+
+  it("reuses the stored vectors after a restart, embedding nothing", async () => {
+    const { db, reopen } = freshDatabase();
+    await new ToolVectors(db, new CountingEmbedder(embedder)).sync(TOOLS);
+    const before = new ToolVectors(db, embedder);
+    await before.sync(TOOLS);
+    db.close();
+    const counting = new CountingEmbedder(embedder);
+    const restarted = new ToolVectors(reopen(), counting);
+    const report = await restarted.sync(TOOLS);
+    expect(report).toEqual({ reused: 4, embedded: 0, removed: 0, superseded: false });
+    expect(counting.embeddedTexts).toEqual([]);
+    expect(restarted.vectorOf("", "run_sql")).toEqual(before.vectorOf("", "run_sql"));
+  });
+
+  it("recomputes only the tool whose record hash changed, and drops the vectors of removed tools", async () => {
+    const { db } = freshDatabase();
+    await new ToolVectors(db, embedder).sync(TOOLS);
+    const counting = new CountingEmbedder(embedder);
+    const vectors = new ToolVectors(db, counting);
+    const changed = { ...TOOLS[3], hash: "h4-new", text: "run sql: Run a read-only SQL query" } as ToolText;
+    const report = await vectors.sync([TOOLS[0], TOOLS[1], changed] as ToolText[]);
+    expect(report).toEqual({ reused: 2, embedded: 1, removed: 1, superseded: false });
+    expect(counting.embeddedTexts).toEqual([changed.text]);
+    expect(vectors.has("acme", "get_weather")).toBe(false);
+    expect(
+      db.prepare("SELECT owner, name, record_hash FROM semantic_tool_vectors ORDER BY owner, name").all(),
+    ).toEqual([
+      { owner: "", name: "get_weather", record_hash: "h2" },
+      { owner: "", name: "run_sql", record_hash: "h4-new" },
+      { owner: "", name: "send_email", record_hash: "h1" },
+    ]);
+  });
+
+  it("re-embeds everything when the model changes", async () => {
+    const { db } = freshDatabase();
+    await new ToolVectors(db, embedder).sync(TOOLS);
+    const otherModel = new CountingEmbedder(embedder, "another-model@0000000000000000");
+    const report = await new ToolVectors(db, otherModel).sync(TOOLS);
+    expect(report).toEqual({ reused: 0, embedded: 4, removed: 0, superseded: false });
+    expect(db.prepare("SELECT DISTINCT model_id FROM semantic_tool_vectors").pluck().all()).toEqual([
+      "another-model@0000000000000000",
+    ]);
+  });
+
+  it("serves the vectors that exist while the rest are still being computed", async () => {
+    const { db } = freshDatabase();
+    await new ToolVectors(db, embedder).sync(TOOLS.slice(0, 1));
+    const vectors = new ToolVectors(db, embedder);
+    const running = vectors.sync(TOOLS);
+    // The stored vector is read before the first batch is embedded; the others are not there yet.
+    expect(vectors.has("", "send_email")).toBe(true);
+    expect(vectors.has("", "run_sql")).toBe(false);
+    expect(vectors.pack().keys).toEqual([{ owner: "", name: "send_email" }]);
+    await running;
+    expect(vectors.size).toBe(4);
+  });
+
+  it("stops a sync that a newer one superseded, so only the newer one writes", async () => {
+    const { db } = freshDatabase();
+    const many = Array.from({ length: 40 }, (_, i) => ({
+      owner: "",
+      name: `tool_${i}`,
+      hash: "h",
+      text: `tool ${i}`,
+    }));
+    const vectors = new ToolVectors(db, embedder);
+    const first = vectors.sync(many);
+    const second = vectors.sync(many.slice(0, 2));
+    expect((await first).superseded).toBe(true);
+    expect(await second).toMatchObject({ superseded: false, removed: 0 });
+    expect(vectors.size).toBe(2);
+    expect(db.prepare("SELECT count(*) FROM semantic_tool_vectors").pluck().get()).toBe(2);
+  });
+});
