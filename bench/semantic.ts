@@ -10,6 +10,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
+import { openDatabase } from "../src/database/sqlite.ts";
 import type { ToolCatalog } from "../src/discovery/index.ts";
 import {
   CosineScan,
@@ -18,7 +19,6 @@ import {
   ToolVectors,
   toolEmbeddingText,
 } from "../src/semantic/index.ts";
-import { openDatabase } from "../src/store/database.ts";
 import {
   clipQuery,
   growCatalog,
@@ -223,7 +223,7 @@ async function quality(embedder: Embedder, metatoolEvery: number): Promise<void>
   const rows: (string | number)[][] = [["set", "ranker", "queries", "R@1", "R@5", "R@10", "MRR"]];
   const fusionRuns: { set: string; even: QueryRun[]; odd: QueryRun[] }[] = [];
   for (const set of ["toolbench", "metatool"]) {
-    const { catalog, close, aliasOf } = openCatalog([`${set}_catalog.jsonl`]);
+    const { catalog, close, aliasOf } = await openCatalog([`${set}_catalog.jsonl`]);
     const tools = listTools(catalog);
     const t0 = performance.now();
     const vectors = await embedder.embedTexts(tools.map((t) => toolEmbeddingText(t.name, t.description)));

@@ -1,4 +1,4 @@
-import type { Db, Migration } from "../store/database.ts";
+import type { Db, Migration } from "../database/sqlite.ts";
 import { BATCH_SIZE, type TextEmbedder } from "./embedder.ts";
 import { CosineScan } from "./scan.ts";
 

@@ -2,9 +2,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Db, openDatabase } from "../../src/database/sqlite.ts";
 import { Embedder, type TextEmbedder } from "../../src/semantic/embedder.ts";
 import { semanticMigrations, type ToolText, ToolVectors } from "../../src/semantic/vectors.ts";
-import { type Db, openDatabase } from "../../src/store/database.ts";
 import { MODEL_DIR, NO_MODEL } from "./model-dir.ts";
 
 /** The real embedder, counting the texts it is asked to embed (and optionally posing as another model). */
