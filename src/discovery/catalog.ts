@@ -66,6 +66,11 @@ const VISIBLE_SETS_MAX = 256;
  * in-memory search index built from them (search-index.ts) and the reads: search (its paths in
  * search.ts, the ranker in ranker.ts), get and list. Every read applies the caller's visibility (a
  * visible set for search, a predicate for get and list) before anything is ranked, counted or paged.
+ *
+ * Why one class of ~700 lines: registration, the index lifecycle (versions, sliced builds, waiting
+ * readers) and the reads share one state — the tool map, its version and the analysed text — and
+ * keeping them together is what makes "a read after a write sees it" checkable in one place. The
+ * work itself (validation, index building, search paths, ranking) lives in the modules named above.
  */
 export class ToolCatalog {
   /** By toolKey(owner, name). */

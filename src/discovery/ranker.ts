@@ -3,6 +3,9 @@
  * from the catalog's tools after every change, in slices (see `Ranker.steps`). Postings keep
  * per-field term frequencies so field weights apply at query time, and corpus statistics (N, df) are
  * taken over the caller's visible tools only, so hidden tools cannot shift the ranking of visible ones.
+ *
+ * Over 500 lines because one query's scoring (AND → OR → fuzzy widening, proximity, feedback terms)
+ * shares the scratch buffers below; the index build is in ranker-index.ts.
  */
 
 import { buildPostingIndex, type PostingIndex, type Postings } from "./ranker-index.ts";

@@ -100,7 +100,9 @@ describe("EventLog subscription (property)", () => {
       ),
       { numRuns: 100 },
     );
-    // The interesting path (overflow, then catch-up from SQLite) must actually be exercised.
-    expect(overflowed).toBeGreaterThan(10);
+    // The interesting path (overflow, then catch-up from SQLite) must actually be exercised. About one
+    // run in ten overflows since delivery waits for the batch write; "more than 10" failed now and
+    // then, none in 100 runs is a ~1e-5 event.
+    expect(overflowed).toBeGreaterThan(0);
   });
 });
