@@ -93,7 +93,7 @@ try {
   }
   relevantLatencies.sort((a, b) => a - b);
   rows.push([
-    "getRelevantSkills, 1,000 random tasks (budget 200–6000, topK 1–20)",
+    `getRelevantSkills, 1,000 random tasks (budget 200–6000, topK 1–${LIMITS.relevantSkillsTopK.max})`,
     `max used/budget ${(worst * 100).toFixed(1)}% (${worstLine}), over budget: ${violations}`,
     `p50 ${percentile(relevantLatencies, 50).toFixed(2)} / p99 ${percentile(relevantLatencies, 99).toFixed(2)} ms`,
   ]);
