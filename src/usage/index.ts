@@ -1,14 +1,8 @@
 export {
   type RecordUsageInput,
   type RecordUsageResult,
-  USAGE_GROUP_BY,
-  type UsageGroup,
-  type UsageGroupBy,
   UsageLedger,
   type UsageLedgerOptions,
-  type UsageSummary,
-  type UsageSummaryFilter,
-  type UsageTotals,
 } from "./ledger.ts";
 export {
   type AnthropicUsage,
@@ -30,3 +24,11 @@ export {
 } from "./pricing.ts";
 export { startUsageRetention, type UsageRetentionOptions } from "./retention.ts";
 export { usageMigrations } from "./schema.ts";
+export {
+  USAGE_GROUP_BY,
+  type UsageGroup,
+  type UsageGroupBy,
+  type UsageSummary,
+  type UsageSummaryFilter,
+  type UsageTotals,
+} from "./summary.ts";

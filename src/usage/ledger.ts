@@ -2,9 +2,17 @@ import type { Statement } from "better-sqlite3";
 import type { Caller } from "../caller/caller.ts";
 import type { Db } from "../database/sqlite.ts";
 import { writeTransaction } from "../database/transaction.ts";
-import { type FieldViolation, invalidArgument, quoteInput, WayfindError } from "../errors.ts";
+import { type FieldViolation, invalidArgument, WayfindError } from "../errors.ts";
 import type { EventSink } from "../events/event.ts";
 import { LIMITS } from "../limits.ts";
+import {
+  AGGREGATES_BY_PERIOD,
+  addToAggregate,
+  DAY_MS,
+  dropEmptiedByExpiring,
+  floorTo,
+  subtractExpiring,
+} from "./aggregates.ts";
 import {
   MAX_TOKENS_PER_FIELD,
   PROVIDERS,
@@ -13,6 +21,21 @@ import {
   type TokenUsage,
 } from "./model.ts";
 import { PricingTable } from "./pricing.ts";
+import {
+  AGGREGATES,
+  GROUP_COLUMNS,
+  type Narrowing,
+  summaryPlan,
+  type TimeWindow,
+  type TotalsRow,
+  toTotals,
+  type UsageGroup,
+  type UsageSummary,
+  type UsageSummaryFilter,
+  validateFilter,
+  validateGroupBy,
+  whereOf,
+} from "./summary.ts";
 
 export interface RecordUsageInput {
   readonly provider: Provider;
@@ -33,56 +56,6 @@ export interface RecordUsageResult {
   /** True when this key was already recorded with the same values: nothing new was counted. */
   readonly duplicate: boolean;
   readonly occurredAt: Date;
-}
-
-export const USAGE_GROUP_BY = ["session", "run", "provider", "model", "day"] as const;
-export type UsageGroupBy = (typeof USAGE_GROUP_BY)[number];
-
-export interface UsageSummaryFilter {
-  /** Must equal the caller's tenant when given: a caller reads only its own tenant's usage. */
-  readonly tenantId?: string;
-  readonly sessionId?: string;
-  readonly runId?: string;
-  readonly provider?: Provider;
-  /** Exact model id as recorded. */
-  readonly model?: string;
-  /** Inclusive lower bound on occurredAt. */
-  readonly since?: Date;
-  /** Exclusive upper bound on occurredAt. */
-  readonly until?: Date;
-  readonly groupBy?: readonly UsageGroupBy[];
-}
-
-export interface UsageTotals {
-  readonly calls: number;
-  readonly inputTokens: number;
-  readonly outputTokens: number;
-  readonly cacheReadInputTokens: number;
-  readonly cacheCreationInputTokens: number;
-  readonly cacheCreation1hInputTokens: number;
-  /** Input that counts against input-tokens-per-minute limits (Anthropic excludes cache reads). */
-  readonly rateLimitInputTokens: number;
-  /** Sum over calls with a known cost; see unknownCostCalls. */
-  readonly totalCostUsd: number;
-  readonly unknownCostCalls: number;
-  /** What the known-cost calls would have cost with no caching. */
-  readonly uncachedCostUsd: number;
-  /** uncachedCostUsd − totalCostUsd; negative when cache writes were never read back. */
-  readonly savingsUsd: number;
-  /** cacheRead ÷ (input + cacheRead + cacheCreation); null when no input at all. */
-  readonly cacheHitRate: number | null;
-}
-
-export interface UsageGroup {
-  /** One entry per groupBy dimension; `day` is the UTC date `YYYY-MM-DD`. */
-  readonly key: Readonly<Partial<Record<UsageGroupBy, string>>>;
-  readonly totals: UsageTotals;
-}
-
-export interface UsageSummary {
-  readonly totals: UsageTotals;
-  /** Empty without groupBy; otherwise ordered by the group key. */
-  readonly groups: readonly UsageGroup[];
 }
 
 export interface UsageLedgerOptions {
@@ -119,29 +92,6 @@ interface RecordRow {
   unknown_cost_reason: string | null;
   occurred_at_ms: number;
 }
-
-interface TotalsRow {
-  calls: number;
-  input_tokens: number | null;
-  output_tokens: number | null;
-  cache_read_input_tokens: number | null;
-  cache_creation_input_tokens: number | null;
-  cache_creation_1h_input_tokens: number | null;
-  rate_limit_input_tokens: number | null;
-  cost_usd: number | null;
-  unknown_cost_calls: number | null;
-  uncached_cost_usd: number | null;
-  [group: string]: string | number | null;
-}
-
-const GROUP_COLUMNS: Readonly<Record<UsageGroupBy, string>> = {
-  session: "session_id",
-  run: "run_id",
-  provider: "provider",
-  model: "model",
-  // 1000.0: integer division would move a pre-1970 millisecond to the next day.
-  day: "strftime('%Y-%m-%d', occurred_at_ms / 1000.0, 'unixepoch')",
-};
 
 /**
  * Usage accounting: records model calls exactly once per idempotency key and summarises tokens, cost and
@@ -382,33 +332,6 @@ export class UsageLedger {
   }
 }
 
-/** Columns a summary filters, groups or sums, named alike in usage_records and the aggregates. */
-const SUMMED_COLUMNS = `provider, model, occurred_at_ms, input_tokens, output_tokens,
-  cache_read_input_tokens, cache_creation_input_tokens, cache_creation_1h_input_tokens,
-  rate_limit_input_tokens, cost_usd, uncached_cost_usd`;
-
-/**
- * What the aggregate tables sum besides calls, in the order addToAggregate takes them, each
- * with its sum over usage_records (a record's unknown cost counts as 0 and as one unknown-cost call).
- */
-const SUMS_OF_RECORDS = {
-  input_tokens: "SUM(input_tokens)",
-  output_tokens: "SUM(output_tokens)",
-  cache_read_input_tokens: "SUM(cache_read_input_tokens)",
-  cache_creation_input_tokens: "SUM(cache_creation_input_tokens)",
-  cache_creation_1h_input_tokens: "SUM(cache_creation_1h_input_tokens)",
-  rate_limit_input_tokens: "SUM(rate_limit_input_tokens)",
-  cost_usd: "TOTAL(cost_usd)",
-  unknown_cost_calls: "SUM(cost_usd IS NULL)",
-  uncached_cost_usd: "TOTAL(uncached_cost_usd)",
-} as const;
-const AGGREGATE_SUMS = Object.keys(SUMS_OF_RECORDS);
-
-const AGGREGATES = ["calls", ...AGGREGATE_SUMS].map((column) => `SUM(${column}) AS ${column}`).join(", ");
-
-const MINUTE_MS = 60_000;
-const HOUR_MS = 60 * MINUTE_MS;
-const DAY_MS = 24 * HOUR_MS;
 /** Records per retention transaction: a few ms each, so pruning never holds the write lock for long. */
 const PRUNE_BATCH_SIZE = 200;
 /**
@@ -416,241 +339,6 @@ const PRUNE_BATCH_SIZE = 200;
  * call may hold the event loop.
  */
 export const MAX_RECORDS_SCANNED = 20_000;
-
-/**
- * Adds one record to its period's row of an aggregate table (AGGREGATES_BY_PERIOD), in the record's
- * transaction. Takes tenant, period start, provider, model, then AGGREGATE_SUMS.
- */
-function addToAggregate(table: string): string {
-  return `INSERT INTO ${table} (tenant_id, occurred_at_ms, provider, model, calls, ${AGGREGATE_SUMS.join(", ")})
-    VALUES (?, ?, ?, ?, 1, ${AGGREGATE_SUMS.map(() => "?").join(", ")})
-    ON CONFLICT (tenant_id, occurred_at_ms, provider, model) DO UPDATE SET calls = calls + 1,
-      ${AGGREGATE_SUMS.map((column) => `${column} = ${column} + excluded.${column}`).join(", ")}`;
-}
-
-/** The start of a record's UTC period in SQL, also before 1970. */
-function periodOfRecord(periodMs: number): string {
-  return `occurred_at_ms - (((occurred_at_ms % ${periodMs}) + ${periodMs}) % ${periodMs})`;
-}
-
-/** Takes the records with id ≤ ? (the batch retention is about to delete) out of an aggregate table. */
-function subtractExpiring(table: string, periodMs: number): string {
-  return `UPDATE ${table} AS period SET calls = period.calls - expiring.calls,
-      ${AGGREGATE_SUMS.map((column) => `${column} = period.${column} - expiring.${column}`).join(", ")}
-    FROM (SELECT tenant_id, ${periodOfRecord(periodMs)} AS start_ms, provider, model, COUNT(*) AS calls,
-        ${Object.entries(SUMS_OF_RECORDS)
-          .map(([column, sum]) => `${sum} AS ${column}`)
-          .join(", ")}
-      FROM usage_records WHERE id <= ? GROUP BY 1, 2, 3, 4) AS expiring
-    WHERE period.tenant_id = expiring.tenant_id AND period.occurred_at_ms = expiring.start_ms
-      AND period.provider = expiring.provider AND period.model = expiring.model`;
-}
-
-/** Deletes the rows subtractExpiring left without calls, so the table stays bounded. */
-function dropEmptiedByExpiring(table: string, periodMs: number): string {
-  return `DELETE FROM ${table} WHERE calls = 0 AND (tenant_id, occurred_at_ms, provider, model) IN
-    (SELECT tenant_id, ${periodOfRecord(periodMs)}, provider, model FROM usage_records WHERE id <= ?)`;
-}
-
-/** The first millisecond of the UTC period (day, hour, minute) of `ms`, also before 1970. */
-function floorTo(ms: number, periodMs: number): number {
-  return ms - (((ms % periodMs) + periodMs) % periodMs);
-}
-
-/** What a summary is narrowed to, validated; times in epoch ms. */
-interface Narrowing {
-  readonly tenantId: string;
-  readonly sessionId?: string;
-  readonly runId?: string;
-  readonly provider?: Provider;
-  readonly model?: string;
-  readonly since?: number;
-  readonly until?: number;
-}
-
-/** One table read over one part of the window: SQL yielding SUMMED_COLUMNS, calls, unknown_cost_calls. */
-interface SummarySource {
-  readonly sql: string;
-  readonly params: unknown[];
-}
-
-/** [since, until) in epoch ms; undefined = unbounded on that side. */
-interface TimeWindow {
-  readonly since: number | undefined;
-  readonly until: number | undefined;
-}
-
-/**
- * The aggregates of usage_records by UTC period, coarsest first; each period divides the one before.
- * Days outlive the records; hours and minutes sum exactly the retained records (followsRetention).
- */
-const AGGREGATES_BY_PERIOD = [
-  { table: "usage_daily", periodMs: DAY_MS, followsRetention: false },
-  { table: "usage_hourly", periodMs: HOUR_MS, followsRetention: true },
-  { table: "usage_minutely", periodMs: MINUTE_MS, followsRetention: true },
-] as const;
-
-/**
- * Where a summary's rows come from, and the windows it reads records in (checkRecordsToScan bounds
- * them). Narrowed to or grouped by a session or run: the records in the window. Otherwise the whole
- * UTC days inside [since, until) come from usage_daily, the whole hours of the partial days at the
- * edges from usage_hourly, the whole minutes of the partial hours from usage_minutely, and only the
- * partial minutes at the edges from records: per edge, provider and model at most 23 hourly and 59
- * per-minute rows and a minute of records; minute-aligned windows read no records. The hourly and
- * per-minute rows sum the retained records, so a partial day counts its retained records exactly as
- * a scan would; whole days count pruned ones too, from usage_daily.
- */
-function summaryPlan(
-  narrowing: Narrowing,
-  needsRecords: boolean,
-): { sources: SummarySource[]; recordWindows: TimeWindow[] } {
-  const sources: SummarySource[] = [];
-  const recordWindows: TimeWindow[] = [];
-  const readRecords = (window: TimeWindow) => {
-    const { clauses, params } = whereOf(narrowing, { ...window, indexedOnly: false });
-    const detail = needsRecords ? "session_id, run_id, " : "";
-    sources.push({
-      sql: `SELECT ${detail}${SUMMED_COLUMNS}, 1 AS calls, cost_usd IS NULL AS unknown_cost_calls
-        FROM usage_records WHERE ${clauses}`,
-      params,
-    });
-    recordWindows.push(window);
-  };
-  /** Whole periods of the aggregate at `level` from it, the partial ones at the edges one level down. */
-  const split = (window: TimeWindow, level: number): void => {
-    const aggregate = AGGREGATES_BY_PERIOD[level];
-    if (aggregate === undefined) {
-      readRecords(window);
-      return;
-    }
-    const { since, until } = window;
-    const { periodMs } = aggregate;
-    const firstWhole = since === undefined ? undefined : floorTo(since + periodMs - 1, periodMs);
-    const endOfWhole = until === undefined ? undefined : floorTo(until, periodMs);
-    if (firstWhole !== undefined && endOfWhole !== undefined && firstWhole >= endOfWhole) {
-      split(window, level + 1);
-      return;
-    }
-    const { clauses, params } = whereOf(narrowing, {
-      since: firstWhole,
-      until: endOfWhole,
-      indexedOnly: false,
-    });
-    sources.push({
-      sql: `SELECT ${SUMMED_COLUMNS}, calls, unknown_cost_calls FROM ${aggregate.table} WHERE ${clauses}`,
-      params,
-    });
-    if (since !== undefined && firstWhole !== undefined && since < firstWhole) {
-      split({ since, until: firstWhole }, level + 1);
-    }
-    if (until !== undefined && endOfWhole !== undefined && endOfWhole < until) {
-      split({ since: endOfWhole, until }, level + 1);
-    }
-  };
-  const window = { since: narrowing.since, until: narrowing.until };
-  if (needsRecords) readRecords(window);
-  else split(window, 0);
-  return { sources, recordWindows };
-}
-
-/**
- * The WHERE of one source over [since, until). indexedOnly keeps the columns an index of
- * usage_records covers (tenant, session or run, time), for counting on the index alone.
- */
-function whereOf(
-  narrowing: Narrowing,
-  window: { since: number | undefined; until: number | undefined; indexedOnly: boolean },
-): { clauses: string; params: unknown[] } {
-  const clauses = ["tenant_id = ?"];
-  const params: unknown[] = [narrowing.tenantId];
-  const add = (clause: string, value: unknown) => {
-    if (value === undefined) return;
-    clauses.push(clause);
-    params.push(value);
-  };
-  add("session_id = ?", narrowing.sessionId);
-  // A session narrows further than a run in practice; one index per count keeps it index-only.
-  if (!(window.indexedOnly && narrowing.sessionId !== undefined)) add("run_id = ?", narrowing.runId);
-  if (!window.indexedOnly) {
-    add("provider = ?", narrowing.provider);
-    add("model = ?", narrowing.model);
-  }
-  add("occurred_at_ms >= ?", window.since);
-  add("occurred_at_ms < ?", window.until);
-  return { clauses: clauses.join(" AND "), params };
-}
-
-function toTotals(row: TotalsRow | undefined): UsageTotals {
-  const n = (v: number | string | null | undefined) => (typeof v === "number" ? v : 0);
-  const input = n(row?.input_tokens);
-  const read = n(row?.cache_read_input_tokens);
-  const write = n(row?.cache_creation_input_tokens);
-  const cost = n(row?.cost_usd);
-  const uncached = n(row?.uncached_cost_usd);
-  const prompt = input + read + write;
-  return {
-    calls: n(row?.calls),
-    inputTokens: input,
-    outputTokens: n(row?.output_tokens),
-    cacheReadInputTokens: read,
-    cacheCreationInputTokens: write,
-    cacheCreation1hInputTokens: n(row?.cache_creation_1h_input_tokens),
-    rateLimitInputTokens: n(row?.rate_limit_input_tokens),
-    totalCostUsd: cost,
-    unknownCostCalls: n(row?.unknown_cost_calls),
-    uncachedCostUsd: uncached,
-    savingsUsd: uncached - cost,
-    cacheHitRate: prompt === 0 ? null : read / prompt,
-  };
-}
-
-function validateFilter(caller: Caller, filter: UsageSummaryFilter): Narrowing {
-  if (filter.tenantId !== undefined && filter.tenantId !== caller.tenantId) {
-    throw new WayfindError(
-      "permission_denied",
-      "a caller can read only its own tenant's usage; omit tenant_id",
-    );
-  }
-  if (filter.provider !== undefined && !PROVIDERS.includes(filter.provider)) {
-    throw invalidArgument(
-      `provider "${String(filter.provider)}" is unknown; use one of ${PROVIDERS.join(", ")}`,
-    );
-  }
-  const since = timeBound("since", filter.since);
-  const until = timeBound("until", filter.until);
-  if (since !== undefined && until !== undefined && since >= until) {
-    throw invalidArgument("since must be before until (the window is [since, until))");
-  }
-  return {
-    tenantId: caller.tenantId,
-    sessionId: filter.sessionId,
-    runId: filter.runId,
-    provider: filter.provider,
-    model: filter.model,
-    since,
-    until,
-  };
-}
-
-function timeBound(name: string, value: Date | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  const ms = value instanceof Date ? value.getTime() : Number.NaN;
-  if (!Number.isFinite(ms)) throw invalidArgument(`${name} must be a valid timestamp`);
-  return ms;
-}
-
-function validateGroupBy(groupBy: readonly UsageGroupBy[]): UsageGroupBy[] {
-  const out: UsageGroupBy[] = [];
-  for (const g of groupBy) {
-    if (!USAGE_GROUP_BY.includes(g)) {
-      throw invalidArgument(
-        `group_by ${quoteInput(String(g))} is unknown; use any of ${USAGE_GROUP_BY.join(", ")}`,
-      );
-    }
-    if (!out.includes(g)) out.push(g);
-  }
-  return out;
-}
 
 function validateRecordInput(input: RecordUsageInput, nowMs: number): TokenUsage {
   const problems: FieldViolation[] = [];
