@@ -1,9 +1,4 @@
 export * from "./event.ts";
-export {
-  type EventGap,
-  EventLog,
-  type EventLogOptions,
-  type EventSubscription,
-  type SubscribeOptions,
-} from "./log.ts";
+export { EventLog, type EventLogOptions } from "./log.ts";
 export { eventsMigrations } from "./schema.ts";
+export type { EventGap, EventSubscription, SubscribeOptions } from "./subscription.ts";
