@@ -8,6 +8,9 @@
  * reconnect with capped exponential backoff (1 s doubling to 60 s) with equal jitter; a failure never
  * unregisters tools, only a successful list does (replaceSource), and never to an empty set when the
  * server listed tools that all failed validation.
+ *
+ * Over 500 lines because McpSource is one state machine (connect, page, register, back off, close)
+ * whose timers and child process must be read together to see that every path ends closed.
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
