@@ -2,7 +2,6 @@ import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Health } from "../../gen/ts/grpc/health/v1/health_pb.ts";
 import { SearchType } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import { SkillScope, SkillService } from "../../gen/ts/wayfind/v1/skills_pb.ts";
 import {
@@ -13,15 +12,15 @@ import {
   ToolDiscoveryService,
 } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { LIMITS } from "../../src/limits.ts";
+import { HEALTH_BUDGET_MS, watchHealth } from "../support/health.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 
 /**
  * No caller-supplied text makes one call hold the event loop: a health check, answered by the same
  * loop, keeps answering within a budget while adversarial text goes through every path that runs a
  * pattern or a parser over it. Backtracking regexes used to stall the server for seconds on these
- * inputs; the budget is wide because the test machine is small and shared.
+ * inputs.
  */
-const HEALTH_BUDGET_MS = 250;
 
 const acme = { tenantId: "acme", projectId: "web", sessionId: "s1", runId: "r1" };
 /** Tools are registered by the operator: global tools, whose text is rewritten for every caller. */
@@ -34,32 +33,9 @@ beforeAll(async () => {
 });
 afterAll(() => wayfind.stop());
 
-/** Health checks back to back until stopped; the slowest answer and how many were answered. */
-function watchHealth(): { stop(): Promise<{ slowestMs: number; answered: number }> } {
-  const health = wayfind.grpc(Health);
-  let running = true;
-  let slowestMs = 0;
-  let answered = 0;
-  const loop = (async () => {
-    while (running) {
-      const started = performance.now();
-      await health.check({});
-      slowestMs = Math.max(slowestMs, performance.now() - started);
-      answered++;
-    }
-  })();
-  return {
-    async stop() {
-      running = false;
-      await loop;
-      return { slowestMs, answered };
-    },
-  };
-}
-
 /** Runs `attack` while health checks run; every check must have been answered within the budget. */
 async function expectNoStall(attack: () => Promise<void>): Promise<void> {
-  const health = watchHealth();
+  const health = watchHealth(wayfind);
   try {
     await attack();
     await new Promise((resolve) => setTimeout(resolve, 20));
