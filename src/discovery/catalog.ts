@@ -4,7 +4,6 @@ import { type FieldViolation, invalidArgument, quoteInput, WayfindError } from "
 import type { EventSink } from "../events/event.ts";
 import { checkSize, LIMITS, withinLimit } from "../limits.ts";
 import { LiteralIndex } from "../text/literal-index.ts";
-import { firstSentence } from "../text/scores.ts";
 import { runInSlices, runToEnd } from "../text/slices.ts";
 import { Candidates, DEFAULT_RANKER, type RankerConfig } from "./ranker.ts";
 import { runSearch } from "./search.ts";
@@ -369,7 +368,9 @@ export class ToolCatalog {
   /**
    * Full definitions by name or alias; unknown and hidden names are reported alike. Of the tools
    * sharing a name (one per owner), the first that `isVisible` passes is returned: the caller's
-   * predicate (with ownershipFilter) lets at most one through.
+   * predicate (with ownershipFilter) lets at most one through. A predicate, not a visible set, on
+   * purpose: it is asked only for the few names requested, on the tool map, which is current the
+   * moment a registration commits — a get never waits for an index build.
    */
   get(names: readonly string[], options: { isVisible?: VisibilityPredicate } = {}): GetResponse {
     if (names.length > 100) throw invalidArgument(`${names.length} names requested; ask for at most 100`);
@@ -397,26 +398,22 @@ export class ToolCatalog {
         throw invalidArgument("page_token is not one this server issued; omit it to start over");
       after = after.slice(2);
     }
-    const index = this.indexAt(request.version);
-    const visible = request.isVisible;
-    const tools: ListResponse["tools"][number][] = [];
+    const index = request.visible?.index ?? this.indexAt();
+    const allowed = request.visible?.candidates.allowed;
+    const listed = (d: number) => allowed === undefined || allowed[d] === 1;
+    const tools: Tool[] = [];
     let total = 0;
     let last = "";
-    for (const t of index.docs) {
-      if (visible && !visible(t)) continue;
+    index.docs.forEach((t, d) => {
+      if (!listed(d)) return;
       total++;
-      if (t.name <= after && after !== "") continue;
+      if (t.name <= after && after !== "") return;
       if (tools.length < pageSize) {
-        tools.push({
-          name: t.name,
-          description: firstSentence(t.description),
-          loadingMode: t.loadingMode,
-        });
+        tools.push(t);
         last = t.name;
       }
-    }
-    const more =
-      tools.length === pageSize && index.docs.some((t) => t.name > last && (!visible || visible(t)));
+    });
+    const more = tools.length === pageSize && index.docs.some((t, d) => t.name > last && listed(d));
     return {
       tools,
       nextPageToken: more ? Buffer.from(`n:${last}`, "utf8").toString("base64url") : "",

@@ -131,22 +131,19 @@ export interface SearchResponse {
 }
 
 export interface ListRequest {
-  /** Default 100, max 1000. */
+  /** Default 100, max 500. */
   readonly pageSize?: number;
   readonly pageToken?: string;
-  readonly isVisible?: VisibilityPredicate;
-  /** The version the caller waited for (ToolCatalog.indexReady); default: every change so far. */
-  readonly version?: number;
-}
-
-export interface ListedTool {
-  readonly name: string;
-  readonly description: string;
-  readonly loadingMode: LoadingMode;
+  /**
+   * The tools to list, as the caller's visible set (ToolCatalog.visibleSet): the page is read from
+   * that set's build, through its mask. Default: every tool of the newest build.
+   */
+  readonly visible?: VisibleSet;
 }
 
 export interface ListResponse {
-  readonly tools: readonly ListedTool[];
+  /** One page, in name order. */
+  readonly tools: readonly Tool[];
   /** Empty when this is the last page. */
   readonly nextPageToken: string;
   readonly totalSize: number;

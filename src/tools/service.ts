@@ -9,7 +9,6 @@ import type { Caller } from "../caller/caller.ts";
 import type { ToolSearchConfig } from "../config/index.ts";
 import type {
   GetResponse,
-  ListedTool,
   ListResponse,
   SearchResponse,
   SearchType,
@@ -102,26 +101,18 @@ export class ToolService {
   async list(
     caller: Caller,
     request: { pageSize?: number; pageToken?: string; showAll: boolean },
-  ): Promise<Omit<ListResponse, "tools"> & { tools: readonly (ListedTool & { visible: boolean })[] }> {
+  ): Promise<Omit<ListResponse, "tools"> & { tools: readonly (Tool & { visible: boolean })[] }> {
     const version = await this.options.catalog.indexReady();
-    const view = this.view(caller);
-    // Decided once per tool while the catalog filters: always loaded (by mode or pattern),
-    // activated, or everything when tool search is off.
-    const visibleNow = new Set<string>();
+    const view = this.view(caller, version);
     const response = this.options.catalog.list({
-      version,
       pageSize: request.pageSize,
       pageToken: request.pageToken,
-      isVisible: (tool) => {
-        if (!view.canActivate(tool)) return false;
-        const now = view.isVisibleNow(tool);
-        if (now) visibleNow.add(tool.name);
-        return request.showAll || now;
-      },
+      // Every tool the caller may activate, or only those in its prompt now (always loaded, activated).
+      visible: request.showAll ? view.searchable(true) : view.visibleNow(),
     });
     return {
       ...response,
-      tools: response.tools.map((tool) => ({ ...tool, visible: visibleNow.has(tool.name) })),
+      tools: response.tools.map((tool) => ({ ...tool, visible: view.isVisibleNow(tool) })),
     };
   }
 
@@ -372,6 +363,13 @@ export class ToolService {
           includeAlwaysLoaded: true,
           version,
         }),
+      visibleNow: () =>
+        this.options.catalog.visibleSet({
+          key: `only visible now:${key}`,
+          isVisible: (tool) => canActivate(tool) && isVisibleNow(tool),
+          includeAlwaysLoaded: true,
+          version,
+        }),
     };
   }
 }
@@ -388,6 +386,8 @@ interface CallerView {
   readonly isVisibleNow: (tool: Tool) => boolean;
   /** What search may return to this view: visible tools, those visible now only when asked for. */
   readonly searchable: (includeVisibleNow: boolean) => VisibleSet;
+  /** The tools in this view's prompt now: always loaded or activated (ListTools without show_all). */
+  readonly visibleNow: () => VisibleSet;
 }
 
 /** The same message whether the tool is hidden or missing: existence never leaks. */

@@ -193,7 +193,7 @@ describe("visibility", () => {
 
   it("list pages only visible tools", async () => {
     const { catalog } = await seeded();
-    const page = catalog.list({ isVisible: hideK8s });
+    const page = catalog.list({ visible: catalog.visibleSet({ ...hidingK8s, includeAlwaysLoaded: true }) });
     expect(page.tools.map((t) => t.name)).not.toContain("kubernetes.ping");
     expect(page.totalSize).toBe(4);
   });

@@ -87,6 +87,28 @@ describe("ListTools visibility", () => {
   });
 });
 
+describe("ListTools pages", () => {
+  it("list the tools in the prompt now without show_all, every tool the caller may use with it", async () => {
+    const tools = await service(SEARCHING, HIDING);
+    tools.activate(caller, ["git.commit"], "run", "test");
+    expect(visibility(await tools.list(caller, { showAll: false }))).toEqual({ "git.commit": true });
+    expect(visibility(await tools.list(caller, { showAll: true }))).toEqual({
+      "fs.read": false,
+      "git.commit": true,
+    });
+  });
+
+  it("count and page only what the caller may see", async () => {
+    const tools = await service(SEARCHING, HIDING);
+    const first = await tools.list(caller, { showAll: true, pageSize: 1 });
+    expect(first.tools.map((tool) => tool.name)).toEqual(["fs.read"]);
+    expect(first.totalSize).toBe(2);
+    const second = await tools.list(caller, { showAll: true, pageSize: 1, pageToken: first.nextPageToken });
+    expect(second.tools.map((tool) => tool.name)).toEqual(["git.commit"]);
+    expect(second.nextPageToken).toBe("");
+  });
+});
+
 describe("SearchTools", () => {
   it("finds the caller's deferred tools and never a hidden or another tenant's one", async () => {
     const tools = await service(SEARCHING, HIDING);
