@@ -86,7 +86,7 @@ const DISCOVERY: PayloadTool[] = [
   },
 ];
 
-const DATA_DIR = process.env.WAYFIND_DATA_DIR ?? new URL("../../shared/data", import.meta.url).pathname;
+const DATA_DIR = new URL("../data/eval", import.meta.url).pathname;
 const catalog = new Map<string, PayloadTool>(
   readFileSync(join(DATA_DIR, "mcp_catalog.jsonl"), "utf8")
     .split("\n")

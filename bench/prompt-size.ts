@@ -14,7 +14,7 @@ import { openDatabase } from "../src/database/sqlite.ts";
 import { discoveryMigrations, parseCatalogFile, type Tool, ToolCatalog } from "../src/discovery/index.ts";
 import { type RenderToolPromptRequest, renderToolPrompt } from "../src/prompt/index.ts";
 
-const DATA = process.env.WAYFIND_DATA ?? "/work/shared/data";
+const DATA = new URL("../data/eval", import.meta.url).pathname;
 const CORE = [
   "filesystem.read_file",
   "filesystem.search_files",

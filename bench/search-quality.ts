@@ -1,10 +1,10 @@
 /**
- * Retrieval quality of wayfind's FTS search on public data (see /work/shared/data/README.md):
+ * Retrieval quality of wayfind's FTS search on public data (see data/eval/README.md):
  * every toolbench and metatool query against each whole catalog (no sampling; ~10 s).
  * Usage: node --import tsx bench/search-quality.ts [--sample N]   (deterministic every-k-th sample)
  */
 
-import { openCatalog, readQueries, requireData, sample, table } from "./lib/discovery-data.ts";
+import { openCatalog, readQueries, sample, table } from "./lib/discovery-data.ts";
 import { evaluate } from "./search-quality-eval.ts";
 
 const BASELINES: Record<string, [string, number, number, number, number][]> = {
@@ -45,5 +45,4 @@ async function main(): Promise<void> {
   console.log(`total ${((performance.now() - started) / 1000).toFixed(1)} s`);
 }
 
-requireData("bench/search-quality.ts");
 await main();

@@ -10,15 +10,7 @@ import { setImmediate as nextTurn } from "node:timers/promises";
 import { openDatabase } from "../src/database/sqlite.ts";
 import { discoveryMigrations, type Tool, ToolCatalog } from "../src/discovery/index.ts";
 import { splitWords } from "../src/discovery/text.ts";
-import {
-  clipQuery,
-  GROW_CATALOGS,
-  growCatalog,
-  readQueries,
-  requireData,
-  sample,
-  table,
-} from "./lib/discovery-data.ts";
+import { clipQuery, GROW_CATALOGS, growCatalog, readQueries, sample, table } from "./lib/discovery-data.ts";
 
 function percentiles(samples: number[]): [number, number, number] {
   const s = [...samples].sort((a, b) => a - b);
@@ -184,5 +176,4 @@ async function main(): Promise<void> {
   rmSync(dir, { recursive: true, force: true });
 }
 
-requireData("bench/search-speed.ts");
 await main();

@@ -19,15 +19,7 @@ import {
   ToolVectors,
   toolEmbeddingText,
 } from "../src/semantic/index.ts";
-import {
-  clipQuery,
-  growCatalog,
-  openCatalog,
-  type Query,
-  readQueries,
-  requireData,
-  table,
-} from "./lib/discovery-data.ts";
+import { clipQuery, growCatalog, openCatalog, type Query, readQueries, table } from "./lib/discovery-data.ts";
 
 const MODEL_DIR = resolve(
   process.env.WAYFIND_MODELS ?? resolve(import.meta.dirname, "../../shared/models"),
@@ -309,7 +301,6 @@ async function main(): Promise<void> {
     );
     return;
   }
-  requireData("bench/semantic.ts");
   const started = performance.now();
   const embedder = await Embedder.open(MODEL_DIR);
   console.log(

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { type Db, openDatabase } from "../../src/database/sqlite.ts";
@@ -11,17 +11,8 @@ import {
 } from "../../src/discovery/index.ts";
 import { LIMITS } from "../../src/limits.ts";
 
-/** The team's public evaluation data, beside the repository (`../shared/data`) unless WAYFIND_DATA says. */
-export const DATA_DIR = process.env.WAYFIND_DATA ?? resolve(import.meta.dirname, "../../../shared/data");
-
-/** Benches that need the evaluation data end here, saying why, when a fresh clone has none beside it. */
-export function requireData(bench: string): void {
-  if (existsSync(DATA_DIR)) return;
-  console.log(
-    `${bench}: skipped, no evaluation data at ${DATA_DIR} (set WAYFIND_DATA or put ../shared/data beside the repository)`,
-  );
-  process.exit(0);
-}
+/** The public evaluation data vendored in the repository (sources and licences: data/eval/README.md). */
+export const DATA_DIR = resolve(import.meta.dirname, "../../data/eval");
 
 /** A query as a client must send it: within the API's length limit, cut at a word boundary. */
 export function clipQuery(query: string): string {

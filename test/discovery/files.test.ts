@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, writeFileSync } from "node:fs";
+import { readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseCatalogFile } from "../../src/discovery/index.ts";
@@ -162,10 +162,11 @@ describe("catalog file errors", () => {
   });
 });
 
-describe("shared evaluation catalogs", () => {
-  const dir = "/work/shared/data";
-  const files = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith("_catalog.jsonl")) : [];
-  it.skipIf(files.length === 0).each(files)("%s loads and registers as it is", async (f) => {
+describe("the vendored evaluation catalogs", () => {
+  const dir = new URL("../../data/eval", import.meta.url).pathname;
+  const files = readdirSync(dir).filter((f) => f.endsWith("_catalog.jsonl"));
+  it("are all there", () => expect(files.length).toBe(4));
+  it.each(files)("%s loads and registers as it is", async (f) => {
     const parsed = parseCatalogFile(join(dir, f));
     const { catalog } = openCatalog();
     const result = await catalog.register(f, parsed.tools);

@@ -8,8 +8,8 @@ interface CatalogLine {
   parameters: JsonObject;
 }
 
-/** Where the shared evaluation data lives; the repo's sibling `shared/data` unless WAYFIND_DATA_DIR says otherwise. */
-const DATA_DIR = process.env.WAYFIND_DATA_DIR ?? new URL("../../../shared/data", import.meta.url).pathname;
+/** The public evaluation data vendored in the repository (data/eval/README.md). */
+const DATA_DIR = new URL("../../data/eval", import.meta.url).pathname;
 
 /** The shared 309-tool MCP catalog as payload tools (all stable). */
 export function catalogTools(): PayloadTool[] {
