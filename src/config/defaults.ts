@@ -1,3 +1,4 @@
+import { DEFAULT_GOOD_MATCH_SCORE } from "../text/scores.ts";
 import type {
   ActivationScope,
   LoadingMode,
@@ -28,6 +29,7 @@ export const DEFAULTS = {
     maxSearchResults: 10,
     /** Run-scoped activations expire after an hour without use. */
     runActivationTtlSeconds: 3600,
+    goodMatchScore: DEFAULT_GOOD_MATCH_SCORE,
   } satisfies ToolSearchConfig,
   semantic: {
     /** A `tool_search.semantic` section turns semantic ranking on unless it says `enabled: false`. */
@@ -54,7 +56,7 @@ export const DEFAULTS = {
     pinnedSkillNames: [] as readonly string[],
     updateExistingPackSkills: true,
   },
-  skills: { redaction: true } satisfies SkillsConfig,
+  skills: { redaction: true, goodMatchScore: DEFAULT_GOOD_MATCH_SCORE } satisfies SkillsConfig,
   /** Unset cache prices fall back to the input price (no discount assumed). */
   pricing: [],
   /** Usage records are kept 30 days after recording, then summed per day (summaries stay exact per day). */

@@ -286,6 +286,7 @@ function toConfig(raw: ConfigFile, baseDir: string, configFile: string | undefin
       preferredNamespaces: ts.preferred_namespaces ?? DEFAULTS.toolSearch.preferredNamespaces,
       maxSearchResults: ts.max_search_results ?? DEFAULTS.toolSearch.maxSearchResults,
       runActivationTtlSeconds: ts.run_activation_ttl_seconds ?? DEFAULTS.toolSearch.runActivationTtlSeconds,
+      goodMatchScore: ts.good_match_score ?? DEFAULTS.toolSearch.goodMatchScore,
       semantic:
         ts.semantic === undefined
           ? undefined
@@ -312,7 +313,10 @@ function toConfig(raw: ConfigFile, baseDir: string, configFile: string | undefin
       pinnedSkillNames: p.pinned_skill_names ?? DEFAULTS.skillPack.pinnedSkillNames,
       updateExistingPackSkills: p.update_existing_pack_skills ?? DEFAULTS.skillPack.updateExistingPackSkills,
     })),
-    skills: { redaction: raw.skills?.redaction ?? DEFAULTS.skills.redaction },
+    skills: {
+      redaction: raw.skills?.redaction ?? DEFAULTS.skills.redaction,
+      goodMatchScore: raw.skills?.good_match_score ?? DEFAULTS.skills.goodMatchScore,
+    },
     pricing: (raw.pricing ?? DEFAULTS.pricing).map(
       (p): ModelPrice => ({
         provider: p.provider,

@@ -55,6 +55,7 @@ const toolSearch = z.strictObject({
   preferred_namespaces: z.array(name).optional(),
   max_search_results: z.number().int().min(1).max(20).optional(),
   run_activation_ttl_seconds: positiveInt.optional(),
+  good_match_score: z.number().min(0).max(1).optional(),
   semantic: z
     .strictObject({
       enabled: z.boolean().optional(),
@@ -185,7 +186,12 @@ const uniqueNames = z.strictObject({
   policy: policy.optional(),
   visibility: z.array(visibilityRule).optional(),
   skill_packs: z.array(skillPack).optional(),
-  skills: z.strictObject({ redaction: z.boolean().optional() }).optional(),
+  skills: z
+    .strictObject({
+      redaction: z.boolean().optional(),
+      good_match_score: z.number().min(0).max(1).optional(),
+    })
+    .optional(),
   pricing: z.array(pricing).optional(),
   usage: z.strictObject({ retention_days: z.number().int().min(1).max(36_500).optional() }).optional(),
   mcp_servers: z.array(mcpServer).optional(),

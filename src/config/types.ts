@@ -46,6 +46,8 @@ export interface ToolSearchConfig {
   readonly preferredNamespaces: readonly string[];
   readonly maxSearchResults: number;
   readonly runActivationTtlSeconds: number;
+  /** A search whose best hit scores below this reports MATCH_QUALITY_WEAK (docs/search.md "Scores"). */
+  readonly goodMatchScore: number;
   /** Semantic ranking (`tool_search.semantic`); undefined when the section is absent (lexical only). */
   readonly semantic?: SemanticSearchConfig;
 }
@@ -86,6 +88,8 @@ export interface SkillPackConfig {
 
 export interface SkillsConfig {
   readonly redaction: boolean;
+  /** A skill search whose best hit scores below this reports MATCH_QUALITY_WEAK. */
+  readonly goodMatchScore: number;
 }
 
 interface McpServerBase extends ToolSourceOptions {

@@ -4,6 +4,7 @@ import { type FieldViolation, invalidArgument, quoteInput, WayfindError } from "
 import type { EventSink } from "../events/event.ts";
 import { checkSize, LIMITS, withinLimit } from "../limits.ts";
 import { LiteralIndex } from "../text/literal-index.ts";
+import { checkMinScore, SEMANTIC_OFF } from "../text/scores.ts";
 import { runInSlices, runToEnd } from "../text/slices.ts";
 import { Candidates, DEFAULT_RANKER, type RankerConfig } from "./ranker.ts";
 import { runSearch } from "./search.ts";
@@ -334,7 +335,7 @@ export class ToolCatalog {
 
   search(request: SearchRequest): SearchResponse {
     const validated = validateSearch(request);
-    const { type, limit } = validated;
+    const { type, limit, minScore } = validated;
     // A query that is a renamed tool's old name searches for its current name, whatever the type.
     const query = this.canonicalName(validated.query);
     const visible = request.visible;
@@ -345,11 +346,13 @@ export class ToolCatalog {
         ? undefined
         : index.deferred;
     const totalDeferred = visible ? visible.totalDeferred : index.deferred.count;
-    const result = runSearch(index, { query, type, limit }, candidates, {
+    const found = runSearch(index, { query, type, limit }, candidates, {
       aliasTargets: (alias) => [...(this.aliases.get(alias)?.values() ?? [])],
       literalIndex: this.literalIndexes.get(index),
       repeat: this.rankerConfig.repeat,
     });
+    // Scores are absolute, so the threshold applies to each hit alone (hits are in score order).
+    const result = { ...found, hits: found.hits.filter((h) => h.score >= minScore) };
     this.events?.emit({
       type: "tool_search_query",
       ...scopeOf(request),
@@ -362,7 +365,14 @@ export class ToolCatalog {
       },
     });
     const effectiveSearchType: EffectiveSearchType = result.strategy === "fuzzy" ? "fuzzy" : type;
-    return { tools: result.hits, effectiveSearchType, strategy: result.strategy, totalDeferred };
+    return {
+      tools: result.hits,
+      effectiveSearchType,
+      strategy: result.strategy,
+      totalDeferred,
+      rewrites: result.rewrites,
+      semantic: SEMANTIC_OFF,
+    };
   }
 
   /**
@@ -652,7 +662,12 @@ interface Waiter {
   readonly reject: (error: unknown) => void;
 }
 
-function validateSearch(request: SearchRequest): { query: string; type: SearchType; limit: number } {
+function validateSearch(request: SearchRequest): {
+  query: string;
+  type: SearchType;
+  limit: number;
+  minScore: number;
+} {
   const type = request.type ?? "fts";
   if (!SEARCH_TYPES.includes(type))
     throw invalidArgument(
@@ -662,7 +677,12 @@ function validateSearch(request: SearchRequest): { query: string; type: SearchTy
   const query = request.query.trim();
   if (query.length === 0) throw invalidArgument("query is empty; pass words, a regex or a tool name");
   checkSize(LIMITS.searchToolsQuery, query.length);
-  return { query, type, limit: withinLimit(LIMITS.searchToolsLimit, request.limit) };
+  return {
+    query,
+    type,
+    limit: withinLimit(LIMITS.searchToolsLimit, request.limit),
+    minScore: checkMinScore(request.minScore),
+  };
 }
 
 function scopeOf(request: SearchRequest): { tenantId?: string; sessionId?: string; runId?: string } {

@@ -8,7 +8,7 @@ import {
   mayMatch,
 } from "../text/caller-regex.ts";
 import type { LiteralIndex } from "../text/literal-index.ts";
-import { minMaxScale, REGEX_SCORE } from "../text/scores.ts";
+import { minMaxScale, type QueryRewrite, REGEX_SCORE } from "../text/scores.ts";
 import type { Candidates, RankedDoc } from "./ranker.ts";
 import { pairs, type SearchIndex } from "./search-index.ts";
 import { analyze, nameKey, splitWords, stem } from "./text.ts";
@@ -31,17 +31,29 @@ export function runSearch(
     /** Extra weight per repetition of a query word (RankerConfig.repeat). */
     readonly repeat: number;
   },
-): { hits: SearchHit[]; strategy: SearchStrategy } {
+): SearchPathResult {
   const { query, type, limit } = search;
   const allowed = candidates?.allowed;
   if (type === "exact")
-    return { hits: exact(index, query, allowed, limit, context.aliasTargets(query)), strategy: "exact" };
+    return {
+      hits: exact(index, query, allowed, limit, context.aliasTargets(query)),
+      strategy: "exact",
+      rewrites: [],
+    };
   if (type === "regex")
     return {
       hits: regex(index, compileCallerRegex(query), allowed, limit, context.literalIndex),
       strategy: "regex",
+      rewrites: [],
     };
   return fts(index, query, candidates, limit, context.repeat);
+}
+
+export interface SearchPathResult {
+  readonly hits: SearchHit[];
+  readonly strategy: SearchStrategy;
+  /** What the FTS path added to the query (typo repairs, synonyms); empty for regex and exact. */
+  readonly rewrites: readonly QueryRewrite[];
 }
 
 function fts(
@@ -50,7 +62,7 @@ function fts(
   candidates: Candidates | undefined,
   limit: number,
   repeat: number,
-): { hits: SearchHit[]; strategy: SearchStrategy } {
+): SearchPathResult {
   const sequence = analyze(query);
   let words = [...new Set(sequence)];
   // A query of only stopwords ("how to") still searches for its words.
@@ -67,7 +79,7 @@ function fts(
   const hits = ranked.docs.map((doc, i) =>
     hit(index.docs[doc.doc] as Tool, scores[i] ?? 0.5, doc.fuzzy ? "fts_fuzzy" : "fts"),
   );
-  return { hits, strategy: ranked.strategy };
+  return { hits, strategy: ranked.strategy, rewrites: [] };
 }
 
 function exact(
@@ -185,7 +197,15 @@ function inTieOrder(index: SearchIndex, docs: Int32Array): Int32Array {
 }
 
 function hit(t: Tool, score: number, matchType: MatchType): SearchHit {
-  return { name: t.name, description: t.description, score, matchType, loadingMode: t.loadingMode };
+  return {
+    name: t.name,
+    description: t.description,
+    score,
+    lexicalScore: score,
+    semanticScore: 0,
+    matchType,
+    loadingMode: t.loadingMode,
+  };
 }
 
 /** Identifiers of the query ("getRandomImage", "get_random_image") also as one word, as glued names spell them. */

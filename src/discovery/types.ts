@@ -1,5 +1,6 @@
 /** Plain domain types of the tool catalog; no transport types. */
 
+import type { QueryRewrite, SemanticReport } from "../text/scores.ts";
 import type { VisibleSet } from "./search-index.ts";
 
 export const SIDE_EFFECTS = ["pure", "read", "write", "external", "stateful"] as const;
@@ -22,7 +23,8 @@ export type MatchType =
   | "regex_name_substring"
   | "regex_text"
   | "fts"
-  | "fts_fuzzy";
+  | "fts_fuzzy"
+  | "semantic";
 
 /** Which widening step produced the result list (docs/design.md §4 "fallbacks are reported"). */
 export type SearchStrategy = "and" | "or" | "fuzzy" | "regex" | "exact";
@@ -103,6 +105,8 @@ export interface SearchRequest {
   readonly type?: SearchType;
   /** 1–20, default 8. */
   readonly limit?: number;
+  /** 0–1: hits scoring below it are dropped; default 0 (keep every hit). */
+  readonly minScore?: number;
   /** Include `loading_mode: always` tools (already in the prompt); default false. */
   readonly includeAlwaysLoaded?: boolean;
   /**
@@ -117,7 +121,11 @@ export interface SearchRequest {
 export interface SearchHit {
   readonly name: string;
   readonly description: string;
+  /** The final score in [0, 1]: lexical, or lexical fused with semantic. */
   readonly score: number;
+  readonly lexicalScore: number;
+  /** 0 when semantic ranking did not take part for this tool. */
+  readonly semanticScore: number;
   readonly matchType: MatchType;
   readonly loadingMode: LoadingMode;
 }
@@ -128,6 +136,9 @@ export interface SearchResponse {
   readonly strategy: SearchStrategy;
   /** Visible deferred tools in the whole catalog (what search can reveal). */
   readonly totalDeferred: number;
+  /** Typo repairs and synonyms added to the query. */
+  readonly rewrites: readonly QueryRewrite[];
+  readonly semantic: SemanticReport;
 }
 
 export interface ListRequest {

@@ -107,6 +107,7 @@ export async function startServer(
     db,
     events,
     redaction: config.skills.redaction,
+    goodMatchScore: config.skills.goodMatchScore,
     pinnedSkillNames: config.skillPacks.flatMap((pack) => pack.pinnedSkillNames),
     packRoots: [
       config.configFile ? dirname(config.configFile) : process.cwd(),

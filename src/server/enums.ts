@@ -1,4 +1,11 @@
-import { MatchType, Provider as ProtoProvider, SearchType } from "../../gen/ts/wayfind/v1/common_pb.ts";
+import {
+  MatchQuality,
+  MatchType,
+  Provider as ProtoProvider,
+  QueryRewrite_Kind,
+  SearchType,
+  SemanticStatus,
+} from "../../gen/ts/wayfind/v1/common_pb.ts";
 import { SkillFormat, SkillOrigin, SkillScope, TaskType } from "../../gen/ts/wayfind/v1/skills_pb.ts";
 import {
   ActivationScope,
@@ -19,6 +26,7 @@ import { invalidArgument } from "../errors.ts";
 import { PAYLOAD_PROVIDERS, type PayloadProvider } from "../payload/index.ts";
 import type { ScopeKind, SkillOrigin as SkillOriginName, TaskType as TaskTypeName } from "../skills/index.ts";
 import type { ToolSourceKind as SourceKindName } from "../sources/status.ts";
+import type { MatchQuality as MatchQualityName, QueryRewrite, SemanticReport } from "../text/scores.ts";
 import type { Provider, UsageGroupBy as UsageGroupByName } from "../usage/index.ts";
 
 // Every proto ↔ domain enum mapping of the API, in one place: the handlers convert with these and
@@ -105,6 +113,22 @@ export const TOOL_MATCH_TYPES: Readonly<Record<ToolMatch, MatchType>> = {
   regex_text: MatchType.DESCRIPTION,
   fts: MatchType.FTS,
   fts_fuzzy: MatchType.FUZZY,
+  semantic: MatchType.SEMANTIC,
+};
+export const MATCH_QUALITIES: Readonly<Record<MatchQualityName, MatchQuality>> = {
+  none: MatchQuality.NONE,
+  weak: MatchQuality.WEAK,
+  good: MatchQuality.GOOD,
+};
+export const SEMANTIC_STATUSES: Readonly<Record<SemanticReport["status"], SemanticStatus>> = {
+  off: SemanticStatus.OFF,
+  ready: SemanticStatus.READY,
+  partial: SemanticStatus.PARTIAL,
+  unavailable: SemanticStatus.UNAVAILABLE,
+};
+export const QUERY_REWRITE_KINDS: Readonly<Record<QueryRewrite["kind"], QueryRewrite_Kind>> = {
+  typo: QueryRewrite_Kind.TYPO,
+  synonym: QueryRewrite_Kind.SYNONYM,
 };
 export const SOURCE_KINDS: Readonly<Record<SourceKindName, ToolSourceKind>> = {
   catalog_file: ToolSourceKind.CATALOG_FILE,

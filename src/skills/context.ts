@@ -10,14 +10,25 @@ export class SkillContext {
   private index: MemoryIndex | undefined;
   private indexDataVersion = -1;
 
-  constructor(
-    db: Db,
-    private readonly events: EventSink | undefined,
-    /** Redact e-mails, phone numbers, tokens and URL query strings from returned text. */
-    readonly redaction: boolean,
-    readonly now: () => number,
-  ) {
-    this.store = new SkillStore(db);
+  private readonly events: EventSink | undefined;
+  /** Redact e-mails, phone numbers, tokens and URL query strings from returned text. */
+  readonly redaction: boolean;
+  /** A search whose best hit scores below this reports "weak" (config `skills.good_match_score`). */
+  readonly goodMatchScore: number;
+  readonly now: () => number;
+
+  constructor(options: {
+    db: Db;
+    events: EventSink | undefined;
+    redaction: boolean;
+    goodMatchScore: number;
+    now: () => number;
+  }) {
+    this.store = new SkillStore(options.db);
+    this.events = options.events;
+    this.redaction = options.redaction;
+    this.goodMatchScore = options.goodMatchScore;
+    this.now = options.now;
   }
 
   /** Call after writing to the skills table through another module on the same connection. */

@@ -1,6 +1,7 @@
 import type { Caller } from "../caller/caller.ts";
 import type { Db } from "../database/sqlite.ts";
 import type { EventSink } from "../events/event.ts";
+import { DEFAULT_GOOD_MATCH_SCORE } from "../text/scores.ts";
 import { SkillContext } from "./context.ts";
 import {
   type RenderSkillDirectoryInput,
@@ -31,6 +32,8 @@ export interface SkillLibraryOptions {
   readonly events?: EventSink;
   /** Redact e-mails, phone numbers, tokens and URL query strings from returned text (default true). */
   readonly redaction?: boolean;
+  /** A search whose best hit scores below this reports "weak" (default DEFAULT_GOOD_MATCH_SCORE). */
+  readonly goodMatchScore?: number;
   /** Shown first by renderSkillDirectory (config `pinned_skill_names`). */
   readonly pinnedSkillNames?: readonly string[];
   /** Server-side pack folders must lie inside one of these (relative pack paths resolve against the first). */
@@ -49,12 +52,13 @@ export class SkillLibrary {
   private readonly pinned: readonly string[];
 
   constructor(options: SkillLibraryOptions) {
-    this.context = new SkillContext(
-      options.db,
-      options.events,
-      options.redaction ?? true,
-      options.now ?? Date.now,
-    );
+    this.context = new SkillContext({
+      db: options.db,
+      events: options.events,
+      redaction: options.redaction ?? true,
+      goodMatchScore: options.goodMatchScore ?? DEFAULT_GOOD_MATCH_SCORE,
+      now: options.now ?? Date.now,
+    });
     this.packs = {
       packRoots: options.packRoots ?? [process.cwd()],
       limits: { ...DEFAULT_PACK_LIMITS, ...options.packLimits },

@@ -1,6 +1,7 @@
 import type { Caller } from "../caller/caller.ts";
 import { invalidArgument } from "../errors.ts";
 import { checkSize, LIMITS, withinLimit } from "../limits.ts";
+import { checkMinScore } from "../text/scores.ts";
 import type { SkillContext } from "./context.ts";
 import { tokenize } from "./memindex.ts";
 import type { BudgetReport } from "./read.ts";
@@ -19,6 +20,8 @@ export interface GetRelevantSkillsInput {
   readonly task: string;
   readonly topK?: number;
   readonly maxTokens?: number;
+  /** 0–1: skills scoring below it are left out; default 0. */
+  readonly minScore?: number;
 }
 
 export interface GetRelevantSkillsResult extends BudgetReport {
@@ -38,6 +41,7 @@ export function getRelevantSkills(
   checkSize(LIMITS.relevantSkillsTask, task.length);
   const topK = withinLimit(LIMITS.relevantSkillsTopK, input.topK);
   const maxTokens = withinLimit(LIMITS.relevantSkillsMaxTokens, input.maxTokens);
+  const minScore = checkMinScore(input.minScore);
   const terms = [...new Set(tokenize(task).filter((w) => w.length > 1 && !STOPWORDS.has(w)))].slice(0, 32);
   const { hits } = ftsSearch(context, caller, terms, undefined, topK, "or");
   const rows =
@@ -50,7 +54,7 @@ export function getRelevantSkills(
   const sanitize = sanitizer(options.toolGate, context.redaction);
   const ranked = hits.flatMap((hit) => {
     const row = rows.get(hit.row.name);
-    return row ? [{ row, score: hit.score }] : [];
+    return row && hit.score >= minScore ? [{ row, score: hit.score }] : [];
   });
   const views = ranked.map(({ row }) => details(row, sanitize));
   const rendered = renderContext(views, "injection", maxTokens);

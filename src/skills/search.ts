@@ -2,7 +2,16 @@ import type { Caller } from "../caller/caller.ts";
 import { invalidArgument } from "../errors.ts";
 import { checkSize, LIMITS, withinLimit } from "../limits.ts";
 import { type CallerRegex, compileCallerRegex, fold, mayMatch } from "../text/caller-regex.ts";
-import { minMaxScale, REGEX_SCORE } from "../text/scores.ts";
+import {
+  checkMinScore,
+  type MatchQuality,
+  matchQuality,
+  minMaxScale,
+  type QueryRewrite,
+  REGEX_SCORE,
+  SEMANTIC_OFF,
+  type SemanticReport,
+} from "../text/scores.ts";
 import type { SkillContext } from "./context.ts";
 import { type IndexHit, partitionKey, tokenize } from "./memindex.ts";
 import { SEARCH_TYPES, type SearchType, TASK_TYPES, type TaskType } from "./model.ts";
@@ -27,7 +36,11 @@ const regexTooBroad = (what: string) =>
   );
 
 export interface SkillSearchHit extends SkillSummary {
+  /** The final score in [0, 1]: lexical, or lexical fused with semantic. */
   readonly score: number;
+  readonly lexicalScore: number;
+  /** 0 when semantic ranking did not take part for this skill. */
+  readonly semanticScore: number;
   readonly matchType: SearchType;
 }
 
@@ -36,6 +49,8 @@ export interface SearchSkillsInput {
   readonly type?: SearchType;
   readonly taskType?: TaskType;
   readonly limit?: number;
+  /** 0–1: hits scoring below it are dropped; default 0 (keep every hit). */
+  readonly minScore?: number;
 }
 
 export interface SearchSkillsResult {
@@ -44,6 +59,10 @@ export interface SearchSkillsResult {
   readonly effectiveSearchType: SearchType;
   /** The FTS query was widened (AND → OR → prefix) because the stricter form found nothing. */
   readonly widened: boolean;
+  readonly matchQuality: MatchQuality;
+  /** Typo repairs and synonyms added to the query. */
+  readonly rewrites: readonly QueryRewrite[];
+  readonly semantic: SemanticReport;
 }
 
 /** A visible skill and its score in [0, 1]. */
@@ -75,6 +94,7 @@ export function searchSkills(
   const type = oneOf("search type", input.type, SEARCH_TYPES) ?? "fts";
   const taskType = oneOf("task_type", input.taskType, TASK_TYPES);
   const limit = withinLimit(LIMITS.searchSkillsLimit, input.limit);
+  const minScore = checkMinScore(input.minScore);
   const sanitize = sanitizer(options.toolGate, context.redaction);
 
   let hits: ScoredRow[];
@@ -87,11 +107,15 @@ export function searchSkills(
     hits = found.hits;
     widened = found.widened;
   }
-  const skills = hits.map(({ row, score }) => ({
-    ...summary(row, sanitize),
-    score,
-    matchType: type,
-  }));
+  const skills = hits
+    .filter((hit) => hit.score >= minScore)
+    .map(({ row, score }) => ({
+      ...summary(row, sanitize),
+      score,
+      lexicalScore: score,
+      semanticScore: 0,
+      matchType: type,
+    }));
   context.emit("skill_search_query", caller, {
     query: clip(redactText(query), 200),
     search_type: type,
@@ -99,7 +123,14 @@ export function searchSkills(
     result_count: skills.length,
     widened,
   });
-  return { skills, effectiveSearchType: type, widened };
+  return {
+    skills,
+    effectiveSearchType: type,
+    widened,
+    matchQuality: matchQuality(skills, context.goodMatchScore),
+    rewrites: [],
+    semantic: SEMANTIC_OFF,
+  };
 }
 
 /** Full-text ranking; widens AND → OR → prefix when the stricter query finds nothing. */

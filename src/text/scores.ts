@@ -1,6 +1,9 @@
+import { invalidArgument } from "../errors.ts";
+
 /**
- * Scores shared by tool and skill search (docs/design.md §4): in [0, 1], comparable within one response.
- * Regex hits score by where the pattern matched; ranked hits are min-max scaled.
+ * Scores shared by tool and skill search (docs/design.md §4), in [0, 1], and what a ranked search
+ * reports beside its hits (match quality, query rewrites, semantic status). Regex hits score by where
+ * the pattern matched; ranked hits are min-max scaled until issue 14's absolute scores land.
  */
 export const REGEX_SCORE = {
   fullName: 0.95,
@@ -9,6 +12,46 @@ export const REGEX_SCORE = {
   /** Description, trigger or tags only. */
   text: 0.75,
 } as const;
+
+/** Until issue 14 calibrates absolute scores: half the scale (config `good_match_score`). */
+export const DEFAULT_GOOD_MATCH_SCORE = 0.5;
+
+/** How well the best hit of a ranked search matched (proto MatchQuality). */
+export type MatchQuality = "none" | "weak" | "good";
+
+export function matchQuality(
+  hits: readonly { readonly score: number }[],
+  goodMatchScore: number,
+): MatchQuality {
+  if (hits.length === 0) return "none";
+  return Math.max(...hits.map((h) => h.score)) >= goodMatchScore ? "good" : "weak";
+}
+
+/** A word search added to the query before ranking (proto QueryRewrite). */
+export interface QueryRewrite {
+  /** The query word, lowercased. */
+  readonly from: string;
+  readonly to: string;
+  readonly kind: "typo" | "synonym";
+}
+
+/** Whether semantic ranking took part (proto SemanticStatus) and how many candidates lacked a vector. */
+export interface SemanticReport {
+  readonly status: "off" | "ready" | "partial" | "unavailable";
+  readonly pending: number;
+}
+
+export const SEMANTIC_OFF: SemanticReport = { status: "off", pending: 0 };
+
+/** `min_score` of a search request: a share of the score scale; undefined (or 0) keeps every hit. */
+export function checkMinScore(minScore: number | undefined): number {
+  const value = minScore ?? 0;
+  if (!Number.isFinite(value) || value < 0 || value > 1)
+    throw invalidArgument(`min_score is ${value}; use a number from 0 to 1 (0 keeps every hit)`, [
+      { field: "min_score", description: "must be from 0 to 1" },
+    ]);
+  return value;
+}
 
 /** Min-max scaling of relevance (higher = better) into [0, 1]; 0.5 each when all are equal. */
 export function minMaxScale(relevance: readonly number[]): number[] {

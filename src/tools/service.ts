@@ -25,6 +25,15 @@ import { checkSize, LIMITS } from "../limits.ts";
 import { type PayloadProvider, type RenderedToolPayload, renderToolPayload } from "../payload/index.ts";
 import { type RenderedToolPrompt, renderToolPrompt } from "../prompt/index.ts";
 import type { ToolGate } from "../skills/index.ts";
+import { type MatchQuality, matchQuality } from "../text/scores.ts";
+
+export interface ToolSearchRequest {
+  readonly query: string;
+  readonly type?: SearchType;
+  readonly limit?: number;
+  readonly minScore?: number;
+  readonly includeAlwaysLoaded: boolean;
+}
 
 export interface ToolServiceOptions {
   readonly catalog: ToolCatalog;
@@ -64,24 +73,28 @@ export class ToolService {
     return this.options.catalog.register(source, tools, { replaceSource, owner });
   }
 
-  /** Search waits for the index to hold every change made before the call (read-your-writes). */
+  /**
+   * Search waits for the index to hold every change made before the call (read-your-writes). Says
+   * how well the best hit matched, against `tool_search.good_match_score`.
+   */
   async search(
     caller: Caller,
-    request: { query: string; type?: SearchType; limit?: number; includeAlwaysLoaded: boolean },
-  ): Promise<SearchResponse> {
+    request: ToolSearchRequest,
+  ): Promise<SearchResponse & { readonly matchQuality: MatchQuality }> {
     const version = await this.options.catalog.indexReady();
-    return this.searchIn(this.view(caller, version), caller, request);
+    const response = this.searchIn(this.view(caller, version), caller, request);
+    return {
+      ...response,
+      matchQuality: matchQuality(response.tools, this.options.toolSearch.goodMatchScore),
+    };
   }
 
-  private searchIn(
-    view: CallerView,
-    caller: Caller,
-    request: { query: string; type?: SearchType; limit?: number; includeAlwaysLoaded: boolean },
-  ): SearchResponse {
+  private searchIn(view: CallerView, caller: Caller, request: ToolSearchRequest): SearchResponse {
     return this.options.catalog.search({
       query: request.query,
       type: request.type,
       limit: request.limit,
+      minScore: request.minScore,
       visible: view.searchable(request.includeAlwaysLoaded),
       scope: caller,
     });

@@ -40,13 +40,14 @@ describe("the search index after a change", () => {
 
   it("abandons a build under way when a newer change arrives, and builds the newer one", async () => {
     const { catalog, events } = openCatalog();
-    await catalog.register("bulk", many(2_000));
-    // The first slices of the build of 2,000 tools run, then another source changes the catalog.
+    // 10,000 tools: enough that two ~10 ms slices never finish the build, even on a fast idle machine.
+    await catalog.register("bulk", many(10_000));
+    // The first slices of the build run, then another source changes the catalog.
     await nextTurn();
     await nextTurn();
     await catalog.register("late", [{ name: "late.arrival", description: "Registered during a build" }]);
     await catalog.indexReady();
-    expect(readyEvents(events)).toEqual([0, 2_001]);
+    expect(readyEvents(events)).toEqual([0, 10_001]);
     expect(names(catalog.search({ query: "late.arrival", type: "exact" }))).toEqual(["late.arrival"]);
   });
 

@@ -1,6 +1,7 @@
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema } from "../../gen/ts/google/rpc/error_details_pb.ts";
+import { MatchQuality, SemanticStatus } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import { SkillFormat, SkillScope, SkillService } from "../../gen/ts/wayfind/v1/skills_pb.ts";
 import { failure } from "../support/rpc.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
@@ -111,6 +112,22 @@ describe("SkillService over gRPC", () => {
     );
     const search = await client.searchSkills({ caller: globex, query: "deploy storefront" });
     expect(search.skills.map((skill) => skill.name)).not.toContain("acme.deploy");
+  });
+
+  it("reports match quality and each hit's lexical part, and drops hits below min_score", async () => {
+    await loadAcmePack();
+    const client = wayfind.grpc(SkillService);
+    const found = await client.searchSkills({ caller: acme, query: "deploy storefront" });
+    expect(found.skills.length).toBeGreaterThan(0);
+    for (const hit of found.skills) expect(hit.lexicalScore).toBe(hit.score);
+    expect(found.semanticStatus).toBe(SemanticStatus.OFF);
+    const none = await client.searchSkills({ caller: acme, query: "zzqxv" });
+    expect(none.matchQuality).toBe(MatchQuality.NONE);
+    const strict = await client.searchSkills({ caller: acme, query: "deploy storefront", minScore: 1 });
+    expect(strict.skills.every((hit) => hit.score >= 1)).toBe(true);
+    await expect(client.searchSkills({ caller: acme, query: "deploy", minScore: 2 })).rejects.toMatchObject({
+      code: Code.InvalidArgument,
+    });
   });
 
   it("never returns injected context over the token budget", async () => {

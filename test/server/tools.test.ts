@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Provider, SearchType } from "../../gen/ts/wayfind/v1/common_pb.ts";
+import { MatchQuality, Provider, SearchType, SemanticStatus } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import { ActivationScope, LoadingMode, ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { estimateTokens } from "../../src/text/tokens.ts";
 import { failure } from "../support/rpc.ts";
@@ -140,6 +140,54 @@ describe("SearchTools", () => {
       code: Code.InvalidArgument,
     });
   });
+});
+
+describe("SearchTools scores and match quality", () => {
+  it("reports each hit's lexical part, and that semantic ranking is off by default", async () => {
+    const response = await client().searchTools({ caller: acme, query: "open an issue on github" });
+    expect(response.tools.length).toBeGreaterThan(0);
+    for (const hit of response.tools) {
+      expect(hit.lexicalScore).toBe(hit.score);
+      expect(hit.semanticScore).toBe(0);
+    }
+    expect(response.semanticStatus).toBe(SemanticStatus.OFF);
+    expect(response.semanticPending).toBe(0);
+  });
+
+  it("says NONE when nothing matched", async () => {
+    const response = await client().searchTools({ caller: acme, query: "zzqxv" });
+    expect(response.tools).toEqual([]);
+    expect(response.matchQuality).toBe(MatchQuality.NONE);
+  });
+
+  it("says GOOD when the best hit reaches the good-match threshold", async () => {
+    const response = await client().searchTools({
+      caller: acme,
+      query: "create_issue",
+      searchType: SearchType.EXACT,
+    });
+    expect(response.tools[0]?.score).toBe(1);
+    expect(response.matchQuality).toBe(MatchQuality.GOOD);
+  });
+
+  it("drops hits below min_score, one threshold per hit", async () => {
+    const query = { caller: acme, query: "list|repository", searchType: SearchType.REGEX, limit: 20 };
+    const all = await client().searchTools(query);
+    const names = (minScore: number) => all.tools.filter((t) => t.score >= minScore).map((t) => t.name);
+    const threshold = Math.max(...all.tools.map((t) => t.score));
+    const kept = await client().searchTools({ ...query, minScore: threshold });
+    expect(kept.tools.map((t) => t.name)).toEqual(names(threshold));
+    expect(kept.tools.length).toBeLessThan(all.tools.length);
+  });
+
+  it.each([-0.1, 1.5, Number.NaN])(
+    "rejects min_score %s with INVALID_ARGUMENT naming the field",
+    async (minScore) => {
+      const error = await failure(client().searchTools({ caller: acme, query: "issue", minScore }));
+      expect(error.code).toBe(Code.InvalidArgument);
+      expect(error.message).toMatch(/min_score .* from 0 to 1/);
+    },
+  );
 });
 
 describe("GetTools", () => {

@@ -20,6 +20,7 @@ const TOOL_SEARCH = {
   preferredNamespaces: [],
   maxSearchResults: 10,
   runActivationTtlSeconds: 3600,
+  goodMatchScore: 0.5,
 };
 
 /** A real catalog in SQLite behind the real ToolService, with every event captured. */

@@ -34,6 +34,7 @@ async function service(
     preferredNamespaces: [],
     maxSearchResults: 10,
     runActivationTtlSeconds: 3600,
+    goodMatchScore: 0.5,
   };
   const sink = { emit: () => {} };
   return new ToolService({

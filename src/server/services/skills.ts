@@ -15,6 +15,7 @@ import {
   TASK_TYPES,
 } from "../enums.ts";
 import { callerOf, principalOf } from "../pipeline.ts";
+import { searchReportToProto } from "./search-report.ts";
 import { SKILL_EVENT_TYPES, watchEvents } from "./watch.ts";
 
 /** The tool names a caller may see, so skills never mention others (built by the tool side). */
@@ -75,6 +76,7 @@ export function skillService(
           type: SEARCH_TYPES.fromProto(request.searchType, "search_type"),
           taskType: TASK_TYPES.fromProto(request.taskType, "task_type"),
           limit: request.limit || undefined,
+          minScore: request.minScore,
         },
         gate(caller),
       );
@@ -82,9 +84,12 @@ export function skillService(
         skills: result.skills.map((hit) => ({
           ...summary(hit),
           score: hit.score,
+          lexicalScore: hit.lexicalScore,
+          semanticScore: hit.semanticScore,
           matchType: SKILL_MATCH_TYPES[hit.matchType],
         })),
         effectiveSearchType: SEARCH_TYPES.toProto(result.effectiveSearchType),
+        ...searchReportToProto(result),
       };
     },
 
@@ -153,7 +158,12 @@ export function skillService(
       const caller = callerOf(context);
       const result = skills.getRelevantSkills(
         caller,
-        { task: request.task, topK: request.topK || undefined, maxTokens: request.maxTokens || undefined },
+        {
+          task: request.task,
+          topK: request.topK || undefined,
+          maxTokens: request.maxTokens || undefined,
+          minScore: request.minScore,
+        },
         gate(caller),
       );
       return {

@@ -29,6 +29,7 @@ import {
   TOOL_MATCH_TYPES,
 } from "../enums.ts";
 import { callerOf, principalOf } from "../pipeline.ts";
+import { searchReportToProto } from "./search-report.ts";
 import { TOOL_EVENT_TYPES, watchEvents } from "./watch.ts";
 
 /** Sources callers may register (length bound by LIMITS.registerToolsSource). */
@@ -96,6 +97,7 @@ export function toolDiscoveryService(
         query: request.query,
         type: SEARCH_TYPES.fromProto(request.searchType, "search_type"),
         limit: request.limit || undefined,
+        minScore: request.minScore,
         includeAlwaysLoaded: request.includeAlwaysLoaded,
       });
       return {
@@ -103,11 +105,14 @@ export function toolDiscoveryService(
           name: hit.name,
           description: hit.description,
           score: hit.score,
+          lexicalScore: hit.lexicalScore,
+          semanticScore: hit.semanticScore,
           matchType: TOOL_MATCH_TYPES[hit.matchType],
           loadingMode: LOADING_MODES.toProto(hit.loadingMode),
         })),
         effectiveSearchType: EFFECTIVE_SEARCH_TYPES[result.effectiveSearchType],
         totalDeferred: result.totalDeferred,
+        ...searchReportToProto(result),
       };
     },
 

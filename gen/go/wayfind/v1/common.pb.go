@@ -104,6 +104,8 @@ const (
 	MatchType_MATCH_TYPE_FTS MatchType = 7
 	// Typo-tolerant (fuzzy) match.
 	MatchType_MATCH_TYPE_FUZZY MatchType = 8
+	// Found by meaning only (semantic ranking); no query word matched the text.
+	MatchType_MATCH_TYPE_SEMANTIC MatchType = 9
 )
 
 // Enum value maps for MatchType.
@@ -118,6 +120,7 @@ var (
 		6: "MATCH_TYPE_DESCRIPTION",
 		7: "MATCH_TYPE_FTS",
 		8: "MATCH_TYPE_FUZZY",
+		9: "MATCH_TYPE_SEMANTIC",
 	}
 	MatchType_value = map[string]int32{
 		"MATCH_TYPE_UNSPECIFIED":    0,
@@ -129,6 +132,7 @@ var (
 		"MATCH_TYPE_DESCRIPTION":    6,
 		"MATCH_TYPE_FTS":            7,
 		"MATCH_TYPE_FUZZY":          8,
+		"MATCH_TYPE_SEMANTIC":       9,
 	}
 )
 
@@ -157,6 +161,125 @@ func (x MatchType) Number() protoreflect.EnumNumber {
 // Deprecated: Use MatchType.Descriptor instead.
 func (MatchType) EnumDescriptor() ([]byte, []int) {
 	return file_wayfind_v1_common_proto_rawDescGZIP(), []int{1}
+}
+
+// How well the best hit of a full-text search matched the query, so an agent can answer "no such
+// tool" instead of calling an unrelated one.
+type MatchQuality int32
+
+const (
+	MatchQuality_MATCH_QUALITY_UNSPECIFIED MatchQuality = 0
+	// Nothing matched (or everything was below `min_score`).
+	MatchQuality_MATCH_QUALITY_NONE MatchQuality = 1
+	// There are hits, but none scored at or above the good-match threshold
+	// (config `tool_search.good_match_score`): probably not what was asked for.
+	MatchQuality_MATCH_QUALITY_WEAK MatchQuality = 2
+	// At least one hit scored at or above the good-match threshold.
+	MatchQuality_MATCH_QUALITY_GOOD MatchQuality = 3
+)
+
+// Enum value maps for MatchQuality.
+var (
+	MatchQuality_name = map[int32]string{
+		0: "MATCH_QUALITY_UNSPECIFIED",
+		1: "MATCH_QUALITY_NONE",
+		2: "MATCH_QUALITY_WEAK",
+		3: "MATCH_QUALITY_GOOD",
+	}
+	MatchQuality_value = map[string]int32{
+		"MATCH_QUALITY_UNSPECIFIED": 0,
+		"MATCH_QUALITY_NONE":        1,
+		"MATCH_QUALITY_WEAK":        2,
+		"MATCH_QUALITY_GOOD":        3,
+	}
+)
+
+func (x MatchQuality) Enum() *MatchQuality {
+	p := new(MatchQuality)
+	*p = x
+	return p
+}
+
+func (x MatchQuality) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (MatchQuality) Descriptor() protoreflect.EnumDescriptor {
+	return file_wayfind_v1_common_proto_enumTypes[2].Descriptor()
+}
+
+func (MatchQuality) Type() protoreflect.EnumType {
+	return &file_wayfind_v1_common_proto_enumTypes[2]
+}
+
+func (x MatchQuality) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use MatchQuality.Descriptor instead.
+func (MatchQuality) EnumDescriptor() ([]byte, []int) {
+	return file_wayfind_v1_common_proto_rawDescGZIP(), []int{2}
+}
+
+// Whether semantic (sentence-embedding) ranking took part in a search.
+type SemanticStatus int32
+
+const (
+	SemanticStatus_SEMANTIC_STATUS_UNSPECIFIED SemanticStatus = 0
+	// Semantic ranking is not configured, or the search type is not full-text.
+	SemanticStatus_SEMANTIC_STATUS_OFF SemanticStatus = 1
+	// Every candidate had its vector: scores fuse lexical and semantic relevance.
+	SemanticStatus_SEMANTIC_STATUS_READY SemanticStatus = 2
+	// Some candidates' vectors are still being computed; those were ranked lexically only
+	// (`semantic_pending` says how many).
+	SemanticStatus_SEMANTIC_STATUS_PARTIAL SemanticStatus = 3
+	// Semantic ranking is configured but the model could not embed the query: lexical only.
+	SemanticStatus_SEMANTIC_STATUS_UNAVAILABLE SemanticStatus = 4
+)
+
+// Enum value maps for SemanticStatus.
+var (
+	SemanticStatus_name = map[int32]string{
+		0: "SEMANTIC_STATUS_UNSPECIFIED",
+		1: "SEMANTIC_STATUS_OFF",
+		2: "SEMANTIC_STATUS_READY",
+		3: "SEMANTIC_STATUS_PARTIAL",
+		4: "SEMANTIC_STATUS_UNAVAILABLE",
+	}
+	SemanticStatus_value = map[string]int32{
+		"SEMANTIC_STATUS_UNSPECIFIED": 0,
+		"SEMANTIC_STATUS_OFF":         1,
+		"SEMANTIC_STATUS_READY":       2,
+		"SEMANTIC_STATUS_PARTIAL":     3,
+		"SEMANTIC_STATUS_UNAVAILABLE": 4,
+	}
+)
+
+func (x SemanticStatus) Enum() *SemanticStatus {
+	p := new(SemanticStatus)
+	*p = x
+	return p
+}
+
+func (x SemanticStatus) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SemanticStatus) Descriptor() protoreflect.EnumDescriptor {
+	return file_wayfind_v1_common_proto_enumTypes[3].Descriptor()
+}
+
+func (SemanticStatus) Type() protoreflect.EnumType {
+	return &file_wayfind_v1_common_proto_enumTypes[3]
+}
+
+func (x SemanticStatus) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SemanticStatus.Descriptor instead.
+func (SemanticStatus) EnumDescriptor() ([]byte, []int) {
+	return file_wayfind_v1_common_proto_rawDescGZIP(), []int{3}
 }
 
 // A model provider, for usage accounting and provider-shaped payloads.
@@ -202,11 +325,11 @@ func (x Provider) String() string {
 }
 
 func (Provider) Descriptor() protoreflect.EnumDescriptor {
-	return file_wayfind_v1_common_proto_enumTypes[2].Descriptor()
+	return file_wayfind_v1_common_proto_enumTypes[4].Descriptor()
 }
 
 func (Provider) Type() protoreflect.EnumType {
-	return &file_wayfind_v1_common_proto_enumTypes[2]
+	return &file_wayfind_v1_common_proto_enumTypes[4]
 }
 
 func (x Provider) Number() protoreflect.EnumNumber {
@@ -215,7 +338,58 @@ func (x Provider) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Provider.Descriptor instead.
 func (Provider) EnumDescriptor() ([]byte, []int) {
-	return file_wayfind_v1_common_proto_rawDescGZIP(), []int{2}
+	return file_wayfind_v1_common_proto_rawDescGZIP(), []int{4}
+}
+
+type QueryRewrite_Kind int32
+
+const (
+	QueryRewrite_KIND_UNSPECIFIED QueryRewrite_Kind = 0
+	// A word not in the catalog's vocabulary, read as a close vocabulary word (edit distance).
+	QueryRewrite_KIND_TYPO QueryRewrite_Kind = 1
+	// An abbreviation or synonym (built-in list or config `tool_search.synonyms`).
+	QueryRewrite_KIND_SYNONYM QueryRewrite_Kind = 2
+)
+
+// Enum value maps for QueryRewrite_Kind.
+var (
+	QueryRewrite_Kind_name = map[int32]string{
+		0: "KIND_UNSPECIFIED",
+		1: "KIND_TYPO",
+		2: "KIND_SYNONYM",
+	}
+	QueryRewrite_Kind_value = map[string]int32{
+		"KIND_UNSPECIFIED": 0,
+		"KIND_TYPO":        1,
+		"KIND_SYNONYM":     2,
+	}
+)
+
+func (x QueryRewrite_Kind) Enum() *QueryRewrite_Kind {
+	p := new(QueryRewrite_Kind)
+	*p = x
+	return p
+}
+
+func (x QueryRewrite_Kind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (QueryRewrite_Kind) Descriptor() protoreflect.EnumDescriptor {
+	return file_wayfind_v1_common_proto_enumTypes[5].Descriptor()
+}
+
+func (QueryRewrite_Kind) Type() protoreflect.EnumType {
+	return &file_wayfind_v1_common_proto_enumTypes[5]
+}
+
+func (x QueryRewrite_Kind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use QueryRewrite_Kind.Descriptor instead.
+func (QueryRewrite_Kind) EnumDescriptor() ([]byte, []int) {
+	return file_wayfind_v1_common_proto_rawDescGZIP(), []int{1, 0}
 }
 
 // CallerContext says who is asking. Every read RPC takes one; wayfind decides from it what exists
@@ -323,6 +497,69 @@ func (x *CallerContext) GetNarrowToTools() []string {
 	return nil
 }
 
+// A change search made to a query word before ranking (the originals are searched too).
+type QueryRewrite struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The query word, lowercased.
+	From string `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	// What it was also searched as.
+	To            string            `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	Kind          QueryRewrite_Kind `protobuf:"varint,3,opt,name=kind,proto3,enum=wayfind.v1.QueryRewrite_Kind" json:"kind,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueryRewrite) Reset() {
+	*x = QueryRewrite{}
+	mi := &file_wayfind_v1_common_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueryRewrite) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueryRewrite) ProtoMessage() {}
+
+func (x *QueryRewrite) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfind_v1_common_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueryRewrite.ProtoReflect.Descriptor instead.
+func (*QueryRewrite) Descriptor() ([]byte, []int) {
+	return file_wayfind_v1_common_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *QueryRewrite) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *QueryRewrite) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+func (x *QueryRewrite) GetKind() QueryRewrite_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return QueryRewrite_KIND_UNSPECIFIED
+}
+
 var File_wayfind_v1_common_proto protoreflect.FileDescriptor
 
 const file_wayfind_v1_common_proto_rawDesc = "" +
@@ -338,14 +575,22 @@ const file_wayfind_v1_common_proto_rawDesc = "" +
 	"session_id\x18\x04 \x01(\tR\tsessionId\x12\x15\n" +
 	"\x06run_id\x18\x05 \x01(\tR\x05runId\x12\"\n" +
 	"\fentitlements\x18\x06 \x03(\tR\fentitlements\x12&\n" +
-	"\x0fnarrow_to_tools\x18\a \x03(\tR\rnarrowToTools*\x83\x01\n" +
+	"\x0fnarrow_to_tools\x18\a \x03(\tR\rnarrowToTools\"\xa4\x01\n" +
+	"\fQueryRewrite\x12\x12\n" +
+	"\x04from\x18\x01 \x01(\tR\x04from\x12\x0e\n" +
+	"\x02to\x18\x02 \x01(\tR\x02to\x121\n" +
+	"\x04kind\x18\x03 \x01(\x0e2\x1d.wayfind.v1.QueryRewrite.KindR\x04kind\"=\n" +
+	"\x04Kind\x12\x14\n" +
+	"\x10KIND_UNSPECIFIED\x10\x00\x12\r\n" +
+	"\tKIND_TYPO\x10\x01\x12\x10\n" +
+	"\fKIND_SYNONYM\x10\x02*\x83\x01\n" +
 	"\n" +
 	"SearchType\x12\x1b\n" +
 	"\x17SEARCH_TYPE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fSEARCH_TYPE_FTS\x10\x01\x12\x15\n" +
 	"\x11SEARCH_TYPE_REGEX\x10\x02\x12\x15\n" +
 	"\x11SEARCH_TYPE_EXACT\x10\x03\x12\x15\n" +
-	"\x11SEARCH_TYPE_FUZZY\x10\x04*\xe9\x01\n" +
+	"\x11SEARCH_TYPE_FUZZY\x10\x04*\x82\x02\n" +
 	"\tMatchType\x12\x1a\n" +
 	"\x16MATCH_TYPE_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10MATCH_TYPE_EXACT\x10\x01\x12\x14\n" +
@@ -355,7 +600,19 @@ const file_wayfind_v1_common_proto_rawDesc = "" +
 	"\x19MATCH_TYPE_NAME_SUBSTRING\x10\x05\x12\x1a\n" +
 	"\x16MATCH_TYPE_DESCRIPTION\x10\x06\x12\x12\n" +
 	"\x0eMATCH_TYPE_FTS\x10\a\x12\x14\n" +
-	"\x10MATCH_TYPE_FUZZY\x10\b*\x90\x01\n" +
+	"\x10MATCH_TYPE_FUZZY\x10\b\x12\x17\n" +
+	"\x13MATCH_TYPE_SEMANTIC\x10\t*u\n" +
+	"\fMatchQuality\x12\x1d\n" +
+	"\x19MATCH_QUALITY_UNSPECIFIED\x10\x00\x12\x16\n" +
+	"\x12MATCH_QUALITY_NONE\x10\x01\x12\x16\n" +
+	"\x12MATCH_QUALITY_WEAK\x10\x02\x12\x16\n" +
+	"\x12MATCH_QUALITY_GOOD\x10\x03*\xa3\x01\n" +
+	"\x0eSemanticStatus\x12\x1f\n" +
+	"\x1bSEMANTIC_STATUS_UNSPECIFIED\x10\x00\x12\x17\n" +
+	"\x13SEMANTIC_STATUS_OFF\x10\x01\x12\x19\n" +
+	"\x15SEMANTIC_STATUS_READY\x10\x02\x12\x1b\n" +
+	"\x17SEMANTIC_STATUS_PARTIAL\x10\x03\x12\x1f\n" +
+	"\x1bSEMANTIC_STATUS_UNAVAILABLE\x10\x04*\x90\x01\n" +
 	"\bProvider\x12\x18\n" +
 	"\x14PROVIDER_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12PROVIDER_ANTHROPIC\x10\x01\x12\x13\n" +
@@ -376,20 +633,25 @@ func file_wayfind_v1_common_proto_rawDescGZIP() []byte {
 	return file_wayfind_v1_common_proto_rawDescData
 }
 
-var file_wayfind_v1_common_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_wayfind_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 1)
+var file_wayfind_v1_common_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_wayfind_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
 var file_wayfind_v1_common_proto_goTypes = []any{
-	(SearchType)(0),       // 0: wayfind.v1.SearchType
-	(MatchType)(0),        // 1: wayfind.v1.MatchType
-	(Provider)(0),         // 2: wayfind.v1.Provider
-	(*CallerContext)(nil), // 3: wayfind.v1.CallerContext
+	(SearchType)(0),        // 0: wayfind.v1.SearchType
+	(MatchType)(0),         // 1: wayfind.v1.MatchType
+	(MatchQuality)(0),      // 2: wayfind.v1.MatchQuality
+	(SemanticStatus)(0),    // 3: wayfind.v1.SemanticStatus
+	(Provider)(0),          // 4: wayfind.v1.Provider
+	(QueryRewrite_Kind)(0), // 5: wayfind.v1.QueryRewrite.Kind
+	(*CallerContext)(nil),  // 6: wayfind.v1.CallerContext
+	(*QueryRewrite)(nil),   // 7: wayfind.v1.QueryRewrite
 }
 var file_wayfind_v1_common_proto_depIdxs = []int32{
-	0, // [0:0] is the sub-list for method output_type
-	0, // [0:0] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	5, // 0: wayfind.v1.QueryRewrite.kind:type_name -> wayfind.v1.QueryRewrite.Kind
+	1, // [1:1] is the sub-list for method output_type
+	1, // [1:1] is the sub-list for method input_type
+	1, // [1:1] is the sub-list for extension type_name
+	1, // [1:1] is the sub-list for extension extendee
+	0, // [0:1] is the sub-list for field type_name
 }
 
 func init() { file_wayfind_v1_common_proto_init() }
@@ -402,8 +664,8 @@ func file_wayfind_v1_common_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wayfind_v1_common_proto_rawDesc), len(file_wayfind_v1_common_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   1,
+			NumEnums:      6,
+			NumMessages:   2,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -758,9 +758,14 @@ type SkillMatch struct {
 	Title       string                 `protobuf:"bytes,2,opt,name=title,proto3" json:"title,omitempty"`
 	Description string                 `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
 	TaskType    TaskType               `protobuf:"varint,4,opt,name=task_type,json=taskType,proto3,enum=wayfind.v1.TaskType" json:"task_type,omitempty"`
-	// In [0, 1], comparable within one response.
-	Score         float64   `protobuf:"fixed64,5,opt,name=score,proto3" json:"score,omitempty"`
-	MatchType     MatchType `protobuf:"varint,6,opt,name=match_type,json=matchType,proto3,enum=wayfind.v1.MatchType" json:"match_type,omitempty"`
+	// In [0, 1]: how well this skill matches the query; depends only on the query and the skill (and
+	// the corpus statistics of the skills the caller can see), never on the other hits or on `limit`.
+	Score     float64   `protobuf:"fixed64,5,opt,name=score,proto3" json:"score,omitempty"`
+	MatchType MatchType `protobuf:"varint,6,opt,name=match_type,json=matchType,proto3,enum=wayfind.v1.MatchType" json:"match_type,omitempty"`
+	// The lexical part of `score`, in [0, 1].
+	LexicalScore float64 `protobuf:"fixed64,7,opt,name=lexical_score,json=lexicalScore,proto3" json:"lexical_score,omitempty"`
+	// The semantic part of `score`; 0 when semantic ranking did not take part for this skill.
+	SemanticScore float64 `protobuf:"fixed64,8,opt,name=semantic_score,json=semanticScore,proto3" json:"semantic_score,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -837,6 +842,20 @@ func (x *SkillMatch) GetMatchType() MatchType {
 	return MatchType_MATCH_TYPE_UNSPECIFIED
 }
 
+func (x *SkillMatch) GetLexicalScore() float64 {
+	if x != nil {
+		return x.LexicalScore
+	}
+	return 0
+}
+
+func (x *SkillMatch) GetSemanticScore() float64 {
+	if x != nil {
+		return x.SemanticScore
+	}
+	return 0
+}
+
 type SearchSkillsRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Caller *CallerContext         `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
@@ -845,7 +864,9 @@ type SearchSkillsRequest struct {
 	SearchType SearchType `protobuf:"varint,3,opt,name=search_type,json=searchType,proto3,enum=wayfind.v1.SearchType" json:"search_type,omitempty"`
 	TaskType   TaskType   `protobuf:"varint,4,opt,name=task_type,json=taskType,proto3,enum=wayfind.v1.TaskType" json:"task_type,omitempty"`
 	// 1–20, default 5.
-	Limit         int32 `protobuf:"varint,5,opt,name=limit,proto3" json:"limit,omitempty"`
+	Limit int32 `protobuf:"varint,5,opt,name=limit,proto3" json:"limit,omitempty"`
+	// 0–1: hits scoring below it are dropped (0 = keep every hit).
+	MinScore      float64 `protobuf:"fixed64,6,opt,name=min_score,json=minScore,proto3" json:"min_score,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -915,12 +936,24 @@ func (x *SearchSkillsRequest) GetLimit() int32 {
 	return 0
 }
 
+func (x *SearchSkillsRequest) GetMinScore() float64 {
+	if x != nil {
+		return x.MinScore
+	}
+	return 0
+}
+
 type SearchSkillsResponse struct {
 	state               protoimpl.MessageState `protogen:"open.v1"`
 	Skills              []*SkillMatch          `protobuf:"bytes,1,rep,name=skills,proto3" json:"skills,omitempty"`
 	EffectiveSearchType SearchType             `protobuf:"varint,2,opt,name=effective_search_type,json=effectiveSearchType,proto3,enum=wayfind.v1.SearchType" json:"effective_search_type,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	MatchQuality        MatchQuality           `protobuf:"varint,3,opt,name=match_quality,json=matchQuality,proto3,enum=wayfind.v1.MatchQuality" json:"match_quality,omitempty"`
+	SemanticStatus      SemanticStatus         `protobuf:"varint,4,opt,name=semantic_status,json=semanticStatus,proto3,enum=wayfind.v1.SemanticStatus" json:"semantic_status,omitempty"`
+	// Candidate skills ranked lexically only because their vectors are still being computed.
+	SemanticPending int32           `protobuf:"varint,5,opt,name=semantic_pending,json=semanticPending,proto3" json:"semantic_pending,omitempty"`
+	QueryRewrites   []*QueryRewrite `protobuf:"bytes,6,rep,name=query_rewrites,json=queryRewrites,proto3" json:"query_rewrites,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *SearchSkillsResponse) Reset() {
@@ -965,6 +998,34 @@ func (x *SearchSkillsResponse) GetEffectiveSearchType() SearchType {
 		return x.EffectiveSearchType
 	}
 	return SearchType_SEARCH_TYPE_UNSPECIFIED
+}
+
+func (x *SearchSkillsResponse) GetMatchQuality() MatchQuality {
+	if x != nil {
+		return x.MatchQuality
+	}
+	return MatchQuality_MATCH_QUALITY_UNSPECIFIED
+}
+
+func (x *SearchSkillsResponse) GetSemanticStatus() SemanticStatus {
+	if x != nil {
+		return x.SemanticStatus
+	}
+	return SemanticStatus_SEMANTIC_STATUS_UNSPECIFIED
+}
+
+func (x *SearchSkillsResponse) GetSemanticPending() int32 {
+	if x != nil {
+		return x.SemanticPending
+	}
+	return 0
+}
+
+func (x *SearchSkillsResponse) GetQueryRewrites() []*QueryRewrite {
+	if x != nil {
+		return x.QueryRewrites
+	}
+	return nil
 }
 
 type GetSkillsRequest struct {
@@ -1344,7 +1405,9 @@ type GetRelevantSkillsRequest struct {
 	// 1–10, default 3.
 	TopK int32 `protobuf:"varint,3,opt,name=top_k,json=topK,proto3" json:"top_k,omitempty"`
 	// 200–6,000, default 1,500.
-	MaxTokens     int32 `protobuf:"varint,4,opt,name=max_tokens,json=maxTokens,proto3" json:"max_tokens,omitempty"`
+	MaxTokens int32 `protobuf:"varint,4,opt,name=max_tokens,json=maxTokens,proto3" json:"max_tokens,omitempty"`
+	// 0–1: skills scoring below it are left out (0 = the server's relevance floor only).
+	MinScore      float64 `protobuf:"fixed64,5,opt,name=min_score,json=minScore,proto3" json:"min_score,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1403,6 +1466,13 @@ func (x *GetRelevantSkillsRequest) GetTopK() int32 {
 func (x *GetRelevantSkillsRequest) GetMaxTokens() int32 {
 	if x != nil {
 		return x.MaxTokens
+	}
+	return 0
+}
+
+func (x *GetRelevantSkillsRequest) GetMinScore() float64 {
+	if x != nil {
+		return x.MinScore
 	}
 	return 0
 }
@@ -1804,7 +1874,7 @@ const file_wayfind_v1_skills_proto_rawDesc = "" +
 	"\aupdated\x18\x02 \x01(\x05R\aupdated\x12\x1c\n" +
 	"\tunchanged\x18\x03 \x01(\x05R\tunchanged\x12\x1f\n" +
 	"\vskill_count\x18\x04 \x01(\x05R\n" +
-	"skillCount\"\xd7\x01\n" +
+	"skillCount\"\xa3\x02\n" +
 	"\n" +
 	"SkillMatch\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
@@ -1813,17 +1883,24 @@ const file_wayfind_v1_skills_proto_rawDesc = "" +
 	"\ttask_type\x18\x04 \x01(\x0e2\x14.wayfind.v1.TaskTypeR\btaskType\x12\x14\n" +
 	"\x05score\x18\x05 \x01(\x01R\x05score\x124\n" +
 	"\n" +
-	"match_type\x18\x06 \x01(\x0e2\x15.wayfind.v1.MatchTypeR\tmatchType\"\xe0\x01\n" +
+	"match_type\x18\x06 \x01(\x0e2\x15.wayfind.v1.MatchTypeR\tmatchType\x12#\n" +
+	"\rlexical_score\x18\a \x01(\x01R\flexicalScore\x12%\n" +
+	"\x0esemantic_score\x18\b \x01(\x01R\rsemanticScore\"\xfd\x01\n" +
 	"\x13SearchSkillsRequest\x121\n" +
 	"\x06caller\x18\x01 \x01(\v2\x19.wayfind.v1.CallerContextR\x06caller\x12\x14\n" +
 	"\x05query\x18\x02 \x01(\tR\x05query\x127\n" +
 	"\vsearch_type\x18\x03 \x01(\x0e2\x16.wayfind.v1.SearchTypeR\n" +
 	"searchType\x121\n" +
 	"\ttask_type\x18\x04 \x01(\x0e2\x14.wayfind.v1.TaskTypeR\btaskType\x12\x14\n" +
-	"\x05limit\x18\x05 \x01(\x05R\x05limit\"\x92\x01\n" +
+	"\x05limit\x18\x05 \x01(\x05R\x05limit\x12\x1b\n" +
+	"\tmin_score\x18\x06 \x01(\x01R\bminScore\"\x82\x03\n" +
 	"\x14SearchSkillsResponse\x12.\n" +
 	"\x06skills\x18\x01 \x03(\v2\x16.wayfind.v1.SkillMatchR\x06skills\x12J\n" +
-	"\x15effective_search_type\x18\x02 \x01(\x0e2\x16.wayfind.v1.SearchTypeR\x13effectiveSearchType\"\xab\x01\n" +
+	"\x15effective_search_type\x18\x02 \x01(\x0e2\x16.wayfind.v1.SearchTypeR\x13effectiveSearchType\x12=\n" +
+	"\rmatch_quality\x18\x03 \x01(\x0e2\x18.wayfind.v1.MatchQualityR\fmatchQuality\x12C\n" +
+	"\x0fsemantic_status\x18\x04 \x01(\x0e2\x1a.wayfind.v1.SemanticStatusR\x0esemanticStatus\x12)\n" +
+	"\x10semantic_pending\x18\x05 \x01(\x05R\x0fsemanticPending\x12?\n" +
+	"\x0equery_rewrites\x18\x06 \x03(\v2\x18.wayfind.v1.QueryRewriteR\rqueryRewrites\"\xab\x01\n" +
 	"\x10GetSkillsRequest\x121\n" +
 	"\x06caller\x18\x01 \x01(\v2\x19.wayfind.v1.CallerContextR\x06caller\x12\x14\n" +
 	"\x05names\x18\x02 \x03(\tR\x05names\x12/\n" +
@@ -1854,13 +1931,14 @@ const file_wayfind_v1_skills_proto_rawDesc = "" +
 	"\x06skills\x18\x01 \x03(\v2\x18.wayfind.v1.SkillSummaryR\x06skills\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x1f\n" +
 	"\vtotal_count\x18\x03 \x01(\x05R\n" +
-	"totalCount\"\x95\x01\n" +
+	"totalCount\"\xb2\x01\n" +
 	"\x18GetRelevantSkillsRequest\x121\n" +
 	"\x06caller\x18\x01 \x01(\v2\x19.wayfind.v1.CallerContextR\x06caller\x12\x12\n" +
 	"\x04task\x18\x02 \x01(\tR\x04task\x12\x13\n" +
 	"\x05top_k\x18\x03 \x01(\x05R\x04topK\x12\x1d\n" +
 	"\n" +
-	"max_tokens\x18\x04 \x01(\x05R\tmaxTokens\"\xe5\x01\n" +
+	"max_tokens\x18\x04 \x01(\x05R\tmaxTokens\x12\x1b\n" +
+	"\tmin_score\x18\x05 \x01(\x01R\bminScore\"\xe5\x01\n" +
 	"\x19GetRelevantSkillsResponse\x12+\n" +
 	"\x11formatted_context\x18\x01 \x01(\tR\x10formattedContext\x12\x1f\n" +
 	"\vskill_names\x18\x02 \x03(\tR\n" +
@@ -1960,9 +2038,12 @@ var file_wayfind_v1_skills_proto_goTypes = []any{
 	(*CallerContext)(nil),                // 25: wayfind.v1.CallerContext
 	(MatchType)(0),                       // 26: wayfind.v1.MatchType
 	(SearchType)(0),                      // 27: wayfind.v1.SearchType
-	(*EventFilter)(nil),                  // 28: wayfind.v1.EventFilter
-	(*WatchStatus)(nil),                  // 29: wayfind.v1.WatchStatus
-	(*Event)(nil),                        // 30: wayfind.v1.Event
+	(MatchQuality)(0),                    // 28: wayfind.v1.MatchQuality
+	(SemanticStatus)(0),                  // 29: wayfind.v1.SemanticStatus
+	(*QueryRewrite)(nil),                 // 30: wayfind.v1.QueryRewrite
+	(*EventFilter)(nil),                  // 31: wayfind.v1.EventFilter
+	(*WatchStatus)(nil),                  // 32: wayfind.v1.WatchStatus
+	(*Event)(nil),                        // 33: wayfind.v1.Event
 }
 var file_wayfind_v1_skills_proto_depIdxs = []int32{
 	0,  // 0: wayfind.v1.Skill.task_type:type_name -> wayfind.v1.TaskType
@@ -1983,43 +2064,46 @@ var file_wayfind_v1_skills_proto_depIdxs = []int32{
 	0,  // 15: wayfind.v1.SearchSkillsRequest.task_type:type_name -> wayfind.v1.TaskType
 	9,  // 16: wayfind.v1.SearchSkillsResponse.skills:type_name -> wayfind.v1.SkillMatch
 	27, // 17: wayfind.v1.SearchSkillsResponse.effective_search_type:type_name -> wayfind.v1.SearchType
-	25, // 18: wayfind.v1.GetSkillsRequest.caller:type_name -> wayfind.v1.CallerContext
-	3,  // 19: wayfind.v1.GetSkillsRequest.format:type_name -> wayfind.v1.SkillFormat
-	4,  // 20: wayfind.v1.GetSkillsResponse.skills:type_name -> wayfind.v1.Skill
-	25, // 21: wayfind.v1.ListSkillsRequest.caller:type_name -> wayfind.v1.CallerContext
-	0,  // 22: wayfind.v1.ListSkillsRequest.task_type:type_name -> wayfind.v1.TaskType
-	1,  // 23: wayfind.v1.ListSkillsRequest.origin:type_name -> wayfind.v1.SkillOrigin
-	2,  // 24: wayfind.v1.ListSkillsRequest.scope:type_name -> wayfind.v1.SkillScope
-	0,  // 25: wayfind.v1.SkillSummary.task_type:type_name -> wayfind.v1.TaskType
-	1,  // 26: wayfind.v1.SkillSummary.origin:type_name -> wayfind.v1.SkillOrigin
-	2,  // 27: wayfind.v1.SkillSummary.scope:type_name -> wayfind.v1.SkillScope
-	15, // 28: wayfind.v1.ListSkillsResponse.skills:type_name -> wayfind.v1.SkillSummary
-	25, // 29: wayfind.v1.GetRelevantSkillsRequest.caller:type_name -> wayfind.v1.CallerContext
-	25, // 30: wayfind.v1.RenderSkillDirectoryRequest.caller:type_name -> wayfind.v1.CallerContext
-	25, // 31: wayfind.v1.WatchSkillEventsRequest.caller:type_name -> wayfind.v1.CallerContext
-	28, // 32: wayfind.v1.WatchSkillEventsRequest.filter:type_name -> wayfind.v1.EventFilter
-	29, // 33: wayfind.v1.WatchSkillEventsResponse.status:type_name -> wayfind.v1.WatchStatus
-	30, // 34: wayfind.v1.WatchSkillEventsResponse.event:type_name -> wayfind.v1.Event
-	23, // 35: wayfind.v1.WatchSkillEventsResponse.sent_at:type_name -> google.protobuf.Timestamp
-	6,  // 36: wayfind.v1.SkillService.LoadSkillPack:input_type -> wayfind.v1.LoadSkillPackRequest
-	10, // 37: wayfind.v1.SkillService.SearchSkills:input_type -> wayfind.v1.SearchSkillsRequest
-	12, // 38: wayfind.v1.SkillService.GetSkills:input_type -> wayfind.v1.GetSkillsRequest
-	14, // 39: wayfind.v1.SkillService.ListSkills:input_type -> wayfind.v1.ListSkillsRequest
-	17, // 40: wayfind.v1.SkillService.GetRelevantSkills:input_type -> wayfind.v1.GetRelevantSkillsRequest
-	19, // 41: wayfind.v1.SkillService.RenderSkillDirectory:input_type -> wayfind.v1.RenderSkillDirectoryRequest
-	21, // 42: wayfind.v1.SkillService.WatchSkillEvents:input_type -> wayfind.v1.WatchSkillEventsRequest
-	8,  // 43: wayfind.v1.SkillService.LoadSkillPack:output_type -> wayfind.v1.LoadSkillPackResponse
-	11, // 44: wayfind.v1.SkillService.SearchSkills:output_type -> wayfind.v1.SearchSkillsResponse
-	13, // 45: wayfind.v1.SkillService.GetSkills:output_type -> wayfind.v1.GetSkillsResponse
-	16, // 46: wayfind.v1.SkillService.ListSkills:output_type -> wayfind.v1.ListSkillsResponse
-	18, // 47: wayfind.v1.SkillService.GetRelevantSkills:output_type -> wayfind.v1.GetRelevantSkillsResponse
-	20, // 48: wayfind.v1.SkillService.RenderSkillDirectory:output_type -> wayfind.v1.RenderSkillDirectoryResponse
-	22, // 49: wayfind.v1.SkillService.WatchSkillEvents:output_type -> wayfind.v1.WatchSkillEventsResponse
-	43, // [43:50] is the sub-list for method output_type
-	36, // [36:43] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	28, // 18: wayfind.v1.SearchSkillsResponse.match_quality:type_name -> wayfind.v1.MatchQuality
+	29, // 19: wayfind.v1.SearchSkillsResponse.semantic_status:type_name -> wayfind.v1.SemanticStatus
+	30, // 20: wayfind.v1.SearchSkillsResponse.query_rewrites:type_name -> wayfind.v1.QueryRewrite
+	25, // 21: wayfind.v1.GetSkillsRequest.caller:type_name -> wayfind.v1.CallerContext
+	3,  // 22: wayfind.v1.GetSkillsRequest.format:type_name -> wayfind.v1.SkillFormat
+	4,  // 23: wayfind.v1.GetSkillsResponse.skills:type_name -> wayfind.v1.Skill
+	25, // 24: wayfind.v1.ListSkillsRequest.caller:type_name -> wayfind.v1.CallerContext
+	0,  // 25: wayfind.v1.ListSkillsRequest.task_type:type_name -> wayfind.v1.TaskType
+	1,  // 26: wayfind.v1.ListSkillsRequest.origin:type_name -> wayfind.v1.SkillOrigin
+	2,  // 27: wayfind.v1.ListSkillsRequest.scope:type_name -> wayfind.v1.SkillScope
+	0,  // 28: wayfind.v1.SkillSummary.task_type:type_name -> wayfind.v1.TaskType
+	1,  // 29: wayfind.v1.SkillSummary.origin:type_name -> wayfind.v1.SkillOrigin
+	2,  // 30: wayfind.v1.SkillSummary.scope:type_name -> wayfind.v1.SkillScope
+	15, // 31: wayfind.v1.ListSkillsResponse.skills:type_name -> wayfind.v1.SkillSummary
+	25, // 32: wayfind.v1.GetRelevantSkillsRequest.caller:type_name -> wayfind.v1.CallerContext
+	25, // 33: wayfind.v1.RenderSkillDirectoryRequest.caller:type_name -> wayfind.v1.CallerContext
+	25, // 34: wayfind.v1.WatchSkillEventsRequest.caller:type_name -> wayfind.v1.CallerContext
+	31, // 35: wayfind.v1.WatchSkillEventsRequest.filter:type_name -> wayfind.v1.EventFilter
+	32, // 36: wayfind.v1.WatchSkillEventsResponse.status:type_name -> wayfind.v1.WatchStatus
+	33, // 37: wayfind.v1.WatchSkillEventsResponse.event:type_name -> wayfind.v1.Event
+	23, // 38: wayfind.v1.WatchSkillEventsResponse.sent_at:type_name -> google.protobuf.Timestamp
+	6,  // 39: wayfind.v1.SkillService.LoadSkillPack:input_type -> wayfind.v1.LoadSkillPackRequest
+	10, // 40: wayfind.v1.SkillService.SearchSkills:input_type -> wayfind.v1.SearchSkillsRequest
+	12, // 41: wayfind.v1.SkillService.GetSkills:input_type -> wayfind.v1.GetSkillsRequest
+	14, // 42: wayfind.v1.SkillService.ListSkills:input_type -> wayfind.v1.ListSkillsRequest
+	17, // 43: wayfind.v1.SkillService.GetRelevantSkills:input_type -> wayfind.v1.GetRelevantSkillsRequest
+	19, // 44: wayfind.v1.SkillService.RenderSkillDirectory:input_type -> wayfind.v1.RenderSkillDirectoryRequest
+	21, // 45: wayfind.v1.SkillService.WatchSkillEvents:input_type -> wayfind.v1.WatchSkillEventsRequest
+	8,  // 46: wayfind.v1.SkillService.LoadSkillPack:output_type -> wayfind.v1.LoadSkillPackResponse
+	11, // 47: wayfind.v1.SkillService.SearchSkills:output_type -> wayfind.v1.SearchSkillsResponse
+	13, // 48: wayfind.v1.SkillService.GetSkills:output_type -> wayfind.v1.GetSkillsResponse
+	16, // 49: wayfind.v1.SkillService.ListSkills:output_type -> wayfind.v1.ListSkillsResponse
+	18, // 50: wayfind.v1.SkillService.GetRelevantSkills:output_type -> wayfind.v1.GetRelevantSkillsResponse
+	20, // 51: wayfind.v1.SkillService.RenderSkillDirectory:output_type -> wayfind.v1.RenderSkillDirectoryResponse
+	22, // 52: wayfind.v1.SkillService.WatchSkillEvents:output_type -> wayfind.v1.WatchSkillEventsResponse
+	46, // [46:53] is the sub-list for method output_type
+	39, // [39:46] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_wayfind_v1_skills_proto_init() }

@@ -853,8 +853,11 @@ type SearchToolsRequest struct {
 	Limit int32 `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`
 	// Also return tools that are already visible (always loaded or activated).
 	IncludeAlwaysLoaded bool `protobuf:"varint,5,opt,name=include_always_loaded,json=includeAlwaysLoaded,proto3" json:"include_always_loaded,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// 0–1: hits scoring below it are dropped (0 = keep every hit). Scores are absolute (see
+	// `ToolMatch.score`), so one threshold means the same for every query.
+	MinScore      float64 `protobuf:"fixed64,6,opt,name=min_score,json=minScore,proto3" json:"min_score,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SearchToolsRequest) Reset() {
@@ -922,15 +925,29 @@ func (x *SearchToolsRequest) GetIncludeAlwaysLoaded() bool {
 	return false
 }
 
+func (x *SearchToolsRequest) GetMinScore() float64 {
+	if x != nil {
+		return x.MinScore
+	}
+	return 0
+}
+
 // One search result.
 type ToolMatch struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	Name        string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	Description string                 `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
-	// In [0, 1], comparable within one response; results are in descending score order.
-	Score         float64     `protobuf:"fixed64,3,opt,name=score,proto3" json:"score,omitempty"`
-	MatchType     MatchType   `protobuf:"varint,4,opt,name=match_type,json=matchType,proto3,enum=wayfind.v1.MatchType" json:"match_type,omitempty"`
-	LoadingMode   LoadingMode `protobuf:"varint,5,opt,name=loading_mode,json=loadingMode,proto3,enum=wayfind.v1.LoadingMode" json:"loading_mode,omitempty"`
+	// In [0, 1]: how well this tool matches the query. It depends only on the query and the tool (and
+	// the corpus statistics of the tools the caller can see), never on the other hits or on `limit`.
+	// Results are in descending score order. docs/search.md explains the scale.
+	Score       float64     `protobuf:"fixed64,3,opt,name=score,proto3" json:"score,omitempty"`
+	MatchType   MatchType   `protobuf:"varint,4,opt,name=match_type,json=matchType,proto3,enum=wayfind.v1.MatchType" json:"match_type,omitempty"`
+	LoadingMode LoadingMode `protobuf:"varint,5,opt,name=loading_mode,json=loadingMode,proto3,enum=wayfind.v1.LoadingMode" json:"loading_mode,omitempty"`
+	// The lexical part of `score`, in [0, 1].
+	LexicalScore float64 `protobuf:"fixed64,6,opt,name=lexical_score,json=lexicalScore,proto3" json:"lexical_score,omitempty"`
+	// The semantic part of `score` (cosine similarity mapped to [0, 1]); 0 when semantic ranking did
+	// not take part for this tool (see `SearchToolsResponse.semantic_status`).
+	SemanticScore float64 `protobuf:"fixed64,7,opt,name=semantic_score,json=semanticScore,proto3" json:"semantic_score,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1000,6 +1017,20 @@ func (x *ToolMatch) GetLoadingMode() LoadingMode {
 	return LoadingMode_LOADING_MODE_UNSPECIFIED
 }
 
+func (x *ToolMatch) GetLexicalScore() float64 {
+	if x != nil {
+		return x.LexicalScore
+	}
+	return 0
+}
+
+func (x *ToolMatch) GetSemanticScore() float64 {
+	if x != nil {
+		return x.SemanticScore
+	}
+	return 0
+}
+
 type SearchToolsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Tools []*ToolMatch           `protobuf:"bytes,1,rep,name=tools,proto3" json:"tools,omitempty"`
@@ -1007,6 +1038,13 @@ type SearchToolsResponse struct {
 	EffectiveSearchType SearchType `protobuf:"varint,2,opt,name=effective_search_type,json=effectiveSearchType,proto3,enum=wayfind.v1.SearchType" json:"effective_search_type,omitempty"`
 	// Number of deferred tools the caller could find.
 	TotalDeferred int32 `protobuf:"varint,3,opt,name=total_deferred,json=totalDeferred,proto3" json:"total_deferred,omitempty"`
+	// How well the best hit matched: NONE / WEAK tell an agent that no tool fits the request.
+	MatchQuality   MatchQuality   `protobuf:"varint,4,opt,name=match_quality,json=matchQuality,proto3,enum=wayfind.v1.MatchQuality" json:"match_quality,omitempty"`
+	SemanticStatus SemanticStatus `protobuf:"varint,5,opt,name=semantic_status,json=semanticStatus,proto3,enum=wayfind.v1.SemanticStatus" json:"semantic_status,omitempty"`
+	// Candidate tools ranked lexically only because their vectors are still being computed.
+	SemanticPending int32 `protobuf:"varint,6,opt,name=semantic_pending,json=semanticPending,proto3" json:"semantic_pending,omitempty"`
+	// Typo repairs and synonyms the search added to the query.
+	QueryRewrites []*QueryRewrite `protobuf:"bytes,7,rep,name=query_rewrites,json=queryRewrites,proto3" json:"query_rewrites,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1060,6 +1098,34 @@ func (x *SearchToolsResponse) GetTotalDeferred() int32 {
 		return x.TotalDeferred
 	}
 	return 0
+}
+
+func (x *SearchToolsResponse) GetMatchQuality() MatchQuality {
+	if x != nil {
+		return x.MatchQuality
+	}
+	return MatchQuality_MATCH_QUALITY_UNSPECIFIED
+}
+
+func (x *SearchToolsResponse) GetSemanticStatus() SemanticStatus {
+	if x != nil {
+		return x.SemanticStatus
+	}
+	return SemanticStatus_SEMANTIC_STATUS_UNSPECIFIED
+}
+
+func (x *SearchToolsResponse) GetSemanticPending() int32 {
+	if x != nil {
+		return x.SemanticPending
+	}
+	return 0
+}
+
+func (x *SearchToolsResponse) GetQueryRewrites() []*QueryRewrite {
+	if x != nil {
+		return x.QueryRewrites
+	}
+	return nil
 }
 
 type GetToolsRequest struct {
@@ -2439,25 +2505,32 @@ const file_wayfind_v1_tools_proto_rawDesc = "" +
 	"\x05tools\x18\x01 \x03(\v2\x17.wayfind.v1.ToolSummaryR\x05tools\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x1f\n" +
 	"\vtotal_count\x18\x03 \x01(\x05R\n" +
-	"totalCount\"\xe0\x01\n" +
+	"totalCount\"\xfd\x01\n" +
 	"\x12SearchToolsRequest\x121\n" +
 	"\x06caller\x18\x01 \x01(\v2\x19.wayfind.v1.CallerContextR\x06caller\x12\x14\n" +
 	"\x05query\x18\x02 \x01(\tR\x05query\x127\n" +
 	"\vsearch_type\x18\x03 \x01(\x0e2\x16.wayfind.v1.SearchTypeR\n" +
 	"searchType\x12\x14\n" +
 	"\x05limit\x18\x04 \x01(\x05R\x05limit\x122\n" +
-	"\x15include_always_loaded\x18\x05 \x01(\bR\x13includeAlwaysLoaded\"\xc9\x01\n" +
+	"\x15include_always_loaded\x18\x05 \x01(\bR\x13includeAlwaysLoaded\x12\x1b\n" +
+	"\tmin_score\x18\x06 \x01(\x01R\bminScore\"\x95\x02\n" +
 	"\tToolMatch\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x14\n" +
 	"\x05score\x18\x03 \x01(\x01R\x05score\x124\n" +
 	"\n" +
 	"match_type\x18\x04 \x01(\x0e2\x15.wayfind.v1.MatchTypeR\tmatchType\x12:\n" +
-	"\floading_mode\x18\x05 \x01(\x0e2\x17.wayfind.v1.LoadingModeR\vloadingMode\"\xb5\x01\n" +
+	"\floading_mode\x18\x05 \x01(\x0e2\x17.wayfind.v1.LoadingModeR\vloadingMode\x12#\n" +
+	"\rlexical_score\x18\x06 \x01(\x01R\flexicalScore\x12%\n" +
+	"\x0esemantic_score\x18\a \x01(\x01R\rsemanticScore\"\xa5\x03\n" +
 	"\x13SearchToolsResponse\x12+\n" +
 	"\x05tools\x18\x01 \x03(\v2\x15.wayfind.v1.ToolMatchR\x05tools\x12J\n" +
 	"\x15effective_search_type\x18\x02 \x01(\x0e2\x16.wayfind.v1.SearchTypeR\x13effectiveSearchType\x12%\n" +
-	"\x0etotal_deferred\x18\x03 \x01(\x05R\rtotalDeferred\"\xae\x01\n" +
+	"\x0etotal_deferred\x18\x03 \x01(\x05R\rtotalDeferred\x12=\n" +
+	"\rmatch_quality\x18\x04 \x01(\x0e2\x18.wayfind.v1.MatchQualityR\fmatchQuality\x12C\n" +
+	"\x0fsemantic_status\x18\x05 \x01(\x0e2\x1a.wayfind.v1.SemanticStatusR\x0esemanticStatus\x12)\n" +
+	"\x10semantic_pending\x18\x06 \x01(\x05R\x0fsemanticPending\x12?\n" +
+	"\x0equery_rewrites\x18\a \x03(\v2\x18.wayfind.v1.QueryRewriteR\rqueryRewrites\"\xae\x01\n" +
 	"\x0fGetToolsRequest\x121\n" +
 	"\x06caller\x18\x01 \x01(\v2\x19.wayfind.v1.CallerContextR\x06caller\x12\x14\n" +
 	"\x05names\x18\x02 \x03(\tR\x05names\x12'\n" +
@@ -2641,11 +2714,14 @@ var file_wayfind_v1_tools_proto_goTypes = []any{
 	(*CallerContext)(nil),             // 35: wayfind.v1.CallerContext
 	(SearchType)(0),                   // 36: wayfind.v1.SearchType
 	(MatchType)(0),                    // 37: wayfind.v1.MatchType
-	(Provider)(0),                     // 38: wayfind.v1.Provider
-	(*timestamppb.Timestamp)(nil),     // 39: google.protobuf.Timestamp
-	(*EventFilter)(nil),               // 40: wayfind.v1.EventFilter
-	(*WatchStatus)(nil),               // 41: wayfind.v1.WatchStatus
-	(*Event)(nil),                     // 42: wayfind.v1.Event
+	(MatchQuality)(0),                 // 38: wayfind.v1.MatchQuality
+	(SemanticStatus)(0),               // 39: wayfind.v1.SemanticStatus
+	(*QueryRewrite)(nil),              // 40: wayfind.v1.QueryRewrite
+	(Provider)(0),                     // 41: wayfind.v1.Provider
+	(*timestamppb.Timestamp)(nil),     // 42: google.protobuf.Timestamp
+	(*EventFilter)(nil),               // 43: wayfind.v1.EventFilter
+	(*WatchStatus)(nil),               // 44: wayfind.v1.WatchStatus
+	(*Event)(nil),                     // 45: wayfind.v1.Event
 }
 var file_wayfind_v1_tools_proto_depIdxs = []int32{
 	34, // 0: wayfind.v1.ToolExample.args:type_name -> google.protobuf.Struct
@@ -2665,61 +2741,64 @@ var file_wayfind_v1_tools_proto_depIdxs = []int32{
 	0,  // 14: wayfind.v1.ToolMatch.loading_mode:type_name -> wayfind.v1.LoadingMode
 	12, // 15: wayfind.v1.SearchToolsResponse.tools:type_name -> wayfind.v1.ToolMatch
 	36, // 16: wayfind.v1.SearchToolsResponse.effective_search_type:type_name -> wayfind.v1.SearchType
-	35, // 17: wayfind.v1.GetToolsRequest.caller:type_name -> wayfind.v1.CallerContext
-	5,  // 18: wayfind.v1.GetToolsResponse.tools:type_name -> wayfind.v1.Tool
-	35, // 19: wayfind.v1.ActivateToolsRequest.caller:type_name -> wayfind.v1.CallerContext
-	2,  // 20: wayfind.v1.ActivateToolsRequest.scope:type_name -> wayfind.v1.ActivationScope
-	2,  // 21: wayfind.v1.ActivateToolsResponse.scope:type_name -> wayfind.v1.ActivationScope
-	35, // 22: wayfind.v1.DeactivateToolsRequest.caller:type_name -> wayfind.v1.CallerContext
-	2,  // 23: wayfind.v1.DeactivateToolsRequest.scope:type_name -> wayfind.v1.ActivationScope
-	35, // 24: wayfind.v1.ResolveToolRequest.caller:type_name -> wayfind.v1.CallerContext
-	2,  // 25: wayfind.v1.ResolveToolRequest.scope:type_name -> wayfind.v1.ActivationScope
-	5,  // 26: wayfind.v1.ResolveToolResponse.tool:type_name -> wayfind.v1.Tool
-	2,  // 27: wayfind.v1.ResolveToolResponse.scope:type_name -> wayfind.v1.ActivationScope
-	35, // 28: wayfind.v1.RenderToolPromptRequest.caller:type_name -> wayfind.v1.CallerContext
-	35, // 29: wayfind.v1.RenderToolPayloadRequest.caller:type_name -> wayfind.v1.CallerContext
-	38, // 30: wayfind.v1.RenderToolPayloadRequest.provider:type_name -> wayfind.v1.Provider
-	25, // 31: wayfind.v1.RenderToolPayloadResponse.name_mappings:type_name -> wayfind.v1.ToolNameMapping
-	35, // 32: wayfind.v1.GetDiscoveryToolsRequest.caller:type_name -> wayfind.v1.CallerContext
-	5,  // 33: wayfind.v1.GetDiscoveryToolsResponse.tools:type_name -> wayfind.v1.Tool
-	35, // 34: wayfind.v1.ListToolSourcesRequest.caller:type_name -> wayfind.v1.CallerContext
-	3,  // 35: wayfind.v1.ToolSource.kind:type_name -> wayfind.v1.ToolSourceKind
-	39, // 36: wayfind.v1.ToolSource.last_sync_time:type_name -> google.protobuf.Timestamp
-	30, // 37: wayfind.v1.ListToolSourcesResponse.sources:type_name -> wayfind.v1.ToolSource
-	35, // 38: wayfind.v1.WatchToolEventsRequest.caller:type_name -> wayfind.v1.CallerContext
-	40, // 39: wayfind.v1.WatchToolEventsRequest.filter:type_name -> wayfind.v1.EventFilter
-	41, // 40: wayfind.v1.WatchToolEventsResponse.status:type_name -> wayfind.v1.WatchStatus
-	42, // 41: wayfind.v1.WatchToolEventsResponse.event:type_name -> wayfind.v1.Event
-	39, // 42: wayfind.v1.WatchToolEventsResponse.sent_at:type_name -> google.protobuf.Timestamp
-	6,  // 43: wayfind.v1.ToolDiscoveryService.RegisterTools:input_type -> wayfind.v1.RegisterToolsRequest
-	8,  // 44: wayfind.v1.ToolDiscoveryService.ListTools:input_type -> wayfind.v1.ListToolsRequest
-	11, // 45: wayfind.v1.ToolDiscoveryService.SearchTools:input_type -> wayfind.v1.SearchToolsRequest
-	14, // 46: wayfind.v1.ToolDiscoveryService.GetTools:input_type -> wayfind.v1.GetToolsRequest
-	16, // 47: wayfind.v1.ToolDiscoveryService.ActivateTools:input_type -> wayfind.v1.ActivateToolsRequest
-	18, // 48: wayfind.v1.ToolDiscoveryService.DeactivateTools:input_type -> wayfind.v1.DeactivateToolsRequest
-	20, // 49: wayfind.v1.ToolDiscoveryService.ResolveTool:input_type -> wayfind.v1.ResolveToolRequest
-	22, // 50: wayfind.v1.ToolDiscoveryService.RenderToolPrompt:input_type -> wayfind.v1.RenderToolPromptRequest
-	24, // 51: wayfind.v1.ToolDiscoveryService.RenderToolPayload:input_type -> wayfind.v1.RenderToolPayloadRequest
-	27, // 52: wayfind.v1.ToolDiscoveryService.GetDiscoveryTools:input_type -> wayfind.v1.GetDiscoveryToolsRequest
-	29, // 53: wayfind.v1.ToolDiscoveryService.ListToolSources:input_type -> wayfind.v1.ListToolSourcesRequest
-	32, // 54: wayfind.v1.ToolDiscoveryService.WatchToolEvents:input_type -> wayfind.v1.WatchToolEventsRequest
-	7,  // 55: wayfind.v1.ToolDiscoveryService.RegisterTools:output_type -> wayfind.v1.RegisterToolsResponse
-	10, // 56: wayfind.v1.ToolDiscoveryService.ListTools:output_type -> wayfind.v1.ListToolsResponse
-	13, // 57: wayfind.v1.ToolDiscoveryService.SearchTools:output_type -> wayfind.v1.SearchToolsResponse
-	15, // 58: wayfind.v1.ToolDiscoveryService.GetTools:output_type -> wayfind.v1.GetToolsResponse
-	17, // 59: wayfind.v1.ToolDiscoveryService.ActivateTools:output_type -> wayfind.v1.ActivateToolsResponse
-	19, // 60: wayfind.v1.ToolDiscoveryService.DeactivateTools:output_type -> wayfind.v1.DeactivateToolsResponse
-	21, // 61: wayfind.v1.ToolDiscoveryService.ResolveTool:output_type -> wayfind.v1.ResolveToolResponse
-	23, // 62: wayfind.v1.ToolDiscoveryService.RenderToolPrompt:output_type -> wayfind.v1.RenderToolPromptResponse
-	26, // 63: wayfind.v1.ToolDiscoveryService.RenderToolPayload:output_type -> wayfind.v1.RenderToolPayloadResponse
-	28, // 64: wayfind.v1.ToolDiscoveryService.GetDiscoveryTools:output_type -> wayfind.v1.GetDiscoveryToolsResponse
-	31, // 65: wayfind.v1.ToolDiscoveryService.ListToolSources:output_type -> wayfind.v1.ListToolSourcesResponse
-	33, // 66: wayfind.v1.ToolDiscoveryService.WatchToolEvents:output_type -> wayfind.v1.WatchToolEventsResponse
-	55, // [55:67] is the sub-list for method output_type
-	43, // [43:55] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	38, // 17: wayfind.v1.SearchToolsResponse.match_quality:type_name -> wayfind.v1.MatchQuality
+	39, // 18: wayfind.v1.SearchToolsResponse.semantic_status:type_name -> wayfind.v1.SemanticStatus
+	40, // 19: wayfind.v1.SearchToolsResponse.query_rewrites:type_name -> wayfind.v1.QueryRewrite
+	35, // 20: wayfind.v1.GetToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	5,  // 21: wayfind.v1.GetToolsResponse.tools:type_name -> wayfind.v1.Tool
+	35, // 22: wayfind.v1.ActivateToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	2,  // 23: wayfind.v1.ActivateToolsRequest.scope:type_name -> wayfind.v1.ActivationScope
+	2,  // 24: wayfind.v1.ActivateToolsResponse.scope:type_name -> wayfind.v1.ActivationScope
+	35, // 25: wayfind.v1.DeactivateToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	2,  // 26: wayfind.v1.DeactivateToolsRequest.scope:type_name -> wayfind.v1.ActivationScope
+	35, // 27: wayfind.v1.ResolveToolRequest.caller:type_name -> wayfind.v1.CallerContext
+	2,  // 28: wayfind.v1.ResolveToolRequest.scope:type_name -> wayfind.v1.ActivationScope
+	5,  // 29: wayfind.v1.ResolveToolResponse.tool:type_name -> wayfind.v1.Tool
+	2,  // 30: wayfind.v1.ResolveToolResponse.scope:type_name -> wayfind.v1.ActivationScope
+	35, // 31: wayfind.v1.RenderToolPromptRequest.caller:type_name -> wayfind.v1.CallerContext
+	35, // 32: wayfind.v1.RenderToolPayloadRequest.caller:type_name -> wayfind.v1.CallerContext
+	41, // 33: wayfind.v1.RenderToolPayloadRequest.provider:type_name -> wayfind.v1.Provider
+	25, // 34: wayfind.v1.RenderToolPayloadResponse.name_mappings:type_name -> wayfind.v1.ToolNameMapping
+	35, // 35: wayfind.v1.GetDiscoveryToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	5,  // 36: wayfind.v1.GetDiscoveryToolsResponse.tools:type_name -> wayfind.v1.Tool
+	35, // 37: wayfind.v1.ListToolSourcesRequest.caller:type_name -> wayfind.v1.CallerContext
+	3,  // 38: wayfind.v1.ToolSource.kind:type_name -> wayfind.v1.ToolSourceKind
+	42, // 39: wayfind.v1.ToolSource.last_sync_time:type_name -> google.protobuf.Timestamp
+	30, // 40: wayfind.v1.ListToolSourcesResponse.sources:type_name -> wayfind.v1.ToolSource
+	35, // 41: wayfind.v1.WatchToolEventsRequest.caller:type_name -> wayfind.v1.CallerContext
+	43, // 42: wayfind.v1.WatchToolEventsRequest.filter:type_name -> wayfind.v1.EventFilter
+	44, // 43: wayfind.v1.WatchToolEventsResponse.status:type_name -> wayfind.v1.WatchStatus
+	45, // 44: wayfind.v1.WatchToolEventsResponse.event:type_name -> wayfind.v1.Event
+	42, // 45: wayfind.v1.WatchToolEventsResponse.sent_at:type_name -> google.protobuf.Timestamp
+	6,  // 46: wayfind.v1.ToolDiscoveryService.RegisterTools:input_type -> wayfind.v1.RegisterToolsRequest
+	8,  // 47: wayfind.v1.ToolDiscoveryService.ListTools:input_type -> wayfind.v1.ListToolsRequest
+	11, // 48: wayfind.v1.ToolDiscoveryService.SearchTools:input_type -> wayfind.v1.SearchToolsRequest
+	14, // 49: wayfind.v1.ToolDiscoveryService.GetTools:input_type -> wayfind.v1.GetToolsRequest
+	16, // 50: wayfind.v1.ToolDiscoveryService.ActivateTools:input_type -> wayfind.v1.ActivateToolsRequest
+	18, // 51: wayfind.v1.ToolDiscoveryService.DeactivateTools:input_type -> wayfind.v1.DeactivateToolsRequest
+	20, // 52: wayfind.v1.ToolDiscoveryService.ResolveTool:input_type -> wayfind.v1.ResolveToolRequest
+	22, // 53: wayfind.v1.ToolDiscoveryService.RenderToolPrompt:input_type -> wayfind.v1.RenderToolPromptRequest
+	24, // 54: wayfind.v1.ToolDiscoveryService.RenderToolPayload:input_type -> wayfind.v1.RenderToolPayloadRequest
+	27, // 55: wayfind.v1.ToolDiscoveryService.GetDiscoveryTools:input_type -> wayfind.v1.GetDiscoveryToolsRequest
+	29, // 56: wayfind.v1.ToolDiscoveryService.ListToolSources:input_type -> wayfind.v1.ListToolSourcesRequest
+	32, // 57: wayfind.v1.ToolDiscoveryService.WatchToolEvents:input_type -> wayfind.v1.WatchToolEventsRequest
+	7,  // 58: wayfind.v1.ToolDiscoveryService.RegisterTools:output_type -> wayfind.v1.RegisterToolsResponse
+	10, // 59: wayfind.v1.ToolDiscoveryService.ListTools:output_type -> wayfind.v1.ListToolsResponse
+	13, // 60: wayfind.v1.ToolDiscoveryService.SearchTools:output_type -> wayfind.v1.SearchToolsResponse
+	15, // 61: wayfind.v1.ToolDiscoveryService.GetTools:output_type -> wayfind.v1.GetToolsResponse
+	17, // 62: wayfind.v1.ToolDiscoveryService.ActivateTools:output_type -> wayfind.v1.ActivateToolsResponse
+	19, // 63: wayfind.v1.ToolDiscoveryService.DeactivateTools:output_type -> wayfind.v1.DeactivateToolsResponse
+	21, // 64: wayfind.v1.ToolDiscoveryService.ResolveTool:output_type -> wayfind.v1.ResolveToolResponse
+	23, // 65: wayfind.v1.ToolDiscoveryService.RenderToolPrompt:output_type -> wayfind.v1.RenderToolPromptResponse
+	26, // 66: wayfind.v1.ToolDiscoveryService.RenderToolPayload:output_type -> wayfind.v1.RenderToolPayloadResponse
+	28, // 67: wayfind.v1.ToolDiscoveryService.GetDiscoveryTools:output_type -> wayfind.v1.GetDiscoveryToolsResponse
+	31, // 68: wayfind.v1.ToolDiscoveryService.ListToolSources:output_type -> wayfind.v1.ListToolSourcesResponse
+	33, // 69: wayfind.v1.ToolDiscoveryService.WatchToolEvents:output_type -> wayfind.v1.WatchToolEventsResponse
+	58, // [58:70] is the sub-list for method output_type
+	46, // [46:58] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_wayfind_v1_tools_proto_init() }

@@ -3,7 +3,7 @@ from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable
-from typing import ClassVar as _ClassVar, Optional as _Optional
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -26,6 +26,22 @@ class MatchType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     MATCH_TYPE_DESCRIPTION: _ClassVar[MatchType]
     MATCH_TYPE_FTS: _ClassVar[MatchType]
     MATCH_TYPE_FUZZY: _ClassVar[MatchType]
+    MATCH_TYPE_SEMANTIC: _ClassVar[MatchType]
+
+class MatchQuality(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    MATCH_QUALITY_UNSPECIFIED: _ClassVar[MatchQuality]
+    MATCH_QUALITY_NONE: _ClassVar[MatchQuality]
+    MATCH_QUALITY_WEAK: _ClassVar[MatchQuality]
+    MATCH_QUALITY_GOOD: _ClassVar[MatchQuality]
+
+class SemanticStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SEMANTIC_STATUS_UNSPECIFIED: _ClassVar[SemanticStatus]
+    SEMANTIC_STATUS_OFF: _ClassVar[SemanticStatus]
+    SEMANTIC_STATUS_READY: _ClassVar[SemanticStatus]
+    SEMANTIC_STATUS_PARTIAL: _ClassVar[SemanticStatus]
+    SEMANTIC_STATUS_UNAVAILABLE: _ClassVar[SemanticStatus]
 
 class Provider(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -49,6 +65,16 @@ MATCH_TYPE_NAME_SUBSTRING: MatchType
 MATCH_TYPE_DESCRIPTION: MatchType
 MATCH_TYPE_FTS: MatchType
 MATCH_TYPE_FUZZY: MatchType
+MATCH_TYPE_SEMANTIC: MatchType
+MATCH_QUALITY_UNSPECIFIED: MatchQuality
+MATCH_QUALITY_NONE: MatchQuality
+MATCH_QUALITY_WEAK: MatchQuality
+MATCH_QUALITY_GOOD: MatchQuality
+SEMANTIC_STATUS_UNSPECIFIED: SemanticStatus
+SEMANTIC_STATUS_OFF: SemanticStatus
+SEMANTIC_STATUS_READY: SemanticStatus
+SEMANTIC_STATUS_PARTIAL: SemanticStatus
+SEMANTIC_STATUS_UNAVAILABLE: SemanticStatus
 PROVIDER_UNSPECIFIED: Provider
 PROVIDER_ANTHROPIC: Provider
 PROVIDER_OPENAI: Provider
@@ -73,3 +99,20 @@ class CallerContext(_message.Message):
     entitlements: _containers.RepeatedScalarFieldContainer[str]
     narrow_to_tools: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, tenant_id: _Optional[str] = ..., project_id: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., run_id: _Optional[str] = ..., entitlements: _Optional[_Iterable[str]] = ..., narrow_to_tools: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class QueryRewrite(_message.Message):
+    __slots__ = ("to", "kind")
+    class Kind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        KIND_UNSPECIFIED: _ClassVar[QueryRewrite.Kind]
+        KIND_TYPO: _ClassVar[QueryRewrite.Kind]
+        KIND_SYNONYM: _ClassVar[QueryRewrite.Kind]
+    KIND_UNSPECIFIED: QueryRewrite.Kind
+    KIND_TYPO: QueryRewrite.Kind
+    KIND_SYNONYM: QueryRewrite.Kind
+    FROM_FIELD_NUMBER: _ClassVar[int]
+    TO_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    to: str
+    kind: QueryRewrite.Kind
+    def __init__(self, to: _Optional[str] = ..., kind: _Optional[_Union[QueryRewrite.Kind, str]] = ..., **kwargs) -> None: ...

@@ -148,42 +148,56 @@ class LoadSkillPackResponse(_message.Message):
     def __init__(self, loaded: _Optional[int] = ..., updated: _Optional[int] = ..., unchanged: _Optional[int] = ..., skill_count: _Optional[int] = ...) -> None: ...
 
 class SkillMatch(_message.Message):
-    __slots__ = ("name", "title", "description", "task_type", "score", "match_type")
+    __slots__ = ("name", "title", "description", "task_type", "score", "match_type", "lexical_score", "semantic_score")
     NAME_FIELD_NUMBER: _ClassVar[int]
     TITLE_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     TASK_TYPE_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIELD_NUMBER: _ClassVar[int]
     MATCH_TYPE_FIELD_NUMBER: _ClassVar[int]
+    LEXICAL_SCORE_FIELD_NUMBER: _ClassVar[int]
+    SEMANTIC_SCORE_FIELD_NUMBER: _ClassVar[int]
     name: str
     title: str
     description: str
     task_type: TaskType
     score: float
     match_type: _common_pb2.MatchType
-    def __init__(self, name: _Optional[str] = ..., title: _Optional[str] = ..., description: _Optional[str] = ..., task_type: _Optional[_Union[TaskType, str]] = ..., score: _Optional[float] = ..., match_type: _Optional[_Union[_common_pb2.MatchType, str]] = ...) -> None: ...
+    lexical_score: float
+    semantic_score: float
+    def __init__(self, name: _Optional[str] = ..., title: _Optional[str] = ..., description: _Optional[str] = ..., task_type: _Optional[_Union[TaskType, str]] = ..., score: _Optional[float] = ..., match_type: _Optional[_Union[_common_pb2.MatchType, str]] = ..., lexical_score: _Optional[float] = ..., semantic_score: _Optional[float] = ...) -> None: ...
 
 class SearchSkillsRequest(_message.Message):
-    __slots__ = ("caller", "query", "search_type", "task_type", "limit")
+    __slots__ = ("caller", "query", "search_type", "task_type", "limit", "min_score")
     CALLER_FIELD_NUMBER: _ClassVar[int]
     QUERY_FIELD_NUMBER: _ClassVar[int]
     SEARCH_TYPE_FIELD_NUMBER: _ClassVar[int]
     TASK_TYPE_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
+    MIN_SCORE_FIELD_NUMBER: _ClassVar[int]
     caller: _common_pb2.CallerContext
     query: str
     search_type: _common_pb2.SearchType
     task_type: TaskType
     limit: int
-    def __init__(self, caller: _Optional[_Union[_common_pb2.CallerContext, _Mapping]] = ..., query: _Optional[str] = ..., search_type: _Optional[_Union[_common_pb2.SearchType, str]] = ..., task_type: _Optional[_Union[TaskType, str]] = ..., limit: _Optional[int] = ...) -> None: ...
+    min_score: float
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallerContext, _Mapping]] = ..., query: _Optional[str] = ..., search_type: _Optional[_Union[_common_pb2.SearchType, str]] = ..., task_type: _Optional[_Union[TaskType, str]] = ..., limit: _Optional[int] = ..., min_score: _Optional[float] = ...) -> None: ...
 
 class SearchSkillsResponse(_message.Message):
-    __slots__ = ("skills", "effective_search_type")
+    __slots__ = ("skills", "effective_search_type", "match_quality", "semantic_status", "semantic_pending", "query_rewrites")
     SKILLS_FIELD_NUMBER: _ClassVar[int]
     EFFECTIVE_SEARCH_TYPE_FIELD_NUMBER: _ClassVar[int]
+    MATCH_QUALITY_FIELD_NUMBER: _ClassVar[int]
+    SEMANTIC_STATUS_FIELD_NUMBER: _ClassVar[int]
+    SEMANTIC_PENDING_FIELD_NUMBER: _ClassVar[int]
+    QUERY_REWRITES_FIELD_NUMBER: _ClassVar[int]
     skills: _containers.RepeatedCompositeFieldContainer[SkillMatch]
     effective_search_type: _common_pb2.SearchType
-    def __init__(self, skills: _Optional[_Iterable[_Union[SkillMatch, _Mapping]]] = ..., effective_search_type: _Optional[_Union[_common_pb2.SearchType, str]] = ...) -> None: ...
+    match_quality: _common_pb2.MatchQuality
+    semantic_status: _common_pb2.SemanticStatus
+    semantic_pending: int
+    query_rewrites: _containers.RepeatedCompositeFieldContainer[_common_pb2.QueryRewrite]
+    def __init__(self, skills: _Optional[_Iterable[_Union[SkillMatch, _Mapping]]] = ..., effective_search_type: _Optional[_Union[_common_pb2.SearchType, str]] = ..., match_quality: _Optional[_Union[_common_pb2.MatchQuality, str]] = ..., semantic_status: _Optional[_Union[_common_pb2.SemanticStatus, str]] = ..., semantic_pending: _Optional[int] = ..., query_rewrites: _Optional[_Iterable[_Union[_common_pb2.QueryRewrite, _Mapping]]] = ...) -> None: ...
 
 class GetSkillsRequest(_message.Message):
     __slots__ = ("caller", "names", "format", "max_tokens")
@@ -252,16 +266,18 @@ class ListSkillsResponse(_message.Message):
     def __init__(self, skills: _Optional[_Iterable[_Union[SkillSummary, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., total_count: _Optional[int] = ...) -> None: ...
 
 class GetRelevantSkillsRequest(_message.Message):
-    __slots__ = ("caller", "task", "top_k", "max_tokens")
+    __slots__ = ("caller", "task", "top_k", "max_tokens", "min_score")
     CALLER_FIELD_NUMBER: _ClassVar[int]
     TASK_FIELD_NUMBER: _ClassVar[int]
     TOP_K_FIELD_NUMBER: _ClassVar[int]
     MAX_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    MIN_SCORE_FIELD_NUMBER: _ClassVar[int]
     caller: _common_pb2.CallerContext
     task: str
     top_k: int
     max_tokens: int
-    def __init__(self, caller: _Optional[_Union[_common_pb2.CallerContext, _Mapping]] = ..., task: _Optional[str] = ..., top_k: _Optional[int] = ..., max_tokens: _Optional[int] = ...) -> None: ...
+    min_score: float
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallerContext, _Mapping]] = ..., task: _Optional[str] = ..., top_k: _Optional[int] = ..., max_tokens: _Optional[int] = ..., min_score: _Optional[float] = ...) -> None: ...
 
 class GetRelevantSkillsResponse(_message.Message):
     __slots__ = ("formatted_context", "skill_names", "raw_token_estimate", "token_estimate", "was_compressed")

@@ -162,42 +162,56 @@ class ListToolsResponse(_message.Message):
     def __init__(self, tools: _Optional[_Iterable[_Union[ToolSummary, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., total_count: _Optional[int] = ...) -> None: ...
 
 class SearchToolsRequest(_message.Message):
-    __slots__ = ("caller", "query", "search_type", "limit", "include_always_loaded")
+    __slots__ = ("caller", "query", "search_type", "limit", "include_always_loaded", "min_score")
     CALLER_FIELD_NUMBER: _ClassVar[int]
     QUERY_FIELD_NUMBER: _ClassVar[int]
     SEARCH_TYPE_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
     INCLUDE_ALWAYS_LOADED_FIELD_NUMBER: _ClassVar[int]
+    MIN_SCORE_FIELD_NUMBER: _ClassVar[int]
     caller: _common_pb2.CallerContext
     query: str
     search_type: _common_pb2.SearchType
     limit: int
     include_always_loaded: bool
-    def __init__(self, caller: _Optional[_Union[_common_pb2.CallerContext, _Mapping]] = ..., query: _Optional[str] = ..., search_type: _Optional[_Union[_common_pb2.SearchType, str]] = ..., limit: _Optional[int] = ..., include_always_loaded: _Optional[bool] = ...) -> None: ...
+    min_score: float
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallerContext, _Mapping]] = ..., query: _Optional[str] = ..., search_type: _Optional[_Union[_common_pb2.SearchType, str]] = ..., limit: _Optional[int] = ..., include_always_loaded: _Optional[bool] = ..., min_score: _Optional[float] = ...) -> None: ...
 
 class ToolMatch(_message.Message):
-    __slots__ = ("name", "description", "score", "match_type", "loading_mode")
+    __slots__ = ("name", "description", "score", "match_type", "loading_mode", "lexical_score", "semantic_score")
     NAME_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIELD_NUMBER: _ClassVar[int]
     MATCH_TYPE_FIELD_NUMBER: _ClassVar[int]
     LOADING_MODE_FIELD_NUMBER: _ClassVar[int]
+    LEXICAL_SCORE_FIELD_NUMBER: _ClassVar[int]
+    SEMANTIC_SCORE_FIELD_NUMBER: _ClassVar[int]
     name: str
     description: str
     score: float
     match_type: _common_pb2.MatchType
     loading_mode: LoadingMode
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., score: _Optional[float] = ..., match_type: _Optional[_Union[_common_pb2.MatchType, str]] = ..., loading_mode: _Optional[_Union[LoadingMode, str]] = ...) -> None: ...
+    lexical_score: float
+    semantic_score: float
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., score: _Optional[float] = ..., match_type: _Optional[_Union[_common_pb2.MatchType, str]] = ..., loading_mode: _Optional[_Union[LoadingMode, str]] = ..., lexical_score: _Optional[float] = ..., semantic_score: _Optional[float] = ...) -> None: ...
 
 class SearchToolsResponse(_message.Message):
-    __slots__ = ("tools", "effective_search_type", "total_deferred")
+    __slots__ = ("tools", "effective_search_type", "total_deferred", "match_quality", "semantic_status", "semantic_pending", "query_rewrites")
     TOOLS_FIELD_NUMBER: _ClassVar[int]
     EFFECTIVE_SEARCH_TYPE_FIELD_NUMBER: _ClassVar[int]
     TOTAL_DEFERRED_FIELD_NUMBER: _ClassVar[int]
+    MATCH_QUALITY_FIELD_NUMBER: _ClassVar[int]
+    SEMANTIC_STATUS_FIELD_NUMBER: _ClassVar[int]
+    SEMANTIC_PENDING_FIELD_NUMBER: _ClassVar[int]
+    QUERY_REWRITES_FIELD_NUMBER: _ClassVar[int]
     tools: _containers.RepeatedCompositeFieldContainer[ToolMatch]
     effective_search_type: _common_pb2.SearchType
     total_deferred: int
-    def __init__(self, tools: _Optional[_Iterable[_Union[ToolMatch, _Mapping]]] = ..., effective_search_type: _Optional[_Union[_common_pb2.SearchType, str]] = ..., total_deferred: _Optional[int] = ...) -> None: ...
+    match_quality: _common_pb2.MatchQuality
+    semantic_status: _common_pb2.SemanticStatus
+    semantic_pending: int
+    query_rewrites: _containers.RepeatedCompositeFieldContainer[_common_pb2.QueryRewrite]
+    def __init__(self, tools: _Optional[_Iterable[_Union[ToolMatch, _Mapping]]] = ..., effective_search_type: _Optional[_Union[_common_pb2.SearchType, str]] = ..., total_deferred: _Optional[int] = ..., match_quality: _Optional[_Union[_common_pb2.MatchQuality, str]] = ..., semantic_status: _Optional[_Union[_common_pb2.SemanticStatus, str]] = ..., semantic_pending: _Optional[int] = ..., query_rewrites: _Optional[_Iterable[_Union[_common_pb2.QueryRewrite, _Mapping]]] = ...) -> None: ...
 
 class GetToolsRequest(_message.Message):
     __slots__ = ("caller", "names", "include_schemas", "include_examples")

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file wayfind/v1/common.proto.
  */
 export const file_wayfind_v1_common: GenFile = /*@__PURE__*/
-  fileDesc("Chd3YXlmaW5kL3YxL2NvbW1vbi5wcm90bxIKd2F5ZmluZC52MSKaAQoNQ2FsbGVyQ29udGV4dBIRCgl0ZW5hbnRfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIPCgd1c2VyX2lkGAMgASgJEhIKCnNlc3Npb25faWQYBCABKAkSDgoGcnVuX2lkGAUgASgJEhQKDGVudGl0bGVtZW50cxgGIAMoCRIXCg9uYXJyb3dfdG9fdG9vbHMYByADKAkqgwEKClNlYXJjaFR5cGUSGwoXU0VBUkNIX1RZUEVfVU5TUEVDSUZJRUQQABITCg9TRUFSQ0hfVFlQRV9GVFMQARIVChFTRUFSQ0hfVFlQRV9SRUdFWBACEhUKEVNFQVJDSF9UWVBFX0VYQUNUEAMSFQoRU0VBUkNIX1RZUEVfRlVaWlkQBCrpAQoJTWF0Y2hUeXBlEhoKFk1BVENIX1RZUEVfVU5TUEVDSUZJRUQQABIUChBNQVRDSF9UWVBFX0VYQUNUEAESFAoQTUFUQ0hfVFlQRV9BTElBUxACEhMKD01BVENIX1RZUEVfTkFNRRADEhoKFk1BVENIX1RZUEVfTkFNRV9QUkVGSVgQBBIdChlNQVRDSF9UWVBFX05BTUVfU1VCU1RSSU5HEAUSGgoWTUFUQ0hfVFlQRV9ERVNDUklQVElPThAGEhIKDk1BVENIX1RZUEVfRlRTEAcSFAoQTUFUQ0hfVFlQRV9GVVpaWRAIKpABCghQcm92aWRlchIYChRQUk9WSURFUl9VTlNQRUNJRklFRBAAEhYKElBST1ZJREVSX0FOVEhST1BJQxABEhMKD1BST1ZJREVSX09QRU5BSRACEhMKD1BST1ZJREVSX0dFTUlOSRADEhQKEFBST1ZJREVSX0JFRFJPQ0sQBBISCg5QUk9WSURFUl9PVEhFUhAFQjxaOmdpdGh1Yi5jb20vd2F5ZmluZC1kZXYvd2F5ZmluZC9nZW4vZ28vd2F5ZmluZC92MTt3YXlmaW5kdjFiBnByb3RvMw");
+  fileDesc("Chd3YXlmaW5kL3YxL2NvbW1vbi5wcm90bxIKd2F5ZmluZC52MSKaAQoNQ2FsbGVyQ29udGV4dBIRCgl0ZW5hbnRfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIPCgd1c2VyX2lkGAMgASgJEhIKCnNlc3Npb25faWQYBCABKAkSDgoGcnVuX2lkGAUgASgJEhQKDGVudGl0bGVtZW50cxgGIAMoCRIXCg9uYXJyb3dfdG9fdG9vbHMYByADKAkilAEKDFF1ZXJ5UmV3cml0ZRIMCgRmcm9tGAEgASgJEgoKAnRvGAIgASgJEisKBGtpbmQYAyABKA4yHS53YXlmaW5kLnYxLlF1ZXJ5UmV3cml0ZS5LaW5kIj0KBEtpbmQSFAoQS0lORF9VTlNQRUNJRklFRBAAEg0KCUtJTkRfVFlQTxABEhAKDEtJTkRfU1lOT05ZTRACKoMBCgpTZWFyY2hUeXBlEhsKF1NFQVJDSF9UWVBFX1VOU1BFQ0lGSUVEEAASEwoPU0VBUkNIX1RZUEVfRlRTEAESFQoRU0VBUkNIX1RZUEVfUkVHRVgQAhIVChFTRUFSQ0hfVFlQRV9FWEFDVBADEhUKEVNFQVJDSF9UWVBFX0ZVWlpZEAQqggIKCU1hdGNoVHlwZRIaChZNQVRDSF9UWVBFX1VOU1BFQ0lGSUVEEAASFAoQTUFUQ0hfVFlQRV9FWEFDVBABEhQKEE1BVENIX1RZUEVfQUxJQVMQAhITCg9NQVRDSF9UWVBFX05BTUUQAxIaChZNQVRDSF9UWVBFX05BTUVfUFJFRklYEAQSHQoZTUFUQ0hfVFlQRV9OQU1FX1NVQlNUUklORxAFEhoKFk1BVENIX1RZUEVfREVTQ1JJUFRJT04QBhISCg5NQVRDSF9UWVBFX0ZUUxAHEhQKEE1BVENIX1RZUEVfRlVaWlkQCBIXChNNQVRDSF9UWVBFX1NFTUFOVElDEAkqdQoMTWF0Y2hRdWFsaXR5Eh0KGU1BVENIX1FVQUxJVFlfVU5TUEVDSUZJRUQQABIWChJNQVRDSF9RVUFMSVRZX05PTkUQARIWChJNQVRDSF9RVUFMSVRZX1dFQUsQAhIWChJNQVRDSF9RVUFMSVRZX0dPT0QQAyqjAQoOU2VtYW50aWNTdGF0dXMSHwobU0VNQU5USUNfU1RBVFVTX1VOU1BFQ0lGSUVEEAASFwoTU0VNQU5USUNfU1RBVFVTX09GRhABEhkKFVNFTUFOVElDX1NUQVRVU19SRUFEWRACEhsKF1NFTUFOVElDX1NUQVRVU19QQVJUSUFMEAMSHwobU0VNQU5USUNfU1RBVFVTX1VOQVZBSUxBQkxFEAQqkAEKCFByb3ZpZGVyEhgKFFBST1ZJREVSX1VOU1BFQ0lGSUVEEAASFgoSUFJPVklERVJfQU5USFJPUElDEAESEwoPUFJPVklERVJfT1BFTkFJEAISEwoPUFJPVklERVJfR0VNSU5JEAMSFAoQUFJPVklERVJfQkVEUk9DSxAEEhIKDlBST1ZJREVSX09USEVSEAVCPFo6Z2l0aHViLmNvbS93YXlmaW5kLWRldi93YXlmaW5kL2dlbi9nby93YXlmaW5kL3YxO3dheWZpbmR2MWIGcHJvdG8z");
 
 /**
  * CallerContext says who is asking. Every read RPC takes one; wayfind decides from it what exists
@@ -79,6 +79,69 @@ export type CallerContext = Message<"wayfind.v1.CallerContext"> & {
  */
 export const CallerContextSchema: GenMessage<CallerContext> = /*@__PURE__*/
   messageDesc(file_wayfind_v1_common, 0);
+
+/**
+ * A change search made to a query word before ranking (the originals are searched too).
+ *
+ * @generated from message wayfind.v1.QueryRewrite
+ */
+export type QueryRewrite = Message<"wayfind.v1.QueryRewrite"> & {
+  /**
+   * The query word, lowercased.
+   *
+   * @generated from field: string from = 1;
+   */
+  from: string;
+
+  /**
+   * What it was also searched as.
+   *
+   * @generated from field: string to = 2;
+   */
+  to: string;
+
+  /**
+   * @generated from field: wayfind.v1.QueryRewrite.Kind kind = 3;
+   */
+  kind: QueryRewrite_Kind;
+};
+
+/**
+ * Describes the message wayfind.v1.QueryRewrite.
+ * Use `create(QueryRewriteSchema)` to create a new message.
+ */
+export const QueryRewriteSchema: GenMessage<QueryRewrite> = /*@__PURE__*/
+  messageDesc(file_wayfind_v1_common, 1);
+
+/**
+ * @generated from enum wayfind.v1.QueryRewrite.Kind
+ */
+export enum QueryRewrite_Kind {
+  /**
+   * @generated from enum value: KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * A word not in the catalog's vocabulary, read as a close vocabulary word (edit distance).
+   *
+   * @generated from enum value: KIND_TYPO = 1;
+   */
+  TYPO = 1,
+
+  /**
+   * An abbreviation or synonym (built-in list or config `tool_search.synonyms`).
+   *
+   * @generated from enum value: KIND_SYNONYM = 2;
+   */
+  SYNONYM = 2,
+}
+
+/**
+ * Describes the enum wayfind.v1.QueryRewrite.Kind.
+ */
+export const QueryRewrite_KindSchema: GenEnum<QueryRewrite_Kind> = /*@__PURE__*/
+  enumDesc(file_wayfind_v1_common, 1, 0);
 
 /**
  * How a search query is interpreted.
@@ -195,6 +258,13 @@ export enum MatchType {
    * @generated from enum value: MATCH_TYPE_FUZZY = 8;
    */
   FUZZY = 8,
+
+  /**
+   * Found by meaning only (semantic ranking); no query word matched the text.
+   *
+   * @generated from enum value: MATCH_TYPE_SEMANTIC = 9;
+   */
+  SEMANTIC = 9,
 }
 
 /**
@@ -202,6 +272,94 @@ export enum MatchType {
  */
 export const MatchTypeSchema: GenEnum<MatchType> = /*@__PURE__*/
   enumDesc(file_wayfind_v1_common, 1);
+
+/**
+ * How well the best hit of a full-text search matched the query, so an agent can answer "no such
+ * tool" instead of calling an unrelated one.
+ *
+ * @generated from enum wayfind.v1.MatchQuality
+ */
+export enum MatchQuality {
+  /**
+   * @generated from enum value: MATCH_QUALITY_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Nothing matched (or everything was below `min_score`).
+   *
+   * @generated from enum value: MATCH_QUALITY_NONE = 1;
+   */
+  NONE = 1,
+
+  /**
+   * There are hits, but none scored at or above the good-match threshold
+   * (config `tool_search.good_match_score`): probably not what was asked for.
+   *
+   * @generated from enum value: MATCH_QUALITY_WEAK = 2;
+   */
+  WEAK = 2,
+
+  /**
+   * At least one hit scored at or above the good-match threshold.
+   *
+   * @generated from enum value: MATCH_QUALITY_GOOD = 3;
+   */
+  GOOD = 3,
+}
+
+/**
+ * Describes the enum wayfind.v1.MatchQuality.
+ */
+export const MatchQualitySchema: GenEnum<MatchQuality> = /*@__PURE__*/
+  enumDesc(file_wayfind_v1_common, 2);
+
+/**
+ * Whether semantic (sentence-embedding) ranking took part in a search.
+ *
+ * @generated from enum wayfind.v1.SemanticStatus
+ */
+export enum SemanticStatus {
+  /**
+   * @generated from enum value: SEMANTIC_STATUS_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Semantic ranking is not configured, or the search type is not full-text.
+   *
+   * @generated from enum value: SEMANTIC_STATUS_OFF = 1;
+   */
+  OFF = 1,
+
+  /**
+   * Every candidate had its vector: scores fuse lexical and semantic relevance.
+   *
+   * @generated from enum value: SEMANTIC_STATUS_READY = 2;
+   */
+  READY = 2,
+
+  /**
+   * Some candidates' vectors are still being computed; those were ranked lexically only
+   * (`semantic_pending` says how many).
+   *
+   * @generated from enum value: SEMANTIC_STATUS_PARTIAL = 3;
+   */
+  PARTIAL = 3,
+
+  /**
+   * Semantic ranking is configured but the model could not embed the query: lexical only.
+   *
+   * @generated from enum value: SEMANTIC_STATUS_UNAVAILABLE = 4;
+   */
+  UNAVAILABLE = 4,
+}
+
+/**
+ * Describes the enum wayfind.v1.SemanticStatus.
+ */
+export const SemanticStatusSchema: GenEnum<SemanticStatus> = /*@__PURE__*/
+  enumDesc(file_wayfind_v1_common, 3);
 
 /**
  * A model provider, for usage accounting and provider-shaped payloads.
@@ -244,5 +402,5 @@ export enum Provider {
  * Describes the enum wayfind.v1.Provider.
  */
 export const ProviderSchema: GenEnum<Provider> = /*@__PURE__*/
-  enumDesc(file_wayfind_v1_common, 2);
+  enumDesc(file_wayfind_v1_common, 4);
 

@@ -1,0 +1,23 @@
+import type { QueryRewrite as ProtoQueryRewrite } from "../../../gen/ts/wayfind/v1/common_pb.ts";
+import type { MatchQuality, QueryRewrite, SemanticReport } from "../../text/scores.ts";
+import { MATCH_QUALITIES, QUERY_REWRITE_KINDS, SEMANTIC_STATUSES } from "../enums.ts";
+
+/** What tool and skill searches report beside their hits, as SearchToolsResponse / SearchSkillsResponse fields. */
+export function searchReportToProto(report: {
+  readonly matchQuality: MatchQuality;
+  readonly semantic: SemanticReport;
+  readonly rewrites: readonly QueryRewrite[];
+}) {
+  return {
+    matchQuality: MATCH_QUALITIES[report.matchQuality],
+    semanticStatus: SEMANTIC_STATUSES[report.semantic.status],
+    semanticPending: report.semantic.pending,
+    queryRewrites: report.rewrites.map(
+      (r): Omit<ProtoQueryRewrite, "$typeName"> => ({
+        from: r.from,
+        to: r.to,
+        kind: QUERY_REWRITE_KINDS[r.kind],
+      }),
+    ),
+  };
+}
