@@ -1,12 +1,5 @@
 import type * as http2 from "node:http2";
-import {
-  create,
-  type DescMessage,
-  fromBinary,
-  type Message,
-  type MessageInitShape,
-  toBinary,
-} from "@bufbuild/protobuf";
+import { create, type DescMessage, type Message, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import {
   Code,
   ConnectError,
@@ -15,27 +8,24 @@ import {
   type HandlerContext,
 } from "@connectrpc/connect";
 import * as grpc from "@grpc/grpc-js";
+import type { RequestDecoder } from "./request-decoder.ts";
 import { type MethodRoute, methodPath } from "./rpc.ts";
-import {
-  errorReason,
-  grpcStatusDetails,
-  malformedRequest,
-  malformedTimeout,
-  toRpcError,
-} from "./rpc-errors.ts";
+import { grpcStatusDetails, malformedTimeout, toRpcError } from "./rpc-errors.ts";
 import { streamSendBudget } from "./turn-budget.ts";
 
 /**
  * Serves transport-neutral method implementations (connect-es shapes) with @grpc/grpc-js, which is
  * several times faster than connect-node's gRPC path for native gRPC clients.
  *
- * Requests arrive as raw bytes and are decoded here, so a malformed message is INVALID_ARGUMENT
- * (grpc-js would answer INTERNAL for a deserializer that throws), worded as on every protocol.
+ * Requests arrive as raw bytes and are decoded here (large ones off the event loop, by `decoder`),
+ * so a malformed message is INVALID_ARGUMENT (grpc-js would answer INTERNAL for a deserializer that
+ * throws), worded as on every protocol.
  */
 export function addRoutesToGrpcServer(
   server: grpc.Server,
   routes: readonly MethodRoute[],
   shutdownSignal: AbortSignal,
+  decoder: RequestDecoder,
 ): void {
   const byService = new Map<string, MethodRoute[]>();
   for (const route of routes) {
@@ -60,7 +50,7 @@ export function addRoutesToGrpcServer(
           Buffer.isBuffer(message) ? message : Buffer.from(toBinary(method.output, message)),
         responseDeserialize: (bytes: Buffer) => bytes,
       };
-      handlers[method.name] = makeHandler(route, shutdownSignal);
+      handlers[method.name] = makeHandler(route, shutdownSignal, decoder);
     }
     server.addService(definition as grpc.ServiceDefinition, handlers);
   }
@@ -71,15 +61,13 @@ type AnyCall =
   | grpc.ServerWritableStream<Buffer, Buffer>
   | grpc.ServerDuplexStream<Buffer, Buffer>;
 
-function makeHandler(route: MethodRoute, shutdownSignal: AbortSignal): grpc.UntypedHandleCall {
+function makeHandler(
+  route: MethodRoute,
+  shutdownSignal: AbortSignal,
+  decoder: RequestDecoder,
+): grpc.UntypedHandleCall {
   const { method } = route;
-  const decode = (bytes: Buffer) => {
-    try {
-      return fromBinary(method.input, bytes);
-    } catch (error) {
-      throw malformedRequest(method.input, errorReason(error));
-    }
-  };
+  const decode = (bytes: Buffer) => decoder.decode(method.input, bytes);
   const toMessage = (value: MessageInitShape<DescMessage>) => create(method.output, value);
   // Streamed messages are encoded here, when the handler yields them (where a handler can slice its
   // work over turns of the event loop), not later by grpc-js when an earlier write completes: there,
@@ -93,7 +81,8 @@ function makeHandler(route: MethodRoute, shutdownSignal: AbortSignal): grpc.Unty
       return (call: grpc.ServerUnaryCall<Buffer, Message>, callback: grpc.sendUnaryData<Message>) => {
         const context = contextFor(route, call, shutdownSignal);
         Promise.resolve()
-          .then(() => impl(decode(call.request), context))
+          .then(() => decode(call.request))
+          .then((input) => impl(input, context))
           .then(
             (output) => callback(null, toMessage(output), trailerMetadata(context)),
             (error: unknown) => callback(toServiceError(error, context)),
@@ -107,7 +96,7 @@ function makeHandler(route: MethodRoute, shutdownSignal: AbortSignal): grpc.Unty
         const context = contextFor(route, call, shutdownSignal);
         void (async () => {
           try {
-            await sendAll(call, impl(decode(call.request), context), encode, context);
+            await sendAll(call, impl(await decode(call.request), context), encode, context);
             call.end(trailerMetadata(context));
           } catch (error) {
             call.emit("error", toServiceError(error, context));
@@ -124,7 +113,7 @@ function makeHandler(route: MethodRoute, shutdownSignal: AbortSignal): grpc.Unty
         const requests = (async function* () {
           // Keep the call open when the client half-closes: the answers still have to go out.
           for await (const chunk of call.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
-            yield decode(chunk);
+            yield await decode(chunk);
           }
         })();
         void (async () => {

@@ -15,6 +15,7 @@ import {
   readOpenFilesLimit,
 } from "./connections.ts";
 import { addRoutesToGrpcServer, grpcTimeoutProblem, respondWithGrpcError } from "./grpc-js-adapter.ts";
+import { RequestDecoder } from "./request-decoder.ts";
 import type { MethodRoute } from "./rpc.ts";
 
 export interface TransportOptions {
@@ -66,7 +67,8 @@ export async function startTransport(options: TransportOptions): Promise<Running
     // channelz costs ~5% CPU per call and nothing here reads it.
     "grpc.enable_channelz": 0,
   });
-  addRoutesToGrpcServer(grpcServer, options.routes, options.shutdownSignal);
+  const decoder = new RequestDecoder();
+  addRoutesToGrpcServer(grpcServer, options.routes, options.shutdownSignal, decoder);
 
   // grpc-js and node's HTTP/2 compatibility layer each listen for 'stream' on a server object. We
   // give each its own (never listening) object and hand every stream to exactly one of them.
@@ -196,6 +198,7 @@ export async function startTransport(options: TransportOptions): Promise<Running
       await closed;
       clearTimeout(timer);
       grpcServer.forceShutdown();
+      await decoder.close();
     },
   };
 }
