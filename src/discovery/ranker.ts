@@ -76,6 +76,12 @@ export interface RankOptions {
 export interface RankResult {
   readonly docs: RankedDoc[];
   readonly strategy: "and" | "or" | "fuzzy";
+  /**
+   * The relevance of a tool that has every query word once in its name: the unit of the absolute
+   * score (relevance / scale, capped at 1). It depends only on the query and the corpus statistics of
+   * the candidates, so a tool's score does not change with the other hits or with `limit`.
+   */
+  readonly scale: number;
 }
 
 /**
@@ -253,7 +259,35 @@ export class Ranker {
       : andOnly || top.every((r) => this.covered[r.doc] === full)
         ? "and"
         : "or";
-    return { docs: top, strategy };
+    return { docs: top, strategy, scale: this.scale(words, opts) };
+  }
+
+  /**
+   * RankResult.scale: Σ over query words of idf × word weight × the saturated weight of one name
+   * occurrence. A word outside the vocabulary counts at the idf of its best visible expansion (a typo
+   * matched at a discount), else at the idf of a word no tool has — so words nothing matches lower
+   * every score, and "delete the repo" over a catalog without one scores low, not 1.
+   */
+  private scale(words: readonly string[], opts: RankOptions): number {
+    const { candidates } = opts;
+    const n = candidates ? candidates.count : this.size;
+    const idf = (df: number) => Math.log(1 + (n - df + 0.5) / (df + 0.5)) ** this.config.idfPower;
+    const saturated = this.config.k1 + 1;
+    let scale = 0;
+    words.forEach((w, slot) => {
+      const id = this.vocab.get(w);
+      let wordIdf: number;
+      if (id !== undefined && this.df(id, candidates) > 0) wordIdf = idf(this.df(id, candidates));
+      else {
+        const best = this.visibleExpansions(w, candidates).reduce(
+          (most, [fid]) => Math.max(most, idf(this.df(fid, candidates))),
+          0,
+        );
+        wordIdf = best > 0 ? best : idf(0);
+      }
+      scale += wordIdf * (opts.wordWeights?.[slot] ?? 1) * saturated;
+    });
+    return scale;
   }
 
   /**

@@ -8,7 +8,7 @@ import {
   mayMatch,
 } from "../text/caller-regex.ts";
 import type { LiteralIndex } from "../text/literal-index.ts";
-import { minMaxScale, type QueryRewrite, REGEX_SCORE } from "../text/scores.ts";
+import { type QueryRewrite, REGEX_SCORE } from "../text/scores.ts";
 import type { Candidates, RankedDoc } from "./ranker.ts";
 import { pairs, type SearchIndex } from "./search-index.ts";
 import { analyze, nameKey, splitWords, stem } from "./text.ts";
@@ -68,16 +68,22 @@ function fts(
   // A query of only stopwords ("how to") still searches for its words.
   if (words.length === 0) words = [...new Set(splitWords(query))];
   const nameHits = index.keys.get(nameKey(query)) ?? [];
-  const ranked = index.ranker.rank(words.slice(0, 64), {
+  const queryWords = words.slice(0, 64);
+  const ranked = index.ranker.rank(queryWords, {
     limit,
     candidates,
     nameHits,
     phrases: [...new Set([...pairs(sequence), ...joinedIdentifiers(query)])],
     wordWeights: words.map((w) => 1 + repeat * Math.log(sequence.filter((x) => x === w).length || 1)),
   });
-  const scores = minMaxScale(ranked.docs.map((d) => d.relevance));
-  const hits = ranked.docs.map((doc, i) =>
-    hit(index.docs[doc.doc] as Tool, scores[i] ?? 0.5, doc.fuzzy ? "fts_fuzzy" : "fts"),
+  // Absolute (see lexicalScore); a tool named like the query is 1.
+  const named = new Set(nameHits);
+  const hits = ranked.docs.map((doc) =>
+    hit(
+      index.docs[doc.doc] as Tool,
+      named.has(doc.doc) || ranked.scale <= 0 ? 1 : lexicalScore(doc, ranked.scale, queryWords.length),
+      doc.fuzzy ? "fts_fuzzy" : "fts",
+    ),
   );
   return { hits, strategy: ranked.strategy, rewrites: [] };
 }
@@ -206,6 +212,23 @@ function hit(t: Tool, score: number, matchType: MatchType): SearchHit {
     matchType,
     loadingMode: t.loadingMode,
   };
+}
+
+/**
+ * The lexical score of a tool for a query of `words` analysed words: a logistic curve over
+ * ln(relevance / RankResult.scale) and ln(words), fitted by logistic regression (balanced classes) on
+ * the even half of bench/score-calibration.ts's public queries: a best hit that is one of the query's
+ * gold tools against the best hit of a request asked of a catalog it was not written for. Long
+ * requests match a smaller share of their words even when the tool is right, hence the word count.
+ * For one query the score rises with relevance, so the ranking order is the score order.
+ */
+const LEXICAL_CALIBRATION = { intercept: 1.241, perLogRatio: 3.134, perLogWords: 1.948 } as const;
+
+function lexicalScore(doc: RankedDoc, scale: number, words: number): number {
+  const ratio = Math.min(1, doc.relevance / scale);
+  if (ratio <= 0) return 0;
+  const { intercept, perLogRatio, perLogWords } = LEXICAL_CALIBRATION;
+  return 1 / (1 + Math.exp(-(intercept + perLogRatio * Math.log(ratio) + perLogWords * Math.log(words))));
 }
 
 /** Identifiers of the query ("getRandomImage", "get_random_image") also as one word, as glued names spell them. */

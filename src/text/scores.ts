@@ -3,7 +3,8 @@ import { invalidArgument } from "../errors.ts";
 /**
  * Scores shared by tool and skill search (docs/design.md §4), in [0, 1], and what a ranked search
  * reports beside its hits (match quality, query rewrites, semantic status). Regex hits score by where
- * the pattern matched; ranked hits are min-max scaled until issue 14's absolute scores land.
+ * the pattern matched. Tool FTS scores are absolute (src/discovery/search.ts); skill FTS scores are
+ * still min-max scaled per response.
  */
 export const REGEX_SCORE = {
   fullName: 0.95,
@@ -13,7 +14,10 @@ export const REGEX_SCORE = {
   text: 0.75,
 } as const;
 
-/** Until issue 14 calibrates absolute scores: half the scale (config `good_match_score`). */
+/**
+ * Config `good_match_score`'s default. Tool search's lexical scores are calibrated so that 0.5 best
+ * separates right from unrelated best hits on public queries (src/discovery/search.ts lexicalScore).
+ */
 export const DEFAULT_GOOD_MATCH_SCORE = 0.5;
 
 /** How well the best hit of a ranked search matched (proto MatchQuality). */
