@@ -5,6 +5,7 @@
  */
 
 import { openCatalog, readQueries, sample, table } from "./lib/discovery-data.ts";
+import { injectTypos } from "./lib/typos.ts";
 import { evaluate } from "./search-quality-eval.ts";
 
 const BASELINES: Record<string, [string, number, number, number, number][]> = {
@@ -33,6 +34,27 @@ async function main(): Promise<void> {
     const ms = performance.now() - t0;
     for (const b of BASELINES[set] ?? []) rows.push([set, b[0], `${total}`, b[1], b[2], b[3], b[4]]);
     rows.push([set, "wayfind", m.n === total ? `${m.n}` : `${m.n} of ${total}`, m.r1, m.r5, m.r10, m.mrr]);
+    // Typo robustness: the same queries with one or two seeded edits, per half (even = where
+    // parameters were chosen, odd = held out), and the share of the clean R@5 kept.
+    for (const parity of [0, 1]) {
+      const half = queries.filter((_, i) => i % 2 === parity);
+      const clean = evaluate(catalog, half, aliasOf);
+      const typos = evaluate(
+        catalog,
+        half.map((q) => ({ ...q, query: injectTypos(q.query, q.id) })),
+        aliasOf,
+      );
+      const kept = `kept ${((100 * typos.r5) / clean.r5).toFixed(1)} % of R@5`;
+      rows.push([
+        set,
+        `wayfind, typos (${parity === 0 ? "even" : "odd"}; ${kept})`,
+        `${typos.n}`,
+        typos.r1,
+        typos.r5,
+        typos.r10,
+        typos.mrr,
+      ]);
+    }
     console.error(
       `${set}: ${m.n} queries in ${(ms / 1000).toFixed(1)} s (${(ms / m.n).toFixed(2)} ms/query)`,
     );

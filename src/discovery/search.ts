@@ -9,7 +9,7 @@ import {
 } from "../text/caller-regex.ts";
 import type { LiteralIndex } from "../text/literal-index.ts";
 import { type QueryRewrite, REGEX_SCORE } from "../text/scores.ts";
-import type { Candidates, RankedDoc } from "./ranker.ts";
+import type { Candidates, RankedDoc, WordRepair } from "./ranker.ts";
 import { pairs, type SearchIndex } from "./search-index.ts";
 import { analyze, nameKey, splitWords, stem } from "./text.ts";
 import type { MatchType, SearchHit, SearchStrategy, SearchType, Tool } from "./types.ts";
@@ -85,7 +85,7 @@ function fts(
       doc.fuzzy ? "fts_fuzzy" : "fts",
     ),
   );
-  return { hits, strategy: ranked.strategy, rewrites: [] };
+  return { hits, strategy: ranked.strategy, rewrites: typoRewrites(query, ranked.repairs) };
 }
 
 function exact(
@@ -229,6 +229,23 @@ function lexicalScore(doc: RankedDoc, scale: number, words: number): number {
   if (ratio <= 0) return 0;
   const { intercept, perLogRatio, perLogWords } = LEXICAL_CALIBRATION;
   return 1 / (1 + Math.exp(-(intercept + perLogRatio * Math.log(ratio) + perLogWords * Math.log(words))));
+}
+
+/**
+ * The typo repairs as the caller wrote the words: the ranker works on stems ("chng" → "chang"), so
+ * the query word's own ending is put back on the repaired stem ("chnges" → "changes"). Readings by
+ * prefix or abbreviation are not reported: a stem is no word to show ("msg" → "messag"), and the
+ * synonym list says the common abbreviations in full.
+ */
+function typoRewrites(query: string, repairs: readonly WordRepair[]): QueryRewrite[] {
+  const typos = repairs.filter((r) => r.kind === "typo");
+  if (typos.length === 0) return [];
+  const written = new Map<string, string>();
+  for (const word of splitWords(query)) if (!written.has(stem(word))) written.set(stem(word), word);
+  return typos.map(({ word, term }) => {
+    const from = written.get(word) ?? word;
+    return { from, to: from.startsWith(word) ? term + from.slice(word.length) : term, kind: "typo" };
+  });
 }
 
 /** Identifiers of the query ("getRandomImage", "get_random_image") also as one word, as glued names spell them. */

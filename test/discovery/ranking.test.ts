@@ -57,6 +57,38 @@ describe("score contract", () => {
   });
 });
 
+describe("typo repair", () => {
+  it("repairs a misspelled word even when the other words match", async () => {
+    const { catalog } = await seeded();
+    const result = catalog.search({ query: "chek the kubernetes api server" });
+    expect(names(result)[0]).toBe("kubernetes.ping");
+    expect(result.rewrites).toEqual([{ from: "chek", to: "check", kind: "typo" }]);
+  });
+
+  it("counts a swap of neighbours as one edit", async () => {
+    const { catalog } = await seeded();
+    const result = catalog.search({ query: "wetaher forecast" });
+    expect(names(result)[0]).toBe("weather.get_weather");
+    expect(result.rewrites).toEqual([{ from: "wetaher", to: "weather", kind: "typo" }]);
+  });
+
+  it("prefers the repair that appears beside the query's other words", async () => {
+    const { catalog } = openCatalog();
+    await catalog.register("s", [
+      { name: "list_nodes", description: "List the nodes of a Kubernetes cluster" },
+      { name: "take_notes", description: "Take notes in a notebook" },
+    ]);
+    const result = catalog.search({ query: "nodas kubernetes" });
+    expect(names(result)[0]).toBe("list_nodes");
+    expect(result.rewrites).toEqual([{ from: "nodas", to: "nodes", kind: "typo" }]);
+  });
+
+  it("leaves short words alone: three letters are too few to tell a typo from another word", async () => {
+    const { catalog } = await seeded();
+    expect(catalog.search({ query: "pds" }).rewrites).toEqual([]);
+  });
+});
+
 describe("tie-breaks", () => {
   it("prefers the configured namespace on equal relevance", async () => {
     const { catalog } = openCatalog({ preferredNamespaces: ["gitlab"] });
@@ -200,8 +232,9 @@ describe("visibility", () => {
       key: "no secret_wetter",
       isVisible: (t) => t.name !== "secret_wetter",
     });
-    const result = catalog.search({ query: "wettr", visible });
+    const result = catalog.search({ query: "wether", visible });
     expect(names(result)).toEqual(["get_weather"]);
+    expect(result.rewrites).toEqual([{ from: "wether", to: "weather", kind: "typo" }]);
   });
 
   it("exact search ranks namesakes by preferred namespace", async () => {

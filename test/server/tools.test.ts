@@ -3,7 +3,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MatchQuality, Provider, SearchType, SemanticStatus } from "../../gen/ts/wayfind/v1/common_pb.ts";
+import {
+  MatchQuality,
+  Provider,
+  QueryRewrite_Kind,
+  SearchType,
+  SemanticStatus,
+} from "../../gen/ts/wayfind/v1/common_pb.ts";
 import { ActivationScope, LoadingMode, ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { estimateTokens } from "../../src/text/tokens.ts";
 import { failure } from "../support/rpc.ts";
@@ -152,6 +158,14 @@ describe("SearchTools scores and match quality", () => {
     }
     expect(response.semanticStatus).toBe(SemanticStatus.OFF);
     expect(response.semanticPending).toBe(0);
+  });
+
+  it("repairs a misspelled word and says how it read it", async () => {
+    const response = await client().searchTools({ caller: acme, query: "open an isssue on github" });
+    expect(response.tools[0]?.name).toBe("github.create_issue");
+    expect(response.queryRewrites).toEqual([
+      expect.objectContaining({ from: "isssue", to: "issue", kind: QueryRewrite_Kind.TYPO }),
+    ]);
   });
 
   it("says NONE when nothing matched", async () => {
