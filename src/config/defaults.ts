@@ -30,6 +30,7 @@ export const DEFAULTS = {
     /** Run-scoped activations expire after an hour without use. */
     runActivationTtlSeconds: 3600,
     goodMatchScore: DEFAULT_GOOD_MATCH_SCORE,
+    synonyms: {},
   } satisfies ToolSearchConfig,
   semantic: {
     /** A `tool_search.semantic` section turns semantic ranking on unless it says `enabled: false`. */

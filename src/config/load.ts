@@ -287,6 +287,7 @@ function toConfig(raw: ConfigFile, baseDir: string, configFile: string | undefin
       maxSearchResults: ts.max_search_results ?? DEFAULTS.toolSearch.maxSearchResults,
       runActivationTtlSeconds: ts.run_activation_ttl_seconds ?? DEFAULTS.toolSearch.runActivationTtlSeconds,
       goodMatchScore: ts.good_match_score ?? DEFAULTS.toolSearch.goodMatchScore,
+      synonyms: ts.synonyms ?? DEFAULTS.toolSearch.synonyms,
       semantic:
         ts.semantic === undefined
           ? undefined

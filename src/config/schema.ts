@@ -56,6 +56,22 @@ const toolSearch = z.strictObject({
   max_search_results: z.number().int().min(1).max(20).optional(),
   run_activation_ttl_seconds: positiveInt.optional(),
   good_match_score: z.number().min(0).max(1).optional(),
+  // One word (as typed, no spaces) → 1–10 readings of 1–64 characters; at most 1,000 words.
+  synonyms: z
+    .record(z.string(), z.array(z.string().trim().min(1).max(64)).min(1).max(10))
+    .superRefine((table, ctx) => {
+      const words = Object.keys(table);
+      if (words.length > 1_000)
+        ctx.addIssue({ code: "custom", message: `has ${words.length} words; at most 1,000` });
+      for (const word of words)
+        if (!/^[^\s]{1,32}$/.test(word))
+          ctx.addIssue({
+            code: "custom",
+            path: [word],
+            message: "the word must be one word of 1–32 characters",
+          });
+    })
+    .optional(),
   semantic: z
     .strictObject({
       enabled: z.boolean().optional(),

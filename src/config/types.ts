@@ -48,6 +48,8 @@ export interface ToolSearchConfig {
   readonly runActivationTtlSeconds: number;
   /** A search whose best hit scores below this reports MATCH_QUALITY_WEAK (docs/search.md "Scores"). */
   readonly goodMatchScore: number;
+  /** The operator's abbreviations and synonyms: word → readings (beside the built-in list). */
+  readonly synonyms: Readonly<Record<string, readonly string[]>>;
   /** Semantic ranking (`tool_search.semantic`); undefined when the section is absent (lexical only). */
   readonly semantic?: SemanticSearchConfig;
 }

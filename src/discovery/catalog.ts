@@ -6,8 +6,9 @@ import { checkSize, LIMITS, withinLimit } from "../limits.ts";
 import { LiteralIndex } from "../text/literal-index.ts";
 import { checkMinScore, SEMANTIC_OFF } from "../text/scores.ts";
 import { runInSlices, runToEnd } from "../text/slices.ts";
+import { synonymTable } from "../text/synonyms.ts";
 import { Candidates, DEFAULT_RANKER, type RankerConfig } from "./ranker.ts";
-import { runSearch } from "./search.ts";
+import { type QueryReadings, queryReadings, runSearch } from "./search.ts";
 import {
   buildSearchIndex,
   type PackedAnalysis,
@@ -49,6 +50,8 @@ export interface CatalogOptions {
   readonly ranker?: RankerConfig;
   /** Old tool name → current name (config `aliases`); tried before the tools' own aliases. */
   readonly aliases?: Readonly<Record<string, string>>;
+  /** The operator's synonyms (config `tool_search.synonyms`), beside the built-in ones. */
+  readonly synonyms?: Readonly<Record<string, readonly string[]>>;
 }
 
 interface Row {
@@ -106,6 +109,8 @@ export class ToolCatalog {
   private readonly rankerConfig: RankerConfig;
   /** Config aliases: old name → current name. */
   private readonly renamed: ReadonlyMap<string, string>;
+  /** Abbreviations and synonyms by analysed word: built-in plus config `tool_search.synonyms`. */
+  private readonly readings: QueryReadings;
   /** The registration under way and those queued behind it (see register). */
   private registrations: Promise<unknown> = Promise.resolve();
 
@@ -117,6 +122,7 @@ export class ToolCatalog {
     this.events = options.events;
     this.rankerConfig = options.ranker ?? DEFAULT_RANKER;
     this.renamed = new Map(Object.entries(options.aliases ?? {}));
+    this.readings = queryReadings(synonymTable(options.synonyms));
     for (const row of db
       .prepare<[], Row>("SELECT name, source, owner, definition FROM discovery_tools")
       .all()) {
@@ -350,6 +356,7 @@ export class ToolCatalog {
       aliasTargets: (alias) => [...(this.aliases.get(alias)?.values() ?? [])],
       literalIndex: this.literalIndexes.get(index),
       repeat: this.rankerConfig.repeat,
+      readings: this.readings,
     });
     // Scores are absolute, so the threshold applies to each hit alone (hits are in score order).
     const result = { ...found, hits: found.hits.filter((h) => h.score >= minScore) };

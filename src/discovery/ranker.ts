@@ -76,16 +76,27 @@ export interface RankOptions {
   readonly phrases?: readonly string[];
   /** Docs whose name equals the whole query; they go first. */
   readonly nameHits?: readonly number[];
+  /** Per word, other readings (abbreviations, synonyms) searched for it at a discount. */
+  readonly readings?: readonly (readonly WordReading[] | undefined)[];
+}
+
+/** Another way to read a query word: its analysed terms, searched at `weight` of the word's own. */
+export interface WordReading {
+  /** As written in the synonym table, for query_rewrites. */
+  readonly words: string;
+  readonly terms: readonly string[];
+  readonly weight: number;
 }
 
 /** How an unknown query word was read: a vocabulary term within a few edits, by prefix, or as an abbreviation. */
 export type ExpansionKind = "typo" | "prefix" | "abbreviation";
 
-/** An unknown query word and the vocabulary term it was searched as (its best expansion). */
+/** A query word and what it was also searched as: its best expansion, or a reading. */
 export interface WordRepair {
   readonly word: string;
+  /** The vocabulary term (a stem) for an expansion; the reading's words for a synonym. */
   readonly term: string;
-  readonly kind: ExpansionKind;
+  readonly kind: ExpansionKind | "synonym";
 }
 
 interface Expansion {
@@ -212,12 +223,20 @@ export class Ranker {
     let fuzzyUsed = false;
     const repairs = new Map<number, WordRepair>();
     const known = this.markKnownDocs(words, opts.candidates);
+    const readingsUsed: WordRepair[] = [];
     const build = (anyExpansion: boolean): QueryTerm[] => {
       const terms: QueryTerm[] = [];
       repairs.clear();
+      readingsUsed.length = 0;
       words.forEach((w, slot) => {
         const id = this.vocab.get(w);
         const qw = opts.wordWeights?.[slot] ?? 1;
+        for (const reading of opts.readings?.[slot] ?? []) {
+          const ids = this.visibleTerms(reading.terms, opts.candidates);
+          for (const rid of ids)
+            terms.push({ id: rid, weight: (qw * reading.weight) / reading.terms.length, slot, fuzzy: false });
+          if (ids.length > 0) readingsUsed.push({ word: w, term: reading.words, kind: "synonym" });
+        }
         if (id !== undefined) {
           terms.push({ id, weight: qw, slot, fuzzy: false });
           return;
@@ -299,7 +318,12 @@ export class Ranker {
       : andOnly || top.every((r) => this.covered[r.doc] === full)
         ? "and"
         : "or";
-    return { docs: top, strategy, repairs: [...repairs.values()], scale: this.scale(words, opts, known) };
+    return {
+      docs: top,
+      strategy,
+      repairs: [...readingsUsed, ...repairs.values()],
+      scale: this.scale(words, opts, known),
+    };
   }
 
   /**
@@ -319,10 +343,12 @@ export class Ranker {
       let wordIdf: number;
       if (id !== undefined && this.df(id, candidates) > 0) wordIdf = idf(this.df(id, candidates));
       else {
-        const best = this.visibleExpansions(w, candidates, known).reduce(
-          (most, e) => Math.max(most, idf(this.df(e.id, candidates))),
-          0,
+        // Read through its best visible stand-in: an abbreviation's words, else a typo repair.
+        const readingIds = (opts.readings?.[slot] ?? []).flatMap((r) =>
+          this.visibleTerms(r.terms, candidates),
         );
+        const standIns = [...readingIds, ...this.visibleExpansions(w, candidates, known).map((e) => e.id)];
+        const best = standIns.reduce((most, sid) => Math.max(most, idf(this.df(sid, candidates))), 0);
         wordIdf = best > 0 ? best : idf(0);
       }
       scale += wordIdf * (opts.wordWeights?.[slot] ?? 1) * saturated;
@@ -496,6 +522,16 @@ export class Ranker {
       }
     }
     return any;
+  }
+
+  /** Ids of the terms the caller's visible tools have (hidden vocabulary is never searched or reported). */
+  private visibleTerms(terms: readonly string[], candidates: Candidates | undefined): number[] {
+    const ids: number[] = [];
+    for (const t of terms) {
+      const id = this.vocab.get(t);
+      if (id !== undefined && this.df(id, candidates) > 0) ids.push(id);
+    }
+    return ids;
   }
 
   /** Whether a term occurs in a doc that also holds a known word of the current query. */

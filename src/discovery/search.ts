@@ -9,7 +9,8 @@ import {
 } from "../text/caller-regex.ts";
 import type { LiteralIndex } from "../text/literal-index.ts";
 import { type QueryRewrite, REGEX_SCORE } from "../text/scores.ts";
-import type { Candidates, RankedDoc, WordRepair } from "./ranker.ts";
+import type { Reading } from "../text/synonyms.ts";
+import type { Candidates, RankedDoc, WordReading, WordRepair } from "./ranker.ts";
 import { pairs, type SearchIndex } from "./search-index.ts";
 import { analyze, nameKey, splitWords, stem } from "./text.ts";
 import type { MatchType, SearchHit, SearchStrategy, SearchType, Tool } from "./types.ts";
@@ -30,6 +31,8 @@ export function runSearch(
     readonly literalIndex: LiteralIndex | undefined;
     /** Extra weight per repetition of a query word (RankerConfig.repeat). */
     readonly repeat: number;
+    /** Abbreviations and synonyms (queryReadings). */
+    readonly readings: QueryReadings;
   },
 ): SearchPathResult {
   const { query, type, limit } = search;
@@ -46,7 +49,49 @@ export function runSearch(
       strategy: "regex",
       rewrites: [],
     };
-  return fts(index, query, candidates, limit, context.repeat);
+  return fts(index, query, candidates, limit, context.repeat, context.readings);
+}
+
+/** The synonym table (src/text/synonyms.ts) as search reads it. */
+export interface QueryReadings {
+  /** By analysed word, in index terms: searched beside the word. */
+  readonly byStem: ReadonlyMap<string, readonly WordReading[]>;
+  /** By word as typed (lowercase), for shorthand the word splitter would cut apart ("k8s", "PRs"). */
+  readonly byToken: ReadonlyMap<string, readonly Reading[]>;
+}
+
+export function queryReadings(table: ReadonlyMap<string, readonly Reading[]>): QueryReadings {
+  const byStem = new Map<string, WordReading[]>();
+  for (const [word, readings] of table) {
+    const list = byStem.get(stem(word)) ?? [];
+    for (const r of readings) {
+      const terms = analyze(r.words);
+      // "msg" and "msgs" share a stem, and "message" and "messages" their terms: keep one.
+      if (terms.length > 0 && !list.some((known) => known.terms.join(" ") === terms.join(" ")))
+        list.push({ words: r.words, terms, weight: r.weight });
+    }
+    byStem.set(stem(word), list);
+  }
+  return { byStem, byToken: table };
+}
+
+/**
+ * Shorthand the word splitter would cut into meaningless pieces ("k8s" → k, 8, s; "PRs" → p, rs) is
+ * replaced by its first reading before analysis; other words keep their readings for the ranker.
+ */
+function spellOutShorthand(
+  query: string,
+  byToken: ReadonlyMap<string, readonly Reading[]>,
+): { text: string; rewrites: QueryRewrite[] } {
+  const rewrites: QueryRewrite[] = [];
+  const text = query.replace(/[^\s]+/g, (token) => {
+    const word = token.toLowerCase().replace(/^[^a-z0-9]+|[^a-z0-9/]+$/g, "");
+    const reading = byToken.get(word)?.[0];
+    if (!reading || splitWords(token).join(" ") === word) return token;
+    rewrites.push({ from: word, to: reading.words, kind: "synonym" });
+    return reading.words;
+  });
+  return { text, rewrites };
 }
 
 export interface SearchPathResult {
@@ -62,19 +107,22 @@ function fts(
   candidates: Candidates | undefined,
   limit: number,
   repeat: number,
+  readings: QueryReadings,
 ): SearchPathResult {
-  const sequence = analyze(query);
+  const spelled = spellOutShorthand(query, readings.byToken);
+  const sequence = analyze(spelled.text);
   let words = [...new Set(sequence)];
   // A query of only stopwords ("how to") still searches for its words.
-  if (words.length === 0) words = [...new Set(splitWords(query))];
+  if (words.length === 0) words = [...new Set(splitWords(spelled.text))];
   const nameHits = index.keys.get(nameKey(query)) ?? [];
   const queryWords = words.slice(0, 64);
   const ranked = index.ranker.rank(queryWords, {
     limit,
     candidates,
     nameHits,
-    phrases: [...new Set([...pairs(sequence), ...joinedIdentifiers(query)])],
+    phrases: [...new Set([...pairs(sequence), ...joinedIdentifiers(spelled.text)])],
     wordWeights: words.map((w) => 1 + repeat * Math.log(sequence.filter((x) => x === w).length || 1)),
+    readings: queryWords.map((w) => readings.byStem.get(w)),
   });
   // Absolute (see lexicalScore); a tool named like the query is 1.
   const named = new Set(nameHits);
@@ -85,7 +133,11 @@ function fts(
       doc.fuzzy ? "fts_fuzzy" : "fts",
     ),
   );
-  return { hits, strategy: ranked.strategy, rewrites: typoRewrites(query, ranked.repairs) };
+  return {
+    hits,
+    strategy: ranked.strategy,
+    rewrites: [...spelled.rewrites, ...rewritesOf(spelled.text, ranked.repairs)],
+  };
 }
 
 function exact(
@@ -232,18 +284,19 @@ function lexicalScore(doc: RankedDoc, scale: number, words: number): number {
 }
 
 /**
- * The typo repairs as the caller wrote the words: the ranker works on stems ("chng" → "chang"), so
- * the query word's own ending is put back on the repaired stem ("chnges" → "changes"). Readings by
- * prefix or abbreviation are not reported: a stem is no word to show ("msg" → "messag"), and the
- * synonym list says the common abbreviations in full.
+ * Synonyms and typo repairs as the caller wrote the words. The ranker works on stems ("chng" →
+ * "chang"), so a repair gets the query word's own ending back ("chnges" → "changes"). Readings by
+ * prefix or by letters in order are not reported: a stem is no word to show ("msg" → "messag"); the
+ * synonym table spells the common abbreviations out.
  */
-function typoRewrites(query: string, repairs: readonly WordRepair[]): QueryRewrite[] {
-  const typos = repairs.filter((r) => r.kind === "typo");
-  if (typos.length === 0) return [];
+function rewritesOf(query: string, repairs: readonly WordRepair[]): QueryRewrite[] {
+  const shown = repairs.filter((r) => r.kind === "typo" || r.kind === "synonym");
+  if (shown.length === 0) return [];
   const written = new Map<string, string>();
   for (const word of splitWords(query)) if (!written.has(stem(word))) written.set(stem(word), word);
-  return typos.map(({ word, term }) => {
+  return shown.map(({ word, term, kind }) => {
     const from = written.get(word) ?? word;
+    if (kind === "synonym") return { from, to: term, kind };
     return { from, to: from.startsWith(word) ? term + from.slice(word.length) : term, kind: "typo" };
   });
 }

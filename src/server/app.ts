@@ -97,6 +97,7 @@ export async function startServer(
     events,
     preferredNamespaces: config.toolSearch.preferredNamespaces,
     aliases: config.aliases,
+    synonyms: config.toolSearch.synonyms,
   });
   const closeStorage = () => {
     stopUsageRetention();

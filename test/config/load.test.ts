@@ -117,6 +117,16 @@ describe("loadConfig", () => {
     expect(problemsOf(file)).toEqual([expect.stringMatching(/:2:\d+: usage\.retention_days: .*1/)]);
   });
 
+  it("reads tool_search.synonyms and rejects a word with spaces or an empty reading list", () => {
+    const ok = loadConfig(write("tool_search:\n  synonyms: {tix: [tickets, issues]}\n"), {});
+    expect(ok.toolSearch.synonyms).toEqual({ tix: ["tickets", "issues"] });
+    const problems = problemsOf(write("tool_search:\n  synonyms: {'two words': [x], tix: []}\n"));
+    expect(problems).toEqual([
+      expect.stringMatching(/tool_search\.synonyms.*one word of 1–32 characters/),
+      expect.stringMatching(/tool_search\.synonyms\.tix/),
+    ]);
+  });
+
   it("rejects a lazy tool group trigger regex that RE2 cannot compile", () => {
     const file = write('lazy_tool_groups: [{name: k8s, tools: ["k8s.*"], triggers: {regexes: ["a("]}}]\n');
     expect(problemsOf(file)[0]).toContain(

@@ -69,7 +69,7 @@ describe("typo repair", () => {
     const { catalog } = await seeded();
     const result = catalog.search({ query: "wetaher forecast" });
     expect(names(result)[0]).toBe("weather.get_weather");
-    expect(result.rewrites).toEqual([{ from: "wetaher", to: "weather", kind: "typo" }]);
+    expect(result.rewrites).toContainEqual({ from: "wetaher", to: "weather", kind: "typo" });
   });
 
   it("prefers the repair that appears beside the query's other words", async () => {
@@ -86,6 +86,45 @@ describe("typo repair", () => {
   it("leaves short words alone: three letters are too few to tell a typo from another word", async () => {
     const { catalog } = await seeded();
     expect(catalog.search({ query: "pds" }).rewrites).toEqual([]);
+  });
+});
+
+describe("abbreviations and synonyms", () => {
+  it("reads developer shorthand the word splitter would cut apart", async () => {
+    const { catalog } = await seeded();
+    const result = catalog.search({ query: "k8s pods" });
+    expect(names(result)[0]).toBe("kubernetes.list_pods");
+    expect(result.rewrites).toContainEqual({ from: "k8s", to: "kubernetes", kind: "synonym" });
+  });
+
+  it("searches a word's synonyms beside the word itself", async () => {
+    const { catalog } = await seeded();
+    const result = catalog.search({ query: "send a slack msg" });
+    expect(names(result)[0]).toBe("slack.send_message");
+    expect(result.rewrites).toContainEqual({ from: "msg", to: "message", kind: "synonym" });
+  });
+
+  it("takes the operator's own synonyms from the config", async () => {
+    const { catalog } = openCatalog({ synonyms: { snap: ["screenshot"] } });
+    await catalog.register("s", [
+      { name: "take_screenshot", description: "Capture the page" },
+      { name: "ping", description: "Check a host" },
+    ]);
+    const result = catalog.search({ query: "snap the page" });
+    expect(names(result)[0]).toBe("take_screenshot");
+    expect(result.rewrites).toEqual([{ from: "snap", to: "screenshot", kind: "synonym" }]);
+  });
+
+  it("never searches or reports a reading only hidden tools have", async () => {
+    const { catalog } = openCatalog();
+    await catalog.register("s", [
+      { name: "secret_repository_admin", description: "hidden" },
+      { name: "list_pods", description: "List pods" },
+    ]);
+    const visible = catalog.visibleSet({ key: "no secret", isVisible: (t) => !t.name.startsWith("secret") });
+    const result = catalog.search({ query: "repo pods", visible });
+    expect(names(result)).toEqual(["list_pods"]);
+    expect(result.rewrites).toEqual([]);
   });
 });
 

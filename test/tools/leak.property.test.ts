@@ -21,6 +21,7 @@ const TOOL_SEARCH = {
   maxSearchResults: 10,
   runActivationTtlSeconds: 3600,
   goodMatchScore: 0.5,
+  synonyms: {},
 };
 
 /** A real catalog in SQLite behind the real ToolService, with every event captured. */

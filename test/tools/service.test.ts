@@ -35,6 +35,7 @@ async function service(
     maxSearchResults: 10,
     runActivationTtlSeconds: 3600,
     goodMatchScore: 0.5,
+    synonyms: {},
   };
   const sink = { emit: () => {} };
   return new ToolService({
