@@ -42,6 +42,7 @@ export const LIMITS = {
   toolAlias: limit("tools", "Tool", "aliases", 1, 128, { unit: "characters each" }),
   searchToolsQuery: limit("tools", "SearchToolsRequest", "query", 1, 512, { unit: "characters" }),
   searchToolsLimit: limit("tools", "SearchToolsRequest", "limit", 1, 20, { default: 8 }),
+  searchToolsMinScore: limit("tools", "SearchToolsRequest", "min_score", 0, 1, {}),
   listToolsPageSize: limit("tools", "ListToolsRequest", "page_size", 1, 500, { default: 100 }),
   registerToolsSource: limit("tools", "RegisterToolsRequest", "source", 1, 64, { unit: "characters" }),
   registerToolsTools: limit("tools", "RegisterToolsRequest", "tools", 0, 5_000, { unit: "tools" }),
@@ -63,6 +64,8 @@ export const LIMITS = {
   inlinePackFiles: limit("skills", "LoadSkillPackRequest", "files", 0, 1_000, { unit: "files" }),
   searchSkillsQuery: limit("skills", "SearchSkillsRequest", "query", 1, 512, { unit: "characters" }),
   searchSkillsLimit: limit("skills", "SearchSkillsRequest", "limit", 1, 20, { default: 5 }),
+  searchSkillsMinScore: limit("skills", "SearchSkillsRequest", "min_score", 0, 1, {}),
+  relevantSkillsMinScore: limit("skills", "GetRelevantSkillsRequest", "min_score", 0, 1, {}),
   getSkillsNames: limit("skills", "GetSkillsRequest", "names", 1, 10, { unit: "names" }),
   getSkillsName: limit("skills", "GetSkillsRequest", "names", 1, 128, { unit: "characters each" }),
   getSkillsMaxTokens: limit("skills", "GetSkillsRequest", "max_tokens", 200, 6_000, { default: 1_500 }),
@@ -114,6 +117,13 @@ export function withinLimit(row: Limit, value: number | undefined): number {
   if (value === undefined && row.default !== undefined) return row.default;
   if (value === undefined || !Number.isInteger(value) || value < row.min || value > row.max)
     throw outOfRange(row, value);
+  return value;
+}
+
+/** A fractional value (a score threshold) within the row's range; unset is the range's minimum. */
+export function withinRange(row: Limit, value: number | undefined): number {
+  if (value === undefined) return row.min;
+  if (!Number.isFinite(value) || value < row.min || value > row.max) throw outOfRange(row, value);
   return value;
 }
 

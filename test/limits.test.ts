@@ -178,6 +178,9 @@ const callWith: Record<keyof typeof LIMITS, (size: number) => Promise<unknown>> 
     }),
   searchToolsQuery: (size) => tools().searchTools({ caller, query: text(size) }),
   searchToolsLimit: (size) => tools().searchTools({ caller, query: "task", limit: size }),
+  searchToolsMinScore: (size) => tools().searchTools({ caller, query: "task", minScore: size }),
+  searchSkillsMinScore: (size) => skills().searchSkills({ caller, query: "task", minScore: size }),
+  relevantSkillsMinScore: (size) => skills().getRelevantSkills({ caller, task: "a task", minScore: size }),
   listToolsPageSize: (size) => tools().listTools({ caller, pageSize: size }),
   registerToolsSource: (size) => tools().registerTools({ caller, source: text(size), tools: [] }),
   registerToolsTools: (size) =>

@@ -2,9 +2,9 @@ import { createHash } from "node:crypto";
 import type { Db } from "../database/sqlite.ts";
 import { type FieldViolation, invalidArgument, quoteInput, WayfindError } from "../errors.ts";
 import type { EventSink } from "../events/event.ts";
-import { checkSize, LIMITS, withinLimit } from "../limits.ts";
+import { checkSize, LIMITS, withinLimit, withinRange } from "../limits.ts";
 import { LiteralIndex } from "../text/literal-index.ts";
-import { checkMinScore, SEMANTIC_OFF } from "../text/scores.ts";
+import { SEMANTIC_OFF } from "../text/scores.ts";
 import { runInSlices, runToEnd } from "../text/slices.ts";
 import { synonymTable } from "../text/synonyms.ts";
 import { Candidates, DEFAULT_RANKER, type RankerConfig } from "./ranker.ts";
@@ -52,6 +52,8 @@ export interface CatalogOptions {
   readonly aliases?: Readonly<Record<string, string>>;
   /** The operator's synonyms (config `tool_search.synonyms`), beside the built-in ones. */
   readonly synonyms?: Readonly<Record<string, readonly string[]>>;
+  /** Told each new index (at start and after changes), e.g. to bring tool vectors up to date. */
+  readonly onIndexBuilt?: (index: SearchIndex) => void;
 }
 
 interface Row {
@@ -111,6 +113,7 @@ export class ToolCatalog {
   private readonly renamed: ReadonlyMap<string, string>;
   /** Abbreviations and synonyms by analysed word: built-in plus config `tool_search.synonyms`. */
   private readonly readings: QueryReadings;
+  private readonly onIndexBuilt: ((index: SearchIndex) => void) | undefined;
   /** The registration under way and those queued behind it (see register). */
   private registrations: Promise<unknown> = Promise.resolve();
 
@@ -123,6 +126,7 @@ export class ToolCatalog {
     this.rankerConfig = options.ranker ?? DEFAULT_RANKER;
     this.renamed = new Map(Object.entries(options.aliases ?? {}));
     this.readings = queryReadings(synonymTable(options.synonyms));
+    this.onIndexBuilt = options.onIndexBuilt;
     for (const row of db
       .prepare<[], Row>("SELECT name, source, owner, definition FROM discovery_tools")
       .all()) {
@@ -352,12 +356,16 @@ export class ToolCatalog {
         ? undefined
         : index.deferred;
     const totalDeferred = visible ? visible.totalDeferred : index.deferred.count;
-    const found = runSearch(index, { query, type, limit }, candidates, {
+    const semantic = type === "fts" ? request.semantic : undefined;
+    const depth = semantic ? Math.max(limit, semantic.lexicalDepth) : limit;
+    const lexical = runSearch(index, { query, type, limit: depth }, candidates, {
       aliasTargets: (alias) => [...(this.aliases.get(alias)?.values() ?? [])],
       literalIndex: this.literalIndexes.get(index),
       repeat: this.rankerConfig.repeat,
       readings: this.readings,
     });
+    const fused = semantic?.fuse(index, candidates, lexical.hits, limit);
+    const found = fused ? { ...lexical, hits: fused.hits } : lexical;
     // Scores are absolute, so the threshold applies to each hit alone (hits are in score order).
     const result = { ...found, hits: found.hits.filter((h) => h.score >= minScore) };
     this.events?.emit({
@@ -378,7 +386,7 @@ export class ToolCatalog {
       strategy: result.strategy,
       totalDeferred,
       rewrites: result.rewrites,
-      semantic: SEMANTIC_OFF,
+      semantic: fused?.report ?? SEMANTIC_OFF,
     };
   }
 
@@ -561,6 +569,7 @@ export class ToolCatalog {
         type: "tool_search_cache_ready",
         attributes: { tool_count: index.docs.length },
       });
+      this.onIndexBuilt?.(index);
     }
     for (const waiter of this.wakeable(build.version)) waiter.resolve(build.version);
     // Changes that came while readers waited for this build: build them next.
@@ -688,7 +697,7 @@ function validateSearch(request: SearchRequest): {
     query,
     type,
     limit: withinLimit(LIMITS.searchToolsLimit, request.limit),
-    minScore: checkMinScore(request.minScore),
+    minScore: withinRange(LIMITS.searchToolsMinScore, request.minScore),
   };
 }
 

@@ -5,8 +5,8 @@ export {
   type ParsedCatalog,
   parseCatalogFile,
 } from "./files.ts";
-export type { RankerConfig } from "./ranker.ts";
+export type { Candidates, RankerConfig } from "./ranker.ts";
 export { discoveryMigrations } from "./schema.ts";
-export type { VisibleSet } from "./search-index.ts";
+export type { SearchIndex, VisibleSet } from "./search-index.ts";
 
 export * from "./types.ts";

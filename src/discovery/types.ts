@@ -1,7 +1,8 @@
 /** Plain domain types of the tool catalog; no transport types. */
 
 import type { QueryRewrite, SemanticReport } from "../text/scores.ts";
-import type { VisibleSet } from "./search-index.ts";
+import type { Candidates } from "./ranker.ts";
+import type { SearchIndex, VisibleSet } from "./search-index.ts";
 
 export const SIDE_EFFECTS = ["pure", "read", "write", "external", "stateful"] as const;
 export type SideEffects = (typeof SIDE_EFFECTS)[number];
@@ -116,6 +117,20 @@ export interface SearchRequest {
    */
   readonly visible?: VisibleSet;
   readonly scope?: EventScope;
+  /** Semantic ranking for this query (src/semantic), fused into an FTS search's hits. */
+  readonly semantic?: SemanticFusion;
+}
+
+/** Semantic evidence for one query: fuses meaning-similarity into the lexical hits of a search. */
+export interface SemanticFusion {
+  /** Lexical hits to rank before fusing: more than a page, since a tool may rise into it. */
+  readonly lexicalDepth: number;
+  fuse(
+    index: SearchIndex,
+    candidates: Candidates | undefined,
+    lexical: readonly SearchHit[],
+    limit: number,
+  ): { readonly hits: SearchHit[]; readonly report: SemanticReport };
 }
 
 export interface SearchHit {

@@ -1,7 +1,6 @@
 import type { Caller } from "../caller/caller.ts";
 import { invalidArgument } from "../errors.ts";
-import { checkSize, LIMITS, withinLimit } from "../limits.ts";
-import { checkMinScore } from "../text/scores.ts";
+import { checkSize, LIMITS, withinLimit, withinRange } from "../limits.ts";
 import type { SkillContext } from "./context.ts";
 import { tokenize } from "./memindex.ts";
 import type { BudgetReport } from "./read.ts";
@@ -41,7 +40,7 @@ export function getRelevantSkills(
   checkSize(LIMITS.relevantSkillsTask, task.length);
   const topK = withinLimit(LIMITS.relevantSkillsTopK, input.topK);
   const maxTokens = withinLimit(LIMITS.relevantSkillsMaxTokens, input.maxTokens);
-  const minScore = checkMinScore(input.minScore);
+  const minScore = withinRange(LIMITS.relevantSkillsMinScore, input.minScore);
   const terms = [...new Set(tokenize(task).filter((w) => w.length > 1 && !STOPWORDS.has(w)))].slice(0, 32);
   const { hits } = ftsSearch(context, caller, terms, undefined, topK, "or");
   const rows =

@@ -1,9 +1,8 @@
 import type { Caller } from "../caller/caller.ts";
 import { invalidArgument } from "../errors.ts";
-import { checkSize, LIMITS, withinLimit } from "../limits.ts";
+import { checkSize, LIMITS, withinLimit, withinRange } from "../limits.ts";
 import { type CallerRegex, compileCallerRegex, fold, mayMatch } from "../text/caller-regex.ts";
 import {
-  checkMinScore,
   type MatchQuality,
   matchQuality,
   minMaxScale,
@@ -94,7 +93,7 @@ export function searchSkills(
   const type = oneOf("search type", input.type, SEARCH_TYPES) ?? "fts";
   const taskType = oneOf("task_type", input.taskType, TASK_TYPES);
   const limit = withinLimit(LIMITS.searchSkillsLimit, input.limit);
-  const minScore = checkMinScore(input.minScore);
+  const minScore = withinRange(LIMITS.searchSkillsMinScore, input.minScore);
   const sanitize = sanitizer(options.toolGate, context.redaction);
 
   let hits: ScoredRow[];

@@ -1,5 +1,3 @@
-import { invalidArgument } from "../errors.ts";
-
 /**
  * Scores shared by tool and skill search (docs/design.md §4), in [0, 1], and what a ranked search
  * reports beside its hits (match quality, query rewrites, semantic status). Regex hits score by where
@@ -46,16 +44,6 @@ export interface SemanticReport {
 }
 
 export const SEMANTIC_OFF: SemanticReport = { status: "off", pending: 0 };
-
-/** `min_score` of a search request: a share of the score scale; undefined (or 0) keeps every hit. */
-export function checkMinScore(minScore: number | undefined): number {
-  const value = minScore ?? 0;
-  if (!Number.isFinite(value) || value < 0 || value > 1)
-    throw invalidArgument(`min_score is ${value}; use a number from 0 to 1 (0 keeps every hit)`, [
-      { field: "min_score", description: "must be from 0 to 1" },
-    ]);
-  return value;
-}
 
 /** Min-max scaling of relevance (higher = better) into [0, 1]; 0.5 each when all are equal. */
 export function minMaxScale(relevance: readonly number[]): number[] {
