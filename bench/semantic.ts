@@ -19,6 +19,7 @@ import {
   ToolVectors,
   toolEmbeddingText,
 } from "../src/semantic/index.ts";
+import { semanticScoreOf } from "../src/semantic/tool-search.ts";
 import { clipQuery, growCatalog, openCatalog, type Query, readQueries, table } from "./lib/discovery-data.ts";
 
 const MODEL_DIR = resolve(
@@ -184,28 +185,41 @@ interface QueryRun {
 interface Fusion {
   /** The lexical share. */
   readonly weight: number;
-  /** Cosine min-max scaled over the union of both top-20 lists (as the lexical score is), or raw. */
+  /** Cosine min-max scaled over the union of both top-20 lists, or mapped as the server does (semanticScoreOf). */
   readonly scaled: boolean;
+  /** Added to the lexical share per unit of the query's best lexical score. */
+  readonly slope: number;
 }
 
-const FUSIONS: Fusion[] = WEIGHTS.flatMap((weight) => [
-  { weight, scaled: false },
-  { weight, scaled: true },
-]);
-const fusionName = (f: Fusion) => `w=${f.weight}${f.scaled ? ", cosine min-max" : ""}`;
+const FUSIONS: Fusion[] = [
+  ...WEIGHTS.flatMap((weight) => [
+    { weight, scaled: false, slope: 0 },
+    { weight, scaled: true, slope: 0 },
+  ]),
+  // Adaptive: the lexical share grows with the best lexical score (the words matched rare terms well).
+  ...[0.2, 0.3, 0.4].flatMap((weight) =>
+    [0.2, 0.3, 0.4, 0.5].map((slope) => ({ weight, scaled: false, slope })),
+  ),
+];
+const fusionName = (f: Fusion) =>
+  `w=${f.weight}${f.slope > 0 ? ` + ${f.slope} × best lexical` : ""}${f.scaled ? ", cosine min-max" : ", as served"}`;
 
 function lexicalOnly(run: QueryRun): Ranked {
   return { names: [...run.lexical.keys()] };
 }
 
-function fuse(run: QueryRun, { weight, scaled }: Fusion): Ranked {
+function fuse(run: QueryRun, { weight: base, scaled, slope }: Fusion): Ranked {
+  const weight = Math.min(1, base + slope * Math.max(0, ...run.lexical.values()));
   const names = [...new Set([...run.semantic.map((h) => h.name), ...run.lexical.keys()])];
   const cosines = names.map((name) => run.cosineOf(name));
   const low = scaled ? Math.min(...cosines) : 0;
   const range = scaled ? Math.max(...cosines) - low || 1 : 1;
   const scored = names.map((name, i) => ({
     name,
-    score: weight * (run.lexical.get(name) ?? 0) + (1 - weight) * (((cosines[i] as number) - low) / range),
+    score:
+      weight * (run.lexical.get(name) ?? 0) +
+      (1 - weight) *
+        (scaled ? ((cosines[i] as number) - low) / range : semanticScoreOf(cosines[i] as number)),
   }));
   scored.sort((a, b) => b.score - a.score || (a.name < b.name ? -1 : 1));
   return { names: scored.map((s) => s.name) };

@@ -36,10 +36,11 @@ export const DEFAULTS = {
     /** A `tool_search.semantic` section turns semantic ranking on unless it says `enabled: false`. */
     enabled: true,
     /**
-     * The lexical share of the fused score. bench/semantic.ts chose it on even-position public queries
-     * (with the cosine min-max scaled over both top lists), keeping every set at or above lexical-only.
+     * The lexical share of the fused score for a query whose words matched nothing well; it grows with
+     * the best lexical score (src/semantic/tool-search.ts ADAPTIVE_SLOPE). bench/semantic.ts chose it
+     * on even-position public queries, keeping every set at or above lexical-only.
      */
-    weight: 0.55,
+    weight: 0.3,
   },
   policy: {
     allowed: ["*"] as readonly string[],

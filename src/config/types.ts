@@ -54,12 +54,12 @@ export interface ToolSearchConfig {
   readonly semantic?: SemanticSearchConfig;
 }
 
-/** Parsed and validated; not used by search yet (issue 14 groundwork, src/semantic). */
+/** Semantic ranking of tools (src/semantic), fused into FTS searches. */
 export interface SemanticSearchConfig {
   readonly enabled: boolean;
   /** Absolute path of a sentence-embedding model folder of the all-MiniLM-L6-v2 layout. */
   readonly modelDir: string;
-  /** The lexical share of the fused score, in [0, 1]; the semantic share is 1 - weight. */
+  /** The lexical share of the fused score at the least (it grows with the best lexical score), in [0, 1]. */
   readonly weight: number;
 }
 

@@ -1,6 +1,5 @@
-import { extname } from "node:path";
-import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
+import { workerEntry } from "../worker-entry.ts";
 import type { EmbedRequest, WorkerMessage } from "./worker-protocol.ts";
 
 /** What the vector store needs from a model: who it is, its dimension, and vectors for texts. */
@@ -53,7 +52,7 @@ export class Embedder implements TextEmbedder {
 
   /** Loads the model in a new worker; rejects with the folder's problem (naming the file) if unusable. */
   static async open(modelDir: string, queryCacheSize = QUERY_CACHE_SIZE): Promise<Embedder> {
-    const worker = new Worker(workerEntry(), { workerData: modelDir });
+    const worker = new Worker(workerEntry(import.meta.url, "embed-worker"), { workerData: modelDir });
     const ready = await new Promise<{ modelId: string; dims: number }>((resolve, reject) => {
       worker.once("message", (message: WorkerMessage) => {
         if (message.type === "ready") resolve(message);
@@ -149,19 +148,4 @@ export class Embedder implements TextEmbedder {
     this.inFlight = undefined;
     for (const job of pending) job?.reject(err);
   }
-}
-
-/**
- * The worker beside this module: embed-worker.js when built to dist/. From the TypeScript sources
- * (tsx, vitest) the worker must register tsx's loader itself before importing embed-worker.ts, since
- * a worker's `--import` flag does not reach its entry module on Node 20.
- */
-function workerEntry(): URL {
-  const extension = extname(fileURLToPath(import.meta.url));
-  const worker = new URL(`./embed-worker${extension}`, import.meta.url);
-  if (extension !== ".ts") return worker;
-  const bootstrap = `import { register } from ${JSON.stringify(import.meta.resolve("tsx/esm/api"))};
-register();
-await import(${JSON.stringify(worker.href)});`;
-  return new URL(`data:text/javascript,${encodeURIComponent(bootstrap)}`);
 }

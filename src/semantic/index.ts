@@ -1,9 +1,10 @@
-// Semantic ranking groundwork (issue 14): a local sentence-embedding model run in a worker thread,
-// tool vectors persisted per model and record hash, and a cosine top-k scan. Nothing uses it yet.
+// Semantic ranking (issue 14): a local sentence-embedding model run in a worker thread, tool vectors
+// persisted per model and record hash, a cosine top-k scan, and their fusion into tool search.
 export { BATCH_SIZE, Embedder, QUERY_CACHE_SIZE, type TextEmbedder } from "./embedder.ts";
 export { MODEL_FILES, ModelFolderError } from "./model.ts";
 export { CosineScan, type ScoredDoc } from "./scan.ts";
 export { toolEmbeddingText } from "./text.ts";
+export { SemanticToolSearch } from "./tool-search.ts";
 export {
   type PackedVectors,
   type SyncReport,

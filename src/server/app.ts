@@ -17,6 +17,7 @@ import { CACHE_KIB, type Db, openDatabase, setCacheSize } from "../database/sqli
 import { writeTransaction } from "../database/transaction.ts";
 import { ToolCatalog } from "../discovery/index.ts";
 import { EventLog } from "../events/index.ts";
+import { Embedder, SemanticToolSearch } from "../semantic/index.ts";
 import { type LoadProgress, SkillLibrary } from "../skills/index.ts";
 import { syncCatalogFiles } from "../sources/catalog-files.ts";
 import { McpSources, type McpTimeouts, mcpSourceId } from "../sources/mcp.ts";
@@ -74,6 +75,9 @@ export async function startServer(
   options: StartOptions = {},
 ): Promise<RunningServer> {
   const settings = config.server;
+  // Before anything is created: a missing or malformed model folder fails the start, naming the file.
+  const semanticConfig = config.toolSearch.semantic?.enabled ? config.toolSearch.semantic : undefined;
+  const embedder = semanticConfig ? await Embedder.open(semanticConfig.modelDir) : undefined;
   const db = openDatabase(join(settings.dataDir, "wayfind.db"), allMigrations);
   setCacheSize(db, CACHE_KIB.starting);
   const shutdown = new AbortController();
@@ -93,11 +97,22 @@ export async function startServer(
     onError: (error) => logger.error({ err: error }, "usage retention failed"),
   });
 
+  const semantic =
+    embedder && semanticConfig
+      ? new SemanticToolSearch({
+          db,
+          embedder,
+          weight: semanticConfig.weight,
+          onSynced: (report) => logger.info({ ...report, model: embedder.modelId }, "tool vectors synced"),
+          onSyncError: (error) => logger.error({ err: error }, "tool vector sync failed"),
+        })
+      : undefined;
   const catalog = new ToolCatalog(db, {
     events,
     preferredNamespaces: config.toolSearch.preferredNamespaces,
     aliases: config.aliases,
     synonyms: config.toolSearch.synonyms,
+    onIndexBuilt: (index) => semantic?.indexBuilt(index),
   });
   const closeStorage = () => {
     stopUsageRetention();
@@ -120,6 +135,7 @@ export async function startServer(
     await syncCatalogFiles(catalog, config.catalogs, logger);
     loadConfiguredSkillPacks(skills, config.skillPacks, logger, options.onSkillPackProgress);
   } catch (error) {
+    await semantic?.close();
     closeStorage();
     throw error;
   }
@@ -155,6 +171,7 @@ export async function startServer(
     lazyGroups: compileLazyGroups(config.lazyToolGroups),
     toolSearch: config.toolSearch,
     events,
+    semantic,
   });
 
   const reflected = [...WAYFIND_SERVICES, Health, ServerReflectionV1, ServerReflectionV1Alpha];
@@ -218,6 +235,7 @@ export async function startServer(
         shutdown.abort();
         await transport.close(options.drainGraceMs ?? 10_000);
         await mcp.close();
+        await semantic?.close();
         closeStorage();
         logger.info("stopped");
       })();

@@ -2,6 +2,7 @@ import { activationMigrations } from "../activation/index.ts";
 import type { Migration } from "../database/sqlite.ts";
 import { discoveryMigrations } from "../discovery/index.ts";
 import { eventsMigrations } from "../events/index.ts";
+import { semanticMigrations } from "../semantic/index.ts";
 import { skillsMigrations } from "../skills/index.ts";
 import { usageMigrations } from "../usage/index.ts";
 
@@ -12,4 +13,5 @@ export const allMigrations: readonly Migration[] = [
   ...discoveryMigrations,
   ...skillsMigrations,
   ...activationMigrations,
+  ...semanticMigrations,
 ];

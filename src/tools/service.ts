@@ -12,6 +12,7 @@ import type {
   ListResponse,
   SearchResponse,
   SearchType,
+  SemanticFusion,
   Tool,
   ToolCatalog,
   ToolInput,
@@ -36,6 +37,8 @@ export interface ToolSearchRequest {
 }
 
 export interface ToolServiceOptions {
+  /** Semantic ranking (config `tool_search.semantic`), fused into FTS searches; absent = lexical only. */
+  readonly semantic?: { forQuery(query: string): Promise<SemanticFusion> };
   readonly catalog: ToolCatalog;
   readonly access: AccessControl;
   readonly activations: ActivationStore;
@@ -81,15 +84,24 @@ export class ToolService {
     caller: Caller,
     request: ToolSearchRequest,
   ): Promise<SearchResponse & { readonly matchQuality: MatchQuality }> {
+    const semantic =
+      this.options.semantic && (request.type ?? "fts") === "fts"
+        ? await this.options.semantic.forQuery(request.query)
+        : undefined;
     const version = await this.options.catalog.indexReady();
-    const response = this.searchIn(this.view(caller, version), caller, request);
+    const response = this.searchIn(this.view(caller, version), caller, request, semantic);
     return {
       ...response,
       matchQuality: matchQuality(response.tools, this.options.toolSearch.goodMatchScore),
     };
   }
 
-  private searchIn(view: CallerView, caller: Caller, request: ToolSearchRequest): SearchResponse {
+  private searchIn(
+    view: CallerView,
+    caller: Caller,
+    request: ToolSearchRequest,
+    semantic?: SemanticFusion,
+  ): SearchResponse {
     return this.options.catalog.search({
       query: request.query,
       type: request.type,
@@ -97,6 +109,7 @@ export class ToolService {
       minScore: request.minScore,
       visible: view.searchable(request.includeAlwaysLoaded),
       scope: caller,
+      semantic,
     });
   }
 

@@ -35,7 +35,7 @@ describe("tool_search.semantic", () => {
     expect(load("tool_search:\n  semantic:\n    model_dir: models/minilm\n").toolSearch.semantic).toEqual({
       enabled: true,
       modelDir: join(dir, "models/minilm"),
-      weight: 0.55,
+      weight: 0.3,
     });
   });
 

@@ -1,0 +1,238 @@
+import type { Db } from "../database/sqlite.ts";
+import type { Candidates, SearchHit, SearchIndex, SemanticFusion, Tool } from "../discovery/index.ts";
+import type { SemanticReport } from "../text/scores.ts";
+import type { TextEmbedder } from "./embedder.ts";
+import { toolEmbeddingText } from "./text.ts";
+import { type PackedVectors, type SyncReport, ToolVectors } from "./vectors.ts";
+
+/** A query embeds at most this many characters: the model reads 128 word pieces anyway. */
+const QUERY_MAX_CHARS = 2_000;
+/** Semantic candidates read per search, and lexical hits ranked before fusing. */
+const DEPTH = 20;
+/** Quiet time after a catalog change before vectors are brought up to date (changes come in bursts). */
+const SYNC_DELAY_MS = 250;
+/**
+ * Cosine similarity (all-MiniLM-L6-v2) mapped to [0, 1]: unrelated texts score about 0.1, a request
+ * and the tool that serves it 0.4–0.7. Fixed, so a semantic score depends only on query and tool.
+ */
+const COSINE_FLOOR = 0.1;
+const COSINE_CEILING = 0.7;
+/**
+ * Trust the words more when they matched well: the lexical share is weight + ADAPTIVE_SLOPE × the best
+ * lexical score of the query. Chosen with bench/semantic.ts on even-position public queries (base 0.3,
+ * slope 0.4: the best mean R@5 keeping every set at or above lexical-only), reported on the odd ones.
+ */
+const ADAPTIVE_SLOPE = 0.4;
+
+export interface SemanticToolSearchOptions {
+  readonly db: Db;
+  readonly embedder: TextEmbedder & {
+    embedQuery(text: string): Promise<Float32Array>;
+    close(): Promise<void>;
+  };
+  /**
+   * The lexical share of a fused score when the words matched nothing well (config
+   * `tool_search.semantic.weight`); it grows by ADAPTIVE_SLOPE per unit of the query's best lexical score.
+   */
+  readonly weight: number;
+  /** After each sync: how many vectors were reused, embedded and removed (logged at start-up and after changes). */
+  readonly onSynced?: (report: SyncReport) => void;
+  readonly onSyncError?: (error: unknown) => void;
+}
+
+/**
+ * Semantic ranking of tools: keeps each tool's vector up to date in the background (ToolVectors, off
+ * the event loop in the embedder's worker) and fuses a query's cosine similarity with the lexical
+ * score of each hit, over the caller's visible tools only. Tools whose vector is not computed yet are
+ * ranked lexically, and the search says how many (SemanticReport).
+ */
+export class SemanticToolSearch {
+  private readonly vectors: ToolVectors;
+  private timer: NodeJS.Timeout | undefined;
+  private latest: SearchIndex | undefined;
+  private syncing: Promise<void> | undefined;
+  /** Per index and packing: each vector's doc id in the index (-1 = not in it) and the reverse. */
+  private readonly positions = new WeakMap<
+    SearchIndex,
+    { pack: PackedVectors; docOf: Int32Array; vectorOf: Int32Array }
+  >();
+  private closed = false;
+
+  constructor(private readonly options: SemanticToolSearchOptions) {
+    this.vectors = new ToolVectors(options.db, options.embedder);
+  }
+
+  /** Tools of the newest index (ToolCatalog's onIndexBuilt): their vectors are synced shortly. */
+  indexBuilt(index: SearchIndex): void {
+    this.latest = index;
+    if (this.closed) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.sync(), SYNC_DELAY_MS);
+    this.timer.unref();
+  }
+
+  /** Resolves when every tool of the newest index has its vector (tests, benches, start-up waits). */
+  async settled(): Promise<void> {
+    while (this.timer !== undefined || this.syncing !== undefined) {
+      if (this.timer !== undefined) {
+        clearTimeout(this.timer);
+        this.timer = undefined;
+        this.sync();
+      }
+      await this.syncing;
+    }
+  }
+
+  /** The fusion for one query: its vector is embedded now (cached), the fusion runs inside the search. */
+  async forQuery(query: string): Promise<SemanticFusion> {
+    try {
+      const vector = await this.options.embedder.embedQuery(query.slice(0, QUERY_MAX_CHARS));
+      return {
+        lexicalDepth: DEPTH,
+        fuse: (index, candidates, lexical, limit) => this.fuse(vector, index, candidates, lexical, limit),
+      };
+    } catch {
+      return {
+        lexicalDepth: 0,
+        fuse: (_index, _candidates, lexical, limit) => ({
+          hits: lexical.slice(0, limit),
+          report: { status: "unavailable", pending: 0 },
+        }),
+      };
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.options.embedder.close();
+    await this.syncing?.catch(() => undefined);
+  }
+
+  private sync(): void {
+    this.timer = undefined;
+    const index = this.latest;
+    if (!index || this.closed) return;
+    if (this.syncing) {
+      // One sync at a time; the newest index is synced when this one ends.
+      void this.syncing.then(() => this.indexBuilt(this.latest ?? index));
+      return;
+    }
+    const tools = index.docs.map((t) => ({
+      owner: t.owner,
+      name: t.name,
+      hash: t.hash,
+      text: toolEmbeddingText(t.name, t.description),
+    }));
+    this.syncing = this.vectors.sync(tools).then(
+      (report) => {
+        if (!report.superseded) this.options.onSynced?.(report);
+      },
+      (error: unknown) => {
+        if (!this.closed) this.options.onSyncError?.(error);
+      },
+    );
+    void this.syncing.finally(() => {
+      this.syncing = undefined;
+    });
+  }
+
+  private fuse(
+    query: Float32Array,
+    index: SearchIndex,
+    candidates: Candidates | undefined,
+    lexical: readonly SearchHit[],
+    limit: number,
+  ): { hits: SearchHit[]; report: SemanticReport } {
+    const { pack, docOf, vectorOf } = this.positionsIn(index);
+    const allowed = candidates?.allowed;
+    const mask = new Uint8Array(pack.keys.length);
+    let withVector = 0;
+    for (let v = 0; v < mask.length; v++) {
+      const doc = docOf[v] as number;
+      if (doc >= 0 && (!allowed || allowed[doc] === 1)) {
+        mask[v] = 1;
+        withVector++;
+      }
+    }
+    const visibleCount = candidates ? candidates.count : index.docs.length;
+    const pending = Math.max(0, visibleCount - withVector);
+    const report: SemanticReport = { status: pending > 0 ? "partial" : "ready", pending };
+    if (withVector === 0) return { hits: lexical.slice(0, limit), report };
+
+    const cosine = pack.scan.scores(query);
+    const bestLexical = lexical.reduce((best, hit) => Math.max(best, hit.lexicalScore), 0);
+    const w = Math.min(1, this.options.weight + ADAPTIVE_SLOPE * bestLexical);
+    const byName = new Map<string, SearchHit>();
+    // Lexical hits: fused with their tool's similarity when it has a vector, lexical alone if not.
+    for (const hit of lexical) {
+      const doc = visibleDoc(index, hit.name, allowed);
+      const v = doc < 0 ? -1 : (vectorOf[doc] as number);
+      if (v < 0) {
+        byName.set(hit.name, hit);
+        continue;
+      }
+      const semanticScore = semanticScoreOf(cosine[v] as number);
+      byName.set(hit.name, { ...hit, semanticScore, score: w * hit.lexicalScore + (1 - w) * semanticScore });
+    }
+    // The closest tools by meaning that the words missed.
+    for (const { doc: v, score } of pack.scan.top(query, DEPTH, mask)) {
+      const tool = index.docs[docOf[v] as number] as Tool;
+      if (byName.has(tool.name)) continue;
+      const semanticScore = semanticScoreOf(score);
+      byName.set(tool.name, {
+        name: tool.name,
+        description: tool.description,
+        score: (1 - w) * semanticScore,
+        lexicalScore: 0,
+        semanticScore,
+        matchType: "semantic",
+        loadingMode: tool.loadingMode,
+      });
+    }
+    const order = new Map(lexical.map((hit, i) => [hit.name, i]));
+    const hits = [...byName.values()].sort(
+      (a, b) =>
+        b.score - a.score ||
+        (order.get(a.name) ?? Number.MAX_SAFE_INTEGER) - (order.get(b.name) ?? Number.MAX_SAFE_INTEGER) ||
+        (a.name < b.name ? -1 : a.name > b.name ? 1 : 0),
+    );
+    return { hits: hits.slice(0, limit), report };
+  }
+
+  private positionsIn(index: SearchIndex): { pack: PackedVectors; docOf: Int32Array; vectorOf: Int32Array } {
+    const pack = this.vectors.pack();
+    const known = this.positions.get(index);
+    if (known && known.pack === pack) return known;
+    const docOf = new Int32Array(pack.keys.length).fill(-1);
+    const vectorOf = new Int32Array(index.docs.length).fill(-1);
+    pack.keys.forEach((key, v) => {
+      const first = index.byName.get(key.name);
+      if (first === undefined) return;
+      for (let d = first; d < index.docs.length && index.docs[d]?.name === key.name; d++)
+        if (index.docs[d]?.owner === key.owner) {
+          docOf[v] = d;
+          vectorOf[d] = v;
+          break;
+        }
+    });
+    const entry = { pack, docOf, vectorOf };
+    this.positions.set(index, entry);
+    return entry;
+  }
+}
+
+/** The doc of the visible tool called `name` (at most one per caller), or -1. */
+function visibleDoc(index: SearchIndex, name: string, allowed: Uint8Array | undefined): number {
+  const first = index.byName.get(name);
+  if (first === undefined) return -1;
+  for (let d = first; d < index.docs.length && index.docs[d]?.name === name; d++)
+    if (!allowed || allowed[d] === 1) return d;
+  return -1;
+}
+
+/** A cosine as a semantic score in [0, 1] (COSINE_FLOOR → 0, COSINE_CEILING → 1). */
+export function semanticScoreOf(cosine: number): number {
+  return Math.min(1, Math.max(0, (cosine - COSINE_FLOOR) / (COSINE_CEILING - COSINE_FLOOR)));
+}

@@ -1,0 +1,152 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pino from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MatchType, SemanticStatus } from "../../gen/ts/wayfind/v1/common_pb.ts";
+import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
+import { loadConfig } from "../../src/config/index.ts";
+import { startServer } from "../../src/server/app.ts";
+import { startTestServer, type TestServer } from "../support/server.ts";
+import { MODEL_DIR, NO_MODEL } from "./model-dir.ts";
+
+const CATALOG = [
+  {
+    name: "get_forecast",
+    description: "Weather forecast: rain, temperature and wind for a city over the next days.",
+  },
+  { name: "send_email", description: "Send an email message to a recipient." },
+  { name: "create_issue", description: "Open a new issue in a GitHub repository." },
+  { name: "run_sql", description: "Run a SQL query against the database." },
+  { name: "take_screenshot", description: "Capture a screenshot of the current browser page." },
+  { name: "translate_text", description: "Translate text from one language to another." },
+  { name: "book_flight", description: "Book a flight between two airports." },
+  { name: "convert_currency", description: "Convert an amount of money between currencies." },
+];
+const SECRET = [{ name: "secret_forecast", description: "Internal weather forecast with umbrella advice." }];
+const UMBRELLA = "do I need an umbrella in Oslo this weekend?";
+
+interface Logged {
+  readonly msg: string;
+  readonly reused?: number;
+  readonly embedded?: number;
+}
+
+/** A server with semantic ranking on, logging into `lines`. */
+function startSemanticServer(lines: Logged[], dataDir?: string): Promise<TestServer> {
+  const logger = pino({ level: "info" }, { write: (line: string) => lines.push(JSON.parse(line) as Logged) });
+  return startTestServer(
+    {
+      catalogs: [
+        { path: "tools.jsonl", namespace: "tools" },
+        { path: "secret.jsonl", namespace: "internal" },
+      ],
+      visibility: [
+        { match: { tenant: "acme" }, deny: ["internal.*"] },
+        { match: { tenant: "globex" }, allow: ["*"] },
+      ],
+      tool_search: { semantic: { model_dir: MODEL_DIR } },
+    },
+    { dataDir: dataDir ?? catalogDir(), logger },
+  );
+}
+
+function catalogDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), "wayfind-semantic-"));
+  writeFileSync(join(dir, "tools.jsonl"), CATALOG.map((t) => JSON.stringify(t)).join("\n"));
+  writeFileSync(join(dir, "secret.jsonl"), SECRET.map((t) => JSON.stringify(t)).join("\n"));
+  return dir;
+}
+
+/** Searches until every visible tool has its vector (semantic_status READY). */
+async function searchWhenReady(server: TestServer, query: string, tenantId = "acme") {
+  const client = server.grpc(ToolDiscoveryService);
+  for (let attempt = 0; attempt < 300; attempt++) {
+    const response = await client.searchTools({ caller: { tenantId }, query });
+    if (response.semanticStatus === SemanticStatus.READY) return response;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error("tool vectors never became ready");
+}
+
+describe.skipIf(NO_MODEL !== undefined)(
+  "semantic tool search over gRPC (the shared all-MiniLM-L6-v2 model)",
+  () => {
+    const lines: Logged[] = [];
+    let wayfind: TestServer;
+    beforeAll(async () => {
+      wayfind = await startSemanticServer(lines);
+    }, 60_000);
+    afterAll(() => wayfind?.stop({ keepData: true }));
+
+    it("finds by meaning a tool that shares no word with the request", async () => {
+      const lexicalOnly = await startTestServer(
+        { catalogs: [{ path: "tools.jsonl", namespace: "tools" }] },
+        { dataDir: wayfind.dataDir },
+      );
+      const lexical = await lexicalOnly
+        .grpc(ToolDiscoveryService)
+        .searchTools({ caller: { tenantId: "acme" }, query: UMBRELLA });
+      await lexicalOnly.stop({ keepData: true });
+      expect(lexical.tools.map((t) => t.name)).not.toContain("tools.get_forecast");
+
+      const response = await searchWhenReady(wayfind, UMBRELLA);
+      const top = response.tools[0];
+      expect(top?.name).toBe("tools.get_forecast");
+      expect(top?.matchType).toBe(MatchType.SEMANTIC);
+      expect(top?.semanticScore).toBeGreaterThan(0);
+      expect(top?.score).toBeGreaterThan(0);
+      expect(top?.score).toBeLessThanOrEqual(1);
+    });
+
+    it("never returns or counts a tool the caller may not see", async () => {
+      const acme = await searchWhenReady(wayfind, UMBRELLA, "acme");
+      expect(acme.tools.map((t) => t.name)).not.toContain("internal.secret_forecast");
+      expect(acme.semanticPending).toBe(0);
+      const globex = await searchWhenReady(wayfind, UMBRELLA, "globex");
+      expect(globex.tools.map((t) => t.name)).toContain("internal.secret_forecast");
+    });
+
+    it("ranks a newly registered tool lexically until its vector exists, and says so", async () => {
+      const client = wayfind.grpc(ToolDiscoveryService);
+      await client.registerTools({
+        caller: { tenantId: "acme" },
+        source: "late",
+        tools: [{ name: "umbrella_advice", description: "Tells whether to take an umbrella." }],
+      });
+      const first = await client.searchTools({ caller: { tenantId: "acme" }, query: "umbrella" });
+      expect(first.tools[0]?.name).toBe("umbrella_advice");
+      if (first.semanticStatus === SemanticStatus.PARTIAL) expect(first.semanticPending).toBeGreaterThan(0);
+      const ready = await searchWhenReady(wayfind, "umbrella");
+      expect(ready.semanticPending).toBe(0);
+      expect(ready.tools[0]?.name).toBe("umbrella_advice");
+    });
+
+    it("keeps the vectors across a restart: nothing is embedded again", async () => {
+      await searchWhenReady(wayfind, UMBRELLA);
+      await wayfind.stop({ keepData: true });
+      const after: Logged[] = [];
+      wayfind = await startSemanticServer(after, wayfind.dataDir);
+      await searchWhenReady(wayfind, UMBRELLA);
+      const synced = after.filter((line) => line.msg === "tool vectors synced");
+      expect(synced.length).toBeGreaterThan(0);
+      expect(synced.every((line) => line.embedded === 0)).toBe(true);
+      expect(synced[0]?.reused).toBeGreaterThanOrEqual(CATALOG.length);
+    }, 60_000);
+  },
+);
+
+describe("semantic mode start-up", () => {
+  it("fails with the missing model file named, before anything is created", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "wayfind-no-model-"));
+    const configFile = join(dir, "wayfind.yaml");
+    writeFileSync(
+      configFile,
+      `server: {port: 0, data_dir: ${join(dir, "data")}}\ntool_search: {semantic: {model_dir: empty-model}}\n`,
+    );
+    const config = loadConfig(configFile, {});
+    await expect(startServer(config, pino({ level: "silent" }))).rejects.toThrow(
+      /empty-model.*(onnx|tokenizer|config)/,
+    );
+  });
+});
