@@ -1,7 +1,6 @@
 import type { Caller } from "../caller/caller.ts";
 import type { Db } from "../database/sqlite.ts";
 import type { EventSink } from "../events/event.ts";
-import { DEFAULT_GOOD_MATCH_SCORE } from "../text/scores.ts";
 import { SkillContext } from "./context.ts";
 import {
   type RenderSkillDirectoryInput,
@@ -25,14 +24,19 @@ import {
 } from "./read.ts";
 import { type GetRelevantSkillsInput, type GetRelevantSkillsResult, getRelevantSkills } from "./relevant.ts";
 import type { CallOptions } from "./sanitize.ts";
-import { type SearchSkillsInput, type SearchSkillsResult, searchSkills } from "./search.ts";
+import {
+  DEFAULT_SKILL_GOOD_MATCH_SCORE,
+  type SearchSkillsInput,
+  type SearchSkillsResult,
+  searchSkills,
+} from "./search.ts";
 
 export interface SkillLibraryOptions {
   readonly db: Db;
   readonly events?: EventSink;
   /** Redact e-mails, phone numbers, tokens and URL query strings from returned text (default true). */
   readonly redaction?: boolean;
-  /** A search whose best hit scores below this reports "weak" (default DEFAULT_GOOD_MATCH_SCORE). */
+  /** A search whose best hit scores below this reports "weak" (default DEFAULT_SKILL_GOOD_MATCH_SCORE). */
   readonly goodMatchScore?: number;
   /** Shown first by renderSkillDirectory (config `pinned_skill_names`). */
   readonly pinnedSkillNames?: readonly string[];
@@ -56,7 +60,7 @@ export class SkillLibrary {
       db: options.db,
       events: options.events,
       redaction: options.redaction ?? true,
-      goodMatchScore: options.goodMatchScore ?? DEFAULT_GOOD_MATCH_SCORE,
+      goodMatchScore: options.goodMatchScore ?? DEFAULT_SKILL_GOOD_MATCH_SCORE,
       now: options.now ?? Date.now,
     });
     this.packs = {

@@ -235,6 +235,24 @@ export class MemoryIndex {
     return this.topK(count, k);
   }
 
+  /**
+   * The most relevance a skill can have for the terms (each fully saturated, idf × (K1 + 1)): the
+   * unit of the absolute score (relevance / scale). One occurrence of every term in a skill of
+   * average length scores about 0.45. A term no skill has counts at the idf of an unseen term, so
+   * words nothing matches lower every score; with `prefix`, a term counts at its rarest completion.
+   */
+  scale(terms: readonly string[], mode: "and" | "or" | "prefix"): number {
+    const unseen = Math.log(1 + (this.seqs.length + 0.5) / 0.5);
+    let scale = 0;
+    for (const term of terms) {
+      const lists = (mode === "prefix" ? this.expand(term) : [term]).flatMap(
+        (t) => this.postings.get(t) ?? [],
+      );
+      scale += lists.length === 0 ? unseen : Math.max(...lists.map((list) => this.idf(list)));
+    }
+    return scale * (K1 + 1);
+  }
+
   private idf(list: Postings): number {
     const df = list.docs.length;
     return Math.log(1 + (this.seqs.length - df + 0.5) / (df + 0.5));

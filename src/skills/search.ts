@@ -5,7 +5,6 @@ import { type CallerRegex, compileCallerRegex, fold, mayMatch } from "../text/ca
 import {
   type MatchQuality,
   matchQuality,
-  minMaxScale,
   type QueryRewrite,
   REGEX_SCORE,
   SEMANTIC_OFF,
@@ -33,6 +32,13 @@ const regexTooBroad = (what: string) =>
     `regex matches too broadly: ${what} would need a full scan; ` +
       "add literal text to the pattern, filter by task_type, or use full-text search",
   );
+
+/**
+ * Config `skills.good_match_score`'s default. A skill score is its share of the most relevance the
+ * query's words could have (MemoryIndex.scale): every word once in a skill of average length is about
+ * 0.45, half the words about 0.2.
+ */
+export const DEFAULT_SKILL_GOOD_MATCH_SCORE = 0.3;
 
 export interface SkillSearchHit extends SkillSummary {
   /** The final score in [0, 1]: lexical, or lexical fused with semantic. */
@@ -156,8 +162,10 @@ export function ftsSearch(
       index.search(queryTerms, mode, partitions, taskType, k),
     );
     if (verified.length === 0) continue;
-    const scores = minMaxScale(verified.map((v) => v.relevance));
-    return { hits: verified.map((v, j) => ({ row: v.row, score: scores[j] ?? 0.5 })), widened: i > 0 };
+    // Absolute: relevance in units of the query's scale, not of the other hits.
+    const scale = index.scale(queryTerms, mode);
+    const score = (relevance: number) => (scale > 0 ? Math.min(1, relevance / scale) : 1);
+    return { hits: verified.map((v) => ({ row: v.row, score: score(v.relevance) })), widened: i > 0 };
   }
   return { hits: [], widened: modes.length > 1 };
 }

@@ -1,8 +1,7 @@
 /**
  * Scores shared by tool and skill search (docs/design.md §4), in [0, 1], and what a ranked search
  * reports beside its hits (match quality, query rewrites, semantic status). Regex hits score by where
- * the pattern matched. Tool FTS scores are absolute (src/discovery/search.ts); skill FTS scores are
- * still min-max scaled per response.
+ * the pattern matched; FTS scores are absolute (src/discovery/search.ts, src/skills/memindex.ts scale).
  */
 export const REGEX_SCORE = {
   fullName: 0.95,
@@ -44,20 +43,6 @@ export interface SemanticReport {
 }
 
 export const SEMANTIC_OFF: SemanticReport = { status: "off", pending: 0 };
-
-/** Min-max scaling of relevance (higher = better) into [0, 1]; 0.5 each when all are equal. */
-export function minMaxScale(relevance: readonly number[]): number[] {
-  let lo = Number.POSITIVE_INFINITY;
-  let hi = Number.NEGATIVE_INFINITY;
-  for (const r of relevance) {
-    lo = Math.min(lo, r);
-    hi = Math.max(hi, r);
-  }
-  const span = hi - lo;
-  // Relative tolerance: BM25 sums of equal docs may differ in the last bits.
-  if (span <= 1e-12 * Math.max(Math.abs(hi), 1)) return relevance.map(() => 0.5);
-  return relevance.map((r) => (r - lo) / span);
-}
 
 /** The first sentence or line of a description, at most `max` characters: enough to choose, cheap to list. */
 export function firstSentence(text: string, max = 160): string {
