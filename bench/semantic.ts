@@ -10,13 +10,15 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
+import { DEFAULTS } from "../src/config/defaults.ts";
 import { openDatabase } from "../src/database/sqlite.ts";
-import type { ToolCatalog } from "../src/discovery/index.ts";
+import { discoveryMigrations, ToolCatalog } from "../src/discovery/index.ts";
 import {
   CosineScan,
   Embedder,
+  SemanticToolSearch,
   semanticMigrations,
-  ToolVectors,
+  TextVectors,
   toolEmbeddingText,
 } from "../src/semantic/index.ts";
 import { semanticScoreOf } from "../src/semantic/tool-search.ts";
@@ -75,16 +77,14 @@ async function speed(embedder: Embedder, queries: readonly string[], toolCount: 
   );
   rows.push(await timedRow("query embedding, cached", "the same queries again (LRU)", queries, embed));
 
-  // Embedding tool texts in the worker while a 10 ms timer on the main thread notes how late it fires.
-  const tools = growCatalog(toolCount).map((t, i) => ({
-    owner: "",
-    name: `${t.namespace ?? ""}.${t.name}#${i}`,
-    hash: "h",
-    text: toolEmbeddingText(t.name, t.description ?? ""),
-  }));
+  // A catalog of `toolCount` tools whose vectors the server's semantic search (SemanticToolSearch)
+  // computes in the worker while a 10 ms timer on the main thread notes how late it fires.
   const dir = mkdtempSync(join(tmpdir(), "wayfind-bench-semantic-"));
-  const db = openDatabase(join(dir, "wayfind.db"), semanticMigrations);
-  const vectors = new ToolVectors(db, embedder);
+  const db = openDatabase(join(dir, "wayfind.db"), [...discoveryMigrations, ...semanticMigrations]);
+  const semantic = new SemanticToolSearch({ db, embedder, weight: DEFAULTS.semantic.weight });
+  const catalog = new ToolCatalog(db, { onIndexBuilt: (index) => semantic.indexBuilt(index) });
+  await catalog.register("grown", growCatalog(toolCount));
+  await catalog.indexReady();
   // The machine's own stalls (other processes on shared cores), measured first with nothing running.
   const idle = monitorEventLoopDelay({ resolution: 5 });
   idle.enable();
@@ -103,8 +103,9 @@ async function speed(embedder: Embedder, queries: readonly string[], toolCount: 
   }, 10);
   loop.enable();
   const t0 = performance.now();
-  await vectors.sync(tools);
+  await semantic.settled();
   const seconds = (performance.now() - t0) / 1000;
+  const tools = [...catalog.all()];
   loop.disable();
   clearInterval(probe);
   rows.push([
@@ -115,6 +116,32 @@ async function speed(embedder: Embedder, queries: readonly string[], toolCount: 
     `${seconds.toFixed(1)} s in batches of 16, persisted; main loop delay: max ${(loop.max / 1e6).toFixed(1)} ms, p99 ${(loop.percentile(99) / 1e6).toFixed(1)} ms, ${stalls} timer ticks over 50 ms late (idle, 5 s before: max ${(idle.max / 1e6).toFixed(1)} ms, p99 ${(idle.percentile(99) / 1e6).toFixed(1)} ms) (timer probe ${worstTimerLateness.toFixed(1)} ms late at worst)`,
   ]);
 
+  // SearchTools' in-process path (what a gRPC call adds is in bench/grpc-10k.ts): lexical, then
+  // semantic with the query embedded first (cold) and from the LRU (cached).
+  const lexical = (q: string) => catalog.search({ query: q, limit: 8 });
+  const fused = async (q: string) =>
+    catalog.search({ query: q, limit: 8, semantic: await semantic.forQuery(q) });
+  rows.push(await timedRow(`SearchTools, lexical, ${tools.length} tools`, "limit 8", queries, lexical));
+  const fresh = queries.map((q) => `${q} (again)`);
+  rows.push(
+    await timedRow(
+      `SearchTools, semantic, ${tools.length} tools`,
+      "query not embedded before (cold)",
+      fresh,
+      fused,
+    ),
+  );
+  rows.push(
+    await timedRow(
+      `SearchTools, semantic, ${tools.length} tools`,
+      "the same queries again (cached)",
+      fresh,
+      fused,
+    ),
+  );
+  // The same vectors, read back for the scan rows (nothing is embedded again).
+  const vectors = new TextVectors(db, embedder);
+  await vectors.sync(tools.map((t) => ({ owner: t.owner, name: t.name, hash: t.hash, text: "" })));
   const packed = vectors.pack();
   const queryVectors = await Promise.all(queries.map((q) => embedder.embedQuery(q)));
   const scanned = `cosine scan, ${packed.keys.length} vectors`;

@@ -3,13 +3,14 @@
 export { BATCH_SIZE, Embedder, QUERY_CACHE_SIZE, type TextEmbedder } from "./embedder.ts";
 export { MODEL_FILES, ModelFolderError } from "./model.ts";
 export { CosineScan, type ScoredDoc } from "./scan.ts";
+export { SemanticSkillSearch, type SkillText } from "./skill-search.ts";
 export { toolEmbeddingText } from "./text.ts";
 export { SemanticToolSearch } from "./tool-search.ts";
 export {
   type PackedVectors,
   type SyncReport,
   semanticMigrations,
+  TextVectors,
   type ToolKey,
   type ToolText,
-  ToolVectors,
 } from "./vectors.ts";

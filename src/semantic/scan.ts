@@ -52,8 +52,12 @@ export class CosineScan {
   top(query: Float32Array, k: number, candidates?: Uint8Array): ScoredDoc[] {
     if (query.length !== this.dims)
       throw new Error(`query has ${query.length} dimensions, the vectors ${this.dims}`);
+    return this.best(this.scores(query), k, candidates);
+  }
+
+  /** `top` over scores already computed by `scores` (a caller that needs both scans once). */
+  best(scores: Float32Array, k: number, candidates?: Uint8Array): ScoredDoc[] {
     if (k <= 0 || this.count === 0) return [];
-    const scores = this.scores(query);
     const heapDocs = new Int32Array(k);
     const heapScores = new Float64Array(k);
     let size = 0;

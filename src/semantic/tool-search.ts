@@ -1,16 +1,15 @@
 import type { Db } from "../database/sqlite.ts";
 import type { Candidates, SearchHit, SearchIndex, SemanticFusion, Tool } from "../discovery/index.ts";
 import type { SemanticReport } from "../text/scores.ts";
+import { BackgroundSync, type BackgroundSyncOptions } from "./background-sync.ts";
 import type { TextEmbedder } from "./embedder.ts";
 import { toolEmbeddingText } from "./text.ts";
-import { type PackedVectors, type SyncReport, ToolVectors } from "./vectors.ts";
+import { type PackedVectors, TextVectors } from "./vectors.ts";
 
 /** A query embeds at most this many characters: the model reads 128 word pieces anyway. */
-const QUERY_MAX_CHARS = 2_000;
+export const QUERY_MAX_CHARS = 2_000;
 /** Semantic candidates read per search, and lexical hits ranked before fusing. */
 const DEPTH = 20;
-/** Quiet time after a catalog change before vectors are brought up to date (changes come in bursts). */
-const SYNC_DELAY_MS = 250;
 /**
  * Cosine similarity (all-MiniLM-L6-v2) mapped to [0, 1]: unrelated texts score about 0.1, a request
  * and the tool that serves it 0.4–0.7. Fixed, so a semantic score depends only on query and tool.
@@ -22,65 +21,53 @@ const COSINE_CEILING = 0.7;
  * lexical score of the query. Chosen with bench/semantic.ts on even-position public queries (base 0.3,
  * slope 0.4: the best mean R@5 keeping every set at or above lexical-only), reported on the odd ones.
  */
-const ADAPTIVE_SLOPE = 0.4;
+export const ADAPTIVE_SLOPE = 0.4;
 
-export interface SemanticToolSearchOptions {
+export interface SemanticToolSearchOptions extends BackgroundSyncOptions {
   readonly db: Db;
-  readonly embedder: TextEmbedder & {
-    embedQuery(text: string): Promise<Float32Array>;
-    close(): Promise<void>;
-  };
+  readonly embedder: TextEmbedder & { embedQuery(text: string): Promise<Float32Array> };
   /**
    * The lexical share of a fused score when the words matched nothing well (config
    * `tool_search.semantic.weight`); it grows by ADAPTIVE_SLOPE per unit of the query's best lexical score.
    */
   readonly weight: number;
-  /** After each sync: how many vectors were reused, embedded and removed (logged at start-up and after changes). */
-  readonly onSynced?: (report: SyncReport) => void;
-  readonly onSyncError?: (error: unknown) => void;
 }
 
 /**
- * Semantic ranking of tools: keeps each tool's vector up to date in the background (ToolVectors, off
+ * Semantic ranking of tools: keeps each tool's vector up to date in the background (TextVectors, off
  * the event loop in the embedder's worker) and fuses a query's cosine similarity with the lexical
  * score of each hit, over the caller's visible tools only. Tools whose vector is not computed yet are
  * ranked lexically, and the search says how many (SemanticReport).
  */
 export class SemanticToolSearch {
-  private readonly vectors: ToolVectors;
-  private timer: NodeJS.Timeout | undefined;
-  private latest: SearchIndex | undefined;
-  private syncing: Promise<void> | undefined;
+  private readonly vectors: TextVectors;
+  private readonly background: BackgroundSync;
   /** Per index and packing: each vector's doc id in the index (-1 = not in it) and the reverse. */
   private readonly positions = new WeakMap<
     SearchIndex,
     { pack: PackedVectors; docOf: Int32Array; vectorOf: Int32Array }
   >();
-  private closed = false;
 
   constructor(private readonly options: SemanticToolSearchOptions) {
-    this.vectors = new ToolVectors(options.db, options.embedder);
+    this.vectors = new TextVectors(options.db, options.embedder);
+    this.background = new BackgroundSync(this.vectors, options);
   }
 
   /** Tools of the newest index (ToolCatalog's onIndexBuilt): their vectors are synced shortly. */
   indexBuilt(index: SearchIndex): void {
-    this.latest = index;
-    if (this.closed) return;
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.sync(), SYNC_DELAY_MS);
-    this.timer.unref();
+    this.background.changed(() =>
+      index.docs.map((t) => ({
+        owner: t.owner,
+        name: t.name,
+        hash: t.hash,
+        text: toolEmbeddingText(t.name, t.description),
+      })),
+    );
   }
 
-  /** Resolves when every tool of the newest index has its vector (tests, benches, start-up waits). */
-  async settled(): Promise<void> {
-    while (this.timer !== undefined || this.syncing !== undefined) {
-      if (this.timer !== undefined) {
-        clearTimeout(this.timer);
-        this.timer = undefined;
-        this.sync();
-      }
-      await this.syncing;
-    }
+  /** Resolves when every tool of the newest index has its vector (tests, benches). */
+  settled(): Promise<void> {
+    return this.background.settled();
   }
 
   /** The fusion for one query: its vector is embedded now (cached), the fusion runs inside the search. */
@@ -102,40 +89,9 @@ export class SemanticToolSearch {
     }
   }
 
-  async close(): Promise<void> {
-    this.closed = true;
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    await this.options.embedder.close();
-    await this.syncing?.catch(() => undefined);
-  }
-
-  private sync(): void {
-    this.timer = undefined;
-    const index = this.latest;
-    if (!index || this.closed) return;
-    if (this.syncing) {
-      // One sync at a time; the newest index is synced when this one ends.
-      void this.syncing.then(() => this.indexBuilt(this.latest ?? index));
-      return;
-    }
-    const tools = index.docs.map((t) => ({
-      owner: t.owner,
-      name: t.name,
-      hash: t.hash,
-      text: toolEmbeddingText(t.name, t.description),
-    }));
-    this.syncing = this.vectors.sync(tools).then(
-      (report) => {
-        if (!report.superseded) this.options.onSynced?.(report);
-      },
-      (error: unknown) => {
-        if (!this.closed) this.options.onSyncError?.(error);
-      },
-    );
-    void this.syncing.finally(() => {
-      this.syncing = undefined;
-    });
+  /** Stops syncing; the owner closes the embedder (shared with skill search), which ends a sync under way. */
+  close(): Promise<void> {
+    return this.background.close();
   }
 
   private fuse(
@@ -177,7 +133,7 @@ export class SemanticToolSearch {
       byName.set(hit.name, { ...hit, semanticScore, score: w * hit.lexicalScore + (1 - w) * semanticScore });
     }
     // The closest tools by meaning that the words missed.
-    for (const { doc: v, score } of pack.scan.top(query, DEPTH, mask)) {
+    for (const { doc: v, score } of pack.scan.best(cosine, DEPTH, mask)) {
       const tool = index.docs[docOf[v] as number] as Tool;
       if (byName.has(tool.name)) continue;
       const semanticScore = semanticScoreOf(score);

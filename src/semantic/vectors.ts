@@ -2,7 +2,10 @@ import type { Db, Migration } from "../database/sqlite.ts";
 import { BATCH_SIZE, type TextEmbedder } from "./embedder.ts";
 import { CosineScan } from "./scan.ts";
 
-/** One vector per tool (owner "" = global), tagged with the model and the tool record it was computed from. */
+/**
+ * One vector per tool (owner "" = global) or skill (owner "", name = the skill's id), tagged with the
+ * model and the record it was computed from.
+ */
 export const semanticMigrations: Migration[] = [
   {
     id: "semantic/001-tool-vectors",
@@ -18,7 +21,24 @@ export const semanticMigrations: Migration[] = [
       ) WITHOUT ROWID;
     `,
   },
+  {
+    id: "semantic/002-skill-vectors",
+    up: `
+      CREATE TABLE semantic_skill_vectors (
+        owner       TEXT NOT NULL,
+        name        TEXT NOT NULL,
+        model_id    TEXT NOT NULL,
+        record_hash TEXT NOT NULL,
+        dims        INTEGER NOT NULL,
+        vector      BLOB NOT NULL,
+        PRIMARY KEY (owner, name)
+      ) WITHOUT ROWID;
+    `,
+  },
 ];
+
+/** Where a store's vectors live: one table per kind of record. */
+export type VectorTable = "semantic_tool_vectors" | "semantic_skill_vectors";
 
 /** A catalog tool as the vector store sees it. */
 export interface ToolText {
@@ -59,13 +79,13 @@ interface StoredRow {
 }
 
 /**
- * The tool vectors of one model, persisted in SQLite and held in memory. `sync` brings them in line
- * with the catalog in the background: vectors whose model and record hash still match are read back,
- * missing or changed ones are embedded in batches (each batch written in its own transaction, so a
- * restart keeps what was done), removed tools lose theirs. Until a tool's vector exists, `has` says
- * no and search stays lexical for it.
+ * The vectors of one model for the tools (or skills) of one table, persisted in SQLite and held in
+ * memory. `sync` brings them in line with the records in the background: vectors whose model and
+ * record hash still match are read back, missing or changed ones are embedded in batches (each batch
+ * written in its own transaction, so a restart keeps what was done), removed records lose theirs.
+ * Until a record's vector exists, `has` says no and search stays lexical for it.
  */
-export class ToolVectors {
+export class TextVectors {
   private readonly byKey = new Map<string, Float32Array>();
   private packed: PackedVectors | undefined;
   private generation = 0;
@@ -73,6 +93,7 @@ export class ToolVectors {
   constructor(
     private readonly db: Db,
     private readonly embedder: TextEmbedder,
+    private readonly table: VectorTable = "semantic_tool_vectors",
   ) {}
 
   has(owner: string, name: string): boolean {
@@ -112,7 +133,7 @@ export class ToolVectors {
     const { modelId, dims } = this.embedder;
     const wanted = new Map(tools.map((t) => [keyOf(t.owner, t.name), t]));
     const stored = this.db
-      .prepare<[], StoredRow>("SELECT owner, name, model_id, record_hash, dims FROM semantic_tool_vectors")
+      .prepare<[], StoredRow>(`SELECT owner, name, model_id, record_hash, dims FROM ${this.table}`)
       .all();
     const current = new Set<string>();
     const removed: StoredRow[] = [];
@@ -143,7 +164,7 @@ export class ToolVectors {
   }
 
   private forget(rows: readonly StoredRow[]): void {
-    const remove = this.db.prepare("DELETE FROM semantic_tool_vectors WHERE owner = ? AND name = ?");
+    const remove = this.db.prepare(`DELETE FROM ${this.table} WHERE owner = ? AND name = ?`);
     this.db.transaction(() => {
       for (const row of rows) remove.run(row.owner, row.name);
     })();
@@ -151,7 +172,7 @@ export class ToolVectors {
 
   private loadMissing(current: ReadonlySet<string>): void {
     const read = this.db.prepare<[], { owner: string; name: string; vector: Buffer }>(
-      "SELECT owner, name, vector FROM semantic_tool_vectors",
+      `SELECT owner, name, vector FROM ${this.table}`,
     );
     for (const row of read.iterate()) {
       const key = keyOf(row.owner, row.name);
@@ -164,7 +185,7 @@ export class ToolVectors {
   private save(tools: readonly ToolText[], vectors: readonly Float32Array[]): void {
     const { modelId, dims } = this.embedder;
     const upsert = this.db.prepare(
-      `INSERT INTO semantic_tool_vectors (owner, name, model_id, record_hash, dims, vector)
+      `INSERT INTO ${this.table} (owner, name, model_id, record_hash, dims, vector)
        VALUES (?, ?, ?, ?, ?, ?)
        ON CONFLICT (owner, name) DO UPDATE SET
          model_id = excluded.model_id, record_hash = excluded.record_hash,

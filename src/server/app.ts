@@ -17,7 +17,7 @@ import { CACHE_KIB, type Db, openDatabase, setCacheSize } from "../database/sqli
 import { writeTransaction } from "../database/transaction.ts";
 import { ToolCatalog } from "../discovery/index.ts";
 import { EventLog } from "../events/index.ts";
-import { Embedder, SemanticToolSearch } from "../semantic/index.ts";
+import { Embedder, SemanticSkillSearch, SemanticToolSearch } from "../semantic/index.ts";
 import { type LoadProgress, SkillLibrary } from "../skills/index.ts";
 import { syncCatalogFiles } from "../sources/catalog-files.ts";
 import { McpSources, type McpTimeouts, mcpSourceId } from "../sources/mcp.ts";
@@ -107,6 +107,21 @@ export async function startServer(
           onSyncError: (error) => logger.error({ err: error }, "tool vector sync failed"),
         })
       : undefined;
+  const semanticSkills =
+    embedder && semanticConfig
+      ? new SemanticSkillSearch({
+          db,
+          embedder,
+          weight: semanticConfig.weight,
+          onSynced: (report) => logger.info({ ...report, model: embedder.modelId }, "skill vectors synced"),
+          onSyncError: (error) => logger.error({ err: error }, "skill vector sync failed"),
+        })
+      : undefined;
+  const closeSemantic = async () => {
+    const ended = [semantic?.close(), semanticSkills?.close()];
+    await embedder?.close();
+    await Promise.all(ended);
+  };
   const catalog = new ToolCatalog(db, {
     events,
     preferredNamespaces: config.toolSearch.preferredNamespaces,
@@ -129,16 +144,19 @@ export async function startServer(
       config.configFile ? dirname(config.configFile) : process.cwd(),
       ...config.skillPacks.map((p) => p.path),
     ],
+    onSkillsChanged: () => semanticSkills?.skillsChanged(() => skills.embeddingTexts()),
   });
   // A catalog file or skill pack with errors fails the start; nothing stays open behind it.
   try {
     await syncCatalogFiles(catalog, config.catalogs, logger);
     loadConfiguredSkillPacks(skills, config.skillPacks, logger, options.onSkillPackProgress);
   } catch (error) {
-    await semantic?.close();
+    await closeSemantic();
     closeStorage();
     throw error;
   }
+  // Skills already in the database (from earlier starts) get vectors too, not only changed ones.
+  semanticSkills?.skillsChanged(() => skills.embeddingTexts());
   const health = new HealthStatus(WAYFIND_SERVICES.map((service) => service.typeName));
   // Each MCP server is a health "service" of its own (`wayfind.source.mcp:<name>`), NOT_SERVING
   // until its first sync and whenever it is down, so probes see which source is unhealthy.
@@ -182,7 +200,7 @@ export async function startServer(
         ...serviceRoutes(ToolDiscoveryService, toolDiscoveryService(tools, events, sources)),
         ...serviceRoutes(
           SkillServiceDesc,
-          skillService(skills, events, (caller) => tools.toolGate(caller)),
+          skillService(skills, events, (caller) => tools.toolGate(caller), semanticSkills),
         ),
         ...serviceRoutes(UsageService, usageService(usage, events)),
       ],
@@ -235,7 +253,7 @@ export async function startServer(
         shutdown.abort();
         await transport.close(options.drainGraceMs ?? 10_000);
         await mcp.close();
-        await semantic?.close();
+        await closeSemantic();
         closeStorage();
         logger.info("stopped");
       })();

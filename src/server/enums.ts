@@ -160,11 +160,12 @@ export const SKILL_FORMATS = new EnumMap<"raw" | "injection">([
   [SkillFormat.RAW, "raw"],
   [SkillFormat.INJECTION, "injection"],
 ]);
-/** A skill search reports its search type as the match type. */
-export const SKILL_MATCH_TYPES: Readonly<Record<SearchTypeName, MatchType>> = {
+/** A skill search reports its search type as the match type, or SEMANTIC for a hit by meaning only. */
+export const SKILL_MATCH_TYPES: Readonly<Record<SearchTypeName | "semantic", MatchType>> = {
   fts: MatchType.FTS,
   regex: MatchType.NAME_SUBSTRING,
   exact: MatchType.EXACT,
+  semantic: MatchType.SEMANTIC,
 };
 
 // -- usage --------------------------------------------------------------------------------------------

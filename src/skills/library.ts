@@ -44,6 +44,8 @@ export interface SkillLibraryOptions {
   readonly packRoots?: readonly string[];
   readonly packLimits?: Partial<PackLimits>;
   readonly now?: () => number;
+  /** Told after every pack load (e.g. to bring skill vectors up to date; see `embeddingTexts`). */
+  readonly onSkillsChanged?: () => void;
 }
 
 /**
@@ -54,6 +56,7 @@ export class SkillLibrary {
   private readonly context: SkillContext;
   private readonly packs: PackSettings;
   private readonly pinned: readonly string[];
+  private readonly onSkillsChanged: (() => void) | undefined;
 
   constructor(options: SkillLibraryOptions) {
     this.context = new SkillContext({
@@ -68,10 +71,27 @@ export class SkillLibrary {
       limits: { ...DEFAULT_PACK_LIMITS, ...options.packLimits },
     };
     this.pinned = options.pinnedSkillNames ?? [];
+    this.onSkillsChanged = options.onSkillsChanged;
   }
 
   loadSkillPack(input: LoadSkillPackInput, caller?: Caller): LoadSkillPackResult {
-    return loadSkillPack(this.context, this.packs, input, caller);
+    const result = loadSkillPack(this.context, this.packs, input, caller);
+    this.onSkillsChanged?.();
+    return result;
+  }
+
+  /** Every skill as semantic search embeds it: its id, content hash, and title, description and trigger. */
+  embeddingTexts(): { id: string; hash: string; text: string }[] {
+    return this.context.store
+      .all<{ id: string; content_hash: string; title: string; description: string; trigger_text: string }>(
+        "SELECT id, content_hash, title, description, trigger_text FROM skills",
+        [],
+      )
+      .map((s) => ({
+        id: s.id,
+        hash: s.content_hash,
+        text: [s.title, s.description, s.trigger_text].filter((part) => part.trim() !== "").join(": "),
+      }));
   }
 
   searchSkills(caller: Caller, input: SearchSkillsInput, options: CallOptions = {}): SearchSkillsResult {

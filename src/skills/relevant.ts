@@ -7,6 +7,7 @@ import type { BudgetReport } from "./read.ts";
 import { renderContext } from "./render.ts";
 import { type CallOptions, details, sanitizer } from "./sanitize.ts";
 import { ftsSearch } from "./search.ts";
+import { fuseSkills } from "./semantic.ts";
 import type { SkillRow } from "./store.ts";
 
 const STOPWORDS = new Set(
@@ -42,7 +43,10 @@ export function getRelevantSkills(
   const maxTokens = withinLimit(LIMITS.relevantSkillsMaxTokens, input.maxTokens);
   const minScore = withinRange(LIMITS.relevantSkillsMinScore, input.minScore);
   const terms = [...new Set(tokenize(task).filter((w) => w.length > 1 && !STOPWORDS.has(w)))].slice(0, 32);
-  const { hits } = ftsSearch(context, caller, terms, undefined, topK, "or");
+  // Task text is paraphrase by nature: with semantic evidence, skills close in meaning join the words'.
+  const depth = options.semantic ? Math.max(topK, 20) : topK;
+  const lexical = ftsSearch(context, caller, terms, undefined, depth, "or").hits;
+  const { hits } = fuseSkills(context, caller, undefined, lexical, options.semantic, topK);
   const rows =
     hits.length > 0
       ? context.store.visibleByName(

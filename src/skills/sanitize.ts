@@ -2,11 +2,14 @@ import { toolGateRewriter } from "./gate.ts";
 import type { ScopeKind, Skill, SkillOrigin, TaskType, TextAuthor, ToolGate } from "./model.ts";
 import { redactText } from "./redact.ts";
 import { clip, type SkillView } from "./render.ts";
+import type { SkillSemanticFusion } from "./semantic.ts";
 import { rowToSkill, type SearchRow, type SkillRow } from "./store.ts";
 
 /** Per-call options that depend on the caller's tool visibility. */
 export interface CallOptions {
   readonly toolGate?: ToolGate;
+  /** Semantic ranking for this call's query or task (full-text searches only). */
+  readonly semantic?: SkillSemanticFusion;
 }
 
 type Sanitize = (text: string) => string;

@@ -17,7 +17,11 @@ import { redactText } from "./redact.ts";
 import { clip } from "./render.ts";
 import { oneOf } from "./request.ts";
 import { type CallOptions, type SanitizerFor, type SkillSummary, sanitizer, summary } from "./sanitize.ts";
+import { type FusedRow, fuseSkills } from "./semantic.ts";
 import { SEARCH_COLUMNS, type SearchRow, visibleFilter } from "./store.ts";
+
+/** Lexical hits fused with semantic evidence (more than a page: a skill may rise into it). */
+const SEMANTIC_DEPTH = 20;
 
 /** Rows a regex search may run RE2 on after the literal pre-check (~10 µs each). */
 const MAX_REGEX_ROWS = 5_000;
@@ -46,7 +50,8 @@ export interface SkillSearchHit extends SkillSummary {
   readonly lexicalScore: number;
   /** 0 when semantic ranking did not take part for this skill. */
   readonly semanticScore: number;
-  readonly matchType: SearchType;
+  /** The search type that found it, or "semantic" when only its meaning matched. */
+  readonly matchType: SearchType | "semantic";
 }
 
 export interface SearchSkillsInput {
@@ -102,24 +107,32 @@ export function searchSkills(
   const minScore = withinRange(LIMITS.searchSkillsMinScore, input.minScore);
   const sanitize = sanitizer(options.toolGate, context.redaction);
 
-  let hits: ScoredRow[];
+  let hits: FusedRow[];
   let widened = false;
-  if (type === "exact") hits = exactSearch(context, caller, query, taskType, limit);
-  else if (type === "regex")
-    hits = regexSearch(context, caller, compileCallerRegex(query), taskType, limit, sanitize);
-  else {
-    const found = ftsSearch(context, caller, tokenize(query).slice(0, 16), taskType, limit, "and");
-    hits = found.hits;
+  let semantic: SemanticReport = SEMANTIC_OFF;
+  if (type === "fts") {
+    // With semantic evidence, more lexical hits than the page are fused: a skill may rise into it.
+    const depth = options.semantic ? Math.max(limit, SEMANTIC_DEPTH) : limit;
+    const found = ftsSearch(context, caller, tokenize(query).slice(0, 16), taskType, depth, "and");
+    const fused = fuseSkills(context, caller, taskType, found.hits, options.semantic, limit);
+    hits = fused.hits;
+    semantic = fused.report;
     widened = found.widened;
+  } else {
+    const rows =
+      type === "exact"
+        ? exactSearch(context, caller, query, taskType, limit)
+        : regexSearch(context, caller, compileCallerRegex(query), taskType, limit, sanitize);
+    hits = fuseSkills(context, caller, taskType, rows, undefined, limit).hits;
   }
   const skills = hits
     .filter((hit) => hit.score >= minScore)
-    .map(({ row, score }) => ({
-      ...summary(row, sanitize),
-      score,
-      lexicalScore: score,
-      semanticScore: 0,
-      matchType: type,
+    .map((hit) => ({
+      ...summary(hit.row, sanitize),
+      score: hit.score,
+      lexicalScore: hit.lexicalScore,
+      semanticScore: hit.semanticScore,
+      matchType: hit.semanticOnly ? ("semantic" as const) : type,
     }));
   context.emit("skill_search_query", caller, {
     query: clip(redactText(query), 200),
@@ -134,7 +147,7 @@ export function searchSkills(
     widened,
     matchQuality: matchQuality(skills, context.goodMatchScore),
     rewrites: [],
-    semantic: SEMANTIC_OFF,
+    semantic,
   };
 }
 

@@ -51,6 +51,7 @@ export function visibleFilter(caller: Caller, taskType: TaskType | undefined): S
 /** The columns a search result or listing line needs (alias `s`). */
 export interface SearchRow {
   seq: number;
+  id: string;
   name: string;
   title: string;
   trigger_text: string;
@@ -61,7 +62,7 @@ export interface SearchRow {
 }
 
 export const SEARCH_COLUMNS =
-  "s.seq, s.name, s.title, s.trigger_text, s.description, s.task_type, s.tags, s.scope_kind";
+  "s.seq, s.id, s.name, s.title, s.trigger_text, s.description, s.task_type, s.tags, s.scope_kind";
 
 export interface SkillRow {
   seq: number;

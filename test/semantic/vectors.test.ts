@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Db, openDatabase } from "../../src/database/sqlite.ts";
 import { Embedder, type TextEmbedder } from "../../src/semantic/embedder.ts";
-import { semanticMigrations, type ToolText, ToolVectors } from "../../src/semantic/vectors.ts";
+import { semanticMigrations, TextVectors, type ToolText } from "../../src/semantic/vectors.ts";
 import { MODEL_DIR, NO_MODEL } from "./model-dir.ts";
 
 /** The real embedder, counting the texts it is asked to embed (and optionally posing as another model). */
@@ -30,7 +30,7 @@ const TOOLS: ToolText[] = [
   { owner: "", name: "run_sql", hash: "h4", text: "run sql: Run a SQL query against the database" },
 ];
 
-describe.skipIf(NO_MODEL !== undefined)("ToolVectors", () => {
+describe.skipIf(NO_MODEL !== undefined)("TextVectors", () => {
   let embedder: Embedder;
   let dir: string;
   let file: number;
@@ -56,7 +56,7 @@ describe.skipIf(NO_MODEL !== undefined)("ToolVectors", () => {
   it("embeds every tool once, per owner, and packs their vectors for a scan", async () => {
     const { db } = freshDatabase();
     const counting = new CountingEmbedder(embedder);
-    const vectors = new ToolVectors(db, counting);
+    const vectors = new TextVectors(db, counting);
     const report = await vectors.sync(TOOLS);
     expect(report).toEqual({ reused: 0, embedded: 4, removed: 0, superseded: false });
     expect(counting.embeddedTexts).toHaveLength(4);
@@ -70,12 +70,12 @@ describe.skipIf(NO_MODEL !== undefined)("ToolVectors", () => {
 
   it("reuses the stored vectors after a restart, embedding nothing", async () => {
     const { db, reopen } = freshDatabase();
-    await new ToolVectors(db, new CountingEmbedder(embedder)).sync(TOOLS);
-    const before = new ToolVectors(db, embedder);
+    await new TextVectors(db, new CountingEmbedder(embedder)).sync(TOOLS);
+    const before = new TextVectors(db, embedder);
     await before.sync(TOOLS);
     db.close();
     const counting = new CountingEmbedder(embedder);
-    const restarted = new ToolVectors(reopen(), counting);
+    const restarted = new TextVectors(reopen(), counting);
     const report = await restarted.sync(TOOLS);
     expect(report).toEqual({ reused: 4, embedded: 0, removed: 0, superseded: false });
     expect(counting.embeddedTexts).toEqual([]);
@@ -84,9 +84,9 @@ describe.skipIf(NO_MODEL !== undefined)("ToolVectors", () => {
 
   it("recomputes only the tool whose record hash changed, and drops the vectors of removed tools", async () => {
     const { db } = freshDatabase();
-    await new ToolVectors(db, embedder).sync(TOOLS);
+    await new TextVectors(db, embedder).sync(TOOLS);
     const counting = new CountingEmbedder(embedder);
-    const vectors = new ToolVectors(db, counting);
+    const vectors = new TextVectors(db, counting);
     const changed = { ...TOOLS[3], hash: "h4-new", text: "run sql: Run a read-only SQL query" } as ToolText;
     const report = await vectors.sync([TOOLS[0], TOOLS[1], changed] as ToolText[]);
     expect(report).toEqual({ reused: 2, embedded: 1, removed: 1, superseded: false });
@@ -103,9 +103,9 @@ describe.skipIf(NO_MODEL !== undefined)("ToolVectors", () => {
 
   it("re-embeds everything when the model changes", async () => {
     const { db } = freshDatabase();
-    await new ToolVectors(db, embedder).sync(TOOLS);
+    await new TextVectors(db, embedder).sync(TOOLS);
     const otherModel = new CountingEmbedder(embedder, "another-model@0000000000000000");
-    const report = await new ToolVectors(db, otherModel).sync(TOOLS);
+    const report = await new TextVectors(db, otherModel).sync(TOOLS);
     expect(report).toEqual({ reused: 0, embedded: 4, removed: 0, superseded: false });
     expect(db.prepare("SELECT DISTINCT model_id FROM semantic_tool_vectors").pluck().all()).toEqual([
       "another-model@0000000000000000",
@@ -114,8 +114,8 @@ describe.skipIf(NO_MODEL !== undefined)("ToolVectors", () => {
 
   it("serves the vectors that exist while the rest are still being computed", async () => {
     const { db } = freshDatabase();
-    await new ToolVectors(db, embedder).sync(TOOLS.slice(0, 1));
-    const vectors = new ToolVectors(db, embedder);
+    await new TextVectors(db, embedder).sync(TOOLS.slice(0, 1));
+    const vectors = new TextVectors(db, embedder);
     const running = vectors.sync(TOOLS);
     // The stored vector is read before the first batch is embedded; the others are not there yet.
     expect(vectors.has("", "send_email")).toBe(true);
@@ -133,7 +133,7 @@ describe.skipIf(NO_MODEL !== undefined)("ToolVectors", () => {
       hash: "h",
       text: `tool ${i}`,
     }));
-    const vectors = new ToolVectors(db, embedder);
+    const vectors = new TextVectors(db, embedder);
     const first = vectors.sync(many);
     const second = vectors.sync(many.slice(0, 2));
     expect((await first).superseded).toBe(true);

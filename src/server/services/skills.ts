@@ -5,7 +5,13 @@ import { authorizeSkillPackScope } from "../../caller/authorize.ts";
 import type { Caller } from "../../caller/caller.ts";
 import { failedPrecondition } from "../../errors.ts";
 import type { EventLog } from "../../events/index.ts";
-import type { DirectoryField, SkillLibrary, SkillSummary, ToolGate } from "../../skills/index.ts";
+import type {
+  DirectoryField,
+  SkillLibrary,
+  SkillSemanticFusion,
+  SkillSummary,
+  ToolGate,
+} from "../../skills/index.ts";
 import {
   SEARCH_TYPES,
   SKILL_FORMATS,
@@ -25,6 +31,8 @@ export function skillService(
   skills: SkillLibrary,
   events: EventLog,
   toolGateFor: ToolGateFor,
+  /** Semantic ranking (config `tool_search.semantic`) for full-text skill searches; absent = lexical only. */
+  semantic?: { forQuery(text: string): Promise<SkillSemanticFusion> },
 ): ServiceImpl<typeof SkillServiceDesc> {
   const gate = (caller: Caller) => ({ toolGate: toolGateFor(caller) });
   return {
@@ -67,18 +75,21 @@ export function skillService(
       };
     },
 
-    searchSkills(request, context) {
+    async searchSkills(request, context) {
       const caller = callerOf(context);
+      const type = SEARCH_TYPES.fromProto(request.searchType, "search_type");
+      const fusion =
+        semantic && (type ?? "fts") === "fts" ? await semantic.forQuery(request.query) : undefined;
       const result = skills.searchSkills(
         caller,
         {
           query: request.query,
-          type: SEARCH_TYPES.fromProto(request.searchType, "search_type"),
+          type,
           taskType: TASK_TYPES.fromProto(request.taskType, "task_type"),
           limit: request.limit || undefined,
           minScore: request.minScore,
         },
-        gate(caller),
+        { ...gate(caller), semantic: fusion },
       );
       return {
         skills: result.skills.map((hit) => ({
@@ -154,8 +165,9 @@ export function skillService(
       };
     },
 
-    getRelevantSkills(request, context) {
+    async getRelevantSkills(request, context) {
       const caller = callerOf(context);
+      const fusion = semantic ? await semantic.forQuery(request.task) : undefined;
       const result = skills.getRelevantSkills(
         caller,
         {
@@ -164,7 +176,7 @@ export function skillService(
           maxTokens: request.maxTokens || undefined,
           minScore: request.minScore,
         },
-        gate(caller),
+        { ...gate(caller), semantic: fusion },
       );
       return {
         formattedContext: result.formattedContext,

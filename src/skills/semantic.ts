@@ -1,0 +1,112 @@
+import type { Caller } from "../caller/caller.ts";
+import type { SemanticReport } from "../text/scores.ts";
+import type { SkillContext } from "./context.ts";
+import type { TaskType } from "./model.ts";
+import { SEARCH_COLUMNS, type SearchRow, visibleFilter } from "./store.ts";
+
+/** Semantic candidates read per search; hidden or other-type skills among them are dropped after. */
+const CLOSEST = 40;
+
+/** Semantic evidence for one query (src/semantic/skill-search.ts), fused into full-text skill search. */
+export interface SkillSemanticFusion {
+  /** False when the query could not be embedded: the search stays lexical and says so. */
+  readonly available: boolean;
+  /** Skill ids closest in meaning, best first, with their semantic score in [0, 1]. */
+  closest(k: number): readonly { readonly id: string; readonly score: number }[];
+  /** A skill's semantic score, or undefined while it has no vector. */
+  scoreOf(id: string): number | undefined;
+  /** The lexical share of a fused score for a query whose best lexical score is `bestLexical`. */
+  lexicalShare(bestLexical: number): number;
+  /** Every skill has its vector; else the ones the caller can see without one are counted. */
+  readonly complete: boolean;
+}
+
+/** A skill hit with the parts of its score. */
+export interface FusedRow {
+  readonly row: SearchRow;
+  readonly score: number;
+  readonly lexicalScore: number;
+  readonly semanticScore: number;
+  /** Found by meaning only. */
+  readonly semanticOnly: boolean;
+}
+
+/**
+ * Fuses the lexical hits (best first) with the skills closest in meaning that the caller may see (and
+ * of `taskType`, when given): score = w × lexical + (1 − w) × semantic, a skill without a vector yet
+ * keeping its lexical score. Without semantic evidence the lexical hits pass through.
+ */
+export function fuseSkills(
+  context: SkillContext,
+  caller: Caller,
+  taskType: TaskType | undefined,
+  lexical: readonly { readonly row: SearchRow; readonly score: number }[],
+  semantic: SkillSemanticFusion | undefined,
+  limit: number,
+): { hits: FusedRow[]; report: SemanticReport } {
+  const lexicalOnly = (status: SemanticReport["status"]) => ({
+    hits: lexical.slice(0, limit).map((h) => ({
+      row: h.row,
+      score: h.score,
+      lexicalScore: h.score,
+      semanticScore: 0,
+      semanticOnly: false,
+    })),
+    report: { status, pending: 0 },
+  });
+  if (!semantic) return lexicalOnly("off");
+  if (!semantic.available) return lexicalOnly("unavailable");
+  const w = semantic.lexicalShare(lexical.reduce((best, h) => Math.max(best, h.score), 0));
+  const byId = new Map<string, FusedRow>();
+  for (const { row, score } of lexical) {
+    const semanticScore = semantic.scoreOf(row.id);
+    byId.set(row.id, {
+      row,
+      score: semanticScore === undefined ? score : w * score + (1 - w) * semanticScore,
+      lexicalScore: score,
+      semanticScore: semanticScore ?? 0,
+      semanticOnly: false,
+    });
+  }
+  const closest = semantic.closest(CLOSEST).filter((c) => !byId.has(c.id));
+  if (closest.length > 0) {
+    const where = visibleFilter(caller, taskType);
+    const rows = context.store.all<SearchRow>(
+      `SELECT ${SEARCH_COLUMNS} FROM skills s WHERE s.id IN (${closest.map(() => "?").join(",")}) AND ${where.sql}`,
+      [...closest.map((c) => c.id), ...where.params],
+    );
+    const visible = new Map(rows.map((row) => [row.id, row]));
+    for (const { id, score } of closest) {
+      const row = visible.get(id);
+      if (row)
+        byId.set(id, {
+          row,
+          score: (1 - w) * score,
+          lexicalScore: 0,
+          semanticScore: score,
+          semanticOnly: true,
+        });
+    }
+  }
+  const order = new Map(lexical.map((h, i) => [h.row.id, i]));
+  const hits = [...byId.values()].sort(
+    (a, b) =>
+      b.score - a.score ||
+      (order.get(a.row.id) ?? Number.MAX_SAFE_INTEGER) - (order.get(b.row.id) ?? Number.MAX_SAFE_INTEGER) ||
+      (a.row.name < b.row.name ? -1 : a.row.name > b.row.name ? 1 : 0),
+  );
+  const pending = semantic.complete ? 0 : pendingFor(context, caller, semantic);
+  return { hits: hits.slice(0, limit), report: { status: pending > 0 ? "partial" : "ready", pending } };
+}
+
+/** The skills the caller can see that have no vector yet (only asked while vectors are being computed). */
+function pendingFor(context: SkillContext, caller: Caller, semantic: SkillSemanticFusion): number {
+  const where = visibleFilter(caller, undefined);
+  let pending = 0;
+  for (const { id } of context.store.all<{ id: string }>(
+    `SELECT s.id FROM skills s WHERE ${where.sql}`,
+    where.params,
+  ))
+    if (semantic.scoreOf(id) === undefined) pending++;
+  return pending;
+}
