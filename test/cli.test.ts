@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -36,6 +36,38 @@ describe("wayfind serve", () => {
     const { stderr, exited } = run(["serv"]);
     expect(await exited).toBe(2);
     expect(stderr.join("")).toContain("Usage:");
+  });
+});
+
+describe("wayfind's own help", () => {
+  /** Runs the CLI to its end: exit code, stdout and stderr. */
+  async function output(args: string[]) {
+    const { child, stderr, exited } = run(args);
+    const out: string[] = [];
+    child.stdout.on("data", (chunk: Buffer) => out.push(chunk.toString()));
+    return { code: await exited, stdout: out.join(""), stderr: stderr.join("") };
+  }
+
+  it("prints the version from package.json", async () => {
+    const manifest = JSON.parse(readFileSync(join(import.meta.dirname, "..", "package.json"), "utf8"));
+    expect(await output(["--version"])).toMatchObject({ code: 0, stdout: `wayfind ${manifest.version}\n` });
+  });
+
+  it.each([
+    [["serve", "--help"], "Usage: wayfind serve"],
+    [["sources", "-h"], "Usage: wayfind sources"],
+    [["catalog", "stats", "--help"], "Usage: wayfind catalog stats"],
+  ])("answers %j with the command's usage", async (args, usage) => {
+    const { code, stdout } = await output(args);
+    expect(code).toBe(0);
+    expect(stdout).toContain(usage);
+  });
+
+  it("answers a mistyped flag with the flag meant and the command's usage, before loading anything", async () => {
+    const { code, stderr } = await output(["serve", "--prot", "0"]);
+    expect(code).toBe(2);
+    expect(stderr).toContain("unknown option --prot; did you mean --port?");
+    expect(stderr).toContain("Usage: wayfind serve");
   });
 });
 

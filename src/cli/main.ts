@@ -1,8 +1,9 @@
+import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { parseArgs } from "node:util";
 import pino from "pino";
 import { applyCliOverrides, loadConfig } from "../config/index.ts";
 import { startServer } from "../server/app.ts";
+import { commandArgs, UsageError } from "./args.ts";
 import { runCatalogStats } from "./catalog-stats.ts";
 import { skillPackProgressBar } from "./progress.ts";
 import { listSources } from "./sources.ts";
@@ -12,39 +13,64 @@ const ROOT = new URL(import.meta.url.endsWith(".ts") ? "../../" : "../../../", i
 /** Served when no --config is given: a demo catalog and skill pack, so a fresh checkout is useful. */
 const DEMO_CONFIG = fileURLToPath(new URL("demo/wayfind.yaml", ROOT));
 
+const SERVE_USAGE = `Usage: wayfind serve [--config FILE] [--host H] [--port P] [--data-dir DIR]
+
+Runs the server: gRPC, gRPC-Web and Connect on one port.
+
+Options:
+  --config FILE    YAML configuration (see wayfind.example.yaml; default demo/wayfind.yaml)
+  --host H         interface to listen on (default 127.0.0.1)
+  --port P         port (default 50051; 0 picks a free one)
+  --data-dir DIR   where the SQLite database lives (default ./.wayfind)
+  -h, --help       this help
+`;
+
+const SOURCES_USAGE = `Usage: wayfind sources [--addr HOST:PORT]
+
+Prints every tool source (catalog files, MCP servers, API) of a running server with its health;
+exits 1 when one is unhealthy.
+
+Options:
+  --addr HOST:PORT server to ask (default 127.0.0.1:50051, or an http(s):// URL)
+  -h, --help       this help
+`;
+
 const USAGE = `wayfind — tool and skill discovery for LLM agents
 
 Usage:
   wayfind serve [--config FILE] [--host H] [--port P] [--data-dir DIR]
   wayfind sources [--addr HOST:PORT]
   wayfind catalog stats [--config FILE] [--provider anthropic|openai|gemini] [--ceiling N] [--budget N]
-
-Options:
-  --config FILE    YAML configuration (see wayfind.example.yaml; default demo/wayfind.yaml)
-  --host H         interface to listen on (default 127.0.0.1)
-  --port P         port for gRPC, gRPC-Web and Connect (default 50051; 0 picks a free one)
-  --data-dir DIR   where the SQLite database lives (default ./.wayfind)
-  --addr HOST:PORT server to ask (sources; default 127.0.0.1:50051, or an http(s):// URL)
-  --provider P     catalog stats: whose tool format to measure (default anthropic)
-  --ceiling N      catalog stats: flag tools over N tokens (default 800)
-  --budget N       catalog stats: total token budget of all tools (default 20000)
+  wayfind --version
 
 Commands:
   serve            run the server
   sources          print every tool source (catalog files, MCP servers, API) with its health
   catalog stats    the rendered size of every configured tool, against a per-tool ceiling and a
                    total budget (exits 1 when over), so bloat shows before users pay for it
+
+Run "wayfind <command> --help" for a command's options.
 `;
+
+/** The version in package.json (the checkout's root), as `wayfind --version` prints it. */
+function version(): string {
+  const manifest = JSON.parse(readFileSync(new URL("package.json", ROOT), "utf8")) as { version?: string };
+  return manifest.version ?? "unknown";
+}
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  if (command === "--version" || command === "-v") {
+    process.stdout.write(`wayfind ${version()}\n`);
+    return 0;
+  }
   if (command === undefined || command === "help" || command === "--help" || command === "-h") {
     process.stdout.write(USAGE);
     return command === undefined ? 2 : 0;
   }
   if (command === "sources") {
-    const { values } = parseArgs({ args: rest, options: { addr: { type: "string" } }, strict: true });
-    return listSources(values.addr ?? "127.0.0.1:50051", process.stdout);
+    const values = commandArgs("sources", SOURCES_USAGE, rest, { addr: { type: "string" } });
+    return values ? listSources(values.addr ?? "127.0.0.1:50051", process.stdout) : 0;
   }
   if (command === "catalog" && rest[0] === "stats") {
     return runCatalogStats(rest.slice(1), (file) => loadConfig(file ?? DEMO_CONFIG));
@@ -53,16 +79,13 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`unknown command "${command}"\n\n${USAGE}`);
     return 2;
   }
-  const { values } = parseArgs({
-    args: rest,
-    options: {
-      config: { type: "string" },
-      host: { type: "string" },
-      port: { type: "string" },
-      "data-dir": { type: "string" },
-    },
-    strict: true,
+  const values = commandArgs("serve", SERVE_USAGE, rest, {
+    config: { type: "string" },
+    host: { type: "string" },
+    port: { type: "string" },
+    "data-dir": { type: "string" },
   });
+  if (!values) return 0;
   const config = applyCliOverrides(loadConfig(values.config ?? DEMO_CONFIG), {
     host: values.host,
     port: values.port,
@@ -92,6 +115,10 @@ main(process.argv.slice(2)).then(
     if (code >= 0) process.exit(code);
   },
   (error: unknown) => {
+    if (error instanceof UsageError) {
+      process.stderr.write(`${error.message}`);
+      process.exit(2);
+    }
     process.stderr.write(`wayfind: ${error instanceof Error ? error.message : String(error)}\n`);
     process.exit(1);
   },
