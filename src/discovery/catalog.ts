@@ -603,6 +603,11 @@ export class ToolCatalog {
    * version to read at (`visibleSet`, `list`): a read at that version takes that index, or a newer
    * one, without waiting for changes made since.
    */
+  /** Whether the index holds every change (readiness probes; searches wait with indexReady). */
+  get indexCurrent(): boolean {
+    return this.index !== undefined && this.indexVersion >= this.version;
+  }
+
   indexReady(): Promise<number> {
     const version = this.version;
     if (this.index && this.indexVersion >= version) return Promise.resolve(version);

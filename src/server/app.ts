@@ -26,6 +26,7 @@ import { ToolSourceRegistry } from "../sources/status.ts";
 import { ToolService } from "../tools/service.ts";
 import { PricingTable, startUsageRetention, UsageLedger } from "../usage/index.ts";
 import { HealthStatus } from "./health.ts";
+import { healthEndpoints } from "./http-health.ts";
 import { collectGarbage } from "./memory.ts";
 import { allMigrations } from "./migrations.ts";
 import { withCallPipeline } from "./pipeline.ts";
@@ -232,6 +233,11 @@ export async function startServer(
         maxConnections: settings.maxConnections,
       },
       logger,
+      httpEndpoints: healthEndpoints(() => ({
+        index: catalog.indexCurrent ? "ok" : "building",
+        database: databaseReachable(db) ? "ok" : "unreachable",
+        draining: shutdown.signal.aborted ? "yes" : "no",
+      })),
     });
   } catch (error) {
     await mcp.close();
@@ -260,6 +266,16 @@ export async function startServer(
       return stopping;
     },
   };
+}
+
+/** A trivial query answers: the database file is open and readable. */
+function databaseReachable(db: Db): boolean {
+  try {
+    db.prepare("SELECT 1").get();
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Whole milliseconds (node's HTTP timeouts take integers), at least 1. */

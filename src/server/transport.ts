@@ -30,7 +30,12 @@ export interface TransportOptions {
   readonly limits: ConnectionLimits;
   /** Where refused connections are reported. */
   readonly logger: Logger;
+  /** Plain-HTTP endpoints on the same port (health probes): true when it answered the request. */
+  readonly httpEndpoints?: (request: NodeRequest, response: NodeResponse) => boolean;
 }
+
+type NodeRequest = http.IncomingMessage | http2.Http2ServerRequest;
+type NodeResponse = http.ServerResponse | http2.Http2ServerResponse;
 
 export interface RunningTransport {
   readonly port: number;
@@ -57,6 +62,7 @@ export async function startTransport(options: TransportOptions): Promise<Running
   });
   const bodyDeadline = new RequestBodyDeadline(options.routes, limits.requestBodyTimeoutMs);
   const connectHandler: typeof serveConnect = (request, response) => {
+    if (options.httpEndpoints?.(request, response)) return;
     bodyDeadline.bound(request, response);
     serveConnect(request, response);
   };

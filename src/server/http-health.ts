@@ -1,0 +1,53 @@
+import type * as http from "node:http";
+import type * as http2 from "node:http2";
+
+/** What readiness is made of; each is "ok" or what is not. */
+export interface ReadinessChecks {
+  /** The search index holds every change (else searches wait for it to be built). */
+  readonly index: "ok" | "building";
+  readonly database: "ok" | "unreachable";
+  /** Stopping: finishing in-flight calls, taking no new work. */
+  readonly draining: "no" | "yes";
+}
+
+export function isReady(checks: ReadinessChecks): boolean {
+  return checks.index === "ok" && checks.database === "ok" && checks.draining === "no";
+}
+
+type Request = http.IncomingMessage | http2.Http2ServerRequest;
+type Response = http.ServerResponse | http2.Http2ServerResponse;
+
+/**
+ * `GET /healthz` (live: the process answers) and `GET /readyz` (ready for traffic: 200, else 503 with
+ * what is not) on the service port, for load balancers and Kubernetes probes that speak plain HTTP
+ * (HTTP/1.1 or h2c). The gRPC health service answers the same for gRPC clients. Returns false for any
+ * other path, which the RPC handler then serves.
+ */
+export function healthEndpoints(
+  readiness: () => ReadinessChecks,
+): (request: Request, response: Response) => boolean {
+  return (request, response) => {
+    const path = request.url?.split("?", 1)[0];
+    if (path !== "/healthz" && path !== "/readyz") return false;
+    if (request.method !== "GET" && request.method !== "HEAD") {
+      send(response, 405, { error: `${path} answers GET or HEAD` }, { allow: "GET, HEAD" });
+      return true;
+    }
+    if (path === "/healthz") send(response, 200, { status: "ok" });
+    else {
+      const checks = readiness();
+      send(response, isReady(checks) ? 200 : 503, {
+        status: isReady(checks) ? "ready" : "not_ready",
+        checks,
+      });
+    }
+    return true;
+  };
+}
+
+function send(response: Response, status: number, body: object, headers: Record<string, string> = {}): void {
+  const text = `${JSON.stringify(body)}\n`;
+  // Probes poll; nothing between them may cache an answer.
+  response.writeHead(status, { "content-type": "application/json", "cache-control": "no-store", ...headers });
+  response.end(text);
+}
