@@ -25,6 +25,7 @@ import { loadConfiguredSkillPacks } from "../sources/skill-packs.ts";
 import { ToolSourceRegistry } from "../sources/status.ts";
 import { ToolService } from "../tools/service.ts";
 import { PricingTable, startUsageRetention, UsageLedger } from "../usage/index.ts";
+import { lockDataFolder } from "./data-lock.ts";
 import { HealthStatus } from "./health.ts";
 import { healthEndpoints } from "./http-health.ts";
 import { collectGarbage } from "./memory.ts";
@@ -35,7 +36,7 @@ import { serviceRoutes } from "./rpc.ts";
 import { skillService } from "./services/skills.ts";
 import { toolDiscoveryService } from "./services/tools.ts";
 import { usageService } from "./services/usage.ts";
-import { startTransport } from "./transport.ts";
+import { checkPortFree, startTransport } from "./transport.ts";
 
 export interface StartOptions {
   /** How long in-flight calls may run on shutdown before they are cut (default 10 s). */
@@ -76,10 +77,25 @@ export async function startServer(
   options: StartOptions = {},
 ): Promise<RunningServer> {
   const settings = config.server;
-  // Before anything is created: a missing or malformed model folder fails the start, naming the file.
+  // Before anything is loaded or created: a port in use, a missing or malformed model folder, or a
+  // data folder another server holds fails the start, saying which.
+  await checkPortFree(settings.host, settings.port);
   const semanticConfig = config.toolSearch.semantic?.enabled ? config.toolSearch.semantic : undefined;
   const embedder = semanticConfig ? await Embedder.open(semanticConfig.modelDir) : undefined;
-  const db = openDatabase(join(settings.dataDir, "wayfind.db"), allMigrations);
+  let releaseDataFolder: () => void;
+  let db: Db;
+  try {
+    releaseDataFolder = lockDataFolder(settings.dataDir);
+    try {
+      db = openDatabase(join(settings.dataDir, "wayfind.db"), allMigrations);
+    } catch (error) {
+      releaseDataFolder();
+      throw error;
+    }
+  } catch (error) {
+    await embedder?.close();
+    throw error;
+  }
   setCacheSize(db, CACHE_KIB.starting);
   const shutdown = new AbortController();
   const events = new EventLog(db, {
@@ -134,6 +150,7 @@ export async function startServer(
     stopUsageRetention();
     events.close();
     db.close();
+    releaseDataFolder();
   };
   const skills = new SkillLibrary({
     db,
@@ -241,6 +258,7 @@ export async function startServer(
     });
   } catch (error) {
     await mcp.close();
+    await closeSemantic();
     closeStorage();
     throw error;
   }

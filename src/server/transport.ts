@@ -1,7 +1,7 @@
 import { once } from "node:events";
 import * as http from "node:http";
 import * as http2 from "node:http2";
-import type * as net from "node:net";
+import * as net from "node:net";
 import * as grpc from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import { connectRequestListener } from "./connect-adapter.ts";
@@ -44,6 +44,26 @@ export interface RunningTransport {
 }
 
 const HTTP2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+
+/**
+ * Fails with a clear message when `port` on `host` cannot be bound, before the server loads anything
+ * (port 0 always can). The socket is closed again at once; the transport binds it for real later.
+ */
+export async function checkPortFree(host: string, port: number): Promise<void> {
+  if (port === 0) return;
+  const probe = net.createServer();
+  try {
+    probe.listen(port, host);
+    await once(probe, "listening");
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const why =
+      code === "EADDRINUSE" ? "is in use (another wayfind?)" : `cannot be bound (${code ?? String(error)})`;
+    throw new Error(`port ${port} on ${host} ${why}; stop that process or choose another --port`);
+  } finally {
+    probe.close();
+  }
+}
 
 /**
  * One port for every protocol:

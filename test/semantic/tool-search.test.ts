@@ -82,7 +82,7 @@ describe.skipIf(NO_MODEL !== undefined)(
     it("finds by meaning a tool that shares no word with the request", async () => {
       const lexicalOnly = await startTestServer(
         { catalogs: [{ path: "tools.jsonl", namespace: "tools" }] },
-        { dataDir: wayfind.dataDir },
+        { dataDir: catalogDir() },
       );
       const lexical = await lexicalOnly
         .grpc(ToolDiscoveryService)
