@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -30,6 +30,19 @@ describe("wayfind serve", () => {
     const message = stderr.join("");
     expect(message).toContain("wayfind.yaml");
     expect(message).toContain("did you mean `catalogs`");
+  });
+
+  it("refuses a missing catalog file by config file, line and key, creating nothing", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "wayfind-cli-"));
+    const config = join(dir, "wayfind.yaml");
+    const dataDir = join(dir, "state");
+    writeFileSync(config, `server: {data_dir: ${dataDir}}\ncatalogs:\n  - path: nope.jsonl\n`);
+    const { stderr, exited } = run(["serve", "--config", config, "--port", "0"]);
+    expect(await exited).toBe(1);
+    expect(stderr.join("")).toMatch(
+      /wayfind\.yaml:3:\d+: catalogs\[0\]\.path: no catalog file at .*nope\.jsonl/,
+    );
+    expect(existsSync(dataDir)).toBe(false);
   });
 
   it("rejects an unknown command with usage", async () => {

@@ -5,5 +5,6 @@ export {
   type ConfigOverrides,
   defaultConfig,
   loadConfig,
+  missingSourceFiles,
 } from "./load.ts";
 export type * from "./types.ts";

@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, resolve } from "node:path";
 import { type Document, isMap, isPair, isScalar, LineCounter, type Node, parseDocument } from "yaml";
@@ -51,6 +51,39 @@ export function loadConfig(file?: string, env: Env = process.env): WayfindConfig
   const overridden = applyEnv(config, env, problems);
   if (problems.length > 0) throw new ConfigError(problems);
   return overridden;
+}
+
+/**
+ * The catalog files and skill pack folders the config names that do not exist, each as a problem
+ * with the config file, line and key (serve checks this before it creates or loads anything; the
+ * config alone stays loadable without them, e.g. for `catalog stats` on another machine's config).
+ */
+export function missingSourceFiles(config: WayfindConfig): string[] {
+  const missing = [
+    ...config.catalogs.map((c, i) => ({
+      path: ["catalogs", i, "path"],
+      resolved: c.path,
+      what: "catalog file",
+    })),
+    ...config.skillPacks.map((p, i) => ({
+      path: ["skill_packs", i, "path"],
+      resolved: p.path,
+      what: "skill pack",
+    })),
+  ].filter((entry) => !existsSync(entry.resolved));
+  if (missing.length === 0) return [];
+  const file = config.configFile ?? "config";
+  let locateIn: ((path: Path) => { line: number; col: number } | undefined) | undefined;
+  if (config.configFile) {
+    const lineCounter = new LineCounter();
+    const doc = parseDocument(readFileSync(config.configFile, "utf8"), { lineCounter });
+    locateIn = (path) => locate(doc, lineCounter, path);
+  }
+  return missing.map(({ path, resolved, what }) => {
+    const pos = locateIn?.(path);
+    const at = pos ? `${file}:${pos.line}:${pos.col}` : file;
+    return `${at}: ${formatPath(path)}: no ${what} at ${resolved}; fix the path (relative paths start at the config file's folder)`;
+  });
 }
 
 /** Parses and validates config text; `file` only labels the problems. Exported for tests and `wayfind check`. */

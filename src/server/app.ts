@@ -12,7 +12,7 @@ import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
 import { createAccessControl } from "../access/index.ts";
 import { ActivationStore, compileLazyGroups } from "../activation/index.ts";
-import type { WayfindConfig } from "../config/index.ts";
+import { ConfigError, missingSourceFiles, type WayfindConfig } from "../config/index.ts";
 import { CACHE_KIB, type Db, openDatabase, setCacheSize } from "../database/sqlite.ts";
 import { writeTransaction } from "../database/transaction.ts";
 import { ToolCatalog } from "../discovery/index.ts";
@@ -79,6 +79,8 @@ export async function startServer(
   const settings = config.server;
   // Before anything is loaded or created: a port in use, a missing or malformed model folder, or a
   // data folder another server holds fails the start, saying which.
+  const missing = missingSourceFiles(config);
+  if (missing.length > 0) throw new ConfigError(missing);
   await checkPortFree(settings.host, settings.port);
   const semanticConfig = config.toolSearch.semantic?.enabled ? config.toolSearch.semantic : undefined;
   const embedder = semanticConfig ? await Embedder.open(semanticConfig.modelDir) : undefined;
