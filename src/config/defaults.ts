@@ -85,6 +85,7 @@ export const DEFAULTS = {
     /** Open connections; more are refused, with a warning in the log. */
     maxConnections: 4096,
     eventRetention: { maxEvents: 100_000, maxAgeHours: 168 },
+    metrics: true,
   },
   logging: { level: "info" as LogLevel },
 } as const;

@@ -400,6 +400,7 @@ function toConfig(raw: ConfigFile, baseDir: string, configFile: string | undefin
         server.request_body_timeout_seconds ?? DEFAULTS.server.requestBodyTimeoutSeconds,
       idleTimeoutSeconds: server.idle_timeout_seconds ?? DEFAULTS.server.idleTimeoutSeconds,
       maxConnections: server.max_connections ?? DEFAULTS.server.maxConnections,
+      metrics: server.metrics ?? DEFAULTS.server.metrics,
       eventRetention: {
         maxEvents: server.event_retention?.max_events ?? DEFAULTS.server.eventRetention.maxEvents,
         maxAgeHours: server.event_retention?.max_age_hours ?? DEFAULTS.server.eventRetention.maxAgeHours,

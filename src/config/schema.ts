@@ -191,6 +191,7 @@ const server = z.strictObject({
   request_body_timeout_seconds: timeoutSeconds.optional(),
   idle_timeout_seconds: timeoutSeconds.optional(),
   max_connections: z.number().int().min(1).max(1_000_000).optional(),
+  metrics: z.boolean().optional(),
   event_retention: z
     .strictObject({ max_events: positiveInt.optional(), max_age_hours: z.number().positive().optional() })
     .optional(),

@@ -160,6 +160,8 @@ export interface ServerConfig {
   /** Connections beyond this many open ones are refused. */
   readonly maxConnections: number;
   readonly eventRetention: EventRetentionConfig;
+  /** Serve Prometheus metrics at `GET /metrics` on the service port. */
+  readonly metrics: boolean;
 }
 
 export interface LoggingConfig {

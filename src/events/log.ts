@@ -26,6 +26,8 @@ export interface EventLogOptions {
   readonly now?: () => number;
   /** Called when an event cannot be stored; emit never throws into the request path. */
   readonly onError?: (err: unknown) => void;
+  /** Told each event once it is committed (before live subscribers get it), e.g. to count it. */
+  readonly onCommitted?: (event: StoredEvent) => void;
 }
 
 interface Row {
@@ -87,6 +89,7 @@ export class EventLog implements EventSink, SubscriptionSource {
   private lastTs: number;
   private prunedThrough: bigint;
   private closed = false;
+  private readonly onCommitted: ((event: StoredEvent) => void) | undefined;
 
   constructor(
     private readonly db: Db,
@@ -100,6 +103,7 @@ export class EventLog implements EventSink, SubscriptionSource {
     this.pruneSlack = BigInt(Math.min(1024, Math.max(64, Math.floor(Number(this.maxEvents) / 100))));
     this.now = options.now ?? Date.now;
     this.onError = options.onError ?? (() => {});
+    this.onCommitted = options.onCommitted;
 
     this.insertStmt = db
       .prepare(
@@ -207,6 +211,7 @@ export class EventLog implements EventSink, SubscriptionSource {
   }
 
   private deliver(event: StoredEvent): void {
+    this.onCommitted?.(event);
     for (const sub of this.subscribers) sub.offer(event);
   }
 

@@ -29,6 +29,7 @@ import { lockDataFolder } from "./data-lock.ts";
 import { HealthStatus } from "./health.ts";
 import { healthEndpoints } from "./http-health.ts";
 import { collectGarbage } from "./memory.ts";
+import { ServerMetrics } from "./metrics.ts";
 import { allMigrations } from "./migrations.ts";
 import { withCallPipeline } from "./pipeline.ts";
 import { reflectionRoutes } from "./reflection.ts";
@@ -100,10 +101,19 @@ export async function startServer(
   }
   setCacheSize(db, CACHE_KIB.starting);
   const shutdown = new AbortController();
+  // Read when scraped, by then every part exists.
+  const metrics = settings.metrics
+    ? new ServerMetrics({
+        toolCount: () => catalog.size,
+        skillCount: () => skills.size,
+        eventSubscribers: () => events.subscriberCount,
+      })
+    : undefined;
   const events = new EventLog(db, {
     maxEvents: settings.eventRetention.maxEvents,
     maxAgeHours: settings.eventRetention.maxAgeHours,
     onError: (error) => logger.error({ err: error }, "event log write failed"),
+    onCommitted: (event) => metrics?.eventCommitted(event),
   });
 
   const usage = new UsageLedger({
@@ -214,21 +224,28 @@ export async function startServer(
 
   const reflected = [...WAYFIND_SERVICES, Health, ServerReflectionV1, ServerReflectionV1Alpha];
 
+  const wayfindRoutes = withCallPipeline(
+    [
+      ...serviceRoutes(ToolDiscoveryService, toolDiscoveryService(tools, events, sources)),
+      ...serviceRoutes(
+        SkillServiceDesc,
+        skillService(skills, events, (caller) => tools.toolGate(caller), semanticSkills),
+      ),
+      ...serviceRoutes(UsageService, usageService(usage, events)),
+    ],
+    logger,
+  );
   const routes = [
-    ...withCallPipeline(
-      [
-        ...serviceRoutes(ToolDiscoveryService, toolDiscoveryService(tools, events, sources)),
-        ...serviceRoutes(
-          SkillServiceDesc,
-          skillService(skills, events, (caller) => tools.toolGate(caller), semanticSkills),
-        ),
-        ...serviceRoutes(UsageService, usageService(usage, events)),
-      ],
-      logger,
-    ),
+    ...(metrics ? metrics.observe(wayfindRoutes) : wayfindRoutes),
     ...health.routes(),
     ...reflectionRoutes(reflected),
   ];
+  const probes = healthEndpoints(() => ({
+    index: catalog.indexCurrent ? "ok" : "building",
+    database: databaseReachable(db) ? "ok" : "unreachable",
+    draining: shutdown.signal.aborted ? "yes" : "no",
+  }));
+  const scrape = metrics?.endpoint();
 
   let transport: Awaited<ReturnType<typeof startTransport>>;
   try {
@@ -252,11 +269,8 @@ export async function startServer(
         maxConnections: settings.maxConnections,
       },
       logger,
-      httpEndpoints: healthEndpoints(() => ({
-        index: catalog.indexCurrent ? "ok" : "building",
-        database: databaseReachable(db) ? "ok" : "unreachable",
-        draining: shutdown.signal.aborted ? "yes" : "no",
-      })),
+      httpEndpoints: (request, response) =>
+        probes(request, response) || (scrape?.(request, response) ?? false),
     });
   } catch (error) {
     await mcp.close();

@@ -1,10 +1,10 @@
-import { Code, ConnectError, createContextKey, type HandlerContext } from "@connectrpc/connect";
+import { createContextKey, type HandlerContext } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import type { CallerContext } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import { OPERATOR_ROLE, ROLE_HEADER } from "../caller/authorize.ts";
 import { ANONYMOUS_CALLER, ANONYMOUS_PRINCIPAL, type Caller, type Principal } from "../caller/caller.ts";
-import { WayfindError } from "../errors.ts";
 import { type CallObserver, type MethodRoute, methodPath, observeRoute } from "./rpc.ts";
+import { codeName } from "./rpc-errors.ts";
 
 /** The caller, resolved once per call from the request's `caller` field (docs/design.md §3). */
 const callerKey = createContextKey<Caller>(ANONYMOUS_CALLER, { description: "wayfind caller" });
@@ -85,11 +85,4 @@ function resolveCaller(input: unknown): Caller {
  */
 function resolvePrincipal(caller: Caller, headers: Headers): Principal {
   return { tenantId: caller.tenantId, operator: headers.get(ROLE_HEADER)?.trim() === OPERATOR_ROLE };
-}
-
-function codeName(error: unknown): string {
-  if (error instanceof WayfindError) return error.code;
-  if (error instanceof ConnectError)
-    return Code[error.code].replace(/([a-z])([A-Z])/g, "$1_$2").toLowerCase();
-  return "internal";
 }

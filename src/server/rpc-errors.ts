@@ -94,6 +94,14 @@ export function malformedTimeout(header: "grpc-timeout" | "connect-timeout-ms", 
   return new ConnectError(`${header} ${quoteInput(value)} is not a timeout; ${form}`, Code.InvalidArgument);
 }
 
+/** The gRPC code of what a call threw, as logs and metrics name it ("invalid_argument", "ok" is not one). */
+export function codeName(error: unknown): string {
+  if (error instanceof WayfindError) return error.code;
+  if (error instanceof ConnectError)
+    return Code[error.code].replace(/([a-z])([A-Z])/g, "$1_$2").toLowerCase();
+  return "internal";
+}
+
 /** What went wrong, without the error's class name ("RangeError: …") or stack. */
 export function errorReason(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

@@ -80,6 +80,11 @@ export class SkillLibrary {
     return result;
   }
 
+  /** Skills in the store, every scope's (metrics). */
+  get size(): number {
+    return this.context.store.get<{ n: number }>("SELECT count(*) AS n FROM skills", [])?.n ?? 0;
+  }
+
   /** Every skill as semantic search embeds it: its id, content hash, and title, description and trigger. */
   embeddingTexts(): { id: string; hash: string; text: string }[] {
     return this.context.store

@@ -1,0 +1,216 @@
+import type * as http from "node:http";
+import type * as http2 from "node:http2";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { StoredEvent } from "../events/index.ts";
+import { type CallObserver, type MethodRoute, methodPath, observeRoute } from "./rpc.ts";
+import { codeName } from "./rpc-errors.ts";
+
+/** Live figures the metrics read when scraped (catalog size, subscribers, …). */
+export interface MetricSources {
+  readonly toolCount: () => number;
+  readonly skillCount: () => number;
+  readonly eventSubscribers: () => number;
+}
+
+type Request = http.IncomingMessage | http2.Http2ServerRequest;
+type Response = http.ServerResponse | http2.Http2ServerResponse;
+
+/**
+ * Prometheus metrics (`GET /metrics` on the service port): calls by method, code and protocol with
+ * their latency, and what the event log records — searches, activations, skills retrieved, usage
+ * tokens and cost — counted from each event once it is committed, so a rolled-back change counts
+ * nothing. Plus catalog and skill counts and the process's own metrics.
+ */
+export class ServerMetrics {
+  readonly registry = new Registry();
+  private readonly calls: Counter<"method" | "code" | "protocol">;
+  private readonly callSeconds: Histogram<"method" | "protocol">;
+  private readonly searches: Counter<"kind" | "requested_type" | "effective_type">;
+  private readonly zeroResultSearches: Counter<"kind">;
+  private readonly searchResults: Histogram<"kind">;
+  private readonly activations: Counter<"scope" | "source">;
+  private readonly skillsRetrieved: Counter;
+  private readonly events: Counter<"type">;
+  private readonly usageTokens: Counter<"provider" | "model" | "kind">;
+  private readonly usageCost: Counter<"provider" | "model">;
+
+  constructor(sources: MetricSources) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry, prefix: "wayfind_" });
+    this.calls = new Counter({
+      name: "wayfind_calls_total",
+      help: "RPC calls by method, gRPC code and protocol.",
+      labelNames: ["method", "code", "protocol"],
+      registers,
+    });
+    this.callSeconds = new Histogram({
+      name: "wayfind_call_duration_seconds",
+      help: "RPC call latency (for a stream: until its last message).",
+      labelNames: ["method", "protocol"],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5],
+      registers,
+    });
+    this.searches = new Counter({
+      name: "wayfind_searches_total",
+      help: "Tool and skill searches by requested and effective type.",
+      labelNames: ["kind", "requested_type", "effective_type"],
+      registers,
+    });
+    this.zeroResultSearches = new Counter({
+      name: "wayfind_searches_zero_results_total",
+      help: "Searches that found nothing (an agent asked for a tool or skill that is not there).",
+      labelNames: ["kind"],
+      registers,
+    });
+    this.searchResults = new Histogram({
+      name: "wayfind_search_results",
+      help: "Results per search.",
+      labelNames: ["kind"],
+      buckets: [0, 1, 2, 3, 5, 8, 10, 20],
+      registers,
+    });
+    this.activations = new Counter({
+      name: "wayfind_tool_activations_total",
+      help: "Deferred tools activated, by scope and by how (explicit, resolve, lazy_group).",
+      labelNames: ["scope", "source"],
+      registers,
+    });
+    this.skillsRetrieved = new Counter({
+      name: "wayfind_skills_retrieved_total",
+      help: "Skills injected by GetRelevantSkills.",
+      registers,
+    });
+    this.events = new Counter({
+      name: "wayfind_events_total",
+      help: "Events committed to the event log, by type.",
+      labelNames: ["type"],
+      registers,
+    });
+    this.usageTokens = new Counter({
+      name: "wayfind_usage_tokens_total",
+      help: "Model tokens recorded with RecordUsage, by kind (input, output, cache_read, cache_write).",
+      labelNames: ["provider", "model", "kind"],
+      registers,
+    });
+    this.usageCost = new Counter({
+      name: "wayfind_usage_cost_usd_total",
+      help: "Cost of the recorded usage in USD (records of unknown price count nothing).",
+      labelNames: ["provider", "model"],
+      registers,
+    });
+    new Gauge({
+      name: "wayfind_tools",
+      help: "Tools in the catalog (every tenant's).",
+      registers,
+      collect() {
+        this.set(sources.toolCount());
+      },
+    });
+    new Gauge({
+      name: "wayfind_skills",
+      help: "Skills in the store (every scope's).",
+      registers,
+      collect() {
+        this.set(sources.skillCount());
+      },
+    });
+    new Gauge({
+      name: "wayfind_event_subscribers",
+      help: "Open event watch streams.",
+      registers,
+      collect() {
+        this.set(sources.eventSubscribers());
+      },
+    });
+  }
+
+  /** The routes with every call counted and timed (its code as the caller sees it). */
+  observe(routes: readonly MethodRoute[]): MethodRoute[] {
+    return routes.map((route) => observeRoute(route, this.callObserver(methodPath(route.method))));
+  }
+
+  /** Counts a committed event (EventLog's onDelivered). */
+  eventCommitted(event: StoredEvent): void {
+    const a = event.attributes;
+    this.events.inc({ type: event.type });
+    switch (event.type) {
+      case "tool_search_query":
+      case "skill_search_query": {
+        const kind = event.type === "tool_search_query" ? "tool" : "skill";
+        const requested = String(a.requested_type ?? a.search_type ?? "");
+        this.searches.inc({
+          kind,
+          requested_type: requested,
+          effective_type: String(a.effective_type ?? requested),
+        });
+        const count = Number(a.result_count ?? 0);
+        this.searchResults.observe({ kind }, count);
+        if (count === 0) this.zeroResultSearches.inc({ kind });
+        break;
+      }
+      case "tool_activated":
+        this.activations.inc({ scope: String(a.scope ?? ""), source: String(a.source ?? "") });
+        break;
+      case "skills_retrieved":
+        this.skillsRetrieved.inc(Number(a.skill_count ?? 0));
+        break;
+      case "usage_recorded": {
+        const labels = { provider: String(a.provider ?? ""), model: String(a.model ?? "") };
+        for (const [kind, attribute] of [
+          ["input", "input_tokens"],
+          ["output", "output_tokens"],
+          ["cache_read", "cache_read_input_tokens"],
+          ["cache_write", "cache_creation_input_tokens"],
+        ] as const)
+          this.usageTokens.inc({ ...labels, kind }, Number(a[attribute] ?? 0));
+        if (typeof a.cost_usd === "number") this.usageCost.inc(labels, a.cost_usd);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+
+  /** `GET /metrics` in the Prometheus text format; false for any other path. */
+  endpoint(): (request: Request, response: Response) => boolean {
+    return (request, response) => {
+      if (request.url?.split("?", 1)[0] !== "/metrics") return false;
+      if (request.method !== "GET") {
+        response.writeHead(405, { allow: "GET", "content-type": "text/plain" });
+        response.end("/metrics answers GET\n");
+        return true;
+      }
+      this.registry.metrics().then(
+        (text) => {
+          response.writeHead(200, { "content-type": this.registry.contentType, "cache-control": "no-store" });
+          response.end(text);
+        },
+        () => {
+          response.writeHead(500, { "content-type": "text/plain" });
+          response.end("metrics failed\n");
+        },
+      );
+      return true;
+    };
+  }
+
+  private callObserver(method: string): CallObserver {
+    return {
+      begin: (_input, context) => {
+        const started = performance.now();
+        const protocol = context.protocolName;
+        const finish = (code: string) => {
+          this.calls.inc({ method, code, protocol });
+          this.callSeconds.observe({ method, protocol }, (performance.now() - started) / 1000);
+        };
+        return {
+          succeeded: () => finish("ok"),
+          failed: (error) => {
+            finish(codeName(error));
+            return error;
+          },
+        };
+      },
+    };
+  }
+}
