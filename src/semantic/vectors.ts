@@ -7,35 +7,24 @@ import { CosineScan } from "./scan.ts";
  * model and the record it was computed from.
  */
 export const semanticMigrations: Migration[] = [
-  {
-    id: "semantic/001-tool-vectors",
-    up: `
-      CREATE TABLE semantic_tool_vectors (
-        owner       TEXT NOT NULL,
-        name        TEXT NOT NULL,
-        model_id    TEXT NOT NULL,
-        record_hash TEXT NOT NULL,
-        dims        INTEGER NOT NULL,
-        vector      BLOB NOT NULL,
-        PRIMARY KEY (owner, name)
-      ) WITHOUT ROWID;
-    `,
-  },
-  {
-    id: "semantic/002-skill-vectors",
-    up: `
-      CREATE TABLE semantic_skill_vectors (
-        owner       TEXT NOT NULL,
-        name        TEXT NOT NULL,
-        model_id    TEXT NOT NULL,
-        record_hash TEXT NOT NULL,
-        dims        INTEGER NOT NULL,
-        vector      BLOB NOT NULL,
-        PRIMARY KEY (owner, name)
-      ) WITHOUT ROWID;
-    `,
-  },
+  { id: "semantic/001-tool-vectors", up: vectorTable("semantic_tool_vectors") },
+  { id: "semantic/002-skill-vectors", up: vectorTable("semantic_skill_vectors") },
 ];
+
+/** One store's table: the vector of each record, with the model and the record hash it came from. */
+function vectorTable(table: VectorTable): string {
+  return `
+    CREATE TABLE ${table} (
+      owner       TEXT NOT NULL,
+      name        TEXT NOT NULL,
+      model_id    TEXT NOT NULL,
+      record_hash TEXT NOT NULL,
+      dims        INTEGER NOT NULL,
+      vector      BLOB NOT NULL,
+      PRIMARY KEY (owner, name)
+    ) WITHOUT ROWID;
+  `;
+}
 
 /** Where a store's vectors live: one table per kind of record. */
 export type VectorTable = "semantic_tool_vectors" | "semantic_skill_vectors";
