@@ -152,14 +152,15 @@ export class ToolCatalog {
   fingerprint(owner = ""): string {
     let fingerprint = this.fingerprints.get(owner);
     if (fingerprint === undefined) {
-      const lines = [...this.tools.values()]
-        .filter((t) => t.owner === owner)
-        .map((t) => `${t.name}\t${t.hash}\n`)
-        .sort();
-      fingerprint = sha256(lines.join(""));
+      fingerprint = fingerprintOf([...this.tools.values()].filter((t) => t.owner === owner));
       this.fingerprints.set(owner, fingerprint);
     }
     return fingerprint;
+  }
+
+  /** The same over one source's tools (e.g. one catalog file): what the log's `catalog loaded` line shows. */
+  sourceFingerprint(source: string, owner = ""): string {
+    return fingerprintOf([...this.tools.values()].filter((t) => t.owner === owner && t.source === source));
   }
 
   /**
@@ -743,4 +744,14 @@ function* rowsOf(records: readonly ToolRecord[], source: string, owner: string):
     rows.push(toRow(r, source, owner));
   }
   return rows;
+}
+
+/** sha256 over the sorted (name, hash) pairs of `tools`. */
+function fingerprintOf(tools: readonly Tool[]): string {
+  return sha256(
+    tools
+      .map((t) => `${t.name}\t${t.hash}\n`)
+      .sort()
+      .join(""),
+  );
 }

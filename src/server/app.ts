@@ -237,8 +237,7 @@ export async function startServer(
   );
   const routes = [
     ...(metrics ? metrics.observe(wayfindRoutes) : wayfindRoutes),
-    ...health.routes(),
-    ...reflectionRoutes(reflected),
+    ...withCallPipeline([...health.routes(), ...reflectionRoutes(reflected)], logger, "debug"),
   ];
   const probes = healthEndpoints(() => ({
     index: catalog.indexCurrent ? "ok" : "building",

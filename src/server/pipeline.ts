@@ -27,11 +27,16 @@ export function principalOf(context: HandlerContext): Principal {
  * logs one line per call (method, code, duration, tenant, operator). The transport maps what a call
  * throws (rpc-errors.ts).
  */
-export function withCallPipeline(routes: readonly MethodRoute[], logger: Logger): MethodRoute[] {
-  return routes.map((route) => observeRoute(route, callLog(route, logger)));
+export function withCallPipeline(
+  routes: readonly MethodRoute[],
+  logger: Logger,
+  /** Level of a successful call's line: probes (health, reflection) log at debug, to keep the log readable. */
+  level: "info" | "debug" = "info",
+): MethodRoute[] {
+  return routes.map((route) => observeRoute(route, callLog(route, logger, level)));
 }
 
-function callLog(route: MethodRoute, logger: Logger): CallObserver {
+function callLog(route: MethodRoute, logger: Logger, level: "info" | "debug"): CallObserver {
   const method = methodPath(route.method);
   return {
     begin(input, context) {
@@ -52,7 +57,7 @@ function callLog(route: MethodRoute, logger: Logger): CallObserver {
           operator: principal.operator || undefined,
         };
         if (code === "internal" || code === "unknown") logger.error({ ...fields, err: error }, "call failed");
-        else logger.info(fields, "call");
+        else logger[level](fields, "call");
       };
       return {
         succeeded: () => finish(),

@@ -32,7 +32,12 @@ export async function syncCatalogFiles(
         replaceSource: true,
       },
     );
-    logger.info({ catalog: config.path, tools: parsed.tools.length, ...result }, "catalog loaded");
+    // The file's own fingerprint (the result's is every global tool's), so a changed file shows.
+    const fingerprint = catalog.sourceFingerprint(catalogSourceId(config));
+    logger.info(
+      { catalog: config.path, tools: parsed.tools.length, ...result, fingerprint },
+      "catalog loaded",
+    );
   }
 }
 
