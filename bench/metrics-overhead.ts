@@ -12,7 +12,13 @@ import { parseArgs } from "node:util";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { ToolDiscoveryService } from "../gen/ts/wayfind/v1/tools_pb.ts";
-import { prepareWayfind, ROOT, spawnServer, wayfindServeArgs } from "./lib/grpc-bench-support.ts";
+import {
+  prepareWayfind,
+  ROOT,
+  type ServerProcess,
+  spawnServer,
+  wayfindServeArgs,
+} from "./lib/grpc-bench-support.ts";
 
 const IN_FLIGHT = 16;
 const QUERIES = ["create a pull request", "read a file", "search the web", "send a message", "list issues"];
@@ -43,8 +49,10 @@ async function main(): Promise<void> {
   const runtime = await prepareWayfind(ROOT);
   const work = mkdtempSync(join(tmpdir(), "wayfind-metrics-bench-"));
   const settings = { on: true, off: false } as const;
-  const servers = await Promise.all(
-    Object.entries(settings).map(async ([name, metrics]) => {
+  const servers: { name: string; server: ServerProcess; runs: number[] }[] = [];
+  try {
+    // One at a time, inside the try: a server that fails to start never leaves the other running.
+    for (const [name, metrics] of Object.entries(settings)) {
       const config = join(work, `${name}.yaml`);
       writeFileSync(
         config,
@@ -53,10 +61,8 @@ async function main(): Promise<void> {
       const server = await spawnServer(wayfindServeArgs(config, join(work, name)), {
         logFile: join(work, `${name}.log`),
       });
-      return { name, server, runs: [] as number[] };
-    }),
-  );
-  try {
+      servers.push({ name, server, runs: [] });
+    }
     for (const s of servers) await callsPerSecond(s.server.port, 1); // warm-up
     for (let round = 0; round < Number(values.rounds); round++)
       for (const s of servers) s.runs.push(await callsPerSecond(s.server.port, Number(values.seconds)));

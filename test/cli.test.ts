@@ -1,8 +1,11 @@
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { listeningPort, runCli as run } from "./support/cli.ts";
+import { CLI, listeningPort, runCli as run } from "./support/cli.ts";
+
+const hasScript = spawnSync("script", ["--version"]).status === 0;
 
 describe("wayfind serve", () => {
   it("logs a JSON 'listening' line with the bound port, and drains on SIGTERM", async () => {
@@ -19,6 +22,32 @@ describe("wayfind serve", () => {
     expect(await health.json()).toEqual({ status: "SERVING" });
     child.kill("SIGTERM");
     expect(await exited).toBe(0);
+  });
+
+  it.skipIf(!hasScript)("logs readable lines, not JSON, on a terminal", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "wayfind-cli-"));
+    // util-linux `script` runs the server on a pseudo-terminal.
+    const command = `${process.execPath} ${CLI} serve --port 0 --data-dir ${dataDir}`;
+    // Its own process group, so the server under `script` is stopped with it.
+    const child = spawn("script", ["-qfec", command, "/dev/null"], {
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
+    });
+    let out = "";
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no listening line in:\n${out}`)), 30_000);
+      child.stdout.on("data", (chunk: Buffer) => {
+        out += chunk.toString();
+        if (out.includes("listening")) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+    });
+    process.kill(-(child.pid ?? 0), "SIGTERM");
+    const line = out.split("\n").find((l) => l.includes("listening")) ?? "";
+    expect(line).toContain("INFO");
+    expect(line.trim().startsWith("{")).toBe(false);
   });
 
   it("refuses to start with a mistyped config key, naming file, key and fix", async () => {

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import pino from "pino";
+import pretty from "pino-pretty";
 import { applyCliOverrides, loadConfig } from "../config/index.ts";
 import { startServer } from "../server/app.ts";
 import { commandArgs, UsageError } from "./args.ts";
@@ -92,11 +93,13 @@ async function main(argv: string[]): Promise<number> {
     // The demo config keeps its data where the user runs it, as docs/design.md §6 promises (./.wayfind).
     dataDir: values["data-dir"] ?? (values.config ? undefined : ".wayfind"),
   });
-  const logger = pino({
-    level: config.logging.level,
-    base: undefined,
-    timestamp: pino.stdTimeFunctions.isoTime,
-  });
+  const logger = pino(
+    { level: config.logging.level, base: undefined, timestamp: pino.stdTimeFunctions.isoTime },
+    // A person at a terminal reads lines; anything else (a file, a collector) gets JSON lines.
+    process.stdout.isTTY
+      ? pretty({ colorize: true, translateTime: "SYS:HH:MM:ss.l", ignore: "pid,hostname" })
+      : undefined,
+  );
   const server = await startServer(config, logger, {
     onSkillPackProgress: skillPackProgressBar(process.stderr),
     compactHeapBeforeListening: true,

@@ -3,7 +3,8 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import type { Readable } from "node:stream";
 
-const CLI = join(import.meta.dirname, "..", "..", "bin", "wayfind.js");
+/** The installed command a user runs. */
+export const CLI = join(import.meta.dirname, "..", "..", "bin", "wayfind.js");
 
 export interface CliRun {
   readonly child: ChildProcessByStdio<null, Readable, Readable>;
