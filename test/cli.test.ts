@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { CLI, listeningPort, runCli as run } from "./support/cli.ts";
+import { startTestServer } from "./support/server.ts";
 
 const hasScript = spawnSync("script", ["--version"]).status === 0;
 
@@ -110,6 +111,45 @@ describe("wayfind's own help", () => {
     expect(code).toBe(2);
     expect(stderr).toContain("unknown option --prot; did you mean --port?");
     expect(stderr).toContain("Usage: wayfind serve");
+  });
+});
+
+describe("wayfind demo reset", () => {
+  async function output(args: string[]) {
+    const { child, stderr, exited } = run(args);
+    const out: string[] = [];
+    child.stdout.on("data", (chunk: Buffer) => out.push(chunk.toString()));
+    return { code: await exited, stdout: out.join(""), stderr: stderr.join("") };
+  }
+
+  it("deletes a data folder no server uses, so the next start is fresh", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "wayfind-demo-"));
+    const server = await startTestServer({}, { dataDir });
+    await server.stop({ keepData: true });
+    expect(existsSync(join(dataDir, "wayfind.db"))).toBe(true);
+    const { code, stdout } = await output(["demo", "reset", "--data-dir", dataDir]);
+    expect(code).toBe(0);
+    expect(stdout).toContain("reset: deleted");
+    expect(existsSync(dataDir)).toBe(false);
+  });
+
+  it("refuses while a server uses the folder, and a folder that is not a data folder", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "wayfind-demo-"));
+    const server = await startTestServer({}, { dataDir });
+    try {
+      const busy = await output(["demo", "reset", "--data-dir", dataDir]);
+      expect(busy.code).toBe(1);
+      expect(busy.stderr).toContain(`in use by wayfind process ${process.pid}`);
+      expect(existsSync(join(dataDir, "wayfind.db"))).toBe(true);
+    } finally {
+      await server.stop({ keepData: true });
+    }
+    const other = mkdtempSync(join(tmpdir(), "wayfind-demo-"));
+    writeFileSync(join(other, "notes.txt"), "mine");
+    const refused = await output(["demo", "reset", "--data-dir", other]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain("not a wayfind data folder");
+    expect(existsSync(join(other, "notes.txt"))).toBe(true);
   });
 });
 

@@ -6,6 +6,7 @@ import { applyCliOverrides, loadConfig } from "../config/index.ts";
 import { startServer } from "../server/app.ts";
 import { commandArgs, UsageError } from "./args.ts";
 import { runCatalogStats } from "./catalog-stats.ts";
+import { runDemo } from "./demo.ts";
 import { skillPackProgressBar } from "./progress.ts";
 import { listSources } from "./sources.ts";
 
@@ -42,6 +43,7 @@ Usage:
   wayfind serve [--config FILE] [--host H] [--port P] [--data-dir DIR]
   wayfind sources [--addr HOST:PORT]
   wayfind catalog stats [--config FILE] [--provider anthropic|openai|gemini] [--ceiling N] [--budget N]
+  wayfind demo reset [--data-dir DIR]
   wayfind --version
 
 Commands:
@@ -49,6 +51,7 @@ Commands:
   sources          print every tool source (catalog files, MCP servers, API) with its health
   catalog stats    the rendered size of every configured tool, against a per-tool ceiling and a
                    total budget (exits 1 when over), so bloat shows before users pay for it
+  demo reset       delete the demo server's data, so the next serve starts from the demo again
 
 Run "wayfind <command> --help" for a command's options.
 `;
@@ -73,6 +76,7 @@ async function main(argv: string[]): Promise<number> {
     const values = commandArgs("sources", SOURCES_USAGE, rest, { addr: { type: "string" } });
     return values ? listSources(values.addr ?? "127.0.0.1:50051", process.stdout) : 0;
   }
+  if (command === "demo") return runDemo(rest, process.stdout);
   if (command === "catalog" && rest[0] === "stats") {
     return runCatalogStats(rest.slice(1), (file) => loadConfig(file ?? DEMO_CONFIG));
   }
