@@ -8,6 +8,14 @@ import { startTestServer } from "./support/server.ts";
 
 const hasScript = spawnSync("script", ["--version"]).status === 0;
 
+/** Runs the CLI to its end: exit code, stdout and stderr. */
+async function output(args: string[]) {
+  const { child, stderr, exited } = run(args);
+  const out: string[] = [];
+  child.stdout.on("data", (chunk: Buffer) => out.push(chunk.toString()));
+  return { code: await exited, stdout: out.join(""), stderr: stderr.join("") };
+}
+
 describe("wayfind serve", () => {
   it("logs a JSON 'listening' line with the bound port, and drains on SIGTERM", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "wayfind-cli-"));
@@ -83,14 +91,6 @@ describe("wayfind serve", () => {
 });
 
 describe("wayfind's own help", () => {
-  /** Runs the CLI to its end: exit code, stdout and stderr. */
-  async function output(args: string[]) {
-    const { child, stderr, exited } = run(args);
-    const out: string[] = [];
-    child.stdout.on("data", (chunk: Buffer) => out.push(chunk.toString()));
-    return { code: await exited, stdout: out.join(""), stderr: stderr.join("") };
-  }
-
   it("prints the version from package.json", async () => {
     const manifest = JSON.parse(readFileSync(join(import.meta.dirname, "..", "package.json"), "utf8"));
     expect(await output(["--version"])).toMatchObject({ code: 0, stdout: `wayfind ${manifest.version}\n` });
@@ -115,13 +115,6 @@ describe("wayfind's own help", () => {
 });
 
 describe("wayfind demo reset", () => {
-  async function output(args: string[]) {
-    const { child, stderr, exited } = run(args);
-    const out: string[] = [];
-    child.stdout.on("data", (chunk: Buffer) => out.push(chunk.toString()));
-    return { code: await exited, stdout: out.join(""), stderr: stderr.join("") };
-  }
-
   it("deletes a data folder no server uses, so the next start is fresh", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "wayfind-demo-"));
     const server = await startTestServer({}, { dataDir });
