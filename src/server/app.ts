@@ -13,6 +13,7 @@ import { UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
 import { createAccessControl } from "../access/index.ts";
 import { ActivationStore, compileLazyGroups } from "../activation/index.ts";
 import { ConfigError, missingSourceFiles, type WayfindConfig } from "../config/index.ts";
+import { WalCheckpointer } from "../database/checkpointer.ts";
 import { CACHE_KIB, type Db, openDatabase, setCacheSize } from "../database/sqlite.ts";
 import { writeTransaction } from "../database/transaction.ts";
 import { ToolCatalog } from "../discovery/index.ts";
@@ -100,6 +101,9 @@ export async function startServer(
     throw error;
   }
   setCacheSize(db, CACHE_KIB.starting);
+  const checkpointer = new WalCheckpointer(db, join(settings.dataDir, "wayfind.db"), {
+    onError: (message) => logger.warn({ error: message }, "WAL checkpoint failed"),
+  });
   const shutdown = new AbortController();
   // Read when scraped, by then every part exists.
   const metrics = settings.metrics
@@ -161,6 +165,8 @@ export async function startServer(
   const closeStorage = () => {
     stopUsageRetention();
     events.close();
+    // The worker's own connection closes after ours: the last to close checkpoints the log.
+    void checkpointer.close();
     db.close();
     releaseDataFolder();
   };

@@ -1,0 +1,52 @@
+import { Worker } from "node:worker_threads";
+import { workerEntry } from "../worker-entry.ts";
+import type { Db } from "./sqlite.ts";
+
+/** SQLite's default: a commit that grows the log past this many pages checkpoints it, inline. */
+const AUTOCHECKPOINT_PAGES = 1000;
+
+/**
+ * Moves write-ahead-log checkpoints off the event loop. By default the commit that grows the WAL past
+ * 1,000 pages copies it back into the database file itself, inline: inside a 5,000-tool RegisterTools
+ * that took 50–80 ms of the event loop. Here the server's connection checkpoints nothing and a worker
+ * thread with its own connection runs a PASSIVE checkpoint every `intervalMs`. If the worker dies, the
+ * connection checkpoints inline again, so the log never grows without bound.
+ */
+export class WalCheckpointer {
+  private readonly worker: Worker;
+  private stopped = false;
+
+  constructor(
+    private readonly db: Db,
+    file: string,
+    options: { intervalMs?: number; onError?: (message: string) => void } = {},
+  ) {
+    db.pragma("wal_autocheckpoint = 0");
+    this.worker = new Worker(workerEntry(import.meta.url, "checkpoint-worker"), {
+      workerData: { file, intervalMs: options.intervalMs ?? 1_000 },
+    });
+    this.worker.unref();
+    this.worker.on("message", (message: { error?: string }) => {
+      if (message.error) options.onError?.(message.error);
+    });
+    const fallBack = () => {
+      if (!this.stopped && this.db.open) this.db.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
+    };
+    this.worker.on("error", (error) => {
+      options.onError?.(error.message);
+      fallBack();
+    });
+    this.worker.on("exit", fallBack);
+  }
+
+  /** Stops the worker (before the server's connection closes) and restores inline checkpoints. */
+  async close(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    const exited = new Promise((resolve) => this.worker.once("exit", resolve));
+    this.worker.postMessage("stop");
+    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 2_000).unref())]);
+    await this.worker.terminate();
+    if (this.db.open) this.db.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
+  }
+}
