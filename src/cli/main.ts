@@ -4,6 +4,7 @@ import pino from "pino";
 import pretty from "pino-pretty";
 import { applyCliOverrides, loadConfig } from "../config/index.ts";
 import { startServer } from "../server/app.ts";
+import { tracingFromEnv } from "../server/tracing.ts";
 import { commandArgs, UsageError } from "./args.ts";
 import { runCatalogStats } from "./catalog-stats.ts";
 import { runDemo } from "./demo.ts";
@@ -104,14 +105,20 @@ async function main(argv: string[]): Promise<number> {
       ? pretty({ colorize: true, translateTime: "SYS:HH:MM:ss.l", ignore: "pid,hostname" })
       : undefined,
   );
+  // OpenTelemetry tracing when the usual OTEL_* variables ask for it (docs: README, "Tracing").
+  const tracing = tracingFromEnv(process.env);
   const server = await startServer(config, logger, {
     onSkillPackProgress: skillPackProgressBar(process.stderr),
     compactHeapBeforeListening: true,
+    traceCalls: tracing !== undefined,
   });
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     process.once(signal, () => {
       logger.info({ signal }, "signal received");
-      void server.stop().then(() => process.exit(0));
+      void server
+        .stop()
+        .then(() => tracing?.shutdown())
+        .then(() => process.exit(0));
     });
   }
   return -1;

@@ -3,6 +3,7 @@ import type { Db } from "../database/sqlite.ts";
 import { type FieldViolation, invalidArgument, quoteInput, WayfindError } from "../errors.ts";
 import type { EventSink } from "../events/event.ts";
 import { checkSize, LIMITS, withinLimit, withinRange } from "../limits.ts";
+import { inSpan } from "../telemetry.ts";
 import { LiteralIndex } from "../text/literal-index.ts";
 import { SEMANTIC_OFF } from "../text/scores.ts";
 import { runInSlices, runToEnd } from "../text/slices.ts";
@@ -318,11 +319,14 @@ export class ToolCatalog {
         `UPDATE discovery_tools SET hash = @hash, definition = @definition WHERE owner = @owner AND name = @name`,
       );
       const remove = this.db.prepare("DELETE FROM discovery_tools WHERE owner = ? AND name = ?");
-      this.db.transaction(() => {
-        for (const row of rows.added) insert.run(row);
-        for (const row of rows.updated) update.run(row);
-        for (const name of removed) remove.run(owner, name);
-      })();
+      const counts = { added: added.length, updated: updated.length, removed: removed.length };
+      inSpan("wayfind.register_tools.write", { "wayfind.source": source, ...counts }, () =>
+        this.db.transaction(() => {
+          for (const row of rows.added) insert.run(row);
+          for (const row of rows.updated) update.run(row);
+          for (const name of removed) remove.run(owner, name);
+        })(),
+      );
       for (const name of removed) this.drop(owner, name);
       for (const r of [...added, ...updated]) this.put({ ...r, source, owner });
 
@@ -345,6 +349,17 @@ export class ToolCatalog {
   }
 
   search(request: SearchRequest): SearchResponse {
+    return inSpan("wayfind.tool_search", { "wayfind.search.type": request.type ?? "fts" }, (span) => {
+      const response = this.searchNow(request);
+      span.setAttributes({
+        "wayfind.search.result_count": response.tools.length,
+        "wayfind.search.strategy": response.strategy,
+      });
+      return response;
+    });
+  }
+
+  private searchNow(request: SearchRequest): SearchResponse {
     const validated = validateSearch(request);
     const { type, limit, minScore } = validated;
     // A query that is a renamed tool's old name searches for its current name, whatever the type.

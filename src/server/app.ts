@@ -38,6 +38,7 @@ import { serviceRoutes } from "./rpc.ts";
 import { skillService } from "./services/skills.ts";
 import { toolDiscoveryService } from "./services/tools.ts";
 import { usageService } from "./services/usage.ts";
+import { traceRoutes } from "./tracing.ts";
 import { checkPortFree, startTransport } from "./transport.ts";
 
 export interface StartOptions {
@@ -59,6 +60,8 @@ export interface StartOptions {
    * (the CLI); costs a few hundred ms at start.
    */
   readonly compactHeapBeforeListening?: boolean;
+  /** A span per call (tracing started by the caller: src/server/tracing.ts); default off. */
+  readonly traceCalls?: boolean;
 }
 
 export interface RunningServer {
@@ -230,7 +233,7 @@ export async function startServer(
 
   const reflected = [...WAYFIND_SERVICES, Health, ServerReflectionV1, ServerReflectionV1Alpha];
 
-  const wayfindRoutes = withCallPipeline(
+  const pipelined = withCallPipeline(
     [
       ...serviceRoutes(ToolDiscoveryService, toolDiscoveryService(tools, events, sources)),
       ...serviceRoutes(
@@ -241,6 +244,7 @@ export async function startServer(
     ],
     logger,
   );
+  const wayfindRoutes = options.traceCalls ? traceRoutes(pipelined) : pipelined;
   const routes = [
     ...(metrics ? metrics.observe(wayfindRoutes) : wayfindRoutes),
     ...withCallPipeline([...health.routes(), ...reflectionRoutes(reflected)], logger, "debug"),

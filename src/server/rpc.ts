@@ -37,6 +37,8 @@ export interface CallObserver {
     succeeded(): void;
     /** The call failed with `error`; returns what to throw instead. */
     failed(error: unknown): unknown;
+    /** Runs the implementation (e.g. inside a trace context); absent = runs it as it is. */
+    run?<T>(implementation: () => T): T;
   };
 }
 
@@ -86,7 +88,7 @@ type Observation = ReturnType<CallObserver["begin"]>;
 
 async function observed<T>(observation: Observation, run: () => Promise<T> | T): Promise<T> {
   try {
-    const output = await run();
+    const output = await (observation.run ? observation.run(run) : run());
     observation.succeeded();
     return output;
   } catch (error) {
@@ -96,7 +98,7 @@ async function observed<T>(observation: Observation, run: () => Promise<T> | T):
 
 async function* observedStream<T>(observation: Observation, run: () => AsyncIterable<T>): AsyncIterable<T> {
   try {
-    yield* run();
+    yield* observation.run ? observation.run(run) : run();
     observation.succeeded();
   } catch (error) {
     throw observation.failed(error);

@@ -23,6 +23,7 @@ import type { McpServerConfig } from "../config/index.ts";
 import type { JsonObject, SideEffects, ToolCatalog, ToolInput } from "../discovery/index.ts";
 import { recordSteps } from "../discovery/validate.ts";
 import { LIMITS } from "../limits.ts";
+import { inSpan } from "../telemetry.ts";
 import { runInSlices } from "../text/slices.ts";
 import { applySourceOptions } from "./catalog-files.ts";
 
@@ -306,7 +307,11 @@ export class McpSource {
     this.debounceTimer.unref();
   }
 
-  private async syncOnce(): Promise<void> {
+  private syncOnce(): Promise<void> {
+    return inSpan("wayfind.mcp_sync", { "wayfind.mcp.server": this.config.name }, () => this.syncTools());
+  }
+
+  private async syncTools(): Promise<void> {
     const client = this.client;
     if (!client) return;
     const started = performance.now();

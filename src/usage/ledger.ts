@@ -5,6 +5,7 @@ import { writeTransaction } from "../database/transaction.ts";
 import { type FieldViolation, invalidArgument, WayfindError } from "../errors.ts";
 import type { EventSink } from "../events/event.ts";
 import { LIMITS } from "../limits.ts";
+import { inSpan } from "../telemetry.ts";
 import {
   AGGREGATES_BY_PERIOD,
   addToAggregate,
@@ -152,6 +153,12 @@ export class UsageLedger {
    * the record's transaction.
    */
   recordUsage(caller: Caller, input: RecordUsageInput): RecordUsageResult {
+    return inSpan("wayfind.record_usage", { "wayfind.usage.provider": input.provider }, () =>
+      this.record(caller, input),
+    );
+  }
+
+  private record(caller: Caller, input: RecordUsageInput): RecordUsageResult {
     const nowMs = this.now();
     const usage = validateRecordInput(input, nowMs);
     const occurredAtMs = input.occurredAt ? input.occurredAt.getTime() : nowMs;

@@ -36,7 +36,7 @@ export interface TestServer {
  */
 export async function startTestServer(
   yamlConfig: Record<string, unknown> = {},
-  options: { dataDir?: string; logger?: Logger } = {},
+  options: { dataDir?: string; logger?: Logger; traceCalls?: boolean } = {},
 ): Promise<TestServer> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "wayfind-test-"));
   const configFile = join(dataDir, "wayfind.yaml");
@@ -46,7 +46,7 @@ export async function startTestServer(
   );
   const config = loadConfig(configFile, {});
   const logger = options.logger ?? pino({ level: "silent" });
-  const server = await startServer(config, logger, { drainGraceMs: 2_000 });
+  const server = await startServer(config, logger, { drainGraceMs: 2_000, traceCalls: options.traceCalls });
   const baseUrl = `http://127.0.0.1:${server.port}`;
   return {
     server,
