@@ -36,3 +36,6 @@ bash scripts/test-go.sh
 
 step "Python client tests"
 bash scripts/test-python.sh
+
+step "fresh clone: install from the lock, serve the demo, one call, stop"
+bash scripts/test-fresh-clone.sh

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The README's quick start on a fresh clone with nothing beside it: install from the lock file, serve
+# the demo, answer one call, stop cleanly. Clones the committed state of this checkout (HEAD).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+work=$(mktemp -d)
+server=""
+cleanup() {
+  [ -n "$server" ] && kill "$server" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+git clone -q --no-local . "$work/wayfind"
+cd "$work/wayfind"
+[ ! -e ../shared ] || { echo "fresh clone: something is beside the clone" >&2; exit 1; }
+
+echo "== npm ci (from package-lock.json)"
+# Packages come from the npm cache when the outer install left them there (CI did, just before).
+if ! ONNXRUNTIME_NODE_INSTALL=skip npm ci --prefer-offline --no-audit --no-fund >"$work/npm.log" 2>&1; then
+  cat "$work/npm.log" >&2
+  exit 1
+fi
+
+echo "== wayfind serve (the demo, as npm start runs it)"
+node bin/wayfind.js serve --port 0 >"$work/serve.log" 2>&1 &
+server=$!
+port=""
+for _ in $(seq 1 120); do
+  port=$(grep -o '"port":[0-9]*' "$work/serve.log" | head -1 | cut -d: -f2 || true)
+  [ -n "$port" ] && break
+  sleep 0.5
+done
+[ -n "$port" ] || { echo "fresh clone: the server never said it was listening" >&2; cat "$work/serve.log" >&2; exit 1; }
+
+echo "== one call (SearchTools, Connect JSON over HTTP/1.1)"
+node -e '
+  const port = process.argv[1];
+  fetch(`http://127.0.0.1:${port}/wayfind.v1.ToolDiscoveryService/SearchTools`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ caller: { tenantId: "acme" }, query: "create a pull request" }),
+  })
+    .then((response) => response.json())
+    .then((answer) => {
+      const best = answer.tools?.[0]?.name;
+      if (best !== "github.create_pull_request") throw new Error(`unexpected answer: ${JSON.stringify(answer)}`);
+      console.log(`best hit: ${best}`);
+    })
+    .catch((error) => { console.error(`fresh clone: ${error.message}`); process.exit(1); });
+' "$port"
+
+echo "== stop (SIGTERM: drains, then exits 0)"
+kill -TERM "$server"
+wait "$server"
+server=""
+echo "fresh clone: ok"
