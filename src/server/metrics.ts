@@ -10,6 +10,8 @@ export interface MetricSources {
   readonly toolCount: () => number;
   readonly skillCount: () => number;
   readonly eventSubscribers: () => number;
+  /** The configured MCP servers' health and last sync. */
+  readonly mcpSources: () => readonly { id: string; healthy: boolean; lastSyncMs: number | undefined }[];
 }
 
 type Request = http.IncomingMessage | http2.Http2ServerRequest;
@@ -112,6 +114,25 @@ export class ServerMetrics {
       registers,
       collect() {
         this.set(sources.skillCount());
+      },
+    });
+    new Gauge({
+      name: "wayfind_mcp_source_up",
+      help: "1 while an MCP server's tools are in sync, 0 while it is down or its last sync failed.",
+      labelNames: ["source"],
+      registers,
+      collect() {
+        for (const s of sources.mcpSources()) this.set({ source: s.id }, s.healthy ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: "wayfind_mcp_last_sync_duration_seconds",
+      help: "How long an MCP server's last successful sync took (tools/list and registration).",
+      labelNames: ["source"],
+      registers,
+      collect() {
+        for (const s of sources.mcpSources())
+          if (s.lastSyncMs !== undefined) this.set({ source: s.id }, s.lastSyncMs / 1000);
       },
     });
     new Gauge({

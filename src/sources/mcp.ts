@@ -67,6 +67,8 @@ export interface McpSourceStatus {
   readonly healthy: boolean;
   /** Empty when healthy. */
   readonly lastError: string;
+  /** How long the last successful sync took (tools/list and registration), in ms; undefined before one. */
+  readonly lastSyncMs: number | undefined;
 }
 
 export interface SyncOutcome {
@@ -144,6 +146,8 @@ export class McpSource {
     this.logger = logger.child({ source: this.id });
   }
 
+  private lastSyncMs: number | undefined;
+
   status(): McpSourceStatus {
     return {
       id: this.id,
@@ -151,6 +155,7 @@ export class McpSource {
       lastSyncTime: this.lastSyncTime,
       healthy: this.healthy,
       lastError: this.healthy ? "" : this.lastError,
+      lastSyncMs: this.lastSyncMs,
     };
   }
 
@@ -333,6 +338,7 @@ export class McpSource {
     this.failures = 0;
     this.lastSyncTime = new Date();
     const ms = Math.round(performance.now() - started);
+    this.lastSyncMs = ms;
     if (outcome.skipped.length > 0) {
       this.setHealth(
         false,

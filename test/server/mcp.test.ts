@@ -54,6 +54,13 @@ afterAll(async () => {
 const client = () => wayfind.grpc(ToolDiscoveryService);
 
 describe("MCP servers through the real server", () => {
+  it("reports each MCP server's health and last sync duration in GET /metrics", async () => {
+    const metrics = await (await fetch(`${wayfind.baseUrl}/metrics`)).text();
+    expect(metrics).toContain('wayfind_mcp_source_up{source="mcp:shop"} 1');
+    expect(metrics).toContain('wayfind_mcp_source_up{source="mcp:ghost"} 0');
+    expect(metrics).toMatch(/wayfind_mcp_last_sync_duration_seconds\{source="mcp:shop"\} \d/);
+  });
+
   it("serves MCP tools to SearchTools, GetTools and ResolveTool", async () => {
     const search = await client().searchTools({ caller, query: "create entities in the knowledge graph" });
     expect(search.tools[0]?.name).toBe("memory.create_entities");
