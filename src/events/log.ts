@@ -156,6 +156,22 @@ export class EventLog implements EventSink, SubscriptionSource {
     return this.lastIdValue;
   }
 
+  /**
+   * How far behind the live subscribers are (the newest event id minus the slowest one's cursor), and
+   * how often their queues overflowed or retention deleted events they had not read yet (gaps).
+   */
+  subscriberLag(): { maxLag: number; overflows: number; gaps: number } {
+    let maxLag = 0;
+    let overflows = 0;
+    let gaps = 0;
+    for (const sub of this.subscribers) {
+      maxLag = Math.max(maxLag, Number(this.lastIdValue - sub.cursor));
+      overflows += sub.overflows;
+      gaps += sub.gaps;
+    }
+    return { maxLag, overflows, gaps };
+  }
+
   get subscriberCount(): number {
     return this.subscribers.size;
   }

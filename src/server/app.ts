@@ -114,6 +114,7 @@ export async function startServer(
         toolCount: () => catalog.size,
         skillCount: () => skills.size,
         eventSubscribers: () => events.subscriberCount,
+        eventSubscriberLag: () => events.subscriberLag(),
         mcpSources: () => mcp.statuses(),
       })
     : undefined;

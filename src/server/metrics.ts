@@ -10,6 +10,8 @@ export interface MetricSources {
   readonly toolCount: () => number;
   readonly skillCount: () => number;
   readonly eventSubscribers: () => number;
+  /** The slowest subscriber's lag in events, and overflows and retention gaps so far. */
+  readonly eventSubscriberLag: () => { maxLag: number; overflows: number; gaps: number };
   /** The configured MCP servers' health and last sync. */
   readonly mcpSources: () => readonly { id: string; healthy: boolean; lastSyncMs: number | undefined }[];
 }
@@ -114,6 +116,30 @@ export class ServerMetrics {
       registers,
       collect() {
         this.set(sources.skillCount());
+      },
+    });
+    new Gauge({
+      name: "wayfind_event_subscriber_lag",
+      help: "Events the slowest watch stream has yet to receive (newest id minus its cursor).",
+      registers,
+      collect() {
+        this.set(sources.eventSubscriberLag().maxLag);
+      },
+    });
+    new Gauge({
+      name: "wayfind_event_subscriber_overflows",
+      help: "Times the open watch streams' live queues overflowed (they then read from SQLite; nothing is lost).",
+      registers,
+      collect() {
+        this.set(sources.eventSubscriberLag().overflows);
+      },
+    });
+    new Gauge({
+      name: "wayfind_event_subscriber_gaps",
+      help: "Times retention deleted events an open watch stream had not received (those events are lost to it).",
+      registers,
+      collect() {
+        this.set(sources.eventSubscriberLag().gaps);
       },
     });
     new Gauge({

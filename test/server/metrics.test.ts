@@ -116,6 +116,24 @@ describe("GET /metrics", () => {
     expect(sample(samples, "wayfind_process_resident_memory_bytes")).toBeGreaterThan(0);
   });
 
+  it("reports open watch streams and how far behind the slowest is", async () => {
+    const abort = new AbortController();
+    const stream = wayfind
+      .grpc(ToolDiscoveryService)
+      .watchToolEvents({ caller }, { signal: abort.signal })
+      [Symbol.asyncIterator]();
+    await stream.next(); // the stream's first message: it is subscribed
+    try {
+      const samples = await scrape();
+      expect(sample(samples, "wayfind_event_subscribers")).toBeGreaterThanOrEqual(1);
+      expect(samples.has("wayfind_event_subscriber_lag")).toBe(true);
+      expect(sample(samples, "wayfind_event_subscriber_gaps")).toBe(0);
+    } finally {
+      abort.abort();
+      await stream.return?.();
+    }
+  });
+
   it("is off with server.metrics: false", async () => {
     const quiet = await startTestServer({ server: { metrics: false } });
     try {
