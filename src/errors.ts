@@ -7,6 +7,7 @@ export type ErrorCode =
   | "invalid_argument"
   | "not_found"
   | "already_exists"
+  | "unauthenticated"
   | "permission_denied"
   | "failed_precondition"
   | "resource_exhausted"
@@ -35,6 +36,16 @@ export class WayfindError extends Error {
   ) {
     super(message);
     this.name = "WayfindError";
+  }
+}
+
+/** A call refused for now (a rate limit): the caller may retry after `retryAfterMs`. */
+export class RetryLaterError extends WayfindError {
+  constructor(
+    message: string,
+    readonly retryAfterMs: number,
+  ) {
+    super("resource_exhausted", message);
   }
 }
 

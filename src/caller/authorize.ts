@@ -9,10 +9,7 @@ import type { Principal } from "./caller.ts";
  * - anonymous — no tenant, not the operator: no writes, global sources, tenant-less events only.
  */
 
-/** The metadata header that marks the operator until credentials exist (issue 15). */
-export const ROLE_HEADER = "wayfind-role";
-export const OPERATOR_ROLE = "admin";
-const AS_OPERATOR = `the operator role (metadata ${ROLE_HEADER}: ${OPERATOR_ROLE})`;
+const AS_OPERATOR = "the operator (an admin credential bound to no tenant)";
 
 /** Owner of global (operator) state: config catalogs, MCP servers, operator registrations. */
 const GLOBAL_OWNER = "";

@@ -1,6 +1,7 @@
 /**
  * Who is asking, as resolved once per call by the server (docs/design.md §3). Domain code receives this,
- * never transport headers. The context is trusted for now: run wayfind behind an authenticated boundary.
+ * never transport headers. Its tenant, project, user and entitlements are bound to the credentials
+ * (src/auth/bind.ts); without credentials (local development) it is trusted as sent.
  */
 export interface Caller {
   readonly tenantId: string;
@@ -23,17 +24,37 @@ export const ANONYMOUS_CALLER: Caller = {
   narrowToTools: [],
 };
 
+/** What a principal may do, per RPC (src/auth/roles.ts). `admin` may do everything. */
+export type Role = "agent" | "observer" | "admin";
+export const ROLES: readonly Role[] = ["agent", "observer", "admin"];
+
 /**
- * Who acts, resolved once per call next to the Caller (src/server/pipeline.ts). Today the tenant is
- * the trusted `caller.tenant_id` and the operator role the trusted metadata `wayfind-role: admin`;
- * issue 15 derives both from credentials in that same one place. What a principal may do is decided
- * in src/caller/authorize.ts.
+ * Who acts, resolved once per call from its credentials (src/auth/authenticate.ts) and bound to the
+ * call's Caller (src/auth/bind.ts) in src/server/pipeline.ts. What a principal may write or observe
+ * beyond its own tenant is decided in src/caller/authorize.ts.
  */
 export interface Principal {
+  /** Who, for logs, audit and limits: `key:<id>`, `jwt:<sub>`, `cert:<name>`, `anonymous`; never a secret. */
+  readonly id: string;
   /** The tenant the call acts for; "" = none. */
   readonly tenantId: string;
-  /** The operator (docs/design.md §8 role `admin`): writes global state and observes every tenant. */
+  /** The operator (role `admin` bound to no tenant): writes global state and observes every tenant. */
   readonly operator: boolean;
+  readonly roles: ReadonlySet<Role>;
+  /** Projects the credential may act in; empty = any project of its tenant. */
+  readonly projects: readonly string[];
+  /** Entitlements the credential holds; undefined = whatever the caller claims (no credentials). */
+  readonly entitlements: readonly string[] | undefined;
+  /** The user the credential names; "" = whichever the caller says. */
+  readonly userId: string;
 }
 
-export const ANONYMOUS_PRINCIPAL: Principal = { tenantId: "", operator: false };
+export const ANONYMOUS_PRINCIPAL: Principal = {
+  id: "anonymous",
+  tenantId: "",
+  operator: false,
+  roles: new Set(),
+  projects: [],
+  entitlements: undefined,
+  userId: "",
+};

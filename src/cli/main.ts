@@ -8,6 +8,7 @@ import { tracingFromEnv } from "../server/tracing.ts";
 import { commandArgs, UsageError } from "./args.ts";
 import { runCatalogStats } from "./catalog-stats.ts";
 import { runDemo } from "./demo.ts";
+import { runKeys } from "./keys.ts";
 import { skillPackProgressBar } from "./progress.ts";
 import { listSources } from "./sources.ts";
 
@@ -45,6 +46,7 @@ Usage:
   wayfind sources [--addr HOST:PORT]
   wayfind catalog stats [--config FILE] [--provider anthropic|openai|gemini] [--ceiling N] [--budget N]
   wayfind demo reset [--data-dir DIR]
+  wayfind keys create|list|revoke …
   wayfind --version
 
 Commands:
@@ -53,6 +55,7 @@ Commands:
   catalog stats    the rendered size of every configured tool, against a per-tool ceiling and a
                    total budget (exits 1 when over), so bloat shows before users pay for it
   demo reset       delete the demo server's data, so the next serve starts from the demo again
+  keys             create, list and revoke API keys (the secret is printed once)
 
 Run "wayfind <command> --help" for a command's options.
 `;
@@ -78,6 +81,8 @@ async function main(argv: string[]): Promise<number> {
     return values ? listSources(values.addr ?? "127.0.0.1:50051", process.stdout) : 0;
   }
   if (command === "demo") return runDemo(rest, process.stdout);
+  if (command === "keys")
+    return runKeys(rest, process.stdout, process.stderr, (file) => loadConfig(file ?? DEMO_CONFIG));
   if (command === "catalog" && rest[0] === "stats") {
     return runCatalogStats(rest.slice(1), (file) => loadConfig(file ?? DEMO_CONFIG));
   }

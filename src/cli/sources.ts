@@ -2,7 +2,7 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { ToolDiscoveryService, type ToolSource, ToolSourceKind } from "../../gen/ts/wayfind/v1/tools_pb.ts";
-import { OPERATOR_ROLE, ROLE_HEADER } from "../caller/authorize.ts";
+import { OPERATOR_ROLE, ROLE_HEADER } from "../auth/index.ts";
 
 const KIND_LABELS: Readonly<Record<ToolSourceKind, string>> = {
   [ToolSourceKind.UNSPECIFIED]: "?",

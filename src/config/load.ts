@@ -5,6 +5,7 @@ import { type Document, isMap, isPair, isScalar, LineCounter, type Node, parseDo
 import type { z } from "zod";
 import { yamlValue } from "../text/yaml.ts";
 import type { ModelPrice } from "../usage/pricing.ts";
+import { authConfig, tlsConfig } from "./auth.ts";
 import { DEFAULTS } from "./defaults.ts";
 import { ConfigError, didYouMean } from "./errors.ts";
 import {
@@ -58,6 +59,31 @@ export function loadConfig(file?: string, env: Env = process.env): WayfindConfig
  * with the config file, line and key (serve checks this before it creates or loads anything; the
  * config alone stays loadable without them, e.g. for `catalog stats` on another machine's config).
  */
+/** Files the server reads for TLS and authentication, with the config keys that name them. */
+function credentialFiles(config: WayfindConfig): { path: Path; resolved: string; what: string }[] {
+  const { tls } = config.server;
+  const files = [
+    ...(tls
+      ? [
+          { path: ["server", "tls", "cert_file"], resolved: tls.certFile, what: "TLS certificate" },
+          { path: ["server", "tls", "key_file"], resolved: tls.keyFile, what: "TLS key" },
+          ...(tls.clientCaFile
+            ? [{ path: ["server", "tls", "client_ca_file"], resolved: tls.clientCaFile, what: "client CA" }]
+            : []),
+        ]
+      : []),
+    ...(config.auth.mtls?.clientCa
+      ? [{ path: ["auth", "mtls", "client_ca"], resolved: config.auth.mtls.clientCa, what: "client CA" }]
+      : []),
+    ...(config.auth.jwt?.publicKeys ?? []).flatMap((key, i) =>
+      typeof key === "string" && !key.includes("-----BEGIN")
+        ? [{ path: ["auth", "jwt", "public_keys", i], resolved: key, what: "JWT public key" }]
+        : [],
+    ),
+  ];
+  return files as { path: Path; resolved: string; what: string }[];
+}
+
 export function missingSourceFiles(config: WayfindConfig): string[] {
   const missing = [
     ...config.catalogs.map((c, i) => ({
@@ -70,6 +96,7 @@ export function missingSourceFiles(config: WayfindConfig): string[] {
       resolved: p.path,
       what: "skill pack",
     })),
+    ...credentialFiles(config),
   ].filter((entry) => !existsSync(entry.resolved));
   if (missing.length === 0) return [];
   const file = config.configFile ?? "config";
@@ -401,11 +428,13 @@ function toConfig(raw: ConfigFile, baseDir: string, configFile: string | undefin
       idleTimeoutSeconds: server.idle_timeout_seconds ?? DEFAULTS.server.idleTimeoutSeconds,
       maxConnections: server.max_connections ?? DEFAULTS.server.maxConnections,
       metrics: server.metrics ?? DEFAULTS.server.metrics,
+      tls: tlsConfig(server.tls, (p) => resolvePath(baseDir, p)),
       eventRetention: {
         maxEvents: server.event_retention?.max_events ?? DEFAULTS.server.eventRetention.maxEvents,
         maxAgeHours: server.event_retention?.max_age_hours ?? DEFAULTS.server.eventRetention.maxAgeHours,
       },
     },
+    auth: authConfig(raw.auth, (p) => resolvePath(baseDir, p)),
     logging: { level: raw.logging?.level ?? DEFAULTS.logging.level },
   };
 }

@@ -1,6 +1,7 @@
 import { RE2JS } from "re2js";
 import { z } from "zod";
 import { PROVIDERS } from "../usage/model.ts";
+import { ASYMMETRIC_JWT_ALGORITHMS } from "./auth-algorithms.ts";
 
 /**
  * The YAML file as written (snake_case keys, docs/design.md §6). Every object is strict so a typo is an
@@ -181,6 +182,86 @@ const aliases = z.record(name, name).superRefine((map, ctx) => {
   }
 });
 
+const role = z.enum(["agent", "observer", "admin"]);
+/** What a credential grants, shared by API keys and mTLS principals. */
+const grant = {
+  tenant: z.string().trim().optional(),
+  roles: z.array(role).min(1, { error: "list at least one role (agent, observer, admin)" }),
+  entitlements: z.array(name).optional(),
+  projects: z.array(name).optional(),
+};
+const apiKey = z
+  .strictObject({
+    id: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, { error: "use 1-64 letters, digits, '.', '_' or '-'" }),
+    key_sha256: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/, { error: "must be the key's SHA-256 as 64 lower-case hex digits" }),
+    expires_at: z.iso.datetime({ offset: true }).optional(),
+    ...grant,
+  })
+  .superRefine((key, ctx) => grantNeedsTenant(key, ctx));
+/** Only the operator (admin) may be bound to no tenant: anything else without one could see nothing. */
+function grantNeedsTenant(grant: { tenant?: string | undefined; roles: string[] }, ctx: z.RefinementCtx) {
+  if ((grant.tenant ?? "") === "" && !grant.roles.includes("admin"))
+    ctx.addIssue({
+      code: "custom",
+      path: ["tenant"],
+      message: "name the tenant this credential acts for (only an admin may have none: the operator)",
+    });
+}
+const claimName = z.string().trim().min(1).max(256);
+const jwksUrl = z.url({ protocol: /^https?$/ }).superRefine((url, ctx) => {
+  const host = new URL(url).hostname;
+  if (url.startsWith("http:") && !["localhost", "127.0.0.1", "[::1]"].includes(host))
+    ctx.addIssue({ code: "custom", message: "must be https (plain http only for localhost)" });
+});
+const jwt = z
+  .strictObject({
+    jwks_url: jwksUrl.optional(),
+    public_keys: z.array(z.union([z.string().trim().min(1), z.record(z.string(), z.unknown())])).optional(),
+    issuer: name,
+    audience: z.union([name, z.array(name).min(1)]),
+    algorithms: z.array(z.enum(ASYMMETRIC_JWT_ALGORITHMS)).min(1).optional(),
+    clock_skew_seconds: z.number().int().min(0).max(300).optional(),
+    jwks_cooldown_seconds: z.number().min(0).max(3600).optional(),
+    claims: z
+      .strictObject({
+        tenant: claimName.optional(),
+        user: claimName.optional(),
+        entitlements: claimName.optional(),
+        roles: claimName.optional(),
+        projects: claimName.optional(),
+      })
+      .optional(),
+    default_roles: z.array(role).optional(),
+  })
+  .superRefine((value, ctx) => {
+    if ((value.jwks_url === undefined) === (value.public_keys === undefined))
+      ctx.addIssue({ code: "custom", message: "set exactly one of jwks_url and public_keys" });
+  });
+const mtls = z.strictObject({
+  client_ca: name.optional(),
+  principal_from: z.enum(["subject_cn", "san_uri"]).optional(),
+  principals: z.record(
+    z.string().trim().min(1),
+    z.strictObject(grant).superRefine((value, ctx) => grantNeedsTenant(value, ctx)),
+  ),
+});
+const auth = z.strictObject({
+  api_keys: z.array(apiKey).optional(),
+  jwt: jwt.optional(),
+  mtls: mtls.optional(),
+  allow_unauthenticated: z.boolean().optional(),
+  limits: z
+    .strictObject({
+      calls_per_second: z.number().positive().max(1_000_000).optional(),
+      burst: positiveInt.optional(),
+      watch_streams: positiveInt.optional(),
+    })
+    .optional(),
+});
+const tls = z.strictObject({ cert_file: name, key_file: name, client_ca_file: name.optional() });
+
 const server = z.strictObject({
   host: host.optional(),
   port: port.optional(),
@@ -192,6 +273,7 @@ const server = z.strictObject({
   idle_timeout_seconds: timeoutSeconds.optional(),
   max_connections: z.number().int().min(1).max(1_000_000).optional(),
   metrics: z.boolean().optional(),
+  tls: tls.optional(),
   event_retention: z
     .strictObject({ max_events: positiveInt.optional(), max_age_hours: z.number().positive().optional() })
     .optional(),
@@ -215,6 +297,7 @@ const uniqueNames = z.strictObject({
   lazy_tool_groups: z.array(lazyToolGroup).optional(),
   aliases: aliases.optional(),
   server: server.optional(),
+  auth: auth.optional(),
   logging: z.strictObject({ level: logLevel.optional() }).optional(),
 });
 

@@ -1,3 +1,4 @@
+import type { Role } from "../caller/caller.ts";
 import type { ModelPrice } from "../usage/pricing.ts";
 
 /**
@@ -162,6 +163,87 @@ export interface ServerConfig {
   readonly eventRetention: EventRetentionConfig;
   /** Serve Prometheus metrics at `GET /metrics` on the service port. */
   readonly metrics: boolean;
+  /** TLS on the port (gRPC, Connect and gRPC-Web alike); undefined = cleartext (h2c and HTTP/1.1). */
+  readonly tls: TlsConfig | undefined;
+}
+
+/** What a credential grants (API keys, mTLS principals): tenant "" only for an admin, the operator. */
+export interface GrantConfig {
+  readonly tenant: string;
+  readonly roles: readonly Role[];
+  readonly entitlements: readonly string[];
+  /** Projects the credential may act in; empty = any. */
+  readonly projects: readonly string[];
+}
+
+export interface ApiKeyConfig extends GrantConfig {
+  readonly id: string;
+  readonly keySha256: string;
+  readonly expiresAtMs: number | undefined;
+}
+
+export interface JwtClaimsConfig {
+  readonly tenant: string;
+  readonly user: string;
+  readonly entitlements: string;
+  readonly roles: string;
+  readonly projects: string;
+}
+
+export interface JwtConfig {
+  /** JWKS to fetch (cached, refetched on an unknown `kid`); or `publicKeys`. */
+  readonly jwksUrl: string | undefined;
+  /** Inline keys: JWK objects or PEM (SPKI) texts. */
+  readonly publicKeys: readonly (string | Readonly<Record<string, unknown>>)[];
+  readonly issuer: string;
+  readonly audience: readonly string[];
+  readonly algorithms: readonly string[];
+  readonly clockSkewSeconds: number;
+  /** After a JWKS fetch, no other for this long (an unknown `kid` waits for it). */
+  readonly jwksCooldownSeconds: number;
+  /** Claim names (a dotted path reads a nested claim). */
+  readonly claims: JwtClaimsConfig;
+  /** Roles of a token without a roles claim. */
+  readonly defaultRoles: readonly Role[];
+}
+
+export interface MtlsConfig {
+  /** CA bundle client certificates must chain to (absolute path); or server.tls.client_ca_file. */
+  readonly clientCa: string | undefined;
+  readonly principalFrom: "subject_cn" | "san_uri";
+  /** Certificate name (CN or SAN URI) → what it grants; a verified certificate not listed is refused. */
+  readonly principals: Readonly<Record<string, GrantConfig>>;
+}
+
+export interface AuthLimitsConfig {
+  /** Sustained calls per second per principal; undefined = unlimited. */
+  readonly callsPerSecond: number | undefined;
+  /** Calls a principal may make at once above the sustained rate. */
+  readonly burst: number;
+  /** Open watch streams per principal; undefined = unlimited. */
+  readonly watchStreams: number | undefined;
+}
+
+export interface AuthConfig {
+  readonly apiKeys: readonly ApiKeyConfig[];
+  readonly jwt: JwtConfig | undefined;
+  readonly mtls: MtlsConfig | undefined;
+  /**
+   * Calls without credentials act as their CallerContext says (local development). Undefined = only
+   * when the server listens on loopback; on any other host it takes `insecureAllowUnauthenticated`.
+   */
+  readonly allowUnauthenticated: boolean | undefined;
+  /** `serve --insecure-allow-unauthenticated`: the operator accepts unauthenticated calls off loopback. */
+  readonly insecureAllowUnauthenticated: boolean;
+  readonly limits: AuthLimitsConfig;
+}
+
+export interface TlsConfig {
+  /** Absolute paths of PEM files; reloaded on SIGHUP. */
+  readonly certFile: string;
+  readonly keyFile: string;
+  /** CA bundle to verify client certificates with (mTLS); undefined = none asked for. */
+  readonly clientCaFile: string | undefined;
 }
 
 export interface LoggingConfig {
@@ -185,5 +267,6 @@ export interface WayfindConfig {
   /** Old tool name → canonical name. */
   readonly aliases: Readonly<Record<string, string>>;
   readonly server: ServerConfig;
+  readonly auth: AuthConfig;
   readonly logging: LoggingConfig;
 }

@@ -12,6 +12,7 @@ import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
 import { createAccessControl } from "../access/index.ts";
 import { ActivationStore, compileLazyGroups } from "../activation/index.ts";
+import { ApiKeyStore, Authenticator, PrincipalLimits, unauthenticatedAllowed } from "../auth/index.ts";
 import { ConfigError, missingSourceFiles, type WayfindConfig } from "../config/index.ts";
 import { WalCheckpointer } from "../database/checkpointer.ts";
 import { CACHE_KIB, type Db, openDatabase, setCacheSize } from "../database/sqlite.ts";
@@ -86,6 +87,7 @@ export async function startServer(
   // data folder another server holds fails the start, saying which.
   const missing = missingSourceFiles(config);
   if (missing.length > 0) throw new ConfigError(missing);
+  const allowUnauthenticated = unauthenticatedAllowed(config);
   await checkPortFree(settings.host, settings.port);
   const semanticConfig = config.toolSearch.semantic?.enabled ? config.toolSearch.semantic : undefined;
   const embedder = semanticConfig ? await Embedder.open(semanticConfig.modelDir) : undefined;
@@ -235,6 +237,17 @@ export async function startServer(
 
   const reflected = [...WAYFIND_SERVICES, Health, ServerReflectionV1, ServerReflectionV1Alpha];
 
+  const auth = {
+    authenticator: new Authenticator(
+      config.auth,
+      new ApiKeyStore(db, config.auth.apiKeys),
+      allowUnauthenticated,
+    ),
+    limits: new PrincipalLimits(config.auth.limits),
+    onDenied: (method: string, code: string) => metrics?.callDenied(method, code),
+  };
+  if (!allowUnauthenticated)
+    logger.info({ host: settings.host }, "calls need credentials (auth); none are served without");
   const pipelined = withCallPipeline(
     [
       ...serviceRoutes(ToolDiscoveryService, toolDiscoveryService(tools, events, sources)),
@@ -245,11 +258,12 @@ export async function startServer(
       ...serviceRoutes(UsageService, usageService(usage, events)),
     ],
     logger,
+    { auth },
   );
   const wayfindRoutes = options.traceCalls ? traceRoutes(pipelined) : pipelined;
   const routes = [
     ...(metrics ? metrics.observe(wayfindRoutes) : wayfindRoutes),
-    ...withCallPipeline([...health.routes(), ...reflectionRoutes(reflected)], logger, "debug"),
+    ...withCallPipeline([...health.routes(), ...reflectionRoutes(reflected)], logger, { level: "debug" }),
   ];
   const probes = healthEndpoints(() => ({
     index: catalog.indexCurrent ? "ok" : "building",

@@ -37,6 +37,7 @@ export class ServerMetrics {
   private readonly events: Counter<"type">;
   private readonly usageTokens: Counter<"provider" | "model" | "kind">;
   private readonly usageCost: Counter<"provider" | "model">;
+  private readonly denied: Counter<"method" | "code">;
 
   constructor(sources: MetricSources) {
     const registers = [this.registry];
@@ -52,6 +53,12 @@ export class ServerMetrics {
       help: "RPC call latency (for a stream: until its last message).",
       labelNames: ["method", "protocol"],
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5],
+      registers,
+    });
+    this.denied = new Counter({
+      name: "wayfind_calls_denied_total",
+      help: "Calls refused for their credentials, role, tenant or per-principal limits (the audit log has each).",
+      labelNames: ["method", "code"],
       registers,
     });
     this.searches = new Counter({
@@ -174,6 +181,11 @@ export class ServerMetrics {
   /** The routes with every call counted and timed (its code as the caller sees it). */
   observe(routes: readonly MethodRoute[]): MethodRoute[] {
     return routes.map((route) => observeRoute(route, this.callObserver(methodPath(route.method))));
+  }
+
+  /** Counts a refused call (src/server/pipeline.ts, with its audit log line). */
+  callDenied(method: string, code: string): void {
+    this.denied.inc({ method, code });
   }
 
   /** Counts a committed event (EventLog's onDelivered). */

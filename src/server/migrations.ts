@@ -1,4 +1,5 @@
 import { activationMigrations } from "../activation/index.ts";
+import { authMigrations } from "../auth/index.ts";
 import type { Migration } from "../database/sqlite.ts";
 import { discoveryMigrations } from "../discovery/index.ts";
 import { eventsMigrations } from "../events/index.ts";
@@ -14,4 +15,5 @@ export const allMigrations: readonly Migration[] = [
   ...skillsMigrations,
   ...activationMigrations,
   ...semanticMigrations,
+  ...authMigrations,
 ];

@@ -1,12 +1,13 @@
 import { createContextKey, type HandlerContext } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import type { CallerContext } from "../../gen/ts/wayfind/v1/common_pb.ts";
-import { OPERATOR_ROLE, ROLE_HEADER } from "../caller/authorize.ts";
+import { type Authenticator, admitCall, type PrincipalLimits } from "../auth/index.ts";
 import { ANONYMOUS_CALLER, ANONYMOUS_PRINCIPAL, type Caller, type Principal } from "../caller/caller.ts";
+import { RetryLaterError } from "../errors.ts";
 import { type CallObserver, type MethodRoute, methodPath, observeRoute } from "./rpc.ts";
-import { codeName } from "./rpc-errors.ts";
+import { codeName, errorReason } from "./rpc-errors.ts";
 
-/** The caller, resolved once per call from the request's `caller` field (docs/design.md §3). */
+/** The caller, resolved once per call from the request's `caller` field and bound to its credentials. */
 const callerKey = createContextKey<Caller>(ANONYMOUS_CALLER, { description: "wayfind caller" });
 
 export function callerOf(context: HandlerContext): Caller {
@@ -22,30 +23,60 @@ export function principalOf(context: HandlerContext): Principal {
   return context.values.get(principalKey);
 }
 
+/** How calls are authenticated and admitted (src/auth); absent for public routes (health, reflection). */
+export interface CallAuth {
+  readonly authenticator: Authenticator;
+  readonly limits: PrincipalLimits;
+  /** A call refused for its credentials, role, tenant or limits (a metric counts these). */
+  readonly onDenied?: (method: string, code: string) => void;
+}
+
+export interface PipelineOptions {
+  /** Level of a successful call's line: probes (health, reflection) log at debug, to keep the log readable. */
+  readonly level?: "info" | "debug";
+  readonly auth?: CallAuth;
+}
+
 /**
- * Wraps every route once, whatever transport serves it: resolves the caller and the principal and
- * logs one line per call (method, code, duration, tenant, operator). The transport maps what a call
- * throws (rpc-errors.ts).
+ * Wraps every route once, whatever transport serves it: authenticates the call and admits it (role,
+ * tenant binding, limits: src/auth), sets its caller and principal, and logs one line per call
+ * (method, code, duration, tenant, principal), plus an audit line for every refused one. The
+ * transport maps what a call throws (rpc-errors.ts).
  */
 export function withCallPipeline(
   routes: readonly MethodRoute[],
   logger: Logger,
-  /** Level of a successful call's line: probes (health, reflection) log at debug, to keep the log readable. */
-  level: "info" | "debug" = "info",
+  options: PipelineOptions = {},
 ): MethodRoute[] {
-  return routes.map((route) => observeRoute(route, callLog(route, logger, level)));
+  return routes.map((route) => observeRoute(route, callLog(route, logger, options)));
 }
 
-function callLog(route: MethodRoute, logger: Logger, level: "info" | "debug"): CallObserver {
+const DENIED_CODES = new Set(["unauthenticated", "permission_denied"]);
+
+function callLog(route: MethodRoute, logger: Logger, options: PipelineOptions): CallObserver {
   const method = methodPath(route.method);
+  const level = options.level ?? "info";
+  const { auth } = options;
+  const streaming = route.kind === "server_streaming" || route.kind === "bidi_streaming";
   return {
     begin(input, context) {
-      const caller = resolveCaller(input);
-      context.values.set(callerKey, caller);
-      const principal = resolvePrincipal(caller, context.requestHeader);
-      context.values.set(principalKey, principal);
+      const claimed = resolveCaller(input);
+      let caller = claimed;
+      let principal: Principal | undefined;
+      let releaseStream: (() => void) | undefined;
+      const admit = (who: Principal) => {
+        principal = who;
+        auth?.limits.admitCall(who.id);
+        const admission = admitCall(method, who, claimed);
+        if (streaming) releaseStream = auth?.limits.openStream(who.id);
+        caller = admission.caller;
+        context.values.set(callerKey, caller);
+        context.values.set(principalKey, admission.principal);
+      };
+      if (!auth) context.values.set(callerKey, claimed);
       const started = performance.now();
       const finish = (error?: unknown) => {
+        releaseStream?.();
         const code = error === undefined ? "ok" : codeName(error);
         const fields = {
           method,
@@ -53,13 +84,24 @@ function callLog(route: MethodRoute, logger: Logger, level: "info" | "debug"): C
           code,
           duration_ms: Math.round((performance.now() - started) * 1000) / 1000,
           tenant: caller.tenantId || undefined,
-          // Operator calls stand out in the log (an audit trail until issue 15 adds one).
-          operator: principal.operator || undefined,
+          principal: principal?.id,
+          // Operator calls stand out in the log.
+          operator: principal?.operator || undefined,
         };
         if (code === "internal" || code === "unknown") logger.error({ ...fields, err: error }, "call failed");
-        else logger[level](fields, "call");
+        else if (auth && (DENIED_CODES.has(code) || error instanceof RetryLaterError)) {
+          // The audit trail of refusals: who, what, why; never a credential (messages never hold one).
+          logger.warn({ ...fields, reason: errorReason(error) }, "call denied");
+          auth.onDenied?.(method, code);
+        } else logger[level](fields, "call");
       };
       return {
+        prepare: auth
+          ? () => {
+              const who = auth.authenticator.authenticate(context.requestHeader, claimed);
+              return who instanceof Promise ? who.then(admit) : admit(who);
+            }
+          : undefined,
         succeeded: () => finish(),
         failed(error) {
           finish(error);
@@ -82,12 +124,4 @@ function resolveCaller(input: unknown): Caller {
     entitlements: context.entitlements,
     narrowToTools: context.narrowToTools,
   };
-}
-
-/**
- * The one place a principal comes from. Like the CallerContext, the role header is trusted as sent
- * (a gateway in front must strip it from untrusted callers); issue 15 replaces this with credentials.
- */
-function resolvePrincipal(caller: Caller, headers: Headers): Principal {
-  return { tenantId: caller.tenantId, operator: headers.get(ROLE_HEADER)?.trim() === OPERATOR_ROLE };
 }

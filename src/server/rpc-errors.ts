@@ -1,9 +1,16 @@
 import { create, type DescMessage, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import { AnySchema, anyPack } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { BadRequestSchema } from "../../gen/ts/google/rpc/error_details_pb.ts";
+import { BadRequestSchema, RetryInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.ts";
 import { StatusSchema } from "../../gen/ts/google/rpc/status_pb.ts";
-import { type ErrorCode, type FieldViolation, type Problem, quoteInput, WayfindError } from "../errors.ts";
+import {
+  type ErrorCode,
+  type FieldViolation,
+  type Problem,
+  quoteInput,
+  RetryLaterError,
+  WayfindError,
+} from "../errors.ts";
 
 /** An error detail to send (connect's OutgoingDetail, which it does not export). */
 type OutgoingDetail = { desc: DescMessage; value: MessageInitShape<DescMessage> };
@@ -19,6 +26,10 @@ type OutgoingDetail = { desc: DescMessage; value: MessageInitShape<DescMessage> 
  * metadata); an oversized one turns the answer into a stream error the client sees as INTERNAL.
  */
 export function toRpcError(error: unknown): ConnectError {
+  if (error instanceof RetryLaterError)
+    return new ConnectError(bounded(error.message), Code.ResourceExhausted, undefined, [
+      retryInfo(error.retryAfterMs),
+    ]);
   if (error instanceof WayfindError) {
     const details = error.details.length > 0 ? [badRequest(error.details)] : undefined;
     return new ConnectError(bounded(error.message), CODES[error.code], undefined, details);
@@ -58,6 +69,15 @@ function badRequest(problems: readonly Problem[]): OutgoingDetail {
     fieldViolations.push(entry);
   }
   return { desc: BadRequestSchema, value: { fieldViolations } };
+}
+
+/** A `google.rpc.RetryInfo`: when to try again (grpc-go `status.Details()`, Python `rpc_status`). */
+function retryInfo(afterMs: number): OutgoingDetail {
+  const ms = Math.max(1, Math.ceil(afterMs));
+  return {
+    desc: RetryInfoSchema,
+    value: { retryDelay: { seconds: BigInt(Math.floor(ms / 1000)), nanos: (ms % 1000) * 1_000_000 } },
+  };
 }
 
 /**
@@ -132,6 +152,7 @@ const CODES: Record<ErrorCode, Code> = {
   invalid_argument: Code.InvalidArgument,
   not_found: Code.NotFound,
   already_exists: Code.AlreadyExists,
+  unauthenticated: Code.Unauthenticated,
   permission_denied: Code.PermissionDenied,
   failed_precondition: Code.FailedPrecondition,
   resource_exhausted: Code.ResourceExhausted,

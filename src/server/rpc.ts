@@ -27,7 +27,10 @@ export function methodPath(method: DescMethod): string {
   return `/${method.parent.typeName}/${method.name}`;
 }
 
-/** What a wrapper does around one call: `begin` runs first; then exactly one of its callbacks. */
+/**
+ * What a wrapper does around one call: `begin` runs first, then `prepare` (which may refuse the call),
+ * then the implementation; then exactly one of `succeeded` and `failed`.
+ */
 export interface CallObserver {
   begin(
     input: unknown,
@@ -37,6 +40,8 @@ export interface CallObserver {
     succeeded(): void;
     /** The call failed with `error`; returns what to throw instead. */
     failed(error: unknown): unknown;
+    /** Work before the implementation that may fail the call (authentication); async only when it must be. */
+    prepare?(): void | Promise<void>;
     /** Runs the implementation (e.g. inside a trace context); absent = runs it as it is. */
     run?<T>(implementation: () => T): T;
   };
@@ -88,6 +93,8 @@ type Observation = ReturnType<CallObserver["begin"]>;
 
 async function observed<T>(observation: Observation, run: () => Promise<T> | T): Promise<T> {
   try {
+    const prepared = observation.prepare?.();
+    if (prepared) await prepared;
     const output = await (observation.run ? observation.run(run) : run());
     observation.succeeded();
     return output;
@@ -98,6 +105,8 @@ async function observed<T>(observation: Observation, run: () => Promise<T> | T):
 
 async function* observedStream<T>(observation: Observation, run: () => AsyncIterable<T>): AsyncIterable<T> {
   try {
+    const prepared = observation.prepare?.();
+    if (prepared) await prepared;
     yield* observation.run ? observation.run(run) : run();
     observation.succeeded();
   } catch (error) {

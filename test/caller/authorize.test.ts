@@ -1,17 +1,17 @@
 import { describe, expect, it } from "vitest";
+import { unauthenticatedPrincipal } from "../../src/auth/principal.ts";
 import {
   authorizeSkillPackScope,
   sourceListingFor,
   toolOwnerFor,
   watchedTenant,
 } from "../../src/caller/authorize.ts";
-import type { Principal } from "../../src/caller/caller.ts";
 import { WayfindError } from "../../src/errors.ts";
 
-const anonymous: Principal = { tenantId: "", operator: false };
-const acme: Principal = { tenantId: "acme", operator: false };
-const operator: Principal = { tenantId: "", operator: true };
-const operatorForAcme: Principal = { tenantId: "acme", operator: true };
+const anonymous = unauthenticatedPrincipal("", false);
+const acme = unauthenticatedPrincipal("acme", false);
+const operator = unauthenticatedPrincipal("", true);
+const operatorForAcme = unauthenticatedPrincipal("acme", true);
 
 function denial(fn: () => unknown): WayfindError {
   try {
@@ -36,7 +36,7 @@ describe("toolOwnerFor", () => {
   it("denies an anonymous caller, naming both ways to register", () => {
     const error = denial(() => toolOwnerFor(anonymous));
     expect(error.code).toBe("permission_denied");
-    expect(error.message).toMatch(/caller\.tenant_id.*wayfind-role: admin/);
+    expect(error.message).toMatch(/caller\.tenant_id.*the operator/);
   });
 });
 
@@ -77,7 +77,9 @@ describe("watchedTenant", () => {
 
   it("confines an anonymous caller to events without a tenant", () => {
     expect(watchedTenant(anonymous, "")).toBe("");
-    expect(denial(() => watchedTenant(anonymous, "acme")).message).toContain("wayfind-role: admin");
+    expect(denial(() => watchedTenant(anonymous, "acme")).message).toContain(
+      "an admin credential bound to no tenant",
+    );
   });
 
   it("lets the operator watch every tenant or pick one", () => {

@@ -137,7 +137,7 @@ describe("RegisterTools is scoped to the caller", () => {
     );
     expect(error.code).toBe(Code.PermissionDenied);
     expect(error.rawMessage).toContain("caller.tenant_id");
-    expect(error.rawMessage).toContain("wayfind-role: admin");
+    expect(error.rawMessage).toContain("the operator (an admin credential bound to no tenant)");
   });
 });
 
@@ -156,7 +156,7 @@ describe("LoadSkillPack GLOBAL scope", () => {
   it("is refused for a tenant, naming the operator role", async () => {
     const error = await failure(skills().loadSkillPack({ caller: acme, ...globalPack("core.takeover") }));
     expect(error.code).toBe(Code.PermissionDenied);
-    expect(error.rawMessage).toContain("wayfind-role: admin");
+    expect(error.rawMessage).toContain("the operator (an admin credential bound to no tenant)");
     const got = await failure(skills().getSkills({ caller: bravo, names: ["core.takeover"] }));
     expect(got.code).toBe(Code.NotFound);
   });

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, it } from "vitest";
+import { unauthenticatedPrincipal } from "../../../src/auth/principal.ts";
 import { openDatabase } from "../../../src/database/sqlite.ts";
 import { EventLog, eventsMigrations } from "../../../src/events/index.ts";
 import { TOOL_EVENT_TYPES, watchEvents } from "../../../src/server/services/watch.ts";
@@ -35,7 +36,7 @@ describe("watch streams", () => {
     let watching = 0;
     let sent = 0;
     const consumers = Array.from({ length: streams }, async () => {
-      const principal = { tenantId: "acme", operator: false };
+      const principal = unauthenticatedPrincipal("acme", false);
       for await (const message of watchEvents(log, principal, undefined, TOOL_EVENT_TYPES, abort.signal)) {
         if (message.message.case === "status") watching++;
         if (message.message.case === "event") {

@@ -1,0 +1,158 @@
+import { createHash, randomBytes } from "node:crypto";
+import type { Role } from "../caller/caller.ts";
+import type { ApiKeyConfig, GrantConfig } from "../config/index.ts";
+import type { Db } from "../database/sqlite.ts";
+import { writeTransaction } from "../database/transaction.ts";
+import { invalidArgument, WayfindError } from "../errors.ts";
+
+/** Every wayfind API key starts with this, so a leaked one is recognisable (secret scanners, logs). */
+export const API_KEY_PREFIX = "wf_";
+const KEY_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+/** One API key as the store knows it: what it grants, never its secret. */
+export interface ApiKey extends GrantConfig {
+  readonly id: string;
+  /** Declared in the config file (`auth.api_keys`), or created with `wayfind keys create`. */
+  readonly origin: "config" | "cli";
+  readonly createdAtMs: number | undefined;
+  readonly expiresAtMs: number | undefined;
+  readonly revokedAtMs: number | undefined;
+}
+
+export interface NewApiKey extends GrantConfig {
+  /** undefined = a random id. */
+  readonly id?: string | undefined;
+  readonly expiresAtMs?: number | undefined;
+}
+
+interface KeyRow {
+  id: string;
+  tenant_id: string;
+  roles_json: string;
+  entitlements_json: string;
+  projects_json: string;
+  created_at_ms: number;
+  expires_at_ms: number | null;
+  revoked_at_ms: number | null;
+}
+
+/** The SHA-256 of a key, as stored and as `auth.api_keys[].key_sha256` declares it (lower-case hex). */
+export function apiKeySha256(secret: string): string {
+  return createHash("sha256").update(secret).digest("hex");
+}
+
+/**
+ * API keys: those the config declares plus those `wayfind keys` keeps in the database. A key is
+ * looked up by its SHA-256 on every call (a few microseconds), so revoking one takes effect on the
+ * next call, also while the server runs (the CLI writes the same SQLite file).
+ */
+export class ApiKeyStore {
+  readonly #db: Db;
+  readonly #configured: ReadonlyMap<string, ApiKey>;
+  readonly #byHash;
+
+  constructor(db: Db, configured: readonly ApiKeyConfig[] = []) {
+    this.#db = db;
+    this.#configured = new Map(
+      configured.map((key) => [
+        key.keySha256,
+        { ...key, origin: "config", createdAtMs: undefined, revokedAtMs: undefined } satisfies ApiKey,
+      ]),
+    );
+    this.#byHash = db.prepare<[string], KeyRow>("SELECT * FROM api_keys WHERE key_sha256 = ?");
+  }
+
+  /** The key whose secret this is, whatever its state (expired, revoked); undefined = no such key. */
+  find(secret: string): ApiKey | undefined {
+    const hash = apiKeySha256(secret);
+    const configured = this.#configured.get(hash);
+    if (configured) return configured;
+    const row = this.#byHash.get(hash);
+    return row ? fromRow(row) : undefined;
+  }
+
+  /** Creates a key; the secret is returned here once and never stored. */
+  create(key: NewApiKey, now = Date.now()): { key: ApiKey; secret: string } {
+    const id = key.id ?? `k_${randomBytes(6).toString("base64url")}`;
+    if (!KEY_ID.test(id))
+      throw invalidArgument(`key id ${JSON.stringify(id)}: use 1-64 letters, digits, '.', '_' or '-'`);
+    if (key.tenant === "" && !key.roles.includes("admin"))
+      throw invalidArgument(
+        "name the key's tenant (--tenant); only an admin key may have none (the operator)",
+      );
+    if (key.expiresAtMs !== undefined && key.expiresAtMs <= now)
+      throw invalidArgument("the expiry is in the past; give a future time");
+    const secret = `${API_KEY_PREFIX}${randomBytes(32).toString("base64url")}`;
+    writeTransaction(this.#db, () => {
+      if (this.#db.prepare("SELECT 1 FROM api_keys WHERE id = ?").get(id) || this.#configuredId(id))
+        throw new WayfindError(
+          "already_exists",
+          `a key with id ${JSON.stringify(id)} exists; choose another id`,
+        );
+      this.#db
+        .prepare(
+          `INSERT INTO api_keys (id, key_sha256, tenant_id, roles_json, entitlements_json, projects_json,
+             created_at_ms, expires_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+        )
+        .run(
+          id,
+          apiKeySha256(secret),
+          key.tenant,
+          JSON.stringify([...new Set(key.roles)]),
+          JSON.stringify(key.entitlements),
+          JSON.stringify(key.projects),
+          now,
+          key.expiresAtMs ?? null,
+        );
+    });
+    const created = this.list().find((k) => k.id === id);
+    if (!created) throw new Error(`key ${id} vanished after its insert`);
+    return { key: created, secret };
+  }
+
+  /** Every key, config-declared first, then by creation. */
+  list(): ApiKey[] {
+    const rows = this.#db.prepare<[], KeyRow>("SELECT * FROM api_keys ORDER BY created_at_ms, id").all();
+    return [...this.#configured.values(), ...rows.map(fromRow)];
+  }
+
+  /**
+   * Revokes a key created with `wayfind keys create`; true if it was active. Keys declared in the
+   * config are revoked by removing them from it.
+   */
+  revoke(id: string, now = Date.now()): boolean {
+    if (this.#configuredId(id))
+      throw new WayfindError(
+        "failed_precondition",
+        `key ${JSON.stringify(id)} is declared in the config file (auth.api_keys); remove it there and restart`,
+      );
+    const result = this.#db
+      .prepare("UPDATE api_keys SET revoked_at_ms = ? WHERE id = ? AND revoked_at_ms IS NULL")
+      .run(now, id);
+    if (result.changes > 0) return true;
+    if (this.#db.prepare("SELECT 1 FROM api_keys WHERE id = ?").get(id)) return false;
+    throw new WayfindError(
+      "not_found",
+      `no key with id ${JSON.stringify(id)}; "wayfind keys list" shows them`,
+    );
+  }
+
+  #configuredId(id: string): boolean {
+    for (const key of this.#configured.values()) if (key.id === id) return true;
+    return false;
+  }
+}
+
+function fromRow(row: KeyRow): ApiKey {
+  return {
+    id: row.id,
+    origin: "cli",
+    tenant: row.tenant_id,
+    roles: JSON.parse(row.roles_json) as Role[],
+    entitlements: JSON.parse(row.entitlements_json) as string[],
+    projects: JSON.parse(row.projects_json) as string[],
+    createdAtMs: row.created_at_ms,
+    expiresAtMs: row.expires_at_ms ?? undefined,
+    revokedAtMs: row.revoked_at_ms ?? undefined,
+  };
+}

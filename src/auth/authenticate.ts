@@ -1,0 +1,77 @@
+import type { Caller } from "../caller/caller.ts";
+import type { AuthConfig } from "../config/index.ts";
+import { WayfindError } from "../errors.ts";
+import { API_KEY_PREFIX, type ApiKeyStore } from "./api-keys.ts";
+import { JwtVerifier, MAX_TOKEN_CHARS } from "./jwt.ts";
+import { CLIENT_CERTIFICATE_HEADER, certificatePrincipal } from "./mtls.ts";
+import { grantPrincipal, type Principal, unauthenticatedPrincipal } from "./principal.ts";
+
+/** Without credentials (local development only), this metadata makes a call the operator. */
+export const ROLE_HEADER = "wayfind-role";
+export const OPERATOR_ROLE = "admin";
+
+function unauthenticated(message: string): WayfindError {
+  return new WayfindError("unauthenticated", message);
+}
+
+/**
+ * Credentials → principal, the same for every protocol: `authorization: Bearer <token>` (a wayfind
+ * API key `wf_…` or a JWT), else a verified client certificate (mTLS), else, where the server allows
+ * it, no credentials at all. A credential that is sent is always checked, also where none is needed.
+ * Synchronous except for a JWT not verified before (its key set may need fetching).
+ */
+export class Authenticator {
+  readonly #config: AuthConfig;
+  readonly #keys: ApiKeyStore;
+  readonly #jwt: JwtVerifier | undefined;
+  readonly #allowUnauthenticated: boolean;
+
+  constructor(config: AuthConfig, keys: ApiKeyStore, allowUnauthenticated: boolean) {
+    this.#config = config;
+    this.#keys = keys;
+    this.#jwt = config.jwt ? new JwtVerifier(config.jwt) : undefined;
+    this.#allowUnauthenticated = allowUnauthenticated;
+  }
+
+  authenticate(headers: Headers, claimed: Caller, now = Date.now()): Principal | Promise<Principal> {
+    const authorization = headers.get("authorization");
+    if (authorization !== null) return this.#bearer(authorization, now);
+    const certificate = headers.get(CLIENT_CERTIFICATE_HEADER);
+    if (certificate !== null && this.#config.mtls)
+      return certificatePrincipal(certificate, this.#config.mtls);
+    if (this.#allowUnauthenticated)
+      return unauthenticatedPrincipal(claimed.tenantId, headers.get(ROLE_HEADER)?.trim() === OPERATOR_ROLE);
+    const ways = [
+      "authorization: Bearer <API key or token>",
+      ...(this.#config.mtls ? ["a client certificate"] : []),
+    ];
+    throw unauthenticated(`this server requires credentials: send ${ways.join(" or ")}`);
+  }
+
+  #bearer(authorization: string, now: number): Principal | Promise<Principal> {
+    const match = /^Bearer +(\S+) *$/i.exec(
+      authorization.length <= MAX_TOKEN_CHARS + 16 ? authorization : "",
+    );
+    const token = match?.[1];
+    if (token === undefined)
+      throw unauthenticated(
+        `authorization must be "Bearer <API key or token>" of at most ${MAX_TOKEN_CHARS} characters`,
+      );
+    if (token.startsWith(API_KEY_PREFIX)) return this.#apiKey(token, now);
+    if (this.#jwt && token.split(".").length === 3) return this.#jwt.verify(token, now);
+    throw unauthenticated(
+      this.#jwt
+        ? "bearer token is neither a wayfind API key (wf_…) nor a JWT"
+        : "bearer token is not a wayfind API key (wf_…); this server accepts no JWTs (auth.jwt)",
+    );
+  }
+
+  #apiKey(secret: string, now: number): Principal {
+    const key = this.#keys.find(secret);
+    if (!key) throw unauthenticated("API key is not known to this server");
+    if (key.revokedAtMs !== undefined) throw unauthenticated(`API key ${key.id} has been revoked`);
+    if (key.expiresAtMs !== undefined && key.expiresAtMs <= now)
+      throw unauthenticated(`API key ${key.id} expired at ${new Date(key.expiresAtMs).toISOString()}`);
+    return grantPrincipal(`key:${key.id}`, key);
+  }
+}

@@ -1,0 +1,9 @@
+/** Credentials → principal → admitted call (issue 15). The server wires these in src/server/pipeline.ts. */
+export { type ApiKey, ApiKeyStore, apiKeySha256, type NewApiKey } from "./api-keys.ts";
+export { Authenticator, OPERATOR_ROLE, ROLE_HEADER } from "./authenticate.ts";
+export { type Admission, admitCall } from "./bind.ts";
+export { PrincipalLimits } from "./limits.ts";
+export { CLIENT_CERTIFICATE_HEADER, clientCertificateHeader } from "./mtls.ts";
+export { METHOD_ROLES } from "./roles.ts";
+export { authMigrations } from "./schema.ts";
+export { unauthenticatedAllowed } from "./unauthenticated.ts";
