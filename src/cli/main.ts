@@ -1,8 +1,9 @@
 import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import pino from "pino";
 import pretty from "pino-pretty";
-import { applyCliOverrides, loadConfig } from "../config/index.ts";
+import { applyCliOverrides, applySecurityFlags, loadConfig } from "../config/index.ts";
 import { startServer } from "../server/app.ts";
 import { tracingFromEnv } from "../server/tracing.ts";
 import { commandArgs, UsageError } from "./args.ts";
@@ -17,15 +18,20 @@ const ROOT = new URL(import.meta.url.endsWith(".ts") ? "../../" : "../../../", i
 /** Served when no --config is given: a demo catalog and skill pack, so a fresh checkout is useful. */
 const DEMO_CONFIG = fileURLToPath(new URL("demo/wayfind.yaml", ROOT));
 
-const SERVE_USAGE = `Usage: wayfind serve [--config FILE] [--host H] [--port P] [--data-dir DIR]
+const SERVE_USAGE = `Usage: wayfind serve [--config FILE] [--host H] [--port P] [--data-dir DIR] [--tls-cert F --tls-key F]
 
-Runs the server: gRPC, gRPC-Web and Connect on one port.
+Runs the server: gRPC, gRPC-Web and Connect on one port. SIGHUP reloads the TLS certificate and key.
 
 Options:
   --config FILE    YAML configuration (see wayfind.example.yaml; default demo/wayfind.yaml)
   --host H         interface to listen on (default 127.0.0.1)
   --port P         port (default 50051; 0 picks a free one)
   --data-dir DIR   where the SQLite database lives (default ./.wayfind)
+  --tls-cert FILE  serve TLS with this PEM certificate chain (with --tls-key)
+  --tls-key FILE   the certificate's PEM private key
+  --insecure-allow-unauthenticated
+                   serve calls without credentials on a host that is not loopback: anyone who
+                   reaches the port can act as any tenant (development networks only)
   -h, --help       this help
 `;
 
@@ -95,14 +101,25 @@ async function main(argv: string[]): Promise<number> {
     host: { type: "string" },
     port: { type: "string" },
     "data-dir": { type: "string" },
+    "tls-cert": { type: "string" },
+    "tls-key": { type: "string" },
+    "insecure-allow-unauthenticated": { type: "boolean" },
   });
   if (!values) return 0;
-  const config = applyCliOverrides(loadConfig(values.config ?? DEMO_CONFIG), {
-    host: values.host,
-    port: values.port,
-    // The demo config keeps its data where the user runs it, as docs/design.md §6 promises (./.wayfind).
-    dataDir: values["data-dir"] ?? (values.config ? undefined : ".wayfind"),
-  });
+  const config = applySecurityFlags(
+    applyCliOverrides(loadConfig(values.config ?? DEMO_CONFIG), {
+      host: values.host,
+      port: values.port,
+      // The demo config keeps its data where the user runs it, as docs/design.md §6 promises (./.wayfind).
+      dataDir: values["data-dir"] ?? (values.config ? undefined : ".wayfind"),
+    }),
+    {
+      tlsCert: values["tls-cert"],
+      tlsKey: values["tls-key"],
+      insecureAllowUnauthenticated: values["insecure-allow-unauthenticated"],
+    },
+    (path) => resolve(path),
+  );
   const logger = pino(
     { level: config.logging.level, base: undefined, timestamp: pino.stdTimeFunctions.isoTime },
     // A person at a terminal reads lines; anything else (a file, a collector) gets JSON lines.
@@ -116,6 +133,17 @@ async function main(argv: string[]): Promise<number> {
     onSkillPackProgress: skillPackProgressBar(process.stderr),
     compactHeapBeforeListening: true,
     traceCalls: tracing !== undefined,
+  });
+  // A renewed certificate (cert-manager, certbot) is picked up without dropping open connections.
+  process.on("SIGHUP", () => {
+    try {
+      server.reloadTls();
+    } catch (error) {
+      logger.error(
+        { error: error instanceof Error ? error.message : String(error) },
+        "TLS reload failed; the old certificate stays",
+      );
+    }
   });
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     process.once(signal, () => {

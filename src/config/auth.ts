@@ -1,5 +1,6 @@
+import { ConfigError } from "./errors.ts";
 import type { ConfigFile } from "./schema.ts";
-import type { AuthConfig, GrantConfig, JwtConfig, TlsConfig } from "./types.ts";
+import type { AuthConfig, GrantConfig, JwtConfig, TlsConfig, WayfindConfig } from "./types.ts";
 
 type RawAuth = NonNullable<ConfigFile["auth"]>;
 type RawGrant = { tenant?: string | undefined } & Pick<
@@ -82,5 +83,43 @@ export function tlsConfig(
     certFile: pathFrom(raw.cert_file),
     keyFile: pathFrom(raw.key_file),
     clientCaFile: raw.client_ca_file === undefined ? undefined : pathFrom(raw.client_ca_file),
+  };
+}
+
+/** `wayfind serve` flags about TLS and authentication, on top of the loaded config. */
+export interface SecurityFlags {
+  readonly tlsCert?: string | undefined;
+  readonly tlsKey?: string | undefined;
+  readonly insecureAllowUnauthenticated?: boolean | undefined;
+}
+
+/**
+ * Applies --tls-cert / --tls-key (relative to the working directory; both, unless the config has
+ * server.tls and one of them replaces its file) and --insecure-allow-unauthenticated.
+ */
+export function applySecurityFlags(
+  config: WayfindConfig,
+  flags: SecurityFlags,
+  pathFrom: PathResolver,
+): WayfindConfig {
+  const { tlsCert, tlsKey } = flags;
+  let tls = config.server.tls;
+  if (tlsCert !== undefined || tlsKey !== undefined) {
+    const certFile = tlsCert ?? tls?.certFile;
+    const keyFile = tlsKey ?? tls?.keyFile;
+    if (certFile === undefined || keyFile === undefined)
+      throw new ConfigError([
+        "command line: --tls-cert and --tls-key go together (or set server.tls in the config)",
+      ]);
+    tls = { certFile: pathFrom(certFile), keyFile: pathFrom(keyFile), clientCaFile: tls?.clientCaFile };
+  }
+  return {
+    ...config,
+    server: { ...config.server, tls },
+    auth: {
+      ...config.auth,
+      insecureAllowUnauthenticated:
+        flags.insecureAllowUnauthenticated ?? config.auth.insecureAllowUnauthenticated,
+    },
   };
 }

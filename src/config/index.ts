@@ -1,3 +1,4 @@
+export { applySecurityFlags, type SecurityFlags } from "./auth.ts";
 export { DEFAULTS } from "./defaults.ts";
 export { ConfigError } from "./errors.ts";
 export {

@@ -1,4 +1,6 @@
+import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { createSecureContext } from "node:tls";
 import type { DescService } from "@bufbuild/protobuf";
 import type { Logger } from "pino";
 import {
@@ -13,7 +15,7 @@ import { UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
 import { createAccessControl } from "../access/index.ts";
 import { ActivationStore, compileLazyGroups } from "../activation/index.ts";
 import { ApiKeyStore, Authenticator, PrincipalLimits, unauthenticatedAllowed } from "../auth/index.ts";
-import { ConfigError, missingSourceFiles, type WayfindConfig } from "../config/index.ts";
+import { ConfigError, missingSourceFiles, type TlsConfig, type WayfindConfig } from "../config/index.ts";
 import { WalCheckpointer } from "../database/checkpointer.ts";
 import { CACHE_KIB, type Db, openDatabase, setCacheSize } from "../database/sqlite.ts";
 import { writeTransaction } from "../database/transaction.ts";
@@ -36,11 +38,12 @@ import { allMigrations } from "./migrations.ts";
 import { withCallPipeline } from "./pipeline.ts";
 import { reflectionRoutes } from "./reflection.ts";
 import { serviceRoutes } from "./rpc.ts";
+import { errorReason } from "./rpc-errors.ts";
 import { skillService } from "./services/skills.ts";
 import { toolDiscoveryService } from "./services/tools.ts";
 import { usageService } from "./services/usage.ts";
 import { traceRoutes } from "./tracing.ts";
-import { checkPortFree, startTransport } from "./transport.ts";
+import { checkPortFree, startTransport, type TlsCredentials } from "./transport.ts";
 
 export interface StartOptions {
   /** How long in-flight calls may run on shutdown before they are cut (default 10 s). */
@@ -67,6 +70,11 @@ export interface StartOptions {
 
 export interface RunningServer {
   readonly port: number;
+  /**
+   * Reads the TLS certificate and key files again (SIGHUP): new connections use them, open ones are
+   * not dropped. Throws, keeping the old ones, when they do not load or the server has no TLS.
+   */
+  reloadTls(): void;
   readonly db: Db;
   readonly events: EventLog;
   readonly mcp: McpSources;
@@ -88,6 +96,8 @@ export async function startServer(
   const missing = missingSourceFiles(config);
   if (missing.length > 0) throw new ConfigError(missing);
   const allowUnauthenticated = unauthenticatedAllowed(config);
+  const tlsFiles = tlsFilesOf(config);
+  const tlsCredentials = tlsFiles ? readTlsCredentials(tlsFiles) : undefined;
   await checkPortFree(settings.host, settings.port);
   const semanticConfig = config.toolSearch.semantic?.enabled ? config.toolSearch.semantic : undefined;
   const embedder = semanticConfig ? await Embedder.open(semanticConfig.modelDir) : undefined;
@@ -294,6 +304,7 @@ export async function startServer(
         maxConnections: settings.maxConnections,
       },
       logger,
+      tls: tlsCredentials,
       httpEndpoints: (request, response) =>
         probes(request, response) || (scrape?.(request, response) ?? false),
     });
@@ -303,7 +314,10 @@ export async function startServer(
     closeStorage();
     throw error;
   }
-  logger.info({ host: settings.host, port: transport.port, dataDir: settings.dataDir }, "listening");
+  logger.info(
+    { host: settings.host, port: transport.port, dataDir: settings.dataDir, tls: tlsFiles !== undefined },
+    "listening",
+  );
 
   let stopping: Promise<void> | undefined;
   return {
@@ -311,6 +325,11 @@ export async function startServer(
     db,
     events,
     mcp,
+    reloadTls() {
+      if (!tlsFiles) throw new Error("the server was started without TLS (server.tls); nothing to reload");
+      transport.reloadTls(readTlsCredentials(tlsFiles));
+      logger.info({ cert: tlsFiles.certFile }, "TLS certificate reloaded");
+    },
     stop() {
       stopping ??= (async () => {
         logger.info("draining");
@@ -325,6 +344,42 @@ export async function startServer(
       return stopping;
     },
   };
+}
+
+/** The PEM files TLS reads: server.tls, with the client CA from it or from auth.mtls. */
+function tlsFilesOf(config: WayfindConfig): (TlsConfig & { clientCaFile: string | undefined }) | undefined {
+  const { tls } = config.server;
+  const mtls = config.auth.mtls;
+  if (!tls) {
+    if (mtls)
+      throw new ConfigError([
+        "auth.mtls needs TLS: set server.tls (cert_file, key_file) or --tls-cert and --tls-key",
+      ]);
+    return undefined;
+  }
+  const clientCaFile = mtls?.clientCa ?? tls.clientCaFile;
+  if (mtls && clientCaFile === undefined)
+    throw new ConfigError([
+      "auth.mtls needs the CA that signs client certificates: set auth.mtls.client_ca or server.tls.client_ca_file",
+    ]);
+  return { ...tls, clientCaFile };
+}
+
+/** The PEM files' contents, checked to load together (a key that does not match fails here, saying so). */
+function readTlsCredentials(files: TlsConfig): TlsCredentials {
+  const credentials = {
+    cert: readFileSync(files.certFile),
+    key: readFileSync(files.keyFile),
+    clientCa: files.clientCaFile === undefined ? undefined : readFileSync(files.clientCaFile),
+  };
+  try {
+    createSecureContext({ cert: credentials.cert, key: credentials.key, ca: credentials.clientCa });
+  } catch (error) {
+    throw new ConfigError([
+      `server.tls: ${files.certFile} and ${files.keyFile} do not load as a certificate chain and its key (${errorReason(error)}); check both files`,
+    ]);
+  }
+  return credentials;
 }
 
 /** A trivial query answers: the database file is open and readable. */

@@ -2,8 +2,10 @@ import { once } from "node:events";
 import * as http from "node:http";
 import * as http2 from "node:http2";
 import * as net from "node:net";
+import * as tls from "node:tls";
 import * as grpc from "@grpc/grpc-js";
 import type { Logger } from "pino";
+import { CLIENT_CERTIFICATE_HEADER, clientCertificateHeader } from "../auth/index.ts";
 import { connectRequestListener } from "./connect-adapter.ts";
 import {
   type ConnectionLimits,
@@ -32,6 +34,16 @@ export interface TransportOptions {
   readonly logger: Logger;
   /** Plain-HTTP endpoints on the same port (health probes): true when it answered the request. */
   readonly httpEndpoints?: (request: NodeRequest, response: NodeResponse) => boolean;
+  /** TLS on the port (every protocol); absent = cleartext (h2c and HTTP/1.1). */
+  readonly tls?: TlsCredentials;
+}
+
+/** PEM contents of the server's certificate chain and key, and of the CA that verifies clients (mTLS). */
+export interface TlsCredentials {
+  readonly cert: Buffer;
+  readonly key: Buffer;
+  /** Client certificates are asked for and verified against this; calls without one still connect. */
+  readonly clientCa?: Buffer | undefined;
 }
 
 type NodeRequest = http.IncomingMessage | http2.Http2ServerRequest;
@@ -39,6 +51,8 @@ type NodeResponse = http.ServerResponse | http2.Http2ServerResponse;
 
 export interface RunningTransport {
   readonly port: number;
+  /** New TLS connections use these credentials; open ones keep theirs. Throws if they do not load. */
+  reloadTls(credentials: TlsCredentials): void;
   /** Stops accepting, lets in-flight calls finish for up to `graceMs`, then cuts the rest. */
   close(graceMs: number): Promise<void>;
 }
@@ -126,6 +140,7 @@ export async function startTransport(options: TransportOptions): Promise<Running
       rawHeaders: string[],
     ) => {
       sessions.get(stream.session as http2.ServerHttp2Session)?.streamOpened(stream);
+      setClientCertificate(headers, stream.session?.socket);
       if (!isNativeGrpc(headers["content-type"])) {
         connectStreams.emit("stream", stream, headers, flags, rawHeaders);
         return;
@@ -162,6 +177,7 @@ export async function startTransport(options: TransportOptions): Promise<Running
       response.once("close", () => {
         if (draining) request.socket.end();
       });
+      setClientCertificate(request.headers, request.socket);
       connectHandler(request, response);
     },
   );
@@ -181,10 +197,35 @@ export async function startTransport(options: TransportOptions): Promise<Running
   const logRefusal = connectionRefusalLog(options.logger, maxConnections);
   h1.on("drop", () => logRefusal("max_connections reached"));
 
+  // With TLS, ALPN picks the protocol: h2 for gRPC and HTTP/2 clients, http/1.1 for the rest.
+  const secure = options.tls
+    ? tls.createServer({
+        ...secureContextOptions(options.tls),
+        ALPNProtocols: ["h2", "http/1.1"],
+        handshakeTimeout: limits.handshakeTimeoutMs,
+      })
+    : undefined;
+  secure?.on("secureConnection", (socket: tls.TLSSocket) => {
+    if (socket.alpnProtocol === "h2") {
+      // The HTTP/2 preface and SETTINGS must follow the TLS handshake within the same bound.
+      const handshake = setTimeout(() => socket.destroy(), limits.handshakeTimeoutMs).unref();
+      socket.once("close", () => clearTimeout(handshake));
+      serveHttp2(socket, handshake);
+    } else serveHttp1.call(h1, socket);
+  });
+  // A failed handshake (a cleartext client, a bad certificate) only closes that connection.
+  secure?.on("tlsClientError", (_error, socket) => socket.destroy());
+
   // Cleartext HTTP/2 (prior knowledge) and HTTP/1.1 share the port: peek at the first bytes.
   const sockets = new Set<net.Socket>();
   h1.on("connection", (socket: net.Socket) => {
     sockets.add(socket);
+    if (secure) {
+      socket.once("close", () => sockets.delete(socket));
+      socket.on("error", () => socket.destroy());
+      secure.emit("connection", socket);
+      return;
+    }
     // A connection that never says anything would hold its descriptor forever.
     const handshake = setTimeout(() => socket.destroy(), limits.handshakeTimeoutMs).unref();
     socket.once("close", () => {
@@ -213,6 +254,10 @@ export async function startTransport(options: TransportOptions): Promise<Running
 
   return {
     port: address.port,
+    reloadTls(credentials) {
+      if (!secure) throw new Error("the server was started without TLS; restart it with server.tls");
+      secure.setSecureContext(secureContextOptions(credentials));
+    },
     async close(graceMs: number) {
       draining = true;
       // Also closes the idle HTTP/1.1 keep-alive connections.
@@ -227,6 +272,32 @@ export async function startTransport(options: TransportOptions): Promise<Running
       await decoder.close();
     },
   };
+}
+
+function secureContextOptions(credentials: TlsCredentials): tls.SecureContextOptions & tls.TlsOptions {
+  return {
+    cert: credentials.cert,
+    key: credentials.key,
+    ...(credentials.clientCa
+      ? // Asked for and verified, not required: callers with an API key or token connect without one.
+        { ca: credentials.clientCa, requestCert: true, rejectUnauthorized: false }
+      : {}),
+  };
+}
+
+/**
+ * Sets the header that tells src/auth a call's verified client certificate, from the connection
+ * only: whatever a client sent under that name is removed first, so it can never be forged.
+ */
+function setClientCertificate(
+  headers: http.IncomingHttpHeaders | http2.IncomingHttpHeaders,
+  socket: net.Socket | tls.TLSSocket | undefined,
+): void {
+  delete headers[CLIENT_CERTIFICATE_HEADER];
+  if (socket && "encrypted" in socket && socket.encrypted) {
+    const value = clientCertificateHeader(socket as tls.TLSSocket);
+    if (value !== undefined) headers[CLIENT_CERTIFICATE_HEADER] = value;
+  }
 }
 
 function isNativeGrpc(contentType: string | undefined): boolean {

@@ -1,0 +1,103 @@
+import { execFileSync } from "node:child_process";
+import { join } from "node:path";
+import { Code } from "@connectrpc/connect";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
+import { ApiKeyStore } from "../../src/auth/index.ts";
+import { openDatabase } from "../../src/database/sqlite.ts";
+import { allMigrations } from "../../src/server/migrations.ts";
+import { apiKey, clientWith } from "../support/auth.ts";
+import { CLI } from "../support/cli.ts";
+import { failure } from "../support/rpc.ts";
+import { startTestServer, type TestServer } from "../support/server.ts";
+
+const declared = apiKey("declared", { tenant: "acme", roles: ["agent"] });
+const expired = apiKey("old", { tenant: "acme", roles: ["agent"], expires_at: "2020-01-01T00:00:00Z" });
+
+let wayfind: TestServer;
+beforeAll(async () => {
+  wayfind = await startTestServer({
+    auth: { allow_unauthenticated: false, api_keys: [declared.entry, expired.entry] },
+  });
+});
+afterAll(() => wayfind.stop());
+
+const search = (token: string | undefined) =>
+  clientWith(ToolDiscoveryService, wayfind.baseUrl, token).searchTools({ query: "weather" });
+
+/** `wayfind keys …` against the running server's data folder, as an operator runs it. */
+function keysCli(...args: string[]): string {
+  return execFileSync(process.execPath, [CLI, "keys", ...args, "--data-dir", wayfind.dataDir], {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+}
+
+describe("API keys declared in the config", () => {
+  it("admit a call that sends the key", async () => {
+    await expect(search(declared.secret)).resolves.toBeDefined();
+  });
+
+  it("refuse an expired key, saying it expired", async () => {
+    const error = await failure(search(expired.secret));
+    expect(error.code).toBe(Code.Unauthenticated);
+    expect(error.rawMessage).toContain("API key old expired at 2020-01-01");
+  });
+
+  it("refuse an unknown key and a credential that is not a bearer token", async () => {
+    expect((await failure(search("wf_not-a-key"))).code).toBe(Code.Unauthenticated);
+    const malformed = clientWith(ToolDiscoveryService, wayfind.baseUrl, undefined).searchTools(
+      { query: "weather" },
+      { headers: { authorization: "Basic dXNlcjpwYXNz" } },
+    );
+    const error = await failure(malformed);
+    expect(error.code).toBe(Code.Unauthenticated);
+    expect(error.rawMessage).toContain('authorization must be "Bearer <API key or token>"');
+  });
+});
+
+describe("wayfind keys, while the server runs", () => {
+  it("creates a key (the secret printed once, alone on stdout) that the server accepts at once", async () => {
+    const secret = keysCli("create", "--tenant", "acme", "--role", "agent", "--id", "cli-made").trim();
+    expect(secret).toMatch(/^wf_[A-Za-z0-9_-]{43}$/);
+    await expect(search(secret)).resolves.toBeDefined();
+    const listing = keysCli("list");
+    expect(listing).toContain("cli-made  tenant=acme  roles=agent");
+    expect(listing).not.toContain(secret);
+  });
+
+  it("revokes a key: the next call with it is UNAUTHENTICATED", async () => {
+    const secret = keysCli("create", "--tenant", "acme", "--role", "agent", "--id", "to-revoke").trim();
+    await expect(search(secret)).resolves.toBeDefined();
+    expect(keysCli("revoke", "to-revoke")).toBe("revoked to-revoke\n");
+    const error = await failure(search(secret));
+    expect(error.code).toBe(Code.Unauthenticated);
+    expect(error.rawMessage).toBe("API key to-revoke has been revoked");
+  });
+
+  it("stores only the key's SHA-256, never the secret", () => {
+    const secret = keysCli("create", "--tenant", "acme", "--role", "observer").trim();
+    const db = openDatabase(join(wayfind.dataDir, "wayfind.db"), allMigrations);
+    try {
+      const dump = JSON.stringify(db.prepare("SELECT * FROM api_keys").all());
+      expect(dump).not.toContain(secret);
+      expect(dump).not.toContain(secret.slice(3));
+    } finally {
+      db.close();
+    }
+  });
+});
+
+describe("ApiKeyStore", () => {
+  it("refuses a key without tenant unless it is an admin (the operator)", () => {
+    const db = openDatabase(":memory:", allMigrations);
+    const store = new ApiKeyStore(db);
+    expect(() => store.create({ tenant: "", roles: ["agent"], projects: [], entitlements: [] })).toThrow(
+      /tenant/,
+    );
+    expect(store.create({ tenant: "", roles: ["admin"], projects: [], entitlements: [] }).key.tenant).toBe(
+      "",
+    );
+    db.close();
+  });
+});
