@@ -37,13 +37,11 @@ function tools(
 ) {
   const nodeOptions = client ? { ca, cert: pem(client), key: pem(`${client}-key`) } : { ca };
   const baseUrl = `https://localhost:${wayfind.port}`;
-  const interceptors = [
-    (next: Parameters<import("@connectrpc/connect").Interceptor>[0]) =>
-      (request: Parameters<typeof next>[0]) => {
-        for (const [name, value] of Object.entries(headers)) request.header.set(name, value);
-        return next(request);
-      },
-  ];
+  const sendHeaders: Interceptor = (next) => (request) => {
+    for (const [name, value] of Object.entries(headers)) request.header.set(name, value);
+    return next(request);
+  };
+  const interceptors = [sendHeaders];
   const transport =
     protocol === "grpc"
       ? createGrpcTransport({ baseUrl, nodeOptions, interceptors })
