@@ -3,7 +3,6 @@ import { readFileSync } from "node:fs";
 import {
   createLocalJWKSet,
   createRemoteJWKSet,
-  type JSONWebKeySet,
   type JWK,
   type JWTPayload,
   type JWTVerifyGetKey,
@@ -41,7 +40,7 @@ export class JwtVerifier {
           cooldownDuration: config.jwksCooldownSeconds * 1000,
           timeoutDuration: 5_000,
         })
-      : createLocalJWKSet(staticKeySet(config.publicKeys));
+      : staticKeys(config.publicKeys);
   }
 
   /** The principal of a token: from the cache when verified before and not yet expired. */
@@ -125,15 +124,23 @@ function isRole(name: string): name is Role {
   return (ROLES as readonly string[]).includes(name);
 }
 
-/** Configured keys (JWK objects, PEM texts or PEM files) as one local JWKS. */
-function staticKeySet(keys: JwtConfig["publicKeys"]): JSONWebKeySet {
-  return {
-    keys: keys.map((key): JWK => {
-      if (typeof key !== "string") return key as JWK;
-      const pem = key.includes("-----BEGIN") ? key : readFileSync(key, "utf8");
-      return createPublicKey(pem).export({ format: "jwk" }) as JWK;
-    }),
-  };
+/**
+ * Configured keys (JWK objects, PEM texts or PEM files). A token's `kid` picks the key with that kid;
+ * keys without one (a PEM has none) serve tokens whose kid matches no key.
+ */
+function staticKeys(keys: JwtConfig["publicKeys"]): JWTVerifyGetKey {
+  const jwks = keys.map((key): JWK => {
+    if (typeof key !== "string") return key as JWK;
+    const pem = key.includes("-----BEGIN") ? key : readFileSync(key, "utf8");
+    return createPublicKey(pem).export({ format: "jwk" }) as JWK;
+  });
+  const withKid = jwks.filter((key) => key.kid !== undefined);
+  const keyed = createLocalJWKSet({ keys: withKid });
+  const unkeyed = createLocalJWKSet({ keys: jwks.filter((key) => key.kid === undefined) });
+  return (header, token) =>
+    header.kid !== undefined && withKid.some((key) => key.kid === header.kid)
+      ? keyed(header, token)
+      : unkeyed({ ...header, kid: undefined }, token);
 }
 
 /** Why jose refused a token, as the caller should read it (never the token itself). */
