@@ -4,6 +4,7 @@
 // (seeing its activation event), render again and fetch the skills relevant to the task.
 //
 //	go run . -addr 127.0.0.1:50051
+//	go run . -addr wayfind.internal:50051 -ca ca.pem -api-key "$WAYFIND_API_KEY"
 package main
 
 import (
@@ -19,24 +20,58 @@ import (
 
 	wayfindv1 "github.com/wayfind-dev/wayfind/gen/go/wayfind/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
+// connection says how to reach the server: TLS (trusting caFile; "" = plaintext on loopback) and
+// the API key sent with every call ("" = none, for a local server that allows it).
+type connection struct {
+	caFile string
+	apiKey string
+}
+
 func main() {
 	addr := flag.String("addr", "127.0.0.1:50051", "wayfind server address (host:port)")
+	ca := flag.String("ca", "", "PEM file of the CA that signed the server's certificate (enables TLS)")
+	apiKey := flag.String("api-key", os.Getenv("WAYFIND_API_KEY"), "API key (default $WAYFIND_API_KEY)")
 	flag.Parse()
-	if err := run(*addr, os.Stdout); err != nil {
+	if err := run(*addr, connection{caFile: *ca, apiKey: *apiKey}, os.Stdout); err != nil {
 		log.Fatal(err)
 	}
 }
 
+// bearerKey sends `authorization: Bearer <key>` with every call, only over TLS.
+type bearerKey string
+
+func (k bearerKey) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + string(k)}, nil
+}
+
+func (bearerKey) RequireTransportSecurity() bool { return true }
+
+// dial connects as c says: TLS with the API key, or plaintext HTTP/2 (h2c) for a local server.
+func dial(addr string, c connection) (*grpc.ClientConn, error) {
+	if c.caFile == "" {
+		return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	}
+	tls, err := credentials.NewClientTLSFromFile(c.caFile, "")
+	if err != nil {
+		return nil, fmt.Errorf("load CA %s: %w", c.caFile, err)
+	}
+	options := []grpc.DialOption{grpc.WithTransportCredentials(tls)}
+	if c.apiKey != "" {
+		options = append(options, grpc.WithPerRPCCredentials(bearerKey(c.apiKey)))
+	}
+	return grpc.NewClient(addr, options...)
+}
+
 // run is the whole example, writing what it does to out.
-func run(addr string, out io.Writer) error {
-	// wayfind speaks plaintext HTTP/2 (h2c); put TLS and authentication in front of it in production.
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+func run(addr string, c connection, out io.Writer) error {
+	conn, err := dial(addr, c)
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
@@ -52,8 +87,9 @@ func run(addr string, out io.Writer) error {
 	}
 	fmt.Fprintln(out, "health:", health.GetStatus())
 
-	// Who is asking. wayfind trusts this as sent: run it behind a boundary that sets it.
-	// One run id per agent run: run-scoped tool activations belong to it.
+	// Who is asking. With an API key the key decides the tenant (another one is refused); without
+	// one (a local server) it is trusted as sent. One run id per agent run: run-scoped tool
+	// activations belong to it.
 	caller := &wayfindv1.CallerContext{
 		TenantId:  "acme",
 		SessionId: "session-1",

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -61,7 +62,7 @@ func TestWayfind(t *testing.T) {
 	t.Run("DiscoveryTools", func(t *testing.T) { testDiscoveryTools(t, conn) })
 	t.Run("ToolErrors", func(t *testing.T) { testToolErrors(t, conn) })
 	t.Run("BadRequestDetails", func(t *testing.T) { testBadRequestDetails(t, conn) })
-	t.Run("Example", func(t *testing.T) { testExample(t, srv.addr) })
+	t.Run("Example", func(t *testing.T) { testExample(t, srv.addr, connection{}) })
 
 	// Last: SIGTERM drains the server, which must exit 0.
 	srv.stop(t)
@@ -670,9 +671,70 @@ func testBadRequestDetails(t *testing.T, conn *grpc.ClientConn) {
 }
 
 // testExample runs the example itself against the server.
-func testExample(t *testing.T, addr string) {
+// TestWayfindOverTLS runs the example against a server that needs TLS and an API key (made with
+// `wayfind keys create`), as one on a network is run.
+func TestWayfindOverTLS(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dataDir := t.TempDir()
+	config := filepath.Join(dataDir, "wayfind.yaml")
+	tlsDir := filepath.Join(root, "test", "fixtures", "tls")
+	demo, err := os.ReadFile(filepath.Join(root, "demo", "wayfind.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The demo's catalogs and skills (its paths made absolute), served over TLS to key holders only.
+	yaml := strings.ReplaceAll(string(demo), "path: ", "path: "+filepath.Join(root, "demo")+"/") + fmt.Sprintf(`
+server: {tls: {cert_file: %q, key_file: %q}}
+auth: {allow_unauthenticated: false}
+`, filepath.Join(tlsDir, "server.pem"), filepath.Join(tlsDir, "server-key.pem"))
+	if err := os.WriteFile(config, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	keys := exec.Command("node", "bin/wayfind.js", "keys", "create", "--tenant", "acme",
+		"--role", "agent", "--role", "observer", "--role", "admin", "--data-dir", dataDir)
+	keys.Dir = root
+	secret, err := keys.Output()
+	if err != nil {
+		t.Fatalf("wayfind keys create: %v", err)
+	}
+	srv := startServer(t, "--config", config, "--data-dir", dataDir)
+	ca := filepath.Join(tlsDir, "ca.pem")
+	addr := strings.Replace(srv.addr, "127.0.0.1", "localhost", 1) // the name the certificate has
+
+	t.Run("Example", func(t *testing.T) {
+		testExample(t, addr, connection{caFile: ca, apiKey: strings.TrimSpace(string(secret))})
+	})
+	t.Run("NoKeyIsUnauthenticated", func(t *testing.T) {
+		conn, err := dial(addr, connection{caFile: ca})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		_, err = wayfindv1.NewToolDiscoveryServiceClient(conn).ListTools(rpcContext(t), &wayfindv1.ListToolsRequest{})
+		if status.Code(err) != codes.Unauthenticated {
+			t.Errorf("ListTools without a key: got %v, want UNAUTHENTICATED", err)
+		}
+	})
+	t.Run("PlaintextIsRefused", func(t *testing.T) {
+		conn, err := dial(addr, connection{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		_, err = wayfindv1.NewToolDiscoveryServiceClient(conn).ListTools(rpcContext(t), &wayfindv1.ListToolsRequest{})
+		if status.Code(err) != codes.Unavailable {
+			t.Errorf("ListTools over plaintext to a TLS port: got %v, want UNAVAILABLE", err)
+		}
+	})
+	srv.stop(t)
+}
+
+func testExample(t *testing.T, addr string, c connection) {
 	var out strings.Builder
-	if err := run(addr, &out); err != nil {
+	if err := run(addr, c, &out); err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
@@ -723,7 +785,8 @@ func (s *server) output() string {
 	return s.logs.String()
 }
 
-func startServer(t *testing.T) *server {
+// startServer runs `wayfind serve --port 0` with extra flags (default: the demo, in a temp folder).
+func startServer(t *testing.T, flags ...string) *server {
 	t.Helper()
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
@@ -734,7 +797,10 @@ func startServer(t *testing.T) *server {
 		t.Fatalf("node is needed to run the wayfind server: %v", err)
 	}
 	s := &server{done: make(chan struct{})}
-	s.cmd = exec.Command(node, "bin/wayfind.js", "serve", "--port", "0", "--data-dir", t.TempDir())
+	if len(flags) == 0 {
+		flags = []string{"--data-dir", t.TempDir()}
+	}
+	s.cmd = exec.Command(node, append([]string{"bin/wayfind.js", "serve", "--port", "0"}, flags...)...)
 	s.cmd.Dir = root
 	s.cmd.Stderr = s
 	stdout, err := s.cmd.StdoutPipe()

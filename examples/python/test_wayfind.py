@@ -45,13 +45,13 @@ SONNET = "claude-sonnet-4-5-20250929"
 class Server:
     """A wayfind server process; `log` collects its output for failure messages."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, *flags: str) -> None:
         node = shutil.which("node")
         assert node, "node is needed to run the wayfind server"
         self.log: list[str] = []
         self._port: queue.Queue[int] = queue.Queue()
         self.proc = subprocess.Popen(
-            [node, "bin/wayfind.js", "serve", "--port", "0", "--data-dir", str(data_dir)],
+            [node, "bin/wayfind.js", "serve", "--port", "0", "--data-dir", str(data_dir), *flags],
             cwd=REPO_ROOT,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -107,7 +107,11 @@ class Server:
 
 @pytest.fixture(scope="session")
 def server(tmp_path_factory):
-    srv = Server(tmp_path_factory.mktemp("wayfind-data"))
+    yield from serve(Server(tmp_path_factory.mktemp("wayfind-data")))
+
+
+def serve(srv: Server):
+    """Waits for the server to listen, yields it, then stops it and requires a clean exit."""
     try:
         srv.addr = srv.wait_listening()
         yield srv
@@ -499,8 +503,56 @@ def test_session_activation_without_session_is_failed_precondition(tools, caller
 
 def test_example_script_runs(server):
     """The copy-paste example itself works against the server."""
+    check_example(server.addr)
+
+
+TLS_FIXTURES = REPO_ROOT / "test" / "fixtures" / "tls"
+
+
+@pytest.fixture(scope="session")
+def secure_server(tmp_path_factory):
+    """The demo over TLS, for API-key holders only; the key made with `wayfind keys create`."""
+    data_dir = tmp_path_factory.mktemp("wayfind-secure")
+    demo = (REPO_ROOT / "demo" / "wayfind.yaml").read_text()
+    config = data_dir / "wayfind.yaml"
+    cert, key = TLS_FIXTURES / "server.pem", TLS_FIXTURES / "server-key.pem"
+    config.write_text(
+        demo.replace("path: ", f"path: {REPO_ROOT / 'demo'}/")
+        + f"\nserver: {{tls: {{cert_file: {cert}, key_file: {key}}}}}\nauth: {{allow_unauthenticated: false}}\n"
+    )
+    roles = ["--role", "agent", "--role", "observer", "--role", "admin"]
+    created = subprocess.run(
+        ["node", "bin/wayfind.js", "keys", "create", "--tenant", "acme", *roles, "--data-dir", str(data_dir)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    for srv in serve(Server(data_dir, "--config", str(config))):
+        srv.api_key = created.stdout.strip()
+        # The name the certificate was issued for.
+        srv.addr = srv.addr.replace("127.0.0.1", "localhost")
+        yield srv
+
+
+def test_example_script_runs_over_tls_with_an_api_key(secure_server):
+    check_example(secure_server.addr, "--ca", str(TLS_FIXTURES / "ca.pem"), "--api-key", secure_server.api_key)
+
+
+def test_a_call_without_an_api_key_is_unauthenticated(secure_server):
+    credentials = grpc.ssl_channel_credentials(root_certificates=(TLS_FIXTURES / "ca.pem").read_bytes())
+    with grpc.secure_channel(secure_server.addr, credentials) as channel:
+        with pytest.raises(grpc.RpcError) as err:
+            stub = tools_pb2_grpc.ToolDiscoveryServiceStub(channel)
+            stub.ListTools(tools_pb2.ListToolsRequest(), timeout=RPC_TIMEOUT_S)
+    assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    assert "requires credentials" in err.value.details()
+
+
+def check_example(addr: str, *flags: str) -> None:
     out = subprocess.run(
-        [sys.executable, str(Path(__file__).with_name("wayfind_example.py")), "--addr", server.addr],
+        [sys.executable, str(Path(__file__).with_name("wayfind_example.py")), "--addr", addr, *flags],
         capture_output=True,
         text=True,
         timeout=60,

@@ -4,9 +4,11 @@ the tool prompt, search, resolve the tool the model called (seeing its activatio
 again and fetch the skills relevant to the task.
 
     python wayfind_example.py --addr 127.0.0.1:50051
+    python wayfind_example.py --addr wayfind.internal:50051 --ca ca.pem --api-key "$WAYFIND_API_KEY"
 """
 
 import argparse
+import os
 import time
 
 import grpc
@@ -30,18 +32,31 @@ TIMEOUT_S = 10  # every call gets a deadline
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--addr", default="127.0.0.1:50051", help="wayfind server address (host:port)")
+    parser.add_argument("--ca", help="PEM file of the CA that signed the server's certificate (enables TLS)")
+    parser.add_argument("--api-key", default=os.environ.get("WAYFIND_API_KEY"), help="API key (default $WAYFIND_API_KEY)")
     args = parser.parse_args()
 
-    # wayfind speaks plaintext HTTP/2 (h2c); put TLS and authentication in front of it in production.
-    with grpc.insecure_channel(args.addr) as channel:
+    with open_channel(args.addr, args.ca, args.api_key) as channel:
         health = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=TIMEOUT_S)
         print("health:", health_pb2.HealthCheckResponse.ServingStatus.Name(health.status))
 
-        # Who is asking. wayfind trusts this as sent: run it behind a boundary that sets it.
-        # One run id per agent run: run-scoped tool activations belong to it.
+        # Who is asking. With an API key the key decides the tenant (another one is refused); without
+        # one (a local server) it is trusted as sent. One run id per agent run: run-scoped tool
+        # activations belong to it.
         caller = common_pb2.CallerContext(tenant_id="acme", session_id="session-1", run_id=f"run-{time.time_ns()}")
         record_usage(channel, caller)
         discover(channel, caller)
+
+
+def open_channel(addr: str, ca_file: "str | None", api_key: "str | None") -> grpc.Channel:
+    """TLS (trusting ca_file) with the API key on every call; or plaintext HTTP/2 (h2c) for a local server."""
+    if ca_file is None:
+        return grpc.insecure_channel(addr)
+    with open(ca_file, "rb") as f:
+        credentials = grpc.ssl_channel_credentials(root_certificates=f.read())
+    if api_key:
+        credentials = grpc.composite_channel_credentials(credentials, grpc.access_token_call_credentials(api_key))
+    return grpc.secure_channel(addr, credentials)
 
 
 def record_usage(channel: grpc.Channel, caller: common_pb2.CallerContext) -> None:
