@@ -41,15 +41,22 @@ export function apiKeySha256(secret: string): string {
   return createHash("sha256").update(secret).digest("hex");
 }
 
+/** Keys remembered between database changes (hits and misses); beyond this, lookups go to SQLite. */
+const CACHED_LOOKUPS = 10_000;
+
 /**
- * API keys: those the config declares plus those `wayfind keys` keeps in the database. A key is
- * looked up by its SHA-256 on every call (a few microseconds), so revoking one takes effect on the
- * next call, also while the server runs (the CLI writes the same SQLite file).
+ * API keys: those the config declares plus those `wayfind keys` keeps in the database. Keys are
+ * looked up by SHA-256 and remembered until the database changes: SQLite's `data_version` moves when
+ * another connection (the CLI, in its own process) commits, so a created or revoked key takes effect
+ * on the next call while the server runs, for ~3 µs per call instead of a query.
  */
 export class ApiKeyStore {
   readonly #db: Db;
   readonly #configured: ReadonlyMap<string, ApiKey>;
   readonly #byHash;
+  readonly #dataVersion;
+  readonly #cache = new Map<string, ApiKey | null>();
+  #cachedVersion = -1;
 
   constructor(db: Db, configured: readonly ApiKeyConfig[] = []) {
     this.#db = db;
@@ -60,6 +67,7 @@ export class ApiKeyStore {
       ]),
     );
     this.#byHash = db.prepare<[string], KeyRow>("SELECT * FROM api_keys WHERE key_sha256 = ?");
+    this.#dataVersion = db.prepare<[], number>("PRAGMA data_version").pluck();
   }
 
   /** The key whose secret this is, whatever its state (expired, revoked); undefined = no such key. */
@@ -67,8 +75,17 @@ export class ApiKeyStore {
     const hash = apiKeySha256(secret);
     const configured = this.#configured.get(hash);
     if (configured) return configured;
+    const version = this.#dataVersion.get() ?? 0;
+    if (version !== this.#cachedVersion) {
+      this.#cache.clear();
+      this.#cachedVersion = version;
+    }
+    const cached = this.#cache.get(hash);
+    if (cached !== undefined) return cached ?? undefined;
     const row = this.#byHash.get(hash);
-    return row ? fromRow(row) : undefined;
+    const key = row ? fromRow(row) : null;
+    if (this.#cache.size < CACHED_LOOKUPS) this.#cache.set(hash, key);
+    return key ?? undefined;
   }
 
   /** Creates a key; the secret is returned here once and never stored. */
@@ -105,6 +122,7 @@ export class ApiKeyStore {
           key.expiresAtMs ?? null,
         );
     });
+    this.#cache.clear();
     const created = this.list().find((k) => k.id === id);
     if (!created) throw new Error(`key ${id} vanished after its insert`);
     return { key: created, secret };
@@ -129,6 +147,7 @@ export class ApiKeyStore {
     const result = this.#db
       .prepare("UPDATE api_keys SET revoked_at_ms = ? WHERE id = ? AND revoked_at_ms IS NULL")
       .run(now, id);
+    this.#cache.clear();
     if (result.changes > 0) return true;
     if (this.#db.prepare("SELECT 1 FROM api_keys WHERE id = ?").get(id)) return false;
     throw new WayfindError(

@@ -25,6 +25,8 @@ export class Authenticator {
   readonly #keys: ApiKeyStore;
   readonly #jwt: JwtVerifier | undefined;
   readonly #allowUnauthenticated: boolean;
+  /** One principal per key record (records are cached by the store until the database changes). */
+  readonly #keyPrincipals = new WeakMap<object, Principal>();
 
   constructor(config: AuthConfig, keys: ApiKeyStore, allowUnauthenticated: boolean) {
     this.#config = config;
@@ -72,6 +74,11 @@ export class Authenticator {
     if (key.revokedAtMs !== undefined) throw unauthenticated(`API key ${key.id} has been revoked`);
     if (key.expiresAtMs !== undefined && key.expiresAtMs <= now)
       throw unauthenticated(`API key ${key.id} expired at ${new Date(key.expiresAtMs).toISOString()}`);
-    return grantPrincipal(`key:${key.id}`, key);
+    let principal = this.#keyPrincipals.get(key);
+    if (!principal) {
+      principal = grantPrincipal(`key:${key.id}`, key);
+      this.#keyPrincipals.set(key, principal);
+    }
+    return principal;
   }
 }

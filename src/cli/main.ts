@@ -35,21 +35,23 @@ Options:
   -h, --help       this help
 `;
 
-const SOURCES_USAGE = `Usage: wayfind sources [--addr HOST:PORT]
+const SOURCES_USAGE = `Usage: wayfind sources [--addr HOST:PORT] [--api-key KEY]
 
 Prints every tool source (catalog files, MCP servers, API) of a running server with its health;
 exits 1 when one is unhealthy.
 
 Options:
-  --addr HOST:PORT server to ask (default 127.0.0.1:50051, or an http(s):// URL)
+  --addr HOST:PORT server to ask (default 127.0.0.1:50051, or an http(s):// URL; for a private CA
+                   set NODE_EXTRA_CA_CERTS=ca.pem)
+  --api-key KEY    an operator (admin) API key or token (default $WAYFIND_API_KEY)
   -h, --help       this help
 `;
 
 const USAGE = `wayfind — tool and skill discovery for LLM agents
 
 Usage:
-  wayfind serve [--config FILE] [--host H] [--port P] [--data-dir DIR]
-  wayfind sources [--addr HOST:PORT]
+  wayfind serve [--config FILE] [--host H] [--port P] [--data-dir DIR] [--tls-cert F --tls-key F]
+  wayfind sources [--addr HOST:PORT] [--api-key KEY]
   wayfind catalog stats [--config FILE] [--provider anthropic|openai|gemini] [--ceiling N] [--budget N]
   wayfind demo reset [--data-dir DIR]
   wayfind keys create|list|revoke …
@@ -83,8 +85,13 @@ async function main(argv: string[]): Promise<number> {
     return command === undefined ? 2 : 0;
   }
   if (command === "sources") {
-    const values = commandArgs("sources", SOURCES_USAGE, rest, { addr: { type: "string" } });
-    return values ? listSources(values.addr ?? "127.0.0.1:50051", process.stdout) : 0;
+    const values = commandArgs("sources", SOURCES_USAGE, rest, {
+      addr: { type: "string" },
+      "api-key": { type: "string" },
+    });
+    if (!values) return 0;
+    const apiKey = values["api-key"] ?? (process.env.WAYFIND_API_KEY || undefined);
+    return listSources(values.addr ?? "127.0.0.1:50051", process.stdout, apiKey);
   }
   if (command === "demo") return runDemo(rest, process.stdout);
   if (command === "keys")

@@ -17,15 +17,18 @@ const KIND_LABELS: Readonly<Record<ToolSourceKind, string>> = {
  * prints a table. Returns the exit code:
  * 0 when every source is healthy, 1 when one is not or the server cannot be reached.
  */
-export async function listSources(addr: string, out: NodeJS.WritableStream): Promise<number> {
+export async function listSources(
+  addr: string,
+  out: NodeJS.WritableStream,
+  /** An operator key or token; undefined = the development operator header (a loopback server). */
+  apiKey?: string,
+): Promise<number> {
   const baseUrl = /^https?:\/\//.test(addr) ? addr : `http://${addr}`;
   const client = createClient(ToolDiscoveryService, createGrpcTransport({ baseUrl }));
+  const headers = apiKey ? { authorization: `Bearer ${apiKey}` } : { [ROLE_HEADER]: OPERATOR_ROLE };
   let sources: ToolSource[];
   try {
-    ({ sources } = await client.listToolSources(
-      {},
-      { timeoutMs: 10_000, headers: { [ROLE_HEADER]: OPERATOR_ROLE } },
-    ));
+    ({ sources } = await client.listToolSources({}, { timeoutMs: 10_000, headers }));
   } catch (error) {
     const message = error instanceof ConnectError ? error.rawMessage : String(error);
     throw new Error(`cannot list sources from ${baseUrl}: ${message}; is \`wayfind serve\` running there?`);

@@ -229,7 +229,9 @@ export class Ranker {
       repairs.clear();
       readingsUsed.length = 0;
       words.forEach((w, slot) => {
-        const id = this.vocab.get(w);
+        // A word only hidden tools have is unknown to this caller: repaired like any unknown word,
+        // so whether another tenant's catalog holds it changes nothing the caller sees.
+        const id = this.visibleId(w, opts.candidates);
         const qw = opts.wordWeights?.[slot] ?? 1;
         for (const reading of opts.readings?.[slot] ?? []) {
           const ids = this.visibleTerms(reading.terms, opts.candidates);
@@ -253,7 +255,7 @@ export class Ranker {
         if (best) repairs.set(slot, { word: w, term: this.terms[best.id] ?? "", kind: best.kind });
       });
       for (const ph of opts.phrases ?? []) {
-        const id = this.vocab.get(ph);
+        const id = this.visibleId(ph, opts.candidates);
         if (id !== undefined) terms.push({ id, weight: 1, slot: -1, fuzzy: false });
       }
       return terms;
@@ -522,6 +524,12 @@ export class Ranker {
       }
     }
     return any;
+  }
+
+  /** The term's id when a tool the caller can see has it, else undefined (as for a word no tool has). */
+  private visibleId(term: string, candidates: Candidates | undefined): number | undefined {
+    const id = this.vocab.get(term);
+    return id !== undefined && this.df(id, candidates) > 0 ? id : undefined;
   }
 
   /** Ids of the terms the caller's visible tools have (hidden vocabulary is never searched or reported). */

@@ -8,6 +8,8 @@ import type { TaskType } from "./model.ts";
  * SQLite FTS5 needs 5–30 ms for a term that matches thousands of skills; this index answers in well
  * under a millisecond. It only proposes candidates: every row a caller gets back is still checked by
  * the one visibility predicate in SQL (store.ts), so the index can never widen what a caller sees.
+ * Its statistics (skill count N, document frequency per term) are taken over the caller's partitions
+ * only, so neither scores nor which terms count reveal what other tenants' skills contain.
  */
 
 const FIELD_WEIGHTS = { name: 6, title: 3, trigger: 3, description: 1, tags: 2 } as const;
@@ -46,6 +48,13 @@ interface Postings {
   tfs: Float32Array;
 }
 
+/** What one caller's search sees: its docs, their count and each term's frequency among them. */
+interface View {
+  readonly accept: (doc: number) => boolean;
+  readonly n: number;
+  readonly df: Map<Postings, number>;
+}
+
 /** Docs are dense indexes 0..n-1 so scoring runs over typed arrays, not maps. */
 export class MemoryIndex {
   private seqs: number[] = [];
@@ -54,6 +63,8 @@ export class MemoryIndex {
   private foldedNames: string[] = [];
   private foldedTexts: string[] = [];
   private partitionOf: Int32Array = new Int32Array(0);
+  /** Docs per partition id. */
+  private partitionSizes: Int32Array = new Int32Array(0);
   private taskTypes: TaskType[] = [];
   /** K1 * (1 - B + B * length / avgLength), precomputed per doc. */
   private norms: Float64Array = new Float64Array(0);
@@ -120,6 +131,9 @@ export class MemoryIndex {
     const avg = n > 0 ? lengths.reduce((a, b) => a + b, 0) / n : 1;
     index.norms = Float64Array.from(lengths, (length) => K1 * (1 - B + (B * length) / avg));
     index.partitionOf = Int32Array.from(partitions);
+    index.partitionSizes = new Int32Array(index.partitionIds.size);
+    for (const partition of partitions)
+      index.partitionSizes[partition] = (index.partitionSizes[partition] ?? 0) + 1;
     for (const [term, list] of building)
       index.postings.set(term, { docs: Int32Array.from(list.docs), tfs: Float32Array.from(list.tfs) });
     index.sortedTerms = [...index.postings.keys()].sort();
@@ -165,8 +179,8 @@ export class MemoryIndex {
     return allowed;
   }
 
-  /** Index terms starting with `prefix` (typo tolerance: a shortened word as a prefix). */
-  private expand(prefix: string): string[] {
+  /** Index terms the view's docs have starting with `prefix` (typo tolerance: a shortened word as a prefix). */
+  private expand(prefix: string, view: View): string[] {
     let lo = 0;
     let hi = this.sortedTerms.length;
     while (lo < hi) {
@@ -175,10 +189,12 @@ export class MemoryIndex {
       else hi = mid;
     }
     const out: string[] = [];
-    for (let i = lo; i < this.sortedTerms.length && out.length < 64; i++) {
+    // At most 64 completions, from at most 4,096 terms read (a short prefix has many).
+    for (let i = lo; i < this.sortedTerms.length && i < lo + 4096 && out.length < 64; i++) {
       const term = this.sortedTerms[i] ?? "";
       if (!term.startsWith(prefix)) break;
-      out.push(term);
+      const list = this.postings.get(term);
+      if (list && this.df(list, view) > 0) out.push(term);
     }
     return out;
   }
@@ -195,20 +211,21 @@ export class MemoryIndex {
     taskType: TaskType | undefined,
     k: number,
   ): IndexHit[] {
-    const allowed = this.allowedPartitions(partitions);
-    const accept = (doc: number) =>
-      allowed[this.partitionOf[doc] as number] === 1 && (!taskType || this.taskTypes[doc] === taskType);
+    const view = this.view(partitions);
+    const accept = (doc: number) => view.accept(doc) && (!taskType || this.taskTypes[doc] === taskType);
+    const visible = (list: Postings | undefined): list is Postings =>
+      list !== undefined && this.df(list, view) > 0;
     // One term: "or" is "and", and the intersection path scores only that term's postings.
     if (mode === "and" || (mode === "or" && terms.length === 1)) {
       const lists = terms.map((term) => this.postings.get(term));
-      if (lists.some((list) => list === undefined)) return [];
-      return this.topK(this.intersect(lists as Postings[], accept), k);
+      if (!lists.every(visible)) return [];
+      return this.topK(this.intersect(lists, accept, view), k);
     }
-    let groups = (mode === "prefix" ? terms.map((t) => this.expand(t)) : terms.map((t) => [t])).map((group) =>
-      group.flatMap((term) => this.postings.get(term) ?? []),
+    let groups = (mode === "prefix" ? terms.map((t) => this.expand(t, view)) : terms.map((t) => [t])).map(
+      (group) => group.map((term) => this.postings.get(term)).filter(visible),
     );
-    const n = this.seqs.length;
-    const docFrequency = (group: Postings[]) => group.reduce((sum, list) => sum + list.docs.length, 0);
+    const { n } = view;
+    const docFrequency = (group: Postings[]) => group.reduce((sum, list) => sum + this.df(list, view), 0);
     if (groups.length > 1 && n >= 1000) {
       // Dynamic stop words: in an OR query, terms in over a quarter of all skills add little relevance
       // (idf < ln 4) but dominate the cost; drop them when a rarer term is present. Small catalogs are
@@ -219,7 +236,7 @@ export class MemoryIndex {
     const { scores, candidateDocs } = this;
     let count = 0;
     for (const list of groups.flat()) {
-      const idf = this.idf(list);
+      const idf = this.idf(list, view);
       for (let i = 0; i < list.docs.length; i++) {
         const doc = list.docs[i] as number;
         if (!accept(doc)) continue;
@@ -241,21 +258,42 @@ export class MemoryIndex {
    * average length scores about 0.45. A term no skill has counts at the idf of an unseen term, so
    * words nothing matches lower every score; with `prefix`, a term counts at its rarest completion.
    */
-  scale(terms: readonly string[], mode: "and" | "or" | "prefix"): number {
-    const unseen = Math.log(1 + (this.seqs.length + 0.5) / 0.5);
+  scale(terms: readonly string[], mode: "and" | "or" | "prefix", partitions: ReadonlySet<string>): number {
+    const view = this.view(partitions);
+    const unseen = Math.log(1 + (view.n + 0.5) / 0.5);
     let scale = 0;
     for (const term of terms) {
-      const lists = (mode === "prefix" ? this.expand(term) : [term]).flatMap(
-        (t) => this.postings.get(t) ?? [],
-      );
-      scale += lists.length === 0 ? unseen : Math.max(...lists.map((list) => this.idf(list)));
+      const lists = (mode === "prefix" ? this.expand(term, view) : [term]).flatMap((t) => {
+        const list = this.postings.get(t);
+        return list && this.df(list, view) > 0 ? [list] : [];
+      });
+      scale += lists.length === 0 ? unseen : Math.max(...lists.map((list) => this.idf(list, view)));
     }
     return scale * (K1 + 1);
   }
 
-  private idf(list: Postings): number {
-    const df = list.docs.length;
-    return Math.log(1 + (this.seqs.length - df + 0.5) / (df + 0.5));
+  /** The caller's docs (those in `partitions`) and their count; term frequencies are counted on use. */
+  private view(partitions: ReadonlySet<string>): View {
+    const allowed = this.allowedPartitions(partitions);
+    let n = 0;
+    for (let id = 0; id < allowed.length; id++) if (allowed[id] === 1) n += this.partitionSizes[id] ?? 0;
+    return { accept: (doc) => allowed[this.partitionOf[doc] as number] === 1, n, df: new Map() };
+  }
+
+  /** How many of the view's docs have the term (counted once per view). */
+  private df(list: Postings, view: View): number {
+    let df = view.df.get(list);
+    if (df === undefined) {
+      df = 0;
+      for (let i = 0; i < list.docs.length; i++) if (view.accept(list.docs[i] as number)) df++;
+      view.df.set(list, df);
+    }
+    return df;
+  }
+
+  private idf(list: Postings, view: View): number {
+    const df = this.df(list, view);
+    return Math.log(1 + (view.n - df + 0.5) / (df + 0.5));
   }
 
   private bm25(list: Postings, i: number, doc: number, idf: number): number {
@@ -268,12 +306,12 @@ export class MemoryIndex {
    * and returns their count. Starts from the rarest list and looks each surviving doc up in the next
    * one by galloping (postings are sorted by doc), so the cost follows the rarest term.
    */
-  private intersect(lists: Postings[], accept: (doc: number) => boolean): number {
+  private intersect(lists: Postings[], accept: (doc: number) => boolean, view: View): number {
     const [rarest, ...rest] = [...lists].sort((a, b) => a.docs.length - b.docs.length);
     if (!rarest) return 0;
     const { candidateDocs, candidateScores } = this;
     let count = 0;
-    const rarestIdf = this.idf(rarest);
+    const rarestIdf = this.idf(rarest, view);
     for (let i = 0; i < rarest.docs.length; i++) {
       const doc = rarest.docs[i] as number;
       if (!accept(doc)) continue;
@@ -281,7 +319,7 @@ export class MemoryIndex {
       candidateScores[count++] = this.bm25(rarest, i, doc, rarestIdf);
     }
     for (const list of rest) {
-      const idf = this.idf(list);
+      const idf = this.idf(list, view);
       let kept = 0;
       let from = 0;
       for (let c = 0; c < count; c++) {

@@ -176,7 +176,7 @@ export function ftsSearch(
     );
     if (verified.length === 0) continue;
     // Absolute: relevance in units of the query's scale, not of the other hits.
-    const scale = index.scale(queryTerms, mode);
+    const scale = index.scale(queryTerms, mode, partitions);
     const score = (relevance: number) => (scale > 0 ? Math.min(1, relevance / scale) : 1);
     return { hits: verified.map((v) => ({ row: v.row, score: score(v.relevance) })), widened: i > 0 };
   }

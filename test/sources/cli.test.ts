@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
+import { apiKey } from "../support/auth.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 
 const CLI = join(import.meta.dirname, "..", "..", "bin", "wayfind.js");
@@ -52,5 +53,30 @@ describe("wayfind sources", () => {
     expect(code).toBe(1);
     expect(stderr).toContain("cannot list sources from http://127.0.0.1:1");
     expect(stderr).toContain("wayfind serve");
+  }, 20_000);
+});
+
+describe("wayfind sources against a server that needs credentials", () => {
+  it("lists every tenant's sources with an operator key, and names the refusal without one", async () => {
+    const operator = apiKey("ops", { roles: ["admin"] });
+    const secured = await startTestServer({
+      auth: { allow_unauthenticated: false, api_keys: [operator.entry] },
+    });
+    try {
+      const withKey = await run([
+        "sources",
+        "--addr",
+        `127.0.0.1:${secured.port}`,
+        "--api-key",
+        operator.secret,
+      ]);
+      expect(withKey.stdout).toMatch(/^SOURCE\s+TENANT/);
+      expect(withKey.code).toBe(0);
+      const without = await run(["sources", "--addr", `127.0.0.1:${secured.port}`]);
+      expect(without.code).toBe(1);
+      expect(without.stderr).toContain("this server requires credentials");
+    } finally {
+      await secured.stop();
+    }
   }, 20_000);
 });
