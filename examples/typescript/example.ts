@@ -2,15 +2,25 @@
  * An agent runtime's use of wayfind from TypeScript: find a deferred tool, fetch its schema, activate
  * it for the run, and record the model call's usage. Run against a server (`npm start`):
  *   npx tsx examples/typescript/example.ts --addr http://127.0.0.1:50051
+ *   npx tsx examples/typescript/example.ts --addr https://wayfind.internal:50051 --ca ca.pem --api-key "$WAYFIND_API_KEY"
  * Outside this repository, import from "@wayfind/client" (clients/typescript) instead.
  */
+import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { connectWayfind, MatchQuality, Provider } from "../../clients/typescript/src/index.ts";
 
 const { values } = parseArgs({
-  options: { addr: { type: "string", default: "http://127.0.0.1:50051" } },
+  options: {
+    addr: { type: "string", default: "http://127.0.0.1:50051" },
+    // A server on a network: TLS (trusting a private CA) and an API key; a local one needs neither.
+    ca: { type: "string" },
+    "api-key": { type: "string", default: process.env.WAYFIND_API_KEY },
+  },
 });
-const { tools, usage } = connectWayfind(values.addr ?? "");
+const { tools, usage } = connectWayfind(values.addr ?? "", {
+  ...(values["api-key"] ? { apiKey: values["api-key"] } : {}),
+  ...(values.ca ? { ca: readFileSync(values.ca, "utf8") } : {}),
+});
 // One run id per agent run: run-scoped activations belong to it.
 const caller = { tenantId: "acme", runId: `example-${Date.now()}` };
 

@@ -136,14 +136,18 @@ async function main(argv: string[]): Promise<number> {
   );
   // OpenTelemetry tracing when the usual OTEL_* variables ask for it (docs: README, "Tracing").
   const tracing = tracingFromEnv(process.env);
-  const server = await startServer(config, logger, {
+  const starting = startServer(config, logger, {
     onSkillPackProgress: skillPackProgressBar(process.stderr),
     compactHeapBeforeListening: true,
     traceCalls: tracing !== undefined,
   });
+  // Installed before the server listens: a signal right after the "listening" line (or during the
+  // start) must find them, not node's defaults, which end the process without draining.
+  let server: Awaited<typeof starting> | undefined;
   // A renewed certificate (cert-manager, certbot) is picked up without dropping open connections.
   process.on("SIGHUP", () => {
     try {
+      if (!server) throw new Error("the server is still starting");
       server.reloadTls();
     } catch (error) {
       logger.error(
@@ -155,12 +159,16 @@ async function main(argv: string[]): Promise<number> {
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     process.once(signal, () => {
       logger.info({ signal }, "signal received");
-      void server
-        .stop()
+      void starting
+        .then((started) => started.stop())
         .then(() => tracing?.shutdown())
-        .then(() => process.exit(0));
+        .then(
+          () => process.exit(0),
+          () => process.exit(1),
+        );
     });
   }
+  server = await starting;
   return -1;
 }
 

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { apiKey } from "../support/auth.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 
 const execFileAsync = promisify(execFile);
@@ -79,5 +80,26 @@ describe("the TypeScript client package (@wayfind/client)", () => {
     expect(stdout).toContain("found: github.create_pull_request");
     expect(stdout).toMatch(/activated: github\.create_pull_request/);
     expect(stdout).toMatch(/recorded: cost \$\d/);
+  });
+
+  it("connects over TLS with an API key, and a call without the key is UNAUTHENTICATED", async () => {
+    const tls = join(import.meta.dirname, "..", "fixtures", "tls");
+    const key = apiKey("ts-client", { tenant: "acme", roles: ["agent"] });
+    const secured = await startTestServer({
+      server: { tls: { cert_file: join(tls, "server.pem"), key_file: join(tls, "server-key.pem") } },
+      auth: { allow_unauthenticated: false, api_keys: [key.entry] },
+    });
+    try {
+      const ca = readFileSync(join(tls, "ca.pem"), "utf8");
+      const baseUrl = `https://localhost:${secured.port}`;
+      for (const protocol of ["grpc", "connect"] as const) {
+        const { tools } = client.connectWayfind(baseUrl, { protocol, apiKey: key.secret, ca });
+        await expect(tools.listTools({})).resolves.toBeDefined();
+        const { tools: keyless } = client.connectWayfind(baseUrl, { protocol, ca });
+        await expect(keyless.listTools({})).rejects.toThrow(/requires credentials/);
+      }
+    } finally {
+      await secured.stop();
+    }
   });
 });

@@ -24,13 +24,29 @@ export interface WayfindClients {
 export interface ConnectOptions {
   /** "grpc" (default: native gRPC over HTTP/2) or "connect" (Connect binary over HTTP/1.1). */
   readonly protocol?: "grpc" | "connect";
-  /** e.g. to add metadata such as `authorization` to every call. */
+  /** An API key (`wf_…`) or token, sent as `authorization: Bearer …` with every call. */
+  readonly apiKey?: string;
+  /** PEM of the CA that signed the server's certificate, for an `https://` server with a private CA. */
+  readonly ca?: string | Uint8Array;
+  /** More interceptors, e.g. to add other metadata to every call. */
   readonly interceptors?: Interceptor[];
 }
 
-/** Typed clients of wayfind at `baseUrl` (e.g. "http://127.0.0.1:50051"), sharing one connection. */
+/**
+ * Typed clients of wayfind at `baseUrl` (e.g. "http://127.0.0.1:50051", or "https://…" for a server
+ * with TLS), sharing one connection.
+ */
 export function connectWayfind(baseUrl: string, options: ConnectOptions = {}): WayfindClients {
-  const settings = { baseUrl, interceptors: options.interceptors ?? [] };
+  const { apiKey, ca } = options;
+  const sendKey: Interceptor = (next) => (request) => {
+    request.header.set("authorization", `Bearer ${apiKey}`);
+    return next(request);
+  };
+  const settings = {
+    baseUrl,
+    interceptors: [...(apiKey ? [sendKey] : []), ...(options.interceptors ?? [])],
+    ...(ca ? { nodeOptions: { ca: typeof ca === "string" ? ca : Buffer.from(ca) } } : {}),
+  };
   const transport =
     options.protocol === "connect"
       ? createConnectTransport({ ...settings, httpVersion: "1.1", useBinaryFormat: true })
