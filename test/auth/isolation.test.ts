@@ -1,5 +1,6 @@
 import { ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { prng } from "../../bench/lib/skill-data.ts";
 import { Provider, SearchType } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import { SkillScope, SkillService } from "../../gen/ts/wayfind/v1/skills_pb.ts";
 import { LoadingMode, ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
@@ -16,18 +17,6 @@ const keys = TENANTS.map((tenant) => apiKey(`key-${tenant}`, { tenant, roles: ["
  * apart ("t2" → "zqcsecret"), so the search reads each as one word a single typo from any other.
  */
 const marker = (tenant: string) => `zq${"abcdefghij"[Number(tenant.slice(1))]}secret`;
-
-/** mulberry32: a seeded PRNG, so a failure replays with the seed it prints. */
-function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 let wayfind: TestServer;
 const toolNames = new Map<string, string[]>();

@@ -6,9 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { failure } from "../support/rpc.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
+import { TLS_FIXTURES } from "../support/tls.ts";
 
 // Issue 15 "mTLS": client certificates verified against a configured CA; the SAN URI names the principal.
-const FIXTURES = join(import.meta.dirname, "..", "fixtures", "tls");
+const FIXTURES = TLS_FIXTURES;
 const pem = (name: string) => readFileSync(join(FIXTURES, `${name}.pem`));
 const ca = pem("ca");
 

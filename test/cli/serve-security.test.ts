@@ -1,23 +1,13 @@
-import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import * as tls from "node:tls";
 import { describe, expect, it } from "vitest";
 import { runCli } from "../support/cli.ts";
+import { servedSerial, TLS_FIXTURES } from "../support/tls.ts";
 
 // Issue 15: `wayfind serve --tls-cert/--tls-key` with SIGHUP reloads; auth `none` off loopback.
-const FIXTURES = join(import.meta.dirname, "..", "fixtures", "tls");
-
-/** The serial of the certificate a new TLS connection to `port` is shown. */
-async function servedSerial(port: number): Promise<string> {
-  const ca = readFileSync(join(FIXTURES, "ca.pem"));
-  const socket = tls.connect({ host: "127.0.0.1", port, servername: "localhost", ca });
-  await new Promise<void>((resolve, reject) => socket.once("secureConnect", resolve).once("error", reject));
-  const serial = socket.getPeerCertificate().serialNumber;
-  socket.destroy();
-  return serial;
-}
+const FIXTURES = TLS_FIXTURES;
 
 describe("wayfind serve --tls-cert --tls-key", () => {
   it("serves TLS and reloads the certificate on SIGHUP, logging it", async () => {

@@ -1,7 +1,6 @@
 import { copyFileSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import * as tls from "node:tls";
 import { createClient } from "@connectrpc/connect";
 import {
   createConnectTransport,
@@ -13,9 +12,10 @@ import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { apiKey, bearer } from "../support/auth.ts";
 import { failure } from "../support/rpc.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
+import { servedSerial, TLS_FIXTURES } from "../support/tls.ts";
 
 // Issue 15 "TLS": one port for gRPC, Connect and gRPC-Web over TLS (ALPN h2 / http/1.1); SIGHUP reloads.
-const FIXTURES = join(import.meta.dirname, "..", "fixtures", "tls");
+const FIXTURES = TLS_FIXTURES;
 const ca = readFileSync(join(FIXTURES, "ca.pem"));
 const key = apiKey("tls-agent", { tenant: "acme", roles: ["agent"] });
 
@@ -34,15 +34,6 @@ afterAll(() => wayfind.stop());
 
 const httpsUrl = () => `https://localhost:${wayfind.port}`;
 const interceptors = [bearer(key.secret)];
-
-/** The serial number of the certificate a new TLS connection is shown. */
-async function servedSerial(): Promise<string> {
-  const socket = tls.connect({ host: "127.0.0.1", port: wayfind.port, servername: "localhost", ca });
-  await new Promise<void>((resolve, reject) => socket.once("secureConnect", resolve).once("error", reject));
-  const serial = socket.getPeerCertificate().serialNumber;
-  socket.destroy();
-  return serial;
-}
 
 describe("TLS on the one port", () => {
   it("serves native gRPC (ALPN h2) with an API key", async () => {
@@ -91,20 +82,20 @@ describe("TLS on the one port", () => {
       createGrpcTransport({ baseUrl: httpsUrl(), nodeOptions: { ca }, interceptors }),
     );
     await open.listTools({});
-    const before = await servedSerial();
+    const before = await servedSerial(wayfind.port);
 
     copyFileSync(join(FIXTURES, "server-renewed.pem"), join(certDir, "cert.pem"));
     copyFileSync(join(FIXTURES, "server-renewed-key.pem"), join(certDir, "key.pem"));
     wayfind.server.reloadTls();
 
-    expect(await servedSerial()).not.toBe(before);
+    expect(await servedSerial(wayfind.port)).not.toBe(before);
     await expect(open.listTools({})).resolves.toBeDefined();
   });
 
   it("keeps the old certificate when the new files do not load", async () => {
-    const serving = await servedSerial();
+    const serving = await servedSerial(wayfind.port);
     copyFileSync(join(FIXTURES, "server.pem"), join(certDir, "cert.pem")); // key no longer matches
     expect(() => wayfind.server.reloadTls()).toThrow(/do not load as a certificate chain and its key/);
-    expect(await servedSerial()).toBe(serving);
+    expect(await servedSerial(wayfind.port)).toBe(serving);
   });
 });
