@@ -122,7 +122,8 @@ async function main(): Promise<void> {
       });
       servers.push({ setting, server, runs: [] });
     }
-    for (const s of servers) await measure(s.server, s.setting.secure, s.setting.token, 1); // warm-up
+    // Warm-up: the JIT settles over the first few thousand calls (a 1 s warm-up left 2x CPU per call).
+    for (const s of servers) await measure(s.server, s.setting.secure, s.setting.token, 4);
     for (let round = 0; round < Number(values.rounds); round++)
       for (const s of servers)
         s.runs.push(await measure(s.server, s.setting.secure, s.setting.token, Number(values.seconds)));

@@ -23,6 +23,7 @@ export interface Limit {
  * the range. Where code and docs disagreed, the docs (the contract) won.
  */
 export const LIMITS = {
+  eventFilterTool: limit("events", "EventFilter", "tool", 0, 128, { unit: "characters" }),
   narrowToTools: limit("common", "CallerContext", "narrow_to_tools", 0, 100, { unit: "patterns" }),
   narrowToToolsPattern: limit("common", "CallerContext", "narrow_to_tools", 1, 256, {
     unit: "characters each",
@@ -83,7 +84,7 @@ export const LIMITS = {
 } as const satisfies Record<string, Limit>;
 
 function limit<const Extra extends { readonly default?: number; readonly unit?: string }>(
-  file: "common" | "tools" | "skills" | "usage",
+  file: "common" | "events" | "tools" | "skills" | "usage",
   message: string,
   field: string,
   min: number,

@@ -111,6 +111,11 @@ function registerOne(tool: ToolInit) {
 
 /** For each row, a call whose bounded field has `size` (a length, a count or the value itself). */
 const callWith: Record<keyof typeof LIMITS, (size: number) => Promise<unknown>> = {
+  eventFilterTool: async (size) => {
+    // A stream: its first message (the status) says the filter was accepted.
+    for await (const first of tools().watchToolEvents({ caller, filter: { tool: text(size) } })) return first;
+    throw new Error("the stream ended before its status");
+  },
   narrowToTools: (size) =>
     tools().searchTools({
       caller: { ...caller, narrowToTools: Array.from({ length: size }, (_, i) => `limits.tool_${i}*`) },

@@ -174,7 +174,11 @@ func discover(ctx context.Context, conn *grpc.ClientConn, caller *wayfindv1.Call
 	defer stopWatching()
 	events, err := tools.WatchToolEvents(watchCtx, &wayfindv1.WatchToolEventsRequest{
 		Caller: caller,
-		Filter: &wayfindv1.EventFilter{Types: []string{"tool_activated"}, SessionId: caller.GetSessionId()},
+		Filter: &wayfindv1.EventFilter{
+			EventTypes: []wayfindv1.EventType{wayfindv1.EventType_EVENT_TYPE_TOOL_ACTIVATED},
+			SessionId:  caller.GetSessionId(),
+			Tool:       best.GetName(),
+		},
 	})
 	if err != nil {
 		return fmt.Errorf("watch tool events: %w", err)
@@ -193,9 +197,9 @@ func discover(ctx context.Context, conn *grpc.ClientConn, caller *wayfindv1.Call
 			return fmt.Errorf("watch tool events: %w", err)
 		}
 		ev := msg.GetEvent() // nil for a status or heartbeat
-		attrs := ev.GetAttributes().AsMap()
-		if ev.GetRunId() == caller.GetRunId() && attrs["tool"] == best.GetName() {
-			fmt.Fprintf(out, "event: %s %v (scope %v, source %v)\n", ev.GetType(), attrs["tool"], attrs["scope"], attrs["source"])
+		if activated := ev.GetToolActivated(); ev.GetRunId() == caller.GetRunId() && activated != nil {
+			fmt.Fprintf(out, "event: %s %s (scope %s, source %s)\n", ev.GetType(), activated.GetTool(),
+				enumName(activated.GetScope().String(), "SCOPE_"), enumName(activated.GetSource().String(), "SOURCE_"))
 			break
 		}
 	}
@@ -220,6 +224,11 @@ func discover(ctx context.Context, conn *grpc.ClientConn, caller *wayfindv1.Call
 	fmt.Fprintf(out, "skills: %s (%d of %d tokens)\n",
 		strings.Join(relevant.GetSkillNames(), ", "), relevant.GetTokenEstimate(), budget)
 	return nil
+}
+
+// enumName is an enum value's name as the event log writes it: SCOPE_RUN → run.
+func enumName(name, prefix string) string {
+	return strings.ToLower(strings.TrimPrefix(name, prefix))
 }
 
 // billingTools is a small catalog. Deferred tools stay out of the prompt until the model finds

@@ -375,7 +375,7 @@ func testWatchUsageEvents(t *testing.T, conn *grpc.ClientConn) {
 	defer cancel()
 	stream, err := usage.WatchUsageEvents(ctx, &wayfindv1.WatchUsageEventsRequest{
 		Caller: caller,
-		Filter: &wayfindv1.EventFilter{Types: []string{"usage_recorded"}},
+		Filter: &wayfindv1.EventFilter{EventTypes: []wayfindv1.EventType{wayfindv1.EventType_EVENT_TYPE_USAGE_RECORDED}},
 	})
 	if err != nil {
 		t.Fatalf("WatchUsageEvents: %v", err)
@@ -420,19 +420,20 @@ func testWatchUsageEvents(t *testing.T, conn *grpc.ClientConn) {
 		}
 	}
 	var lastID uint64
-	for _, wantInput := range []float64{111, 222} {
+	for _, wantInput := range []uint64{111, 222} {
 		ev := nextEvent()
-		attrs := ev.GetAttributes().AsMap()
-		if ev.GetType() != "usage_recorded" || ev.GetTenantId() != caller.GetTenantId() ||
+		if ev.GetEventType() != wayfindv1.EventType_EVENT_TYPE_USAGE_RECORDED || ev.GetTenantId() != caller.GetTenantId() ||
 			ev.GetSessionId() != caller.GetSessionId() || ev.GetRunId() != caller.GetRunId() {
 			t.Errorf("event = %v, want usage_recorded for %s/%s/%s", ev, caller.GetTenantId(), caller.GetSessionId(), caller.GetRunId())
 		}
-		if attrs["model"] != sonnet || attrs["provider"] != "anthropic" ||
-			attrs["input_tokens"] != wantInput || attrs["output_tokens"] != 7.0 {
-			t.Errorf("event attributes = %v, want model %s, provider anthropic, input %v, output 7", attrs, sonnet, wantInput)
+		// The typed payload: integer token counts, the provider as its enum.
+		recorded := ev.GetUsageRecorded()
+		if recorded.GetModel() != sonnet || recorded.GetProvider() != wayfindv1.Provider_PROVIDER_ANTHROPIC ||
+			recorded.GetInputTokens() != wantInput || recorded.GetOutputTokens() != 7 {
+			t.Errorf("usage_recorded = %v, want model %s, provider anthropic, input %d, output 7", recorded, sonnet, wantInput)
 		}
-		if _, ok := attrs["cost_usd"].(float64); !ok {
-			t.Errorf("event attributes = %v, want a cost_usd", attrs)
+		if recorded.CostUsd == nil || recorded.GetCostUsd() <= 0 {
+			t.Errorf("usage_recorded = %v, want a cost_usd", recorded)
 		}
 		if ev.GetId() <= lastID {
 			t.Errorf("event id %d not after %d", ev.GetId(), lastID)
@@ -506,7 +507,11 @@ func testAgentFlow(t *testing.T, conn *grpc.ClientConn) {
 	defer cancel()
 	events, err := tools.WatchToolEvents(watchCtx, &wayfindv1.WatchToolEventsRequest{
 		Caller: caller,
-		Filter: &wayfindv1.EventFilter{Types: []string{"tool_activated"}, SessionId: caller.GetSessionId()},
+		Filter: &wayfindv1.EventFilter{
+			EventTypes: []wayfindv1.EventType{wayfindv1.EventType_EVENT_TYPE_TOOL_ACTIVATED},
+			SessionId:  caller.GetSessionId(),
+			Tool:       refund,
+		},
 	})
 	if err != nil {
 		t.Fatalf("WatchToolEvents: %v", err)
@@ -534,14 +539,12 @@ func testAgentFlow(t *testing.T, conn *grpc.ClientConn) {
 		}
 		ev = msg.GetEvent() // nil for a status or heartbeat
 	}
-	want := map[string]any{"tool": refund, "scope": "run", "source": "resolve"}
-	attrs := ev.GetAttributes().AsMap()
-	for k, v := range want {
-		if attrs[k] != v {
-			t.Errorf("event attributes = %v, want %s=%v", attrs, k, v)
-		}
+	activated := ev.GetToolActivated()
+	if activated.GetTool() != refund || activated.GetScope() != wayfindv1.ToolActivated_SCOPE_RUN ||
+		activated.GetSource() != wayfindv1.ToolActivated_SOURCE_RESOLVE {
+		t.Errorf("tool_activated = %v, want %s, scope run, source resolve", activated, refund)
 	}
-	if ev.GetType() != "tool_activated" || ev.GetTenantId() != caller.GetTenantId() ||
+	if ev.GetEventType() != wayfindv1.EventType_EVENT_TYPE_TOOL_ACTIVATED || ev.GetTenantId() != caller.GetTenantId() ||
 		ev.GetSessionId() != caller.GetSessionId() || ev.GetRunId() != caller.GetRunId() {
 		t.Errorf("event = %v, want tool_activated for %s/%s/%s", ev, caller.GetTenantId(), caller.GetSessionId(), caller.GetRunId())
 	}

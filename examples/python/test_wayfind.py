@@ -333,7 +333,9 @@ def test_same_key_different_values_is_already_exists(usage, caller):
 
 def test_watch_usage_events(usage, caller):
     stream = usage.WatchUsageEvents(
-        usage_pb2.WatchUsageEventsRequest(caller=caller, filter=events_pb2.EventFilter(types=["usage_recorded"])),
+        usage_pb2.WatchUsageEventsRequest(
+            caller=caller, filter=events_pb2.EventFilter(event_types=[events_pb2.EVENT_TYPE_USAGE_RECORDED])
+        ),
         timeout=20,
     )
     try:
@@ -351,18 +353,19 @@ def test_watch_usage_events(usage, caller):
         last_id = 0
         for want_input in (111, 222):
             ev = next(events)
-            assert (ev.type, ev.tenant_id, ev.session_id, ev.run_id) == (
-                "usage_recorded",
+            assert (ev.event_type, ev.tenant_id, ev.session_id, ev.run_id) == (
+                events_pb2.EVENT_TYPE_USAGE_RECORDED,
                 caller.tenant_id,
                 caller.session_id,
                 caller.run_id,
             )
-            attrs = json_format.MessageToDict(ev.attributes)
-            assert attrs["model"] == SONNET
-            assert attrs["provider"] == "anthropic"
-            assert attrs["input_tokens"] == want_input
-            assert attrs["output_tokens"] == 7
-            assert isinstance(attrs["cost_usd"], float)
+            # The typed payload: integer token counts, the provider as its enum.
+            assert ev.WhichOneof("payload") == "usage_recorded"
+            recorded = ev.usage_recorded
+            assert recorded.model == SONNET
+            assert recorded.provider == common_pb2.PROVIDER_ANTHROPIC
+            assert (recorded.input_tokens, recorded.output_tokens) == (want_input, 7)
+            assert recorded.HasField("cost_usd") and recorded.cost_usd > 0
             assert ev.id > last_id
             last_id = ev.id
     finally:
@@ -409,7 +412,9 @@ def test_agent_flow(tools, caller):
     events = tools.WatchToolEvents(
         tools_pb2.WatchToolEventsRequest(
             caller=caller,
-            filter=events_pb2.EventFilter(types=["tool_activated"], session_id=caller.session_id),
+            filter=events_pb2.EventFilter(
+                event_types=[events_pb2.EVENT_TYPE_TOOL_ACTIVATED], session_id=caller.session_id, tool=refund
+            ),
         ),
         timeout=RPC_TIMEOUT_S,  # bounds the whole stream
     )
@@ -421,18 +426,18 @@ def test_agent_flow(tools, caller):
         assert "payment_id" in json_format.MessageToDict(resolved.tool.args_schema)["properties"]
 
         ev = next(msg.event for msg in events if msg.WhichOneof("message") == "event")
-        assert (ev.type, ev.tenant_id, ev.session_id, ev.run_id) == (
-            "tool_activated",
+        assert (ev.event_type, ev.tenant_id, ev.session_id, ev.run_id) == (
+            events_pb2.EVENT_TYPE_TOOL_ACTIVATED,
             caller.tenant_id,
             caller.session_id,
             caller.run_id,
         )
-        attrs = json_format.MessageToDict(ev.attributes)
-        assert {k: attrs.get(k) for k in ("tool", "scope", "source")} == {
-            "tool": refund,
-            "scope": "run",
-            "source": "resolve",
-        }, attrs
+        activated = ev.tool_activated
+        assert (activated.tool, activated.scope, activated.source) == (
+            refund,
+            events_pb2.ToolActivated.SCOPE_RUN,
+            events_pb2.ToolActivated.SOURCE_RESOLVE,
+        ), activated
     finally:
         events.cancel()
 

@@ -113,7 +113,9 @@ def discover(channel: grpc.Channel, caller: common_pb2.CallerContext) -> None:
     events = tools.WatchToolEvents(
         tools_pb2.WatchToolEventsRequest(
             caller=caller,
-            filter=events_pb2.EventFilter(types=["tool_activated"], session_id=caller.session_id),
+            filter=events_pb2.EventFilter(
+                event_types=[events_pb2.EVENT_TYPE_TOOL_ACTIVATED], session_id=caller.session_id, tool=best.name
+            ),
         ),
         timeout=TIMEOUT_S,
     )
@@ -124,10 +126,11 @@ def discover(channel: grpc.Channel, caller: common_pb2.CallerContext) -> None:
         for msg in events if resolved.activated else ():
             if msg.WhichOneof("message") != "event" or msg.event.run_id != caller.run_id:
                 continue  # a status or heartbeat, or another run of the session
-            attrs = json_format.MessageToDict(msg.event.attributes)
-            if attrs.get("tool") == best.name:
-                print(f"event: {msg.event.type} {attrs['tool']} (scope {attrs['scope']}, source {attrs['source']})")
-                break
+            activated = msg.event.tool_activated
+            scope = events_pb2.ToolActivated.Scope.Name(activated.scope).removeprefix("SCOPE_").lower()
+            source = events_pb2.ToolActivated.Source.Name(activated.source).removeprefix("SOURCE_").lower()
+            print(f"event: {msg.event.type} {activated.tool} (scope {scope}, source {source})")
+            break
     finally:
         events.cancel()
 

@@ -1,11 +1,13 @@
-import { timestampFromMs, timestampNow } from "@bufbuild/protobuf/wkt";
+import { timestampNow } from "@bufbuild/protobuf/wkt";
 import type { Event, EventFilter, WatchStatus } from "../../../gen/ts/wayfind/v1/events_pb.ts";
 import { watchedTenant } from "../../caller/authorize.ts";
 import type { Principal } from "../../caller/caller.ts";
 import { quoteInput, WayfindError } from "../../errors.ts";
-import type { EventGap, EventLog, EventType, StoredEvent } from "../../events/index.ts";
+import type { EventGap, EventLog, EventType } from "../../events/index.ts";
 import { EVENT_TYPES } from "../../events/index.ts";
+import { checkSize, LIMITS } from "../../limits.ts";
 import { streamSendBudget } from "../turn-budget.ts";
+import { eventTypeOf, toProtoEvent } from "./event-payload.ts";
 
 /** Every watch stream sends something at least this often, so idle proxies keep it open. */
 const HEARTBEAT_MS = 15_000;
@@ -30,7 +32,9 @@ export async function* watchEvents(
   serviceTypes: readonly EventType[],
   signal: AbortSignal,
 ): AsyncGenerator<WatchMessage> {
-  const types = validateTypes(filter?.types ?? [], serviceTypes);
+  const types = validateTypes(requestedTypes(filter), serviceTypes);
+  const tool = filter?.tool ?? "";
+  checkSize(LIMITS.eventFilterTool, tool.length);
   const tenantId = watchedTenant(principal, filter?.tenantId ?? "");
   const afterId = filter?.afterId ? filter.afterId : filter?.fromOldest ? 0n : undefined;
   if (afterId !== undefined && afterId > log.latestId) {
@@ -84,7 +88,9 @@ export async function* watchEvents(
       // meters each encoding exactly (grpc-js-adapter.ts).
       const nextTurn = streamSendBudget.spent();
       if (nextTurn) await nextTurn;
-      yield { message: { case: "event", value: toProtoEvent(result.value) }, sentAt: timestampNow() };
+      // Only the events about the tool asked for: those that name it (tool_activated).
+      if (tool === "" || result.value.attributes.tool === tool)
+        yield { message: { case: "event", value: toProtoEvent(result.value) }, sentAt: timestampNow() };
       next = iterator.next();
     }
   } finally {
@@ -95,6 +101,17 @@ export async function* watchEvents(
 
 function status(oldestRetainedId: bigint, eventsLost: boolean): WatchMessage {
   return { message: { case: "status", value: { oldestRetainedId, eventsLost } }, sentAt: timestampNow() };
+}
+
+/** The types a filter names, by name (`types`) and by enum (`event_types`). */
+function requestedTypes(filter: EventFilter | undefined): string[] {
+  const byEnum = (filter?.eventTypes ?? []).map((value) => {
+    const type = eventTypeOf(value);
+    if (type === undefined)
+      throw new WayfindError("invalid_argument", `filter.event_types: ${value} is not an event type`);
+    return type;
+  });
+  return [...new Set([...(filter?.types ?? []), ...byEnum])];
 }
 
 function validateTypes(requested: readonly string[], serviceTypes: readonly EventType[]): EventType[] {
@@ -110,18 +127,6 @@ function validateTypes(requested: readonly string[], serviceTypes: readonly Even
     }
   }
   return requested.length > 0 ? (requested as EventType[]) : [...serviceTypes];
-}
-
-function toProtoEvent(event: StoredEvent): Omit<Event, "$typeName"> {
-  return {
-    id: event.id,
-    time: timestampFromMs(event.timestampMs),
-    type: event.type,
-    tenantId: event.tenantId ?? "",
-    sessionId: event.sessionId ?? "",
-    runId: event.runId ?? "",
-    attributes: { ...event.attributes },
-  };
 }
 
 export const TOOL_EVENT_TYPES = EVENT_TYPES.filter((type) => type.startsWith("tool_"));

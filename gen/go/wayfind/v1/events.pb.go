@@ -23,38 +23,242 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// One event of the event log. Types and their attributes:
-//
-//	tool_search_query        query, requested_search_type, effective_search_type, result_count
-//	tool_get                 requested_count, returned_count
-//	tool_activated           tool, scope (run|session), source (explicit|resolve|lazy_group), reason
-//	tool_activation_denied   reason (never the denied tool's name)
-//	tool_search_cache_ready  tool_count
-//	tool_policy_filtered     removed_count, registry_count
-//	tool_directory_rendered  entry_count, token_estimate
-//	tool_hints_generated     hint_count
-//	skill_pack_loaded        pack, skill_count, updated_count
-//	skill_directory_rendered entry_count, token_estimate
-//	skills_retrieved         skill_count, top_k, raw_tokens_est, final_tokens_est, was_compressed
-//	skill_search_query       query, effective_search_type, result_count
-//	skill_get                requested_count, returned_count
-//	skill_list               returned_count
-//	usage_recorded           provider, model, input_tokens, output_tokens, cache_read_input_tokens,
-//	                         cache_creation_input_tokens, cost_usd (absent when unknown)
+// The types of event the log records; `Event.type` holds the same name in lower snake case
+// (`EVENT_TYPE_TOOL_ACTIVATED` is `tool_activated`), and `Event.payload` the message of that type.
+type EventType int32
+
+const (
+	EventType_EVENT_TYPE_UNSPECIFIED              EventType = 0
+	EventType_EVENT_TYPE_TOOL_SEARCH_QUERY        EventType = 1
+	EventType_EVENT_TYPE_TOOL_GET                 EventType = 2
+	EventType_EVENT_TYPE_TOOL_ACTIVATED           EventType = 3
+	EventType_EVENT_TYPE_TOOL_ACTIVATION_DENIED   EventType = 4
+	EventType_EVENT_TYPE_TOOL_SEARCH_CACHE_READY  EventType = 5
+	EventType_EVENT_TYPE_TOOL_POLICY_FILTERED     EventType = 6
+	EventType_EVENT_TYPE_TOOL_DIRECTORY_RENDERED  EventType = 7
+	EventType_EVENT_TYPE_TOOL_HINTS_GENERATED     EventType = 8
+	EventType_EVENT_TYPE_SKILL_PACK_LOADED        EventType = 9
+	EventType_EVENT_TYPE_SKILL_DIRECTORY_RENDERED EventType = 10
+	EventType_EVENT_TYPE_SKILLS_RETRIEVED         EventType = 11
+	EventType_EVENT_TYPE_SKILL_SEARCH_QUERY       EventType = 12
+	EventType_EVENT_TYPE_SKILL_GET                EventType = 13
+	EventType_EVENT_TYPE_SKILL_LIST               EventType = 14
+	EventType_EVENT_TYPE_USAGE_RECORDED           EventType = 15
+)
+
+// Enum value maps for EventType.
+var (
+	EventType_name = map[int32]string{
+		0:  "EVENT_TYPE_UNSPECIFIED",
+		1:  "EVENT_TYPE_TOOL_SEARCH_QUERY",
+		2:  "EVENT_TYPE_TOOL_GET",
+		3:  "EVENT_TYPE_TOOL_ACTIVATED",
+		4:  "EVENT_TYPE_TOOL_ACTIVATION_DENIED",
+		5:  "EVENT_TYPE_TOOL_SEARCH_CACHE_READY",
+		6:  "EVENT_TYPE_TOOL_POLICY_FILTERED",
+		7:  "EVENT_TYPE_TOOL_DIRECTORY_RENDERED",
+		8:  "EVENT_TYPE_TOOL_HINTS_GENERATED",
+		9:  "EVENT_TYPE_SKILL_PACK_LOADED",
+		10: "EVENT_TYPE_SKILL_DIRECTORY_RENDERED",
+		11: "EVENT_TYPE_SKILLS_RETRIEVED",
+		12: "EVENT_TYPE_SKILL_SEARCH_QUERY",
+		13: "EVENT_TYPE_SKILL_GET",
+		14: "EVENT_TYPE_SKILL_LIST",
+		15: "EVENT_TYPE_USAGE_RECORDED",
+	}
+	EventType_value = map[string]int32{
+		"EVENT_TYPE_UNSPECIFIED":              0,
+		"EVENT_TYPE_TOOL_SEARCH_QUERY":        1,
+		"EVENT_TYPE_TOOL_GET":                 2,
+		"EVENT_TYPE_TOOL_ACTIVATED":           3,
+		"EVENT_TYPE_TOOL_ACTIVATION_DENIED":   4,
+		"EVENT_TYPE_TOOL_SEARCH_CACHE_READY":  5,
+		"EVENT_TYPE_TOOL_POLICY_FILTERED":     6,
+		"EVENT_TYPE_TOOL_DIRECTORY_RENDERED":  7,
+		"EVENT_TYPE_TOOL_HINTS_GENERATED":     8,
+		"EVENT_TYPE_SKILL_PACK_LOADED":        9,
+		"EVENT_TYPE_SKILL_DIRECTORY_RENDERED": 10,
+		"EVENT_TYPE_SKILLS_RETRIEVED":         11,
+		"EVENT_TYPE_SKILL_SEARCH_QUERY":       12,
+		"EVENT_TYPE_SKILL_GET":                13,
+		"EVENT_TYPE_SKILL_LIST":               14,
+		"EVENT_TYPE_USAGE_RECORDED":           15,
+	}
+)
+
+func (x EventType) Enum() *EventType {
+	p := new(EventType)
+	*p = x
+	return p
+}
+
+func (x EventType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (EventType) Descriptor() protoreflect.EnumDescriptor {
+	return file_wayfind_v1_events_proto_enumTypes[0].Descriptor()
+}
+
+func (EventType) Type() protoreflect.EnumType {
+	return &file_wayfind_v1_events_proto_enumTypes[0]
+}
+
+func (x EventType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use EventType.Descriptor instead.
+func (EventType) EnumDescriptor() ([]byte, []int) {
+	return file_wayfind_v1_events_proto_rawDescGZIP(), []int{0}
+}
+
+// Where the activation holds.
+type ToolActivated_Scope int32
+
+const (
+	ToolActivated_SCOPE_UNSPECIFIED ToolActivated_Scope = 0
+	ToolActivated_SCOPE_RUN         ToolActivated_Scope = 1
+	ToolActivated_SCOPE_SESSION     ToolActivated_Scope = 2
+)
+
+// Enum value maps for ToolActivated_Scope.
+var (
+	ToolActivated_Scope_name = map[int32]string{
+		0: "SCOPE_UNSPECIFIED",
+		1: "SCOPE_RUN",
+		2: "SCOPE_SESSION",
+	}
+	ToolActivated_Scope_value = map[string]int32{
+		"SCOPE_UNSPECIFIED": 0,
+		"SCOPE_RUN":         1,
+		"SCOPE_SESSION":     2,
+	}
+)
+
+func (x ToolActivated_Scope) Enum() *ToolActivated_Scope {
+	p := new(ToolActivated_Scope)
+	*p = x
+	return p
+}
+
+func (x ToolActivated_Scope) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ToolActivated_Scope) Descriptor() protoreflect.EnumDescriptor {
+	return file_wayfind_v1_events_proto_enumTypes[1].Descriptor()
+}
+
+func (ToolActivated_Scope) Type() protoreflect.EnumType {
+	return &file_wayfind_v1_events_proto_enumTypes[1]
+}
+
+func (x ToolActivated_Scope) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ToolActivated_Scope.Descriptor instead.
+func (ToolActivated_Scope) EnumDescriptor() ([]byte, []int) {
+	return file_wayfind_v1_events_proto_rawDescGZIP(), []int{3, 0}
+}
+
+// What activated it.
+type ToolActivated_Source int32
+
+const (
+	ToolActivated_SOURCE_UNSPECIFIED ToolActivated_Source = 0
+	// ActivateTools.
+	ToolActivated_SOURCE_EXPLICIT ToolActivated_Source = 1
+	// ResolveTool: the model called the tool by name.
+	ToolActivated_SOURCE_RESOLVE ToolActivated_Source = 2
+	// A lazy tool group's trigger matched.
+	ToolActivated_SOURCE_LAZY_GROUP ToolActivated_Source = 3
+)
+
+// Enum value maps for ToolActivated_Source.
+var (
+	ToolActivated_Source_name = map[int32]string{
+		0: "SOURCE_UNSPECIFIED",
+		1: "SOURCE_EXPLICIT",
+		2: "SOURCE_RESOLVE",
+		3: "SOURCE_LAZY_GROUP",
+	}
+	ToolActivated_Source_value = map[string]int32{
+		"SOURCE_UNSPECIFIED": 0,
+		"SOURCE_EXPLICIT":    1,
+		"SOURCE_RESOLVE":     2,
+		"SOURCE_LAZY_GROUP":  3,
+	}
+)
+
+func (x ToolActivated_Source) Enum() *ToolActivated_Source {
+	p := new(ToolActivated_Source)
+	*p = x
+	return p
+}
+
+func (x ToolActivated_Source) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ToolActivated_Source) Descriptor() protoreflect.EnumDescriptor {
+	return file_wayfind_v1_events_proto_enumTypes[2].Descriptor()
+}
+
+func (ToolActivated_Source) Type() protoreflect.EnumType {
+	return &file_wayfind_v1_events_proto_enumTypes[2]
+}
+
+func (x ToolActivated_Source) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ToolActivated_Source.Descriptor instead.
+func (ToolActivated_Source) EnumDescriptor() ([]byte, []int) {
+	return file_wayfind_v1_events_proto_rawDescGZIP(), []int{3, 1}
+}
+
+// One event of the event log: who caused it, when, and its typed payload.
 type Event struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Monotonic id; pass the last id you processed as `after_id` to resume after a reconnect.
 	Id uint64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
 	// When the event happened.
 	Time *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=time,proto3" json:"time,omitempty"`
-	// Event type, e.g. `tool_activated`.
+	// Event type name, e.g. `tool_activated` (the same as `event_type`).
 	Type string `protobuf:"bytes,3,opt,name=type,proto3" json:"type,omitempty"`
 	// The tenant, session and run of the call that caused the event (empty when not applicable).
 	TenantId  string `protobuf:"bytes,4,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
 	SessionId string `protobuf:"bytes,5,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	RunId     string `protobuf:"bytes,6,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
-	// Typed attributes of the event, by type as listed above.
-	Attributes    *structpb.Struct `protobuf:"bytes,7,opt,name=attributes,proto3" json:"attributes,omitempty"`
+	// The payload as an untyped map, with the payload message's field names as keys. Deprecated: read
+	// `payload`. Still filled in; it goes in wayfind v2.
+	//
+	// Deprecated: Marked as deprecated in wayfind/v1/events.proto.
+	Attributes *structpb.Struct `protobuf:"bytes,7,opt,name=attributes,proto3" json:"attributes,omitempty"`
+	// Event type.
+	EventType EventType `protobuf:"varint,8,opt,name=event_type,json=eventType,proto3,enum=wayfind.v1.EventType" json:"event_type,omitempty"`
+	// What happened, one message per type.
+	//
+	// Types that are valid to be assigned to Payload:
+	//
+	//	*Event_ToolSearchQuery
+	//	*Event_ToolGet
+	//	*Event_ToolActivated
+	//	*Event_ToolActivationDenied
+	//	*Event_ToolSearchCacheReady
+	//	*Event_ToolPolicyFiltered
+	//	*Event_ToolDirectoryRendered
+	//	*Event_ToolHintsGenerated
+	//	*Event_SkillPackLoaded
+	//	*Event_SkillDirectoryRendered
+	//	*Event_SkillsRetrieved
+	//	*Event_SkillSearchQuery
+	//	*Event_SkillGet
+	//	*Event_SkillList
+	//	*Event_UsageRecorded
+	Payload       isEvent_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -131,6 +335,7 @@ func (x *Event) GetRunId() string {
 	return ""
 }
 
+// Deprecated: Marked as deprecated in wayfind/v1/events.proto.
 func (x *Event) GetAttributes() *structpb.Struct {
 	if x != nil {
 		return x.Attributes
@@ -138,10 +343,1239 @@ func (x *Event) GetAttributes() *structpb.Struct {
 	return nil
 }
 
+func (x *Event) GetEventType() EventType {
+	if x != nil {
+		return x.EventType
+	}
+	return EventType_EVENT_TYPE_UNSPECIFIED
+}
+
+func (x *Event) GetPayload() isEvent_Payload {
+	if x != nil {
+		return x.Payload
+	}
+	return nil
+}
+
+func (x *Event) GetToolSearchQuery() *ToolSearchQuery {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ToolSearchQuery); ok {
+			return x.ToolSearchQuery
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetToolGet() *ToolGet {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ToolGet); ok {
+			return x.ToolGet
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetToolActivated() *ToolActivated {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ToolActivated); ok {
+			return x.ToolActivated
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetToolActivationDenied() *ToolActivationDenied {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ToolActivationDenied); ok {
+			return x.ToolActivationDenied
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetToolSearchCacheReady() *ToolSearchCacheReady {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ToolSearchCacheReady); ok {
+			return x.ToolSearchCacheReady
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetToolPolicyFiltered() *ToolPolicyFiltered {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ToolPolicyFiltered); ok {
+			return x.ToolPolicyFiltered
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetToolDirectoryRendered() *ToolDirectoryRendered {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ToolDirectoryRendered); ok {
+			return x.ToolDirectoryRendered
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetToolHintsGenerated() *ToolHintsGenerated {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ToolHintsGenerated); ok {
+			return x.ToolHintsGenerated
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetSkillPackLoaded() *SkillPackLoaded {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_SkillPackLoaded); ok {
+			return x.SkillPackLoaded
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetSkillDirectoryRendered() *SkillDirectoryRendered {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_SkillDirectoryRendered); ok {
+			return x.SkillDirectoryRendered
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetSkillsRetrieved() *SkillsRetrieved {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_SkillsRetrieved); ok {
+			return x.SkillsRetrieved
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetSkillSearchQuery() *SkillSearchQuery {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_SkillSearchQuery); ok {
+			return x.SkillSearchQuery
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetSkillGet() *SkillGet {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_SkillGet); ok {
+			return x.SkillGet
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetSkillList() *SkillList {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_SkillList); ok {
+			return x.SkillList
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetUsageRecorded() *UsageRecorded {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_UsageRecorded); ok {
+			return x.UsageRecorded
+		}
+	}
+	return nil
+}
+
+type isEvent_Payload interface {
+	isEvent_Payload()
+}
+
+type Event_ToolSearchQuery struct {
+	ToolSearchQuery *ToolSearchQuery `protobuf:"bytes,20,opt,name=tool_search_query,json=toolSearchQuery,proto3,oneof"`
+}
+
+type Event_ToolGet struct {
+	ToolGet *ToolGet `protobuf:"bytes,21,opt,name=tool_get,json=toolGet,proto3,oneof"`
+}
+
+type Event_ToolActivated struct {
+	ToolActivated *ToolActivated `protobuf:"bytes,22,opt,name=tool_activated,json=toolActivated,proto3,oneof"`
+}
+
+type Event_ToolActivationDenied struct {
+	ToolActivationDenied *ToolActivationDenied `protobuf:"bytes,23,opt,name=tool_activation_denied,json=toolActivationDenied,proto3,oneof"`
+}
+
+type Event_ToolSearchCacheReady struct {
+	ToolSearchCacheReady *ToolSearchCacheReady `protobuf:"bytes,24,opt,name=tool_search_cache_ready,json=toolSearchCacheReady,proto3,oneof"`
+}
+
+type Event_ToolPolicyFiltered struct {
+	ToolPolicyFiltered *ToolPolicyFiltered `protobuf:"bytes,25,opt,name=tool_policy_filtered,json=toolPolicyFiltered,proto3,oneof"`
+}
+
+type Event_ToolDirectoryRendered struct {
+	ToolDirectoryRendered *ToolDirectoryRendered `protobuf:"bytes,26,opt,name=tool_directory_rendered,json=toolDirectoryRendered,proto3,oneof"`
+}
+
+type Event_ToolHintsGenerated struct {
+	ToolHintsGenerated *ToolHintsGenerated `protobuf:"bytes,27,opt,name=tool_hints_generated,json=toolHintsGenerated,proto3,oneof"`
+}
+
+type Event_SkillPackLoaded struct {
+	SkillPackLoaded *SkillPackLoaded `protobuf:"bytes,28,opt,name=skill_pack_loaded,json=skillPackLoaded,proto3,oneof"`
+}
+
+type Event_SkillDirectoryRendered struct {
+	SkillDirectoryRendered *SkillDirectoryRendered `protobuf:"bytes,29,opt,name=skill_directory_rendered,json=skillDirectoryRendered,proto3,oneof"`
+}
+
+type Event_SkillsRetrieved struct {
+	SkillsRetrieved *SkillsRetrieved `protobuf:"bytes,30,opt,name=skills_retrieved,json=skillsRetrieved,proto3,oneof"`
+}
+
+type Event_SkillSearchQuery struct {
+	SkillSearchQuery *SkillSearchQuery `protobuf:"bytes,31,opt,name=skill_search_query,json=skillSearchQuery,proto3,oneof"`
+}
+
+type Event_SkillGet struct {
+	SkillGet *SkillGet `protobuf:"bytes,32,opt,name=skill_get,json=skillGet,proto3,oneof"`
+}
+
+type Event_SkillList struct {
+	SkillList *SkillList `protobuf:"bytes,33,opt,name=skill_list,json=skillList,proto3,oneof"`
+}
+
+type Event_UsageRecorded struct {
+	UsageRecorded *UsageRecorded `protobuf:"bytes,34,opt,name=usage_recorded,json=usageRecorded,proto3,oneof"`
+}
+
+func (*Event_ToolSearchQuery) isEvent_Payload() {}
+
+func (*Event_ToolGet) isEvent_Payload() {}
+
+func (*Event_ToolActivated) isEvent_Payload() {}
+
+func (*Event_ToolActivationDenied) isEvent_Payload() {}
+
+func (*Event_ToolSearchCacheReady) isEvent_Payload() {}
+
+func (*Event_ToolPolicyFiltered) isEvent_Payload() {}
+
+func (*Event_ToolDirectoryRendered) isEvent_Payload() {}
+
+func (*Event_ToolHintsGenerated) isEvent_Payload() {}
+
+func (*Event_SkillPackLoaded) isEvent_Payload() {}
+
+func (*Event_SkillDirectoryRendered) isEvent_Payload() {}
+
+func (*Event_SkillsRetrieved) isEvent_Payload() {}
+
+func (*Event_SkillSearchQuery) isEvent_Payload() {}
+
+func (*Event_SkillGet) isEvent_Payload() {}
+
+func (*Event_SkillList) isEvent_Payload() {}
+
+func (*Event_UsageRecorded) isEvent_Payload() {}
+
+// A SearchTools call.
+type ToolSearchQuery struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The query as sent, cut to 256 characters.
+	Query string `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
+	// The search type asked for.
+	RequestedType SearchType `protobuf:"varint,2,opt,name=requested_type,json=requestedType,proto3,enum=wayfind.v1.SearchType" json:"requested_type,omitempty"`
+	// How the full-text query matched: `and`, `or`, `fuzzy`, `regex`, `exact`, `semantic`….
+	Strategy string `protobuf:"bytes,3,opt,name=strategy,proto3" json:"strategy,omitempty"`
+	// Tools returned.
+	ResultCount   uint32 `protobuf:"varint,4,opt,name=result_count,json=resultCount,proto3" json:"result_count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolSearchQuery) Reset() {
+	*x = ToolSearchQuery{}
+	mi := &file_wayfind_v1_events_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolSearchQuery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolSearchQuery) ProtoMessage() {}
+
+func (x *ToolSearchQuery) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfind_v1_events_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolSearchQuery.ProtoReflect.Descriptor instead.
+func (*ToolSearchQuery) Descriptor() ([]byte, []int) {
+	return file_wayfind_v1_events_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ToolSearchQuery) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
+func (x *ToolSearchQuery) GetRequestedType() SearchType {
+	if x != nil {
+		return x.RequestedType
+	}
+	return SearchType_SEARCH_TYPE_UNSPECIFIED
+}
+
+func (x *ToolSearchQuery) GetStrategy() string {
+	if x != nil {
+		return x.Strategy
+	}
+	return ""
+}
+
+func (x *ToolSearchQuery) GetResultCount() uint32 {
+	if x != nil {
+		return x.ResultCount
+	}
+	return 0
+}
+
+// A GetTools call.
+type ToolGet struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	RequestedCount uint32                 `protobuf:"varint,1,opt,name=requested_count,json=requestedCount,proto3" json:"requested_count,omitempty"`
+	ReturnedCount  uint32                 `protobuf:"varint,2,opt,name=returned_count,json=returnedCount,proto3" json:"returned_count,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ToolGet) Reset() {
+	*x = ToolGet{}
+	mi := &file_wayfind_v1_events_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolGet) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolGet) ProtoMessage() {}
+
+func (x *ToolGet) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfind_v1_events_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolGet.ProtoReflect.Descriptor instead.
+func (*ToolGet) Descriptor() ([]byte, []int) {
+	return file_wayfind_v1_events_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ToolGet) GetRequestedCount() uint32 {
+	if x != nil {
+		return x.RequestedCount
+	}
+	return 0
+}
+
+func (x *ToolGet) GetReturnedCount() uint32 {
+	if x != nil {
+		return x.ReturnedCount
+	}
+	return 0
+}
+
+// A deferred tool became visible for a run or session.
+type ToolActivated struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Canonical tool name.
+	Tool   string               `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
+	Scope  ToolActivated_Scope  `protobuf:"varint,2,opt,name=scope,proto3,enum=wayfind.v1.ToolActivated_Scope" json:"scope,omitempty"`
+	Source ToolActivated_Source `protobuf:"varint,3,opt,name=source,proto3,enum=wayfind.v1.ToolActivated_Source" json:"source,omitempty"`
+	// Why, when the caller said (e.g. the lazy group's name).
+	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolActivated) Reset() {
+	*x = ToolActivated{}
+	mi := &file_wayfind_v1_events_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolActivated) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolActivated) ProtoMessage() {}
+
+func (x *ToolActivated) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfind_v1_events_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolActivated.ProtoReflect.Descriptor instead.
+func (*ToolActivated) Descriptor() ([]byte, []int) {
+	return file_wayfind_v1_events_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ToolActivated) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *ToolActivated) GetScope() ToolActivated_Scope {
+	if x != nil {
+		return x.Scope
+	}
+	return ToolActivated_SCOPE_UNSPECIFIED
+}
+
+func (x *ToolActivated) GetSource() ToolActivated_Source {
+	if x != nil {
+		return x.Source
+	}
+	return ToolActivated_SOURCE_UNSPECIFIED
+}
+
+func (x *ToolActivated) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// An activation was refused; never names the tools.
+type ToolActivationDenied struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// e.g. `missing_scope_id`, `not_visible`.
+	Reason string `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Tools refused.
+	Count         uint32 `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolActivationDenied) Reset() {
+	*x = ToolActivationDenied{}
+	mi := &file_wayfind_v1_events_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolActivationDenied) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolActivationDenied) ProtoMessage() {}
+
+func (x *ToolActivationDenied) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfind_v1_events_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolActivationDenied.ProtoReflect.Descriptor instead.
+func (*ToolActivationDenied) Descriptor() ([]byte, []int) {
+	return file_wayfind_v1_events_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ToolActivationDenied) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ToolActivationDenied) GetCount() uint32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+// The search index holds a new catalog version.
+type ToolSearchCacheReady struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ToolCount     uint32                 `protobuf:"varint,1,opt,name=tool_count,json=toolCount,proto3" json:"tool_count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolSearchCacheReady) Reset() {
+	*x = ToolSearchCacheReady{}
+	mi := &file_wayfind_v1_events_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolSearchCacheReady) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolSearchCacheReady) ProtoMessage() {}
+
+func (x *ToolSearchCacheReady) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfind_v1_events_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolSearchCacheReady.ProtoReflect.Descriptor instead.
+func (*ToolSearchCacheReady) Descriptor() ([]byte, []int) {
+	return file_wayfind_v1_events_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ToolSearchCacheReady) GetToolCount() uint32 {
+	if x != nil {
+		return x.ToolCount
+	}
+	return 0
+}
+
+// At start: what the static policy removed from the registry.
+type ToolPolicyFiltered struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RemovedCount  uint32                 `protobuf:"varint,1,opt,name=removed_count,json=removedCount,proto3" json:"removed_count,omitempty"`
+	RegistryCount uint32                 `protobuf:"varint,2,opt,name=registry_count,json=registryCount,proto3" json:"registry_count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolPolicyFiltered) Reset() {
+	*x = ToolPolicyFiltered{}
+	mi := &file_wayfind_v1_events_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolPolicyFiltered) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolPolicyFiltered) ProtoMessage() {}
+
+func (x *ToolPolicyFiltered) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfind_v1_events_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolPolicyFiltered.ProtoReflect.Descriptor instead.
+func (*ToolPolicyFiltered) Descriptor() ([]byte, []int) {
+	return file_wayfind_v1_events_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ToolPolicyFiltered) GetRemovedCount() uint32 {
+	if x != nil {
+		return x.RemovedCount
+	}
+	return 0
+}
+
+func (x *ToolPolicyFiltered) GetRegistryCount() uint32 {
+	if x != nil {
+		return x.RegistryCount
+	}
+	return 0
+}
+
+// A RenderToolPrompt with a directory of deferred tools.
+type ToolDirectoryRendered struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	EntryCount    uint32                 `protobuf:"varint,1,opt,name=entry_count,json=entryCount,proto3" json:"entry_count,omitempty"`
+	DeferredCount uint32                 `protobuf:"varint,2,opt,name=deferred_count,json=deferredCount,proto3" json:"deferred_count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolDirectoryRendered) Reset() {
+	*x = ToolDirectoryRendered{}
+	mi := &file_wayfind_v1_events_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolDirectoryRendered) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolDirectoryRendered) ProtoMessage() {}
+
+func (x *ToolDirectoryRendered) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfind_v1_events_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolDirectoryRendered.ProtoReflect.Descriptor instead.
+func (*ToolDirectoryRendered) Descriptor() ([]byte, []int) {
+	return file_wayfind_v1_events_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ToolDirectoryRendered) GetEntryCount() uint32 {
+	if x != nil {
+		return x.EntryCount
+	}
+	return 0
+}
+
+func (x *ToolDirectoryRendered) GetDeferredCount() uint32 {
+	if x != nil {
+		return x.DeferredCount
+	}
+	return 0
+}
+
+// Tool hints added to a rendered prompt.
+type ToolHintsGenerated struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	HintCount     uint32                 `protobuf:"varint,1,opt,name=hint_count,json=hintCount,proto3" json:"hint_count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolHintsGenerated) Reset() {
+	*x = ToolHintsGenerated{}
+	mi := &file_wayfind_v1_events_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolHintsGenerated) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolHintsGenerated) ProtoMessage() {}
+
+func (x *ToolHintsGenerated) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfind_v1_events_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolHintsGenerated.ProtoReflect.Descriptor instead.
+func (*ToolHintsGenerated) Descriptor() ([]byte, []int) {
+	return file_wayfind_v1_events_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ToolHintsGenerated) GetHintCount() uint32 {
+	if x != nil {
+		return x.HintCount
+	}
+	return 0
+}
+
+// A LoadSkillPack, or a configured pack at start.
+type SkillPackLoaded struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Pack  string                 `protobuf:"bytes,1,opt,name=pack,proto3" json:"pack,omitempty"`
+	// Skills in the pack.
+	SkillCount     uint32 `protobuf:"varint,2,opt,name=skill_count,json=skillCount,proto3" json:"skill_count,omitempty"`
+	LoadedCount    uint32 `protobuf:"varint,3,opt,name=loaded_count,json=loadedCount,proto3" json:"loaded_count,omitempty"`
+	UpdatedCount   uint32 `protobuf:"varint,4,opt,name=updated_count,json=updatedCount,proto3" json:"updated_count,omitempty"`
+	UnchangedCount uint32 `protobuf:"varint,5,opt,name=unchanged_count,json=unchangedCount,proto3" json:"unchanged_count,omitempty"`
+	RemovedCount   uint32 `protobuf:"varint,6,opt,name=removed_count,json=removedCount,proto3" json:"removed_count,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *SkillPackLoaded) Reset() {
+	*x = SkillPackLoaded{}
+	mi := &file_wayfind_v1_events_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SkillPackLoaded) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SkillPackLoaded) ProtoMessage() {}
+
+func (x *SkillPackLoaded) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfind_v1_events_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SkillPackLoaded.ProtoReflect.Descriptor instead.
+func (*SkillPackLoaded) Descriptor() ([]byte, []int) {
+	return file_wayfind_v1_events_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *SkillPackLoaded) GetPack() string {
+	if x != nil {
+		return x.Pack
+	}
+	return ""
+}
+
+func (x *SkillPackLoaded) GetSkillCount() uint32 {
+	if x != nil {
+		return x.SkillCount
+	}
+	return 0
+}
+
+func (x *SkillPackLoaded) GetLoadedCount() uint32 {
+	if x != nil {
+		return x.LoadedCount
+	}
+	return 0
+}
+
+func (x *SkillPackLoaded) GetUpdatedCount() uint32 {
+	if x != nil {
+		return x.UpdatedCount
+	}
+	return 0
+}
+
+func (x *SkillPackLoaded) GetUnchangedCount() uint32 {
+	if x != nil {
+		return x.UnchangedCount
+	}
+	return 0
+}
+
+func (x *SkillPackLoaded) GetRemovedCount() uint32 {
+	if x != nil {
+		return x.RemovedCount
+	}
+	return 0
+}
+
+// A RenderSkillDirectory call.
+type SkillDirectoryRendered struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	EntryCount uint32                 `protobuf:"varint,1,opt,name=entry_count,json=entryCount,proto3" json:"entry_count,omitempty"`
+	// Skills the caller could see in all.
+	TotalVisible  uint32 `protobuf:"varint,2,opt,name=total_visible,json=totalVisible,proto3" json:"total_visible,omitempty"`
+	TokenEstimate uint32 `protobuf:"varint,3,opt,name=token_estimate,json=tokenEstimate,proto3" json:"token_estimate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SkillDirectoryRendered) Reset() {
+	*x = SkillDirectoryRendered{}
+	mi := &file_wayfind_v1_events_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SkillDirectoryRendered) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SkillDirectoryRendered) ProtoMessage() {}
+
+func (x *SkillDirectoryRendered) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfind_v1_events_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SkillDirectoryRendered.ProtoReflect.Descriptor instead.
+func (*SkillDirectoryRendered) Descriptor() ([]byte, []int) {
+	return file_wayfind_v1_events_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *SkillDirectoryRendered) GetEntryCount() uint32 {
+	if x != nil {
+		return x.EntryCount
+	}
+	return 0
+}
+
+func (x *SkillDirectoryRendered) GetTotalVisible() uint32 {
+	if x != nil {
+		return x.TotalVisible
+	}
+	return 0
+}
+
+func (x *SkillDirectoryRendered) GetTokenEstimate() uint32 {
+	if x != nil {
+		return x.TokenEstimate
+	}
+	return 0
+}
+
+// A GetRelevantSkills call: skills injected into a prompt.
+type SkillsRetrieved struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	SkillCount uint32                 `protobuf:"varint,1,opt,name=skill_count,json=skillCount,proto3" json:"skill_count,omitempty"`
+	TopK       uint32                 `protobuf:"varint,2,opt,name=top_k,json=topK,proto3" json:"top_k,omitempty"`
+	// Tokens before and after fitting the budget.
+	RawTokenEstimate   uint32 `protobuf:"varint,3,opt,name=raw_token_estimate,json=rawTokenEstimate,proto3" json:"raw_token_estimate,omitempty"`
+	FinalTokenEstimate uint32 `protobuf:"varint,4,opt,name=final_token_estimate,json=finalTokenEstimate,proto3" json:"final_token_estimate,omitempty"`
+	WasCompressed      bool   `protobuf:"varint,5,opt,name=was_compressed,json=wasCompressed,proto3" json:"was_compressed,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *SkillsRetrieved) Reset() {
+	*x = SkillsRetrieved{}
+	mi := &file_wayfind_v1_events_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SkillsRetrieved) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SkillsRetrieved) ProtoMessage() {}
+
+func (x *SkillsRetrieved) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfind_v1_events_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SkillsRetrieved.ProtoReflect.Descriptor instead.
+func (*SkillsRetrieved) Descriptor() ([]byte, []int) {
+	return file_wayfind_v1_events_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *SkillsRetrieved) GetSkillCount() uint32 {
+	if x != nil {
+		return x.SkillCount
+	}
+	return 0
+}
+
+func (x *SkillsRetrieved) GetTopK() uint32 {
+	if x != nil {
+		return x.TopK
+	}
+	return 0
+}
+
+func (x *SkillsRetrieved) GetRawTokenEstimate() uint32 {
+	if x != nil {
+		return x.RawTokenEstimate
+	}
+	return 0
+}
+
+func (x *SkillsRetrieved) GetFinalTokenEstimate() uint32 {
+	if x != nil {
+		return x.FinalTokenEstimate
+	}
+	return 0
+}
+
+func (x *SkillsRetrieved) GetWasCompressed() bool {
+	if x != nil {
+		return x.WasCompressed
+	}
+	return false
+}
+
+// A SearchSkills call.
+type SkillSearchQuery struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The query, redacted and cut to 200 characters.
+	Query         string     `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
+	SearchType    SearchType `protobuf:"varint,2,opt,name=search_type,json=searchType,proto3,enum=wayfind.v1.SearchType" json:"search_type,omitempty"`
+	ResultCount   uint32     `protobuf:"varint,3,opt,name=result_count,json=resultCount,proto3" json:"result_count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SkillSearchQuery) Reset() {
+	*x = SkillSearchQuery{}
+	mi := &file_wayfind_v1_events_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SkillSearchQuery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SkillSearchQuery) ProtoMessage() {}
+
+func (x *SkillSearchQuery) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfind_v1_events_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SkillSearchQuery.ProtoReflect.Descriptor instead.
+func (*SkillSearchQuery) Descriptor() ([]byte, []int) {
+	return file_wayfind_v1_events_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *SkillSearchQuery) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
+func (x *SkillSearchQuery) GetSearchType() SearchType {
+	if x != nil {
+		return x.SearchType
+	}
+	return SearchType_SEARCH_TYPE_UNSPECIFIED
+}
+
+func (x *SkillSearchQuery) GetResultCount() uint32 {
+	if x != nil {
+		return x.ResultCount
+	}
+	return 0
+}
+
+// A GetSkills call.
+type SkillGet struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	RequestedCount uint32                 `protobuf:"varint,1,opt,name=requested_count,json=requestedCount,proto3" json:"requested_count,omitempty"`
+	FoundCount     uint32                 `protobuf:"varint,2,opt,name=found_count,json=foundCount,proto3" json:"found_count,omitempty"`
+	// The format asked for, e.g. `markdown`, `injection`.
+	Format             string `protobuf:"bytes,3,opt,name=format,proto3" json:"format,omitempty"`
+	RawTokenEstimate   uint32 `protobuf:"varint,4,opt,name=raw_token_estimate,json=rawTokenEstimate,proto3" json:"raw_token_estimate,omitempty"`
+	FinalTokenEstimate uint32 `protobuf:"varint,5,opt,name=final_token_estimate,json=finalTokenEstimate,proto3" json:"final_token_estimate,omitempty"`
+	WasCompressed      bool   `protobuf:"varint,6,opt,name=was_compressed,json=wasCompressed,proto3" json:"was_compressed,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *SkillGet) Reset() {
+	*x = SkillGet{}
+	mi := &file_wayfind_v1_events_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SkillGet) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SkillGet) ProtoMessage() {}
+
+func (x *SkillGet) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfind_v1_events_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SkillGet.ProtoReflect.Descriptor instead.
+func (*SkillGet) Descriptor() ([]byte, []int) {
+	return file_wayfind_v1_events_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *SkillGet) GetRequestedCount() uint32 {
+	if x != nil {
+		return x.RequestedCount
+	}
+	return 0
+}
+
+func (x *SkillGet) GetFoundCount() uint32 {
+	if x != nil {
+		return x.FoundCount
+	}
+	return 0
+}
+
+func (x *SkillGet) GetFormat() string {
+	if x != nil {
+		return x.Format
+	}
+	return ""
+}
+
+func (x *SkillGet) GetRawTokenEstimate() uint32 {
+	if x != nil {
+		return x.RawTokenEstimate
+	}
+	return 0
+}
+
+func (x *SkillGet) GetFinalTokenEstimate() uint32 {
+	if x != nil {
+		return x.FinalTokenEstimate
+	}
+	return 0
+}
+
+func (x *SkillGet) GetWasCompressed() bool {
+	if x != nil {
+		return x.WasCompressed
+	}
+	return false
+}
+
+// A ListSkills call.
+type SkillList struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ResultCount   uint32                 `protobuf:"varint,1,opt,name=result_count,json=resultCount,proto3" json:"result_count,omitempty"`
+	TotalCount    uint32                 `protobuf:"varint,2,opt,name=total_count,json=totalCount,proto3" json:"total_count,omitempty"`
+	PageSize      uint32                 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SkillList) Reset() {
+	*x = SkillList{}
+	mi := &file_wayfind_v1_events_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SkillList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SkillList) ProtoMessage() {}
+
+func (x *SkillList) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfind_v1_events_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SkillList.ProtoReflect.Descriptor instead.
+func (*SkillList) Descriptor() ([]byte, []int) {
+	return file_wayfind_v1_events_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *SkillList) GetResultCount() uint32 {
+	if x != nil {
+		return x.ResultCount
+	}
+	return 0
+}
+
+func (x *SkillList) GetTotalCount() uint32 {
+	if x != nil {
+		return x.TotalCount
+	}
+	return 0
+}
+
+func (x *SkillList) GetPageSize() uint32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+// A RecordUsage call that recorded a model call (a retry of the same idempotency key emits none).
+type UsageRecorded struct {
+	state                    protoimpl.MessageState `protogen:"open.v1"`
+	RecordId                 uint64                 `protobuf:"varint,1,opt,name=record_id,json=recordId,proto3" json:"record_id,omitempty"`
+	Provider                 Provider               `protobuf:"varint,2,opt,name=provider,proto3,enum=wayfind.v1.Provider" json:"provider,omitempty"`
+	Model                    string                 `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
+	InputTokens              uint64                 `protobuf:"varint,4,opt,name=input_tokens,json=inputTokens,proto3" json:"input_tokens,omitempty"`
+	OutputTokens             uint64                 `protobuf:"varint,5,opt,name=output_tokens,json=outputTokens,proto3" json:"output_tokens,omitempty"`
+	CacheReadInputTokens     uint64                 `protobuf:"varint,6,opt,name=cache_read_input_tokens,json=cacheReadInputTokens,proto3" json:"cache_read_input_tokens,omitempty"`
+	CacheCreationInputTokens uint64                 `protobuf:"varint,7,opt,name=cache_creation_input_tokens,json=cacheCreationInputTokens,proto3" json:"cache_creation_input_tokens,omitempty"`
+	// USD; absent when the model's price is unknown.
+	CostUsd       *float64 `protobuf:"fixed64,8,opt,name=cost_usd,json=costUsd,proto3,oneof" json:"cost_usd,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UsageRecorded) Reset() {
+	*x = UsageRecorded{}
+	mi := &file_wayfind_v1_events_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UsageRecorded) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UsageRecorded) ProtoMessage() {}
+
+func (x *UsageRecorded) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfind_v1_events_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UsageRecorded.ProtoReflect.Descriptor instead.
+func (*UsageRecorded) Descriptor() ([]byte, []int) {
+	return file_wayfind_v1_events_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *UsageRecorded) GetRecordId() uint64 {
+	if x != nil {
+		return x.RecordId
+	}
+	return 0
+}
+
+func (x *UsageRecorded) GetProvider() Provider {
+	if x != nil {
+		return x.Provider
+	}
+	return Provider_PROVIDER_UNSPECIFIED
+}
+
+func (x *UsageRecorded) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *UsageRecorded) GetInputTokens() uint64 {
+	if x != nil {
+		return x.InputTokens
+	}
+	return 0
+}
+
+func (x *UsageRecorded) GetOutputTokens() uint64 {
+	if x != nil {
+		return x.OutputTokens
+	}
+	return 0
+}
+
+func (x *UsageRecorded) GetCacheReadInputTokens() uint64 {
+	if x != nil {
+		return x.CacheReadInputTokens
+	}
+	return 0
+}
+
+func (x *UsageRecorded) GetCacheCreationInputTokens() uint64 {
+	if x != nil {
+		return x.CacheCreationInputTokens
+	}
+	return 0
+}
+
+func (x *UsageRecorded) GetCostUsd() float64 {
+	if x != nil && x.CostUsd != nil {
+		return *x.CostUsd
+	}
+	return 0
+}
+
 // Which events a watcher wants. Every field narrows; empty fields match everything the caller may see.
 type EventFilter struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Event types to receive, e.g. `tool_activated`. Unknown types are INVALID_ARGUMENT.
+	// Event types to receive by name, e.g. `tool_activated`. Unknown names are INVALID_ARGUMENT.
+	// Prefer `event_types`; both may be given (an event of either list is received).
 	Types []string `protobuf:"bytes,1,rep,name=types,proto3" json:"types,omitempty"`
 	// Only events of this tenant. A caller whose context names a tenant only ever receives that
 	// tenant's events; asking for another tenant is PERMISSION_DENIED.
@@ -152,14 +1586,19 @@ type EventFilter struct {
 	// 0 starts with live events only.
 	AfterId uint64 `protobuf:"varint,4,opt,name=after_id,json=afterId,proto3" json:"after_id,omitempty"`
 	// With after_id = 0: replay everything still retained before going live.
-	FromOldest    bool `protobuf:"varint,5,opt,name=from_oldest,json=fromOldest,proto3" json:"from_oldest,omitempty"`
+	FromOldest bool `protobuf:"varint,5,opt,name=from_oldest,json=fromOldest,proto3" json:"from_oldest,omitempty"`
+	// Event types to receive; each must be one of the stream's service (INVALID_ARGUMENT otherwise).
+	EventTypes []EventType `protobuf:"varint,6,rep,packed,name=event_types,json=eventTypes,proto3,enum=wayfind.v1.EventType" json:"event_types,omitempty"`
+	// Only events about this tool (`tool_activated`); other types have no tool and are left out.
+	// 0–128 characters.
+	Tool          string `protobuf:"bytes,7,opt,name=tool,proto3" json:"tool,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *EventFilter) Reset() {
 	*x = EventFilter{}
-	mi := &file_wayfind_v1_events_proto_msgTypes[1]
+	mi := &file_wayfind_v1_events_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -171,7 +1610,7 @@ func (x *EventFilter) String() string {
 func (*EventFilter) ProtoMessage() {}
 
 func (x *EventFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_events_proto_msgTypes[1]
+	mi := &file_wayfind_v1_events_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -184,7 +1623,7 @@ func (x *EventFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventFilter.ProtoReflect.Descriptor instead.
 func (*EventFilter) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_events_proto_rawDescGZIP(), []int{1}
+	return file_wayfind_v1_events_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *EventFilter) GetTypes() []string {
@@ -222,6 +1661,20 @@ func (x *EventFilter) GetFromOldest() bool {
 	return false
 }
 
+func (x *EventFilter) GetEventTypes() []EventType {
+	if x != nil {
+		return x.EventTypes
+	}
+	return nil
+}
+
+func (x *EventFilter) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
 // Sent first on every watch stream, and again when events were lost because the cursor was older
 // than the retention window.
 type WatchStatus struct {
@@ -236,7 +1689,7 @@ type WatchStatus struct {
 
 func (x *WatchStatus) Reset() {
 	*x = WatchStatus{}
-	mi := &file_wayfind_v1_events_proto_msgTypes[2]
+	mi := &file_wayfind_v1_events_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -248,7 +1701,7 @@ func (x *WatchStatus) String() string {
 func (*WatchStatus) ProtoMessage() {}
 
 func (x *WatchStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_events_proto_msgTypes[2]
+	mi := &file_wayfind_v1_events_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -261,7 +1714,7 @@ func (x *WatchStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchStatus.ProtoReflect.Descriptor instead.
 func (*WatchStatus) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_events_proto_rawDescGZIP(), []int{2}
+	return file_wayfind_v1_events_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *WatchStatus) GetOldestRetainedId() uint64 {
@@ -283,7 +1736,7 @@ var File_wayfind_v1_events_proto protoreflect.FileDescriptor
 const file_wayfind_v1_events_proto_rawDesc = "" +
 	"\n" +
 	"\x17wayfind/v1/events.proto\x12\n" +
-	"wayfind.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe7\x01\n" +
+	"wayfind.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17wayfind/v1/common.proto\"\x9b\v\n" +
 	"\x05Event\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12.\n" +
 	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x12\n" +
@@ -291,10 +1744,115 @@ const file_wayfind_v1_events_proto_rawDesc = "" +
 	"\ttenant_id\x18\x04 \x01(\tR\btenantId\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x05 \x01(\tR\tsessionId\x12\x15\n" +
-	"\x06run_id\x18\x06 \x01(\tR\x05runId\x127\n" +
+	"\x06run_id\x18\x06 \x01(\tR\x05runId\x12;\n" +
 	"\n" +
-	"attributes\x18\a \x01(\v2\x17.google.protobuf.StructR\n" +
-	"attributes\"\x9b\x01\n" +
+	"attributes\x18\a \x01(\v2\x17.google.protobuf.StructB\x02\x18\x01R\n" +
+	"attributes\x124\n" +
+	"\n" +
+	"event_type\x18\b \x01(\x0e2\x15.wayfind.v1.EventTypeR\teventType\x12I\n" +
+	"\x11tool_search_query\x18\x14 \x01(\v2\x1b.wayfind.v1.ToolSearchQueryH\x00R\x0ftoolSearchQuery\x120\n" +
+	"\btool_get\x18\x15 \x01(\v2\x13.wayfind.v1.ToolGetH\x00R\atoolGet\x12B\n" +
+	"\x0etool_activated\x18\x16 \x01(\v2\x19.wayfind.v1.ToolActivatedH\x00R\rtoolActivated\x12X\n" +
+	"\x16tool_activation_denied\x18\x17 \x01(\v2 .wayfind.v1.ToolActivationDeniedH\x00R\x14toolActivationDenied\x12Y\n" +
+	"\x17tool_search_cache_ready\x18\x18 \x01(\v2 .wayfind.v1.ToolSearchCacheReadyH\x00R\x14toolSearchCacheReady\x12R\n" +
+	"\x14tool_policy_filtered\x18\x19 \x01(\v2\x1e.wayfind.v1.ToolPolicyFilteredH\x00R\x12toolPolicyFiltered\x12[\n" +
+	"\x17tool_directory_rendered\x18\x1a \x01(\v2!.wayfind.v1.ToolDirectoryRenderedH\x00R\x15toolDirectoryRendered\x12R\n" +
+	"\x14tool_hints_generated\x18\x1b \x01(\v2\x1e.wayfind.v1.ToolHintsGeneratedH\x00R\x12toolHintsGenerated\x12I\n" +
+	"\x11skill_pack_loaded\x18\x1c \x01(\v2\x1b.wayfind.v1.SkillPackLoadedH\x00R\x0fskillPackLoaded\x12^\n" +
+	"\x18skill_directory_rendered\x18\x1d \x01(\v2\".wayfind.v1.SkillDirectoryRenderedH\x00R\x16skillDirectoryRendered\x12H\n" +
+	"\x10skills_retrieved\x18\x1e \x01(\v2\x1b.wayfind.v1.SkillsRetrievedH\x00R\x0fskillsRetrieved\x12L\n" +
+	"\x12skill_search_query\x18\x1f \x01(\v2\x1c.wayfind.v1.SkillSearchQueryH\x00R\x10skillSearchQuery\x123\n" +
+	"\tskill_get\x18  \x01(\v2\x14.wayfind.v1.SkillGetH\x00R\bskillGet\x126\n" +
+	"\n" +
+	"skill_list\x18! \x01(\v2\x15.wayfind.v1.SkillListH\x00R\tskillList\x12B\n" +
+	"\x0eusage_recorded\x18\" \x01(\v2\x19.wayfind.v1.UsageRecordedH\x00R\rusageRecordedB\t\n" +
+	"\apayload\"\xa5\x01\n" +
+	"\x0fToolSearchQuery\x12\x14\n" +
+	"\x05query\x18\x01 \x01(\tR\x05query\x12=\n" +
+	"\x0erequested_type\x18\x02 \x01(\x0e2\x16.wayfind.v1.SearchTypeR\rrequestedType\x12\x1a\n" +
+	"\bstrategy\x18\x03 \x01(\tR\bstrategy\x12!\n" +
+	"\fresult_count\x18\x04 \x01(\rR\vresultCount\"Y\n" +
+	"\aToolGet\x12'\n" +
+	"\x0frequested_count\x18\x01 \x01(\rR\x0erequestedCount\x12%\n" +
+	"\x0ereturned_count\x18\x02 \x01(\rR\rreturnedCount\"\xd0\x02\n" +
+	"\rToolActivated\x12\x12\n" +
+	"\x04tool\x18\x01 \x01(\tR\x04tool\x125\n" +
+	"\x05scope\x18\x02 \x01(\x0e2\x1f.wayfind.v1.ToolActivated.ScopeR\x05scope\x128\n" +
+	"\x06source\x18\x03 \x01(\x0e2 .wayfind.v1.ToolActivated.SourceR\x06source\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"@\n" +
+	"\x05Scope\x12\x15\n" +
+	"\x11SCOPE_UNSPECIFIED\x10\x00\x12\r\n" +
+	"\tSCOPE_RUN\x10\x01\x12\x11\n" +
+	"\rSCOPE_SESSION\x10\x02\"`\n" +
+	"\x06Source\x12\x16\n" +
+	"\x12SOURCE_UNSPECIFIED\x10\x00\x12\x13\n" +
+	"\x0fSOURCE_EXPLICIT\x10\x01\x12\x12\n" +
+	"\x0eSOURCE_RESOLVE\x10\x02\x12\x15\n" +
+	"\x11SOURCE_LAZY_GROUP\x10\x03\"D\n" +
+	"\x14ToolActivationDenied\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x14\n" +
+	"\x05count\x18\x02 \x01(\rR\x05count\"5\n" +
+	"\x14ToolSearchCacheReady\x12\x1d\n" +
+	"\n" +
+	"tool_count\x18\x01 \x01(\rR\ttoolCount\"`\n" +
+	"\x12ToolPolicyFiltered\x12#\n" +
+	"\rremoved_count\x18\x01 \x01(\rR\fremovedCount\x12%\n" +
+	"\x0eregistry_count\x18\x02 \x01(\rR\rregistryCount\"_\n" +
+	"\x15ToolDirectoryRendered\x12\x1f\n" +
+	"\ventry_count\x18\x01 \x01(\rR\n" +
+	"entryCount\x12%\n" +
+	"\x0edeferred_count\x18\x02 \x01(\rR\rdeferredCount\"3\n" +
+	"\x12ToolHintsGenerated\x12\x1d\n" +
+	"\n" +
+	"hint_count\x18\x01 \x01(\rR\thintCount\"\xdc\x01\n" +
+	"\x0fSkillPackLoaded\x12\x12\n" +
+	"\x04pack\x18\x01 \x01(\tR\x04pack\x12\x1f\n" +
+	"\vskill_count\x18\x02 \x01(\rR\n" +
+	"skillCount\x12!\n" +
+	"\floaded_count\x18\x03 \x01(\rR\vloadedCount\x12#\n" +
+	"\rupdated_count\x18\x04 \x01(\rR\fupdatedCount\x12'\n" +
+	"\x0funchanged_count\x18\x05 \x01(\rR\x0eunchangedCount\x12#\n" +
+	"\rremoved_count\x18\x06 \x01(\rR\fremovedCount\"\x85\x01\n" +
+	"\x16SkillDirectoryRendered\x12\x1f\n" +
+	"\ventry_count\x18\x01 \x01(\rR\n" +
+	"entryCount\x12#\n" +
+	"\rtotal_visible\x18\x02 \x01(\rR\ftotalVisible\x12%\n" +
+	"\x0etoken_estimate\x18\x03 \x01(\rR\rtokenEstimate\"\xce\x01\n" +
+	"\x0fSkillsRetrieved\x12\x1f\n" +
+	"\vskill_count\x18\x01 \x01(\rR\n" +
+	"skillCount\x12\x13\n" +
+	"\x05top_k\x18\x02 \x01(\rR\x04topK\x12,\n" +
+	"\x12raw_token_estimate\x18\x03 \x01(\rR\x10rawTokenEstimate\x120\n" +
+	"\x14final_token_estimate\x18\x04 \x01(\rR\x12finalTokenEstimate\x12%\n" +
+	"\x0ewas_compressed\x18\x05 \x01(\bR\rwasCompressed\"\x84\x01\n" +
+	"\x10SkillSearchQuery\x12\x14\n" +
+	"\x05query\x18\x01 \x01(\tR\x05query\x127\n" +
+	"\vsearch_type\x18\x02 \x01(\x0e2\x16.wayfind.v1.SearchTypeR\n" +
+	"searchType\x12!\n" +
+	"\fresult_count\x18\x03 \x01(\rR\vresultCount\"\xf3\x01\n" +
+	"\bSkillGet\x12'\n" +
+	"\x0frequested_count\x18\x01 \x01(\rR\x0erequestedCount\x12\x1f\n" +
+	"\vfound_count\x18\x02 \x01(\rR\n" +
+	"foundCount\x12\x16\n" +
+	"\x06format\x18\x03 \x01(\tR\x06format\x12,\n" +
+	"\x12raw_token_estimate\x18\x04 \x01(\rR\x10rawTokenEstimate\x120\n" +
+	"\x14final_token_estimate\x18\x05 \x01(\rR\x12finalTokenEstimate\x12%\n" +
+	"\x0ewas_compressed\x18\x06 \x01(\bR\rwasCompressed\"l\n" +
+	"\tSkillList\x12!\n" +
+	"\fresult_count\x18\x01 \x01(\rR\vresultCount\x12\x1f\n" +
+	"\vtotal_count\x18\x02 \x01(\rR\n" +
+	"totalCount\x12\x1b\n" +
+	"\tpage_size\x18\x03 \x01(\rR\bpageSize\"\xdf\x02\n" +
+	"\rUsageRecorded\x12\x1b\n" +
+	"\trecord_id\x18\x01 \x01(\x04R\brecordId\x120\n" +
+	"\bprovider\x18\x02 \x01(\x0e2\x14.wayfind.v1.ProviderR\bprovider\x12\x14\n" +
+	"\x05model\x18\x03 \x01(\tR\x05model\x12!\n" +
+	"\finput_tokens\x18\x04 \x01(\x04R\vinputTokens\x12#\n" +
+	"\routput_tokens\x18\x05 \x01(\x04R\foutputTokens\x125\n" +
+	"\x17cache_read_input_tokens\x18\x06 \x01(\x04R\x14cacheReadInputTokens\x12=\n" +
+	"\x1bcache_creation_input_tokens\x18\a \x01(\x04R\x18cacheCreationInputTokens\x12\x1e\n" +
+	"\bcost_usd\x18\b \x01(\x01H\x00R\acostUsd\x88\x01\x01B\v\n" +
+	"\t_cost_usd\"\xe7\x01\n" +
 	"\vEventFilter\x12\x14\n" +
 	"\x05types\x18\x01 \x03(\tR\x05types\x12\x1b\n" +
 	"\ttenant_id\x18\x02 \x01(\tR\btenantId\x12\x1d\n" +
@@ -302,11 +1860,32 @@ const file_wayfind_v1_events_proto_rawDesc = "" +
 	"session_id\x18\x03 \x01(\tR\tsessionId\x12\x19\n" +
 	"\bafter_id\x18\x04 \x01(\x04R\aafterId\x12\x1f\n" +
 	"\vfrom_oldest\x18\x05 \x01(\bR\n" +
-	"fromOldest\"\\\n" +
+	"fromOldest\x126\n" +
+	"\vevent_types\x18\x06 \x03(\x0e2\x15.wayfind.v1.EventTypeR\n" +
+	"eventTypes\x12\x12\n" +
+	"\x04tool\x18\a \x01(\tR\x04tool\"\\\n" +
 	"\vWatchStatus\x12,\n" +
 	"\x12oldest_retained_id\x18\x01 \x01(\x04R\x10oldestRetainedId\x12\x1f\n" +
 	"\vevents_lost\x18\x02 \x01(\bR\n" +
-	"eventsLostB<Z:github.com/wayfind-dev/wayfind/gen/go/wayfind/v1;wayfindv1b\x06proto3"
+	"eventsLost*\xa5\x04\n" +
+	"\tEventType\x12\x1a\n" +
+	"\x16EVENT_TYPE_UNSPECIFIED\x10\x00\x12 \n" +
+	"\x1cEVENT_TYPE_TOOL_SEARCH_QUERY\x10\x01\x12\x17\n" +
+	"\x13EVENT_TYPE_TOOL_GET\x10\x02\x12\x1d\n" +
+	"\x19EVENT_TYPE_TOOL_ACTIVATED\x10\x03\x12%\n" +
+	"!EVENT_TYPE_TOOL_ACTIVATION_DENIED\x10\x04\x12&\n" +
+	"\"EVENT_TYPE_TOOL_SEARCH_CACHE_READY\x10\x05\x12#\n" +
+	"\x1fEVENT_TYPE_TOOL_POLICY_FILTERED\x10\x06\x12&\n" +
+	"\"EVENT_TYPE_TOOL_DIRECTORY_RENDERED\x10\a\x12#\n" +
+	"\x1fEVENT_TYPE_TOOL_HINTS_GENERATED\x10\b\x12 \n" +
+	"\x1cEVENT_TYPE_SKILL_PACK_LOADED\x10\t\x12'\n" +
+	"#EVENT_TYPE_SKILL_DIRECTORY_RENDERED\x10\n" +
+	"\x12\x1f\n" +
+	"\x1bEVENT_TYPE_SKILLS_RETRIEVED\x10\v\x12!\n" +
+	"\x1dEVENT_TYPE_SKILL_SEARCH_QUERY\x10\f\x12\x18\n" +
+	"\x14EVENT_TYPE_SKILL_GET\x10\r\x12\x19\n" +
+	"\x15EVENT_TYPE_SKILL_LIST\x10\x0e\x12\x1d\n" +
+	"\x19EVENT_TYPE_USAGE_RECORDED\x10\x0fB<Z:github.com/wayfind-dev/wayfind/gen/go/wayfind/v1;wayfindv1b\x06proto3"
 
 var (
 	file_wayfind_v1_events_proto_rawDescOnce sync.Once
@@ -320,22 +1899,65 @@ func file_wayfind_v1_events_proto_rawDescGZIP() []byte {
 	return file_wayfind_v1_events_proto_rawDescData
 }
 
-var file_wayfind_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_wayfind_v1_events_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_wayfind_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_wayfind_v1_events_proto_goTypes = []any{
-	(*Event)(nil),                 // 0: wayfind.v1.Event
-	(*EventFilter)(nil),           // 1: wayfind.v1.EventFilter
-	(*WatchStatus)(nil),           // 2: wayfind.v1.WatchStatus
-	(*timestamppb.Timestamp)(nil), // 3: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),       // 4: google.protobuf.Struct
+	(EventType)(0),                 // 0: wayfind.v1.EventType
+	(ToolActivated_Scope)(0),       // 1: wayfind.v1.ToolActivated.Scope
+	(ToolActivated_Source)(0),      // 2: wayfind.v1.ToolActivated.Source
+	(*Event)(nil),                  // 3: wayfind.v1.Event
+	(*ToolSearchQuery)(nil),        // 4: wayfind.v1.ToolSearchQuery
+	(*ToolGet)(nil),                // 5: wayfind.v1.ToolGet
+	(*ToolActivated)(nil),          // 6: wayfind.v1.ToolActivated
+	(*ToolActivationDenied)(nil),   // 7: wayfind.v1.ToolActivationDenied
+	(*ToolSearchCacheReady)(nil),   // 8: wayfind.v1.ToolSearchCacheReady
+	(*ToolPolicyFiltered)(nil),     // 9: wayfind.v1.ToolPolicyFiltered
+	(*ToolDirectoryRendered)(nil),  // 10: wayfind.v1.ToolDirectoryRendered
+	(*ToolHintsGenerated)(nil),     // 11: wayfind.v1.ToolHintsGenerated
+	(*SkillPackLoaded)(nil),        // 12: wayfind.v1.SkillPackLoaded
+	(*SkillDirectoryRendered)(nil), // 13: wayfind.v1.SkillDirectoryRendered
+	(*SkillsRetrieved)(nil),        // 14: wayfind.v1.SkillsRetrieved
+	(*SkillSearchQuery)(nil),       // 15: wayfind.v1.SkillSearchQuery
+	(*SkillGet)(nil),               // 16: wayfind.v1.SkillGet
+	(*SkillList)(nil),              // 17: wayfind.v1.SkillList
+	(*UsageRecorded)(nil),          // 18: wayfind.v1.UsageRecorded
+	(*EventFilter)(nil),            // 19: wayfind.v1.EventFilter
+	(*WatchStatus)(nil),            // 20: wayfind.v1.WatchStatus
+	(*timestamppb.Timestamp)(nil),  // 21: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),        // 22: google.protobuf.Struct
+	(SearchType)(0),                // 23: wayfind.v1.SearchType
+	(Provider)(0),                  // 24: wayfind.v1.Provider
 }
 var file_wayfind_v1_events_proto_depIdxs = []int32{
-	3, // 0: wayfind.v1.Event.time:type_name -> google.protobuf.Timestamp
-	4, // 1: wayfind.v1.Event.attributes:type_name -> google.protobuf.Struct
-	2, // [2:2] is the sub-list for method output_type
-	2, // [2:2] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	21, // 0: wayfind.v1.Event.time:type_name -> google.protobuf.Timestamp
+	22, // 1: wayfind.v1.Event.attributes:type_name -> google.protobuf.Struct
+	0,  // 2: wayfind.v1.Event.event_type:type_name -> wayfind.v1.EventType
+	4,  // 3: wayfind.v1.Event.tool_search_query:type_name -> wayfind.v1.ToolSearchQuery
+	5,  // 4: wayfind.v1.Event.tool_get:type_name -> wayfind.v1.ToolGet
+	6,  // 5: wayfind.v1.Event.tool_activated:type_name -> wayfind.v1.ToolActivated
+	7,  // 6: wayfind.v1.Event.tool_activation_denied:type_name -> wayfind.v1.ToolActivationDenied
+	8,  // 7: wayfind.v1.Event.tool_search_cache_ready:type_name -> wayfind.v1.ToolSearchCacheReady
+	9,  // 8: wayfind.v1.Event.tool_policy_filtered:type_name -> wayfind.v1.ToolPolicyFiltered
+	10, // 9: wayfind.v1.Event.tool_directory_rendered:type_name -> wayfind.v1.ToolDirectoryRendered
+	11, // 10: wayfind.v1.Event.tool_hints_generated:type_name -> wayfind.v1.ToolHintsGenerated
+	12, // 11: wayfind.v1.Event.skill_pack_loaded:type_name -> wayfind.v1.SkillPackLoaded
+	13, // 12: wayfind.v1.Event.skill_directory_rendered:type_name -> wayfind.v1.SkillDirectoryRendered
+	14, // 13: wayfind.v1.Event.skills_retrieved:type_name -> wayfind.v1.SkillsRetrieved
+	15, // 14: wayfind.v1.Event.skill_search_query:type_name -> wayfind.v1.SkillSearchQuery
+	16, // 15: wayfind.v1.Event.skill_get:type_name -> wayfind.v1.SkillGet
+	17, // 16: wayfind.v1.Event.skill_list:type_name -> wayfind.v1.SkillList
+	18, // 17: wayfind.v1.Event.usage_recorded:type_name -> wayfind.v1.UsageRecorded
+	23, // 18: wayfind.v1.ToolSearchQuery.requested_type:type_name -> wayfind.v1.SearchType
+	1,  // 19: wayfind.v1.ToolActivated.scope:type_name -> wayfind.v1.ToolActivated.Scope
+	2,  // 20: wayfind.v1.ToolActivated.source:type_name -> wayfind.v1.ToolActivated.Source
+	23, // 21: wayfind.v1.SkillSearchQuery.search_type:type_name -> wayfind.v1.SearchType
+	24, // 22: wayfind.v1.UsageRecorded.provider:type_name -> wayfind.v1.Provider
+	0,  // 23: wayfind.v1.EventFilter.event_types:type_name -> wayfind.v1.EventType
+	24, // [24:24] is the sub-list for method output_type
+	24, // [24:24] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_wayfind_v1_events_proto_init() }
@@ -343,18 +1965,38 @@ func file_wayfind_v1_events_proto_init() {
 	if File_wayfind_v1_events_proto != nil {
 		return
 	}
+	file_wayfind_v1_common_proto_init()
+	file_wayfind_v1_events_proto_msgTypes[0].OneofWrappers = []any{
+		(*Event_ToolSearchQuery)(nil),
+		(*Event_ToolGet)(nil),
+		(*Event_ToolActivated)(nil),
+		(*Event_ToolActivationDenied)(nil),
+		(*Event_ToolSearchCacheReady)(nil),
+		(*Event_ToolPolicyFiltered)(nil),
+		(*Event_ToolDirectoryRendered)(nil),
+		(*Event_ToolHintsGenerated)(nil),
+		(*Event_SkillPackLoaded)(nil),
+		(*Event_SkillDirectoryRendered)(nil),
+		(*Event_SkillsRetrieved)(nil),
+		(*Event_SkillSearchQuery)(nil),
+		(*Event_SkillGet)(nil),
+		(*Event_SkillList)(nil),
+		(*Event_UsageRecorded)(nil),
+	}
+	file_wayfind_v1_events_proto_msgTypes[15].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wayfind_v1_events_proto_rawDesc), len(file_wayfind_v1_events_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   3,
+			NumEnums:      3,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
 		GoTypes:           file_wayfind_v1_events_proto_goTypes,
 		DependencyIndexes: file_wayfind_v1_events_proto_depIdxs,
+		EnumInfos:         file_wayfind_v1_events_proto_enumTypes,
 		MessageInfos:      file_wayfind_v1_events_proto_msgTypes,
 	}.Build()
 	File_wayfind_v1_events_proto = out.File

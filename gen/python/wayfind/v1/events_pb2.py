@@ -24,9 +24,10 @@ _sym_db = _symbol_database.Default()
 
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
+from wayfind.v1 import common_pb2 as wayfind_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17wayfind/v1/events.proto\x12\nwayfind.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe7\x01\n\x05\x45vent\x12\x0e\n\x02id\x18\x01 \x01(\x04R\x02id\x12.\n\x04time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x04time\x12\x12\n\x04type\x18\x03 \x01(\tR\x04type\x12\x1b\n\ttenant_id\x18\x04 \x01(\tR\x08tenantId\x12\x1d\n\nsession_id\x18\x05 \x01(\tR\tsessionId\x12\x15\n\x06run_id\x18\x06 \x01(\tR\x05runId\x12\x37\n\nattributes\x18\x07 \x01(\x0b\x32\x17.google.protobuf.StructR\nattributes\"\x9b\x01\n\x0b\x45ventFilter\x12\x14\n\x05types\x18\x01 \x03(\tR\x05types\x12\x1b\n\ttenant_id\x18\x02 \x01(\tR\x08tenantId\x12\x1d\n\nsession_id\x18\x03 \x01(\tR\tsessionId\x12\x19\n\x08\x61\x66ter_id\x18\x04 \x01(\x04R\x07\x61\x66terId\x12\x1f\n\x0b\x66rom_oldest\x18\x05 \x01(\x08R\nfromOldest\"\\\n\x0bWatchStatus\x12,\n\x12oldest_retained_id\x18\x01 \x01(\x04R\x10oldestRetainedId\x12\x1f\n\x0b\x65vents_lost\x18\x02 \x01(\x08R\neventsLostB<Z:github.com/wayfind-dev/wayfind/gen/go/wayfind/v1;wayfindv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17wayfind/v1/events.proto\x12\nwayfind.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17wayfind/v1/common.proto\"\x9b\x0b\n\x05\x45vent\x12\x0e\n\x02id\x18\x01 \x01(\x04R\x02id\x12.\n\x04time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x04time\x12\x12\n\x04type\x18\x03 \x01(\tR\x04type\x12\x1b\n\ttenant_id\x18\x04 \x01(\tR\x08tenantId\x12\x1d\n\nsession_id\x18\x05 \x01(\tR\tsessionId\x12\x15\n\x06run_id\x18\x06 \x01(\tR\x05runId\x12;\n\nattributes\x18\x07 \x01(\x0b\x32\x17.google.protobuf.StructB\x02\x18\x01R\nattributes\x12\x34\n\nevent_type\x18\x08 \x01(\x0e\x32\x15.wayfind.v1.EventTypeR\teventType\x12I\n\x11tool_search_query\x18\x14 \x01(\x0b\x32\x1b.wayfind.v1.ToolSearchQueryH\x00R\x0ftoolSearchQuery\x12\x30\n\x08tool_get\x18\x15 \x01(\x0b\x32\x13.wayfind.v1.ToolGetH\x00R\x07toolGet\x12\x42\n\x0etool_activated\x18\x16 \x01(\x0b\x32\x19.wayfind.v1.ToolActivatedH\x00R\rtoolActivated\x12X\n\x16tool_activation_denied\x18\x17 \x01(\x0b\x32 .wayfind.v1.ToolActivationDeniedH\x00R\x14toolActivationDenied\x12Y\n\x17tool_search_cache_ready\x18\x18 \x01(\x0b\x32 .wayfind.v1.ToolSearchCacheReadyH\x00R\x14toolSearchCacheReady\x12R\n\x14tool_policy_filtered\x18\x19 \x01(\x0b\x32\x1e.wayfind.v1.ToolPolicyFilteredH\x00R\x12toolPolicyFiltered\x12[\n\x17tool_directory_rendered\x18\x1a \x01(\x0b\x32!.wayfind.v1.ToolDirectoryRenderedH\x00R\x15toolDirectoryRendered\x12R\n\x14tool_hints_generated\x18\x1b \x01(\x0b\x32\x1e.wayfind.v1.ToolHintsGeneratedH\x00R\x12toolHintsGenerated\x12I\n\x11skill_pack_loaded\x18\x1c \x01(\x0b\x32\x1b.wayfind.v1.SkillPackLoadedH\x00R\x0fskillPackLoaded\x12^\n\x18skill_directory_rendered\x18\x1d \x01(\x0b\x32\".wayfind.v1.SkillDirectoryRenderedH\x00R\x16skillDirectoryRendered\x12H\n\x10skills_retrieved\x18\x1e \x01(\x0b\x32\x1b.wayfind.v1.SkillsRetrievedH\x00R\x0fskillsRetrieved\x12L\n\x12skill_search_query\x18\x1f \x01(\x0b\x32\x1c.wayfind.v1.SkillSearchQueryH\x00R\x10skillSearchQuery\x12\x33\n\tskill_get\x18  \x01(\x0b\x32\x14.wayfind.v1.SkillGetH\x00R\x08skillGet\x12\x36\n\nskill_list\x18! \x01(\x0b\x32\x15.wayfind.v1.SkillListH\x00R\tskillList\x12\x42\n\x0eusage_recorded\x18\" \x01(\x0b\x32\x19.wayfind.v1.UsageRecordedH\x00R\rusageRecordedB\t\n\x07payload\"\xa5\x01\n\x0fToolSearchQuery\x12\x14\n\x05query\x18\x01 \x01(\tR\x05query\x12=\n\x0erequested_type\x18\x02 \x01(\x0e\x32\x16.wayfind.v1.SearchTypeR\rrequestedType\x12\x1a\n\x08strategy\x18\x03 \x01(\tR\x08strategy\x12!\n\x0cresult_count\x18\x04 \x01(\rR\x0bresultCount\"Y\n\x07ToolGet\x12\'\n\x0frequested_count\x18\x01 \x01(\rR\x0erequestedCount\x12%\n\x0ereturned_count\x18\x02 \x01(\rR\rreturnedCount\"\xd0\x02\n\rToolActivated\x12\x12\n\x04tool\x18\x01 \x01(\tR\x04tool\x12\x35\n\x05scope\x18\x02 \x01(\x0e\x32\x1f.wayfind.v1.ToolActivated.ScopeR\x05scope\x12\x38\n\x06source\x18\x03 \x01(\x0e\x32 .wayfind.v1.ToolActivated.SourceR\x06source\x12\x16\n\x06reason\x18\x04 \x01(\tR\x06reason\"@\n\x05Scope\x12\x15\n\x11SCOPE_UNSPECIFIED\x10\x00\x12\r\n\tSCOPE_RUN\x10\x01\x12\x11\n\rSCOPE_SESSION\x10\x02\"`\n\x06Source\x12\x16\n\x12SOURCE_UNSPECIFIED\x10\x00\x12\x13\n\x0fSOURCE_EXPLICIT\x10\x01\x12\x12\n\x0eSOURCE_RESOLVE\x10\x02\x12\x15\n\x11SOURCE_LAZY_GROUP\x10\x03\"D\n\x14ToolActivationDenied\x12\x16\n\x06reason\x18\x01 \x01(\tR\x06reason\x12\x14\n\x05\x63ount\x18\x02 \x01(\rR\x05\x63ount\"5\n\x14ToolSearchCacheReady\x12\x1d\n\ntool_count\x18\x01 \x01(\rR\ttoolCount\"`\n\x12ToolPolicyFiltered\x12#\n\rremoved_count\x18\x01 \x01(\rR\x0cremovedCount\x12%\n\x0eregistry_count\x18\x02 \x01(\rR\rregistryCount\"_\n\x15ToolDirectoryRendered\x12\x1f\n\x0b\x65ntry_count\x18\x01 \x01(\rR\nentryCount\x12%\n\x0e\x64\x65\x66\x65rred_count\x18\x02 \x01(\rR\rdeferredCount\"3\n\x12ToolHintsGenerated\x12\x1d\n\nhint_count\x18\x01 \x01(\rR\thintCount\"\xdc\x01\n\x0fSkillPackLoaded\x12\x12\n\x04pack\x18\x01 \x01(\tR\x04pack\x12\x1f\n\x0bskill_count\x18\x02 \x01(\rR\nskillCount\x12!\n\x0cloaded_count\x18\x03 \x01(\rR\x0bloadedCount\x12#\n\rupdated_count\x18\x04 \x01(\rR\x0cupdatedCount\x12\'\n\x0funchanged_count\x18\x05 \x01(\rR\x0eunchangedCount\x12#\n\rremoved_count\x18\x06 \x01(\rR\x0cremovedCount\"\x85\x01\n\x16SkillDirectoryRendered\x12\x1f\n\x0b\x65ntry_count\x18\x01 \x01(\rR\nentryCount\x12#\n\rtotal_visible\x18\x02 \x01(\rR\x0ctotalVisible\x12%\n\x0etoken_estimate\x18\x03 \x01(\rR\rtokenEstimate\"\xce\x01\n\x0fSkillsRetrieved\x12\x1f\n\x0bskill_count\x18\x01 \x01(\rR\nskillCount\x12\x13\n\x05top_k\x18\x02 \x01(\rR\x04topK\x12,\n\x12raw_token_estimate\x18\x03 \x01(\rR\x10rawTokenEstimate\x12\x30\n\x14\x66inal_token_estimate\x18\x04 \x01(\rR\x12\x66inalTokenEstimate\x12%\n\x0ewas_compressed\x18\x05 \x01(\x08R\rwasCompressed\"\x84\x01\n\x10SkillSearchQuery\x12\x14\n\x05query\x18\x01 \x01(\tR\x05query\x12\x37\n\x0bsearch_type\x18\x02 \x01(\x0e\x32\x16.wayfind.v1.SearchTypeR\nsearchType\x12!\n\x0cresult_count\x18\x03 \x01(\rR\x0bresultCount\"\xf3\x01\n\x08SkillGet\x12\'\n\x0frequested_count\x18\x01 \x01(\rR\x0erequestedCount\x12\x1f\n\x0b\x66ound_count\x18\x02 \x01(\rR\nfoundCount\x12\x16\n\x06\x66ormat\x18\x03 \x01(\tR\x06\x66ormat\x12,\n\x12raw_token_estimate\x18\x04 \x01(\rR\x10rawTokenEstimate\x12\x30\n\x14\x66inal_token_estimate\x18\x05 \x01(\rR\x12\x66inalTokenEstimate\x12%\n\x0ewas_compressed\x18\x06 \x01(\x08R\rwasCompressed\"l\n\tSkillList\x12!\n\x0cresult_count\x18\x01 \x01(\rR\x0bresultCount\x12\x1f\n\x0btotal_count\x18\x02 \x01(\rR\ntotalCount\x12\x1b\n\tpage_size\x18\x03 \x01(\rR\x08pageSize\"\xdf\x02\n\rUsageRecorded\x12\x1b\n\trecord_id\x18\x01 \x01(\x04R\x08recordId\x12\x30\n\x08provider\x18\x02 \x01(\x0e\x32\x14.wayfind.v1.ProviderR\x08provider\x12\x14\n\x05model\x18\x03 \x01(\tR\x05model\x12!\n\x0cinput_tokens\x18\x04 \x01(\x04R\x0binputTokens\x12#\n\routput_tokens\x18\x05 \x01(\x04R\x0coutputTokens\x12\x35\n\x17\x63\x61\x63he_read_input_tokens\x18\x06 \x01(\x04R\x14\x63\x61\x63heReadInputTokens\x12=\n\x1b\x63\x61\x63he_creation_input_tokens\x18\x07 \x01(\x04R\x18\x63\x61\x63heCreationInputTokens\x12\x1e\n\x08\x63ost_usd\x18\x08 \x01(\x01H\x00R\x07\x63ostUsd\x88\x01\x01\x42\x0b\n\t_cost_usd\"\xe7\x01\n\x0b\x45ventFilter\x12\x14\n\x05types\x18\x01 \x03(\tR\x05types\x12\x1b\n\ttenant_id\x18\x02 \x01(\tR\x08tenantId\x12\x1d\n\nsession_id\x18\x03 \x01(\tR\tsessionId\x12\x19\n\x08\x61\x66ter_id\x18\x04 \x01(\x04R\x07\x61\x66terId\x12\x1f\n\x0b\x66rom_oldest\x18\x05 \x01(\x08R\nfromOldest\x12\x36\n\x0b\x65vent_types\x18\x06 \x03(\x0e\x32\x15.wayfind.v1.EventTypeR\neventTypes\x12\x12\n\x04tool\x18\x07 \x01(\tR\x04tool\"\\\n\x0bWatchStatus\x12,\n\x12oldest_retained_id\x18\x01 \x01(\x04R\x10oldestRetainedId\x12\x1f\n\x0b\x65vents_lost\x18\x02 \x01(\x08R\neventsLost*\xa5\x04\n\tEventType\x12\x1a\n\x16\x45VENT_TYPE_UNSPECIFIED\x10\x00\x12 \n\x1c\x45VENT_TYPE_TOOL_SEARCH_QUERY\x10\x01\x12\x17\n\x13\x45VENT_TYPE_TOOL_GET\x10\x02\x12\x1d\n\x19\x45VENT_TYPE_TOOL_ACTIVATED\x10\x03\x12%\n!EVENT_TYPE_TOOL_ACTIVATION_DENIED\x10\x04\x12&\n\"EVENT_TYPE_TOOL_SEARCH_CACHE_READY\x10\x05\x12#\n\x1f\x45VENT_TYPE_TOOL_POLICY_FILTERED\x10\x06\x12&\n\"EVENT_TYPE_TOOL_DIRECTORY_RENDERED\x10\x07\x12#\n\x1f\x45VENT_TYPE_TOOL_HINTS_GENERATED\x10\x08\x12 \n\x1c\x45VENT_TYPE_SKILL_PACK_LOADED\x10\t\x12\'\n#EVENT_TYPE_SKILL_DIRECTORY_RENDERED\x10\n\x12\x1f\n\x1b\x45VENT_TYPE_SKILLS_RETRIEVED\x10\x0b\x12!\n\x1d\x45VENT_TYPE_SKILL_SEARCH_QUERY\x10\x0c\x12\x18\n\x14\x45VENT_TYPE_SKILL_GET\x10\r\x12\x19\n\x15\x45VENT_TYPE_SKILL_LIST\x10\x0e\x12\x1d\n\x19\x45VENT_TYPE_USAGE_RECORDED\x10\x0f\x42<Z:github.com/wayfind-dev/wayfind/gen/go/wayfind/v1;wayfindv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,10 +35,48 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'wayfind.v1.events_pb2', _gl
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'Z:github.com/wayfind-dev/wayfind/gen/go/wayfind/v1;wayfindv1'
-  _globals['_EVENT']._serialized_start=103
-  _globals['_EVENT']._serialized_end=334
-  _globals['_EVENTFILTER']._serialized_start=337
-  _globals['_EVENTFILTER']._serialized_end=492
-  _globals['_WATCHSTATUS']._serialized_start=494
-  _globals['_WATCHSTATUS']._serialized_end=586
+  _globals['_EVENT'].fields_by_name['attributes']._loaded_options = None
+  _globals['_EVENT'].fields_by_name['attributes']._serialized_options = b'\030\001'
+  _globals['_EVENTTYPE']._serialized_start=4278
+  _globals['_EVENTTYPE']._serialized_end=4827
+  _globals['_EVENT']._serialized_start=128
+  _globals['_EVENT']._serialized_end=1563
+  _globals['_TOOLSEARCHQUERY']._serialized_start=1566
+  _globals['_TOOLSEARCHQUERY']._serialized_end=1731
+  _globals['_TOOLGET']._serialized_start=1733
+  _globals['_TOOLGET']._serialized_end=1822
+  _globals['_TOOLACTIVATED']._serialized_start=1825
+  _globals['_TOOLACTIVATED']._serialized_end=2161
+  _globals['_TOOLACTIVATED_SCOPE']._serialized_start=1999
+  _globals['_TOOLACTIVATED_SCOPE']._serialized_end=2063
+  _globals['_TOOLACTIVATED_SOURCE']._serialized_start=2065
+  _globals['_TOOLACTIVATED_SOURCE']._serialized_end=2161
+  _globals['_TOOLACTIVATIONDENIED']._serialized_start=2163
+  _globals['_TOOLACTIVATIONDENIED']._serialized_end=2231
+  _globals['_TOOLSEARCHCACHEREADY']._serialized_start=2233
+  _globals['_TOOLSEARCHCACHEREADY']._serialized_end=2286
+  _globals['_TOOLPOLICYFILTERED']._serialized_start=2288
+  _globals['_TOOLPOLICYFILTERED']._serialized_end=2384
+  _globals['_TOOLDIRECTORYRENDERED']._serialized_start=2386
+  _globals['_TOOLDIRECTORYRENDERED']._serialized_end=2481
+  _globals['_TOOLHINTSGENERATED']._serialized_start=2483
+  _globals['_TOOLHINTSGENERATED']._serialized_end=2534
+  _globals['_SKILLPACKLOADED']._serialized_start=2537
+  _globals['_SKILLPACKLOADED']._serialized_end=2757
+  _globals['_SKILLDIRECTORYRENDERED']._serialized_start=2760
+  _globals['_SKILLDIRECTORYRENDERED']._serialized_end=2893
+  _globals['_SKILLSRETRIEVED']._serialized_start=2896
+  _globals['_SKILLSRETRIEVED']._serialized_end=3102
+  _globals['_SKILLSEARCHQUERY']._serialized_start=3105
+  _globals['_SKILLSEARCHQUERY']._serialized_end=3237
+  _globals['_SKILLGET']._serialized_start=3240
+  _globals['_SKILLGET']._serialized_end=3483
+  _globals['_SKILLLIST']._serialized_start=3485
+  _globals['_SKILLLIST']._serialized_end=3593
+  _globals['_USAGERECORDED']._serialized_start=3596
+  _globals['_USAGERECORDED']._serialized_end=3947
+  _globals['_EVENTFILTER']._serialized_start=3950
+  _globals['_EVENTFILTER']._serialized_end=4181
+  _globals['_WATCHSTATUS']._serialized_start=4183
+  _globals['_WATCHSTATUS']._serialized_end=4275
 # @@protoc_insertion_point(module_scope)

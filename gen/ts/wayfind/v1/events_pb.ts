@@ -2,37 +2,22 @@
 // @generated from file wayfind/v1/events.proto (package wayfind.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { Provider, SearchType } from "./common_pb.ts";
+import { file_wayfind_v1_common } from "./common_pb.ts";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file wayfind/v1/events.proto.
  */
 export const file_wayfind_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("Chd3YXlmaW5kL3YxL2V2ZW50cy5wcm90bxIKd2F5ZmluZC52MSKvAQoFRXZlbnQSCgoCaWQYASABKAQSKAoEdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDAoEdHlwZRgDIAEoCRIRCgl0ZW5hbnRfaWQYBCABKAkSEgoKc2Vzc2lvbl9pZBgFIAEoCRIOCgZydW5faWQYBiABKAkSKwoKYXR0cmlidXRlcxgHIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiagoLRXZlbnRGaWx0ZXISDQoFdHlwZXMYASADKAkSEQoJdGVuYW50X2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkSEAoIYWZ0ZXJfaWQYBCABKAQSEwoLZnJvbV9vbGRlc3QYBSABKAgiPgoLV2F0Y2hTdGF0dXMSGgoSb2xkZXN0X3JldGFpbmVkX2lkGAEgASgEEhMKC2V2ZW50c19sb3N0GAIgASgIQjxaOmdpdGh1Yi5jb20vd2F5ZmluZC1kZXYvd2F5ZmluZC9nZW4vZ28vd2F5ZmluZC92MTt3YXlmaW5kdjFiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Chd3YXlmaW5kL3YxL2V2ZW50cy5wcm90bxIKd2F5ZmluZC52MSLUCAoFRXZlbnQSCgoCaWQYASABKAQSKAoEdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDAoEdHlwZRgDIAEoCRIRCgl0ZW5hbnRfaWQYBCABKAkSEgoKc2Vzc2lvbl9pZBgFIAEoCRIOCgZydW5faWQYBiABKAkSLwoKYXR0cmlidXRlcxgHIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCAhgBEikKCmV2ZW50X3R5cGUYCCABKA4yFS53YXlmaW5kLnYxLkV2ZW50VHlwZRI4ChF0b29sX3NlYXJjaF9xdWVyeRgUIAEoCzIbLndheWZpbmQudjEuVG9vbFNlYXJjaFF1ZXJ5SAASJwoIdG9vbF9nZXQYFSABKAsyEy53YXlmaW5kLnYxLlRvb2xHZXRIABIzCg50b29sX2FjdGl2YXRlZBgWIAEoCzIZLndheWZpbmQudjEuVG9vbEFjdGl2YXRlZEgAEkIKFnRvb2xfYWN0aXZhdGlvbl9kZW5pZWQYFyABKAsyIC53YXlmaW5kLnYxLlRvb2xBY3RpdmF0aW9uRGVuaWVkSAASQwoXdG9vbF9zZWFyY2hfY2FjaGVfcmVhZHkYGCABKAsyIC53YXlmaW5kLnYxLlRvb2xTZWFyY2hDYWNoZVJlYWR5SAASPgoUdG9vbF9wb2xpY3lfZmlsdGVyZWQYGSABKAsyHi53YXlmaW5kLnYxLlRvb2xQb2xpY3lGaWx0ZXJlZEgAEkQKF3Rvb2xfZGlyZWN0b3J5X3JlbmRlcmVkGBogASgLMiEud2F5ZmluZC52MS5Ub29sRGlyZWN0b3J5UmVuZGVyZWRIABI+ChR0b29sX2hpbnRzX2dlbmVyYXRlZBgbIAEoCzIeLndheWZpbmQudjEuVG9vbEhpbnRzR2VuZXJhdGVkSAASOAoRc2tpbGxfcGFja19sb2FkZWQYHCABKAsyGy53YXlmaW5kLnYxLlNraWxsUGFja0xvYWRlZEgAEkYKGHNraWxsX2RpcmVjdG9yeV9yZW5kZXJlZBgdIAEoCzIiLndheWZpbmQudjEuU2tpbGxEaXJlY3RvcnlSZW5kZXJlZEgAEjcKEHNraWxsc19yZXRyaWV2ZWQYHiABKAsyGy53YXlmaW5kLnYxLlNraWxsc1JldHJpZXZlZEgAEjoKEnNraWxsX3NlYXJjaF9xdWVyeRgfIAEoCzIcLndheWZpbmQudjEuU2tpbGxTZWFyY2hRdWVyeUgAEikKCXNraWxsX2dldBggIAEoCzIULndheWZpbmQudjEuU2tpbGxHZXRIABIrCgpza2lsbF9saXN0GCEgASgLMhUud2F5ZmluZC52MS5Ta2lsbExpc3RIABIzCg51c2FnZV9yZWNvcmRlZBgiIAEoCzIZLndheWZpbmQudjEuVXNhZ2VSZWNvcmRlZEgAQgkKB3BheWxvYWQieAoPVG9vbFNlYXJjaFF1ZXJ5Eg0KBXF1ZXJ5GAEgASgJEi4KDnJlcXVlc3RlZF90eXBlGAIgASgOMhYud2F5ZmluZC52MS5TZWFyY2hUeXBlEhAKCHN0cmF0ZWd5GAMgASgJEhQKDHJlc3VsdF9jb3VudBgEIAEoDSI6CgdUb29sR2V0EhcKD3JlcXVlc3RlZF9jb3VudBgBIAEoDRIWCg5yZXR1cm5lZF9jb3VudBgCIAEoDSKzAgoNVG9vbEFjdGl2YXRlZBIMCgR0b29sGAEgASgJEi4KBXNjb3BlGAIgASgOMh8ud2F5ZmluZC52MS5Ub29sQWN0aXZhdGVkLlNjb3BlEjAKBnNvdXJjZRgDIAEoDjIgLndheWZpbmQudjEuVG9vbEFjdGl2YXRlZC5Tb3VyY2USDgoGcmVhc29uGAQgASgJIkAKBVNjb3BlEhUKEVNDT1BFX1VOU1BFQ0lGSUVEEAASDQoJU0NPUEVfUlVOEAESEQoNU0NPUEVfU0VTU0lPThACImAKBlNvdXJjZRIWChJTT1VSQ0VfVU5TUEVDSUZJRUQQABITCg9TT1VSQ0VfRVhQTElDSVQQARISCg5TT1VSQ0VfUkVTT0xWRRACEhUKEVNPVVJDRV9MQVpZX0dST1VQEAMiNQoUVG9vbEFjdGl2YXRpb25EZW5pZWQSDgoGcmVhc29uGAEgASgJEg0KBWNvdW50GAIgASgNIioKFFRvb2xTZWFyY2hDYWNoZVJlYWR5EhIKCnRvb2xfY291bnQYASABKA0iQwoSVG9vbFBvbGljeUZpbHRlcmVkEhUKDXJlbW92ZWRfY291bnQYASABKA0SFgoOcmVnaXN0cnlfY291bnQYAiABKA0iRAoVVG9vbERpcmVjdG9yeVJlbmRlcmVkEhMKC2VudHJ5X2NvdW50GAEgASgNEhYKDmRlZmVycmVkX2NvdW50GAIgASgNIigKElRvb2xIaW50c0dlbmVyYXRlZBISCgpoaW50X2NvdW50GAEgASgNIpEBCg9Ta2lsbFBhY2tMb2FkZWQSDAoEcGFjaxgBIAEoCRITCgtza2lsbF9jb3VudBgCIAEoDRIUCgxsb2FkZWRfY291bnQYAyABKA0SFQoNdXBkYXRlZF9jb3VudBgEIAEoDRIXCg91bmNoYW5nZWRfY291bnQYBSABKA0SFQoNcmVtb3ZlZF9jb3VudBgGIAEoDSJcChZTa2lsbERpcmVjdG9yeVJlbmRlcmVkEhMKC2VudHJ5X2NvdW50GAEgASgNEhUKDXRvdGFsX3Zpc2libGUYAiABKA0SFgoOdG9rZW5fZXN0aW1hdGUYAyABKA0ihwEKD1NraWxsc1JldHJpZXZlZBITCgtza2lsbF9jb3VudBgBIAEoDRINCgV0b3BfaxgCIAEoDRIaChJyYXdfdG9rZW5fZXN0aW1hdGUYAyABKA0SHAoUZmluYWxfdG9rZW5fZXN0aW1hdGUYBCABKA0SFgoOd2FzX2NvbXByZXNzZWQYBSABKAgiZAoQU2tpbGxTZWFyY2hRdWVyeRINCgVxdWVyeRgBIAEoCRIrCgtzZWFyY2hfdHlwZRgCIAEoDjIWLndheWZpbmQudjEuU2VhcmNoVHlwZRIUCgxyZXN1bHRfY291bnQYAyABKA0imgEKCFNraWxsR2V0EhcKD3JlcXVlc3RlZF9jb3VudBgBIAEoDRITCgtmb3VuZF9jb3VudBgCIAEoDRIOCgZmb3JtYXQYAyABKAkSGgoScmF3X3Rva2VuX2VzdGltYXRlGAQgASgNEhwKFGZpbmFsX3Rva2VuX2VzdGltYXRlGAUgASgNEhYKDndhc19jb21wcmVzc2VkGAYgASgIIkkKCVNraWxsTGlzdBIUCgxyZXN1bHRfY291bnQYASABKA0SEwoLdG90YWxfY291bnQYAiABKA0SEQoJcGFnZV9zaXplGAMgASgNIvABCg1Vc2FnZVJlY29yZGVkEhEKCXJlY29yZF9pZBgBIAEoBBImCghwcm92aWRlchgCIAEoDjIULndheWZpbmQudjEuUHJvdmlkZXISDQoFbW9kZWwYAyABKAkSFAoMaW5wdXRfdG9rZW5zGAQgASgEEhUKDW91dHB1dF90b2tlbnMYBSABKAQSHwoXY2FjaGVfcmVhZF9pbnB1dF90b2tlbnMYBiABKAQSIwobY2FjaGVfY3JlYXRpb25faW5wdXRfdG9rZW5zGAcgASgEEhUKCGNvc3RfdXNkGAggASgBSACIAQFCCwoJX2Nvc3RfdXNkIqQBCgtFdmVudEZpbHRlchINCgV0eXBlcxgBIAMoCRIRCgl0ZW5hbnRfaWQYAiABKAkSEgoKc2Vzc2lvbl9pZBgDIAEoCRIQCghhZnRlcl9pZBgEIAEoBBITCgtmcm9tX29sZGVzdBgFIAEoCBIqCgtldmVudF90eXBlcxgGIAMoDjIVLndheWZpbmQudjEuRXZlbnRUeXBlEgwKBHRvb2wYByABKAkiPgoLV2F0Y2hTdGF0dXMSGgoSb2xkZXN0X3JldGFpbmVkX2lkGAEgASgEEhMKC2V2ZW50c19sb3N0GAIgASgIKqUECglFdmVudFR5cGUSGgoWRVZFTlRfVFlQRV9VTlNQRUNJRklFRBAAEiAKHEVWRU5UX1RZUEVfVE9PTF9TRUFSQ0hfUVVFUlkQARIXChNFVkVOVF9UWVBFX1RPT0xfR0VUEAISHQoZRVZFTlRfVFlQRV9UT09MX0FDVElWQVRFRBADEiUKIUVWRU5UX1RZUEVfVE9PTF9BQ1RJVkFUSU9OX0RFTklFRBAEEiYKIkVWRU5UX1RZUEVfVE9PTF9TRUFSQ0hfQ0FDSEVfUkVBRFkQBRIjCh9FVkVOVF9UWVBFX1RPT0xfUE9MSUNZX0ZJTFRFUkVEEAYSJgoiRVZFTlRfVFlQRV9UT09MX0RJUkVDVE9SWV9SRU5ERVJFRBAHEiMKH0VWRU5UX1RZUEVfVE9PTF9ISU5UU19HRU5FUkFURUQQCBIgChxFVkVOVF9UWVBFX1NLSUxMX1BBQ0tfTE9BREVEEAkSJwojRVZFTlRfVFlQRV9TS0lMTF9ESVJFQ1RPUllfUkVOREVSRUQQChIfChtFVkVOVF9UWVBFX1NLSUxMU19SRVRSSUVWRUQQCxIhCh1FVkVOVF9UWVBFX1NLSUxMX1NFQVJDSF9RVUVSWRAMEhgKFEVWRU5UX1RZUEVfU0tJTExfR0VUEA0SGQoVRVZFTlRfVFlQRV9TS0lMTF9MSVNUEA4SHQoZRVZFTlRfVFlQRV9VU0FHRV9SRUNPUkRFRBAPQjxaOmdpdGh1Yi5jb20vd2F5ZmluZC1kZXYvd2F5ZmluZC9nZW4vZ28vd2F5ZmluZC92MTt3YXlmaW5kdjFiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_wayfind_v1_common]);
 
 /**
- * One event of the event log. Types and their attributes:
- *
- *   tool_search_query        query, requested_search_type, effective_search_type, result_count
- *   tool_get                 requested_count, returned_count
- *   tool_activated           tool, scope (run|session), source (explicit|resolve|lazy_group), reason
- *   tool_activation_denied   reason (never the denied tool's name)
- *   tool_search_cache_ready  tool_count
- *   tool_policy_filtered     removed_count, registry_count
- *   tool_directory_rendered  entry_count, token_estimate
- *   tool_hints_generated     hint_count
- *   skill_pack_loaded        pack, skill_count, updated_count
- *   skill_directory_rendered entry_count, token_estimate
- *   skills_retrieved         skill_count, top_k, raw_tokens_est, final_tokens_est, was_compressed
- *   skill_search_query       query, effective_search_type, result_count
- *   skill_get                requested_count, returned_count
- *   skill_list               returned_count
- *   usage_recorded           provider, model, input_tokens, output_tokens, cache_read_input_tokens,
- *                            cache_creation_input_tokens, cost_usd (absent when unknown)
+ * One event of the event log: who caused it, when, and its typed payload.
  *
  * @generated from message wayfind.v1.Event
  */
@@ -52,7 +37,7 @@ export type Event = Message<"wayfind.v1.Event"> & {
   time?: Timestamp | undefined;
 
   /**
-   * Event type, e.g. `tool_activated`.
+   * Event type name, e.g. `tool_activated` (the same as `event_type`).
    *
    * @generated from field: string type = 3;
    */
@@ -76,11 +61,117 @@ export type Event = Message<"wayfind.v1.Event"> & {
   runId: string;
 
   /**
-   * Typed attributes of the event, by type as listed above.
+   * The payload as an untyped map, with the payload message's field names as keys. Deprecated: read
+   * `payload`. Still filled in; it goes in wayfind v2.
    *
-   * @generated from field: google.protobuf.Struct attributes = 7;
+   * @generated from field: google.protobuf.Struct attributes = 7 [deprecated = true];
+   * @deprecated
    */
   attributes?: JsonObject | undefined;
+
+  /**
+   * Event type.
+   *
+   * @generated from field: wayfind.v1.EventType event_type = 8;
+   */
+  eventType: EventType;
+
+  /**
+   * What happened, one message per type.
+   *
+   * @generated from oneof wayfind.v1.Event.payload
+   */
+  payload: {
+    /**
+     * @generated from field: wayfind.v1.ToolSearchQuery tool_search_query = 20;
+     */
+    value: ToolSearchQuery;
+    case: "toolSearchQuery";
+  } | {
+    /**
+     * @generated from field: wayfind.v1.ToolGet tool_get = 21;
+     */
+    value: ToolGet;
+    case: "toolGet";
+  } | {
+    /**
+     * @generated from field: wayfind.v1.ToolActivated tool_activated = 22;
+     */
+    value: ToolActivated;
+    case: "toolActivated";
+  } | {
+    /**
+     * @generated from field: wayfind.v1.ToolActivationDenied tool_activation_denied = 23;
+     */
+    value: ToolActivationDenied;
+    case: "toolActivationDenied";
+  } | {
+    /**
+     * @generated from field: wayfind.v1.ToolSearchCacheReady tool_search_cache_ready = 24;
+     */
+    value: ToolSearchCacheReady;
+    case: "toolSearchCacheReady";
+  } | {
+    /**
+     * @generated from field: wayfind.v1.ToolPolicyFiltered tool_policy_filtered = 25;
+     */
+    value: ToolPolicyFiltered;
+    case: "toolPolicyFiltered";
+  } | {
+    /**
+     * @generated from field: wayfind.v1.ToolDirectoryRendered tool_directory_rendered = 26;
+     */
+    value: ToolDirectoryRendered;
+    case: "toolDirectoryRendered";
+  } | {
+    /**
+     * @generated from field: wayfind.v1.ToolHintsGenerated tool_hints_generated = 27;
+     */
+    value: ToolHintsGenerated;
+    case: "toolHintsGenerated";
+  } | {
+    /**
+     * @generated from field: wayfind.v1.SkillPackLoaded skill_pack_loaded = 28;
+     */
+    value: SkillPackLoaded;
+    case: "skillPackLoaded";
+  } | {
+    /**
+     * @generated from field: wayfind.v1.SkillDirectoryRendered skill_directory_rendered = 29;
+     */
+    value: SkillDirectoryRendered;
+    case: "skillDirectoryRendered";
+  } | {
+    /**
+     * @generated from field: wayfind.v1.SkillsRetrieved skills_retrieved = 30;
+     */
+    value: SkillsRetrieved;
+    case: "skillsRetrieved";
+  } | {
+    /**
+     * @generated from field: wayfind.v1.SkillSearchQuery skill_search_query = 31;
+     */
+    value: SkillSearchQuery;
+    case: "skillSearchQuery";
+  } | {
+    /**
+     * @generated from field: wayfind.v1.SkillGet skill_get = 32;
+     */
+    value: SkillGet;
+    case: "skillGet";
+  } | {
+    /**
+     * @generated from field: wayfind.v1.SkillList skill_list = 33;
+     */
+    value: SkillList;
+    case: "skillList";
+  } | {
+    /**
+     * @generated from field: wayfind.v1.UsageRecorded usage_recorded = 34;
+     */
+    value: UsageRecorded;
+    case: "usageRecorded";
+  } | { case: undefined; value?: undefined };
 };
 
 /**
@@ -91,13 +182,579 @@ export const EventSchema: GenMessage<Event> = /*@__PURE__*/
   messageDesc(file_wayfind_v1_events, 0);
 
 /**
+ * A SearchTools call.
+ *
+ * @generated from message wayfind.v1.ToolSearchQuery
+ */
+export type ToolSearchQuery = Message<"wayfind.v1.ToolSearchQuery"> & {
+  /**
+   * The query as sent, cut to 256 characters.
+   *
+   * @generated from field: string query = 1;
+   */
+  query: string;
+
+  /**
+   * The search type asked for.
+   *
+   * @generated from field: wayfind.v1.SearchType requested_type = 2;
+   */
+  requestedType: SearchType;
+
+  /**
+   * How the full-text query matched: `and`, `or`, `fuzzy`, `regex`, `exact`, `semantic`….
+   *
+   * @generated from field: string strategy = 3;
+   */
+  strategy: string;
+
+  /**
+   * Tools returned.
+   *
+   * @generated from field: uint32 result_count = 4;
+   */
+  resultCount: number;
+};
+
+/**
+ * Describes the message wayfind.v1.ToolSearchQuery.
+ * Use `create(ToolSearchQuerySchema)` to create a new message.
+ */
+export const ToolSearchQuerySchema: GenMessage<ToolSearchQuery> = /*@__PURE__*/
+  messageDesc(file_wayfind_v1_events, 1);
+
+/**
+ * A GetTools call.
+ *
+ * @generated from message wayfind.v1.ToolGet
+ */
+export type ToolGet = Message<"wayfind.v1.ToolGet"> & {
+  /**
+   * @generated from field: uint32 requested_count = 1;
+   */
+  requestedCount: number;
+
+  /**
+   * @generated from field: uint32 returned_count = 2;
+   */
+  returnedCount: number;
+};
+
+/**
+ * Describes the message wayfind.v1.ToolGet.
+ * Use `create(ToolGetSchema)` to create a new message.
+ */
+export const ToolGetSchema: GenMessage<ToolGet> = /*@__PURE__*/
+  messageDesc(file_wayfind_v1_events, 2);
+
+/**
+ * A deferred tool became visible for a run or session.
+ *
+ * @generated from message wayfind.v1.ToolActivated
+ */
+export type ToolActivated = Message<"wayfind.v1.ToolActivated"> & {
+  /**
+   * Canonical tool name.
+   *
+   * @generated from field: string tool = 1;
+   */
+  tool: string;
+
+  /**
+   * @generated from field: wayfind.v1.ToolActivated.Scope scope = 2;
+   */
+  scope: ToolActivated_Scope;
+
+  /**
+   * @generated from field: wayfind.v1.ToolActivated.Source source = 3;
+   */
+  source: ToolActivated_Source;
+
+  /**
+   * Why, when the caller said (e.g. the lazy group's name).
+   *
+   * @generated from field: string reason = 4;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message wayfind.v1.ToolActivated.
+ * Use `create(ToolActivatedSchema)` to create a new message.
+ */
+export const ToolActivatedSchema: GenMessage<ToolActivated> = /*@__PURE__*/
+  messageDesc(file_wayfind_v1_events, 3);
+
+/**
+ * Where the activation holds.
+ *
+ * @generated from enum wayfind.v1.ToolActivated.Scope
+ */
+export enum ToolActivated_Scope {
+  /**
+   * @generated from enum value: SCOPE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: SCOPE_RUN = 1;
+   */
+  RUN = 1,
+
+  /**
+   * @generated from enum value: SCOPE_SESSION = 2;
+   */
+  SESSION = 2,
+}
+
+/**
+ * Describes the enum wayfind.v1.ToolActivated.Scope.
+ */
+export const ToolActivated_ScopeSchema: GenEnum<ToolActivated_Scope> = /*@__PURE__*/
+  enumDesc(file_wayfind_v1_events, 3, 0);
+
+/**
+ * What activated it.
+ *
+ * @generated from enum wayfind.v1.ToolActivated.Source
+ */
+export enum ToolActivated_Source {
+  /**
+   * @generated from enum value: SOURCE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * ActivateTools.
+   *
+   * @generated from enum value: SOURCE_EXPLICIT = 1;
+   */
+  EXPLICIT = 1,
+
+  /**
+   * ResolveTool: the model called the tool by name.
+   *
+   * @generated from enum value: SOURCE_RESOLVE = 2;
+   */
+  RESOLVE = 2,
+
+  /**
+   * A lazy tool group's trigger matched.
+   *
+   * @generated from enum value: SOURCE_LAZY_GROUP = 3;
+   */
+  LAZY_GROUP = 3,
+}
+
+/**
+ * Describes the enum wayfind.v1.ToolActivated.Source.
+ */
+export const ToolActivated_SourceSchema: GenEnum<ToolActivated_Source> = /*@__PURE__*/
+  enumDesc(file_wayfind_v1_events, 3, 1);
+
+/**
+ * An activation was refused; never names the tools.
+ *
+ * @generated from message wayfind.v1.ToolActivationDenied
+ */
+export type ToolActivationDenied = Message<"wayfind.v1.ToolActivationDenied"> & {
+  /**
+   * e.g. `missing_scope_id`, `not_visible`.
+   *
+   * @generated from field: string reason = 1;
+   */
+  reason: string;
+
+  /**
+   * Tools refused.
+   *
+   * @generated from field: uint32 count = 2;
+   */
+  count: number;
+};
+
+/**
+ * Describes the message wayfind.v1.ToolActivationDenied.
+ * Use `create(ToolActivationDeniedSchema)` to create a new message.
+ */
+export const ToolActivationDeniedSchema: GenMessage<ToolActivationDenied> = /*@__PURE__*/
+  messageDesc(file_wayfind_v1_events, 4);
+
+/**
+ * The search index holds a new catalog version.
+ *
+ * @generated from message wayfind.v1.ToolSearchCacheReady
+ */
+export type ToolSearchCacheReady = Message<"wayfind.v1.ToolSearchCacheReady"> & {
+  /**
+   * @generated from field: uint32 tool_count = 1;
+   */
+  toolCount: number;
+};
+
+/**
+ * Describes the message wayfind.v1.ToolSearchCacheReady.
+ * Use `create(ToolSearchCacheReadySchema)` to create a new message.
+ */
+export const ToolSearchCacheReadySchema: GenMessage<ToolSearchCacheReady> = /*@__PURE__*/
+  messageDesc(file_wayfind_v1_events, 5);
+
+/**
+ * At start: what the static policy removed from the registry.
+ *
+ * @generated from message wayfind.v1.ToolPolicyFiltered
+ */
+export type ToolPolicyFiltered = Message<"wayfind.v1.ToolPolicyFiltered"> & {
+  /**
+   * @generated from field: uint32 removed_count = 1;
+   */
+  removedCount: number;
+
+  /**
+   * @generated from field: uint32 registry_count = 2;
+   */
+  registryCount: number;
+};
+
+/**
+ * Describes the message wayfind.v1.ToolPolicyFiltered.
+ * Use `create(ToolPolicyFilteredSchema)` to create a new message.
+ */
+export const ToolPolicyFilteredSchema: GenMessage<ToolPolicyFiltered> = /*@__PURE__*/
+  messageDesc(file_wayfind_v1_events, 6);
+
+/**
+ * A RenderToolPrompt with a directory of deferred tools.
+ *
+ * @generated from message wayfind.v1.ToolDirectoryRendered
+ */
+export type ToolDirectoryRendered = Message<"wayfind.v1.ToolDirectoryRendered"> & {
+  /**
+   * @generated from field: uint32 entry_count = 1;
+   */
+  entryCount: number;
+
+  /**
+   * @generated from field: uint32 deferred_count = 2;
+   */
+  deferredCount: number;
+};
+
+/**
+ * Describes the message wayfind.v1.ToolDirectoryRendered.
+ * Use `create(ToolDirectoryRenderedSchema)` to create a new message.
+ */
+export const ToolDirectoryRenderedSchema: GenMessage<ToolDirectoryRendered> = /*@__PURE__*/
+  messageDesc(file_wayfind_v1_events, 7);
+
+/**
+ * Tool hints added to a rendered prompt.
+ *
+ * @generated from message wayfind.v1.ToolHintsGenerated
+ */
+export type ToolHintsGenerated = Message<"wayfind.v1.ToolHintsGenerated"> & {
+  /**
+   * @generated from field: uint32 hint_count = 1;
+   */
+  hintCount: number;
+};
+
+/**
+ * Describes the message wayfind.v1.ToolHintsGenerated.
+ * Use `create(ToolHintsGeneratedSchema)` to create a new message.
+ */
+export const ToolHintsGeneratedSchema: GenMessage<ToolHintsGenerated> = /*@__PURE__*/
+  messageDesc(file_wayfind_v1_events, 8);
+
+/**
+ * A LoadSkillPack, or a configured pack at start.
+ *
+ * @generated from message wayfind.v1.SkillPackLoaded
+ */
+export type SkillPackLoaded = Message<"wayfind.v1.SkillPackLoaded"> & {
+  /**
+   * @generated from field: string pack = 1;
+   */
+  pack: string;
+
+  /**
+   * Skills in the pack.
+   *
+   * @generated from field: uint32 skill_count = 2;
+   */
+  skillCount: number;
+
+  /**
+   * @generated from field: uint32 loaded_count = 3;
+   */
+  loadedCount: number;
+
+  /**
+   * @generated from field: uint32 updated_count = 4;
+   */
+  updatedCount: number;
+
+  /**
+   * @generated from field: uint32 unchanged_count = 5;
+   */
+  unchangedCount: number;
+
+  /**
+   * @generated from field: uint32 removed_count = 6;
+   */
+  removedCount: number;
+};
+
+/**
+ * Describes the message wayfind.v1.SkillPackLoaded.
+ * Use `create(SkillPackLoadedSchema)` to create a new message.
+ */
+export const SkillPackLoadedSchema: GenMessage<SkillPackLoaded> = /*@__PURE__*/
+  messageDesc(file_wayfind_v1_events, 9);
+
+/**
+ * A RenderSkillDirectory call.
+ *
+ * @generated from message wayfind.v1.SkillDirectoryRendered
+ */
+export type SkillDirectoryRendered = Message<"wayfind.v1.SkillDirectoryRendered"> & {
+  /**
+   * @generated from field: uint32 entry_count = 1;
+   */
+  entryCount: number;
+
+  /**
+   * Skills the caller could see in all.
+   *
+   * @generated from field: uint32 total_visible = 2;
+   */
+  totalVisible: number;
+
+  /**
+   * @generated from field: uint32 token_estimate = 3;
+   */
+  tokenEstimate: number;
+};
+
+/**
+ * Describes the message wayfind.v1.SkillDirectoryRendered.
+ * Use `create(SkillDirectoryRenderedSchema)` to create a new message.
+ */
+export const SkillDirectoryRenderedSchema: GenMessage<SkillDirectoryRendered> = /*@__PURE__*/
+  messageDesc(file_wayfind_v1_events, 10);
+
+/**
+ * A GetRelevantSkills call: skills injected into a prompt.
+ *
+ * @generated from message wayfind.v1.SkillsRetrieved
+ */
+export type SkillsRetrieved = Message<"wayfind.v1.SkillsRetrieved"> & {
+  /**
+   * @generated from field: uint32 skill_count = 1;
+   */
+  skillCount: number;
+
+  /**
+   * @generated from field: uint32 top_k = 2;
+   */
+  topK: number;
+
+  /**
+   * Tokens before and after fitting the budget.
+   *
+   * @generated from field: uint32 raw_token_estimate = 3;
+   */
+  rawTokenEstimate: number;
+
+  /**
+   * @generated from field: uint32 final_token_estimate = 4;
+   */
+  finalTokenEstimate: number;
+
+  /**
+   * @generated from field: bool was_compressed = 5;
+   */
+  wasCompressed: boolean;
+};
+
+/**
+ * Describes the message wayfind.v1.SkillsRetrieved.
+ * Use `create(SkillsRetrievedSchema)` to create a new message.
+ */
+export const SkillsRetrievedSchema: GenMessage<SkillsRetrieved> = /*@__PURE__*/
+  messageDesc(file_wayfind_v1_events, 11);
+
+/**
+ * A SearchSkills call.
+ *
+ * @generated from message wayfind.v1.SkillSearchQuery
+ */
+export type SkillSearchQuery = Message<"wayfind.v1.SkillSearchQuery"> & {
+  /**
+   * The query, redacted and cut to 200 characters.
+   *
+   * @generated from field: string query = 1;
+   */
+  query: string;
+
+  /**
+   * @generated from field: wayfind.v1.SearchType search_type = 2;
+   */
+  searchType: SearchType;
+
+  /**
+   * @generated from field: uint32 result_count = 3;
+   */
+  resultCount: number;
+};
+
+/**
+ * Describes the message wayfind.v1.SkillSearchQuery.
+ * Use `create(SkillSearchQuerySchema)` to create a new message.
+ */
+export const SkillSearchQuerySchema: GenMessage<SkillSearchQuery> = /*@__PURE__*/
+  messageDesc(file_wayfind_v1_events, 12);
+
+/**
+ * A GetSkills call.
+ *
+ * @generated from message wayfind.v1.SkillGet
+ */
+export type SkillGet = Message<"wayfind.v1.SkillGet"> & {
+  /**
+   * @generated from field: uint32 requested_count = 1;
+   */
+  requestedCount: number;
+
+  /**
+   * @generated from field: uint32 found_count = 2;
+   */
+  foundCount: number;
+
+  /**
+   * The format asked for, e.g. `markdown`, `injection`.
+   *
+   * @generated from field: string format = 3;
+   */
+  format: string;
+
+  /**
+   * @generated from field: uint32 raw_token_estimate = 4;
+   */
+  rawTokenEstimate: number;
+
+  /**
+   * @generated from field: uint32 final_token_estimate = 5;
+   */
+  finalTokenEstimate: number;
+
+  /**
+   * @generated from field: bool was_compressed = 6;
+   */
+  wasCompressed: boolean;
+};
+
+/**
+ * Describes the message wayfind.v1.SkillGet.
+ * Use `create(SkillGetSchema)` to create a new message.
+ */
+export const SkillGetSchema: GenMessage<SkillGet> = /*@__PURE__*/
+  messageDesc(file_wayfind_v1_events, 13);
+
+/**
+ * A ListSkills call.
+ *
+ * @generated from message wayfind.v1.SkillList
+ */
+export type SkillList = Message<"wayfind.v1.SkillList"> & {
+  /**
+   * @generated from field: uint32 result_count = 1;
+   */
+  resultCount: number;
+
+  /**
+   * @generated from field: uint32 total_count = 2;
+   */
+  totalCount: number;
+
+  /**
+   * @generated from field: uint32 page_size = 3;
+   */
+  pageSize: number;
+};
+
+/**
+ * Describes the message wayfind.v1.SkillList.
+ * Use `create(SkillListSchema)` to create a new message.
+ */
+export const SkillListSchema: GenMessage<SkillList> = /*@__PURE__*/
+  messageDesc(file_wayfind_v1_events, 14);
+
+/**
+ * A RecordUsage call that recorded a model call (a retry of the same idempotency key emits none).
+ *
+ * @generated from message wayfind.v1.UsageRecorded
+ */
+export type UsageRecorded = Message<"wayfind.v1.UsageRecorded"> & {
+  /**
+   * @generated from field: uint64 record_id = 1;
+   */
+  recordId: bigint;
+
+  /**
+   * @generated from field: wayfind.v1.Provider provider = 2;
+   */
+  provider: Provider;
+
+  /**
+   * @generated from field: string model = 3;
+   */
+  model: string;
+
+  /**
+   * @generated from field: uint64 input_tokens = 4;
+   */
+  inputTokens: bigint;
+
+  /**
+   * @generated from field: uint64 output_tokens = 5;
+   */
+  outputTokens: bigint;
+
+  /**
+   * @generated from field: uint64 cache_read_input_tokens = 6;
+   */
+  cacheReadInputTokens: bigint;
+
+  /**
+   * @generated from field: uint64 cache_creation_input_tokens = 7;
+   */
+  cacheCreationInputTokens: bigint;
+
+  /**
+   * USD; absent when the model's price is unknown.
+   *
+   * @generated from field: optional double cost_usd = 8;
+   */
+  costUsd?: number | undefined;
+};
+
+/**
+ * Describes the message wayfind.v1.UsageRecorded.
+ * Use `create(UsageRecordedSchema)` to create a new message.
+ */
+export const UsageRecordedSchema: GenMessage<UsageRecorded> = /*@__PURE__*/
+  messageDesc(file_wayfind_v1_events, 15);
+
+/**
  * Which events a watcher wants. Every field narrows; empty fields match everything the caller may see.
  *
  * @generated from message wayfind.v1.EventFilter
  */
 export type EventFilter = Message<"wayfind.v1.EventFilter"> & {
   /**
-   * Event types to receive, e.g. `tool_activated`. Unknown types are INVALID_ARGUMENT.
+   * Event types to receive by name, e.g. `tool_activated`. Unknown names are INVALID_ARGUMENT.
+   * Prefer `event_types`; both may be given (an event of either list is received).
    *
    * @generated from field: repeated string types = 1;
    */
@@ -132,6 +789,21 @@ export type EventFilter = Message<"wayfind.v1.EventFilter"> & {
    * @generated from field: bool from_oldest = 5;
    */
   fromOldest: boolean;
+
+  /**
+   * Event types to receive; each must be one of the stream's service (INVALID_ARGUMENT otherwise).
+   *
+   * @generated from field: repeated wayfind.v1.EventType event_types = 6;
+   */
+  eventTypes: EventType[];
+
+  /**
+   * Only events about this tool (`tool_activated`); other types have no tool and are left out.
+   * 0–128 characters.
+   *
+   * @generated from field: string tool = 7;
+   */
+  tool: string;
 };
 
 /**
@@ -139,7 +811,7 @@ export type EventFilter = Message<"wayfind.v1.EventFilter"> & {
  * Use `create(EventFilterSchema)` to create a new message.
  */
 export const EventFilterSchema: GenMessage<EventFilter> = /*@__PURE__*/
-  messageDesc(file_wayfind_v1_events, 1);
+  messageDesc(file_wayfind_v1_events, 16);
 
 /**
  * Sent first on every watch stream, and again when events were lost because the cursor was older
@@ -168,5 +840,99 @@ export type WatchStatus = Message<"wayfind.v1.WatchStatus"> & {
  * Use `create(WatchStatusSchema)` to create a new message.
  */
 export const WatchStatusSchema: GenMessage<WatchStatus> = /*@__PURE__*/
-  messageDesc(file_wayfind_v1_events, 2);
+  messageDesc(file_wayfind_v1_events, 17);
+
+/**
+ * The types of event the log records; `Event.type` holds the same name in lower snake case
+ * (`EVENT_TYPE_TOOL_ACTIVATED` is `tool_activated`), and `Event.payload` the message of that type.
+ *
+ * @generated from enum wayfind.v1.EventType
+ */
+export enum EventType {
+  /**
+   * @generated from enum value: EVENT_TYPE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: EVENT_TYPE_TOOL_SEARCH_QUERY = 1;
+   */
+  TOOL_SEARCH_QUERY = 1,
+
+  /**
+   * @generated from enum value: EVENT_TYPE_TOOL_GET = 2;
+   */
+  TOOL_GET = 2,
+
+  /**
+   * @generated from enum value: EVENT_TYPE_TOOL_ACTIVATED = 3;
+   */
+  TOOL_ACTIVATED = 3,
+
+  /**
+   * @generated from enum value: EVENT_TYPE_TOOL_ACTIVATION_DENIED = 4;
+   */
+  TOOL_ACTIVATION_DENIED = 4,
+
+  /**
+   * @generated from enum value: EVENT_TYPE_TOOL_SEARCH_CACHE_READY = 5;
+   */
+  TOOL_SEARCH_CACHE_READY = 5,
+
+  /**
+   * @generated from enum value: EVENT_TYPE_TOOL_POLICY_FILTERED = 6;
+   */
+  TOOL_POLICY_FILTERED = 6,
+
+  /**
+   * @generated from enum value: EVENT_TYPE_TOOL_DIRECTORY_RENDERED = 7;
+   */
+  TOOL_DIRECTORY_RENDERED = 7,
+
+  /**
+   * @generated from enum value: EVENT_TYPE_TOOL_HINTS_GENERATED = 8;
+   */
+  TOOL_HINTS_GENERATED = 8,
+
+  /**
+   * @generated from enum value: EVENT_TYPE_SKILL_PACK_LOADED = 9;
+   */
+  SKILL_PACK_LOADED = 9,
+
+  /**
+   * @generated from enum value: EVENT_TYPE_SKILL_DIRECTORY_RENDERED = 10;
+   */
+  SKILL_DIRECTORY_RENDERED = 10,
+
+  /**
+   * @generated from enum value: EVENT_TYPE_SKILLS_RETRIEVED = 11;
+   */
+  SKILLS_RETRIEVED = 11,
+
+  /**
+   * @generated from enum value: EVENT_TYPE_SKILL_SEARCH_QUERY = 12;
+   */
+  SKILL_SEARCH_QUERY = 12,
+
+  /**
+   * @generated from enum value: EVENT_TYPE_SKILL_GET = 13;
+   */
+  SKILL_GET = 13,
+
+  /**
+   * @generated from enum value: EVENT_TYPE_SKILL_LIST = 14;
+   */
+  SKILL_LIST = 14,
+
+  /**
+   * @generated from enum value: EVENT_TYPE_USAGE_RECORDED = 15;
+   */
+  USAGE_RECORDED = 15,
+}
+
+/**
+ * Describes the enum wayfind.v1.EventType.
+ */
+export const EventTypeSchema: GenEnum<EventType> = /*@__PURE__*/
+  enumDesc(file_wayfind_v1_events, 0);
 
