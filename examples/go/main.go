@@ -5,6 +5,7 @@
 //
 //	go run . -addr 127.0.0.1:50051
 //	go run . -addr wayfind.internal:50051 -ca ca.pem -api-key "$WAYFIND_API_KEY"
+//	go run . consume -addr 127.0.0.1:50051 -tenant acme -state figures.json   (consumer.go)
 package main
 
 import (
@@ -15,7 +16,9 @@ import (
 	"io"
 	"log"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	wayfindv1 "github.com/wayfind-dev/wayfind/gen/go/wayfind/v1"
@@ -38,8 +41,31 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:50051", "wayfind server address (host:port)")
 	ca := flag.String("ca", "", "PEM file of the CA that signed the server's certificate (enables TLS)")
 	apiKey := flag.String("api-key", os.Getenv("WAYFIND_API_KEY"), "API key (default $WAYFIND_API_KEY)")
+	// `consume`: the event consumer of consumer.go instead of the agent walk-through.
+	consumeMode := len(os.Args) > 1 && os.Args[1] == "consume"
+	if consumeMode {
+		os.Args = append(os.Args[:1], os.Args[2:]...)
+	}
+	statePath := flag.String("state", "wayfind-figures.json", "consume: the state file (figures and cursors)")
+	tenantID := flag.String("tenant", "acme", "consume: the tenant whose events to count (a key's own without it)")
 	flag.Parse()
-	if err := run(*addr, connection{caFile: *ca, apiKey: *apiKey}, os.Stdout); err != nil {
+	c := connection{caFile: *ca, apiKey: *apiKey}
+	if !consumeMode {
+		if err := run(*addr, c, os.Stdout); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
+	conn, err := dial(*addr, c)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	caller := &wayfindv1.CallerContext{TenantId: *tenantID}
+	live := func() { log.Printf("watching; figures in %s", *statePath) }
+	if err := consume(ctx, conn, caller, *statePath, live); err != nil {
 		log.Fatal(err)
 	}
 }

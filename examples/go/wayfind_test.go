@@ -63,6 +63,7 @@ func TestWayfind(t *testing.T) {
 	t.Run("ToolErrors", func(t *testing.T) { testToolErrors(t, conn) })
 	t.Run("BadRequestDetails", func(t *testing.T) { testBadRequestDetails(t, conn) })
 	t.Run("Example", func(t *testing.T) { testExample(t, srv.addr, connection{}) })
+	t.Run("ConsumerResumesWithoutLossOrRepeat", func(t *testing.T) { testConsumer(t, conn) })
 
 	// Last: SIGTERM drains the server, which must exit 0.
 	srv.stop(t)
@@ -674,6 +675,92 @@ func testBadRequestDetails(t *testing.T, conn *grpc.ClientConn) {
 }
 
 // testExample runs the example itself against the server.
+// testConsumer runs the event consumer (consumer.go) through a burst of events, stops it in the
+// middle, lets the burst go on while it is down, restarts it from its state file, and requires
+// figures that count every event exactly once.
+func testConsumer(t *testing.T, conn *grpc.ClientConn) {
+	const burst = 40 // usage records and activations each; the consumer stops after about a third
+	caller := tenant(t)
+	statePath := filepath.Join(t.TempDir(), "figures.json")
+	tools := wayfindv1.NewToolDiscoveryServiceClient(conn)
+	usage := wayfindv1.NewUsageServiceClient(conn)
+	if _, err := tools.RegisterTools(rpcContext(t), &wayfindv1.RegisterToolsRequest{
+		Caller: caller, Source: "consumer", Namespace: "billing", Tools: billingTools(), ReplaceSource: true,
+	}); err != nil {
+		t.Fatalf("RegisterTools: %v", err)
+	}
+	start := func() (stop func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		live := make(chan struct{})
+		done := make(chan error, 1)
+		go func() { done <- consume(ctx, conn, caller, statePath, func() { close(live) }) }()
+		select {
+		case <-live:
+		case err := <-done:
+			t.Fatalf("consumer ended before it was live: %v", err)
+		case <-time.After(rpcTimeout):
+			t.Fatal("consumer not live in time")
+		}
+		var once sync.Once
+		return func() {
+			once.Do(func() {
+				cancel()
+				if err := <-done; err != nil {
+					t.Errorf("consumer: %v", err)
+				}
+			})
+		}
+	}
+	event := func(i int) {
+		run := proto.Clone(caller).(*wayfindv1.CallerContext)
+		run.RunId = fmt.Sprintf("consumer-run-%d", i)
+		if _, err := tools.ActivateTools(rpcContext(t), &wayfindv1.ActivateToolsRequest{
+			Caller: run, Names: []string{"billing.refund_payment"},
+		}); err != nil {
+			t.Fatalf("ActivateTools: %v", err)
+		}
+		if _, err := usage.RecordUsage(rpcContext(t), &wayfindv1.RecordUsageRequest{
+			Caller: run, Provider: wayfindv1.Provider_PROVIDER_ANTHROPIC, Model: sonnet,
+			Usage: &wayfindv1.Usage{InputTokens: 100, OutputTokens: 10}, IdempotencyKey: fmt.Sprintf("consumer-%d", i),
+		}); err != nil {
+			t.Fatalf("RecordUsage: %v", err)
+		}
+	}
+
+	stop := start()
+	for i := 0; i < burst; i++ {
+		if i == burst/3 {
+			stop() // mid-burst: events keep coming while the consumer is down
+		}
+		event(i)
+	}
+	stop = start()
+	defer stop()
+	var figures Figures
+	deadline := time.Now().Add(rpcTimeout)
+	for time.Now().Before(deadline) {
+		state, err := loadState(statePath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		figures = state.Figures
+		if figures.TokensByModel[sonnet] >= burst*110 && figures.ActivationsByTool["billing.refund_payment"] >= burst {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop()
+	if got := figures.ActivationsByTool["billing.refund_payment"]; got != burst {
+		t.Errorf("activations of billing.refund_payment = %d, want %d (each run once)", got, burst)
+	}
+	if got := figures.TokensByModel[sonnet]; got != burst*110 {
+		t.Errorf("tokens of %s = %d, want %d: events lost or counted twice", sonnet, got, burst*110)
+	}
+	if figures.CostUSDByModel[sonnet] <= 0 {
+		t.Errorf("cost of %s = %v, want > 0", sonnet, figures.CostUSDByModel[sonnet])
+	}
+}
+
 // TestWayfindOverTLS runs the example against a server that needs TLS and an API key (made with
 // `wayfind keys create`), as one on a network is run.
 func TestWayfindOverTLS(t *testing.T) {
