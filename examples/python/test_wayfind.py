@@ -580,3 +580,49 @@ def check_example(addr: str, *flags: str) -> None:
     for line, prefix in zip(lines, want):
         assert line.startswith(prefix), out.stdout
     assert lines[8].endswith(", billing.refund_payment (previous prompt is a prefix: True)"), lines[8]
+
+
+def test_consumer_resumes_without_loss_or_repeat(channel, tools, usage, caller, tmp_path):
+    """The consumer stopped mid-burst and restarted from its state file counts every event once."""
+    from wayfind_consumer import Consumer, load_state
+
+    burst = 40
+    tools.RegisterTools(
+        tools_pb2.RegisterToolsRequest(
+            caller=caller, source="consumer", namespace="billing", tools=billing_tools(), replace_source=True
+        ),
+        timeout=RPC_TIMEOUT_S,
+    )
+    state_path = tmp_path / "figures.json"
+
+    def event(i: int) -> None:
+        run = common_pb2.CallerContext()
+        run.CopyFrom(caller)
+        run.run_id = f"consumer-run-{i}"
+        tools.ActivateTools(
+            tools_pb2.ActivateToolsRequest(caller=run, names=["billing.refund_payment"]), timeout=RPC_TIMEOUT_S
+        )
+        usage.RecordUsage(
+            record_request(run, f"consumer-{i}", input_tokens=100, output_tokens=10), timeout=RPC_TIMEOUT_S
+        )
+
+    consumer = Consumer(channel, caller, state_path).start()
+    for i in range(burst):
+        if i == burst // 3:
+            consumer.stop()  # mid-burst: events keep coming while the consumer is down
+        event(i)
+    consumer = Consumer(channel, caller, state_path).start()
+    try:
+        deadline = time.monotonic() + RPC_TIMEOUT_S
+        while time.monotonic() < deadline:
+            figures = load_state(state_path)["figures"]
+            if figures["tokens_by_model"].get(SONNET, 0) >= burst * 110:
+                break
+            time.sleep(0.02)
+        time.sleep(0.2)  # anything counted twice would arrive now
+        figures = load_state(state_path)["figures"]
+    finally:
+        consumer.stop()
+    assert figures["activations_by_tool"].get("billing.refund_payment") == burst
+    assert figures["tokens_by_model"].get(SONNET) == burst * 110, "events lost or counted twice"
+    assert figures["cost_usd_by_model"][SONNET] > 0
