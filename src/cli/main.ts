@@ -5,6 +5,7 @@ import pino from "pino";
 import pretty from "pino-pretty";
 import { applyCliOverrides, applySecurityFlags, loadConfig } from "../config/index.ts";
 import { startServer } from "../server/app.ts";
+import { eventExportFromEnv } from "../server/event-export.ts";
 import { tracingFromEnv } from "../server/tracing.ts";
 import { commandArgs, UsageError } from "./args.ts";
 import { runCatalogStats } from "./catalog-stats.ts";
@@ -136,10 +137,13 @@ async function main(argv: string[]): Promise<number> {
   );
   // OpenTelemetry tracing when the usual OTEL_* variables ask for it (docs: README, "Tracing").
   const tracing = tracingFromEnv(process.env);
+  // The event log as OpenTelemetry log records when the OTEL_* variables ask for them.
+  const eventExport = eventExportFromEnv(process.env);
   const starting = startServer(config, logger, {
     onSkillPackProgress: skillPackProgressBar(process.stderr),
     compactHeapBeforeListening: true,
     traceCalls: tracing !== undefined,
+    eventExport,
   });
   // Installed before the server listens: a signal right after the "listening" line (or during the
   // start) must find them, not node's defaults, which end the process without draining.
@@ -161,7 +165,7 @@ async function main(argv: string[]): Promise<number> {
       logger.info({ signal }, "signal received");
       void starting
         .then((started) => started.stop())
-        .then(() => tracing?.shutdown())
+        .then(() => Promise.all([tracing?.shutdown(), eventExport?.shutdown()]))
         .then(
           () => process.exit(0),
           () => process.exit(1),

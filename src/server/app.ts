@@ -30,6 +30,7 @@ import { ToolSourceRegistry } from "../sources/status.ts";
 import { ToolService } from "../tools/service.ts";
 import { PricingTable, startUsageRetention, UsageLedger } from "../usage/index.ts";
 import { lockDataFolder } from "./data-lock.ts";
+import type { EventExport } from "./event-export.ts";
 import { HealthStatus } from "./health.ts";
 import { healthEndpoints } from "./http-health.ts";
 import { collectGarbage } from "./memory.ts";
@@ -66,6 +67,8 @@ export interface StartOptions {
   readonly compactHeapBeforeListening?: boolean;
   /** A span per call (tracing started by the caller: src/server/tracing.ts); default off. */
   readonly traceCalls?: boolean;
+  /** Every committed event also goes here (OpenTelemetry logs: src/server/event-export.ts). */
+  readonly eventExport?: EventExport;
 }
 
 export interface RunningServer {
@@ -134,7 +137,10 @@ export async function startServer(
     maxEvents: settings.eventRetention.maxEvents,
     maxAgeHours: settings.eventRetention.maxAgeHours,
     onError: (error) => logger.error({ err: error }, "event log write failed"),
-    onCommitted: (event) => metrics?.eventCommitted(event),
+    onCommitted: (event) => {
+      metrics?.eventCommitted(event);
+      options.eventExport?.exportEvent(event);
+    },
   });
 
   const usage = new UsageLedger({

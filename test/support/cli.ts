@@ -13,9 +13,12 @@ export interface CliRun {
   readonly exited: Promise<number | null>;
 }
 
-/** Runs `wayfind <args>` as a child process, the way a user does. */
-export function runCli(args: readonly string[]): CliRun {
-  const child = spawn(process.execPath, [CLI, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+/** Runs `wayfind <args>` as a child process, the way a user does, with `env` added to this one's. */
+export function runCli(args: readonly string[], env: NodeJS.ProcessEnv = {}): CliRun {
+  const child = spawn(process.execPath, [CLI, ...args], {
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, ...env },
+  });
   const stderr: string[] = [];
   child.stderr.on("data", (chunk: Buffer) => stderr.push(chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));

@@ -12,6 +12,7 @@ import pino, { type Logger } from "pino";
 import { stringify } from "yaml";
 import { loadConfig, type WayfindConfig } from "../../src/config/index.ts";
 import { type RunningServer, startServer } from "../../src/server/app.ts";
+import type { EventExport } from "../../src/server/event-export.ts";
 
 export interface TestServer {
   readonly server: RunningServer;
@@ -36,7 +37,7 @@ export interface TestServer {
  */
 export async function startTestServer(
   yamlConfig: Record<string, unknown> = {},
-  options: { dataDir?: string; logger?: Logger; traceCalls?: boolean } = {},
+  options: { dataDir?: string; logger?: Logger; traceCalls?: boolean; eventExport?: EventExport } = {},
 ): Promise<TestServer> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "wayfind-test-"));
   const configFile = join(dataDir, "wayfind.yaml");
@@ -46,7 +47,11 @@ export async function startTestServer(
   );
   const config = loadConfig(configFile, {});
   const logger = options.logger ?? pino({ level: "silent" });
-  const server = await startServer(config, logger, { drainGraceMs: 2_000, traceCalls: options.traceCalls });
+  const server = await startServer(config, logger, {
+    drainGraceMs: 2_000,
+    traceCalls: options.traceCalls,
+    ...(options.eventExport ? { eventExport: options.eventExport } : {}),
+  });
   const baseUrl = `http://127.0.0.1:${server.port}`;
   return {
     server,

@@ -43,6 +43,18 @@ type Attributes = StoredEvent["attributes"];
  * (deprecated) beside it.
  */
 export function toProtoEvent(event: StoredEvent): Omit<Event, "$typeName"> {
+  // Every watcher of an event gets the same message: built once, not once per stream.
+  let message = converted.get(event);
+  if (!message) {
+    message = convert(event);
+    converted.set(event, message);
+  }
+  return message;
+}
+
+const converted = new WeakMap<StoredEvent, Omit<Event, "$typeName">>();
+
+function convert(event: StoredEvent): Omit<Event, "$typeName"> {
   return {
     id: event.id,
     time: timestampFromMs(event.timestampMs),
