@@ -2,7 +2,8 @@ package main
 
 // The event consumer: `go run . consume -state figures.json` watches wayfind's three event streams
 // and keeps the figures an operator wants (activations per tool, zero-result searches, skills
-// retrieved, cost and tokens per model) in a state file together with each stream's cursor. The
+// retrieved per task type, cost and tokens per model) in a state file together with each stream's
+// cursor. The
 // file is replaced atomically after every event, so a consumer stopped at any point (Ctrl-C,
 // kill -9, a lost connection) resumes after the last event it counted: none lost, none twice.
 
@@ -25,6 +26,7 @@ type Figures struct {
 	ToolSearches       uint64             `json:"tool_searches"`
 	ZeroResultSearches uint64             `json:"zero_result_searches"`
 	SkillsRetrieved    uint64             `json:"skills_retrieved"`
+	SkillsByTaskType   map[string]uint64  `json:"skills_retrieved_by_task_type"`
 	CostUSDByModel     map[string]float64 `json:"cost_usd_by_model"`
 	TokensByModel      map[string]uint64  `json:"tokens_by_model"`
 }
@@ -40,7 +42,8 @@ type eventStream func(ctx context.Context, filter *wayfindv1.EventFilter) (func(
 
 func loadState(path string) (*consumerState, error) {
 	state := &consumerState{Cursors: map[string]uint64{}, Figures: Figures{
-		ActivationsByTool: map[string]uint64{}, CostUSDByModel: map[string]float64{}, TokensByModel: map[string]uint64{},
+		ActivationsByTool: map[string]uint64{}, SkillsByTaskType: map[string]uint64{},
+		CostUSDByModel: map[string]float64{}, TokensByModel: map[string]uint64{},
 	}}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -88,6 +91,9 @@ func (f *Figures) count(ev *wayfindv1.Event) {
 		}
 	case *wayfindv1.Event_SkillsRetrieved:
 		f.SkillsRetrieved += uint64(p.SkillsRetrieved.GetSkillCount())
+		for _, taskType := range p.SkillsRetrieved.GetTaskTypes() {
+			f.SkillsByTaskType[taskType]++
+		}
 	case *wayfindv1.Event_UsageRecorded:
 		u := p.UsageRecorded
 		f.CostUSDByModel[u.GetModel()] += u.GetCostUsd()

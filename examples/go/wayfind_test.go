@@ -684,6 +684,13 @@ func testConsumer(t *testing.T, conn *grpc.ClientConn) {
 	statePath := filepath.Join(t.TempDir(), "figures.json")
 	tools := wayfindv1.NewToolDiscoveryServiceClient(conn)
 	usage := wayfindv1.NewUsageServiceClient(conn)
+	skills := wayfindv1.NewSkillServiceClient(conn)
+	relevant := &wayfindv1.GetRelevantSkillsRequest{Caller: caller, Task: "the API returns 429 Too Many Requests", TopK: 2}
+	first, err := skills.GetRelevantSkills(rpcContext(t), relevant)
+	if err != nil || len(first.GetSkillNames()) == 0 {
+		t.Fatalf("GetRelevantSkills: %v, %v", first, err)
+	}
+	perCall := uint64(len(first.GetSkillNames()))
 	if _, err := tools.RegisterTools(rpcContext(t), &wayfindv1.RegisterToolsRequest{
 		Caller: caller, Source: "consumer", Namespace: "billing", Tools: billingTools(), ReplaceSource: true,
 	}); err != nil {
@@ -725,6 +732,9 @@ func testConsumer(t *testing.T, conn *grpc.ClientConn) {
 		}); err != nil {
 			t.Fatalf("RecordUsage: %v", err)
 		}
+		if _, err := skills.GetRelevantSkills(rpcContext(t), relevant); err != nil {
+			t.Fatalf("GetRelevantSkills: %v", err)
+		}
 	}
 
 	stop := start()
@@ -759,6 +769,14 @@ func testConsumer(t *testing.T, conn *grpc.ClientConn) {
 	}
 	if got := figures.TokensByModel[sonnet]; got != burst*110 {
 		t.Errorf("tokens of %s = %d, want %d: events lost or counted twice", sonnet, got, burst*110)
+	}
+	// The first GetRelevantSkills came before the consumer's first start: it replays it too.
+	var byTaskType uint64
+	for _, n := range figures.SkillsByTaskType {
+		byTaskType += n
+	}
+	if want := (burst + 1) * perCall; figures.SkillsRetrieved != want || byTaskType != want {
+		t.Errorf("skills retrieved = %d (by task type %v), want %d", figures.SkillsRetrieved, figures.SkillsByTaskType, want)
 	}
 	if figures.CostUSDByModel[sonnet] <= 0 {
 		t.Errorf("cost of %s = %v, want > 0", sonnet, figures.CostUSDByModel[sonnet])

@@ -582,11 +582,14 @@ def check_example(addr: str, *flags: str) -> None:
     assert lines[8].endswith(", billing.refund_payment (previous prompt is a prefix: True)"), lines[8]
 
 
-def test_consumer_resumes_without_loss_or_repeat(channel, tools, usage, caller, tmp_path):
+def test_consumer_resumes_without_loss_or_repeat(channel, tools, usage, skills, caller, tmp_path):
     """The consumer stopped mid-burst and restarted from its state file counts every event once."""
     from wayfind_consumer import Consumer, load_state
 
     burst = 40
+    relevant = skills_pb2.GetRelevantSkillsRequest(caller=caller, task="the API returns 429 Too Many Requests", top_k=2)
+    per_call = len(skills.GetRelevantSkills(relevant, timeout=RPC_TIMEOUT_S).skill_names)
+    assert per_call > 0
     tools.RegisterTools(
         tools_pb2.RegisterToolsRequest(
             caller=caller, source="consumer", namespace="billing", tools=billing_tools(), replace_source=True
@@ -605,6 +608,7 @@ def test_consumer_resumes_without_loss_or_repeat(channel, tools, usage, caller, 
         usage.RecordUsage(
             record_request(run, f"consumer-{i}", input_tokens=100, output_tokens=10), timeout=RPC_TIMEOUT_S
         )
+        skills.GetRelevantSkills(relevant, timeout=RPC_TIMEOUT_S)
 
     consumer = Consumer(channel, caller, state_path).start()
     for i in range(burst):
@@ -626,3 +630,6 @@ def test_consumer_resumes_without_loss_or_repeat(channel, tools, usage, caller, 
     assert figures["activations_by_tool"].get("billing.refund_payment") == burst
     assert figures["tokens_by_model"].get(SONNET) == burst * 110, "events lost or counted twice"
     assert figures["cost_usd_by_model"][SONNET] > 0
+    # The first GetRelevantSkills came before the consumer's first start: it replays it too.
+    assert figures["skills_retrieved"] == (burst + 1) * per_call
+    assert sum(figures["skills_retrieved_by_task_type"].values()) == (burst + 1) * per_call

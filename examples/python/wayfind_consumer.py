@@ -1,7 +1,7 @@
 """An observability consumer of wayfind's event streams: counts what an operator wants (activations per
-tool, zero-result searches, skills retrieved, cost and tokens per model) into a state file kept with
-each stream's cursor. The file is replaced atomically after every event, so a consumer stopped at any
-point resumes after the last event it counted: none lost, none counted twice.
+tool, zero-result searches, skills retrieved per task type, cost and tokens per model) into a state
+file kept with each stream's cursor. The file is replaced atomically after every event, so a consumer
+stopped at any point resumes after the last event it counted: none lost, none counted twice.
 
     python wayfind_consumer.py --addr 127.0.0.1:50051 --tenant acme --state figures.json
 """
@@ -38,6 +38,7 @@ def empty_state() -> dict:
             "tool_searches": 0,
             "zero_result_searches": 0,
             "skills_retrieved": 0,
+            "skills_retrieved_by_task_type": {},
             "cost_usd_by_model": {},
             "tokens_by_model": {},
         },
@@ -70,6 +71,9 @@ def count(figures: dict, event: events_pb2.Event) -> None:
             figures["zero_result_searches"] += 1
     elif kind == "skills_retrieved":
         figures["skills_retrieved"] += event.skills_retrieved.skill_count
+        by_type = figures["skills_retrieved_by_task_type"]
+        for task_type in event.skills_retrieved.task_types:
+            by_type[task_type] = by_type.get(task_type, 0) + 1
     elif kind == "usage_recorded":
         u = event.usage_recorded
         figures["cost_usd_by_model"][u.model] = figures["cost_usd_by_model"].get(u.model, 0.0) + u.cost_usd

@@ -72,6 +72,8 @@ export function getRelevantSkills(
     raw_tokens_est: rendered.rawTokens,
     final_tokens_est: rendered.finalTokens,
     was_compressed: rendered.compressed,
+    // One per skill retrieved, in order (attributes hold scalars: comma-separated).
+    task_types: included.map(({ row }) => row.task_type).join(","),
   });
   return {
     skills: included.map(({ row, score }) => ({ name: row.name, title: sanitize(row)(row.title), score })),

@@ -188,6 +188,7 @@ function payloadOf(type: EventType, a: Attributes): Event["payload"] {
           rawTokenEstimate: count(a.raw_tokens_est),
           finalTokenEstimate: count(a.final_tokens_est),
           wasCompressed: a.was_compressed === true,
+          taskTypes: text(a.task_types) === "" ? [] : text(a.task_types).split(","),
         }),
       };
     case "skill_search_query":

@@ -1191,8 +1191,11 @@ type SkillsRetrieved struct {
 	RawTokenEstimate   uint32 `protobuf:"varint,3,opt,name=raw_token_estimate,json=rawTokenEstimate,proto3" json:"raw_token_estimate,omitempty"`
 	FinalTokenEstimate uint32 `protobuf:"varint,4,opt,name=final_token_estimate,json=finalTokenEstimate,proto3" json:"final_token_estimate,omitempty"`
 	WasCompressed      bool   `protobuf:"varint,5,opt,name=was_compressed,json=wasCompressed,proto3" json:"was_compressed,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The task type of each skill retrieved, in order: `browser`, `api`, `code`, `domain` or `unknown`
+	// (the names of skills.proto's TaskType, which this file cannot import: skills.proto imports it).
+	TaskTypes     []string `protobuf:"bytes,6,rep,name=task_types,json=taskTypes,proto3" json:"task_types,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SkillsRetrieved) Reset() {
@@ -1258,6 +1261,13 @@ func (x *SkillsRetrieved) GetWasCompressed() bool {
 		return x.WasCompressed
 	}
 	return false
+}
+
+func (x *SkillsRetrieved) GetTaskTypes() []string {
+	if x != nil {
+		return x.TaskTypes
+	}
+	return nil
 }
 
 // A SearchSkills call.
@@ -1817,14 +1827,16 @@ const file_wayfind_v1_events_proto_rawDesc = "" +
 	"\ventry_count\x18\x01 \x01(\rR\n" +
 	"entryCount\x12#\n" +
 	"\rtotal_visible\x18\x02 \x01(\rR\ftotalVisible\x12%\n" +
-	"\x0etoken_estimate\x18\x03 \x01(\rR\rtokenEstimate\"\xce\x01\n" +
+	"\x0etoken_estimate\x18\x03 \x01(\rR\rtokenEstimate\"\xed\x01\n" +
 	"\x0fSkillsRetrieved\x12\x1f\n" +
 	"\vskill_count\x18\x01 \x01(\rR\n" +
 	"skillCount\x12\x13\n" +
 	"\x05top_k\x18\x02 \x01(\rR\x04topK\x12,\n" +
 	"\x12raw_token_estimate\x18\x03 \x01(\rR\x10rawTokenEstimate\x120\n" +
 	"\x14final_token_estimate\x18\x04 \x01(\rR\x12finalTokenEstimate\x12%\n" +
-	"\x0ewas_compressed\x18\x05 \x01(\bR\rwasCompressed\"\x84\x01\n" +
+	"\x0ewas_compressed\x18\x05 \x01(\bR\rwasCompressed\x12\x1d\n" +
+	"\n" +
+	"task_types\x18\x06 \x03(\tR\ttaskTypes\"\x84\x01\n" +
 	"\x10SkillSearchQuery\x12\x14\n" +
 	"\x05query\x18\x01 \x01(\tR\x05query\x127\n" +
 	"\vsearch_type\x18\x02 \x01(\x0e2\x16.wayfind.v1.SearchTypeR\n" +

@@ -210,18 +210,20 @@ class SkillDirectoryRendered(_message.Message):
     def __init__(self, entry_count: _Optional[int] = ..., total_visible: _Optional[int] = ..., token_estimate: _Optional[int] = ...) -> None: ...
 
 class SkillsRetrieved(_message.Message):
-    __slots__ = ("skill_count", "top_k", "raw_token_estimate", "final_token_estimate", "was_compressed")
+    __slots__ = ("skill_count", "top_k", "raw_token_estimate", "final_token_estimate", "was_compressed", "task_types")
     SKILL_COUNT_FIELD_NUMBER: _ClassVar[int]
     TOP_K_FIELD_NUMBER: _ClassVar[int]
     RAW_TOKEN_ESTIMATE_FIELD_NUMBER: _ClassVar[int]
     FINAL_TOKEN_ESTIMATE_FIELD_NUMBER: _ClassVar[int]
     WAS_COMPRESSED_FIELD_NUMBER: _ClassVar[int]
+    TASK_TYPES_FIELD_NUMBER: _ClassVar[int]
     skill_count: int
     top_k: int
     raw_token_estimate: int
     final_token_estimate: int
     was_compressed: bool
-    def __init__(self, skill_count: _Optional[int] = ..., top_k: _Optional[int] = ..., raw_token_estimate: _Optional[int] = ..., final_token_estimate: _Optional[int] = ..., was_compressed: _Optional[bool] = ...) -> None: ...
+    task_types: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, skill_count: _Optional[int] = ..., top_k: _Optional[int] = ..., raw_token_estimate: _Optional[int] = ..., final_token_estimate: _Optional[int] = ..., was_compressed: _Optional[bool] = ..., task_types: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SkillSearchQuery(_message.Message):
     __slots__ = ("query", "search_type", "result_count")
