@@ -106,6 +106,7 @@ describe("getRelevantSkills", () => {
       raw_tokens_est: result.rawTokensEst,
       final_tokens_est: result.finalTokensEst,
       was_compressed: result.wasCompressed,
+      task_types: "unknown", // the one skill retrieved declares no task type
     });
   });
 
