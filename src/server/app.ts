@@ -185,12 +185,14 @@ export async function startServer(
     synonyms: config.toolSearch.synonyms,
     onIndexBuilt: (index) => semantic?.indexBuilt(index),
   });
-  const closeStorage = () => {
+  const closeStorage = async () => {
     stopUsageRetention();
     events.close();
     // The worker's own connection closes after ours: the last to close checkpoints the log.
-    void checkpointer.close();
+    const workerClosed = checkpointer.close();
     db.close();
+    // Only then is the folder free: stop() resolving means no file in it is still being written.
+    await workerClosed;
     releaseDataFolder();
   };
   const skills = new SkillLibrary({
@@ -211,7 +213,7 @@ export async function startServer(
     loadConfiguredSkillPacks(skills, config.skillPacks, logger, options.onSkillPackProgress);
   } catch (error) {
     await closeSemantic();
-    closeStorage();
+    await closeStorage();
     throw error;
   }
   // Skills already in the database (from earlier starts) get vectors too, not only changed ones.
@@ -317,7 +319,7 @@ export async function startServer(
   } catch (error) {
     await mcp.close();
     await closeSemantic();
-    closeStorage();
+    await closeStorage();
     throw error;
   }
   logger.info(
@@ -344,7 +346,7 @@ export async function startServer(
         await transport.close(options.drainGraceMs ?? 10_000);
         await mcp.close();
         await closeSemantic();
-        closeStorage();
+        await closeStorage();
         logger.info("stopped");
       })();
       return stopping;

@@ -395,7 +395,10 @@ func (QueryRewrite_Kind) EnumDescriptor() ([]byte, []int) {
 // CallerContext says who is asking. Every read RPC takes one; wayfind decides from it what exists
 // for the caller (tenant visibility, entitlements, activations of its run or session, skill scope).
 //
-// The context is trusted as sent: run wayfind behind an authenticated boundary that sets it.
+// The call's credentials bind it (API key, JWT or client certificate; README "Authentication"): a
+// tenant_id other than the credential's is PERMISSION_DENIED, an empty one is the credential's, and
+// project, user and entitlements may only narrow what the credential holds. Without credentials
+// (a server on loopback, for development) it is trusted as sent.
 type CallerContext struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Tenant (organisation) of the caller. Visibility rules and skill scope match on it.

@@ -489,8 +489,9 @@ type RegisterToolsRequest struct {
 	ReplaceSource bool `protobuf:"varint,4,opt,name=replace_source,json=replaceSource,proto3" json:"replace_source,omitempty"`
 	// Who registers. The tools belong to `caller.tenant_id` (visible only to that tenant, still under
 	// the policy; its own tool shadows a global one of the same name for that tenant only), or are
-	// global when the operator (metadata `wayfind-role: admin`) registers without a tenant. A caller
-	// without a tenant who is not the operator is PERMISSION_DENIED. `source` names are per owner.
+	// global when the operator (an admin credential bound to no tenant) registers without a tenant.
+	// Needs the admin role; a caller without a tenant who is not the operator is PERMISSION_DENIED.
+	// `source` names are per owner.
 	Caller        *CallerContext `protobuf:"bytes,5,opt,name=caller,proto3" json:"caller,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2117,7 +2118,7 @@ func (x *GetDiscoveryToolsResponse) GetTools() []*Tool {
 
 type ListToolSourcesRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The operator (metadata `wayfind-role: admin`) sees every source, every tool counted, with
+	// The operator (an admin credential bound to no tenant) sees every source, every tool counted, with
 	// errors. A tenant sees the global sources and its own, a caller without a tenant the global
 	// ones; both count only the tools they may see, do not see a global source none of whose tools
 	// they see, and get no error text.

@@ -196,8 +196,9 @@ export type RegisterToolsRequest = Message<"wayfind.v1.RegisterToolsRequest"> & 
   /**
    * Who registers. The tools belong to `caller.tenant_id` (visible only to that tenant, still under
    * the policy; its own tool shadows a global one of the same name for that tenant only), or are
-   * global when the operator (metadata `wayfind-role: admin`) registers without a tenant. A caller
-   * without a tenant who is not the operator is PERMISSION_DENIED. `source` names are per owner.
+   * global when the operator (an admin credential bound to no tenant) registers without a tenant.
+   * Needs the admin role; a caller without a tenant who is not the operator is PERMISSION_DENIED.
+   * `source` names are per owner.
    *
    * @generated from field: wayfind.v1.CallerContext caller = 5;
    */
@@ -1030,7 +1031,7 @@ export const GetDiscoveryToolsResponseSchema: GenMessage<GetDiscoveryToolsRespon
  */
 export type ListToolSourcesRequest = Message<"wayfind.v1.ListToolSourcesRequest"> & {
   /**
-   * The operator (metadata `wayfind-role: admin`) sees every source, every tool counted, with
+   * The operator (an admin credential bound to no tenant) sees every source, every tool counted, with
    * errors. A tenant sees the global sources and its own, a caller without a tenant the global
    * ones; both count only the tools they may see, do not see a global source none of whose tools
    * they see, and get no error text.
