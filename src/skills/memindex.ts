@@ -8,8 +8,8 @@ import type { TaskType } from "./model.ts";
  * SQLite FTS5 needs 5–30 ms for a term that matches thousands of skills; this index answers in well
  * under a millisecond. It only proposes candidates: every row a caller gets back is still checked by
  * the one visibility predicate in SQL (store.ts), so the index can never widen what a caller sees.
- * Its statistics (skill count N, document frequency per term) are taken over the caller's partitions
- * only, so neither scores nor which terms count reveal what other tenants' skills contain.
+ * Its statistics (skill count N, document frequency per term, average length) are taken over the
+ * caller's partitions only, so neither scores nor which terms count reveal other tenants' skills.
  */
 
 const FIELD_WEIGHTS = { name: 6, title: 3, trigger: 3, description: 1, tags: 2 } as const;
@@ -52,6 +52,8 @@ interface Postings {
 interface View {
   readonly accept: (doc: number) => boolean;
   readonly n: number;
+  /** Average skill length over the view's docs (BM25's length normalisation). */
+  readonly averageLength: number;
   readonly df: Map<Postings, number>;
 }
 
@@ -63,11 +65,13 @@ export class MemoryIndex {
   private foldedNames: string[] = [];
   private foldedTexts: string[] = [];
   private partitionOf: Int32Array = new Int32Array(0);
-  /** Docs per partition id. */
+  /** Docs per partition id, and the sum of their lengths. */
   private partitionSizes: Int32Array = new Int32Array(0);
+  private partitionLengths: Float64Array = new Float64Array(0);
   private taskTypes: TaskType[] = [];
   /** K1 * (1 - B + B * length / avgLength), precomputed per doc. */
-  private norms: Float64Array = new Float64Array(0);
+  /** Weighted length per doc; normalised per search by the view's average (a caller's own skills). */
+  private lengths: Float64Array = new Float64Array(0);
   private readonly partitionIds = new Map<string, number>();
   private postings = new Map<string, Postings>();
   private sortedTerms: string[] = [];
@@ -128,12 +132,14 @@ export class MemoryIndex {
       }
     }
     const n = index.seqs.length;
-    const avg = n > 0 ? lengths.reduce((a, b) => a + b, 0) / n : 1;
-    index.norms = Float64Array.from(lengths, (length) => K1 * (1 - B + (B * length) / avg));
+    index.lengths = Float64Array.from(lengths);
     index.partitionOf = Int32Array.from(partitions);
     index.partitionSizes = new Int32Array(index.partitionIds.size);
-    for (const partition of partitions)
+    index.partitionLengths = new Float64Array(index.partitionIds.size);
+    partitions.forEach((partition, doc) => {
       index.partitionSizes[partition] = (index.partitionSizes[partition] ?? 0) + 1;
+      index.partitionLengths[partition] = (index.partitionLengths[partition] ?? 0) + (lengths[doc] ?? 0);
+    });
     for (const [term, list] of building)
       index.postings.set(term, { docs: Int32Array.from(list.docs), tfs: Float32Array.from(list.tfs) });
     index.sortedTerms = [...index.postings.keys()].sort();
@@ -241,7 +247,7 @@ export class MemoryIndex {
         const doc = list.docs[i] as number;
         if (!accept(doc)) continue;
         if (scores[doc] === 0) candidateDocs[count++] = doc;
-        scores[doc] = (scores[doc] as number) + this.bm25(list, i, doc, idf);
+        scores[doc] = (scores[doc] as number) + this.bm25(list, i, doc, idf, view);
       }
     }
     for (let i = 0; i < count; i++) {
@@ -276,8 +282,18 @@ export class MemoryIndex {
   private view(partitions: ReadonlySet<string>): View {
     const allowed = this.allowedPartitions(partitions);
     let n = 0;
-    for (let id = 0; id < allowed.length; id++) if (allowed[id] === 1) n += this.partitionSizes[id] ?? 0;
-    return { accept: (doc) => allowed[this.partitionOf[doc] as number] === 1, n, df: new Map() };
+    let totalLength = 0;
+    for (let id = 0; id < allowed.length; id++) {
+      if (allowed[id] !== 1) continue;
+      n += this.partitionSizes[id] ?? 0;
+      totalLength += this.partitionLengths[id] ?? 0;
+    }
+    return {
+      accept: (doc) => allowed[this.partitionOf[doc] as number] === 1,
+      n,
+      averageLength: n > 0 ? totalLength / n : 1,
+      df: new Map(),
+    };
   }
 
   /** How many of the view's docs have the term (counted once per view). */
@@ -296,9 +312,10 @@ export class MemoryIndex {
     return Math.log(1 + (view.n - df + 0.5) / (df + 0.5));
   }
 
-  private bm25(list: Postings, i: number, doc: number, idf: number): number {
+  private bm25(list: Postings, i: number, doc: number, idf: number, view: View): number {
     const tf = list.tfs[i] as number;
-    return (idf * tf * (K1 + 1)) / (tf + (this.norms[doc] as number));
+    const norm = K1 * (1 - B + (B * (this.lengths[doc] as number)) / view.averageLength);
+    return (idf * tf * (K1 + 1)) / (tf + norm);
   }
 
   /**
@@ -316,7 +333,7 @@ export class MemoryIndex {
       const doc = rarest.docs[i] as number;
       if (!accept(doc)) continue;
       candidateDocs[count] = doc;
-      candidateScores[count++] = this.bm25(rarest, i, doc, rarestIdf);
+      candidateScores[count++] = this.bm25(rarest, i, doc, rarestIdf, view);
     }
     for (const list of rest) {
       const idf = this.idf(list, view);
@@ -329,7 +346,7 @@ export class MemoryIndex {
         from = at;
         if (list.docs[at] !== doc) continue;
         candidateDocs[kept] = doc;
-        candidateScores[kept++] = (candidateScores[c] as number) + this.bm25(list, at, doc, idf);
+        candidateScores[kept++] = (candidateScores[c] as number) + this.bm25(list, at, doc, idf, view);
       }
       count = kept;
     }

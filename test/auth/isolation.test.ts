@@ -229,4 +229,28 @@ describe("tenant isolation under adversarial callers", () => {
     const answer = async (name: string) => (await shown(asT0.resolveTool({ name }))).replace(name, "<name>");
     expect(await answer(hidden)).toBe(await answer(missing));
   });
+
+  it("keeps a tenant's skill scores unchanged when another tenant loads skills", async () => {
+    const asT0 = clientWith(SkillService, wayfind.baseUrl, keys[0]?.secret ?? "");
+    const scores = async () =>
+      (await asT0.searchSkills({ query: "refund invoice" })).skills.map((skill) => [skill.name, skill.score]);
+    const before = await scores();
+    expect(before.length).toBeGreaterThan(0);
+    // Long skills full of the same words: they would shift N, df and the average length if shared.
+    const filler = "Refund the invoice, then refund it again. ".repeat(40);
+    await clientWith(SkillService, wayfind.baseUrl, keys[1]?.secret ?? "").loadSkillPack({
+      packName: "long-t1",
+      scope: SkillScope.TENANT,
+      source: {
+        case: "files",
+        value: {
+          files: Array.from({ length: 20 }, (_, i) => ({
+            path: `long${i}.skill.yaml`,
+            content: `name: long.refund${i}\ntrigger: Refund an invoice.\ndescription: ${filler}\nsteps: [Refund.]\n`,
+          })),
+        },
+      },
+    });
+    expect(await scores()).toEqual(before);
+  });
 });
