@@ -8,5 +8,5 @@ export {
 export type { Candidates, RankerConfig } from "./ranker.ts";
 export { discoveryMigrations } from "./schema.ts";
 export type { SearchIndex, VisibleSet } from "./search-index.ts";
-
 export * from "./types.ts";
+export { type ArgumentProblem, argumentChecker } from "./validate.ts";

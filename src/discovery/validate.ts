@@ -225,10 +225,10 @@ const uniqueItems: SchemaValidateFunction = (unique: boolean, items: unknown[]) 
   return true;
 };
 
-function createAjv(): Ajv {
+function createAjv(allErrors = false): Ajv {
   const instance = new Ajv({
     strict: false,
-    allErrors: false,
+    allErrors,
     validateFormats: false,
     validateSchema: false,
     // Ajv's optimizing passes over the generated code cost 3× the compile itself (1,000 properties:
@@ -246,6 +246,40 @@ function createAjv(): Ajv {
 }
 
 let ajv: Ajv | undefined;
+let reportingAjv: Ajv | undefined;
+
+/** One problem of a tool call's arguments: where (a JSON pointer; "" = the whole object) and what. */
+export interface ArgumentProblem {
+  readonly path: string;
+  readonly message: string;
+}
+
+/** The most problems one check reports: enough to repair a call, bounded for huge argument objects. */
+const MAX_ARGUMENT_PROBLEMS = 20;
+
+/**
+ * A checker of call arguments against a tool's args schema, reporting every problem (up to 20) with
+ * its path, as a model needs to repair its call. Compiled with the same Ajv settings as examples
+ * (RE2 patterns, so a schema's regex runs in linear time). Throws when the schema does not compile.
+ */
+export function argumentChecker(schema: JsonObject): (args: unknown) => ArgumentProblem[] {
+  reportingAjv ??= createAjv(true);
+  const { $schema: _s, $id: _i, ...rest } = schema;
+  let validate: ValidateFunction;
+  try {
+    validate = reportingAjv.compile(rest);
+  } finally {
+    reportingAjv.removeSchema(rest);
+  }
+  return (args) => {
+    if (validate(args)) return [];
+    return (validate.errors ?? []).slice(0, MAX_ARGUMENT_PROBLEMS).map((e) => {
+      const missing = (e.params as { missingProperty?: string }).missingProperty;
+      const path = e.keyword === "required" && missing ? `${e.instancePath}/${missing}` : e.instancePath;
+      return { path, message: e.message ?? "is not valid" };
+    });
+  };
+}
 
 /** What is wrong with a list of strings: how many there are, or the length of one (quoted). */
 function listProblem(items: readonly unknown[], count: Limit, item: Limit): string | undefined {

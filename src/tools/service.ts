@@ -27,6 +27,7 @@ import { type PayloadProvider, type RenderedToolPayload, renderToolPayload } fro
 import { type RenderedToolPrompt, renderToolPrompt } from "../prompt/index.ts";
 import type { ToolGate } from "../skills/index.ts";
 import { type MatchQuality, matchQuality } from "../text/scores.ts";
+import { ToolCallChecker } from "./call-check.ts";
 
 export interface ToolSearchRequest {
   readonly query: string;
@@ -66,6 +67,7 @@ let nextInstance = 0;
  * the catalog directly, so nothing hidden can leak through search, get, list, render, resolve or errors.
  */
 export class ToolService {
+  private readonly callChecker = new ToolCallChecker();
   /** Keeps the visible sets of two services over one catalog (two configurations) apart. */
   private readonly instance = nextInstance++;
 
@@ -194,6 +196,30 @@ export class ToolService {
       reason: "called by the model",
     });
     return { tool, activated: result.activated.length > 0, scope: effectiveScope };
+  }
+
+  /**
+   * A call made through the dispatch tool: the tool must exist for the caller (NOT_FOUND exactly as
+   * for a missing one otherwise) and the arguments match its schema. A valid call of a deferred tool
+   * activates it, as `resolve` does; an invalid one activates nothing and says what to repair.
+   */
+  checkCall(caller: Caller, name: string, args: unknown, scope: ActivationScope | undefined) {
+    const view = this.view(caller);
+    const tool = this.resolveOne(view, name);
+    if (tool === undefined) {
+      this.options.activations.deny(caller, "unavailable");
+      throw toolNotFound(name);
+    }
+    const problems = this.callChecker.check(tool, args);
+    if (problems.length > 0 || view.isVisibleNow(tool))
+      return { tool, problems, activated: false, scope: undefined };
+    const effectiveScope = this.scopeFor(caller, scope);
+    const result = this.options.activations.activate(caller, [tool.name], {
+      scope: effectiveScope,
+      source: "resolve",
+      reason: "called through the dispatch tool",
+    });
+    return { tool, problems, activated: result.activated.length > 0, scope: effectiveScope };
   }
 
   async renderPrompt(caller: Caller, options: PromptOptions): Promise<RenderedToolPrompt> {

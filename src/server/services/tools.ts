@@ -17,6 +17,7 @@ import { checkSize, LIMITS, withinLimit } from "../../limits.ts";
 import type { ToolSourceRegistry } from "../../sources/status.ts";
 import { firstSentence } from "../../text/scores.ts";
 import { estimateTokens } from "../../text/tokens.ts";
+import { repairMessage } from "../../tools/call-check.ts";
 import type { ToolService } from "../../tools/service.ts";
 import {
   ACTIVATION_SCOPES,
@@ -160,6 +161,24 @@ export function toolDiscoveryService(
       );
       return {
         tool: toProtoTool(result.tool, { schemas: true, examples: true }),
+        activated: result.activated,
+        scope: result.scope ? ACTIVATION_SCOPES.toProto(result.scope) : ActivationScope.UNSPECIFIED,
+      };
+    },
+
+    checkToolCall(request, context) {
+      if (request.name === "") throw invalidArgument("name is required: the tool name the model called");
+      const result = tools.checkCall(
+        callerOf(context),
+        request.name,
+        request.arguments ?? {},
+        ACTIVATION_SCOPES.fromProto(request.scope, "scope"),
+      );
+      return {
+        tool: toProtoTool(result.tool, { schemas: true, examples: true }),
+        valid: result.problems.length === 0,
+        problems: result.problems.map((problem) => ({ path: problem.path, message: problem.message })),
+        repairMessage: result.problems.length === 0 ? "" : repairMessage(result.tool.name, result.problems),
         activated: result.activated,
         scope: result.scope ? ACTIVATION_SCOPES.toProto(result.scope) : ActivationScope.UNSPECIFIED,
       };

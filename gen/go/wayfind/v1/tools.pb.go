@@ -1497,6 +1497,222 @@ func (x *DeactivateToolsResponse) GetNotActive() []string {
 	return nil
 }
 
+type CheckToolCallRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Caller *CallerContext         `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	// The name the model called (canonical name or alias).
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// The arguments the model sent.
+	Arguments *structpb.Struct `protobuf:"bytes,3,opt,name=arguments,proto3" json:"arguments,omitempty"`
+	// Scope of the activation if the tool is deferred.
+	Scope         ActivationScope `protobuf:"varint,4,opt,name=scope,proto3,enum=wayfind.v1.ActivationScope" json:"scope,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckToolCallRequest) Reset() {
+	*x = CheckToolCallRequest{}
+	mi := &file_wayfind_v1_tools_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckToolCallRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckToolCallRequest) ProtoMessage() {}
+
+func (x *CheckToolCallRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfind_v1_tools_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckToolCallRequest.ProtoReflect.Descriptor instead.
+func (*CheckToolCallRequest) Descriptor() ([]byte, []int) {
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *CheckToolCallRequest) GetCaller() *CallerContext {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *CheckToolCallRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CheckToolCallRequest) GetArguments() *structpb.Struct {
+	if x != nil {
+		return x.Arguments
+	}
+	return nil
+}
+
+func (x *CheckToolCallRequest) GetScope() ActivationScope {
+	if x != nil {
+		return x.Scope
+	}
+	return ActivationScope_ACTIVATION_SCOPE_UNSPECIFIED
+}
+
+// One problem of a call's arguments.
+type ArgumentProblem struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// JSON pointer into the arguments (`/amount`, `/items/0/sku`); empty for the whole object.
+	Path string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// What is expected there, e.g. `must be number`, `must have required property 'currency'`.
+	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ArgumentProblem) Reset() {
+	*x = ArgumentProblem{}
+	mi := &file_wayfind_v1_tools_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ArgumentProblem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ArgumentProblem) ProtoMessage() {}
+
+func (x *ArgumentProblem) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfind_v1_tools_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ArgumentProblem.ProtoReflect.Descriptor instead.
+func (*ArgumentProblem) Descriptor() ([]byte, []int) {
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ArgumentProblem) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *ArgumentProblem) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+type CheckToolCallResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Full definition (schemas, examples): run the tool with the arguments when `valid`.
+	Tool *Tool `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
+	// The arguments match the tool's args schema.
+	Valid bool `protobuf:"varint,2,opt,name=valid,proto3" json:"valid,omitempty"`
+	// What does not match, at most 20 problems; empty when valid.
+	Problems []*ArgumentProblem `protobuf:"bytes,3,rep,name=problems,proto3" json:"problems,omitempty"`
+	// The problems as one message for the model to repair its call; empty when valid.
+	RepairMessage string `protobuf:"bytes,4,opt,name=repair_message,json=repairMessage,proto3" json:"repair_message,omitempty"`
+	// True when this call activated the tool.
+	Activated bool `protobuf:"varint,5,opt,name=activated,proto3" json:"activated,omitempty"`
+	// The scope of that activation.
+	Scope         ActivationScope `protobuf:"varint,6,opt,name=scope,proto3,enum=wayfind.v1.ActivationScope" json:"scope,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckToolCallResponse) Reset() {
+	*x = CheckToolCallResponse{}
+	mi := &file_wayfind_v1_tools_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckToolCallResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckToolCallResponse) ProtoMessage() {}
+
+func (x *CheckToolCallResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfind_v1_tools_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckToolCallResponse.ProtoReflect.Descriptor instead.
+func (*CheckToolCallResponse) Descriptor() ([]byte, []int) {
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *CheckToolCallResponse) GetTool() *Tool {
+	if x != nil {
+		return x.Tool
+	}
+	return nil
+}
+
+func (x *CheckToolCallResponse) GetValid() bool {
+	if x != nil {
+		return x.Valid
+	}
+	return false
+}
+
+func (x *CheckToolCallResponse) GetProblems() []*ArgumentProblem {
+	if x != nil {
+		return x.Problems
+	}
+	return nil
+}
+
+func (x *CheckToolCallResponse) GetRepairMessage() string {
+	if x != nil {
+		return x.RepairMessage
+	}
+	return ""
+}
+
+func (x *CheckToolCallResponse) GetActivated() bool {
+	if x != nil {
+		return x.Activated
+	}
+	return false
+}
+
+func (x *CheckToolCallResponse) GetScope() ActivationScope {
+	if x != nil {
+		return x.Scope
+	}
+	return ActivationScope_ACTIVATION_SCOPE_UNSPECIFIED
+}
+
 type ResolveToolRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Caller *CallerContext         `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
@@ -1510,7 +1726,7 @@ type ResolveToolRequest struct {
 
 func (x *ResolveToolRequest) Reset() {
 	*x = ResolveToolRequest{}
-	mi := &file_wayfind_v1_tools_proto_msgTypes[16]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1522,7 +1738,7 @@ func (x *ResolveToolRequest) String() string {
 func (*ResolveToolRequest) ProtoMessage() {}
 
 func (x *ResolveToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_tools_proto_msgTypes[16]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1535,7 +1751,7 @@ func (x *ResolveToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveToolRequest.ProtoReflect.Descriptor instead.
 func (*ResolveToolRequest) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{16}
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ResolveToolRequest) GetCaller() *CallerContext {
@@ -1573,7 +1789,7 @@ type ResolveToolResponse struct {
 
 func (x *ResolveToolResponse) Reset() {
 	*x = ResolveToolResponse{}
-	mi := &file_wayfind_v1_tools_proto_msgTypes[17]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1585,7 +1801,7 @@ func (x *ResolveToolResponse) String() string {
 func (*ResolveToolResponse) ProtoMessage() {}
 
 func (x *ResolveToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_tools_proto_msgTypes[17]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1598,7 +1814,7 @@ func (x *ResolveToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveToolResponse.ProtoReflect.Descriptor instead.
 func (*ResolveToolResponse) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{17}
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ResolveToolResponse) GetTool() *Tool {
@@ -1645,7 +1861,7 @@ type RenderToolPromptRequest struct {
 
 func (x *RenderToolPromptRequest) Reset() {
 	*x = RenderToolPromptRequest{}
-	mi := &file_wayfind_v1_tools_proto_msgTypes[18]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1657,7 +1873,7 @@ func (x *RenderToolPromptRequest) String() string {
 func (*RenderToolPromptRequest) ProtoMessage() {}
 
 func (x *RenderToolPromptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_tools_proto_msgTypes[18]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1670,7 +1886,7 @@ func (x *RenderToolPromptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderToolPromptRequest.ProtoReflect.Descriptor instead.
 func (*RenderToolPromptRequest) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{18}
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RenderToolPromptRequest) GetCaller() *CallerContext {
@@ -1746,7 +1962,7 @@ type RenderToolPromptResponse struct {
 
 func (x *RenderToolPromptResponse) Reset() {
 	*x = RenderToolPromptResponse{}
-	mi := &file_wayfind_v1_tools_proto_msgTypes[19]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1758,7 +1974,7 @@ func (x *RenderToolPromptResponse) String() string {
 func (*RenderToolPromptResponse) ProtoMessage() {}
 
 func (x *RenderToolPromptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_tools_proto_msgTypes[19]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1771,7 +1987,7 @@ func (x *RenderToolPromptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderToolPromptResponse.ProtoReflect.Descriptor instead.
 func (*RenderToolPromptResponse) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{19}
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RenderToolPromptResponse) GetText() string {
@@ -1831,7 +2047,7 @@ type RenderToolPayloadRequest struct {
 
 func (x *RenderToolPayloadRequest) Reset() {
 	*x = RenderToolPayloadRequest{}
-	mi := &file_wayfind_v1_tools_proto_msgTypes[20]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1843,7 +2059,7 @@ func (x *RenderToolPayloadRequest) String() string {
 func (*RenderToolPayloadRequest) ProtoMessage() {}
 
 func (x *RenderToolPayloadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_tools_proto_msgTypes[20]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1856,7 +2072,7 @@ func (x *RenderToolPayloadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderToolPayloadRequest.ProtoReflect.Descriptor instead.
 func (*RenderToolPayloadRequest) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{20}
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RenderToolPayloadRequest) GetCaller() *CallerContext {
@@ -1898,7 +2114,7 @@ type ToolNameMapping struct {
 
 func (x *ToolNameMapping) Reset() {
 	*x = ToolNameMapping{}
-	mi := &file_wayfind_v1_tools_proto_msgTypes[21]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1910,7 +2126,7 @@ func (x *ToolNameMapping) String() string {
 func (*ToolNameMapping) ProtoMessage() {}
 
 func (x *ToolNameMapping) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_tools_proto_msgTypes[21]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1923,7 +2139,7 @@ func (x *ToolNameMapping) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolNameMapping.ProtoReflect.Descriptor instead.
 func (*ToolNameMapping) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{21}
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ToolNameMapping) GetProviderName() string {
@@ -1956,7 +2172,7 @@ type RenderToolPayloadResponse struct {
 
 func (x *RenderToolPayloadResponse) Reset() {
 	*x = RenderToolPayloadResponse{}
-	mi := &file_wayfind_v1_tools_proto_msgTypes[22]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1968,7 +2184,7 @@ func (x *RenderToolPayloadResponse) String() string {
 func (*RenderToolPayloadResponse) ProtoMessage() {}
 
 func (x *RenderToolPayloadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_tools_proto_msgTypes[22]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1981,7 +2197,7 @@ func (x *RenderToolPayloadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderToolPayloadResponse.ProtoReflect.Descriptor instead.
 func (*RenderToolPayloadResponse) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{22}
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RenderToolPayloadResponse) GetPayloadJson() string {
@@ -2030,7 +2246,7 @@ type GetDiscoveryToolsRequest struct {
 
 func (x *GetDiscoveryToolsRequest) Reset() {
 	*x = GetDiscoveryToolsRequest{}
-	mi := &file_wayfind_v1_tools_proto_msgTypes[23]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2042,7 +2258,7 @@ func (x *GetDiscoveryToolsRequest) String() string {
 func (*GetDiscoveryToolsRequest) ProtoMessage() {}
 
 func (x *GetDiscoveryToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_tools_proto_msgTypes[23]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2055,7 +2271,7 @@ func (x *GetDiscoveryToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDiscoveryToolsRequest.ProtoReflect.Descriptor instead.
 func (*GetDiscoveryToolsRequest) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{23}
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetDiscoveryToolsRequest) GetCaller() *CallerContext {
@@ -2081,7 +2297,7 @@ type GetDiscoveryToolsResponse struct {
 
 func (x *GetDiscoveryToolsResponse) Reset() {
 	*x = GetDiscoveryToolsResponse{}
-	mi := &file_wayfind_v1_tools_proto_msgTypes[24]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2093,7 +2309,7 @@ func (x *GetDiscoveryToolsResponse) String() string {
 func (*GetDiscoveryToolsResponse) ProtoMessage() {}
 
 func (x *GetDiscoveryToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_tools_proto_msgTypes[24]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2106,7 +2322,7 @@ func (x *GetDiscoveryToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDiscoveryToolsResponse.ProtoReflect.Descriptor instead.
 func (*GetDiscoveryToolsResponse) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{24}
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetDiscoveryToolsResponse) GetTools() []*Tool {
@@ -2129,7 +2345,7 @@ type ListToolSourcesRequest struct {
 
 func (x *ListToolSourcesRequest) Reset() {
 	*x = ListToolSourcesRequest{}
-	mi := &file_wayfind_v1_tools_proto_msgTypes[25]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2141,7 +2357,7 @@ func (x *ListToolSourcesRequest) String() string {
 func (*ListToolSourcesRequest) ProtoMessage() {}
 
 func (x *ListToolSourcesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_tools_proto_msgTypes[25]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2154,7 +2370,7 @@ func (x *ListToolSourcesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolSourcesRequest.ProtoReflect.Descriptor instead.
 func (*ListToolSourcesRequest) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{25}
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListToolSourcesRequest) GetCaller() *CallerContext {
@@ -2186,7 +2402,7 @@ type ToolSource struct {
 
 func (x *ToolSource) Reset() {
 	*x = ToolSource{}
-	mi := &file_wayfind_v1_tools_proto_msgTypes[26]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2198,7 +2414,7 @@ func (x *ToolSource) String() string {
 func (*ToolSource) ProtoMessage() {}
 
 func (x *ToolSource) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_tools_proto_msgTypes[26]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2211,7 +2427,7 @@ func (x *ToolSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolSource.ProtoReflect.Descriptor instead.
 func (*ToolSource) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{26}
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ToolSource) GetName() string {
@@ -2272,7 +2488,7 @@ type ListToolSourcesResponse struct {
 
 func (x *ListToolSourcesResponse) Reset() {
 	*x = ListToolSourcesResponse{}
-	mi := &file_wayfind_v1_tools_proto_msgTypes[27]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2284,7 +2500,7 @@ func (x *ListToolSourcesResponse) String() string {
 func (*ListToolSourcesResponse) ProtoMessage() {}
 
 func (x *ListToolSourcesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_tools_proto_msgTypes[27]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2297,7 +2513,7 @@ func (x *ListToolSourcesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolSourcesResponse.ProtoReflect.Descriptor instead.
 func (*ListToolSourcesResponse) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{27}
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListToolSourcesResponse) GetSources() []*ToolSource {
@@ -2317,7 +2533,7 @@ type WatchToolEventsRequest struct {
 
 func (x *WatchToolEventsRequest) Reset() {
 	*x = WatchToolEventsRequest{}
-	mi := &file_wayfind_v1_tools_proto_msgTypes[28]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2329,7 +2545,7 @@ func (x *WatchToolEventsRequest) String() string {
 func (*WatchToolEventsRequest) ProtoMessage() {}
 
 func (x *WatchToolEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_tools_proto_msgTypes[28]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2342,7 +2558,7 @@ func (x *WatchToolEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchToolEventsRequest.ProtoReflect.Descriptor instead.
 func (*WatchToolEventsRequest) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{28}
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *WatchToolEventsRequest) GetCaller() *CallerContext {
@@ -2374,7 +2590,7 @@ type WatchToolEventsResponse struct {
 
 func (x *WatchToolEventsResponse) Reset() {
 	*x = WatchToolEventsResponse{}
-	mi := &file_wayfind_v1_tools_proto_msgTypes[29]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2386,7 +2602,7 @@ func (x *WatchToolEventsResponse) String() string {
 func (*WatchToolEventsResponse) ProtoMessage() {}
 
 func (x *WatchToolEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_tools_proto_msgTypes[29]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2399,7 +2615,7 @@ func (x *WatchToolEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchToolEventsResponse.ProtoReflect.Descriptor instead.
 func (*WatchToolEventsResponse) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{29}
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *WatchToolEventsResponse) GetMessage() isWatchToolEventsResponse_Message {
@@ -2556,7 +2772,22 @@ const file_wayfind_v1_tools_proto_rawDesc = "" +
 	"\x17DeactivateToolsResponse\x12 \n" +
 	"\vdeactivated\x18\x01 \x03(\tR\vdeactivated\x12\x1d\n" +
 	"\n" +
-	"not_active\x18\x02 \x03(\tR\tnotActive\"\x8e\x01\n" +
+	"not_active\x18\x02 \x03(\tR\tnotActive\"\xc7\x01\n" +
+	"\x14CheckToolCallRequest\x121\n" +
+	"\x06caller\x18\x01 \x01(\v2\x19.wayfind.v1.CallerContextR\x06caller\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x125\n" +
+	"\targuments\x18\x03 \x01(\v2\x17.google.protobuf.StructR\targuments\x121\n" +
+	"\x05scope\x18\x04 \x01(\x0e2\x1b.wayfind.v1.ActivationScopeR\x05scope\"?\n" +
+	"\x0fArgumentProblem\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\x84\x02\n" +
+	"\x15CheckToolCallResponse\x12$\n" +
+	"\x04tool\x18\x01 \x01(\v2\x10.wayfind.v1.ToolR\x04tool\x12\x14\n" +
+	"\x05valid\x18\x02 \x01(\bR\x05valid\x127\n" +
+	"\bproblems\x18\x03 \x03(\v2\x1b.wayfind.v1.ArgumentProblemR\bproblems\x12%\n" +
+	"\x0erepair_message\x18\x04 \x01(\tR\rrepairMessage\x12\x1c\n" +
+	"\tactivated\x18\x05 \x01(\bR\tactivated\x121\n" +
+	"\x05scope\x18\x06 \x01(\x0e2\x1b.wayfind.v1.ActivationScopeR\x05scope\"\x8e\x01\n" +
 	"\x12ResolveToolRequest\x121\n" +
 	"\x06caller\x18\x01 \x01(\v2\x19.wayfind.v1.CallerContextR\x06caller\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x121\n" +
@@ -2647,7 +2878,7 @@ const file_wayfind_v1_tools_proto_rawDesc = "" +
 	"\x1dTOOL_SOURCE_KIND_CATALOG_FILE\x10\x01\x12\x1e\n" +
 	"\x1aTOOL_SOURCE_KIND_MCP_STDIO\x10\x02\x12\x1d\n" +
 	"\x19TOOL_SOURCE_KIND_MCP_HTTP\x10\x03\x12\x18\n" +
-	"\x14TOOL_SOURCE_KIND_API\x10\x042\xc0\b\n" +
+	"\x14TOOL_SOURCE_KIND_API\x10\x042\x96\t\n" +
 	"\x14ToolDiscoveryService\x12T\n" +
 	"\rRegisterTools\x12 .wayfind.v1.RegisterToolsRequest\x1a!.wayfind.v1.RegisterToolsResponse\x12H\n" +
 	"\tListTools\x12\x1c.wayfind.v1.ListToolsRequest\x1a\x1d.wayfind.v1.ListToolsResponse\x12S\n" +
@@ -2655,7 +2886,8 @@ const file_wayfind_v1_tools_proto_rawDesc = "" +
 	"\bGetTools\x12\x1b.wayfind.v1.GetToolsRequest\x1a\x1c.wayfind.v1.GetToolsResponse\"\x03\x90\x02\x01\x12T\n" +
 	"\rActivateTools\x12 .wayfind.v1.ActivateToolsRequest\x1a!.wayfind.v1.ActivateToolsResponse\x12Z\n" +
 	"\x0fDeactivateTools\x12\".wayfind.v1.DeactivateToolsRequest\x1a#.wayfind.v1.DeactivateToolsResponse\x12N\n" +
-	"\vResolveTool\x12\x1e.wayfind.v1.ResolveToolRequest\x1a\x1f.wayfind.v1.ResolveToolResponse\x12]\n" +
+	"\vResolveTool\x12\x1e.wayfind.v1.ResolveToolRequest\x1a\x1f.wayfind.v1.ResolveToolResponse\x12T\n" +
+	"\rCheckToolCall\x12 .wayfind.v1.CheckToolCallRequest\x1a!.wayfind.v1.CheckToolCallResponse\x12]\n" +
 	"\x10RenderToolPrompt\x12#.wayfind.v1.RenderToolPromptRequest\x1a$.wayfind.v1.RenderToolPromptResponse\x12`\n" +
 	"\x11RenderToolPayload\x12$.wayfind.v1.RenderToolPayloadRequest\x1a%.wayfind.v1.RenderToolPayloadResponse\x12e\n" +
 	"\x11GetDiscoveryTools\x12$.wayfind.v1.GetDiscoveryToolsRequest\x1a%.wayfind.v1.GetDiscoveryToolsResponse\"\x03\x90\x02\x01\x12_\n" +
@@ -2675,7 +2907,7 @@ func file_wayfind_v1_tools_proto_rawDescGZIP() []byte {
 }
 
 var file_wayfind_v1_tools_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_wayfind_v1_tools_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_wayfind_v1_tools_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_wayfind_v1_tools_proto_goTypes = []any{
 	(LoadingMode)(0),                  // 0: wayfind.v1.LoadingMode
 	(SideEffect)(0),                   // 1: wayfind.v1.SideEffect
@@ -2697,109 +2929,120 @@ var file_wayfind_v1_tools_proto_goTypes = []any{
 	(*ActivateToolsResponse)(nil),     // 17: wayfind.v1.ActivateToolsResponse
 	(*DeactivateToolsRequest)(nil),    // 18: wayfind.v1.DeactivateToolsRequest
 	(*DeactivateToolsResponse)(nil),   // 19: wayfind.v1.DeactivateToolsResponse
-	(*ResolveToolRequest)(nil),        // 20: wayfind.v1.ResolveToolRequest
-	(*ResolveToolResponse)(nil),       // 21: wayfind.v1.ResolveToolResponse
-	(*RenderToolPromptRequest)(nil),   // 22: wayfind.v1.RenderToolPromptRequest
-	(*RenderToolPromptResponse)(nil),  // 23: wayfind.v1.RenderToolPromptResponse
-	(*RenderToolPayloadRequest)(nil),  // 24: wayfind.v1.RenderToolPayloadRequest
-	(*ToolNameMapping)(nil),           // 25: wayfind.v1.ToolNameMapping
-	(*RenderToolPayloadResponse)(nil), // 26: wayfind.v1.RenderToolPayloadResponse
-	(*GetDiscoveryToolsRequest)(nil),  // 27: wayfind.v1.GetDiscoveryToolsRequest
-	(*GetDiscoveryToolsResponse)(nil), // 28: wayfind.v1.GetDiscoveryToolsResponse
-	(*ListToolSourcesRequest)(nil),    // 29: wayfind.v1.ListToolSourcesRequest
-	(*ToolSource)(nil),                // 30: wayfind.v1.ToolSource
-	(*ListToolSourcesResponse)(nil),   // 31: wayfind.v1.ListToolSourcesResponse
-	(*WatchToolEventsRequest)(nil),    // 32: wayfind.v1.WatchToolEventsRequest
-	(*WatchToolEventsResponse)(nil),   // 33: wayfind.v1.WatchToolEventsResponse
-	(*structpb.Struct)(nil),           // 34: google.protobuf.Struct
-	(*CallerContext)(nil),             // 35: wayfind.v1.CallerContext
-	(SearchType)(0),                   // 36: wayfind.v1.SearchType
-	(MatchType)(0),                    // 37: wayfind.v1.MatchType
-	(MatchQuality)(0),                 // 38: wayfind.v1.MatchQuality
-	(SemanticStatus)(0),               // 39: wayfind.v1.SemanticStatus
-	(*QueryRewrite)(nil),              // 40: wayfind.v1.QueryRewrite
-	(Provider)(0),                     // 41: wayfind.v1.Provider
-	(*timestamppb.Timestamp)(nil),     // 42: google.protobuf.Timestamp
-	(*EventFilter)(nil),               // 43: wayfind.v1.EventFilter
-	(*WatchStatus)(nil),               // 44: wayfind.v1.WatchStatus
-	(*Event)(nil),                     // 45: wayfind.v1.Event
+	(*CheckToolCallRequest)(nil),      // 20: wayfind.v1.CheckToolCallRequest
+	(*ArgumentProblem)(nil),           // 21: wayfind.v1.ArgumentProblem
+	(*CheckToolCallResponse)(nil),     // 22: wayfind.v1.CheckToolCallResponse
+	(*ResolveToolRequest)(nil),        // 23: wayfind.v1.ResolveToolRequest
+	(*ResolveToolResponse)(nil),       // 24: wayfind.v1.ResolveToolResponse
+	(*RenderToolPromptRequest)(nil),   // 25: wayfind.v1.RenderToolPromptRequest
+	(*RenderToolPromptResponse)(nil),  // 26: wayfind.v1.RenderToolPromptResponse
+	(*RenderToolPayloadRequest)(nil),  // 27: wayfind.v1.RenderToolPayloadRequest
+	(*ToolNameMapping)(nil),           // 28: wayfind.v1.ToolNameMapping
+	(*RenderToolPayloadResponse)(nil), // 29: wayfind.v1.RenderToolPayloadResponse
+	(*GetDiscoveryToolsRequest)(nil),  // 30: wayfind.v1.GetDiscoveryToolsRequest
+	(*GetDiscoveryToolsResponse)(nil), // 31: wayfind.v1.GetDiscoveryToolsResponse
+	(*ListToolSourcesRequest)(nil),    // 32: wayfind.v1.ListToolSourcesRequest
+	(*ToolSource)(nil),                // 33: wayfind.v1.ToolSource
+	(*ListToolSourcesResponse)(nil),   // 34: wayfind.v1.ListToolSourcesResponse
+	(*WatchToolEventsRequest)(nil),    // 35: wayfind.v1.WatchToolEventsRequest
+	(*WatchToolEventsResponse)(nil),   // 36: wayfind.v1.WatchToolEventsResponse
+	(*structpb.Struct)(nil),           // 37: google.protobuf.Struct
+	(*CallerContext)(nil),             // 38: wayfind.v1.CallerContext
+	(SearchType)(0),                   // 39: wayfind.v1.SearchType
+	(MatchType)(0),                    // 40: wayfind.v1.MatchType
+	(MatchQuality)(0),                 // 41: wayfind.v1.MatchQuality
+	(SemanticStatus)(0),               // 42: wayfind.v1.SemanticStatus
+	(*QueryRewrite)(nil),              // 43: wayfind.v1.QueryRewrite
+	(Provider)(0),                     // 44: wayfind.v1.Provider
+	(*timestamppb.Timestamp)(nil),     // 45: google.protobuf.Timestamp
+	(*EventFilter)(nil),               // 46: wayfind.v1.EventFilter
+	(*WatchStatus)(nil),               // 47: wayfind.v1.WatchStatus
+	(*Event)(nil),                     // 48: wayfind.v1.Event
 }
 var file_wayfind_v1_tools_proto_depIdxs = []int32{
-	34, // 0: wayfind.v1.ToolExample.args:type_name -> google.protobuf.Struct
+	37, // 0: wayfind.v1.ToolExample.args:type_name -> google.protobuf.Struct
 	1,  // 1: wayfind.v1.Tool.side_effect:type_name -> wayfind.v1.SideEffect
 	0,  // 2: wayfind.v1.Tool.loading_mode:type_name -> wayfind.v1.LoadingMode
-	34, // 3: wayfind.v1.Tool.args_schema:type_name -> google.protobuf.Struct
-	34, // 4: wayfind.v1.Tool.output_schema:type_name -> google.protobuf.Struct
+	37, // 3: wayfind.v1.Tool.args_schema:type_name -> google.protobuf.Struct
+	37, // 4: wayfind.v1.Tool.output_schema:type_name -> google.protobuf.Struct
 	4,  // 5: wayfind.v1.Tool.examples:type_name -> wayfind.v1.ToolExample
 	5,  // 6: wayfind.v1.RegisterToolsRequest.tools:type_name -> wayfind.v1.Tool
-	35, // 7: wayfind.v1.RegisterToolsRequest.caller:type_name -> wayfind.v1.CallerContext
-	35, // 8: wayfind.v1.ListToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	38, // 7: wayfind.v1.RegisterToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	38, // 8: wayfind.v1.ListToolsRequest.caller:type_name -> wayfind.v1.CallerContext
 	0,  // 9: wayfind.v1.ToolSummary.loading_mode:type_name -> wayfind.v1.LoadingMode
 	9,  // 10: wayfind.v1.ListToolsResponse.tools:type_name -> wayfind.v1.ToolSummary
-	35, // 11: wayfind.v1.SearchToolsRequest.caller:type_name -> wayfind.v1.CallerContext
-	36, // 12: wayfind.v1.SearchToolsRequest.search_type:type_name -> wayfind.v1.SearchType
-	37, // 13: wayfind.v1.ToolMatch.match_type:type_name -> wayfind.v1.MatchType
+	38, // 11: wayfind.v1.SearchToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	39, // 12: wayfind.v1.SearchToolsRequest.search_type:type_name -> wayfind.v1.SearchType
+	40, // 13: wayfind.v1.ToolMatch.match_type:type_name -> wayfind.v1.MatchType
 	0,  // 14: wayfind.v1.ToolMatch.loading_mode:type_name -> wayfind.v1.LoadingMode
 	12, // 15: wayfind.v1.SearchToolsResponse.tools:type_name -> wayfind.v1.ToolMatch
-	36, // 16: wayfind.v1.SearchToolsResponse.effective_search_type:type_name -> wayfind.v1.SearchType
-	38, // 17: wayfind.v1.SearchToolsResponse.match_quality:type_name -> wayfind.v1.MatchQuality
-	39, // 18: wayfind.v1.SearchToolsResponse.semantic_status:type_name -> wayfind.v1.SemanticStatus
-	40, // 19: wayfind.v1.SearchToolsResponse.query_rewrites:type_name -> wayfind.v1.QueryRewrite
-	35, // 20: wayfind.v1.GetToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	39, // 16: wayfind.v1.SearchToolsResponse.effective_search_type:type_name -> wayfind.v1.SearchType
+	41, // 17: wayfind.v1.SearchToolsResponse.match_quality:type_name -> wayfind.v1.MatchQuality
+	42, // 18: wayfind.v1.SearchToolsResponse.semantic_status:type_name -> wayfind.v1.SemanticStatus
+	43, // 19: wayfind.v1.SearchToolsResponse.query_rewrites:type_name -> wayfind.v1.QueryRewrite
+	38, // 20: wayfind.v1.GetToolsRequest.caller:type_name -> wayfind.v1.CallerContext
 	5,  // 21: wayfind.v1.GetToolsResponse.tools:type_name -> wayfind.v1.Tool
-	35, // 22: wayfind.v1.ActivateToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	38, // 22: wayfind.v1.ActivateToolsRequest.caller:type_name -> wayfind.v1.CallerContext
 	2,  // 23: wayfind.v1.ActivateToolsRequest.scope:type_name -> wayfind.v1.ActivationScope
 	2,  // 24: wayfind.v1.ActivateToolsResponse.scope:type_name -> wayfind.v1.ActivationScope
-	35, // 25: wayfind.v1.DeactivateToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	38, // 25: wayfind.v1.DeactivateToolsRequest.caller:type_name -> wayfind.v1.CallerContext
 	2,  // 26: wayfind.v1.DeactivateToolsRequest.scope:type_name -> wayfind.v1.ActivationScope
-	35, // 27: wayfind.v1.ResolveToolRequest.caller:type_name -> wayfind.v1.CallerContext
-	2,  // 28: wayfind.v1.ResolveToolRequest.scope:type_name -> wayfind.v1.ActivationScope
-	5,  // 29: wayfind.v1.ResolveToolResponse.tool:type_name -> wayfind.v1.Tool
-	2,  // 30: wayfind.v1.ResolveToolResponse.scope:type_name -> wayfind.v1.ActivationScope
-	35, // 31: wayfind.v1.RenderToolPromptRequest.caller:type_name -> wayfind.v1.CallerContext
-	35, // 32: wayfind.v1.RenderToolPayloadRequest.caller:type_name -> wayfind.v1.CallerContext
-	41, // 33: wayfind.v1.RenderToolPayloadRequest.provider:type_name -> wayfind.v1.Provider
-	25, // 34: wayfind.v1.RenderToolPayloadResponse.name_mappings:type_name -> wayfind.v1.ToolNameMapping
-	35, // 35: wayfind.v1.GetDiscoveryToolsRequest.caller:type_name -> wayfind.v1.CallerContext
-	5,  // 36: wayfind.v1.GetDiscoveryToolsResponse.tools:type_name -> wayfind.v1.Tool
-	35, // 37: wayfind.v1.ListToolSourcesRequest.caller:type_name -> wayfind.v1.CallerContext
-	3,  // 38: wayfind.v1.ToolSource.kind:type_name -> wayfind.v1.ToolSourceKind
-	42, // 39: wayfind.v1.ToolSource.last_sync_time:type_name -> google.protobuf.Timestamp
-	30, // 40: wayfind.v1.ListToolSourcesResponse.sources:type_name -> wayfind.v1.ToolSource
-	35, // 41: wayfind.v1.WatchToolEventsRequest.caller:type_name -> wayfind.v1.CallerContext
-	43, // 42: wayfind.v1.WatchToolEventsRequest.filter:type_name -> wayfind.v1.EventFilter
-	44, // 43: wayfind.v1.WatchToolEventsResponse.status:type_name -> wayfind.v1.WatchStatus
-	45, // 44: wayfind.v1.WatchToolEventsResponse.event:type_name -> wayfind.v1.Event
-	42, // 45: wayfind.v1.WatchToolEventsResponse.sent_at:type_name -> google.protobuf.Timestamp
-	6,  // 46: wayfind.v1.ToolDiscoveryService.RegisterTools:input_type -> wayfind.v1.RegisterToolsRequest
-	8,  // 47: wayfind.v1.ToolDiscoveryService.ListTools:input_type -> wayfind.v1.ListToolsRequest
-	11, // 48: wayfind.v1.ToolDiscoveryService.SearchTools:input_type -> wayfind.v1.SearchToolsRequest
-	14, // 49: wayfind.v1.ToolDiscoveryService.GetTools:input_type -> wayfind.v1.GetToolsRequest
-	16, // 50: wayfind.v1.ToolDiscoveryService.ActivateTools:input_type -> wayfind.v1.ActivateToolsRequest
-	18, // 51: wayfind.v1.ToolDiscoveryService.DeactivateTools:input_type -> wayfind.v1.DeactivateToolsRequest
-	20, // 52: wayfind.v1.ToolDiscoveryService.ResolveTool:input_type -> wayfind.v1.ResolveToolRequest
-	22, // 53: wayfind.v1.ToolDiscoveryService.RenderToolPrompt:input_type -> wayfind.v1.RenderToolPromptRequest
-	24, // 54: wayfind.v1.ToolDiscoveryService.RenderToolPayload:input_type -> wayfind.v1.RenderToolPayloadRequest
-	27, // 55: wayfind.v1.ToolDiscoveryService.GetDiscoveryTools:input_type -> wayfind.v1.GetDiscoveryToolsRequest
-	29, // 56: wayfind.v1.ToolDiscoveryService.ListToolSources:input_type -> wayfind.v1.ListToolSourcesRequest
-	32, // 57: wayfind.v1.ToolDiscoveryService.WatchToolEvents:input_type -> wayfind.v1.WatchToolEventsRequest
-	7,  // 58: wayfind.v1.ToolDiscoveryService.RegisterTools:output_type -> wayfind.v1.RegisterToolsResponse
-	10, // 59: wayfind.v1.ToolDiscoveryService.ListTools:output_type -> wayfind.v1.ListToolsResponse
-	13, // 60: wayfind.v1.ToolDiscoveryService.SearchTools:output_type -> wayfind.v1.SearchToolsResponse
-	15, // 61: wayfind.v1.ToolDiscoveryService.GetTools:output_type -> wayfind.v1.GetToolsResponse
-	17, // 62: wayfind.v1.ToolDiscoveryService.ActivateTools:output_type -> wayfind.v1.ActivateToolsResponse
-	19, // 63: wayfind.v1.ToolDiscoveryService.DeactivateTools:output_type -> wayfind.v1.DeactivateToolsResponse
-	21, // 64: wayfind.v1.ToolDiscoveryService.ResolveTool:output_type -> wayfind.v1.ResolveToolResponse
-	23, // 65: wayfind.v1.ToolDiscoveryService.RenderToolPrompt:output_type -> wayfind.v1.RenderToolPromptResponse
-	26, // 66: wayfind.v1.ToolDiscoveryService.RenderToolPayload:output_type -> wayfind.v1.RenderToolPayloadResponse
-	28, // 67: wayfind.v1.ToolDiscoveryService.GetDiscoveryTools:output_type -> wayfind.v1.GetDiscoveryToolsResponse
-	31, // 68: wayfind.v1.ToolDiscoveryService.ListToolSources:output_type -> wayfind.v1.ListToolSourcesResponse
-	33, // 69: wayfind.v1.ToolDiscoveryService.WatchToolEvents:output_type -> wayfind.v1.WatchToolEventsResponse
-	58, // [58:70] is the sub-list for method output_type
-	46, // [46:58] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	38, // 27: wayfind.v1.CheckToolCallRequest.caller:type_name -> wayfind.v1.CallerContext
+	37, // 28: wayfind.v1.CheckToolCallRequest.arguments:type_name -> google.protobuf.Struct
+	2,  // 29: wayfind.v1.CheckToolCallRequest.scope:type_name -> wayfind.v1.ActivationScope
+	5,  // 30: wayfind.v1.CheckToolCallResponse.tool:type_name -> wayfind.v1.Tool
+	21, // 31: wayfind.v1.CheckToolCallResponse.problems:type_name -> wayfind.v1.ArgumentProblem
+	2,  // 32: wayfind.v1.CheckToolCallResponse.scope:type_name -> wayfind.v1.ActivationScope
+	38, // 33: wayfind.v1.ResolveToolRequest.caller:type_name -> wayfind.v1.CallerContext
+	2,  // 34: wayfind.v1.ResolveToolRequest.scope:type_name -> wayfind.v1.ActivationScope
+	5,  // 35: wayfind.v1.ResolveToolResponse.tool:type_name -> wayfind.v1.Tool
+	2,  // 36: wayfind.v1.ResolveToolResponse.scope:type_name -> wayfind.v1.ActivationScope
+	38, // 37: wayfind.v1.RenderToolPromptRequest.caller:type_name -> wayfind.v1.CallerContext
+	38, // 38: wayfind.v1.RenderToolPayloadRequest.caller:type_name -> wayfind.v1.CallerContext
+	44, // 39: wayfind.v1.RenderToolPayloadRequest.provider:type_name -> wayfind.v1.Provider
+	28, // 40: wayfind.v1.RenderToolPayloadResponse.name_mappings:type_name -> wayfind.v1.ToolNameMapping
+	38, // 41: wayfind.v1.GetDiscoveryToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	5,  // 42: wayfind.v1.GetDiscoveryToolsResponse.tools:type_name -> wayfind.v1.Tool
+	38, // 43: wayfind.v1.ListToolSourcesRequest.caller:type_name -> wayfind.v1.CallerContext
+	3,  // 44: wayfind.v1.ToolSource.kind:type_name -> wayfind.v1.ToolSourceKind
+	45, // 45: wayfind.v1.ToolSource.last_sync_time:type_name -> google.protobuf.Timestamp
+	33, // 46: wayfind.v1.ListToolSourcesResponse.sources:type_name -> wayfind.v1.ToolSource
+	38, // 47: wayfind.v1.WatchToolEventsRequest.caller:type_name -> wayfind.v1.CallerContext
+	46, // 48: wayfind.v1.WatchToolEventsRequest.filter:type_name -> wayfind.v1.EventFilter
+	47, // 49: wayfind.v1.WatchToolEventsResponse.status:type_name -> wayfind.v1.WatchStatus
+	48, // 50: wayfind.v1.WatchToolEventsResponse.event:type_name -> wayfind.v1.Event
+	45, // 51: wayfind.v1.WatchToolEventsResponse.sent_at:type_name -> google.protobuf.Timestamp
+	6,  // 52: wayfind.v1.ToolDiscoveryService.RegisterTools:input_type -> wayfind.v1.RegisterToolsRequest
+	8,  // 53: wayfind.v1.ToolDiscoveryService.ListTools:input_type -> wayfind.v1.ListToolsRequest
+	11, // 54: wayfind.v1.ToolDiscoveryService.SearchTools:input_type -> wayfind.v1.SearchToolsRequest
+	14, // 55: wayfind.v1.ToolDiscoveryService.GetTools:input_type -> wayfind.v1.GetToolsRequest
+	16, // 56: wayfind.v1.ToolDiscoveryService.ActivateTools:input_type -> wayfind.v1.ActivateToolsRequest
+	18, // 57: wayfind.v1.ToolDiscoveryService.DeactivateTools:input_type -> wayfind.v1.DeactivateToolsRequest
+	23, // 58: wayfind.v1.ToolDiscoveryService.ResolveTool:input_type -> wayfind.v1.ResolveToolRequest
+	20, // 59: wayfind.v1.ToolDiscoveryService.CheckToolCall:input_type -> wayfind.v1.CheckToolCallRequest
+	25, // 60: wayfind.v1.ToolDiscoveryService.RenderToolPrompt:input_type -> wayfind.v1.RenderToolPromptRequest
+	27, // 61: wayfind.v1.ToolDiscoveryService.RenderToolPayload:input_type -> wayfind.v1.RenderToolPayloadRequest
+	30, // 62: wayfind.v1.ToolDiscoveryService.GetDiscoveryTools:input_type -> wayfind.v1.GetDiscoveryToolsRequest
+	32, // 63: wayfind.v1.ToolDiscoveryService.ListToolSources:input_type -> wayfind.v1.ListToolSourcesRequest
+	35, // 64: wayfind.v1.ToolDiscoveryService.WatchToolEvents:input_type -> wayfind.v1.WatchToolEventsRequest
+	7,  // 65: wayfind.v1.ToolDiscoveryService.RegisterTools:output_type -> wayfind.v1.RegisterToolsResponse
+	10, // 66: wayfind.v1.ToolDiscoveryService.ListTools:output_type -> wayfind.v1.ListToolsResponse
+	13, // 67: wayfind.v1.ToolDiscoveryService.SearchTools:output_type -> wayfind.v1.SearchToolsResponse
+	15, // 68: wayfind.v1.ToolDiscoveryService.GetTools:output_type -> wayfind.v1.GetToolsResponse
+	17, // 69: wayfind.v1.ToolDiscoveryService.ActivateTools:output_type -> wayfind.v1.ActivateToolsResponse
+	19, // 70: wayfind.v1.ToolDiscoveryService.DeactivateTools:output_type -> wayfind.v1.DeactivateToolsResponse
+	24, // 71: wayfind.v1.ToolDiscoveryService.ResolveTool:output_type -> wayfind.v1.ResolveToolResponse
+	22, // 72: wayfind.v1.ToolDiscoveryService.CheckToolCall:output_type -> wayfind.v1.CheckToolCallResponse
+	26, // 73: wayfind.v1.ToolDiscoveryService.RenderToolPrompt:output_type -> wayfind.v1.RenderToolPromptResponse
+	29, // 74: wayfind.v1.ToolDiscoveryService.RenderToolPayload:output_type -> wayfind.v1.RenderToolPayloadResponse
+	31, // 75: wayfind.v1.ToolDiscoveryService.GetDiscoveryTools:output_type -> wayfind.v1.GetDiscoveryToolsResponse
+	34, // 76: wayfind.v1.ToolDiscoveryService.ListToolSources:output_type -> wayfind.v1.ListToolSourcesResponse
+	36, // 77: wayfind.v1.ToolDiscoveryService.WatchToolEvents:output_type -> wayfind.v1.WatchToolEventsResponse
+	65, // [65:78] is the sub-list for method output_type
+	52, // [52:65] is the sub-list for method input_type
+	52, // [52:52] is the sub-list for extension type_name
+	52, // [52:52] is the sub-list for extension extendee
+	0,  // [0:52] is the sub-list for field type_name
 }
 
 func init() { file_wayfind_v1_tools_proto_init() }
@@ -2809,8 +3052,8 @@ func file_wayfind_v1_tools_proto_init() {
 	}
 	file_wayfind_v1_common_proto_init()
 	file_wayfind_v1_events_proto_init()
-	file_wayfind_v1_tools_proto_msgTypes[18].OneofWrappers = []any{}
-	file_wayfind_v1_tools_proto_msgTypes[29].OneofWrappers = []any{
+	file_wayfind_v1_tools_proto_msgTypes[21].OneofWrappers = []any{}
+	file_wayfind_v1_tools_proto_msgTypes[32].OneofWrappers = []any{
 		(*WatchToolEventsResponse_Status)(nil),
 		(*WatchToolEventsResponse_Event)(nil),
 	}
@@ -2820,7 +3063,7 @@ func file_wayfind_v1_tools_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wayfind_v1_tools_proto_rawDesc), len(file_wayfind_v1_tools_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   30,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

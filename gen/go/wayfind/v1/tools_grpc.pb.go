@@ -26,6 +26,7 @@ const (
 	ToolDiscoveryService_ActivateTools_FullMethodName     = "/wayfind.v1.ToolDiscoveryService/ActivateTools"
 	ToolDiscoveryService_DeactivateTools_FullMethodName   = "/wayfind.v1.ToolDiscoveryService/DeactivateTools"
 	ToolDiscoveryService_ResolveTool_FullMethodName       = "/wayfind.v1.ToolDiscoveryService/ResolveTool"
+	ToolDiscoveryService_CheckToolCall_FullMethodName     = "/wayfind.v1.ToolDiscoveryService/CheckToolCall"
 	ToolDiscoveryService_RenderToolPrompt_FullMethodName  = "/wayfind.v1.ToolDiscoveryService/RenderToolPrompt"
 	ToolDiscoveryService_RenderToolPayload_FullMethodName = "/wayfind.v1.ToolDiscoveryService/RenderToolPayload"
 	ToolDiscoveryService_GetDiscoveryTools_FullMethodName = "/wayfind.v1.ToolDiscoveryService/GetDiscoveryTools"
@@ -62,6 +63,12 @@ type ToolDiscoveryServiceClient interface {
 	// The model called tool `name`: returns its definition if the caller may use it, activating a
 	// deferred tool on first use. NOT_FOUND otherwise, exactly as for a tool that does not exist.
 	ResolveTool(ctx context.Context, in *ResolveToolRequest, opts ...grpc.CallOption) (*ResolveToolResponse, error)
+	// The model called tool `name` with `arguments` through a dispatch tool (`tool_call {name,
+	// arguments}`): checks that the caller may use the tool (NOT_FOUND otherwise, exactly as for a
+	// tool that does not exist) and that the arguments match its args schema. A valid call of a
+	// deferred tool activates it, as ResolveTool does. Arguments that do not match are not an error
+	// of the call: the response lists the problems and a message for the model to repair its call.
+	CheckToolCall(ctx context.Context, in *CheckToolCallRequest, opts ...grpc.CallOption) (*CheckToolCallResponse, error)
 	// The prompt blocks for a run: visible tools (with examples), the discovery guidance, and an
 	// optional directory and hints.
 	RenderToolPrompt(ctx context.Context, in *RenderToolPromptRequest, opts ...grpc.CallOption) (*RenderToolPromptResponse, error)
@@ -156,6 +163,16 @@ func (c *toolDiscoveryServiceClient) ResolveTool(ctx context.Context, in *Resolv
 	return out, nil
 }
 
+func (c *toolDiscoveryServiceClient) CheckToolCall(ctx context.Context, in *CheckToolCallRequest, opts ...grpc.CallOption) (*CheckToolCallResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CheckToolCallResponse)
+	err := c.cc.Invoke(ctx, ToolDiscoveryService_CheckToolCall_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *toolDiscoveryServiceClient) RenderToolPrompt(ctx context.Context, in *RenderToolPromptRequest, opts ...grpc.CallOption) (*RenderToolPromptResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(RenderToolPromptResponse)
@@ -244,6 +261,12 @@ type ToolDiscoveryServiceServer interface {
 	// The model called tool `name`: returns its definition if the caller may use it, activating a
 	// deferred tool on first use. NOT_FOUND otherwise, exactly as for a tool that does not exist.
 	ResolveTool(context.Context, *ResolveToolRequest) (*ResolveToolResponse, error)
+	// The model called tool `name` with `arguments` through a dispatch tool (`tool_call {name,
+	// arguments}`): checks that the caller may use the tool (NOT_FOUND otherwise, exactly as for a
+	// tool that does not exist) and that the arguments match its args schema. A valid call of a
+	// deferred tool activates it, as ResolveTool does. Arguments that do not match are not an error
+	// of the call: the response lists the problems and a message for the model to repair its call.
+	CheckToolCall(context.Context, *CheckToolCallRequest) (*CheckToolCallResponse, error)
 	// The prompt blocks for a run: visible tools (with examples), the discovery guidance, and an
 	// optional directory and hints.
 	RenderToolPrompt(context.Context, *RenderToolPromptRequest) (*RenderToolPromptResponse, error)
@@ -288,6 +311,9 @@ func (UnimplementedToolDiscoveryServiceServer) DeactivateTools(context.Context, 
 }
 func (UnimplementedToolDiscoveryServiceServer) ResolveTool(context.Context, *ResolveToolRequest) (*ResolveToolResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ResolveTool not implemented")
+}
+func (UnimplementedToolDiscoveryServiceServer) CheckToolCall(context.Context, *CheckToolCallRequest) (*CheckToolCallResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CheckToolCall not implemented")
 }
 func (UnimplementedToolDiscoveryServiceServer) RenderToolPrompt(context.Context, *RenderToolPromptRequest) (*RenderToolPromptResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RenderToolPrompt not implemented")
@@ -451,6 +477,24 @@ func _ToolDiscoveryService_ResolveTool_Handler(srv interface{}, ctx context.Cont
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ToolDiscoveryService_CheckToolCall_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CheckToolCallRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolDiscoveryServiceServer).CheckToolCall(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolDiscoveryService_CheckToolCall_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolDiscoveryServiceServer).CheckToolCall(ctx, req.(*CheckToolCallRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _ToolDiscoveryService_RenderToolPrompt_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(RenderToolPromptRequest)
 	if err := dec(in); err != nil {
@@ -568,6 +612,10 @@ var ToolDiscoveryService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ResolveTool",
 			Handler:    _ToolDiscoveryService_ResolveTool_Handler,
+		},
+		{
+			MethodName: "CheckToolCall",
+			Handler:    _ToolDiscoveryService_CheckToolCall_Handler,
 		},
 		{
 			MethodName: "RenderToolPrompt",

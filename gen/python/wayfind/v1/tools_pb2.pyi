@@ -273,6 +273,42 @@ class DeactivateToolsResponse(_message.Message):
     not_active: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, deactivated: _Optional[_Iterable[str]] = ..., not_active: _Optional[_Iterable[str]] = ...) -> None: ...
 
+class CheckToolCallRequest(_message.Message):
+    __slots__ = ("caller", "name", "arguments", "scope")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallerContext
+    name: str
+    arguments: _struct_pb2.Struct
+    scope: ActivationScope
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallerContext, _Mapping]] = ..., name: _Optional[str] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., scope: _Optional[_Union[ActivationScope, str]] = ...) -> None: ...
+
+class ArgumentProblem(_message.Message):
+    __slots__ = ("path", "message")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    message: str
+    def __init__(self, path: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+
+class CheckToolCallResponse(_message.Message):
+    __slots__ = ("tool", "valid", "problems", "repair_message", "activated", "scope")
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    VALID_FIELD_NUMBER: _ClassVar[int]
+    PROBLEMS_FIELD_NUMBER: _ClassVar[int]
+    REPAIR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    ACTIVATED_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    tool: Tool
+    valid: bool
+    problems: _containers.RepeatedCompositeFieldContainer[ArgumentProblem]
+    repair_message: str
+    activated: bool
+    scope: ActivationScope
+    def __init__(self, tool: _Optional[_Union[Tool, _Mapping]] = ..., valid: _Optional[bool] = ..., problems: _Optional[_Iterable[_Union[ArgumentProblem, _Mapping]]] = ..., repair_message: _Optional[str] = ..., activated: _Optional[bool] = ..., scope: _Optional[_Union[ActivationScope, str]] = ...) -> None: ...
+
 class ResolveToolRequest(_message.Message):
     __slots__ = ("caller", "name", "scope")
     CALLER_FIELD_NUMBER: _ClassVar[int]

@@ -76,6 +76,11 @@ class ToolDiscoveryServiceStub:
                 request_serializer=wayfind_dot_v1_dot_tools__pb2.ResolveToolRequest.SerializeToString,
                 response_deserializer=wayfind_dot_v1_dot_tools__pb2.ResolveToolResponse.FromString,
                 _registered_method=True)
+        self.CheckToolCall = channel.unary_unary(
+                '/wayfind.v1.ToolDiscoveryService/CheckToolCall',
+                request_serializer=wayfind_dot_v1_dot_tools__pb2.CheckToolCallRequest.SerializeToString,
+                response_deserializer=wayfind_dot_v1_dot_tools__pb2.CheckToolCallResponse.FromString,
+                _registered_method=True)
         self.RenderToolPrompt = channel.unary_unary(
                 '/wayfind.v1.ToolDiscoveryService/RenderToolPrompt',
                 request_serializer=wayfind_dot_v1_dot_tools__pb2.RenderToolPromptRequest.SerializeToString,
@@ -165,6 +170,17 @@ class ToolDiscoveryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CheckToolCall(self, request, context):
+        """The model called tool `name` with `arguments` through a dispatch tool (`tool_call {name,
+        arguments}`): checks that the caller may use the tool (NOT_FOUND otherwise, exactly as for a
+        tool that does not exist) and that the arguments match its args schema. A valid call of a
+        deferred tool activates it, as ResolveTool does. Arguments that do not match are not an error
+        of the call: the response lists the problems and a message for the model to repair its call.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def RenderToolPrompt(self, request, context):
         """The prompt blocks for a run: visible tools (with examples), the discovery guidance, and an
         optional directory and hints.
@@ -241,6 +257,11 @@ def add_ToolDiscoveryServiceServicer_to_server(servicer, server):
                     servicer.ResolveTool,
                     request_deserializer=wayfind_dot_v1_dot_tools__pb2.ResolveToolRequest.FromString,
                     response_serializer=wayfind_dot_v1_dot_tools__pb2.ResolveToolResponse.SerializeToString,
+            ),
+            'CheckToolCall': grpc.unary_unary_rpc_method_handler(
+                    servicer.CheckToolCall,
+                    request_deserializer=wayfind_dot_v1_dot_tools__pb2.CheckToolCallRequest.FromString,
+                    response_serializer=wayfind_dot_v1_dot_tools__pb2.CheckToolCallResponse.SerializeToString,
             ),
             'RenderToolPrompt': grpc.unary_unary_rpc_method_handler(
                     servicer.RenderToolPrompt,
@@ -464,6 +485,33 @@ class ToolDiscoveryService:
             '/wayfind.v1.ToolDiscoveryService/ResolveTool',
             wayfind_dot_v1_dot_tools__pb2.ResolveToolRequest.SerializeToString,
             wayfind_dot_v1_dot_tools__pb2.ResolveToolResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CheckToolCall(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/wayfind.v1.ToolDiscoveryService/CheckToolCall',
+            wayfind_dot_v1_dot_tools__pb2.CheckToolCallRequest.SerializeToString,
+            wayfind_dot_v1_dot_tools__pb2.CheckToolCallResponse.FromString,
             options,
             channel_credentials,
             insecure,

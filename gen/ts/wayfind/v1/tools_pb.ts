@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file wayfind/v1/tools.proto.
  */
 export const file_wayfind_v1_tools: GenFile = /*@__PURE__*/
-  fileDesc("ChZ3YXlmaW5kL3YxL3Rvb2xzLnByb3RvEgp3YXlmaW5kLnYxIlcKC1Rvb2xFeGFtcGxlEiUKBGFyZ3MYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhMKC2Rlc2NyaXB0aW9uGAIgASgJEgwKBHRhZ3MYAyADKAki9AIKBFRvb2wSDAoEbmFtZRgBIAEoCRIRCgluYW1lc3BhY2UYAiABKAkSDQoFdGl0bGUYAyABKAkSEwoLZGVzY3JpcHRpb24YBCABKAkSDAoEdGFncxgFIAMoCRIrCgtzaWRlX2VmZmVjdBgGIAEoDjIWLndheWZpbmQudjEuU2lkZUVmZmVjdBItCgxsb2FkaW5nX21vZGUYByABKA4yFy53YXlmaW5kLnYxLkxvYWRpbmdNb2RlEiwKC2FyZ3Nfc2NoZW1hGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIuCg1vdXRwdXRfc2NoZW1hGAkgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIpCghleGFtcGxlcxgKIAMoCzIXLndheWZpbmQudjEuVG9vbEV4YW1wbGUSDwoHYWxpYXNlcxgLIAMoCRIOCgZzb3VyY2UYDCABKAkSEwoLcmVjb3JkX2hhc2gYDSABKAkinQEKFFJlZ2lzdGVyVG9vbHNSZXF1ZXN0Eg4KBnNvdXJjZRgBIAEoCRIRCgluYW1lc3BhY2UYAiABKAkSHwoFdG9vbHMYAyADKAsyEC53YXlmaW5kLnYxLlRvb2wSFgoOcmVwbGFjZV9zb3VyY2UYBCABKAgSKQoGY2FsbGVyGAUgASgLMhkud2F5ZmluZC52MS5DYWxsZXJDb250ZXh0IngKFVJlZ2lzdGVyVG9vbHNSZXNwb25zZRINCgVhZGRlZBgBIAEoBRIPCgd1cGRhdGVkGAIgASgFEg8KB3JlbW92ZWQYAyABKAUSEQoJdW5jaGFuZ2VkGAQgASgFEhsKE2NhdGFsb2dfZmluZ2VycHJpbnQYBSABKAkifAoQTGlzdFRvb2xzUmVxdWVzdBIpCgZjYWxsZXIYASABKAsyGS53YXlmaW5kLnYxLkNhbGxlckNvbnRleHQSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkSFgoOc2hvd19hbGxfdG9vbHMYBCABKAgicAoLVG9vbFN1bW1hcnkSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRItCgxsb2FkaW5nX21vZGUYAyABKA4yFy53YXlmaW5kLnYxLkxvYWRpbmdNb2RlEg8KB3Zpc2libGUYBCABKAgiaQoRTGlzdFRvb2xzUmVzcG9uc2USJgoFdG9vbHMYASADKAsyFy53YXlmaW5kLnYxLlRvb2xTdW1tYXJ5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCRITCgt0b3RhbF9jb3VudBgDIAEoBSK8AQoSU2VhcmNoVG9vbHNSZXF1ZXN0EikKBmNhbGxlchgBIAEoCzIZLndheWZpbmQudjEuQ2FsbGVyQ29udGV4dBINCgVxdWVyeRgCIAEoCRIrCgtzZWFyY2hfdHlwZRgDIAEoDjIWLndheWZpbmQudjEuU2VhcmNoVHlwZRINCgVsaW1pdBgEIAEoBRIdChVpbmNsdWRlX2Fsd2F5c19sb2FkZWQYBSABKAgSEQoJbWluX3Njb3JlGAYgASgBIsYBCglUb29sTWF0Y2gSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRINCgVzY29yZRgDIAEoARIpCgptYXRjaF90eXBlGAQgASgOMhUud2F5ZmluZC52MS5NYXRjaFR5cGUSLQoMbG9hZGluZ19tb2RlGAUgASgOMhcud2F5ZmluZC52MS5Mb2FkaW5nTW9kZRIVCg1sZXhpY2FsX3Njb3JlGAYgASgBEhYKDnNlbWFudGljX3Njb3JlGAcgASgBIrwCChNTZWFyY2hUb29sc1Jlc3BvbnNlEiQKBXRvb2xzGAEgAygLMhUud2F5ZmluZC52MS5Ub29sTWF0Y2gSNQoVZWZmZWN0aXZlX3NlYXJjaF90eXBlGAIgASgOMhYud2F5ZmluZC52MS5TZWFyY2hUeXBlEhYKDnRvdGFsX2RlZmVycmVkGAMgASgFEi8KDW1hdGNoX3F1YWxpdHkYBCABKA4yGC53YXlmaW5kLnYxLk1hdGNoUXVhbGl0eRIzCg9zZW1hbnRpY19zdGF0dXMYBSABKA4yGi53YXlmaW5kLnYxLlNlbWFudGljU3RhdHVzEhgKEHNlbWFudGljX3BlbmRpbmcYBiABKAUSMAoOcXVlcnlfcmV3cml0ZXMYByADKAsyGC53YXlmaW5kLnYxLlF1ZXJ5UmV3cml0ZSJ+Cg9HZXRUb29sc1JlcXVlc3QSKQoGY2FsbGVyGAEgASgLMhkud2F5ZmluZC52MS5DYWxsZXJDb250ZXh0Eg0KBW5hbWVzGAIgAygJEhcKD2luY2x1ZGVfc2NoZW1hcxgDIAEoCBIYChBpbmNsdWRlX2V4YW1wbGVzGAQgASgIIkYKEEdldFRvb2xzUmVzcG9uc2USHwoFdG9vbHMYASADKAsyEC53YXlmaW5kLnYxLlRvb2wSEQoJbm90X2ZvdW5kGAIgAygJIowBChRBY3RpdmF0ZVRvb2xzUmVxdWVzdBIpCgZjYWxsZXIYASABKAsyGS53YXlmaW5kLnYxLkNhbGxlckNvbnRleHQSDQoFbmFtZXMYAiADKAkSKgoFc2NvcGUYAyABKA4yGy53YXlmaW5kLnYxLkFjdGl2YXRpb25TY29wZRIOCgZyZWFzb24YBCABKAkibwoVQWN0aXZhdGVUb29sc1Jlc3BvbnNlEhEKCWFjdGl2YXRlZBgBIAMoCRIXCg9hbHJlYWR5X3Zpc2libGUYAiADKAkSKgoFc2NvcGUYAyABKA4yGy53YXlmaW5kLnYxLkFjdGl2YXRpb25TY29wZSJ+ChZEZWFjdGl2YXRlVG9vbHNSZXF1ZXN0EikKBmNhbGxlchgBIAEoCzIZLndheWZpbmQudjEuQ2FsbGVyQ29udGV4dBINCgVuYW1lcxgCIAMoCRIqCgVzY29wZRgDIAEoDjIbLndheWZpbmQudjEuQWN0aXZhdGlvblNjb3BlIkIKF0RlYWN0aXZhdGVUb29sc1Jlc3BvbnNlEhMKC2RlYWN0aXZhdGVkGAEgAygJEhIKCm5vdF9hY3RpdmUYAiADKAkieQoSUmVzb2x2ZVRvb2xSZXF1ZXN0EikKBmNhbGxlchgBIAEoCzIZLndheWZpbmQudjEuQ2FsbGVyQ29udGV4dBIMCgRuYW1lGAIgASgJEioKBXNjb3BlGAMgASgOMhsud2F5ZmluZC52MS5BY3RpdmF0aW9uU2NvcGUidAoTUmVzb2x2ZVRvb2xSZXNwb25zZRIeCgR0b29sGAEgASgLMhAud2F5ZmluZC52MS5Ub29sEhEKCWFjdGl2YXRlZBgCIAEoCBIqCgVzY29wZRgDIAEoDjIbLndheWZpbmQudjEuQWN0aXZhdGlvblNjb3BlIqkCChdSZW5kZXJUb29sUHJvbXB0UmVxdWVzdBIpCgZjYWxsZXIYASABKAsyGS53YXlmaW5kLnYxLkNhbGxlckNvbnRleHQSGQoRaW5jbHVkZV9kaXJlY3RvcnkYAiABKAgSHQoVZGlyZWN0b3J5X21heF9lbnRyaWVzGAMgASgFEhQKDGhpbnRfbWVzc2FnZRgEIAEoCRISCgpoaW50X2xpbWl0GAUgASgFEiIKFW1heF9leGFtcGxlc19wZXJfdG9vbBgGIAEoBUgAiAEBEiQKHGluY2x1ZGVfZXhhbXBsZV9kZXNjcmlwdGlvbnMYByABKAgSGwoTZXhhbXBsZV9maWx0ZXJfdGFncxgIIAMoCUIYChZfbWF4X2V4YW1wbGVzX3Blcl90b29sIpoBChhSZW5kZXJUb29sUHJvbXB0UmVzcG9uc2USDAoEdGV4dBgBIAEoCRIWCg50b2tlbl9lc3RpbWF0ZRgCIAEoBRITCgtmaW5nZXJwcmludBgDIAEoCRIVCg12aXNpYmxlX3Rvb2xzGAQgAygJEhYKDmRlZmVycmVkX2NvdW50GAUgASgFEhQKDGhpbnRlZF90b29scxgGIAMoCSKlAQoYUmVuZGVyVG9vbFBheWxvYWRSZXF1ZXN0EikKBmNhbGxlchgBIAEoCzIZLndheWZpbmQudjEuQ2FsbGVyQ29udGV4dBImCghwcm92aWRlchgCIAEoDjIULndheWZpbmQudjEuUHJvdmlkZXISFQoNbmF0aXZlX3NlYXJjaBgDIAEoCBIfChdpbmNsdWRlX2Rpc2NvdmVyeV90b29scxgEIAEoCCI7Cg9Ub29sTmFtZU1hcHBpbmcSFQoNcHJvdmlkZXJfbmFtZRgBIAEoCRIRCgl0b29sX25hbWUYAiABKAkirAEKGVJlbmRlclRvb2xQYXlsb2FkUmVzcG9uc2USFAoMcGF5bG9hZF9qc29uGAEgASgJEhMKC3ByZWZpeF9oYXNoGAIgASgJEhgKEGJyZWFrcG9pbnRfaW5kZXgYAyABKAUSFgoOdG9rZW5fZXN0aW1hdGUYBCABKAUSMgoNbmFtZV9tYXBwaW5ncxgFIAMoCzIbLndheWZpbmQudjEuVG9vbE5hbWVNYXBwaW5nImIKGEdldERpc2NvdmVyeVRvb2xzUmVxdWVzdBIpCgZjYWxsZXIYASABKAsyGS53YXlmaW5kLnYxLkNhbGxlckNvbnRleHQSGwoTaW5jbHVkZV9za2lsbF90b29scxgCIAEoCCI8ChlHZXREaXNjb3ZlcnlUb29sc1Jlc3BvbnNlEh8KBXRvb2xzGAEgAygLMhAud2F5ZmluZC52MS5Ub29sIkMKFkxpc3RUb29sU291cmNlc1JlcXVlc3QSKQoGY2FsbGVyGAEgASgLMhkud2F5ZmluZC52MS5DYWxsZXJDb250ZXh0IsQBCgpUb29sU291cmNlEgwKBG5hbWUYASABKAkSKAoEa2luZBgCIAEoDjIaLndheWZpbmQudjEuVG9vbFNvdXJjZUtpbmQSEgoKdG9vbF9jb3VudBgDIAEoBRIyCg5sYXN0X3N5bmNfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHaGVhbHRoeRgFIAEoCBISCgpsYXN0X2Vycm9yGAYgASgJEhEKCXRlbmFudF9pZBgHIAEoCSJCChdMaXN0VG9vbFNvdXJjZXNSZXNwb25zZRInCgdzb3VyY2VzGAEgAygLMhYud2F5ZmluZC52MS5Ub29sU291cmNlImwKFldhdGNoVG9vbEV2ZW50c1JlcXVlc3QSKQoGY2FsbGVyGAEgASgLMhkud2F5ZmluZC52MS5DYWxsZXJDb250ZXh0EicKBmZpbHRlchgCIAEoCzIXLndheWZpbmQudjEuRXZlbnRGaWx0ZXIioAEKF1dhdGNoVG9vbEV2ZW50c1Jlc3BvbnNlEikKBnN0YXR1cxgBIAEoCzIXLndheWZpbmQudjEuV2F0Y2hTdGF0dXNIABIiCgVldmVudBgCIAEoCzIRLndheWZpbmQudjEuRXZlbnRIABIrCgdzZW50X2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIJCgdtZXNzYWdlKl8KC0xvYWRpbmdNb2RlEhwKGExPQURJTkdfTU9ERV9VTlNQRUNJRklFRBAAEhcKE0xPQURJTkdfTU9ERV9BTFdBWVMQARIZChVMT0FESU5HX01PREVfREVGRVJSRUQQAiqgAQoKU2lkZUVmZmVjdBIbChdTSURFX0VGRkVDVF9VTlNQRUNJRklFRBAAEhQKEFNJREVfRUZGRUNUX1BVUkUQARIUChBTSURFX0VGRkVDVF9SRUFEEAISFQoRU0lERV9FRkZFQ1RfV1JJVEUQAxIYChRTSURFX0VGRkVDVF9FWFRFUk5BTBAEEhgKFFNJREVfRUZGRUNUX1NUQVRFRlVMEAUqawoPQWN0aXZhdGlvblNjb3BlEiAKHEFDVElWQVRJT05fU0NPUEVfVU5TUEVDSUZJRUQQABIYChRBQ1RJVkFUSU9OX1NDT1BFX1JVThABEhwKGEFDVElWQVRJT05fU0NPUEVfU0VTU0lPThACKq4BCg5Ub29sU291cmNlS2luZBIgChxUT09MX1NPVVJDRV9LSU5EX1VOU1BFQ0lGSUVEEAASIQodVE9PTF9TT1VSQ0VfS0lORF9DQVRBTE9HX0ZJTEUQARIeChpUT09MX1NPVVJDRV9LSU5EX01DUF9TVERJTxACEh0KGVRPT0xfU09VUkNFX0tJTkRfTUNQX0hUVFAQAxIYChRUT09MX1NPVVJDRV9LSU5EX0FQSRAEMsAIChRUb29sRGlzY292ZXJ5U2VydmljZRJUCg1SZWdpc3RlclRvb2xzEiAud2F5ZmluZC52MS5SZWdpc3RlclRvb2xzUmVxdWVzdBohLndheWZpbmQudjEuUmVnaXN0ZXJUb29sc1Jlc3BvbnNlEkgKCUxpc3RUb29scxIcLndheWZpbmQudjEuTGlzdFRvb2xzUmVxdWVzdBodLndheWZpbmQudjEuTGlzdFRvb2xzUmVzcG9uc2USUwoLU2VhcmNoVG9vbHMSHi53YXlmaW5kLnYxLlNlYXJjaFRvb2xzUmVxdWVzdBofLndheWZpbmQudjEuU2VhcmNoVG9vbHNSZXNwb25zZSIDkAIBEkoKCEdldFRvb2xzEhsud2F5ZmluZC52MS5HZXRUb29sc1JlcXVlc3QaHC53YXlmaW5kLnYxLkdldFRvb2xzUmVzcG9uc2UiA5ACARJUCg1BY3RpdmF0ZVRvb2xzEiAud2F5ZmluZC52MS5BY3RpdmF0ZVRvb2xzUmVxdWVzdBohLndheWZpbmQudjEuQWN0aXZhdGVUb29sc1Jlc3BvbnNlEloKD0RlYWN0aXZhdGVUb29scxIiLndheWZpbmQudjEuRGVhY3RpdmF0ZVRvb2xzUmVxdWVzdBojLndheWZpbmQudjEuRGVhY3RpdmF0ZVRvb2xzUmVzcG9uc2USTgoLUmVzb2x2ZVRvb2wSHi53YXlmaW5kLnYxLlJlc29sdmVUb29sUmVxdWVzdBofLndheWZpbmQudjEuUmVzb2x2ZVRvb2xSZXNwb25zZRJdChBSZW5kZXJUb29sUHJvbXB0EiMud2F5ZmluZC52MS5SZW5kZXJUb29sUHJvbXB0UmVxdWVzdBokLndheWZpbmQudjEuUmVuZGVyVG9vbFByb21wdFJlc3BvbnNlEmAKEVJlbmRlclRvb2xQYXlsb2FkEiQud2F5ZmluZC52MS5SZW5kZXJUb29sUGF5bG9hZFJlcXVlc3QaJS53YXlmaW5kLnYxLlJlbmRlclRvb2xQYXlsb2FkUmVzcG9uc2USZQoRR2V0RGlzY292ZXJ5VG9vbHMSJC53YXlmaW5kLnYxLkdldERpc2NvdmVyeVRvb2xzUmVxdWVzdBolLndheWZpbmQudjEuR2V0RGlzY292ZXJ5VG9vbHNSZXNwb25zZSIDkAIBEl8KD0xpc3RUb29sU291cmNlcxIiLndheWZpbmQudjEuTGlzdFRvb2xTb3VyY2VzUmVxdWVzdBojLndheWZpbmQudjEuTGlzdFRvb2xTb3VyY2VzUmVzcG9uc2UiA5ACARJcCg9XYXRjaFRvb2xFdmVudHMSIi53YXlmaW5kLnYxLldhdGNoVG9vbEV2ZW50c1JlcXVlc3QaIy53YXlmaW5kLnYxLldhdGNoVG9vbEV2ZW50c1Jlc3BvbnNlMAFCPFo6Z2l0aHViLmNvbS93YXlmaW5kLWRldi93YXlmaW5kL2dlbi9nby93YXlmaW5kL3YxO3dheWZpbmR2MWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_wayfind_v1_common, file_wayfind_v1_events]);
+  fileDesc("ChZ3YXlmaW5kL3YxL3Rvb2xzLnByb3RvEgp3YXlmaW5kLnYxIlcKC1Rvb2xFeGFtcGxlEiUKBGFyZ3MYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhMKC2Rlc2NyaXB0aW9uGAIgASgJEgwKBHRhZ3MYAyADKAki9AIKBFRvb2wSDAoEbmFtZRgBIAEoCRIRCgluYW1lc3BhY2UYAiABKAkSDQoFdGl0bGUYAyABKAkSEwoLZGVzY3JpcHRpb24YBCABKAkSDAoEdGFncxgFIAMoCRIrCgtzaWRlX2VmZmVjdBgGIAEoDjIWLndheWZpbmQudjEuU2lkZUVmZmVjdBItCgxsb2FkaW5nX21vZGUYByABKA4yFy53YXlmaW5kLnYxLkxvYWRpbmdNb2RlEiwKC2FyZ3Nfc2NoZW1hGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIuCg1vdXRwdXRfc2NoZW1hGAkgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIpCghleGFtcGxlcxgKIAMoCzIXLndheWZpbmQudjEuVG9vbEV4YW1wbGUSDwoHYWxpYXNlcxgLIAMoCRIOCgZzb3VyY2UYDCABKAkSEwoLcmVjb3JkX2hhc2gYDSABKAkinQEKFFJlZ2lzdGVyVG9vbHNSZXF1ZXN0Eg4KBnNvdXJjZRgBIAEoCRIRCgluYW1lc3BhY2UYAiABKAkSHwoFdG9vbHMYAyADKAsyEC53YXlmaW5kLnYxLlRvb2wSFgoOcmVwbGFjZV9zb3VyY2UYBCABKAgSKQoGY2FsbGVyGAUgASgLMhkud2F5ZmluZC52MS5DYWxsZXJDb250ZXh0IngKFVJlZ2lzdGVyVG9vbHNSZXNwb25zZRINCgVhZGRlZBgBIAEoBRIPCgd1cGRhdGVkGAIgASgFEg8KB3JlbW92ZWQYAyABKAUSEQoJdW5jaGFuZ2VkGAQgASgFEhsKE2NhdGFsb2dfZmluZ2VycHJpbnQYBSABKAkifAoQTGlzdFRvb2xzUmVxdWVzdBIpCgZjYWxsZXIYASABKAsyGS53YXlmaW5kLnYxLkNhbGxlckNvbnRleHQSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkSFgoOc2hvd19hbGxfdG9vbHMYBCABKAgicAoLVG9vbFN1bW1hcnkSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRItCgxsb2FkaW5nX21vZGUYAyABKA4yFy53YXlmaW5kLnYxLkxvYWRpbmdNb2RlEg8KB3Zpc2libGUYBCABKAgiaQoRTGlzdFRvb2xzUmVzcG9uc2USJgoFdG9vbHMYASADKAsyFy53YXlmaW5kLnYxLlRvb2xTdW1tYXJ5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCRITCgt0b3RhbF9jb3VudBgDIAEoBSK8AQoSU2VhcmNoVG9vbHNSZXF1ZXN0EikKBmNhbGxlchgBIAEoCzIZLndheWZpbmQudjEuQ2FsbGVyQ29udGV4dBINCgVxdWVyeRgCIAEoCRIrCgtzZWFyY2hfdHlwZRgDIAEoDjIWLndheWZpbmQudjEuU2VhcmNoVHlwZRINCgVsaW1pdBgEIAEoBRIdChVpbmNsdWRlX2Fsd2F5c19sb2FkZWQYBSABKAgSEQoJbWluX3Njb3JlGAYgASgBIsYBCglUb29sTWF0Y2gSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRINCgVzY29yZRgDIAEoARIpCgptYXRjaF90eXBlGAQgASgOMhUud2F5ZmluZC52MS5NYXRjaFR5cGUSLQoMbG9hZGluZ19tb2RlGAUgASgOMhcud2F5ZmluZC52MS5Mb2FkaW5nTW9kZRIVCg1sZXhpY2FsX3Njb3JlGAYgASgBEhYKDnNlbWFudGljX3Njb3JlGAcgASgBIrwCChNTZWFyY2hUb29sc1Jlc3BvbnNlEiQKBXRvb2xzGAEgAygLMhUud2F5ZmluZC52MS5Ub29sTWF0Y2gSNQoVZWZmZWN0aXZlX3NlYXJjaF90eXBlGAIgASgOMhYud2F5ZmluZC52MS5TZWFyY2hUeXBlEhYKDnRvdGFsX2RlZmVycmVkGAMgASgFEi8KDW1hdGNoX3F1YWxpdHkYBCABKA4yGC53YXlmaW5kLnYxLk1hdGNoUXVhbGl0eRIzCg9zZW1hbnRpY19zdGF0dXMYBSABKA4yGi53YXlmaW5kLnYxLlNlbWFudGljU3RhdHVzEhgKEHNlbWFudGljX3BlbmRpbmcYBiABKAUSMAoOcXVlcnlfcmV3cml0ZXMYByADKAsyGC53YXlmaW5kLnYxLlF1ZXJ5UmV3cml0ZSJ+Cg9HZXRUb29sc1JlcXVlc3QSKQoGY2FsbGVyGAEgASgLMhkud2F5ZmluZC52MS5DYWxsZXJDb250ZXh0Eg0KBW5hbWVzGAIgAygJEhcKD2luY2x1ZGVfc2NoZW1hcxgDIAEoCBIYChBpbmNsdWRlX2V4YW1wbGVzGAQgASgIIkYKEEdldFRvb2xzUmVzcG9uc2USHwoFdG9vbHMYASADKAsyEC53YXlmaW5kLnYxLlRvb2wSEQoJbm90X2ZvdW5kGAIgAygJIowBChRBY3RpdmF0ZVRvb2xzUmVxdWVzdBIpCgZjYWxsZXIYASABKAsyGS53YXlmaW5kLnYxLkNhbGxlckNvbnRleHQSDQoFbmFtZXMYAiADKAkSKgoFc2NvcGUYAyABKA4yGy53YXlmaW5kLnYxLkFjdGl2YXRpb25TY29wZRIOCgZyZWFzb24YBCABKAkibwoVQWN0aXZhdGVUb29sc1Jlc3BvbnNlEhEKCWFjdGl2YXRlZBgBIAMoCRIXCg9hbHJlYWR5X3Zpc2libGUYAiADKAkSKgoFc2NvcGUYAyABKA4yGy53YXlmaW5kLnYxLkFjdGl2YXRpb25TY29wZSJ+ChZEZWFjdGl2YXRlVG9vbHNSZXF1ZXN0EikKBmNhbGxlchgBIAEoCzIZLndheWZpbmQudjEuQ2FsbGVyQ29udGV4dBINCgVuYW1lcxgCIAMoCRIqCgVzY29wZRgDIAEoDjIbLndheWZpbmQudjEuQWN0aXZhdGlvblNjb3BlIkIKF0RlYWN0aXZhdGVUb29sc1Jlc3BvbnNlEhMKC2RlYWN0aXZhdGVkGAEgAygJEhIKCm5vdF9hY3RpdmUYAiADKAkipwEKFENoZWNrVG9vbENhbGxSZXF1ZXN0EikKBmNhbGxlchgBIAEoCzIZLndheWZpbmQudjEuQ2FsbGVyQ29udGV4dBIMCgRuYW1lGAIgASgJEioKCWFyZ3VtZW50cxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSKgoFc2NvcGUYBCABKA4yGy53YXlmaW5kLnYxLkFjdGl2YXRpb25TY29wZSIwCg9Bcmd1bWVudFByb2JsZW0SDAoEcGF0aBgBIAEoCRIPCgdtZXNzYWdlGAIgASgJIswBChVDaGVja1Rvb2xDYWxsUmVzcG9uc2USHgoEdG9vbBgBIAEoCzIQLndheWZpbmQudjEuVG9vbBINCgV2YWxpZBgCIAEoCBItCghwcm9ibGVtcxgDIAMoCzIbLndheWZpbmQudjEuQXJndW1lbnRQcm9ibGVtEhYKDnJlcGFpcl9tZXNzYWdlGAQgASgJEhEKCWFjdGl2YXRlZBgFIAEoCBIqCgVzY29wZRgGIAEoDjIbLndheWZpbmQudjEuQWN0aXZhdGlvblNjb3BlInkKElJlc29sdmVUb29sUmVxdWVzdBIpCgZjYWxsZXIYASABKAsyGS53YXlmaW5kLnYxLkNhbGxlckNvbnRleHQSDAoEbmFtZRgCIAEoCRIqCgVzY29wZRgDIAEoDjIbLndheWZpbmQudjEuQWN0aXZhdGlvblNjb3BlInQKE1Jlc29sdmVUb29sUmVzcG9uc2USHgoEdG9vbBgBIAEoCzIQLndheWZpbmQudjEuVG9vbBIRCglhY3RpdmF0ZWQYAiABKAgSKgoFc2NvcGUYAyABKA4yGy53YXlmaW5kLnYxLkFjdGl2YXRpb25TY29wZSKpAgoXUmVuZGVyVG9vbFByb21wdFJlcXVlc3QSKQoGY2FsbGVyGAEgASgLMhkud2F5ZmluZC52MS5DYWxsZXJDb250ZXh0EhkKEWluY2x1ZGVfZGlyZWN0b3J5GAIgASgIEh0KFWRpcmVjdG9yeV9tYXhfZW50cmllcxgDIAEoBRIUCgxoaW50X21lc3NhZ2UYBCABKAkSEgoKaGludF9saW1pdBgFIAEoBRIiChVtYXhfZXhhbXBsZXNfcGVyX3Rvb2wYBiABKAVIAIgBARIkChxpbmNsdWRlX2V4YW1wbGVfZGVzY3JpcHRpb25zGAcgASgIEhsKE2V4YW1wbGVfZmlsdGVyX3RhZ3MYCCADKAlCGAoWX21heF9leGFtcGxlc19wZXJfdG9vbCKaAQoYUmVuZGVyVG9vbFByb21wdFJlc3BvbnNlEgwKBHRleHQYASABKAkSFgoOdG9rZW5fZXN0aW1hdGUYAiABKAUSEwoLZmluZ2VycHJpbnQYAyABKAkSFQoNdmlzaWJsZV90b29scxgEIAMoCRIWCg5kZWZlcnJlZF9jb3VudBgFIAEoBRIUCgxoaW50ZWRfdG9vbHMYBiADKAkipQEKGFJlbmRlclRvb2xQYXlsb2FkUmVxdWVzdBIpCgZjYWxsZXIYASABKAsyGS53YXlmaW5kLnYxLkNhbGxlckNvbnRleHQSJgoIcHJvdmlkZXIYAiABKA4yFC53YXlmaW5kLnYxLlByb3ZpZGVyEhUKDW5hdGl2ZV9zZWFyY2gYAyABKAgSHwoXaW5jbHVkZV9kaXNjb3ZlcnlfdG9vbHMYBCABKAgiOwoPVG9vbE5hbWVNYXBwaW5nEhUKDXByb3ZpZGVyX25hbWUYASABKAkSEQoJdG9vbF9uYW1lGAIgASgJIqwBChlSZW5kZXJUb29sUGF5bG9hZFJlc3BvbnNlEhQKDHBheWxvYWRfanNvbhgBIAEoCRITCgtwcmVmaXhfaGFzaBgCIAEoCRIYChBicmVha3BvaW50X2luZGV4GAMgASgFEhYKDnRva2VuX2VzdGltYXRlGAQgASgFEjIKDW5hbWVfbWFwcGluZ3MYBSADKAsyGy53YXlmaW5kLnYxLlRvb2xOYW1lTWFwcGluZyJiChhHZXREaXNjb3ZlcnlUb29sc1JlcXVlc3QSKQoGY2FsbGVyGAEgASgLMhkud2F5ZmluZC52MS5DYWxsZXJDb250ZXh0EhsKE2luY2x1ZGVfc2tpbGxfdG9vbHMYAiABKAgiPAoZR2V0RGlzY292ZXJ5VG9vbHNSZXNwb25zZRIfCgV0b29scxgBIAMoCzIQLndheWZpbmQudjEuVG9vbCJDChZMaXN0VG9vbFNvdXJjZXNSZXF1ZXN0EikKBmNhbGxlchgBIAEoCzIZLndheWZpbmQudjEuQ2FsbGVyQ29udGV4dCLEAQoKVG9vbFNvdXJjZRIMCgRuYW1lGAEgASgJEigKBGtpbmQYAiABKA4yGi53YXlmaW5kLnYxLlRvb2xTb3VyY2VLaW5kEhIKCnRvb2xfY291bnQYAyABKAUSMgoObGFzdF9zeW5jX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB2hlYWx0aHkYBSABKAgSEgoKbGFzdF9lcnJvchgGIAEoCRIRCgl0ZW5hbnRfaWQYByABKAkiQgoXTGlzdFRvb2xTb3VyY2VzUmVzcG9uc2USJwoHc291cmNlcxgBIAMoCzIWLndheWZpbmQudjEuVG9vbFNvdXJjZSJsChZXYXRjaFRvb2xFdmVudHNSZXF1ZXN0EikKBmNhbGxlchgBIAEoCzIZLndheWZpbmQudjEuQ2FsbGVyQ29udGV4dBInCgZmaWx0ZXIYAiABKAsyFy53YXlmaW5kLnYxLkV2ZW50RmlsdGVyIqABChdXYXRjaFRvb2xFdmVudHNSZXNwb25zZRIpCgZzdGF0dXMYASABKAsyFy53YXlmaW5kLnYxLldhdGNoU3RhdHVzSAASIgoFZXZlbnQYAiABKAsyES53YXlmaW5kLnYxLkV2ZW50SAASKwoHc2VudF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCCQoHbWVzc2FnZSpfCgtMb2FkaW5nTW9kZRIcChhMT0FESU5HX01PREVfVU5TUEVDSUZJRUQQABIXChNMT0FESU5HX01PREVfQUxXQVlTEAESGQoVTE9BRElOR19NT0RFX0RFRkVSUkVEEAIqoAEKClNpZGVFZmZlY3QSGwoXU0lERV9FRkZFQ1RfVU5TUEVDSUZJRUQQABIUChBTSURFX0VGRkVDVF9QVVJFEAESFAoQU0lERV9FRkZFQ1RfUkVBRBACEhUKEVNJREVfRUZGRUNUX1dSSVRFEAMSGAoUU0lERV9FRkZFQ1RfRVhURVJOQUwQBBIYChRTSURFX0VGRkVDVF9TVEFURUZVTBAFKmsKD0FjdGl2YXRpb25TY29wZRIgChxBQ1RJVkFUSU9OX1NDT1BFX1VOU1BFQ0lGSUVEEAASGAoUQUNUSVZBVElPTl9TQ09QRV9SVU4QARIcChhBQ1RJVkFUSU9OX1NDT1BFX1NFU1NJT04QAiquAQoOVG9vbFNvdXJjZUtpbmQSIAocVE9PTF9TT1VSQ0VfS0lORF9VTlNQRUNJRklFRBAAEiEKHVRPT0xfU09VUkNFX0tJTkRfQ0FUQUxPR19GSUxFEAESHgoaVE9PTF9TT1VSQ0VfS0lORF9NQ1BfU1RESU8QAhIdChlUT09MX1NPVVJDRV9LSU5EX01DUF9IVFRQEAMSGAoUVE9PTF9TT1VSQ0VfS0lORF9BUEkQBDKWCQoUVG9vbERpc2NvdmVyeVNlcnZpY2USVAoNUmVnaXN0ZXJUb29scxIgLndheWZpbmQudjEuUmVnaXN0ZXJUb29sc1JlcXVlc3QaIS53YXlmaW5kLnYxLlJlZ2lzdGVyVG9vbHNSZXNwb25zZRJICglMaXN0VG9vbHMSHC53YXlmaW5kLnYxLkxpc3RUb29sc1JlcXVlc3QaHS53YXlmaW5kLnYxLkxpc3RUb29sc1Jlc3BvbnNlElMKC1NlYXJjaFRvb2xzEh4ud2F5ZmluZC52MS5TZWFyY2hUb29sc1JlcXVlc3QaHy53YXlmaW5kLnYxLlNlYXJjaFRvb2xzUmVzcG9uc2UiA5ACARJKCghHZXRUb29scxIbLndheWZpbmQudjEuR2V0VG9vbHNSZXF1ZXN0Ghwud2F5ZmluZC52MS5HZXRUb29sc1Jlc3BvbnNlIgOQAgESVAoNQWN0aXZhdGVUb29scxIgLndheWZpbmQudjEuQWN0aXZhdGVUb29sc1JlcXVlc3QaIS53YXlmaW5kLnYxLkFjdGl2YXRlVG9vbHNSZXNwb25zZRJaCg9EZWFjdGl2YXRlVG9vbHMSIi53YXlmaW5kLnYxLkRlYWN0aXZhdGVUb29sc1JlcXVlc3QaIy53YXlmaW5kLnYxLkRlYWN0aXZhdGVUb29sc1Jlc3BvbnNlEk4KC1Jlc29sdmVUb29sEh4ud2F5ZmluZC52MS5SZXNvbHZlVG9vbFJlcXVlc3QaHy53YXlmaW5kLnYxLlJlc29sdmVUb29sUmVzcG9uc2USVAoNQ2hlY2tUb29sQ2FsbBIgLndheWZpbmQudjEuQ2hlY2tUb29sQ2FsbFJlcXVlc3QaIS53YXlmaW5kLnYxLkNoZWNrVG9vbENhbGxSZXNwb25zZRJdChBSZW5kZXJUb29sUHJvbXB0EiMud2F5ZmluZC52MS5SZW5kZXJUb29sUHJvbXB0UmVxdWVzdBokLndheWZpbmQudjEuUmVuZGVyVG9vbFByb21wdFJlc3BvbnNlEmAKEVJlbmRlclRvb2xQYXlsb2FkEiQud2F5ZmluZC52MS5SZW5kZXJUb29sUGF5bG9hZFJlcXVlc3QaJS53YXlmaW5kLnYxLlJlbmRlclRvb2xQYXlsb2FkUmVzcG9uc2USZQoRR2V0RGlzY292ZXJ5VG9vbHMSJC53YXlmaW5kLnYxLkdldERpc2NvdmVyeVRvb2xzUmVxdWVzdBolLndheWZpbmQudjEuR2V0RGlzY292ZXJ5VG9vbHNSZXNwb25zZSIDkAIBEl8KD0xpc3RUb29sU291cmNlcxIiLndheWZpbmQudjEuTGlzdFRvb2xTb3VyY2VzUmVxdWVzdBojLndheWZpbmQudjEuTGlzdFRvb2xTb3VyY2VzUmVzcG9uc2UiA5ACARJcCg9XYXRjaFRvb2xFdmVudHMSIi53YXlmaW5kLnYxLldhdGNoVG9vbEV2ZW50c1JlcXVlc3QaIy53YXlmaW5kLnYxLldhdGNoVG9vbEV2ZW50c1Jlc3BvbnNlMAFCPFo6Z2l0aHViLmNvbS93YXlmaW5kLWRldi93YXlmaW5kL2dlbi9nby93YXlmaW5kL3YxO3dheWZpbmR2MWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_wayfind_v1_common, file_wayfind_v1_events]);
 
 /**
  * A concrete call of a tool, shown to the model to teach argument shapes.
@@ -704,6 +704,126 @@ export const DeactivateToolsResponseSchema: GenMessage<DeactivateToolsResponse> 
   messageDesc(file_wayfind_v1_tools, 15);
 
 /**
+ * @generated from message wayfind.v1.CheckToolCallRequest
+ */
+export type CheckToolCallRequest = Message<"wayfind.v1.CheckToolCallRequest"> & {
+  /**
+   * @generated from field: wayfind.v1.CallerContext caller = 1;
+   */
+  caller?: CallerContext | undefined;
+
+  /**
+   * The name the model called (canonical name or alias).
+   *
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * The arguments the model sent.
+   *
+   * @generated from field: google.protobuf.Struct arguments = 3;
+   */
+  arguments?: JsonObject | undefined;
+
+  /**
+   * Scope of the activation if the tool is deferred.
+   *
+   * @generated from field: wayfind.v1.ActivationScope scope = 4;
+   */
+  scope: ActivationScope;
+};
+
+/**
+ * Describes the message wayfind.v1.CheckToolCallRequest.
+ * Use `create(CheckToolCallRequestSchema)` to create a new message.
+ */
+export const CheckToolCallRequestSchema: GenMessage<CheckToolCallRequest> = /*@__PURE__*/
+  messageDesc(file_wayfind_v1_tools, 16);
+
+/**
+ * One problem of a call's arguments.
+ *
+ * @generated from message wayfind.v1.ArgumentProblem
+ */
+export type ArgumentProblem = Message<"wayfind.v1.ArgumentProblem"> & {
+  /**
+   * JSON pointer into the arguments (`/amount`, `/items/0/sku`); empty for the whole object.
+   *
+   * @generated from field: string path = 1;
+   */
+  path: string;
+
+  /**
+   * What is expected there, e.g. `must be number`, `must have required property 'currency'`.
+   *
+   * @generated from field: string message = 2;
+   */
+  message: string;
+};
+
+/**
+ * Describes the message wayfind.v1.ArgumentProblem.
+ * Use `create(ArgumentProblemSchema)` to create a new message.
+ */
+export const ArgumentProblemSchema: GenMessage<ArgumentProblem> = /*@__PURE__*/
+  messageDesc(file_wayfind_v1_tools, 17);
+
+/**
+ * @generated from message wayfind.v1.CheckToolCallResponse
+ */
+export type CheckToolCallResponse = Message<"wayfind.v1.CheckToolCallResponse"> & {
+  /**
+   * Full definition (schemas, examples): run the tool with the arguments when `valid`.
+   *
+   * @generated from field: wayfind.v1.Tool tool = 1;
+   */
+  tool?: Tool | undefined;
+
+  /**
+   * The arguments match the tool's args schema.
+   *
+   * @generated from field: bool valid = 2;
+   */
+  valid: boolean;
+
+  /**
+   * What does not match, at most 20 problems; empty when valid.
+   *
+   * @generated from field: repeated wayfind.v1.ArgumentProblem problems = 3;
+   */
+  problems: ArgumentProblem[];
+
+  /**
+   * The problems as one message for the model to repair its call; empty when valid.
+   *
+   * @generated from field: string repair_message = 4;
+   */
+  repairMessage: string;
+
+  /**
+   * True when this call activated the tool.
+   *
+   * @generated from field: bool activated = 5;
+   */
+  activated: boolean;
+
+  /**
+   * The scope of that activation.
+   *
+   * @generated from field: wayfind.v1.ActivationScope scope = 6;
+   */
+  scope: ActivationScope;
+};
+
+/**
+ * Describes the message wayfind.v1.CheckToolCallResponse.
+ * Use `create(CheckToolCallResponseSchema)` to create a new message.
+ */
+export const CheckToolCallResponseSchema: GenMessage<CheckToolCallResponse> = /*@__PURE__*/
+  messageDesc(file_wayfind_v1_tools, 18);
+
+/**
  * @generated from message wayfind.v1.ResolveToolRequest
  */
 export type ResolveToolRequest = Message<"wayfind.v1.ResolveToolRequest"> & {
@@ -732,7 +852,7 @@ export type ResolveToolRequest = Message<"wayfind.v1.ResolveToolRequest"> & {
  * Use `create(ResolveToolRequestSchema)` to create a new message.
  */
 export const ResolveToolRequestSchema: GenMessage<ResolveToolRequest> = /*@__PURE__*/
-  messageDesc(file_wayfind_v1_tools, 16);
+  messageDesc(file_wayfind_v1_tools, 19);
 
 /**
  * @generated from message wayfind.v1.ResolveToolResponse
@@ -765,7 +885,7 @@ export type ResolveToolResponse = Message<"wayfind.v1.ResolveToolResponse"> & {
  * Use `create(ResolveToolResponseSchema)` to create a new message.
  */
 export const ResolveToolResponseSchema: GenMessage<ResolveToolResponse> = /*@__PURE__*/
-  messageDesc(file_wayfind_v1_tools, 17);
+  messageDesc(file_wayfind_v1_tools, 20);
 
 /**
  * @generated from message wayfind.v1.RenderToolPromptRequest
@@ -830,7 +950,7 @@ export type RenderToolPromptRequest = Message<"wayfind.v1.RenderToolPromptReques
  * Use `create(RenderToolPromptRequestSchema)` to create a new message.
  */
 export const RenderToolPromptRequestSchema: GenMessage<RenderToolPromptRequest> = /*@__PURE__*/
-  messageDesc(file_wayfind_v1_tools, 18);
+  messageDesc(file_wayfind_v1_tools, 21);
 
 /**
  * @generated from message wayfind.v1.RenderToolPromptResponse
@@ -878,7 +998,7 @@ export type RenderToolPromptResponse = Message<"wayfind.v1.RenderToolPromptRespo
  * Use `create(RenderToolPromptResponseSchema)` to create a new message.
  */
 export const RenderToolPromptResponseSchema: GenMessage<RenderToolPromptResponse> = /*@__PURE__*/
-  messageDesc(file_wayfind_v1_tools, 19);
+  messageDesc(file_wayfind_v1_tools, 22);
 
 /**
  * @generated from message wayfind.v1.RenderToolPayloadRequest
@@ -916,7 +1036,7 @@ export type RenderToolPayloadRequest = Message<"wayfind.v1.RenderToolPayloadRequ
  * Use `create(RenderToolPayloadRequestSchema)` to create a new message.
  */
 export const RenderToolPayloadRequestSchema: GenMessage<RenderToolPayloadRequest> = /*@__PURE__*/
-  messageDesc(file_wayfind_v1_tools, 20);
+  messageDesc(file_wayfind_v1_tools, 23);
 
 /**
  * Provider tool names are restricted (`^[a-zA-Z0-9_-]{1,64}$`); dotted names are mapped.
@@ -940,7 +1060,7 @@ export type ToolNameMapping = Message<"wayfind.v1.ToolNameMapping"> & {
  * Use `create(ToolNameMappingSchema)` to create a new message.
  */
 export const ToolNameMappingSchema: GenMessage<ToolNameMapping> = /*@__PURE__*/
-  messageDesc(file_wayfind_v1_tools, 21);
+  messageDesc(file_wayfind_v1_tools, 24);
 
 /**
  * @generated from message wayfind.v1.RenderToolPayloadResponse
@@ -983,7 +1103,7 @@ export type RenderToolPayloadResponse = Message<"wayfind.v1.RenderToolPayloadRes
  * Use `create(RenderToolPayloadResponseSchema)` to create a new message.
  */
 export const RenderToolPayloadResponseSchema: GenMessage<RenderToolPayloadResponse> = /*@__PURE__*/
-  messageDesc(file_wayfind_v1_tools, 22);
+  messageDesc(file_wayfind_v1_tools, 25);
 
 /**
  * @generated from message wayfind.v1.GetDiscoveryToolsRequest
@@ -1007,7 +1127,7 @@ export type GetDiscoveryToolsRequest = Message<"wayfind.v1.GetDiscoveryToolsRequ
  * Use `create(GetDiscoveryToolsRequestSchema)` to create a new message.
  */
 export const GetDiscoveryToolsRequestSchema: GenMessage<GetDiscoveryToolsRequest> = /*@__PURE__*/
-  messageDesc(file_wayfind_v1_tools, 23);
+  messageDesc(file_wayfind_v1_tools, 26);
 
 /**
  * @generated from message wayfind.v1.GetDiscoveryToolsResponse
@@ -1024,7 +1144,7 @@ export type GetDiscoveryToolsResponse = Message<"wayfind.v1.GetDiscoveryToolsRes
  * Use `create(GetDiscoveryToolsResponseSchema)` to create a new message.
  */
 export const GetDiscoveryToolsResponseSchema: GenMessage<GetDiscoveryToolsResponse> = /*@__PURE__*/
-  messageDesc(file_wayfind_v1_tools, 24);
+  messageDesc(file_wayfind_v1_tools, 27);
 
 /**
  * @generated from message wayfind.v1.ListToolSourcesRequest
@@ -1046,7 +1166,7 @@ export type ListToolSourcesRequest = Message<"wayfind.v1.ListToolSourcesRequest"
  * Use `create(ListToolSourcesRequestSchema)` to create a new message.
  */
 export const ListToolSourcesRequestSchema: GenMessage<ListToolSourcesRequest> = /*@__PURE__*/
-  messageDesc(file_wayfind_v1_tools, 25);
+  messageDesc(file_wayfind_v1_tools, 28);
 
 /**
  * @generated from message wayfind.v1.ToolSource
@@ -1106,7 +1226,7 @@ export type ToolSource = Message<"wayfind.v1.ToolSource"> & {
  * Use `create(ToolSourceSchema)` to create a new message.
  */
 export const ToolSourceSchema: GenMessage<ToolSource> = /*@__PURE__*/
-  messageDesc(file_wayfind_v1_tools, 26);
+  messageDesc(file_wayfind_v1_tools, 29);
 
 /**
  * @generated from message wayfind.v1.ListToolSourcesResponse
@@ -1123,7 +1243,7 @@ export type ListToolSourcesResponse = Message<"wayfind.v1.ListToolSourcesRespons
  * Use `create(ListToolSourcesResponseSchema)` to create a new message.
  */
 export const ListToolSourcesResponseSchema: GenMessage<ListToolSourcesResponse> = /*@__PURE__*/
-  messageDesc(file_wayfind_v1_tools, 27);
+  messageDesc(file_wayfind_v1_tools, 30);
 
 /**
  * @generated from message wayfind.v1.WatchToolEventsRequest
@@ -1145,7 +1265,7 @@ export type WatchToolEventsRequest = Message<"wayfind.v1.WatchToolEventsRequest"
  * Use `create(WatchToolEventsRequestSchema)` to create a new message.
  */
 export const WatchToolEventsRequestSchema: GenMessage<WatchToolEventsRequest> = /*@__PURE__*/
-  messageDesc(file_wayfind_v1_tools, 28);
+  messageDesc(file_wayfind_v1_tools, 31);
 
 /**
  * @generated from message wayfind.v1.WatchToolEventsResponse
@@ -1183,7 +1303,7 @@ export type WatchToolEventsResponse = Message<"wayfind.v1.WatchToolEventsRespons
  * Use `create(WatchToolEventsResponseSchema)` to create a new message.
  */
 export const WatchToolEventsResponseSchema: GenMessage<WatchToolEventsResponse> = /*@__PURE__*/
-  messageDesc(file_wayfind_v1_tools, 29);
+  messageDesc(file_wayfind_v1_tools, 32);
 
 /**
  * Whether a tool is shown to the model from the start or found through search.
@@ -1437,6 +1557,20 @@ export const ToolDiscoveryService: GenService<{
     methodKind: "unary";
     input: typeof ResolveToolRequestSchema;
     output: typeof ResolveToolResponseSchema;
+  },
+  /**
+   * The model called tool `name` with `arguments` through a dispatch tool (`tool_call {name,
+   * arguments}`): checks that the caller may use the tool (NOT_FOUND otherwise, exactly as for a
+   * tool that does not exist) and that the arguments match its args schema. A valid call of a
+   * deferred tool activates it, as ResolveTool does. Arguments that do not match are not an error
+   * of the call: the response lists the problems and a message for the model to repair its call.
+   *
+   * @generated from rpc wayfind.v1.ToolDiscoveryService.CheckToolCall
+   */
+  checkToolCall: {
+    methodKind: "unary";
+    input: typeof CheckToolCallRequestSchema;
+    output: typeof CheckToolCallResponseSchema;
   },
   /**
    * The prompt blocks for a run: visible tools (with examples), the discovery guidance, and an

@@ -1,0 +1,87 @@
+import { Code } from "@connectrpc/connect";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ActivationScope, LoadingMode, ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
+import { failure } from "../support/rpc.ts";
+import { startTestServer, type TestServer } from "../support/server.ts";
+
+// Issue 18 "Validation of dispatched calls": CheckToolCall, over the real server.
+const caller = { tenantId: "acme", runId: "dispatch-run" };
+const refund = {
+  name: "billing.refund_payment",
+  description: "Refund a payment to the customer.",
+  loadingMode: LoadingMode.DEFERRED,
+  argsSchema: {
+    type: "object",
+    properties: {
+      payment_id: { type: "string", pattern: "^pay_[a-z0-9]+$" },
+      amount: { type: "number", minimum: 0 },
+      currency: { type: "string", enum: ["USD", "EUR"] },
+    },
+    required: ["payment_id", "amount"],
+    additionalProperties: false,
+  },
+};
+
+let wayfind: TestServer;
+beforeAll(async () => {
+  wayfind = await startTestServer({});
+  await tools().registerTools({ caller, source: "billing", tools: [refund] });
+  await tools().registerTools({
+    caller: { tenantId: "globex" },
+    source: "secret",
+    tools: [{ name: "globex.wire_funds", description: "Wire funds.", loadingMode: LoadingMode.DEFERRED }],
+  });
+});
+afterAll(() => wayfind.stop());
+
+const tools = () => wayfind.grpc(ToolDiscoveryService);
+
+describe("CheckToolCall", () => {
+  it("reports every problem of the arguments by path, with a message for the model, and activates nothing", async () => {
+    const checked = await tools().checkToolCall({
+      caller,
+      name: refund.name,
+      arguments: { payment_id: "PAY-1", currency: "GBP", note: "x" },
+    });
+    expect(checked.valid).toBe(false);
+    expect(checked.activated).toBe(false);
+    expect(checked.problems.map((p) => p.path).sort()).toEqual(["", "/amount", "/currency", "/payment_id"]);
+    expect(checked.repairMessage).toContain(
+      "The arguments of billing.refund_payment do not match its schema",
+    );
+    expect(checked.repairMessage).toContain("- amount: must have required property 'amount'");
+    expect(checked.repairMessage).toContain('- payment_id: must match pattern "^pay_[a-z0-9]+$"');
+    const listed = await tools().listTools({ caller });
+    expect(listed.tools.map((t) => t.name)).not.toContain(refund.name);
+  });
+
+  it("accepts matching arguments and activates the deferred tool for the run, returning its definition", async () => {
+    const checked = await tools().checkToolCall({
+      caller,
+      name: refund.name,
+      arguments: { payment_id: "pay_123", amount: 12.5, currency: "EUR" },
+    });
+    expect(checked).toMatchObject({ valid: true, problems: [], repairMessage: "", activated: true });
+    expect(checked.scope).toBe(ActivationScope.RUN);
+    expect(checked.tool?.argsSchema).toBeDefined();
+    const again = await tools().checkToolCall({
+      caller,
+      name: refund.name,
+      arguments: { payment_id: "pay_1", amount: 1 },
+    });
+    expect(again).toMatchObject({ valid: true, activated: false });
+  });
+
+  it("answers another tenant's tool exactly as one that exists nowhere", async () => {
+    const hidden = await failure(tools().checkToolCall({ caller, name: "globex.wire_funds", arguments: {} }));
+    const missing = await failure(
+      tools().checkToolCall({ caller, name: "nobody.wire_funds", arguments: {} }),
+    );
+    expect(hidden.code).toBe(Code.NotFound);
+    expect(hidden.rawMessage.replace("globex", "nobody")).toBe(missing.rawMessage);
+  });
+
+  it("needs the name the model called", async () => {
+    expect((await failure(tools().checkToolCall({ caller, arguments: {} }))).code).toBe(Code.InvalidArgument);
+  });
+});
