@@ -26,6 +26,7 @@ export const DEFAULTS = {
     defaultLoadingMode: "deferred" as LoadingMode,
     alwaysLoadedPatterns: [],
     activationScope: "run" as ActivationScope,
+    dispatch: false,
     preferredNamespaces: [],
     maxSearchResults: 10,
     /** Run-scoped activations expire after an hour without use. */

@@ -343,6 +343,7 @@ function toConfig(raw: ConfigFile, baseDir: string, configFile: string | undefin
       defaultLoadingMode,
       alwaysLoadedPatterns: ts.always_loaded_patterns ?? DEFAULTS.toolSearch.alwaysLoadedPatterns,
       activationScope: ts.activation_scope ?? DEFAULTS.toolSearch.activationScope,
+      dispatch: ts.dispatch ?? DEFAULTS.toolSearch.dispatch,
       preferredNamespaces: ts.preferred_namespaces ?? DEFAULTS.toolSearch.preferredNamespaces,
       maxSearchResults: ts.max_search_results ?? DEFAULTS.toolSearch.maxSearchResults,
       runActivationTtlSeconds: ts.run_activation_ttl_seconds ?? DEFAULTS.toolSearch.runActivationTtlSeconds,

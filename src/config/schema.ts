@@ -53,6 +53,7 @@ const toolSearch = z.strictObject({
   default_loading_mode: loadingMode.optional(),
   always_loaded_patterns: globs.optional(),
   activation_scope: z.enum(["run", "session"]).optional(),
+  dispatch: z.boolean().optional(),
   preferred_namespaces: z.array(name).optional(),
   max_search_results: z.number().int().min(1).max(20).optional(),
   run_activation_ttl_seconds: positiveInt.optional(),

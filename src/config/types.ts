@@ -44,6 +44,8 @@ export interface ToolSearchConfig {
   readonly defaultLoadingMode: LoadingMode;
   readonly alwaysLoadedPatterns: readonly string[];
   readonly activationScope: ActivationScope;
+  /** RenderToolPayload in dispatch mode unless a request asks for it itself (README "Dispatch mode"). */
+  readonly dispatch: boolean;
   readonly preferredNamespaces: readonly string[];
   readonly maxSearchResults: number;
   readonly runActivationTtlSeconds: number;

@@ -173,16 +173,50 @@ const SKILL_LIST: DiscoveryToolDefinition = {
   ],
 };
 
+/**
+ * Dispatch mode's one tool for every deferred tool: the tools array never changes, so an activation
+ * never re-writes the provider's prompt cache. The runtime checks each call with CheckToolCall.
+ */
+const TOOL_CALL: DiscoveryToolDefinition = {
+  name: "tool_call",
+  description:
+    "Call a tool that is not in your tool list: one you found with tool_search and loaded with tool_get. " +
+    "Give its exact name and its arguments as its schema describes; if they do not fit, you get what to fix.",
+  argsSchema: {
+    type: "object",
+    properties: {
+      name: {
+        type: "string",
+        minLength: LIMITS.toolName.min,
+        maxLength: LIMITS.toolName.max,
+        description: "The exact tool name, as tool_search and tool_get return it.",
+      },
+      arguments: { type: "object", description: "The tool's arguments, matching its schema." },
+    },
+    required: ["name", "arguments"],
+    additionalProperties: false,
+  },
+  examples: [
+    {
+      args: { name: "github.create_issue", arguments: { repo: "acme/api", title: "Login fails" } },
+      description: "Call a loaded tool",
+    },
+  ],
+};
+
 export interface DiscoveryToolsOptions {
   /** Also return skill_search, skill_get and skill_list; default true. */
   readonly includeSkillTools?: boolean;
+  /** Also return tool_call, dispatch mode's one tool for every deferred tool; default false. */
+  readonly includeDispatchTool?: boolean;
 }
 
-/** The definitions of the discovery tools, in a fixed order (tool_search, tool_get, skill_*). */
+/** The definitions of the discovery tools, in a fixed order (tool_search, tool_get, tool_call, skill_*). */
 export function discoveryToolDefinitions(
   options: DiscoveryToolsOptions = {},
 ): readonly DiscoveryToolDefinition[] {
   const tools = [TOOL_SEARCH, TOOL_GET];
+  if (options.includeDispatchTool) tools.push(TOOL_CALL);
   if (options.includeSkillTools ?? true) tools.push(SKILL_SEARCH, SKILL_GET, SKILL_LIST);
   return tools;
 }

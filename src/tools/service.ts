@@ -20,7 +20,7 @@ import type {
   VisibleSet,
 } from "../discovery/index.ts";
 import { discoveryToolDefinitions } from "../discovery-tools/index.ts";
-import { failedPrecondition, notFound, quoteInput } from "../errors.ts";
+import { failedPrecondition, invalidArgument, notFound, quoteInput } from "../errors.ts";
 import type { EventSink } from "../events/index.ts";
 import { checkSize, LIMITS } from "../limits.ts";
 import { type PayloadProvider, type RenderedToolPayload, renderToolPayload } from "../payload/index.ts";
@@ -258,11 +258,23 @@ export class ToolService {
   /**
    * The caller's visible tools as a provider payload: discovery tools and always-visible tools first
    * (sorted: the cached prefix), then activated tools in activation order, so activations only append.
+   * In dispatch mode the payload is the discovery tools (with tool_call) and the always-visible tools
+   * only: the same bytes on every turn, whatever is activated; deferred tools are called through
+   * tool_call and their definitions reach the model through tool_get.
    */
   renderPayload(
     caller: Caller,
-    request: { provider: PayloadProvider; nativeSearch: boolean; includeDiscoveryTools: boolean },
+    request: {
+      provider: PayloadProvider;
+      nativeSearch: boolean;
+      includeDiscoveryTools: boolean;
+      dispatch: boolean;
+    },
   ): RenderedToolPayload {
+    // A request's own `native_search` wins over the configured dispatch default.
+    const dispatch = request.dispatch || (this.options.toolSearch.dispatch && !request.nativeSearch);
+    if (dispatch && request.nativeSearch)
+      throw invalidArgument("dispatch and native_search exclude each other: dispatch sends no deferred tool");
     const view = this.view(caller);
     const all = view.ownedTools().filter(view.canActivate);
     const stable = all.filter((tool) => view.access.isAlwaysVisible(tool)).sort(byName);
@@ -270,17 +282,23 @@ export class ToolService {
     const activated = view.activeNames
       .map((name) => byToolName.get(name))
       .filter((tool): tool is Tool => tool !== undefined && !view.access.isAlwaysVisible(tool));
-    const deferred = request.nativeSearch
-      ? all.filter((tool) => !view.access.isAlwaysVisible(tool)).sort(byName)
-      : activated;
-    const discovery = request.includeDiscoveryTools
-      ? discoveryToolDefinitions({ includeSkillTools: true }).map((tool) => ({
-          name: tool.name,
-          description: tool.description,
-          inputSchema: tool.argsSchema,
-          deferred: false,
-        }))
-      : [];
+    const deferred = dispatch
+      ? []
+      : request.nativeSearch
+        ? all.filter((tool) => !view.access.isAlwaysVisible(tool)).sort(byName)
+        : activated;
+    // Dispatch mode cannot work without tool_search, tool_get and tool_call.
+    const discovery =
+      request.includeDiscoveryTools || dispatch
+        ? discoveryToolDefinitions({ includeSkillTools: true, includeDispatchTool: dispatch }).map(
+            (tool) => ({
+              name: tool.name,
+              description: tool.description,
+              inputSchema: tool.argsSchema,
+              deferred: false,
+            }),
+          )
+        : [];
     return renderToolPayload({
       provider: request.provider,
       nativeSearch: request.nativeSearch,

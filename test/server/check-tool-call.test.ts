@@ -1,5 +1,6 @@
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Provider } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import { ActivationScope, LoadingMode, ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { failure } from "../support/rpc.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
@@ -83,5 +84,47 @@ describe("CheckToolCall", () => {
 
   it("needs the name the model called", async () => {
     expect((await failure(tools().checkToolCall({ caller, arguments: {} }))).code).toBe(Code.InvalidArgument);
+  });
+});
+
+describe("RenderToolPayload in dispatch mode", () => {
+  it.each([Provider.ANTHROPIC, Provider.OPENAI, Provider.GEMINI])(
+    "keeps the tools array byte-identical across activations (provider %s)",
+    async (provider) => {
+      const run = { tenantId: "acme", runId: `dispatch-payload-${provider}` };
+      const render = () => tools().renderToolPayload({ caller: run, provider, dispatch: true });
+      const before = await render();
+      expect(before.payloadJson).toContain("tool_call");
+      expect(before.payloadJson).toContain("tool_search");
+      expect(before.payloadJson).not.toContain("refund_payment");
+
+      const checked = await tools().checkToolCall({
+        caller: run,
+        name: refund.name,
+        arguments: { payment_id: "pay_9", amount: 3 },
+      });
+      expect(checked.activated).toBe(true);
+      const after = await render();
+      expect(after.payloadJson).toBe(before.payloadJson);
+      expect(after.prefixHash).toBe(before.prefixHash);
+
+      // Without dispatch, the activation appends the tool (the cache-rewriting case dispatch avoids).
+      const appended = await tools().renderToolPayload({ caller: run, provider });
+      expect(appended.payloadJson).toContain("refund_payment");
+    },
+  );
+
+  it("refuses dispatch together with native search", async () => {
+    const error = await failure(
+      tools().renderToolPayload({ caller, provider: Provider.ANTHROPIC, dispatch: true, nativeSearch: true }),
+    );
+    expect(error.code).toBe(Code.InvalidArgument);
+  });
+
+  it("GetDiscoveryTools adds tool_call when asked for dispatch", async () => {
+    const names = async (dispatch: boolean) =>
+      (await tools().getDiscoveryTools({ caller, dispatch })).tools.map((tool) => tool.name);
+    expect(await names(true)).toContain("tool_call");
+    expect(await names(false)).not.toContain("tool_call");
   });
 });

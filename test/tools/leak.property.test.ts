@@ -17,6 +17,7 @@ const TOOL_SEARCH = {
   defaultLoadingMode: "deferred" as const,
   alwaysLoadedPatterns: [],
   activationScope: "run" as const,
+  dispatch: false,
   preferredNamespaces: [],
   maxSearchResults: 10,
   runActivationTtlSeconds: 3600,

@@ -31,6 +31,7 @@ async function service(
     ...toolSearch,
     defaultLoadingMode: "deferred" as const,
     activationScope: "run" as const,
+    dispatch: false,
     preferredNamespaces: [],
     maxSearchResults: 10,
     runActivationTtlSeconds: 3600,

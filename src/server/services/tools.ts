@@ -212,6 +212,7 @@ export function toolDiscoveryService(
         provider: payloadProviderFromProto(request.provider),
         nativeSearch: request.nativeSearch,
         includeDiscoveryTools: request.includeDiscoveryTools,
+        dispatch: request.dispatch,
       });
       return {
         payloadJson: payload.payloadJson,
@@ -226,7 +227,10 @@ export function toolDiscoveryService(
 
     getDiscoveryTools(request) {
       return {
-        tools: discoveryTools({ includeSkillTools: request.includeSkillTools }).map((tool) => ({
+        tools: discoveryTools({
+          includeSkillTools: request.includeSkillTools,
+          includeDispatchTool: request.dispatch,
+        }).map((tool) => ({
           name: tool.name,
           description: tool.description,
           argsSchema: tool.argsSchema,

@@ -2041,8 +2041,13 @@ type RenderToolPayloadRequest struct {
 	NativeSearch bool `protobuf:"varint,3,opt,name=native_search,json=nativeSearch,proto3" json:"native_search,omitempty"`
 	// Also include the discovery tools (`tool_search`, `tool_get`, ...) in the payload.
 	IncludeDiscoveryTools bool `protobuf:"varint,4,opt,name=include_discovery_tools,json=includeDiscoveryTools,proto3" json:"include_discovery_tools,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// Dispatch mode (also the server's default with config `tool_search.dispatch: true`): the payload
+	// is the discovery tools, `tool_call` and the always-visible tools, byte-identical on every turn;
+	// activated deferred tools are not added but called through `tool_call` (check each call with
+	// CheckToolCall). Excludes `native_search`.
+	Dispatch      bool `protobuf:"varint,5,opt,name=dispatch,proto3" json:"dispatch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RenderToolPayloadRequest) Reset() {
@@ -2099,6 +2104,13 @@ func (x *RenderToolPayloadRequest) GetNativeSearch() bool {
 func (x *RenderToolPayloadRequest) GetIncludeDiscoveryTools() bool {
 	if x != nil {
 		return x.IncludeDiscoveryTools
+	}
+	return false
+}
+
+func (x *RenderToolPayloadRequest) GetDispatch() bool {
+	if x != nil {
+		return x.Dispatch
 	}
 	return false
 }
@@ -2240,8 +2252,10 @@ type GetDiscoveryToolsRequest struct {
 	Caller *CallerContext         `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
 	// Also return `skill_search`, `skill_get`, `skill_list`.
 	IncludeSkillTools bool `protobuf:"varint,2,opt,name=include_skill_tools,json=includeSkillTools,proto3" json:"include_skill_tools,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Also return `tool_call`, dispatch mode's one tool for every deferred tool.
+	Dispatch      bool `protobuf:"varint,3,opt,name=dispatch,proto3" json:"dispatch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetDiscoveryToolsRequest) Reset() {
@@ -2284,6 +2298,13 @@ func (x *GetDiscoveryToolsRequest) GetCaller() *CallerContext {
 func (x *GetDiscoveryToolsRequest) GetIncludeSkillTools() bool {
 	if x != nil {
 		return x.IncludeSkillTools
+	}
+	return false
+}
+
+func (x *GetDiscoveryToolsRequest) GetDispatch() bool {
+	if x != nil {
+		return x.Dispatch
 	}
 	return false
 }
@@ -2813,12 +2834,13 @@ const file_wayfind_v1_tools_proto_rawDesc = "" +
 	"\vfingerprint\x18\x03 \x01(\tR\vfingerprint\x12#\n" +
 	"\rvisible_tools\x18\x04 \x03(\tR\fvisibleTools\x12%\n" +
 	"\x0edeferred_count\x18\x05 \x01(\x05R\rdeferredCount\x12!\n" +
-	"\fhinted_tools\x18\x06 \x03(\tR\vhintedTools\"\xdc\x01\n" +
+	"\fhinted_tools\x18\x06 \x03(\tR\vhintedTools\"\xf8\x01\n" +
 	"\x18RenderToolPayloadRequest\x121\n" +
 	"\x06caller\x18\x01 \x01(\v2\x19.wayfind.v1.CallerContextR\x06caller\x120\n" +
 	"\bprovider\x18\x02 \x01(\x0e2\x14.wayfind.v1.ProviderR\bprovider\x12#\n" +
 	"\rnative_search\x18\x03 \x01(\bR\fnativeSearch\x126\n" +
-	"\x17include_discovery_tools\x18\x04 \x01(\bR\x15includeDiscoveryTools\"S\n" +
+	"\x17include_discovery_tools\x18\x04 \x01(\bR\x15includeDiscoveryTools\x12\x1a\n" +
+	"\bdispatch\x18\x05 \x01(\bR\bdispatch\"S\n" +
 	"\x0fToolNameMapping\x12#\n" +
 	"\rprovider_name\x18\x01 \x01(\tR\fproviderName\x12\x1b\n" +
 	"\ttool_name\x18\x02 \x01(\tR\btoolName\"\xf3\x01\n" +
@@ -2828,10 +2850,11 @@ const file_wayfind_v1_tools_proto_rawDesc = "" +
 	"prefixHash\x12)\n" +
 	"\x10breakpoint_index\x18\x03 \x01(\x05R\x0fbreakpointIndex\x12%\n" +
 	"\x0etoken_estimate\x18\x04 \x01(\x05R\rtokenEstimate\x12@\n" +
-	"\rname_mappings\x18\x05 \x03(\v2\x1b.wayfind.v1.ToolNameMappingR\fnameMappings\"}\n" +
+	"\rname_mappings\x18\x05 \x03(\v2\x1b.wayfind.v1.ToolNameMappingR\fnameMappings\"\x99\x01\n" +
 	"\x18GetDiscoveryToolsRequest\x121\n" +
 	"\x06caller\x18\x01 \x01(\v2\x19.wayfind.v1.CallerContextR\x06caller\x12.\n" +
-	"\x13include_skill_tools\x18\x02 \x01(\bR\x11includeSkillTools\"C\n" +
+	"\x13include_skill_tools\x18\x02 \x01(\bR\x11includeSkillTools\x12\x1a\n" +
+	"\bdispatch\x18\x03 \x01(\bR\bdispatch\"C\n" +
 	"\x19GetDiscoveryToolsResponse\x12&\n" +
 	"\x05tools\x18\x01 \x03(\v2\x10.wayfind.v1.ToolR\x05tools\"K\n" +
 	"\x16ListToolSourcesRequest\x121\n" +

@@ -366,16 +366,18 @@ class RenderToolPromptResponse(_message.Message):
     def __init__(self, text: _Optional[str] = ..., token_estimate: _Optional[int] = ..., fingerprint: _Optional[str] = ..., visible_tools: _Optional[_Iterable[str]] = ..., deferred_count: _Optional[int] = ..., hinted_tools: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class RenderToolPayloadRequest(_message.Message):
-    __slots__ = ("caller", "provider", "native_search", "include_discovery_tools")
+    __slots__ = ("caller", "provider", "native_search", "include_discovery_tools", "dispatch")
     CALLER_FIELD_NUMBER: _ClassVar[int]
     PROVIDER_FIELD_NUMBER: _ClassVar[int]
     NATIVE_SEARCH_FIELD_NUMBER: _ClassVar[int]
     INCLUDE_DISCOVERY_TOOLS_FIELD_NUMBER: _ClassVar[int]
+    DISPATCH_FIELD_NUMBER: _ClassVar[int]
     caller: _common_pb2.CallerContext
     provider: _common_pb2.Provider
     native_search: bool
     include_discovery_tools: bool
-    def __init__(self, caller: _Optional[_Union[_common_pb2.CallerContext, _Mapping]] = ..., provider: _Optional[_Union[_common_pb2.Provider, str]] = ..., native_search: _Optional[bool] = ..., include_discovery_tools: _Optional[bool] = ...) -> None: ...
+    dispatch: bool
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallerContext, _Mapping]] = ..., provider: _Optional[_Union[_common_pb2.Provider, str]] = ..., native_search: _Optional[bool] = ..., include_discovery_tools: _Optional[bool] = ..., dispatch: _Optional[bool] = ...) -> None: ...
 
 class ToolNameMapping(_message.Message):
     __slots__ = ("provider_name", "tool_name")
@@ -400,12 +402,14 @@ class RenderToolPayloadResponse(_message.Message):
     def __init__(self, payload_json: _Optional[str] = ..., prefix_hash: _Optional[str] = ..., breakpoint_index: _Optional[int] = ..., token_estimate: _Optional[int] = ..., name_mappings: _Optional[_Iterable[_Union[ToolNameMapping, _Mapping]]] = ...) -> None: ...
 
 class GetDiscoveryToolsRequest(_message.Message):
-    __slots__ = ("caller", "include_skill_tools")
+    __slots__ = ("caller", "include_skill_tools", "dispatch")
     CALLER_FIELD_NUMBER: _ClassVar[int]
     INCLUDE_SKILL_TOOLS_FIELD_NUMBER: _ClassVar[int]
+    DISPATCH_FIELD_NUMBER: _ClassVar[int]
     caller: _common_pb2.CallerContext
     include_skill_tools: bool
-    def __init__(self, caller: _Optional[_Union[_common_pb2.CallerContext, _Mapping]] = ..., include_skill_tools: _Optional[bool] = ...) -> None: ...
+    dispatch: bool
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallerContext, _Mapping]] = ..., include_skill_tools: _Optional[bool] = ..., dispatch: _Optional[bool] = ...) -> None: ...
 
 class GetDiscoveryToolsResponse(_message.Message):
     __slots__ = ("tools",)
