@@ -6,7 +6,9 @@
  *  (a) all 309 tools rendered every turn;
  *  (b) deferred, cache-stable: 5 core + 2 discovery tools stable, activated tools appended in activation order;
  *  (c) deferred, naive: the same visible set rebuilt in sorted name order on every activation;
- *  (d) informational: Anthropic native tool search (nativeSearch payload, deferred tools with defer_loading).
+ *  (d) informational: Anthropic native tool search (nativeSearch payload, deferred tools with defer_loading);
+ *  (e) dispatch mode: 5 core + 2 discovery tools + tool_call, never changing; a discovered tool's definition
+ *      enters the conversation (the tool_get result), and the model calls it through tool_call.
  *
  * Request model (identical for all strategies): tools JSON (real renderToolPayload) + system prompt +
  * history (one fixed-size block per earlier turn) + this turn's user message. Breakpoints: the tools
@@ -23,6 +25,7 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { discoveryToolDefinitions } from "../src/discovery-tools/index.ts";
 import { canonicalJson } from "../src/json.ts";
 import {
   type JsonObject,
@@ -86,6 +89,20 @@ const DISCOVERY: PayloadTool[] = [
   },
 ];
 
+/** Dispatch mode's tool_call, as wayfind renders it. */
+const TOOL_CALL: PayloadTool = (() => {
+  const definition = discoveryToolDefinitions({ includeDispatchTool: true }).find(
+    (t) => t.name === "tool_call",
+  );
+  if (!definition) throw new Error("bench: no tool_call definition");
+  return {
+    name: definition.name,
+    description: definition.description,
+    inputSchema: definition.argsSchema,
+    deferred: false,
+  };
+})();
+
 const DATA_DIR = new URL("../data/eval", import.meta.url).pathname;
 const catalog = new Map<string, PayloadTool>(
   readFileSync(join(DATA_DIR, "mcp_catalog.jsonl"), "utf8")
@@ -131,7 +148,7 @@ const SYSTEM_TOKENS = 1_000;
 const USER_TOKENS = 60;
 const HISTORY_TOKENS = 300;
 
-type Strategy = "a" | "b" | "c" | "d";
+type Strategy = "a" | "b" | "c" | "d" | "e";
 
 function toolsFor(strategy: Strategy, turn: number): PayloadTool[] {
   const activated = ACTIVATIONS.filter(([at]) => at <= turn).map(([, name]) => get(name));
@@ -149,6 +166,8 @@ function toolsFor(strategy: Strategy, turn: number): PayloadTool[] {
         ...CORE.map(get),
         ...[...catalog.values()].filter((t) => !CORE.includes(t.name)).map((t) => ({ ...t, deferred: true })),
       ];
+    case "e":
+      return [...CORE.map(get), ...DISCOVERY, TOOL_CALL];
   }
 }
 
@@ -159,6 +178,7 @@ interface TurnRow {
   cost: number;
   prefixHash: string;
   prefix: string;
+  payload: string;
 }
 
 const pricing = PricingTable.withDefaults();
@@ -238,11 +258,21 @@ function simulate(strategy: Strategy, strict: boolean, convo: Conversation): Tur
       cacheCreationInputTokens: write,
     }).costUsd;
     if (cost === null) throw new Error(`bench: no price for ${MODEL}`);
-    rows.push({ input, read, write, cost, prefixHash: payload.prefixHash, prefix: toolsPrefix });
-    // (d): a tool the model discovers enters the conversation (a tool_reference expanded to its definition).
-    const discovered = nativeSearch
-      ? ACTIVATIONS.filter(([at]) => at === turn + 1).map(([, name]) => canonicalJson(get(name)))
-      : [];
+    rows.push({
+      input,
+      read,
+      write,
+      cost,
+      prefixHash: payload.prefixHash,
+      prefix: toolsPrefix,
+      payload: payload.payloadJson,
+    });
+    // (d) and (e): a tool the model discovers enters the conversation (a tool_reference expanded to its
+    // definition; the tool_get result), on the turn before it is first called.
+    const discovered =
+      nativeSearch || strategy === "e"
+        ? ACTIVATIONS.filter(([at]) => at === turn + 1).map(([, name]) => canonicalJson(get(name)))
+        : [];
     history.push(prose(`turn ${turn} assistant and tool result`, convo.historyTokens) + discovered.join(""));
   }
   return rows;
@@ -268,6 +298,7 @@ const runAll = (strict: boolean, convo: Conversation) => ({
   b: simulate("b", strict, convo),
   c: simulate("c", strict, convo),
   d: simulate("d", strict, convo),
+  e: simulate("e", strict, convo),
 });
 const runs = runAll(false, base);
 const strictRuns = runAll(true, base);
@@ -276,6 +307,7 @@ const labels: Record<Strategy, string> = {
   b: "(b) deferred, stable prefix",
   c: "(c) deferred, sorted rebuild",
   d: "(d) Anthropic native search*",
+  e: "(e) dispatch (tool_call)",
 };
 
 const activationAt = new Map(ACTIVATIONS);
@@ -312,7 +344,7 @@ line(totals);
 
 console.log("\nTotals (input-side cost; strict = hits only on whole cached prefixes, as the API does)");
 const costA = sum(runs.a, "cost");
-for (const s of ["a", "b", "c", "d"] as const) {
+for (const s of ["a", "b", "c", "d", "e"] as const) {
   const cost = sum(runs[s], "cost");
   const strictCost = sum(strictRuns[s], "cost");
   console.log(
@@ -327,13 +359,24 @@ console.log(
 console.log(
   "\nSensitivity: the conversation is re-written on every activation in (b) and (c) (tools precede it)",
 );
+const dispatchTargets: [string, boolean][] = [];
 for (const historyTokens of [100, 300, 600, 1200, 2400]) {
   const r = runAll(false, conversation(historyTokens));
-  const [ca, cb, cc, cd] = [sum(r.a, "cost"), sum(r.b, "cost"), sum(r.c, "cost"), sum(r.d, "cost")];
+  const strictR = runAll(true, conversation(historyTokens));
+  const [ca, cb, cc, cd, ce] = (["a", "b", "c", "d", "e"] as const).map((k) => sum(r[k], "cost")) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   const less = (x: number) => `${((1 - x / ca) * 100).toFixed(1).padStart(4)} % less`;
   console.log(
-    `  +${String(historyTokens).padStart(4)} tokens/turn: (a) ${usd(ca)}  (b) ${usd(cb)} ${less(cb)}  (c) ${usd(cc)} ${less(cc)}  (d) ${usd(cd)} ${less(cd)}`,
+    `  +${String(historyTokens).padStart(4)} tokens/turn: (a) ${usd(ca)}  (b) ${usd(cb)} ${less(cb)}  (c) ${usd(cc)} ${less(cc)}  (d) ${usd(cd)} ${less(cd)}  (e) ${usd(ce)} ${less(ce)}  (e strict ${usd(sum(strictR.e, "cost"))})`,
   );
+  if ([300, 1200, 2400].includes(historyTokens))
+    dispatchTargets.push([`(e) >= 90 % less than (a) at +${historyTokens} tokens/turn`, ce <= 0.1 * ca]);
+  if (historyTokens === 2400) dispatchTargets.push(["(e) cheaper than (d) at +2400 tokens/turn", ce < cd]);
 }
 
 const b = runs.b;
@@ -350,7 +393,11 @@ const target90 = costB <= 0.1 * costA;
 console.log(
   `${target90 ? "PASS" : "MISS"}  target: (b) costs >= 90 % less than (a) (see sensitivity: depends on conversation size)`,
 );
+for (const [name, ok] of dispatchTargets) console.log(`${ok ? "PASS" : "MISS"}  target: ${name}`);
+const e = runs.e;
+const dispatchStable = e.every((r) => r.payload === (e[0] as TurnRow).payload);
 const checks: [string, boolean][] = [
+  ["(e) tools array byte-identical across all turns and activations", dispatchStable],
   ["(b) costs strictly less than (c)", costB < costC],
   ["(b) strict costs strictly less than (c) strict", sum(strictRuns.b, "cost") < sum(strictRuns.c, "cost")],
   ["(b) prefix byte-identical across all turns", identical],
