@@ -3,6 +3,7 @@
  * catalogs, see growCatalog in lib/discovery-data.ts), measured with the ghz load client:
  *   - ToolDiscoveryService/SearchTools, 32 callers (4 connections × 8 streams), round-robin over the
  *     first 50 toolbench queries (realistic, 144–437 characters); target p99 < 3 ms;
+ *   - ToolDiscoveryService/CheckToolCall (dispatch mode), the same tool with arguments to check;
  *   - ToolDiscoveryService/ResolveTool, 32 sessions (one per ghz worker) activating a deferred tool,
  *     a new run per request, so every call is an activation (the write path); target p99 < 2 ms;
  *   - each RPC also with a single caller (1×1: the service time without queueing), and SearchTools
@@ -264,6 +265,24 @@ async function main() {
         name: resolveName,
       }),
       probe: { caller: { tenant_id: TENANT, session_id: "probe", run_id: "probe" }, name: resolveName },
+    },
+    {
+      label: "CheckToolCall",
+      detail: `dispatch-mode call of ${resolveName} with arguments checked against its schema; new run per call`,
+      // Issue 18: validation adds at most 0.5 ms p50 over ResolveTool.
+      targetP99Ms: 2,
+      proto: "wayfind/v1/tools.proto",
+      call: "wayfind.v1.ToolDiscoveryService/CheckToolCall",
+      data: (n) => ({
+        caller: { tenant_id: TENANT, session_id: "c-{{.WorkerID}}", run_id: `c${n}-{{.RequestNumber}}` },
+        name: resolveName,
+        arguments: { query: "weather in Paris", limit: 3 },
+      }),
+      probe: {
+        caller: { tenant_id: TENANT, session_id: "probe", run_id: "probe" },
+        name: resolveName,
+        arguments: {},
+      },
     },
   ];
 
