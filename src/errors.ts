@@ -52,6 +52,8 @@ export class RetryLaterError extends WayfindError {
 export const invalidArgument = (message: string, details?: readonly Problem[]) =>
   new WayfindError("invalid_argument", message, details);
 export const notFound = (message: string) => new WayfindError("not_found", message);
+export const unauthenticated = (message: string) => new WayfindError("unauthenticated", message);
+export const permissionDenied = (message: string) => new WayfindError("permission_denied", message);
 export const failedPrecondition = (message: string) => new WayfindError("failed_precondition", message);
 
 /** The most characters of one caller-supplied value an error message repeats. */

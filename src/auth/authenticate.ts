@@ -1,6 +1,6 @@
 import type { Caller } from "../caller/caller.ts";
 import type { AuthConfig } from "../config/index.ts";
-import { WayfindError } from "../errors.ts";
+import { unauthenticated } from "../errors.ts";
 import { API_KEY_PREFIX, type ApiKeyStore } from "./api-keys.ts";
 import { JwtVerifier, MAX_TOKEN_CHARS } from "./jwt.ts";
 import { CLIENT_CERTIFICATE_HEADER, certificatePrincipal } from "./mtls.ts";
@@ -9,10 +9,6 @@ import { grantPrincipal, type Principal, unauthenticatedPrincipal } from "./prin
 /** Without credentials (local development only), this metadata makes a call the operator. */
 export const ROLE_HEADER = "wayfind-role";
 export const OPERATOR_ROLE = "admin";
-
-function unauthenticated(message: string): WayfindError {
-  return new WayfindError("unauthenticated", message);
-}
 
 /**
  * Credentials → principal, the same for every protocol: `authorization: Bearer <token>` (a wayfind

@@ -1,10 +1,6 @@
 import type { Caller, Principal } from "../caller/caller.ts";
-import { quoteInput, WayfindError } from "../errors.ts";
+import { permissionDenied as denied, quoteInput } from "../errors.ts";
 import { holdsRole, METHOD_ROLES } from "./roles.ts";
-
-function denied(message: string): WayfindError {
-  return new WayfindError("permission_denied", message);
-}
 
 /** What a call may do, once its principal is known: its role for the method, and its bound caller. */
 export interface Admission {

@@ -8,19 +8,15 @@ import {
   type JWTVerifyGetKey,
   jwtVerify,
 } from "jose";
-import { ROLES, type Role } from "../caller/caller.ts";
+import { isRole } from "../caller/caller.ts";
 import type { JwtConfig } from "../config/index.ts";
-import { WayfindError } from "../errors.ts";
+import { unauthenticated, WayfindError } from "../errors.ts";
 import { grantPrincipal, type Principal } from "./principal.ts";
 
 /** Longest token accepted: real ones are 1-2 KB; anything far bigger is an attack on the parser. */
 export const MAX_TOKEN_CHARS = 8192;
 /** Verified tokens remembered (until each expires), so a token is verified once, not per call. */
 const CACHE_ENTRIES = 10_000;
-
-function unauthenticated(message: string): WayfindError {
-  return new WayfindError("unauthenticated", message);
-}
 
 /**
  * Verifies JWT / OIDC bearer tokens with `jose`: signature against a JWKS (fetched and cached, refetched
@@ -118,10 +114,6 @@ function listClaim(payload: JWTPayload, name: string): string[] | undefined {
   if (typeof value === "string") return value.split(" ").filter((part) => part !== "");
   if (Array.isArray(value)) return value.filter((item): item is string => typeof item === "string");
   return undefined;
-}
-
-function isRole(name: string): name is Role {
-  return (ROLES as readonly string[]).includes(name);
 }
 
 /**

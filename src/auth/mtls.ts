@@ -1,6 +1,6 @@
 import type { TLSSocket } from "node:tls";
 import type { MtlsConfig } from "../config/index.ts";
-import { WayfindError } from "../errors.ts";
+import { unauthenticated } from "../errors.ts";
 import { grantPrincipal, type Principal } from "./principal.ts";
 
 /**
@@ -45,8 +45,7 @@ export function certificatePrincipal(header: string, config: MtlsConfig): Princi
     const grant = config.principals[name];
     if (grant) return grantPrincipal(`cert:${name}`, grant);
   }
-  throw new WayfindError(
-    "unauthenticated",
+  throw unauthenticated(
     `client certificate verified, but its ${config.principalFrom === "subject_cn" ? "subject CN" : "SAN URI"} is not one of auth.mtls.principals`,
   );
 }

@@ -1,4 +1,4 @@
-import { WayfindError } from "../errors.ts";
+import { permissionDenied as denied } from "../errors.ts";
 import type { Principal } from "./caller.ts";
 
 /**
@@ -13,10 +13,6 @@ const AS_OPERATOR = "the operator (an admin credential bound to no tenant)";
 
 /** Owner of global (operator) state: config catalogs, MCP servers, operator registrations. */
 const GLOBAL_OWNER = "";
-
-function denied(message: string): WayfindError {
-  return new WayfindError("permission_denied", message);
-}
 
 /**
  * Who owns the tools a RegisterTools call writes: the caller's tenant (also when the operator acts

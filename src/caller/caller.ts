@@ -28,6 +28,10 @@ export const ANONYMOUS_CALLER: Caller = {
 export type Role = "agent" | "observer" | "admin";
 export const ROLES: readonly Role[] = ["agent", "observer", "admin"];
 
+export function isRole(name: string): name is Role {
+  return (ROLES as readonly string[]).includes(name);
+}
+
 /**
  * Who acts, resolved once per call from its credentials (src/auth/authenticate.ts) and bound to the
  * call's Caller (src/auth/bind.ts) in src/server/pipeline.ts. What a principal may write or observe

@@ -1,7 +1,6 @@
 import { join } from "node:path";
 import { type ApiKey, ApiKeyStore } from "../auth/index.ts";
-import type { Role } from "../caller/caller.ts";
-import { ROLES } from "../caller/caller.ts";
+import { isRole, ROLES, type Role } from "../caller/caller.ts";
 import type { WayfindConfig } from "../config/index.ts";
 import { openDatabase } from "../database/sqlite.ts";
 import { allMigrations } from "../server/migrations.ts";
@@ -114,7 +113,7 @@ export function runKeys(
 }
 
 function parseRole(text: string): Role {
-  if ((ROLES as readonly string[]).includes(text)) return text as Role;
+  if (isRole(text)) return text;
   throw new UsageError(`wayfind keys create: --role ${text} is not one of ${ROLES.join(", ")}\n\n${USAGE}`);
 }
 
