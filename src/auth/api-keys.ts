@@ -53,6 +53,7 @@ const CACHED_LOOKUPS = 10_000;
 export class ApiKeyStore {
   readonly #db: Db;
   readonly #configured: ReadonlyMap<string, ApiKey>;
+  readonly #configuredIds: ReadonlySet<string>;
   readonly #byHash;
   readonly #dataVersion;
   readonly #cache = new Map<string, ApiKey | null>();
@@ -66,6 +67,7 @@ export class ApiKeyStore {
         { ...key, origin: "config", createdAtMs: undefined, revokedAtMs: undefined } satisfies ApiKey,
       ]),
     );
+    this.#configuredIds = new Set(configured.map((key) => key.id));
     this.#byHash = db.prepare<[string], KeyRow>("SELECT * FROM api_keys WHERE key_sha256 = ?");
     this.#dataVersion = db.prepare<[], number>("PRAGMA data_version").pluck();
   }
@@ -101,7 +103,7 @@ export class ApiKeyStore {
       throw invalidArgument("the expiry is in the past; give a future time");
     const secret = `${API_KEY_PREFIX}${randomBytes(32).toString("base64url")}`;
     writeTransaction(this.#db, () => {
-      if (this.#db.prepare("SELECT 1 FROM api_keys WHERE id = ?").get(id) || this.#configuredId(id))
+      if (this.#db.prepare("SELECT 1 FROM api_keys WHERE id = ?").get(id) || this.#configuredIds.has(id))
         throw new WayfindError(
           "already_exists",
           `a key with id ${JSON.stringify(id)} exists; choose another id`,
@@ -123,9 +125,9 @@ export class ApiKeyStore {
         );
     });
     this.#cache.clear();
-    const created = this.list().find((k) => k.id === id);
+    const created = this.#db.prepare<[string], KeyRow>("SELECT * FROM api_keys WHERE id = ?").get(id);
     if (!created) throw new Error(`key ${id} vanished after its insert`);
-    return { key: created, secret };
+    return { key: fromRow(created), secret };
   }
 
   /** Every key, config-declared first, then by creation. */
@@ -139,7 +141,7 @@ export class ApiKeyStore {
    * config are revoked by removing them from it.
    */
   revoke(id: string, now = Date.now()): boolean {
-    if (this.#configuredId(id))
+    if (this.#configuredIds.has(id))
       throw new WayfindError(
         "failed_precondition",
         `key ${JSON.stringify(id)} is declared in the config file (auth.api_keys); remove it there and restart`,
@@ -154,11 +156,6 @@ export class ApiKeyStore {
       "not_found",
       `no key with id ${JSON.stringify(id)}; "wayfind keys list" shows them`,
     );
-  }
-
-  #configuredId(id: string): boolean {
-    for (const key of this.#configured.values()) if (key.id === id) return true;
-    return false;
   }
 }
 

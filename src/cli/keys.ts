@@ -54,11 +54,11 @@ export function runKeys(
     config: { type: "string" },
   });
   if (!values) return 0;
-  const dataDir =
-    values["data-dir"] ?? (values.config ? loadConfig(values.config).server.dataDir : ".wayfind");
+  const config = values.config ? loadConfig(values.config) : undefined;
+  const dataDir = values["data-dir"] ?? config?.server.dataDir ?? ".wayfind";
   const open = () => {
     const db = openDatabase(join(dataDir, "wayfind.db"), allMigrations);
-    return { db, store: new ApiKeyStore(db, values.config ? loadConfig(values.config).auth.apiKeys : []) };
+    return { db, store: new ApiKeyStore(db, config?.auth.apiKeys ?? []) };
   };
   switch (action) {
     case "create": {

@@ -355,7 +355,7 @@ export async function startServer(
 }
 
 /** The PEM files TLS reads: server.tls, with the client CA from it or from auth.mtls. */
-function tlsFilesOf(config: WayfindConfig): (TlsConfig & { clientCaFile: string | undefined }) | undefined {
+function tlsFilesOf(config: WayfindConfig): TlsConfig | undefined {
   const { tls } = config.server;
   const mtls = config.auth.mtls;
   if (!tls) {
