@@ -330,6 +330,10 @@ export class EventLog implements EventSink, SubscriptionSource {
         params.push(value);
       }
     }
+    if (filter.tool !== undefined) {
+      where.push("json_extract(attributes, '$.tool') = ?");
+      params.push(filter.tool);
+    }
     const sql = `SELECT id, ts_ms, type, tenant_id, session_id, run_id, attributes FROM events WHERE ${where.join(
       " AND ",
     )} ORDER BY id LIMIT ?`;

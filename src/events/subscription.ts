@@ -10,6 +10,8 @@ export interface SubscribeOptions {
   readonly tenantId?: string;
   /** Only events of this session; same matching as tenantId. */
   readonly sessionId?: string;
+  /** Only events naming this tool (attribute `tool`, as tool_activated has); undefined = any. */
+  readonly tool?: string;
   /**
    * Resume cursor: deliver retained events with id > afterId, then live ones. Undefined = only events
    * emitted from now on; 0n = everything retained.
@@ -40,6 +42,7 @@ export interface Filter {
   readonly typeSet: ReadonlySet<EventType> | undefined;
   readonly tenantId: string | undefined;
   readonly sessionId: string | undefined;
+  readonly tool: string | undefined;
 }
 
 /** What a subscription reads from its log: retained pages, the retention floor, and its own removal. */
@@ -84,6 +87,7 @@ export class Subscription implements EventSubscription, AsyncIterator<StoredEven
       typeSet: types ? new Set(types) : undefined,
       tenantId: options.tenantId,
       sessionId: options.sessionId,
+      tool: options.tool,
     };
     // No cursor: start at the newest event and go live at once, nothing to replay.
     this.cursor = options.afterId ?? log.latestId;
@@ -186,6 +190,7 @@ export class Subscription implements EventSubscription, AsyncIterator<StoredEven
     if (f.typeSet && !f.typeSet.has(event.type)) return false;
     if (f.tenantId !== undefined && (event.tenantId ?? "") !== f.tenantId) return false;
     if (f.sessionId !== undefined && (event.sessionId ?? "") !== f.sessionId) return false;
+    if (f.tool !== undefined && event.attributes.tool !== f.tool) return false;
     return true;
   }
 }

@@ -71,6 +71,20 @@ describe("typed events", () => {
         source: ToolActivated_Source.RESOLVE,
       },
     });
+    // Replayed from the log, the same filter holds: create_issue's earlier activation is skipped.
+    const replay = new AbortController();
+    const [replayed] = await collect(
+      tools.watchToolEvents(
+        {
+          caller,
+          filter: { fromOldest: true, eventTypes: [EventType.TOOL_ACTIVATED], tool: "github.close_issue" },
+        },
+        { signal: replay.signal },
+      ),
+      1,
+    );
+    replay.abort();
+    expect(replayed?.id).toBe(event?.id);
   });
 
   it("streams usage_recorded with integer token counts and the cost", async () => {

@@ -49,6 +49,8 @@ export async function* watchEvents(
     types,
     tenantId,
     sessionId: filter?.sessionId || undefined,
+    // Only the events about the tool asked for: those that name it (tool_activated).
+    tool: tool || undefined,
     afterId,
     signal,
     onGap: (gap) => gaps.push(gap),
@@ -88,9 +90,7 @@ export async function* watchEvents(
       // meters each encoding exactly (grpc-js-adapter.ts).
       const nextTurn = streamSendBudget.spent();
       if (nextTurn) await nextTurn;
-      // Only the events about the tool asked for: those that name it (tool_activated).
-      if (tool === "" || result.value.attributes.tool === tool)
-        yield { message: { case: "event", value: toProtoEvent(result.value) }, sentAt: timestampNow() };
+      yield { message: { case: "event", value: toProtoEvent(result.value) }, sentAt: timestampNow() };
       next = iterator.next();
     }
   } finally {
