@@ -9,6 +9,9 @@
  *  (d) informational: Anthropic native tool search (nativeSearch payload, deferred tools with defer_loading);
  *  (e) dispatch mode: 5 core + 2 discovery tools + tool_call, never changing; a discovered tool's definition
  *      enters the conversation (the tool_get result), and the model calls it through tool_call.
+ *  (f) reference floor: the conversation alone, with no tools at all — what no tool strategy can go below.
+ *      It bounds the "% less than (a)" any strategy can reach at a conversation size, and (x − f) / (a − f)
+ *      is the share of the tools-caused cost a strategy keeps.
  *
  * Request model (identical for all strategies): tools JSON (real renderToolPayload) + system prompt +
  * history (one fixed-size block per earlier turn) + this turn's user message. Breakpoints: the tools
@@ -148,7 +151,7 @@ const SYSTEM_TOKENS = 1_000;
 const USER_TOKENS = 60;
 const HISTORY_TOKENS = 300;
 
-type Strategy = "a" | "b" | "c" | "d" | "e";
+type Strategy = "a" | "b" | "c" | "d" | "e" | "f";
 
 function toolsFor(strategy: Strategy, turn: number): PayloadTool[] {
   const activated = ACTIVATIONS.filter(([at]) => at <= turn).map(([, name]) => get(name));
@@ -168,6 +171,8 @@ function toolsFor(strategy: Strategy, turn: number): PayloadTool[] {
       ];
     case "e":
       return [...CORE.map(get), ...DISCOVERY, TOOL_CALL];
+    case "f":
+      return [];
   }
 }
 
@@ -220,8 +225,9 @@ function simulate(strategy: Strategy, strict: boolean, convo: Conversation): Tur
     const nativeSearch = strategy === "d";
     const payload = render(strategy, turn);
     const toolsPrefix = Buffer.from(payload.payloadJson).subarray(0, payload.prefixBytes).toString();
-    // (d): deferred definitions are not in the model's context, so only the prefix up to the breakpoint is billed.
-    const billedTools = nativeSearch ? toolsPrefix : payload.payloadJson;
+    // (d): deferred definitions are not in the model's context, so only the prefix up to the breakpoint is
+    // billed; (f) sends no tools at all.
+    const billedTools = strategy === "f" ? "" : nativeSearch ? toolsPrefix : payload.payloadJson;
     // Segments are counted separately so a text costs the same tokens whatever precedes it.
     const segments = [billedTools, convo.system, ...history, prose(`turn ${turn} user`, convo.userTokens)];
     const request = segments.join("");
@@ -299,6 +305,7 @@ const runAll = (strict: boolean, convo: Conversation) => ({
   c: simulate("c", strict, convo),
   d: simulate("d", strict, convo),
   e: simulate("e", strict, convo),
+  f: simulate("f", strict, convo),
 });
 const runs = runAll(false, base);
 const strictRuns = runAll(true, base);
@@ -308,6 +315,7 @@ const labels: Record<Strategy, string> = {
   c: "(c) deferred, sorted rebuild",
   d: "(d) Anthropic native search*",
   e: "(e) dispatch (tool_call)",
+  f: "(f) floor: no tools at all*",
 };
 
 const activationAt = new Map(ACTIVATIONS);
@@ -344,7 +352,7 @@ line(totals);
 
 console.log("\nTotals (input-side cost; strict = hits only on whole cached prefixes, as the API does)");
 const costA = sum(runs.a, "cost");
-for (const s of ["a", "b", "c", "d", "e"] as const) {
+for (const s of ["a", "b", "c", "d", "e", "f"] as const) {
   const cost = sum(runs[s], "cost");
   const strictCost = sum(strictRuns[s], "cost");
   console.log(
@@ -354,7 +362,8 @@ for (const s of ["a", "b", "c", "d", "e"] as const) {
 
 console.log(
   "* (d) is informational, outside the targets: nativeSearch payload (core stable, 304 tools with defer_loading),\n" +
-    "  modelled as deferred definitions costing nothing until discovered, then entering the conversation.",
+    "  modelled as deferred definitions costing nothing until discovered, then entering the conversation.\n" +
+    "* (f) is a reference, not a strategy: the conversation alone, the floor no tool strategy can go below.",
 );
 console.log(
   "\nSensitivity: the conversation is re-written on every activation in (b) and (c) (tools precede it)",
@@ -363,16 +372,15 @@ const dispatchTargets: [string, boolean][] = [];
 for (const historyTokens of [100, 300, 600, 1200, 2400]) {
   const r = runAll(false, conversation(historyTokens));
   const strictR = runAll(true, conversation(historyTokens));
-  const [ca, cb, cc, cd, ce] = (["a", "b", "c", "d", "e"] as const).map((k) => sum(r[k], "cost")) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
+  const [ca, cb, cc, cd, ce, cf] = (["a", "b", "c", "d", "e", "f"] as const).map((k) =>
+    sum(r[k], "cost"),
+  ) as [number, number, number, number, number, number];
   const less = (x: number) => `${((1 - x / ca) * 100).toFixed(1).padStart(4)} % less`;
+  // The share of the tools-caused cost (above the floor) that a strategy removes.
+  const toolsCut = (x: number) => `${((1 - (x - cf) / (ca - cf)) * 100).toFixed(1)} %`;
   console.log(
-    `  +${String(historyTokens).padStart(4)} tokens/turn: (a) ${usd(ca)}  (b) ${usd(cb)} ${less(cb)}  (c) ${usd(cc)} ${less(cc)}  (d) ${usd(cd)} ${less(cd)}  (e) ${usd(ce)} ${less(ce)}  (e strict ${usd(sum(strictR.e, "cost"))})`,
+    `  +${String(historyTokens).padStart(4)} tokens/turn: (a) ${usd(ca)}  (b) ${usd(cb)} ${less(cb)}  (c) ${usd(cc)} ${less(cc)}  (d) ${usd(cd)} ${less(cd)}  (e) ${usd(ce)} ${less(ce)}  (e strict ${usd(sum(strictR.e, "cost"))})\n` +
+      `               floor (f) ${usd(cf)}: at most ${less(cf)} is reachable; of the tools-caused cost (x − f) (b) removes ${toolsCut(cb)}, (d) ${toolsCut(cd)}, (e) ${toolsCut(ce)}`,
   );
   if ([300, 1200, 2400].includes(historyTokens))
     dispatchTargets.push([`(e) >= 90 % less than (a) at +${historyTokens} tokens/turn`, ce <= 0.1 * ca]);

@@ -3,7 +3,9 @@
  * catalogs, see growCatalog in lib/discovery-data.ts), measured with the ghz load client:
  *   - ToolDiscoveryService/SearchTools, 32 callers (4 connections × 8 streams), round-robin over the
  *     first 50 toolbench queries (realistic, 144–437 characters); target p99 < 3 ms;
- *   - ToolDiscoveryService/CheckToolCall (dispatch mode), the same tool with arguments to check;
+ *   - ToolDiscoveryService/CheckToolCall (dispatch mode), the same tool: with valid arguments (checked,
+ *     then activated for a new run per call, like ResolveTool) and with arguments its schema refuses
+ *     (the repair answer, no write);
  *   - ToolDiscoveryService/ResolveTool, 32 sessions (one per ghz worker) activating a deferred tool,
  *     a new run per request, so every call is an activation (the write path); target p99 < 2 ms;
  *   - each RPC also with a single caller (1×1: the service time without queueing), and SearchTools
@@ -26,6 +28,8 @@ import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import Database from "better-sqlite3";
+import type { JsonObject, ToolInput } from "../src/discovery/types.ts";
+import { argumentChecker } from "../src/discovery/validate.ts";
 import { mainThreadProfile, monotonicUs, summarizeProfile } from "./lib/cpu-profile.ts";
 import { growCatalog, readQueries } from "./lib/discovery-data.ts";
 import {
@@ -110,8 +114,41 @@ interface Start {
   readonly peakMiB?: number;
 }
 
+/**
+ * The smallest arguments a schema accepts: each required property with its default, first enum value
+ * or a plain value of its type. Checked with the server's own checker, so the bench fails loudly if
+ * the "valid" row would in fact measure the repair path.
+ */
+function validArguments(name: string, schema: JsonObject | undefined): JsonObject {
+  const properties = (schema?.properties ?? {}) as Record<string, JsonObject>;
+  const required = (schema?.required ?? []) as string[];
+  const plainValue = (p: JsonObject = {}): unknown => {
+    if (p.default !== undefined) return p.default;
+    if (Array.isArray(p.enum)) return p.enum[0];
+    const type = Array.isArray(p.type) ? p.type[0] : p.type;
+    if (type === "number" || type === "integer") return typeof p.minimum === "number" ? p.minimum : 1;
+    if (type === "boolean") return true;
+    if (type === "array") return [];
+    if (type === "object") return {};
+    return "x";
+  };
+  const args: JsonObject = Object.fromEntries(
+    required.map((key) => [key, plainValue(properties[key])]),
+  ) as JsonObject;
+  const problems = argumentChecker(schema ?? {})(args);
+  if (problems.length > 0)
+    throw new Error(`bench: no valid arguments for ${name}: ${JSON.stringify(problems)}`);
+  return args;
+}
+
 /** The 10k catalog as a JSONL file plus a config that loads it; returns the config path. */
-function writeCatalogConfig(): { config: string; emptyConfig: string; tools: number; resolveName: string } {
+function writeCatalogConfig(): {
+  config: string;
+  emptyConfig: string;
+  tools: number;
+  resolveName: string;
+  resolveArgs: JsonObject;
+} {
   const tools = growCatalog(CATALOG_SIZE);
   writeFileSync(join(work, "tools.jsonl"), `${tools.map((t) => JSON.stringify(t)).join("\n")}\n`);
   const config = join(work, "wayfind-10k.yaml");
@@ -122,7 +159,11 @@ function writeCatalogConfig(): { config: string; emptyConfig: string; tools: num
   const names = new Set(tools.map((t) => (t.namespace ? `${t.namespace}.${t.name}` : t.name)));
   const gold = readQueries("toolbench_queries.jsonl").flatMap((q) => q.gold);
   const resolveName = gold.find((name) => names.has(name)) ?? [...names][0] ?? "";
-  return { config, emptyConfig, tools: tools.length, resolveName };
+  const resolveTool = tools.find(
+    (t: ToolInput) => (t.namespace ? `${t.namespace}.${t.name}` : t.name) === resolveName,
+  );
+  const resolveArgs = validArguments(resolveName, resolveTool?.argsSchema);
+  return { config, emptyConfig, tools: tools.length, resolveName, resolveArgs };
 }
 
 function serveArgs(config: string, dataDir: string, profileDir: string | undefined): string[] {
@@ -230,7 +271,7 @@ async function main() {
   const ghz = await ensureGhz();
   const runtime = await prepareWayfind(WAYFIND_ROOT);
   process.stderr.write(`· growing a ${CATALOG_SIZE}-tool catalog\n`);
-  const { config, emptyConfig, tools, resolveName } = writeCatalogConfig();
+  const { config, emptyConfig, tools, resolveName, resolveArgs } = writeCatalogConfig();
   const queries = readQueries("toolbench_queries.jsonl")
     .slice(0, QUERY_COUNT)
     .map((q) => ({ caller: { tenant_id: TENANT }, query: q.query, limit: 8 }));
@@ -268,13 +309,30 @@ async function main() {
     },
     {
       label: "CheckToolCall",
-      detail: `dispatch-mode call of ${resolveName} with arguments checked against its schema; new run per call`,
+      detail: `dispatch-mode call of ${resolveName} with valid arguments ${JSON.stringify(resolveArgs)}: checked, then activated; new run per call`,
       // Issue 18: validation adds at most 0.5 ms p50 over ResolveTool.
       targetP99Ms: 2,
       proto: "wayfind/v1/tools.proto",
       call: "wayfind.v1.ToolDiscoveryService/CheckToolCall",
       data: (n) => ({
         caller: { tenant_id: TENANT, session_id: "c-{{.WorkerID}}", run_id: `c${n}-{{.RequestNumber}}` },
+        name: resolveName,
+        arguments: resolveArgs,
+      }),
+      probe: {
+        caller: { tenant_id: TENANT, session_id: "probe", run_id: "probe" },
+        name: resolveName,
+        arguments: resolveArgs,
+      },
+    },
+    {
+      label: "CheckToolCall invalid",
+      detail: `the same call with arguments ${resolveName}'s schema refuses: the repair answer, no activation`,
+      targetP99Ms: 2,
+      proto: "wayfind/v1/tools.proto",
+      call: "wayfind.v1.ToolDiscoveryService/CheckToolCall",
+      data: (n) => ({
+        caller: { tenant_id: TENANT, session_id: "i-{{.WorkerID}}", run_id: `i${n}-{{.RequestNumber}}` },
         name: resolveName,
         arguments: { query: "weather in Paris", limit: 3 },
       }),

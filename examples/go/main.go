@@ -6,6 +6,7 @@
 //	go run . -addr 127.0.0.1:50051
 //	go run . -addr wayfind.internal:50051 -ca ca.pem -api-key "$WAYFIND_API_KEY"
 //	go run . consume -addr 127.0.0.1:50051 -tenant acme -state figures.json   (consumer.go)
+//	go run . dispatch -addr 127.0.0.1:50051   (dispatch.go: the dispatch-mode runtime loop)
 package main
 
 import (
@@ -41,17 +42,22 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:50051", "wayfind server address (host:port)")
 	ca := flag.String("ca", "", "PEM file of the CA that signed the server's certificate (enables TLS)")
 	apiKey := flag.String("api-key", os.Getenv("WAYFIND_API_KEY"), "API key (default $WAYFIND_API_KEY)")
-	// `consume`: the event consumer of consumer.go instead of the agent walk-through.
-	consumeMode := len(os.Args) > 1 && os.Args[1] == "consume"
-	if consumeMode {
+	// `consume`: the event consumer of consumer.go; `dispatch`: the runtime loop of dispatch.go.
+	mode := ""
+	if len(os.Args) > 1 && (os.Args[1] == "consume" || os.Args[1] == "dispatch") {
+		mode = os.Args[1]
 		os.Args = append(os.Args[:1], os.Args[2:]...)
 	}
 	statePath := flag.String("state", "wayfind-figures.json", "consume: the state file (figures and cursors)")
 	tenantID := flag.String("tenant", "acme", "consume: the tenant whose events to count (a key's own without it)")
 	flag.Parse()
 	c := connection{caFile: *ca, apiKey: *apiKey}
-	if !consumeMode {
-		if err := run(*addr, c, os.Stdout); err != nil {
+	if mode != "consume" {
+		walk := agentTurn
+		if mode == "dispatch" {
+			walk = dispatchLoop
+		}
+		if err := run(*addr, c, walk, os.Stdout); err != nil {
 			log.Fatal(err)
 		}
 		return
@@ -95,8 +101,11 @@ func dial(addr string, c connection) (*grpc.ClientConn, error) {
 	return grpc.NewClient(addr, options...)
 }
 
-// run is the whole example, writing what it does to out.
-func run(addr string, c connection, out io.Writer) error {
+// walkThrough is one example: what it does with a connected client, writing to out.
+type walkThrough func(ctx context.Context, conn *grpc.ClientConn, caller *wayfindv1.CallerContext, out io.Writer) error
+
+// run connects, checks the server's health and runs walk as an agent run of tenant acme.
+func run(addr string, c connection, walk walkThrough, out io.Writer) error {
 	conn, err := dial(addr, c)
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
@@ -121,6 +130,11 @@ func run(addr string, c connection, out io.Writer) error {
 		SessionId: "session-1",
 		RunId:     fmt.Sprintf("run-%d", time.Now().UnixNano()),
 	}
+	return walk(ctx, conn, caller, out)
+}
+
+// agentTurn is the default example: usage accounting, then one agent turn of discovery.
+func agentTurn(ctx context.Context, conn *grpc.ClientConn, caller *wayfindv1.CallerContext, out io.Writer) error {
 	if err := recordUsage(ctx, conn, caller, out); err != nil {
 		return err
 	}

@@ -63,6 +63,7 @@ func TestWayfind(t *testing.T) {
 	t.Run("ToolErrors", func(t *testing.T) { testToolErrors(t, conn) })
 	t.Run("BadRequestDetails", func(t *testing.T) { testBadRequestDetails(t, conn) })
 	t.Run("Example", func(t *testing.T) { testExample(t, srv.addr, connection{}) })
+	t.Run("DispatchExample", func(t *testing.T) { testDispatchExample(t, srv.addr) })
 	t.Run("ConsumerResumesWithoutLossOrRepeat", func(t *testing.T) { testConsumer(t, conn) })
 
 	// Last: SIGTERM drains the server, which must exit 0.
@@ -846,7 +847,7 @@ auth: {allow_unauthenticated: false}
 
 func testExample(t *testing.T, addr string, c connection) {
 	var out strings.Builder
-	if err := run(addr, c, &out); err != nil {
+	if err := run(addr, c, agentTurn, &out); err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
@@ -872,6 +873,41 @@ func testExample(t *testing.T, addr string, c connection) {
 	}
 	if !strings.HasSuffix(lines[8], ", billing.refund_payment (previous prompt is a prefix: true)") {
 		t.Errorf("line 9 = %q, want billing.refund_payment appended to a stable prefix", lines[8])
+	}
+}
+
+// The dispatch runtime loop: the model's bad call comes back as an error naming the field to fix, the
+// repaired call runs and activates the tool, and the tools array does not change.
+func testDispatchExample(t *testing.T, addr string) {
+	var out strings.Builder
+	if err := run(addr, connection{}, dispatchLoop, &out); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	want := []string{
+		"health: SERVING",
+		"payload: ",
+		"tool_search -> result: billing.refund_payment: ",
+		`tool_get -> result: [{"description":"Refund a captured payment`,
+		"tool_call -> error: ",
+		`tool_call -> result: {"amount_cents":500,"payment_id":"pay_123","refund_id":"re_1"} (activated=true)`,
+		"payload after the activation is byte-identical: true",
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("dispatch example printed %d lines, want %d:\n%s", len(lines), len(want), out.String())
+	}
+	for i, prefix := range want {
+		if !strings.HasPrefix(lines[i], prefix) {
+			t.Errorf("line %d = %q, want it to start with %q", i+1, lines[i], prefix)
+		}
+	}
+	if !strings.HasSuffix(lines[1], "discovery: tool_call, tool_get, tool_search") {
+		t.Errorf("line 2 = %q, want the dispatch payload's discovery tools", lines[1])
+	}
+	for _, fix := range []string{"payment_id", "amount_cents"} {
+		if !strings.Contains(lines[4], fix) {
+			t.Errorf("repair message %q does not name %s", lines[4], fix)
+		}
 	}
 }
 

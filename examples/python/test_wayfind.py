@@ -555,6 +555,33 @@ def test_a_call_without_an_api_key_is_unauthenticated(secure_server):
     assert "requires credentials" in err.value.details()
 
 
+def test_dispatch_runtime_loop(server):
+    """The dispatch example: the bad call comes back naming the fields to fix, the repaired call runs
+    and activates the tool, and the tools array does not change."""
+    out = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("wayfind_dispatch.py")), "--addr", server.addr],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    want = [
+        "health: SERVING",
+        "payload: ",
+        "tool_search -> result: billing.refund_payment: ",
+        'tool_get -> result: [{"description": "Refund a captured payment',
+        "tool_call -> error: ",
+        'tool_call -> result: {"amount_cents": 500, "payment_id": "pay_123", "refund_id": "re_1"} (activated=True)',
+        "payload after the activation is byte-identical: True",
+    ]
+    assert len(lines) == len(want), out.stdout
+    for line, prefix in zip(lines, want):
+        assert line.startswith(prefix), out.stdout
+    assert lines[1].endswith("discovery: tool_call, tool_get, tool_search"), lines[1]
+    assert "payment_id" in lines[4] and "amount_cents" in lines[4], lines[4]
+
+
 def check_example(addr: str, *flags: str) -> None:
     out = subprocess.run(
         [sys.executable, str(Path(__file__).with_name("wayfind_example.py")), "--addr", addr, *flags],
