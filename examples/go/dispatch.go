@@ -71,17 +71,11 @@ func dispatchLoop(ctx context.Context, conn *grpc.ClientConn, caller *wayfindv1.
 		return fmt.Errorf("register tools: %w", err)
 	}
 
-	// The tools array for every request of the session.
-	payload := func() (*wayfindv1.RenderToolPayloadResponse, error) {
-		return rt.tools.RenderToolPayload(ctx, &wayfindv1.RenderToolPayloadRequest{
-			Caller: caller, Provider: wayfindv1.Provider_PROVIDER_ANTHROPIC, Dispatch: true,
-		})
-	}
-	before, err := payload()
+	before, err := rt.render(ctx)
 	if err != nil {
-		return fmt.Errorf("render payload: %w", err)
+		return err
 	}
-	names, err := payloadToolNames(before.GetPayloadJson())
+	names, err := payloadToolNames(before.payload)
 	if err != nil {
 		return err
 	}
@@ -99,12 +93,34 @@ func dispatchLoop(ctx context.Context, conn *grpc.ClientConn, caller *wayfindv1.
 		fmt.Fprintf(out, "%s -> %s: %s\n", call.tool, kind, strings.ReplaceAll(result.content, "\n", " | "))
 	}
 
-	after, err := payload()
+	after, err := rt.render(ctx)
 	if err != nil {
-		return fmt.Errorf("render payload: %w", err)
+		return err
 	}
-	fmt.Fprintf(out, "payload after the activation is byte-identical: %t\n", after.GetPayloadJson() == before.GetPayloadJson())
+	fmt.Fprintf(out, "tools array and system prompt byte-identical after the activation: %t\n", after == before)
 	return nil
+}
+
+// rendered is what the session sends before the conversation: the tools array and the system prompt.
+type rendered struct {
+	payload string
+	prompt  string
+}
+
+// render asks for both in dispatch mode: neither changes when a tool is activated, so the
+// provider's cache of everything after them (the conversation) is never re-written.
+func (rt dispatchRuntime) render(ctx context.Context) (rendered, error) {
+	payload, err := rt.tools.RenderToolPayload(ctx, &wayfindv1.RenderToolPayloadRequest{
+		Caller: rt.caller, Provider: wayfindv1.Provider_PROVIDER_ANTHROPIC, Dispatch: true,
+	})
+	if err != nil {
+		return rendered{}, fmt.Errorf("render payload: %w", err)
+	}
+	prompt, err := rt.tools.RenderToolPrompt(ctx, &wayfindv1.RenderToolPromptRequest{Caller: rt.caller, Dispatch: true})
+	if err != nil {
+		return rendered{}, fmt.Errorf("render prompt: %w", err)
+	}
+	return rendered{payload.GetPayloadJson(), prompt.GetText()}, nil
 }
 
 // handle answers one tool call. An error is for the runtime (wayfind unreachable); what the model

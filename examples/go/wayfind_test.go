@@ -891,7 +891,7 @@ func testDispatchExample(t *testing.T, addr string) {
 		`tool_get -> result: [{"description":"Refund a captured payment`,
 		"tool_call -> error: ",
 		`tool_call -> result: {"amount_cents":500,"payment_id":"pay_123","refund_id":"re_1"} (activated=true)`,
-		"payload after the activation is byte-identical: true",
+		"tools array and system prompt byte-identical after the activation: true",
 	}
 	if len(lines) != len(want) {
 		t.Fatalf("dispatch example printed %d lines, want %d:\n%s", len(lines), len(want), out.String())

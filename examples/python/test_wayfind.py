@@ -573,7 +573,7 @@ def test_dispatch_runtime_loop(server):
         'tool_get -> result: [{"description": "Refund a captured payment',
         "tool_call -> error: ",
         'tool_call -> result: {"amount_cents": 500, "payment_id": "pay_123", "refund_id": "re_1"} (activated=True)',
-        "payload after the activation is byte-identical: True",
+        "tools array and system prompt byte-identical after the activation: True",
     ]
     assert len(lines) == len(want), out.stdout
     for line, prefix in zip(lines, want):

@@ -56,12 +56,18 @@ class DispatchRuntime:
         self.tools = tools_pb2_grpc.ToolDiscoveryServiceStub(channel)
         self.caller = caller
 
-    def payload(self) -> str:
-        """The tools array for every request of the session."""
-        request = tools_pb2.RenderToolPayloadRequest(
-            caller=self.caller, provider=common_pb2.PROVIDER_ANTHROPIC, dispatch=True
+    def render(self) -> tuple[str, str]:
+        """The tools array and the system prompt, in dispatch mode: neither changes when a tool is
+        activated, so the provider's cache of everything after them (the conversation) is never
+        re-written."""
+        payload = self.tools.RenderToolPayload(
+            tools_pb2.RenderToolPayloadRequest(caller=self.caller, provider=common_pb2.PROVIDER_ANTHROPIC, dispatch=True),
+            timeout=TIMEOUT_S,
         )
-        return self.tools.RenderToolPayload(request, timeout=TIMEOUT_S).payload_json
+        prompt = self.tools.RenderToolPrompt(
+            tools_pb2.RenderToolPromptRequest(caller=self.caller, dispatch=True), timeout=TIMEOUT_S
+        )
+        return payload.payload_json, prompt.text
 
     def handle(self, tool: str, args: dict) -> ToolResult:
         """One tool call. What the model can fix comes back as an error result; a failure of wayfind
@@ -129,14 +135,14 @@ def main() -> None:
         )
 
         runtime = DispatchRuntime(channel, caller)
-        before = runtime.payload()
-        names = [t["name"] for t in json.loads(before)]
+        before = runtime.render()
+        names = [t["name"] for t in json.loads(before[0])]
         discovery = sorted(n for n in names if n in ("tool_search", "tool_get", "tool_call"))
         print(f"payload: {len(names)} tools, discovery: {', '.join(discovery)}")
         for tool, tool_args in SCRIPT:
             result = runtime.handle(tool, tool_args)
             print(f"{tool} -> {'error' if result.is_error else 'result'}: {result.content.replace(chr(10), ' | ')}")
-        print(f"payload after the activation is byte-identical: {runtime.payload() == before}")
+        print(f"tools array and system prompt byte-identical after the activation: {runtime.render() == before}")
 
 
 if __name__ == "__main__":

@@ -27,6 +27,11 @@ export interface RenderToolPromptRequest {
   /** The caller's activations in activation order (`ActivationStore.activeFor`). */
   readonly activeNames: readonly string[];
   readonly toolSearch: Pick<ToolSearchConfig, "enabled">;
+  /**
+   * Dispatch mode: only always-visible tools are shown, never activated ones, and the guidance says to
+   * call found tools through tool_call; the prompt then stays byte-identical as tools activate.
+   */
+  readonly dispatch?: boolean;
   readonly examples?: RenderExamplesOptions;
   /** Adds `<tool_directory>`: namespaces and tags of the deferred tools with counts. */
   readonly directory?: { readonly maxEntries?: number };
@@ -73,7 +78,9 @@ const escapeAttr = (text: string): string => escapeText(text).replace(/"/g, "&qu
  *   <tool_hints>      optional, per message                                         (variable)
  *
  * Everything before the hints depends only on the catalog, access and options — the deferred count
- * includes activated deferred tools — so an activation only appends one `<tool>` element there.
+ * includes activated deferred tools — so an activation only appends one `<tool>` element there. In
+ * dispatch mode activated tools are not shown at all (the model reads their definitions in the
+ * conversation and calls them through tool_call), so an activation changes nothing before the hints.
  * With `toolSearch.enabled = false` every visible tool is shown and the output equals
  * `renderToolCatalog` of those tools. Names and aliases of tools the caller cannot see are redacted
  * from descriptions, examples and the directory (whole name-shaped tokens, case-insensitive); argument
@@ -102,7 +109,7 @@ export function renderToolPrompt(request: RenderToolPromptRequest): RenderedTool
   const always = sortByName(visible.filter((tool) => access.isAlwaysVisible(tool)));
   const shownNames = new Set(always.map((t) => t.name));
   const shown = [...always];
-  for (const name of request.activeNames) {
+  for (const name of request.dispatch ? [] : request.activeNames) {
     const tool = byName.get(name);
     if (tool === undefined || shownNames.has(name) || !access.canActivate(tool)) continue;
     shownNames.add(name);
@@ -110,7 +117,8 @@ export function renderToolPrompt(request: RenderToolPromptRequest): RenderedTool
   }
   const deferred = visible.filter((tool) => !access.isAlwaysVisible(tool));
 
-  const parts = [discoveryBlock(deferred.length)];
+  const dispatch = request.dispatch ?? false;
+  const parts = [discoveryBlock(deferred.length, dispatch)];
   if (request.directory !== undefined) {
     const { text, entries } = directoryBlock(
       deferred,
@@ -142,7 +150,7 @@ export function renderToolPrompt(request: RenderToolPromptRequest): RenderedTool
       attributes: { count: hinted.length },
     });
   }
-  const text = hinted.length > 0 ? stableText + hintsBlock(hinted) : stableText;
+  const text = hinted.length > 0 ? stableText + hintsBlock(hinted, dispatch) : stableText;
   return finish(
     text,
     shown.map((t) => t.name),
@@ -203,16 +211,22 @@ function toolElement(
   return `${lines.join("\n")}\n`;
 }
 
-function discoveryBlock(deferredCount: number): string {
-  return [
-    "<tool_discovery>",
-    `${deferredCount} deferred tools can be loaded on demand; below are only the tools loaded so far.`,
-    "To find one: call tool_search with a short description of the task (or a tool name), then call",
-    "tool_get with the exact names you picked to load their definitions; loaded tools are added below.",
-    "Only call tools listed below or returned by tool_get; never guess a tool name.",
-    "</tool_discovery>",
-    "",
-  ].join("\n");
+function discoveryBlock(deferredCount: number, dispatch: boolean): string {
+  const guidance = dispatch
+    ? [
+        `${deferredCount} deferred tools can be loaded on demand; below are only the tools you can call directly.`,
+        "To find one: call tool_search with a short description of the task (or a tool name), then call",
+        "tool_get with the exact names you picked to read their definitions. Call a loaded tool through",
+        "tool_call with its exact name and arguments matching its schema; if they do not fit, fix what the",
+        "error says and call again. Never guess a tool name.",
+      ]
+    : [
+        `${deferredCount} deferred tools can be loaded on demand; below are only the tools loaded so far.`,
+        "To find one: call tool_search with a short description of the task (or a tool name), then call",
+        "tool_get with the exact names you picked to load their definitions; loaded tools are added below.",
+        "Only call tools listed below or returned by tool_get; never guess a tool name.",
+      ];
+  return ["<tool_discovery>", ...guidance, "</tool_discovery>", ""].join("\n");
 }
 
 function directoryBlock(deferred: readonly Tool[], maxEntries: number): { text: string; entries: number } {
@@ -239,10 +253,12 @@ function topCounts(groups: readonly (readonly string[])[]): [string, number][] {
   return [...counts].sort((a, b) => b[1] - a[1] || compare(a[0], b[0]));
 }
 
-function hintsBlock(names: readonly string[]): string {
+function hintsBlock(names: readonly string[], dispatch: boolean): string {
   return [
     "<tool_hints>",
-    "Deferred tools that may help with this request (load with tool_get before calling):",
+    dispatch
+      ? "Deferred tools that may help with this request (read with tool_get, call through tool_call):"
+      : "Deferred tools that may help with this request (load with tool_get before calling):",
     ...names.map((n) => `- ${escapeText(n)}`),
     "</tool_hints>",
     "",

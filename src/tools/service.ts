@@ -56,6 +56,8 @@ export interface PromptOptions {
   readonly includeExampleDescriptions?: boolean;
   readonly exampleFilterTags?: readonly string[];
   readonly includeDirectory?: boolean;
+  /** Dispatch mode (or the configured default): activated tools are not shown, see renderToolPrompt. */
+  readonly dispatch?: boolean;
 }
 
 /** Numbers ToolService instances (see ToolService.instance). */
@@ -235,6 +237,7 @@ export class ToolService {
       tools: view.ownedTools(),
       activeNames: view.activeNames,
       toolSearch: this.options.toolSearch,
+      dispatch: options.dispatch || this.options.toolSearch.dispatch,
       examples: {
         max: options.maxExamplesPerTool,
         includeDescriptions: options.includeExampleDescriptions,

@@ -128,3 +128,49 @@ describe("RenderToolPayload in dispatch mode", () => {
     expect(await names(false)).not.toContain("tool_call");
   });
 });
+
+describe("RenderToolPrompt in dispatch mode", () => {
+  it("keeps the prompt byte-identical across activations and tells the model to use tool_call", async () => {
+    const run = { tenantId: "acme", runId: "dispatch-prompt" };
+    const render = (dispatch: boolean) => tools().renderToolPrompt({ caller: run, dispatch });
+    const before = await render(true);
+    expect(before.text).toContain("through\ntool_call");
+
+    await tools().checkToolCall({
+      caller: run,
+      name: refund.name,
+      arguments: { payment_id: "pay_9", amount: 3 },
+    });
+    const after = await render(true);
+    expect(after.text).toBe(before.text);
+    expect(after.visibleTools).not.toContain(refund.name);
+
+    // Without dispatch the activated tool is appended to the prompt (and so re-writes what follows it).
+    expect((await render(false)).visibleTools).toContain(refund.name);
+  });
+});
+
+describe("config tool_search.dispatch: true", () => {
+  it("makes dispatch the default of both the payload and the prompt", async () => {
+    const dispatching = await startTestServer({ tool_search: { dispatch: true } });
+    try {
+      const client = dispatching.grpc(ToolDiscoveryService);
+      const run = { tenantId: "acme", runId: "dispatch-default" };
+      await client.registerTools({ caller: run, source: "billing", tools: [refund] });
+      const payload = () => client.renderToolPayload({ caller: run, provider: Provider.ANTHROPIC });
+      const prompt = () => client.renderToolPrompt({ caller: run });
+      const [payloadBefore, promptBefore] = [await payload(), await prompt()];
+      expect(payloadBefore.payloadJson).toContain("tool_call");
+
+      await client.checkToolCall({
+        caller: run,
+        name: refund.name,
+        arguments: { payment_id: "pay_1", amount: 1 },
+      });
+      expect((await payload()).payloadJson).toBe(payloadBefore.payloadJson);
+      expect((await prompt()).text).toBe(promptBefore.text);
+    } finally {
+      await dispatching.stop();
+    }
+  });
+});

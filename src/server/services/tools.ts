@@ -196,6 +196,7 @@ export function toolDiscoveryService(
         maxExamplesPerTool: withinLimit(LIMITS.maxExamplesPerTool, request.maxExamplesPerTool),
         includeExampleDescriptions: request.includeExampleDescriptions,
         exampleFilterTags: request.exampleFilterTags.length > 0 ? request.exampleFilterTags : undefined,
+        dispatch: request.dispatch,
       });
       return {
         text: rendered.text,

@@ -1855,8 +1855,13 @@ type RenderToolPromptRequest struct {
 	IncludeExampleDescriptions bool   `protobuf:"varint,7,opt,name=include_example_descriptions,json=includeExampleDescriptions,proto3" json:"include_example_descriptions,omitempty"`
 	// Only examples carrying one of these tags.
 	ExampleFilterTags []string `protobuf:"bytes,8,rep,name=example_filter_tags,json=exampleFilterTags,proto3" json:"example_filter_tags,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Dispatch mode (also the server's default with config `tool_search.dispatch: true`): the prompt
+	// shows the always-visible tools only and tells the model to call found tools through `tool_call`,
+	// so it stays byte-identical as tools activate (an activated tool's definition is in the
+	// conversation, from `tool_get`). Use it with `RenderToolPayload {dispatch: true}`.
+	Dispatch      bool `protobuf:"varint,9,opt,name=dispatch,proto3" json:"dispatch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RenderToolPromptRequest) Reset() {
@@ -1943,6 +1948,13 @@ func (x *RenderToolPromptRequest) GetExampleFilterTags() []string {
 		return x.ExampleFilterTags
 	}
 	return nil
+}
+
+func (x *RenderToolPromptRequest) GetDispatch() bool {
+	if x != nil {
+		return x.Dispatch
+	}
+	return false
 }
 
 type RenderToolPromptResponse struct {
@@ -2816,7 +2828,7 @@ const file_wayfind_v1_tools_proto_rawDesc = "" +
 	"\x13ResolveToolResponse\x12$\n" +
 	"\x04tool\x18\x01 \x01(\v2\x10.wayfind.v1.ToolR\x04tool\x12\x1c\n" +
 	"\tactivated\x18\x02 \x01(\bR\tactivated\x121\n" +
-	"\x05scope\x18\x03 \x01(\x0e2\x1b.wayfind.v1.ActivationScopeR\x05scope\"\xb3\x03\n" +
+	"\x05scope\x18\x03 \x01(\x0e2\x1b.wayfind.v1.ActivationScopeR\x05scope\"\xcf\x03\n" +
 	"\x17RenderToolPromptRequest\x121\n" +
 	"\x06caller\x18\x01 \x01(\v2\x19.wayfind.v1.CallerContextR\x06caller\x12+\n" +
 	"\x11include_directory\x18\x02 \x01(\bR\x10includeDirectory\x122\n" +
@@ -2826,7 +2838,8 @@ const file_wayfind_v1_tools_proto_rawDesc = "" +
 	"hint_limit\x18\x05 \x01(\x05R\thintLimit\x126\n" +
 	"\x15max_examples_per_tool\x18\x06 \x01(\x05H\x00R\x12maxExamplesPerTool\x88\x01\x01\x12@\n" +
 	"\x1cinclude_example_descriptions\x18\a \x01(\bR\x1aincludeExampleDescriptions\x12.\n" +
-	"\x13example_filter_tags\x18\b \x03(\tR\x11exampleFilterTagsB\x18\n" +
+	"\x13example_filter_tags\x18\b \x03(\tR\x11exampleFilterTags\x12\x1a\n" +
+	"\bdispatch\x18\t \x01(\bR\bdispatchB\x18\n" +
 	"\x16_max_examples_per_tool\"\xe6\x01\n" +
 	"\x18RenderToolPromptResponse\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12%\n" +

@@ -330,7 +330,7 @@ class ResolveToolResponse(_message.Message):
     def __init__(self, tool: _Optional[_Union[Tool, _Mapping]] = ..., activated: _Optional[bool] = ..., scope: _Optional[_Union[ActivationScope, str]] = ...) -> None: ...
 
 class RenderToolPromptRequest(_message.Message):
-    __slots__ = ("caller", "include_directory", "directory_max_entries", "hint_message", "hint_limit", "max_examples_per_tool", "include_example_descriptions", "example_filter_tags")
+    __slots__ = ("caller", "include_directory", "directory_max_entries", "hint_message", "hint_limit", "max_examples_per_tool", "include_example_descriptions", "example_filter_tags", "dispatch")
     CALLER_FIELD_NUMBER: _ClassVar[int]
     INCLUDE_DIRECTORY_FIELD_NUMBER: _ClassVar[int]
     DIRECTORY_MAX_ENTRIES_FIELD_NUMBER: _ClassVar[int]
@@ -339,6 +339,7 @@ class RenderToolPromptRequest(_message.Message):
     MAX_EXAMPLES_PER_TOOL_FIELD_NUMBER: _ClassVar[int]
     INCLUDE_EXAMPLE_DESCRIPTIONS_FIELD_NUMBER: _ClassVar[int]
     EXAMPLE_FILTER_TAGS_FIELD_NUMBER: _ClassVar[int]
+    DISPATCH_FIELD_NUMBER: _ClassVar[int]
     caller: _common_pb2.CallerContext
     include_directory: bool
     directory_max_entries: int
@@ -347,7 +348,8 @@ class RenderToolPromptRequest(_message.Message):
     max_examples_per_tool: int
     include_example_descriptions: bool
     example_filter_tags: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, caller: _Optional[_Union[_common_pb2.CallerContext, _Mapping]] = ..., include_directory: _Optional[bool] = ..., directory_max_entries: _Optional[int] = ..., hint_message: _Optional[str] = ..., hint_limit: _Optional[int] = ..., max_examples_per_tool: _Optional[int] = ..., include_example_descriptions: _Optional[bool] = ..., example_filter_tags: _Optional[_Iterable[str]] = ...) -> None: ...
+    dispatch: bool
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallerContext, _Mapping]] = ..., include_directory: _Optional[bool] = ..., directory_max_entries: _Optional[int] = ..., hint_message: _Optional[str] = ..., hint_limit: _Optional[int] = ..., max_examples_per_tool: _Optional[int] = ..., include_example_descriptions: _Optional[bool] = ..., example_filter_tags: _Optional[_Iterable[str]] = ..., dispatch: _Optional[bool] = ...) -> None: ...
 
 class RenderToolPromptResponse(_message.Message):
     __slots__ = ("text", "token_estimate", "fingerprint", "visible_tools", "deferred_count", "hinted_tools")
