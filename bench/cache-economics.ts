@@ -177,6 +177,8 @@ function toolsFor(strategy: Strategy, turn: number): PayloadTool[] {
 }
 
 interface TurnRow {
+  /** Tokens of the request before this turn's user message: what the next turn can read from cache. */
+  cachedTokens: number;
   input: number;
   read: number;
   write: number;
@@ -265,6 +267,7 @@ function simulate(strategy: Strategy, strict: boolean, convo: Conversation): Tur
     }).costUsd;
     if (cost === null) throw new Error(`bench: no price for ${MODEL}`);
     rows.push({
+      cachedTokens: tokensUpTo(cachedPart.length),
       input,
       read,
       write,
@@ -404,11 +407,19 @@ console.log(
 for (const [name, ok] of dispatchTargets) console.log(`${ok ? "PASS" : "MISS"}  target: ${name}`);
 const e = runs.e;
 const dispatchStable = e.every((r) => r.payload === (e[0] as TurnRow).payload);
+// Every turn of (e) reads all of the previous turn's request from cache: no activation re-wrote any of it.
+const conversationKept = (rows: TurnRow[]) =>
+  rows.every((r, i) => i === 0 || r.read >= (rows[i - 1] as TurnRow).cachedTokens);
 const checks: [string, boolean][] = [
   ["(e) tools array byte-identical across all turns and activations", dispatchStable],
+  ["(e) conversation cache never re-written: each turn reads all of the previous one", conversationKept(e)],
+  ["(e) strict: the same", conversationKept(strictRuns.e)],
   ["(b) costs strictly less than (c)", costB < costC],
   ["(b) strict costs strictly less than (c) strict", sum(strictRuns.b, "cost") < sum(strictRuns.c, "cost")],
   ["(b) prefix byte-identical across all turns", identical],
 ];
 for (const [name, ok] of checks) console.log(`${ok ? "PASS" : "FAIL"}  ${name}`);
+console.log(
+  `      (b), for contrast: ${conversationKept(runs.b) ? "never re-written" : "re-written on activation turns"}`,
+);
 if (checks.some(([, ok]) => !ok)) process.exitCode = 1;

@@ -1,3 +1,4 @@
+import type { JsonObject } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Provider } from "../../gen/ts/wayfind/v1/common_pb.ts";
@@ -172,5 +173,52 @@ describe("config tool_search.dispatch: true", () => {
     } finally {
       await dispatching.stop();
     }
+  });
+});
+
+describe("a dispatch-mode session", () => {
+  const more = ["billing.void_invoice", "billing.pause_subscription"];
+  const calls: [string, JsonObject][] = [
+    [refund.name, { payment_id: "pay_7", amount: 2 }],
+    ...more.map((name): [string, JsonObject] => [name, {}]),
+  ];
+  // What a provider caches, in its order: the tools, then the system prompt, then the messages.
+  const request = async (caller: { tenantId: string; runId: string }, history: string[], dispatch: boolean) =>
+    (await tools().renderToolPayload({ caller, provider: Provider.ANTHROPIC, dispatch })).payloadJson +
+    (await tools().renderToolPrompt({ caller, dispatch })).text +
+    history.join("");
+
+  /** Plays the model reading each tool's definition (tool_get) and calling it; returns each turn's request. */
+  async function session(runId: string, dispatch: boolean): Promise<string[]> {
+    const run = { tenantId: "acme", runId };
+    const history: string[] = [];
+    const requests = [await request(run, history, dispatch)];
+    for (const [name, args] of calls) {
+      const got = await tools().getTools({ caller: run, names: [name], includeSchemas: true });
+      history.push(`tool_get result: ${name} ${JSON.stringify(got.tools[0]?.argsSchema ?? {})}\n`);
+      const checked = await tools().checkToolCall({ caller: run, name, arguments: args });
+      expect(checked.activated).toBe(true);
+      requests.push(await request(run, history, dispatch));
+    }
+    return requests;
+  }
+
+  beforeAll(async () => {
+    await tools().registerTools({
+      caller,
+      source: "billing-more",
+      tools: more.map((name) => ({ name, description: `${name}.`, loadingMode: LoadingMode.DEFERRED })),
+    });
+  });
+
+  it("only ever appends to its request, so no activation re-writes the cached conversation", async () => {
+    const requests = await session("dispatch-session", true);
+    for (let turn = 1; turn < requests.length; turn++)
+      expect((requests[turn] as string).startsWith(requests[turn - 1] as string)).toBe(true);
+  });
+
+  it("differs from the deferred payload, whose activations change what precedes the conversation", async () => {
+    const requests = await session("deferred-session", false);
+    expect((requests[1] as string).startsWith(requests[0] as string)).toBe(false);
   });
 });
