@@ -38,9 +38,16 @@ export interface PostingIndex {
 const DOCS_PER_STEP = 16;
 const TERMS_PER_STEP = 1024;
 
+/**
+ * `owners[d]` is doc d's owner partition: 0 for the global (operator's) tools, k > 0 for one tenant's
+ * own tools (default: every doc global). A doc's field lengths are normalised against the average
+ * over the tools its owner's callers see — the global ones, plus its tenant's own — so no tenant's
+ * tools shift the scores of tools another tenant sees (the same rule as N and df, see ranker.ts).
+ */
 export function* buildPostingIndex(
   docs: readonly (readonly string[][])[],
   config: PostingWeights,
+  owners?: Int32Array,
 ): Generator<void, PostingIndex> {
   const vocab = new Map<string, number>();
   const terms: string[] = [];
@@ -52,7 +59,10 @@ export function* buildPostingIndex(
   let wordCount = 0;
   for (const fields of docs) for (let f = 0; f < FIELD_COUNT; f++) wordCount += fields[f]?.length ?? 0;
   const ids = new Int32Array(wordCount);
-  const totals = new Float64Array(FIELD_COUNT);
+  const partitionCount = owners ? owners.reduce((most, p) => Math.max(most, p), 0) + 1 : 1;
+  // Per owner partition: field length totals (FIELD_COUNT per partition) and doc counts.
+  const totals = new Float64Array(partitionCount * FIELD_COUNT);
+  const partitionDocs = new Float64Array(partitionCount);
   const df: number[] = [];
   // The doc a term was last seen in: counts df once per doc here, and collects a doc's distinct
   // terms in pass 2.
@@ -61,9 +71,12 @@ export function* buildPostingIndex(
   for (let d = 0; d < n; d++) {
     if (d % DOCS_PER_STEP === 0) yield;
     const fields = docs[d] ?? [];
+    const partition = owners?.[d] ?? 0;
+    partitionDocs[partition] = (partitionDocs[partition] ?? 0) + 1;
     for (let f = 0; f < FIELD_COUNT; f++) {
       const words = fields[f] ?? [];
-      totals[f] = (totals[f] ?? 0) + words.length;
+      const slot = partition * FIELD_COUNT + f;
+      totals[slot] = (totals[slot] ?? 0) + words.length;
       lengths[d * FIELD_COUNT + f] = words.length;
       for (const w of words) {
         let id = vocab.get(w);
@@ -83,11 +96,21 @@ export function* buildPostingIndex(
     }
   }
   yield;
+  // Average field lengths per partition: the global docs, plus the partition's own for a tenant's.
+  const averages = new Float64Array(partitionCount * FIELD_COUNT);
+  for (let p = 0; p < partitionCount; p++) {
+    const count = (partitionDocs[0] ?? 0) + (p > 0 ? (partitionDocs[p] ?? 0) : 0);
+    for (let f = 0; f < FIELD_COUNT; f++) {
+      const total = (totals[f] ?? 0) + (p > 0 ? (totals[p * FIELD_COUNT + f] ?? 0) : 0);
+      averages[p * FIELD_COUNT + f] = count > 0 ? total / count : 0;
+    }
+  }
   const norm = new Float32Array(n * FIELD_COUNT);
-  for (let f = 0; f < FIELD_COUNT; f++) {
-    const avg = n > 0 ? (totals[f] ?? 0) / n : 0;
-    const b = config.b[f] ?? 0.75;
-    for (let d = 0; d < n; d++) {
+  for (let d = 0; d < n; d++) {
+    const partition = owners?.[d] ?? 0;
+    for (let f = 0; f < FIELD_COUNT; f++) {
+      const avg = averages[partition * FIELD_COUNT + f] ?? 0;
+      const b = config.b[f] ?? 0.75;
       const len = lengths[d * FIELD_COUNT + f] ?? 0;
       norm[d * FIELD_COUNT + f] = 1 / (1 - b + (avg > 0 ? (b * len) / avg : 0));
     }

@@ -1,8 +1,8 @@
 /**
  * In-memory BM25F ranker: the index every FTS search runs on (nothing is searched in SQLite). Rebuilt
- * from the catalog's tools after every change, in slices (see `Ranker.steps`). Postings keep
- * per-field term frequencies so field weights apply at query time, and corpus statistics (N, df) are
- * taken over the caller's visible tools only, so hidden tools cannot shift the ranking of visible ones.
+ * from the catalog's tools after every change, in slices (see `Ranker.steps`). Corpus statistics (N,
+ * df) are taken over the caller's visible tools only, and field lengths are normalised per owner (see
+ * buildPostingIndex), so another tenant's tools cannot shift the scores of the tools a caller sees.
  *
  * Over 500 lines because one query's scoring (AND → OR → fuzzy widening, proximity, feedback terms)
  * shares the scratch buffers below; the index build is in ranker-index.ts.
@@ -198,16 +198,18 @@ export class Ranker {
   }
 
   /**
-   * Builds a ranker over `docs` (per doc, its analysed terms per field) as a generator that yields
-   * between small groups of docs and terms: about a second of work at 10,000 tools, which the
-   * catalog runs in slices between other calls.
+   * Builds a ranker over `docs` (per doc, its analysed terms per field; `owners`: per doc its owner
+   * partition, 0 = global, see buildPostingIndex) as a generator that yields between small groups of
+   * docs and terms: about a second of work at 10,000 tools, which the catalog runs in slices between
+   * other calls.
    */
   static *steps(
     docs: readonly (readonly string[][])[],
     tieRank: Int32Array,
     config: RankerConfig = DEFAULT_RANKER,
+    owners?: Int32Array,
   ): Generator<void, Ranker> {
-    return new Ranker(yield* buildPostingIndex(docs, config), tieRank, config);
+    return new Ranker(yield* buildPostingIndex(docs, config, owners), tieRank, config);
   }
 
   get size(): number {

@@ -145,9 +145,19 @@ export function* buildSearchIndex(
     lowerDescriptions.push(fold(t.description));
     lowerTags.push(t.tags.map(fold));
   }
+  // Owner partitions for length normalisation: 0 = global, then one number per tenant.
+  const partitionOf = new Map<string, number>([["", 0]]);
+  const owners = Int32Array.from(docs, (t) => {
+    let partition = partitionOf.get(t.owner);
+    if (partition === undefined) {
+      partition = partitionOf.size;
+      partitionOf.set(t.owner, partition);
+    }
+    return partition;
+  });
   return {
     docs,
-    ranker: yield* Ranker.steps(fields, tieRank, options.ranker),
+    ranker: yield* Ranker.steps(fields, tieRank, options.ranker, owners),
     keys,
     byName,
     deferred: new Candidates(deferredMask),

@@ -235,9 +235,37 @@ describe("visibility", () => {
     ]);
     const onlyVisible = (t: { name: string }) => !t.name.startsWith("h");
     const withoutHidden = b.visibleSet({ key: "no h*", isVisible: onlyVisible });
-    // The order, not the scores: BM25's length normalisation averages over every indexed tool, so
-    // hidden tools' lengths move absolute scores a little (docs/search.md "Scores").
+    // The order, not the scores: tools the operator's policy hides still count in the length average
+    // of the global tools (another tenant's never do, see below; docs/search.md "Scores").
     expect(names(b.search({ ...query, visible: withoutHidden }))).toEqual(names(a.search(query)));
+  });
+
+  it("another tenant's tools do not move a caller's scores, not even through length normalisation", async () => {
+    const globalTools = [
+      { name: "one", description: "alpha alpha beta" },
+      { name: "two", description: "alpha beta beta and a much longer description of what it does" },
+    ];
+    const acmeTool = { name: "acme_tool", description: "alpha gamma" };
+    const acmeView = {
+      key: "acme",
+      isVisible: (t: { owner: string }) => t.owner === "" || t.owner === "acme",
+    };
+    const scores = async (otherTenantTools: number) => {
+      const { catalog } = openCatalog();
+      await catalog.register("s", globalTools);
+      await catalog.register("acme", [acmeTool], { owner: "acme" });
+      // Globex's tools are long, and share the query's words: counted, they would shift every length norm.
+      const long = `alpha beta ${"filler ".repeat(60)}`;
+      if (otherTenantTools > 0)
+        await catalog.register(
+          "globex",
+          Array.from({ length: otherTenantTools }, (_, i) => ({ name: `g${i}`, description: long })),
+          { owner: "globex" },
+        );
+      const result = catalog.search({ query: "alpha beta", limit: 5, visible: catalog.visibleSet(acmeView) });
+      return result.tools.map((hit) => [hit.name, hit.score]);
+    };
+    expect(await scores(40)).toEqual(await scores(0));
   });
 
   it("a caller never gets the candidates of a caller that sees other tools, in either order", async () => {
