@@ -9,6 +9,7 @@ import { SEMANTIC_OFF } from "../text/scores.ts";
 import { runInSlices, runToEnd } from "../text/slices.ts";
 import { synonymTable } from "../text/synonyms.ts";
 import { Candidates, DEFAULT_RANKER, type RankerConfig } from "./ranker.ts";
+import { checkLargeExamples } from "./schema-checks.ts";
 import { type QueryReadings, queryReadings, runSearch } from "./search.ts";
 import {
   buildSearchIndex,
@@ -32,6 +33,7 @@ import type {
   VisibilityPredicate,
 } from "./types.ts";
 import {
+  type ExamplesCheck,
   fullName,
   recordSteps,
   sha256,
@@ -208,6 +210,7 @@ export class ToolCatalog {
     source: string,
     inputs: readonly ToolInput[],
     replaceSource: boolean,
+    examplesChecked: ReadonlyMap<number, ExamplesCheck>,
   ): Generator<void, PreparedRegistration> {
     const problems: FieldViolation[] = [];
     const records: ToolRecord[] = [];
@@ -235,7 +238,7 @@ export class ToolCatalog {
           unchanged++;
           continue;
         }
-        const record = yield* recordSteps(input, i);
+        const record = yield* recordSteps(input, i, examplesChecked.get(i));
         digests.set(record.name, digest);
         if (seen.has(record.name))
           problems.push({
@@ -303,8 +306,10 @@ export class ToolCatalog {
       throw invalidArgument(
         `${inputs.length} tools in one source; the limit is ${TOOL_LIMITS.toolsPerSource}`,
       );
+    // Large args schemas compile in the schema worker first: one compile would be one long step here.
+    const examplesChecked = await checkLargeExamples(inputs);
     const prepared = await runInSlices(
-      this.prepareRegistration(owner, source, inputs, options.replaceSource ?? false),
+      this.prepareRegistration(owner, source, inputs, options.replaceSource ?? false, examplesChecked),
       () => this.db.open,
     );
     if (!prepared)

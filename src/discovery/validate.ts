@@ -1,9 +1,10 @@
 import { createHash } from "node:crypto";
 import { Ajv, type CodeOptions, type SchemaValidateFunction, type ValidateFunction } from "ajv";
 import { RE2JS } from "re2js";
-import { invalidArgument, quoteInput } from "../errors.ts";
+import { invalidArgument, quoteInput, WayfindError } from "../errors.ts";
 import { canonicalJson } from "../json.ts";
 import { LIMITS as API, type Limit, sizeProblem } from "../limits.ts";
+import { runToEnd } from "../text/slices.ts";
 import {
   type JsonObject,
   type JsonValue,
@@ -54,7 +55,12 @@ export function toolLabel(input: ToolInput, index: number): string {
  * yields before each part that can take milliseconds on its own (compiling the args schema, checking
  * each example, hashing), so a slice of the event loop ends close to its budget.
  */
-export function* recordSteps(input: ToolInput, index: number): Generator<void, ToolRecord> {
+export function* recordSteps(
+  input: ToolInput,
+  index: number,
+  /** The examples' check, when it already ran off the event loop (schema-checks.ts). */
+  examplesChecked?: ExamplesCheck,
+): Generator<void, ToolRecord> {
   const fail = (msg: string) => invalidArgument(`${toolLabel(input, index)}: ${msg}`);
   if (typeof input.name !== "string") throw fail("name must be a string");
   const namespace = input.namespace ?? "";
@@ -91,7 +97,9 @@ export function* recordSteps(input: ToolInput, index: number): Generator<void, T
   const examples = (input.examples ?? []).map((ex, i) => toExample(ex, i, fail));
   const examplesProblem = sizeProblem(API.toolExamples, examples.length);
   if (examplesProblem) throw fail(examplesProblem);
-  if (examples.length > 0) yield* validateExamples(name, argsSchema, examples);
+  if (examplesChecked?.problem !== undefined) throw invalidArgument(examplesChecked.problem);
+  if (examples.length > 0 && examplesChecked === undefined)
+    yield* validateExamples(name, argsSchema, examples);
   const body = {
     name,
     namespace,
@@ -124,13 +132,38 @@ function toExample(ex: ToolExample, i: number, fail: (m: string) => Error): Tool
  * Bounds on the args schema, checked before Ajv compiles it: compiling takes time quadratic in the
  * schema's size (2,000 properties: seconds, then a RangeError from the stack) and depth recurses.
  */
-function argsSchemaProblem(schema: JsonObject): string | undefined {
+export function argsSchemaProblem(schema: JsonObject): string | undefined {
   const shape = jsonShape(schema, API.toolArgsSchemaDepth.max, API.toolArgsSchemaNodes.max);
   return (
     sizeProblem(API.toolArgsSchemaDepth, shape.depth) ??
     sizeProblem(API.toolArgsSchemaNodes, shape.values) ??
     sizeProblem(API.toolArgsSchemaBytes, jsonBytes(schema))
   );
+}
+
+/** What checking a tool's examples against its args schema found: `problem` is what to fix. */
+export interface ExamplesCheck {
+  readonly problem?: string;
+}
+
+/** Checks examples against their tool's args schema to the end at once (in the schema worker). */
+export function checkExamples(
+  name: string,
+  schema: JsonObject,
+  examples: readonly ToolExample[],
+): ExamplesCheck {
+  try {
+    runToEnd(validateExamples(name, schema, examples));
+    return {};
+  } catch (error) {
+    if (error instanceof WayfindError) return { problem: error.message };
+    throw error;
+  }
+}
+
+/** JSON values in an args schema, counted up to just past the per-tool bound. */
+export function schemaValues(schema: JsonObject): number {
+  return jsonShape(schema, API.toolArgsSchemaDepth.max, API.toolArgsSchemaNodes.max).values;
 }
 
 /**

@@ -1,35 +1,51 @@
-import { type ArgumentProblem, argumentChecker, type Tool } from "../discovery/index.ts";
+import {
+  type ArgumentProblem,
+  argumentChecker,
+  isLargeSchema,
+  type JsonObject,
+  largeSchemaArgumentProblems,
+  type Tool,
+} from "../discovery/index.ts";
+import { LruCache } from "../lru.ts";
 
 /** Compiled argument checkers kept (least recently used dropped first). */
 const CACHED_CHECKERS = 1_000;
 
+/** A tool's compiled checker, or the mark of a schema large enough to be checked in the schema worker. */
+type Checker = ((args: unknown) => ArgumentProblem[]) | "off-thread";
+
 /**
  * Checks dispatched tool calls' arguments against each tool's args schema. A schema is compiled on
- * the first call of its tool (a large one takes tens of milliseconds) and reused until the tool
- * changes (its record hash) or 1,000 other tools were checked since.
+ * the first call of its tool and reused until the tool changes (its record hash) or 1,000 other tools
+ * were checked since. A large schema (tens of milliseconds to compile) is compiled and checked in the
+ * schema worker instead, so no call holds the event loop for it.
  */
 export class ToolCallChecker {
-  readonly #checkers = new Map<string, (args: unknown) => ArgumentProblem[]>();
+  readonly #checkers = new LruCache<string, Checker>(CACHED_CHECKERS);
 
-  check(tool: Tool, args: unknown): ArgumentProblem[] {
+  check(tool: Tool, args: unknown): readonly ArgumentProblem[] | Promise<readonly ArgumentProblem[]> {
     const key = `${tool.name}\u0000${tool.hash}`;
     let checker = this.#checkers.get(key);
-    if (checker)
-      this.#checkers.delete(key); // re-inserted below: most recently used last
-    else {
-      try {
-        checker = argumentChecker(tool.argsSchema);
-      } catch {
-        // A schema that does not compile cannot judge the call; let the tool's own validation do it.
-        checker = () => [];
-      }
-      if (this.#checkers.size >= CACHED_CHECKERS) {
-        const oldest = this.#checkers.keys().next().value;
-        if (oldest !== undefined) this.#checkers.delete(oldest);
-      }
+    if (checker === undefined) {
+      checker = isLargeSchema(tool.argsSchema) ? "off-thread" : compileInline(tool.argsSchema);
+      this.#checkers.set(key, checker);
     }
-    this.#checkers.set(key, checker);
-    return checker(args);
+    if (checker !== "off-thread") return checker(args);
+    return largeSchemaArgumentProblems(key, tool.argsSchema, args).catch((error: unknown) => {
+      // A schema that does not compile (the worker's message) cannot judge the call, as inline; a
+      // lost worker is the server's failure, not a valid call.
+      if (typeof error === "string") return [];
+      throw error;
+    });
+  }
+}
+
+function compileInline(schema: JsonObject): (args: unknown) => ArgumentProblem[] {
+  try {
+    return argumentChecker(schema);
+  } catch {
+    // A schema that does not compile cannot judge the call; let the tool's own validation do it.
+    return () => [];
   }
 }
 

@@ -205,14 +205,15 @@ export class ToolService {
    * for a missing one otherwise) and the arguments match its schema. A valid call of a deferred tool
    * activates it, as `resolve` does; an invalid one activates nothing and says what to repair.
    */
-  checkCall(caller: Caller, name: string, args: unknown, scope: ActivationScope | undefined) {
-    const view = this.view(caller);
-    const tool = this.resolveOne(view, name);
+  async checkCall(caller: Caller, name: string, args: unknown, scope: ActivationScope | undefined) {
+    const tool = this.resolveOne(this.view(caller), name);
     if (tool === undefined) {
       this.options.activations.deny(caller, "unavailable");
       throw toolNotFound(name);
     }
-    const problems = this.callChecker.check(tool, args);
+    // A large schema is checked in the schema worker: other calls may activate the tool meanwhile.
+    const problems = await this.callChecker.check(tool, args);
+    const view = this.view(caller);
     if (problems.length > 0 || view.isVisibleNow(tool))
       return { tool, problems, activated: false, scope: undefined };
     const effectiveScope = this.scopeFor(caller, scope);

@@ -139,6 +139,48 @@ describe("register", () => {
     );
   });
 
+  it("checks a large schema's examples off the event loop, with the same words and order as inline", async () => {
+    // 200 properties: past OFF_THREAD_SCHEMA_VALUES, so the schema worker compiles it.
+    const properties = Object.fromEntries(
+      Array.from({ length: 200 }, (_, p) => [`p${p}`, { type: "string", maxLength: 5 }]),
+    );
+    const wide = { type: "object", properties };
+    const { catalog } = openCatalog();
+    const err = await thrown(
+      catalog.register("s", [
+        {
+          name: "wide_ok",
+          argsSchema: wide,
+          examples: [{ args: { p0: "fine" }, description: "", tags: [] }],
+        },
+        { name: "Bad Name", description: "reported first: it comes first in the request" },
+        {
+          name: "wide_bad",
+          argsSchema: wide,
+          examples: [{ args: { p7: "too long" }, description: "", tags: [] }],
+        },
+      ]),
+    );
+    expect(err.message).toMatch(/Bad Name/);
+
+    const mismatch = await thrown(
+      catalog.register("s", [
+        {
+          name: "wide_bad",
+          argsSchema: wide,
+          examples: [{ args: { p7: "too long" }, description: "", tags: [] }],
+        },
+      ]),
+    );
+    expect(mismatch.message).toMatch(
+      /tool "wide_bad": example 0 does not match the args schema at \/p7: must NOT have more than 5 characters/,
+    );
+    const added = await catalog.register("s", [
+      { name: "wide_ok", argsSchema: wide, examples: [{ args: { p0: "fine" }, description: "", tags: [] }] },
+    ]);
+    expect(added.added).toBe(1);
+  });
+
   it("names a missing required field of an example", async () => {
     const { catalog } = openCatalog();
     const err = await thrown(

@@ -83,6 +83,33 @@ describe("CheckToolCall", () => {
     expect(hidden.rawMessage.replace("globex", "nobody")).toBe(missing.rawMessage);
   });
 
+  it("checks a tool with a large schema (compiled off the event loop) the same way", async () => {
+    const run = { tenantId: "acme", runId: "dispatch-large" };
+    const properties = Object.fromEntries(
+      Array.from({ length: 200 }, (_, p) => [`p${p}`, { type: "integer", minimum: 0 }]),
+    );
+    await tools().registerTools({
+      caller: run,
+      source: "wide",
+      tools: [
+        {
+          name: "wide.configure",
+          description: "Set many knobs.",
+          loadingMode: LoadingMode.DEFERRED,
+          argsSchema: { type: "object", properties, required: ["p3"] },
+        },
+      ],
+    });
+    const bad = await tools().checkToolCall({ caller: run, name: "wide.configure", arguments: { p9: -1 } });
+    expect(bad.valid).toBe(false);
+    expect(bad.problems.map((p) => p.path).sort()).toEqual(["/p3", "/p9"]);
+    expect(bad.activated).toBe(false);
+
+    const good = await tools().checkToolCall({ caller: run, name: "wide.configure", arguments: { p3: 1 } });
+    expect(good.valid).toBe(true);
+    expect(good.activated).toBe(true);
+  });
+
   it("needs the name the model called", async () => {
     expect((await failure(tools().checkToolCall({ caller, arguments: {} }))).code).toBe(Code.InvalidArgument);
   });

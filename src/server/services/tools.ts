@@ -166,9 +166,9 @@ export function toolDiscoveryService(
       };
     },
 
-    checkToolCall(request, context) {
+    async checkToolCall(request, context) {
       if (request.name === "") throw invalidArgument("name is required: the tool name the model called");
-      const result = tools.checkCall(
+      const result = await tools.checkCall(
         callerOf(context),
         request.name,
         request.arguments ?? {},

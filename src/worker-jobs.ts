@@ -1,0 +1,107 @@
+import { parentPort, type Transferable, Worker } from "node:worker_threads";
+import { workerEntry } from "./worker-entry.ts";
+
+/** What travels to a job worker: the job with an id its answer carries back. */
+interface JobMessage<Job> {
+  readonly id: number;
+  readonly job: Job;
+}
+
+/** What comes back: the handler's result, or what it threw as text. */
+type OutcomeMessage<Result> =
+  | { readonly id: number; readonly result: Result }
+  | { readonly id: number; readonly error: string };
+
+/**
+ * A worker thread that runs jobs one at a time off the event loop (work that would hold the loop for
+ * tens of milliseconds: decoding a large request, compiling a large JSON Schema). Started on the first
+ * job; it keeps the process alive only while it has jobs, and is started again if it dies (the jobs it
+ * held fail). A job that throws in the worker rejects with the thrown message as a plain string.
+ */
+export class JobWorker<Job, Result> {
+  #worker: Worker | undefined;
+  #nextId = 1;
+  readonly #pending = new Map<number, { resolve: (r: Result) => void; reject: (e: unknown) => void }>();
+  #closed = false;
+
+  /** `name`: the worker module beside `besideUrl` (see workerEntry); it calls serveJobs. */
+  constructor(
+    private readonly besideUrl: string,
+    private readonly name: string,
+  ) {}
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  run(job: Job, transfer: readonly Transferable[] = []): Promise<Result> {
+    if (this.#closed) return Promise.reject(new Error(`the ${this.name} is closed`));
+    return new Promise((resolve, reject) => {
+      const id = this.#nextId++;
+      this.#pending.set(id, { resolve, reject });
+      const worker = this.#ensureWorker();
+      worker.ref();
+      worker.postMessage({ id, job } satisfies JobMessage<Job>, [...transfer]);
+    });
+  }
+
+  /** Stops the worker; jobs still waiting fail. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    const worker = this.#worker;
+    this.#worker = undefined;
+    this.#failPending(new Error("the server is shutting down"));
+    await worker?.terminate();
+  }
+
+  #ensureWorker(): Worker {
+    if (this.#worker) return this.#worker;
+    const worker = new Worker(workerEntry(this.besideUrl, this.name));
+    worker.unref();
+    worker.on("message", (outcome: OutcomeMessage<Result>) => {
+      const job = this.#pending.get(outcome.id);
+      this.#pending.delete(outcome.id);
+      if (this.#pending.size === 0) worker.unref();
+      if ("error" in outcome) job?.reject(outcome.error);
+      else job?.resolve(outcome.result);
+    });
+    const lost = (reason: unknown) => {
+      if (this.#worker !== worker) return;
+      this.#worker = undefined;
+      this.#failPending(
+        reason instanceof Error ? reason : new Error(`the ${this.name} exited (${String(reason)})`),
+      );
+    };
+    worker.on("error", lost);
+    worker.on("exit", lost);
+    this.#worker = worker;
+    return worker;
+  }
+
+  #failPending(error: Error): void {
+    const jobs = [...this.#pending.values()];
+    this.#pending.clear();
+    for (const job of jobs) job.reject(error);
+  }
+}
+
+/**
+ * The worker side of JobWorker: answers each job with `handle`'s result, or with `describe(error)`
+ * when it throws.
+ */
+export function serveJobs<Job, Result>(
+  handle: (job: Job) => Result,
+  describe: (error: unknown) => string,
+): void {
+  const port = parentPort;
+  if (port === null) throw new Error("a job worker runs only as a worker thread");
+  port.on("message", ({ id, job }: JobMessage<Job>) => {
+    let outcome: OutcomeMessage<Result>;
+    try {
+      outcome = { id, result: handle(job) };
+    } catch (error) {
+      outcome = { id, error: describe(error) };
+    }
+    port.postMessage(outcome);
+  });
+}
