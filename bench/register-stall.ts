@@ -13,8 +13,9 @@
  *   - one tool with a 999-value schema and one example: its compile alone is the floor.
  * Each round registers new tools under a new source, so every call does the full work.
  *
- * Usage: node --import tsx bench/register-stall.ts [--rounds N] [--wayfind-root DIR]
+ * Usage: node --import tsx bench/register-stall.ts [--rounds N] [--protocol P] [--wayfind-root DIR]
  *   --rounds N          calls per case; the median and the worst are reported (default 3)
+ *   --protocol P        grpc (default), connect (binary) or connect-json: how the call travels
  *   --wayfind-root DIR  serve wayfind from another checkout (A/B of a change; needs its node_modules)
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -23,7 +24,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { isMainThread, parentPort, Worker } from "node:worker_threads";
 import { createClient } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { Health } from "../gen/ts/grpc/health/v1/health_pb.ts";
 import { ToolDiscoveryService } from "../gen/ts/wayfind/v1/tools_pb.ts";
 import type { JsonObject } from "../src/discovery/index.ts";
@@ -39,7 +40,12 @@ interface CallRequest {
   readonly port: number;
   readonly caseName: CaseName;
   readonly round: number;
+  readonly protocol: Protocol;
 }
+
+/** How the call travels: native gRPC (grpc-js decodes), or Connect binary or JSON (connect-node). */
+const PROTOCOLS = ["grpc", "connect", "connect-json"] as const;
+type Protocol = (typeof PROTOCOLS)[number];
 
 const CASES = {
   "5,000 two-value schemas, 1 example each": (prefix: string) =>
@@ -84,11 +90,13 @@ function wideExample(): JsonObject {
 
 /** Worker: sends one RegisterTools call per message, answers with its duration or error. */
 function serveCalls(): void {
-  parentPort?.on("message", async ({ port, caseName, round }: CallRequest) => {
-    const tools = createClient(
-      ToolDiscoveryService,
-      createGrpcTransport({ baseUrl: `http://127.0.0.1:${port}` }),
-    );
+  parentPort?.on("message", async ({ port, caseName, round, protocol }: CallRequest) => {
+    const baseUrl = `http://127.0.0.1:${port}`;
+    const transport =
+      protocol === "grpc"
+        ? createGrpcTransport({ baseUrl })
+        : createConnectTransport({ baseUrl, httpVersion: "2", useBinaryFormat: protocol === "connect" });
+    const tools = createClient(ToolDiscoveryService, transport);
     const request = {
       caller: { tenantId: "bench" },
       source: `stall-${round}`,
@@ -107,9 +115,15 @@ function serveCalls(): void {
 
 async function main(): Promise<void> {
   const { values: flags } = parseArgs({
-    options: { rounds: { type: "string", default: "3" }, "wayfind-root": { type: "string" } },
+    options: {
+      rounds: { type: "string", default: "3" },
+      protocol: { type: "string", default: "grpc" },
+      "wayfind-root": { type: "string" },
+    },
     strict: true,
   });
+  const protocol = flags.protocol as Protocol;
+  if (!PROTOCOLS.includes(protocol)) throw new Error(`--protocol must be one of ${PROTOCOLS.join(", ")}`);
   const rounds = Number(flags.rounds);
   const root = flags["wayfind-root"] ?? ROOT;
   const runtime = await prepareWayfind(root);
@@ -154,7 +168,7 @@ async function main(): Promise<void> {
             worker.off("error", reject);
             resolve(message);
           });
-          worker.postMessage({ port: server.port, caseName, round } satisfies CallRequest);
+          worker.postMessage({ port: server.port, caseName, round, protocol } satisfies CallRequest);
         }).finally(() => {
           running = false;
         });
@@ -177,7 +191,9 @@ async function main(): Promise<void> {
     await server.stop();
     rmSync(work, { recursive: true, force: true });
   }
-  console.log(`server: ${root} (${runtime}); load average ${loadavg()[0]?.toFixed(1)} on a shared host\n`);
+  console.log(
+    `protocol: ${protocol}; server: ${root} (${runtime}); load average ${loadavg()[0]?.toFixed(1)} on a shared host\n`,
+  );
   printAligned(
     [
       "case",

@@ -1,6 +1,6 @@
 import type * as http from "node:http";
 import type * as http2 from "node:http2";
-import type { DescMessage, DescMethod } from "@bufbuild/protobuf";
+import type { DescMethod, Message } from "@bufbuild/protobuf";
 import {
   Code,
   ConnectError,
@@ -12,6 +12,7 @@ import {
 import {
   createAsyncIterable,
   encodeEnvelope,
+  type UniversalServerRequest,
   type UniversalServerResponse,
 } from "@connectrpc/connect/protocol";
 import {
@@ -35,14 +36,16 @@ import {
   universalRequestFromNodeRequest,
   universalResponseToNodeResponse,
 } from "@connectrpc/connect-node";
-import { quoteInput } from "../errors.ts";
+import { OFF_LOOP_DECODE_BYTES, type RequestDecoder } from "./request-decoder.ts";
 import { type CallObserver, type MethodRoute, observeRoute } from "./rpc.ts";
-import { malformedRequest, malformedTimeout, toRpcError } from "./rpc-errors.ts";
+import { malformedRequest, malformedTimeout, toRpcError, unknownEnumReason } from "./rpc-errors.ts";
 
 export interface ConnectListenerOptions {
   readonly routes: readonly MethodRoute[];
   readonly readMaxBytes: number;
   readonly shutdownSignal: AbortSignal;
+  /** Decodes large unary bodies off the event loop (shared with the native gRPC transport). */
+  readonly decoder: RequestDecoder;
 }
 
 type NodeRequest = http.IncomingMessage | http2.Http2ServerRequest;
@@ -56,7 +59,12 @@ type NodeResponse = http.ServerResponse | http2.Http2ServerResponse;
  *   default FTS search);
  * - a request connect-node rejects before any handler runs (malformed protobuf, bad base64 in a
  *   GET's `message=`, a bad timeout header) is re-answered through the one error mapping. connect
- *   answers malformed protobuf as INTERNAL and echoes caller input at any length.
+ *   answers malformed protobuf as INTERNAL and echoes caller input at any length;
+ * - a large unary Connect body (binary or JSON, uncompressed, from OFF_LOOP_DECODE_BYTES up) is
+ *   decoded in the request decoder's worker, as native gRPC bodies are: connect-node decodes on the
+ *   event loop (a 2.9 MB RegisterTools: 75–265 ms). connect then gets an empty body and the handler
+ *   the message decoded off the loop (or its decode error, in the same words as inline). gRPC-Web
+ *   and compressed bodies are still decoded by connect-node.
  */
 export function connectRequestListener(
   options: ConnectListenerOptions,
@@ -68,8 +76,11 @@ export function connectRequestListener(
     jsonOptions: { ignoreUnknownFields: false },
   });
   for (const route of options.routes) {
-    const { method, impl } = observeRoute(route, handlerErrors);
-    router.rpc(method, impl);
+    const observed = observeRoute(route, handlerErrors);
+    if (observed.kind === "unary") {
+      const { method, impl } = observed;
+      router.rpc(method, (input, context) => impl(predecodedInput(context.values) ?? input, context));
+    } else router.rpc(observed.method, observed.impl);
   }
   const handlers = new Map(router.handlers.map((handler) => [handler.requestPath, handler]));
 
@@ -81,7 +92,14 @@ export function connectRequestListener(
       return;
     }
     const values = createContextValues();
-    handler(universalRequestFromNodeRequest(request, response, undefined, values))
+    const universal = universalRequestFromNodeRequest(request, response, undefined, values);
+    const format =
+      handler.method.methodKind === "unary" ? unaryBodyFormat(request, options.readMaxBytes) : undefined;
+    (format
+      ? decodedOffLoop(universal, format, handler.method, options.decoder, options.readMaxBytes)
+      : Promise.resolve(universal)
+    )
+      .then(handler)
       .then((answer) => (handlerStarted(values) ? answer : reanswered(answer, handler.method)))
       .then((answer) => universalResponseToNodeResponse(answer, response))
       .catch(() => {
@@ -90,6 +108,65 @@ export function connectRequestListener(
       });
   };
 }
+
+/** A body decoded off the loop, or why it did not decode (the handler answers that instead). */
+type Predecoded = { readonly message: Message } | { readonly error: ConnectError };
+
+const predecodedKey = createContextKey<Predecoded | undefined>(undefined, {
+  description: "wayfind request body decoded off the event loop",
+});
+
+/** The input decoded off the loop for this call, if any; throws its decode error. */
+function predecodedInput(values: ContextValues): Message | undefined {
+  const predecoded = values.get(predecodedKey);
+  if (predecoded === undefined) return undefined;
+  if ("error" in predecoded) throw predecoded.error;
+  return predecoded.message;
+}
+
+/**
+ * "binary" or "json" for a unary Connect POST whose body may be worth decoding off the loop: not
+ * compressed (connect inflates those; they stay inline) and not declared longer than the size limit
+ * (connect refuses those itself). Clients over HTTP/2 often declare no length at all.
+ */
+function unaryBodyFormat(request: NodeRequest, readMaxBytes: number): "binary" | "json" | undefined {
+  if (request.method !== "POST") return undefined;
+  const declared = request.headers["content-length"];
+  if (declared !== undefined && !(Number(declared) <= readMaxBytes)) return undefined;
+  const encoding = request.headers["content-encoding"];
+  if (encoding !== undefined && encoding !== "identity") return undefined;
+  const type = (request.headers["content-type"] ?? "").split(";", 1)[0]?.trim();
+  return type === "application/proto" ? "binary" : type === "application/json" ? "json" : undefined;
+}
+
+/**
+ * Reads the body; from OFF_LOOP_DECODE_BYTES up, decodes it in the worker and hands connect the same
+ * request with an empty body of the same format, the decoded message (or its error) waiting in the
+ * call's context values. A smaller body goes to connect as it came.
+ */
+async function decodedOffLoop(
+  request: UniversalServerRequest,
+  format: "binary" | "json",
+  method: DescMethod,
+  decoder: RequestDecoder,
+  readMaxBytes: number,
+): Promise<UniversalServerRequest> {
+  let predecoded: Predecoded;
+  try {
+    const bytes = await allBytes(request.body as AsyncIterable<Uint8Array>, readMaxBytes);
+    if (bytes.byteLength < OFF_LOOP_DECODE_BYTES) return { ...request, body: createAsyncIterable([bytes]) };
+    predecoded = { message: await decoder.decode(method.input, bytes, format) };
+  } catch (error) {
+    predecoded = { error: error instanceof ConnectError ? error : toRpcError(error) };
+  }
+  request.contextValues?.set(predecodedKey, predecoded);
+  const empty = format === "json" ? EMPTY_JSON : new Uint8Array(0);
+  const header = new Headers(request.header);
+  header.set("content-length", String(empty.byteLength));
+  return { ...request, header, body: createAsyncIterable([empty]) };
+}
+
+const EMPTY_JSON = new TextEncoder().encode("{}");
 
 /** Whether the handler of the call with these context values has started. */
 function handlerStarted(values: ContextValues): boolean {
@@ -173,52 +250,18 @@ function decodeReason(message: string): string {
   return message.replace(/^parse (binary|json): /, "");
 }
 
-/**
- * protobuf-es reports an unknown enum name without the field (`cannot decode enum
- * wayfind.v1.SearchType from JSON: "NOPE"`): name the field(s) of that enum and the names allowed.
- */
-function unknownEnumReason(input: DescMessage, message: string): string | undefined {
-  const match = /^cannot decode enum ([\w.]+) from JSON: (.*)$/s.exec(message);
-  if (!match) return undefined;
-  const [, enumName = "", rawValue = ""] = match;
-  const fields = fieldsOfEnum(input, enumName, "", new Set());
-  const enumDesc = fields[0]?.enumDesc;
-  if (!enumDesc) return undefined;
-  let value: unknown = rawValue;
-  try {
-    value = JSON.parse(rawValue);
-  } catch {
-    // not a JSON string or number: quote it as it came
-  }
-  const names = enumDesc.values.map((v) => v.name).join(", ");
-  return `${fields.map((f) => f.path).join(" or ")}: ${quoteInput(String(value))} is not a value of ${enumName}; use one of ${names} (or its number)`;
-}
-
-interface EnumField {
-  readonly path: string;
-  readonly enumDesc: NonNullable<DescMessage["fields"][number]["enum"]>;
-}
-
-/** Paths (`filter.types`) of the fields, at any depth, whose type is the enum `typeName`. */
-function fieldsOfEnum(
-  message: DescMessage,
-  typeName: string,
-  prefix: string,
-  seen: Set<string>,
-): EnumField[] {
-  if (seen.has(message.typeName)) return [];
-  seen.add(message.typeName);
-  const found: EnumField[] = [];
-  for (const field of message.fields) {
-    const path = `${prefix}${field.name}`;
-    if (field.enum?.typeName === typeName) found.push({ path, enumDesc: field.enum });
-    if (field.message) found.push(...fieldsOfEnum(field.message, typeName, `${path}.`, seen));
-  }
-  return found;
-}
-
-async function allBytes(body: AsyncIterable<Uint8Array>): Promise<Uint8Array> {
+/** The whole body; past `maxBytes` (a body longer than it declared) RESOURCE_EXHAUSTED, as connect says it. */
+async function allBytes(
+  body: AsyncIterable<Uint8Array>,
+  maxBytes = Number.POSITIVE_INFINITY,
+): Promise<Uint8Array> {
   const chunks: Uint8Array[] = [];
-  for await (const chunk of body) chunks.push(chunk);
+  let length = 0;
+  for await (const chunk of body) {
+    length += chunk.byteLength;
+    if (length > maxBytes)
+      throw new ConnectError(`message size is bigger than ${maxBytes} bytes`, Code.ResourceExhausted);
+    chunks.push(chunk);
+  }
   return Buffer.concat(chunks);
 }

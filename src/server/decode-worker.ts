@@ -1,7 +1,7 @@
 // The worker thread that decodes large request messages, so a multi-megabyte RegisterTools body
 // (tens to hundreds of milliseconds of protobuf decoding) never runs on the server's event loop.
 
-import { fromBinary, type Message } from "@bufbuild/protobuf";
+import { fromBinary, fromJson, type JsonValue, type Message } from "@bufbuild/protobuf";
 import { serveJobs } from "../worker-jobs.ts";
 import { apiRegistry } from "./api-registry.ts";
 import type { DecodeJob } from "./request-decoder.ts";
@@ -10,5 +10,7 @@ import { errorReason } from "./rpc-errors.ts";
 serveJobs<DecodeJob, Message>((job) => {
   const schema = apiRegistry.getMessage(job.typeName);
   if (schema === undefined) throw new Error(`unknown message type ${job.typeName}`);
-  return fromBinary(schema, job.bytes);
+  if (job.format === "binary") return fromBinary(schema, job.bytes);
+  const json = JSON.parse(new TextDecoder().decode(job.bytes)) as JsonValue;
+  return fromJson(schema, json, { ignoreUnknownFields: false, registry: apiRegistry });
 }, errorReason);

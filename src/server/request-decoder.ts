@@ -1,7 +1,7 @@
 import { type DescMessage, fromBinary, type Message, type MessageShape } from "@bufbuild/protobuf";
 import { JobWorker } from "../worker-jobs.ts";
 import { apiRegistry } from "./api-registry.ts";
-import { errorReason, malformedRequest } from "./rpc-errors.ts";
+import { errorReason, malformedRequest, unknownEnumReason } from "./rpc-errors.ts";
 
 /**
  * Bodies from this size up are decoded in a worker thread. Protobuf-es decodes a RegisterTools body
@@ -14,6 +14,8 @@ export const OFF_LOOP_DECODE_BYTES = 64 * 1024;
 export interface DecodeJob {
   readonly typeName: string;
   readonly bytes: Uint8Array;
+  /** Protobuf binary (gRPC, Connect binary) or proto3 JSON (Connect JSON, unknown fields refused). */
+  readonly format: "binary" | "json";
 }
 
 /**
@@ -24,23 +26,30 @@ export interface DecodeJob {
 export class RequestDecoder {
   readonly #worker = new JobWorker<DecodeJob, Message>(import.meta.url, "decode-worker");
 
+  /**
+   * `bytes` as a message of `input`: inline when small (binary only), else in the worker. A body that
+   * does not decode is INVALID_ARGUMENT naming the type and what is wrong.
+   */
   decode<Desc extends DescMessage>(
     input: Desc,
     bytes: Uint8Array,
+    format: DecodeJob["format"] = "binary",
   ): MessageShape<Desc> | Promise<MessageShape<Desc>> {
     if (
-      bytes.length < OFF_LOOP_DECODE_BYTES ||
-      this.#worker.closed ||
-      apiRegistry.getMessage(input.typeName) === undefined
+      format === "binary" &&
+      (bytes.length < OFF_LOOP_DECODE_BYTES ||
+        this.#worker.closed ||
+        apiRegistry.getMessage(input.typeName) === undefined)
     )
       return decodeInline(input, bytes);
     // A copy: the request's Buffer may be a view into a pooled allocation, which must not be moved.
     const copy = new Uint8Array(bytes);
-    return this.#worker.run({ typeName: input.typeName, bytes: copy }, [copy.buffer]).then(
+    return this.#worker.run({ typeName: input.typeName, bytes: copy, format }, [copy.buffer]).then(
       // The worker decoded it with the schema named `input.typeName`: it is this shape.
       (message) => message as MessageShape<Desc>,
       (error: unknown) => {
-        throw typeof error === "string" ? malformedRequest(input, error) : error;
+        if (typeof error !== "string") throw error;
+        throw malformedRequest(input, format === "json" ? (unknownEnumReason(input, error) ?? error) : error);
       },
     );
   }

@@ -160,3 +160,47 @@ const CODES: Record<ErrorCode, Code> = {
   unavailable: Code.Unavailable,
   internal: Code.Internal,
 };
+
+/**
+ * protobuf-es reports an unknown enum name without the field (`cannot decode enum
+ * wayfind.v1.SearchType from JSON: "NOPE"`): name the field(s) of that enum and the names allowed.
+ */
+export function unknownEnumReason(input: DescMessage, message: string): string | undefined {
+  const match = /^cannot decode enum ([\w.]+) from JSON: (.*)$/s.exec(message);
+  if (!match) return undefined;
+  const [, enumName = "", rawValue = ""] = match;
+  const fields = fieldsOfEnum(input, enumName, "", new Set());
+  const enumDesc = fields[0]?.enumDesc;
+  if (!enumDesc) return undefined;
+  let value: unknown = rawValue;
+  try {
+    value = JSON.parse(rawValue);
+  } catch {
+    // not a JSON string or number: quote it as it came
+  }
+  const names = enumDesc.values.map((v) => v.name).join(", ");
+  return `${fields.map((f) => f.path).join(" or ")}: ${quoteInput(String(value))} is not a value of ${enumName}; use one of ${names} (or its number)`;
+}
+
+interface EnumField {
+  readonly path: string;
+  readonly enumDesc: NonNullable<DescMessage["fields"][number]["enum"]>;
+}
+
+/** Paths (`filter.types`) of the fields, at any depth, whose type is the enum `typeName`. */
+function fieldsOfEnum(
+  message: DescMessage,
+  typeName: string,
+  prefix: string,
+  seen: Set<string>,
+): EnumField[] {
+  if (seen.has(message.typeName)) return [];
+  seen.add(message.typeName);
+  const found: EnumField[] = [];
+  for (const field of message.fields) {
+    const path = `${prefix}${field.name}`;
+    if (field.enum?.typeName === typeName) found.push({ path, enumDesc: field.enum });
+    if (field.message) found.push(...fieldsOfEnum(field.message, typeName, `${path}.`, seen));
+  }
+  return found;
+}

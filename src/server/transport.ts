@@ -89,10 +89,12 @@ export async function checkPortFree(host: string, port: number): Promise<void> {
  */
 export async function startTransport(options: TransportOptions): Promise<RunningTransport> {
   const { limits } = options;
+  const decoder = new RequestDecoder();
   const serveConnect = connectRequestListener({
     routes: options.routes,
     readMaxBytes: options.maxMessageBytes,
     shutdownSignal: options.shutdownSignal,
+    decoder,
   });
   const bodyDeadline = new RequestBodyDeadline(options.routes, limits.requestBodyTimeoutMs);
   const connectHandler: typeof serveConnect = (request, response) => {
@@ -107,7 +109,6 @@ export async function startTransport(options: TransportOptions): Promise<Running
     // channelz costs ~5% CPU per call and nothing here reads it.
     "grpc.enable_channelz": 0,
   });
-  const decoder = new RequestDecoder();
   addRoutesToGrpcServer(grpcServer, options.routes, options.shutdownSignal, decoder);
 
   // grpc-js and node's HTTP/2 compatibility layer each listen for 'stream' on a server object. We

@@ -1,9 +1,12 @@
 import * as http2 from "node:http2";
+import { create, fromBinary, toBinary, toJson } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { codeFromString } from "@connectrpc/connect/protocol-connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema } from "../../gen/ts/google/rpc/error_details_pb.ts";
+import { RegisterToolsRequestSchema, RegisterToolsResponseSchema } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { invalidArgument } from "../../src/errors.ts";
+import { OFF_LOOP_DECODE_BYTES } from "../../src/server/request-decoder.ts";
 import {
   grpcStatusDetails,
   MAX_ERROR_DETAILS_BYTES,
@@ -228,5 +231,67 @@ describe("the one error mapping", () => {
     const error = toRpcError(new RangeError("SQLITE_ERROR: near SELECT * FROM tools WHERE"));
     expect(error.code).toBe(Code.Internal);
     expect(error.rawMessage).toBe("internal error; the server log has the details");
+  });
+});
+
+describe("a large unary body over Connect (decoded off the event loop)", () => {
+  const REGISTER = "/wayfind.v1.ToolDiscoveryService/RegisterTools";
+  const SEARCH = "/wayfind.v1.ToolDiscoveryService/SearchTools";
+  const manyTools = (source: string) =>
+    create(RegisterToolsRequestSchema, {
+      caller: { tenantId: "acme" },
+      source,
+      tools: Array.from({ length: 200 }, (_, i) => ({
+        name: `${source.replace("-", "_")}_${i}`,
+        description: `Bulk tool ${i}. ${"It does one thing well. ".repeat(20)}`,
+      })),
+    });
+  const post = (path: string, contentType: string, body: Uint8Array | string) =>
+    fetch(wayfind.baseUrl + path, { method: "POST", headers: { "content-type": contentType }, body });
+
+  it("registers a large binary request as inline", async () => {
+    const body = toBinary(RegisterToolsRequestSchema, manyTools("bulk-binary"));
+    expect(body.byteLength).toBeGreaterThan(OFF_LOOP_DECODE_BYTES);
+    const response = await post(REGISTER, "application/proto", body);
+    expect(response.status).toBe(200);
+    const answer = fromBinary(RegisterToolsResponseSchema, new Uint8Array(await response.arrayBuffer()));
+    expect(answer.added).toBe(200);
+  });
+
+  it("registers a large JSON request as inline", async () => {
+    const body = JSON.stringify(toJson(RegisterToolsRequestSchema, manyTools("bulk-json")));
+    expect(body.length).toBeGreaterThan(OFF_LOOP_DECODE_BYTES);
+    const response = await post(REGISTER, "application/json", body);
+    expect(response.status).toBe(200);
+    expect(((await response.json()) as { added: number }).added).toBe(200);
+  });
+
+  it("answers a truncated large binary body in the words of a small one", async () => {
+    const body = toBinary(RegisterToolsRequestSchema, manyTools("bulk-cut"));
+    const response = await post(REGISTER, "application/proto", body.subarray(0, body.byteLength - 7));
+    expect(connectStatus(await response.json())).toEqual({
+      code: Code.InvalidArgument,
+      message: "request is not a valid wayfind.v1.RegisterToolsRequest: premature EOF",
+    });
+  });
+
+  it("names an unknown enum name and an unknown field of a large JSON body, as for a small one", async () => {
+    const padding = "x".repeat(OFF_LOOP_DECODE_BYTES);
+    const enumStatus = connectStatus(
+      await (
+        await post(SEARCH, "application/json", JSON.stringify({ query: padding, search_type: "NOPE" }))
+      ).json(),
+    );
+    expect(enumStatus.code).toBe(Code.InvalidArgument);
+    expect(enumStatus.message).toContain('search_type: "NOPE" is not a value of wayfind.v1.SearchType');
+
+    const fieldStatus = connectStatus(
+      await (
+        await post(SEARCH, "application/json", JSON.stringify({ query: padding, serach_type: "x" }))
+      ).json(),
+    );
+    expect(fieldStatus.code).toBe(Code.InvalidArgument);
+    expect(fieldStatus.message).toContain('"serach_type" is unknown');
+    expect(fieldStatus.message).not.toMatch(INTERNALS);
   });
 });
