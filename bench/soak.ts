@@ -98,6 +98,7 @@ try {
     "RSS MiB",
     "db used MiB",
     "db files MiB",
+    "WAL MiB",
   ];
   const rows: string[][] = [];
   const print = (row: string[]) => process.stdout.write(`${row.map((c) => c.padStart(14)).join("")}\n`);
@@ -151,6 +152,7 @@ try {
       server.rss().nowMiB.toFixed(1),
       (db.usedBytes / 2 ** 20).toFixed(1),
       (db.fileBytes / 2 ** 20).toFixed(1),
+      (db.walBytes / 2 ** 20).toFixed(1),
     ];
     rows.push(row);
     print(row);
@@ -244,14 +246,15 @@ function oneCall(clients: Clients, n: number, toolNames: readonly string[]): Pro
 }
 
 /** Pages in use (what retention bounds) and bytes on disk (db + WAL; SQLite reuses freed pages). */
-function databaseSize(file: string): { usedBytes: number; fileBytes: number } {
-  const fileBytes = [file, `${file}-wal`].reduce((sum, f) => sum + (existsSync(f) ? statSync(f).size : 0), 0);
+function databaseSize(file: string): { usedBytes: number; fileBytes: number; walBytes: number } {
+  const walBytes = existsSync(`${file}-wal`) ? statSync(`${file}-wal`).size : 0;
+  const fileBytes = (existsSync(file) ? statSync(file).size : 0) + walBytes;
   const db = new Database(file, { readonly: true, fileMustExist: true });
   try {
     const pageSize = db.pragma("page_size", { simple: true }) as number;
     const pages = db.pragma("page_count", { simple: true }) as number;
     const free = db.pragma("freelist_count", { simple: true }) as number;
-    return { usedBytes: (pages - free) * pageSize, fileBytes };
+    return { usedBytes: (pages - free) * pageSize, fileBytes, walBytes };
   } finally {
     db.close();
   }

@@ -4,13 +4,16 @@ import type { Db } from "./sqlite.ts";
 
 /** SQLite's default: a commit that grows the log past this many pages checkpoints it, inline. */
 const AUTOCHECKPOINT_PAGES = 1000;
+/** Past this size the worker also truncates the log (see checkpoint-worker.ts). */
+const TRUNCATE_WAL_BYTES = 16 * 1024 * 1024;
 
 /**
  * Moves write-ahead-log checkpoints off the event loop. By default the commit that grows the WAL past
  * 1,000 pages copies it back into the database file itself, inline: inside a 5,000-tool RegisterTools
  * that took 50–80 ms of the event loop. Here the server's connection checkpoints nothing and a worker
- * thread with its own connection runs a PASSIVE checkpoint every `intervalMs`. If the worker dies, the
- * connection checkpoints inline again, so the log never grows without bound.
+ * thread with its own connection runs a PASSIVE checkpoint every `intervalMs`, and truncates the log
+ * once it is past 16 MiB (under steady commits a PASSIVE checkpoint alone never lets it reset). If the
+ * worker dies, the connection checkpoints inline again, so the log never grows without bound.
  */
 export class WalCheckpointer {
   private readonly worker: Worker;
@@ -23,7 +26,7 @@ export class WalCheckpointer {
   ) {
     db.pragma("wal_autocheckpoint = 0");
     this.worker = new Worker(workerEntry(import.meta.url, "checkpoint-worker"), {
-      workerData: { file, intervalMs: options.intervalMs ?? 1_000 },
+      workerData: { file, intervalMs: options.intervalMs ?? 1_000, truncateBytes: TRUNCATE_WAL_BYTES },
     });
     this.worker.unref();
     this.worker.on("message", (message: { error?: string }) => {

@@ -55,6 +55,23 @@ describe("WalCheckpointer", () => {
     expect(statSync(file).size).toBe(before);
   });
 
+  it("empties a log that grew past 16 MiB under a steady stream of commits", async () => {
+    const { db, file } = database();
+    const checkpointer = new WalCheckpointer(db, file, { intervalMs: 50 });
+    (opened[0] as { checkpointer?: WalCheckpointer }).checkpointer = checkpointer;
+    const walBytes = () => statSync(`${file}-wal`, { throwIfNoEntry: false })?.size ?? 0;
+    // ~25 MB in small commits with turns between them, as a busy server writes: a PASSIVE checkpoint
+    // never catches up, so the log only ever grows, and its file keeps its largest size.
+    let largest = 0;
+    for (let i = 0; i < 500; i++) {
+      write(db, 50);
+      largest = Math.max(largest, walBytes());
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(largest).toBeGreaterThan(16 * 1024 * 1024);
+    expect(await waitFor(() => walBytes() === 0)).toBe(true);
+  });
+
   it("gives checkpoints back to the connection when it stops", async () => {
     const { db, file } = database();
     const checkpointer = new WalCheckpointer(db, file, { intervalMs: 50 });
