@@ -846,12 +846,7 @@ auth: {allow_unauthenticated: false}
 }
 
 func testExample(t *testing.T, addr string, c connection) {
-	var out strings.Builder
-	if err := run(addr, c, agentTurn, &out); err != nil {
-		t.Fatalf("run: %v\n%s", err, out.String())
-	}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	want := []string{
+	lines := runExample(t, addr, c, agentTurn, []string{
 		"health: SERVING",
 		"recorded: cost $0.011250",
 		"summary: 1 calls",
@@ -862,15 +857,7 @@ func testExample(t *testing.T, addr string, c connection) {
 		"event: tool_activated billing.refund_payment (scope run, source resolve)",
 		"prompt: ",
 		"skills: http.retry_backoff",
-	}
-	if len(lines) != len(want) {
-		t.Fatalf("example printed %d lines, want %d:\n%s", len(lines), len(want), out.String())
-	}
-	for i, prefix := range want {
-		if !strings.HasPrefix(lines[i], prefix) {
-			t.Errorf("line %d = %q, want it to start with %q", i+1, lines[i], prefix)
-		}
-	}
+	})
 	if !strings.HasSuffix(lines[8], ", billing.refund_payment (previous prompt is a prefix: true)") {
 		t.Errorf("line 9 = %q, want billing.refund_payment appended to a stable prefix", lines[8])
 	}
@@ -879,12 +866,7 @@ func testExample(t *testing.T, addr string, c connection) {
 // The dispatch runtime loop: the model's bad call comes back as an error naming the field to fix, the
 // repaired call runs and activates the tool, and the tools array does not change.
 func testDispatchExample(t *testing.T, addr string) {
-	var out strings.Builder
-	if err := run(addr, connection{}, dispatchLoop, &out); err != nil {
-		t.Fatalf("run: %v\n%s", err, out.String())
-	}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	want := []string{
+	lines := runExample(t, addr, connection{}, dispatchLoop, []string{
 		"health: SERVING",
 		"payload: ",
 		"tool_search -> result: billing.refund_payment: ",
@@ -892,15 +874,7 @@ func testDispatchExample(t *testing.T, addr string) {
 		"tool_call -> error: ",
 		`tool_call -> result: {"amount_cents":500,"payment_id":"pay_123","refund_id":"re_1"} (activated=true)`,
 		"tools array and system prompt byte-identical after the activation: true",
-	}
-	if len(lines) != len(want) {
-		t.Fatalf("dispatch example printed %d lines, want %d:\n%s", len(lines), len(want), out.String())
-	}
-	for i, prefix := range want {
-		if !strings.HasPrefix(lines[i], prefix) {
-			t.Errorf("line %d = %q, want it to start with %q", i+1, lines[i], prefix)
-		}
-	}
+	})
 	if !strings.HasSuffix(lines[1], "discovery: tool_call, tool_get, tool_search") {
 		t.Errorf("line 2 = %q, want the dispatch payload's discovery tools", lines[1])
 	}
@@ -909,6 +883,25 @@ func testDispatchExample(t *testing.T, addr string) {
 			t.Errorf("repair message %q does not name %s", lines[4], fix)
 		}
 	}
+}
+
+// runExample runs one walk-through and checks that its output lines start with want, one each.
+func runExample(t *testing.T, addr string, c connection, walk walkThrough, want []string) []string {
+	t.Helper()
+	var out strings.Builder
+	if err := run(addr, c, walk, &out); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("example printed %d lines, want %d:\n%s", len(lines), len(want), out.String())
+	}
+	for i, prefix := range want {
+		if !strings.HasPrefix(lines[i], prefix) {
+			t.Errorf("line %d = %q, want it to start with %q", i+1, lines[i], prefix)
+		}
+	}
+	return lines
 }
 
 // server is a wayfind server process started for the tests.

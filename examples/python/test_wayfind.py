@@ -558,55 +558,58 @@ def test_a_call_without_an_api_key_is_unauthenticated(secure_server):
 def test_dispatch_runtime_loop(server):
     """The dispatch example: the bad call comes back naming the fields to fix, the repaired call runs
     and activates the tool, and the tools array does not change."""
-    out = subprocess.run(
-        [sys.executable, str(Path(__file__).with_name("wayfind_dispatch.py")), "--addr", server.addr],
-        capture_output=True,
-        text=True,
-        timeout=60,
+    lines = run_script(
+        "wayfind_dispatch.py",
+        server.addr,
+        want=[
+            "health: SERVING",
+            "payload: ",
+            "tool_search -> result: billing.refund_payment: ",
+            'tool_get -> result: [{"description": "Refund a captured payment',
+            "tool_call -> error: ",
+            'tool_call -> result: {"amount_cents": 500, "payment_id": "pay_123", "refund_id": "re_1"} (activated=True)',
+            "tools array and system prompt byte-identical after the activation: True",
+        ],
     )
-    assert out.returncode == 0, out.stderr
-    lines = out.stdout.splitlines()
-    want = [
-        "health: SERVING",
-        "payload: ",
-        "tool_search -> result: billing.refund_payment: ",
-        'tool_get -> result: [{"description": "Refund a captured payment',
-        "tool_call -> error: ",
-        'tool_call -> result: {"amount_cents": 500, "payment_id": "pay_123", "refund_id": "re_1"} (activated=True)',
-        "tools array and system prompt byte-identical after the activation: True",
-    ]
-    assert len(lines) == len(want), out.stdout
-    for line, prefix in zip(lines, want):
-        assert line.startswith(prefix), out.stdout
     assert lines[1].endswith("discovery: tool_call, tool_get, tool_search"), lines[1]
     assert "payment_id" in lines[4] and "amount_cents" in lines[4], lines[4]
 
 
 def check_example(addr: str, *flags: str) -> None:
+    lines = run_script(
+        "wayfind_example.py",
+        addr,
+        *flags,
+        want=[
+            "health: SERVING",
+            "recorded: cost $0.011250",
+            "summary: 1 calls",
+            "registered: ",
+            "prompt: ",
+            "search: billing.refund_payment ",
+            "resolved: billing.refund_payment (activated=True)",
+            "event: tool_activated billing.refund_payment (scope run, source resolve)",
+            "prompt: ",
+            "skills: http.retry_backoff",
+        ],
+    )
+    assert lines[8].endswith(", billing.refund_payment (previous prompt is a prefix: True)"), lines[8]
+
+
+def run_script(script: str, addr: str, *flags: str, want: list[str]) -> list[str]:
+    """Runs an example script against addr; its output lines must start with `want`, one each."""
     out = subprocess.run(
-        [sys.executable, str(Path(__file__).with_name("wayfind_example.py")), "--addr", addr, *flags],
+        [sys.executable, str(Path(__file__).with_name(script)), "--addr", addr, *flags],
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    want = [
-        "health: SERVING",
-        "recorded: cost $0.011250",
-        "summary: 1 calls",
-        "registered: ",
-        "prompt: ",
-        "search: billing.refund_payment ",
-        "resolved: billing.refund_payment (activated=True)",
-        "event: tool_activated billing.refund_payment (scope run, source resolve)",
-        "prompt: ",
-        "skills: http.retry_backoff",
-    ]
     assert len(lines) == len(want), out.stdout
     for line, prefix in zip(lines, want):
         assert line.startswith(prefix), out.stdout
-    assert lines[8].endswith(", billing.refund_payment (previous prompt is a prefix: True)"), lines[8]
+    return lines
 
 
 def test_consumer_resumes_without_loss_or_repeat(channel, tools, usage, skills, caller, tmp_path):

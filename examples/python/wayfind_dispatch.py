@@ -11,19 +11,15 @@ script of them so that it runs without a model.
     python wayfind_dispatch.py --addr 127.0.0.1:50051
 """
 
-import argparse
 import json
-import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import grpc
-from google.protobuf import json_format, struct_pb2
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+from google.protobuf import json_format
 
 from wayfind.v1 import common_pb2, tools_pb2, tools_pb2_grpc
-from wayfind_example import TIMEOUT_S, billing_tools, json_struct, open_channel
+from wayfind_example import TIMEOUT_S, agent_run, billing_tools, json_struct
 
 # What a model typically does: search, load the definition, call it (first with arguments that do not
 # fit, then repaired after reading the error). Each entry is (tool of the payload, its input).
@@ -117,16 +113,7 @@ def definition(tool: tools_pb2.Tool) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--addr", default="127.0.0.1:50051", help="wayfind server address (host:port)")
-    parser.add_argument("--ca", help="PEM file of the CA that signed the server's certificate (enables TLS)")
-    parser.add_argument("--api-key", default=os.environ.get("WAYFIND_API_KEY"), help="API key (default $WAYFIND_API_KEY)")
-    args = parser.parse_args()
-
-    with open_channel(args.addr, args.ca, args.api_key) as channel:
-        health = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=TIMEOUT_S)
-        print("health:", health_pb2.HealthCheckResponse.ServingStatus.Name(health.status))
-        caller = common_pb2.CallerContext(tenant_id="acme", session_id="session-1", run_id=f"run-{time.time_ns()}")
+    with agent_run(__doc__) as (channel, caller):
         tools_pb2_grpc.ToolDiscoveryServiceStub(channel).RegisterTools(
             tools_pb2.RegisterToolsRequest(
                 caller=caller, source="example", namespace="billing", tools=billing_tools(), replace_source=True

@@ -10,6 +10,8 @@ again and fetch the skills relevant to the task.
 import argparse
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import grpc
 from google.protobuf import json_format, struct_pb2
@@ -30,7 +32,16 @@ TIMEOUT_S = 10  # every call gets a deadline
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    with agent_run(__doc__) as (channel, caller):
+        record_usage(channel, caller)
+        discover(channel, caller)
+
+
+@contextmanager
+def agent_run(doc: str) -> Iterator[tuple[grpc.Channel, common_pb2.CallerContext]]:
+    """Parses --addr/--ca/--api-key, connects, prints the server's health and yields the channel with
+    the caller of one agent run."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--addr", default="127.0.0.1:50051", help="wayfind server address (host:port)")
     parser.add_argument("--ca", help="PEM file of the CA that signed the server's certificate (enables TLS)")
     parser.add_argument("--api-key", default=os.environ.get("WAYFIND_API_KEY"), help="API key (default $WAYFIND_API_KEY)")
@@ -43,9 +54,7 @@ def main() -> None:
         # Who is asking. With an API key the key decides the tenant (another one is refused); without
         # one (a local server) it is trusted as sent. One run id per agent run: run-scoped tool
         # activations belong to it.
-        caller = common_pb2.CallerContext(tenant_id="acme", session_id="session-1", run_id=f"run-{time.time_ns()}")
-        record_usage(channel, caller)
-        discover(channel, caller)
+        yield channel, common_pb2.CallerContext(tenant_id="acme", session_id="session-1", run_id=f"run-{time.time_ns()}")
 
 
 def open_channel(addr: str, ca_file: "str | None", api_key: "str | None") -> grpc.Channel:
