@@ -1,0 +1,216 @@
+import pg from "pg";
+import type { JsonValue } from "../discovery/types.ts";
+
+/**
+ * The ordered change log replicas share on PostgreSQL (docs/replicas.md). Step 1 of issue 17: the log
+ * itself, not yet used by the server.
+ */
+
+/** One change as a replica applies it. */
+export interface Change {
+  /** Position in the log: 1, 2, 3, … with no gaps, in commit order. */
+  readonly seq: number;
+  readonly kind: string;
+  /** The tenant it belongs to; "" = global. */
+  readonly tenantId: string;
+  readonly payload: JsonValue;
+  readonly committedAt: Date;
+}
+
+export type NewChange = Pick<Change, "kind" | "tenantId" | "payload">;
+
+/** A versioned schema change of the PostgreSQL side, like the SQLite migrations (src/database/sqlite.ts). */
+export interface PostgresMigration {
+  readonly id: string;
+  readonly up: string;
+}
+
+export const CHANGE_LOG_MIGRATIONS: readonly PostgresMigration[] = [
+  {
+    id: "replication/001-changes",
+    up: `CREATE TABLE wayfind_changes (
+           seq bigint PRIMARY KEY,
+           kind text NOT NULL,
+           tenant_id text NOT NULL DEFAULT '',
+           payload jsonb NOT NULL,
+           committed_at timestamptz NOT NULL DEFAULT now()
+         )`,
+  },
+];
+
+/** The NOTIFY channel: a wake-up only; followers read the log itself, so a lost one loses nothing. */
+export const CHANGES_CHANNEL = "wayfind_changes";
+
+// Advisory lock keys (one namespace per purpose, arbitrary constants).
+const APPEND_LOCK = 0x77617966; // "wayf": appends, one at a time, so commit order is seq order
+const MIGRATE_LOCK = 0x77617967;
+
+/** Applies the migrations not applied yet, one transaction each, one replica at a time. */
+export async function migratePostgres(
+  pool: pg.Pool,
+  migrations: readonly PostgresMigration[],
+): Promise<string[]> {
+  const client = await pool.connect();
+  try {
+    await client.query("SELECT pg_advisory_lock($1)", [MIGRATE_LOCK]);
+    await client.query(
+      "CREATE TABLE IF NOT EXISTS wayfind_schema_migrations (id text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
+    );
+    const { rows } = await client.query<{ id: string }>("SELECT id FROM wayfind_schema_migrations");
+    const applied = new Set(rows.map((row) => row.id));
+    const newlyApplied: string[] = [];
+    for (const migration of migrations) {
+      if (applied.has(migration.id)) continue;
+      await inTransaction(client, async () => {
+        await client.query(migration.up);
+        await client.query("INSERT INTO wayfind_schema_migrations (id) VALUES ($1)", [migration.id]);
+      });
+      newlyApplied.push(migration.id);
+    }
+    return newlyApplied;
+  } finally {
+    await client.query("SELECT pg_advisory_unlock($1)", [MIGRATE_LOCK]).catch(() => undefined);
+    client.release();
+  }
+}
+
+async function inTransaction<T>(client: pg.PoolClient, work: () => Promise<T>): Promise<T> {
+  await client.query("BEGIN");
+  try {
+    const result = await work();
+    await client.query("COMMIT");
+    return result;
+  } catch (error) {
+    await client.query("ROLLBACK").catch(() => undefined);
+    throw error;
+  }
+}
+
+interface ChangeRow {
+  seq: string;
+  kind: string;
+  tenant_id: string;
+  payload: JsonValue;
+  committed_at: Date;
+}
+
+export class ChangeLog {
+  private constructor(private readonly pool: pg.Pool) {}
+
+  /** The log on `pool`'s database, its tables created or upgraded first. */
+  static async open(pool: pg.Pool): Promise<ChangeLog> {
+    await migratePostgres(pool, CHANGE_LOG_MIGRATIONS);
+    return new ChangeLog(pool);
+  }
+
+  /**
+   * Appends `changes` in one transaction and returns their seqs. `within` runs first in the same
+   * transaction: the writes and global checks (unique keys) the changes report, so a change is in the
+   * log exactly when its state is committed. Appends take a transaction-scoped advisory lock just
+   * before numbering: a sequence numbers rows at insert, not at commit, so a reader could see seq 12
+   * before 11 commits and skip 11; under the lock seq order is commit order.
+   */
+  async append(
+    changes: readonly NewChange[],
+    within?: (client: pg.PoolClient) => Promise<void>,
+  ): Promise<number[]> {
+    if (changes.length === 0) return [];
+    const client = await this.pool.connect();
+    try {
+      return await inTransaction(client, async () => {
+        await within?.(client);
+        await client.query("SELECT pg_advisory_xact_lock($1)", [APPEND_LOCK]);
+        const { rows } = await client.query<{ seq: string }>(
+          `INSERT INTO wayfind_changes (seq, kind, tenant_id, payload)
+           SELECT (SELECT coalesce(max(seq), 0) FROM wayfind_changes) + c.ord, c.kind, c.tenant_id, c.payload
+           FROM unnest($1::text[], $2::text[], $3::jsonb[]) WITH ORDINALITY AS c(kind, tenant_id, payload, ord)
+           RETURNING seq`,
+          [
+            changes.map((c) => c.kind),
+            changes.map((c) => c.tenantId),
+            changes.map((c) => JSON.stringify(c.payload)),
+          ],
+        );
+        const seqs = rows.map((row) => Number(row.seq)).sort((a, b) => a - b);
+        await client.query("SELECT pg_notify($1, $2)", [CHANGES_CHANNEL, String(seqs.at(-1))]);
+        return seqs;
+      });
+    } finally {
+      client.release();
+    }
+  }
+
+  /** Up to `limit` changes after `seq`, in order. */
+  async after(seq: number, limit: number): Promise<Change[]> {
+    const { rows } = await this.pool.query<ChangeRow>(
+      "SELECT seq, kind, tenant_id, payload, committed_at FROM wayfind_changes WHERE seq > $1 ORDER BY seq LIMIT $2",
+      [seq, limit],
+    );
+    return rows.map((row) => ({
+      seq: Number(row.seq),
+      kind: row.kind,
+      tenantId: row.tenant_id,
+      payload: row.payload,
+      committedAt: row.committed_at,
+    }));
+  }
+
+  /** The seq of the last committed change (0 for an empty log). */
+  async head(): Promise<number> {
+    const { rows } = await this.pool.query<{ head: string }>(
+      "SELECT coalesce(max(seq), 0) AS head FROM wayfind_changes",
+    );
+    return Number(rows[0]?.head ?? 0);
+  }
+}
+
+/**
+ * Calls `onWake` whenever a change is committed anywhere (LISTEN on a connection of its own), and
+ * once after every (re)connection, since notifications sent while it was away are gone. Reconnects
+ * after `retryMs` when the connection drops. Returns the function that stops listening.
+ */
+export async function listenForChanges(
+  config: pg.ClientConfig,
+  onWake: () => void,
+  options: { retryMs?: number; onError?: (error: Error) => void } = {},
+): Promise<() => Promise<void>> {
+  const retryMs = options.retryMs ?? 1_000;
+  let stopped = false;
+  let client: pg.Client | undefined;
+  let retry: NodeJS.Timeout | undefined;
+
+  const connect = async (): Promise<void> => {
+    const next = new pg.Client(config);
+    next.on("notification", () => onWake());
+    next.on("error", (error) => {
+      options.onError?.(error);
+      reconnectLater(next);
+    });
+    next.on("end", () => reconnectLater(next));
+    await next.connect();
+    await next.query(`LISTEN ${CHANGES_CHANNEL}`);
+    if (stopped) {
+      await next.end();
+      return;
+    }
+    client = next;
+    onWake();
+  };
+  const reconnectLater = (dropped: pg.Client) => {
+    if (stopped || client !== dropped) return;
+    client = undefined;
+    retry = setTimeout(function attempt() {
+      connect().catch((error: Error) => {
+        options.onError?.(error);
+        if (!stopped) retry = setTimeout(attempt, retryMs);
+      });
+    }, retryMs);
+  };
+
+  await connect();
+  return async () => {
+    stopped = true;
+    clearTimeout(retry);
+    await client?.end().catch(() => undefined);
+  };
+}

