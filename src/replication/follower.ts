@@ -1,0 +1,143 @@
+import type pg from "pg";
+import type { Db, Migration } from "../database/sqlite.ts";
+import { writeTransaction } from "../database/transaction.ts";
+import { type Change, type ChangeLog, listenForChanges } from "./change-log.ts";
+
+/**
+ * Applies one change to this replica's SQLite copy, inside the follower's write transaction (so it
+ * may register `afterCommit` work, e.g. updating in-memory indexes). Must be deterministic in the
+ * change: every replica applies the same changes in the same order.
+ */
+export type ChangeApplier = (change: Change) => void;
+
+export const FOLLOWER_MIGRATIONS: readonly Migration[] = [
+  {
+    id: "replication/001-state",
+    up: "CREATE TABLE replication_state (key TEXT PRIMARY KEY, value INTEGER NOT NULL)",
+  },
+];
+
+const APPLIED_KEY = "applied_seq";
+
+export interface FollowerOptions {
+  readonly log: ChangeLog;
+  /** This replica's SQLite copy, opened with FOLLOWER_MIGRATIONS. */
+  readonly db: Db;
+  /** By change kind. A kind without an applier stops the follower: order matters, nothing is skipped. */
+  readonly appliers: ReadonlyMap<string, ChangeApplier>;
+  /** Changes read and applied per SQLite transaction (default 200). */
+  readonly pageSize?: number;
+}
+
+/**
+ * Keeps a replica's SQLite copy up to date with the change log (docs/replicas.md "Followers"): changes
+ * are applied in seq order, a page per write transaction that also stores the last applied seq, so a
+ * crash re-applies nothing and skips nothing. One catch-up runs at a time; a wake-up during it runs
+ * another right after.
+ */
+export class Follower {
+  readonly #options: FollowerOptions;
+  readonly #readApplied: () => number;
+  readonly #saveApplied: (seq: number) => void;
+  #running: Promise<void> | undefined;
+  #again = false;
+  #head: Promise<number> | undefined;
+
+  constructor(options: FollowerOptions) {
+    this.#options = options;
+    const select = options.db.prepare<[string], { value: number }>(
+      "SELECT value FROM replication_state WHERE key = ?",
+    );
+    const upsert = options.db.prepare(
+      "INSERT INTO replication_state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+    );
+    this.#readApplied = () => select.get(APPLIED_KEY)?.value ?? 0;
+    this.#saveApplied = (seq) => upsert.run(APPLIED_KEY, seq);
+  }
+
+  /** The seq of the last change applied to the local copy. */
+  get applied(): number {
+    return this.#readApplied();
+  }
+
+  /** Applies every change committed so far; resolves when done (joins a catch-up already running). */
+  catchUp(): Promise<void> {
+    if (this.#running) {
+      this.#again = true;
+      return this.#running;
+    }
+    const run = async () => {
+      try {
+        do {
+          this.#again = false;
+          while (await this.#applyNextPage());
+        } while (this.#again);
+      } finally {
+        this.#running = undefined;
+      }
+    };
+    this.#running = run();
+    return this.#running;
+  }
+
+  /**
+   * Resolves once every change committed before this call is applied locally: what makes a write
+   * through another replica visible to this replica's next read. Concurrent calls share one query of
+   * the log's head.
+   */
+  async fence(): Promise<void> {
+    this.#head ??= this.#options.log.head().finally(() => {
+      this.#head = undefined;
+    });
+    const head = await this.#head;
+    while (this.applied < head) await this.catchUp();
+  }
+
+  /** Reads the next page after the applied seq and applies it; false when there was nothing. */
+  async #applyNextPage(): Promise<boolean> {
+    const { log, db, appliers, pageSize = 200 } = this.#options;
+    const changes = await log.after(this.applied, pageSize);
+    if (changes.length === 0) return false;
+    writeTransaction(db, () => {
+      // Read again inside the transaction: another catch-up of this copy may have applied the page.
+      let applied = this.#readApplied();
+      for (const change of changes) {
+        if (change.seq <= applied) continue;
+        if (change.seq !== applied + 1)
+          throw new Error(`change log: expected change ${applied + 1}, read ${change.seq}`);
+        const apply = appliers.get(change.kind);
+        if (apply === undefined)
+          throw new Error(
+            `change ${change.seq} is of kind "${change.kind}", which this replica cannot apply (an older version?)`,
+          );
+        apply(change);
+        applied = change.seq;
+      }
+      this.#saveApplied(applied);
+    });
+    return true;
+  }
+}
+
+/**
+ * Runs `follower` until the returned function is called: a catch-up on every NOTIFY (the wake-up) and
+ * every `pollMs` (default 1 s), so a notification lost while disconnected delays a change by at most
+ * a poll and loses nothing.
+ */
+export async function follow(
+  follower: Follower,
+  connection: pg.ClientConfig,
+  options: { pollMs?: number; onError?: (error: Error) => void } = {},
+): Promise<() => Promise<void>> {
+  const onError = options.onError ?? (() => {});
+  const wake = () => {
+    follower.catchUp().catch(onError);
+  };
+  const stopListening = await listenForChanges(connection, wake, { onError });
+  const timer = setInterval(wake, options.pollMs ?? 1_000);
+  timer.unref();
+  return async () => {
+    clearInterval(timer);
+    await stopListening();
+  };
+}
