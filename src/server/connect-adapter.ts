@@ -53,18 +53,18 @@ type NodeResponse = http.ServerResponse | http2.Http2ServerResponse;
 
 /**
  * Serves the routes over Connect (binary, JSON, GET) and gRPC-Web with connect-node, as its
- * connectNodeAdapter does, with two differences:
+ * connectNodeAdapter does, with three differences:
  * - proto3 JSON is read as the spec says: an unknown field or enum name is INVALID_ARGUMENT naming
  *   it, not silently dropped (connect-es ignores both by default, so `"search_type": "NOPE"` was a
  *   default FTS search);
  * - a request connect-node rejects before any handler runs (malformed protobuf, bad base64 in a
  *   GET's `message=`, a bad timeout header) is re-answered through the one error mapping. connect
  *   answers malformed protobuf as INTERNAL and echoes caller input at any length;
- * - a large unary Connect body (binary or JSON, uncompressed, from OFF_LOOP_DECODE_BYTES up) is
- *   decoded in the request decoder's worker, as native gRPC bodies are: connect-node decodes on the
- *   event loop (a 2.9 MB RegisterTools: 75–265 ms). connect then gets an empty body and the handler
- *   the message decoded off the loop (or its decode error, in the same words as inline). gRPC-Web
- *   and compressed bodies are still decoded by connect-node.
+ * - a large unary body (Connect binary or JSON, binary gRPC-Web; uncompressed; from
+ *   OFF_LOOP_DECODE_BYTES up) is decoded in the request decoder's worker, as native gRPC bodies
+ *   are: connect-node decodes on the event loop (a 2.9 MB RegisterTools: 75–265 ms). connect then
+ *   gets an empty message and the handler the message decoded off the loop (or its decode error, in
+ *   the same words as inline). Compressed and gRPC-Web-text bodies are still decoded by connect-node.
  */
 export function connectRequestListener(
   options: ConnectListenerOptions,
@@ -124,49 +124,79 @@ function predecodedInput(values: ContextValues): Message | undefined {
   return predecoded.message;
 }
 
+/** How a unary body is framed: Connect binary or JSON (the bare message), or gRPC-Web (one envelope). */
+type BodyFormat = "binary" | "json" | "grpc-web";
+
+/** A gRPC-Web envelope: 1 flag byte (0 = an uncompressed message), 4 bytes of length. */
+const ENVELOPE_BYTES = 5;
+
 /**
- * "binary" or "json" for a unary Connect POST whose body may be worth decoding off the loop: not
- * compressed (connect inflates those; they stay inline) and not declared longer than the size limit
- * (connect refuses those itself). Clients over HTTP/2 often declare no length at all.
+ * The format of a unary POST whose body may be worth decoding off the loop: Connect binary or JSON,
+ * or binary gRPC-Web; not compressed (connect inflates those; they stay inline) and not declared
+ * longer than the size limit (connect refuses those itself). Clients over HTTP/2 often declare no
+ * length at all.
  */
-function unaryBodyFormat(request: NodeRequest, readMaxBytes: number): "binary" | "json" | undefined {
+function unaryBodyFormat(request: NodeRequest, readMaxBytes: number): BodyFormat | undefined {
   if (request.method !== "POST") return undefined;
   const declared = request.headers["content-length"];
-  if (declared !== undefined && !(Number(declared) <= readMaxBytes)) return undefined;
+  if (declared !== undefined && !(Number(declared) <= readMaxBytes + ENVELOPE_BYTES)) return undefined;
   const encoding = request.headers["content-encoding"];
   if (encoding !== undefined && encoding !== "identity") return undefined;
   const type = (request.headers["content-type"] ?? "").split(";", 1)[0]?.trim();
-  return type === "application/proto" ? "binary" : type === "application/json" ? "json" : undefined;
+  if (type === "application/proto") return "binary";
+  if (type === "application/json") return "json";
+  if (type === "application/grpc-web" || type === "application/grpc-web+proto") return "grpc-web";
+  return undefined;
 }
 
 /**
- * Reads the body; from OFF_LOOP_DECODE_BYTES up, decodes it in the worker and hands connect the same
- * request with an empty body of the same format, the decoded message (or its error) waiting in the
- * call's context values. A smaller body goes to connect as it came.
+ * The message bytes of a body worth decoding off the loop (OFF_LOOP_DECODE_BYTES and more), or
+ * undefined to leave the body to connect: small, or a gRPC-Web body that is not exactly one
+ * uncompressed envelope (connect answers those as it does).
+ */
+function largeMessage(bytes: Uint8Array, format: BodyFormat): Uint8Array | undefined {
+  if (format !== "grpc-web") return bytes.byteLength >= OFF_LOOP_DECODE_BYTES ? bytes : undefined;
+  if (bytes.byteLength < ENVELOPE_BYTES + OFF_LOOP_DECODE_BYTES || bytes[0] !== 0) return undefined;
+  const length = Buffer.from(bytes.buffer, bytes.byteOffset + 1, 4).readUInt32BE(0);
+  return bytes.byteLength === ENVELOPE_BYTES + length ? bytes.subarray(ENVELOPE_BYTES) : undefined;
+}
+
+/**
+ * Reads the body; a large message is decoded in the worker and connect gets the same request with an
+ * empty message in the same format, the decoded message (or its error) waiting in the call's context
+ * values. Any other body goes to connect as it came.
  */
 async function decodedOffLoop(
   request: UniversalServerRequest,
-  format: "binary" | "json",
+  format: BodyFormat,
   method: DescMethod,
   decoder: RequestDecoder,
   readMaxBytes: number,
 ): Promise<UniversalServerRequest> {
   let predecoded: Predecoded;
   try {
-    const bytes = await allBytes(request.body as AsyncIterable<Uint8Array>, readMaxBytes);
-    if (bytes.byteLength < OFF_LOOP_DECODE_BYTES) return { ...request, body: createAsyncIterable([bytes]) };
-    predecoded = { message: await decoder.decode(method.input, bytes, format) };
+    const bytes = await allBytes(request.body as AsyncIterable<Uint8Array>, readMaxBytes + ENVELOPE_BYTES);
+    const message = largeMessage(bytes, format);
+    if (message === undefined) return { ...request, body: createAsyncIterable([bytes]) };
+    predecoded = {
+      message: await decoder.decode(method.input, message, format === "json" ? "json" : "binary"),
+    };
   } catch (error) {
     predecoded = { error: error instanceof ConnectError ? error : toRpcError(error) };
   }
   request.contextValues?.set(predecodedKey, predecoded);
-  const empty = format === "json" ? EMPTY_JSON : new Uint8Array(0);
+  const empty = EMPTY_BODIES[format];
   const header = new Headers(request.header);
   header.set("content-length", String(empty.byteLength));
   return { ...request, header, body: createAsyncIterable([empty]) };
 }
 
-const EMPTY_JSON = new TextEncoder().encode("{}");
+/** An empty message in each format. */
+const EMPTY_BODIES: Record<BodyFormat, Uint8Array> = {
+  binary: new Uint8Array(0),
+  json: new TextEncoder().encode("{}"),
+  "grpc-web": new Uint8Array(ENVELOPE_BYTES),
+};
 
 /** Whether the handler of the call with these context values has started. */
 function handlerStarted(values: ContextValues): boolean {

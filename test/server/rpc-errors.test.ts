@@ -266,6 +266,27 @@ describe("a large unary body over Connect (decoded off the event loop)", () => {
     expect(((await response.json()) as { added: number }).added).toBe(200);
   });
 
+  it("registers a large gRPC-Web request as inline, and answers a truncated one in the same words", async () => {
+    const body = toBinary(RegisterToolsRequestSchema, manyTools("bulk-web"));
+    const response = await fetch(wayfind.baseUrl + REGISTER, {
+      method: "POST",
+      headers: { "content-type": "application/grpc-web+proto" },
+      body: envelope(0, body),
+    });
+    const bytes = Buffer.from(await response.arrayBuffer());
+    // The first envelope is the message, the second the trailer.
+    const length = bytes.readUInt32BE(1);
+    expect(fromBinary(RegisterToolsResponseSchema, bytes.subarray(5, 5 + length)).added).toBe(200);
+    expect(bytes.subarray(10 + length).toString("utf8")).toMatch(/grpc-status: ?0/);
+
+    const cut = body.subarray(0, body.byteLength - 7);
+    const status = await protocols["gRPC-Web"]?.(REGISTER, cut);
+    expect(status).toEqual({
+      code: Code.InvalidArgument,
+      message: "request is not a valid wayfind.v1.RegisterToolsRequest: premature EOF",
+    });
+  });
+
   it("answers a truncated large binary body in the words of a small one", async () => {
     const body = toBinary(RegisterToolsRequestSchema, manyTools("bulk-cut"));
     const response = await post(REGISTER, "application/proto", body.subarray(0, body.byteLength - 7));
