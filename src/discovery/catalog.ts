@@ -319,17 +319,12 @@ export class ToolCatalog {
       this.prepareRegistration(owner, source, inputs, options.replaceSource ?? false, examplesChecked),
       () => this.db.open,
     );
-    if (!prepared)
-      throw new WayfindError("unavailable", "the server closed its catalog while checking the tools; retry");
+    if (!prepared) throw closedWhileChecking();
     const { added, updated, removed, rows, changed, digests, unchanged } = prepared;
     if (added.length + updated.length + removed.length > 0) {
       // The commit gets a turn of its own (5,000 rows: ~20 ms); the last checking slice ran in this one.
       await nextTurn();
-      if (!this.db.open)
-        throw new WayfindError(
-          "unavailable",
-          "the server closed its catalog while checking the tools; retry",
-        );
+      if (!this.db.open) throw closedWhileChecking();
       const insert = this.db.prepare(
         `INSERT INTO discovery_tools (owner, name, source, hash, definition)
          VALUES (@owner, @name, @source, @hash, @definition)`,
@@ -773,6 +768,9 @@ interface PreparedRegistration {
   readonly digests: ReadonlyMap<string, string>;
   readonly unchanged: number;
 }
+
+const closedWhileChecking = () =>
+  new WayfindError("unavailable", "the server closed its catalog while checking the tools; retry");
 
 /** The rows of `records`, one step each. */
 function* rowsOf(records: readonly ToolRecord[], source: string, owner: string): Generator<void, ToolRow[]> {

@@ -1,6 +1,12 @@
 import { JobWorker } from "../worker-jobs.ts";
 import type { JsonObject, ToolExample, ToolInput } from "./types.ts";
-import { type ArgumentProblem, argsSchemaProblem, type ExamplesCheck, schemaValues } from "./validate.ts";
+import {
+  type ArgumentProblem,
+  argsSchemaProblem,
+  type ExamplesCheck,
+  fullName,
+  schemaValues,
+} from "./validate.ts";
 
 /**
  * Args schemas with more JSON values than this are compiled in a worker thread. Ajv's compile time
@@ -40,9 +46,13 @@ export async function checkLargeExamples(inputs: readonly ToolInput[]): Promise<
     if (!examples?.length || !isObjectSchema(argsSchema) || !isLargeSchema(argsSchema)) continue;
     // Past the bounds: the inline steps refuse it before anything compiles.
     if (argsSchemaProblem(argsSchema) !== undefined) continue;
-    const name = input.namespace ? `${input.namespace}.${input.name}` : input.name;
     try {
-      const outcome = await worker.run({ kind: "examples", name, schema: argsSchema, examples });
+      const outcome = await worker.run({
+        kind: "examples",
+        name: fullName(input),
+        schema: argsSchema,
+        examples,
+      });
       checks.set(index, outcome as ExamplesCheck);
     } catch {
       // Malformed input the inline steps reject with their own words, or a lost worker: check inline.
