@@ -175,7 +175,8 @@ async function decodedOffLoop(
 ): Promise<UniversalServerRequest> {
   let predecoded: Predecoded;
   try {
-    const bytes = await allBytes(request.body as AsyncIterable<Uint8Array>, readMaxBytes + ENVELOPE_BYTES);
+    const framing = format === "grpc-web" ? ENVELOPE_BYTES : 0;
+    const bytes = await allBytes(request.body as AsyncIterable<Uint8Array>, readMaxBytes + framing);
     const message = largeMessage(bytes, format);
     if (message === undefined) return { ...request, body: createAsyncIterable([bytes]) };
     predecoded = {
