@@ -5,7 +5,8 @@
  * fast a follower applies the log into a SQLite copy, and what a read fence costs when there is
  * nothing to apply (the cost every replicated read would pay).
  *
- * Usage: node --import tsx bench/change-log.ts [--seconds S]   (S per row, default 5)
+ * Usage: node --import tsx bench/change-log.ts [--seconds S] [--fsync]
+ *   --seconds S  per row (default 5); --fsync: the server flushes each commit (default off, as in tests)
  */
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -18,14 +19,17 @@ import { FOLLOWER_MIGRATIONS, Follower } from "../src/replication/follower.ts";
 import { startPostgres } from "../test/support/postgres.ts";
 import { printAligned } from "./lib/grpc-bench-support.ts";
 
-const { values } = parseArgs({ options: { seconds: { type: "string", default: "5" } }, strict: true });
+const { values } = parseArgs({
+  options: { seconds: { type: "string", default: "5" }, fsync: { type: "boolean", default: false } },
+  strict: true,
+});
 const SECONDS = Number(values.seconds);
 
 function quantile(sorted: readonly number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
 }
 
-const server = await startPostgres();
+const server = await startPostgres({ fsync: values.fsync });
 const pool = new pg.Pool({ connectionString: server.url, max: 40 });
 try {
   const log = await ChangeLog.open(pool);

@@ -54,11 +54,11 @@ async function freePort(): Promise<number> {
 }
 
 /**
- * Starts PostgreSQL on a free loopback port (trust auth, no fsync: a throwaway cluster). PostgreSQL
- * refuses to run as root, so as root the binaries run as the `postgres` user (Debian's packages make
- * it) or `nobody`.
+ * Starts PostgreSQL on a free loopback port (trust auth; no fsync unless asked: a throwaway cluster).
+ * PostgreSQL refuses to run as root, so as root the binaries run as the `postgres` user (Debian's
+ * packages make it) or `nobody`.
  */
-export async function startPostgres(): Promise<TestPostgres> {
+export async function startPostgres(options: { fsync?: boolean } = {}): Promise<TestPostgres> {
   const bin = binaries();
   if (bin === undefined) throw new Error(postgresUnavailable());
   const dir = mkdtempSync(join(tmpdir(), "wayfind-pg-"));
@@ -78,8 +78,8 @@ export async function startPostgres(): Promise<TestPostgres> {
   const data = join(dir, "data");
   run("initdb", ["-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"]);
   const port = await freePort();
-  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`;
-  run("pg_ctl", ["-D", data, "-o", options, "-l", join(dir, "server.log"), "-w", "start"]);
+  const settings = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=${options.fsync ? "on" : "off"} -c max_connections=200`;
+  run("pg_ctl", ["-D", data, "-o", settings, "-l", join(dir, "server.log"), "-w", "start"]);
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     binaries: bin,
