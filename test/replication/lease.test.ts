@@ -1,0 +1,84 @@
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type HeldLease, holdLease } from "../../src/replication/lease.ts";
+import { postgresUnavailable, startPostgres, type TestPostgres } from "../support/postgres.ts";
+
+// Issue 17 item 6 (docs/replicas.md "MCP sources"): one replica at a time holds a job's lease, and
+// another takes it over when the holder dies. Real PostgreSQL.
+const unavailable = postgresUnavailable();
+const title = `a lease${unavailable ? ` (skipped: ${unavailable})` : ""}`;
+
+async function until(condition: () => boolean, ms = 5_000): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (!condition() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+  return condition();
+}
+
+describe.skipIf(unavailable !== undefined)(title, () => {
+  let server: TestPostgres;
+  let pool: pg.Pool;
+
+  beforeAll(async () => {
+    server = await startPostgres();
+    pool = new pg.Pool({ connectionString: server.url, max: 2 });
+  }, 60_000);
+  afterAll(async () => {
+    await pool?.end();
+    await server?.stop();
+  });
+
+  /** Three replicas contending for one lease; each records when it acquires and loses it. */
+  function contenders(name: string) {
+    const log: string[] = [];
+    const leases: HeldLease[] = ["a", "b", "c"].map((replica) =>
+      holdLease({ connectionString: server.url }, name, {
+        retryMs: 50,
+        onAcquired: () => log.push(`${replica} acquired`),
+        onLost: () => log.push(`${replica} lost`),
+      }),
+    );
+    const holders = () => leases.filter((lease) => lease.held);
+    return { log, leases, holders, stopAll: () => Promise.all(leases.map((lease) => lease.stop())) };
+  }
+
+  it("is held by exactly one replica at a time", async () => {
+    const { holders, stopAll } = contenders("mcp:github");
+    try {
+      expect(await until(() => holders().length === 1)).toBe(true);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(holders()).toHaveLength(1);
+    } finally {
+      await stopAll();
+    }
+  });
+
+  it("passes to another replica when the holder's connection dies, which learns it lost it", async () => {
+    const { log, leases, holders, stopAll } = contenders("mcp:slack");
+    try {
+      expect(await until(() => holders().length === 1)).toBe(true);
+      const first = leases.findIndex((lease) => lease.held);
+      // As a kill -9 of the holder would: its session ends, and PostgreSQL frees the lock.
+      await pool.query(
+        "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted AND objid IS NOT NULL",
+      );
+      expect(await until(() => holders().length === 1 && !leases[first]?.held)).toBe(true);
+      expect(log).toContain(`${["a", "b", "c"][first]} lost`);
+      expect(log.filter((entry) => entry.endsWith("acquired"))).toHaveLength(2);
+    } finally {
+      await stopAll();
+    }
+  });
+
+  it("passes on when the holder stops, and leases of different names do not exclude each other", async () => {
+    const github = contenders("mcp:jira");
+    const notion = contenders("mcp:notion");
+    try {
+      expect(await until(() => github.holders().length === 1 && notion.holders().length === 1)).toBe(true);
+      const holder = github.holders()[0] as HeldLease;
+      await holder.stop();
+      expect(await until(() => github.holders().length === 1 && github.holders()[0] !== holder)).toBe(true);
+    } finally {
+      await Promise.all([github.stopAll(), notion.stopAll()]);
+    }
+  });
+});
