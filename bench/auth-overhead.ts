@@ -25,9 +25,9 @@ import {
   spawnServer,
   wayfindServeArgs,
 } from "./lib/grpc-bench-support.ts";
+import { IN_FLIGHT, searchToolsLoad } from "./lib/search-load.ts";
+import { percentile } from "./lib/stats.ts";
 
-const IN_FLIGHT = 16;
-const QUERIES = ["create a pull request", "read a file", "search the web", "send a message", "list issues"];
 const TLS = join(ROOT, "test/fixtures/tls");
 const API_KEY = `wf_bench-${"k".repeat(40)}`;
 const ISSUER = "https://issuer.bench";
@@ -62,24 +62,10 @@ async function measure(
             ],
     }),
   );
-  const until = performance.now() + seconds * 1000;
-  const latenciesMs: number[] = [];
   const cpuBefore = server.cpuMs();
-  await Promise.all(
-    Array.from({ length: IN_FLIGHT }, async (_, lane) => {
-      for (let i = lane; performance.now() < until; i += IN_FLIGHT) {
-        const started = performance.now();
-        await client.searchTools({ query: QUERIES[i % QUERIES.length] ?? "file" });
-        latenciesMs.push(performance.now() - started);
-      }
-    }),
-  );
+  const latenciesMs = await searchToolsLoad(client, seconds);
   const cpuUsPerCall = ((server.cpuMs() - cpuBefore) * 1000) / latenciesMs.length;
   return { callsPerSecond: latenciesMs.length / seconds, latenciesMs, cpuUsPerCall };
-}
-
-function percentile(sorted: readonly number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 }
 
 async function main(): Promise<void> {

@@ -18,16 +18,13 @@ import { ChangeLog } from "../src/replication/change-log.ts";
 import { FOLLOWER_MIGRATIONS, Follower } from "../src/replication/follower.ts";
 import { startPostgres } from "../test/support/postgres.ts";
 import { printAligned } from "./lib/grpc-bench-support.ts";
+import { percentile } from "./lib/stats.ts";
 
 const { values } = parseArgs({
   options: { seconds: { type: "string", default: "5" }, fsync: { type: "boolean", default: false } },
   strict: true,
 });
 const SECONDS = Number(values.seconds);
-
-function quantile(sorted: readonly number[], q: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
-}
 
 const server = await startPostgres({ fsync: values.fsync });
 const pool = new pg.Pool({ connectionString: server.url, max: 40 });
@@ -52,8 +49,8 @@ try {
     rows.push([
       `append, ${inFlight} in flight`,
       (latencies.length / SECONDS).toFixed(0),
-      quantile(latencies, 0.5).toFixed(2),
-      quantile(latencies, 0.99).toFixed(2),
+      percentile(latencies, 50).toFixed(2),
+      percentile(latencies, 99).toFixed(2),
     ]);
   }
 
@@ -87,8 +84,8 @@ try {
   rows.push([
     "read fence, nothing to apply",
     (fences.length / SECONDS).toFixed(0),
-    quantile(fences, 0.5).toFixed(2),
-    quantile(fences, 0.99).toFixed(2),
+    percentile(fences, 50).toFixed(2),
+    percentile(fences, 99).toFixed(2),
   ]);
   db.close();
 

@@ -22,10 +22,7 @@ import {
   sentence,
   VERBS,
 } from "./lib/skill-data.ts";
-
-function percentile(sorted: readonly number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
-}
+import { percentile } from "./lib/stats.ts";
 
 function time<T>(fn: () => T): [T, number] {
   const start = performance.now();

@@ -32,6 +32,7 @@ import { SkillService } from "../gen/ts/wayfind/v1/skills_pb.ts";
 import { ToolDiscoveryService } from "../gen/ts/wayfind/v1/tools_pb.ts";
 import { UsageService } from "../gen/ts/wayfind/v1/usage_pb.ts";
 import { prepareWayfind, ROOT, spawnServer } from "./lib/grpc-bench-support.ts";
+import { percentile } from "./lib/stats.ts";
 
 const { values: flags } = parseArgs({
   options: {
@@ -146,8 +147,8 @@ try {
       ((performance.now() - started) / 1000).toFixed(0),
       String(sorted.length),
       String(errors),
-      quantile(sorted, 0.5).toFixed(2),
-      quantile(sorted, 0.99).toFixed(2),
+      percentile(sorted, 50).toFixed(2),
+      percentile(sorted, 99).toFixed(2),
       window.healthMax.toFixed(1),
       server.rss().nowMiB.toFixed(1),
       (db.usedBytes / 2 ** 20).toFixed(1),
@@ -258,11 +259,6 @@ function databaseSize(file: string): { usedBytes: number; fileBytes: number; wal
   } finally {
     db.close();
   }
-}
-
-function quantile(sorted: readonly number[], q: number): number {
-  if (sorted.length === 0) return 0;
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
 }
 
 /** RSS and database growth over the second half of the run: what "flat" and "bounded" are judged on. */

@@ -22,27 +22,14 @@ import {
   spawnServer,
   wayfindServeArgs,
 } from "./lib/grpc-bench-support.ts";
-
-const IN_FLIGHT = 16;
-const QUERIES = ["create a pull request", "read a file", "search the web", "send a message", "list issues"];
+import { IN_FLIGHT, searchToolsLoad } from "./lib/search-load.ts";
 
 async function callsPerSecond(port: number, seconds: number): Promise<number> {
   const client = createClient(
     ToolDiscoveryService,
     createGrpcTransport({ baseUrl: `http://127.0.0.1:${port}` }),
   );
-  const caller = { tenantId: "bench" };
-  const until = performance.now() + seconds * 1000;
-  let calls = 0;
-  await Promise.all(
-    Array.from({ length: IN_FLIGHT }, async (_, lane) => {
-      for (let i = lane; performance.now() < until; i += IN_FLIGHT) {
-        await client.searchTools({ caller, query: QUERIES[i % QUERIES.length] ?? "file" });
-        calls++;
-      }
-    }),
-  );
-  return calls / seconds;
+  return (await searchToolsLoad(client, seconds, { tenantId: "bench" })).length / seconds;
 }
 
 async function main(): Promise<void> {

@@ -13,6 +13,7 @@ import { openDatabase } from "../src/database/sqlite.ts";
 import { EventLog } from "../src/events/index.ts";
 import { allMigrations } from "../src/server/migrations.ts";
 import { UsageLedger, type UsageSummaryFilter } from "../src/usage/index.ts";
+import { percentile } from "./lib/stats.ts";
 
 const RECORDS = 200_000;
 /** One UTC day of another tenant's records: ~4.6 calls/s, ~16,700 an hour. */
@@ -22,10 +23,6 @@ const DAY_MS = 86_400_000;
 const DAYS = 30;
 /** Records spread evenly over the 30 whole UTC days before today. */
 const FIRST_DAY_MS = Math.floor(Date.now() / DAY_MS) * DAY_MS - DAYS * DAY_MS;
-
-function percentile(sorted: readonly number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
-}
 
 const us = (ms: number) => `${(ms * 1000).toFixed(1)} µs`;
 
