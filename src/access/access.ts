@@ -2,6 +2,7 @@ import type { Caller } from "../caller/caller.ts";
 import type { PolicyConfig, ToolSearchConfig, VisibilityRuleConfig } from "../config/types.ts";
 import type { Tool } from "../discovery/types.ts";
 import { checkSize, LIMITS } from "../limits.ts";
+import { LruCache } from "../lru.ts";
 import { compileGlobs, type NameMatcher } from "./glob.ts";
 
 /**
@@ -129,8 +130,8 @@ export function createAccessControl(options: AccessControlOptions): AccessContro
     return { key, canActivate, isAlwaysVisible: (tool) => canActivate(tool) && loadedAlways(tool) };
   };
 
-  // LRU by Map insertion order; bounded because narrowing globs are caller-controlled.
-  const cache = new Map<string, CallerAccess>();
+  // Bounded because narrowing globs are caller-controlled.
+  const cache = new LruCache<string, CallerAccess>(cacheSize);
   // Verdicts of two access controls (two policies) never share a key.
   const instance = nextInstance++;
   const forCaller = (caller: Caller): CallerAccess => {
@@ -142,17 +143,9 @@ export function createAccessControl(options: AccessControlOptions): AccessContro
       [...new Set(caller.narrowToTools)].sort(),
     ]);
     const hit = cache.get(key);
-    if (hit !== undefined) {
-      cache.delete(key);
-      cache.set(key, hit);
-      return hit;
-    }
+    if (hit !== undefined) return hit;
     const access = build(caller, key);
     cache.set(key, access);
-    if (cache.size > cacheSize) {
-      const oldest = cache.keys().next().value;
-      if (oldest !== undefined) cache.delete(oldest);
-    }
     return access;
   };
 

@@ -5,6 +5,7 @@ import {
   argsSchemaProblem,
   type ExamplesCheck,
   fullName,
+  isObject,
   schemaValues,
 } from "./validate.ts";
 
@@ -43,7 +44,7 @@ export async function checkLargeExamples(inputs: readonly ToolInput[]): Promise<
   const checks = new Map<number, ExamplesCheck>();
   for (const [index, input] of inputs.entries()) {
     const { argsSchema, examples } = input;
-    if (!examples?.length || !isObjectSchema(argsSchema) || !isLargeSchema(argsSchema)) continue;
+    if (!examples?.length || !isObject(argsSchema) || !isLargeSchema(argsSchema)) continue;
     // Past the bounds: the inline steps refuse it before anything compiles.
     if (argsSchemaProblem(argsSchema) !== undefined) continue;
     try {
@@ -68,8 +69,4 @@ export function largeSchemaArgumentProblems(
   args: unknown,
 ): Promise<readonly ArgumentProblem[]> {
   return worker.run({ kind: "arguments", key, schema, args }) as Promise<readonly ArgumentProblem[]>;
-}
-
-function isObjectSchema(value: unknown): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
