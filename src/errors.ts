@@ -69,3 +69,8 @@ export function quoteInput(text: string): string {
   if (text.length <= QUOTED_INPUT_MAX_CHARS) return JSON.stringify(text);
   return `${JSON.stringify(text.slice(0, QUOTED_INPUT_MAX_CHARS))}… (${text.length} characters)`;
 }
+
+/** What went wrong, without the error's class name ("RangeError: …") or stack. */
+export function errorReason(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

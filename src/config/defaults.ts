@@ -65,6 +65,7 @@ export const DEFAULTS = {
   pricing: [],
   /** Usage records are kept 30 days after recording, then summed per day (summaries stay exact per day). */
   usage: { retentionDays: 30 } satisfies UsageConfig,
+  postgresPoolSize: 10,
   mcpServer: {
     syncIntervalSeconds: 0,
   },

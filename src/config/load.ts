@@ -16,6 +16,7 @@ import {
   logLevel as logLevelSchema,
   maxMessageBytes as maxMessageBytesSchema,
   port as portSchema,
+  postgresUrl,
 } from "./schema.ts";
 import type { McpServerConfig, ToolExampleConfig, ToolSourceOptions, WayfindConfig } from "./types.ts";
 
@@ -29,7 +30,8 @@ export function defaultConfig(): WayfindConfig {
 
 /**
  * Reads and validates a YAML config file (docs/design.md §6), then applies environment overrides
- * (WAYFIND_HOST, WAYFIND_PORT, WAYFIND_DATA_DIR, WAYFIND_LOG_LEVEL, WAYFIND_MAX_MESSAGE_BYTES).
+ * (WAYFIND_HOST, WAYFIND_PORT, WAYFIND_DATA_DIR, WAYFIND_LOG_LEVEL, WAYFIND_MAX_MESSAGE_BYTES,
+ * WAYFIND_DATABASE_URL).
  * Precedence: environment > file > defaults; CLI flags are applied on top by the caller.
  * Throws one ConfigError listing every problem.
  */
@@ -392,6 +394,12 @@ function toConfig(raw: ConfigFile, baseDir: string, configFile: string | undefin
       }),
     ),
     usage: { retentionDays: raw.usage?.retention_days ?? DEFAULTS.usage.retentionDays },
+    storage: {
+      postgres: raw.storage?.postgres && {
+        url: raw.storage.postgres.url,
+        poolSize: raw.storage.postgres.pool_size ?? DEFAULTS.postgresPoolSize,
+      },
+    },
     mcpServers: (raw.mcp_servers ?? []).map((m): McpServerConfig => {
       const common = {
         name: m.name,
@@ -481,7 +489,23 @@ function applyEnv(config: WayfindConfig, env: Env, problems: string[]): WayfindC
   const values = Object.fromEntries(
     Object.entries(ENV_NAMES).map(([key, variable]) => [key, env[variable]]),
   ) as ConfigOverrides;
-  return applyOverrides(config, values, "environment", ENV_NAMES, problems);
+  return applyDatabaseUrl(applyOverrides(config, values, "environment", ENV_NAMES, problems), env, problems);
+}
+
+/** WAYFIND_DATABASE_URL puts the state on PostgreSQL (pool size from the file or the default). */
+function applyDatabaseUrl(config: WayfindConfig, env: Env, problems: string[]): WayfindConfig {
+  const url = env.WAYFIND_DATABASE_URL?.trim();
+  if (!url) return config;
+  const parsed = postgresUrl.safeParse(url);
+  if (!parsed.success) {
+    problems.push(
+      "environment: WAYFIND_DATABASE_URL: must be a PostgreSQL URL (postgres://user:password@host:5432/database); " +
+        "fix it or unset WAYFIND_DATABASE_URL to keep the state in SQLite",
+    );
+    return config;
+  }
+  const poolSize = config.storage.postgres?.poolSize ?? DEFAULTS.postgresPoolSize;
+  return { ...config, storage: { postgres: { url: parsed.data, poolSize } } };
 }
 
 /** Each override is validated by the same schema as its YAML key; problems name the variable or flag. */

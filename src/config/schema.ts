@@ -263,6 +263,14 @@ const auth = z.strictObject({
 });
 const tls = z.strictObject({ cert_file: name, key_file: name, client_ca_file: name.optional() });
 
+/** A libpq-style URL; the scheme check catches a MySQL or HTTP URL pasted by mistake. */
+export const postgresUrl = z
+  .string()
+  .max(2048)
+  .refine((value) => URL.canParse(value) && /^postgres(ql)?:$/.test(new URL(value).protocol), {
+    message: "must be a PostgreSQL URL: postgres://user:password@host:5432/database",
+  });
+
 const server = z.strictObject({
   host: host.optional(),
   port: port.optional(),
@@ -294,6 +302,13 @@ const uniqueNames = z.strictObject({
     .optional(),
   pricing: z.array(pricing).optional(),
   usage: z.strictObject({ retention_days: z.number().int().min(1).max(36_500).optional() }).optional(),
+  storage: z
+    .strictObject({
+      postgres: z
+        .strictObject({ url: postgresUrl, pool_size: z.number().int().min(1).max(100).optional() })
+        .optional(),
+    })
+    .optional(),
   mcp_servers: z.array(mcpServer).optional(),
   lazy_tool_groups: z.array(lazyToolGroup).optional(),
   aliases: aliases.optional(),

@@ -138,6 +138,18 @@ export interface UsageConfig {
   readonly retentionDays: number;
 }
 
+/** Where the state lives when several replicas share it (docs/replicas.md); absent = SQLite alone. */
+export interface StorageConfig {
+  readonly postgres: PostgresConfig | undefined;
+}
+
+export interface PostgresConfig {
+  /** postgres://user:password@host:port/database (libpq URL); never logged with its password. */
+  readonly url: string;
+  /** Connections this replica keeps open (writes, catch-up, fences); one more listens for wake-ups. */
+  readonly poolSize: number;
+}
+
 export interface EventRetentionConfig {
   readonly maxEvents: number;
   readonly maxAgeHours: number;
@@ -264,6 +276,7 @@ export interface WayfindConfig {
   /** Price overrides, already in the pricing domain's type (unset cache prices filled in by loadConfig). */
   readonly pricing: readonly ModelPrice[];
   readonly usage: UsageConfig;
+  readonly storage: StorageConfig;
   readonly mcpServers: readonly McpServerConfig[];
   readonly lazyToolGroups: readonly LazyToolGroupConfig[];
   /** Old tool name → canonical name. */

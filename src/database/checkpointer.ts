@@ -47,8 +47,13 @@ export class WalCheckpointer {
     if (this.stopped) return;
     this.stopped = true;
     const exited = new Promise((resolve) => this.worker.once("exit", resolve));
+    // Referenced while it stops: an unreferenced worker's exit does not keep the loop alive, so a
+    // process with nothing else left (a start that failed) would end here without its error.
+    this.worker.ref();
     this.worker.postMessage("stop");
-    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 2_000).unref())]);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([exited, new Promise((resolve) => (timer = setTimeout(resolve, 2_000)))]);
+    clearTimeout(timer);
     await this.worker.terminate();
     if (this.db.open) this.db.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
   }

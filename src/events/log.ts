@@ -176,10 +176,14 @@ export class EventLog implements EventSink, SubscriptionSource {
     return this.subscribers.size;
   }
 
-  emit(event: NewEvent): void {
+  /**
+   * `atMs` stamps the event with a given time instead of the clock's: a replica applying another's
+   * change gives its events the change's time, so every replica stores the same event (src/replication).
+   */
+  emit(event: NewEvent, atMs?: number): void {
     if (this.closed) return;
     // Monotonic timestamps keep age-based retention a prefix of the id order.
-    const timestampMs = Math.max(this.now(), this.lastTs);
+    const timestampMs = Math.max(atMs ?? this.now(), this.lastTs);
     // "" is how callers without a tenant/session/run arrive; store it as absent so replay and live agree.
     const tenantId = event.tenantId || undefined;
     const sessionId = event.sessionId || undefined;

@@ -2,8 +2,8 @@ import pg from "pg";
 import type { JsonValue } from "../discovery/types.ts";
 
 /**
- * The ordered change log replicas share on PostgreSQL (docs/replicas.md). Step 1 of issue 17: the log
- * itself, not yet used by the server.
+ * The ordered change log replicas share on PostgreSQL (docs/replicas.md): every replicated write is a
+ * change in it, and every replica applies the changes in order (src/replication/follower.ts).
  */
 
 /** One change as a replica applies it. */
@@ -15,9 +15,11 @@ export interface Change {
   readonly tenantId: string;
   readonly payload: JsonValue;
   readonly committedAt: Date;
+  /** Who appended it and which of its writes it is (`<replica id>/<n>`), so the writer gets its outcome; "" = none. */
+  readonly origin: string;
 }
 
-export type NewChange = Pick<Change, "kind" | "tenantId" | "payload">;
+export type NewChange = Pick<Change, "kind" | "tenantId" | "payload"> & { readonly origin?: string };
 
 /** A versioned schema change of the PostgreSQL side, like the SQLite migrations (src/database/sqlite.ts). */
 export interface PostgresMigration {
@@ -35,6 +37,12 @@ export const CHANGE_LOG_MIGRATIONS: readonly PostgresMigration[] = [
            payload jsonb NOT NULL,
            committed_at timestamptz NOT NULL DEFAULT now()
          )`,
+  },
+  {
+    id: "replication/002-origin-and-cluster",
+    up: `ALTER TABLE wayfind_changes ADD COLUMN origin text NOT NULL DEFAULT '';
+         CREATE TABLE wayfind_cluster (id uuid PRIMARY KEY);
+         INSERT INTO wayfind_cluster (id) VALUES (gen_random_uuid())`,
   },
 ];
 
@@ -92,6 +100,7 @@ interface ChangeRow {
   tenant_id: string;
   payload: JsonValue;
   committed_at: Date;
+  origin: string;
 }
 
 export class ChangeLog {
@@ -121,14 +130,19 @@ export class ChangeLog {
         await within?.(client);
         await client.query("SELECT pg_advisory_xact_lock($1)", [APPEND_LOCK]);
         const { rows } = await client.query<{ seq: string }>(
-          `INSERT INTO wayfind_changes (seq, kind, tenant_id, payload)
-           SELECT (SELECT coalesce(max(seq), 0) FROM wayfind_changes) + c.ord, c.kind, c.tenant_id, c.payload
-           FROM unnest($1::text[], $2::text[], $3::jsonb[]) WITH ORDINALITY AS c(kind, tenant_id, payload, ord)
+          // clock_timestamp(), read under the lock, keeps change times in seq order (now() is the
+          // transaction's start, before the lock).
+          `INSERT INTO wayfind_changes (seq, kind, tenant_id, payload, origin, committed_at)
+           SELECT (SELECT coalesce(max(seq), 0) FROM wayfind_changes) + c.ord, c.kind, c.tenant_id, c.payload,
+             c.origin, clock_timestamp()
+           FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::text[])
+             WITH ORDINALITY AS c(kind, tenant_id, payload, origin, ord)
            RETURNING seq`,
           [
             changes.map((c) => c.kind),
             changes.map((c) => c.tenantId),
             changes.map((c) => JSON.stringify(c.payload)),
+            changes.map((c) => c.origin ?? ""),
           ],
         );
         const seqs = rows.map((row) => Number(row.seq)).sort((a, b) => a - b);
@@ -143,7 +157,7 @@ export class ChangeLog {
   /** Up to `limit` changes after `seq`, in order. */
   async after(seq: number, limit: number): Promise<Change[]> {
     const { rows } = await this.pool.query<ChangeRow>(
-      "SELECT seq, kind, tenant_id, payload, committed_at FROM wayfind_changes WHERE seq > $1 ORDER BY seq LIMIT $2",
+      "SELECT seq, kind, tenant_id, payload, committed_at, origin FROM wayfind_changes WHERE seq > $1 ORDER BY seq LIMIT $2",
       [seq, limit],
     );
     return rows.map((row) => ({
@@ -152,7 +166,16 @@ export class ChangeLog {
       tenantId: row.tenant_id,
       payload: row.payload,
       committedAt: row.committed_at,
+      origin: row.origin,
     }));
+  }
+
+  /** This PostgreSQL database's identity: a replica's local copy belongs to exactly one. */
+  async clusterId(): Promise<string> {
+    const { rows } = await this.pool.query<{ id: string }>("SELECT id FROM wayfind_cluster");
+    const id = rows[0]?.id;
+    if (id === undefined) throw new Error("wayfind_cluster is empty: the replication migrations did not run");
+    return id;
   }
 
   /** The seq of the last committed change (0 for an empty log). */

@@ -1,19 +1,32 @@
 import type pg from "pg";
 import type { Db, Migration } from "../database/sqlite.ts";
 import { writeTransaction } from "../database/transaction.ts";
+import { WayfindError } from "../errors.ts";
 import { type Change, type ChangeLog, listenForChanges } from "./change-log.ts";
 
 /**
  * Applies one change to this replica's SQLite copy, inside the follower's write transaction (so it
  * may register `afterCommit` work, e.g. updating in-memory indexes). Must be deterministic in the
- * change: every replica applies the same changes in the same order.
+ * change: every replica applies the same changes in the same order. A WayfindError is a refusal every
+ * replica makes alike (a duplicate key used for other values): the change's own writes are rolled
+ * back, the follower goes on, and the refusal is its outcome. Any other error stops the page.
  */
-export type ChangeApplier = (change: Change) => void;
+export type ChangeApplier = (change: Change) => unknown;
+
+/** What applying a change gave: the applier's result, or the refusal it threw. */
+export type ApplyOutcome =
+  | { readonly ok: true; readonly value: unknown }
+  | { readonly ok: false; readonly error: WayfindError };
 
 export const FOLLOWER_MIGRATIONS: readonly Migration[] = [
   {
     id: "replication/001-state",
     up: "CREATE TABLE replication_state (key TEXT PRIMARY KEY, value INTEGER NOT NULL)",
+  },
+  {
+    id: "replication/002-cluster",
+    // The PostgreSQL database (its wayfind_cluster id) this copy follows: one, for good.
+    up: "CREATE TABLE replication_cluster (id TEXT PRIMARY KEY)",
   },
 ];
 
@@ -27,6 +40,8 @@ export interface FollowerOptions {
   readonly appliers: ReadonlyMap<string, ChangeApplier>;
   /** Changes read and applied per SQLite transaction (default 200). */
   readonly pageSize?: number;
+  /** Told each change's outcome once its page is committed, in seq order (a writer waits for its own). */
+  readonly onApplied?: (change: Change, outcome: ApplyOutcome) => void;
 }
 
 /**
@@ -42,6 +57,7 @@ export class Follower {
   #running: Promise<void> | undefined;
   #again = false;
   #head: Promise<number> | undefined;
+  #applying: Change | undefined;
 
   constructor(options: FollowerOptions) {
     this.#options = options;
@@ -53,6 +69,11 @@ export class Follower {
     );
     this.#readApplied = () => select.get(APPLIED_KEY)?.value ?? 0;
     this.#saveApplied = (seq) => upsert.run(APPLIED_KEY, seq);
+  }
+
+  /** The change being applied right now (inside its write transaction), else undefined. */
+  get applying(): Change | undefined {
+    return this.#applying;
   }
 
   /** The seq of the last change applied to the local copy. */
@@ -95,9 +116,10 @@ export class Follower {
 
   /** Reads the next page after the applied seq and applies it; false when there was nothing. */
   async #applyNextPage(): Promise<boolean> {
-    const { log, db, appliers, pageSize = 200 } = this.#options;
+    const { log, db, appliers, pageSize = 200, onApplied } = this.#options;
     const changes = await log.after(this.applied, pageSize);
     if (changes.length === 0) return false;
+    const outcomes: [Change, ApplyOutcome][] = [];
     writeTransaction(db, () => {
       // Read again inside the transaction: another catch-up of this copy may have applied the page.
       let applied = this.#readApplied();
@@ -110,12 +132,26 @@ export class Follower {
           throw new Error(
             `change ${change.seq} is of kind "${change.kind}", which this replica cannot apply (an older version?)`,
           );
-        apply(change);
+        outcomes.push([change, this.#applyOne(apply, change)]);
         applied = change.seq;
       }
       this.#saveApplied(applied);
     });
+    for (const [change, outcome] of outcomes) onApplied?.(change, outcome);
     return true;
+  }
+
+  /** One change in a savepoint of the page's transaction, so a refusal undoes only its own writes. */
+  #applyOne(apply: ChangeApplier, change: Change): ApplyOutcome {
+    this.#applying = change;
+    try {
+      return { ok: true, value: writeTransaction(this.#options.db, () => apply(change)) };
+    } catch (error) {
+      if (error instanceof WayfindError) return { ok: false, error };
+      throw error;
+    } finally {
+      this.#applying = undefined;
+    }
   }
 }
 

@@ -20,7 +20,11 @@ import { WalCheckpointer } from "../database/checkpointer.ts";
 import { CACHE_KIB, type Db, openDatabase, setCacheSize } from "../database/sqlite.ts";
 import { writeTransaction } from "../database/transaction.ts";
 import { ToolCatalog } from "../discovery/index.ts";
-import { EventLog } from "../events/index.ts";
+import { errorReason, WayfindError } from "../errors.ts";
+import { EventLog, type EventSink } from "../events/index.ts";
+import { ReplicatedEvents } from "../replication/events.ts";
+import { Replica } from "../replication/replica.ts";
+import { LocalWriter, type StateWriter } from "../replication/writes.ts";
 import { Embedder, SemanticSkillSearch, SemanticToolSearch } from "../semantic/index.ts";
 import { type LoadProgress, SkillLibrary } from "../skills/index.ts";
 import { syncCatalogFiles } from "../sources/catalog-files.ts";
@@ -39,7 +43,6 @@ import { allMigrations } from "./migrations.ts";
 import { withCallPipeline } from "./pipeline.ts";
 import { reflectionRoutes } from "./reflection.ts";
 import { serviceRoutes } from "./rpc.ts";
-import { errorReason } from "./rpc-errors.ts";
 import { skillService } from "./services/skills.ts";
 import { toolDiscoveryService } from "./services/tools.ts";
 import { usageService } from "./services/usage.ts";
@@ -81,6 +84,8 @@ export interface RunningServer {
   readonly db: Db;
   readonly events: EventLog;
   readonly mcp: McpSources;
+  /** Set when the state is shared on PostgreSQL (storage.postgres): this server is one replica. */
+  readonly replica: Replica | undefined;
   /** Drains in-flight calls, ends watch streams, closes the database. Idempotent. */
   stop(): Promise<void>;
 }
@@ -122,6 +127,16 @@ export async function startServer(
   const checkpointer = new WalCheckpointer(db, join(settings.dataDir, "wayfind.db"), {
     onError: (message) => logger.warn({ error: message }, "WAL checkpoint failed"),
   });
+  let replica: Replica | undefined;
+  try {
+    replica = await connectReplica(config, db, logger);
+  } catch (error) {
+    await checkpointer.close();
+    db.close();
+    releaseDataFolder();
+    await embedder?.close();
+    throw error;
+  }
   const shutdown = new AbortController();
   // Read when scraped, by then every part exists.
   const metrics = settings.metrics
@@ -142,10 +157,15 @@ export async function startServer(
       options.eventExport?.exportEvent(event);
     },
   });
+  const reportError = (error: unknown) => logger.error({ err: error }, "event log write failed");
+  // Replicas store events only through the shared change log, so ids are the same on every replica.
+  const replicatedEvents = replica && new ReplicatedEvents(events, db, replica, reportError);
+  const eventSink: EventSink = replicatedEvents ?? events;
+  const writer: StateWriter = replica ?? new LocalWriter(db);
 
   const usage = new UsageLedger({
     db,
-    events,
+    events: eventSink,
     pricing: PricingTable.withDefaults(config.pricing),
     retentionDays: config.usage.retentionDays,
   });
@@ -173,13 +193,17 @@ export async function startServer(
           onSyncError: (error) => logger.error({ err: error }, "skill vector sync failed"),
         })
       : undefined;
+  const stopReplica = async () => {
+    replicatedEvents?.flush();
+    await replica?.close();
+  };
   const closeSemantic = async () => {
     const ended = [semantic?.close(), semanticSkills?.close()];
     await embedder?.close();
     await Promise.all(ended);
   };
   const catalog = new ToolCatalog(db, {
-    events,
+    events: eventSink,
     preferredNamespaces: config.toolSearch.preferredNamespaces,
     aliases: config.aliases,
     synonyms: config.toolSearch.synonyms,
@@ -197,7 +221,7 @@ export async function startServer(
   };
   const skills = new SkillLibrary({
     db,
-    events,
+    events: eventSink,
     redaction: config.skills.redaction,
     goodMatchScore: config.skills.goodMatchScore,
     pinnedSkillNames: config.skillPacks.flatMap((pack) => pack.pinnedSkillNames),
@@ -209,9 +233,12 @@ export async function startServer(
   });
   // A catalog file or skill pack with errors fails the start; nothing stays open behind it.
   try {
+    // Before anything writes: the copy catches up with the log, then follows it.
+    await replica?.follow([...(replicatedEvents ? [replicatedEvents.write] : []), usage.recordWrite]);
     await syncCatalogFiles(catalog, config.catalogs, logger);
     loadConfiguredSkillPacks(skills, config.skillPacks, logger, options.onSkillPackProgress);
   } catch (error) {
+    await stopReplica();
     await closeSemantic();
     await closeStorage();
     throw error;
@@ -235,7 +262,7 @@ export async function startServer(
   const filtered = access.policyFilteredCount(catalog.all());
   // Written at once (not batched): the one record of what this start's policy removed.
   writeTransaction(db, () =>
-    events.emit({
+    eventSink.emit({
       type: "tool_policy_filtered",
       attributes: { removed_count: filtered, registry_count: catalog.size - filtered },
     }),
@@ -244,12 +271,12 @@ export async function startServer(
     catalog,
     access,
     activations: new ActivationStore(db, {
-      events,
+      events: eventSink,
       runActivationTtlSeconds: config.toolSearch.runActivationTtlSeconds,
     }),
     lazyGroups: compileLazyGroups(config.lazyToolGroups),
     toolSearch: config.toolSearch,
-    events,
+    events: eventSink,
     semantic,
   });
 
@@ -266,14 +293,15 @@ export async function startServer(
   };
   if (!allowUnauthenticated)
     logger.info({ host: settings.host }, "calls need credentials (auth); none are served without");
+  const watched = { log: events, fence: () => writer.fence() };
   const pipelined = withCallPipeline(
     [
-      ...serviceRoutes(ToolDiscoveryService, toolDiscoveryService(tools, events, sources)),
+      ...serviceRoutes(ToolDiscoveryService, toolDiscoveryService(tools, watched, sources)),
       ...serviceRoutes(
         SkillServiceDesc,
-        skillService(skills, events, (caller) => tools.toolGate(caller), semanticSkills),
+        skillService(skills, watched, (caller) => tools.toolGate(caller), semanticSkills),
       ),
-      ...serviceRoutes(UsageService, usageService(usage, events)),
+      ...serviceRoutes(UsageService, usageService(usage, writer, watched)),
     ],
     logger,
     { auth },
@@ -318,6 +346,7 @@ export async function startServer(
     });
   } catch (error) {
     await mcp.close();
+    await stopReplica();
     await closeSemantic();
     await closeStorage();
     throw error;
@@ -333,6 +362,7 @@ export async function startServer(
     db,
     events,
     mcp,
+    replica,
     reloadTls() {
       if (!tlsFiles) throw new Error("the server was started without TLS (server.tls); nothing to reload");
       transport.reloadTls(readTlsCredentials(tlsFiles));
@@ -345,6 +375,7 @@ export async function startServer(
         shutdown.abort();
         await transport.close(options.drainGraceMs ?? 10_000);
         await mcp.close();
+        await stopReplica();
         await closeSemantic();
         await closeStorage();
         logger.info("stopped");
@@ -352,6 +383,43 @@ export async function startServer(
       return stopping;
     },
   };
+}
+
+/**
+ * With storage.postgres, this server is one replica of a fleet sharing that database: usage and
+ * events are shared through its change log (docs/replicas.md); the rest is each replica's own so far.
+ */
+async function connectReplica(config: WayfindConfig, db: Db, logger: Logger): Promise<Replica | undefined> {
+  const postgres = config.storage.postgres;
+  if (postgres === undefined) return undefined;
+  const where = redactedUrl(postgres.url);
+  let replica: Replica;
+  try {
+    replica = await Replica.connect({
+      postgres,
+      db,
+      holdsStandaloneState: () =>
+        db.prepare("SELECT 1 FROM events UNION ALL SELECT 1 FROM usage_records LIMIT 1").get() !== undefined,
+      onError: (error) => logger.warn({ err: error, database: where }, "shared database connection failed"),
+    });
+  } catch (error) {
+    if (error instanceof WayfindError) throw new ConfigError([`storage.postgres: ${error.message}`]);
+    throw new ConfigError([
+      `storage.postgres: cannot connect to ${where} (${errorReason(error)}); check the URL, that the server runs and accepts this user`,
+    ]);
+  }
+  logger.info(
+    { database: where, replica: replica.id },
+    "replica of a shared database: usage and events are shared; tools, activations and skills are this replica's own",
+  );
+  return replica;
+}
+
+/** The URL without its password, for logs and errors. */
+function redactedUrl(url: string): string {
+  const parsed = new URL(url);
+  if (parsed.password) parsed.password = "***";
+  return parsed.toString();
 }
 
 /** The PEM files TLS reads: server.tls, with the client CA from it or from auth.mtls. */

@@ -2,10 +2,10 @@
 // (tens to hundreds of milliseconds of protobuf decoding) never runs on the server's event loop.
 
 import { fromBinary, fromJson, type JsonValue, type Message } from "@bufbuild/protobuf";
+import { errorReason } from "../errors.ts";
 import { serveJobs } from "../worker-jobs.ts";
 import { apiRegistry } from "./api-registry.ts";
 import type { DecodeJob } from "./request-decoder.ts";
-import { errorReason } from "./rpc-errors.ts";
 
 serveJobs<DecodeJob, Message>((job) => {
   const schema = apiRegistry.getMessage(job.typeName);

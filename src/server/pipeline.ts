@@ -3,9 +3,9 @@ import type { Logger } from "pino";
 import type { CallerContext } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import { type Authenticator, admitCall, type PrincipalLimits } from "../auth/index.ts";
 import { ANONYMOUS_CALLER, ANONYMOUS_PRINCIPAL, type Caller, type Principal } from "../caller/caller.ts";
-import { RetryLaterError } from "../errors.ts";
+import { errorReason, RetryLaterError } from "../errors.ts";
 import { type CallObserver, type MethodRoute, methodPath, observeRoute } from "./rpc.ts";
-import { codeName, errorReason } from "./rpc-errors.ts";
+import { codeName } from "./rpc-errors.ts";
 
 /** The caller, resolved once per call from the request's `caller` field and bound to its credentials. */
 const callerKey = createContextKey<Caller>(ANONYMOUS_CALLER, { description: "wayfind caller" });

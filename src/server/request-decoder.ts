@@ -1,7 +1,8 @@
 import { type DescMessage, fromBinary, type Message, type MessageShape } from "@bufbuild/protobuf";
+import { errorReason } from "../errors.ts";
 import { JobWorker } from "../worker-jobs.ts";
 import { apiRegistry } from "./api-registry.ts";
-import { errorReason, malformedRequest, unknownEnumReason } from "./rpc-errors.ts";
+import { malformedRequest, unknownEnumReason } from "./rpc-errors.ts";
 
 /**
  * Bodies from this size up are decoded in a worker thread. Protobuf-es decodes a RegisterTools body

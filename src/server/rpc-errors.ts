@@ -122,11 +122,6 @@ export function codeName(error: unknown): string {
   return "internal";
 }
 
-/** What went wrong, without the error's class name ("RangeError: …") or stack. */
-export function errorReason(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
 /** The most UTF-8 bytes of an error message (before the gRPC percent-encoding). */
 export const MAX_ERROR_MESSAGE_BYTES = 2048;
 /** The most bytes of an error's encoded details; with the message, well within a trailer's 8 KiB. */

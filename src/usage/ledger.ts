@@ -5,6 +5,7 @@ import { writeTransaction } from "../database/transaction.ts";
 import { type FieldViolation, invalidArgument, WayfindError } from "../errors.ts";
 import type { EventSink } from "../events/event.ts";
 import { LIMITS } from "../limits.ts";
+import type { ReplicatedWrite } from "../replication/writes.ts";
 import { inSpan } from "../telemetry.ts";
 import {
   AGGREGATES_BY_PERIOD,
@@ -58,6 +59,26 @@ export interface RecordUsageResult {
   readonly duplicate: boolean;
   readonly occurredAt: Date;
 }
+
+/** A model call ready to store: validated, priced, canonical (the payload of a `usage/record` change). */
+export type UsageRecordChange = {
+  readonly tenantId: string;
+  readonly projectId: string;
+  readonly userId: string;
+  readonly sessionId: string;
+  readonly runId: string;
+  readonly provider: Provider;
+  readonly model: string;
+  readonly idempotencyKey: string;
+  /** The canonical request a retry must repeat (see canonicalRequest). */
+  readonly request: string;
+  readonly occurredAtMs: number | null;
+  /** input, output, cache read, cache write, 1-hour cache write, rate-limited input. */
+  readonly tokenCounts: readonly [number, number, number, number, number, number];
+  readonly costUsd: number | null;
+  readonly uncachedCostUsd: number | null;
+  readonly unknownCostReason: string | null;
+};
 
 export interface UsageLedgerOptions {
   /** Opened with usageMigrations applied. */
@@ -150,89 +171,118 @@ export class UsageLedger {
    * the original result (`duplicate: true`) and counts nothing; the same key with different values is
    * `already_exists`. A key is remembered as long as its record is kept (`retentionDays` after
    * recording); a retry later than that counts again. Emits `usage_recorded` once per new record, in
-   * the record's transaction.
+   * the record's transaction. (The server writes through `prepareRecord` and `recordWrite`, which
+   * several replicas apply alike; this is the same on one SQLite file.)
    */
   recordUsage(caller: Caller, input: RecordUsageInput): RecordUsageResult {
-    return inSpan("wayfind.record_usage", { "wayfind.usage.provider": input.provider }, () =>
-      this.record(caller, input),
-    );
+    const atMs = this.now();
+    const record = this.prepareRecord(caller, input, atMs);
+    return writeTransaction(this.db, () => this.recordWrite.apply(record, { atMs }));
   }
 
-  private record(caller: Caller, input: RecordUsageInput): RecordUsageResult {
-    const nowMs = this.now();
+  /**
+   * Validates a model call and computes its cost: everything recording it needs, as plain JSON, so
+   * every replica records it alike (prices may differ between replicas' configs; the cost is fixed here).
+   */
+  prepareRecord(caller: Caller, input: RecordUsageInput, nowMs = this.now()): UsageRecordChange {
     const usage = validateRecordInput(input, nowMs);
-    const occurredAtMs = input.occurredAt ? input.occurredAt.getTime() : nowMs;
-    const request = canonicalRequest(caller, input, usage);
     const cost = this.pricing.cost(input.provider, input.model, usage);
-    // The token columns, in the same order in usage_records and the aggregates.
-    const tokenCounts = [
-      usage.inputTokens,
-      usage.outputTokens,
-      usage.cacheReadInputTokens,
-      usage.cacheCreationInputTokens,
-      usage.cacheCreation1hInputTokens ?? 0,
-      rateLimitInputTokens(input.provider, usage),
-    ];
+    return {
+      tenantId: caller.tenantId,
+      projectId: caller.projectId,
+      userId: caller.userId,
+      sessionId: caller.sessionId,
+      runId: caller.runId,
+      provider: input.provider,
+      model: input.model,
+      idempotencyKey: input.idempotencyKey,
+      request: canonicalRequest(caller, input, usage),
+      occurredAtMs: input.occurredAt ? input.occurredAt.getTime() : null,
+      // The token columns, in the same order in usage_records and the aggregates.
+      tokenCounts: [
+        usage.inputTokens,
+        usage.outputTokens,
+        usage.cacheReadInputTokens,
+        usage.cacheCreationInputTokens,
+        usage.cacheCreation1hInputTokens ?? 0,
+        rateLimitInputTokens(input.provider, usage),
+      ],
+      costUsd: cost.costUsd,
+      uncachedCostUsd: cost.uncachedCostUsd,
+      unknownCostReason: cost.unknownReason ?? null,
+    };
+  }
 
-    return writeTransaction(this.db, (): RecordUsageResult => {
-      const existing = this.selectByKey.get(caller.tenantId, input.idempotencyKey);
-      if (existing) return duplicateResult(existing, request);
-      const info = this.insertRecord.run(
-        caller.tenantId,
-        input.idempotencyKey,
-        request,
-        caller.projectId,
-        caller.userId,
-        caller.sessionId,
-        caller.runId,
-        input.provider,
-        input.model,
-        ...tokenCounts,
-        cost.costUsd,
-        cost.uncachedCostUsd,
-        cost.unknownReason ?? null,
-        occurredAtMs,
-        nowMs,
-      );
-      const recordId = Number(info.lastInsertRowid);
-      const sums = [
-        input.provider,
-        input.model,
-        ...tokenCounts,
-        cost.costUsd ?? 0,
-        cost.costUsd === null ? 1 : 0,
-        cost.uncachedCostUsd ?? 0,
-      ];
-      for (const { periodMs, add } of this.addToAggregates) {
-        add.run(caller.tenantId, floorTo(occurredAtMs, periodMs), ...sums);
-      }
-      // In the record's transaction: a crash keeps both or neither.
-      this.events.emit({
-        type: "usage_recorded",
-        tenantId: caller.tenantId,
-        sessionId: caller.sessionId,
-        runId: caller.runId,
-        attributes: {
-          record_id: recordId,
-          provider: input.provider,
-          model: input.model,
-          input_tokens: usage.inputTokens,
-          output_tokens: usage.outputTokens,
-          cache_read_input_tokens: usage.cacheReadInputTokens,
-          cache_creation_input_tokens: usage.cacheCreationInputTokens,
-          cost_known: cost.costUsd !== null,
-          ...(cost.costUsd !== null ? { cost_usd: cost.costUsd } : {}),
-        },
-      });
-      return {
-        recordId,
-        costUsd: cost.costUsd,
-        uncachedCostUsd: cost.uncachedCostUsd,
-        ...(cost.unknownReason ? { unknownCostReason: cost.unknownReason } : {}),
-        duplicate: false,
-        occurredAt: new Date(occurredAtMs),
-      };
+  /** Stores a prepared record, unless its key is already recorded (see recordUsage). */
+  readonly recordWrite: ReplicatedWrite<UsageRecordChange, RecordUsageResult> = {
+    kind: "usage/record",
+    apply: (record, { atMs }) =>
+      inSpan("wayfind.record_usage", { "wayfind.usage.provider": record.provider }, () =>
+        this.store(record, atMs),
+      ),
+  };
+
+  private store(record: UsageRecordChange, recordedAtMs: number): RecordUsageResult {
+    const existing = this.selectByKey.get(record.tenantId, record.idempotencyKey);
+    if (existing) return duplicateResult(existing, record.request);
+    const occurredAtMs = record.occurredAtMs ?? recordedAtMs;
+    const { costUsd, uncachedCostUsd, unknownCostReason, tokenCounts } = record;
+    const info = this.insertRecord.run(
+      record.tenantId,
+      record.idempotencyKey,
+      record.request,
+      record.projectId,
+      record.userId,
+      record.sessionId,
+      record.runId,
+      record.provider,
+      record.model,
+      ...tokenCounts,
+      costUsd,
+      uncachedCostUsd,
+      unknownCostReason,
+      occurredAtMs,
+      recordedAtMs,
+    );
+    const recordId = Number(info.lastInsertRowid);
+    const sums = [
+      record.provider,
+      record.model,
+      ...tokenCounts,
+      costUsd ?? 0,
+      costUsd === null ? 1 : 0,
+      uncachedCostUsd ?? 0,
+    ];
+    for (const { periodMs, add } of this.addToAggregates) {
+      add.run(record.tenantId, floorTo(occurredAtMs, periodMs), ...sums);
+    }
+    const [inputTokens, outputTokens, cacheReadInputTokens, cacheCreationInputTokens] = tokenCounts;
+    // In the record's transaction: a crash keeps both or neither.
+    this.events.emit({
+      type: "usage_recorded",
+      tenantId: record.tenantId,
+      sessionId: record.sessionId,
+      runId: record.runId,
+      attributes: {
+        record_id: recordId,
+        provider: record.provider,
+        model: record.model,
+        input_tokens: inputTokens,
+        output_tokens: outputTokens,
+        cache_read_input_tokens: cacheReadInputTokens,
+        cache_creation_input_tokens: cacheCreationInputTokens,
+        cost_known: costUsd !== null,
+        ...(costUsd !== null ? { cost_usd: costUsd } : {}),
+      },
     });
+    return {
+      recordId,
+      costUsd,
+      uncachedCostUsd,
+      ...(unknownCostReason ? { unknownCostReason } : {}),
+      duplicate: false,
+      occurredAt: new Date(occurredAtMs),
+    };
   }
 
   /**

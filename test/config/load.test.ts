@@ -324,3 +324,35 @@ describe("applyCliOverrides", () => {
     );
   });
 });
+
+describe("loadConfig storage", () => {
+  it("keeps the state in SQLite when neither storage.postgres nor WAYFIND_DATABASE_URL is set", () => {
+    expect(loadConfig(write(""), {}).storage.postgres).toBeUndefined();
+  });
+
+  it("reads storage.postgres with its pool size, 10 connections by default", () => {
+    const url = "postgres://wayfind:secret@db.internal:5432/wayfind";
+    expect(loadConfig(write(`storage: {postgres: {url: '${url}', pool_size: 4}}\n`), {}).storage).toEqual({
+      postgres: { url, poolSize: 4 },
+    });
+    expect(loadConfig(write(`storage: {postgres: {url: '${url}'}}\n`), {}).storage.postgres?.poolSize).toBe(
+      10,
+    );
+  });
+
+  it("lets WAYFIND_DATABASE_URL set the URL, keeping the file's pool size", () => {
+    const file = write("storage: {postgres: {url: 'postgres://a/b', pool_size: 3}}\n");
+    const config = loadConfig(file, { WAYFIND_DATABASE_URL: "postgresql://c:5433/d" });
+    expect(config.storage.postgres).toEqual({ url: "postgresql://c:5433/d", poolSize: 3 });
+  });
+
+  it("rejects a URL that is not PostgreSQL's, in the file and in the environment", () => {
+    const file = write("storage: {postgres: {url: 'mysql://db/wayfind'}}\n");
+    expect(problemsOf(file)).toEqual([
+      `${file}:1:27: storage.postgres.url: must be a PostgreSQL URL: postgres://user:password@host:5432/database`,
+    ]);
+    expect(problemsOf(write(""), { WAYFIND_DATABASE_URL: "db.internal:5432" })).toEqual([
+      "environment: WAYFIND_DATABASE_URL: must be a PostgreSQL URL (postgres://user:password@host:5432/database); fix it or unset WAYFIND_DATABASE_URL to keep the state in SQLite",
+    ]);
+  });
+});

@@ -12,7 +12,6 @@ import type { JsonObject, Tool, ToolInput } from "../../discovery/index.ts";
 import { compiledSchemaValues } from "../../discovery/validate.ts";
 import { discoveryToolDefinitions as discoveryTools } from "../../discovery-tools/index.ts";
 import { invalidArgument, quoteInput } from "../../errors.ts";
-import type { EventLog } from "../../events/index.ts";
 import { checkSize, LIMITS, withinLimit } from "../../limits.ts";
 import type { ToolSourceRegistry } from "../../sources/status.ts";
 import { firstSentence } from "../../text/scores.ts";
@@ -31,14 +30,14 @@ import {
 } from "../enums.ts";
 import { callerOf, principalOf } from "../pipeline.ts";
 import { searchReportToProto } from "./search-report.ts";
-import { TOOL_EVENT_TYPES, watchEvents } from "./watch.ts";
+import { TOOL_EVENT_TYPES, type WatchedLog, watchEvents } from "./watch.ts";
 
 /** Sources callers may register (length bound by LIMITS.registerToolsSource). */
 const API_SOURCE = /^[A-Za-z0-9_.-]+$/;
 
 export function toolDiscoveryService(
   tools: ToolService,
-  events: EventLog,
+  events: WatchedLog,
   sources?: ToolSourceRegistry,
 ): ServiceImpl<typeof ToolDiscoveryService> {
   return {

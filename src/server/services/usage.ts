@@ -2,21 +2,26 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { UsageTotals as ProtoTotals, UsageService } from "../../../gen/ts/wayfind/v1/usage_pb.ts";
 import { invalidArgument } from "../../errors.ts";
-import type { EventLog } from "../../events/index.ts";
+import type { StateWriter } from "../../replication/writes.ts";
 import type { UsageLedger, UsageTotals } from "../../usage/index.ts";
 import { PROVIDERS, USAGE_GROUP_BY } from "../enums.ts";
 import { callerOf, principalOf } from "../pipeline.ts";
-import { USAGE_EVENT_TYPES, watchEvents } from "./watch.ts";
+import { USAGE_EVENT_TYPES, type WatchedLog, watchEvents } from "./watch.ts";
 
-export function usageService(ledger: UsageLedger, events: EventLog): ServiceImpl<typeof UsageService> {
+export function usageService(
+  ledger: UsageLedger,
+  writer: StateWriter,
+  events: WatchedLog,
+): ServiceImpl<typeof UsageService> {
   return {
-    recordUsage(request, context) {
+    async recordUsage(request, context) {
       const provider = PROVIDERS.fromProto(request.provider, "provider");
       if (provider === undefined) throw invalidArgument("provider is required, e.g. PROVIDER_ANTHROPIC");
       if (!request.usage)
         throw invalidArgument("usage is required: input_tokens, output_tokens, cache_*_input_tokens");
       const { usage } = request;
-      const result = ledger.recordUsage(callerOf(context), {
+      const caller = callerOf(context);
+      const record = ledger.prepareRecord(caller, {
         provider,
         model: request.model,
         idempotencyKey: request.idempotencyKey,
@@ -29,6 +34,7 @@ export function usageService(ledger: UsageLedger, events: EventLog): ServiceImpl
           cacheCreation1hInputTokens: Number(usage.cacheCreation1hInputTokens),
         },
       });
+      const result = await writer.write(ledger.recordWrite, record, caller.tenantId);
       return {
         costUsd: result.costUsd ?? undefined,
         duplicate: result.duplicate,
@@ -36,7 +42,8 @@ export function usageService(ledger: UsageLedger, events: EventLog): ServiceImpl
       };
     },
 
-    getUsageSummary(request, context) {
+    async getUsageSummary(request, context) {
+      await writer.fence();
       const groupBy = USAGE_GROUP_BY.fromProto(request.groupBy, "group_by");
       const summary = ledger.getUsageSummary(callerOf(context), {
         tenantId: request.tenantId || undefined,

@@ -1,0 +1,229 @@
+import { randomUUID } from "node:crypto";
+import pg from "pg";
+import type { PostgresConfig } from "../config/index.ts";
+import type { Db } from "../database/sqlite.ts";
+import { errorReason, WayfindError } from "../errors.ts";
+
+import { type Change, ChangeLog, type NewChange } from "./change-log.ts";
+import { type ApplyOutcome, Follower, follow } from "./follower.ts";
+import type { ApplyContext, ReplicatedWrite, StateWriter } from "./writes.ts";
+
+export interface ReplicaOptions {
+  readonly postgres: PostgresConfig;
+  /** This replica's SQLite copy, opened with FOLLOWER_MIGRATIONS among its migrations. */
+  readonly db: Db;
+  /**
+   * True when the copy holds state of its own (written by a server that ran without PostgreSQL): such
+   * a file cannot become a replica's copy, whose every row must come from the change log.
+   */
+  readonly holdsStandaloneState: () => boolean;
+  readonly onError: (error: Error) => void;
+}
+
+/** Changes appended in one transaction at most (the log's lock is taken once per append). */
+const MAX_CHANGES_PER_APPEND = 500;
+
+interface QueuedWrite {
+  readonly change: NewChange;
+  readonly settle: (outcome: ApplyOutcome) => void;
+}
+
+/**
+ * One replica of a fleet sharing a PostgreSQL database (docs/replicas.md): its writes go to the
+ * change log and come back through its follower like everyone else's, so every replica applies the
+ * same changes in the same order. Writes made while an append is in flight wait and go together in
+ * the next one (group commit): the log takes ~1,400 appends/s, each may carry hundreds of changes.
+ */
+export class Replica implements StateWriter {
+  /** Tells this replica's writes from the others' in the log (`origin`). */
+  readonly id = randomUUID();
+  readonly #options: ReplicaOptions;
+  readonly #pool: pg.Pool;
+  readonly #log: ChangeLog;
+  #follower: Follower | undefined;
+  #stopFollowing: (() => Promise<void>) | undefined;
+  #queue: QueuedWrite[] = [];
+  /** Origin → settle, for writes appended by this replica and not applied here yet. */
+  readonly #waiting = new Map<string, (outcome: ApplyOutcome) => void>();
+  #appending: Promise<void> | undefined;
+  #writeCount = 0;
+  #closed = false;
+
+  private constructor(options: ReplicaOptions, pool: pg.Pool, log: ChangeLog) {
+    this.#options = options;
+    this.#pool = pool;
+    this.#log = log;
+  }
+
+  /**
+   * Connects to PostgreSQL, migrates its side, and checks that the SQLite copy follows this database
+   * (or is new, and from now on will). Nothing is applied until `follow`.
+   */
+  static async connect(options: ReplicaOptions): Promise<Replica> {
+    const pool = new pg.Pool({ connectionString: options.postgres.url, max: options.postgres.poolSize });
+    // An idle client's error (the server restarted) must not crash the process; the next query reconnects.
+    pool.on("error", (error) => options.onError(error));
+    try {
+      const log = await ChangeLog.open(pool);
+      claimCopy(options, await log.clusterId());
+      return new Replica(options, pool, log);
+    } catch (error) {
+      await pool.end().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /**
+   * Applies the log from where the copy stopped, with `writes` as the kinds this replica knows, then
+   * keeps applying as changes arrive (NOTIFY, and a poll every second). Writes wait until this runs.
+   */
+  async follow(writes: readonly ReplicatedWrite<never, unknown>[]): Promise<void> {
+    const appliers = new Map(
+      writes.map((write) => [
+        write.kind,
+        (change: Change) => write.apply(change.payload as never, applyContext(change)),
+      ]),
+    );
+    const follower = new Follower({
+      log: this.#log,
+      db: this.#options.db,
+      appliers,
+      onApplied: (change, outcome) => {
+        const settle = this.#waiting.get(change.origin);
+        if (settle === undefined) return;
+        this.#waiting.delete(change.origin);
+        settle(outcome);
+      },
+    });
+    await follower.catchUp();
+    this.#follower = follower;
+    this.#stopFollowing = await follow(
+      follower,
+      { connectionString: this.#options.postgres.url },
+      { onError: this.#options.onError },
+    );
+    this.#appendQueued();
+  }
+
+  /** The change being applied (inside its transaction), so events it reports get its time. */
+  get applying(): ApplyContext | undefined {
+    const change = this.#follower?.applying;
+    return change && applyContext(change);
+  }
+
+  write<P, R>(write: ReplicatedWrite<P, R>, payload: P, tenantId = ""): Promise<R> {
+    if (this.#closed) return Promise.reject(unavailable("this replica is stopping"));
+    return new Promise<R>((resolve, reject) => {
+      const origin = `${this.id}/${++this.#writeCount}`;
+      const settle = (outcome: ApplyOutcome) => {
+        if (outcome.ok) resolve(outcome.value as R);
+        else reject(outcome.error);
+      };
+      this.#queue.push({ change: { kind: write.kind, tenantId, payload: payload as never, origin }, settle });
+      this.#appendQueued();
+    });
+  }
+
+  async fence(): Promise<void> {
+    const follower = this.#follower;
+    if (follower === undefined) throw unavailable("this replica has not caught up with the change log yet");
+    try {
+      await follower.fence();
+    } catch (error) {
+      throw unavailable(`the shared database did not answer (${errorReason(error)})`);
+    }
+  }
+
+  /** Stops following; writes not appended yet fail, appended ones are applied on the next start. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.#appending;
+    for (const queued of this.#queue.splice(0)) {
+      queued.settle({ ok: false, error: unavailable("this replica stopped before the write was sent") });
+    }
+    await this.#stopFollowing?.();
+    await this.#pool.end();
+  }
+
+  /** Starts an append of everything queued, unless one is running (it takes the queue when done). */
+  #appendQueued(): void {
+    if (this.#appending || this.#follower === undefined || this.#queue.length === 0) return;
+    const follower = this.#follower;
+    this.#appending = (async () => {
+      while (this.#queue.length > 0) {
+        const batch = this.#queue.splice(0, MAX_CHANGES_PER_APPEND);
+        for (const queued of batch) {
+          if (queued.change.origin) this.#waiting.set(queued.change.origin, queued.settle);
+        }
+        try {
+          await this.#log.append(batch.map((queued) => queued.change));
+        } catch (error) {
+          this.#failAll(
+            batch,
+            unavailable(`the shared database did not take the write (${errorReason(error)})`),
+          );
+          continue;
+        }
+        try {
+          // Applies this batch here (and whatever came before it): its writers are answered from the copy.
+          await follower.catchUp();
+        } catch (error) {
+          this.#options.onError(error instanceof Error ? error : new Error(String(error)));
+          this.#failAll(
+            batch,
+            unavailable(`the write is committed but not applied here yet (${errorReason(error)})`),
+          );
+        }
+      }
+    })().finally(() => {
+      this.#appending = undefined;
+      this.#appendQueued();
+    });
+  }
+
+  #failAll(batch: readonly QueuedWrite[], error: WayfindError): void {
+    for (const queued of batch) {
+      const origin = queued.change.origin ?? "";
+      if (!this.#waiting.has(origin)) continue;
+      this.#waiting.delete(origin);
+      queued.settle({ ok: false, error });
+    }
+  }
+}
+
+function applyContext(change: Change): ApplyContext {
+  return { atMs: change.committedAt.getTime() };
+}
+
+function unavailable(why: string): WayfindError {
+  return new WayfindError(
+    "unavailable",
+    `${why}; retry the call (a usage record retried with the same idempotency key counts once)`,
+  );
+}
+
+/**
+ * Ties the SQLite copy to the PostgreSQL database it follows, refusing a copy of another database or a
+ * standalone server's file: their rows did not come from this log, so applying it would mix states.
+ */
+function claimCopy(options: ReplicaOptions, clusterId: string): void {
+  const { db } = options;
+  const claimed = db.prepare<[], { id: string }>("SELECT id FROM replication_cluster").get()?.id;
+  if (claimed === clusterId) return;
+  const dataFile = db.name;
+  if (claimed !== undefined) {
+    throw new WayfindError(
+      "failed_precondition",
+      `${dataFile} is the copy of another PostgreSQL database (${claimed}, this one is ${clusterId}); ` +
+        "give this replica an empty data dir, or point it at the database it was started with",
+    );
+  }
+  if (options.holdsStandaloneState()) {
+    throw new WayfindError(
+      "failed_precondition",
+      `${dataFile} holds events or usage recorded by a server that ran without PostgreSQL; a replica's ` +
+        "copy is built from the shared database, so give this replica an empty data dir",
+    );
+  }
+  db.prepare("INSERT INTO replication_cluster (id) VALUES (?)").run(clusterId);
+}

@@ -1,0 +1,43 @@
+import type { Db } from "../database/sqlite.ts";
+import { writeTransaction } from "../database/transaction.ts";
+
+/** What a change is applied with besides its payload: the same on every replica. */
+export interface ApplyContext {
+  /** The change's time in epoch ms: its commit to the change log, or now on SQLite alone. */
+  readonly atMs: number;
+}
+
+/**
+ * A kind of state change, written the same way whether one server owns its SQLite file or several
+ * replicas share a PostgreSQL change log (docs/replicas.md). The caller validates and prepares the
+ * payload (plain JSON: it is stored in the log); `apply` makes the change inside a write transaction
+ * and must be deterministic in the payload, the context and the state before it, since every replica
+ * runs it on its own copy. It refuses with a WayfindError (the same on every replica).
+ */
+export interface ReplicatedWrite<P, R> {
+  /** Stored with each change; a replica that does not know a kind stops rather than skip it. */
+  readonly kind: string;
+  apply(payload: P, context: ApplyContext): R;
+}
+
+/** Runs writes and fences reads; `LocalWriter` on SQLite alone, `Replica` with PostgreSQL. */
+export interface StateWriter {
+  /** Applies `payload` as `write` (on every replica) and resolves with this replica's outcome. */
+  write<P, R>(write: ReplicatedWrite<P, R>, payload: P, tenantId?: string): Promise<R>;
+  /**
+   * Resolves once this replica has applied every change committed anywhere before the call, so a
+   * read after it sees every write acknowledged before it (read-your-writes across replicas).
+   */
+  fence(): Promise<void>;
+}
+
+/** SQLite alone: a write is one local transaction, there is nothing to wait for before a read. */
+export class LocalWriter implements StateWriter {
+  constructor(private readonly db: Db) {}
+
+  async write<P, R>(write: ReplicatedWrite<P, R>, payload: P): Promise<R> {
+    return writeTransaction(this.db, () => write.apply(payload, { atMs: Date.now() }));
+  }
+
+  async fence(): Promise<void> {}
+}

@@ -1,0 +1,144 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Provider } from "../../gen/ts/wayfind/v1/common_pb.ts";
+import type { Event } from "../../gen/ts/wayfind/v1/events_pb.ts";
+import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
+import { UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
+import { postgresUnavailable, startPostgres, type TestPostgres } from "../support/postgres.ts";
+import { removeReplicas, startReplica, type TestReplica } from "../support/replicas.ts";
+import { startTestServer } from "../support/server.ts";
+
+// Three `wayfind serve` processes on one real PostgreSQL (docs/replicas.md), called with generated clients.
+const unavailable = postgresUnavailable();
+
+let postgres: TestPostgres;
+let replicas: TestReplica[] = [];
+beforeAll(async () => {
+  if (unavailable) return;
+  postgres = await startPostgres();
+  replicas = await Promise.all([0, 1, 2].map(() => startReplica(postgres.url)));
+}, 60_000);
+afterAll(async () => {
+  await removeReplicas(replicas);
+  await postgres?.stop();
+});
+
+const usage = {
+  inputTokens: 1000n,
+  outputTokens: 200n,
+  cacheReadInputTokens: 0n,
+  cacheCreationInputTokens: 0n,
+};
+
+function recordRequest(tenantId: string, key: string) {
+  return {
+    caller: { tenantId, sessionId: "s-1", runId: "r-1" },
+    provider: Provider.ANTHROPIC,
+    model: "claude-sonnet-4-5",
+    usage,
+    idempotencyKey: key,
+  };
+}
+
+/** Events of `replica`'s WatchUsageEvents for `tenantId` after `afterId` (0 = from the oldest), until `count`. */
+async function usageEvents(replica: TestReplica, tenantId: string, count: number, afterId = 0n) {
+  const abort = new AbortController();
+  const events: Event[] = [];
+  const stream = replica
+    .grpc(UsageService)
+    .watchUsageEvents(
+      { caller: { tenantId }, filter: afterId === 0n ? { fromOldest: true } : { afterId } },
+      { signal: abort.signal, timeoutMs: 10_000 },
+    );
+  for await (const message of stream) {
+    if (message.message.case === "event") events.push(message.message.value);
+    if (events.length === count) break;
+  }
+  abort.abort();
+  return events;
+}
+
+describe.skipIf(unavailable)(
+  `three replicas on one PostgreSQL${unavailable ? ` (skipped: ${unavailable})` : ""}`,
+  () => {
+    it("count a usage record sent to one replica in every replica's summary on the next call", async () => {
+      const [a, b, c] = replicas as [TestReplica, TestReplica, TestReplica];
+      await a.grpc(UsageService).recordUsage(recordRequest("acme", "read-your-writes"));
+      for (const replica of [b, c, a]) {
+        const summary = await replica.grpc(UsageService).getUsageSummary({ caller: { tenantId: "acme" } });
+        expect(summary.totals?.calls).toBe(1n);
+      }
+    });
+
+    it("count an idempotency key sent to all three at once exactly once", async () => {
+      const keys = Array.from({ length: 20 }, (_, i) => `raced-${i}`);
+      const answers = await Promise.all(
+        keys.flatMap((key) =>
+          replicas.map((replica) => replica.grpc(UsageService).recordUsage(recordRequest("initech", key))),
+        ),
+      );
+      expect(answers.filter((answer) => !answer.duplicate)).toHaveLength(keys.length);
+      for (const replica of replicas) {
+        const summary = await replica.grpc(UsageService).getUsageSummary({ caller: { tenantId: "initech" } });
+        expect(summary.totals?.calls).toBe(BigInt(keys.length));
+      }
+      const events = await usageEvents(replicas[2] as TestReplica, "initech", keys.length);
+      expect(events.every((event) => event.type === "usage_recorded")).toBe(true);
+    });
+
+    it("deliver the same events under the same ids on every replica, and a cursor from one resumes on another", async () => {
+      const [a, b, c] = replicas as [TestReplica, TestReplica, TestReplica];
+      for (const [i, replica] of [a, b, c, a, b, c].entries())
+        await replica.grpc(UsageService).recordUsage(recordRequest("globex", `spread-${i}`));
+      const seen = await Promise.all(replicas.map((replica) => usageEvents(replica, "globex", 6)));
+      const ids = seen.map((events) => events.map((event) => event.id));
+      expect(ids[1]).toEqual(ids[0]);
+      expect(ids[2]).toEqual(ids[0]);
+      expect(seen[1]).toEqual(seen[0]);
+
+      const cursor = ids[0]?.[2] ?? 0n;
+      const resumed = await usageEvents(b, "globex", 3, cursor);
+      expect(resumed.map((event) => event.id)).toEqual(ids[0]?.slice(3));
+    });
+
+    it("deliver a search reported by one replica to watchers of another", async () => {
+      const [a, , c] = replicas as [TestReplica, TestReplica, TestReplica];
+      const abort = new AbortController();
+      const stream = c
+        .grpc(ToolDiscoveryService)
+        .watchToolEvents(
+          { caller: { tenantId: "hooli" }, filter: { types: ["tool_search_query"] } },
+          { signal: abort.signal, timeoutMs: 10_000 },
+        );
+      const iterator = stream[Symbol.asyncIterator]();
+      const first = await iterator.next(); // the status: watching from now
+      expect(first.value?.message.case).toBe("status");
+      await a.grpc(ToolDiscoveryService).searchTools({ caller: { tenantId: "hooli" }, query: "weather" });
+      let next = await iterator.next();
+      while (next.value?.message.case !== "event") next = await iterator.next();
+      abort.abort();
+      expect(next.value.message.value).toMatchObject({ type: "tool_search_query", tenantId: "hooli" });
+    });
+
+    it("catch up a stopped replica with what the others recorded meanwhile", async () => {
+      const [a, b] = replicas as [TestReplica, TestReplica];
+      await b.stop();
+      for (let i = 0; i < 5; i++)
+        await a.grpc(UsageService).recordUsage(recordRequest("umbrella", `while-down-${i}`));
+      const restarted = await startReplica(postgres.url, b.dataDir);
+      replicas[1] = restarted;
+      const summary = await restarted
+        .grpc(UsageService)
+        .getUsageSummary({ caller: { tenantId: "umbrella" } });
+      expect(summary.totals?.calls).toBe(5n);
+    });
+
+    it("refuse a data dir a server wrote without PostgreSQL, since a replica's copy comes from the shared log", async () => {
+      const standalone = await startTestServer();
+      await standalone.grpc(UsageService).recordUsage(recordRequest("acme", "standalone"));
+      await standalone.stop({ keepData: true });
+      await expect(startReplica(postgres.url, standalone.dataDir)).rejects.toThrow(
+        /holds events or usage recorded by a server that ran without PostgreSQL; .*give this replica an empty data dir/,
+      );
+    });
+  },
+);

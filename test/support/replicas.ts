@@ -1,0 +1,54 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { DescService } from "@bufbuild/protobuf";
+import { type Client, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { type CliRun, listeningPort, runCli } from "./cli.ts";
+
+/** One `wayfind serve` process of a fleet sharing a PostgreSQL database (storage.postgres). */
+export interface TestReplica {
+  readonly run: CliRun;
+  readonly port: number;
+  readonly dataDir: string;
+  /** A generated client over native gRPC to this replica. */
+  grpc<S extends DescService>(service: S): Client<S>;
+  /** SIGTERM, and waits for the exit; the data dir stays for a restart. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `wayfind serve` as a child process, the way an operator runs a replica: its own data dir
+ * (a fresh one unless given, to restart a replica on its copy) and WAYFIND_DATABASE_URL.
+ */
+export async function startReplica(databaseUrl: string, dataDir?: string): Promise<TestReplica> {
+  const dir = dataDir ?? mkdtempSync(join(tmpdir(), "wayfind-replica-"));
+  const run = runCli(["serve", "--port", "0", "--data-dir", dir], { WAYFIND_DATABASE_URL: databaseUrl });
+  const port = await listeningPort(run);
+  if (port === 0) {
+    const code = await run.exited;
+    throw new Error(`wayfind serve exited (${code}) before listening:\n${run.stderr.join("")}`);
+  }
+  const baseUrl = `http://127.0.0.1:${port}`;
+  return {
+    run,
+    port,
+    dataDir: dir,
+    grpc: (service) => createClient(service, createGrpcTransport({ baseUrl })),
+    async stop() {
+      if (run.child.exitCode !== null || run.child.signalCode !== null) return;
+      run.child.kill("SIGTERM");
+      await run.exited;
+    },
+  };
+}
+
+/** Kills what is still running and deletes the data dirs. */
+export async function removeReplicas(replicas: readonly TestReplica[]): Promise<void> {
+  for (const replica of replicas) {
+    if (replica.run.child.exitCode === null && replica.run.child.signalCode === null)
+      replica.run.child.kill("SIGKILL");
+    await replica.run.exited;
+    rmSync(replica.dataDir, { recursive: true, force: true });
+  }
+}
