@@ -128,7 +128,7 @@ try {
   let worst = 1;
   let worstStable = 1;
   for (const [i, name] of ACTIVATE.entries()) {
-    const result = activateVisible({ store, access, resolve }, who, [name], {
+    const result = await activateVisible({ store, access, resolve }, who, [name], {
       scope: "run",
       source: "explicit",
       reason: "bench",

@@ -10,6 +10,7 @@ export type ErrorCode =
   | "unauthenticated"
   | "permission_denied"
   | "failed_precondition"
+  | "aborted"
   | "resource_exhausted"
   | "unimplemented"
   | "unavailable"

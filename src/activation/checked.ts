@@ -17,12 +17,12 @@ export interface CheckedActivationResult extends ActivationResult {
  * reach the store. Refusals emit `tool_activation_denied` with reason `unavailable` and a count, never
  * a name. A caller may only see its own requested names echoed back in `notFound`.
  */
-export function activateVisible(
+export async function activateVisible(
   deps: { readonly store: ActivationStore; readonly access: CallerAccess; readonly resolve: ResolveTool },
   caller: Caller,
   names: readonly string[],
   options: ActivateOptions,
-): CheckedActivationResult {
+): Promise<CheckedActivationResult> {
   const admitted: string[] = [];
   const notFound: string[] = [];
   for (const name of new Set(names)) {
@@ -32,5 +32,5 @@ export function activateVisible(
   }
   if (notFound.length > 0) deps.store.deny(caller, "unavailable", notFound.length);
   if (admitted.length === 0) return { activated: [], alreadyActive: [], notFound };
-  return { ...deps.store.activate(caller, admitted, options), notFound };
+  return { ...(await deps.store.activate(caller, admitted, options)), notFound };
 }

@@ -116,12 +116,12 @@ export interface LazyActivationResult extends ActivationResult {
  * Activates, for the caller's run, the tools of every group `message` triggers. Same access check and
  * same store as explicit activation, so nothing hidden is activated and nothing is activated twice.
  */
-export function activateLazyGroups(
+export async function activateLazyGroups(
   deps: { readonly store: ActivationStore; readonly access: CallerAccess; readonly groups: LazyGroups },
   caller: Caller,
   message: string,
   candidates: Iterable<Tool>,
-): LazyActivationResult {
+): Promise<LazyActivationResult> {
   const matches = deps.groups.match(message, candidates, deps.access).filter((m) => m.tools.length > 0);
   const activated: string[] = [];
   const alreadyActive: string[] = [];
@@ -131,11 +131,15 @@ export function activateLazyGroups(
     for (const name of fresh) seen.add(name);
     // The store caps names per call; a big group is activated in slices.
     for (let i = 0; i < fresh.length; i += ACTIVATION_LIMITS.maxNamesPerCall) {
-      const result = deps.store.activate(caller, fresh.slice(i, i + ACTIVATION_LIMITS.maxNamesPerCall), {
-        scope: "run",
-        source: "lazy_group",
-        reason: `lazy_group:${m.group}`,
-      });
+      const result = await deps.store.activate(
+        caller,
+        fresh.slice(i, i + ACTIVATION_LIMITS.maxNamesPerCall),
+        {
+          scope: "run",
+          source: "lazy_group",
+          reason: `lazy_group:${m.group}`,
+        },
+      );
       activated.push(...result.activated);
       alreadyActive.push(...result.alreadyActive);
     }

@@ -1,9 +1,15 @@
 import type { Caller } from "../caller/caller.ts";
 import type { Db } from "../database/sqlite.ts";
-import { writeTransaction } from "../database/transaction.ts";
 import { failedPrecondition, invalidArgument } from "../errors.ts";
 import type { EventSink } from "../events/index.ts";
 import { checkSize, LIMITS } from "../limits.ts";
+import { LruCache } from "../lru.ts";
+import {
+  type ApplyContext,
+  LocalWriter,
+  type ReplicatedWrite,
+  type StateWriter,
+} from "../replication/writes.ts";
 
 export type ActivationScope = "run" | "session";
 export type ActivationSource = "explicit" | "resolve" | "lazy_group";
@@ -34,6 +40,10 @@ export interface DeactivationResult {
 
 export interface ActivationStoreOptions {
   readonly events?: EventSink;
+  /** How activations are written: the server's (shared by replicas); default this database alone. */
+  readonly writer?: StateWriter;
+  /** Told when a run's idle clock could not be moved (it then expires as if unused). */
+  readonly onError?: (error: unknown) => void;
   /**
    * Idle TTL of run-scoped activations: a run's activations expire together once the run has not
    * been used (activate, deactivate or activeFor) for this long. Session activations never expire.
@@ -47,6 +57,28 @@ export const ACTIVATION_LIMITS = { maxNamesPerCall: 100, maxNameLength: 256 } as
 
 /** Reads that touch the run's idle clock do so at most this often, to keep reads nearly write-free. */
 const TOUCH_GRANULARITY_MS = 1000;
+/** Runs whose last touch this store remembers (to skip touching them again within the granularity). */
+const TOUCHED_RUNS_REMEMBERED = 10_000;
+
+/** Whose activations a change is about; the scope id is the session or run id of `scope`. */
+type ActivationOwner = {
+  readonly tenantId: string;
+  readonly projectId: string;
+  readonly sessionId: string;
+  readonly runId: string;
+};
+type ActivateChange = ActivationOwner & {
+  readonly names: readonly string[];
+  readonly scope: ActivationScope;
+  readonly scopeId: string;
+  readonly source: ActivationSource;
+  readonly reason: string;
+};
+type DeactivateChange = ActivationOwner & {
+  readonly names: readonly string[];
+  readonly scope: ActivationScope;
+  readonly scopeId: string;
+};
 
 /**
  * Activations of tools per run and per session, in SQLite. This store trusts the names it is given:
@@ -54,8 +86,10 @@ const TOUCH_GRANULARITY_MS = 1000;
  * refusals with `deny` — which never names the tool.
  */
 export class ActivationStore {
-  readonly #db: Db;
   readonly #events: EventSink | undefined;
+  readonly #writer: StateWriter;
+  readonly #onError: (error: unknown) => void;
+  readonly #touchedRuns = new LruCache<string, number>(TOUCHED_RUNS_REMEMBERED);
   readonly #ttlMs: number;
   readonly #now: () => number;
   readonly #insert;
@@ -66,10 +100,11 @@ export class ActivationStore {
 
   constructor(db: Db, options: ActivationStoreOptions) {
     if (!(options.runActivationTtlSeconds > 0)) throw invalidArgument("runActivationTtlSeconds must be > 0");
-    this.#db = db;
     this.#events = options.events;
     this.#ttlMs = options.runActivationTtlSeconds * 1000;
     this.#now = options.now ?? Date.now;
+    this.#writer = options.writer ?? new LocalWriter(db, this.#now);
+    this.#onError = options.onError ?? (() => {});
     this.#insert = db.prepare<[string, string, string, string, string, string, string, number, number]>(
       `INSERT OR IGNORE INTO tool_activations
          (tenant_id, project_id, scope, scope_id, tool_name, source, reason, activated_at_ms, last_used_at_ms)
@@ -104,59 +139,98 @@ export class ActivationStore {
     );
   }
 
-  activate(caller: Caller, toolNames: readonly string[], options: ActivateOptions): ActivationResult {
+  /**
+   * Activates `toolNames` for the caller's run or session. Each name lands once, whichever concurrent
+   * writer (or replica) gets there first: the others find it already active, and only the first emits
+   * `tool_activated`.
+   */
+  async activate(
+    caller: Caller,
+    toolNames: readonly string[],
+    options: ActivateOptions,
+  ): Promise<ActivationResult> {
     const scopeId = this.#scopeId(caller, options.scope, true);
     const names = checkNames(toolNames);
     checkSize(LIMITS.activateToolsReason, options.reason.length);
-    const activated: string[] = [];
-    const alreadyActive: string[] = [];
-    const now = this.#now();
-    // The UNIQUE key makes each name land exactly once, whichever concurrent writer gets the lock first.
-    writeTransaction(this.#db, () => {
-      this.#purge.run(now - this.#ttlMs);
-      for (const name of names) {
+    const change: ActivateChange = { ...ownerOf(caller), names, scopeId, ...options };
+    return this.#writer.write(this.activateWrite, change, caller.tenantId);
+  }
+
+  async deactivate(
+    caller: Caller,
+    toolNames: readonly string[],
+    scope: ActivationScope,
+  ): Promise<DeactivationResult> {
+    const scopeId = this.#scopeId(caller, scope, false);
+    const names = checkNames(toolNames);
+    const change: DeactivateChange = { ...ownerOf(caller), names, scope, scopeId };
+    return this.#writer.write(this.deactivateWrite, change, caller.tenantId);
+  }
+
+  /** The change kinds this store writes, for replicas to apply (src/replication). */
+  get writes(): readonly ReplicatedWrite<never, unknown>[] {
+    return [this.activateWrite, this.deactivateWrite, this.touchWrite];
+  }
+
+  readonly activateWrite: ReplicatedWrite<ActivateChange, ActivationResult> = {
+    kind: "activations/activate",
+    apply: (change, { atMs }) => {
+      this.#purge.run(atMs - this.#ttlMs);
+      const activated: string[] = [];
+      const alreadyActive: string[] = [];
+      for (const name of change.names) {
         const { changes } = this.#insert.run(
-          caller.tenantId,
-          caller.projectId,
-          options.scope,
-          scopeId,
+          change.tenantId,
+          change.projectId,
+          change.scope,
+          change.scopeId,
           name,
-          options.source,
-          options.reason,
-          now,
-          now,
+          change.source,
+          change.reason,
+          atMs,
+          atMs,
         );
         if (changes === 1) {
           activated.push(name);
           // In the activation's transaction: a crash keeps both or neither, a rollback delivers nothing.
           this.#events?.emit({
             type: "tool_activated",
-            ...eventScope(caller),
-            attributes: { tool: name, scope: options.scope, source: options.source, reason: options.reason },
+            ...eventScope(change),
+            attributes: { tool: name, scope: change.scope, source: change.source, reason: change.reason },
           });
         } else alreadyActive.push(name);
       }
-      if (options.scope === "run") this.#touch(caller, now, true);
-    });
-    return { activated, alreadyActive };
-  }
+      if (change.scope === "run") this.#touchRunAt(change, { atMs }, true);
+      return { activated, alreadyActive };
+    },
+  };
 
-  deactivate(caller: Caller, toolNames: readonly string[], scope: ActivationScope): DeactivationResult {
-    const scopeId = this.#scopeId(caller, scope, false);
-    const names = checkNames(toolNames);
-    const deactivated: string[] = [];
-    const notActive: string[] = [];
-    const now = this.#now();
-    writeTransaction(this.#db, () => {
-      this.#purge.run(now - this.#ttlMs);
-      for (const name of names) {
-        const { changes } = this.#delete.run(caller.tenantId, caller.projectId, scope, scopeId, name);
-        (changes > 0 ? deactivated : notActive).push(name);
+  readonly deactivateWrite: ReplicatedWrite<DeactivateChange, DeactivationResult> = {
+    kind: "activations/deactivate",
+    apply: (change, { atMs }) => {
+      this.#purge.run(atMs - this.#ttlMs);
+      const deactivated: string[] = [];
+      const notActive: string[] = [];
+      for (const name of change.names) {
+        const deleted = this.#delete.run(
+          change.tenantId,
+          change.projectId,
+          change.scope,
+          change.scopeId,
+          name,
+        );
+        (deleted.changes > 0 ? deactivated : notActive).push(name);
       }
-      if (scope === "run") this.#touch(caller, now, true);
-    });
-    return { deactivated, notActive };
-  }
+      if (change.scope === "run") this.#touchRunAt(change, { atMs }, true);
+      return { deactivated, notActive };
+    },
+  };
+
+  /** A read of a run's activations moves its idle clock (at most once per TOUCH_GRANULARITY_MS). */
+  readonly touchWrite: ReplicatedWrite<ActivationOwner, void> = {
+    kind: "activations/touch",
+    apply: (owner, context) => this.#touchRunAt(owner, context, false),
+  };
 
   /**
    * Names active for the caller: its run's (unexpired) and its session's activations, each name once,
@@ -166,7 +240,7 @@ export class ActivationStore {
   activeFor(caller: Caller): string[] {
     if (caller.runId === "" && caller.sessionId === "") return [];
     const now = this.#now();
-    if (caller.runId !== "") this.#touch(caller, now, false);
+    if (caller.runId !== "") this.#keepRunAlive(caller, now);
     const rows = this.#select.all(
       caller.tenantId,
       caller.projectId,
@@ -188,11 +262,6 @@ export class ActivationStore {
     });
   }
 
-  /** Deletes expired run activations; returns how many. Also done on every write. */
-  purgeExpired(): number {
-    return this.#purge.run(this.#now() - this.#ttlMs).changes;
-  }
-
   #scopeId(caller: Caller, scope: ActivationScope, reportDenied: boolean): string {
     const id = scope === "session" ? caller.sessionId : caller.runId;
     if (id === "") {
@@ -205,14 +274,26 @@ export class ActivationStore {
     return id;
   }
 
-  #touch(caller: Caller, now: number, always: boolean): void {
+  /**
+   * Moves the run's idle clock, unless this store did within TOUCH_GRANULARITY_MS. Alone on SQLite the
+   * write is done before this returns; a replica sends it to the others and reads on meanwhile.
+   */
+  #keepRunAlive(caller: Caller, now: number): void {
+    const key = `${caller.tenantId}\u0000${caller.projectId}\u0000${caller.runId}`;
+    const last = this.#touchedRuns.get(key);
+    if (last !== undefined && now - last < TOUCH_GRANULARITY_MS && now >= last) return;
+    this.#touchedRuns.set(key, now);
+    this.#writer.write(this.touchWrite, ownerOf(caller), caller.tenantId).catch(this.#onError);
+  }
+
+  #touchRunAt(owner: ActivationOwner, { atMs }: ApplyContext, always: boolean): void {
     this.#touchRun.run(
-      now,
-      caller.tenantId,
-      caller.projectId,
-      caller.runId,
-      now - this.#ttlMs,
-      always ? now + 1 : now - TOUCH_GRANULARITY_MS,
+      atMs,
+      owner.tenantId,
+      owner.projectId,
+      owner.runId,
+      atMs - this.#ttlMs,
+      always ? atMs + 1 : atMs - TOUCH_GRANULARITY_MS,
     );
   }
 }
@@ -231,6 +312,15 @@ function checkNames(toolNames: readonly string[]): string[] {
   return names;
 }
 
-function eventScope(caller: Caller): { tenantId: string; sessionId: string; runId: string } {
-  return { tenantId: caller.tenantId, sessionId: caller.sessionId, runId: caller.runId };
+function eventScope(owner: ActivationOwner): { tenantId: string; sessionId: string; runId: string } {
+  return { tenantId: owner.tenantId, sessionId: owner.sessionId, runId: owner.runId };
+}
+
+function ownerOf(caller: Caller): ActivationOwner {
+  return {
+    tenantId: caller.tenantId,
+    projectId: caller.projectId,
+    sessionId: caller.sessionId,
+    runId: caller.runId,
+  };
 }

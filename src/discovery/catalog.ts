@@ -1,9 +1,11 @@
-import { createHash } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import type { Db } from "../database/sqlite.ts";
+import { afterCommit } from "../database/transaction.ts";
 import { type FieldViolation, invalidArgument, quoteInput, WayfindError } from "../errors.ts";
 import type { EventSink } from "../events/event.ts";
 import { checkSize, LIMITS, withinLimit, withinRange } from "../limits.ts";
+import { LocalWriter, type ReplicatedWrite, type StateWriter } from "../replication/writes.ts";
 import { inSpan } from "../telemetry.ts";
 import { LiteralIndex } from "../text/literal-index.ts";
 import { SEMANTIC_OFF } from "../text/scores.ts";
@@ -58,6 +60,8 @@ export interface CatalogOptions {
   readonly synonyms?: Readonly<Record<string, readonly string[]>>;
   /** Told each new index (at start and after changes), e.g. to bring tool vectors up to date. */
   readonly onIndexBuilt?: (index: SearchIndex) => void;
+  /** How registrations are written: the server's (shared by replicas); default this database alone. */
+  readonly writer?: StateWriter;
 }
 
 interface Row {
@@ -120,6 +124,12 @@ export class ToolCatalog {
   private readonly onIndexBuilt: ((index: SearchIndex) => void) | undefined;
   /** The registration under way and those queued behind it (see register). */
   private registrations: Promise<unknown> = Promise.resolve();
+  private readonly writer: StateWriter;
+  /**
+   * The in-memory tools of this process's registrations being written, by change id: applying its own
+   * change, the catalog takes them instead of parsing the rows again (another replica parses them).
+   */
+  private readonly builtTools = new Map<string, readonly Tool[]>();
 
   constructor(
     private readonly db: Db,
@@ -131,6 +141,7 @@ export class ToolCatalog {
     this.renamed = new Map(Object.entries(options.aliases ?? {}));
     this.readings = queryReadings(synonymTable(options.synonyms));
     this.onIndexBuilt = options.onIndexBuilt;
+    this.writer = options.writer ?? new LocalWriter(db);
     for (const row of db
       .prepare<[], Row>("SELECT name, source, owner, definition FROM discovery_tools")
       .all()) {
@@ -217,7 +228,7 @@ export class ToolCatalog {
     const records: ToolRecord[] = [];
     const seen = new Set<string>();
     const digests = new Map<string, string>();
-    let unchanged = 0;
+    const kept: [string, string][] = [];
     for (const [i, input] of inputs.entries()) {
       yield;
       try {
@@ -236,7 +247,7 @@ export class ToolCatalog {
               description: `tool "${known.name}" appears more than once in the request`,
             });
           seen.add(known.name);
-          unchanged++;
+          kept.push([known.name, known.hash]);
           continue;
         }
         const record = yield* recordSteps(input, i, examplesChecked.get(i));
@@ -279,13 +290,9 @@ export class ToolCatalog {
       const existing = this.tools.get(toolKey(owner, r.name));
       if (!existing) added.push(r);
       else if (existing.hash !== r.hash) updated.push(r);
-      else unchanged++;
+      else kept.push([r.name, r.hash]);
     }
-    const removed = replaceSource
-      ? [...this.tools.values()]
-          .filter((t) => t.owner === owner && t.source === source && !seen.has(t.name))
-          .map((t) => t.name)
-      : [];
+    const removed = replaceSource ? this.namesLeaving(owner, source, seen) : [];
     // The rows and the in-memory tools too (microseconds a tool), so the turn that commits only
     // writes them.
     const rows = {
@@ -297,7 +304,14 @@ export class ToolCatalog {
       yield;
       changed.push({ ...r, source, owner });
     }
-    return { added, updated, removed, rows, changed, digests, unchanged };
+    return { added, updated, removed, rows, changed, digests, kept };
+  }
+
+  /** The tools of `source` that a registration replacing it with `staying` drops. */
+  private namesLeaving(owner: string, source: string, staying: ReadonlySet<string>): string[] {
+    return [...this.tools.values()]
+      .filter((t) => t.owner === owner && t.source === source && !staying.has(t.name))
+      .map((t) => t.name);
   }
 
   /** One registration, its turn come (see register). */
@@ -320,44 +334,102 @@ export class ToolCatalog {
       () => this.db.open,
     );
     if (!prepared) throw closedWhileChecking();
-    const { added, updated, removed, rows, changed, digests, unchanged } = prepared;
+    const { added, updated, removed, rows, changed, digests, kept } = prepared;
+    let written = { added: 0, updated: 0, removed: 0 };
     if (added.length + updated.length + removed.length > 0) {
       // The commit gets a turn of its own (5,000 rows: ~20 ms); the last checking slice ran in this one.
       await nextTurn();
       if (!this.db.open) throw closedWhileChecking();
-      const insert = this.db.prepare(
-        `INSERT INTO discovery_tools (owner, name, source, hash, definition)
-         VALUES (@owner, @name, @source, @hash, @definition)`,
-      );
-      const update = this.db.prepare(
-        `UPDATE discovery_tools SET hash = @hash, definition = @definition WHERE owner = @owner AND name = @name`,
-      );
-      const remove = this.db.prepare("DELETE FROM discovery_tools WHERE owner = ? AND name = ?");
-      const counts = { added: added.length, updated: updated.length, removed: removed.length };
-      inSpan("wayfind.register_tools.write", { "wayfind.source": source, ...counts }, () =>
-        this.db.transaction(() => {
-          for (const row of rows.added) insert.run(row);
-          for (const row of rows.updated) update.run(row);
-          for (const name of removed) remove.run(owner, name);
-        })(),
-      );
-      for (const name of removed) this.drop(owner, name);
-      for (const tool of changed) this.put(tool);
-
-      this.invalidateIndex();
-      this.fingerprints.clear();
+      const change: RegistrationChange = {
+        id: randomUUID(),
+        owner,
+        source,
+        replaceSource: options.replaceSource ?? false,
+        kept,
+        rows: [...rows.added, ...rows.updated].map(({ name, hash, definition }) => ({
+          name,
+          hash,
+          definition,
+        })),
+      };
+      this.builtTools.set(change.id, changed);
+      try {
+        written = await this.writer.write(this.registerWrite, change, owner);
+      } finally {
+        this.builtTools.delete(change.id);
+      }
       // The fingerprint sorts every tool of the owner: not in the commit's turn either.
       await nextTurn();
     }
     for (const [name, digest] of digests) this.inputDigests.set(toolKey(owner, name), digest);
     return {
-      added: added.length,
-      updated: updated.length,
-      removed: removed.length,
-      unchanged,
+      ...written,
+      unchanged: kept.length + added.length + updated.length - written.added - written.updated,
       fingerprint: this.fingerprint(owner),
     };
   }
+
+  /**
+   * Writes a checked registration: its rows in the transaction, the in-memory tools once it commits.
+   * Every replica applies it to its own copy in log order, so what the registrant checked may have
+   * changed meanwhile: a tool now owned by another source refuses it as at check time, and a tool it
+   * found unchanged that has changed since aborts it (a retry checks it again), so a registration
+   * never silently keeps another's version of its own tools.
+   */
+  readonly registerWrite: ReplicatedWrite<
+    RegistrationChange,
+    { added: number; updated: number; removed: number }
+  > = {
+    kind: "discovery/register",
+    apply: (change) => {
+      const { owner, source } = change;
+      for (const [name, hash] of change.kept) {
+        if (this.tools.get(toolKey(owner, name))?.hash !== hash)
+          throw new WayfindError(
+            "aborted",
+            `tool "${name}" of source "${source}" changed while this registration was checked; send it again`,
+          );
+      }
+      let added = 0;
+      let updated = 0;
+      for (const row of change.rows) {
+        const existing = this.tools.get(toolKey(owner, row.name));
+        if (existing === undefined) added++;
+        else if (existing.source !== source)
+          throw new WayfindError(
+            "already_exists",
+            `tool "${row.name}" is already registered by source "${existing.source}"; rename it or register it from that source`,
+          );
+        else if (existing.hash !== row.hash) updated++;
+      }
+      const staying = new Set([...change.kept.map(([name]) => name), ...change.rows.map((row) => row.name)]);
+      const removed = change.replaceSource ? this.namesLeaving(owner, source, staying) : [];
+      const insert = this.db.prepare(
+        `INSERT INTO discovery_tools (owner, name, source, hash, definition)
+         VALUES (@owner, @name, @source, @hash, @definition)
+         ON CONFLICT (owner, name) DO UPDATE SET hash = excluded.hash, definition = excluded.definition`,
+      );
+      const remove = this.db.prepare("DELETE FROM discovery_tools WHERE owner = ? AND name = ?");
+      const counts = { added, updated, removed: removed.length };
+      inSpan("wayfind.register_tools.write", { "wayfind.source": source, ...counts }, () => {
+        for (const row of change.rows) insert.run({ ...row, owner, source });
+        for (const name of removed) remove.run(owner, name);
+      });
+      const built = this.builtTools.get(change.id);
+      afterCommit(this.db, () => {
+        for (const name of removed) this.drop(owner, name);
+        change.rows.forEach((row, i) => {
+          const key = toolKey(owner, row.name);
+          // Whatever input this process accepted for the tool before, it is not what the tool holds now.
+          this.inputDigests.delete(key);
+          this.put(built?.[i] ?? { ...(JSON.parse(row.definition) as ToolRecord), source, owner });
+        });
+        this.invalidateIndex();
+        this.fingerprints.clear();
+      });
+      return counts;
+    },
+  };
 
   /** The current name of a tool the configuration renamed (config `aliases`), else `name` itself. */
   canonicalName(name: string): string {
@@ -748,7 +820,11 @@ function scopeOf(request: SearchRequest): { tenantId?: string; sessionId?: strin
   };
 }
 
-function toRow(r: ToolRecord, source: string, owner: string): Record<string, string> {
+function toRow(
+  r: ToolRecord,
+  source: string,
+  owner: string,
+): { name: string; source: string; owner: string; hash: string; definition: string } {
   return { name: r.name, source, owner, hash: r.hash, definition: JSON.stringify(r) };
 }
 
@@ -766,8 +842,22 @@ interface PreparedRegistration {
   readonly changed: readonly Tool[];
   /** Digest of each checked tool's raw input, by name: the next registration's fast path. */
   readonly digests: ReadonlyMap<string, string>;
-  readonly unchanged: number;
+  /** Tools found unchanged, with the hash they had: the write checks they still have it. */
+  readonly kept: readonly [string, string][];
 }
+
+/** A checked registration, as every replica applies it (see ToolCatalog.registerWrite). */
+type RegistrationChange = {
+  /** Ties the change to the in-memory tools this process built for it (builtTools). */
+  readonly id: string;
+  readonly owner: string;
+  readonly source: string;
+  readonly replaceSource: boolean;
+  /** Tools of the request found unchanged: [name, hash]. */
+  readonly kept: readonly [string, string][];
+  /** Tools added or updated: their discovery_tools rows. */
+  readonly rows: readonly { readonly name: string; readonly hash: string; readonly definition: string }[];
+};
 
 const closedWhileChecking = () =>
   new WayfindError("unavailable", "the server closed its catalog while checking the tools; retry");

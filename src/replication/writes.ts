@@ -33,10 +33,15 @@ export interface StateWriter {
 
 /** SQLite alone: a write is one local transaction, there is nothing to wait for before a read. */
 export class LocalWriter implements StateWriter {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    /** The clock changes are applied at (epoch ms); injectable for tests. */
+    private readonly now: () => number = Date.now,
+  ) {}
 
+  /** Done when this returns: the transaction runs before the first await (a caller need not wait). */
   async write<P, R>(write: ReplicatedWrite<P, R>, payload: P): Promise<R> {
-    return writeTransaction(this.db, () => write.apply(payload, { atMs: Date.now() }));
+    return writeTransaction(this.db, () => write.apply(payload, { atMs: this.now() }));
   }
 
   async fence(): Promise<void> {}

@@ -193,6 +193,12 @@ export async function startServer(
           onSyncError: (error) => logger.error({ err: error }, "skill vector sync failed"),
         })
       : undefined;
+  const activations = new ActivationStore(db, {
+    events: eventSink,
+    writer,
+    runActivationTtlSeconds: config.toolSearch.runActivationTtlSeconds,
+    onError: (error) => logger.warn({ err: error }, "a run's idle clock could not be moved"),
+  });
   const stopReplica = async () => {
     replicatedEvents?.flush();
     await replica?.close();
@@ -204,6 +210,7 @@ export async function startServer(
   };
   const catalog = new ToolCatalog(db, {
     events: eventSink,
+    writer,
     preferredNamespaces: config.toolSearch.preferredNamespaces,
     aliases: config.aliases,
     synonyms: config.toolSearch.synonyms,
@@ -234,7 +241,12 @@ export async function startServer(
   // A catalog file or skill pack with errors fails the start; nothing stays open behind it.
   try {
     // Before anything writes: the copy catches up with the log, then follows it.
-    await replica?.follow([...(replicatedEvents ? [replicatedEvents.write] : []), usage.recordWrite]);
+    await replica?.follow([
+      ...(replicatedEvents ? [replicatedEvents.write] : []),
+      usage.recordWrite,
+      ...activations.writes,
+      catalog.registerWrite,
+    ]);
     await syncCatalogFiles(catalog, config.catalogs, logger);
     loadConfiguredSkillPacks(skills, config.skillPacks, logger, options.onSkillPackProgress);
   } catch (error) {
@@ -270,10 +282,7 @@ export async function startServer(
   const tools = new ToolService({
     catalog,
     access,
-    activations: new ActivationStore(db, {
-      events: eventSink,
-      runActivationTtlSeconds: config.toolSearch.runActivationTtlSeconds,
-    }),
+    activations,
     lazyGroups: compileLazyGroups(config.lazyToolGroups),
     toolSearch: config.toolSearch,
     events: eventSink,
@@ -293,18 +302,17 @@ export async function startServer(
   };
   if (!allowUnauthenticated)
     logger.info({ host: settings.host }, "calls need credentials (auth); none are served without");
-  const watched = { log: events, fence: () => writer.fence() };
   const pipelined = withCallPipeline(
     [
-      ...serviceRoutes(ToolDiscoveryService, toolDiscoveryService(tools, watched, sources)),
+      ...serviceRoutes(ToolDiscoveryService, toolDiscoveryService(tools, events, sources)),
       ...serviceRoutes(
         SkillServiceDesc,
-        skillService(skills, watched, (caller) => tools.toolGate(caller), semanticSkills),
+        skillService(skills, events, (caller) => tools.toolGate(caller), semanticSkills),
       ),
-      ...serviceRoutes(UsageService, usageService(usage, writer, watched)),
+      ...serviceRoutes(UsageService, usageService(usage, writer, events)),
     ],
     logger,
-    { auth },
+    { auth, ...(replica ? { fence: () => replica.fence() } : {}) },
   );
   const wayfindRoutes = options.traceCalls ? traceRoutes(pipelined) : pipelined;
   const routes = [
@@ -386,8 +394,9 @@ export async function startServer(
 }
 
 /**
- * With storage.postgres, this server is one replica of a fleet sharing that database: usage and
- * events are shared through its change log (docs/replicas.md); the rest is each replica's own so far.
+ * With storage.postgres, this server is one replica of a fleet sharing that database: usage,
+ * activations and events are shared through its change log (docs/replicas.md); the catalog and skill
+ * packs are each replica's own so far.
  */
 async function connectReplica(config: WayfindConfig, db: Db, logger: Logger): Promise<Replica | undefined> {
   const postgres = config.storage.postgres;
@@ -410,7 +419,7 @@ async function connectReplica(config: WayfindConfig, db: Db, logger: Logger): Pr
   }
   logger.info(
     { database: where, replica: replica.id },
-    "replica of a shared database: usage and events are shared; tools, activations and skills are this replica's own",
+    "replica of a shared database: usage, activations and events are shared; tools and skills are this replica's own",
   );
   return replica;
 }

@@ -35,6 +35,11 @@ export interface PipelineOptions {
   /** Level of a successful call's line: probes (health, reflection) log at debug, to keep the log readable. */
   readonly level?: "info" | "debug";
   readonly auth?: CallAuth;
+  /**
+   * Awaited before every call once it is admitted: a replica's fence (src/replication), so a call sees
+   * every write acknowledged anywhere before it started. Absent on SQLite alone.
+   */
+  readonly fence?: () => Promise<void>;
 }
 
 /**
@@ -56,7 +61,7 @@ const DENIED_CODES = new Set(["unauthenticated", "permission_denied"]);
 function callLog(route: MethodRoute, logger: Logger, options: PipelineOptions): CallObserver {
   const method = methodPath(route.method);
   const level = options.level ?? "info";
-  const { auth } = options;
+  const { auth, fence } = options;
   const streaming = route.kind === "server_streaming" || route.kind === "bidi_streaming";
   return {
     begin(input, context) {
@@ -95,13 +100,19 @@ function callLog(route: MethodRoute, logger: Logger, options: PipelineOptions): 
           auth.onDenied?.(method, code);
         } else logger[level](fields, "call");
       };
+      const authenticate = auth
+        ? () => {
+            const who = auth.authenticator.authenticate(context.requestHeader, claimed);
+            return who instanceof Promise ? who.then(admit) : admit(who);
+          }
+        : undefined;
       return {
-        prepare: auth
-          ? () => {
-              const who = auth.authenticator.authenticate(context.requestHeader, claimed);
-              return who instanceof Promise ? who.then(admit) : admit(who);
+        prepare: fence
+          ? async () => {
+              await authenticate?.();
+              await fence();
             }
-          : undefined,
+          : authenticate,
         succeeded: () => finish(),
         failed(error) {
           finish(error);

@@ -150,6 +150,7 @@ const CODES: Record<ErrorCode, Code> = {
   unauthenticated: Code.Unauthenticated,
   permission_denied: Code.PermissionDenied,
   failed_precondition: Code.FailedPrecondition,
+  aborted: Code.Aborted,
   resource_exhausted: Code.ResourceExhausted,
   unimplemented: Code.Unimplemented,
   unavailable: Code.Unavailable,

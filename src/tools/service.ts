@@ -146,7 +146,12 @@ export class ToolService {
     };
   }
 
-  activate(caller: Caller, names: readonly string[], scope: ActivationScope | undefined, reason: string) {
+  async activate(
+    caller: Caller,
+    names: readonly string[],
+    scope: ActivationScope | undefined,
+    reason: string,
+  ) {
     // Checked up front: when every tool is already visible, the store (which checks it too) is never asked.
     checkSize(LIMITS.activateToolsReason, reason.length);
     const view = this.view(caller);
@@ -157,7 +162,7 @@ export class ToolService {
     const result =
       toActivate.length === 0
         ? { activated: [], alreadyActive: [] }
-        : activateVisible(
+        : await activateVisible(
             {
               store: this.options.activations,
               access: view.access,
@@ -174,7 +179,7 @@ export class ToolService {
     };
   }
 
-  deactivate(caller: Caller, names: readonly string[], scope: ActivationScope | undefined) {
+  async deactivate(caller: Caller, names: readonly string[], scope: ActivationScope | undefined) {
     const canonical = names.map((name) => this.options.catalog.canonicalName(name));
     return this.options.activations.deactivate(caller, canonical, this.scopeFor(caller, scope));
   }
@@ -183,7 +188,7 @@ export class ToolService {
    * A model called `name`: the tool's definition if the caller may use it, activating a deferred tool
    * on first use. A hidden tool and a missing one get the very same NOT_FOUND.
    */
-  resolve(caller: Caller, name: string, scope: ActivationScope | undefined) {
+  async resolve(caller: Caller, name: string, scope: ActivationScope | undefined) {
     const view = this.view(caller);
     const tool = this.resolveOne(view, name);
     if (tool === undefined) {
@@ -192,7 +197,7 @@ export class ToolService {
     }
     if (view.isVisibleNow(tool)) return { tool, activated: false, scope: undefined };
     const effectiveScope = this.scopeFor(caller, scope);
-    const result = this.options.activations.activate(caller, [tool.name], {
+    const result = await this.options.activations.activate(caller, [tool.name], {
       scope: effectiveScope,
       source: "resolve",
       reason: "called by the model",
@@ -217,7 +222,7 @@ export class ToolService {
     if (problems.length > 0 || view.isVisibleNow(tool))
       return { tool, problems, activated: false, scope: undefined };
     const effectiveScope = this.scopeFor(caller, scope);
-    const result = this.options.activations.activate(caller, [tool.name], {
+    const result = await this.options.activations.activate(caller, [tool.name], {
       scope: effectiveScope,
       source: "resolve",
       reason: "called through the dispatch tool",
@@ -229,7 +234,7 @@ export class ToolService {
     // Hints search the index.
     const version = await this.options.catalog.indexReady();
     let view = this.view(caller, version);
-    if (options.hintMessage && this.activateLazyGroups(caller, view, options.hintMessage))
+    if (options.hintMessage && (await this.activateLazyGroups(caller, view, options.hintMessage)))
       view = this.view(caller, version);
     return renderToolPrompt({
       caller,
@@ -348,11 +353,11 @@ export class ToolService {
   }
 
   /** Activates the lazy groups the message triggers; true when anything new was activated. */
-  private activateLazyGroups(caller: Caller, view: CallerView, message: string): boolean {
+  private async activateLazyGroups(caller: Caller, view: CallerView, message: string): Promise<boolean> {
     const groups = this.options.lazyGroups.match(message, view.ownedTools(), view.access);
     const names = groups.flatMap((group) => group.tools).filter((name) => !view.visibleNames.has(name));
     if (names.length === 0 || caller.runId === "") return false;
-    const result = this.options.activations.activate(caller, [...new Set(names)], {
+    const result = await this.options.activations.activate(caller, [...new Set(names)], {
       scope: "run",
       source: "lazy_group",
       reason: `lazy_group:${groups.map((group) => group.group).join(",")}`,

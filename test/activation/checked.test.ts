@@ -17,15 +17,15 @@ const access = createAccessControl({
 const opts = { scope: "run" as const, source: "explicit" as const, reason: "add_tool" };
 
 describe("activateVisible", () => {
-  it("activates admitted tools under their canonical name", () => {
+  it("activates admitted tools under their canonical name", async () => {
     const { store } = openStore();
-    const result = activateVisible({ store, access, resolve }, caller(), ["github.create_issue"], opts);
+    const result = await activateVisible({ store, access, resolve }, caller(), ["github.create_issue"], opts);
     expect(result).toEqual({ activated: ["github.create_issue"], alreadyActive: [], notFound: [] });
   });
 
-  it("refuses a denied tool by exact name or alias like an unknown one, and stores nothing", () => {
+  it("refuses a denied tool by exact name or alias like an unknown one, and stores nothing", async () => {
     const { store } = openStore();
-    const result = activateVisible(
+    const result = await activateVisible(
       { store, access, resolve },
       caller(),
       ["github.delete_repo", "delete_repo", "nope"],
@@ -35,9 +35,9 @@ describe("activateVisible", () => {
     expect(store.activeFor(caller())).toEqual([]);
   });
 
-  it("emits one nameless tool_activation_denied with the refused count", () => {
+  it("emits one nameless tool_activation_denied with the refused count", async () => {
     const { store, events } = openStore();
-    activateVisible({ store, access, resolve }, caller(), ["delete_repo", "github.create_issue"], opts);
+    await activateVisible({ store, access, resolve }, caller(), ["delete_repo", "github.create_issue"], opts);
     const denied = events.filter((e) => e.type === "tool_activation_denied");
     expect(denied).toEqual([
       {

@@ -9,38 +9,34 @@ import { openStore, tempDir } from "./helpers.ts";
 const explicit = (scope: "run" | "session") => ({ scope, source: "explicit" as const, reason: "add_tool" });
 
 describe("ActivationStore", () => {
-  it("reports newly activated vs already active names", () => {
+  it("reports newly activated vs already active names", async () => {
     const { store } = openStore();
-    expect(store.activate(caller(), ["a", "b"], explicit("run"))).toEqual({
+    expect(await store.activate(caller(), ["a", "b"], explicit("run"))).toEqual({
       activated: ["a", "b"],
       alreadyActive: [],
     });
-    expect(store.activate(caller(), ["b", "c"], explicit("run"))).toEqual({
+    expect(await store.activate(caller(), ["b", "c"], explicit("run"))).toEqual({
       activated: ["c"],
       alreadyActive: ["b"],
     });
   });
 
-  it("returns activations oldest first, run and session merged, each name once", () => {
+  it("returns activations oldest first, run and session merged, each name once", async () => {
     const { store, clock } = openStore();
-    store.activate(caller(), ["z"], explicit("session"));
+    await store.activate(caller(), ["z"], explicit("session"));
     clock.now += 10;
-    store.activate(caller(), ["a", "z"], explicit("run"));
+    await store.activate(caller(), ["a", "z"], explicit("run"));
     clock.now += 10;
-    store.activate(caller(), ["m"], explicit("session"));
+    await store.activate(caller(), ["m"], explicit("session"));
     expect(store.activeFor(caller())).toEqual(["z", "a", "m"]);
   });
 
-  it("rejects session scope without a session id with failed_precondition and a nameless deny event", () => {
+  it("rejects session scope without a session id with failed_precondition and a nameless deny event", async () => {
     const { store, events } = openStore();
     const act = () => store.activate(caller({ sessionId: "" }), ["secret.tool"], explicit("session"));
-    expect(act).toThrowError(WayfindError);
-    expect(act).toThrowError(/session_id/);
-    try {
-      act();
-    } catch (err) {
-      expect((err as WayfindError).code).toBe("failed_precondition");
-    }
+    await expect(act()).rejects.toThrowError(WayfindError);
+    await expect(act()).rejects.toThrowError(/session_id/);
+    await expect(act()).rejects.toMatchObject({ code: "failed_precondition" });
     const denied = events.filter((e) => e.type === "tool_activation_denied");
     // One denial per attempt above (three), none naming the tool.
     expect(denied.map((e) => e.attributes.reason)).toEqual([
@@ -51,49 +47,49 @@ describe("ActivationStore", () => {
     expect(JSON.stringify(denied)).not.toContain("secret.tool");
   });
 
-  it("rejects run scope without a run id with failed_precondition", () => {
+  it("rejects run scope without a run id with failed_precondition", async () => {
     const { store } = openStore();
-    expect(() => store.activate(caller({ runId: "" }), ["a"], explicit("run"))).toThrowError(
+    await expect(store.activate(caller({ runId: "" }), ["a"], explicit("run"))).rejects.toThrowError(
       expect.objectContaining({ code: "failed_precondition" }),
     );
   });
 
-  it("keeps session activations across a restart", () => {
+  it("keeps session activations across a restart", async () => {
     const first = openStore();
-    first.store.activate(caller(), ["a", "b"], explicit("session"));
+    await first.store.activate(caller(), ["a", "b"], explicit("session"));
     first.db.close();
     const second = openStore({ file: first.file });
     expect(second.store.activeFor(caller({ runId: "another-run" }))).toEqual(["a", "b"]);
   });
 
-  it("expires run activations after the idle TTL", () => {
+  it("expires run activations after the idle TTL", async () => {
     const { store, clock } = openStore({ ttlSeconds: 60 });
-    store.activate(caller(), ["a"], explicit("run"));
+    await store.activate(caller(), ["a"], explicit("run"));
     clock.now += 61_000;
     expect(store.activeFor(caller())).toEqual([]);
   });
 
-  it("keeps a used run alive: reads reset the idle clock", () => {
+  it("keeps a used run alive: reads reset the idle clock", async () => {
     const { store, clock } = openStore({ ttlSeconds: 60 });
-    store.activate(caller(), ["a"], explicit("run"));
+    await store.activate(caller(), ["a"], explicit("run"));
     clock.now += 50_000;
     expect(store.activeFor(caller())).toEqual(["a"]);
     clock.now += 50_000;
     expect(store.activeFor(caller())).toEqual(["a"]);
   });
 
-  it("treats re-activating an expired run activation as new", () => {
+  it("treats re-activating an expired run activation as new", async () => {
     const { store, clock, events } = openStore({ ttlSeconds: 60 });
-    store.activate(caller(), ["a"], explicit("run"));
+    await store.activate(caller(), ["a"], explicit("run"));
     clock.now += 61_000;
-    expect(store.activate(caller(), ["a"], explicit("run")).activated).toEqual(["a"]);
+    expect((await store.activate(caller(), ["a"], explicit("run"))).activated).toEqual(["a"]);
     expect(events.filter((e) => e.type === "tool_activated")).toHaveLength(2);
   });
 
-  it("emits tool_activated with tool, scope, source and reason only for new activations", () => {
+  it("emits tool_activated with tool, scope, source and reason only for new activations", async () => {
     const { store, events } = openStore();
-    store.activate(caller(), ["a"], explicit("session"));
-    store.activate(caller(), ["a"], explicit("session"));
+    await store.activate(caller(), ["a"], explicit("session"));
+    await store.activate(caller(), ["a"], explicit("session"));
     expect(events).toEqual([
       {
         type: "tool_activated",
@@ -105,25 +101,28 @@ describe("ActivationStore", () => {
     ]);
   });
 
-  it("isolates tenants that reuse a session id", () => {
+  it("isolates tenants that reuse a session id", async () => {
     const { store } = openStore();
-    store.activate(caller({ tenantId: "acme" }), ["a"], explicit("session"));
+    await store.activate(caller({ tenantId: "acme" }), ["a"], explicit("session"));
     expect(store.activeFor(caller({ tenantId: "other" }))).toEqual([]);
   });
 
-  it("deactivates without reordering what remains", () => {
+  it("deactivates without reordering what remains", async () => {
     const { store } = openStore();
-    store.activate(caller(), ["a", "b", "c"], explicit("run"));
-    expect(store.deactivate(caller(), ["b", "x"], "run")).toEqual({ deactivated: ["b"], notActive: ["x"] });
+    await store.activate(caller(), ["a", "b", "c"], explicit("run"));
+    expect(await store.deactivate(caller(), ["b", "x"], "run")).toEqual({
+      deactivated: ["b"],
+      notActive: ["x"],
+    });
     expect(store.activeFor(caller())).toEqual(["a", "c"]);
   });
 
-  it("validates names", () => {
+  it("validates names", async () => {
     const { store } = openStore();
-    expect(() => store.activate(caller(), [], explicit("run"))).toThrowError(
+    await expect(store.activate(caller(), [], explicit("run"))).rejects.toThrowError(
       expect.objectContaining({ code: "invalid_argument" }),
     );
-    expect(() => store.activate(caller(), [" "], explicit("run"))).toThrowError(
+    await expect(store.activate(caller(), [" "], explicit("run"))).rejects.toThrowError(
       expect.objectContaining({ code: "invalid_argument" }),
     );
   });

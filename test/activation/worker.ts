@@ -19,7 +19,11 @@ const mine: string[] = [];
 const wait = Number(startAt ?? 0) - Date.now();
 if (wait > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, wait);
 for (const name of names) {
-  const { activated } = store.activate(who, [name], { scope: "session", source: "explicit", reason: "test" });
+  const { activated } = await store.activate(who, [name], {
+    scope: "session",
+    source: "explicit",
+    reason: "test",
+  });
   mine.push(...activated);
 }
 db.close();

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Provider } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import type { Event } from "../../gen/ts/wayfind/v1/events_pb.ts";
-import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
+import { ActivationScope, ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
 import { postgresUnavailable, startPostgres, type TestPostgres } from "../support/postgres.ts";
 import { removeReplicas, startReplica, type TestReplica } from "../support/replicas.ts";
@@ -130,6 +130,123 @@ describe.skipIf(unavailable)(
         .grpc(UsageService)
         .getUsageSummary({ caller: { tenantId: "umbrella" } });
       expect(summary.totals?.calls).toBe(5n);
+    });
+
+    it("show a tool activated through one replica as active through the others on their next call", async () => {
+      const [a, b, c] = replicas as [TestReplica, TestReplica, TestReplica];
+      const caller = { tenantId: "acme", sessionId: "visible-elsewhere" };
+      const activated = await a
+        .grpc(ToolDiscoveryService)
+        .activateTools({ caller, names: ["github.create_issue"], scope: ActivationScope.SESSION });
+      expect(activated.activated).toEqual(["github.create_issue"]);
+      const resolved = await b
+        .grpc(ToolDiscoveryService)
+        .resolveTool({ caller, name: "github.create_issue" });
+      expect(resolved.activated).toBe(false); // already active: A's activation is visible here
+      const prompt = await c.grpc(ToolDiscoveryService).renderToolPrompt({ caller });
+      expect(prompt.visibleTools).toContain("github.create_issue");
+    });
+
+    it("make one activation and one event when three replicas activate the same tool at once", async () => {
+      const tools = ["github.list_issues", "github.create_pull_request", "jira.create_ticket"];
+      const caller = { tenantId: "initech", sessionId: "raced" };
+      const answers = await Promise.all(
+        tools.flatMap((name) =>
+          replicas.map((replica) =>
+            replica
+              .grpc(ToolDiscoveryService)
+              .activateTools({ caller, names: [name], scope: ActivationScope.SESSION }),
+          ),
+        ),
+      );
+      expect(answers.flatMap((answer) => answer.activated).sort()).toEqual([...tools].sort());
+      const abort = new AbortController();
+      const activations: string[] = [];
+      const stream = (replicas[1] as TestReplica)
+        .grpc(ToolDiscoveryService)
+        .watchToolEvents(
+          { caller: { tenantId: "initech" }, filter: { fromOldest: true, types: ["tool_activated"] } },
+          { signal: abort.signal, timeoutMs: 10_000 },
+        );
+      // One more activation marks the end of the ones raced above.
+      await (replicas[0] as TestReplica).grpc(ToolDiscoveryService).activateTools({
+        caller: { ...caller, sessionId: "end" },
+        names: ["slack.send_message"],
+        scope: ActivationScope.SESSION,
+      });
+      for await (const message of stream) {
+        if (message.message.case !== "event") continue;
+        const event = message.message.value;
+        if (event.sessionId === "end") break;
+        if (event.payload.case === "toolActivated") activations.push(event.payload.value.tool);
+      }
+      abort.abort();
+      expect(activations.sort()).toEqual([...tools].sort());
+    });
+
+    it("find a tool registered through one replica through the others on their next call", async () => {
+      const [a, b, c] = replicas as [TestReplica, TestReplica, TestReplica];
+      const caller = { tenantId: "acme" };
+      const registered = await a.grpc(ToolDiscoveryService).registerTools({
+        caller,
+        source: "billing",
+        namespace: "billing",
+        tools: [{ name: "refund_invoice", description: "Refund a paid invoice to the customer's card." }],
+      });
+      expect(registered.added).toBe(1);
+      for (const replica of [b, c]) {
+        const found = await replica
+          .grpc(ToolDiscoveryService)
+          .searchTools({ caller, query: "refund an invoice", includeAlwaysLoaded: true });
+        expect(found.tools.map((tool) => tool.name)).toContain("billing.refund_invoice");
+      }
+      // The same registration again, through another replica: nothing changes anywhere.
+      const again = await c.grpc(ToolDiscoveryService).registerTools({
+        caller,
+        source: "billing",
+        namespace: "billing",
+        tools: [{ name: "refund_invoice", description: "Refund a paid invoice to the customer's card." }],
+      });
+      expect(again).toMatchObject({
+        added: 0,
+        updated: 0,
+        unchanged: 1,
+        catalogFingerprint: registered.catalogFingerprint,
+      });
+    });
+
+    it("agree on one catalog when replicas register the same source at once", async () => {
+      const caller = { tenantId: "initech" };
+      const versions = replicas.map((_, i) => ({
+        caller,
+        source: "raced",
+        namespace: "raced",
+        replaceSource: true,
+        tools: [
+          { name: "tool", description: `Version ${i} of the raced tool.` },
+          { name: `only_${i}`, description: "One replica's own." },
+        ],
+      }));
+      const outcomes = await Promise.allSettled(
+        replicas.map((replica, i) =>
+          replica.grpc(ToolDiscoveryService).registerTools(versions[i] as (typeof versions)[0]),
+        ),
+      );
+      expect(outcomes.some((outcome) => outcome.status === "fulfilled")).toBe(true);
+      const catalogs = await Promise.all(
+        replicas.map(async (replica) => {
+          const listed = await replica
+            .grpc(ToolDiscoveryService)
+            .listTools({ caller, showAllTools: true, pageSize: 500 });
+          return listed.tools
+            .filter((tool) => tool.name.startsWith("raced."))
+            .map((tool) => `${tool.name}: ${tool.description}`)
+            .sort();
+        }),
+      );
+      expect(catalogs[1]).toEqual(catalogs[0]);
+      expect(catalogs[2]).toEqual(catalogs[0]);
+      expect(catalogs[0]).toHaveLength(2); // one registration's whole source, replaced as a unit
     });
 
     it("refuse a data dir a server wrote without PostgreSQL, since a replica's copy comes from the shared log", async () => {

@@ -113,10 +113,10 @@ describe("nothing hidden leaks through the tool service (property)", () => {
           assertNoSecret((await w.service.renderPrompt(caller, { includeDirectory: true })).visibleTools);
 
           for (const name of secret) {
-            const hidden = notFoundMessage(() => w.service.resolve(caller, name, undefined));
-            const missing = notFoundMessage(() => w.service.resolve(caller, "no.such.tool", undefined));
+            const hidden = await notFoundMessage(() => w.service.resolve(caller, name, undefined));
+            const missing = await notFoundMessage(() => w.service.resolve(caller, "no.such.tool", undefined));
             expect(hidden.replace(name, "X")).toBe(missing.replace("no.such.tool", "X"));
-            notFoundMessage(() => w.service.activate(caller, [name], undefined, "try"));
+            await notFoundMessage(() => w.service.activate(caller, [name], undefined, "try"));
           }
           for (const { attributes } of w.events) {
             // A query echoes what the caller typed itself; every other attribute is wayfind's own words.

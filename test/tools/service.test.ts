@@ -81,7 +81,7 @@ describe("ListTools visibility", () => {
 
   it("marks an activated tool visible", async () => {
     const tools = await service(SEARCHING);
-    tools.activate(caller, ["git.commit"], "run", "test");
+    await tools.activate(caller, ["git.commit"], "run", "test");
     expect(visibility(await tools.list(caller, { showAll: true }))).toEqual({
       "fs.read": false,
       "git.commit": true,
@@ -93,7 +93,7 @@ describe("ListTools visibility", () => {
 describe("ListTools pages", () => {
   it("list the tools in the prompt now without show_all, every tool the caller may use with it", async () => {
     const tools = await service(SEARCHING, HIDING);
-    tools.activate(caller, ["git.commit"], "run", "test");
+    await tools.activate(caller, ["git.commit"], "run", "test");
     expect(visibility(await tools.list(caller, { showAll: false }))).toEqual({ "git.commit": true });
     expect(visibility(await tools.list(caller, { showAll: true }))).toEqual({
       "fs.read": false,
@@ -122,7 +122,7 @@ describe("SearchTools", () => {
 
   it("leaves out tools the caller already sees unless they are asked for", async () => {
     const tools = await service(SEARCHING);
-    tools.activate(caller, ["git.commit"], "run", "test");
+    await tools.activate(caller, ["git.commit"], "run", "test");
     const query = { query: "commit staged changes", type: "fts" as const };
     const names = async (includeAlwaysLoaded: boolean) =>
       (await tools.search(caller, { ...query, includeAlwaysLoaded })).tools.map((hit) => hit.name);
@@ -149,7 +149,7 @@ describe("GetTools", () => {
 describe("ActivateTools", () => {
   it("activates deferred tools for the run and reports tools already visible as such", async () => {
     const tools = await service({ enabled: true, alwaysLoadedPatterns: ["fs.*"] }, HIDING);
-    expect(tools.activate(caller, ["git.ci", "fs.read"], "run", "test")).toEqual({
+    expect(await tools.activate(caller, ["git.ci", "fs.read"], "run", "test")).toEqual({
       activated: ["git.commit"],
       alreadyVisible: ["fs.read"],
       scope: "run",
@@ -158,8 +158,8 @@ describe("ActivateTools", () => {
 
   it("refuses a hidden tool with the NOT_FOUND of a missing one", async () => {
     const tools = await service(SEARCHING, HIDING);
-    const hidden = notFoundMessage(() => tools.activate(caller, ["ops.secret_rotate"], "run", "test"));
-    const missing = notFoundMessage(() => tools.activate(caller, ["no.such"], "run", "test"));
+    const hidden = await notFoundMessage(() => tools.activate(caller, ["ops.secret_rotate"], "run", "test"));
+    const missing = await notFoundMessage(() => tools.activate(caller, ["no.such"], "run", "test"));
     expect(hidden.replace("ops.secret_rotate", "X")).toBe(missing.replace("no.such", "X"));
   });
 });
@@ -167,27 +167,29 @@ describe("ActivateTools", () => {
 describe("ResolveTool", () => {
   it("activates a deferred tool on its first call only", async () => {
     const tools = await service(SEARCHING, HIDING);
-    const first = tools.resolve(caller, "old.read", undefined);
-    const second = tools.resolve(caller, "fs.read", undefined);
+    const first = await tools.resolve(caller, "old.read", undefined);
+    const second = await tools.resolve(caller, "fs.read", undefined);
     expect([first.tool.name, first.activated, first.scope]).toEqual(["fs.read", true, "run"]);
     expect([second.tool.name, second.activated]).toEqual(["fs.read", false]);
   });
 
   it("answers a hidden or another tenant's tool with the NOT_FOUND of a missing one", async () => {
     const tools = await service(SEARCHING, HIDING);
-    const missing = notFoundMessage(() => tools.resolve(caller, "no.such", undefined)).replace(
+    const missing = (await notFoundMessage(() => tools.resolve(caller, "no.such", undefined))).replace(
       "no.such",
       "X",
     );
     for (const name of ["ops.secret_rotate", "globex.report"])
-      expect(notFoundMessage(() => tools.resolve(caller, name, undefined)).replace(name, "X")).toBe(missing);
+      expect((await notFoundMessage(() => tools.resolve(caller, name, undefined))).replace(name, "X")).toBe(
+        missing,
+      );
   });
 });
 
 describe("RenderToolPrompt", () => {
   it("shows always-visible and activated tools, never hidden ones", async () => {
     const tools = await service({ enabled: true, alwaysLoadedPatterns: ["fs.*", "ops.*"] }, HIDING);
-    tools.activate(caller, ["git.commit"], "run", "test");
+    await tools.activate(caller, ["git.commit"], "run", "test");
     const rendered = await tools.renderPrompt(caller, { includeDirectory: true });
     expect(rendered.visibleTools).toEqual(["fs.read", "git.commit"]);
     expect(rendered.text).not.toContain("ops.secret_rotate");

@@ -4,6 +4,7 @@ import type { SkillService as SkillServiceDesc } from "../../../gen/ts/wayfind/v
 import { authorizeSkillPackScope } from "../../caller/authorize.ts";
 import type { Caller } from "../../caller/caller.ts";
 import { failedPrecondition } from "../../errors.ts";
+import type { EventLog } from "../../events/index.ts";
 import type {
   DirectoryField,
   SkillLibrary,
@@ -21,14 +22,14 @@ import {
 } from "../enums.ts";
 import { callerOf, principalOf } from "../pipeline.ts";
 import { searchReportToProto } from "./search-report.ts";
-import { SKILL_EVENT_TYPES, type WatchedLog, watchEvents } from "./watch.ts";
+import { SKILL_EVENT_TYPES, watchEvents } from "./watch.ts";
 
 /** The tool names a caller may see, so skills never mention others (built by the tool side). */
 export type ToolGateFor = (caller: Caller) => ToolGate | undefined;
 
 export function skillService(
   skills: SkillLibrary,
-  events: WatchedLog,
+  events: EventLog,
   toolGateFor: ToolGateFor,
   /** Semantic ranking (config `tool_search.semantic`) for full-text skill searches; absent = lexical only. */
   semantic?: { forQuery(text: string): Promise<SkillSemanticFusion> },

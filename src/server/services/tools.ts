@@ -12,6 +12,7 @@ import type { JsonObject, Tool, ToolInput } from "../../discovery/index.ts";
 import { compiledSchemaValues } from "../../discovery/validate.ts";
 import { discoveryToolDefinitions as discoveryTools } from "../../discovery-tools/index.ts";
 import { invalidArgument, quoteInput } from "../../errors.ts";
+import type { EventLog } from "../../events/index.ts";
 import { checkSize, LIMITS, withinLimit } from "../../limits.ts";
 import type { ToolSourceRegistry } from "../../sources/status.ts";
 import { firstSentence } from "../../text/scores.ts";
@@ -30,14 +31,14 @@ import {
 } from "../enums.ts";
 import { callerOf, principalOf } from "../pipeline.ts";
 import { searchReportToProto } from "./search-report.ts";
-import { TOOL_EVENT_TYPES, type WatchedLog, watchEvents } from "./watch.ts";
+import { TOOL_EVENT_TYPES, watchEvents } from "./watch.ts";
 
 /** Sources callers may register (length bound by LIMITS.registerToolsSource). */
 const API_SOURCE = /^[A-Za-z0-9_.-]+$/;
 
 export function toolDiscoveryService(
   tools: ToolService,
-  events: WatchedLog,
+  events: EventLog,
   sources?: ToolSourceRegistry,
 ): ServiceImpl<typeof ToolDiscoveryService> {
   return {
@@ -127,9 +128,9 @@ export function toolDiscoveryService(
       };
     },
 
-    activateTools(request, context) {
+    async activateTools(request, context) {
       checkSize(LIMITS.activateToolsNames, request.names.length);
-      const result = tools.activate(
+      const result = await tools.activate(
         callerOf(context),
         request.names,
         ACTIVATION_SCOPES.fromProto(request.scope, "scope"),
@@ -142,8 +143,8 @@ export function toolDiscoveryService(
       };
     },
 
-    deactivateTools(request, context) {
-      const result = tools.deactivate(
+    async deactivateTools(request, context) {
+      const result = await tools.deactivate(
         callerOf(context),
         request.names,
         ACTIVATION_SCOPES.fromProto(request.scope, "scope"),
@@ -151,9 +152,9 @@ export function toolDiscoveryService(
       return { deactivated: [...result.deactivated], notActive: [...result.notActive] };
     },
 
-    resolveTool(request, context) {
+    async resolveTool(request, context) {
       if (request.name === "") throw invalidArgument("name is required: the tool name the model called");
-      const result = tools.resolve(
+      const result = await tools.resolve(
         callerOf(context),
         request.name,
         ACTIVATION_SCOPES.fromProto(request.scope, "scope"),

@@ -2,16 +2,17 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { UsageTotals as ProtoTotals, UsageService } from "../../../gen/ts/wayfind/v1/usage_pb.ts";
 import { invalidArgument } from "../../errors.ts";
+import type { EventLog } from "../../events/index.ts";
 import type { StateWriter } from "../../replication/writes.ts";
 import type { UsageLedger, UsageTotals } from "../../usage/index.ts";
 import { PROVIDERS, USAGE_GROUP_BY } from "../enums.ts";
 import { callerOf, principalOf } from "../pipeline.ts";
-import { USAGE_EVENT_TYPES, type WatchedLog, watchEvents } from "./watch.ts";
+import { USAGE_EVENT_TYPES, watchEvents } from "./watch.ts";
 
 export function usageService(
   ledger: UsageLedger,
   writer: StateWriter,
-  events: WatchedLog,
+  events: EventLog,
 ): ServiceImpl<typeof UsageService> {
   return {
     async recordUsage(request, context) {
@@ -42,8 +43,7 @@ export function usageService(
       };
     },
 
-    async getUsageSummary(request, context) {
-      await writer.fence();
+    getUsageSummary(request, context) {
       const groupBy = USAGE_GROUP_BY.fromProto(request.groupBy, "group_by");
       const summary = ledger.getUsageSummary(callerOf(context), {
         tenantId: request.tenantId || undefined,

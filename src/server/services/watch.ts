@@ -9,12 +9,6 @@ import { checkSize, LIMITS } from "../../limits.ts";
 import { streamSendBudget } from "../turn-budget.ts";
 import { eventTypeOf, toProtoEvent } from "./event-payload.ts";
 
-/** The event log a watch reads, and the fence that brings it up to date first (src/replication). */
-export interface WatchedLog {
-  readonly log: EventLog;
-  readonly fence: () => Promise<void>;
-}
-
 /** Every watch stream sends something at least this often, so idle proxies keep it open. */
 const HEARTBEAT_MS = 15_000;
 
@@ -32,7 +26,7 @@ type WatchMessage =
  * events with heartbeats, until the client goes away or the server drains.
  */
 export async function* watchEvents(
-  { log, fence }: WatchedLog,
+  log: EventLog,
   principal: Principal,
   filter: EventFilter | undefined,
   serviceTypes: readonly EventType[],
@@ -42,8 +36,6 @@ export async function* watchEvents(
   const tool = filter?.tool ?? "";
   checkSize(LIMITS.eventFilterTool, tool.length);
   const tenantId = watchedTenant(principal, filter?.tenantId ?? "");
-  // A cursor another replica handed out is known here once this replica has caught up to it.
-  await fence();
   const afterId = filter?.afterId ? filter.afterId : filter?.fromOldest ? 0n : undefined;
   if (afterId !== undefined && afterId > log.latestId) {
     throw new WayfindError(

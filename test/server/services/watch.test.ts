@@ -37,13 +37,7 @@ describe("watch streams", () => {
     let sent = 0;
     const consumers = Array.from({ length: streams }, async () => {
       const principal = unauthenticatedPrincipal("acme", false);
-      for await (const message of watchEvents(
-        { log, fence: async () => {} },
-        principal,
-        undefined,
-        TOOL_EVENT_TYPES,
-        abort.signal,
-      )) {
+      for await (const message of watchEvents(log, principal, undefined, TOOL_EVENT_TYPES, abort.signal)) {
         if (message.message.case === "status") watching++;
         if (message.message.case === "event") {
           busyFor(0.05);
