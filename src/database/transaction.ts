@@ -3,6 +3,8 @@ import type { Db } from "./sqlite.ts";
 /** Work to run once the write transaction open on a connection has committed. */
 interface OpenWrite {
   readonly afterCommit: (() => void)[];
+  /** Undo of in-memory state set inside the transaction (see onRollback), newest last. */
+  readonly onRollback: (() => void)[];
 }
 
 const openWrites = new WeakMap<Db, OpenWrite>();
@@ -32,10 +34,12 @@ export function writeTransaction<T>(db: Db, change: () => T): T {
   const outer = openWrites.get(db);
   if (outer) {
     const mark = outer.afterCommit.length;
+    const undoMark = outer.onRollback.length;
     try {
       return db.transaction(change)();
     } catch (error) {
       outer.afterCommit.length = mark;
+      undo(outer.onRollback.splice(undoMark));
       throw error;
     }
   }
@@ -44,16 +48,35 @@ export function writeTransaction<T>(db: Db, change: () => T): T {
     throw new Error("writeTransaction: a transaction not opened by writeTransaction is already open");
   }
   for (const hook of beforeWriteHooks.get(db) ?? []) hook();
-  const open: OpenWrite = { afterCommit: [] };
+  const open: OpenWrite = { afterCommit: [], onRollback: [] };
   openWrites.set(db, open);
   let result: T;
   try {
     result = db.transaction(change).immediate();
+  } catch (error) {
+    undo(open.onRollback);
+    throw error;
   } finally {
     openWrites.delete(db);
   }
   for (const work of open.afterCommit) work();
   return result;
+}
+
+/**
+ * Runs `undo` if the write transaction (or the savepoint) open on `db` rolls back, newest first: for
+ * in-memory state that follows the rows, e.g. the event log's last id, so a rolled-back insert's id
+ * is given again and every replica numbers the same events alike. Outside `writeTransaction` this is
+ * a programming error.
+ */
+export function onRollback(db: Db, undo: () => void): void {
+  const open = openWrites.get(db);
+  if (!open) throw new Error("onRollback: no writeTransaction is open on this connection");
+  open.onRollback.push(undo);
+}
+
+function undo(work: readonly (() => void)[]): void {
+  for (let i = work.length - 1; i >= 0; i--) work[i]?.();
 }
 
 /** True while `writeTransaction` runs on this connection. */

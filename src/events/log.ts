@@ -1,6 +1,11 @@
 import type Database from "better-sqlite3";
 import type { Db } from "../database/sqlite.ts";
-import { afterCommit, beforeWriteTransaction, inWriteTransaction } from "../database/transaction.ts";
+import {
+  afterCommit,
+  beforeWriteTransaction,
+  inWriteTransaction,
+  onRollback,
+} from "../database/transaction.ts";
 import { invalidArgument } from "../errors.ts";
 import type { EventAttributeValue, EventSink, EventType, NewEvent, StoredEvent } from "./event.ts";
 import {
@@ -50,7 +55,7 @@ const STATE_PRUNED_THROUGH = "pruned_through";
  * - A state change. The domain emits inside the `writeTransaction` that makes the change, so the row
  *   is inserted in that same transaction (~8 µs inside an open transaction, no extra fsync): a crash
  *   keeps both or neither. Live subscribers get the event right after the commit, before
- *   writeTransaction returns; a rolled-back change delivers nothing (its id stays unused).
+ *   writeTransaction returns; a rolled-back change delivers nothing (its id is given to the next event).
  * - Anything else (a query, a read, an index build): nothing would be lost but the report itself, so
  *   the row is queued and written with the others in one transaction per event-loop turn (an
  *   autocommit INSERT costs ~75 µs, a batched one ~8 µs), and live subscribers get it once that
@@ -214,10 +219,17 @@ export class EventLog implements EventSink, SubscriptionSource {
       runId,
       Object.freeze({ ...event.attributes }),
     );
+    const previous = { id: this.lastIdValue, ts: this.lastTs };
     this.lastTs = timestampMs;
     this.lastIdValue = id;
     if (inWriteTransaction(this.db)) {
       // Part of the caller's change: if this insert fails, the change fails with it (all or nothing).
+      // A rollback gives the id back: nobody saw it, and replicas applying a change again after a
+      // failed attempt must number its events as the others did.
+      onRollback(this.db, () => {
+        this.lastIdValue = previous.id;
+        this.lastTs = previous.ts;
+      });
       this.insertStmt.run(...row);
       afterCommit(this.db, () => {
         this.deliver(stored);

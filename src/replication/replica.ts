@@ -95,8 +95,10 @@ export class Replica implements StateWriter {
         settle(outcome);
       },
     });
-    await follower.catchUp();
+    // Set before the first catch-up: events of the changes it applies must be known as applied ones
+    // (`applying`), or they would be reported to the log again instead of stored.
     this.#follower = follower;
+    await follower.catchUp();
     this.#stopFollowing = await follow(
       follower,
       { connectionString: this.#options.postgres.url },

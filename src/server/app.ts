@@ -229,6 +229,8 @@ export async function startServer(
   const skills = new SkillLibrary({
     db,
     events: eventSink,
+    writer,
+    onError: (error) => logger.warn({ err: error }, "a skill's use could not be counted"),
     redaction: config.skills.redaction,
     goodMatchScore: config.skills.goodMatchScore,
     pinnedSkillNames: config.skillPacks.flatMap((pack) => pack.pinnedSkillNames),
@@ -246,9 +248,10 @@ export async function startServer(
       usage.recordWrite,
       ...activations.writes,
       catalog.registerWrite,
+      ...skills.writes,
     ]);
     await syncCatalogFiles(catalog, config.catalogs, logger);
-    loadConfiguredSkillPacks(skills, config.skillPacks, logger, options.onSkillPackProgress);
+    await loadConfiguredSkillPacks(skills, config.skillPacks, logger, options.onSkillPackProgress);
   } catch (error) {
     await stopReplica();
     await closeSemantic();
@@ -394,9 +397,9 @@ export async function startServer(
 }
 
 /**
- * With storage.postgres, this server is one replica of a fleet sharing that database: usage,
- * activations and events are shared through its change log (docs/replicas.md); the catalog and skill
- * packs are each replica's own so far.
+ * With storage.postgres, this server is one replica of a fleet sharing that database: every write
+ * (tools, skill packs, activations, usage, events) goes through its change log and every replica
+ * applies it to its own SQLite copy (docs/replicas.md).
  */
 async function connectReplica(config: WayfindConfig, db: Db, logger: Logger): Promise<Replica | undefined> {
   const postgres = config.storage.postgres;
@@ -419,7 +422,7 @@ async function connectReplica(config: WayfindConfig, db: Db, logger: Logger): Pr
   }
   logger.info(
     { database: where, replica: replica.id },
-    "replica of a shared database: usage, activations and events are shared; tools and skills are this replica's own",
+    "replica of a shared database: tools, skills, activations, usage and events are shared",
   );
   return replica;
 }

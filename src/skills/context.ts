@@ -1,6 +1,7 @@
 import type { Caller } from "../caller/caller.ts";
 import type { Db } from "../database/sqlite.ts";
 import type { EventAttributeValue, EventSink, EventType } from "../events/event.ts";
+import { LocalWriter, type ReplicatedWrite, type StateWriter } from "../replication/writes.ts";
 import { MemoryIndex } from "./memindex.ts";
 import { SkillStore } from "./store.ts";
 
@@ -16,6 +17,9 @@ export class SkillContext {
   /** A search whose best hit scores below this reports "weak" (config `skills.good_match_score`). */
   readonly goodMatchScore: number;
   readonly now: () => number;
+  /** How skill writes are made: the server's (shared by replicas); default this database alone. */
+  readonly writer: StateWriter;
+  readonly #onError: (error: unknown) => void;
 
   constructor(options: {
     db: Db;
@@ -23,12 +27,28 @@ export class SkillContext {
     redaction: boolean;
     goodMatchScore: number;
     now: () => number;
+    writer?: StateWriter;
+    onError?: (error: unknown) => void;
   }) {
     this.store = new SkillStore(options.db);
     this.events = options.events;
     this.redaction = options.redaction;
     this.goodMatchScore = options.goodMatchScore;
     this.now = options.now;
+    this.writer = options.writer ?? new LocalWriter(options.db, options.now);
+    this.#onError = options.onError ?? (() => {});
+  }
+
+  /** Counts a use of each skill: the skill directory lists the most recently used first. */
+  readonly usedWrite: ReplicatedWrite<{ readonly ids: readonly string[] }, void> = {
+    kind: "skills/used",
+    apply: ({ ids }, { atMs }) => this.store.markUsed(ids, atMs),
+  };
+
+  /** Records that these skills were handed to a caller; the read never waits for it. */
+  markUsed(ids: readonly string[]): void {
+    if (ids.length === 0) return;
+    this.writer.write(this.usedWrite, { ids }).catch(this.#onError);
   }
 
   /** Call after writing to the skills table through another module on the same connection. */
@@ -50,7 +70,7 @@ export class SkillContext {
 
   emit(
     type: EventType,
-    caller: Caller | undefined,
+    caller: Pick<Caller, "tenantId" | "sessionId" | "runId"> | undefined,
     attributes: Record<string, EventAttributeValue>,
     tenantId?: string,
   ): void {

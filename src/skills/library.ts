@@ -1,6 +1,8 @@
 import type { Caller } from "../caller/caller.ts";
 import type { Db } from "../database/sqlite.ts";
+import { afterCommit, writeTransaction } from "../database/transaction.ts";
 import type { EventSink } from "../events/event.ts";
+import type { ReplicatedWrite, StateWriter } from "../replication/writes.ts";
 import { SkillContext } from "./context.ts";
 import {
   type RenderSkillDirectoryInput,
@@ -10,8 +12,11 @@ import {
 import {
   type LoadSkillPackInput,
   type LoadSkillPackResult,
-  loadSkillPack,
   type PackSettings,
+  prepareSkillPack,
+  reportWritten,
+  type SkillPackChange,
+  skillPackWrite,
 } from "./load.ts";
 import { DEFAULT_PACK_LIMITS, type PackLimits } from "./pack.ts";
 import {
@@ -46,6 +51,10 @@ export interface SkillLibraryOptions {
   readonly now?: () => number;
   /** Told after every pack load (e.g. to bring skill vectors up to date; see `embeddingTexts`). */
   readonly onSkillsChanged?: () => void;
+  /** How packs are stored by loadSharedSkillPack: the server's (shared by replicas). */
+  readonly writer?: StateWriter;
+  /** Told when a skill's use could not be counted (the read it counts has answered already). */
+  readonly onError?: (error: unknown) => void;
 }
 
 /**
@@ -57,6 +66,7 @@ export class SkillLibrary {
   private readonly packs: PackSettings;
   private readonly pinned: readonly string[];
   private readonly onSkillsChanged: (() => void) | undefined;
+  private readonly packWrite: ReplicatedWrite<SkillPackChange, LoadSkillPackResult>;
 
   constructor(options: SkillLibraryOptions) {
     this.context = new SkillContext({
@@ -65,7 +75,19 @@ export class SkillLibrary {
       redaction: options.redaction ?? true,
       goodMatchScore: options.goodMatchScore ?? DEFAULT_SKILL_GOOD_MATCH_SCORE,
       now: options.now ?? Date.now,
+      ...(options.writer ? { writer: options.writer } : {}),
+      ...(options.onError ? { onError: options.onError } : {}),
     });
+    const stored = skillPackWrite(this.context);
+    this.packWrite = {
+      kind: stored.kind,
+      apply: (change, context) => {
+        const result = stored.apply(change, context);
+        // Every replica's skills changed, whoever loaded the pack.
+        afterCommit(options.db, () => this.onSkillsChanged?.());
+        return result;
+      },
+    };
     this.packs = {
       packRoots: options.packRoots ?? [process.cwd()],
       limits: { ...DEFAULT_PACK_LIMITS, ...options.packLimits },
@@ -74,10 +96,37 @@ export class SkillLibrary {
     this.onSkillsChanged = options.onSkillsChanged;
   }
 
+  /** Validates a whole pack, then stores it in one transaction on this database. */
   loadSkillPack(input: LoadSkillPackInput, caller?: Caller): LoadSkillPackResult {
-    const result = loadSkillPack(this.context, this.packs, input, caller);
-    this.onSkillsChanged?.();
+    const prepared = this.prepare(input, caller);
+    if ("unchanged" in prepared) return prepared.unchanged;
+    const atMs = this.context.now();
+    const result = writeTransaction(this.context.store.db, () =>
+      this.packWrite.apply(prepared.change, { atMs }),
+    );
+    reportWritten(input, result);
     return result;
+  }
+
+  /** The same through the server's writer: with replicas, every one stores the pack (the server's path). */
+  async loadSharedSkillPack(input: LoadSkillPackInput, caller?: Caller): Promise<LoadSkillPackResult> {
+    const prepared = this.prepare(input, caller);
+    if ("unchanged" in prepared) return prepared.unchanged;
+    const { change } = prepared;
+    const result = await this.context.writer.write(this.packWrite, change, change.scope.tenantId);
+    reportWritten(input, result);
+    return result;
+  }
+
+  /** The skill writes every replica applies (src/replication). */
+  get writes(): readonly ReplicatedWrite<never, unknown>[] {
+    return [this.packWrite, this.context.usedWrite];
+  }
+
+  private prepare(input: LoadSkillPackInput, caller: Caller | undefined) {
+    const prepared = prepareSkillPack(this.context, this.packs, input, caller);
+    if ("unchanged" in prepared) this.onSkillsChanged?.();
+    return prepared;
   }
 
   /** Skills in the store, every scope's (metrics). */

@@ -1,10 +1,18 @@
+import { randomUUID } from "node:crypto";
 import type { Caller } from "../caller/caller.ts";
-import { writeTransaction } from "../database/transaction.ts";
 import { invalidArgument, quoteInput } from "../errors.ts";
 import { checkSize, LIMITS } from "../limits.ts";
+import type { ReplicatedWrite } from "../replication/writes.ts";
 import type { SkillContext } from "./context.ts";
 import type { SkillScope } from "./model.ts";
-import { formatProblem, PACK_NAME, type PackFile, type PackLimits, type PackProblem } from "./pack.ts";
+import {
+  formatProblem,
+  PACK_NAME,
+  type PackFile,
+  type PackLimits,
+  type PackProblem,
+  type PackSkill,
+} from "./pack.ts";
 import { readInlineFiles, readPackFolder, resolvePackDir } from "./pack-files.ts";
 import { packFingerprint, parsePack } from "./pack-parse.ts";
 import { checkScope } from "./request.ts";
@@ -52,13 +60,33 @@ export interface PackSettings {
   readonly limits: PackLimits;
 }
 
-/** Validates a whole pack, then inserts, updates and removes its skills in one transaction. */
-export function loadSkillPack(
+/** Reports the write phase as done (a write is one transaction: it has no steps to report). */
+export function reportWritten(input: LoadSkillPackInput, result: LoadSkillPackResult): void {
+  input.onProgress?.({ phase: "write", done: result.skillCount, total: result.skillCount });
+}
+
+/** A checked pack, as every replica stores it (see skillPackWrite). */
+export type SkillPackChange = {
+  readonly pack: string;
+  readonly scope: SkillScope;
+  readonly version: string;
+  readonly fingerprint: string;
+  readonly update: boolean;
+  readonly skills: readonly PackSkill[];
+  /** Who loaded it, for its event; absent for the server's configured packs. */
+  readonly caller?: Pick<Caller, "tenantId" | "sessionId" | "runId">;
+};
+
+/**
+ * Reads and validates a pack: either it is byte-identical to the last complete load (`unchanged`,
+ * nothing to write; its event is emitted here), or the change that stores it.
+ */
+export function prepareSkillPack(
   context: SkillContext,
   settings: PackSettings,
   input: LoadSkillPackInput,
   caller?: Caller,
-): LoadSkillPackResult {
+): { readonly unchanged: LoadSkillPackResult } | { readonly change: SkillPackChange } {
   const { store } = context;
   checkSize(LIMITS.packName, input.pack.length);
   if (!PACK_NAME.test(input.pack))
@@ -102,7 +130,7 @@ export function loadSkillPack(
     };
     // Nothing was written, so nothing to commit it with: batched like any report of a read.
     emitPackLoaded(context, same, caller, scope);
-    return same;
+    return { unchanged: same };
   }
   const parsed = parsePack(input.pack, files, settings.limits, problems, (done, total) =>
     progress?.({ phase: "parse", done, total }),
@@ -113,65 +141,89 @@ export function loadSkillPack(
       problems.map(formatProblem),
     );
   }
-  const update = input.updateExistingPackSkills ?? true;
-  const originRef = version ? `${input.pack}@${version}` : input.pack;
-  const total = parsed.skills.length;
-  return writeTransaction(store.db, () => {
-    const now = context.now();
-    const existing = store.existingInScope(scope);
-    let loaded = 0;
-    let updated = 0;
-    let unchanged = 0;
-    let notUpdated = 0;
-    let removed = 0;
-    const skippedLearned: string[] = [];
-    const names = new Set<string>();
-    parsed.skills.forEach((skill, i) => {
-      names.add(skill.content.name);
-      const old = existing.get(skill.content.name);
-      if (!old) {
-        store.insert(skill, scope, input.pack, originRef, now);
-        loaded++;
-      } else if (old.origin === "learned") skippedLearned.push(skill.content.name);
-      else if (old.content_hash === skill.contentHash) unchanged++;
-      else if (update) {
-        store.update(old.seq, skill, input.pack, originRef, now);
-        updated++;
-      } else notUpdated++;
-      if (progress && (i % 500 === 499 || i === total - 1)) progress({ phase: "write", done: i + 1, total });
-    });
-    if (update) {
-      for (const [name, old] of existing) {
-        if (old.origin === "pack" && old.pack_name === input.pack && !names.has(name)) {
-          store.remove(old.seq);
-          removed++;
+  return {
+    change: {
+      pack: input.pack,
+      scope,
+      version,
+      fingerprint: parsed.fingerprint,
+      update: input.updateExistingPackSkills ?? true,
+      // Ids are given here, once: every replica stores a new skill under the same id.
+      skills: parsed.skills.map((skill) => ({
+        id: `sk_${randomUUID().replace(/-/g, "").slice(0, 24)}`,
+        content: skill.content,
+        contentHash: skill.contentHash,
+      })),
+      ...(caller
+        ? { caller: { tenantId: caller.tenantId, sessionId: caller.sessionId, runId: caller.runId } }
+        : {}),
+    },
+  };
+}
+
+/** Stores a checked pack: inserts, updates and removes its skills, records the pack, reports it. */
+export function skillPackWrite(context: SkillContext): ReplicatedWrite<SkillPackChange, LoadSkillPackResult> {
+  return {
+    kind: "skills/load-pack",
+    apply: (change, { atMs }) => {
+      const { store } = context;
+      const { scope, update } = change;
+      const originRef = change.version ? `${change.pack}@${change.version}` : change.pack;
+      const existing = store.existingInScope(scope);
+      let loaded = 0;
+      let updated = 0;
+      let unchanged = 0;
+      let notUpdated = 0;
+      let removed = 0;
+      const skippedLearned: string[] = [];
+      const names = new Set<string>();
+      for (const skill of change.skills) {
+        names.add(skill.content.name);
+        const old = existing.get(skill.content.name);
+        if (!old) {
+          store.insert(skill, scope, change.pack, originRef, atMs);
+          loaded++;
+        } else if (old.origin === "learned") skippedLearned.push(skill.content.name);
+        else if (old.content_hash === skill.contentHash) unchanged++;
+        else if (update) {
+          store.update(old.seq, skill, change.pack, originRef, atMs);
+          updated++;
+        } else notUpdated++;
+      }
+      if (update) {
+        for (const [name, old] of existing) {
+          if (old.origin === "pack" && old.pack_name === change.pack && !names.has(name)) {
+            store.remove(old.seq);
+            removed++;
+          }
         }
       }
-    }
-    // A partial application must not make the next load look like a no-op.
-    const fingerprint = notUpdated === 0 && skippedLearned.length === 0 ? parsed.fingerprint : "";
-    store.recordPack(input.pack, scope, version, fingerprint, total, now);
-    context.invalidateSearchIndex();
-    const result: LoadSkillPackResult = {
-      pack: input.pack,
-      skillCount: total,
-      loaded,
-      updated,
-      unchanged,
-      removed,
-      notUpdated,
-      skippedLearned,
-    };
-    // In the load's transaction: a crash keeps both or neither.
-    emitPackLoaded(context, result, caller, scope);
-    return result;
-  });
+      const total = change.skills.length;
+      // A partial application must not make the next load look like a no-op.
+      const fingerprint = notUpdated === 0 && skippedLearned.length === 0 ? change.fingerprint : "";
+      store.recordPack(change.pack, scope, change.version, fingerprint, total, atMs);
+      context.invalidateSearchIndex();
+      const result: LoadSkillPackResult = {
+        pack: change.pack,
+        skillCount: total,
+        loaded,
+        updated,
+        unchanged,
+        removed,
+        notUpdated,
+        skippedLearned,
+      };
+      // In the load's transaction: a crash keeps both or neither.
+      emitPackLoaded(context, result, change.caller, scope);
+      return result;
+    },
+  };
 }
 
 function emitPackLoaded(
   context: SkillContext,
   result: LoadSkillPackResult,
-  caller: Caller | undefined,
+  caller: Pick<Caller, "tenantId" | "sessionId" | "runId"> | undefined,
   scope: SkillScope,
 ): void {
   context.emit(

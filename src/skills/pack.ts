@@ -43,6 +43,9 @@ export interface ParsedSkill {
   readonly line: number | undefined;
 }
 
+/** A pack's skill as it is stored: its content, content hash and id (given once, kept by every replica). */
+export type PackSkill = Pick<ParsedSkill, "content" | "contentHash"> & { readonly id: string };
+
 export interface ParsedPack {
   readonly skills: ParsedSkill[];
   readonly problems: PackProblem[];

@@ -91,10 +91,7 @@ export function getSkills(
     return row ? [details(row, sanitize)] : [];
   });
   const rendered = renderContext(skills, format, maxTokens);
-  context.store.markUsed(
-    skills.map((s) => rows.get(s.name)?.seq ?? -1),
-    context.now(),
-  );
+  context.markUsed(skills.flatMap((s) => rows.get(s.name)?.id ?? []));
   context.emit("skill_get", caller, {
     requested_count: names.length,
     found_count: skills.length,

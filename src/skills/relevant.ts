@@ -62,10 +62,7 @@ export function getRelevantSkills(
   const views = ranked.map(({ row }) => details(row, sanitize));
   const rendered = renderContext(views, "injection", maxTokens);
   const included = ranked.slice(0, rendered.includedCount);
-  context.store.markUsed(
-    included.map(({ row }) => row.seq),
-    context.now(),
-  );
+  context.markUsed(included.map(({ row }) => row.id));
   context.emit("skills_retrieved", caller, {
     skill_count: included.length,
     top_k: topK,

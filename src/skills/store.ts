@@ -1,9 +1,8 @@
-import { randomUUID } from "node:crypto";
 import type Database from "better-sqlite3";
 import type { Caller } from "../caller/caller.ts";
 import type { Db } from "../database/sqlite.ts";
 import type { ScopeKind, Skill, SkillOrigin, SkillScope, TaskType } from "./model.ts";
-import type { ParsedSkill } from "./pack.ts";
+import type { PackSkill } from "./pack.ts";
 
 type Statement = Database.Statement<unknown[], unknown>;
 
@@ -137,7 +136,7 @@ const PACK_CONTENT_COLUMNS = [
   "content_hash",
 ];
 
-function packContent(skill: ParsedSkill, pack: string, originRef: string): string[] {
+function packContent(skill: PackSkill, pack: string, originRef: string): string[] {
   const c = skill.content;
   return [
     c.title,
@@ -222,9 +221,9 @@ export class SkillStore {
     return new Map(rows.map((row) => [row.name, row]));
   }
 
-  insert(skill: ParsedSkill, scope: SkillScope, pack: string, originRef: string, now: number): void {
+  insert(skill: PackSkill, scope: SkillScope, pack: string, originRef: string, now: number): void {
     this.prepare(INSERT_PACK_SKILL).run(
-      `sk_${randomUUID().replace(/-/g, "").slice(0, 24)}`,
+      skill.id,
       skill.content.name,
       nameTail(skill.content.name),
       scope.kind,
@@ -237,7 +236,7 @@ export class SkillStore {
     );
   }
 
-  update(seq: number, skill: ParsedSkill, pack: string, originRef: string, now: number): void {
+  update(seq: number, skill: PackSkill, pack: string, originRef: string, now: number): void {
     this.prepare(UPDATE_PACK_SKILL).run(...packContent(skill, pack, originRef), now, seq);
   }
 
@@ -262,13 +261,11 @@ export class SkillStore {
     ).run(pack, scope.kind, scope.tenantId, scope.projectId, version, fingerprint, count, now);
   }
 
-  markUsed(seqs: readonly number[], now: number): void {
-    if (seqs.length === 0) return;
+  /** Counts a use of each skill (by id); the caller's write transaction makes it atomic. */
+  markUsed(ids: readonly string[], now: number): void {
     const statement = this.prepare(
-      "UPDATE skills SET last_used_at_ms = ?, use_count = use_count + 1 WHERE seq = ?",
+      "UPDATE skills SET last_used_at_ms = ?, use_count = use_count + 1 WHERE id = ?",
     );
-    this.db.transaction(() => {
-      for (const seq of seqs) statement.run(now, seq);
-    })();
+    for (const id of ids) statement.run(now, id);
   }
 }

@@ -10,12 +10,12 @@ import type { LoadProgress, SkillLibrary } from "../skills/index.ts";
  * Config packs have no caller to take tenant and project ids from, so they must be global;
  * tenant- and project-scoped packs are loaded with LoadSkillPack by a caller of that scope.
  */
-export function loadConfiguredSkillPacks(
+export async function loadConfiguredSkillPacks(
   skills: SkillLibrary,
   packs: readonly SkillPackConfig[],
   logger: Logger,
   onProgress?: (pack: string, progress: LoadProgress) => void,
-): void {
+): Promise<void> {
   for (const pack of packs) {
     if (pack.scopeMode !== "global") {
       throw failedPrecondition(
@@ -23,7 +23,7 @@ export function loadConfiguredSkillPacks(
           "use scope_mode: global here, or load the pack with LoadSkillPack as a caller of that scope",
       );
     }
-    const result = skills.loadSkillPack({
+    const result = await skills.loadSharedSkillPack({
       pack: pack.name,
       path: pack.path,
       scope: { kind: "global", tenantId: "", projectId: "" },

@@ -1,6 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { openDatabase } from "../../src/database/sqlite.ts";
-import { afterCommit, inWriteTransaction, writeTransaction } from "../../src/database/transaction.ts";
+import {
+  afterCommit,
+  inWriteTransaction,
+  onRollback,
+  writeTransaction,
+} from "../../src/database/transaction.ts";
 
 function memoryDb() {
   const db = openDatabase(":memory:", []);
@@ -38,6 +43,29 @@ describe("writeTransaction", () => {
     expect(seen).toEqual([]);
     expect(db.prepare("SELECT count(*) FROM t").pluck().get()).toBe(0);
     expect(inWriteTransaction(db)).toBe(false);
+  });
+
+  it("undoes in-memory state of a rolled-back change and of a rolled-back nested one, newest first", () => {
+    const db = memoryDb();
+    const undone: string[] = [];
+    writeTransaction(db, () => {
+      onRollback(db, () => undone.push("outer, kept"));
+      expect(() =>
+        writeTransaction(db, () => {
+          onRollback(db, () => undone.push("inner 1"));
+          onRollback(db, () => undone.push("inner 2"));
+          throw new Error("inner refused");
+        }),
+      ).toThrow("inner refused");
+    });
+    expect(undone).toEqual(["inner 2", "inner 1"]);
+    expect(() =>
+      writeTransaction(db, () => {
+        onRollback(db, () => undone.push("refused"));
+        throw new Error("change refused");
+      }),
+    ).toThrow("change refused");
+    expect(undone).toEqual(["inner 2", "inner 1", "refused"]);
   });
 
   it("drops the after-commit work of a nested change that rolled back, keeps the outer one's", () => {

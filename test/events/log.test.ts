@@ -364,7 +364,7 @@ describe("EventLog, events of a state change (emitted inside writeTransaction)",
     expect((await next).value?.attributes).toEqual({ n: 1 });
   });
 
-  it("are neither stored nor delivered when the change rolls back", async () => {
+  it("are neither stored nor delivered when the change rolls back, and their ids go to the next events", async () => {
     const log = newLog();
     const sub = log.subscribe({ signal: signal() });
     expect(() =>
@@ -376,7 +376,24 @@ describe("EventLog, events of a state change (emitted inside writeTransaction)",
     log.emit(ev(2));
     log.flush();
     expect(ns(await take(sub, 1))).toEqual([2]);
-    expect(storedIds()).toEqual([2]);
+    // Never seen by anyone, so given again: a replica retrying a change numbers its events alike.
+    expect(storedIds()).toEqual([1]);
+  });
+
+  it("give back the ids of a nested change that rolled back, keeping the outer change's", () => {
+    const log = newLog();
+    writeTransaction(db, () => {
+      log.emit(ev(1));
+      expect(() =>
+        writeTransaction(db, () => {
+          log.emit(ev(2));
+          throw new Error("inner refused");
+        }),
+      ).toThrow("inner refused");
+      log.emit(ev(3));
+    });
+    expect(storedIds()).toEqual([1, 2]);
+    expect(log.latestId).toBe(2n);
   });
 
   it("fail the change when they cannot be written: both or neither", () => {

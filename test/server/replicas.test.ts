@@ -1,6 +1,9 @@
+import { join } from "node:path";
+import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Provider } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import type { Event } from "../../gen/ts/wayfind/v1/events_pb.ts";
+import { SkillScope, SkillService } from "../../gen/ts/wayfind/v1/skills_pb.ts";
 import { ActivationScope, ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
 import { postgresUnavailable, startPostgres, type TestPostgres } from "../support/postgres.ts";
@@ -247,6 +250,61 @@ describe.skipIf(unavailable)(
       expect(catalogs[1]).toEqual(catalogs[0]);
       expect(catalogs[2]).toEqual(catalogs[0]);
       expect(catalogs[0]).toHaveLength(2); // one registration's whole source, replaced as a unit
+    });
+
+    it("find a skill pack loaded through one replica through the others, under the same skill ids", async () => {
+      const caller = { tenantId: "acme" };
+      const skill = `---
+name: acme.rollback
+title: Roll back a bad release
+trigger: A release broke production and must be undone.
+steps:
+  - Find the last good release in the deploy log.
+  - Redeploy it and watch the error rate.
+---
+`;
+      const loaded = await (replicas[0] as TestReplica).grpc(SkillService).loadSkillPack({
+        caller,
+        packName: "acme-runbooks",
+        scope: SkillScope.TENANT,
+        source: { case: "files", value: { files: [{ path: "rollback.skill.md", content: skill }] } },
+      });
+      expect(loaded.loaded).toBe(1);
+      const seen = await Promise.all(
+        replicas.map(async (replica) => {
+          const found = await replica
+            .grpc(SkillService)
+            .searchSkills({ caller, query: "undo a broken release" });
+          expect(found.skills.map((hit) => hit.name)).toContain("acme.rollback");
+          const got = await replica.grpc(SkillService).getSkills({ caller, names: ["acme.rollback"] });
+          return got.skills[0]?.id;
+        }),
+      );
+      expect(seen[0]).toMatch(/^sk_/);
+      expect(new Set(seen).size).toBe(1);
+    });
+
+    it("store the same events under the same ids on every replica, the restarted one too", async () => {
+      // The fence of a call brings each replica up to the log's head at that moment.
+      for (const replica of replicas)
+        await replica.grpc(UsageService).getUsageSummary({ caller: { tenantId: "acme" } });
+      const logs = replicas.map((replica) => {
+        const db = new Database(join(replica.dataDir, "wayfind.db"), { readonly: true });
+        const rows = db
+          .prepare<
+            [],
+            { id: number; type: string; ts_ms: number; tenant_id: string | null; attributes: string }
+          >("SELECT id, type, ts_ms, tenant_id, attributes FROM events ORDER BY id")
+          .all();
+        db.close();
+        return rows;
+      });
+      const shared = Math.min(...logs.map((rows) => rows.length));
+      expect(shared).toBeGreaterThan(50);
+      for (const rows of logs) {
+        expect(rows.slice(0, shared)).toEqual(logs[0]?.slice(0, shared));
+        expect(rows.map((row) => row.id)).toEqual(rows.map((_, i) => i + 1)); // no gap, no duplicate id
+      }
     });
 
     it("refuse a data dir a server wrote without PostgreSQL, since a replica's copy comes from the shared log", async () => {

@@ -36,7 +36,7 @@ export function skillService(
 ): ServiceImpl<typeof SkillServiceDesc> {
   const gate = (caller: Caller) => ({ toolGate: toolGateFor(caller) });
   return {
-    loadSkillPack(request, context) {
+    async loadSkillPack(request, context) {
       const caller = callerOf(context);
       const kind = SKILL_SCOPES.fromProto(request.scope, "scope") ?? "project";
       authorizeSkillPackScope(principalOf(context), kind);
@@ -49,7 +49,7 @@ export function skillService(
         );
       }
       const source = request.source;
-      const result = skills.loadSkillPack(
+      const result = await skills.loadSharedSkillPack(
         {
           pack: request.packName,
           version: request.version || undefined,
