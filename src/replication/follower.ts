@@ -163,11 +163,11 @@ export class Follower {
 export async function follow(
   follower: Follower,
   connection: pg.ClientConfig,
-  options: { pollMs?: number; onError?: (error: Error) => void } = {},
+  options: { pollMs?: number; onError?: (error: Error) => void; onCaughtUp?: () => void } = {},
 ): Promise<() => Promise<void>> {
   const onError = options.onError ?? (() => {});
   const wake = () => {
-    follower.catchUp().catch(onError);
+    follower.catchUp().then(options.onCaughtUp, onError);
   };
   const stopListening = await listenForChanges(connection, wake, { onError });
   const timer = setInterval(wake, options.pollMs ?? 1_000);

@@ -18,7 +18,17 @@ export interface ReplicaOptions {
    */
   readonly holdsStandaloneState: () => boolean;
   readonly onError: (error: Error) => void;
+  /**
+   * Told when the shared database stops answering (false: writes fail, reads are served from the
+   * local copy, stale) and when it answers again and the copy has caught up (true).
+   */
+  readonly onReachability?: (reachable: boolean) => void;
 }
+
+/** How long a call waits for the fence before it is served from the local copy, marked stale. */
+const FENCE_BUDGET_MS = 250;
+/** A connection the database does not accept within this counts as the database being down. */
+const CONNECT_TIMEOUT_MS = 2_000;
 
 /** Changes appended in one transaction at most (the log's lock is taken once per append). */
 const MAX_CHANGES_PER_APPEND = 500;
@@ -48,6 +58,7 @@ export class Replica implements StateWriter {
   #appending: Promise<void> | undefined;
   #writeCount = 0;
   #closed = false;
+  #reachable = true;
 
   private constructor(options: ReplicaOptions, pool: pg.Pool, log: ChangeLog) {
     this.#options = options;
@@ -60,7 +71,11 @@ export class Replica implements StateWriter {
    * (or is new, and from now on will). Nothing is applied until `follow`.
    */
   static async connect(options: ReplicaOptions): Promise<Replica> {
-    const pool = new pg.Pool({ connectionString: options.postgres.url, max: options.postgres.poolSize });
+    const pool = new pg.Pool({
+      connectionString: options.postgres.url,
+      max: options.postgres.poolSize,
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    });
     // An idle client's error (the server restarted) must not crash the process; the next query reconnects.
     pool.on("error", (error) => options.onError(error));
     try {
@@ -102,9 +117,27 @@ export class Replica implements StateWriter {
     this.#stopFollowing = await follow(
       follower,
       { connectionString: this.#options.postgres.url },
-      { onError: this.#options.onError },
+      {
+        onError: (error) => {
+          this.#setReachable(false);
+          this.#options.onError(error);
+        },
+        // The poll keeps trying while the database is away: its first success ends degraded mode.
+        onCaughtUp: () => this.#setReachable(true),
+      },
     );
     this.#appendQueued();
+  }
+
+  /** False while the shared database does not answer: writes fail, reads are served stale. */
+  get reachable(): boolean {
+    return this.#reachable;
+  }
+
+  #setReachable(reachable: boolean): void {
+    if (this.#reachable === reachable || this.#closed) return;
+    this.#reachable = reachable;
+    this.#options.onReachability?.(reachable);
   }
 
   /** The change being applied (inside its transaction), so events it reports get its time. */
@@ -126,13 +159,27 @@ export class Replica implements StateWriter {
     });
   }
 
-  async fence(): Promise<void> {
+  /**
+   * True once every change committed before the call is applied here. False when the shared database
+   * did not answer within FENCE_BUDGET_MS, or is known to be away (degraded mode): the call is then
+   * served from the local copy as it is, and the background poll ends degraded mode.
+   */
+  async fence(): Promise<boolean> {
     const follower = this.#follower;
-    if (follower === undefined) throw unavailable("this replica has not caught up with the change log yet");
+    if (follower === undefined || !this.#reachable) return false;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${FENCE_BUDGET_MS} ms`)), FENCE_BUDGET_MS);
+    });
     try {
-      await follower.fence();
+      await Promise.race([follower.fence(), timedOut]);
+      return true;
     } catch (error) {
-      throw unavailable(`the shared database did not answer (${errorReason(error)})`);
+      this.#setReachable(false);
+      this.#options.onError(new Error(`read fence failed: ${errorReason(error)}`));
+      return false;
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -160,6 +207,7 @@ export class Replica implements StateWriter {
         try {
           await this.#log.append(batch.map((queued) => queued.change));
         } catch (error) {
+          this.#setReachable(false);
           this.#failAll(
             batch,
             unavailable(`the shared database did not take the write (${errorReason(error)})`),

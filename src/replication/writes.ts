@@ -26,9 +26,10 @@ export interface StateWriter {
   write<P, R>(write: ReplicatedWrite<P, R>, payload: P, tenantId?: string): Promise<R>;
   /**
    * Resolves once this replica has applied every change committed anywhere before the call, so a
-   * read after it sees every write acknowledged before it (read-your-writes across replicas).
+   * read after it sees every write acknowledged before it (read-your-writes across replicas): true.
+   * False when that could not be made sure (the shared database is away): the read is stale.
    */
-  fence(): Promise<void>;
+  fence(): Promise<boolean>;
 }
 
 /** SQLite alone: a write is one local transaction, there is nothing to wait for before a read. */
@@ -44,5 +45,7 @@ export class LocalWriter implements StateWriter {
     return writeTransaction(this.db, () => write.apply(payload, { atMs: this.now() }));
   }
 
-  async fence(): Promise<void> {}
+  async fence(): Promise<boolean> {
+    return true;
+  }
 }

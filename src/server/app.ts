@@ -91,6 +91,8 @@ export interface RunningServer {
 }
 
 const DEFAULT_MCP_STARTUP_WAIT_MS = 5_000;
+/** Health service of a replica's writes: NOT_SERVING while the shared database is away. */
+const WRITES_HEALTH_NAME = "wayfind.writes";
 const WAYFIND_SERVICES: readonly DescService[] = [ToolDiscoveryService, SkillServiceDesc, UsageService];
 
 export async function startServer(
@@ -128,8 +130,13 @@ export async function startServer(
     onError: (message) => logger.warn({ error: message }, "WAL checkpoint failed"),
   });
   let replica: Replica | undefined;
+  // Set once the routes exist; a replica's reachability changes before that are read from it then.
+  let health: HealthStatus | undefined;
   try {
-    replica = await connectReplica(config, db, logger);
+    replica = await connectReplica(config, db, logger, (reachable) => {
+      // Reads go on from the local copy; writes fail until the database is back.
+      health?.set(WRITES_HEALTH_NAME, reachable ? ServingStatus.SERVING : ServingStatus.NOT_SERVING);
+    });
   } catch (error) {
     await checkpointer.close();
     db.close();
@@ -260,7 +267,7 @@ export async function startServer(
   }
   // Skills already in the database (from earlier starts) get vectors too, not only changed ones.
   semanticSkills?.skillsChanged(() => skills.embeddingTexts());
-  const health = new HealthStatus(WAYFIND_SERVICES.map((service) => service.typeName));
+  health = new HealthStatus([...WAYFIND_SERVICES.map((service) => service.typeName), WRITES_HEALTH_NAME]);
   // Each MCP server is a health "service" of its own (`wayfind.source.mcp:<name>`), NOT_SERVING
   // until its first sync and whenever it is down, so probes see which source is unhealthy.
   for (const server of config.mcpServers)
@@ -325,6 +332,7 @@ export async function startServer(
   const probes = healthEndpoints(() => ({
     index: catalog.indexCurrent ? "ok" : "building",
     database: databaseReachable(db) ? "ok" : "unreachable",
+    writes: replica?.reachable === false ? "unavailable" : "ok",
     draining: shutdown.signal.aborted ? "yes" : "no",
   }));
   const scrape = metrics?.endpoint();
@@ -401,10 +409,16 @@ export async function startServer(
  * (tools, skill packs, activations, usage, events) goes through its change log and every replica
  * applies it to its own SQLite copy (docs/replicas.md).
  */
-async function connectReplica(config: WayfindConfig, db: Db, logger: Logger): Promise<Replica | undefined> {
+async function connectReplica(
+  config: WayfindConfig,
+  db: Db,
+  logger: Logger,
+  onReachability: (reachable: boolean) => void,
+): Promise<Replica | undefined> {
   const postgres = config.storage.postgres;
   if (postgres === undefined) return undefined;
   const where = redactedUrl(postgres.url);
+  let away = false;
   let replica: Replica;
   try {
     replica = await Replica.connect({
@@ -412,7 +426,19 @@ async function connectReplica(config: WayfindConfig, db: Db, logger: Logger): Pr
       db,
       holdsStandaloneState: () =>
         db.prepare("SELECT 1 FROM events UNION ALL SELECT 1 FROM usage_records LIMIT 1").get() !== undefined,
-      onError: (error) => logger.warn({ err: error, database: where }, "shared database connection failed"),
+      // Once degraded mode is logged, each retry's failure is detail.
+      onError: (error) =>
+        logger[away ? "debug" : "warn"]({ err: error, database: where }, "shared database call failed"),
+      onReachability: (reachable) => {
+        away = !reachable;
+        if (reachable) logger.info({ database: where }, "shared database is back; writes are served again");
+        else
+          logger.warn(
+            { database: where },
+            "shared database unreachable: writes fail (UNAVAILABLE), reads are served from this replica's copy, marked wayfind-stale",
+          );
+        onReachability(reachable);
+      },
     });
   } catch (error) {
     if (error instanceof WayfindError) throw new ConfigError([`storage.postgres: ${error.message}`]);

@@ -84,8 +84,14 @@ function makeHandler(
           .then(() => decode(call.request))
           .then((input) => impl(input, context))
           .then(
-            (output) => callback(null, toMessage(output), trailerMetadata(context)),
-            (error: unknown) => callback(toServiceError(error, context)),
+            (output) => {
+              sendHeaders(call, context);
+              callback(null, toMessage(output), trailerMetadata(context));
+            },
+            (error: unknown) => {
+              sendHeaders(call, context);
+              callback(toServiceError(error, context));
+            },
           )
           .finally(() => context.end());
       };
@@ -220,6 +226,13 @@ class GrpcCallContext implements HandlerContext {
     return this.#responseTrailer;
   }
 
+  /** Response headers a handler or the pipeline set (e.g. `wayfind-stale`), taken once to be sent. */
+  takeHeaders(): Headers | undefined {
+    const header = this.#responseHeader;
+    this.#responseHeader = undefined;
+    return header;
+  }
+
   get signal(): AbortSignal {
     if (this.#controller) return this.#controller.signal;
     const controller = new AbortController();
@@ -276,6 +289,7 @@ async function sendAll(
   context: GrpcCallContext,
 ): Promise<void> {
   for await (const message of messages) {
+    sendHeaders(call, context);
     const written = await streamSendBudget.run(() => call.write(encode(message)));
     if (!written) await waitForDrain(call, context.signal);
   }
@@ -294,6 +308,19 @@ function waitForDrain(call: NodeJS.EventEmitter, signal: AbortSignal): Promise<v
     call.once("drain", onDrain);
     signal.addEventListener("abort", onAbort, { once: true });
   });
+}
+
+/**
+ * Sends the response headers set so far, once, before the first message (grpc-js sends its own empty
+ * ones otherwise); later changes to them are not sent.
+ */
+function sendHeaders(call: { sendMetadata(metadata: grpc.Metadata): void }, context: GrpcCallContext): void {
+  let metadata: grpc.Metadata | undefined;
+  context.takeHeaders()?.forEach((value, key) => {
+    metadata ??= new grpc.Metadata();
+    metadata.set(key, value);
+  });
+  if (metadata) call.sendMetadata(metadata);
 }
 
 function trailerMetadata(context: GrpcCallContext): grpc.Metadata | undefined {

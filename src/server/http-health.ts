@@ -6,6 +6,11 @@ export interface ReadinessChecks {
   /** The search index holds every change (else searches wait for it to be built). */
   readonly index: "ok" | "building";
   readonly database: "ok" | "unreachable";
+  /**
+   * Writes can be made (a replica's shared database answers). Not part of readiness: a replica
+   * without its database still serves reads; `/readyz/writes` answers for writes alone.
+   */
+  readonly writes: "ok" | "unavailable";
   /** Stopping: finishing in-flight calls, taking no new work. */
   readonly draining: "no" | "yes";
 }
@@ -28,13 +33,19 @@ export function healthEndpoints(
 ): (request: Request, response: Response) => boolean {
   return (request, response) => {
     const path = request.url?.split("?", 1)[0];
-    if (path !== "/healthz" && path !== "/readyz") return false;
+    if (path !== "/healthz" && path !== "/readyz" && path !== "/readyz/writes") return false;
     if (request.method !== "GET" && request.method !== "HEAD") {
       send(response, 405, { error: `${path} answers GET or HEAD` }, { allow: "GET, HEAD" });
       return true;
     }
     if (path === "/healthz") send(response, 200, { status: "ok" });
-    else {
+    else if (path === "/readyz/writes") {
+      const { writes } = readiness();
+      send(response, writes === "ok" ? 200 : 503, {
+        status: writes === "ok" ? "ready" : "not_ready",
+        writes,
+      });
+    } else {
       const checks = readiness();
       send(response, isReady(checks) ? 200 : 503, {
         status: isReady(checks) ? "ready" : "not_ready",

@@ -37,9 +37,10 @@ export interface PipelineOptions {
   readonly auth?: CallAuth;
   /**
    * Awaited before every call once it is admitted: a replica's fence (src/replication), so a call sees
-   * every write acknowledged anywhere before it started. Absent on SQLite alone.
+   * every write acknowledged anywhere before it started. False = the shared database is away and the
+   * call is answered from the replica's copy: the response says so (`wayfind-stale: true`).
    */
-  readonly fence?: () => Promise<void>;
+  readonly fence?: () => Promise<boolean>;
 }
 
 /**
@@ -57,6 +58,8 @@ export function withCallPipeline(
 }
 
 const DENIED_CODES = new Set(["unauthenticated", "permission_denied"]);
+/** Set on a replica's answers served from its local copy while the shared database is away. */
+export const STALE_HEADER = "wayfind-stale";
 
 function callLog(route: MethodRoute, logger: Logger, options: PipelineOptions): CallObserver {
   const method = methodPath(route.method);
@@ -110,7 +113,7 @@ function callLog(route: MethodRoute, logger: Logger, options: PipelineOptions): 
         prepare: fence
           ? async () => {
               await authenticate?.();
-              await fence();
+              if (!(await fence())) context.responseHeader.set(STALE_HEADER, "true");
             }
           : authenticate,
         succeeded: () => finish(),

