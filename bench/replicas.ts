@@ -17,7 +17,7 @@
  * Usage: node --import tsx bench/replicas.ts [--seconds S] [--propagation N]
  */
 import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { createClient } from "@connectrpc/connect";
@@ -32,7 +32,7 @@ import {
   prepareWayfind,
   printAligned,
   ROOT,
-  runGhz,
+  runWithServerCpu,
   type ServerProcess,
   spawnServer,
   wayfindServeArgs,
@@ -112,7 +112,10 @@ async function stopFleet(fleet: readonly ServerProcess[]): Promise<void> {
 }
 
 let rounds = 0;
-/** The workload on every replica at once (IN_FLIGHT split over them); summed throughput. */
+/**
+ * The workload on every replica at once (IN_FLIGHT split over them); each result carries its
+ * replica's CPU over the run (serverCpuPct, share of one core).
+ */
 async function loadFleet(
   ghz: string,
   fleet: readonly ServerProcess[],
@@ -121,16 +124,17 @@ async function loadFleet(
   const round = `r${rounds++}`;
   const perReplica = Math.max(1, Math.round(IN_FLIGHT / fleet.length));
   return Promise.all(
-    fleet.map((server) =>
-      runGhz(ghz, server.port, {
+    fleet.map(async (server) => {
+      const { result } = await runWithServerCpu(ghz, server, {
         proto: workload.proto,
         call: workload.call,
         data: workload.data(round),
         connections: Math.min(4, perReplica),
         streams: Math.ceil(perReplica / Math.min(4, perReplica)),
         durationS: SECONDS,
-      }),
-    ),
+      });
+      return result;
+    }),
   );
 }
 
@@ -140,6 +144,8 @@ function summed(results: readonly LoadResult[]) {
     p50: Math.max(...results.map((r) => r.p50Ms)),
     p99: Math.max(...results.map((r) => r.p99Ms)),
     errors: results.reduce((sum, r) => sum + r.errors, 0),
+    /** Every replica's CPU together, in cores. */
+    cpu: results.reduce((sum, r) => sum + (r.serverCpuPct ?? 0), 0) / 100,
   };
 }
 
@@ -246,13 +252,18 @@ try {
         fmt(result.rps, 0),
         fmt(result.p50, 2),
         fmt(result.p99, 2),
+        fmt(result.cpu, 2),
         String(result.errors),
       ]);
     }
     await stopFleet(fleet);
   }
   console.log("One replica: SQLite alone vs on PostgreSQL");
-  printAligned(["call", "storage", "req/s", "p50 ms", "p99 ms", "errors"], single, new Set([2, 3, 4, 5]));
+  printAligned(
+    ["call", "storage", "req/s", "p50 ms", "p99 ms", "server cores", "errors"],
+    single,
+    new Set([2, 3, 4, 5, 6]),
+  );
 
   const scaling: string[][] = [];
   const base = new Map<string, number>();
@@ -270,6 +281,7 @@ try {
         `${fmt(ratio, 2)}×`,
         fmt(result.p50, 2),
         fmt(result.p99, 2),
+        fmt(result.cpu, 2),
         String(result.errors),
       ]);
     }
@@ -278,10 +290,11 @@ try {
   }
   console.log("\nReplicas on one PostgreSQL, load spread evenly");
   printAligned(
-    ["call", "replicas", "req/s", "vs 1", "p50 ms", "p99 ms", "errors"],
+    ["call", "replicas", "req/s", "vs 1", "p50 ms", "p99 ms", "server cores", "errors"],
     scaling,
-    new Set([1, 2, 3, 4, 5, 6]),
+    new Set([1, 2, 3, 4, 5, 6, 7]),
   );
+  console.log(`(${availableParallelism()} cores here, shared by the replicas, PostgreSQL and ghz)`);
 
   console.log(`\nPropagation across replicas (${PROPAGATION_SAMPLES} samples; from A's call to B's answer)`);
   printAligned(["what", "p50 ms", "p99 ms"], await propagation(lastFleet), new Set([1, 2]));

@@ -292,7 +292,11 @@ export class ToolCatalog {
       else if (existing.hash !== r.hash) updated.push(r);
       else kept.push([r.name, r.hash]);
     }
-    const removed = replaceSource ? this.namesLeaving(owner, source, seen) : [];
+    const removed = replaceSource
+      ? [...this.tools.values()]
+          .filter((t) => t.owner === owner && t.source === source && !seen.has(t.name))
+          .map((t) => t.name)
+      : [];
     // The rows and the in-memory tools too (microseconds a tool), so the turn that commits only
     // writes them.
     const rows = {
@@ -305,13 +309,6 @@ export class ToolCatalog {
       changed.push({ ...r, source, owner });
     }
     return { added, updated, removed, rows, changed, digests, kept };
-  }
-
-  /** The tools of `source` that a registration replacing it with `staying` drops. */
-  private namesLeaving(owner: string, source: string, staying: ReadonlySet<string>): string[] {
-    return [...this.tools.values()]
-      .filter((t) => t.owner === owner && t.source === source && !staying.has(t.name))
-      .map((t) => t.name);
   }
 
   /** One registration, its turn come (see register). */
@@ -383,27 +380,44 @@ export class ToolCatalog {
     kind: "discovery/register",
     apply: (change) => {
       const { owner, source } = change;
+      // The rows, not the in-memory tools: those change only once the page of changes being applied
+      // commits, and an earlier change of the same page may have written this source.
+      const current = new Map(
+        this.db
+          .prepare<[string, string], { name: string; hash: string }>(
+            "SELECT name, hash FROM discovery_tools WHERE owner = ? AND source = ?",
+          )
+          .all(owner, source)
+          .map((row) => [row.name, row.hash]),
+      );
       for (const [name, hash] of change.kept) {
-        if (this.tools.get(toolKey(owner, name))?.hash !== hash)
+        if (current.get(name) !== hash)
           throw new WayfindError(
             "aborted",
             `tool "${name}" of source "${source}" changed while this registration was checked; send it again`,
           );
       }
+      const sourceOf = this.db.prepare<[string, string], { source: string }>(
+        "SELECT source FROM discovery_tools WHERE owner = ? AND name = ?",
+      );
       let added = 0;
       let updated = 0;
       for (const row of change.rows) {
-        const existing = this.tools.get(toolKey(owner, row.name));
-        if (existing === undefined) added++;
-        else if (existing.source !== source)
+        const hash = current.get(row.name);
+        if (hash !== undefined) {
+          if (hash !== row.hash) updated++;
+          continue;
+        }
+        const other = sourceOf.get(owner, row.name)?.source;
+        if (other !== undefined)
           throw new WayfindError(
             "already_exists",
-            `tool "${row.name}" is already registered by source "${existing.source}"; rename it or register it from that source`,
+            `tool "${row.name}" is already registered by source "${other}"; rename it or register it from that source`,
           );
-        else if (existing.hash !== row.hash) updated++;
+        added++;
       }
       const staying = new Set([...change.kept.map(([name]) => name), ...change.rows.map((row) => row.name)]);
-      const removed = change.replaceSource ? this.namesLeaving(owner, source, staying) : [];
+      const removed = change.replaceSource ? [...current.keys()].filter((name) => !staying.has(name)) : [];
       const insert = this.db.prepare(
         `INSERT INTO discovery_tools (owner, name, source, hash, definition)
          VALUES (@owner, @name, @source, @hash, @definition)

@@ -56,7 +56,9 @@ export class Follower {
   readonly #saveApplied: (seq: number) => void;
   #running: Promise<void> | undefined;
   #again = false;
-  #head: Promise<number> | undefined;
+  /** The head query in flight, and the one calls that came after it was sent wait for. */
+  #headSent: Promise<number> | undefined;
+  #headQueued: Promise<number> | undefined;
   #applying: Change | undefined;
 
   constructor(options: FollowerOptions) {
@@ -103,15 +105,35 @@ export class Follower {
 
   /**
    * Resolves once every change committed before this call is applied locally: what makes a write
-   * through another replica visible to this replica's next read. Concurrent calls share one query of
-   * the log's head.
+   * through another replica visible to this replica's next read. Concurrent calls share queries of
+   * the log's head, but only one sent after they came: a query already in flight may have read the
+   * head before a write this call must see was committed.
    */
   async fence(): Promise<void> {
-    this.#head ??= this.#options.log.head().finally(() => {
-      this.#head = undefined;
-    });
-    const head = await this.#head;
+    const head = await this.#headSinceNow();
     while (this.applied < head) await this.catchUp();
+  }
+
+  #headSinceNow(): Promise<number> {
+    if (this.#headSent === undefined) return this.#sendHeadQuery();
+    this.#headQueued ??= this.#headSent.then(
+      () => this.#sendQueuedHeadQuery(),
+      () => this.#sendQueuedHeadQuery(),
+    );
+    return this.#headQueued;
+  }
+
+  #sendQueuedHeadQuery(): Promise<number> {
+    this.#headQueued = undefined;
+    return this.#sendHeadQuery();
+  }
+
+  #sendHeadQuery(): Promise<number> {
+    const query: Promise<number> = this.#options.log.head().finally(() => {
+      if (this.#headSent === query) this.#headSent = undefined;
+    });
+    this.#headSent = query;
+    return query;
   }
 
   /** Reads the next page after the applied seq and applies it; false when there was nothing. */

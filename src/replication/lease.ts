@@ -19,6 +19,8 @@ export interface LeaseOptions {
 export interface HeldLease {
   /** Whether this replica holds the lease now. */
   readonly held: boolean;
+  /** Settles after the first attempt, taken or not (onAcquired has run when it was taken). */
+  readonly ready: Promise<void>;
   /** Gives the lease up (if held) and stops trying. */
   stop(): Promise<void>;
 }
@@ -30,6 +32,8 @@ export function holdLease(connection: pg.ClientConfig, name: string, options: Le
   let held = false;
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
+  let firstAttempt: () => void = () => {};
+  const ready = new Promise<void>((resolve) => (firstAttempt = resolve));
 
   const lose = (lost: pg.Client) => {
     if (client !== lost) return;
@@ -73,6 +77,7 @@ export function holdLease(connection: pg.ClientConfig, name: string, options: Le
       options.onError?.(error as Error);
       if (client !== undefined) lose(client);
     } finally {
+      firstAttempt();
       if (!stopped) timer = setTimeout(attempt, retryMs);
     }
   };
@@ -82,6 +87,7 @@ export function holdLease(connection: pg.ClientConfig, name: string, options: Le
     get held() {
       return held;
     },
+    ready,
     async stop() {
       stopped = true;
       clearTimeout(timer);

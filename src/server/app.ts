@@ -272,11 +272,18 @@ export async function startServer(
   // until its first sync and whenever it is down, so probes see which source is unhealthy.
   for (const server of config.mcpServers)
     health.set(sourceHealthName(mcpSourceId(server.name)), ServingStatus.NOT_SERVING);
-  const mcp = new McpSources(config.mcpServers, catalog, logger, options.mcpTimeouts, (status) =>
-    health.set(
-      sourceHealthName(status.id),
-      status.healthy ? ServingStatus.SERVING : ServingStatus.NOT_SERVING,
-    ),
+  const mcp = new McpSources(
+    config.mcpServers,
+    catalog,
+    logger,
+    options.mcpTimeouts,
+    (status) =>
+      health?.set(
+        sourceHealthName(status.id),
+        status.healthy ? ServingStatus.SERVING : ServingStatus.NOT_SERVING,
+      ),
+    // Replicas share the MCP servers: each is synced by whichever replica holds its lease.
+    replica && ((name, handlers) => replica.lease(name, handlers)),
   );
   const sources = new ToolSourceRegistry(catalog, mcp);
   sources.catalogFilesLoaded(config.catalogs);

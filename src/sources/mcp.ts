@@ -23,6 +23,7 @@ import type { McpServerConfig } from "../config/index.ts";
 import type { JsonObject, SideEffects, ToolCatalog, ToolInput } from "../discovery/index.ts";
 import { recordSteps } from "../discovery/validate.ts";
 import { LIMITS } from "../limits.ts";
+import type { HeldLease } from "../replication/lease.ts";
 import { inSpan } from "../telemetry.ts";
 import { runInSlices } from "../text/slices.ts";
 import { applySourceOptions } from "./catalog-files.ts";
@@ -517,18 +518,103 @@ function toolInputFromMcpTool(
   };
 }
 
+/**
+ * Takes the lease on a named job for this replica while it can (src/replication/lease.ts): given
+ * when replicas share a database, so that one replica at a time syncs each MCP server.
+ */
+export type LeaseHolder = (
+  name: string,
+  handlers: { readonly onAcquired: () => void; readonly onLost: () => void },
+) => HeldLease;
+
+/**
+ * An MCP server that one replica of a fleet syncs at a time: the holder of its lease runs an
+ * McpSource (a fresh one per lease taken); the others serve the catalog the holder registered, and
+ * report the source healthy, since for them it is. The lease passes on when its holder dies.
+ */
+class LeasedMcpSource {
+  readonly id: string;
+  readonly #kind: McpSourceStatus["kind"];
+  readonly #lease: HeldLease;
+  #current: McpSource | undefined;
+  #firstSync: Promise<void> = Promise.resolve();
+
+  constructor(
+    config: McpServerConfig,
+    create: () => McpSource,
+    lease: LeaseHolder,
+    logger: Logger,
+    onHealthChange: (status: McpSourceStatus) => void,
+  ) {
+    this.id = mcpSourceId(config.name);
+    this.#kind = config.transport === "stdio" ? "mcp_stdio" : "mcp_http";
+    this.#lease = lease(this.id, {
+      onAcquired: () => {
+        logger.info({ source: this.id }, "mcp lease taken: this replica syncs the server");
+        this.#current = create();
+        this.#firstSync = this.#current.start();
+      },
+      onLost: () => {
+        logger.warn({ source: this.id }, "mcp lease lost: another replica syncs the server now");
+        const lost = this.#current;
+        this.#current = undefined;
+        void lost?.close();
+        onHealthChange(this.status());
+      },
+    });
+    void this.#lease.ready.then(() => {
+      if (this.#current === undefined) onHealthChange(this.status());
+    });
+  }
+
+  /** Settles once the lease's first attempt and, if it was taken, the first sync have finished. */
+  async started(): Promise<void> {
+    await this.#lease.ready;
+    await this.#firstSync;
+  }
+
+  status(): McpSourceStatus {
+    return (
+      this.#current?.status() ?? {
+        id: this.id,
+        kind: this.#kind,
+        lastSyncTime: undefined,
+        healthy: true,
+        lastError: "",
+        lastSyncMs: undefined,
+      }
+    );
+  }
+
+  async close(): Promise<void> {
+    await this.#lease.stop();
+    await this.#current?.close();
+  }
+}
+
 /** Every configured MCP server, started together and closed together. */
 export class McpSources {
+  /** The servers this process syncs itself (empty when replicas share them through leases). */
   readonly sources: readonly McpSource[];
+  readonly #leased: readonly LeasedMcpSource[];
 
   constructor(
     configs: readonly McpServerConfig[],
     private readonly catalog: ToolCatalog,
     private readonly logger: Logger,
     timeouts: Partial<McpTimeouts> = {},
-    onHealthChange?: (status: McpSourceStatus) => void,
+    onHealthChange: (status: McpSourceStatus) => void = () => {},
+    /** With replicas: each server is synced by the replica holding its lease. */
+    lease?: LeaseHolder,
   ) {
-    this.sources = configs.map((config) => new McpSource(config, catalog, logger, timeouts, onHealthChange));
+    const create = (config: McpServerConfig) =>
+      new McpSource(config, catalog, logger, timeouts, onHealthChange);
+    this.sources = lease ? [] : configs.map(create);
+    this.#leased = lease
+      ? configs.map(
+          (config) => new LeasedMcpSource(config, () => create(config), lease, logger, onHealthChange),
+        )
+      : [];
   }
 
   /**
@@ -537,7 +623,7 @@ export class McpSources {
    * `waitMs` has passed, whichever is first; syncing continues in the background either way.
    */
   async start(waitMs: number): Promise<void> {
-    const configured = new Set(this.sources.map((s) => s.id));
+    const configured = new Set([...this.sources, ...this.#leased].map((s) => s.id));
     const stale = new Set<string>();
     for (const tool of this.catalog.all())
       if (tool.owner === "" && tool.source.startsWith("mcp:") && !configured.has(tool.source))
@@ -546,7 +632,10 @@ export class McpSources {
       const result = await this.catalog.register(source, [], { replaceSource: true });
       this.logger.info({ source, removed: result.removed }, "mcp server no longer configured; tools removed");
     }
-    const first = Promise.all(this.sources.map((s) => s.start()));
+    const first = Promise.all([
+      ...this.sources.map((s) => s.start()),
+      ...this.#leased.map((s) => s.started()),
+    ]);
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<void>((resolve) => {
       timer = setTimeout(resolve, waitMs);
@@ -556,11 +645,11 @@ export class McpSources {
   }
 
   statuses(): McpSourceStatus[] {
-    return this.sources.map((s) => s.status());
+    return [...this.sources, ...this.#leased].map((s) => s.status());
   }
 
   async close(): Promise<void> {
-    await Promise.all(this.sources.map((s) => s.close()));
+    await Promise.all([...this.sources, ...this.#leased].map((s) => s.close()));
   }
 }
 

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
+import { writeTransaction } from "../../src/database/transaction.ts";
 import { ToolCatalog } from "../../src/discovery/index.ts";
 import { WayfindError } from "../../src/errors.ts";
+import { LocalWriter, type ReplicatedWrite, type StateWriter } from "../../src/replication/writes.ts";
 import { names, openCatalog, seeded, TOOLS } from "./helpers.ts";
 
 /** The WayfindError a registration is rejected with. */
@@ -353,5 +355,53 @@ describe("owners", () => {
     const acme = (await catalog.register("pay", [tool("Acme refunds.")], { owner: "acme" })).fingerprint;
     await catalog.register("pay", [tool("Bravo refunds.")], { owner: "bravo" });
     expect(catalog.fingerprint("acme")).toBe(acme);
+  });
+});
+
+describe("ToolCatalog.registerWrite (as replicas apply it)", () => {
+  it("applies registrations of one source that arrive in one page as if they came one by one", async () => {
+    // The writer's changes, as the change log carries them (JSON), applied by another catalog.
+    const log: { write: ReplicatedWrite<unknown, unknown>; payload: unknown }[] = [];
+    const recording: StateWriter = {
+      async write(write, payload) {
+        log.push({
+          write: write as ReplicatedWrite<unknown, unknown>,
+          payload: JSON.parse(JSON.stringify(payload)),
+        });
+        return writer.write(write, payload);
+      },
+      fence: async () => true,
+    };
+    const origin = openCatalog();
+    const writer = new LocalWriter(origin.db);
+    const catalog = new ToolCatalog(origin.db, { writer: recording });
+    const tool = (name: string, description: string) => ({ name, namespace: "raced", description });
+    await catalog.register(
+      "raced",
+      [tool("shared", "First version."), tool("only_a", "Only in the first.")],
+      {
+        replaceSource: true,
+      },
+    );
+    await catalog.register(
+      "raced",
+      [tool("shared", "Second version."), tool("only_b", "Only in the second.")],
+      {
+        replaceSource: true,
+      },
+    );
+    expect(log).toHaveLength(2);
+
+    const replica = openCatalog();
+    writeTransaction(replica.db, () => {
+      for (const { payload } of log) replica.catalog.registerWrite.apply(payload as never, { atMs: 0 });
+    });
+    const listed = (c: ToolCatalog) =>
+      c.list({ pageSize: 50 }).tools.map((t) => `${t.name}: ${t.description}`);
+    expect(listed(replica.catalog)).toEqual([
+      "raced.only_b: Only in the second.",
+      "raced.shared: Second version.",
+    ]);
+    expect(listed(replica.catalog)).toEqual(listed(catalog));
   });
 });

@@ -132,6 +132,28 @@ describe.skipIf(unavailable !== undefined)(title, () => {
     }
   });
 
+  it("fences a call with a head read sent after the call, not one already in flight before a write", async () => {
+    await emptyLog();
+    const { db } = localCopy();
+    opened.push(db);
+    // A slow head query: it reads the head at once and answers when released.
+    let release: () => void = () => {};
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const slowLog = Object.create(log) as ChangeLog;
+    slowLog.head = () => {
+      const read = log.head();
+      return released.then(() => read);
+    };
+    const follower = new Follower({ log: slowLog, db, appliers: noteAppliers(db) });
+    const early = follower.fence(); // its head read predates the write below
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await log.append([note("acknowledged before the second call")]);
+    const late = follower.fence();
+    release();
+    await Promise.all([early, late]);
+    expect(notes(db).map((row) => row.text)).toEqual(["acknowledged before the second call"]);
+  });
+
   it("follows on its own: woken by each commit, and by its poll when a wake-up is missed", async () => {
     await emptyLog();
     const { db } = localCopy();

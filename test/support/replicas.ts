@@ -19,11 +19,19 @@ export interface TestReplica {
 
 /**
  * Starts `wayfind serve` as a child process, the way an operator runs a replica: its own data dir
- * (a fresh one unless given, to restart a replica on its copy) and WAYFIND_DATABASE_URL.
+ * (a fresh one unless given, to restart a replica on its copy), WAYFIND_DATABASE_URL, and the demo
+ * config unless another is given.
  */
-export async function startReplica(databaseUrl: string, dataDir?: string): Promise<TestReplica> {
+export async function startReplica(
+  databaseUrl: string,
+  dataDir?: string,
+  options: { config?: string } = {},
+): Promise<TestReplica> {
   const dir = dataDir ?? mkdtempSync(join(tmpdir(), "wayfind-replica-"));
-  const run = runCli(["serve", "--port", "0", "--data-dir", dir], { WAYFIND_DATABASE_URL: databaseUrl });
+  const config = options.config ? ["--config", options.config] : [];
+  const run = runCli(["serve", ...config, "--port", "0", "--data-dir", dir], {
+    WAYFIND_DATABASE_URL: databaseUrl,
+  });
   const port = await listeningPort(run);
   if (port === 0) {
     const code = await run.exited;
