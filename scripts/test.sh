@@ -31,6 +31,15 @@ fi
 step "TypeScript tests (vitest)"
 vitest run
 
+# Every suite that starts a server, again with each test server a replica on PostgreSQL (its own
+# database in a PostgreSQL the tests start: docs/replicas.md). Left out: the replica suites (they run
+# their own fleets above) and mcp.test.ts (it inspects the MCP processes this process runs itself,
+# which a replica leaves to the holder of each server's lease).
+step "TypeScript server suites on PostgreSQL (WAYFIND_TEST_STORAGE=postgres)"
+mapfile -t server_suites < <(grep -rl --include='*.test.ts' "startTestServer" test \
+  | grep -v -e '^test/server/replica' -e '^test/server/mcp.test.ts$' | sort)
+WAYFIND_TEST_STORAGE=postgres vitest run "${server_suites[@]}"
+
 step "Go client tests"
 bash scripts/test-go.sh
 

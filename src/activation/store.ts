@@ -67,17 +67,14 @@ type ActivationOwner = {
   readonly sessionId: string;
   readonly runId: string;
 };
-type ActivateChange = ActivationOwner & {
-  readonly names: readonly string[];
-  readonly scope: ActivationScope;
-  readonly scopeId: string;
-  readonly source: ActivationSource;
-  readonly reason: string;
-};
 type DeactivateChange = ActivationOwner & {
   readonly names: readonly string[];
   readonly scope: ActivationScope;
   readonly scopeId: string;
+};
+type ActivateChange = DeactivateChange & {
+  readonly source: ActivationSource;
+  readonly reason: string;
 };
 
 /**

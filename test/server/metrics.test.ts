@@ -57,6 +57,24 @@ async function scrapeUntil(ready: (samples: Map<string, number>) => boolean): Pr
   }
 }
 
+/**
+ * A scrape once earlier tests' reports have landed: they are committed after their calls (batched;
+ * on a replica, through the change log), so a count may still move for a moment.
+ */
+async function settled(): Promise<Map<string, number>> {
+  let previous = await scrape();
+  for (let attempt = 0; attempt < 50; attempt++) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const samples = await scrape();
+    const moved = [...samples].some(
+      ([name, value]) => name.startsWith("wayfind_searches") && previous.get(name) !== value,
+    );
+    if (!moved) return samples;
+    previous = samples;
+  }
+  return previous;
+}
+
 describe("GET /metrics", () => {
   it("counts calls by method, code and protocol, with their latency", async () => {
     const before = await scrape();
@@ -80,14 +98,19 @@ describe("GET /metrics", () => {
   });
 
   it("counts searches, zero-result searches and activations from the committed events", async () => {
-    const before = await scrape();
+    const before = await settled();
     const tools = wayfind.grpc(ToolDiscoveryService);
     await tools.searchTools({ caller, query: "weather" });
     await tools.searchTools({ caller, query: "zzqxv" });
     await tools.activateTools({ caller, names: ["demo.get_weather"] });
     const delta = (s: Map<string, number>, name: string, labels: Record<string, string> = {}) =>
       sample(s, name, labels) - sample(before, name, labels);
-    const after = await scrapeUntil((s) => delta(s, "wayfind_tool_activations_total") >= 1);
+    // Reports of searches are committed after the call (batched; on a replica, through the change log).
+    const after = await scrapeUntil(
+      (s) =>
+        delta(s, "wayfind_tool_activations_total") >= 1 &&
+        delta(s, "wayfind_searches_total", { kind: "tool", requested_type: "fts" }) >= 2,
+    );
     expect(delta(after, "wayfind_searches_total", { kind: "tool", requested_type: "fts" })).toBe(2);
     expect(delta(after, "wayfind_searches_zero_results_total", { kind: "tool" })).toBe(1);
     expect(delta(after, "wayfind_tool_activations_total", { scope: "run", source: "explicit" })).toBe(1);

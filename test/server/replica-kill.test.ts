@@ -1,13 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { Provider } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import { UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
-import { postgresUnavailable, startPostgres, type TestPostgres } from "../support/postgres.ts";
-import { removeReplicas, startReplica, type TestReplica } from "../support/replicas.ts";
+import { fleetForFile, startReplica, type TestReplica } from "../support/replicas.ts";
 
 // kill -9 of one replica of three under load (issue 17): nothing acknowledged is lost, retries on
 // another replica succeed, a resuming observer misses nothing and sees nothing twice, and the killed
 // replica catches up when it starts again.
-const unavailable = postgresUnavailable();
 
 const CLIENTS = 6;
 /** Acknowledged records after which replica 0 is killed, with every client mid-call. */
@@ -16,17 +14,8 @@ const KILL_AFTER = 120;
 const PER_CLIENT = 60;
 const caller = { tenantId: "acme", sessionId: "load" };
 
-let postgres: TestPostgres;
-const replicas: TestReplica[] = [];
-beforeAll(async () => {
-  if (unavailable) return;
-  postgres = await startPostgres();
-  replicas.push(...(await Promise.all([0, 1, 2].map(() => startReplica(postgres.url)))));
-}, 60_000);
-afterAll(async () => {
-  await removeReplicas(replicas);
-  await postgres?.stop();
-});
+const { fleet, unavailable } = fleetForFile(3);
+const { replicas } = fleet;
 
 function record(key: string) {
   return {
@@ -107,7 +96,7 @@ describe.skipIf(unavailable)(
       expect(new Set(ids).size).toBe(ids.length);
       expect([...ids].sort((x, y) => (x < y ? -1 : 1))).toEqual(ids); // in order, each once
 
-      const restarted = await startReplica(postgres.url, doomed.dataDir);
+      const restarted = await startReplica(fleet.postgres.url, doomed.dataDir);
       replicas[0] = restarted;
       const caughtUp = await restarted.grpc(UsageService).getUsageSummary({ caller });
       expect(caughtUp.totals?.calls).toBe(total);

@@ -6,37 +6,27 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { type HttpMcpServer, startHttpMcpServer } from "../sources/mcp-servers.ts";
-import { postgresUnavailable, startPostgres, type TestPostgres } from "../support/postgres.ts";
-import { removeReplicas, startReplica, type TestReplica } from "../support/replicas.ts";
+import { fleetForFile, type TestReplica } from "../support/replicas.ts";
 
 // One MCP server shared by three replicas (issue 17 item 6): one replica at a time syncs it, under a
 // lease that passes on when its holder dies; every replica serves what the holder registered.
-const unavailable = postgresUnavailable();
-
-let postgres: TestPostgres;
 let mcp: HttpMcpServer;
 let configDir: string;
-const replicas: TestReplica[] = [];
 beforeAll(async () => {
-  if (unavailable) return;
-  postgres = await startPostgres();
   mcp = await startHttpMcpServer([{ name: "lookup_order", description: "Look up a shop order by id." }]);
   configDir = mkdtempSync(join(tmpdir(), "wayfind-replica-mcp-"));
   writeFileSync(
     join(configDir, "wayfind.yaml"),
     stringify({ mcp_servers: [{ name: "shop", transport: "http", url: mcp.url }] }),
   );
-  const config = join(configDir, "wayfind.yaml");
-  replicas.push(
-    ...(await Promise.all([0, 1, 2].map(() => startReplica(postgres.url, undefined, { config })))),
-  );
-}, 60_000);
+});
 afterAll(async () => {
-  await removeReplicas(replicas);
   await mcp?.close();
-  await postgres?.stop();
   if (configDir) rmSync(configDir, { recursive: true, force: true });
 });
+// Registered after the hooks above: the replicas start once the MCP server and config exist.
+const { fleet, unavailable } = fleetForFile(3, { config: () => join(configDir, "wayfind.yaml") });
+const { replicas } = fleet;
 
 const operator = { headers: { "wayfind-role": "admin" } };
 

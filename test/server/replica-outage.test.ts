@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { Code } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   Health,
   HealthCheckResponse_ServingStatus as ServingStatus,
@@ -8,23 +8,11 @@ import {
 import { Provider } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
-import { postgresUnavailable, startPostgres, type TestPostgres } from "../support/postgres.ts";
-import { removeReplicas, startReplica, type TestReplica } from "../support/replicas.ts";
+import { fleetForFile, type TestReplica } from "../support/replicas.ts";
 
 // Degraded mode (docs/replicas.md): two replicas lose their shared PostgreSQL, then get it back.
-const unavailable = postgresUnavailable();
-
-let postgres: TestPostgres;
-let replicas: TestReplica[] = [];
-beforeAll(async () => {
-  if (unavailable) return;
-  postgres = await startPostgres();
-  replicas = await Promise.all([0, 1].map(() => startReplica(postgres.url)));
-}, 60_000);
-afterAll(async () => {
-  await removeReplicas(replicas);
-  await postgres?.stop();
-});
+const { fleet, unavailable } = fleetForFile(2);
+const { replicas } = fleet;
 
 const caller = { tenantId: "acme" };
 const record = (key: string) => ({
@@ -61,7 +49,7 @@ describe.skipIf(unavailable)(
       expect(before.stale).toBeNull();
       expect(await writesStatus(a)).toBe(ServingStatus.SERVING);
 
-      postgres.pause();
+      fleet.postgres.pause();
       const during = await search(b);
       expect(during).toEqual({ names: before.names, stale: "true" });
       await expect(a.grpc(UsageService).recordUsage(record("during-outage"))).rejects.toMatchObject({
@@ -74,7 +62,7 @@ describe.skipIf(unavailable)(
       expect(await ready.json()).toMatchObject({ checks: { writes: "unavailable" } });
       expect((await fetch(`http://127.0.0.1:${a.port}/readyz/writes`)).status).toBe(503);
 
-      postgres.resume();
+      fleet.postgres.resume();
       for (let waited = 0; (await writesStatus(a)) !== ServingStatus.SERVING; waited += 100) {
         if (waited > 15_000) throw new Error("replica a did not leave degraded mode within 15 s");
         await sleep(100);

@@ -1,29 +1,17 @@
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { Provider } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import type { Event } from "../../gen/ts/wayfind/v1/events_pb.ts";
 import { SkillScope, SkillService } from "../../gen/ts/wayfind/v1/skills_pb.ts";
 import { ActivationScope, ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
-import { postgresUnavailable, startPostgres, type TestPostgres } from "../support/postgres.ts";
-import { removeReplicas, startReplica, type TestReplica } from "../support/replicas.ts";
+import { fleetForFile, startReplica, type TestReplica } from "../support/replicas.ts";
 import { startTestServer } from "../support/server.ts";
 
 // Three `wayfind serve` processes on one real PostgreSQL (docs/replicas.md), called with generated clients.
-const unavailable = postgresUnavailable();
-
-let postgres: TestPostgres;
-let replicas: TestReplica[] = [];
-beforeAll(async () => {
-  if (unavailable) return;
-  postgres = await startPostgres();
-  replicas = await Promise.all([0, 1, 2].map(() => startReplica(postgres.url)));
-}, 60_000);
-afterAll(async () => {
-  await removeReplicas(replicas);
-  await postgres?.stop();
-});
+const { fleet, unavailable } = fleetForFile(3);
+const { replicas } = fleet;
 
 const usage = {
   inputTokens: 1000n,
@@ -127,7 +115,7 @@ describe.skipIf(unavailable)(
       await b.stop();
       for (let i = 0; i < 5; i++)
         await a.grpc(UsageService).recordUsage(recordRequest("umbrella", `while-down-${i}`));
-      const restarted = await startReplica(postgres.url, b.dataDir);
+      const restarted = await startReplica(fleet.postgres.url, b.dataDir);
       replicas[1] = restarted;
       const summary = await restarted
         .grpc(UsageService)
@@ -311,7 +299,7 @@ steps:
       const standalone = await startTestServer();
       await standalone.grpc(UsageService).recordUsage(recordRequest("acme", "standalone"));
       await standalone.stop({ keepData: true });
-      await expect(startReplica(postgres.url, standalone.dataDir)).rejects.toThrow(
+      await expect(startReplica(fleet.postgres.url, standalone.dataDir)).rejects.toThrow(
         /holds events or usage recorded by a server that ran without PostgreSQL; .*give this replica an empty data dir/,
       );
     });

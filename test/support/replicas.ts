@@ -4,7 +4,9 @@ import { join } from "node:path";
 import type { DescService } from "@bufbuild/protobuf";
 import { type Client, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { afterAll, beforeAll } from "vitest";
 import { type CliRun, listeningPort, runCli } from "./cli.ts";
+import { postgresUnavailable, startPostgres, type TestPostgres } from "./postgres.ts";
 
 /** One `wayfind serve` process of a fleet sharing a PostgreSQL database (storage.postgres). */
 export interface TestReplica {
@@ -59,4 +61,47 @@ export async function removeReplicas(replicas: readonly TestReplica[]): Promise<
     await replica.run.exited;
     rmSync(replica.dataDir, { recursive: true, force: true });
   }
+}
+
+/** A PostgreSQL and the replicas on it, for one test file. */
+export interface TestFleet {
+  readonly postgres: TestPostgres;
+  /** Replace an entry when a test restarts a replica, so the file's teardown finds it. */
+  readonly replicas: TestReplica[];
+}
+
+/**
+ * Starts a PostgreSQL and `count` replicas before the file's tests (after the hooks registered
+ * before this call) and removes them after. `unavailable` says why PostgreSQL cannot run here.
+ */
+export function fleetForFile(
+  count: number,
+  options: { config?: () => string } = {},
+): { readonly fleet: TestFleet; readonly unavailable: string | undefined } {
+  const unavailable = postgresUnavailable();
+  let postgres: TestPostgres | undefined;
+  const replicas: TestReplica[] = [];
+  const fleet: TestFleet = {
+    get postgres() {
+      if (postgres === undefined) throw new Error("the fleet is started in beforeAll");
+      return postgres;
+    },
+    replicas,
+  };
+  beforeAll(async () => {
+    if (unavailable) return;
+    const started = await startPostgres();
+    postgres = started;
+    const config = options.config?.();
+    replicas.push(
+      ...(await Promise.all(
+        Array.from({ length: count }, () => startReplica(started.url, undefined, config ? { config } : {})),
+      )),
+    );
+  }, 60_000);
+  afterAll(async () => {
+    await removeReplicas(replicas);
+    await postgres?.stop();
+  });
+  return { fleet, unavailable };
 }

@@ -13,6 +13,7 @@ import { stringify } from "yaml";
 import { loadConfig, type WayfindConfig } from "../../src/config/index.ts";
 import { type RunningServer, startServer } from "../../src/server/app.ts";
 import type { EventExport } from "../../src/server/event-export.ts";
+import { startPostgres, type TestPostgres } from "./postgres.ts";
 
 export interface TestServer {
   readonly server: RunningServer;
@@ -41,9 +42,15 @@ export async function startTestServer(
 ): Promise<TestServer> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "wayfind-test-"));
   const configFile = join(dataDir, "wayfind.yaml");
+  const storage =
+    process.env.WAYFIND_TEST_STORAGE === "postgres" ? { storage: await sharedDatabase(dataDir) } : {};
   writeFileSync(
     configFile,
-    stringify({ ...yamlConfig, server: { port: 0, data_dir: dataDir, ...(yamlConfig.server as object) } }),
+    stringify({
+      ...yamlConfig,
+      ...storage,
+      server: { port: 0, data_dir: dataDir, ...(yamlConfig.server as object) },
+    }),
   );
   const config = loadConfig(configFile, {});
   const logger = options.logger ?? pino({ level: "silent" });
@@ -76,4 +83,38 @@ export async function startTestServer(
       if (!stopOptions?.keepData && !options.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+let postgres: Promise<TestPostgres> | undefined;
+/** Data dir → its database: a server restarted on its data dir finds the database its copy follows. */
+const databases = new Map<string, string>();
+
+/**
+ * With WAYFIND_TEST_STORAGE=postgres (`npm test` runs the server suites a second time so), every
+ * test server is a replica on a database of its own, in one PostgreSQL per test process.
+ */
+async function sharedDatabase(dataDir: string): Promise<{ postgres: { url: string } }> {
+  postgres ??= startPostgres().then((started) => {
+    process.once("exit", () => void started.stop());
+    return started;
+  });
+  const server = await postgres;
+  const url = new URL(server.url);
+  const known = databases.get(dataDir);
+  if (known !== undefined) {
+    url.pathname = `/${known}`;
+    return { postgres: { url: url.toString() } };
+  }
+  const name = `wayfind_${process.pid}_${databases.size + 1}`;
+  databases.set(dataDir, name);
+  const { default: pg } = await import("pg");
+  const admin = new pg.Client(server.url);
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  url.pathname = `/${name}`;
+  return { postgres: { url: url.toString() } };
 }
