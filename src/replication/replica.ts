@@ -3,7 +3,6 @@ import pg from "pg";
 import type { PostgresConfig } from "../config/index.ts";
 import type { Db } from "../database/sqlite.ts";
 import { errorReason, WayfindError } from "../errors.ts";
-
 import { type Change, ChangeLog, type NewChange } from "./change-log.ts";
 import { type ApplyOutcome, Follower, follow } from "./follower.ts";
 import { type HeldLease, holdLease, type LeaseOptions } from "./lease.ts";
