@@ -141,6 +141,11 @@ export class Replica implements StateWriter {
     });
   }
 
+  /** The seq of the last change this replica's copy applied. */
+  get appliedSeq(): number {
+    return this.#follower?.applied ?? 0;
+  }
+
   /** False while the shared database does not answer: writes fail, reads are served stale. */
   get reachable(): boolean {
     return this.#reachable;

@@ -153,6 +153,14 @@ export async function startServer(
         eventSubscribers: () => events.subscriberCount,
         eventSubscriberLag: () => events.subscriberLag(),
         mcpSources: () => mcp.statuses(),
+        ...(replica
+          ? {
+              replica: () => ({
+                reachable: replica?.reachable ?? true,
+                appliedSeq: replica?.appliedSeq ?? 0,
+              }),
+            }
+          : {}),
       })
     : undefined;
   const events = new EventLog(db, {

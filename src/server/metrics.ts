@@ -14,6 +14,8 @@ export interface MetricSources {
   readonly eventSubscriberLag: () => { maxLag: number; overflows: number; gaps: number };
   /** The configured MCP servers' health and last sync. */
   readonly mcpSources: () => readonly { id: string; healthy: boolean; lastSyncMs: number | undefined }[];
+  /** A replica's view of its shared database (src/replication); absent on SQLite alone. */
+  readonly replica?: () => { readonly reachable: boolean; readonly appliedSeq: number };
 }
 
 type Request = http.IncomingMessage | http2.Http2ServerRequest;
@@ -174,6 +176,24 @@ export class ServerMetrics {
       registers,
       collect() {
         this.set(sources.eventSubscribers());
+      },
+    });
+    const replica = sources.replica;
+    if (replica === undefined) return;
+    new Gauge({
+      name: "wayfind_replica_shared_database_up",
+      help: "1 while this replica's shared PostgreSQL answers, 0 in degraded mode (writes refused, reads stale).",
+      registers,
+      collect() {
+        this.set(replica().reachable ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: "wayfind_replica_applied_change",
+      help: "The last change of the shared log this replica applied (compare replicas: the gap is lag).",
+      registers,
+      collect() {
+        this.set(replica().appliedSeq);
       },
     });
   }

@@ -61,6 +61,9 @@ describe.skipIf(unavailable)(
       expect(ready.status).toBe(200); // reads go on: a load balancer keeps sending them
       expect(await ready.json()).toMatchObject({ checks: { writes: "unavailable" } });
       expect((await fetch(`http://127.0.0.1:${a.port}/readyz/writes`)).status).toBe(503);
+      expect(await (await fetch(`http://127.0.0.1:${a.port}/metrics`)).text()).toMatch(
+        /^wayfind_replica_shared_database_up 0$/m,
+      );
 
       fleet.postgres.resume();
       for (let waited = 0; (await writesStatus(a)) !== ServingStatus.SERVING; waited += 100) {
@@ -76,6 +79,9 @@ describe.skipIf(unavailable)(
       expect(summary.totals?.calls).toBe(1n);
       expect((await search(b)).stale).toBeNull();
       expect((await fetch(`http://127.0.0.1:${a.port}/readyz/writes`)).status).toBe(200);
+      const metrics = await (await fetch(`http://127.0.0.1:${b.port}/metrics`)).text();
+      expect(metrics).toMatch(/^wayfind_replica_shared_database_up 1$/m);
+      expect(Number(/^wayfind_replica_applied_change (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThan(0);
     }, 60_000);
   },
 );
