@@ -279,10 +279,7 @@ export class ToolCatalog {
     for (const r of records) {
       const registeredBy = this.tools.get(toolKey(owner, r.name))?.source;
       if (registeredBy !== undefined && registeredBy !== source)
-        throw new WayfindError(
-          "already_exists",
-          `tool "${r.name}" is already registered by source "${registeredBy}"; rename it or register it from that source`,
-        );
+        throw new WayfindError("already_exists", registeredElsewhere(r.name, registeredBy));
     }
     const added: ToolRecord[] = [];
     const updated: ToolRecord[] = [];
@@ -397,25 +394,27 @@ export class ToolCatalog {
             `tool "${name}" of source "${source}" changed while this registration was checked; send it again`,
           );
       }
-      const sourceOf = this.db.prepare<[string, string], { source: string }>(
-        "SELECT source FROM discovery_tools WHERE owner = ? AND name = ?",
+      const arriving = change.rows.filter((row) => !current.has(row.name)).map((row) => row.name);
+      // One query for every new name (5,000 point queries took ~13 ms of the commit's turn).
+      const elsewhere = new Map(
+        arriving.length === 0
+          ? []
+          : this.db
+              .prepare<[string, string], { name: string; source: string }>(
+                "SELECT name, source FROM discovery_tools WHERE owner = ? AND name IN (SELECT value FROM json_each(?))",
+              )
+              .all(owner, JSON.stringify(arriving))
+              .map((row) => [row.name, row.source]),
       );
-      let added = 0;
-      let updated = 0;
-      for (const row of change.rows) {
-        const hash = current.get(row.name);
-        if (hash !== undefined) {
-          if (hash !== row.hash) updated++;
-          continue;
-        }
-        const other = sourceOf.get(owner, row.name)?.source;
-        if (other !== undefined)
-          throw new WayfindError(
-            "already_exists",
-            `tool "${row.name}" is already registered by source "${other}"; rename it or register it from that source`,
-          );
-        added++;
+      for (const name of arriving) {
+        const other = elsewhere.get(name);
+        if (other !== undefined) throw new WayfindError("already_exists", registeredElsewhere(name, other));
       }
+      const added = arriving.length;
+      const updated = change.rows.filter((row) => {
+        const hash = current.get(row.name);
+        return hash !== undefined && hash !== row.hash;
+      }).length;
       const staying = new Set([...change.kept.map(([name]) => name), ...change.rows.map((row) => row.name)]);
       const removed = change.replaceSource ? [...current.keys()].filter((name) => !staying.has(name)) : [];
       const insert = this.db.prepare(
@@ -872,6 +871,11 @@ type RegistrationChange = {
   /** Tools added or updated: their discovery_tools rows. */
   readonly rows: readonly { readonly name: string; readonly hash: string; readonly definition: string }[];
 };
+
+/** Why a registration may not take a tool another source of the same owner registered. */
+function registeredElsewhere(name: string, source: string): string {
+  return `tool "${name}" is already registered by source "${source}"; rename it or register it from that source`;
+}
 
 const closedWhileChecking = () =>
   new WayfindError("unavailable", "the server closed its catalog while checking the tools; retry");

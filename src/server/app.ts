@@ -153,28 +153,21 @@ export async function startServer(
         eventSubscribers: () => events.subscriberCount,
         eventSubscriberLag: () => events.subscriberLag(),
         mcpSources: () => mcp.statuses(),
-        ...(replica
-          ? {
-              replica: () => ({
-                reachable: replica?.reachable ?? true,
-                appliedSeq: replica?.appliedSeq ?? 0,
-              }),
-            }
-          : {}),
+        ...(replica ? { replica } : {}),
       })
     : undefined;
+  const reportEventError = (error: unknown) => logger.error({ err: error }, "event log write failed");
   const events = new EventLog(db, {
     maxEvents: settings.eventRetention.maxEvents,
     maxAgeHours: settings.eventRetention.maxAgeHours,
-    onError: (error) => logger.error({ err: error }, "event log write failed"),
+    onError: reportEventError,
     onCommitted: (event) => {
       metrics?.eventCommitted(event);
       options.eventExport?.exportEvent(event);
     },
   });
-  const reportError = (error: unknown) => logger.error({ err: error }, "event log write failed");
   // Replicas store events only through the shared change log, so ids are the same on every replica.
-  const replicatedEvents = replica && new ReplicatedEvents(events, db, replica, reportError);
+  const replicatedEvents = replica && new ReplicatedEvents(events, db, replica, reportEventError);
   const eventSink: EventSink = replicatedEvents ?? events;
   const writer: StateWriter = replica ?? new LocalWriter(db);
 

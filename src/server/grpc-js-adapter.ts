@@ -315,17 +315,18 @@ function waitForDrain(call: NodeJS.EventEmitter, signal: AbortSignal): Promise<v
  * ones otherwise); later changes to them are not sent.
  */
 function sendHeaders(call: { sendMetadata(metadata: grpc.Metadata): void }, context: GrpcCallContext): void {
-  let metadata: grpc.Metadata | undefined;
-  context.takeHeaders()?.forEach((value, key) => {
-    metadata ??= new grpc.Metadata();
-    metadata.set(key, value);
-  });
+  const metadata = toMetadata(context.takeHeaders());
   if (metadata) call.sendMetadata(metadata);
 }
 
 function trailerMetadata(context: GrpcCallContext): grpc.Metadata | undefined {
+  return toMetadata(context.trailersIfAny);
+}
+
+/** grpc-js metadata of these headers; undefined when there are none. */
+function toMetadata(headers: Headers | undefined): grpc.Metadata | undefined {
   let metadata: grpc.Metadata | undefined;
-  context.trailersIfAny?.forEach((value, key) => {
+  headers?.forEach((value, key) => {
     metadata ??= new grpc.Metadata();
     metadata.set(key, value);
   });

@@ -14,8 +14,8 @@ export interface MetricSources {
   readonly eventSubscriberLag: () => { maxLag: number; overflows: number; gaps: number };
   /** The configured MCP servers' health and last sync. */
   readonly mcpSources: () => readonly { id: string; healthy: boolean; lastSyncMs: number | undefined }[];
-  /** A replica's view of its shared database (src/replication); absent on SQLite alone. */
-  readonly replica?: () => { readonly reachable: boolean; readonly appliedSeq: number };
+  /** A replica's view of its shared database, read at each scrape (src/replication); absent on SQLite alone. */
+  readonly replica?: { readonly reachable: boolean; readonly appliedSeq: number };
 }
 
 type Request = http.IncomingMessage | http2.Http2ServerRequest;
@@ -185,7 +185,7 @@ export class ServerMetrics {
       help: "1 while this replica's shared PostgreSQL answers, 0 in degraded mode (writes refused, reads stale).",
       registers,
       collect() {
-        this.set(replica().reachable ? 1 : 0);
+        this.set(replica.reachable ? 1 : 0);
       },
     });
     new Gauge({
@@ -193,7 +193,7 @@ export class ServerMetrics {
       help: "The last change of the shared log this replica applied (compare replicas: the gap is lag).",
       registers,
       collect() {
-        this.set(replica().appliedSeq);
+        this.set(replica.appliedSeq);
       },
     });
   }
