@@ -4,12 +4,7 @@ import { failedPrecondition, invalidArgument } from "../errors.ts";
 import type { EventSink } from "../events/index.ts";
 import { checkSize, LIMITS } from "../limits.ts";
 import { LruCache } from "../lru.ts";
-import {
-  type ApplyContext,
-  LocalWriter,
-  type ReplicatedWrite,
-  type StateWriter,
-} from "../replication/writes.ts";
+import { LocalWriter, type ReplicatedWrite, type StateWriter } from "../replication/writes.ts";
 
 export type ActivationScope = "run" | "session";
 export type ActivationSource = "explicit" | "resolve" | "lazy_group";
@@ -197,7 +192,7 @@ export class ActivationStore {
           });
         } else alreadyActive.push(name);
       }
-      if (change.scope === "run") this.#touchRunAt(change, { atMs }, true);
+      if (change.scope === "run") this.#touchRunAt(change, atMs, true);
       return { activated, alreadyActive };
     },
   };
@@ -218,7 +213,7 @@ export class ActivationStore {
         );
         (deleted.changes > 0 ? deactivated : notActive).push(name);
       }
-      if (change.scope === "run") this.#touchRunAt(change, { atMs }, true);
+      if (change.scope === "run") this.#touchRunAt(change, atMs, true);
       return { deactivated, notActive };
     },
   };
@@ -226,7 +221,7 @@ export class ActivationStore {
   /** A read of a run's activations moves its idle clock (at most once per TOUCH_GRANULARITY_MS). */
   readonly touchWrite: ReplicatedWrite<ActivationOwner, void> = {
     kind: "activations/touch",
-    apply: (owner, context) => this.#touchRunAt(owner, context, false),
+    apply: (owner, { atMs }) => this.#touchRunAt(owner, atMs, false),
   };
 
   /**
@@ -283,7 +278,7 @@ export class ActivationStore {
     this.#writer.write(this.touchWrite, ownerOf(caller), caller.tenantId).catch(this.#onError);
   }
 
-  #touchRunAt(owner: ActivationOwner, { atMs }: ApplyContext, always: boolean): void {
+  #touchRunAt(owner: ActivationOwner, atMs: number, always: boolean): void {
     this.#touchRun.run(
       atMs,
       owner.tenantId,
