@@ -65,7 +65,11 @@ export const DEFAULTS = {
   pricing: [],
   /** Usage records are kept 30 days after recording, then summed per day (summaries stay exact per day). */
   usage: { retentionDays: 30 } satisfies UsageConfig,
-  postgresPoolSize: 10,
+  postgres: {
+    poolSize: 10,
+    /** A snapshot per 10,000 changes keeps the log small and a new replica's start short. */
+    compaction: { everyChanges: 10_000, checkIntervalMs: 60_000, replicaTimeoutMs: 15 * 60_000 },
+  },
   mcpServer: {
     syncIntervalSeconds: 0,
   },

@@ -18,7 +18,13 @@ import {
   port as portSchema,
   postgresUrl,
 } from "./schema.ts";
-import type { McpServerConfig, ToolExampleConfig, ToolSourceOptions, WayfindConfig } from "./types.ts";
+import type {
+  McpServerConfig,
+  PostgresConfig,
+  ToolExampleConfig,
+  ToolSourceOptions,
+  WayfindConfig,
+} from "./types.ts";
 
 type Env = Readonly<Record<string, string | undefined>>;
 type Path = readonly PropertyKey[];
@@ -395,10 +401,7 @@ function toConfig(raw: ConfigFile, baseDir: string, configFile: string | undefin
     ),
     usage: { retentionDays: raw.usage?.retention_days ?? DEFAULTS.usage.retentionDays },
     storage: {
-      postgres: raw.storage?.postgres && {
-        url: raw.storage.postgres.url,
-        poolSize: raw.storage.postgres.pool_size ?? DEFAULTS.postgresPoolSize,
-      },
+      postgres: raw.storage?.postgres && postgresConfig(raw.storage.postgres.url, raw.storage.postgres),
     },
     mcpServers: (raw.mcp_servers ?? []).map((m): McpServerConfig => {
       const common = {
@@ -504,8 +507,25 @@ function applyDatabaseUrl(config: WayfindConfig, env: Env, problems: string[]): 
     );
     return config;
   }
-  const poolSize = config.storage.postgres?.poolSize ?? DEFAULTS.postgresPoolSize;
-  return { ...config, storage: { postgres: { url: parsed.data, poolSize } } };
+  const postgres = config.storage.postgres ?? postgresConfig(parsed.data, {});
+  return { ...config, storage: { postgres: { ...postgres, url: parsed.data } } };
+}
+
+/** storage.postgres with its defaults. */
+type PostgresFile = Omit<NonNullable<NonNullable<ConfigFile["storage"]>["postgres"]>, "url">;
+
+function postgresConfig(url: string, raw: PostgresFile): PostgresConfig {
+  const compaction = DEFAULTS.postgres.compaction;
+  return {
+    url,
+    poolSize: raw.pool_size ?? DEFAULTS.postgres.poolSize,
+    compaction: {
+      everyChanges: raw.compaction?.every_changes ?? compaction.everyChanges,
+      checkIntervalMs: millisecondsOf(raw.compaction?.check_interval_seconds) ?? compaction.checkIntervalMs,
+      replicaTimeoutMs:
+        millisecondsOf(raw.compaction?.replica_timeout_seconds) ?? compaction.replicaTimeoutMs,
+    },
+  };
 }
 
 /** Each override is validated by the same schema as its YAML key; problems name the variable or flag. */
@@ -561,4 +581,8 @@ function applyOverrides(
     },
     logging: { level: level ?? config.logging.level },
   };
+}
+
+function millisecondsOf(seconds: number | undefined): number | undefined {
+  return seconds === undefined ? undefined : Math.round(seconds * 1000);
 }

@@ -305,7 +305,21 @@ const uniqueNames = z.strictObject({
   storage: z
     .strictObject({
       postgres: z
-        .strictObject({ url: postgresUrl, pool_size: z.number().int().min(1).max(100).optional() })
+        .strictObject({
+          url: postgresUrl,
+          pool_size: z.number().int().min(1).max(100).optional(),
+          compaction: z
+            .strictObject({
+              every_changes: z.number().int().min(1).max(100_000_000).optional(),
+              check_interval_seconds: z.number().min(0.05).max(86_400).optional(),
+              replica_timeout_seconds: z
+                .number()
+                .min(0.5)
+                .max(30 * 86_400)
+                .optional(),
+            })
+            .optional(),
+        })
         .optional(),
     })
     .optional(),

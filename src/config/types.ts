@@ -1,4 +1,5 @@
 import type { Role } from "../caller/caller.ts";
+import type { CompactionSettings } from "../replication/compaction.ts";
 import type { ModelPrice } from "../usage/pricing.ts";
 
 /**
@@ -148,6 +149,8 @@ export interface PostgresConfig {
   readonly url: string;
   /** Connections this replica keeps open (writes, catch-up, fences); one more listens for wake-ups. */
   readonly poolSize: number;
+  /** How the shared change log is kept bounded (docs/replicas.md "Compaction"). */
+  readonly compaction: CompactionSettings;
 }
 
 export interface EventRetentionConfig {

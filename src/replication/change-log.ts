@@ -44,6 +44,29 @@ export const CHANGE_LOG_MIGRATIONS: readonly PostgresMigration[] = [
          CREATE TABLE wayfind_cluster (id uuid PRIMARY KEY);
          INSERT INTO wayfind_cluster (id) VALUES (gen_random_uuid())`,
   },
+  {
+    id: "replication/003-snapshots-and-replicas",
+    // Log compaction (docs/replicas.md "Compaction"): snapshots of a replica's copy, each stored whole
+    // or not at all (one transaction), and each live replica's applied seq, which compaction respects.
+    up: `CREATE TABLE wayfind_snapshots (
+           seq bigint PRIMARY KEY,
+           bytes bigint NOT NULL,
+           sha256 text NOT NULL,
+           created_by text NOT NULL,
+           created_at timestamptz NOT NULL DEFAULT now()
+         );
+         CREATE TABLE wayfind_snapshot_chunks (
+           seq bigint NOT NULL REFERENCES wayfind_snapshots (seq) ON DELETE CASCADE,
+           n integer NOT NULL,
+           data bytea NOT NULL,
+           PRIMARY KEY (seq, n)
+         );
+         CREATE TABLE wayfind_replicas (
+           id text PRIMARY KEY,
+           applied_seq bigint NOT NULL,
+           seen_at timestamptz NOT NULL
+         )`,
+  },
 ];
 
 /** The NOTIFY channel: a wake-up only; followers read the log itself, so a lost one loses nothing. */
@@ -176,6 +199,48 @@ export class ChangeLog {
     const id = rows[0]?.id;
     if (id === undefined) throw new Error("wayfind_cluster is empty: the replication migrations did not run");
     return id;
+  }
+
+  /** The seq of the oldest change still in the log (0 for an empty log); older ones were compacted. */
+  async oldest(): Promise<number> {
+    const { rows } = await this.pool.query<{ oldest: string }>(
+      "SELECT coalesce(min(seq), 0) AS oldest FROM wayfind_changes",
+    );
+    return Number(rows[0]?.oldest ?? 0);
+  }
+
+  /** Records that replica `replicaId` has applied the log through `seq` (compaction keeps what it still needs). */
+  async reportApplied(replicaId: string, seq: number): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO wayfind_replicas (id, applied_seq, seen_at) VALUES ($1, $2, clock_timestamp())
+       ON CONFLICT (id) DO UPDATE SET applied_seq = excluded.applied_seq, seen_at = excluded.seen_at`,
+      [replicaId, seq],
+    );
+  }
+
+  /**
+   * Deletes the changes every copy can do without: those a snapshot holds (seq <= `snapshotSeq`) and
+   * every replica heard from within `replicaTimeoutMs` has applied. The newest change always stays,
+   * since appends number from it. Replicas not heard from for that long are forgotten: one that comes
+   * back behind the log restores its copy from the snapshot. Returns the seq compacted through.
+   */
+  async compact(
+    snapshotSeq: number,
+    replicaTimeoutMs: number,
+  ): Promise<{ through: number; deleted: number }> {
+    const timeout = `${Math.max(0, Math.round(replicaTimeoutMs))} milliseconds`;
+    await this.pool.query("DELETE FROM wayfind_replicas WHERE seen_at < clock_timestamp() - $1::interval", [
+      timeout,
+    ]);
+    // least() skips NULLs: no replica rows, or an empty log, leave the other bounds.
+    const { rows } = await this.pool.query<{ through: string | null }>(
+      `SELECT least($1::bigint, (SELECT min(applied_seq) FROM wayfind_replicas),
+         (SELECT max(seq) - 1 FROM wayfind_changes)) AS through`,
+      [snapshotSeq],
+    );
+    const through = Math.max(0, Number(rows[0]?.through ?? 0));
+    const deleted = await this.pool.query("DELETE FROM wayfind_changes WHERE seq <= $1", [through]);
+    return { through, deleted: deleted.rowCount ?? 0 };
   }
 
   /** The seq of the last committed change (0 for an empty log). */

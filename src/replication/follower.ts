@@ -32,6 +32,15 @@ export const FOLLOWER_MIGRATIONS: readonly Migration[] = [
 
 const APPLIED_KEY = "applied_seq";
 
+/** The seq of the last change applied to a copy (0: none), read from its replication_state. */
+export function readAppliedSeq(db: Db): number {
+  return (
+    db
+      .prepare<[string], { value: number }>("SELECT value FROM replication_state WHERE key = ?")
+      .get(APPLIED_KEY)?.value ?? 0
+  );
+}
+
 export interface FollowerOptions {
   readonly log: ChangeLog;
   /** This replica's SQLite copy, opened with FOLLOWER_MIGRATIONS. */

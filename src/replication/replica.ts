@@ -1,15 +1,18 @@
-import { randomUUID } from "node:crypto";
 import pg from "pg";
 import type { PostgresConfig } from "../config/index.ts";
 import type { Db } from "../database/sqlite.ts";
 import { errorReason, WayfindError } from "../errors.ts";
 import { type Change, ChangeLog, type NewChange } from "./change-log.ts";
-import { type ApplyOutcome, Follower, follow } from "./follower.ts";
+import { type CompactionReport, startCompaction } from "./compaction.ts";
+import { type ApplyOutcome, Follower, follow, readAppliedSeq } from "./follower.ts";
 import { type HeldLease, holdLease, type LeaseOptions } from "./lease.ts";
+import { type PrepareCopyOptions, prepareCopy, SnapshotStore } from "./snapshots.ts";
 import type { ApplyContext, ReplicatedWrite, StateWriter } from "./writes.ts";
 
 export interface ReplicaOptions {
   readonly postgres: PostgresConfig;
+  /** Tells this replica's writes from the others' in the log, and its applied seq in compaction's table. */
+  readonly id: string;
   /** This replica's SQLite copy, opened with FOLLOWER_MIGRATIONS among its migrations. */
   readonly db: Db;
   /**
@@ -23,6 +26,8 @@ export interface ReplicaOptions {
    * local copy, stale) and when it answers again and the copy has caught up (true).
    */
   readonly onReachability?: (reachable: boolean) => void;
+  /** Told what each round of log compaction did, on the replica that ran it. */
+  readonly onCompacted?: (report: CompactionReport) => void;
 }
 
 /**
@@ -49,13 +54,12 @@ interface QueuedWrite {
  * the next one (group commit): the log takes ~1,400 appends/s, each may carry hundreds of changes.
  */
 export class Replica implements StateWriter {
-  /** Tells this replica's writes from the others' in the log (`origin`). */
-  readonly id = randomUUID();
   readonly #options: ReplicaOptions;
   readonly #pool: pg.Pool;
   readonly #log: ChangeLog;
   #follower: Follower | undefined;
   #stopFollowing: (() => Promise<void>) | undefined;
+  #stopCompaction: (() => Promise<void>) | undefined;
   #queue: QueuedWrite[] = [];
   /** Origin → settle, for writes appended by this replica and not applied here yet. */
   readonly #waiting = new Map<string, (outcome: ApplyOutcome) => void>();
@@ -75,21 +79,38 @@ export class Replica implements StateWriter {
    * (or is new, and from now on will). Nothing is applied until `follow`.
    */
   static async connect(options: ReplicaOptions): Promise<Replica> {
-    const pool = new pg.Pool({
-      connectionString: options.postgres.url,
-      max: options.postgres.poolSize,
-      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-    });
-    // An idle client's error (the server restarted) must not crash the process; the next query reconnects.
-    pool.on("error", (error) => options.onError(error));
+    const pool = connectPool(options.postgres, options.postgres.poolSize, options.onError);
     try {
       const log = await ChangeLog.open(pool);
       claimCopy(options, await log.clusterId());
+      await log.reportApplied(options.id, readAppliedSeq(options.db));
       return new Replica(options, pool, log);
     } catch (error) {
       await pool.end().catch(() => undefined);
       throw error;
     }
+  }
+
+  /**
+   * Run before the copy is opened: a new copy starts from the newest snapshot, and one that fell
+   * behind the compacted log is replaced by it (see prepareCopy). Returns the seq restored, if any.
+   */
+  static async prepareCopy(
+    postgres: PostgresConfig,
+    options: Omit<PrepareCopyOptions, "log" | "snapshots"> & { readonly onError: (error: Error) => void },
+  ): Promise<number | undefined> {
+    const pool = connectPool(postgres, 2, options.onError);
+    try {
+      const log = await ChangeLog.open(pool);
+      return await prepareCopy({ ...options, log, snapshots: new SnapshotStore(pool) });
+    } finally {
+      await pool.end().catch(() => undefined);
+    }
+  }
+
+  /** This replica's id: the origin of its writes in the log. */
+  get id(): string {
+    return this.#options.id;
   }
 
   /**
@@ -130,6 +151,17 @@ export class Replica implements StateWriter {
         onCaughtUp: () => this.#setReachable(true),
       },
     );
+    this.#stopCompaction = startCompaction({
+      log: this.#log,
+      snapshots: new SnapshotStore(this.#pool),
+      settings: this.#options.postgres.compaction,
+      replicaId: this.id,
+      dataFile: this.#options.db.name,
+      appliedSeq: () => follower.applied,
+      lease: (name, handlers) => this.lease(name, handlers),
+      onCompacted: (report) => this.#options.onCompacted?.(report),
+      onError: this.#options.onError,
+    });
     this.#appendQueued();
   }
 
@@ -206,6 +238,7 @@ export class Replica implements StateWriter {
     for (const queued of this.#queue.splice(0)) {
       queued.settle({ ok: false, error: unavailable("this replica stopped before the write was sent") });
     }
+    await this.#stopCompaction?.();
     await this.#stopFollowing?.();
     await this.#pool.end();
   }
@@ -255,6 +288,17 @@ export class Replica implements StateWriter {
       queued.settle({ ok: false, error });
     }
   }
+}
+
+function connectPool(postgres: PostgresConfig, max: number, onError: (error: Error) => void): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: postgres.url,
+    max,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+  });
+  // An idle client's error (the server restarted) must not crash the process; the next query reconnects.
+  pool.on("error", onError);
+  return pool;
 }
 
 function applyContext(change: Change): ApplyContext {

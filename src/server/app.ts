@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { createSecureContext } from "node:tls";
@@ -113,10 +114,13 @@ export async function startServer(
   const embedder = semanticConfig ? await Embedder.open(semanticConfig.modelDir) : undefined;
   let releaseDataFolder: () => void;
   let db: Db;
+  const dataFile = join(settings.dataDir, "wayfind.db");
+  const replicaId = randomUUID();
   try {
     releaseDataFolder = lockDataFolder(settings.dataDir);
     try {
-      db = openDatabase(join(settings.dataDir, "wayfind.db"), allMigrations);
+      await prepareReplicaCopy(config, dataFile, replicaId, logger);
+      db = openDatabase(dataFile, allMigrations);
     } catch (error) {
       releaseDataFolder();
       throw error;
@@ -126,14 +130,14 @@ export async function startServer(
     throw error;
   }
   setCacheSize(db, CACHE_KIB.starting);
-  const checkpointer = new WalCheckpointer(db, join(settings.dataDir, "wayfind.db"), {
+  const checkpointer = new WalCheckpointer(db, dataFile, {
     onError: (message) => logger.warn({ error: message }, "WAL checkpoint failed"),
   });
   let replica: Replica | undefined;
   // Set once the routes exist; a replica's reachability changes before that are read from it then.
   let health: HealthStatus | undefined;
   try {
-    replica = await connectReplica(config, db, logger, (reachable) => {
+    replica = await connectReplica(config, db, replicaId, logger, (reachable) => {
       // Reads go on from the local copy; writes fail until the database is back.
       health?.set(WRITES_HEALTH_NAME, reachable ? ServingStatus.SERVING : ServingStatus.NOT_SERVING);
     });
@@ -420,6 +424,7 @@ export async function startServer(
 async function connectReplica(
   config: WayfindConfig,
   db: Db,
+  id: string,
   logger: Logger,
   onReachability: (reachable: boolean) => void,
 ): Promise<Replica | undefined> {
@@ -431,9 +436,9 @@ async function connectReplica(
   try {
     replica = await Replica.connect({
       postgres,
+      id,
       db,
-      holdsStandaloneState: () =>
-        db.prepare("SELECT 1 FROM events UNION ALL SELECT 1 FROM usage_records LIMIT 1").get() !== undefined,
+      holdsStandaloneState: () => holdsStandaloneState(db),
       // Once degraded mode is logged, each retry's failure is detail.
       onError: (error) =>
         logger[away ? "debug" : "warn"]({ err: error, database: where }, "shared database call failed"),
@@ -447,18 +452,51 @@ async function connectReplica(
           );
         onReachability(reachable);
       },
+      onCompacted: (report) => logger.info({ ...report, database: where }, "shared change log compacted"),
     });
   } catch (error) {
-    if (error instanceof WayfindError) throw new ConfigError([`storage.postgres: ${error.message}`]);
-    throw new ConfigError([
-      `storage.postgres: cannot connect to ${where} (${errorReason(error)}); check the URL, that the server runs and accepts this user`,
-    ]);
+    throw sharedDatabaseError(error, where);
   }
   logger.info(
     { database: where, replica: replica.id },
     "replica of a shared database: tools, skills, activations, usage and events are shared",
   );
   return replica;
+}
+
+/**
+ * With storage.postgres, before the copy is opened: a new replica starts from the newest snapshot of
+ * the shared state, and one whose copy fell behind the compacted log gets it replaced.
+ */
+async function prepareReplicaCopy(config: WayfindConfig, file: string, replicaId: string, logger: Logger) {
+  const postgres = config.storage.postgres;
+  if (postgres === undefined) return;
+  const where = redactedUrl(postgres.url);
+  let restored: number | undefined;
+  try {
+    restored = await Replica.prepareCopy(postgres, {
+      file,
+      replicaId,
+      holdsStandaloneState,
+      onError: (error) => logger.warn({ err: error, database: where }, "shared database call failed"),
+    });
+  } catch (error) {
+    throw sharedDatabaseError(error, where);
+  }
+  if (restored !== undefined)
+    logger.info({ database: where, seq: restored }, "replica copy restored from the shared snapshot");
+}
+
+/** A copy holding events or usage a server recorded without PostgreSQL: it can never be a replica's. */
+function holdsStandaloneState(db: Db): boolean {
+  return db.prepare("SELECT 1 FROM events UNION ALL SELECT 1 FROM usage_records LIMIT 1").get() !== undefined;
+}
+
+function sharedDatabaseError(error: unknown, where: string): ConfigError {
+  if (error instanceof WayfindError) return new ConfigError([`storage.postgres: ${error.message}`]);
+  return new ConfigError([
+    `storage.postgres: cannot connect to ${where} (${errorReason(error)}); check the URL, that the server runs and accepts this user`,
+  ]);
 }
 
 /** The URL without its password, for logs and errors. */

@@ -330,20 +330,45 @@ describe("loadConfig storage", () => {
     expect(loadConfig(write(""), {}).storage.postgres).toBeUndefined();
   });
 
-  it("reads storage.postgres with its pool size, 10 connections by default", () => {
+  const defaultCompaction = { everyChanges: 10_000, checkIntervalMs: 60_000, replicaTimeoutMs: 900_000 };
+
+  it("reads storage.postgres with its pool size and log compaction, defaults for what is unset", () => {
     const url = "postgres://wayfind:secret@db.internal:5432/wayfind";
-    expect(loadConfig(write(`storage: {postgres: {url: '${url}', pool_size: 4}}\n`), {}).storage).toEqual({
-      postgres: { url, poolSize: 4 },
+    const compaction =
+      "compaction: {every_changes: 500, check_interval_seconds: 0.5, replica_timeout_seconds: 30}";
+    expect(
+      loadConfig(write(`storage: {postgres: {url: '${url}', pool_size: 4, ${compaction}}}\n`), {}).storage,
+    ).toEqual({
+      postgres: {
+        url,
+        poolSize: 4,
+        compaction: { everyChanges: 500, checkIntervalMs: 500, replicaTimeoutMs: 30_000 },
+      },
     });
-    expect(loadConfig(write(`storage: {postgres: {url: '${url}'}}\n`), {}).storage.postgres?.poolSize).toBe(
-      10,
-    );
+    expect(loadConfig(write(`storage: {postgres: {url: '${url}'}}\n`), {}).storage.postgres).toEqual({
+      url,
+      poolSize: 10,
+      compaction: defaultCompaction,
+    });
   });
 
-  it("lets WAYFIND_DATABASE_URL set the URL, keeping the file's pool size", () => {
-    const file = write("storage: {postgres: {url: 'postgres://a/b', pool_size: 3}}\n");
+  it("lets WAYFIND_DATABASE_URL set the URL, keeping the file's other settings", () => {
+    const file = write(
+      "storage: {postgres: {url: 'postgres://a/b', pool_size: 3, compaction: {every_changes: 7}}}\n",
+    );
     const config = loadConfig(file, { WAYFIND_DATABASE_URL: "postgresql://c:5433/d" });
-    expect(config.storage.postgres).toEqual({ url: "postgresql://c:5433/d", poolSize: 3 });
+    expect(config.storage.postgres).toEqual({
+      url: "postgresql://c:5433/d",
+      poolSize: 3,
+      compaction: { ...defaultCompaction, everyChanges: 7 },
+    });
+    expect(loadConfig(write(""), { WAYFIND_DATABASE_URL: "postgresql://c:5433/d" }).storage.postgres).toEqual(
+      {
+        url: "postgresql://c:5433/d",
+        poolSize: 10,
+        compaction: defaultCompaction,
+      },
+    );
   });
 
   it("rejects a URL that is not PostgreSQL's, in the file and in the environment", () => {

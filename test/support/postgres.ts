@@ -100,3 +100,18 @@ export async function startPostgres(options: { fsync?: boolean } = {}): Promise<
     },
   };
 }
+
+/** Creates database `name` on the test server at `serverUrl` and returns its URL. */
+export async function createDatabase(serverUrl: string, name: string): Promise<string> {
+  const { default: pg } = await import("pg");
+  const admin = new pg.Client(serverUrl);
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}

@@ -13,7 +13,7 @@ import { stringify } from "yaml";
 import { loadConfig, type WayfindConfig } from "../../src/config/index.ts";
 import { type RunningServer, startServer } from "../../src/server/app.ts";
 import type { EventExport } from "../../src/server/event-export.ts";
-import { startPostgres, type TestPostgres } from "./postgres.ts";
+import { createDatabase, startPostgres, type TestPostgres } from "./postgres.ts";
 
 export interface TestServer {
   readonly server: RunningServer;
@@ -87,7 +87,7 @@ export async function startTestServer(
 
 let postgres: Promise<TestPostgres> | undefined;
 /** Data dir → its database: a server restarted on its data dir finds the database its copy follows. */
-const databases = new Map<string, string>();
+const databases = new Map<string, Promise<string>>();
 
 /**
  * With WAYFIND_TEST_STORAGE=postgres (`npm test` runs the server suites a second time so), every
@@ -99,22 +99,10 @@ async function sharedDatabase(dataDir: string): Promise<{ postgres: { url: strin
     return started;
   });
   const server = await postgres;
-  const url = new URL(server.url);
-  const known = databases.get(dataDir);
-  if (known !== undefined) {
-    url.pathname = `/${known}`;
-    return { postgres: { url: url.toString() } };
+  let url = databases.get(dataDir);
+  if (url === undefined) {
+    url = createDatabase(server.url, `wayfind_${process.pid}_${databases.size + 1}`);
+    databases.set(dataDir, url);
   }
-  const name = `wayfind_${process.pid}_${databases.size + 1}`;
-  databases.set(dataDir, name);
-  const { default: pg } = await import("pg");
-  const admin = new pg.Client(server.url);
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE ${name}`);
-  } finally {
-    await admin.end();
-  }
-  url.pathname = `/${name}`;
-  return { postgres: { url: url.toString() } };
+  return { postgres: { url: await url } };
 }
