@@ -32,6 +32,22 @@ export const FOLLOWER_MIGRATIONS: readonly Migration[] = [
 
 const APPLIED_KEY = "applied_seq";
 
+/**
+ * The log no longer holds the changes this copy needs next: it was compacted while this replica was
+ * out of reach for longer than the replica timeout. Only a restart (which restores the copy from the
+ * newest snapshot) brings it back.
+ */
+export class CopyBehindLog extends Error {
+  constructor(applied: number, oldest: number) {
+    super(
+      `this copy has applied the shared log through change ${applied}, but the log now starts at ${oldest}: ` +
+        "it was compacted while this replica was out of reach for longer than " +
+        "storage.postgres.compaction.replica_timeout_seconds; restart the replica to restore its copy from the newest snapshot",
+    );
+    this.name = "CopyBehindLog";
+  }
+}
+
 /** The seq of the last change applied to a copy (0: none), read from its replication_state. */
 export function readAppliedSeq(db: Db): number {
   return (
@@ -156,8 +172,7 @@ export class Follower {
       let applied = this.#readApplied();
       for (const change of changes) {
         if (change.seq <= applied) continue;
-        if (change.seq !== applied + 1)
-          throw new Error(`change log: expected change ${applied + 1}, read ${change.seq}`);
+        if (change.seq !== applied + 1) throw new CopyBehindLog(applied, change.seq);
         const apply = appliers.get(change.kind);
         if (apply === undefined)
           throw new Error(

@@ -4,7 +4,7 @@ import type { Db } from "../database/sqlite.ts";
 import { errorReason, WayfindError } from "../errors.ts";
 import { type Change, ChangeLog, type NewChange } from "./change-log.ts";
 import { type CompactionReport, startCompaction } from "./compaction.ts";
-import { type ApplyOutcome, Follower, follow, readAppliedSeq } from "./follower.ts";
+import { type ApplyOutcome, CopyBehindLog, Follower, follow, readAppliedSeq } from "./follower.ts";
 import { type HeldLease, holdLease, type LeaseOptions } from "./lease.ts";
 import { type PrepareCopyOptions, prepareCopy, SnapshotStore } from "./snapshots.ts";
 import type { ApplyContext, ReplicatedWrite, StateWriter } from "./writes.ts";
@@ -146,6 +146,8 @@ export class Replica implements StateWriter {
         onError: (error) => {
           this.#setReachable(false);
           this.#options.onError(error);
+          // Nothing more can be applied: reads stay served from the copy, marked stale, until a restart.
+          if (error instanceof CopyBehindLog) void this.#stopFollowing?.();
         },
         // The poll keeps trying while the database is away: its first success ends degraded mode.
         onCaughtUp: () => this.#setReachable(true),

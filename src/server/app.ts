@@ -24,6 +24,7 @@ import { ToolCatalog } from "../discovery/index.ts";
 import { errorReason, WayfindError } from "../errors.ts";
 import { EventLog, type EventSink } from "../events/index.ts";
 import { ReplicatedEvents } from "../replication/events.ts";
+import { CopyBehindLog } from "../replication/follower.ts";
 import { Replica } from "../replication/replica.ts";
 import { LocalWriter, type StateWriter } from "../replication/writes.ts";
 import { Embedder, SemanticSkillSearch, SemanticToolSearch } from "../semantic/index.ts";
@@ -439,9 +440,12 @@ async function connectReplica(
       id,
       db,
       holdsStandaloneState: () => holdsStandaloneState(db),
-      // Once degraded mode is logged, each retry's failure is detail.
+      // Once degraded mode is logged, each retry's failure is detail; a copy behind the log needs an operator.
       onError: (error) =>
-        logger[away ? "debug" : "warn"]({ err: error, database: where }, "shared database call failed"),
+        logger[error instanceof CopyBehindLog ? "error" : away ? "debug" : "warn"](
+          { err: error, database: where },
+          "shared database call failed",
+        ),
       onReachability: (reachable) => {
         away = !reachable;
         if (reachable) logger.info({ database: where }, "shared database is back; writes are served again");

@@ -8,7 +8,12 @@ import { authMigrations } from "../../src/auth/schema.ts";
 import { type Db, openDatabase } from "../../src/database/sqlite.ts";
 import { WayfindError } from "../../src/errors.ts";
 import { ChangeLog } from "../../src/replication/change-log.ts";
-import { FOLLOWER_MIGRATIONS, Follower, readAppliedSeq } from "../../src/replication/follower.ts";
+import {
+  CopyBehindLog,
+  FOLLOWER_MIGRATIONS,
+  Follower,
+  readAppliedSeq,
+} from "../../src/replication/follower.ts";
 import { prepareCopy, SnapshotStore, takeSnapshot } from "../../src/replication/snapshots.ts";
 import {
   createDatabase,
@@ -251,6 +256,21 @@ describe.skipIf(unavailable !== undefined)(title, () => {
     expect(reopened.prepare("SELECT id FROM replication_cluster").get()).toEqual({
       id: "00000000-0000-0000-0000-000000000000",
     });
+  });
+
+  it("tells a running copy that the log was compacted past it, and how to recover", async () => {
+    const { log, pool } = await freshLog();
+    const copy = await copyOf(log, file("stranded.db"));
+    await appendNotes(log, 3);
+    await catchUp(log, copy);
+    await appendNotes(log, 5);
+    await pool.query("DELETE FROM wayfind_changes WHERE seq < 7");
+    const attempt = catchUp(log, copy);
+    await expect(attempt).rejects.toThrow(CopyBehindLog);
+    await expect(attempt).rejects.toThrow(
+      /applied the shared log through change 3, but the log now starts at 7.*restart the replica/,
+    );
+    expect(notes(copy)).toEqual([1, 2, 3]);
   });
 
   it("refuses to start a copy from a log compacted without a snapshot, saying so", async () => {
