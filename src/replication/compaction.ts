@@ -3,7 +3,7 @@ import { rm } from "node:fs/promises";
 import { errorReason } from "../errors.ts";
 import type { ChangeLog } from "./change-log.ts";
 import type { HeldLease, LeaseOptions } from "./lease.ts";
-import { type SnapshotStore, takeSnapshot } from "./snapshots.ts";
+import { SNAPSHOT_SUFFIX, type SnapshotStore, takeSnapshot } from "./snapshots.ts";
 
 /** How the change log is kept bounded (storage.postgres.compaction). */
 export interface CompactionSettings {
@@ -67,7 +67,7 @@ export function startCompaction(options: CompactionOptions): () => Promise<void>
     let snapshotSeq = latest?.seq ?? 0;
     if (applied - snapshotSeq >= settings.everyChanges) {
       const started = performance.now();
-      const file = `${options.dataFile}.snapshot-${randomUUID()}`;
+      const file = `${options.dataFile}${SNAPSHOT_SUFFIX}${randomUUID()}`;
       try {
         const seq = await takeSnapshot(options.dataFile, file);
         if (stopped) return;

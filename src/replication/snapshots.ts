@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
-import { open, rename, rm } from "node:fs/promises";
+import { open, readdir, rename, rm } from "node:fs/promises";
+import { basename, dirname, join } from "node:path";
 import { Worker } from "node:worker_threads";
 import Database from "better-sqlite3";
 import type pg from "pg";
@@ -156,6 +157,19 @@ export function takeSnapshot(file: string, into: string): Promise<number> {
   });
 }
 
+/** Suffixes of the temporary files beside a copy: snapshots being taken, and being restored. */
+export const SNAPSHOT_SUFFIX = ".snapshot-";
+const RESTORING_SUFFIX = ".restoring-";
+
+/** Temporary files a replica killed while taking or restoring a snapshot left beside its copy. */
+async function removeLeftovers(file: string): Promise<void> {
+  const folder = dirname(file);
+  if (!existsSync(folder)) return;
+  const prefixes = [SNAPSHOT_SUFFIX, RESTORING_SUFFIX].map((suffix) => `${basename(file)}${suffix}`);
+  for (const name of await readdir(folder))
+    if (prefixes.some((prefix) => name.startsWith(prefix))) await rm(join(folder, name), { force: true });
+}
+
 /** What a data dir's file is to this shared database. */
 type CopyState =
   | { readonly kind: "new" }
@@ -201,6 +215,7 @@ export interface PrepareCopyOptions {
  */
 export async function prepareCopy(options: PrepareCopyOptions): Promise<number | undefined> {
   const { file, log, snapshots, replicaId } = options;
+  await removeLeftovers(file);
   const state = copyState(file, await log.clusterId(), options.holdsStandaloneState);
   if (state.kind === "not-ours") return undefined;
   const applied = state.kind === "ours" ? state.applied : 0;
@@ -218,10 +233,10 @@ export async function prepareCopy(options: PrepareCopyOptions): Promise<number |
       `the shared log starts at change ${oldest} but holds no snapshot to start a copy from: the database was compacted by hand, or its snapshot deleted`,
     );
   await log.reportApplied(replicaId, latest.seq);
-  const incoming = `${file}.restoring-${randomUUID()}`;
+  const incoming = `${file}${RESTORING_SUFFIX}${randomUUID()}`;
   try {
     const restored = await snapshots.download(incoming);
-    if (state.kind === "ours") copyLocalTables(file, incoming);
+    if (existsSync(file)) copyLocalTables(file, incoming);
     // The old file's write-ahead log must go before the new file takes its name: SQLite would apply it.
     for (const suffix of ["-wal", "-shm", ""]) await rm(`${file}${suffix}`, { force: true });
     await rename(incoming, file);
@@ -236,9 +251,13 @@ function copyLocalTables(from: string, into: string): void {
   const db = new Database(into);
   try {
     db.prepare("ATTACH DATABASE ? AS previous").run(from);
+    const previousTable = db.prepare(
+      "SELECT 1 FROM previous.sqlite_master WHERE type = 'table' AND name = ?",
+    );
     db.transaction(() => {
       for (const table of LOCAL_TABLES)
-        db.exec(`INSERT INTO main."${table}" SELECT * FROM previous."${table}"`);
+        if (previousTable.get(table) !== undefined)
+          db.exec(`INSERT INTO main."${table}" SELECT * FROM previous."${table}"`);
     })();
     db.exec("DETACH DATABASE previous");
   } finally {

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
@@ -231,6 +231,33 @@ describe.skipIf(unavailable !== undefined)(title, () => {
     await catchUp(log, copy);
     expect(notes(copy)).toEqual(Array.from({ length: 10 }, (_, i) => i + 1));
     expect(copy.prepare("SELECT id FROM api_keys").all()).toEqual([{ id: "kept-key" }]);
+  });
+
+  it("keeps the API keys of a data dir set up before its replica's first start, and clears what a killed start left", async () => {
+    const { log, snapshots } = await freshLog();
+    const first = await copyOf(log, file("first.db"));
+    await appendNotes(log, 4);
+    await catchUp(log, first);
+    const snapshotFile = file("snapshot.db");
+    await snapshots.store(snapshotFile, await takeSnapshot(first.name, snapshotFile), "first");
+
+    // `wayfind keys create --data-dir` before the replica ever ran: a file with a key and nothing else.
+    const prepared = openDatabase(file("prepared.db"), [
+      ...FOLLOWER_MIGRATIONS,
+      ...authMigrations,
+      NOTES_MIGRATION,
+    ]);
+    addApiKey(prepared, "made-before-start");
+    prepared.close();
+    const leftovers = [`${prepared.name}.restoring-killed`, `${prepared.name}.snapshot-killed`];
+    for (const leftover of leftovers) writeFileSync(leftover, "partial");
+
+    const options = { log, snapshots, replicaId: "prepared", holdsStandaloneState: () => false };
+    expect(await prepareCopy({ ...options, file: prepared.name })).toBe(4);
+    const copy = await copyOf(log, prepared.name);
+    expect(notes(copy)).toEqual([1, 2, 3, 4]);
+    expect(copy.prepare("SELECT id FROM api_keys").all()).toEqual([{ id: "made-before-start" }]);
+    expect(leftovers.filter((leftover) => existsSync(leftover))).toEqual([]);
   });
 
   it("leaves alone a copy the log can still bring up to date, and another database's copy", async () => {
