@@ -1,3 +1,4 @@
+import { hostname } from "node:os";
 import pg from "pg";
 import type { PostgresConfig } from "../config/index.ts";
 import type { Db } from "../database/sqlite.ts";
@@ -66,6 +67,8 @@ export class Replica implements StateWriter {
   #appending: Promise<void> | undefined;
   #writeCount = 0;
   #closed = false;
+  /** Set when the log was compacted past this copy: it can apply nothing more until restarted. */
+  #behindLog: CopyBehindLog | undefined;
   #reachable = true;
 
   private constructor(options: ReplicaOptions, pool: pg.Pool, log: ChangeLog) {
@@ -139,20 +142,15 @@ export class Replica implements StateWriter {
     // (`applying`), or they would be reported to the log again instead of stored.
     this.#follower = follower;
     await follower.catchUp();
-    this.#stopFollowing = await follow(
-      follower,
-      { connectionString: this.#options.postgres.url },
-      {
-        onError: (error) => {
-          this.#setReachable(false);
-          this.#options.onError(error);
-          // Nothing more can be applied: reads stay served from the copy, marked stale, until a restart.
-          if (error instanceof CopyBehindLog) void this.#stopFollowing?.();
-        },
-        // The poll keeps trying while the database is away: its first success ends degraded mode.
-        onCaughtUp: () => this.#setReachable(true),
+    this.#stopFollowing = await follow(follower, connectionOf(this.#options.postgres), {
+      onError: (error) => {
+        this.#setReachable(false);
+        this.#options.onError(error);
+        if (error instanceof CopyBehindLog) this.#strand(error);
       },
-    );
+      // The poll keeps trying while the database is away: its first success ends degraded mode.
+      onCaughtUp: () => this.#setReachable(true),
+    });
     this.#stopCompaction = startCompaction({
       log: this.#log,
       snapshots: new SnapshotStore(this.#pool),
@@ -169,7 +167,7 @@ export class Replica implements StateWriter {
 
   /** Tries to hold the lease `name` (a job one replica runs at a time) until stopped. */
   lease(name: string, handlers: Pick<LeaseOptions, "onAcquired" | "onLost">): HeldLease {
-    return holdLease({ connectionString: this.#options.postgres.url }, name, {
+    return holdLease(connectionOf(this.#options.postgres), name, {
       ...handlers,
       onError: this.#options.onError,
     });
@@ -199,6 +197,8 @@ export class Replica implements StateWriter {
 
   write<P, R>(write: ReplicatedWrite<P, R>, payload: P, tenantId = ""): Promise<R> {
     if (this.#closed) return Promise.reject(unavailable("this replica is stopping"));
+    // Its own write would be committed for the others but never applied here: refused before it is sent.
+    if (this.#behindLog) return Promise.reject(unavailable(this.#behindLog.message));
     return new Promise<R>((resolve, reject) => {
       const origin = `${this.id}/${++this.#writeCount}`;
       const settle = (outcome: ApplyOutcome) => {
@@ -231,6 +231,16 @@ export class Replica implements StateWriter {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /** Nothing more can be applied: reads stay served from the copy, marked stale, until a restart. */
+  #strand(error: CopyBehindLog): void {
+    if (this.#behindLog) return;
+    this.#behindLog = error;
+    this.#setReachable(false);
+    void this.#stopFollowing?.();
+    // Its applied seq must stop being reported: compaction would otherwise wait for it for good.
+    void this.#stopCompaction?.();
   }
 
   /** Stops following; writes not appended yet fail, appended ones are applied on the next start. */
@@ -270,6 +280,7 @@ export class Replica implements StateWriter {
           await follower.catchUp();
         } catch (error) {
           this.#options.onError(error instanceof Error ? error : new Error(String(error)));
+          if (error instanceof CopyBehindLog) this.#strand(error);
           this.#failAll(
             batch,
             unavailable(`the write is committed but not applied here yet (${errorReason(error)})`),
@@ -294,13 +305,24 @@ export class Replica implements StateWriter {
 
 function connectPool(postgres: PostgresConfig, max: number, onError: (error: Error) => void): pg.Pool {
   const pool = new pg.Pool({
-    connectionString: postgres.url,
+    ...connectionOf(postgres),
     max,
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
   });
   // An idle client's error (the server restarted) must not crash the process; the next query reconnects.
   pool.on("error", onError);
   return pool;
+}
+
+/**
+ * How this process connects: named in pg_stat_activity (`wayfind@host:pid`), so an operator sees which
+ * replica holds which connection and lease.
+ */
+function connectionOf(postgres: PostgresConfig): pg.ClientConfig {
+  return {
+    connectionString: postgres.url,
+    application_name: `wayfind@${hostname()}:${process.pid}`.slice(0, 63),
+  };
 }
 
 function applyContext(change: Change): ApplyContext {

@@ -106,6 +106,32 @@ async function callsOf(replica: TestReplica, tenantId: string): Promise<bigint |
 const compactedPast = (seq: number) =>
   eventually(`the log compacted past change ${seq}`, async () => (await logBounds()).oldest > seq);
 
+/** The pid of the replica process holding the compaction lease (connections are named wayfind@host:pid). */
+async function compactionLeaseHolder(): Promise<number | undefined> {
+  const { rows } = await pool.query<{ application_name: string }>(
+    `SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+     WHERE l.locktype = 'advisory' AND l.granted
+       AND ((l.classid::text::bigint << 32) | l.objid::text::bigint) = hashtextextended('wayfind:lease:log-compaction', 0)`,
+  );
+  const pid = rows[0]?.application_name.match(/:(\d+)$/)?.[1];
+  return pid === undefined ? undefined : Number(pid);
+}
+
+const isRunning = (replica: TestReplica) =>
+  replica.run.child.exitCode === null && replica.run.child.signalCode === null;
+
+/** A search on `replica`, and whether its answer said it was served stale. */
+async function searchStale(replica: TestReplica): Promise<string | null> {
+  let stale: string | null = null;
+  await replica
+    .grpc(ToolDiscoveryService)
+    .searchTools(
+      { caller: { tenantId: "acme" }, query: "refund an invoice" },
+      { onHeader: (headers) => (stale = headers.get("wayfind-stale")) },
+    );
+  return stale;
+}
+
 describe.skipIf(unavailable)(
   `replicas compacting their shared log${unavailable ? ` (skipped: ${unavailable})` : ""}`,
   () => {
@@ -175,6 +201,32 @@ describe.skipIf(unavailable)(
       } finally {
         copy.close();
       }
+    });
+
+    it("stop a replica frozen past the replica timeout from applying or writing, its reads marked stale, until restarted", async () => {
+      const holder = await compactionLeaseHolder();
+      expect(holder).toBeDefined();
+      const running = replicas.filter(isRunning);
+      const frozen = running.find((replica) => replica.run.child.pid !== holder) as TestReplica;
+      const writer = running.find((replica) => replica !== frozen) as TestReplica;
+      const { head } = await logBounds();
+      frozen.run.child.kill("SIGSTOP");
+      try {
+        await recordUsage([writer], "hooli", 60);
+        await compactedPast(head + 1);
+      } finally {
+        frozen.run.child.kill("SIGCONT");
+      }
+
+      await eventually("reads marked stale", async () => (await searchStale(frozen)) === "true");
+      const write = recordUsage([frozen], "stranded", 1);
+      await expect(write).rejects.toThrow(/unavailable.*restart the replica to restore its copy/i);
+
+      await frozen.stop();
+      const restarted = await startReplica(fleet.postgres.url, frozen.dataDir, { config: configFile });
+      replicas[replicas.indexOf(frozen)] = restarted;
+      expect(await callsOf(restarted, "hooli")).toBe(60n);
+      expect(await searchStale(restarted)).toBeNull();
     });
   },
 );
