@@ -31,6 +31,8 @@ export const FOLLOWER_MIGRATIONS: readonly Migration[] = [
 ];
 
 const APPLIED_KEY = "applied_seq";
+/** The commit time of that change: the log's clock, which retention on every replica counts from. */
+const APPLIED_AT_KEY = "applied_at_ms";
 
 /**
  * The log no longer holds the changes this copy needs next: it was compacted while this replica was
@@ -78,7 +80,8 @@ export interface FollowerOptions {
 export class Follower {
   readonly #options: FollowerOptions;
   readonly #readApplied: () => number;
-  readonly #saveApplied: (seq: number) => void;
+  readonly #readAppliedAt: () => number;
+  readonly #saveApplied: (seq: number, atMs: number) => void;
   #running: Promise<void> | undefined;
   #again = false;
   /** The head query in flight, and the one calls that came after it was sent wait for. */
@@ -95,7 +98,11 @@ export class Follower {
       "INSERT INTO replication_state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
     );
     this.#readApplied = () => select.get(APPLIED_KEY)?.value ?? 0;
-    this.#saveApplied = (seq) => upsert.run(APPLIED_KEY, seq);
+    this.#readAppliedAt = () => select.get(APPLIED_AT_KEY)?.value ?? 0;
+    this.#saveApplied = (seq, atMs) => {
+      upsert.run(APPLIED_KEY, seq);
+      upsert.run(APPLIED_AT_KEY, atMs);
+    };
   }
 
   /** The change being applied right now (inside its write transaction), else undefined. */
@@ -106,6 +113,14 @@ export class Follower {
   /** The seq of the last change applied to the local copy. */
   get applied(): number {
     return this.#readApplied();
+  }
+
+  /**
+   * When the last change applied to the copy was committed (epoch ms; 0 before the first): the time
+   * every replica has reached at the same point of the log, unlike its own clock.
+   */
+  get appliedAtMs(): number {
+    return this.#readAppliedAt();
   }
 
   /** Applies every change committed so far; resolves when done (joins a catch-up already running). */
@@ -170,6 +185,7 @@ export class Follower {
     writeTransaction(db, () => {
       // Read again inside the transaction: another catch-up of this copy may have applied the page.
       let applied = this.#readApplied();
+      let appliedAtMs = this.#readAppliedAt();
       for (const change of changes) {
         if (change.seq <= applied) continue;
         if (change.seq !== applied + 1) throw new CopyBehindLog(applied, change.seq);
@@ -180,8 +196,9 @@ export class Follower {
           );
         outcomes.push([change, this.#applyOne(apply, change)]);
         applied = change.seq;
+        appliedAtMs = change.committedAt.getTime();
       }
-      this.#saveApplied(applied);
+      this.#saveApplied(applied, appliedAtMs);
     });
     for (const [change, outcome] of outcomes) onApplied?.(change, outcome);
     return true;

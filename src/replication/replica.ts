@@ -178,6 +178,11 @@ export class Replica implements StateWriter {
     return this.#follower?.applied ?? 0;
   }
 
+  /** When the last change this replica applied was committed (epoch ms; 0 before the first). */
+  get appliedAtMs(): number {
+    return this.#follower?.appliedAtMs ?? 0;
+  }
+
   /** False while the shared database does not answer: writes fail, reads are served stale. */
   get reachable(): boolean {
     return this.#reachable;

@@ -181,6 +181,8 @@ export async function startServer(
     events: eventSink,
     pricing: PricingTable.withDefaults(config.pricing),
     retentionDays: config.usage.retentionDays,
+    // Replicas count retention on the log's clock, so a key is forgotten at the same change everywhere.
+    ...(replica ? { retentionClock: () => replica.appliedAtMs } : {}),
   });
   const stopUsageRetention = startUsageRetention(usage, {
     onError: (error) => logger.error({ err: error }, "usage retention failed"),

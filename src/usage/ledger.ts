@@ -88,6 +88,12 @@ export interface UsageLedgerOptions {
   /** Clock in epoch ms; injectable for tests. */
   readonly now?: () => number;
   /**
+   * The time retention counts from (default `now`). A replica passes the commit time of the last
+   * change it applied: a record is then forgotten at the same point of the log on every replica, so a
+   * key retried near the end of its retention is new, or a duplicate, on all of them alike.
+   */
+  readonly retentionClock?: () => number;
+  /**
    * Keep each record this many days after it was recorded, then delete it (pruneExpired); its day's
    * row in usage_daily keeps counting it. Undefined = keep every record.
    */
@@ -108,6 +114,7 @@ const USAGE_FIELDS = [
 
 interface RecordRow {
   id: number;
+  recorded_at_ms: number;
   request_json: string;
   cost_usd: number | null;
   uncached_cost_usd: number | null;
@@ -124,6 +131,7 @@ export class UsageLedger {
   private readonly events: EventSink;
   private readonly pricing: PricingTable;
   private readonly now: () => number;
+  private readonly retentionClock: () => number;
   private readonly statements = new Map<string, Statement<unknown[], TotalsRow>>();
   private readonly selectByKey: Statement<[string, string], RecordRow>;
   private readonly insertRecord: Statement;
@@ -140,6 +148,7 @@ export class UsageLedger {
     this.events = options.events;
     this.pricing = options.pricing ?? PricingTable.withDefaults();
     this.now = options.now ?? Date.now;
+    this.retentionClock = options.retentionClock ?? this.now;
     this.retentionMs = options.retentionDays === undefined ? undefined : options.retentionDays * DAY_MS;
     this.oldestRecords = this.db.prepare("SELECT id, recorded_at_ms FROM usage_records ORDER BY id LIMIT ?");
     this.addToAggregates = AGGREGATES_BY_PERIOD.map(({ table, periodMs }) => ({
@@ -154,7 +163,7 @@ export class UsageLedger {
     );
     this.deleteThrough = this.db.prepare("DELETE FROM usage_records WHERE id <= ?");
     this.selectByKey = this.db.prepare<[string, string], RecordRow>(
-      `SELECT id, request_json, cost_usd, uncached_cost_usd, unknown_cost_reason, occurred_at_ms
+      `SELECT id, recorded_at_ms, request_json, cost_usd, uncached_cost_usd, unknown_cost_reason, occurred_at_ms
        FROM usage_records WHERE tenant_id = ? AND idempotency_key = ?`,
     );
     this.insertRecord = this.db.prepare(
@@ -224,7 +233,11 @@ export class UsageLedger {
 
   private store(record: UsageRecordChange, recordedAtMs: number): RecordUsageResult {
     const existing = this.selectByKey.get(record.tenantId, record.idempotencyKey);
-    if (existing) return duplicateResult(existing, record.request);
+    if (existing && !this.expiredAt(existing.recorded_at_ms, recordedAtMs))
+      return duplicateResult(existing, record.request);
+    // Past retention at this write's time: forgotten, as pruning would have done by now (on a replica
+    // whose pruning has not come to it yet, the outcome must be the same as on one whose has).
+    if (existing) this.expireThrough(existing.id);
     const occurredAtMs = record.occurredAtMs ?? recordedAtMs;
     const { costUsd, uncachedCostUsd, unknownCostReason, tokenCounts } = record;
     const info = this.insertRecord.run(
@@ -360,22 +373,35 @@ export class UsageLedger {
    */
   pruneExpired(batchSize = PRUNE_BATCH_SIZE): { deleted: number; more: boolean } {
     if (this.retentionMs === undefined) return { deleted: 0, more: false };
-    const cutoffMs = this.now() - this.retentionMs;
+    const nowMs = this.retentionClock();
     return writeTransaction(this.db, () => {
       // Ids grow with recorded_at_ms (one writer, stamped at insert), so the expired records are the
       // oldest ids: read the head in id order instead of indexing recorded_at_ms for every insert.
       let deleted = 0;
       let lastExpiredId: number | undefined;
       for (const row of this.oldestRecords.all(batchSize)) {
-        if (row.recorded_at_ms >= cutoffMs) break;
+        if (!this.expiredAt(row.recorded_at_ms, nowMs)) break;
         lastExpiredId = row.id;
         deleted++;
       }
       if (lastExpiredId === undefined) return { deleted: 0, more: false };
-      for (const statement of this.removeExpiredFromAggregates) statement.run(lastExpiredId);
-      this.deleteThrough.run(lastExpiredId);
+      this.expireThrough(lastExpiredId);
       return { deleted, more: deleted === batchSize };
     });
+  }
+
+  /** Whether a record recorded at `recordedAtMs` is past retention at `nowMs`. */
+  private expiredAt(recordedAtMs: number, nowMs: number): boolean {
+    return this.retentionMs !== undefined && recordedAtMs < nowMs - this.retentionMs;
+  }
+
+  /**
+   * Deletes the records through `id` — expired ones: ids grow with recorded_at_ms, so every record
+   * before an expired one is expired too — taking them out of the aggregates that follow retention.
+   */
+  private expireThrough(id: number): void {
+    for (const statement of this.removeExpiredFromAggregates) statement.run(id);
+    this.deleteThrough.run(id);
   }
 
   /** Summary queries come in a few dozen shapes; preparing each once saves ~14% CPU per call. */

@@ -88,6 +88,24 @@ describe.skipIf(unavailable !== undefined)(title, () => {
     expect(seen).toEqual([1, 2, 3, 4]);
   });
 
+  it("keeps the commit time of the last change it applied, across restarts: the clock retention counts from", async () => {
+    await emptyLog();
+    const { db, file } = localCopy();
+    const follower = new Follower({ log, db, appliers: noteAppliers(db) });
+    expect(follower.appliedAtMs).toBe(0);
+    await log.append([note("a")]);
+    await log.append([note("b")]);
+    await follower.catchUp();
+    const last = (await log.after(1, 1))[0];
+    expect(follower.appliedAtMs).toBe(last?.committedAt.getTime());
+    db.close();
+    const reopened = localCopy(file).db;
+    opened.push(reopened);
+    expect(new Follower({ log, db: reopened, appliers: noteAppliers(reopened) }).appliedAtMs).toBe(
+      last?.committedAt.getTime(),
+    );
+  });
+
   it("goes on after a restart from the seq it stored with the rows, applying nothing twice", async () => {
     await emptyLog();
     const { db, file } = localCopy();

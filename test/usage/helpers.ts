@@ -34,7 +34,13 @@ export interface Harness {
 }
 
 export function harness(
-  options: { pricing?: PricingTable; now?: () => number; file?: string; retentionDays?: number } = {},
+  options: {
+    pricing?: PricingTable;
+    now?: () => number;
+    retentionClock?: () => number;
+    file?: string;
+    retentionDays?: number;
+  } = {},
 ): Harness {
   const file = options.file ?? tempDbFile();
   const db = openUsageDb(file);
@@ -45,6 +51,7 @@ export function harness(
     events: sink,
     pricing: options.pricing,
     now: options.now,
+    ...(options.retentionClock ? { retentionClock: options.retentionClock } : {}),
     retentionDays: options.retentionDays,
   });
   return { ledger, events, db, file };

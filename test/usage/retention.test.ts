@@ -213,6 +213,41 @@ describe("usage retention", () => {
     expect(h.ledger.getUsageSummary(caller()).totals.calls).toBe(2);
   });
 
+  it("counts a retry after the retention again even before pruning came to its record, as pruning would", () => {
+    const call = {
+      provider: "anthropic",
+      model: "claude-sonnet-4-5",
+      usage: usage(10),
+      idempotencyKey: "k",
+    } as const;
+    const retriedLate = (pruneFirst: boolean) => {
+      const time = clock();
+      const h = harness({ now: time.now, retentionDays: 1 });
+      h.ledger.recordUsage(caller(), call);
+      time.advance(DAY_MS + 1);
+      if (pruneFirst) pruneAll(h);
+      expect(h.ledger.recordUsage(caller(), call).duplicate).toBe(false);
+      expect(count(h, "usage_records")).toBe(1);
+      return summaries(h);
+    };
+    expect(retriedLate(false)).toEqual(retriedLate(true));
+  });
+
+  it("prunes on its retention clock, not the wall clock: a replica forgets at the log's time", () => {
+    let logTime = START;
+    const h = harness({ now: () => START, retentionClock: () => logTime, retentionDays: 1 });
+    h.ledger.recordUsage(caller(), {
+      provider: "anthropic",
+      model: "claude-sonnet-4-5",
+      usage: usage(10),
+      idempotencyKey: "k",
+    });
+    logTime = START + DAY_MS / 2;
+    expect(pruneAll(h)).toBe(0);
+    logTime = START + DAY_MS + 1;
+    expect(pruneAll(h)).toBe(1);
+  });
+
   it("keeps every record when no retention is set", () => {
     const time = clock();
     const h = harness({ now: time.now });
