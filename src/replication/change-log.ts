@@ -105,7 +105,8 @@ export async function migratePostgres(
   }
 }
 
-async function inTransaction<T>(client: pg.PoolClient, work: () => Promise<T>): Promise<T> {
+/** Runs `work` in a transaction on `client`: committed when it resolves, rolled back when it throws. */
+export async function inTransaction<T>(client: pg.PoolClient, work: () => Promise<T>): Promise<T> {
   await client.query("BEGIN");
   try {
     const result = await work();

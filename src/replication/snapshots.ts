@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
-import { open, readdir, rename, rm } from "node:fs/promises";
+import { type FileHandle, open, readdir, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { Worker } from "node:worker_threads";
 import Database from "better-sqlite3";
@@ -8,7 +8,7 @@ import type pg from "pg";
 import type { Db } from "../database/sqlite.ts";
 import { WayfindError } from "../errors.ts";
 import { workerEntry } from "../worker-entry.ts";
-import type { ChangeLog } from "./change-log.ts";
+import { type ChangeLog, inTransaction } from "./change-log.ts";
 import { readAppliedSeq } from "./follower.ts";
 
 /**
@@ -46,10 +46,7 @@ export class SnapshotStore {
    * leaves either all of it or nothing, and drops the older snapshots in the same transaction.
    */
   async store(file: string, seq: number, createdBy: string): Promise<StoredSnapshot> {
-    const client = await this.pool.connect();
-    const handle = await open(file, "r");
-    try {
-      await client.query("BEGIN");
+    return this.#transactionWithFile(file, "r", async (client, handle) => {
       const hash = createHash("sha256");
       let bytes = 0;
       await client.query(
@@ -74,15 +71,8 @@ export class SnapshotStore {
         hash.digest("hex"),
       ]);
       await client.query("DELETE FROM wayfind_snapshots WHERE seq < $1", [seq]);
-      await client.query("COMMIT");
       return { seq, bytes };
-    } catch (error) {
-      await client.query("ROLLBACK").catch(() => undefined);
-      throw error;
-    } finally {
-      await handle.close();
-      client.release();
-    }
+    });
   }
 
   /**
@@ -91,10 +81,8 @@ export class SnapshotStore {
    * SHA-256 before it is used.
    */
   async download(into: string): Promise<StoredSnapshot> {
-    const client = await this.pool.connect();
-    const handle = await open(into, "w");
-    try {
-      await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+    return this.#transactionWithFile(into, "w", async (client, handle) => {
+      await client.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY");
       const { rows } = await client.query<{ seq: string; bytes: string; sha256: string }>(
         "SELECT seq, bytes, sha256 FROM wayfind_snapshots ORDER BY seq DESC LIMIT 1",
       );
@@ -115,18 +103,30 @@ export class SnapshotStore {
         bytes += data.length;
         await handle.write(data);
       }
-      await client.query("COMMIT");
       if (bytes !== Number(row.bytes) || hash.digest("hex") !== row.sha256)
         throw new Error(
           `snapshot ${seq} is damaged: ${bytes} bytes read of ${row.bytes}, or a SHA-256 mismatch`,
         );
       await handle.sync();
       return { seq, bytes };
-    } catch (error) {
-      await client.query("ROLLBACK").catch(() => undefined);
-      throw error;
+    });
+  }
+
+  /** `work` in one transaction, with `path` open: both closed whatever happens. */
+  async #transactionWithFile<T>(
+    path: string,
+    flags: "r" | "w",
+    work: (client: pg.PoolClient, handle: FileHandle) => Promise<T>,
+  ): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      const handle = await open(path, flags);
+      try {
+        return await inTransaction(client, () => work(client, handle));
+      } finally {
+        await handle.close();
+      }
     } finally {
-      await handle.close();
       client.release();
     }
   }

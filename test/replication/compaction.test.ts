@@ -1,7 +1,7 @@
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { authMigrations } from "../../src/auth/schema.ts";
@@ -89,6 +89,16 @@ describe.skipIf(unavailable !== undefined)(title, () => {
         payload: { text: `${prefix} ${i}` },
       })),
     );
+
+  /** prepareCopy of the copy at `path`, for a replica that never holds standalone state. */
+  const prepareCopyOf = (path: string, log: ChangeLog, snapshots: SnapshotStore) =>
+    prepareCopy({ file: path, log, snapshots, replicaId: basename(path), holdsStandaloneState: () => false });
+
+  /** Takes a snapshot of `copy` and stores it, as the replica holding the compaction lease does. */
+  async function storeSnapshotOf(copy: Db, snapshots: SnapshotStore): Promise<void> {
+    const snapshotFile = file(`snapshot-${randomUUID()}.db`);
+    await snapshots.store(snapshotFile, await takeSnapshot(copy.name, snapshotFile), "test");
+  }
 
   const notes = (db: Db) =>
     db
@@ -179,20 +189,13 @@ describe.skipIf(unavailable !== undefined)(title, () => {
     const first = await copyOf(log, file("first.db"));
     await appendNotes(log, 10);
     await catchUp(log, first);
-    const snapshotFile = file("snapshot.db");
-    await snapshots.store(snapshotFile, await takeSnapshot(first.name, snapshotFile), "first");
+    await storeSnapshotOf(first, snapshots);
     await log.reportApplied("first", 10);
     await log.compact(10, 60_000);
     await appendNotes(log, 3, "after");
 
     const newFile = file("new.db");
-    const restored = await prepareCopy({
-      file: newFile,
-      log,
-      snapshots,
-      replicaId: "new",
-      holdsStandaloneState: () => false,
-    });
+    const restored = await prepareCopyOf(newFile, log, snapshots);
     expect(restored).toBe(10);
     const copy = await copyOf(log, newFile);
     await catchUp(log, copy);
@@ -211,21 +214,14 @@ describe.skipIf(unavailable !== undefined)(title, () => {
     const ahead = await copyOf(log, file("ahead.db"));
     await appendNotes(log, 7);
     await catchUp(log, ahead);
-    const snapshotFile = file("snapshot.db");
-    await snapshots.store(snapshotFile, await takeSnapshot(ahead.name, snapshotFile), "ahead");
+    await storeSnapshotOf(ahead, snapshots);
     // The behind copy's replica was away past the timeout: compaction no longer waits for it.
     await log.reportApplied("behind", 3);
     await pool.query("UPDATE wayfind_replicas SET seen_at = now() - interval '1 hour'");
     await log.compact(10, 60_000);
     expect(await log.oldest()).toBe(10);
 
-    const restored = await prepareCopy({
-      file: behindFile,
-      log,
-      snapshots,
-      replicaId: "behind",
-      holdsStandaloneState: () => false,
-    });
+    const restored = await prepareCopyOf(behindFile, log, snapshots);
     expect(restored).toBe(10);
     const copy = await copyOf(log, behindFile);
     await catchUp(log, copy);
@@ -238,8 +234,7 @@ describe.skipIf(unavailable !== undefined)(title, () => {
     const first = await copyOf(log, file("first.db"));
     await appendNotes(log, 4);
     await catchUp(log, first);
-    const snapshotFile = file("snapshot.db");
-    await snapshots.store(snapshotFile, await takeSnapshot(first.name, snapshotFile), "first");
+    await storeSnapshotOf(first, snapshots);
 
     // `wayfind keys create --data-dir` before the replica ever ran: a file with a key and nothing else.
     const prepared = openDatabase(file("prepared.db"), [
@@ -252,8 +247,7 @@ describe.skipIf(unavailable !== undefined)(title, () => {
     const leftovers = [`${prepared.name}.restoring-killed`, `${prepared.name}.snapshot-killed`];
     for (const leftover of leftovers) writeFileSync(leftover, "partial");
 
-    const options = { log, snapshots, replicaId: "prepared", holdsStandaloneState: () => false };
-    expect(await prepareCopy({ ...options, file: prepared.name })).toBe(4);
+    expect(await prepareCopyOf(prepared.name, log, snapshots)).toBe(4);
     const copy = await copyOf(log, prepared.name);
     expect(notes(copy)).toEqual([1, 2, 3, 4]);
     expect(copy.prepare("SELECT id FROM api_keys").all()).toEqual([{ id: "made-before-start" }]);
@@ -265,19 +259,17 @@ describe.skipIf(unavailable !== undefined)(title, () => {
     const lagging = await copyOf(log, file("lagging.db"));
     await appendNotes(log, 4);
     await catchUp(log, lagging);
-    const snapshotFile = file("snapshot.db");
-    await snapshots.store(snapshotFile, await takeSnapshot(lagging.name, snapshotFile), "lagging");
+    await storeSnapshotOf(lagging, snapshots);
     await appendNotes(log, 4);
     lagging.close();
-    const options = { log, snapshots, replicaId: "r", holdsStandaloneState: () => false };
-    expect(await prepareCopy({ ...options, file: lagging.name })).toBeUndefined();
+    expect(await prepareCopyOf(lagging.name, log, snapshots)).toBeUndefined();
 
     const foreign = openDatabase(file("foreign.db"), [...FOLLOWER_MIGRATIONS]);
     foreign
       .prepare("INSERT INTO replication_cluster (id) VALUES ('00000000-0000-0000-0000-000000000000')")
       .run();
     foreign.close();
-    expect(await prepareCopy({ ...options, file: foreign.name })).toBeUndefined();
+    expect(await prepareCopyOf(foreign.name, log, snapshots)).toBeUndefined();
     const reopened = openDatabase(foreign.name, []);
     opened.push(reopened);
     expect(reopened.prepare("SELECT id FROM replication_cluster").get()).toEqual({
@@ -304,13 +296,7 @@ describe.skipIf(unavailable !== undefined)(title, () => {
     const { log, snapshots, pool } = await freshLog();
     await appendNotes(log, 5);
     await pool.query("DELETE FROM wayfind_changes WHERE seq < 4");
-    const attempt = prepareCopy({
-      file: file("new.db"),
-      log,
-      snapshots,
-      replicaId: "new",
-      holdsStandaloneState: () => false,
-    });
+    const attempt = prepareCopyOf(file("new.db"), log, snapshots);
     await expect(attempt).rejects.toThrow(WayfindError);
     await expect(attempt).rejects.toThrow(/starts at change 4 but holds no snapshot/);
   });

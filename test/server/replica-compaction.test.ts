@@ -7,11 +7,10 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
 import { Provider } from "../../gen/ts/wayfind/v1/common_pb.ts";
-import type { Event } from "../../gen/ts/wayfind/v1/events_pb.ts";
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
 import { runCli } from "../support/cli.ts";
-import { fleetForFile, startReplica, type TestReplica } from "../support/replicas.ts";
+import { fleetForFile, startReplica, type TestReplica, usageEvents } from "../support/replicas.ts";
 
 // Issue 17, the log's retention (docs/replicas.md "Compaction"): replicas that snapshot their copy into
 // PostgreSQL and compact the shared log behind it, and replicas that start from the snapshot.
@@ -72,29 +71,6 @@ async function recordUsage(on: readonly TestReplica[], tenantId: string, count: 
       idempotencyKey: `${tenantId}-${i}`,
     });
   }
-}
-
-/** `count` usage events of `tenantId` on `replica`, after event `afterId` (0: from the oldest). */
-async function usageEvents(
-  replica: TestReplica,
-  tenantId: string,
-  count: number,
-  afterId = 0n,
-): Promise<Event[]> {
-  const abort = new AbortController();
-  const events: Event[] = [];
-  const stream = replica
-    .grpc(UsageService)
-    .watchUsageEvents(
-      { caller: { tenantId }, filter: afterId === 0n ? { fromOldest: true } : { afterId } },
-      { signal: abort.signal, timeoutMs: 10_000 },
-    );
-  for await (const message of stream) {
-    if (message.message.case === "event") events.push(message.message.value);
-    if (events.length === count) break;
-  }
-  abort.abort();
-  return events;
 }
 
 async function callsOf(replica: TestReplica, tenantId: string): Promise<bigint | undefined> {

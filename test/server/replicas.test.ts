@@ -2,11 +2,10 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { Provider } from "../../gen/ts/wayfind/v1/common_pb.ts";
-import type { Event } from "../../gen/ts/wayfind/v1/events_pb.ts";
 import { SkillScope, SkillService } from "../../gen/ts/wayfind/v1/skills_pb.ts";
 import { ActivationScope, ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
-import { fleetForFile, startReplica, type TestReplica } from "../support/replicas.ts";
+import { fleetForFile, startReplica, type TestReplica, usageEvents } from "../support/replicas.ts";
 import { startTestServer } from "../support/server.ts";
 
 // Three `wayfind serve` processes on one real PostgreSQL (docs/replicas.md), called with generated clients.
@@ -28,24 +27,6 @@ function recordRequest(tenantId: string, key: string) {
     usage,
     idempotencyKey: key,
   };
-}
-
-/** Events of `replica`'s WatchUsageEvents for `tenantId` after `afterId` (0 = from the oldest), until `count`. */
-async function usageEvents(replica: TestReplica, tenantId: string, count: number, afterId = 0n) {
-  const abort = new AbortController();
-  const events: Event[] = [];
-  const stream = replica
-    .grpc(UsageService)
-    .watchUsageEvents(
-      { caller: { tenantId }, filter: afterId === 0n ? { fromOldest: true } : { afterId } },
-      { signal: abort.signal, timeoutMs: 10_000 },
-    );
-  for await (const message of stream) {
-    if (message.message.case === "event") events.push(message.message.value);
-    if (events.length === count) break;
-  }
-  abort.abort();
-  return events;
 }
 
 describe.skipIf(unavailable)(

@@ -5,6 +5,8 @@ import type { DescService } from "@bufbuild/protobuf";
 import { type Client, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll } from "vitest";
+import type { Event } from "../../gen/ts/wayfind/v1/events_pb.ts";
+import { UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
 import { type CliRun, listeningPort, runCli } from "./cli.ts";
 import { postgresUnavailable, startPostgres, type TestPostgres } from "./postgres.ts";
 
@@ -104,4 +106,27 @@ export function fleetForFile(
     await postgres?.stop();
   });
   return { fleet, unavailable };
+}
+
+/** `count` events of `replica`'s WatchUsageEvents for `tenantId`, after event `afterId` (0: from the oldest). */
+export async function usageEvents(
+  replica: TestReplica,
+  tenantId: string,
+  count: number,
+  afterId = 0n,
+): Promise<Event[]> {
+  const abort = new AbortController();
+  const events: Event[] = [];
+  const stream = replica
+    .grpc(UsageService)
+    .watchUsageEvents(
+      { caller: { tenantId }, filter: afterId === 0n ? { fromOldest: true } : { afterId } },
+      { signal: abort.signal, timeoutMs: 10_000 },
+    );
+  for await (const message of stream) {
+    if (message.message.case === "event") events.push(message.message.value);
+    if (events.length === count) break;
+  }
+  abort.abort();
+  return events;
 }

@@ -80,6 +80,14 @@ function pruneAll(h: ReturnType<typeof harness>): number {
   }
 }
 
+/** One call under idempotency key "k". */
+const KEYED_CALL = {
+  provider: "anthropic",
+  model: "claude-sonnet-4-5",
+  usage: usage(10),
+  idempotencyKey: "k",
+} as const;
+
 const count = (h: ReturnType<typeof harness>, table: string) =>
   h.db.prepare(`SELECT count(*) FROM ${table}`).pluck().get();
 
@@ -198,35 +206,23 @@ describe("usage retention", () => {
   it("forgets an idempotency key with its record: a retry after the retention counts again", () => {
     const time = clock();
     const h = harness({ now: time.now, retentionDays: 1 });
-    const call = {
-      provider: "anthropic",
-      model: "claude-sonnet-4-5",
-      usage: usage(10),
-      idempotencyKey: "k",
-    } as const;
-    expect(h.ledger.recordUsage(caller(), call).duplicate).toBe(false);
+    expect(h.ledger.recordUsage(caller(), KEYED_CALL).duplicate).toBe(false);
     time.advance(DAY_MS / 2);
-    expect(h.ledger.recordUsage(caller(), call).duplicate).toBe(true);
+    expect(h.ledger.recordUsage(caller(), KEYED_CALL).duplicate).toBe(true);
     time.advance(DAY_MS);
     pruneAll(h);
-    expect(h.ledger.recordUsage(caller(), call).duplicate).toBe(false);
+    expect(h.ledger.recordUsage(caller(), KEYED_CALL).duplicate).toBe(false);
     expect(h.ledger.getUsageSummary(caller()).totals.calls).toBe(2);
   });
 
   it("counts a retry after the retention again even before pruning came to its record, as pruning would", () => {
-    const call = {
-      provider: "anthropic",
-      model: "claude-sonnet-4-5",
-      usage: usage(10),
-      idempotencyKey: "k",
-    } as const;
     const retriedLate = (pruneFirst: boolean) => {
       const time = clock();
       const h = harness({ now: time.now, retentionDays: 1 });
-      h.ledger.recordUsage(caller(), call);
+      h.ledger.recordUsage(caller(), KEYED_CALL);
       time.advance(DAY_MS + 1);
       if (pruneFirst) pruneAll(h);
-      expect(h.ledger.recordUsage(caller(), call).duplicate).toBe(false);
+      expect(h.ledger.recordUsage(caller(), KEYED_CALL).duplicate).toBe(false);
       expect(count(h, "usage_records")).toBe(1);
       return summaries(h);
     };
@@ -236,12 +232,7 @@ describe("usage retention", () => {
   it("prunes on its retention clock, not the wall clock: a replica forgets at the log's time", () => {
     let logTime = START;
     const h = harness({ now: () => START, retentionClock: () => logTime, retentionDays: 1 });
-    h.ledger.recordUsage(caller(), {
-      provider: "anthropic",
-      model: "claude-sonnet-4-5",
-      usage: usage(10),
-      idempotencyKey: "k",
-    });
+    h.ledger.recordUsage(caller(), KEYED_CALL);
     logTime = START + DAY_MS / 2;
     expect(pruneAll(h)).toBe(0);
     logTime = START + DAY_MS + 1;
