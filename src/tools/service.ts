@@ -2,6 +2,7 @@ import type { AccessControl, CallerAccess } from "../access/index.ts";
 import {
   type ActivationScope,
   type ActivationStore,
+  activateLazyGroups,
   activateVisible,
   type LazyGroups,
 } from "../activation/index.ts";
@@ -354,14 +355,10 @@ export class ToolService {
 
   /** Activates the lazy groups the message triggers; true when anything new was activated. */
   private async activateLazyGroups(caller: Caller, view: CallerView, message: string): Promise<boolean> {
-    const groups = this.options.lazyGroups.match(message, view.ownedTools(), view.access);
-    const names = groups.flatMap((group) => group.tools).filter((name) => !view.visibleNames.has(name));
-    if (names.length === 0 || caller.runId === "") return false;
-    const result = await this.options.activations.activate(caller, [...new Set(names)], {
-      scope: "run",
-      source: "lazy_group",
-      reason: `lazy_group:${groups.map((group) => group.group).join(",")}`,
-    });
+    if (caller.runId === "") return false;
+    const notVisible = view.ownedTools().filter((tool) => !view.visibleNames.has(tool.name));
+    const deps = { store: this.options.activations, access: view.access, groups: this.options.lazyGroups };
+    const result = await activateLazyGroups(deps, caller, message, notVisible);
     return result.activated.length > 0;
   }
 

@@ -317,6 +317,31 @@ describe("aliases and lazy groups", () => {
     expect(triggered.visibleTools).toContain("slack.send_message");
   });
 
+  it("activates every tool of a lazy group larger than one activation call takes", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "wayfind-tools-lazy-"));
+    const stock = Array.from({ length: 150 }, (_, i) => ({
+      name: `count_bin_${i}`,
+      description: `Count the stock in warehouse bin ${i}.`,
+    }));
+    writeFileSync(join(dir, "warehouse.jsonl"), stock.map((tool) => JSON.stringify(tool)).join("\n"));
+    const server = await startTestServer(
+      {
+        catalogs: [{ path: "warehouse.jsonl", namespace: "warehouse", loading_mode: "deferred" }],
+        lazy_tool_groups: [{ name: "stock", tools: ["warehouse.*"], triggers: { keywords: ["inventory"] } }],
+      },
+      { dataDir: dir },
+    );
+    try {
+      const caller = { tenantId: "acme", sessionId: "s-big", runId: "r-big" };
+      const response = await server
+        .grpc(ToolDiscoveryService)
+        .renderToolPrompt({ caller, hintMessage: "start the yearly inventory" });
+      expect(response.visibleTools).toHaveLength(150);
+    } finally {
+      await server.stop();
+    }
+  });
+
   it("never activates a lazy group tool the caller may not see", async () => {
     const caller = { tenantId: "acme", sessionId: "s-lazy2", runId: "r-lazy2", narrowToTools: ["github.*"] };
     const response = await client().renderToolPrompt({ caller, hintMessage: "post it to slack" });
