@@ -9,6 +9,12 @@ import pg from "pg";
 export interface LeaseOptions {
   /** How often a replica without the lease tries again, and checks it still holds it (default 5 s). */
   readonly retryMs?: number;
+  /**
+   * A holder that has not checked in for this long loses the lease (default 3 × retryMs): PostgreSQL
+   * ends its idle session (`idle_session_timeout`, PostgreSQL 14+). A frozen process (SIGSTOP, a
+   * paused VM) keeps its TCP connection alive, so without this it would hold the lease for good.
+   */
+  readonly idleTimeoutMs?: number;
   /** The lease was taken: start the job. */
   readonly onAcquired: () => void;
   /** The lease was lost (its connection ended): stop the job; another replica may hold it now. */
@@ -25,9 +31,13 @@ export interface HeldLease {
   stop(): Promise<void>;
 }
 
+/** SQLSTATE of an unknown configuration parameter. */
+const UNDEFINED_OBJECT = "42704";
+
 /** Keeps trying to hold the lease `name` until stopped. */
 export function holdLease(connection: pg.ClientConfig, name: string, options: LeaseOptions): HeldLease {
   const retryMs = options.retryMs ?? 5_000;
+  const idleTimeoutMs = Math.round(options.idleTimeoutMs ?? 3 * retryMs);
   let client: pg.Client | undefined;
   let held = false;
   let stopped = false;
@@ -56,6 +66,10 @@ export function holdLease(connection: pg.ClientConfig, name: string, options: Le
         });
         next.on("end", () => lose(next));
         await next.connect();
+        await next.query(`SET idle_session_timeout = ${idleTimeoutMs}`).catch((error: { code?: string }) => {
+          // PostgreSQL 13 has no idle_session_timeout: a frozen holder keeps its lease there.
+          if (error.code !== UNDEFINED_OBJECT) throw error;
+        });
         client = next;
       }
       const current = client;

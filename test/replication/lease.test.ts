@@ -69,6 +69,32 @@ describe.skipIf(unavailable !== undefined)(title, () => {
     }
   });
 
+  it("passes on when the holder stops checking in, as a frozen process does, and tells it once it runs again", async () => {
+    const log: string[] = [];
+    const connection = { connectionString: server.url };
+    // Checks in once a minute: frozen, as far as the 300 ms idle timeout can tell.
+    const frozen = holdLease(connection, "mcp:frozen", {
+      retryMs: 60_000,
+      idleTimeoutMs: 300,
+      onAcquired: () => log.push("frozen acquired"),
+      onLost: () => log.push("frozen lost"),
+    });
+    await frozen.ready;
+    const waiting = holdLease(connection, "mcp:frozen", {
+      retryMs: 50,
+      onAcquired: () => log.push("waiting acquired"),
+      onLost: () => log.push("waiting lost"),
+    });
+    try {
+      expect(await until(() => waiting.held)).toBe(true);
+      expect(frozen.held).toBe(false);
+      // The lost and the acquired can arrive in either order: two connections.
+      expect([...log].sort()).toEqual(["frozen acquired", "frozen lost", "waiting acquired"]);
+    } finally {
+      await Promise.all([frozen.stop(), waiting.stop()]);
+    }
+  });
+
   it("passes on when the holder stops, and leases of different names do not exclude each other", async () => {
     const github = contenders("mcp:jira");
     const notion = contenders("mcp:notion");
