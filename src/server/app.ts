@@ -461,7 +461,7 @@ async function connectReplica(
       onCompacted: (report) => logger.info({ ...report, database: where }, "shared change log compacted"),
     });
   } catch (error) {
-    throw sharedDatabaseError(error, where);
+    throw sharedDatabaseError(error, where, "connecting to");
   }
   logger.info(
     { database: where, replica: replica.id },
@@ -487,7 +487,7 @@ async function prepareReplicaCopy(config: WayfindConfig, file: string, replicaId
       onError: (error) => logger.warn({ err: error, database: where }, "shared database call failed"),
     });
   } catch (error) {
-    throw sharedDatabaseError(error, where);
+    throw sharedDatabaseError(error, where, "preparing this replica's copy from");
   }
   if (restored !== undefined)
     logger.info({ database: where, seq: restored }, "replica copy restored from the shared snapshot");
@@ -498,10 +498,11 @@ function holdsStandaloneState(db: Db): boolean {
   return db.prepare("SELECT 1 FROM events UNION ALL SELECT 1 FROM usage_records LIMIT 1").get() !== undefined;
 }
 
-function sharedDatabaseError(error: unknown, where: string): ConfigError {
+/** A start that failed on the shared database, saying what was being done and what to check. */
+function sharedDatabaseError(error: unknown, where: string, doing: string): ConfigError {
   if (error instanceof WayfindError) return new ConfigError([`storage.postgres: ${error.message}`]);
   return new ConfigError([
-    `storage.postgres: cannot connect to ${where} (${errorReason(error)}); check the URL, that the server runs and accepts this user`,
+    `storage.postgres: ${doing} ${where} failed (${errorReason(error)}); check the URL, that the server runs and accepts this user`,
   ]);
 }
 

@@ -284,5 +284,16 @@ steps:
         /holds events or usage recorded by a server that ran without PostgreSQL; .*give this replica an empty data dir/,
       );
     });
+
+    it("refuse to start when the shared database does not answer, naming it without its password", async () => {
+      const closedPort = new URL(fleet.postgres.url);
+      closedPort.port = "1";
+      closedPort.password = "s3cret";
+      const failure = startReplica(closedPort.toString());
+      await expect(failure).rejects.toThrow(
+        /storage\.postgres: preparing this replica's copy from postgres:\/\/.*:\*\*\*@127\.0\.0\.1:1\/.* failed \(.*ECONNREFUSED.*\); check the URL/,
+      );
+      await expect(failure).rejects.not.toThrow(/s3cret/);
+    });
   },
 );
