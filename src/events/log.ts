@@ -31,7 +31,10 @@ export interface EventLogOptions {
   readonly now?: () => number;
   /** Called when an event cannot be stored; emit never throws into the request path. */
   readonly onError?: (err: unknown) => void;
-  /** Told each event once it is committed (before live subscribers get it), e.g. to count it. */
+  /**
+   * Told each event once it is committed (before live subscribers get it), e.g. to count it. On a
+   * replica, only the events its own calls caused (see `emit`).
+   */
   readonly onCommitted?: (event: StoredEvent) => void;
 }
 
@@ -82,7 +85,7 @@ export class EventLog implements EventSink, SubscriptionSource {
   private readonly insertStmt: Database.Statement;
   private readonly insertBatch: (rows: readonly PendingRow[]) => void;
   /** Emitted but not yet written (nor delivered); flushed in one transaction per event-loop turn. */
-  private pending: { row: PendingRow; stored: StoredEvent }[] = [];
+  private pending: { row: PendingRow; stored: StoredEvent; local: boolean }[] = [];
   private flushScheduled: NodeJS.Immediate | undefined;
   private readonly lastExpiredStmt: Database.Statement<[number], { id: bigint }>;
   private readonly deleteStmt: Database.Statement;
@@ -182,13 +185,16 @@ export class EventLog implements EventSink, SubscriptionSource {
   }
 
   /**
-   * `atMs` stamps the event with a given time instead of the clock's: a replica applying another's
-   * change gives its events the change's time, so every replica stores the same event (src/replication).
+   * `applied` is for a replica applying a change (src/replication): the event is stamped with the
+   * change's time instead of the clock's, so every replica stores the same event, and `local` says
+   * whether this replica's own call caused it — only then is it told to `onCommitted` (metrics,
+   * export), so a fleet counts and exports each event once. Subscribers get every event.
    */
-  emit(event: NewEvent, atMs?: number): void {
+  emit(event: NewEvent, applied?: { readonly atMs: number; readonly local: boolean }): void {
     if (this.closed) return;
     // Monotonic timestamps keep age-based retention a prefix of the id order.
-    const timestampMs = Math.max(atMs ?? this.now(), this.lastTs);
+    const timestampMs = Math.max(applied?.atMs ?? this.now(), this.lastTs);
+    const local = applied?.local ?? true;
     // "" is how callers without a tenant/session/run arrive; store it as absent so replay and live agree.
     const tenantId = event.tenantId || undefined;
     const sessionId = event.sessionId || undefined;
@@ -232,18 +238,18 @@ export class EventLog implements EventSink, SubscriptionSource {
       });
       this.insertStmt.run(...row);
       afterCommit(this.db, () => {
-        this.deliver(stored);
+        this.deliver(stored, local);
         this.pruneIfOverCount();
       });
     } else {
-      this.pending.push({ row, stored });
+      this.pending.push({ row, stored, local });
       if (this.pending.length >= MAX_PENDING) this.flush();
       else if (!this.flushScheduled) this.flushScheduled = setImmediate(() => this.flush());
     }
   }
 
-  private deliver(event: StoredEvent): void {
-    this.onCommitted?.(event);
+  private deliver(event: StoredEvent, local: boolean): void {
+    if (local) this.onCommitted?.(event);
     for (const sub of this.subscribers) sub.offer(event);
   }
 
@@ -263,7 +269,7 @@ export class EventLog implements EventSink, SubscriptionSource {
       this.onError(err);
       return;
     }
-    for (const entry of queued) this.deliver(entry.stored);
+    for (const entry of queued) this.deliver(entry.stored, entry.local);
     this.pruneIfOverCount();
   }
 

@@ -34,14 +34,15 @@ export class ReplicatedEvents implements EventSink {
     this.write = {
       kind: "events/report",
       apply: (payload, context) => {
-        for (const event of payload.events) log.emit(event, context.atMs);
+        const local = replica.applying?.own ?? true;
+        for (const event of payload.events) log.emit(event, { atMs: context.atMs, local });
       },
     };
   }
 
   emit(event: NewEvent): void {
     const applying = this.#replica.applying;
-    if (applying) this.#log.emit(event, applying.atMs);
+    if (applying) this.#log.emit(event, { atMs: applying.atMs, local: applying.own });
     else if (inWriteTransaction(this.#db)) afterCommit(this.#db, () => this.#queue(event));
     else this.#queue(event);
   }

@@ -194,10 +194,14 @@ export class Replica implements StateWriter {
     this.#options.onReachability?.(reachable);
   }
 
-  /** The change being applied (inside its transaction), so events it reports get its time. */
-  get applying(): ApplyContext | undefined {
+  /**
+   * The change being applied (inside its transaction), so the events it reports get its time, and
+   * whether this replica made it: every replica stores the fleet's events, but only the one whose call
+   * caused an event counts it in its metrics and exports it, so a fleet reports each event once.
+   */
+  get applying(): { readonly atMs: number; readonly own: boolean } | undefined {
     const change = this.#follower?.applying;
-    return change && applyContext(change);
+    return change && { atMs: change.committedAt.getTime(), own: change.origin.startsWith(`${this.id}/`) };
   }
 
   write<P, R>(write: ReplicatedWrite<P, R>, payload: P, tenantId = ""): Promise<R> {

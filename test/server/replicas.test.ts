@@ -276,6 +276,22 @@ steps:
       }
     });
 
+    it("count an event in the metrics of the replica whose call caused it only, so the fleet's sum is exact", async () => {
+      const [a, b, c] = replicas as [TestReplica, TestReplica, TestReplica];
+      await a
+        .grpc(UsageService)
+        .recordUsage({ ...recordRequest("acme", "counted-once"), model: "counted-once" });
+      const inputTokens = async (replica: TestReplica) => {
+        // A call first: the replica has applied the record (read fence) before it is scraped.
+        await replica.grpc(UsageService).getUsageSummary({ caller: { tenantId: "acme" } });
+        const text = await (await fetch(`http://127.0.0.1:${replica.port}/metrics`)).text();
+        const line =
+          /^wayfind_usage_tokens_total\{provider="anthropic",model="counted-once",kind="input"\} (\d+)$/m;
+        return Number(line.exec(text)?.[1] ?? 0);
+      };
+      expect([await inputTokens(a), await inputTokens(b), await inputTokens(c)]).toEqual([1000, 0, 0]);
+    });
+
     it("refuse a data dir a server wrote without PostgreSQL, since a replica's copy comes from the shared log", async () => {
       const standalone = await startTestServer();
       await standalone.grpc(UsageService).recordUsage(recordRequest("acme", "standalone"));
