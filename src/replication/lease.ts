@@ -10,7 +10,8 @@ export interface LeaseOptions {
   /** How often a replica without the lease tries again, and checks it still holds it (default 5 s). */
   readonly retryMs?: number;
   /**
-   * A holder that has not checked in for this long loses the lease (default 3 × retryMs): PostgreSQL
+   * A holder that has not checked in for this long loses the lease (default 3 × retryMs, at least
+   * 5 s, so a busy event loop does not lose it between two checks): PostgreSQL
    * ends its idle session (`idle_session_timeout`, PostgreSQL 14+). A frozen process (SIGSTOP, a
    * paused VM) keeps its TCP connection alive, so without this it would hold the lease for good.
    */
@@ -31,13 +32,14 @@ export interface HeldLease {
   stop(): Promise<void>;
 }
 
+const MIN_IDLE_TIMEOUT_MS = 5_000;
 /** SQLSTATE of an unknown configuration parameter. */
 const UNDEFINED_OBJECT = "42704";
 
 /** Keeps trying to hold the lease `name` until stopped. */
 export function holdLease(connection: pg.ClientConfig, name: string, options: LeaseOptions): HeldLease {
   const retryMs = options.retryMs ?? 5_000;
-  const idleTimeoutMs = Math.round(options.idleTimeoutMs ?? 3 * retryMs);
+  const idleTimeoutMs = Math.round(options.idleTimeoutMs ?? Math.max(MIN_IDLE_TIMEOUT_MS, 3 * retryMs));
   let client: pg.Client | undefined;
   let held = false;
   let stopped = false;

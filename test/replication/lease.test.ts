@@ -52,17 +52,18 @@ describe.skipIf(unavailable !== undefined)(title, () => {
     }
   });
 
-  it("passes to another replica when the holder's connection dies, which learns it lost it", async () => {
+  it("is taken again when the holder's session dies (as on kill -9), and the holder learns it lost it", async () => {
     const { log, leases, holders, stopAll } = contenders("mcp:slack");
     try {
       expect(await until(() => holders().length === 1)).toBe(true);
-      const first = leases.findIndex((lease) => lease.held);
+      const first = ["a", "b", "c"][leases.findIndex((lease) => lease.held)];
       // As a kill -9 of the holder would: its session ends, and PostgreSQL frees the lock.
       await pool.query(
         "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted AND objid IS NOT NULL",
       );
-      expect(await until(() => holders().length === 1 && !leases[first]?.held)).toBe(true);
-      expect(log).toContain(`${["a", "b", "c"][first]} lost`);
+      // Whoever tries next takes it: usually another contender, whose session is already open; the
+      // old holder, reconnecting, may win too (a dead replica would not). The MCP suite kills one.
+      expect(await until(() => log.includes(`${first} lost`) && holders().length === 1)).toBe(true);
       expect(log.filter((entry) => entry.endsWith("acquired"))).toHaveLength(2);
     } finally {
       await stopAll();
