@@ -51,12 +51,12 @@ export function startCompaction(options: CompactionOptions): () => Promise<void>
   let stopped = false;
   let running: Promise<void> | undefined;
 
-  const heartbeat = setInterval(
-    () => {
-      log.reportApplied(replicaId, options.appliedSeq()).catch(options.onError);
-    },
-    Math.min(MAX_HEARTBEAT_MS, settings.replicaTimeoutMs / 3),
-  );
+  const reportApplied = () => {
+    log.reportApplied(replicaId, options.appliedSeq()).catch(options.onError);
+  };
+  // At once too: started after the replica's first catch-up, which may have applied a long log.
+  reportApplied();
+  const heartbeat = setInterval(reportApplied, Math.min(MAX_HEARTBEAT_MS, settings.replicaTimeoutMs / 3));
   heartbeat.unref();
 
   const round = async (): Promise<void> => {

@@ -8,12 +8,14 @@ import { authMigrations } from "../../src/auth/schema.ts";
 import { type Db, openDatabase } from "../../src/database/sqlite.ts";
 import { WayfindError } from "../../src/errors.ts";
 import { ChangeLog } from "../../src/replication/change-log.ts";
+import { startCompaction } from "../../src/replication/compaction.ts";
 import {
   CopyBehindLog,
   FOLLOWER_MIGRATIONS,
   Follower,
   readAppliedSeq,
 } from "../../src/replication/follower.ts";
+import { holdLease } from "../../src/replication/lease.ts";
 import { prepareCopy, SnapshotStore, takeSnapshot } from "../../src/replication/snapshots.ts";
 import {
   createDatabase,
@@ -275,6 +277,34 @@ describe.skipIf(unavailable !== undefined)(title, () => {
     expect(reopened.prepare("SELECT id FROM replication_cluster").get()).toEqual({
       id: "00000000-0000-0000-0000-000000000000",
     });
+  });
+
+  it("reports a replica's applied seq as soon as compaction starts, not at the first heartbeat", async () => {
+    const { log, snapshots, pool } = await freshLog();
+    const copy = await copyOf(log, file("reporting.db"));
+    const stop = startCompaction({
+      log,
+      snapshots,
+      settings: { everyChanges: 1_000, checkIntervalMs: 60_000, replicaTimeoutMs: 60_000 },
+      replicaId: "just-caught-up",
+      dataFile: copy.name,
+      appliedSeq: () => 42,
+      lease: (name, handlers) => holdLease({ connectionString: server.url }, name, handlers),
+      onCompacted: () => {},
+      onError: (error) => {
+        throw error;
+      },
+    });
+    try {
+      const reported = async () =>
+        (await pool.query("SELECT applied_seq FROM wayfind_replicas WHERE id = 'just-caught-up'")).rows;
+      // Heartbeats come every 5 s; the first report is sent at once.
+      for (const deadline = Date.now() + 2_000; (await reported()).length === 0 && Date.now() < deadline; )
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(await reported()).toEqual([{ applied_seq: "42" }]);
+    } finally {
+      await stop();
+    }
   });
 
   it("tells a running copy that the log was compacted past it, and how to recover", async () => {
