@@ -85,7 +85,7 @@ export class EventLog implements EventSink, SubscriptionSource {
   private readonly insertStmt: Database.Statement;
   private readonly insertBatch: (rows: readonly PendingRow[]) => void;
   /** Emitted but not yet written (nor delivered); flushed in one transaction per event-loop turn. */
-  private pending: { row: PendingRow; stored: StoredEvent; local: boolean }[] = [];
+  private pending: { row: PendingRow; stored: StoredEvent; own: boolean }[] = [];
   private flushScheduled: NodeJS.Immediate | undefined;
   private readonly lastExpiredStmt: Database.Statement<[number], { id: bigint }>;
   private readonly deleteStmt: Database.Statement;
@@ -186,15 +186,15 @@ export class EventLog implements EventSink, SubscriptionSource {
 
   /**
    * `applied` is for a replica applying a change (src/replication): the event is stamped with the
-   * change's time instead of the clock's, so every replica stores the same event, and `local` says
+   * change's time instead of the clock's, so every replica stores the same event, and `own` says
    * whether this replica's own call caused it — only then is it told to `onCommitted` (metrics,
    * export), so a fleet counts and exports each event once. Subscribers get every event.
    */
-  emit(event: NewEvent, applied?: { readonly atMs: number; readonly local: boolean }): void {
+  emit(event: NewEvent, applied?: { readonly atMs: number; readonly own: boolean }): void {
     if (this.closed) return;
     // Monotonic timestamps keep age-based retention a prefix of the id order.
     const timestampMs = Math.max(applied?.atMs ?? this.now(), this.lastTs);
-    const local = applied?.local ?? true;
+    const own = applied?.own ?? true;
     // "" is how callers without a tenant/session/run arrive; store it as absent so replay and live agree.
     const tenantId = event.tenantId || undefined;
     const sessionId = event.sessionId || undefined;
@@ -238,18 +238,18 @@ export class EventLog implements EventSink, SubscriptionSource {
       });
       this.insertStmt.run(...row);
       afterCommit(this.db, () => {
-        this.deliver(stored, local);
+        this.deliver(stored, own);
         this.pruneIfOverCount();
       });
     } else {
-      this.pending.push({ row, stored, local });
+      this.pending.push({ row, stored, own });
       if (this.pending.length >= MAX_PENDING) this.flush();
       else if (!this.flushScheduled) this.flushScheduled = setImmediate(() => this.flush());
     }
   }
 
-  private deliver(event: StoredEvent, local: boolean): void {
-    if (local) this.onCommitted?.(event);
+  private deliver(event: StoredEvent, own: boolean): void {
+    if (own) this.onCommitted?.(event);
     for (const sub of this.subscribers) sub.offer(event);
   }
 
@@ -269,7 +269,7 @@ export class EventLog implements EventSink, SubscriptionSource {
       this.onError(err);
       return;
     }
-    for (const entry of queued) this.deliver(entry.stored, entry.local);
+    for (const entry of queued) this.deliver(entry.stored, entry.own);
     this.pruneIfOverCount();
   }
 

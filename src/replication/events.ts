@@ -33,16 +33,17 @@ export class ReplicatedEvents implements EventSink {
     this.#onError = onError;
     this.write = {
       kind: "events/report",
-      apply: (payload, context) => {
-        const local = replica.applying?.own ?? true;
-        for (const event of payload.events) log.emit(event, { atMs: context.atMs, local });
+      // Applied by a replica's follower, so `applying` is this change: its time, and who reported it.
+      apply: (payload) => {
+        const applying = replica.applying;
+        for (const event of payload.events) log.emit(event, applying);
       },
     };
   }
 
   emit(event: NewEvent): void {
     const applying = this.#replica.applying;
-    if (applying) this.#log.emit(event, { atMs: applying.atMs, local: applying.own });
+    if (applying) this.#log.emit(event, applying);
     else if (inWriteTransaction(this.#db)) afterCommit(this.#db, () => this.#queue(event));
     else this.#queue(event);
   }

@@ -199,9 +199,9 @@ export class Replica implements StateWriter {
    * whether this replica made it: every replica stores the fleet's events, but only the one whose call
    * caused an event counts it in its metrics and exports it, so a fleet reports each event once.
    */
-  get applying(): { readonly atMs: number; readonly own: boolean } | undefined {
+  get applying(): (ApplyContext & { readonly own: boolean }) | undefined {
     const change = this.#follower?.applying;
-    return change && { atMs: change.committedAt.getTime(), own: change.origin.startsWith(`${this.id}/`) };
+    return change && { ...applyContext(change), own: change.origin.startsWith(`${this.id}/`) };
   }
 
   write<P, R>(write: ReplicatedWrite<P, R>, payload: P, tenantId = ""): Promise<R> {
