@@ -152,9 +152,12 @@ function writeCatalogConfig(): {
   const tools = growCatalog(CATALOG_SIZE);
   writeFileSync(join(work, "tools.jsonl"), `${tools.map((t) => JSON.stringify(t)).join("\n")}\n`);
   const config = join(work, "wayfind-10k.yaml");
-  writeFileSync(config, "catalogs:\n  - path: tools.jsonl\n");
+  // Words only: these rows measure the service's own paths (hybrid search's cost is bench/semantic.ts's),
+  // and embedding 10,000 tools in the background would share the cores with the load runs.
+  const lexical = "tool_search: {semantic: {enabled: false}}\n";
+  writeFileSync(config, `catalogs:\n  - path: tools.jsonl\n${lexical}`);
   const emptyConfig = join(work, "wayfind-empty.yaml");
-  writeFileSync(emptyConfig, "catalogs: []\n");
+  writeFileSync(emptyConfig, `catalogs: []\n${lexical}`);
   // A deferred tool a model would call: the first gold tool of the first toolbench query.
   const names = new Set(tools.map((t) => (t.namespace ? `${t.namespace}.${t.name}` : t.name)));
   const gold = readQueries("toolbench_queries.jsonl").flatMap((q) => q.gold);
@@ -475,7 +478,7 @@ function printReport(
       : `NOTE: ghz shares the ${cores} cores with the server (not pinned): client CPU inflates latency and caps req/s`,
   );
   console.log(
-    "server: `wayfind serve --config` with the catalog file, tool_search defaults (deferred), info log " +
+    "server: `wayfind serve --config` with the catalog file, tool_search defaults (deferred) with words only (semantic off), info log " +
       "(one JSON line per call) to a file" +
       (PROFILE ? "; RUNNING UNDER --cpu-prof (slower than normal)" : "") +
       "\n",

@@ -6,9 +6,9 @@
  * offline linear fusion with the lexical ranker (weight chosen on even-position queries, reported on odd).
  * Usage: node --import tsx bench/semantic.ts [--tools N] [--metatool-every K] [--quality-only]
  */
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { DEFAULTS } from "../src/config/defaults.ts";
 import { openDatabase } from "../src/database/sqlite.ts";
@@ -24,10 +24,8 @@ import {
 import { semanticScoreOf } from "../src/semantic/tool-search.ts";
 import { clipQuery, growCatalog, openCatalog, type Query, readQueries, table } from "./lib/discovery-data.ts";
 
-const MODEL_DIR = resolve(
-  process.env.WAYFIND_MODELS ?? resolve(import.meta.dirname, "../../shared/models"),
-  "all-MiniLM-L6-v2",
-);
+/** The shipped model unless WAYFIND_MODEL_DIR names another folder of the same layout. */
+const MODEL_DIR = process.env.WAYFIND_MODEL_DIR ?? DEFAULTS.toolSearch.semantic.modelDir;
 const WEIGHTS = [0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6];
 
 function option(name: string, fallback: number): number {
@@ -81,7 +79,7 @@ async function speed(embedder: Embedder, queries: readonly string[], toolCount: 
   // computes in the worker while a 10 ms timer on the main thread notes how late it fires.
   const dir = mkdtempSync(join(tmpdir(), "wayfind-bench-semantic-"));
   const db = openDatabase(join(dir, "wayfind.db"), [...discoveryMigrations, ...semanticMigrations]);
-  const semantic = new SemanticToolSearch({ db, embedder, weight: DEFAULTS.semantic.weight });
+  const semantic = new SemanticToolSearch({ db, embedder, weight: DEFAULTS.toolSearch.semantic.weight });
   const catalog = new ToolCatalog(db, { onIndexBuilt: (index) => semantic.indexBuilt(index) });
   await catalog.register("grown", growCatalog(toolCount));
   await catalog.indexReady();
@@ -336,12 +334,6 @@ async function quality(embedder: Embedder, metatoolEvery: number): Promise<void>
 }
 
 async function main(): Promise<void> {
-  if (!existsSync(MODEL_DIR)) {
-    console.log(
-      `bench/semantic.ts: skipped, no model at ${MODEL_DIR} (set WAYFIND_MODELS or put ../shared/models beside the repository)`,
-    );
-    return;
-  }
   const started = performance.now();
   const embedder = await Embedder.open(MODEL_DIR);
   console.log(

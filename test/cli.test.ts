@@ -33,6 +33,37 @@ describe("wayfind serve", () => {
     expect(await exited).toBe(0);
   });
 
+  it("serves the demo with hybrid search and no configuration: a request that shares no word with its tool finds it", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "wayfind-cli-"));
+    const serve = run(["serve", "--port", "0", "--data-dir", dataDir]);
+    try {
+      const port = await listeningPort(serve);
+      const baseUrl = `http://127.0.0.1:${port}`;
+      const started = performance.now();
+      let readiness: { checks: { semantic: string; semantic_pending: number } } | undefined;
+      while (readiness?.checks.semantic !== "ready" && performance.now() - started < 15_000) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        readiness = (await (await fetch(`${baseUrl}/readyz`)).json()) as typeof readiness;
+      }
+      expect(readiness?.checks).toMatchObject({ semantic: "ready", semantic_pending: 0 });
+      const search = await fetch(`${baseUrl}/wayfind.v1.ToolDiscoveryService/SearchTools`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ caller: { tenantId: "acme" }, query: "should I take an umbrella tomorrow?" }),
+      });
+      const found = (await search.json()) as {
+        tools: { name: string; semanticScore?: number }[];
+        semanticStatus: string;
+      };
+      expect(found.semanticStatus).toBe("SEMANTIC_STATUS_READY");
+      expect(found.tools[0]?.name).toBe("get_weather");
+      expect(found.tools[0]?.semanticScore).toBeGreaterThan(0);
+    } finally {
+      serve.child.kill("SIGTERM");
+      await serve.exited;
+    }
+  });
+
   it.skipIf(!hasScript)("logs readable lines, not JSON, on a terminal", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "wayfind-cli-"));
     // util-linux `script` runs the server on a pseudo-terminal.

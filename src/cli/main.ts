@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import pino from "pino";
 import pretty from "pino-pretty";
+import { checkoutPath } from "../checkout.ts";
 import { applyCliOverrides, applySecurityFlags, loadConfig } from "../config/index.ts";
 import { startServer } from "../server/app.ts";
 import { eventExportFromEnv } from "../server/event-export.ts";
@@ -14,10 +14,8 @@ import { runKeys } from "./keys.ts";
 import { skillPackProgressBar } from "./progress.ts";
 import { listSources } from "./sources.ts";
 
-/** The checkout: this file runs as src/cli/main.ts (tsx) or as the built dist/src/cli/main.js. */
-const ROOT = new URL(import.meta.url.endsWith(".ts") ? "../../" : "../../../", import.meta.url);
 /** Served when no --config is given: a demo catalog and skill pack, so a fresh checkout is useful. */
-const DEMO_CONFIG = fileURLToPath(new URL("demo/wayfind.yaml", ROOT));
+const DEMO_CONFIG = checkoutPath("demo/wayfind.yaml");
 
 const SERVE_USAGE = `Usage: wayfind serve [--config FILE] [--host H] [--port P] [--data-dir DIR] [--tls-cert F --tls-key F]
 
@@ -71,7 +69,7 @@ Run "wayfind <command> --help" for a command's options.
 
 /** The version in package.json (the checkout's root), as `wayfind --version` prints it. */
 function version(): string {
-  const manifest = JSON.parse(readFileSync(new URL("package.json", ROOT), "utf8")) as { version?: string };
+  const manifest = JSON.parse(readFileSync(checkoutPath("package.json"), "utf8")) as { version?: string };
   return manifest.version ?? "unknown";
 }
 

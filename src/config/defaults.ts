@@ -1,3 +1,4 @@
+import { checkoutPath } from "../checkout.ts";
 import { DEFAULT_SKILL_GOOD_MATCH_SCORE } from "../skills/index.ts";
 import { DEFAULT_GOOD_MATCH_SCORE } from "../text/scores.ts";
 import type {
@@ -33,17 +34,19 @@ export const DEFAULTS = {
     runActivationTtlSeconds: 3600,
     goodMatchScore: DEFAULT_GOOD_MATCH_SCORE,
     synonyms: {},
+    semantic: {
+      /** Hybrid search is on unless `tool_search.semantic.enabled: false` says otherwise. */
+      enabled: true,
+      /** The model shipped in the repository (models/all-MiniLM-L6-v2: int8, Apache-2.0, see its README). */
+      modelDir: checkoutPath("models/all-MiniLM-L6-v2"),
+      /**
+       * The lexical share of the fused score for a query whose words matched nothing well; it grows with
+       * the best lexical score (src/semantic/tool-search.ts ADAPTIVE_SLOPE). bench/semantic.ts chose it
+       * on even-position public queries, keeping every set at or above lexical-only.
+       */
+      weight: 0.3,
+    },
   } satisfies ToolSearchConfig,
-  semantic: {
-    /** A `tool_search.semantic` section turns semantic ranking on unless it says `enabled: false`. */
-    enabled: true,
-    /**
-     * The lexical share of the fused score for a query whose words matched nothing well; it grows with
-     * the best lexical score (src/semantic/tool-search.ts ADAPTIVE_SLOPE). bench/semantic.ts chose it
-     * on even-position public queries, keeping every set at or above lexical-only.
-     */
-    weight: 0.3,
-  },
   policy: {
     allowed: ["*"] as readonly string[],
     denied: [] as readonly string[],

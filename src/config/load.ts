@@ -357,14 +357,14 @@ function toConfig(raw: ConfigFile, baseDir: string, configFile: string | undefin
       runActivationTtlSeconds: ts.run_activation_ttl_seconds ?? DEFAULTS.toolSearch.runActivationTtlSeconds,
       goodMatchScore: ts.good_match_score ?? DEFAULTS.toolSearch.goodMatchScore,
       synonyms: ts.synonyms ?? DEFAULTS.toolSearch.synonyms,
-      semantic:
-        ts.semantic === undefined
-          ? undefined
-          : {
-              enabled: ts.semantic.enabled ?? DEFAULTS.semantic.enabled,
-              modelDir: resolvePath(baseDir, ts.semantic.model_dir),
-              weight: ts.semantic.weight ?? DEFAULTS.semantic.weight,
-            },
+      semantic: {
+        enabled: ts.semantic?.enabled ?? DEFAULTS.toolSearch.semantic.enabled,
+        modelDir:
+          ts.semantic?.model_dir === undefined
+            ? DEFAULTS.toolSearch.semantic.modelDir
+            : resolvePath(baseDir, ts.semantic.model_dir),
+        weight: ts.semantic?.weight ?? DEFAULTS.toolSearch.semantic.weight,
+      },
     },
     policy: {
       allowed: raw.policy?.allowed ?? DEFAULTS.policy.allowed,

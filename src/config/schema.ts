@@ -77,7 +77,7 @@ const toolSearch = z.strictObject({
   semantic: z
     .strictObject({
       enabled: z.boolean().optional(),
-      model_dir: name,
+      model_dir: name.optional(),
       weight: z.number().min(0).max(1).optional(),
     })
     .optional(),

@@ -54,14 +54,14 @@ export interface ToolSearchConfig {
   readonly goodMatchScore: number;
   /** The operator's abbreviations and synonyms: word → readings (beside the built-in list). */
   readonly synonyms: Readonly<Record<string, readonly string[]>>;
-  /** Semantic ranking (`tool_search.semantic`); undefined when the section is absent (lexical only). */
-  readonly semantic?: SemanticSearchConfig;
+  /** Semantic ranking (`tool_search.semantic`): on by default with the shipped model. */
+  readonly semantic: SemanticSearchConfig;
 }
 
 /** Semantic ranking of tools (src/semantic), fused into FTS searches. */
 export interface SemanticSearchConfig {
   readonly enabled: boolean;
-  /** Absolute path of a sentence-embedding model folder of the all-MiniLM-L6-v2 layout. */
+  /** Absolute path of a sentence-embedding model folder of the all-MiniLM-L6-v2 layout (default: the shipped one). */
   readonly modelDir: string;
   /** The lexical share of the fused score at the least (it grows with the best lexical score), in [0, 1]. */
   readonly weight: number;

@@ -34,6 +34,9 @@ export class Embedder implements TextEmbedder {
   private readonly queries: Job[] = [];
   private readonly batches: Job[] = [];
   private inFlight: { readonly requestId: number; readonly job: Job } | undefined;
+  /** Settles when the worker has answered its last request (or ended), even one nobody waits for now. */
+  private workerIdle: Promise<void> = Promise.resolve();
+  private markWorkerIdle = () => {};
   private nextRequestId = 1;
   private closed = false;
   private readonly queryCache = new Map<string, Promise<Float32Array>>();
@@ -44,9 +47,18 @@ export class Embedder implements TextEmbedder {
     readonly dims: number,
     private readonly queryCacheSize: number,
   ) {
-    worker.on("message", (message: WorkerMessage) => this.settle(message));
-    worker.on("error", (err) => this.fail(err));
-    worker.on("exit", (code) => this.fail(new Error(`the embedding worker exited (code ${code})`)));
+    worker.on("message", (message: WorkerMessage) => {
+      this.markWorkerIdle();
+      this.settle(message);
+    });
+    worker.on("error", (err) => {
+      this.markWorkerIdle();
+      this.fail(err);
+    });
+    worker.on("exit", (code) => {
+      this.markWorkerIdle();
+      this.fail(new Error(`the embedding worker exited (code ${code})`));
+    });
     worker.unref();
   }
 
@@ -99,8 +111,13 @@ export class Embedder implements TextEmbedder {
     return out;
   }
 
+  /**
+   * Rejects whatever waits, then ends the worker once the inference under way (a batch: well under a
+   * second) has returned: onnxruntime aborts the whole process when its thread is terminated mid-run.
+   */
   async close(): Promise<void> {
     this.fail(new Error("the embedder is closed"));
+    await this.workerIdle;
     await this.worker.terminate();
   }
 
@@ -123,6 +140,9 @@ export class Embedder implements TextEmbedder {
     this.worker.ref();
     const requestId = this.nextRequestId++;
     this.inFlight = { requestId, job };
+    this.workerIdle = new Promise((resolve) => {
+      this.markWorkerIdle = resolve;
+    });
     const request: EmbedRequest = { requestId, texts: job.texts };
     this.worker.postMessage(request);
   }

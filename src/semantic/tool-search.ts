@@ -42,6 +42,8 @@ export interface SemanticToolSearchOptions extends BackgroundSyncOptions {
 export class SemanticToolSearch {
   private readonly vectors: TextVectors;
   private readonly background: BackgroundSync;
+  /** The catalog's newest index, whose tools the background sync is bringing vectors for. */
+  private newest: SearchIndex | undefined;
   /** Per index and packing: each vector's doc id in the index (-1 = not in it) and the reverse. */
   private readonly positions = new WeakMap<
     SearchIndex,
@@ -55,6 +57,7 @@ export class SemanticToolSearch {
 
   /** Tools of the newest index (ToolCatalog's onIndexBuilt): their vectors are synced shortly. */
   indexBuilt(index: SearchIndex): void {
+    this.newest = index;
     this.background.changed(() =>
       index.docs.map((t) => ({
         owner: t.owner,
@@ -63,6 +66,16 @@ export class SemanticToolSearch {
         text: toolEmbeddingText(t.name, t.description),
       })),
     );
+  }
+
+  /** How many tools of the newest index still wait for their vector (readiness probes, logs). */
+  progress(): { status: "ready" | "partial"; pending: number } {
+    const index = this.newest;
+    if (index === undefined) return { status: "ready", pending: 0 };
+    const { vectorOf } = this.positionsIn(index);
+    let pending = 0;
+    for (const v of vectorOf) if (v < 0) pending++;
+    return { status: pending > 0 ? "partial" : "ready", pending };
   }
 
   /** Resolves when every tool of the newest index has its vector (tests, benches). */

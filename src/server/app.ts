@@ -111,7 +111,7 @@ export async function startServer(
   const tlsFiles = tlsFilesOf(config);
   const tlsCredentials = tlsFiles ? readTlsCredentials(tlsFiles) : undefined;
   await checkPortFree(settings.host, settings.port);
-  const semanticConfig = config.toolSearch.semantic?.enabled ? config.toolSearch.semantic : undefined;
+  const semanticConfig = config.toolSearch.semantic.enabled ? config.toolSearch.semantic : undefined;
   const embedder = semanticConfig ? await Embedder.open(semanticConfig.modelDir) : undefined;
   let releaseDataFolder: () => void;
   let db: Db;
@@ -344,12 +344,17 @@ export async function startServer(
     ...(metrics ? metrics.observe(wayfindRoutes) : wayfindRoutes),
     ...withCallPipeline([...health.routes(), ...reflectionRoutes(reflected)], logger, { level: "debug" }),
   ];
-  const probes = healthEndpoints(() => ({
-    index: catalog.indexCurrent ? "ok" : "building",
-    database: databaseReachable(db) ? "ok" : "unreachable",
-    writes: replica?.reachable === false ? "unavailable" : "ok",
-    draining: shutdown.signal.aborted ? "yes" : "no",
-  }));
+  const probes = healthEndpoints(() => {
+    const vectors = semantic?.progress() ?? { status: "off", pending: 0 };
+    return {
+      index: catalog.indexCurrent ? "ok" : "building",
+      database: databaseReachable(db) ? "ok" : "unreachable",
+      writes: replica?.reachable === false ? "unavailable" : "ok",
+      draining: shutdown.signal.aborted ? "yes" : "no",
+      semantic: vectors.status,
+      semanticPending: vectors.pending,
+    };
+  });
   const scrape = metrics?.endpoint();
 
   let transport: Awaited<ReturnType<typeof startTransport>>;

@@ -13,6 +13,13 @@ export interface ReadinessChecks {
   readonly writes: "ok" | "unavailable";
   /** Stopping: finishing in-flight calls, taking no new work. */
   readonly draining: "no" | "yes";
+  /**
+   * Hybrid search: "partial" while tools still wait for their vectors (they are ranked by their words
+   * meanwhile). Not part of readiness: a server is useful before its last vector is computed.
+   */
+  readonly semantic: "off" | "ready" | "partial";
+  /** Tools without a vector yet (0 unless `semantic` is "partial"). */
+  readonly semanticPending: number;
 }
 
 export function isReady(checks: ReadinessChecks): boolean {
@@ -47,9 +54,10 @@ export function healthEndpoints(
       });
     } else {
       const checks = readiness();
+      const { semanticPending, ...named } = checks;
       send(response, isReady(checks) ? 200 : 503, {
         status: isReady(checks) ? "ready" : "not_ready",
-        checks,
+        checks: { ...named, semantic_pending: semanticPending },
       });
     }
     return true;

@@ -45,7 +45,8 @@ export interface ToolServiceOptions {
   readonly access: AccessControl;
   readonly activations: ActivationStore;
   readonly lazyGroups: LazyGroups;
-  readonly toolSearch: ToolSearchConfig;
+  /** The semantic part is the `semantic` option's business. */
+  readonly toolSearch: Omit<ToolSearchConfig, "semantic">;
   readonly events: EventSink;
 }
 

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { checkoutPath } from "../../src/checkout.ts";
 import { ConfigError, loadConfig } from "../../src/config/index.ts";
 
 let dir: string;
@@ -27,8 +28,16 @@ function problemsOf(yaml: string): readonly string[] {
 }
 
 describe("tool_search.semantic", () => {
-  it("is absent (lexical only) unless configured", () => {
-    expect(load("tool_search:\n  enabled: true\n").toolSearch.semantic).toBeUndefined();
+  it("is on with the model shipped in the repository when the section is absent", () => {
+    expect(load("tool_search:\n  enabled: true\n").toolSearch.semantic).toEqual({
+      enabled: true,
+      modelDir: checkoutPath("models/all-MiniLM-L6-v2"),
+      weight: 0.3,
+    });
+  });
+
+  it("turns off with enabled: false alone", () => {
+    expect(load("tool_search:\n  semantic:\n    enabled: false\n").toolSearch.semantic.enabled).toBe(false);
   });
 
   it("resolves model_dir against the config file's folder and defaults enabled and weight", () => {
@@ -52,10 +61,10 @@ describe("tool_search.semantic", () => {
     expect(problems[0]).toMatch(/tool_search\.semantic\.weight/);
   });
 
-  it("requires model_dir", () => {
-    const problems = problemsOf("tool_search:\n  semantic:\n    weight: 0.5\n");
-    expect(problems).toHaveLength(1);
-    expect(problems[0]).toMatch(/tool_search\.semantic\.model_dir/);
+  it("uses the shipped model when the section leaves model_dir out", () => {
+    expect(load("tool_search:\n  semantic:\n    weight: 0.5\n").toolSearch.semantic.modelDir).toBe(
+      checkoutPath("models/all-MiniLM-L6-v2"),
+    );
   });
 
   it("rejects an unknown key in the section", () => {

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Embedder } from "../../src/semantic/embedder.ts";
 import { CosineScan } from "../../src/semantic/scan.ts";
-import { MODEL_DIR, NO_MODEL } from "./model-dir.ts";
+import { MODEL_DIR } from "./model-dir.ts";
 
 function dot(a: Float32Array, b: Float32Array): number {
   let sum = 0;
@@ -12,7 +12,7 @@ function dot(a: Float32Array, b: Float32Array): number {
   return sum;
 }
 
-describe.skipIf(NO_MODEL !== undefined)("Embedder (the shared all-MiniLM-L6-v2 model)", () => {
+describe("Embedder (the shipped all-MiniLM-L6-v2 model)", () => {
   let embedder: Embedder;
   beforeAll(async () => {
     embedder = await Embedder.open(MODEL_DIR);
@@ -84,7 +84,21 @@ describe.skipIf(NO_MODEL !== undefined)("Embedder (the shared all-MiniLM-L6-v2 m
   });
 });
 
-describe.skipIf(NO_MODEL !== undefined)("Embedder.open on a broken model folder", () => {
+describe("Embedder.close", () => {
+  it("waits for the inference under way instead of ending its thread mid-run (which aborts the process)", async () => {
+    const embedder = await Embedder.open(MODEL_DIR);
+    const indexing = embedder
+      .embedTexts(Array.from({ length: 64 }, (_, i) => `a tool being indexed ${i}`))
+      .catch((error: unknown) => error);
+    // Closed while the first batch runs: this process would die of SIGABRT if the worker were cut off.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await embedder.close();
+    expect(String(await indexing)).toMatch(/closed/);
+    await expect(embedder.embedQuery("after close")).rejects.toThrow(/closed/);
+  });
+});
+
+describe("Embedder.open on a broken model folder", () => {
   let dir: string;
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), "wayfind-model-"));

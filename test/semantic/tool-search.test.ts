@@ -8,7 +8,7 @@ import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { loadConfig } from "../../src/config/index.ts";
 import { startServer } from "../../src/server/app.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
-import { MODEL_DIR, NO_MODEL } from "./model-dir.ts";
+import { MODEL_DIR } from "./model-dir.ts";
 
 const CATALOG = [
   {
@@ -69,72 +69,69 @@ async function searchWhenReady(server: TestServer, query: string, tenantId = "ac
   throw new Error("tool vectors never became ready");
 }
 
-describe.skipIf(NO_MODEL !== undefined)(
-  "semantic tool search over gRPC (the shared all-MiniLM-L6-v2 model)",
-  () => {
-    const lines: Logged[] = [];
-    let wayfind: TestServer;
-    beforeAll(async () => {
-      wayfind = await startSemanticServer(lines);
-    }, 60_000);
-    afterAll(() => wayfind?.stop({ keepData: true }));
+describe("semantic tool search over gRPC (the shipped all-MiniLM-L6-v2 model)", () => {
+  const lines: Logged[] = [];
+  let wayfind: TestServer;
+  beforeAll(async () => {
+    wayfind = await startSemanticServer(lines);
+  }, 60_000);
+  afterAll(() => wayfind?.stop({ keepData: true }));
 
-    it("finds by meaning a tool that shares no word with the request", async () => {
-      const lexicalOnly = await startTestServer(
-        { catalogs: [{ path: "tools.jsonl", namespace: "tools" }] },
-        { dataDir: catalogDir() },
-      );
-      const lexical = await lexicalOnly
-        .grpc(ToolDiscoveryService)
-        .searchTools({ caller: { tenantId: "acme" }, query: UMBRELLA });
-      await lexicalOnly.stop({ keepData: true });
-      expect(lexical.tools.map((t) => t.name)).not.toContain("tools.get_forecast");
+  it("finds by meaning a tool that shares no word with the request", async () => {
+    const lexicalOnly = await startTestServer(
+      { catalogs: [{ path: "tools.jsonl", namespace: "tools" }] },
+      { dataDir: catalogDir() },
+    );
+    const lexical = await lexicalOnly
+      .grpc(ToolDiscoveryService)
+      .searchTools({ caller: { tenantId: "acme" }, query: UMBRELLA });
+    await lexicalOnly.stop({ keepData: true });
+    expect(lexical.tools.map((t) => t.name)).not.toContain("tools.get_forecast");
 
-      const response = await searchWhenReady(wayfind, UMBRELLA);
-      const top = response.tools[0];
-      expect(top?.name).toBe("tools.get_forecast");
-      expect(top?.matchType).toBe(MatchType.SEMANTIC);
-      expect(top?.semanticScore).toBeGreaterThan(0);
-      expect(top?.score).toBeGreaterThan(0);
-      expect(top?.score).toBeLessThanOrEqual(1);
+    const response = await searchWhenReady(wayfind, UMBRELLA);
+    const top = response.tools[0];
+    expect(top?.name).toBe("tools.get_forecast");
+    expect(top?.matchType).toBe(MatchType.SEMANTIC);
+    expect(top?.semanticScore).toBeGreaterThan(0);
+    expect(top?.score).toBeGreaterThan(0);
+    expect(top?.score).toBeLessThanOrEqual(1);
+  });
+
+  it("never returns or counts a tool the caller may not see", async () => {
+    const acme = await searchWhenReady(wayfind, UMBRELLA, "acme");
+    expect(acme.tools.map((t) => t.name)).not.toContain("internal.secret_forecast");
+    expect(acme.semanticPending).toBe(0);
+    const globex = await searchWhenReady(wayfind, UMBRELLA, "globex");
+    expect(globex.tools.map((t) => t.name)).toContain("internal.secret_forecast");
+  });
+
+  it("ranks a newly registered tool lexically until its vector exists, and says so", async () => {
+    const client = wayfind.grpc(ToolDiscoveryService);
+    await client.registerTools({
+      caller: { tenantId: "acme" },
+      source: "late",
+      tools: [{ name: "umbrella_advice", description: "Tells whether to take an umbrella." }],
     });
+    const first = await client.searchTools({ caller: { tenantId: "acme" }, query: "umbrella" });
+    expect(first.tools[0]?.name).toBe("umbrella_advice");
+    if (first.semanticStatus === SemanticStatus.PARTIAL) expect(first.semanticPending).toBeGreaterThan(0);
+    const ready = await searchWhenReady(wayfind, "umbrella");
+    expect(ready.semanticPending).toBe(0);
+    expect(ready.tools[0]?.name).toBe("umbrella_advice");
+  });
 
-    it("never returns or counts a tool the caller may not see", async () => {
-      const acme = await searchWhenReady(wayfind, UMBRELLA, "acme");
-      expect(acme.tools.map((t) => t.name)).not.toContain("internal.secret_forecast");
-      expect(acme.semanticPending).toBe(0);
-      const globex = await searchWhenReady(wayfind, UMBRELLA, "globex");
-      expect(globex.tools.map((t) => t.name)).toContain("internal.secret_forecast");
-    });
-
-    it("ranks a newly registered tool lexically until its vector exists, and says so", async () => {
-      const client = wayfind.grpc(ToolDiscoveryService);
-      await client.registerTools({
-        caller: { tenantId: "acme" },
-        source: "late",
-        tools: [{ name: "umbrella_advice", description: "Tells whether to take an umbrella." }],
-      });
-      const first = await client.searchTools({ caller: { tenantId: "acme" }, query: "umbrella" });
-      expect(first.tools[0]?.name).toBe("umbrella_advice");
-      if (first.semanticStatus === SemanticStatus.PARTIAL) expect(first.semanticPending).toBeGreaterThan(0);
-      const ready = await searchWhenReady(wayfind, "umbrella");
-      expect(ready.semanticPending).toBe(0);
-      expect(ready.tools[0]?.name).toBe("umbrella_advice");
-    });
-
-    it("keeps the vectors across a restart: nothing is embedded again", async () => {
-      await searchWhenReady(wayfind, UMBRELLA);
-      await wayfind.stop({ keepData: true });
-      const after: Logged[] = [];
-      wayfind = await startSemanticServer(after, wayfind.dataDir);
-      await searchWhenReady(wayfind, UMBRELLA);
-      const synced = after.filter((line) => line.msg === "tool vectors synced");
-      expect(synced.length).toBeGreaterThan(0);
-      expect(synced.every((line) => line.embedded === 0)).toBe(true);
-      expect(synced[0]?.reused).toBeGreaterThanOrEqual(CATALOG.length);
-    }, 60_000);
-  },
-);
+  it("keeps the vectors across a restart: nothing is embedded again", async () => {
+    await searchWhenReady(wayfind, UMBRELLA);
+    await wayfind.stop({ keepData: true });
+    const after: Logged[] = [];
+    wayfind = await startSemanticServer(after, wayfind.dataDir);
+    await searchWhenReady(wayfind, UMBRELLA);
+    const synced = after.filter((line) => line.msg === "tool vectors synced");
+    expect(synced.length).toBeGreaterThan(0);
+    expect(synced.every((line) => line.embedded === 0)).toBe(true);
+    expect(synced[0]?.reused).toBeGreaterThanOrEqual(CATALOG.length);
+  }, 60_000);
+});
 
 describe("semantic mode start-up", () => {
   it("fails with the missing model file named, before anything is created", async () => {

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Db, openDatabase } from "../../src/database/sqlite.ts";
 import { Embedder, type TextEmbedder } from "../../src/semantic/embedder.ts";
 import { semanticMigrations, TextVectors, type ToolText } from "../../src/semantic/vectors.ts";
-import { MODEL_DIR, NO_MODEL } from "./model-dir.ts";
+import { MODEL_DIR } from "./model-dir.ts";
 
 /** The real embedder, counting the texts it is asked to embed (and optionally posing as another model). */
 class CountingEmbedder implements TextEmbedder {
@@ -30,7 +30,7 @@ const TOOLS: ToolText[] = [
   { owner: "", name: "run_sql", hash: "h4", text: "run sql: Run a SQL query against the database" },
 ];
 
-describe.skipIf(NO_MODEL !== undefined)("TextVectors", () => {
+describe("TextVectors", () => {
   let embedder: Embedder;
   let dir: string;
   let file: number;

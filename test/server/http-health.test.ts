@@ -39,7 +39,14 @@ describe("HTTP health endpoints on the service port", () => {
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({
       status: "ready",
-      checks: { index: "ok", database: "ok", draining: "no", writes: "ok" },
+      checks: {
+        index: "ok",
+        database: "ok",
+        draining: "no",
+        writes: "ok",
+        semantic: "off",
+        semantic_pending: 0,
+      },
     });
   });
 
@@ -57,7 +64,14 @@ describe("HTTP health endpoints on the service port", () => {
 });
 
 describe("readiness", () => {
-  const ok = { index: "ok", database: "ok", draining: "no", writes: "ok" } as const;
+  const ok = {
+    index: "ok",
+    database: "ok",
+    draining: "no",
+    writes: "ok",
+    semantic: "ready",
+    semanticPending: 0,
+  } as const;
   it.each([
     [{ ...ok }, true],
     // A replica whose shared database is away still serves reads (/readyz/writes says it cannot write).
@@ -65,6 +79,8 @@ describe("readiness", () => {
     [{ ...ok, index: "building" }, false],
     [{ ...ok, database: "unreachable" }, false],
     [{ ...ok, draining: "yes" }, false],
+    // Tools without a vector yet are ranked by their words: the server is useful meanwhile.
+    [{ ...ok, semantic: "partial", semanticPending: 12 }, true],
   ] as const)("%j is ready: %s", (checks, ready) => {
     expect(isReady(checks)).toBe(ready);
   });

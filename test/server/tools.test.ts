@@ -149,7 +149,7 @@ describe("SearchTools", () => {
 });
 
 describe("SearchTools scores and match quality", () => {
-  it("reports each hit's lexical part, and that semantic ranking is off by default", async () => {
+  it("reports each hit's lexical part, and that semantic ranking is off when the configuration turns it off", async () => {
     const response = await client().searchTools({ caller: acme, query: "open an issue on github" });
     expect(response.tools.length).toBeGreaterThan(0);
     for (const hit of response.tools) {

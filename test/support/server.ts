@@ -50,6 +50,7 @@ export async function startTestServer(
       ...yamlConfig,
       ...storage,
       server: { port: 0, data_dir: dataDir, ...(yamlConfig.server as object) },
+      tool_search: withLexicalUnlessAsked(yamlConfig.tool_search),
     }),
   );
   const config = loadConfig(configFile, {});
@@ -83,6 +84,16 @@ export async function startTestServer(
       if (!stopOptions?.keepData && !options.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Test servers rank by words alone unless the test configures `tool_search.semantic` itself (the
+ * semantic suites, and the one that checks the default): most suites pin lexical scores and orders,
+ * and loading the model costs each start most of a second of CPU.
+ */
+function withLexicalUnlessAsked(toolSearch: unknown): Record<string, unknown> {
+  const given = (toolSearch ?? {}) as Record<string, unknown>;
+  return "semantic" in given ? given : { ...given, semantic: { enabled: false } };
 }
 
 let postgres: Promise<TestPostgres> | undefined;
