@@ -6,33 +6,31 @@ import type { EmbedRequest, WorkerMessage } from "./worker-protocol.ts";
 export interface TextEmbedder {
   readonly modelId: string;
   readonly dims: number;
-  /** One L2-normalised vector per text, embedded in batches of at most `BATCH_SIZE`. */
+  /** One L2-normalised vector per text, each embedded alone (see Embedder). */
   embedTexts(texts: readonly string[]): Promise<Float32Array[]>;
 }
 
-/**
- * Texts per inference call when indexing tools. onnxruntime's arena grows with the largest batch
- * (the model README measured 510–640 MB peak RSS after batches of 32), so batches stay small.
- */
-export const BATCH_SIZE = 16;
 /** Query vectors kept (384 floats each: 1.5 KiB, so 1,000 cost 1.5 MB). */
 export const QUERY_CACHE_SIZE = 1_000;
 
 interface Job {
-  readonly texts: readonly string[];
+  readonly text: string;
   readonly resolve: (vectors: Float32Array) => void;
   readonly reject: (err: Error) => void;
 }
 
 /**
  * Sentence embeddings from a model folder, computed in a worker thread that owns the ONNX session.
- * One request is in flight at a time; a waiting query goes before waiting tool batches, so a search
- * waits for at most one batch. Queries are embedded one at a time (int8 vectors depend on their batch,
- * so a query's vector must not depend on what else was asked) and cached, least recently used out.
+ * Every text is its own inference, tools' and queries' alike: the int8 model's vectors depend on what
+ * else shares a batch, so only alone is a text's vector the same whenever and beside whatever it is
+ * embedded; and on one thread batches bought no speed (a batch is as slow as its longest text times
+ * its size) while each batch's buffers fragmented the worker's malloc arena for good. One request is
+ * in flight at a time; a waiting query goes before waiting tool texts, so a search waits for at most
+ * one text. Query vectors are cached, least recently used out.
  */
 export class Embedder implements TextEmbedder {
   private readonly queries: Job[] = [];
-  private readonly batches: Job[] = [];
+  private readonly texts: Job[] = [];
   private inFlight: { readonly requestId: number; readonly job: Job } | undefined;
   /** Settles when the worker has answered its last request (or ended), even one nobody waits for now. */
   private workerIdle: Promise<void> = Promise.resolve();
@@ -90,7 +88,7 @@ export class Embedder implements TextEmbedder {
       this.queryCache.set(text, cached);
       return cached;
     }
-    const vector = this.enqueue(this.queries, [text]);
+    const vector = this.enqueue(this.queries, text);
     this.queryCache.set(text, vector);
     // A failed query is not cached, so asking again retries.
     vector.catch(() => this.queryCache.delete(text));
@@ -101,19 +99,13 @@ export class Embedder implements TextEmbedder {
     return vector;
   }
 
-  async embedTexts(texts: readonly string[]): Promise<Float32Array[]> {
-    const out: Float32Array[] = [];
-    for (let start = 0; start < texts.length; start += BATCH_SIZE) {
-      const packed = await this.enqueue(this.batches, texts.slice(start, start + BATCH_SIZE));
-      for (let i = 0; i < packed.length / this.dims; i++)
-        out.push(packed.subarray(i * this.dims, (i + 1) * this.dims));
-    }
-    return out;
+  embedTexts(texts: readonly string[]): Promise<Float32Array[]> {
+    return Promise.all(texts.map((text) => this.enqueue(this.texts, text)));
   }
 
   /**
-   * Rejects whatever waits, then ends the worker once the inference under way (a batch: well under a
-   * second) has returned: onnxruntime aborts the whole process when its thread is terminated mid-run.
+   * Rejects whatever waits, then ends the worker once the inference under way (one text: milliseconds)
+   * has returned: onnxruntime aborts the whole process when its thread is terminated mid-run.
    */
   async close(): Promise<void> {
     this.fail(new Error("the embedder is closed"));
@@ -121,17 +113,17 @@ export class Embedder implements TextEmbedder {
     await this.worker.terminate();
   }
 
-  private enqueue(queue: Job[], texts: readonly string[]): Promise<Float32Array> {
+  private enqueue(queue: Job[], text: string): Promise<Float32Array> {
     if (this.closed) return Promise.reject(new Error("the embedder is closed"));
     return new Promise((resolve, reject) => {
-      queue.push({ texts, resolve, reject });
+      queue.push({ text, resolve, reject });
       this.dispatch();
     });
   }
 
   private dispatch(): void {
     if (this.inFlight !== undefined) return;
-    const job = this.queries.shift() ?? this.batches.shift();
+    const job = this.queries.shift() ?? this.texts.shift();
     if (job === undefined) {
       this.worker.unref();
       return;
@@ -143,7 +135,7 @@ export class Embedder implements TextEmbedder {
     this.workerIdle = new Promise((resolve) => {
       this.markWorkerIdle = resolve;
     });
-    const request: EmbedRequest = { requestId, texts: job.texts };
+    const request: EmbedRequest = { requestId, texts: [job.text] };
     this.worker.postMessage(request);
   }
 
@@ -164,7 +156,7 @@ export class Embedder implements TextEmbedder {
   private fail(err: Error): void {
     if (this.closed) return;
     this.closed = true;
-    const pending = [this.inFlight?.job, ...this.queries.splice(0), ...this.batches.splice(0)];
+    const pending = [this.inFlight?.job, ...this.queries.splice(0), ...this.texts.splice(0)];
     this.inFlight = undefined;
     for (const job of pending) job?.reject(err);
   }

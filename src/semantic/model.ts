@@ -69,8 +69,8 @@ export class SentenceModel {
         interOpNumThreads: 1,
         executionMode: "sequential",
         graphOptimizationLevel: "all",
-        // The arena keeps the largest batch's buffers for good: without it, embedding 1,500 tool texts
-        // ended at 267 MB RSS instead of 345 MB, at about the same speed.
+        // The arena would keep the largest inference's buffers for good; without it, memory follows
+        // the text at hand, at the same speed.
         enableCpuMemArena: false,
       });
     } catch (err) {

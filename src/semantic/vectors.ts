@@ -1,5 +1,9 @@
 import type { Db, Migration } from "../database/sqlite.ts";
-import { BATCH_SIZE, type TextEmbedder } from "./embedder.ts";
+import type { TextEmbedder } from "./embedder.ts";
+
+/** Vectors written per transaction while syncing: a restart keeps every finished group. */
+const SAVE_GROUP = 16;
+
 import { CosineScan } from "./scan.ts";
 
 /**
@@ -70,8 +74,8 @@ interface StoredRow {
 /**
  * The vectors of one model for the tools (or skills) of one table, persisted in SQLite and held in
  * memory. `sync` brings them in line with the records in the background: vectors whose model and
- * record hash still match are read back, missing or changed ones are embedded in batches (each batch
- * written in its own transaction, so a restart keeps what was done), removed records lose theirs.
+ * record hash still match are read back, missing or changed ones are embedded (written in groups, a
+ * transaction each, so a restart keeps what was done), removed records lose theirs.
  * Until a record's vector exists, `has` says no and search stays lexical for it.
  */
 export class TextVectors {
@@ -141,8 +145,8 @@ export class TextVectors {
 
     const pending = tools.filter((t) => !current.has(keyOf(t.owner, t.name)));
     let embedded = 0;
-    for (let start = 0; start < pending.length; start += BATCH_SIZE) {
-      const batch = pending.slice(start, start + BATCH_SIZE);
+    for (let start = 0; start < pending.length; start += SAVE_GROUP) {
+      const batch = pending.slice(start, start + SAVE_GROUP);
       const vectors = await this.embedder.embedTexts(batch.map((t) => t.text));
       if (generation !== this.generation)
         return { reused: current.size, embedded, removed: removed.length, superseded: true };
