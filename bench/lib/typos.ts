@@ -1,5 +1,6 @@
 /**
- * Seeded character edits for the typo-robustness rows: one or two words of a query (letters only, at
+ * Seeded character edits for the typo-robustness rows (`slips`: the typing slips people make,
+ * transposition-heavy, see typingSlip): one or two words of a query (letters only, at
  * least five long, so a word keeps enough of itself to be recognisable) get one edit each — a
  * deletion, an insertion, a substitution or a transposition of neighbours — never on the first letter
  * (people rarely mistype it, and the ranker relies on that). Deterministic per query id.
@@ -7,8 +8,9 @@
 const EDITS = ["deletion", "insertion", "substitution", "transposition"] as const;
 const LETTERS = "abcdefghijklmnopqrstuvwxyz";
 
-export function injectTypos(query: string, id: string): string {
+export function injectTypos(query: string, id: string, slips = false): string {
   const random = mulberry32(hash(id));
+  const edit = slips ? typingSlip : anyEdit;
   const words = query.split(/(\s+)/);
   const editable = words.map((w, i) => (/^[A-Za-z]{5,}$/.test(w) ? i : -1)).filter((i) => i >= 0);
   if (editable.length === 0) return query;
@@ -20,7 +22,7 @@ export function injectTypos(query: string, id: string): string {
   return words.join("");
 }
 
-function edit(word: string, random: () => number): string {
+function anyEdit(word: string, random: () => number): string {
   const kind = EDITS[Math.floor(random() * EDITS.length)];
   // Positions 1 .. length-1: the first letter stays.
   const at = 1 + Math.floor(random() * (word.length - 1));
@@ -40,6 +42,55 @@ function edit(word: string, random: () => number): string {
       return word.slice(0, i) + (word[i + 1] ?? "") + (word[i] ?? "") + word.slice(i + 2);
     }
   }
+}
+
+/** Keys around each letter on a QWERTY keyboard (same row, and the rows above and below). */
+const KEY_NEIGHBOURS: Record<string, string> = {
+  q: "wa",
+  w: "qesa",
+  e: "wrds",
+  r: "etfd",
+  t: "rygf",
+  y: "tuhg",
+  u: "yijh",
+  i: "uokj",
+  o: "iplk",
+  p: "ol",
+  a: "qwsz",
+  s: "awedxz",
+  d: "serfcx",
+  f: "drtgvc",
+  g: "ftyhbv",
+  h: "gyujnb",
+  j: "huikmn",
+  k: "jiolm",
+  l: "kop",
+  z: "asx",
+  x: "zsdc",
+  c: "xdfv",
+  v: "cfgb",
+  b: "vghn",
+  n: "bhjm",
+  m: "njk",
+};
+
+/**
+ * A slip as people type them: mostly two neighbouring letters swapped, else a neighbouring key hit
+ * instead, a letter dropped, or one typed twice. Never the first letter.
+ */
+function typingSlip(word: string, random: () => number): string {
+  const roll = random();
+  const at = 1 + Math.floor(random() * (word.length - 1));
+  if (roll < 0.6) {
+    const i = Math.min(at, word.length - 2);
+    return word.slice(0, i) + (word[i + 1] ?? "") + (word[i] ?? "") + word.slice(i + 2);
+  }
+  if (roll < 0.8) {
+    const around = KEY_NEIGHBOURS[(word[at] ?? "").toLowerCase()] ?? "e";
+    return word.slice(0, at) + (around[Math.floor(random() * around.length)] ?? "e") + word.slice(at + 1);
+  }
+  if (roll < 0.9) return word.slice(0, at) + word.slice(at + 1);
+  return word.slice(0, at) + (word[at] ?? "") + word.slice(at);
 }
 
 function hash(text: string): number {

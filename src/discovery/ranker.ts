@@ -8,6 +8,7 @@
  * shares the scratch buffers below; the index build is in ranker-index.ts.
  */
 
+import { typoCost } from "../text/typos.ts";
 import { buildPostingIndex, type PostingIndex, type Postings } from "./ranker-index.ts";
 
 const SHORT_QUERY_WORDS = 4;
@@ -78,6 +79,13 @@ export interface RankOptions {
   readonly nameHits?: readonly number[];
   /** Per word, other readings (abbreviations, synonyms) searched for it at a discount. */
   readonly readings?: readonly (readonly WordReading[] | undefined)[];
+  /** Per word, how it was typed (lower-case, unstemmed): what typo repair compares. Default: the word. */
+  readonly surfaces?: readonly string[];
+  /**
+   * Per word, whether an unknown word may be read as a vocabulary term (typo, prefix, abbreviation);
+   * default true. Not for literals (ids, paths, quoted text) nor for real words the catalog lacks.
+   */
+  readonly repairable?: readonly boolean[];
 }
 
 /** Another way to read a query word: its analysed terms, searched at `weight` of the word's own. */
@@ -245,7 +253,7 @@ export class Ranker {
           terms.push({ id, weight: qw, slot, fuzzy: false });
           return;
         }
-        const expansions = this.visibleExpansions(w, opts.candidates, known).filter(
+        const expansions = this.slotExpansions(slot, w, opts, known).filter(
           (e) => anyExpansion || e.kind === "typo",
         );
         for (const e of expansions) {
@@ -254,7 +262,11 @@ export class Ranker {
           fuzzyUsed = true;
         }
         const best = expansions[0];
-        if (best) repairs.set(slot, { word: w, term: this.terms[best.id] ?? "", kind: best.kind });
+        if (best) {
+          const term = this.terms[best.id] ?? "";
+          const spelled = best.kind === "typo" ? spellRepair(opts.surfaces?.[slot] ?? w, term) : term;
+          repairs.set(slot, { word: w, term: spelled, kind: best.kind });
+        }
       });
       for (const ph of opts.phrases ?? []) {
         const id = this.visibleId(ph, opts.candidates);
@@ -351,7 +363,7 @@ export class Ranker {
         const readingIds = (opts.readings?.[slot] ?? []).flatMap((r) =>
           this.visibleTerms(r.terms, candidates),
         );
-        const standIns = [...readingIds, ...this.visibleExpansions(w, candidates, known).map((e) => e.id)];
+        const standIns = [...readingIds, ...this.slotExpansions(slot, w, opts, known).map((e) => e.id)];
         const best = standIns.reduce((most, sid) => Math.max(most, idf(this.df(sid, candidates))), 0);
         wordIdf = best > 0 ? best : idf(0);
       }
@@ -495,14 +507,21 @@ export class Ranker {
     return (this.tieRank[a.doc] ?? 0) - (this.tieRank[doc] ?? 0);
   }
 
-  /** Vocabulary terms close to an unknown word, with a similarity weight in (0, 1]. */
-  private expand(word: string): Expansion[] {
-    const memo = this.expansions.get(word);
+  /** Vocabulary terms close to an unknown word (typed as `surface`), with a similarity weight in (0, 1]. */
+  private expand(word: string, surface: string): Expansion[] {
+    const key = `${word}\u0000${surface}`;
+    const memo = this.expansions.get(key);
     if (memo) return memo;
-    const result = this.computeExpansion(word);
+    const result = this.computeExpansion(word, surface);
     if (this.expansions.size > 10_000) this.expansions.clear();
-    this.expansions.set(word, result);
+    this.expansions.set(key, result);
     return result;
+  }
+
+  /** The visible expansions of query word `slot`, none when the caller marked it not repairable. */
+  private slotExpansions(slot: number, word: string, opts: RankOptions, known: boolean): Expansion[] {
+    if (opts.repairable?.[slot] === false) return [];
+    return this.visibleExpansions(word, opts.surfaces?.[slot] ?? word, opts.candidates, known);
   }
 
   /**
@@ -526,6 +545,11 @@ export class Ranker {
       }
     }
     return any;
+  }
+
+  /** Whether a tool among the candidates has the term. */
+  knows(term: string, candidates: Candidates | undefined): boolean {
+    return this.visibleId(term, candidates) !== undefined;
   }
 
   /** The term's id when a tool the caller can see has it, else undefined (as for a word no tool has). */
@@ -552,16 +576,21 @@ export class Ranker {
   }
 
   /**
-   * The best expansions among terms the caller can see: ranked by similarity (halved for a term that
-   * never appears beside the query's known words, when it has some), then by visible document
+   * The best expansions among terms the caller can see: ranked by similarity (discounted for a term
+   * that never appears beside the query's known words, when it has some), then by visible document
    * frequency, so hidden tools neither take slots nor reorder them.
    */
-  private visibleExpansions(word: string, candidates: Candidates | undefined, known: boolean): Expansion[] {
+  private visibleExpansions(
+    word: string,
+    surface: string,
+    candidates: Candidates | undefined,
+    known: boolean,
+  ): Expansion[] {
     const visible: (Expansion & { df: number })[] = [];
-    for (const e of this.expand(word)) {
+    for (const e of this.expand(word, surface)) {
       const df = this.df(e.id, candidates);
       if (df === 0) continue;
-      const weight = known && !this.cooccurs(e.id) ? e.weight / 2 : e.weight;
+      const weight = known && !this.cooccurs(e.id) ? e.weight * COOCCURRENCE_DISCOUNT : e.weight;
       visible.push({ ...e, weight, df });
     }
     visible.sort((a, b) => b.weight - a.weight || b.df - a.df || a.id - b.id);
@@ -582,21 +611,23 @@ export class Ranker {
     return df;
   }
 
-  private computeExpansion(word: string): Expansion[] {
+  private computeExpansion(word: string, surface: string): Expansion[] {
     const len = word.length;
     if (len < 2) return [];
-    const maxEdits = typoEdits(len);
+    const maxCost = typoBudget(surface.length);
     const found: Expansion[] = [];
     // Typos rarely hit the first letter: only that letter's terms are read, and of those (sorted by
-    // length) none shorter than an edit allows.
+    // length) none shorter than the cheapest edits allow.
     const bucket = this.firstChar.get(word[0] ?? "") ?? new Int32Array(0);
-    for (let i = firstWithLength(bucket, this.terms, len - Math.max(maxEdits, 0)); i < bucket.length; i++) {
+    const shortest = len - Math.floor(maxCost / CHEAPEST_DROP);
+    for (let i = firstWithLength(bucket, this.terms, shortest); i < bucket.length; i++) {
       const id = bucket[i] as number;
       const t = this.terms[id] ?? "";
       let expansion: Expansion | undefined;
-      if (maxEdits > 0 && Math.abs(t.length - len) <= maxEdits) {
-        const d = boundedEdits(word, t, maxEdits);
-        if (d <= maxEdits) expansion = { id, weight: d === 1 ? 0.9 : 0.6, kind: "typo" };
+      if (maxCost > 0) {
+        // The typed word's own stem too ("nmuber" → "nmub" → numb).
+        const cost = Math.min(stemTypoCost(surface, t, maxCost), typoCost(word, t, maxCost));
+        if (cost <= maxCost) expansion = { id, weight: 1 - 0.2 * cost, kind: "typo" };
       }
       if (!expansion && len >= 3 && t.length > len && t.startsWith(word))
         expansion = { id, weight: 0.8, kind: "prefix" };
@@ -609,11 +640,62 @@ export class Ranker {
   }
 }
 
-/** Edits a typo of a word this long may hold: none up to 3 letters, 1 up to 7, then 2. */
-function typoEdits(length: number): number {
+/**
+ * The typo cost (src/text/typos.ts) a word typed this long may carry: none up to 3 letters, one plain
+ * edit (or two swaps) up to 7, then two.
+ */
+function typoBudget(length: number): number {
   if (length <= 3) return 0;
   return length <= 7 ? 1 : 2;
 }
+
+/**
+ * A repair that never appears beside the query's known words keeps this share of its weight. Mild:
+ * on the even half of the typo rows a stronger discount (0.5) lost more right repairs ("playerss" →
+ * playerid beside "player") than it saved; 0.85 kept most of "nodas kubernetes" → nodes.
+ */
+const COOCCURRENCE_DISCOUNT = 0.85;
+
+/** Endings a stem may have lost: the typed word is compared with the stem without each of them. */
+const ENDINGS = ["", "s", "es", "e", "d", "ed", "ing"] as const;
+
+/**
+ * The typo cost of reading a typed word as a vocabulary stem: the least over the word and the word
+ * without an ending the stem dropped, against the stem and the stem with the final e stems drop
+ * ("stauts" → status, "tmies" → "tmie" → time, "staet" → state, "chnges" → "chng" → chang).
+ */
+function stemTypoCost(typed: string, stemmed: string, max: number): number {
+  let best = Number.POSITIVE_INFINITY;
+  for (const ending of ENDINGS) {
+    if (!typed.endsWith(ending) || typed.length - ending.length < 3) continue;
+    const base = typed.slice(0, typed.length - ending.length);
+    for (const form of [stemmed, `${stemmed}e`])
+      best = Math.min(best, typoCost(base, form, Math.min(max, best)));
+  }
+  return best;
+}
+
+/** Endings a word may have beyond its stem, to spell a repair back as a word. */
+const SPELLED_ENDINGS = ["", "e", "s", "es", "d", "ed", "ing", "er", "ers", "y", "ies"] as const;
+
+/** The repaired word as written: the stem with the ending that makes it closest to what was typed. */
+export function spellRepair(typed: string, stemmed: string): string {
+  let best = stemmed;
+  let bestCost = Number.POSITIVE_INFINITY;
+  const root = stemmed.endsWith("i") ? stemmed.slice(0, -1) : stemmed;
+  for (const ending of SPELLED_ENDINGS) {
+    const word = ending === "y" || ending === "ies" ? root + ending : stemmed + ending;
+    const cost = typoCost(typed, word, 4);
+    if (cost < bestCost) {
+      bestCost = cost;
+      best = word;
+    }
+  }
+  return best;
+}
+
+/** The cheapest way a typed word is shorter than the term: a double letter typed once. */
+const CHEAPEST_DROP = 0.6;
 
 /**
  * Longest unknown word read as an abbreviation ("msg" → "message", "img", "cfg"); longer unknown
@@ -639,54 +721,6 @@ function isAbbreviation(abbr: string, word: string): boolean {
   let j = 0;
   for (let i = 0; i < word.length && j < abbr.length; i++) if (word[i] === abbr[j]) j++;
   return j === abbr.length;
-}
-
-/** Three rows of the edit-distance table, reused: fuzzy expansion compares a word with thousands of terms. */
-const EDIT_ROWS = [new Int32Array(64), new Int32Array(64), new Int32Array(64)] as const;
-
-/**
- * Damerau-Levenshtein distance (optimal string alignment: a swap of neighbours is one edit, so
- * `mermiad` is one edit from `mermaid`), giving up (max + 1) past `max`. Only the band of cells
- * within `max` of the diagonal can stay within `max`, so only those are computed.
- */
-export function boundedEdits(a: string, b: string, max: number): number {
-  const n = a.length;
-  const m = b.length;
-  const over = max + 1;
-  if (Math.abs(n - m) > max) return over;
-  let [before, prev, cur] =
-    m < EDIT_ROWS[0].length
-      ? EDIT_ROWS
-      : [new Int32Array(m + 1), new Int32Array(m + 1), new Int32Array(m + 1)];
-  for (let j = 0; j <= m; j++) prev[j] = j <= max ? j : over;
-  for (let i = 1; i <= n; i++) {
-    const lo = Math.max(1, i - max);
-    const hi = Math.min(m, i + max);
-    // The cell left of the band: the empty prefix of b in the first column, else out of reach.
-    cur[lo - 1] = lo === 1 ? Math.min(i, over) : over;
-    let rowMin = cur[lo - 1] as number;
-    const ca = a.charCodeAt(i - 1);
-    for (let j = lo; j <= hi; j++) {
-      const cb = b.charCodeAt(j - 1);
-      const cost = ca === cb ? 0 : 1;
-      let v = Math.min(
-        (prev[j] as number) + 1,
-        (cur[j - 1] as number) + 1,
-        (prev[j - 1] as number) + cost,
-        over,
-      );
-      // A swap of neighbours: a[i-2..i-1] = b[j-1], b[j-2].
-      if (i > 1 && j > 1 && ca === b.charCodeAt(j - 2) && a.charCodeAt(i - 2) === cb)
-        v = Math.min(v, (before[j - 2] as number) + 1);
-      cur[j] = v;
-      if (v < rowMin) rowMin = v;
-    }
-    // The cell right of the band, which the next row reads as its upper neighbour.
-    if (hi < m) cur[hi + 1] = over;
-    if (rowMin > max) return over;
-    [before, prev, cur] = [prev, cur, before];
-  }
-  return prev[m] as number;
 }
 
 function binarySearch(arr: Int32Array, x: number): boolean {

@@ -5,7 +5,7 @@
  */
 
 // Common English function words plus conversational request filler ("please", "could you").
-const STOPWORDS = new Set(
+export const STOPWORDS: ReadonlySet<string> = new Set(
   (
     "a an the and or but if then else of to in on at by for with from into onto about as is are was were be been being " +
     "am do does did doing have has had having i me my mine we us our you your yours he him his she her it its they them " +

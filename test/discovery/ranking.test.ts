@@ -83,6 +83,40 @@ describe("typo repair", () => {
     expect(result.rewrites).toEqual([{ from: "nodas", to: "nodes", kind: "typo" }]);
   });
 
+  it("reads a swap of neighbours before another wrong letter that also spells a catalog word", async () => {
+    const { catalog } = openCatalog();
+    await catalog.register("s", [
+      { name: "get_status", description: "Get the status of a deployment" },
+      { name: "list_starts", description: "List the starts of a deployment" },
+    ]);
+    const result = catalog.search({ query: "deployment stauts" });
+    expect(names(result)[0]).toBe("get_status");
+    expect(result.rewrites).toEqual([{ from: "stauts", to: "status", kind: "typo" }]);
+  });
+
+  it("leaves an English word the catalog lacks as it is, instead of reading it as a catalog word", async () => {
+    const { catalog } = openCatalog();
+    await catalog.register("s", [{ name: "fear_index", description: "The market's fear and greed index" }]);
+    expect(catalog.search({ query: "feat request" }).rewrites).toEqual([]);
+  });
+
+  it("reads a slip for a stopword as the stopword, not as a catalog word", async () => {
+    const { catalog } = openCatalog();
+    await catalog.register("s", [
+      { name: "cloud_costs", description: "Cloud spending by service" },
+      { name: "send_email", description: "Send an email to a recipient" },
+    ]);
+    const result = catalog.search({ query: "colud you send an email" });
+    expect(names(result)).toEqual(["send_email"]);
+    expect(result.rewrites).toEqual([]);
+  });
+
+  it("never repairs an id, a path or a number", async () => {
+    const { catalog } = openCatalog();
+    await catalog.register("s", [{ name: "read_report", description: "Read a report file" }]);
+    expect(catalog.search({ query: "read ~/reprot.txt" }).rewrites).toEqual([]);
+  });
+
   it("leaves short words alone: three letters are too few to tell a typo from another word", async () => {
     const { catalog } = await seeded();
     expect(catalog.search({ query: "pds" }).rewrites).toEqual([]);
