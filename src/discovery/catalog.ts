@@ -13,7 +13,7 @@ import { runInSlices, runToEnd } from "../text/slices.ts";
 import { synonymTable } from "../text/synonyms.ts";
 import { Candidates, DEFAULT_RANKER, type RankerConfig } from "./ranker.ts";
 import { checkLargeExamples } from "./schema-checks.ts";
-import { type QueryReadings, queryReadings, runSearch } from "./search.ts";
+import { meaningTexts, type QueryReadings, queryReadings, runSearch } from "./search.ts";
 import {
   buildSearchIndex,
   type PackedAnalysis,
@@ -458,6 +458,22 @@ export class ToolCatalog {
       });
       return response;
     });
+  }
+
+  /**
+   * The texts an FTS request is embedded as (search.ts meaningTexts), read against the vocabulary of
+   * what the request's visible set may find: repairs come only from words the caller could find
+   * anyway. Validates the request as search does, so nothing is embedded for one search refuses.
+   */
+  meaningTexts(request: SearchRequest): string[] {
+    const { query } = validateSearch(request);
+    const index = request.visible?.index ?? this.indexAt();
+    const candidates = request.visible
+      ? request.visible.candidates
+      : request.includeAlwaysLoaded
+        ? undefined
+        : index.deferred;
+    return meaningTexts(index, this.canonicalName(query), candidates, this.readings);
   }
 
   private searchNow(request: SearchRequest): SearchResponse {

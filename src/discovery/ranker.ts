@@ -547,6 +547,15 @@ export class Ranker {
     return any;
   }
 
+  /**
+   * The best typo repair of an unknown word among the candidates' vocabulary, spelled as a word
+   * ("stauts" → "status"), or undefined: what the request is re-read with before it is embedded.
+   */
+  typoRepair(word: string, surface: string, candidates: Candidates | undefined): string | undefined {
+    const best = this.visibleExpansions(word, surface, candidates, false).find((e) => e.kind === "typo");
+    return best === undefined ? undefined : spellRepair(surface, this.terms[best.id] ?? "");
+  }
+
   /** Whether a tool among the candidates has the term. */
   knows(term: string, candidates: Candidates | undefined): boolean {
     return this.visibleId(term, candidates) !== undefined;
@@ -679,7 +688,7 @@ function stemTypoCost(typed: string, stemmed: string, max: number): number {
 const SPELLED_ENDINGS = ["", "e", "s", "es", "d", "ed", "ing", "er", "ers", "y", "ies"] as const;
 
 /** The repaired word as written: the stem with the ending that makes it closest to what was typed. */
-export function spellRepair(typed: string, stemmed: string): string {
+function spellRepair(typed: string, stemmed: string): string {
   let best = stemmed;
   let bestCost = Number.POSITIVE_INFINITY;
   const root = stemmed.endsWith("i") ? stemmed.slice(0, -1) : stemmed;

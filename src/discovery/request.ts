@@ -102,16 +102,92 @@ const LONG_STOPWORDS: ReadonlyMap<string, readonly string[]> = (() => {
 })();
 
 /**
- * Whether a word that is neither a stopword nor an English word is a slip for a stopword ("colud",
- * "thier", "abotu"): read as a catalog word it would pull in "cloud" or "third". A caller keeps it
- * when the catalog has the word itself.
+ * The stopword a word that is neither a stopword nor an English word is a slip for ("colud" → could,
+ * "thier" → their), else undefined: read as a catalog word it would pull in "cloud" or "third". A
+ * caller keeps the word when the catalog has it as typed.
  */
-export function isStopwordSlip(surface: string): boolean {
-  if (surface.length < 4 || STOPWORDS.has(surface) || englishWords().has(surface)) return false;
-  for (const stopword of LONG_STOPWORDS.get(surface[0] as string) ?? [])
-    if (typoCost(surface, stopword, STOPWORD_SLIP_COST) <= STOPWORD_SLIP_COST) return true;
-  return false;
+export function stopwordSlipOf(surface: string): string | undefined {
+  if (surface.length < 4 || STOPWORDS.has(surface) || englishWords().has(surface)) return undefined;
+  let best: string | undefined;
+  let bestCost = STOPWORD_SLIP_COST;
+  for (const stopword of LONG_STOPWORDS.get(surface[0] as string) ?? []) {
+    const cost = typoCost(surface, stopword, bestCost);
+    if (cost <= bestCost) {
+      best = stopword;
+      bestCost = cost;
+    }
+  }
+  return best;
 }
 
 /** One edit (a swap, a neighbouring key, a dropped or added letter). */
 const STOPWORD_SLIP_COST = 0.9;
+
+/**
+ * Words that move a request on to another intent. Those marked `anywhere` do so wherever they stand
+ * ("check X then do Y"); the others only after a comma or a sentence's end, since inside a sentence
+ * they are usually ordinary words ("the next meeting", "I also want"). Plain "and" is not one: it
+ * joins the objects of one intent far more often ("pods and services").
+ */
+const MARKERS: readonly { readonly words: readonly string[]; readonly anywhere: boolean }[] = [
+  ...["and then", "then", "after that", "and also", "as well as"].map((m) => ({
+    words: m.split(" "),
+    anywhere: true,
+  })),
+  ...[
+    "afterwards",
+    "additionally",
+    "also",
+    "plus",
+    "next",
+    "finally",
+    "furthermore",
+    "moreover",
+    "besides",
+  ].map((m) => ({ words: [m], anywhere: false })),
+];
+
+/** Content words a clause needs to be an intent of its own ("Thanks!" is not). */
+const CLAUSE_MIN_WORDS = 3;
+/** Clauses read per request at most: the rest are searched with the last one. */
+const MAX_CLAUSES = 6;
+
+/**
+ * The intents of a request with several ("find the repo's open issues, then post a summary to
+ * #eng"): its substantial clauses, or none when it has fewer than two. Clauses end at a sentence's
+ * end, a semicolon or a marker (MARKERS). One pass over the words. Each clause is searched by meaning
+ * on its own, so the second intent's tools are not crowded out by the first's neighbours.
+ */
+export function requestClauses(text: string): string[] {
+  const parts: string[][] = [[]];
+  const words = text.split(/\s+/).filter((word) => word !== "");
+  let atBoundary = true;
+  for (let i = 0; i < words.length; i++) {
+    const marker = MARKERS.find(
+      (m) =>
+        (m.anywhere || atBoundary) &&
+        m.words.every((w, k) => (words[i + k] ?? "").toLowerCase().replace(/[,:]$/, "") === w),
+    );
+    if (marker) {
+      if ((parts.at(-1)?.length ?? 0) > 0) parts.push([]);
+      i += marker.words.length - 1;
+      atBoundary = false;
+      continue;
+    }
+    const word = words[i] as string;
+    // A sentence ends at . ? ! or ; closing a word (not inside one: "v1.2", "example.com").
+    const ends = /[.?!;]+$/.exec(word);
+    const kept = ends ? word.slice(0, ends.index) : word;
+    if (kept !== "") parts.at(-1)?.push(kept);
+    if (ends) parts.push([]);
+    atBoundary = ends !== null || word.endsWith(",");
+  }
+  const clauses: string[] = [];
+  for (const part of parts) {
+    const clause = part.join(" ").replace(/[,:]$/, "");
+    if (readRequest(clause).filter((w) => !w.literal).length < CLAUSE_MIN_WORDS) continue;
+    if (clauses.length < MAX_CLAUSES) clauses.push(clause);
+    else clauses[MAX_CLAUSES - 1] = `${clauses[MAX_CLAUSES - 1]} ${clause}`;
+  }
+  return clauses.length >= 2 ? clauses : [];
+}

@@ -12,7 +12,7 @@ import type { LiteralIndex } from "../text/literal-index.ts";
 import { type QueryRewrite, REGEX_SCORE } from "../text/scores.ts";
 import type { Reading } from "../text/synonyms.ts";
 import type { Candidates, RankedDoc, WordReading, WordRepair } from "./ranker.ts";
-import { isStopwordSlip, readRequest } from "./request.ts";
+import { readRequest, requestClauses, stopwordSlipOf } from "./request.ts";
 import { pairs, type SearchIndex } from "./search-index.ts";
 import { analyze, nameKey, splitWords, stem } from "./text.ts";
 import type { MatchType, SearchHit, SearchStrategy, SearchType, Tool } from "./types.ts";
@@ -52,6 +52,35 @@ export function runSearch(
       rewrites: [],
     };
   return fts(index, query, candidates, limit, context.repeat, context.readings);
+}
+
+/**
+ * The texts a request is embedded as for semantic ranking: the request as a person meant it —
+ * shorthand spelled out, slips repaired ("stauts" → "status", "colud" → "could"; a typo'd word is
+ * a different word to the model too) — split into its intents when it has several (requestClauses).
+ * A tool's similarity to the request is then its best over these texts.
+ */
+export function meaningTexts(
+  index: SearchIndex,
+  query: string,
+  candidates: Candidates | undefined,
+  readings: QueryReadings,
+): string[] {
+  let text = spellOutShorthand(query, readings.byToken).text;
+  const dictionary = englishWords();
+  const repaired = new Map<string, string>();
+  for (const word of readRequest(text)) {
+    if (word.literal || repaired.has(word.surface) || index.ranker.knows(word.term, candidates)) continue;
+    const meant =
+      stopwordSlipOf(word.surface) ??
+      (dictionary.has(word.surface)
+        ? undefined
+        : index.ranker.typoRepair(word.term, word.surface, candidates));
+    if (meant !== undefined) repaired.set(word.surface, meant);
+  }
+  if (repaired.size > 0) text = text.replace(/\p{L}+/gu, (word) => repaired.get(word.toLowerCase()) ?? word);
+  const clauses = requestClauses(text);
+  return clauses.length > 0 ? clauses : [text];
 }
 
 /** The synonym table (src/text/synonyms.ts) as search reads it. */
@@ -122,7 +151,7 @@ function fts(
   const spelled = spellOutShorthand(query, readings.byToken);
   // A slip for a stopword is one, unless the catalog has the word as typed.
   let read = readRequest(spelled.text).filter(
-    (w) => !isStopwordSlip(w.surface) || index.ranker.knows(w.term, candidates),
+    (w) => stopwordSlipOf(w.surface) === undefined || index.ranker.knows(w.term, candidates),
   );
   // A query of only stopwords ("how to") still searches for its words.
   if (read.length === 0)

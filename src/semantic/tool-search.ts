@@ -3,7 +3,8 @@ import type { Candidates, SearchHit, SearchIndex, SemanticFusion, Tool } from ".
 import type { SemanticReport } from "../text/scores.ts";
 import { BackgroundSync, type BackgroundSyncOptions } from "./background-sync.ts";
 import type { TextEmbedder } from "./embedder.ts";
-import { toolEmbeddingText } from "./text.ts";
+import type { CosineScan } from "./scan.ts";
+import { TOOL_TEXT_VERSION, toolEmbeddingText } from "./text.ts";
 import { type PackedVectors, TextVectors } from "./vectors.ts";
 
 /** A query embeds at most this many characters: the model reads 128 word pieces anyway. */
@@ -51,7 +52,7 @@ export class SemanticToolSearch {
   >();
 
   constructor(private readonly options: SemanticToolSearchOptions) {
-    this.vectors = new TextVectors(options.db, options.embedder);
+    this.vectors = new TextVectors(options.db, options.embedder, "semantic_tool_vectors", TOOL_TEXT_VERSION);
     this.background = new BackgroundSync(this.vectors, options);
   }
 
@@ -63,7 +64,7 @@ export class SemanticToolSearch {
         owner: t.owner,
         name: t.name,
         hash: t.hash,
-        text: toolEmbeddingText(t.name, t.description),
+        text: toolEmbeddingText(t),
       })),
     );
   }
@@ -83,13 +84,18 @@ export class SemanticToolSearch {
     return this.background.settled();
   }
 
-  /** The fusion for one query: its vector is embedded now (cached), the fusion runs inside the search. */
-  async forQuery(query: string): Promise<SemanticFusion> {
+  /**
+   * The fusion for one request read as `texts` (ToolCatalog.meaningTexts: the request, or each of its
+   * intents): their vectors are embedded now (cached), the fusion runs inside the search.
+   */
+  async forTexts(texts: readonly string[]): Promise<SemanticFusion> {
     try {
-      const vector = await this.options.embedder.embedQuery(query.slice(0, QUERY_MAX_CHARS));
+      const vectors = await Promise.all(
+        texts.map((text) => this.options.embedder.embedQuery(text.slice(0, QUERY_MAX_CHARS))),
+      );
       return {
         lexicalDepth: DEPTH,
-        fuse: (index, candidates, lexical, limit) => this.fuse(vector, index, candidates, lexical, limit),
+        fuse: (index, candidates, lexical, limit) => this.fuse(vectors, index, candidates, lexical, limit),
       };
     } catch {
       return {
@@ -108,7 +114,7 @@ export class SemanticToolSearch {
   }
 
   private fuse(
-    query: Float32Array,
+    queries: readonly Float32Array[],
     index: SearchIndex,
     candidates: Candidates | undefined,
     lexical: readonly SearchHit[],
@@ -130,7 +136,8 @@ export class SemanticToolSearch {
     const report: SemanticReport = { status: pending > 0 ? "partial" : "ready", pending };
     if (withVector === 0) return { hits: lexical.slice(0, limit), report };
 
-    const cosine = pack.scan.scores(query);
+    // A tool is as close to the request as to the nearest of its intents.
+    const cosine = nearest(pack.scan, queries);
     const bestLexical = lexical.reduce((best, hit) => Math.max(best, hit.lexicalScore), 0);
     const w = Math.min(1, this.options.weight + ADAPTIVE_SLOPE * bestLexical);
     const byName = new Map<string, SearchHit>();
@@ -190,6 +197,20 @@ export class SemanticToolSearch {
     this.positions.set(index, entry);
     return entry;
   }
+}
+
+/** Per vector of the scan, its best cosine with any of `queries` (one query: the scan's own buffer). */
+function nearest(scan: CosineScan, queries: readonly Float32Array[]): Float32Array {
+  const [first, ...rest] = queries;
+  if (first === undefined) return new Float32Array(scan.count);
+  if (rest.length === 0) return scan.scores(first);
+  // scores() reuses its buffer: the running maximum needs a copy.
+  const best = Float32Array.from(scan.scores(first));
+  for (const query of rest) {
+    const scores = scan.scores(query);
+    for (let i = 0; i < best.length; i++) best[i] = Math.max(best[i] as number, scores[i] as number);
+  }
+  return best;
 }
 
 /** The doc of the visible tool called `name` (at most one per caller), or -1. */

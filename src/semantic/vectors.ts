@@ -87,7 +87,14 @@ export class TextVectors {
     private readonly db: Db,
     private readonly embedder: TextEmbedder,
     private readonly table: VectorTable = "semantic_tool_vectors",
+    /** How the texts are made (e.g. TOOL_TEXT_VERSION): stored with the model id, so a new recipe re-embeds. */
+    private readonly textVersion = "",
   ) {}
+
+  /** The model and text recipe a stored vector must have been made with to be reused. */
+  private get madeWith(): string {
+    return this.textVersion === "" ? this.embedder.modelId : `${this.embedder.modelId} ${this.textVersion}`;
+  }
 
   has(owner: string, name: string): boolean {
     return this.byKey.has(keyOf(owner, name));
@@ -123,7 +130,8 @@ export class TextVectors {
   /** Makes the stored and in-memory vectors match `tools`; a newer call supersedes a running one. */
   async sync(tools: readonly ToolText[]): Promise<SyncReport> {
     const generation = ++this.generation;
-    const { modelId, dims } = this.embedder;
+    const { dims } = this.embedder;
+    const modelId = this.madeWith;
     const wanted = new Map(tools.map((t) => [keyOf(t.owner, t.name), t]));
     const stored = this.db
       .prepare<[], StoredRow>(`SELECT owner, name, model_id, record_hash, dims FROM ${this.table}`)
@@ -176,7 +184,8 @@ export class TextVectors {
   }
 
   private save(tools: readonly ToolText[], vectors: readonly Float32Array[]): void {
-    const { modelId, dims } = this.embedder;
+    const { dims } = this.embedder;
+    const modelId = this.madeWith;
     const upsert = this.db.prepare(
       `INSERT INTO ${this.table} (owner, name, model_id, record_hash, dims, vector)
        VALUES (?, ?, ?, ?, ?, ?)

@@ -40,7 +40,7 @@ export interface ToolSearchRequest {
 
 export interface ToolServiceOptions {
   /** Semantic ranking (config `tool_search.semantic`), fused into FTS searches; absent = lexical only. */
-  readonly semantic?: { forQuery(query: string): Promise<SemanticFusion> };
+  readonly semantic?: { forTexts(texts: readonly string[]): Promise<SemanticFusion> };
   readonly catalog: ToolCatalog;
   readonly access: AccessControl;
   readonly activations: ActivationStore;
@@ -90,12 +90,20 @@ export class ToolService {
     caller: Caller,
     request: ToolSearchRequest,
   ): Promise<SearchResponse & { readonly matchQuality: MatchQuality }> {
+    const version = await this.options.catalog.indexReady();
+    const view = this.view(caller, version);
     const semantic =
       this.options.semantic && (request.type ?? "fts") === "fts"
-        ? await this.options.semantic.forQuery(request.query)
+        ? await this.options.semantic.forTexts(
+            this.options.catalog.meaningTexts({
+              query: request.query,
+              limit: request.limit,
+              minScore: request.minScore,
+              visible: view.searchable(request.includeAlwaysLoaded),
+            }),
+          )
         : undefined;
-    const version = await this.options.catalog.indexReady();
-    const response = this.searchIn(this.view(caller, version), caller, request, semantic);
+    const response = this.searchIn(view, caller, request, semantic);
     return {
       ...response,
       matchQuality: matchQuality(response.tools, this.options.toolSearch.goodMatchScore),

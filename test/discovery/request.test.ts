@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isStopwordSlip, readRequest } from "../../src/discovery/request.ts";
+import { readRequest, requestClauses, stopwordSlipOf } from "../../src/discovery/request.ts";
 import { names, openCatalog } from "./helpers.ts";
 
 /** The request's terms, literals in brackets. */
@@ -39,14 +39,14 @@ describe("reading a request", () => {
 
 describe("slips for stopwords", () => {
   it("recognises a mistyped stopword that is no English word", () => {
-    expect(isStopwordSlip("colud")).toBe(true);
-    expect(isStopwordSlip("thier")).toBe(true);
-    expect(isStopwordSlip("abotu")).toBe(true);
+    expect(stopwordSlipOf("colud")).toBe("could");
+    expect(stopwordSlipOf("thier")).toBe("their");
+    expect(stopwordSlipOf("abotu")).toBe("about");
   });
 
   it("leaves English words and words far from any stopword alone", () => {
-    expect(isStopwordSlip("cloud")).toBe(false);
-    expect(isStopwordSlip("kubernetes")).toBe(false);
+    expect(stopwordSlipOf("cloud")).toBeUndefined();
+    expect(stopwordSlipOf("kubernetes")).toBeUndefined();
   });
 });
 
@@ -58,5 +58,28 @@ describe("literals weigh less than what is asked", () => {
       { name: "summarize_document", description: "Summarize a document or file" },
     ]);
     expect(names(catalog.search({ query: "summarise notes.txt" }))[0]).toBe("summarize_document");
+  });
+});
+
+describe("a request with several intents", () => {
+  it("splits at sentence ends, semicolons and sequence markers", () => {
+    expect(
+      requestClauses("Find the open issues in acme/api, then post a summary to the eng channel"),
+    ).toEqual(["Find the open issues in acme/api", "post a summary to the eng channel"]);
+    expect(
+      requestClauses("Resize the product photo to 800px; after that upload the file to the bucket"),
+    ).toEqual(["Resize the product photo to 800px", "upload the file to the bucket"]);
+  });
+
+  it("keeps objects joined by a plain 'and' together, and one intent whole", () => {
+    expect(requestClauses("list the pods and services of the staging cluster")).toEqual([]);
+  });
+
+  it("leaves out parts too short to be an intent of their own", () => {
+    expect(
+      requestClauses(
+        "Thanks! Please check the weather forecast for Oslo tomorrow. Also convert 250 USD to yen",
+      ),
+    ).toEqual(["Please check the weather forecast for Oslo tomorrow", "convert 250 USD to yen"]);
   });
 });

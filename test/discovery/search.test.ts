@@ -265,3 +265,42 @@ describe("events", () => {
     });
   });
 });
+
+describe("the texts a request is embedded as", () => {
+  it("is the request with its slips repaired against the catalog's words", async () => {
+    const { catalog } = openCatalog();
+    await catalog.register("s", [{ name: "get_status", description: "Get the status of a deployment" }]);
+    expect(catalog.meaningTexts({ query: "colud you check the deployment stauts" })).toEqual([
+      "could you check the deployment status",
+    ]);
+  });
+
+  it("is each intent of a request with several", async () => {
+    const { catalog } = openCatalog();
+    await catalog.register("s", [{ name: "get_weather", description: "Weather forecast for a city" }]);
+    expect(
+      catalog.meaningTexts({
+        query: "Check the weather forecast for Oslo; then book a table for two tonight",
+      }),
+    ).toEqual(["Check the weather forecast for Oslo", "book a table for two tonight"]);
+  });
+
+  it("repairs only with words of tools the caller may find", async () => {
+    const { catalog } = openCatalog();
+    await catalog.register("s", [{ name: "weather", description: "Weather forecast" }]);
+    await catalog.register("t", [{ name: "deploy_status", description: "Status of a deployment" }], {
+      owner: "globex",
+    });
+    // "stauts" is a slip for "status", a word only another tenant's tool has.
+    const version = await catalog.indexReady();
+    const acme = catalog.visibleSet({ key: "acme", isVisible: (t) => t.owner === "", version });
+    expect(catalog.meaningTexts({ query: "deployment stauts", visible: acme })).toEqual([
+      "deployment stauts",
+    ]);
+  });
+
+  it("refuses what search refuses, before anything is embedded", async () => {
+    const { catalog } = openCatalog();
+    expect(() => catalog.meaningTexts({ query: "   " })).toThrow(/query is empty/);
+  });
+});

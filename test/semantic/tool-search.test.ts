@@ -6,6 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MatchType, SemanticStatus } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { loadConfig } from "../../src/config/index.ts";
+import { openDatabase } from "../../src/database/sqlite.ts";
+import { discoveryMigrations, ToolCatalog } from "../../src/discovery/index.ts";
+import { Embedder, SemanticToolSearch, semanticMigrations } from "../../src/semantic/index.ts";
 import { startServer } from "../../src/server/app.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 import { MODEL_DIR } from "./model-dir.ts";
@@ -145,5 +148,36 @@ describe("semantic mode start-up", () => {
     await expect(startServer(config, pino({ level: "silent" }))).rejects.toThrow(
       /empty-model.*(onnx|tokenizer|config)/,
     );
+  });
+});
+
+describe("a request read as several texts (its intents)", () => {
+  it("gives each tool its best similarity over the texts, so each intent's tool scores as if asked alone", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "wayfind-semantic-intents-"));
+    const db = openDatabase(join(dir, "wayfind.db"), [...discoveryMigrations, ...semanticMigrations]);
+    const embedder = await Embedder.open(MODEL_DIR);
+    const semantic = new SemanticToolSearch({ db, embedder, weight: 0.3 });
+    const catalog = new ToolCatalog(db, { onIndexBuilt: (index) => semantic.indexBuilt(index) });
+    try {
+      await catalog.register("s", CATALOG);
+      await catalog.indexReady();
+      await semantic.settled();
+      const rain = "Will I get soaked walking around Oslo on Saturday?";
+      const yen = "What are 300 dollars worth in yen?";
+      const semanticScores = async (texts: string[]) =>
+        new Map(
+          catalog
+            .search({ query: texts.join(" "), limit: 20, semantic: await semantic.forTexts(texts) })
+            .tools.map((t) => [t.name, t.semanticScore]),
+        );
+      const both = await semanticScores([rain, yen]);
+      expect(both.get("get_forecast")).toBe((await semanticScores([rain])).get("get_forecast"));
+      expect(both.get("convert_currency")).toBe((await semanticScores([yen])).get("convert_currency"));
+      expect([...both.keys()].slice(0, 2).sort()).toEqual(["convert_currency", "get_forecast"]);
+    } finally {
+      await semantic.close();
+      await embedder.close();
+      db.close();
+    }
   });
 });

@@ -112,6 +112,17 @@ describe("TextVectors", () => {
     ]);
   });
 
+  it("re-embeds everything when the way texts are made changes, as for a new model", async () => {
+    const { db } = freshDatabase();
+    await new TextVectors(db, embedder, "semantic_tool_vectors", "recipe-1").sync(TOOLS);
+    const counting = new CountingEmbedder(embedder);
+    const report = await new TextVectors(db, counting, "semantic_tool_vectors", "recipe-2").sync(TOOLS);
+    expect(report).toEqual({ reused: 0, embedded: 4, removed: 0, superseded: false });
+    expect(db.prepare("SELECT DISTINCT model_id FROM semantic_tool_vectors").pluck().all()).toEqual([
+      `${embedder.modelId} recipe-2`,
+    ]);
+  });
+
   it("serves the vectors that exist while the rest are still being computed", async () => {
     const { db } = freshDatabase();
     await new TextVectors(db, embedder).sync(TOOLS.slice(0, 1));

@@ -1,0 +1,71 @@
+/**
+ * A catalog searched as a server searches it by default (hybrid: words fused with meaning), for the
+ * quality benches: the shipped model, the tools' vectors synced in the background and awaited, every
+ * request read and embedded as ToolService does (ToolCatalog.meaningTexts, SemanticToolSearch.forTexts).
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DEFAULTS } from "../../src/config/defaults.ts";
+import { openDatabase } from "../../src/database/sqlite.ts";
+import { discoveryMigrations, parseCatalogFile, ToolCatalog } from "../../src/discovery/index.ts";
+import { type Embedder, SemanticToolSearch, semanticMigrations } from "../../src/semantic/index.ts";
+import { clipQuery, DATA_DIR } from "./discovery-data.ts";
+
+export interface HybridCatalog {
+  readonly catalog: ToolCatalog;
+  /** Tool names as registered, for gold names given as aliases. */
+  readonly aliasOf: ReadonlyMap<string, string>;
+  /** The top `limit` names by words alone (semantic off). */
+  lexical(query: string, limit?: number): string[];
+  /** The top `limit` names as the default server ranks them. */
+  hybrid(query: string, limit?: number): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+/** The model under test: the shipped one unless WAYFIND_MODEL_DIR names another folder of its layout. */
+export const BENCH_MODEL_DIR = process.env.WAYFIND_MODEL_DIR ?? DEFAULTS.toolSearch.semantic.modelDir;
+
+/**
+ * `files` (under data/eval, or absolute paths) registered as one catalog, a tool of a name only once
+ * (the first file's), with every vector computed before this resolves. Without an embedder, only
+ * `lexical` answers.
+ */
+export async function openHybrid(files: readonly string[], embedder?: Embedder): Promise<HybridCatalog> {
+  const dir = mkdtempSync(join(tmpdir(), "wayfind-bench-hybrid-"));
+  const db = openDatabase(join(dir, "wayfind.db"), [...discoveryMigrations, ...semanticMigrations]);
+  const semantic =
+    embedder && new SemanticToolSearch({ db, embedder, weight: DEFAULTS.toolSearch.semantic.weight });
+  const catalog = new ToolCatalog(db, { onIndexBuilt: (index) => semantic?.indexBuilt(index) });
+  const aliasOf = new Map<string, string>();
+  const seen = new Set<string>();
+  for (const file of files) {
+    const tools = parseCatalogFile(file.startsWith("/") ? file : join(DATA_DIR, file)).tools.filter((t) => {
+      const name = t.namespace ? `${t.namespace}.${t.name}` : t.name;
+      if (seen.has(name)) return false;
+      seen.add(name);
+      return true;
+    });
+    for (const t of tools) for (const alias of t.aliases ?? []) aliasOf.set(alias, t.name);
+    await catalog.register(file.replace(/[^A-Za-z0-9_.-]/g, "_").slice(-100), tools);
+  }
+  await catalog.indexReady();
+  await semantic?.settled();
+  return {
+    catalog,
+    aliasOf,
+    lexical: (query, limit = 20) =>
+      catalog.search({ query: clipQuery(query), limit }).tools.map((t) => t.name),
+    async hybrid(query, limit = 20) {
+      if (semantic === undefined) throw new Error("openHybrid: no embedder, words only");
+      const clipped = clipQuery(query);
+      const fusion = await semantic.forTexts(catalog.meaningTexts({ query: clipped }));
+      return catalog.search({ query: clipped, limit, semantic: fusion }).tools.map((t) => t.name);
+    },
+    async close() {
+      await semantic?.close();
+      db.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
