@@ -14,9 +14,12 @@ const TENANTS = ["t0", "t1", "t2", "t3"];
 const keys = TENANTS.map((tenant) => apiKey(`key-${tenant}`, { tenant, roles: ["admin"] }));
 /**
  * Every tenant's data carries its marker; another tenant must never see it. One letter tells markers
- * apart ("t2" → "zqcsecret"), so the search reads each as one word a single typo from any other.
+ * apart ("t2" → "zqosecret"), so the search reads each as one word a single typo from any other. The
+ * letters (tenants t0–t3, then their ghosts t5–t8) are chosen so that no tenant's is a keyboard
+ * neighbour of another's or of a ghost's: typo repair weighs a neighbouring key less, and a ghost must
+ * be exactly the slip the tenant it stands in for is.
  */
-const marker = (tenant: string) => `zq${"abcdefghij"[Number(tenant.slice(1))]}secret`;
+const marker = (tenant: string) => `zq${"qtoc-eunm"[Number(tenant.slice(1))]}secret`;
 
 let wayfind: TestServer;
 const toolNames = new Map<string, string[]>();

@@ -1,11 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { toolEmbeddingText } from "../../src/semantic/text.ts";
 
-const tool = (name: string, description: string, extra: { title?: string; argsSchema?: object } = {}) => ({
+const tool = (name: string, description: string, extra: { title?: string } = {}) => ({
   name,
   description,
   title: extra.title ?? "",
-  argsSchema: (extra.argsSchema ?? {}) as { [key: string]: unknown },
 });
 
 describe("toolEmbeddingText", () => {
@@ -19,16 +18,15 @@ describe("toolEmbeddingText", () => {
     expect(toolEmbeddingText(tool("parseHTMLPage", ""))).toBe("parse HTML Page");
   });
 
-  it("leads with the title and ends with the parameters and what they are", () => {
+  it("leads with the title, unless it only repeats the name", () => {
     const forecast = tool("airqualityforecast", "Get the 2-day air quality forecast.", {
       title: "Gimmee Air Quality",
-      argsSchema: {
-        type: "object",
-        properties: { zipCode: { type: "string", description: "A US zip code" }, days: { type: "integer" } },
-      },
     });
     expect(toolEmbeddingText(forecast)).toBe(
-      "Gimmee Air Quality airqualityforecast: Get the 2-day air quality forecast. Parameters: zip Code (A US zip code), days",
+      "Gimmee Air Quality airqualityforecast: Get the 2-day air quality forecast.",
+    );
+    expect(toolEmbeddingText(tool("get_weather", "Weather.", { title: "get weather" }))).toBe(
+      "get weather: Weather.",
     );
   });
 });
