@@ -13,22 +13,39 @@ type OutcomeMessage<Result> =
   | { readonly id: number; readonly error: string };
 
 /**
+ * How long a worker may sit without jobs before it is ended. Its thread holds a JavaScript heap of its
+ * own (10–20 MB resident): a schema worker that checked a catalog at start-up need not keep it.
+ */
+const IDLE_MS = 30_000;
+
+/**
  * A worker thread that runs jobs one at a time off the event loop (work that would hold the loop for
  * tens of milliseconds: decoding a large request, compiling a large JSON Schema). Started on the first
- * job; it keeps the process alive only while it has jobs, and is started again if it dies (the jobs it
- * held fail). A job that throws in the worker rejects with the thrown message as a plain string.
+ * job and ended after a while without any; it keeps the process alive only while it has jobs, and is
+ * started again if it dies (the jobs it held fail). A job that throws in the worker rejects with the
+ * thrown message as a plain string.
  */
 export class JobWorker<Job, Result> {
   #worker: Worker | undefined;
+  #idle: NodeJS.Timeout | undefined;
   #nextId = 1;
   readonly #pending = new Map<number, { resolve: (r: Result) => void; reject: (e: unknown) => void }>();
   #closed = false;
 
-  /** `name`: the worker module beside `besideUrl` (see workerEntry); it calls serveJobs. */
+  /**
+   * `name`: the worker module beside `besideUrl` (see workerEntry); it calls serveJobs. `idleMs`: how
+   * long it may wait for a job before it is ended (default IDLE_MS).
+   */
   constructor(
     private readonly besideUrl: string,
     private readonly name: string,
+    private readonly idleMs = IDLE_MS,
   ) {}
+
+  /** Whether a worker thread is running (started by a job, not yet ended for idleness). */
+  get running(): boolean {
+    return this.#worker !== undefined;
+  }
 
   get closed(): boolean {
     return this.#closed;
@@ -39,6 +56,7 @@ export class JobWorker<Job, Result> {
     return new Promise((resolve, reject) => {
       const id = this.#nextId++;
       this.#pending.set(id, { resolve, reject });
+      clearTimeout(this.#idle);
       const worker = this.#ensureWorker();
       worker.ref();
       worker.postMessage({ id, job } satisfies JobMessage<Job>, [...transfer]);
@@ -48,6 +66,7 @@ export class JobWorker<Job, Result> {
   /** Stops the worker; jobs still waiting fail. */
   async close(): Promise<void> {
     this.#closed = true;
+    clearTimeout(this.#idle);
     const worker = this.#worker;
     this.#worker = undefined;
     this.#failPending(new Error("the server is shutting down"));
@@ -61,7 +80,10 @@ export class JobWorker<Job, Result> {
     worker.on("message", (outcome: OutcomeMessage<Result>) => {
       const job = this.#pending.get(outcome.id);
       this.#pending.delete(outcome.id);
-      if (this.#pending.size === 0) worker.unref();
+      if (this.#pending.size === 0) {
+        worker.unref();
+        this.#idle = setTimeout(() => this.#endIdle(worker), this.idleMs).unref();
+      }
       if ("error" in outcome) job?.reject(outcome.error);
       else job?.resolve(outcome.result);
     });
@@ -76,6 +98,13 @@ export class JobWorker<Job, Result> {
     worker.on("exit", lost);
     this.#worker = worker;
     return worker;
+  }
+
+  /** Ends the worker if it is still the current one and nothing was asked of it meanwhile. */
+  #endIdle(worker: Worker): void {
+    if (this.#worker !== worker || this.#pending.size > 0) return;
+    this.#worker = undefined;
+    void worker.terminate();
   }
 
   #failPending(error: Error): void {

@@ -17,7 +17,13 @@ export interface PostingWeights {
   readonly b: readonly number[];
 }
 
+/**
+ * Every term's postings, one after another in two shared buffers: term t's are at
+ * `start[t] .. start[t + 1]`, doc ids ascending. No object per term: tens of thousands of small typed
+ * arrays (or views) would cost ~10 MB of overhead at 10,000 tools.
+ */
 export interface Postings {
+  readonly start: Int32Array;
   readonly docs: Int32Array;
   /** BM25F saturated term weight per posting: tfw (k1 + 1) / (k1 + tfw), tfw = Σ field weight · tf · norm. */
   readonly sat: Float32Array;
@@ -27,7 +33,7 @@ export interface Postings {
 export interface PostingIndex {
   readonly vocab: ReadonlyMap<string, number>;
   readonly terms: readonly string[];
-  readonly postings: readonly Postings[];
+  readonly postings: Postings;
   readonly fwdStart: Int32Array;
   readonly fwdTerm: Int32Array;
   readonly fwdSat: Float32Array;
@@ -51,7 +57,6 @@ export function* buildPostingIndex(
 ): Generator<void, PostingIndex> {
   const vocab = new Map<string, number>();
   const terms: string[] = [];
-  const postings: Postings[] = [];
   const n = docs.length;
   const lengths = new Float32Array(n * FIELD_COUNT);
   // Pass 1: every word's term id, in doc and field order, plus field lengths and document
@@ -116,8 +121,6 @@ export function* buildPostingIndex(
     }
   }
   const { k1, weights } = config;
-  // Every term's postings are views into two shared buffers: one backing store instead of two per
-  // term (tens of thousands of small typed arrays cost ~10 MB of overhead at 10,000 tools).
   const vocabSize = terms.length;
   const start = new Int32Array(vocabSize + 1);
   for (let id = 0; id < vocabSize; id++) start[id + 1] = (start[id] ?? 0) + (df[id] ?? 0);
@@ -158,20 +161,14 @@ export function* buildPostingIndex(
     }
     docTerms.length = 0;
   }
-  for (let id = 0; id < vocabSize; id++) {
-    if (id % TERMS_PER_STEP === 0) yield;
-    const from = start[id] ?? 0;
-    const to = start[id + 1] ?? 0;
-    postings.push({ docs: allDocs.subarray(from, to), sat: allSat.subarray(from, to) });
-  }
+  const postings: Postings = { start, docs: allDocs, sat: allSat };
   // Forward index for pseudo-relevance feedback (only words, not the phrase pairs).
   const counts = new Int32Array(n + 1);
   for (let id = 0; id < vocabSize; id++) {
     if (id % TERMS_PER_STEP === 0) yield;
-    const p = postings[id] as Postings;
     if ((terms[id] ?? "").includes(" ")) continue;
-    for (let i = 0; i < p.docs.length; i++) {
-      const at = (p.docs[i] ?? 0) + 1;
+    for (let i = start[id] ?? 0; i < (start[id + 1] ?? 0); i++) {
+      const at = (allDocs[i] ?? 0) + 1;
       counts[at] = (counts[at] ?? 0) + 1;
     }
   }
@@ -183,14 +180,13 @@ export function* buildPostingIndex(
   const fill = counts.slice(0, n);
   for (let id = 0; id < vocabSize; id++) {
     if (id % TERMS_PER_STEP === 0) yield;
-    const p = postings[id] as Postings;
     if ((terms[id] ?? "").includes(" ")) continue;
-    for (let i = 0; i < p.docs.length; i++) {
-      const d = p.docs[i] ?? 0;
+    for (let i = start[id] ?? 0; i < (start[id + 1] ?? 0); i++) {
+      const d = allDocs[i] ?? 0;
       const at = fill[d] ?? 0;
       fill[d] = at + 1;
       fwdTerm[at] = id;
-      fwdSat[at] = p.sat[i] ?? 0;
+      fwdSat[at] = allSat[i] ?? 0;
     }
   }
   yield;

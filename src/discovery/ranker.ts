@@ -156,7 +156,7 @@ interface QueryTerm {
 export class Ranker {
   private readonly vocab: ReadonlyMap<string, number>;
   private readonly terms: readonly string[];
-  private readonly postings: readonly Postings[];
+  private readonly postings: Postings;
   private readonly scores: Float64Array;
   /** Distinct query words matched per doc. */
   private readonly covered: Uint16Array;
@@ -384,7 +384,7 @@ export class Ranker {
   ): QueryTerm[] {
     const best = feedback[0]?.relevance ?? 0;
     if (best <= 0) return [];
-    const vocabSize = this.postings.length;
+    const vocabSize = this.terms.length;
     if (this.prfAcc.length !== vocabSize) {
       this.prfAcc = new Float64Array(vocabSize);
       this.prfCount = new Uint16Array(vocabSize);
@@ -439,14 +439,13 @@ export class Ranker {
   private accumulate(terms: readonly QueryTerm[], candidates: Candidates | undefined): void {
     const allowed = candidates?.allowed;
     const n = candidates ? candidates.count : this.size;
+    const { start, docs, sat } = this.postings;
     for (const t of terms) {
-      const p = this.postings[t.id];
-      if (!p) continue;
       const df = this.df(t.id, candidates);
       if (df === 0) continue;
       const idf = Math.log(1 + (n - df + 0.5) / (df + 0.5)) ** this.config.idfPower * t.weight;
-      const { docs, sat } = p;
-      for (let i = 0; i < docs.length; i++) {
+      const end = start[t.id + 1] ?? 0;
+      for (let i = start[t.id] ?? 0; i < end; i++) {
         const d = docs[i] ?? 0;
         if (allowed && allowed[d] !== 1) continue;
         if (this.stamp[d] !== this.epoch) {
@@ -474,11 +473,9 @@ export class Ranker {
   }
 
   private usedFuzzy(d: number, terms: readonly QueryTerm[]): boolean {
-    for (const t of terms) {
-      if (!t.fuzzy) continue;
-      const p = this.postings[t.id];
-      if (p && binarySearch(p.docs, d)) return true;
-    }
+    const { start, docs } = this.postings;
+    for (const t of terms)
+      if (t.fuzzy && binarySearch(docs, start[t.id] ?? 0, (start[t.id + 1] ?? 0) - 1, d)) return true;
     return false;
   }
 
@@ -533,11 +530,12 @@ export class Ranker {
     this.knownEpoch++;
     let any = false;
     const allowed = candidates?.allowed;
+    const { start, docs } = this.postings;
     for (const w of words) {
       const id = this.vocab.get(w);
-      const docs = id === undefined ? undefined : this.postings[id]?.docs;
-      if (!docs) continue;
-      for (let i = 0; i < docs.length; i++) {
+      if (id === undefined) continue;
+      const end = start[id + 1] ?? 0;
+      for (let i = start[id] ?? 0; i < end; i++) {
         const d = docs[i] ?? 0;
         if (allowed && allowed[d] !== 1) continue;
         this.knownStamp[d] = this.knownEpoch;
@@ -579,8 +577,10 @@ export class Ranker {
 
   /** Whether a term occurs in a doc that also holds a known word of the current query. */
   private cooccurs(id: number): boolean {
-    const docs = this.postings[id]?.docs ?? new Int32Array(0);
-    for (let i = 0; i < docs.length; i++) if (this.knownStamp[docs[i] ?? 0] === this.knownEpoch) return true;
+    const { start, docs } = this.postings;
+    const end = start[id + 1] ?? 0;
+    for (let i = start[id] ?? 0; i < end; i++)
+      if (this.knownStamp[docs[i] ?? 0] === this.knownEpoch) return true;
     return false;
   }
 
@@ -608,13 +608,15 @@ export class Ranker {
 
   /** Document frequency of a term over the candidates (counted once per set), else over every doc. */
   private df(id: number, candidates: Candidates | undefined): number {
-    const docs = this.postings[id]?.docs ?? new Int32Array(0);
-    if (!candidates) return docs.length;
-    candidates.df ??= new Int32Array(this.postings.length).fill(-1);
+    const { start, docs } = this.postings;
+    const from = start[id] ?? 0;
+    const end = start[id + 1] ?? 0;
+    if (!candidates) return end - from;
+    candidates.df ??= new Int32Array(this.terms.length).fill(-1);
     let df = candidates.df[id] ?? -1;
     if (df < 0) {
       df = 0;
-      for (let i = 0; i < docs.length; i++) df += candidates.allowed[docs[i] ?? 0] ?? 0;
+      for (let i = from; i < end; i++) df += candidates.allowed[docs[i] ?? 0] ?? 0;
       candidates.df[id] = df;
     }
     return df;
@@ -732,9 +734,8 @@ function isAbbreviation(abbr: string, word: string): boolean {
   return j === abbr.length;
 }
 
-function binarySearch(arr: Int32Array, x: number): boolean {
-  let lo = 0;
-  let hi = arr.length - 1;
+/** Whether `x` is among `arr[lo..hi]` (sorted ascending). */
+function binarySearch(arr: Int32Array, lo: number, hi: number, x: number): boolean {
   while (lo <= hi) {
     const mid = (lo + hi) >> 1;
     const v = arr[mid] ?? 0;
