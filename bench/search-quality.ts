@@ -87,7 +87,7 @@ async function publicSet(set: string, embedder: Embedder | undefined, rows: (str
   const modes: [string, Ranker][] = [["words only", (q) => opened.lexical(q)]];
   if (embedder) modes.push(["hybrid (default)", (q) => opened.hybrid(q)]);
   for (const b of BASELINES[set] ?? []) rows.push([set, b[0], "all", `${total}`, b[1], b[2], b[3], b[4]]);
-  const label = (n: number) => (every > 1 ? `${n} (every ${every}th)` : `${n}`);
+  const label = (n: number) => (every > 1 ? `${n} (1 in ${every})` : `${n}`);
   for (const [mode, rank] of modes)
     for (const [half, queries] of [
       ["even", even],

@@ -23,8 +23,10 @@ if ! ONNXRUNTIME_NODE_INSTALL=skip npm ci --prefer-offline --no-audit --no-fund 
   exit 1
 fi
 
-echo "== wayfind serve (the demo, as npm start runs it)"
-node bin/wayfind.js serve --port 0 >"$work/serve.log" 2>&1 &
+echo "== wayfind serve (the demo, as npm start runs it: its Node flags, on a free port)"
+flags=$(node -p 'const w = require("./package.json").scripts.start.split(/\s+/); w.slice(w.indexOf("node") + 1, w.indexOf("bin/wayfind.js")).join(" ")')
+# shellcheck disable=SC2086 # the flags are separate words
+node $flags bin/wayfind.js serve --port 0 >"$work/serve.log" 2>&1 &
 server=$!
 port=""
 for _ in $(seq 1 120); do
@@ -49,6 +51,28 @@ node -e '
       console.log(`best hit: ${best}`);
     })
     .catch((error) => { console.error(`fresh clone: ${error.message}`); process.exit(1); });
+' "$port"
+
+echo "== hybrid search with the shipped model (a request sharing no word with its tool)"
+node -e '
+  const base = `http://127.0.0.1:${process.argv[1]}`;
+  (async () => {
+    for (let i = 0; i < 150; i++) {
+      const ready = await (await fetch(`${base}/readyz`)).json();
+      if (ready.checks.semantic === "ready") break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const response = await fetch(`${base}/wayfind.v1.ToolDiscoveryService/SearchTools`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ caller: { tenantId: "acme" }, query: "should I take an umbrella tomorrow?" }),
+    });
+    const answer = await response.json();
+    const best = answer.tools?.[0];
+    if (answer.semanticStatus !== "SEMANTIC_STATUS_READY" || best?.name !== "get_weather" || !(best.semanticScore > 0))
+      throw new Error(`unexpected answer: ${JSON.stringify(answer)}`);
+    console.log(`best hit: ${best.name} (semantic score ${best.semanticScore.toFixed(2)})`);
+  })().catch((error) => { console.error(`fresh clone: ${error.message}`); process.exit(1); });
 ' "$port"
 
 echo "== stop (SIGTERM: drains, then exits 0)"

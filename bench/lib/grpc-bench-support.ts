@@ -35,9 +35,24 @@ export interface SpawnOptions {
   readonly cwd?: string | undefined;
 }
 
+/**
+ * The Node flags `npm start` runs wayfind with (package.json's `start` script, the default launch),
+ * so a bench measures the server as a user starts it.
+ */
+export const LAUNCH_FLAGS: readonly string[] = (() => {
+  const manifest = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as {
+    scripts?: { start?: string };
+  };
+  const words = (manifest.scripts?.start ?? "").split(/\s+/);
+  return words
+    .slice(words.indexOf("node") + 1, words.indexOf("bin/wayfind.js"))
+    .filter((w) => w.startsWith("--"));
+})();
+
 /** `wayfind serve` on a free loopback port with this config and data dir: the node arguments. */
 export function wayfindServeArgs(config: string, dataDir: string): string[] {
   return [
+    ...LAUNCH_FLAGS,
     "bin/wayfind.js",
     "serve",
     "--config",

@@ -80,15 +80,18 @@ function isPath(token: string): boolean {
  * digit ("mp3", "ec2", "s3"): there the letters are the word.
  */
 function isLiteralToken(token: string): boolean {
-  if (token === "") return false;
+  if (token === "" || /^[A-Za-z]+$/.test(token)) return false;
   if (URL.test(token) || EMAIL.test(token)) return true;
   if (isPath(token)) return true;
   if (FILE_NAME.test(token) && /\p{L}/u.test(token.slice(0, token.lastIndexOf(".")))) return true;
   let digits = 0;
   let alphanumerics = 0;
-  for (const ch of token) {
-    if (/\p{N}/u.test(ch)) digits++;
-    if (/[\p{L}\p{N}]/u.test(ch)) alphanumerics++;
+  for (let i = 0; i < token.length; i++) {
+    const code = token.charCodeAt(i);
+    if (code >= 48 && code <= 57) digits++;
+    // Letters of any script count; outside ASCII, only the rare character needs the Unicode test.
+    if ((code >= 48 && code <= 57) || ((code | 32) >= 97 && (code | 32) <= 122)) alphanumerics++;
+    else if (code > 127 && /[\p{L}\p{N}]/u.test(token[i] as string)) alphanumerics++;
   }
   return digits > 0 && (token.startsWith("#") || digits >= 4 || digits * 2 >= alphanumerics);
 }

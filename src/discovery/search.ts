@@ -151,7 +151,7 @@ function fts(
   const spelled = spellOutShorthand(query, readings.byToken);
   // A slip for a stopword is one, unless the catalog has the word as typed.
   let read = readRequest(spelled.text).filter(
-    (w) => stopwordSlipOf(w.surface) === undefined || index.ranker.knows(w.term, candidates),
+    (w) => index.ranker.knows(w.term, candidates) || stopwordSlipOf(w.surface) === undefined,
   );
   // A query of only stopwords ("how to") still searches for its words.
   if (read.length === 0)
