@@ -71,11 +71,8 @@ export class SemanticToolSearch {
 
   /** How many tools of the newest index still wait for their vector (readiness probes, logs). */
   progress(): { status: "ready" | "partial"; pending: number } {
-    const index = this.newest;
-    if (index === undefined) return { status: "ready", pending: 0 };
-    const { vectorOf } = this.positionsIn(index);
     let pending = 0;
-    for (const v of vectorOf) if (v < 0) pending++;
+    for (const tool of this.newest?.docs ?? []) if (!this.vectors.has(tool.owner, tool.name)) pending++;
     return { status: pending > 0 ? "partial" : "ready", pending };
   }
 

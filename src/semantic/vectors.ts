@@ -1,6 +1,9 @@
 import type { Db, Migration } from "../database/sqlite.ts";
 import type { TextEmbedder } from "./embedder.ts";
 
+/** Least time between two rebuilds of the packed vectors while a sync adds to them. */
+const REPACK_INTERVAL_MS = 1_000;
+
 /** Vectors written per transaction while syncing: a restart keeps every finished group. */
 const SAVE_GROUP = 16;
 
@@ -81,6 +84,9 @@ interface StoredRow {
 export class TextVectors {
   private readonly byKey = new Map<string, Float32Array>();
   private packed: PackedVectors | undefined;
+  /** When `packed` was made, and whether vectors were added since (see pack). */
+  private packedAt = 0;
+  private added = false;
   private generation = 0;
 
   constructor(
@@ -108,9 +114,14 @@ export class TextVectors {
     return this.byKey.size;
   }
 
-  /** The current vectors packed for a scan; rebuilt only after a change. */
+  /**
+   * The vectors packed for a scan. Rebuilt after a change, but while a sync adds vectors at most once
+   * a second: each rebuild copies every vector, and searches during a long sync would otherwise copy
+   * them after every group (a vector added meanwhile counts as pending a little longer).
+   */
   pack(): PackedVectors {
-    if (this.packed !== undefined) return this.packed;
+    const fresh = !this.added || performance.now() - this.packedAt < REPACK_INTERVAL_MS;
+    if (this.packed !== undefined && fresh) return this.packed;
     const dims = this.embedder.dims;
     const keys: ToolKey[] = [];
     const vectors = new Float32Array(this.byKey.size * dims);
@@ -124,6 +135,8 @@ export class TextVectors {
       this.byKey.set(keyOf(key.owner, key.name), scan.vectors.subarray(i * dims, (i + 1) * dims));
     });
     this.packed = { keys, scan };
+    this.packedAt = performance.now();
+    this.added = false;
     return this.packed;
   }
 
@@ -161,6 +174,8 @@ export class TextVectors {
       this.save(batch, vectors);
       embedded += batch.length;
     }
+    // The sync's last vectors are in the next pack, whenever the last one was made.
+    this.packed = undefined;
     return { reused: current.size, embedded, removed: removed.length, superseded: false };
   }
 
@@ -211,7 +226,7 @@ export class TextVectors {
       const vector = vectors[i];
       if (vector !== undefined) this.byKey.set(keyOf(tool.owner, tool.name), vector);
     });
-    this.packed = undefined;
+    this.added = true;
   }
 }
 
