@@ -14,7 +14,14 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import { DEFAULTS } from "../src/config/defaults.ts";
 import { openDatabase } from "../src/database/sqlite.ts";
 import { discoveryMigrations, ToolCatalog } from "../src/discovery/index.ts";
-import { Embedder, SemanticToolSearch, semanticMigrations, TextVectors } from "../src/semantic/index.ts";
+import {
+  Embedder,
+  SemanticToolSearch,
+  semanticMigrations,
+  TextVectors,
+  toolEmbeddingText,
+} from "../src/semantic/index.ts";
+import { TOOL_TEXT_VERSION } from "../src/semantic/text.ts";
 import { clipQuery, growCatalog, readQueries, table } from "./lib/discovery-data.ts";
 import { prepareWayfind, spawnServer, wayfindServeArgs } from "./lib/grpc-bench-support.ts";
 import { BENCH_MODEL_DIR } from "./lib/hybrid.ts";
@@ -47,7 +54,12 @@ async function timedRow<T>(
   return [measure, ms(percentile(sorted, 50)), ms(percentile(sorted, 95)), ms(percentile(sorted, 99)), note];
 }
 
-async function inProcess(embedder: Embedder, queries: readonly string[], toolCount: number): Promise<void> {
+async function inProcess(
+  embedder: Embedder,
+  queries: readonly string[],
+  shortQueries: readonly string[],
+  toolCount: number,
+): Promise<void> {
   const rows: string[][] = [["measure", "p50", "p95", "p99", "note"]];
   const embed = (q: string) => embedder.embedQuery(q);
   rows.push(
@@ -89,28 +101,54 @@ async function inProcess(embedder: Embedder, queries: readonly string[], toolCou
     `${seconds.toFixed(1)} s, one text per inference; main loop delay max ${(loop.max / 1e6).toFixed(1)} ms, p99 ${(loop.percentile(99) / 1e6).toFixed(1)} ms, ${stalls} timer ticks over 50 ms late (idle before: max ${(idle.max / 1e6).toFixed(1)} ms)`,
   ]);
 
-  // SearchTools' in-process path as ToolService runs it (the gRPC layer's cost: bench/grpc-10k.ts).
+  // SearchTools' in-process path as ToolService runs it (the gRPC layer's cost: bench/grpc-10k.ts), for
+  // long requests of several sentences (ToolBench: read as several intents, each embedded) and short
+  // ones (MetaTool).
   const lexical = (q: string) => catalog.search({ query: q, limit: 8 });
   const hybrid = async (q: string) => {
     const fusion = await semantic.forTexts(catalog.meaningTexts({ query: q, limit: 8 }));
     return catalog.search({ query: q, limit: 8, semantic: fusion });
   };
-  rows.push(await timedRow(`SearchTools, words only, ${toolCount} tools`, "limit 8", queries, lexical));
-  const fresh = queries.map((q) => `${q} (again)`);
-  rows.push(
-    await timedRow(`SearchTools, hybrid, ${toolCount} tools`, "request never seen before", fresh, hybrid),
-  );
-  rows.push(
-    await timedRow(`SearchTools, hybrid, ${toolCount} tools`, "the same again (cached)", fresh, hybrid),
-  );
+  for (const [label, requests] of [
+    ["long requests", queries],
+    ["short requests", shortQueries],
+  ] as const) {
+    const texts = requests.reduce((sum, q) => sum + catalog.meaningTexts({ query: q }).length, 0);
+    const note = `${label}, ${(texts / requests.length).toFixed(1)} texts embedded per request`;
+    rows.push(await timedRow(`SearchTools, words only, ${toolCount} tools`, label, requests, lexical));
+    const fresh = requests.map((q) => `${q} (again)`);
+    rows.push(
+      await timedRow(`SearchTools, hybrid, ${toolCount} tools`, `${note}, never seen before`, fresh, hybrid),
+    );
+    rows.push(
+      await timedRow(
+        `SearchTools, hybrid, ${toolCount} tools`,
+        `${note}, the same again (cached)`,
+        fresh,
+        hybrid,
+      ),
+    );
+  }
 
-  const vectors = new TextVectors(db, embedder);
-  const packed = vectors.pack();
-  const scanQueries = await Promise.all(queries.slice(0, 50).map((q) => embedder.embedQuery(q)));
-  const rounds = Array.from({ length: 5 }, () => scanQueries).flat();
+  // The stored vectors read back as the server packs them, for the scan alone.
+  const vectors = new TextVectors(db, embedder, "semantic_tool_vectors", TOOL_TEXT_VERSION);
+  await vectors.sync(
+    [...catalog.all()].map((t) => ({
+      owner: t.owner,
+      name: t.name,
+      hash: t.hash,
+      text: toolEmbeddingText(t),
+    })),
+  );
+  const { scan } = vectors.pack();
+  const scanQueries = await Promise.all(queries.slice(0, 60).map((q) => embedder.embedQuery(q)));
   rows.push(
-    await timedRow(`cosine scan, ${packed.keys.length} vectors`, "top 20", rounds, (q) =>
-      packed.scan.top(q, 20),
+    await timedRow(`cosine scan, ${scan.count} vectors`, "one query", scanQueries, (q) => scan.scores(q)),
+  );
+  const triples = Array.from({ length: 20 }, (_, i) => scanQueries.slice(3 * i, 3 * i + 3));
+  rows.push(
+    await timedRow(`cosine scan, ${scan.count} vectors`, "best of 3 queries, one pass", triples, (qs) =>
+      scan.bestScores(qs),
     ),
   );
   console.log(table(rows));
@@ -176,7 +214,11 @@ async function main(): Promise<void> {
   const queries = readQueries("toolbench_queries.jsonl")
     .slice(0, 200)
     .map((q) => clipQuery(q.query));
-  await inProcess(embedder, queries, toolCount);
+  const shortQueries = readQueries("metatool_queries.jsonl")
+    .filter((_, i) => i % 100 === 0)
+    .slice(0, 200)
+    .map((q) => clipQuery(q.query));
+  await inProcess(embedder, queries, shortQueries, toolCount);
   await embedder.close();
   if (!process.argv.includes("--skip-servers")) await servers(toolCount);
   console.log(`total ${((performance.now() - started) / 1000).toFixed(1)} s`);

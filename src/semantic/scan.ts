@@ -1,4 +1,4 @@
-import { SimdDot } from "./dot-simd.ts";
+import { MAX_QUERIES, SimdDot } from "./dot-simd.ts";
 
 export interface ScoredDoc {
   /** Position of the vector in the packed array. */
@@ -43,6 +43,25 @@ export class CosineScan {
       out[doc] = score;
     }
     return out;
+  }
+
+  /**
+   * Every vector's best cosine with any of `queries` (a request read as several texts), in doc order;
+   * one pass over the vectors per MAX_QUERIES queries. Reused by the next call.
+   */
+  bestScores(queries: readonly Float32Array[]): Float32Array {
+    if (queries.length === 1) return this.scores(queries[0] as Float32Array);
+    if (this.simd === undefined || queries.length > MAX_QUERIES) {
+      // Rare: dimensions SIMD cannot take, or more queries than one pass holds.
+      const best = new Float32Array(this.count).fill(Number.NEGATIVE_INFINITY);
+      for (const query of queries) {
+        const scores = this.scores(query);
+        for (let doc = 0; doc < this.count; doc++)
+          best[doc] = Math.max(best[doc] as number, scores[doc] as number);
+      }
+      return best;
+    }
+    return this.simd.bestScores(queries);
   }
 
   /**

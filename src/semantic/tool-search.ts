@@ -3,7 +3,6 @@ import type { Candidates, SearchHit, SearchIndex, SemanticFusion, Tool } from ".
 import type { SemanticReport } from "../text/scores.ts";
 import { BackgroundSync, type BackgroundSyncOptions } from "./background-sync.ts";
 import type { TextEmbedder } from "./embedder.ts";
-import type { CosineScan } from "./scan.ts";
 import { TOOL_TEXT_VERSION, toolEmbeddingText } from "./text.ts";
 import { type PackedVectors, TextVectors } from "./vectors.ts";
 
@@ -133,8 +132,8 @@ export class SemanticToolSearch {
     const report: SemanticReport = { status: pending > 0 ? "partial" : "ready", pending };
     if (withVector === 0) return { hits: lexical.slice(0, limit), report };
 
-    // A tool is as close to the request as to the nearest of its intents.
-    const cosine = nearest(pack.scan, queries);
+    // A tool is as close to the request as to the nearest of its texts.
+    const cosine = queries.length > 0 ? pack.scan.bestScores(queries) : new Float32Array(pack.scan.count);
     const bestLexical = lexical.reduce((best, hit) => Math.max(best, hit.lexicalScore), 0);
     const w = Math.min(1, this.options.weight + ADAPTIVE_SLOPE * bestLexical);
     const byName = new Map<string, SearchHit>();
@@ -194,20 +193,6 @@ export class SemanticToolSearch {
     this.positions.set(index, entry);
     return entry;
   }
-}
-
-/** Per vector of the scan, its best cosine with any of `queries` (one query: the scan's own buffer). */
-function nearest(scan: CosineScan, queries: readonly Float32Array[]): Float32Array {
-  const [first, ...rest] = queries;
-  if (first === undefined) return new Float32Array(scan.count);
-  if (rest.length === 0) return scan.scores(first);
-  // scores() reuses its buffer: the running maximum needs a copy.
-  const best = Float32Array.from(scan.scores(first));
-  for (const query of rest) {
-    const scores = scan.scores(query);
-    for (let i = 0; i < best.length; i++) best[i] = Math.max(best[i] as number, scores[i] as number);
-  }
-  return best;
 }
 
 /** The doc of the visible tool called `name` (at most one per caller), or -1. */

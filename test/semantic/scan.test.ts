@@ -71,3 +71,36 @@ describe("CosineScan.top", () => {
     );
   });
 });
+
+describe("CosineScan.bestScores", () => {
+  const randomVectors = (count: number, dims: number, seed: number) => {
+    let state = seed;
+    const next = () => {
+      state = (state * 1_103_515_245 + 12_345) % 2 ** 31;
+      return state / 2 ** 31 - 0.5;
+    };
+    return Float32Array.from({ length: count * dims }, next);
+  };
+
+  it("gives every vector its best cosine over several queries, as separate scans would", () => {
+    for (const [dims, queryCount] of [
+      [8, 1],
+      [8, 3],
+      [8, 8],
+      [8, 11],
+      [6, 3],
+    ] as const) {
+      const scan = new CosineScan(randomVectors(50, dims, dims * 100 + queryCount), dims);
+      const queries = Array.from({ length: queryCount }, (_, i) => randomVectors(1, dims, i + 1));
+      const expected = Array.from({ length: 50 }, () => Number.NEGATIVE_INFINITY);
+      for (const q of queries) {
+        const scores = scan.scores(q);
+        for (let doc = 0; doc < 50; doc++)
+          expected[doc] = Math.max(expected[doc] as number, scores[doc] as number);
+      }
+      const best = scan.bestScores(queries);
+      for (let doc = 0; doc < 50; doc++)
+        expect(best[doc], `${dims} dims, ${queryCount} queries`).toBeCloseTo(expected[doc] as number, 5);
+    }
+  });
+});
