@@ -116,7 +116,8 @@ async function inProcess(
     const texts = requests.reduce((sum, q) => sum + catalog.meaningTexts({ query: q }).length, 0);
     const note = `${label}, ${(texts / requests.length).toFixed(1)} texts embedded per request`;
     rows.push(await timedRow(`SearchTools, words only, ${toolCount} tools`, label, requests, lexical));
-    const fresh = requests.map((q) => `${q} (again)`);
+    // Another text each (the LRU would answer the originals), within the query's length limit.
+    const fresh = requests.map((q) => `${q.slice(0, 504)} (again)`);
     rows.push(
       await timedRow(`SearchTools, hybrid, ${toolCount} tools`, `${note}, never seen before`, fresh, hybrid),
     );
