@@ -732,15 +732,19 @@ export class ToolCatalog {
   }
 
   /**
-   * Resolves once an index holds every change made before the call (read-your-writes), with the
-   * version to read at (`visibleSet`, `list`): a read at that version takes that index, or a newer
-   * one, without waiting for changes made since.
+   * Whether the index holds every change so far, without waiting or starting a build (the readiness
+   * probe's `index`: ok or building). Reads wait for the index with indexReady.
    */
-  /** Whether the index holds every change (readiness probes; searches wait with indexReady). */
   get indexCurrent(): boolean {
     return this.index !== undefined && this.indexVersion >= this.version;
   }
 
+  /**
+   * Resolves once an index holds every change made before the call (read-your-writes; a build is
+   * started if none runs), with the version to read at (`visibleSet`, `list`): a read at that version
+   * takes that index, or a newer one, without waiting for changes made since. Rejects if the build
+   * fails.
+   */
   indexReady(): Promise<number> {
     const version = this.version;
     if (this.index && this.indexVersion >= version) return Promise.resolve(version);

@@ -473,9 +473,12 @@ function validateRecordInput(input: RecordUsageInput, nowMs: number): TokenUsage
     if (!Number.isFinite(ms)) problem("occurred_at", "must be a valid timestamp");
     else if (ms > nowMs + MAX_FUTURE_MS) problem("occurred_at", "is more than 24 hours in the future");
   }
-  if (problems.length > 0) {
-    const listed = problems.map(({ field, description }) => `${field}: ${description}`).join("; ");
-    throw invalidArgument(`invalid usage record: ${listed}`, problems);
+  const [first] = problems;
+  if (first !== undefined) {
+    // The message names the first problem; the BadRequest details list every one (README, "Errors and limits").
+    const rest = problems.length - 1;
+    const more = rest > 0 ? ` (and ${rest} more in the details)` : "";
+    throw invalidArgument(`invalid usage record: ${first.field}: ${first.description}${more}`, problems);
   }
   const u = input.usage;
   return { ...u, cacheCreation1hInputTokens: u.cacheCreation1hInputTokens ?? 0 };

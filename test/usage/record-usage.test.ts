@@ -1,7 +1,7 @@
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { openDatabase } from "../../src/database/sqlite.ts";
-import { WayfindError } from "../../src/errors.ts";
+import { type FieldViolation, WayfindError } from "../../src/errors.ts";
 import { EventLog, eventsMigrations } from "../../src/events/index.ts";
 import { PricingTable, UsageLedger, usageMigrations } from "../../src/usage/index.ts";
 import { caller, harness, openUsageDb, tempDbFile, usage } from "./helpers.ts";
@@ -184,5 +184,36 @@ describe("recordUsage", () => {
     >[1];
     expect(codeOf(() => ledger.recordUsage(caller(), input))).toBe("invalid_argument");
     expect(() => ledger.recordUsage(caller(), input)).toThrow(message);
+  });
+
+  it("names the first of several problems in the message and lists every one in the details", () => {
+    const { ledger } = harness();
+    const input = {
+      provider: "azure",
+      model: "  ",
+      usage: usage(-1),
+      idempotencyKey: "",
+    } as unknown as Parameters<typeof ledger.recordUsage>[1];
+    let error: unknown;
+    try {
+      ledger.recordUsage(caller(), input);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(WayfindError);
+    const { code, message, details } = error as WayfindError;
+    expect(code).toBe("invalid_argument");
+    const problems = details as readonly FieldViolation[];
+    expect(problems[0]?.description).toMatch(/^"azure" is unknown; use one of /);
+    expect(message).toBe(
+      `invalid usage record: provider: ${problems[0]?.description} (and 3 more in the details)`,
+    );
+    expect(message).not.toMatch(/model:|idempotency_key:|usage\.input_tokens:/);
+    expect(problems.map((problem) => problem.field)).toEqual([
+      "provider",
+      "model",
+      "idempotency_key",
+      "usage.input_tokens",
+    ]);
   });
 });
