@@ -6,5 +6,7 @@ export default defineConfig({
     testTimeout: 20_000,
     hookTimeout: 30_000,
     pool: "forks",
+    globalSetup: ["test/support/global-setup.ts"],
+    setupFiles: ["test/support/each-file.ts"],
   },
 });

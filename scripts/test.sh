@@ -40,6 +40,12 @@ mapfile -t server_suites < <(grep -rl --include='*.test.ts' "startTestServer" te
   | grep -v -e '^test/server/replica' -e '^test/server/mcp.test.ts$' | sort)
 WAYFIND_TEST_STORAGE=postgres vitest run "${server_suites[@]}"
 
+step "no PostgreSQL left running by the tests"
+if pgrep -af -- "-D [^ ]*/wayfind-pg-" >&2; then
+  echo "the PostgreSQL servers above were left running by the tests: a suite does not stop what it starts" >&2
+  exit 1
+fi
+
 step "Go client tests"
 bash scripts/test-go.sh
 

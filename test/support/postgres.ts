@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { tmpdir, userInfo } from "node:os";
@@ -65,7 +65,7 @@ async function freePort(): Promise<number> {
 export async function startPostgres(options: { fsync?: boolean } = {}): Promise<TestPostgres> {
   const bin = binaries();
   if (bin === undefined) throw new Error(postgresUnavailable());
-  const dir = mkdtempSync(join(tmpdir(), "wayfind-pg-"));
+  const dir = mkdtempSync(join(postgresRoot(), "wayfind-pg-"));
   const asRoot = userInfo().uid === 0;
   const user = asRoot
     ? spawnSync("id", ["-u", "postgres"]).status === 0
@@ -99,6 +99,78 @@ export async function startPostgres(options: { fsync?: boolean } = {}): Promise<
       }
     },
   };
+}
+
+let shared: Promise<TestPostgres> | undefined;
+
+/** One server for the whole test file, started on first use (the test servers' databases live in it). */
+export function sharedPostgres(): Promise<TestPostgres> {
+  shared ??= startPostgres();
+  return shared;
+}
+
+/** Stops the test file's shared server, if it started one (test/support/each-file.ts, after the file). */
+export async function stopSharedPostgres(): Promise<void> {
+  const starting = shared;
+  shared = undefined;
+  // A server that failed to start has failed its tests already; there is nothing to stop.
+  const started = await starting?.catch(() => undefined);
+  await started?.stop();
+}
+
+/**
+ * Where test clusters live: the folder test/support/global-setup.ts made for this `vitest run` (so
+ * its teardown finds every cluster the run started), else the temp folder.
+ */
+function postgresRoot(): string {
+  return process.env.WAYFIND_TEST_PG_ROOT ?? tmpdir();
+}
+
+/**
+ * Stops every cluster still running under `root` (a test process killed by a timeout or by vitest
+ * never runs its afterAll) and removes their folders; returns how many were running. The postmaster
+ * is sent SIGQUIT (PostgreSQL's immediate shutdown), then SIGKILL if it is still there after 10 s.
+ */
+export async function stopClustersUnder(root: string): Promise<number> {
+  let running = 0;
+  for (const entry of readdirSync(root)) {
+    if (!entry.startsWith("wayfind-pg-")) continue;
+    const dir = join(root, entry);
+    const pid = postmasterPid(join(dir, "data"));
+    if (pid !== undefined && isAlive(pid)) {
+      running++;
+      process.kill(pid, "SIGQUIT");
+      if (!(await exited(pid, 10_000))) process.kill(pid, "SIGKILL");
+    }
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return running;
+}
+
+function postmasterPid(dataDir: string): number | undefined {
+  try {
+    const pid = Number(readFileSync(join(dataDir, "postmaster.pid"), "utf8").split("\n", 1)[0]);
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function exited(pid: number, withinMs: number): Promise<boolean> {
+  for (const deadline = Date.now() + withinMs; Date.now() < deadline; ) {
+    if (!isAlive(pid)) return true;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return !isAlive(pid);
 }
 
 /** Creates database `name` on the test server at `serverUrl` and returns its URL. */

@@ -13,7 +13,7 @@ import { stringify } from "yaml";
 import { loadConfig, type WayfindConfig } from "../../src/config/index.ts";
 import { type RunningServer, startServer } from "../../src/server/app.ts";
 import type { EventExport } from "../../src/server/event-export.ts";
-import { createDatabase, startPostgres, type TestPostgres } from "./postgres.ts";
+import { createDatabase, sharedPostgres } from "./postgres.ts";
 
 export interface TestServer {
   readonly server: RunningServer;
@@ -96,7 +96,6 @@ function withLexicalUnlessAsked(toolSearch: unknown): Record<string, unknown> {
   return "semantic" in given ? given : { ...given, semantic: { enabled: false } };
 }
 
-let postgres: Promise<TestPostgres> | undefined;
 /** Data dir → its database: a server restarted on its data dir finds the database its copy follows. */
 const databases = new Map<string, Promise<string>>();
 
@@ -105,11 +104,7 @@ const databases = new Map<string, Promise<string>>();
  * test server is a replica on a database of its own, in one PostgreSQL per test process.
  */
 async function sharedDatabase(dataDir: string): Promise<{ postgres: { url: string } }> {
-  postgres ??= startPostgres().then((started) => {
-    process.once("exit", () => void started.stop());
-    return started;
-  });
-  const server = await postgres;
+  const server = await sharedPostgres();
   let url = databases.get(dataDir);
   if (url === undefined) {
     url = createDatabase(server.url, `wayfind_${process.pid}_${databases.size + 1}`);

@@ -1,0 +1,22 @@
+import { chmodSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { stopClustersUnder } from "./postgres.ts";
+
+/**
+ * One folder per `vitest run` for the PostgreSQL clusters tests start (test/support/postgres.ts puts
+ * them there; the test processes inherit the variable). Teardown stops whatever is still running in
+ * it, whether its suite passed, failed or timed out, and says so: a suite that leaves its server
+ * running is a bug to fix, but it must not leave PostgreSQL behind on the machine.
+ */
+export default function setup(): () => Promise<void> {
+  const root = mkdtempSync(join(tmpdir(), "wayfind-test-run-"));
+  // As root, clusters run as another user (test/support/postgres.ts), who must be able to enter it.
+  chmodSync(root, 0o755);
+  process.env.WAYFIND_TEST_PG_ROOT = root;
+  return async () => {
+    const leftOver = await stopClustersUnder(root);
+    if (leftOver > 0) console.warn(`global teardown: stopped ${leftOver} PostgreSQL server(s) left running`);
+    rmSync(root, { recursive: true, force: true });
+  };
+}
