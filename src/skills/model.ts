@@ -59,10 +59,12 @@ export type SearchType = (typeof SEARCH_TYPES)[number];
 export type TextAuthor = "operator" | "tenant";
 
 /**
- * Tool-reference gating (provided by the discovery module from the catalog and the caller's visibility):
- * the tool names to rewrite in text by that author, so skill text never shows a tool the caller may
- * not see, and text a tenant wrote never reveals whether such a tool exists.
+ * Tool-reference gating (provided by ToolService from the catalog and the caller's visibility), so
+ * skill text never shows a tool the caller may not see, nor reveals whether such a tool exists.
  */
 export interface ToolGate {
-  hiddenNames(author: TextAuthor): readonly string[];
+  /** Whether the caller may see a tool of this name: operator text keeps it, and rewrites other tool-like names. */
+  isVisible(name: string): boolean;
+  /** Tools the caller's tenant may see but its narrowing hides: rewritten in the tenant's own text. */
+  narrowedAway(): readonly string[];
 }

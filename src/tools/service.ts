@@ -335,30 +335,31 @@ export class ToolService {
   }
 
   /**
-   * Which tool names skill text must not show this caller. Text the operator wrote hides every name
-   * the caller may not see. Text a tenant may have written hides only names its narrowing removed
-   * (names it could see without narrowing): any other name stays as written, so the output is the
-   * same whether a name the caller may not see exists or not.
+   * Which tool names skill text may show this caller. Text the operator wrote keeps the names the
+   * caller may see and rewrites every other tool-like name, existing or not. Text a tenant may have
+   * written hides only names its narrowing removed (names it could see without narrowing): any other
+   * name stays as written. Either way the output is the same whether a hidden name exists or not.
    */
   toolGate(caller: Caller): ToolGate {
     const access = this.accessFor(caller);
     const withoutNarrowing = this.accessWithoutNarrowing(caller);
-    const hiddenNames = (include: (tool: Tool) => boolean): string[] => {
-      const visible = new Set<string>();
-      const hidden = new Set<string>();
-      for (const tool of this.options.catalog.all()) {
-        if (access.canActivate(tool)) visible.add(tool.name);
-        // Other tenants' tools count too: global (operator) text may name them.
-        else if (include(tool)) hidden.add(tool.name);
+    let visible: Set<string> | undefined;
+    const visibleNames = (): Set<string> => {
+      if (visible === undefined) {
+        visible = new Set();
+        for (const tool of this.options.catalog.all()) if (access.canActivate(tool)) visible.add(tool.name);
       }
-      // A name another owner also uses stays when the caller sees its own tool of that name.
-      return [...hidden].filter((name) => !visible.has(name));
+      return visible;
     };
     return {
-      hiddenNames: (author) =>
-        author === "operator"
-          ? hiddenNames(() => true)
-          : hiddenNames((tool) => withoutNarrowing.canActivate(tool)),
+      isVisible: (name) => visibleNames().has(name),
+      narrowedAway: () => {
+        const seen = visibleNames();
+        const away = new Set<string>();
+        for (const tool of this.options.catalog.all())
+          if (!seen.has(tool.name) && withoutNarrowing.canActivate(tool)) away.add(tool.name);
+        return [...away];
+      },
     };
   }
 

@@ -329,3 +329,46 @@ steps:
     expect(got.skills[0]?.steps).toContain('Finish with tool_search for "cleanup".');
   });
 });
+
+describe("operator text names hidden tools exactly as missing ones", () => {
+  // A global skill names a tool bravo may not see before and after it exists, and one that never
+  // exists: bravo must not be able to tell which hidden names are real.
+  const runbook = `---
+name: ops.runbook
+trigger: Recover the platform.
+steps:
+  - Check ops.status first.
+  - Then call internal.purge_cache with the region.
+  - If that fails, internal.drop_tables (never registered).
+---
+`;
+
+  async function bravoSees() {
+    const got = await skills().getSkills({ caller: bravo, names: ["ops.runbook"] });
+    return got.skills[0]?.steps ?? [];
+  }
+
+  it("rewrites a hidden tool's name and a name of no tool alike, and keeps a visible one", async () => {
+    await skills().loadSkillPack(
+      {
+        packName: "runbooks",
+        scope: SkillScope.GLOBAL,
+        source: { case: "files", value: { files: [{ path: "runbook.skill.md", content: runbook }] } },
+      },
+      asOperator,
+    );
+    const whileMissing = await bravoSees();
+    await tools().registerTools(
+      { source: "internal", tools: [tool("internal.purge_cache", "Purge the edge cache.")] },
+      asOperator,
+    );
+    const whileHidden = await bravoSees();
+
+    expect(whileHidden).toEqual(whileMissing);
+    expect(whileHidden).toEqual([
+      "Check ops.status first.",
+      'Then call tool_search for "purge cache" with the region.',
+      'If that fails, tool_search for "drop tables" (never registered).',
+    ]);
+  });
+});

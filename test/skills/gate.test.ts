@@ -2,11 +2,21 @@ import { describe, expect, it } from "vitest";
 import type { ToolGate } from "../../src/skills/index.ts";
 import { caller, fixture, GLOBAL, jsonSkill } from "./helpers.ts";
 
-// The operator's (global) text hides both; in a tenant's text only narrowed-away names would be hidden.
+// The caller sees fs.read_file only; nothing was narrowed away, so a tenant's own text stays as written.
 const gate: ToolGate = {
-  hiddenNames: (author) =>
-    author === "operator" ? ["github.create_pull_request", "github.create_pull_request_review"] : [],
+  isVisible: (name) => name === "fs.read_file",
+  narrowedAway: () => [],
 };
+
+function operatorStep(step: string): string | undefined {
+  const f = fixture();
+  f.service.loadSkillPack({
+    pack: "core",
+    scope: GLOBAL,
+    files: [{ path: "s.skill.json", content: jsonSkill({ name: "s.one", trigger: "t", steps: [step] }) }],
+  });
+  return f.service.getSkills(caller("t1"), { names: ["s.one"] }, { toolGate: gate }).skills[0]?.steps[0];
+}
 
 function loaded() {
   const f = fixture();
@@ -66,7 +76,7 @@ describe("tool-reference gating", () => {
     expect(result.skills).toEqual([]);
   });
 
-  it("gates a tenant-scoped skill by the names hidden from a tenant's text", () => {
+  it("keeps names in a tenant's own text unless its narrowing removed them", () => {
     const f = fixture();
     f.service.loadSkillPack({
       pack: "mine",
@@ -84,6 +94,18 @@ describe("tool-reference gating", () => {
     });
     const [skill] = f.service.getSkills(caller("t1"), { names: ["t1.open_pr"] }, { toolGate: gate }).skills;
     expect(skill?.trigger).toBe("call github.create_pull_request");
+  });
+
+  it("rewrites, in operator text, a tool-like name of no tool as it rewrites a hidden one", () => {
+    expect(operatorStep("Then call billing.refund_all or jira.createIssue.")).toBe(
+      'Then call tool_search for "refund all" or tool_search for "create issue".',
+    );
+  });
+
+  it("leaves, in operator text, words that only resemble tool names", () => {
+    const step =
+      "Set GITHUB_TOKEN, edit my_notes.txt and package.json, see https://x.example/api_docs or ops@corp_mail.example, run --dry_run, use iPhone or GitHub.";
+    expect(operatorStep(step)).toBe(step);
   });
 
   it("leaves text untouched without a gate", () => {
