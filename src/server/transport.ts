@@ -16,6 +16,11 @@ import {
   ResponseClosingOnUnreadBody,
   readOpenFilesLimit,
 } from "./connections.ts";
+import {
+  COMPRESSED_WITHOUT_ENCODING,
+  declaresNoCompression,
+  refuseCompressedMessages,
+} from "./grpc-envelope.ts";
 import { addRoutesToGrpcServer, grpcTimeoutProblem, respondWithGrpcError } from "./grpc-js-adapter.ts";
 import { RequestDecoder } from "./request-decoder.ts";
 import type { MethodRoute } from "./rpc.ts";
@@ -155,6 +160,15 @@ export async function startTransport(options: TransportOptions): Promise<Running
       bodyDeadline.boundGrpcStream(stream, headers[":path"] ?? "", (error) =>
         respondWithGrpcError(stream, error),
       );
+      if (declaresNoCompression(headers))
+        refuseCompressedMessages(stream, () => {
+          // Closed at once, so grpc-js (listening after us) drops the message unread.
+          if (stream.headersSent) stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
+          else {
+            respondWithGrpcError(stream, COMPRESSED_WITHOUT_ENCODING);
+            stream.close(http2.constants.NGHTTP2_NO_ERROR);
+          }
+        });
       grpcStreams.emit("stream", stream, headers, flags, rawHeaders);
     },
   );
