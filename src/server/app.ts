@@ -35,6 +35,7 @@ import { loadConfiguredSkillPacks } from "../sources/skill-packs.ts";
 import { ToolSourceRegistry } from "../sources/status.ts";
 import { ToolService } from "../tools/service.ts";
 import { PricingTable, startUsageRetention, UsageLedger } from "../usage/index.ts";
+import type { ConnectionCounts } from "./connections.ts";
 import { lockDataFolder } from "./data-lock.ts";
 import type { EventExport } from "./event-export.ts";
 import { HealthStatus } from "./health.ts";
@@ -150,9 +151,11 @@ export async function startServer(
     throw error;
   }
   const shutdown = new AbortController();
+  const connections: ConnectionCounts = { open: 0, refused: 0, shed: 0 };
   // Read when scraped, by then every part exists.
   const metrics = settings.metrics
     ? new ServerMetrics({
+        connections: () => connections,
         toolCount: () => catalog.size,
         skillCount: () => skills.size,
         eventSubscribers: () => events.subscriberCount,
@@ -380,6 +383,7 @@ export async function startServer(
       },
       logger,
       tls: tlsCredentials,
+      counts: connections,
       httpEndpoints: (request, response) =>
         probes(request, response) || (scrape?.(request, response) ?? false),
     });

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import * as http from "node:http";
 import * as http2 from "node:http2";
+import type * as net from "node:net";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { type MethodRoute, methodPath } from "./rpc.ts";
@@ -29,6 +30,7 @@ export interface ConnectionLimits {
 export class Http2SessionGuard {
   readonly #session: http2.ServerHttp2Session;
   readonly #limits: ConnectionLimits;
+  readonly #idle: IdleConnections;
   /** Re-armed with refresh() each time the last stream closes, so a busy session costs no timers. */
   readonly #idleTimer: NodeJS.Timeout;
   #openStreams = 0;
@@ -36,27 +38,40 @@ export class Http2SessionGuard {
   readonly #awaitingBody = new Map<http2.ServerHttp2Stream, number>();
   #bodyCheck: NodeJS.Timeout | undefined;
 
-  /** `handshake`: the connection's handshake timer, still running; cleared once SETTINGS arrive. */
-  constructor(session: http2.ServerHttp2Session, limits: ConnectionLimits, handshake: NodeJS.Timeout) {
+  /**
+   * `handshake`: the connection's handshake timer, still running; cleared once SETTINGS arrive.
+   * `idle`: where the session is listed while it has no open stream (to be shed first at the cap).
+   */
+  constructor(
+    session: http2.ServerHttp2Session,
+    limits: ConnectionLimits,
+    handshake: NodeJS.Timeout,
+    idle: IdleConnections,
+  ) {
     this.#session = session;
     this.#limits = limits;
     session.once("remoteSettings", () => clearTimeout(handshake));
     this.#idleTimer = setTimeout(() => this.#closeIfIdle(), limits.idleTimeoutMs).unref();
+    idle.http2(session, true);
     session.once("close", () => {
       clearTimeout(handshake);
       clearTimeout(this.#idleTimer);
       clearTimeout(this.#bodyCheck);
+      idle.http2(session, false);
     });
+    this.#idle = idle;
   }
 
   /** Call for every stream of the session, before it is handed to a protocol handler. */
   streamOpened(stream: http2.ServerHttp2Stream): void {
-    this.#openStreams++;
+    if (this.#openStreams++ === 0) this.#idle.http2(this.#session, false);
     this.#awaitingBody.set(stream, Date.now());
     this.#bodyCheck ??= setTimeout(() => this.#checkBodies(), this.#limits.requestHeaderTimeoutMs).unref();
     stream.once("close", () => {
       this.#awaitingBody.delete(stream);
-      if (--this.#openStreams === 0) this.#idleTimer.refresh();
+      if (--this.#openStreams > 0) return;
+      this.#idleTimer.refresh();
+      if (!this.#session.closed && !this.#session.destroyed) this.#idle.http2(this.#session, true);
     });
   }
 
@@ -207,27 +222,103 @@ export class ResponseClosingOnUnreadBody extends http.ServerResponse {
   }
 }
 
+/** Connection figures for /metrics, kept by the transport. */
+export interface ConnectionCounts {
+  /** Open now (all protocols, TLS included). */
+  open: number;
+  /** Refused at the cap with no idle connection to close instead. */
+  refused: number;
+  /** Idle connections closed at the cap to admit a new one. */
+  shed: number;
+}
+
 /**
- * Logs refused connections at warn: the first at once, then at most one line per `intervalMs`
- * (with how many were refused since the last line), so a flood of connections cannot flood the log.
+ * The connections with no call in flight, each list in the order they became idle, so that at the
+ * cap the one idle longest can be closed to admit a new connection: a client holding many silent
+ * connections loses them before anyone is refused. Three kinds: cleartext connections that have
+ * not yet said which protocol they speak, HTTP/2 sessions without an open stream, and HTTP/1.1
+ * connections between requests. (A TLS connection still in its handshake is bounded by the
+ * handshake timeout instead.)
  */
-export function connectionRefusalLog(
+export class IdleConnections {
+  readonly #silent = new Set<net.Socket>();
+  readonly #http2 = new Set<http2.ServerHttp2Session>();
+  readonly #http1 = new Set<net.Socket>();
+  readonly #watched = new WeakSet<net.Socket>();
+
+  /** A cleartext connection that has sent nothing yet (true), or has now spoken or closed (false). */
+  silent(socket: net.Socket, idle: boolean): void {
+    move(this.#silent, socket, idle);
+  }
+
+  http2(session: http2.ServerHttp2Session, idle: boolean): void {
+    move(this.#http2, session, idle);
+  }
+
+  /** An HTTP/1.1 connection between requests (true), or with one in flight (false). */
+  http1(socket: net.Socket, idle: boolean): void {
+    if (!this.#watched.has(socket)) {
+      this.#watched.add(socket);
+      socket.once("close", () => this.#http1.delete(socket));
+    }
+    move(this.#http1, socket, idle && !socket.destroyed);
+  }
+
+  /** Closes the connection idle the longest, silent ones first; false when every connection is busy. */
+  closeOne(): boolean {
+    for (const socket of this.#silent) {
+      this.#silent.delete(socket);
+      socket.destroy();
+      return true;
+    }
+    for (const session of this.#http2) {
+      this.#http2.delete(session);
+      session.destroy();
+      return true;
+    }
+    for (const socket of this.#http1) {
+      this.#http1.delete(socket);
+      socket.destroy();
+      return true;
+    }
+    return false;
+  }
+}
+
+/** Puts `item` at the end of `set` (idle from now), or takes it out. */
+function move<T>(set: Set<T>, item: T, add: boolean): void {
+  set.delete(item);
+  if (add) set.add(item);
+}
+
+/** What the transport did with a connection that came at the cap. */
+export type AtCapacity = "shed" | "refused";
+
+/**
+ * Logs what happens at the connection cap, at warn: the first time at once, then at most one line
+ * per `intervalMs` with how many idle connections were closed and how many new ones refused since
+ * the last line, so a flood of connections cannot flood the log.
+ */
+export function capacityLog(
   logger: Logger,
   maxConnections: number,
   intervalMs = 60_000,
-): (reason: string) => void {
+): (what: AtCapacity, open: number, reason?: string) => void {
   let quietUntil = 0;
-  let refusedSinceLastLine = 0;
-  return (reason) => {
-    refusedSinceLastLine++;
+  const since = { shed: 0, refused: 0 };
+  return (what, open, reason = "max_connections reached") => {
+    since[what]++;
     const now = Date.now();
     if (now < quietUntil) return;
     quietUntil = now + intervalMs;
     logger.warn(
-      { maxConnections, refused: refusedSinceLastLine, reason },
-      "refusing new connections; raise server.max_connections (and the open-files limit) or find the client holding them",
+      { maxConnections, open, shed: since.shed, refused: since.refused, reason },
+      since.refused > 0
+        ? "refusing new connections; raise server.max_connections (and the open-files limit) or find the client holding them"
+        : "at server.max_connections: closing idle connections to admit new ones",
     );
-    refusedSinceLastLine = 0;
+    since.shed = 0;
+    since.refused = 0;
   };
 }
 

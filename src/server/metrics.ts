@@ -2,6 +2,7 @@ import type * as http from "node:http";
 import type * as http2 from "node:http2";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { StoredEvent } from "../events/index.ts";
+import type { ConnectionCounts } from "./connections.ts";
 import { type CallObserver, type MethodRoute, methodPath, observeRoute } from "./rpc.ts";
 import { codeName } from "./rpc-errors.ts";
 
@@ -14,6 +15,8 @@ export interface MetricSources {
   readonly eventSubscriberLag: () => { maxLag: number; overflows: number; gaps: number };
   /** The configured MCP servers' health and last sync. */
   readonly mcpSources: () => readonly { id: string; healthy: boolean; lastSyncMs: number | undefined }[];
+  /** The transport's connection figures. */
+  readonly connections: () => ConnectionCounts;
   /** A replica's view of its shared database, read at each scrape (src/replication); absent on SQLite alone. */
   readonly replica?: { readonly reachable: boolean; readonly appliedSeq: number };
 }
@@ -110,6 +113,32 @@ export class ServerMetrics {
       help: "Cost of the recorded usage in USD (records of unknown price count nothing).",
       labelNames: ["provider", "model"],
       registers,
+    });
+    new Gauge({
+      name: "wayfind_connections_open",
+      help: "Open client connections, every protocol (server.max_connections caps them).",
+      registers,
+      collect() {
+        this.set(sources.connections().open);
+      },
+    });
+    new Counter({
+      name: "wayfind_connections_shed_total",
+      help: "Idle connections closed at server.max_connections to admit a new one.",
+      registers,
+      collect() {
+        this.reset();
+        this.inc(sources.connections().shed);
+      },
+    });
+    new Counter({
+      name: "wayfind_connections_refused_total",
+      help: "Connections refused at server.max_connections with none idle to close instead.",
+      registers,
+      collect() {
+        this.reset();
+        this.inc(sources.connections().refused);
+      },
     });
     new Gauge({
       name: "wayfind_tools",

@@ -8,10 +8,12 @@ import type { Logger } from "pino";
 import { CLIENT_CERTIFICATE_HEADER, clientCertificateHeader } from "../auth/index.ts";
 import { connectRequestListener } from "./connect-adapter.ts";
 import {
+  type ConnectionCounts,
   type ConnectionLimits,
-  connectionRefusalLog,
+  capacityLog,
   fitMaxConnections,
   Http2SessionGuard,
+  IdleConnections,
   RequestBodyDeadline,
   ResponseClosingOnUnreadBody,
   readOpenFilesLimit,
@@ -41,6 +43,8 @@ export interface TransportOptions {
   readonly httpEndpoints?: (request: NodeRequest, response: NodeResponse) => boolean;
   /** TLS on the port (every protocol); absent = cleartext (h2c and HTTP/1.1). */
   readonly tls?: TlsCredentials;
+  /** Kept up to date here, read by /metrics. */
+  readonly counts?: ConnectionCounts;
 }
 
 /** PEM contents of the server's certificate chain and key, and of the CA that verifies clients (mTLS). */
@@ -61,6 +65,9 @@ export interface RunningTransport {
   /** Stops accepting, lets in-flight calls finish for up to `graceMs`, then cuts the rest. */
   close(graceMs: number): Promise<void>;
 }
+
+/** Connections node may accept past the cap, each closing an idle one (within the descriptors kept free). */
+const SHEDDING_HEADROOM = 16;
 
 const HTTP2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 
@@ -124,10 +131,11 @@ export async function startTransport(options: TransportOptions): Promise<Running
 
   const h2 = http2.createServer({ maxSessionMemory: 64 });
   const sessions = new Map<http2.ServerHttp2Session, Http2SessionGuard>();
+  const idle = new IdleConnections();
   /** Starts serving a cleartext HTTP/2 connection, whose handshake timer runs on until its SETTINGS. */
   const serveHttp2 = (socket: net.Socket, handshake: NodeJS.Timeout) => {
     const guardSession = (session: http2.ServerHttp2Session) => {
-      sessions.set(session, new Http2SessionGuard(session, limits, handshake));
+      sessions.set(session, new Http2SessionGuard(session, limits, handshake, idle));
       session.once("close", () => sessions.delete(session));
       grpcStreams.emit("session", session);
     };
@@ -193,6 +201,9 @@ export async function startTransport(options: TransportOptions): Promise<Running
         if (draining) request.socket.end();
       });
       setClientCertificate(request.headers, request.socket);
+      const { socket } = request;
+      idle.http1(socket, false);
+      response.once("close", () => idle.http1(socket, true));
       connectHandler(request, response);
     },
   );
@@ -208,9 +219,14 @@ export async function startTransport(options: TransportOptions): Promise<Running
       { configured: limits.maxConnections, applied: maxConnections },
       "server.max_connections lowered to fit the open-files limit (ulimit -n)",
     );
-  h1.maxConnections = maxConnections;
-  const logRefusal = connectionRefusalLog(options.logger, maxConnections);
-  h1.on("drop", () => logRefusal("max_connections reached"));
+  // Node itself refuses only past the headroom: up to it, an idle connection is closed instead.
+  h1.maxConnections = maxConnections + SHEDDING_HEADROOM;
+  const counts = options.counts ?? { open: 0, refused: 0, shed: 0 };
+  const logCapacity = capacityLog(options.logger, maxConnections);
+  h1.on("drop", () => {
+    counts.refused++;
+    logCapacity("refused", sockets.size);
+  });
 
   // With TLS, ALPN picks the protocol: h2 for gRPC and HTTP/2 clients, http/1.1 for the rest.
   const secure = options.tls
@@ -226,7 +242,10 @@ export async function startTransport(options: TransportOptions): Promise<Running
       const handshake = setTimeout(() => socket.destroy(), limits.handshakeTimeoutMs).unref();
       socket.once("close", () => clearTimeout(handshake));
       serveHttp2(socket, handshake);
-    } else serveHttp1.call(h1, socket);
+    } else {
+      idle.http1(socket, true);
+      serveHttp1.call(h1, socket);
+    }
   });
   // A failed handshake (a cleartext client, a bad certificate) only closes that connection.
   secure?.on("tlsClientError", (_error, socket) => socket.destroy());
@@ -234,20 +253,42 @@ export async function startTransport(options: TransportOptions): Promise<Running
   // Cleartext HTTP/2 (prior knowledge) and HTTP/1.1 share the port: peek at the first bytes.
   const sockets = new Set<net.Socket>();
   h1.on("connection", (socket: net.Socket) => {
+    if (sockets.size >= maxConnections) {
+      if (!idle.closeOne()) {
+        counts.refused++;
+        logCapacity("refused", sockets.size, "max_connections reached, every connection busy");
+        socket.destroy();
+        return;
+      }
+      counts.shed++;
+      logCapacity("shed", sockets.size);
+    }
     sockets.add(socket);
+    counts.open = sockets.size;
+    // The HTTP/1.1 server's sockets are half-open (it answers a request whose client has already
+    // sent FIN), and nothing else here would notice a FIN: a silent connection, or an HTTP/2 session,
+    // whose client left would hold its descriptor until a timeout. The HTTP/1.1 branch restores it.
+    socket.allowHalfOpen = false;
     if (secure) {
-      socket.once("close", () => sockets.delete(socket));
+      socket.once("close", () => {
+        sockets.delete(socket);
+        counts.open = sockets.size;
+      });
       socket.on("error", () => socket.destroy());
       secure.emit("connection", socket);
       return;
     }
     // A connection that never says anything would hold its descriptor forever.
     const handshake = setTimeout(() => socket.destroy(), limits.handshakeTimeoutMs).unref();
+    idle.silent(socket, true);
     socket.once("close", () => {
       clearTimeout(handshake);
       sockets.delete(socket);
+      counts.open = sockets.size;
+      idle.silent(socket, false);
     });
     socket.once("data", (first: Buffer) => {
+      idle.silent(socket, false);
       socket.pause();
       socket.unshift(first);
       // The HTTP/2 session picks up the unshifted bytes itself when it attaches; resuming the
@@ -255,6 +296,8 @@ export async function startTransport(options: TransportOptions): Promise<Running
       if (first.subarray(0, 3).equals(HTTP2_PREFACE.subarray(0, 3))) serveHttp2(socket, handshake);
       else {
         clearTimeout(handshake);
+        socket.allowHalfOpen = true;
+        idle.http1(socket, true);
         serveHttp1.call(h1, socket);
         socket.resume();
       }
@@ -264,7 +307,9 @@ export async function startTransport(options: TransportOptions): Promise<Running
   h1.listen(options.port, options.host);
   await once(h1, "listening");
   // After listening, an accept failure (EMFILE: out of descriptors) is logged, not fatal.
-  h1.on("error", (error: NodeJS.ErrnoException) => logRefusal(error.code ?? error.message));
+  h1.on("error", (error: NodeJS.ErrnoException) =>
+    logCapacity("refused", sockets.size, error.code ?? error.message),
+  );
   const address = h1.address() as net.AddressInfo;
 
   return {

@@ -330,9 +330,32 @@ describe("handshake timeout, counted once", () => {
   });
 });
 
+describe("a client that leaves", () => {
+  // The server must notice a FIN at once, whatever the connection said: a departed client's
+  // descriptor held until a timeout is how a burst of connections used to lock the server out.
+  const PREFACE_AND_SETTINGS = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0", "latin1");
+  let patient: TestServer;
+  beforeAll(async () => {
+    patient = await startTestServer({ server: { handshake_timeout_seconds: 30, idle_timeout_seconds: 30 } });
+  });
+  afterAll(() => patient.stop());
+
+  it("closes a connection whose client ended it before saying anything", async () => {
+    const connection = await openRaw(patient.port);
+    connection.socket.end();
+    expect(await connection.closed).toBeLessThan(2_000);
+  });
+
+  it("closes an HTTP/2 session whose client ended its side", async () => {
+    const connection = await openRaw(patient.port);
+    connection.socket.end(PREFACE_AND_SETTINGS);
+    expect(await connection.closed).toBeLessThan(2_000);
+  });
+});
+
 describe("connection cap", () => {
   const MAX_CONNECTIONS = 2;
-  const warnings: { msg: string; refused: number }[] = [];
+  const warnings: { msg: string; shed: number; refused: number; open: number }[] = [];
   let capped: TestServer;
   beforeAll(async () => {
     const logger = pino({ level: "warn" }, { write: (line: string) => warnings.push(JSON.parse(line)) });
@@ -343,45 +366,70 @@ describe("connection cap", () => {
   });
   afterAll(() => capped.stop());
 
-  /** Fills the cap with live keep-alive connections, each answered once so the server holds it. */
-  async function fillCap(): Promise<RawConnection[]> {
-    const held: RawConnection[] = [];
-    for (let i = 0; i < MAX_CONNECTIONS; i++) {
-      const connection = await openRaw(capped.port);
-      connection.socket.write(HEALTH_CHECK_H1);
-      await waitFor(connection, "SERVING");
-      held.push(connection);
-    }
-    return held;
+  /** An HTTP/1.1 connection answered once and kept alive: open, with no call in flight. */
+  async function idleKeepAlive(): Promise<RawConnection> {
+    const connection = await openRaw(capped.port);
+    connection.socket.write(HEALTH_CHECK_H1);
+    await waitFor(connection, "SERVING");
+    return connection;
+  }
+
+  /** An HTTP/1.1 call whose body has not all arrived: a call in flight (for the 30 s body timeout). */
+  async function busy(): Promise<RawConnection> {
+    const connection = await openRaw(capped.port);
+    connection.socket.write(
+      "POST /grpc.health.v1.Health/Check HTTP/1.1\r\nHost: wayfind\r\n" +
+        "Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{",
+    );
+    await sleep(100);
+    return connection;
   }
 
   /** Closes from the client side and gives the server a moment to count the connection as gone. */
   async function release(connections: readonly RawConnection[]): Promise<void> {
-    for (const connection of connections) connection.socket.end();
+    for (const connection of connections) connection.socket.destroy();
     await Promise.all(connections.map((connection) => connection.closed));
     await sleep(50);
   }
 
-  it("refuses connections beyond max_connections with one warning in the log", async () => {
-    const held = await fillCap();
-    const extra = await Promise.all([openRaw(capped.port), openRaw(capped.port), openRaw(capped.port)]);
-    for (const connection of extra) connection.socket.write(HEALTH_CHECK_H1);
-    await Promise.all(extra.map((connection) => connection.closed));
-    await release(held);
+  it("admits a new connection at the cap by closing the one idle longest, and says so once in the log", async () => {
+    warnings.length = 0;
+    const [oldest, newer] = [await idleKeepAlive(), await idleKeepAlive()];
+    const extra = [await idleKeepAlive(), await idleKeepAlive()];
 
-    for (const connection of extra) expect(connection.received()).toBe("");
-    const refusals = warnings.filter((line) => line.msg.startsWith("refusing new connections"));
-    expect(refusals).toHaveLength(1);
-    expect(refusals[0]?.refused).toBe(1);
+    await oldest?.closed;
+    await newer?.closed;
+    const shedding = warnings.filter((line) => line.msg.startsWith("at server.max_connections"));
+    expect(shedding).toHaveLength(1);
+    expect(shedding[0]).toMatchObject({ shed: 1, refused: 0, open: MAX_CONNECTIONS });
+    await release(extra);
   });
 
-  it("accepts a new connection once an open one closes", async () => {
-    const [first, ...others] = await fillCap();
-    await release(first ? [first] : []);
-    const next = await openRaw(capped.port);
-    next.socket.write(HEALTH_CHECK_H1);
-    await waitFor(next, "SERVING");
-    await release([next, ...others]);
+  it("closes a connection that never spoke before one that has been answered", async () => {
+    const answered = await idleKeepAlive();
+    const silent = await openRaw(capped.port);
+    await sleep(50);
+    const extra = await idleKeepAlive();
+
+    await silent.closed;
+    answered.socket.write(HEALTH_CHECK_H1);
+    await waitFor(answered, "SERVING", 2);
+    await release([answered, extra]);
+  });
+
+  it("refuses a connection when every open one has a call in flight, and counts both in /metrics", async () => {
+    warnings.length = 0;
+    const held = [await busy(), await busy()];
+    const refused = await openRaw(capped.port);
+    refused.socket.write(HEALTH_CHECK_H1);
+    await refused.closed;
+    expect(refused.received()).toBe("");
+    await release(held);
+
+    const metrics = await (await fetch(`${capped.baseUrl}/metrics`)).text();
+    expect(metrics).toMatch(/^wayfind_connections_refused_total 1$/m);
+    expect(metrics).toMatch(/^wayfind_connections_shed_total [1-9]\d*$/m);
+    expect(metrics).toMatch(/^wayfind_connections_open [1-9]$/m);
   });
 });
 
