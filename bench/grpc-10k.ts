@@ -28,8 +28,9 @@ import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import Database from "better-sqlite3";
-import type { JsonObject, ToolInput } from "../src/discovery/types.ts";
+import type { ToolInput } from "../src/discovery/types.ts";
 import { argumentChecker } from "../src/discovery/validate.ts";
+import type { JsonObject } from "../src/json.ts";
 import { mainThreadProfile, monotonicUs, summarizeProfile } from "./lib/cpu-profile.ts";
 import { growCatalog, readQueries } from "./lib/discovery-data.ts";
 import {

@@ -27,7 +27,7 @@ import { createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { Health } from "../gen/ts/grpc/health/v1/health_pb.ts";
 import { ToolDiscoveryService } from "../gen/ts/wayfind/v1/tools_pb.ts";
-import type { JsonObject } from "../src/discovery/index.ts";
+import type { JsonObject } from "../src/json.ts";
 import {
   prepareWayfind,
   printAligned,

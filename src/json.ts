@@ -1,5 +1,9 @@
 import { invalidArgument } from "./errors.ts";
 
+/** A JSON value as parsed (JSON.parse) and stored: tool schemas and examples, change-log payloads. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+export type JsonObject = { [key: string]: JsonValue };
+
 /**
  * Canonical JSON: object keys sorted (UTF-16 order) at every depth, no whitespace, `undefined` members
  * left out. The same content always gives the same bytes whatever key order it arrived in: content

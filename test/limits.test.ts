@@ -7,7 +7,7 @@ import { Provider } from "../gen/ts/wayfind/v1/common_pb.ts";
 import { SkillScope, SkillService } from "../gen/ts/wayfind/v1/skills_pb.ts";
 import { ToolDiscoveryService, type ToolSchema } from "../gen/ts/wayfind/v1/tools_pb.ts";
 import { UsageService } from "../gen/ts/wayfind/v1/usage_pb.ts";
-import type { JsonObject } from "../src/discovery/types.ts";
+import type { JsonObject } from "../src/json.ts";
 import { describeLimit, LIMITS, type Limit } from "../src/limits.ts";
 import { failure } from "./support/rpc.ts";
 import { startTestServer, type TestServer } from "./support/server.ts";

@@ -3,6 +3,7 @@ import { homedir } from "node:os";
 import { dirname, resolve } from "node:path";
 import { type Document, isMap, isPair, isScalar, LineCounter, type Node, parseDocument } from "yaml";
 import type { z } from "zod";
+import type { PostgresConfig } from "../replication/replica.ts";
 import { yamlValue } from "../text/yaml.ts";
 import type { ModelPrice } from "../usage/pricing.ts";
 import { authConfig, tlsConfig } from "./auth.ts";
@@ -18,13 +19,7 @@ import {
   port as portSchema,
   postgresUrl,
 } from "./schema.ts";
-import type {
-  McpServerConfig,
-  PostgresConfig,
-  ToolExampleConfig,
-  ToolSourceOptions,
-  WayfindConfig,
-} from "./types.ts";
+import type { McpServerConfig, ToolExampleConfig, ToolSourceOptions, WayfindConfig } from "./types.ts";
 
 type Env = Readonly<Record<string, string | undefined>>;
 type Path = readonly PropertyKey[];

@@ -1,5 +1,5 @@
 import type { Role } from "../caller/caller.ts";
-import type { CompactionSettings } from "../replication/compaction.ts";
+import type { PostgresConfig } from "../replication/replica.ts";
 import type { ModelPrice } from "../usage/pricing.ts";
 
 /**
@@ -142,15 +142,6 @@ export interface UsageConfig {
 /** Where the state lives when several replicas share it (docs/replicas.md); absent = SQLite alone. */
 export interface StorageConfig {
   readonly postgres: PostgresConfig | undefined;
-}
-
-export interface PostgresConfig {
-  /** postgres://user:password@host:port/database (libpq URL); never logged with its password. */
-  readonly url: string;
-  /** Connections this replica keeps open (writes, catch-up, fences); one more listens for wake-ups. */
-  readonly poolSize: number;
-  /** How the shared change log is kept bounded (docs/replicas.md "Compaction"). */
-  readonly compaction: CompactionSettings;
 }
 
 export interface EventRetentionConfig {

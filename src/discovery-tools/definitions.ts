@@ -1,4 +1,4 @@
-import type { JsonObject } from "../discovery/types.ts";
+import type { JsonObject } from "../json.ts";
 import { LIMITS, type Limit } from "../limits.ts";
 import { TASK_TYPES } from "../skills/index.ts";
 

@@ -14,13 +14,7 @@ import { synonymTable } from "../text/synonyms.ts";
 import { Candidates, DEFAULT_RANKER, type RankerConfig } from "./ranker.ts";
 import { checkLargeExamples } from "./schema-checks.ts";
 import { meaningTexts, type QueryReadings, queryReadings, runSearch } from "./search.ts";
-import {
-  buildSearchIndex,
-  type PackedAnalysis,
-  type SearchIndex,
-  toolKey,
-  type VisibleSet,
-} from "./search-index.ts";
+import { buildSearchIndex, type PackedAnalysis, toolKey } from "./search-index.ts";
 import type {
   EffectiveSearchType,
   GetResponse,
@@ -28,12 +22,14 @@ import type {
   ListResponse,
   RegisterOptions,
   RegisterResult,
+  SearchIndex,
   SearchRequest,
   SearchResponse,
   SearchType,
   Tool,
   ToolInput,
   VisibilityPredicate,
+  VisibleSet,
 } from "./types.ts";
 import {
   type ExamplesCheck,

@@ -2,10 +2,9 @@ import { readFileSync } from "node:fs";
 import { basename, extname } from "node:path";
 import { parse as parseYaml, YAMLParseError } from "yaml";
 import { invalidArgument } from "../errors.ts";
+import type { JsonObject, JsonValue } from "../json.ts";
 import { YAML_MAX_ALIAS_COUNT } from "../text/yaml.ts";
 import {
-  type JsonObject,
-  type JsonValue,
   LOADING_MODES,
   type LoadingMode,
   SIDE_EFFECTS,

@@ -8,6 +8,5 @@ export {
 export type { Candidates, RankerConfig } from "./ranker.ts";
 export { discoveryMigrations } from "./schema.ts";
 export { isLargeSchema, largeSchemaArgumentProblems } from "./schema-checks.ts";
-export type { SearchIndex, VisibleSet } from "./search-index.ts";
 export * from "./types.ts";
 export { type ArgumentProblem, argumentChecker } from "./validate.ts";

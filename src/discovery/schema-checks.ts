@@ -1,5 +1,6 @@
+import type { JsonObject } from "../json.ts";
 import { JobWorker } from "../worker-jobs.ts";
-import type { JsonObject, ToolExample, ToolInput } from "./types.ts";
+import type { ToolExample, ToolInput } from "./types.ts";
 import {
   type ArgumentProblem,
   argsSchemaProblem,

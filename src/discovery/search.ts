@@ -13,9 +13,9 @@ import { type QueryRewrite, REGEX_SCORE } from "../text/scores.ts";
 import type { Reading } from "../text/synonyms.ts";
 import type { Candidates, RankedDoc, WordReading, WordRepair } from "./ranker.ts";
 import { readRequest, requestClauses, stopwordSlipOf } from "./request.ts";
-import { pairs, type SearchIndex } from "./search-index.ts";
+import { pairs } from "./search-index.ts";
 import { analyze, nameKey, splitWords, stem } from "./text.ts";
-import type { MatchType, SearchHit, SearchStrategy, SearchType, Tool } from "./types.ts";
+import type { MatchType, SearchHit, SearchIndex, SearchStrategy, SearchType, Tool } from "./types.ts";
 
 /**
  * The three search paths over one build of the index: fts (the BM25F ranker, widening AND → OR →

@@ -1,8 +1,8 @@
 /** Plain domain types of the tool catalog; no transport types. */
 
+import type { JsonObject } from "../json.ts";
 import type { QueryRewrite, SemanticReport } from "../text/scores.ts";
-import type { Candidates } from "./ranker.ts";
-import type { SearchIndex, VisibleSet } from "./search-index.ts";
+import type { Candidates, Ranker } from "./ranker.ts";
 
 export const SIDE_EFFECTS = ["pure", "read", "write", "external", "stateful"] as const;
 export type SideEffects = (typeof SIDE_EFFECTS)[number];
@@ -29,9 +29,6 @@ export type MatchType =
 
 /** Which widening step produced the result list (docs/design.md §4 "fallbacks are reported"). */
 export type SearchStrategy = "and" | "or" | "fuzzy" | "regex" | "exact";
-
-export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
-export type JsonObject = { [key: string]: JsonValue };
 
 export interface ToolExample {
   readonly args: JsonObject;
@@ -98,6 +95,49 @@ export interface EventScope {
   readonly tenantId?: string;
   readonly sessionId?: string;
   readonly runId?: string;
+}
+
+/**
+ * The in-memory search index of one state of the catalog (every owner's tools): the docs in name
+ * order, the BM25F ranker over their analysed text, name keys, tie-break order and the folded text
+ * the regex path reads. Built by `buildSearchIndex`, a generator the catalog runs in slices between
+ * other calls after a change (or to its end when a caller reads before the slices are done).
+ */
+export interface SearchIndex {
+  /** Tools sorted by name, then owner; position = doc id. */
+  readonly docs: readonly Tool[];
+  readonly ranker: Ranker;
+  /** nameKey of full name, bare name and aliases → doc ids. */
+  readonly keys: ReadonlyMap<string, readonly number[]>;
+  /** Exact name → its first doc id; docs of the same name (one per owner) follow it (see sameName). */
+  readonly byName: ReadonlyMap<string, number>;
+  /** The deferred docs: what a search without a visible set may return unless always-loaded are asked for. */
+  readonly deferred: Candidates;
+  /** Per doc, for the regex path's literal pre-check: bare name, folded name and description. */
+  readonly bare: readonly string[];
+  readonly lowerNames: readonly string[];
+  readonly lowerDescriptions: readonly string[];
+  readonly lowerTags: readonly (readonly string[])[];
+  /** Doc ids in tie-break order, and each doc's position in it. */
+  readonly tieOrder: Int32Array;
+  readonly tieRank: Int32Array;
+  /** The visible sets of caller views made over this build, by key (see ToolCatalog.visibleSet). */
+  readonly visibleSets: Map<string, VisibleSet>;
+}
+
+/**
+ * The tools one caller view may find in one build of the index, named by a key. Obtained once per
+ * view (ToolCatalog.visibleSet) and passed to each search of that view: the view's filter runs once
+ * per tool and build, and the corpus statistics over the set are counted once, not per search.
+ */
+export interface VisibleSet {
+  /** What the view sees, as its owner named it (equal keys mean equal sets), and the loading modes. */
+  readonly key: string;
+  /** The build the set is over; a search with this set reads that build. */
+  readonly index: SearchIndex;
+  readonly candidates: Candidates;
+  /** Visible deferred tools in the whole catalog (what search can reveal). */
+  readonly totalDeferred: number;
 }
 
 export interface SearchRequest {

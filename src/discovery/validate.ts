@@ -2,12 +2,11 @@ import { createHash } from "node:crypto";
 import { Ajv, type CodeOptions, type SchemaValidateFunction, type ValidateFunction } from "ajv";
 import { RE2JS } from "re2js";
 import { invalidArgument, quoteInput, WayfindError } from "../errors.ts";
+import type { JsonObject, JsonValue } from "../json.ts";
 import { canonicalJson } from "../json.ts";
 import { LIMITS as API, type Limit, sizeProblem } from "../limits.ts";
 import { runToEnd } from "../text/slices.ts";
 import {
-  type JsonObject,
-  type JsonValue,
   LOADING_MODES,
   type LoadingMode,
   SIDE_EFFECTS,

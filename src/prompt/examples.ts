@@ -1,4 +1,5 @@
-import type { JsonValue, ToolExample } from "../discovery/types.ts";
+import type { ToolExample } from "../discovery/types.ts";
+import type { JsonValue } from "../json.ts";
 import { LIMITS } from "../limits.ts";
 
 export interface RenderExamplesOptions {

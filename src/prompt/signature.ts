@@ -1,4 +1,4 @@
-import type { JsonObject, JsonValue } from "../discovery/types.ts";
+import type { JsonObject, JsonValue } from "../json.ts";
 
 /**
  * Compact TypeScript-like signature of a JSON Schema, e.g.

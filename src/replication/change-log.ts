@@ -1,5 +1,5 @@
 import pg from "pg";
-import type { JsonValue } from "../discovery/types.ts";
+import type { JsonValue } from "../json.ts";
 
 /**
  * The ordered change log replicas share on PostgreSQL (docs/replicas.md): every replicated write is a

@@ -1,14 +1,23 @@
 import { hostname } from "node:os";
 import pg from "pg";
-import type { PostgresConfig } from "../config/index.ts";
 import type { Db } from "../database/sqlite.ts";
 import { errorReason, WayfindError } from "../errors.ts";
 import { type Change, ChangeLog, type NewChange } from "./change-log.ts";
-import { type CompactionReport, startCompaction } from "./compaction.ts";
+import { type CompactionReport, type CompactionSettings, startCompaction } from "./compaction.ts";
 import { type ApplyOutcome, CopyBehindLog, Follower, follow, readAppliedSeq } from "./follower.ts";
 import { type HeldLease, holdLease, type LeaseOptions } from "./lease.ts";
 import { type PrepareCopyOptions, prepareCopy, SnapshotStore } from "./snapshots.ts";
 import type { ApplyContext, ReplicatedWrite, StateWriter } from "./writes.ts";
+
+/** The shared PostgreSQL a replica writes and follows (the `storage.postgres` settings). */
+export interface PostgresConfig {
+  /** postgres://user:password@host:port/database (libpq URL); never logged with its password. */
+  readonly url: string;
+  /** Connections this replica keeps open (writes, catch-up, fences); one more listens for wake-ups. */
+  readonly poolSize: number;
+  /** How the shared change log is kept bounded (docs/replicas.md "Compaction"). */
+  readonly compaction: CompactionSettings;
+}
 
 export interface ReplicaOptions {
   readonly postgres: PostgresConfig;

@@ -20,8 +20,9 @@ import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/typ
 import type { Logger } from "pino";
 import { z } from "zod";
 import type { McpServerConfig } from "../config/index.ts";
-import type { JsonObject, SideEffects, ToolCatalog, ToolInput } from "../discovery/index.ts";
+import type { SideEffects, ToolCatalog, ToolInput } from "../discovery/index.ts";
 import { recordSteps } from "../discovery/validate.ts";
+import type { JsonObject } from "../json.ts";
 import { LIMITS } from "../limits.ts";
 import type { HeldLease } from "../replication/lease.ts";
 import { inSpan } from "../telemetry.ts";

@@ -2,10 +2,10 @@ import {
   type ArgumentProblem,
   argumentChecker,
   isLargeSchema,
-  type JsonObject,
   largeSchemaArgumentProblems,
   type Tool,
 } from "../discovery/index.ts";
+import type { JsonObject } from "../json.ts";
 import { LruCache } from "../lru.ts";
 
 /** Compiled argument checkers kept (least recently used dropped first). */

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
-import type { JsonObject, JsonValue, ToolInput } from "../../src/discovery/index.ts";
+import type { ToolInput } from "../../src/discovery/index.ts";
 import { recordSteps } from "../../src/discovery/validate.ts";
 import { WayfindError } from "../../src/errors.ts";
+import type { JsonObject, JsonValue } from "../../src/json.ts";
 import { openCatalog } from "./helpers.ts";
 
 /** Registers one tool with this args schema and examples; returns the error it was rejected with. */

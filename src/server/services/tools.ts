@@ -8,11 +8,12 @@ import {
   type ToolDiscoveryService,
 } from "../../../gen/ts/wayfind/v1/tools_pb.ts";
 import { sourceListingFor, toolOwnerFor } from "../../caller/authorize.ts";
-import type { JsonObject, Tool, ToolInput } from "../../discovery/index.ts";
+import type { Tool, ToolInput } from "../../discovery/index.ts";
 import { compiledSchemaValues } from "../../discovery/validate.ts";
 import { discoveryToolDefinitions as discoveryTools } from "../../discovery-tools/index.ts";
 import { invalidArgument, quoteInput } from "../../errors.ts";
 import type { EventLog } from "../../events/index.ts";
+import type { JsonObject } from "../../json.ts";
 import { checkSize, LIMITS, withinLimit } from "../../limits.ts";
 import type { ToolSourceRegistry } from "../../sources/status.ts";
 import { firstSentence } from "../../text/scores.ts";
