@@ -13,6 +13,9 @@ biome ci .
 step "typecheck (tsc, strict)"
 tsc --noEmit -p .
 
+step "imports: no cycles, no import from a higher layer (dependency-cruiser, .dependency-cruiser.mjs)"
+npm run --silent depcruise
+
 step "generated code is up to date (buf lint, buf format, buf generate)"
 bash scripts/generate.sh
 if [ -n "$(git status --porcelain -- gen 2>/dev/null)" ]; then
