@@ -16,6 +16,9 @@ tsc --noEmit -p .
 step "imports: no cycles, no import from a higher layer (dependency-cruiser, .dependency-cruiser.mjs)"
 npm run --silent depcruise
 
+step "no unused files, exports or dependencies (knip, knip.ts)"
+npm run --silent knip
+
 step "generated code is up to date (buf lint, buf format, buf generate)"
 bash scripts/generate.sh
 if [ -n "$(git status --porcelain -- gen 2>/dev/null)" ]; then

@@ -21,7 +21,7 @@ interface CpuProfile {
   timeDeltas: number[];
 }
 
-export interface HotSpot {
+interface HotSpot {
   /** `function (file)`, the file relative to the repo when inside it. */
   readonly where: string;
   readonly selfPct: number;

@@ -39,7 +39,7 @@ export interface SpawnOptions {
  * The Node flags `npm start` runs wayfind with (package.json's `start` script, the default launch),
  * so a bench measures the server as a user starts it.
  */
-export const LAUNCH_FLAGS: readonly string[] = (() => {
+const LAUNCH_FLAGS: readonly string[] = (() => {
   const manifest = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as {
     scripts?: { start?: string };
   };

@@ -1,6 +1,5 @@
 export {
   type AccessControl,
-  type AccessControlOptions,
   type CallerAccess,
   createAccessControl,
 } from "./access.ts";

@@ -10,7 +10,7 @@ import { ACTIVATION_LIMITS, type ActivationResult, type ActivationStore } from "
 /** Only the start of a huge message is scanned, so matching cost stays bounded. */
 const LAZY_MESSAGE_SCAN_CHARS = 100_000;
 
-export interface LazyGroupMatch {
+interface LazyGroupMatch {
   readonly group: string;
   /** Canonical names the caller may activate, sorted. */
   readonly tools: readonly string[];

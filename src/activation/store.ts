@@ -7,7 +7,7 @@ import { LruCache } from "../lru.ts";
 import { LocalWriter, type ReplicatedWrite, type StateWriter } from "../replication/writes.ts";
 
 export type ActivationScope = "run" | "session";
-export type ActivationSource = "explicit" | "resolve" | "lazy_group";
+type ActivationSource = "explicit" | "resolve" | "lazy_group";
 /**
  * Why an activation was refused. Deliberately a closed set: a free-text reason could carry the name
  * of a tool the caller may not see, and denied events must never name it (docs/design.md §5).

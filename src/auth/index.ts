@@ -1,7 +1,7 @@
 /** Credentials → principal → admitted call (issue 15). The server wires these in src/server/pipeline.ts. */
-export { type ApiKey, ApiKeyStore, apiKeySha256, type NewApiKey } from "./api-keys.ts";
+export { type ApiKey, ApiKeyStore, apiKeySha256 } from "./api-keys.ts";
 export { Authenticator, OPERATOR_ROLE, ROLE_HEADER } from "./authenticate.ts";
-export { type Admission, admitCall } from "./bind.ts";
+export { admitCall } from "./bind.ts";
 export { PrincipalLimits } from "./limits.ts";
 export { CLIENT_CERTIFICATE_HEADER, clientCertificateHeader } from "./mtls.ts";
 export { METHOD_ROLES } from "./roles.ts";

@@ -1,9 +1,8 @@
-export { applySecurityFlags, type SecurityFlags } from "./auth.ts";
+export { applySecurityFlags } from "./auth.ts";
 export { DEFAULTS } from "./defaults.ts";
 export { ConfigError } from "./errors.ts";
 export {
   applyCliOverrides,
-  type ConfigOverrides,
   defaultConfig,
   loadConfig,
   missingSourceFiles,

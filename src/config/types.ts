@@ -11,7 +11,6 @@ export type LoadingMode = "always" | "deferred";
 export type ActivationScope = "run" | "session";
 export type ScopeMode = "project" | "tenant" | "global";
 export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
-export type McpTransport = "stdio" | "http";
 
 export interface ToolExampleConfig {
   readonly args: Readonly<Record<string, unknown>>;
@@ -59,7 +58,7 @@ export interface ToolSearchConfig {
 }
 
 /** Semantic ranking of tools (src/semantic), fused into FTS searches. */
-export interface SemanticSearchConfig {
+interface SemanticSearchConfig {
   readonly enabled: boolean;
   /** Absolute path of a sentence-embedding model folder of the all-MiniLM-L6-v2 layout (default: the shipped one). */
   readonly modelDir: string;
@@ -105,7 +104,7 @@ interface McpServerBase extends ToolSourceOptions {
   readonly syncIntervalSeconds: number;
 }
 
-export interface McpStdioServerConfig extends McpServerBase {
+interface McpStdioServerConfig extends McpServerBase {
   readonly transport: "stdio";
   readonly command: string;
   readonly args: readonly string[];
@@ -114,7 +113,7 @@ export interface McpStdioServerConfig extends McpServerBase {
   readonly cwd: string | undefined;
 }
 
-export interface McpHttpServerConfig extends McpServerBase {
+interface McpHttpServerConfig extends McpServerBase {
   readonly transport: "http";
   readonly url: string;
   readonly headers: Readonly<Record<string, string>>;
@@ -140,16 +139,16 @@ export interface UsageConfig {
 }
 
 /** Where the state lives when several replicas share it (docs/replicas.md); absent = SQLite alone. */
-export interface StorageConfig {
+interface StorageConfig {
   readonly postgres: PostgresConfig | undefined;
 }
 
-export interface EventRetentionConfig {
+interface EventRetentionConfig {
   readonly maxEvents: number;
   readonly maxAgeHours: number;
 }
 
-export interface ServerConfig {
+interface ServerConfig {
   readonly host: string;
   readonly port: number;
   /** Absolute path. */
@@ -190,7 +189,7 @@ export interface ApiKeyConfig extends GrantConfig {
   readonly expiresAtMs: number | undefined;
 }
 
-export interface JwtClaimsConfig {
+interface JwtClaimsConfig {
   readonly tenant: string;
   readonly user: string;
   readonly entitlements: string;
@@ -254,7 +253,7 @@ export interface TlsConfig {
   readonly clientCaFile: string | undefined;
 }
 
-export interface LoggingConfig {
+interface LoggingConfig {
   readonly level: LogLevel;
 }
 

@@ -1,5 +1,1 @@
-export {
-  type DiscoveryToolDefinition,
-  type DiscoveryToolsOptions,
-  discoveryToolDefinitions,
-} from "./definitions.ts";
+export { discoveryToolDefinitions } from "./definitions.ts";

@@ -44,7 +44,7 @@ export function parseCatalogFile(path: string, options: CatalogFileOptions = {})
   return parseCatalogText(text, basename(path), formatOf(path), options, path);
 }
 
-export type CatalogFormat = "jsonl" | "json" | "yaml";
+type CatalogFormat = "jsonl" | "json" | "yaml";
 
 function formatOf(path: string): CatalogFormat {
   const ext = extname(path).toLowerCase();

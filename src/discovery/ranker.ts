@@ -97,7 +97,7 @@ export interface WordReading {
 }
 
 /** How an unknown query word was read: a vocabulary term within a few edits, by prefix, or as an abbreviation. */
-export type ExpansionKind = "typo" | "prefix" | "abbreviation";
+type ExpansionKind = "typo" | "prefix" | "abbreviation";
 
 /** A query word and what it was also searched as: its best expansion, or a reading. */
 export interface WordRepair {

@@ -91,7 +91,7 @@ export interface RegisterResult {
 }
 
 /** Caller identity copied onto events; all optional. */
-export interface EventScope {
+interface EventScope {
   readonly tenantId?: string;
   readonly sessionId?: string;
   readonly runId?: string;

@@ -9,7 +9,7 @@ export interface SchemaBudgetOptions {
   readonly provider?: PayloadProvider;
 }
 
-export interface ToolBudgetLine {
+interface ToolBudgetLine {
   readonly name: string;
   /** Characters of the tool's canonical rendered JSON (as sent, cache marker excluded). */
   readonly chars: number;

@@ -1,6 +1,5 @@
-export { type RenderExamplesOptions, renderExamples } from "./examples.ts";
+export { renderExamples } from "./examples.ts";
 export {
-  type HintSearch,
   type RenderedToolPrompt,
   type RenderToolPromptRequest,
   renderToolCatalog,

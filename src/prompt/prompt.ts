@@ -10,7 +10,7 @@ import { oneLine, type RenderExamplesOptions, renderExamples } from "./examples.
 import { schemaSignature } from "./signature.ts";
 
 /** Finds deferred tools for a message; returns tool names, best first (e.g. the catalog's search). */
-export type HintSearch = (query: string, limit: number) => readonly string[];
+type HintSearch = (query: string, limit: number) => readonly string[];
 
 export interface RenderToolPromptRequest {
   readonly caller: Caller;

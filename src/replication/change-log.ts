@@ -70,7 +70,7 @@ export const CHANGE_LOG_MIGRATIONS: readonly PostgresMigration[] = [
 ];
 
 /** The NOTIFY channel: a wake-up only; followers read the log itself, so a lost one loses nothing. */
-export const CHANGES_CHANNEL = "wayfind_changes";
+const CHANGES_CHANNEL = "wayfind_changes";
 
 // Advisory lock keys (one namespace per purpose, arbitrary constants).
 const APPEND_LOCK = 0x77617966; // "wayf": appends, one at a time, so commit order is seq order

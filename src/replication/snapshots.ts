@@ -20,7 +20,7 @@ import { readAppliedSeq } from "./follower.ts";
 const CHUNK_BYTES = 1024 * 1024;
 
 /** Tables that belong to one data dir and never leave it in a snapshot: API keys of `wayfind keys create`. */
-export const LOCAL_TABLES: readonly string[] = ["api_keys"];
+const LOCAL_TABLES: readonly string[] = ["api_keys"];
 
 export interface StoredSnapshot {
   /** The last change the snapshot holds. */

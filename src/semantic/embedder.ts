@@ -11,7 +11,7 @@ export interface TextEmbedder {
 }
 
 /** Query vectors kept (384 floats each: 1.5 KiB, so 1,000 cost 1.5 MB). */
-export const QUERY_CACHE_SIZE = 1_000;
+const QUERY_CACHE_SIZE = 1_000;
 
 interface Job {
   readonly text: string;

@@ -5,7 +5,7 @@ import { Tokenizer } from "@huggingface/tokenizers";
 import { InferenceSession, Tensor } from "onnxruntime-node";
 
 /** The files of a sentence-embedding model folder (the all-MiniLM-L6-v2 layout), relative to it. */
-export const MODEL_FILES = {
+const MODEL_FILES = {
   onnx: "onnx/model_quantized.onnx",
   tokenizer: "tokenizer.json",
   tokenizerConfig: "tokenizer_config.json",
@@ -13,7 +13,7 @@ export const MODEL_FILES = {
 } as const;
 
 /** A model folder that cannot be used; the message names the file and what is wrong with it. */
-export class ModelFolderError extends Error {
+class ModelFolderError extends Error {
   override readonly name = "ModelFolderError";
 }
 

@@ -61,7 +61,7 @@ export interface PackedVectors {
   readonly scan: CosineScan;
 }
 
-export interface ToolKey {
+interface ToolKey {
   readonly owner: string;
   readonly name: string;
 }

@@ -24,7 +24,7 @@ export function principalOf(context: HandlerContext): Principal {
 }
 
 /** How calls are authenticated and admitted (src/auth); absent for public routes (health, reflection). */
-export interface CallAuth {
+interface CallAuth {
   readonly authenticator: Authenticator;
   readonly limits: PrincipalLimits;
   /** A call refused for its credentials, role, tenant or limits (a metric counts these). */
@@ -59,7 +59,7 @@ export function withCallPipeline(
 
 const DENIED_CODES = new Set(["unauthenticated", "permission_denied"]);
 /** Set on a replica's answers served from its local copy while the shared database is away. */
-export const STALE_HEADER = "wayfind-stale";
+const STALE_HEADER = "wayfind-stale";
 
 function callLog(route: MethodRoute, logger: Logger, options: PipelineOptions): CallObserver {
   const method = methodPath(route.method);

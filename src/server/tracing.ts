@@ -24,7 +24,7 @@ import { type CallObserver, type MethodRoute, methodPath, observeRoute } from ".
 import { codeName } from "./rpc-errors.ts";
 
 /** The tracer every module asks for spans; a no-op (no cost) until tracing is started. */
-export const tracer = () => trace.getTracer("wayfind");
+const tracer = () => trace.getTracer("wayfind");
 
 /** Running tracing: how to end it (flushing the spans still batched). */
 export interface Tracing {

@@ -7,7 +7,7 @@ import { oneOf } from "./request.ts";
 import { type CallOptions, sanitizer } from "./sanitize.ts";
 import { type SkillRow, visibleFilter } from "./store.ts";
 
-export const DIRECTORY_FIELDS = ["name", "title", "trigger", "description", "task_type", "tags"] as const;
+const DIRECTORY_FIELDS = ["name", "title", "trigger", "description", "task_type", "tags"] as const;
 export type DirectoryField = (typeof DIRECTORY_FIELDS)[number];
 
 export interface RenderSkillDirectoryInput {

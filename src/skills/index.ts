@@ -2,7 +2,7 @@
 export type { DirectoryField } from "./directory.ts";
 export { SkillLibrary, type SkillLibraryOptions } from "./library.ts";
 export type { LoadProgress } from "./load.ts";
-export type { ScopeKind, SearchType, SkillOrigin, SkillScope, TaskType, ToolGate } from "./model.ts";
+export type { ScopeKind, SkillOrigin, TaskType, ToolGate } from "./model.ts";
 export { TASK_TYPES } from "./model.ts";
 export type { PackFile } from "./pack.ts";
 export { redactText } from "./redact.ts";

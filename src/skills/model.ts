@@ -17,7 +17,7 @@ export interface SkillScope {
   readonly projectId: string;
 }
 
-export interface SkillStats {
+interface SkillStats {
   /** Unix epoch milliseconds. */
   readonly createdAtMs: number;
   readonly updatedAtMs: number;

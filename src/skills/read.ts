@@ -51,7 +51,7 @@ export interface ListSkillsInput {
   readonly scope?: ScopeKind;
 }
 
-export interface ListedSkill extends SkillSummary {
+interface ListedSkill extends SkillSummary {
   readonly origin: SkillOrigin;
   readonly scope: ScopeKind;
   readonly useCount: number;

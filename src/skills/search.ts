@@ -44,7 +44,7 @@ const regexTooBroad = (what: string) =>
  */
 export const DEFAULT_SKILL_GOOD_MATCH_SCORE = 0.3;
 
-export interface SkillSearchHit extends SkillSummary {
+interface SkillSearchHit extends SkillSummary {
   /** The final score in [0, 1]: lexical, or lexical fused with semantic. */
   readonly score: number;
   readonly lexicalScore: number;

@@ -6,7 +6,7 @@
  */
 
 /** Shorthand read as the words it stands for, at almost a word's full weight. */
-export const ABBREVIATIONS: Readonly<Record<string, readonly string[]>> = {
+const ABBREVIATIONS: Readonly<Record<string, readonly string[]>> = {
   k8s: ["kubernetes"],
   kube: ["kubernetes"],
   ns: ["namespace"],
@@ -82,7 +82,7 @@ export const ABBREVIATIONS: Readonly<Record<string, readonly string[]>> = {
  * Everyday synonyms of the words tools are named with: weaker evidence, at 0.3 of a word's weight
  * (0.3 and 0.5 moved public R@5 by under 0.003 either way; the lower weight risks less).
  */
-export const SYNONYMS: Readonly<Record<string, readonly string[]>> = {
+const SYNONYMS: Readonly<Record<string, readonly string[]>> = {
   send: ["post"],
   post: ["send"],
   make: ["create"],
@@ -124,8 +124,8 @@ export const SYNONYMS: Readonly<Record<string, readonly string[]>> = {
   reserve: ["book"],
 };
 
-export const ABBREVIATION_WEIGHT = 0.9;
-export const SYNONYM_WEIGHT = 0.3;
+const ABBREVIATION_WEIGHT = 0.9;
+const SYNONYM_WEIGHT = 0.3;
 
 /** One way a query word may also be read: the words, and their weight relative to the word's own. */
 export interface Reading {

@@ -1,32 +1,17 @@
+export { UsageLedger } from "./ledger.ts";
 export {
-  type RecordUsageInput,
-  type RecordUsageResult,
-  UsageLedger,
-  type UsageLedgerOptions,
-} from "./ledger.ts";
-export {
-  type AnthropicUsage,
-  type BedrockUsage,
   fromAnthropicUsage,
   fromBedrockUsage,
   fromGeminiUsage,
   fromOpenAIUsage,
-  type GeminiUsage,
-  type OpenAIUsage,
   type Provider,
   rateLimitInputTokens,
-  type TokenUsage,
 } from "./model.ts";
-export {
-  type CallCost,
-  type ModelPrice,
-  PricingTable,
-} from "./pricing.ts";
-export { startUsageRetention, type UsageRetentionOptions } from "./retention.ts";
+export { PricingTable } from "./pricing.ts";
+export { startUsageRetention } from "./retention.ts";
 export { usageMigrations } from "./schema.ts";
 export {
   USAGE_GROUP_BY,
-  type UsageGroup,
   type UsageGroupBy,
   type UsageSummary,
   type UsageSummaryFilter,

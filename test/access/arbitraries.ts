@@ -9,9 +9,9 @@ import { caller, tool } from "./fixtures.ts";
  * names collide often; the pieces never occur as words in wayfind's fixed prompt text.
  */
 const PIECES = ["alpha", "bravo", "gh", "zulu"] as const;
-export const TAGS = ["t1", "t2", "t3"] as const;
-export const TENANTS = ["acme", "beta", ""] as const;
-export const ENTITLEMENTS = ["e1", "e2"] as const;
+const TAGS = ["t1", "t2", "t3"] as const;
+const TENANTS = ["acme", "beta", ""] as const;
+const ENTITLEMENTS = ["e1", "e2"] as const;
 
 export const nameArb = fc
   .tuple(
@@ -21,7 +21,7 @@ export const nameArb = fc
   .map(([head, rest]) => head + rest.map(([sep, piece]) => sep + piece).join(""));
 
 /** Globs including the classic leaks: `*`, regex-style `.*`, exact names, prefixes and infixes. */
-export const globArb = fc.oneof(
+const globArb = fc.oneof(
   nameArb,
   fc.constant("*"),
   fc.constant(".*"),

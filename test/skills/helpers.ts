@@ -21,7 +21,7 @@ export function tempDir(): string {
   return dir;
 }
 
-export class RecordingSink implements EventSink {
+class RecordingSink implements EventSink {
   readonly events: NewEvent[] = [];
   emit(event: NewEvent): void {
     this.events.push(event);

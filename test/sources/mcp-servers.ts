@@ -10,7 +10,7 @@ import { z } from "zod";
 const require = createRequire(import.meta.url);
 
 /** Absolute path of an installed npm package's (single) bin script. */
-export function binPath(pkg: string): string {
+function binPath(pkg: string): string {
   const manifest = require.resolve(`${pkg}/package.json`);
   const { bin } = JSON.parse(readFileSync(manifest, "utf8")) as { bin: string | Record<string, string> };
   const rel = typeof bin === "string" ? bin : Object.values(bin)[0];
