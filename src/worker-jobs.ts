@@ -26,11 +26,14 @@ const IDLE_MS = 30_000;
  * thrown message as a plain string.
  */
 export class JobWorker<Job, Result> {
-  #worker: Worker | undefined;
-  #idle: NodeJS.Timeout | undefined;
-  #nextId = 1;
-  readonly #pending = new Map<number, { resolve: (r: Result) => void; reject: (e: unknown) => void }>();
-  #closed = false;
+  private worker: Worker | undefined;
+  private idle: NodeJS.Timeout | undefined;
+  private nextId = 1;
+  private readonly pending = new Map<
+    number,
+    { resolve: (r: Result) => void; reject: (e: unknown) => void }
+  >();
+  private isClosed = false;
 
   /**
    * `name`: the worker module beside `besideUrl` (see workerEntry); it calls serveJobs. `idleMs`: how
@@ -44,20 +47,20 @@ export class JobWorker<Job, Result> {
 
   /** Whether a worker thread is running (started by a job, not yet ended for idleness). */
   get running(): boolean {
-    return this.#worker !== undefined;
+    return this.worker !== undefined;
   }
 
   get closed(): boolean {
-    return this.#closed;
+    return this.isClosed;
   }
 
   run(job: Job, transfer: readonly Transferable[] = []): Promise<Result> {
-    if (this.#closed) return Promise.reject(new Error(`the ${this.name} is closed`));
+    if (this.isClosed) return Promise.reject(new Error(`the ${this.name} is closed`));
     return new Promise((resolve, reject) => {
-      const id = this.#nextId++;
-      this.#pending.set(id, { resolve, reject });
-      clearTimeout(this.#idle);
-      const worker = this.#ensureWorker();
+      const id = this.nextId++;
+      this.pending.set(id, { resolve, reject });
+      clearTimeout(this.idle);
+      const worker = this.ensureWorker();
       worker.ref();
       worker.postMessage({ id, job } satisfies JobMessage<Job>, [...transfer]);
     });
@@ -65,51 +68,51 @@ export class JobWorker<Job, Result> {
 
   /** Stops the worker; jobs still waiting fail. */
   async close(): Promise<void> {
-    this.#closed = true;
-    clearTimeout(this.#idle);
-    const worker = this.#worker;
-    this.#worker = undefined;
-    this.#failPending(new Error("the server is shutting down"));
+    this.isClosed = true;
+    clearTimeout(this.idle);
+    const worker = this.worker;
+    this.worker = undefined;
+    this.failPending(new Error("the server is shutting down"));
     await worker?.terminate();
   }
 
-  #ensureWorker(): Worker {
-    if (this.#worker) return this.#worker;
+  private ensureWorker(): Worker {
+    if (this.worker) return this.worker;
     const worker = new Worker(workerEntry(this.besideUrl, this.name));
     worker.unref();
     worker.on("message", (outcome: OutcomeMessage<Result>) => {
-      const job = this.#pending.get(outcome.id);
-      this.#pending.delete(outcome.id);
-      if (this.#pending.size === 0) {
+      const job = this.pending.get(outcome.id);
+      this.pending.delete(outcome.id);
+      if (this.pending.size === 0) {
         worker.unref();
-        this.#idle = setTimeout(() => this.#endIdle(worker), this.idleMs).unref();
+        this.idle = setTimeout(() => this.endIdle(worker), this.idleMs).unref();
       }
       if ("error" in outcome) job?.reject(outcome.error);
       else job?.resolve(outcome.result);
     });
     const lost = (reason: unknown) => {
-      if (this.#worker !== worker) return;
-      this.#worker = undefined;
-      this.#failPending(
+      if (this.worker !== worker) return;
+      this.worker = undefined;
+      this.failPending(
         reason instanceof Error ? reason : new Error(`the ${this.name} exited (${String(reason)})`),
       );
     };
     worker.on("error", lost);
     worker.on("exit", lost);
-    this.#worker = worker;
+    this.worker = worker;
     return worker;
   }
 
   /** Ends the worker if it is still the current one and nothing was asked of it meanwhile. */
-  #endIdle(worker: Worker): void {
-    if (this.#worker !== worker || this.#pending.size > 0) return;
-    this.#worker = undefined;
+  private endIdle(worker: Worker): void {
+    if (this.worker !== worker || this.pending.size > 0) return;
+    this.worker = undefined;
     void worker.terminate();
   }
 
-  #failPending(error: Error): void {
-    const jobs = [...this.#pending.values()];
-    this.#pending.clear();
+  private failPending(error: Error): void {
+    const jobs = [...this.pending.values()];
+    this.pending.clear();
     for (const job of jobs) job.reject(error);
   }
 }

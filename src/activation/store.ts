@@ -78,48 +78,45 @@ type ActivateChange = DeactivateChange & {
  * refusals with `deny` — which never names the tool.
  */
 export class ActivationStore {
-  readonly #events: EventSink | undefined;
-  readonly #writer: StateWriter;
-  readonly #onError: (error: unknown) => void;
-  readonly #touchedRuns = new LruCache<string, number>(TOUCHED_RUNS_REMEMBERED);
-  readonly #ttlMs: number;
-  readonly #now: () => number;
-  readonly #insert;
-  readonly #delete;
-  readonly #purge;
-  readonly #touchRun;
-  readonly #select;
+  private readonly events: EventSink | undefined;
+  private readonly writer: StateWriter;
+  private readonly onError: (error: unknown) => void;
+  private readonly touchedRuns = new LruCache<string, number>(TOUCHED_RUNS_REMEMBERED);
+  private readonly ttlMs: number;
+  private readonly now: () => number;
+  private readonly insert;
+  private readonly delete;
+  private readonly purge;
+  private readonly touchRun;
+  private readonly select;
 
   constructor(db: Db, options: ActivationStoreOptions) {
     if (!(options.runActivationTtlSeconds > 0)) throw invalidArgument("runActivationTtlSeconds must be > 0");
-    this.#events = options.events;
-    this.#ttlMs = options.runActivationTtlSeconds * 1000;
-    this.#now = options.now ?? Date.now;
-    this.#writer = options.writer ?? new LocalWriter(db, this.#now);
-    this.#onError = options.onError ?? (() => {});
-    this.#insert = db.prepare<[string, string, string, string, string, string, string, number, number]>(
+    this.events = options.events;
+    this.ttlMs = options.runActivationTtlSeconds * 1000;
+    this.now = options.now ?? Date.now;
+    this.writer = options.writer ?? new LocalWriter(db, this.now);
+    this.onError = options.onError ?? (() => {});
+    this.insert = db.prepare<[string, string, string, string, string, string, string, number, number]>(
       `INSERT OR IGNORE INTO tool_activations
          (tenant_id, project_id, scope, scope_id, tool_name, source, reason, activated_at_ms, last_used_at_ms)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
-    this.#delete = db.prepare<[string, string, string, string, string]>(
+    this.delete = db.prepare<[string, string, string, string, string]>(
       "DELETE FROM tool_activations WHERE tenant_id = ? AND project_id = ? AND scope = ? AND scope_id = ? AND tool_name = ?",
     );
-    this.#purge = db.prepare<[number]>(
+    this.purge = db.prepare<[number]>(
       "DELETE FROM tool_activations WHERE scope = 'run' AND last_used_at_ms < ?",
     );
     // The unary `+` keeps SQLite on the UNIQUE (tenant, project, scope, scope_id, …) key: left to
     // itself it picks the expiry index and scans every live run (1.5 ms vs 10 µs at 10k rows).
-    this.#touchRun = db.prepare<[number, string, string, string, number, number]>(
+    this.touchRun = db.prepare<[number, string, string, string, number, number]>(
       `UPDATE tool_activations SET last_used_at_ms = ?
        WHERE tenant_id = ? AND project_id = ? AND scope = 'run' AND scope_id = ?
          AND +last_used_at_ms >= ? AND +last_used_at_ms < ?`,
     );
     // One index seek per scope; an OR of both would read every activation of the tenant.
-    this.#select = db.prepare<
-      [string, string, string, number, string, string, string],
-      { tool_name: string }
-    >(
+    this.select = db.prepare<[string, string, string, number, string, string, string], { tool_name: string }>(
       `SELECT tool_name FROM (
          SELECT tool_name, seq FROM tool_activations
          WHERE tenant_id = ? AND project_id = ? AND scope = 'run' AND scope_id = ? AND +last_used_at_ms >= ?
@@ -141,11 +138,11 @@ export class ActivationStore {
     toolNames: readonly string[],
     options: ActivateOptions,
   ): Promise<ActivationResult> {
-    const scopeId = this.#scopeId(caller, options.scope, true);
+    const scopeId = this.scopeId(caller, options.scope, true);
     const names = checkNames(toolNames);
     checkSize(LIMITS.activateToolsReason, options.reason.length);
     const change: ActivateChange = { ...ownerOf(caller), names, scopeId, ...options };
-    return this.#writer.write(this.activateWrite, change, caller.tenantId);
+    return this.writer.write(this.activateWrite, change, caller.tenantId);
   }
 
   async deactivate(
@@ -153,10 +150,10 @@ export class ActivationStore {
     toolNames: readonly string[],
     scope: ActivationScope,
   ): Promise<DeactivationResult> {
-    const scopeId = this.#scopeId(caller, scope, false);
+    const scopeId = this.scopeId(caller, scope, false);
     const names = checkNames(toolNames);
     const change: DeactivateChange = { ...ownerOf(caller), names, scope, scopeId };
-    return this.#writer.write(this.deactivateWrite, change, caller.tenantId);
+    return this.writer.write(this.deactivateWrite, change, caller.tenantId);
   }
 
   /** The change kinds this store writes, for replicas to apply (src/replication). */
@@ -167,11 +164,11 @@ export class ActivationStore {
   readonly activateWrite: ReplicatedWrite<ActivateChange, ActivationResult> = {
     kind: "activations/activate",
     apply: (change, { atMs }) => {
-      this.#purge.run(atMs - this.#ttlMs);
+      this.purge.run(atMs - this.ttlMs);
       const activated: string[] = [];
       const alreadyActive: string[] = [];
       for (const name of change.names) {
-        const { changes } = this.#insert.run(
+        const { changes } = this.insert.run(
           change.tenantId,
           change.projectId,
           change.scope,
@@ -185,14 +182,14 @@ export class ActivationStore {
         if (changes === 1) {
           activated.push(name);
           // In the activation's transaction: a crash keeps both or neither, a rollback delivers nothing.
-          this.#events?.emit({
+          this.events?.emit({
             type: "tool_activated",
             ...eventScope(change),
             attributes: { tool: name, scope: change.scope, source: change.source, reason: change.reason },
           });
         } else alreadyActive.push(name);
       }
-      if (change.scope === "run") this.#touchRunAt(change, atMs, true);
+      if (change.scope === "run") this.touchRunAt(change, atMs, true);
       return { activated, alreadyActive };
     },
   };
@@ -200,11 +197,11 @@ export class ActivationStore {
   readonly deactivateWrite: ReplicatedWrite<DeactivateChange, DeactivationResult> = {
     kind: "activations/deactivate",
     apply: (change, { atMs }) => {
-      this.#purge.run(atMs - this.#ttlMs);
+      this.purge.run(atMs - this.ttlMs);
       const deactivated: string[] = [];
       const notActive: string[] = [];
       for (const name of change.names) {
-        const deleted = this.#delete.run(
+        const deleted = this.delete.run(
           change.tenantId,
           change.projectId,
           change.scope,
@@ -213,7 +210,7 @@ export class ActivationStore {
         );
         (deleted.changes > 0 ? deactivated : notActive).push(name);
       }
-      if (change.scope === "run") this.#touchRunAt(change, atMs, true);
+      if (change.scope === "run") this.touchRunAt(change, atMs, true);
       return { deactivated, notActive };
     },
   };
@@ -221,7 +218,7 @@ export class ActivationStore {
   /** A read of a run's activations moves its idle clock (at most once per TOUCH_GRANULARITY_MS). */
   readonly touchWrite: ReplicatedWrite<ActivationOwner, void> = {
     kind: "activations/touch",
-    apply: (owner, { atMs }) => this.#touchRunAt(owner, atMs, false),
+    apply: (owner, { atMs }) => this.touchRunAt(owner, atMs, false),
   };
 
   /**
@@ -231,13 +228,13 @@ export class ActivationStore {
    */
   activeFor(caller: Caller): string[] {
     if (caller.runId === "" && caller.sessionId === "") return [];
-    const now = this.#now();
-    if (caller.runId !== "") this.#keepRunAlive(caller, now);
-    const rows = this.#select.all(
+    const now = this.now();
+    if (caller.runId !== "") this.keepRunAlive(caller, now);
+    const rows = this.select.all(
       caller.tenantId,
       caller.projectId,
       caller.runId,
-      now - this.#ttlMs,
+      now - this.ttlMs,
       caller.tenantId,
       caller.projectId,
       caller.sessionId,
@@ -247,14 +244,14 @@ export class ActivationStore {
 
   /** Report a refused activation. Never takes a tool name (see ActivationDenyReason). */
   deny(caller: Caller, reason: ActivationDenyReason, count = 1): void {
-    this.#events?.emit({
+    this.events?.emit({
       type: "tool_activation_denied",
       ...eventScope(caller),
       attributes: { reason, count },
     });
   }
 
-  #scopeId(caller: Caller, scope: ActivationScope, reportDenied: boolean): string {
+  private scopeId(caller: Caller, scope: ActivationScope, reportDenied: boolean): string {
     const id = scope === "session" ? caller.sessionId : caller.runId;
     if (id === "") {
       if (reportDenied) this.deny(caller, "missing_scope_id");
@@ -270,21 +267,21 @@ export class ActivationStore {
    * Moves the run's idle clock, unless this store did within TOUCH_GRANULARITY_MS. Alone on SQLite the
    * write is done before this returns; a replica sends it to the others and reads on meanwhile.
    */
-  #keepRunAlive(caller: Caller, now: number): void {
+  private keepRunAlive(caller: Caller, now: number): void {
     const key = `${caller.tenantId}\u0000${caller.projectId}\u0000${caller.runId}`;
-    const last = this.#touchedRuns.get(key);
+    const last = this.touchedRuns.get(key);
     if (last !== undefined && now - last < TOUCH_GRANULARITY_MS && now >= last) return;
-    this.#touchedRuns.set(key, now);
-    this.#writer.write(this.touchWrite, ownerOf(caller), caller.tenantId).catch(this.#onError);
+    this.touchedRuns.set(key, now);
+    this.writer.write(this.touchWrite, ownerOf(caller), caller.tenantId).catch(this.onError);
   }
 
-  #touchRunAt(owner: ActivationOwner, atMs: number, always: boolean): void {
-    this.#touchRun.run(
+  private touchRunAt(owner: ActivationOwner, atMs: number, always: boolean): void {
+    this.touchRun.run(
       atMs,
       owner.tenantId,
       owner.projectId,
       owner.runId,
-      atMs - this.#ttlMs,
+      atMs - this.ttlMs,
       always ? atMs + 1 : atMs - TOUCH_GRANULARITY_MS,
     );
   }

@@ -51,42 +51,42 @@ const CACHED_LOOKUPS = 10_000;
  * on the next call while the server runs, for ~3 µs per call instead of a query.
  */
 export class ApiKeyStore {
-  readonly #db: Db;
-  readonly #configured: ReadonlyMap<string, ApiKey>;
-  readonly #configuredIds: ReadonlySet<string>;
-  readonly #byHash;
-  readonly #dataVersion;
-  readonly #cache = new Map<string, ApiKey | null>();
-  #cachedVersion = -1;
+  private readonly db: Db;
+  private readonly configured: ReadonlyMap<string, ApiKey>;
+  private readonly configuredIds: ReadonlySet<string>;
+  private readonly byHash;
+  private readonly dataVersion;
+  private readonly cache = new Map<string, ApiKey | null>();
+  private cachedVersion = -1;
 
   constructor(db: Db, configured: readonly ApiKeyConfig[] = []) {
-    this.#db = db;
-    this.#configured = new Map(
+    this.db = db;
+    this.configured = new Map(
       configured.map((key) => [
         key.keySha256,
         { ...key, origin: "config", createdAtMs: undefined, revokedAtMs: undefined } satisfies ApiKey,
       ]),
     );
-    this.#configuredIds = new Set(configured.map((key) => key.id));
-    this.#byHash = db.prepare<[string], KeyRow>("SELECT * FROM api_keys WHERE key_sha256 = ?");
-    this.#dataVersion = db.prepare<[], number>("PRAGMA data_version").pluck();
+    this.configuredIds = new Set(configured.map((key) => key.id));
+    this.byHash = db.prepare<[string], KeyRow>("SELECT * FROM api_keys WHERE key_sha256 = ?");
+    this.dataVersion = db.prepare<[], number>("PRAGMA data_version").pluck();
   }
 
   /** The key whose secret this is, whatever its state (expired, revoked); undefined = no such key. */
   find(secret: string): ApiKey | undefined {
     const hash = apiKeySha256(secret);
-    const configured = this.#configured.get(hash);
+    const configured = this.configured.get(hash);
     if (configured) return configured;
-    const version = this.#dataVersion.get() ?? 0;
-    if (version !== this.#cachedVersion) {
-      this.#cache.clear();
-      this.#cachedVersion = version;
+    const version = this.dataVersion.get() ?? 0;
+    if (version !== this.cachedVersion) {
+      this.cache.clear();
+      this.cachedVersion = version;
     }
-    const cached = this.#cache.get(hash);
+    const cached = this.cache.get(hash);
     if (cached !== undefined) return cached ?? undefined;
-    const row = this.#byHash.get(hash);
+    const row = this.byHash.get(hash);
     const key = row ? fromRow(row) : null;
-    if (this.#cache.size < CACHED_LOOKUPS) this.#cache.set(hash, key);
+    if (this.cache.size < CACHED_LOOKUPS) this.cache.set(hash, key);
     return key ?? undefined;
   }
 
@@ -102,13 +102,13 @@ export class ApiKeyStore {
     if (key.expiresAtMs !== undefined && key.expiresAtMs <= now)
       throw invalidArgument("the expiry is in the past; give a future time");
     const secret = `${API_KEY_PREFIX}${randomBytes(32).toString("base64url")}`;
-    writeTransaction(this.#db, () => {
-      if (this.#db.prepare("SELECT 1 FROM api_keys WHERE id = ?").get(id) || this.#configuredIds.has(id))
+    writeTransaction(this.db, () => {
+      if (this.db.prepare("SELECT 1 FROM api_keys WHERE id = ?").get(id) || this.configuredIds.has(id))
         throw new WayfindError(
           "already_exists",
           `a key with id ${JSON.stringify(id)} exists; choose another id`,
         );
-      this.#db
+      this.db
         .prepare(
           `INSERT INTO api_keys (id, key_sha256, tenant_id, roles_json, entitlements_json, projects_json,
              created_at_ms, expires_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -124,16 +124,16 @@ export class ApiKeyStore {
           key.expiresAtMs ?? null,
         );
     });
-    this.#cache.clear();
-    const created = this.#db.prepare<[string], KeyRow>("SELECT * FROM api_keys WHERE id = ?").get(id);
+    this.cache.clear();
+    const created = this.db.prepare<[string], KeyRow>("SELECT * FROM api_keys WHERE id = ?").get(id);
     if (!created) throw new Error(`key ${id} vanished after its insert`);
     return { key: fromRow(created), secret };
   }
 
   /** Every key, config-declared first, then by creation. */
   list(): ApiKey[] {
-    const rows = this.#db.prepare<[], KeyRow>("SELECT * FROM api_keys ORDER BY created_at_ms, id").all();
-    return [...this.#configured.values(), ...rows.map(fromRow)];
+    const rows = this.db.prepare<[], KeyRow>("SELECT * FROM api_keys ORDER BY created_at_ms, id").all();
+    return [...this.configured.values(), ...rows.map(fromRow)];
   }
 
   /**
@@ -141,17 +141,17 @@ export class ApiKeyStore {
    * config are revoked by removing them from it.
    */
   revoke(id: string, now = Date.now()): boolean {
-    if (this.#configuredIds.has(id))
+    if (this.configuredIds.has(id))
       throw new WayfindError(
         "failed_precondition",
         `key ${JSON.stringify(id)} is declared in the config file (auth.api_keys); remove it there and restart`,
       );
-    const result = this.#db
+    const result = this.db
       .prepare("UPDATE api_keys SET revoked_at_ms = ? WHERE id = ? AND revoked_at_ms IS NULL")
       .run(now, id);
-    this.#cache.clear();
+    this.cache.clear();
     if (result.changes > 0) return true;
-    if (this.#db.prepare("SELECT 1 FROM api_keys WHERE id = ?").get(id)) return false;
+    if (this.db.prepare("SELECT 1 FROM api_keys WHERE id = ?").get(id)) return false;
     throw new WayfindError(
       "not_found",
       `no key with id ${JSON.stringify(id)}; "wayfind keys list" shows them`,

@@ -17,36 +17,35 @@ export const OPERATOR_ROLE = "admin";
  * Synchronous except for a JWT not verified before (its key set may need fetching).
  */
 export class Authenticator {
-  readonly #config: AuthConfig;
-  readonly #keys: ApiKeyStore;
-  readonly #jwt: JwtVerifier | undefined;
-  readonly #allowUnauthenticated: boolean;
+  private readonly config: AuthConfig;
+  private readonly keys: ApiKeyStore;
+  private readonly jwt: JwtVerifier | undefined;
+  private readonly allowUnauthenticated: boolean;
   /** One principal per key record (records are cached by the store until the database changes). */
-  readonly #keyPrincipals = new WeakMap<object, Principal>();
+  private readonly keyPrincipals = new WeakMap<object, Principal>();
 
   constructor(config: AuthConfig, keys: ApiKeyStore, allowUnauthenticated: boolean) {
-    this.#config = config;
-    this.#keys = keys;
-    this.#jwt = config.jwt ? new JwtVerifier(config.jwt) : undefined;
-    this.#allowUnauthenticated = allowUnauthenticated;
+    this.config = config;
+    this.keys = keys;
+    this.jwt = config.jwt ? new JwtVerifier(config.jwt) : undefined;
+    this.allowUnauthenticated = allowUnauthenticated;
   }
 
   authenticate(headers: Headers, claimed: Caller, now = Date.now()): Principal | Promise<Principal> {
     const authorization = headers.get("authorization");
-    if (authorization !== null) return this.#bearer(authorization, now);
+    if (authorization !== null) return this.bearer(authorization, now);
     const certificate = headers.get(CLIENT_CERTIFICATE_HEADER);
-    if (certificate !== null && this.#config.mtls)
-      return certificatePrincipal(certificate, this.#config.mtls);
-    if (this.#allowUnauthenticated)
+    if (certificate !== null && this.config.mtls) return certificatePrincipal(certificate, this.config.mtls);
+    if (this.allowUnauthenticated)
       return unauthenticatedPrincipal(claimed.tenantId, headers.get(ROLE_HEADER)?.trim() === OPERATOR_ROLE);
     const ways = [
       "authorization: Bearer <API key or token>",
-      ...(this.#config.mtls ? ["a client certificate"] : []),
+      ...(this.config.mtls ? ["a client certificate"] : []),
     ];
     throw unauthenticated(`this server requires credentials: send ${ways.join(" or ")}`);
   }
 
-  #bearer(authorization: string, now: number): Principal | Promise<Principal> {
+  private bearer(authorization: string, now: number): Principal | Promise<Principal> {
     const match = /^Bearer +(\S+) *$/i.exec(
       authorization.length <= MAX_TOKEN_CHARS + 16 ? authorization : "",
     );
@@ -55,25 +54,25 @@ export class Authenticator {
       throw unauthenticated(
         `authorization must be "Bearer <API key or token>" of at most ${MAX_TOKEN_CHARS} characters`,
       );
-    if (token.startsWith(API_KEY_PREFIX)) return this.#apiKey(token, now);
-    if (this.#jwt && token.split(".").length === 3) return this.#jwt.verify(token, now);
+    if (token.startsWith(API_KEY_PREFIX)) return this.apiKey(token, now);
+    if (this.jwt && token.split(".").length === 3) return this.jwt.verify(token, now);
     throw unauthenticated(
-      this.#jwt
+      this.jwt
         ? "bearer token is neither a wayfind API key (wf_…) nor a JWT"
         : "bearer token is not a wayfind API key (wf_…); this server accepts no JWTs (auth.jwt)",
     );
   }
 
-  #apiKey(secret: string, now: number): Principal {
-    const key = this.#keys.find(secret);
+  private apiKey(secret: string, now: number): Principal {
+    const key = this.keys.find(secret);
     if (!key) throw unauthenticated("API key is not known to this server");
     if (key.revokedAtMs !== undefined) throw unauthenticated(`API key ${key.id} has been revoked`);
     if (key.expiresAtMs !== undefined && key.expiresAtMs <= now)
       throw unauthenticated(`API key ${key.id} expired at ${new Date(key.expiresAtMs).toISOString()}`);
-    let principal = this.#keyPrincipals.get(key);
+    let principal = this.keyPrincipals.get(key);
     if (!principal) {
       principal = grantPrincipal(`key:${key.id}`, key);
-      this.#keyPrincipals.set(key, principal);
+      this.keyPrincipals.set(key, principal);
     }
     return principal;
   }

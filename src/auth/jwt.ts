@@ -25,13 +25,13 @@ const CACHE_ENTRIES = 10_000;
  * map to a Principal as the config says. A verified token is cached until it expires.
  */
 export class JwtVerifier {
-  readonly #config: JwtConfig;
-  readonly #keys: JWTVerifyGetKey;
-  readonly #verified = new Map<string, { principal: Principal; expiresAtMs: number }>();
+  private readonly config: JwtConfig;
+  private readonly keys: JWTVerifyGetKey;
+  private readonly verified = new Map<string, { principal: Principal; expiresAtMs: number }>();
 
   constructor(config: JwtConfig) {
-    this.#config = config;
-    this.#keys = config.jwksUrl
+    this.config = config;
+    this.keys = config.jwksUrl
       ? createRemoteJWKSet(new URL(config.jwksUrl), {
           cooldownDuration: config.jwksCooldownSeconds * 1000,
           timeoutDuration: 5_000,
@@ -41,21 +41,21 @@ export class JwtVerifier {
 
   /** The principal of a token: from the cache when verified before and not yet expired. */
   verify(token: string, now = Date.now()): Principal | Promise<Principal> {
-    const cached = this.#verified.get(token);
+    const cached = this.verified.get(token);
     if (cached && cached.expiresAtMs > now) return cached.principal;
-    if (cached) this.#verified.delete(token);
+    if (cached) this.verified.delete(token);
     if (token.length > MAX_TOKEN_CHARS)
       throw unauthenticated(
         `bearer token is ${token.length} characters; at most ${MAX_TOKEN_CHARS} are accepted`,
       );
-    return this.#verifyNew(token);
+    return this.verifyNew(token);
   }
 
-  async #verifyNew(token: string): Promise<Principal> {
-    const config = this.#config;
+  private async verifyNew(token: string): Promise<Principal> {
+    const config = this.config;
     let payload: JWTPayload;
     try {
-      ({ payload } = await jwtVerify(token, this.#keys, {
+      ({ payload } = await jwtVerify(token, this.keys, {
         issuer: config.issuer,
         audience: [...config.audience],
         algorithms: [...config.algorithms],
@@ -65,19 +65,19 @@ export class JwtVerifier {
     } catch (error) {
       throw tokenRejected(error);
     }
-    const principal = this.#principalOf(payload);
-    if (this.#verified.size >= CACHE_ENTRIES) {
-      const oldest = this.#verified.keys().next().value;
-      if (oldest !== undefined) this.#verified.delete(oldest);
+    const principal = this.principalOf(payload);
+    if (this.verified.size >= CACHE_ENTRIES) {
+      const oldest = this.verified.keys().next().value;
+      if (oldest !== undefined) this.verified.delete(oldest);
     }
-    this.#verified.set(token, { principal, expiresAtMs: (payload.exp ?? 0) * 1000 });
+    this.verified.set(token, { principal, expiresAtMs: (payload.exp ?? 0) * 1000 });
     return principal;
   }
 
-  #principalOf(payload: JWTPayload): Principal {
-    const { claims } = this.#config;
+  private principalOf(payload: JWTPayload): Principal {
+    const { claims } = this.config;
     const roleNames = listClaim(payload, claims.roles);
-    const roles = roleNames === undefined ? [...this.#config.defaultRoles] : roleNames.filter(isRole);
+    const roles = roleNames === undefined ? [...this.config.defaultRoles] : roleNames.filter(isRole);
     const tenant = stringClaim(payload, claims.tenant) ?? "";
     if (tenant === "" && !roles.includes("admin"))
       throw unauthenticated(`token has no "${claims.tenant}" claim naming its tenant`);

@@ -15,23 +15,23 @@ const MAX_TRACKED_PRINCIPALS = 10_000;
  * rate) and open watch streams. Refusals are RESOURCE_EXHAUSTED with a RetryInfo saying when.
  */
 export class PrincipalLimits {
-  readonly #config: AuthLimitsConfig;
-  readonly #buckets = new Map<string, Bucket>();
+  private readonly config: AuthLimitsConfig;
+  private readonly buckets = new Map<string, Bucket>();
 
   constructor(config: AuthLimitsConfig) {
-    this.#config = config;
+    this.config = config;
   }
 
   get enabled(): boolean {
-    return this.#config.callsPerSecond !== undefined || this.#config.watchStreams !== undefined;
+    return this.config.callsPerSecond !== undefined || this.config.watchStreams !== undefined;
   }
 
   /** Takes one call from the principal's bucket, or throws when it is empty. */
   admitCall(principalId: string, now = performance.now()): void {
-    const rate = this.#config.callsPerSecond;
+    const rate = this.config.callsPerSecond;
     if (rate === undefined) return;
-    const bucket = this.#bucket(principalId, now);
-    bucket.tokens = Math.min(this.#config.burst, bucket.tokens + ((now - bucket.refilledAtMs) / 1000) * rate);
+    const bucket = this.bucket(principalId, now);
+    bucket.tokens = Math.min(this.config.burst, bucket.tokens + ((now - bucket.refilledAtMs) / 1000) * rate);
     bucket.refilledAtMs = now;
     if (bucket.tokens >= 1) {
       bucket.tokens -= 1;
@@ -46,9 +46,9 @@ export class PrincipalLimits {
 
   /** Counts an opening watch stream; returns its release, or throws at the limit. */
   openStream(principalId: string, now = performance.now()): () => void {
-    const limit = this.#config.watchStreams;
+    const limit = this.config.watchStreams;
     if (limit === undefined) return () => {};
-    const bucket = this.#bucket(principalId, now);
+    const bucket = this.bucket(principalId, now);
     if (bucket.openStreams >= limit)
       throw new RetryLaterError(
         `${principalId} already has ${limit} open watch streams, its limit; close one, or retry later`,
@@ -63,22 +63,22 @@ export class PrincipalLimits {
     };
   }
 
-  #bucket(principalId: string, now: number): Bucket {
-    let bucket = this.#buckets.get(principalId);
+  private bucket(principalId: string, now: number): Bucket {
+    let bucket = this.buckets.get(principalId);
     if (!bucket) {
-      if (this.#buckets.size >= MAX_TRACKED_PRINCIPALS) this.#dropIdle(now);
-      bucket = { tokens: this.#config.burst, refilledAtMs: now, openStreams: 0 };
-      this.#buckets.set(principalId, bucket);
+      if (this.buckets.size >= MAX_TRACKED_PRINCIPALS) this.dropIdle(now);
+      bucket = { tokens: this.config.burst, refilledAtMs: now, openStreams: 0 };
+      this.buckets.set(principalId, bucket);
     }
     return bucket;
   }
 
   /** Forgets buckets that would be full again and hold no stream: they behave as new ones. */
-  #dropIdle(now: number): void {
-    const rate = this.#config.callsPerSecond ?? Number.POSITIVE_INFINITY;
-    for (const [id, bucket] of this.#buckets) {
-      const full = bucket.tokens + ((now - bucket.refilledAtMs) / 1000) * rate >= this.#config.burst;
-      if (full && bucket.openStreams === 0) this.#buckets.delete(id);
+  private dropIdle(now: number): void {
+    const rate = this.config.callsPerSecond ?? Number.POSITIVE_INFINITY;
+    for (const [id, bucket] of this.buckets) {
+      const full = bucket.tokens + ((now - bucket.refilledAtMs) / 1000) * rate >= this.config.burst;
+      if (full && bucket.openStreams === 0) this.buckets.delete(id);
     }
   }
 }

@@ -17,20 +17,20 @@ type EventsPayload = { readonly events: readonly NewEvent[] };
  *   commit when emitted inside a local write, so a rolled-back change reports nothing).
  */
 export class ReplicatedEvents implements EventSink {
-  readonly #log: EventLog;
-  readonly #db: Db;
-  readonly #replica: Replica;
-  readonly #onError: (error: unknown) => void;
-  #pending: NewEvent[] = [];
-  #flushScheduled: NodeJS.Immediate | undefined;
+  private readonly log: EventLog;
+  private readonly db: Db;
+  private readonly replica: Replica;
+  private readonly onError: (error: unknown) => void;
+  private pending: NewEvent[] = [];
+  private flushScheduled: NodeJS.Immediate | undefined;
   /** The change kind that carries reported events; every replica applies it. */
   readonly write: ReplicatedWrite<EventsPayload, void>;
 
   constructor(log: EventLog, db: Db, replica: Replica, onError: (error: unknown) => void) {
-    this.#log = log;
-    this.#db = db;
-    this.#replica = replica;
-    this.#onError = onError;
+    this.log = log;
+    this.db = db;
+    this.replica = replica;
+    this.onError = onError;
     this.write = {
       kind: "events/report",
       // Applied by a replica's follower, so `applying` is this change: its time, and who reported it.
@@ -42,25 +42,25 @@ export class ReplicatedEvents implements EventSink {
   }
 
   emit(event: NewEvent): void {
-    const applying = this.#replica.applying;
-    if (applying) this.#log.emit(event, applying);
-    else if (inWriteTransaction(this.#db)) afterCommit(this.#db, () => this.#queue(event));
-    else this.#queue(event);
+    const applying = this.replica.applying;
+    if (applying) this.log.emit(event, applying);
+    else if (inWriteTransaction(this.db)) afterCommit(this.db, () => this.queue(event));
+    else this.queue(event);
   }
 
-  #queue(event: NewEvent): void {
-    this.#pending.push(event);
-    this.#flushScheduled ??= setImmediate(() => this.flush());
+  private queue(event: NewEvent): void {
+    this.pending.push(event);
+    this.flushScheduled ??= setImmediate(() => this.flush());
   }
 
   /** Appends the queued reports now (the server calls it when it stops). */
   flush(): void {
-    clearImmediate(this.#flushScheduled);
-    this.#flushScheduled = undefined;
-    if (this.#pending.length === 0) return;
-    const events = this.#pending;
-    this.#pending = [];
+    clearImmediate(this.flushScheduled);
+    this.flushScheduled = undefined;
+    if (this.pending.length === 0) return;
+    const events = this.pending;
+    this.pending = [];
     // A report lost with the database costs that report only; the sink never throws into a call.
-    this.#replica.write(this.write, { events }).catch(this.#onError);
+    this.replica.write(this.write, { events }).catch(this.onError);
   }
 }

@@ -78,28 +78,28 @@ export interface FollowerOptions {
  * another right after.
  */
 export class Follower {
-  readonly #options: FollowerOptions;
-  readonly #readApplied: () => number;
-  readonly #readAppliedAt: () => number;
-  readonly #saveApplied: (seq: number, atMs: number) => void;
-  #running: Promise<void> | undefined;
-  #again = false;
+  private readonly options: FollowerOptions;
+  private readonly readApplied: () => number;
+  private readonly readAppliedAt: () => number;
+  private readonly saveApplied: (seq: number, atMs: number) => void;
+  private running: Promise<void> | undefined;
+  private again = false;
   /** The head query in flight, and the one calls that came after it was sent wait for. */
-  #headSent: Promise<number> | undefined;
-  #headQueued: Promise<number> | undefined;
-  #applying: Change | undefined;
+  private headSent: Promise<number> | undefined;
+  private headQueued: Promise<number> | undefined;
+  private applyingChange: Change | undefined;
 
   constructor(options: FollowerOptions) {
-    this.#options = options;
+    this.options = options;
     const select = options.db.prepare<[string], { value: number }>(
       "SELECT value FROM replication_state WHERE key = ?",
     );
     const upsert = options.db.prepare(
       "INSERT INTO replication_state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
     );
-    this.#readApplied = () => select.get(APPLIED_KEY)?.value ?? 0;
-    this.#readAppliedAt = () => select.get(APPLIED_AT_KEY)?.value ?? 0;
-    this.#saveApplied = (seq, atMs) => {
+    this.readApplied = () => select.get(APPLIED_KEY)?.value ?? 0;
+    this.readAppliedAt = () => select.get(APPLIED_AT_KEY)?.value ?? 0;
+    this.saveApplied = (seq, atMs) => {
       upsert.run(APPLIED_KEY, seq);
       upsert.run(APPLIED_AT_KEY, atMs);
     };
@@ -107,12 +107,12 @@ export class Follower {
 
   /** The change being applied right now (inside its write transaction), else undefined. */
   get applying(): Change | undefined {
-    return this.#applying;
+    return this.applyingChange;
   }
 
   /** The seq of the last change applied to the local copy. */
   get applied(): number {
-    return this.#readApplied();
+    return this.readApplied();
   }
 
   /**
@@ -120,27 +120,27 @@ export class Follower {
    * every replica has reached at the same point of the log, unlike its own clock.
    */
   get appliedAtMs(): number {
-    return this.#readAppliedAt();
+    return this.readAppliedAt();
   }
 
   /** Applies every change committed so far; resolves when done (joins a catch-up already running). */
   catchUp(): Promise<void> {
-    if (this.#running) {
-      this.#again = true;
-      return this.#running;
+    if (this.running) {
+      this.again = true;
+      return this.running;
     }
     const run = async () => {
       try {
         do {
-          this.#again = false;
-          while (await this.#applyNextPage());
-        } while (this.#again);
+          this.again = false;
+          while (await this.applyNextPage());
+        } while (this.again);
       } finally {
-        this.#running = undefined;
+        this.running = undefined;
       }
     };
-    this.#running = run();
-    return this.#running;
+    this.running = run();
+    return this.running;
   }
 
   /**
@@ -150,42 +150,42 @@ export class Follower {
    * head before a write this call must see was committed.
    */
   async fence(): Promise<void> {
-    const head = await this.#headSinceNow();
+    const head = await this.headSinceNow();
     while (this.applied < head) await this.catchUp();
   }
 
-  #headSinceNow(): Promise<number> {
-    if (this.#headSent === undefined) return this.#sendHeadQuery();
-    this.#headQueued ??= this.#headSent.then(
-      () => this.#sendQueuedHeadQuery(),
-      () => this.#sendQueuedHeadQuery(),
+  private headSinceNow(): Promise<number> {
+    if (this.headSent === undefined) return this.sendHeadQuery();
+    this.headQueued ??= this.headSent.then(
+      () => this.sendQueuedHeadQuery(),
+      () => this.sendQueuedHeadQuery(),
     );
-    return this.#headQueued;
+    return this.headQueued;
   }
 
-  #sendQueuedHeadQuery(): Promise<number> {
-    this.#headQueued = undefined;
-    return this.#sendHeadQuery();
+  private sendQueuedHeadQuery(): Promise<number> {
+    this.headQueued = undefined;
+    return this.sendHeadQuery();
   }
 
-  #sendHeadQuery(): Promise<number> {
-    const query: Promise<number> = this.#options.log.head().finally(() => {
-      if (this.#headSent === query) this.#headSent = undefined;
+  private sendHeadQuery(): Promise<number> {
+    const query: Promise<number> = this.options.log.head().finally(() => {
+      if (this.headSent === query) this.headSent = undefined;
     });
-    this.#headSent = query;
+    this.headSent = query;
     return query;
   }
 
   /** Reads the next page after the applied seq and applies it; false when there was nothing. */
-  async #applyNextPage(): Promise<boolean> {
-    const { log, db, appliers, pageSize = 200, onApplied } = this.#options;
+  private async applyNextPage(): Promise<boolean> {
+    const { log, db, appliers, pageSize = 200, onApplied } = this.options;
     const changes = await log.after(this.applied, pageSize);
     if (changes.length === 0) return false;
     const outcomes: [Change, ApplyOutcome][] = [];
     writeTransaction(db, () => {
       // Read again inside the transaction: another catch-up of this copy may have applied the page.
-      let applied = this.#readApplied();
-      let appliedAtMs = this.#readAppliedAt();
+      let applied = this.readApplied();
+      let appliedAtMs = this.readAppliedAt();
       for (const change of changes) {
         if (change.seq <= applied) continue;
         if (change.seq !== applied + 1) throw new CopyBehindLog(applied, change.seq);
@@ -194,26 +194,26 @@ export class Follower {
           throw new Error(
             `change ${change.seq} is of kind "${change.kind}", which this replica cannot apply (an older version?)`,
           );
-        outcomes.push([change, this.#applyOne(apply, change)]);
+        outcomes.push([change, this.applyOne(apply, change)]);
         applied = change.seq;
         appliedAtMs = change.committedAt.getTime();
       }
-      this.#saveApplied(applied, appliedAtMs);
+      this.saveApplied(applied, appliedAtMs);
     });
     for (const [change, outcome] of outcomes) onApplied?.(change, outcome);
     return true;
   }
 
   /** One change in a savepoint of the page's transaction, so a refusal undoes only its own writes. */
-  #applyOne(apply: ChangeApplier, change: Change): ApplyOutcome {
-    this.#applying = change;
+  private applyOne(apply: ChangeApplier, change: Change): ApplyOutcome {
+    this.applyingChange = change;
     try {
-      return { ok: true, value: writeTransaction(this.#options.db, () => apply(change)) };
+      return { ok: true, value: writeTransaction(this.options.db, () => apply(change)) };
     } catch (error) {
       if (error instanceof WayfindError) return { ok: false, error };
       throw error;
     } finally {
-      this.#applying = undefined;
+      this.applyingChange = undefined;
     }
   }
 }

@@ -64,26 +64,26 @@ interface QueuedWrite {
  * the next one (group commit): the log takes ~1,400 appends/s, each may carry hundreds of changes.
  */
 export class Replica implements StateWriter {
-  readonly #options: ReplicaOptions;
-  readonly #pool: pg.Pool;
-  readonly #log: ChangeLog;
-  #follower: Follower | undefined;
-  #stopFollowing: (() => Promise<void>) | undefined;
-  #stopCompaction: (() => Promise<void>) | undefined;
-  #queue: QueuedWrite[] = [];
+  private readonly options: ReplicaOptions;
+  private readonly pool: pg.Pool;
+  private readonly log: ChangeLog;
+  private follower: Follower | undefined;
+  private stopFollowing: (() => Promise<void>) | undefined;
+  private stopCompaction: (() => Promise<void>) | undefined;
+  private queue: QueuedWrite[] = [];
   /** Origin → settle, for writes appended by this replica and not applied here yet. */
-  readonly #waiting = new Map<string, (outcome: ApplyOutcome) => void>();
-  #appending: Promise<void> | undefined;
-  #writeCount = 0;
-  #closed = false;
+  private readonly waiting = new Map<string, (outcome: ApplyOutcome) => void>();
+  private appending: Promise<void> | undefined;
+  private writeCount = 0;
+  private closed = false;
   /** Set when the log was compacted past this copy: it can apply nothing more until restarted. */
-  #behindLog: CopyBehindLog | undefined;
-  #reachable = true;
+  private behindLog: CopyBehindLog | undefined;
+  private isReachable = true;
 
   private constructor(options: ReplicaOptions, pool: pg.Pool, log: ChangeLog) {
-    this.#options = options;
-    this.#pool = pool;
-    this.#log = log;
+    this.options = options;
+    this.pool = pool;
+    this.log = log;
   }
 
   /**
@@ -122,7 +122,7 @@ export class Replica implements StateWriter {
 
   /** This replica's id: the origin of its writes in the log. */
   get id(): string {
-    return this.#options.id;
+    return this.options.id;
   }
 
   /**
@@ -137,70 +137,70 @@ export class Replica implements StateWriter {
       ]),
     );
     const follower = new Follower({
-      log: this.#log,
-      db: this.#options.db,
+      log: this.log,
+      db: this.options.db,
       appliers,
       onApplied: (change, outcome) => {
-        const settle = this.#waiting.get(change.origin);
+        const settle = this.waiting.get(change.origin);
         if (settle === undefined) return;
-        this.#waiting.delete(change.origin);
+        this.waiting.delete(change.origin);
         settle(outcome);
       },
     });
     // Set before the first catch-up: events of the changes it applies must be known as applied ones
     // (`applying`), or they would be reported to the log again instead of stored.
-    this.#follower = follower;
+    this.follower = follower;
     await follower.catchUp();
-    this.#stopFollowing = await follow(follower, connectionOf(this.#options.postgres), {
+    this.stopFollowing = await follow(follower, connectionOf(this.options.postgres), {
       onError: (error) => {
-        this.#setReachable(false);
-        this.#options.onError(error);
-        if (error instanceof CopyBehindLog) this.#strand(error);
+        this.setReachable(false);
+        this.options.onError(error);
+        if (error instanceof CopyBehindLog) this.strand(error);
       },
       // The poll keeps trying while the database is away: its first success ends degraded mode.
-      onCaughtUp: () => this.#setReachable(true),
+      onCaughtUp: () => this.setReachable(true),
     });
-    this.#stopCompaction = startCompaction({
-      log: this.#log,
-      snapshots: new SnapshotStore(this.#pool),
-      settings: this.#options.postgres.compaction,
+    this.stopCompaction = startCompaction({
+      log: this.log,
+      snapshots: new SnapshotStore(this.pool),
+      settings: this.options.postgres.compaction,
       replicaId: this.id,
-      dataFile: this.#options.db.name,
+      dataFile: this.options.db.name,
       appliedSeq: () => follower.applied,
       lease: (name, handlers) => this.lease(name, handlers),
-      onCompacted: (report) => this.#options.onCompacted?.(report),
-      onError: this.#options.onError,
+      onCompacted: (report) => this.options.onCompacted?.(report),
+      onError: this.options.onError,
     });
-    this.#appendQueued();
+    this.appendQueued();
   }
 
   /** Tries to hold the lease `name` (a job one replica runs at a time) until stopped. */
   lease(name: string, handlers: Pick<LeaseOptions, "onAcquired" | "onLost">): HeldLease {
-    return holdLease(connectionOf(this.#options.postgres), name, {
+    return holdLease(connectionOf(this.options.postgres), name, {
       ...handlers,
-      onError: this.#options.onError,
+      onError: this.options.onError,
     });
   }
 
   /** The seq of the last change this replica's copy applied. */
   get appliedSeq(): number {
-    return this.#follower?.applied ?? 0;
+    return this.follower?.applied ?? 0;
   }
 
   /** When the last change this replica applied was committed (epoch ms; 0 before the first). */
   get appliedAtMs(): number {
-    return this.#follower?.appliedAtMs ?? 0;
+    return this.follower?.appliedAtMs ?? 0;
   }
 
   /** False while the shared database does not answer: writes fail, reads are served stale. */
   get reachable(): boolean {
-    return this.#reachable;
+    return this.isReachable;
   }
 
-  #setReachable(reachable: boolean): void {
-    if (this.#reachable === reachable || this.#closed) return;
-    this.#reachable = reachable;
-    this.#options.onReachability?.(reachable);
+  private setReachable(reachable: boolean): void {
+    if (this.isReachable === reachable || this.closed) return;
+    this.isReachable = reachable;
+    this.options.onReachability?.(reachable);
   }
 
   /**
@@ -209,22 +209,22 @@ export class Replica implements StateWriter {
    * caused an event counts it in its metrics and exports it, so a fleet reports each event once.
    */
   get applying(): (ApplyContext & { readonly own: boolean }) | undefined {
-    const change = this.#follower?.applying;
+    const change = this.follower?.applying;
     return change && { ...applyContext(change), own: change.origin.startsWith(`${this.id}/`) };
   }
 
   write<P, R>(write: ReplicatedWrite<P, R>, payload: P, tenantId = ""): Promise<R> {
-    if (this.#closed) return Promise.reject(unavailable("this replica is stopping"));
+    if (this.closed) return Promise.reject(unavailable("this replica is stopping"));
     // Its own write would be committed for the others but never applied here: refused before it is sent.
-    if (this.#behindLog) return Promise.reject(unavailable(this.#behindLog.message));
+    if (this.behindLog) return Promise.reject(unavailable(this.behindLog.message));
     return new Promise<R>((resolve, reject) => {
-      const origin = `${this.id}/${++this.#writeCount}`;
+      const origin = `${this.id}/${++this.writeCount}`;
       const settle = (outcome: ApplyOutcome) => {
         if (outcome.ok) resolve(outcome.value as R);
         else reject(outcome.error);
       };
-      this.#queue.push({ change: { kind: write.kind, tenantId, payload: payload as never, origin }, settle });
-      this.#appendQueued();
+      this.queue.push({ change: { kind: write.kind, tenantId, payload: payload as never, origin }, settle });
+      this.appendQueued();
     });
   }
 
@@ -234,8 +234,8 @@ export class Replica implements StateWriter {
    * call is then served from the local copy as it is; the background poll ends degraded mode.
    */
   async fence(): Promise<boolean> {
-    const follower = this.#follower;
-    if (follower === undefined || !this.#reachable) return false;
+    const follower = this.follower;
+    if (follower === undefined || !this.isReachable) return false;
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<false>((resolve) => {
       timer = setTimeout(() => resolve(false), FENCE_BUDGET_MS);
@@ -243,8 +243,8 @@ export class Replica implements StateWriter {
     try {
       return await Promise.race([follower.fence().then(() => true), timedOut]);
     } catch (error) {
-      this.#setReachable(false);
-      this.#options.onError(new Error(`read fence failed: ${errorReason(error)}`));
+      this.setReachable(false);
+      this.options.onError(new Error(`read fence failed: ${errorReason(error)}`));
       return false;
     } finally {
       clearTimeout(timer);
@@ -252,42 +252,42 @@ export class Replica implements StateWriter {
   }
 
   /** Nothing more can be applied: reads stay served from the copy, marked stale, until a restart. */
-  #strand(error: CopyBehindLog): void {
-    if (this.#behindLog) return;
-    this.#behindLog = error;
-    this.#setReachable(false);
-    void this.#stopFollowing?.();
+  private strand(error: CopyBehindLog): void {
+    if (this.behindLog) return;
+    this.behindLog = error;
+    this.setReachable(false);
+    void this.stopFollowing?.();
     // Its applied seq must stop being reported: compaction would otherwise wait for it for good.
-    void this.#stopCompaction?.();
+    void this.stopCompaction?.();
   }
 
   /** Stops following; writes not appended yet fail, appended ones are applied on the next start. */
   async close(): Promise<void> {
-    this.#closed = true;
-    await this.#appending;
-    for (const queued of this.#queue.splice(0)) {
+    this.closed = true;
+    await this.appending;
+    for (const queued of this.queue.splice(0)) {
       queued.settle({ ok: false, error: unavailable("this replica stopped before the write was sent") });
     }
-    await this.#stopCompaction?.();
-    await this.#stopFollowing?.();
-    await this.#pool.end();
+    await this.stopCompaction?.();
+    await this.stopFollowing?.();
+    await this.pool.end();
   }
 
   /** Starts an append of everything queued, unless one is running (it takes the queue when done). */
-  #appendQueued(): void {
-    if (this.#appending || this.#follower === undefined || this.#queue.length === 0) return;
-    const follower = this.#follower;
-    this.#appending = (async () => {
-      while (this.#queue.length > 0) {
-        const batch = this.#queue.splice(0, MAX_CHANGES_PER_APPEND);
+  private appendQueued(): void {
+    if (this.appending || this.follower === undefined || this.queue.length === 0) return;
+    const follower = this.follower;
+    this.appending = (async () => {
+      while (this.queue.length > 0) {
+        const batch = this.queue.splice(0, MAX_CHANGES_PER_APPEND);
         for (const queued of batch) {
-          if (queued.change.origin) this.#waiting.set(queued.change.origin, queued.settle);
+          if (queued.change.origin) this.waiting.set(queued.change.origin, queued.settle);
         }
         try {
-          await this.#log.append(batch.map((queued) => queued.change));
+          await this.log.append(batch.map((queued) => queued.change));
         } catch (error) {
-          this.#setReachable(false);
-          this.#failAll(
+          this.setReachable(false);
+          this.failAll(
             batch,
             unavailable(`the shared database did not take the write (${errorReason(error)})`),
           );
@@ -297,25 +297,25 @@ export class Replica implements StateWriter {
           // Applies this batch here (and whatever came before it): its writers are answered from the copy.
           await follower.catchUp();
         } catch (error) {
-          this.#options.onError(error instanceof Error ? error : new Error(String(error)));
-          if (error instanceof CopyBehindLog) this.#strand(error);
-          this.#failAll(
+          this.options.onError(error instanceof Error ? error : new Error(String(error)));
+          if (error instanceof CopyBehindLog) this.strand(error);
+          this.failAll(
             batch,
             unavailable(`the write is committed but not applied here yet (${errorReason(error)})`),
           );
         }
       }
     })().finally(() => {
-      this.#appending = undefined;
-      this.#appendQueued();
+      this.appending = undefined;
+      this.appendQueued();
     });
   }
 
-  #failAll(batch: readonly QueuedWrite[], error: WayfindError): void {
+  private failAll(batch: readonly QueuedWrite[], error: WayfindError): void {
     for (const queued of batch) {
       const origin = queued.change.origin ?? "";
-      if (!this.#waiting.has(origin)) continue;
-      this.#waiting.delete(origin);
+      if (!this.waiting.has(origin)) continue;
+      this.waiting.delete(origin);
       queued.settle({ ok: false, error });
     }
   }

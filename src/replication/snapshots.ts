@@ -46,7 +46,7 @@ export class SnapshotStore {
    * leaves either all of it or nothing, and drops the older snapshots in the same transaction.
    */
   async store(file: string, seq: number, createdBy: string): Promise<StoredSnapshot> {
-    return this.#transactionWithFile(file, "r", async (client, handle) => {
+    return this.transactionWithFile(file, "r", async (client, handle) => {
       const hash = createHash("sha256");
       let bytes = 0;
       await client.query(
@@ -81,7 +81,7 @@ export class SnapshotStore {
    * SHA-256 before it is used.
    */
   async download(into: string): Promise<StoredSnapshot> {
-    return this.#transactionWithFile(into, "w", async (client, handle) => {
+    return this.transactionWithFile(into, "w", async (client, handle) => {
       await client.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY");
       const { rows } = await client.query<{ seq: string; bytes: string; sha256: string }>(
         "SELECT seq, bytes, sha256 FROM wayfind_snapshots ORDER BY seq DESC LIMIT 1",
@@ -113,7 +113,7 @@ export class SnapshotStore {
   }
 
   /** `work` in one transaction, with `path` open: both closed whatever happens. */
-  async #transactionWithFile<T>(
+  private async transactionWithFile<T>(
     path: string,
     flags: "r" | "w",
     work: (client: pg.PoolClient, handle: FileHandle) => Promise<T>,

@@ -28,15 +28,15 @@ export interface ConnectionLimits {
  * a watch, keeps its session busy however quiet it is.
  */
 export class Http2SessionGuard {
-  readonly #session: http2.ServerHttp2Session;
-  readonly #limits: ConnectionLimits;
-  readonly #idle: IdleConnections;
+  private readonly session: http2.ServerHttp2Session;
+  private readonly limits: ConnectionLimits;
+  private readonly idle: IdleConnections;
   /** Re-armed with refresh() each time the last stream closes, so a busy session costs no timers. */
-  readonly #idleTimer: NodeJS.Timeout;
-  #openStreams = 0;
+  private readonly idleTimer: NodeJS.Timeout;
+  private openStreams = 0;
   /** Streams that have not yet started their request body, with the time they opened (oldest first). */
-  readonly #awaitingBody = new Map<http2.ServerHttp2Stream, number>();
-  #bodyCheck: NodeJS.Timeout | undefined;
+  private readonly awaitingBody = new Map<http2.ServerHttp2Stream, number>();
+  private bodyCheck: NodeJS.Timeout | undefined;
 
   /**
    * `handshake`: the connection's handshake timer, still running; cleared once SETTINGS arrive.
@@ -48,51 +48,51 @@ export class Http2SessionGuard {
     handshake: NodeJS.Timeout,
     idle: IdleConnections,
   ) {
-    this.#session = session;
-    this.#limits = limits;
+    this.session = session;
+    this.limits = limits;
     session.once("remoteSettings", () => clearTimeout(handshake));
-    this.#idleTimer = setTimeout(() => this.#closeIfIdle(), limits.idleTimeoutMs).unref();
+    this.idleTimer = setTimeout(() => this.closeIfIdle(), limits.idleTimeoutMs).unref();
     idle.http2(session, true);
     session.once("close", () => {
       clearTimeout(handshake);
-      clearTimeout(this.#idleTimer);
-      clearTimeout(this.#bodyCheck);
+      clearTimeout(this.idleTimer);
+      clearTimeout(this.bodyCheck);
       idle.http2(session, false);
     });
-    this.#idle = idle;
+    this.idle = idle;
   }
 
   /** Call for every stream of the session, before it is handed to a protocol handler. */
   streamOpened(stream: http2.ServerHttp2Stream): void {
-    if (this.#openStreams++ === 0) this.#idle.http2(this.#session, false);
-    this.#awaitingBody.set(stream, Date.now());
-    this.#bodyCheck ??= setTimeout(() => this.#checkBodies(), this.#limits.requestHeaderTimeoutMs).unref();
+    if (this.openStreams++ === 0) this.idle.http2(this.session, false);
+    this.awaitingBody.set(stream, Date.now());
+    this.bodyCheck ??= setTimeout(() => this.checkBodies(), this.limits.requestHeaderTimeoutMs).unref();
     stream.once("close", () => {
-      this.#awaitingBody.delete(stream);
-      if (--this.#openStreams > 0) return;
-      this.#idleTimer.refresh();
-      if (!this.#session.closed && !this.#session.destroyed) this.#idle.http2(this.#session, true);
+      this.awaitingBody.delete(stream);
+      if (--this.openStreams > 0) return;
+      this.idleTimer.refresh();
+      if (!this.session.closed && !this.session.destroyed) this.idle.http2(this.session, true);
     });
   }
 
-  #closeIfIdle(): void {
+  private closeIfIdle(): void {
     // Fired while streams were open: the last one to close re-arms the timer.
-    if (this.#openStreams === 0) this.#session.close();
+    if (this.openStreams === 0) this.session.close();
   }
 
   /** One timer per session for all its streams, due when the oldest waiting stream runs out of time. */
-  #checkBodies(): void {
-    this.#bodyCheck = undefined;
+  private checkBodies(): void {
+    this.bodyCheck = undefined;
     const now = Date.now();
-    for (const [stream, openedAt] of this.#awaitingBody) {
-      if (hasStartedBody(stream)) this.#awaitingBody.delete(stream);
-      else if (now - openedAt >= this.#limits.requestHeaderTimeoutMs) {
-        this.#awaitingBody.delete(stream);
+    for (const [stream, openedAt] of this.awaitingBody) {
+      if (hasStartedBody(stream)) this.awaitingBody.delete(stream);
+      else if (now - openedAt >= this.limits.requestHeaderTimeoutMs) {
+        this.awaitingBody.delete(stream);
         stream.close(http2.constants.NGHTTP2_CANCEL);
       } else {
-        this.#bodyCheck = setTimeout(
-          () => this.#checkBodies(),
-          openedAt + this.#limits.requestHeaderTimeoutMs - now,
+        this.bodyCheck = setTimeout(
+          () => this.checkBodies(),
+          openedAt + this.limits.requestHeaderTimeoutMs - now,
         ).unref();
         return;
       }
@@ -113,12 +113,12 @@ function hasStartedBody(stream: http2.ServerHttp2Stream): boolean {
  * time and are exempt.
  */
 export class RequestBodyDeadline {
-  readonly #timeoutMs: number;
-  readonly #exemptPaths: ReadonlySet<string>;
+  private readonly timeoutMs: number;
+  private readonly exemptPaths: ReadonlySet<string>;
 
   constructor(routes: readonly MethodRoute[], timeoutMs: number) {
-    this.#timeoutMs = timeoutMs;
-    this.#exemptPaths = new Set(
+    this.timeoutMs = timeoutMs;
+    this.exemptPaths = new Set(
       routes
         .filter(
           ({ method }) => method.methodKind === "client_streaming" || method.methodKind === "bidi_streaming",
@@ -130,7 +130,7 @@ export class RequestBodyDeadline {
   /** The error a call whose body came too late is answered with. */
   get error(): ConnectError {
     return new ConnectError(
-      `the request body did not arrive within ${this.#timeoutMs / 1000} s of its headers ` +
+      `the request body did not arrive within ${this.timeoutMs / 1000} s of its headers ` +
         "(server.request_body_timeout_seconds); send the whole request without pausing",
       Code.DeadlineExceeded,
     );
@@ -146,7 +146,7 @@ export class RequestBodyDeadline {
     request: http.IncomingMessage | http2.Http2ServerRequest,
     response: http.ServerResponse | http2.Http2ServerResponse,
   ): void {
-    if (this.#exemptPaths.has(request.url?.split("?", 1)[0] ?? "")) return;
+    if (this.exemptPaths.has(request.url?.split("?", 1)[0] ?? "")) return;
     const timer = setTimeout(() => {
       if ("stream" in request) {
         if (hasReceivedBody(request.stream)) return;
@@ -155,7 +155,7 @@ export class RequestBodyDeadline {
       // Whoever reads the body listens for its errors; with no reader there is no one to answer.
       if (request.listenerCount("error") > 0) request.emit("error", this.error);
       else request.destroy();
-    }, this.#timeoutMs).unref();
+    }, this.timeoutMs).unref();
     response.once("close", () => clearTimeout(timer));
   }
 
@@ -168,7 +168,7 @@ export class RequestBodyDeadline {
     path: string,
     respond: (error: ConnectError) => void,
   ): void {
-    if (this.#exemptPaths.has(path)) return;
+    if (this.exemptPaths.has(path)) return;
     const timer = setTimeout(() => {
       if (hasReceivedBody(stream)) return;
       if (stream.headersSent) {
@@ -177,7 +177,7 @@ export class RequestBodyDeadline {
       }
       closeOnceAnswered(stream);
       respond(this.error);
-    }, this.#timeoutMs).unref();
+    }, this.timeoutMs).unref();
     stream.once("close", () => clearTimeout(timer));
   }
 }
@@ -241,43 +241,43 @@ export interface ConnectionCounts {
  * handshake timeout instead.)
  */
 export class IdleConnections {
-  readonly #silent = new Set<net.Socket>();
-  readonly #http2 = new Set<http2.ServerHttp2Session>();
-  readonly #http1 = new Set<net.Socket>();
-  readonly #watched = new WeakSet<net.Socket>();
+  private readonly silentSockets = new Set<net.Socket>();
+  private readonly http2Sessions = new Set<http2.ServerHttp2Session>();
+  private readonly http1Sockets = new Set<net.Socket>();
+  private readonly watched = new WeakSet<net.Socket>();
 
   /** A cleartext connection that has sent nothing yet (true), or has now spoken or closed (false). */
   silent(socket: net.Socket, idle: boolean): void {
-    move(this.#silent, socket, idle);
+    move(this.silentSockets, socket, idle);
   }
 
   http2(session: http2.ServerHttp2Session, idle: boolean): void {
-    move(this.#http2, session, idle);
+    move(this.http2Sessions, session, idle);
   }
 
   /** An HTTP/1.1 connection between requests (true), or with one in flight (false). */
   http1(socket: net.Socket, idle: boolean): void {
-    if (!this.#watched.has(socket)) {
-      this.#watched.add(socket);
-      socket.once("close", () => this.#http1.delete(socket));
+    if (!this.watched.has(socket)) {
+      this.watched.add(socket);
+      socket.once("close", () => this.http1Sockets.delete(socket));
     }
-    move(this.#http1, socket, idle && !socket.destroyed);
+    move(this.http1Sockets, socket, idle && !socket.destroyed);
   }
 
   /** Closes the connection idle the longest, silent ones first; false when every connection is busy. */
   closeOne(): boolean {
-    for (const socket of this.#silent) {
-      this.#silent.delete(socket);
+    for (const socket of this.silentSockets) {
+      this.silentSockets.delete(socket);
       socket.destroy();
       return true;
     }
-    for (const session of this.#http2) {
-      this.#http2.delete(session);
+    for (const session of this.http2Sessions) {
+      this.http2Sessions.delete(session);
       session.destroy();
       return true;
     }
-    for (const socket of this.#http1) {
-      this.#http1.delete(socket);
+    for (const socket of this.http1Sockets) {
+      this.http1Sockets.delete(socket);
       socket.destroy();
       return true;
     }

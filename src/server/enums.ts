@@ -37,20 +37,20 @@ import type { Provider, UsageGroupBy as UsageGroupByName } from "../usage/index.
  * number from a newer or broken client is INVALID_ARGUMENT, and 0 (UNSPECIFIED) means "not given".
  */
 class EnumMap<D extends string> {
-  readonly #toDomain = new Map<number, D>();
-  readonly #toProto = new Map<D, number>();
+  private readonly toDomain = new Map<number, D>();
+  private readonly protoByDomain = new Map<D, number>();
 
   constructor(pairs: readonly (readonly [number, D])[]) {
     for (const [proto, domain] of pairs) {
-      this.#toDomain.set(proto, domain);
-      this.#toProto.set(domain, proto);
+      this.toDomain.set(proto, domain);
+      this.protoByDomain.set(domain, proto);
     }
   }
 
   /** The domain value, `undefined` for UNSPECIFIED; throws for an unknown number. */
   fromProto(value: number, field: string): D | undefined {
     if (value === 0) return undefined;
-    const domain = this.#toDomain.get(value);
+    const domain = this.toDomain.get(value);
     if (domain === undefined) {
       const description = `unknown enum value ${value}`;
       throw invalidArgument(`${field}: ${description}`, [{ field, description }]);
@@ -59,7 +59,7 @@ class EnumMap<D extends string> {
   }
 
   toProto(value: D): number {
-    return this.#toProto.get(value) ?? 0;
+    return this.protoByDomain.get(value) ?? 0;
   }
 }
 

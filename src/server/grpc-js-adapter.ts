@@ -166,17 +166,17 @@ class GrpcCallContext implements HandlerContext {
   readonly url: string;
   readonly values: ContextValues = createContextValues();
   ended = false;
-  readonly #metadata: grpc.Metadata;
-  readonly #shutdownSignal: AbortSignal;
+  private readonly metadata: grpc.Metadata;
+  private readonly shutdownSignal: AbortSignal;
   /** Epoch ms, or undefined without a deadline. */
-  readonly #deadlineAt: number | undefined;
-  #endReason: unknown;
-  #controller: AbortController | undefined;
-  #timer: NodeJS.Timeout | undefined;
-  #unlink: (() => void) | undefined;
-  #requestHeader: Headers | undefined;
-  #responseHeader: Headers | undefined;
-  #responseTrailer: Headers | undefined;
+  private readonly deadlineAt: number | undefined;
+  private endReason: unknown;
+  private controller: AbortController | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private unlink: (() => void) | undefined;
+  private requestHeaderRead: Headers | undefined;
+  private responseHeaderMade: Headers | undefined;
+  private responseTrailerMade: Headers | undefined;
 
   constructor(
     route: MethodRoute,
@@ -187,69 +187,69 @@ class GrpcCallContext implements HandlerContext {
     this.service = route.method.parent;
     this.method = route.method;
     this.url = methodPath(route.method);
-    this.#metadata = metadata;
-    this.#shutdownSignal = shutdownSignal;
+    this.metadata = metadata;
+    this.shutdownSignal = shutdownSignal;
     const deadlineMs = deadline instanceof Date ? deadline.getTime() : Number(deadline);
-    this.#deadlineAt =
+    this.deadlineAt =
       Number.isFinite(deadlineMs) && deadlineMs > 0 ? Math.max(deadlineMs, Date.now()) : undefined;
   }
 
   /** A getter rather than an instance arrow: no closure per call for a function handlers rarely call. */
   get timeoutMs(): () => number | undefined {
-    const deadlineAt = this.#deadlineAt;
+    const deadlineAt = this.deadlineAt;
     return () => (deadlineAt === undefined ? undefined : deadlineAt - Date.now());
   }
 
   get requestHeader(): Headers {
-    if (!this.#requestHeader) {
+    if (!this.requestHeaderRead) {
       const header = new Headers();
-      for (const [key, value] of Object.entries(this.#metadata.getMap())) {
+      for (const [key, value] of Object.entries(this.metadata.getMap())) {
         if (typeof value === "string") header.set(key, value);
       }
-      this.#requestHeader = header;
+      this.requestHeaderRead = header;
     }
-    return this.#requestHeader;
+    return this.requestHeaderRead;
   }
 
   get responseHeader(): Headers {
-    this.#responseHeader ??= new Headers();
-    return this.#responseHeader;
+    this.responseHeaderMade ??= new Headers();
+    return this.responseHeaderMade;
   }
 
   get responseTrailer(): Headers {
-    this.#responseTrailer ??= new Headers();
-    return this.#responseTrailer;
+    this.responseTrailerMade ??= new Headers();
+    return this.responseTrailerMade;
   }
 
   /** The trailers a handler set, without creating the object when it set none. */
   get trailersIfAny(): Headers | undefined {
-    return this.#responseTrailer;
+    return this.responseTrailerMade;
   }
 
   /** Response headers a handler or the pipeline set (e.g. `wayfind-stale`), taken once to be sent. */
   takeHeaders(): Headers | undefined {
-    const header = this.#responseHeader;
-    this.#responseHeader = undefined;
+    const header = this.responseHeaderMade;
+    this.responseHeaderMade = undefined;
     return header;
   }
 
   get signal(): AbortSignal {
-    if (this.#controller) return this.#controller.signal;
+    if (this.controller) return this.controller.signal;
     const controller = new AbortController();
-    this.#controller = controller;
-    const shutdownSignal = this.#shutdownSignal;
+    this.controller = controller;
+    const shutdownSignal = this.shutdownSignal;
     if (this.ended) {
-      controller.abort(this.#endReason);
+      controller.abort(this.endReason);
     } else if (shutdownSignal.aborted) {
       this.end(abortReason(shutdownSignal));
-    } else if (this.#deadlineAt !== undefined && this.#deadlineAt <= Date.now()) {
+    } else if (this.deadlineAt !== undefined && this.deadlineAt <= Date.now()) {
       this.end(deadlineExceeded());
     } else {
       const onShutdown = () => this.end(abortReason(shutdownSignal));
       shutdownSignal.addEventListener("abort", onShutdown);
-      this.#unlink = () => shutdownSignal.removeEventListener("abort", onShutdown);
-      if (this.#deadlineAt !== undefined)
-        this.#timer = setTimeout(() => this.end(deadlineExceeded()), this.#deadlineAt - Date.now());
+      this.unlink = () => shutdownSignal.removeEventListener("abort", onShutdown);
+      if (this.deadlineAt !== undefined)
+        this.timer = setTimeout(() => this.end(deadlineExceeded()), this.deadlineAt - Date.now());
     }
     return controller.signal;
   }
@@ -258,11 +258,11 @@ class GrpcCallContext implements HandlerContext {
   end(reason?: unknown): void {
     if (this.ended) return;
     this.ended = true;
-    this.#endReason = reason;
-    const controller = this.#controller;
+    this.endReason = reason;
+    const controller = this.controller;
     if (!controller) return;
-    clearTimeout(this.#timer);
-    this.#unlink?.();
+    clearTimeout(this.timer);
+    this.unlink?.();
     controller.abort(reason);
   }
 }

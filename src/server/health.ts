@@ -13,34 +13,34 @@ import { type MethodRoute, serviceRoutes } from "./rpc.ts";
  * server starts draining, then NOT_SERVING, so load balancers stop sending new calls first.
  */
 export class HealthStatus {
-  readonly #statuses = new Map<string, ServingStatus>();
-  readonly #changes = new EventEmitter();
+  private readonly statuses = new Map<string, ServingStatus>();
+  private readonly changes = new EventEmitter();
 
   constructor(serviceNames: readonly string[]) {
-    for (const name of ["", ...serviceNames]) this.#statuses.set(name, ServingStatus.SERVING);
-    this.#changes.setMaxListeners(0);
+    for (const name of ["", ...serviceNames]) this.statuses.set(name, ServingStatus.SERVING);
+    this.changes.setMaxListeners(0);
   }
 
   /** Sets (or adds) one service's status; watchers of it are told. */
   set(service: string, status: ServingStatus): void {
-    if (this.#statuses.get(service) === status) return;
-    this.#statuses.set(service, status);
-    this.#changes.emit("change", service);
+    if (this.statuses.get(service) === status) return;
+    this.statuses.set(service, status);
+    this.changes.emit("change", service);
   }
 
   setAll(status: ServingStatus): void {
-    for (const name of this.#statuses.keys()) {
-      this.#statuses.set(name, status);
-      this.#changes.emit("change", name);
+    for (const name of this.statuses.keys()) {
+      this.statuses.set(name, status);
+      this.changes.emit("change", name);
     }
   }
 
   get(service: string): ServingStatus | undefined {
-    return this.#statuses.get(service);
+    return this.statuses.get(service);
   }
 
   all(): ReadonlyMap<string, ServingStatus> {
-    return this.#statuses;
+    return this.statuses;
   }
 
   routes(): MethodRoute[] {
@@ -54,15 +54,15 @@ export class HealthStatus {
       list: () => ({
         statuses: Object.fromEntries([...this.all()].map(([name, status]) => [name, { status }])),
       }),
-      watch: (request, context) => this.#watch(request, context),
+      watch: (request, context) => this.watchStatus(request, context),
     });
   }
 
-  async *#watch({ service }: HealthCheckRequest, context: HandlerContext) {
+  private async *watchStatus({ service }: HealthCheckRequest, context: HandlerContext) {
     let last = this.get(service) ?? ServingStatus.SERVICE_UNKNOWN;
     yield { status: last };
     try {
-      for await (const [changed] of on(this.#changes, "change", { signal: context.signal })) {
+      for await (const [changed] of on(this.changes, "change", { signal: context.signal })) {
         const current = this.get(service) ?? ServingStatus.SERVICE_UNKNOWN;
         if (changed === service && current !== last) {
           last = current;

@@ -25,7 +25,7 @@ export interface DecodeJob {
  * not decode is INVALID_ARGUMENT either way, with the same words.
  */
 export class RequestDecoder {
-  readonly #worker = new JobWorker<DecodeJob, Message>(import.meta.url, "decode-worker");
+  private readonly worker = new JobWorker<DecodeJob, Message>(import.meta.url, "decode-worker");
 
   /**
    * `bytes` as a message of `input`: inline when small (binary only), else in the worker. A body that
@@ -39,13 +39,13 @@ export class RequestDecoder {
     if (
       format === "binary" &&
       (bytes.length < OFF_LOOP_DECODE_BYTES ||
-        this.#worker.closed ||
+        this.worker.closed ||
         apiRegistry.getMessage(input.typeName) === undefined)
     )
       return decodeInline(input, bytes);
     // A copy: the request's Buffer may be a view into a pooled allocation, which must not be moved.
     const copy = new Uint8Array(bytes);
-    return this.#worker.run({ typeName: input.typeName, bytes: copy, format }, [copy.buffer]).then(
+    return this.worker.run({ typeName: input.typeName, bytes: copy, format }, [copy.buffer]).then(
       // The worker decoded it with the schema named `input.typeName`: it is this shape.
       (message) => message as MessageShape<Desc>,
       (error: unknown) => {
@@ -57,7 +57,7 @@ export class RequestDecoder {
 
   /** Stops the worker; decodes still waiting fail, later ones run inline. */
   close(): Promise<void> {
-    return this.#worker.close();
+    return this.worker.close();
   }
 }
 

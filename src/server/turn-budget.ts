@@ -11,18 +11,18 @@
  */
 export class TurnBudget {
   /** performance.now() when the current slice began; undefined between slices. */
-  #sliceStart: number | undefined;
-  #nextTurn: Promise<void> | undefined;
-  readonly #endSlice = () => {
-    this.#sliceStart = undefined;
-    this.#nextTurn = undefined;
+  private sliceStart: number | undefined;
+  private nextTurn: Promise<void> | undefined;
+  private readonly endSlice = () => {
+    this.sliceStart = undefined;
+    this.nextTurn = undefined;
   };
 
   constructor(private readonly budgetMs: number) {}
 
   /** Runs `work` now if this turn has budget left, otherwise in the first later turn that has. */
   run<T>(work: () => T): T | Promise<T> {
-    return this.#hasBudget() ? work() : this.#runLater(work);
+    return this.hasBudget() ? work() : this.runLater(work);
   }
 
   /**
@@ -30,25 +30,25 @@ export class TurnBudget {
    * turn, otherwise a promise of a later turn with budget left.
    */
   spent(): Promise<void> | undefined {
-    return this.#hasBudget() ? undefined : this.#runLater(() => undefined);
+    return this.hasBudget() ? undefined : this.runLater(() => undefined);
   }
 
-  #hasBudget(): boolean {
+  private hasBudget(): boolean {
     const now = performance.now();
-    if (this.#sliceStart === undefined) {
-      this.#sliceStart = now;
+    if (this.sliceStart === undefined) {
+      this.sliceStart = now;
       // Runs at the end of this turn (check phase), before a waiter's next turn begins.
-      setImmediate(this.#endSlice);
+      setImmediate(this.endSlice);
       return true;
     }
-    return now - this.#sliceStart < this.budgetMs;
+    return now - this.sliceStart < this.budgetMs;
   }
 
-  async #runLater<T>(work: () => T): Promise<T> {
+  private async runLater<T>(work: () => T): Promise<T> {
     do {
-      this.#nextTurn ??= new Promise((resolve) => setImmediate(resolve));
-      await this.#nextTurn;
-    } while (!this.#hasBudget());
+      this.nextTurn ??= new Promise((resolve) => setImmediate(resolve));
+      await this.nextTurn;
+    } while (!this.hasBudget());
     // Same microtask as the check above: the work counts against the slice it was admitted to.
     return work();
   }

@@ -19,7 +19,7 @@ export class SkillContext {
   readonly now: () => number;
   /** How skill writes are made: the server's (shared by replicas); default this database alone. */
   readonly writer: StateWriter;
-  readonly #onError: (error: unknown) => void;
+  private readonly onError: (error: unknown) => void;
 
   constructor(options: {
     db: Db;
@@ -36,7 +36,7 @@ export class SkillContext {
     this.goodMatchScore = options.goodMatchScore;
     this.now = options.now;
     this.writer = options.writer ?? new LocalWriter(options.db, options.now);
-    this.#onError = options.onError ?? (() => {});
+    this.onError = options.onError ?? (() => {});
   }
 
   /** Counts a use of each skill: the skill directory lists the most recently used first. */
@@ -48,7 +48,7 @@ export class SkillContext {
   /** Records that these skills were handed to a caller; the read never waits for it. */
   markUsed(ids: readonly string[]): void {
     if (ids.length === 0) return;
-    this.writer.write(this.usedWrite, { ids }).catch(this.#onError);
+    this.writer.write(this.usedWrite, { ids }).catch(this.onError);
   }
 
   /** Call after writing to the skills table through another module on the same connection. */

@@ -535,10 +535,10 @@ export type LeaseHolder = (
  */
 class LeasedMcpSource {
   readonly id: string;
-  readonly #kind: McpSourceStatus["kind"];
-  readonly #lease: HeldLease;
-  #current: McpSource | undefined;
-  #firstSync: Promise<void> = Promise.resolve();
+  private readonly kind: McpSourceStatus["kind"];
+  private readonly lease: HeldLease;
+  private current: McpSource | undefined;
+  private firstSync: Promise<void> = Promise.resolve();
 
   constructor(
     config: McpServerConfig,
@@ -548,37 +548,37 @@ class LeasedMcpSource {
     onHealthChange: (status: McpSourceStatus) => void,
   ) {
     this.id = mcpSourceId(config.name);
-    this.#kind = config.transport === "stdio" ? "mcp_stdio" : "mcp_http";
-    this.#lease = lease(this.id, {
+    this.kind = config.transport === "stdio" ? "mcp_stdio" : "mcp_http";
+    this.lease = lease(this.id, {
       onAcquired: () => {
         logger.info({ source: this.id }, "mcp lease taken: this replica syncs the server");
-        this.#current = create();
-        this.#firstSync = this.#current.start();
+        this.current = create();
+        this.firstSync = this.current.start();
       },
       onLost: () => {
         logger.warn({ source: this.id }, "mcp lease lost: another replica syncs the server now");
-        const lost = this.#current;
-        this.#current = undefined;
+        const lost = this.current;
+        this.current = undefined;
         void lost?.close();
         onHealthChange(this.status());
       },
     });
-    void this.#lease.ready.then(() => {
-      if (this.#current === undefined) onHealthChange(this.status());
+    void this.lease.ready.then(() => {
+      if (this.current === undefined) onHealthChange(this.status());
     });
   }
 
   /** Settles once the lease's first attempt and, if it was taken, the first sync have finished. */
   async started(): Promise<void> {
-    await this.#lease.ready;
-    await this.#firstSync;
+    await this.lease.ready;
+    await this.firstSync;
   }
 
   status(): McpSourceStatus {
     return (
-      this.#current?.status() ?? {
+      this.current?.status() ?? {
         id: this.id,
-        kind: this.#kind,
+        kind: this.kind,
         lastSyncTime: undefined,
         healthy: true,
         lastError: "",
@@ -588,8 +588,8 @@ class LeasedMcpSource {
   }
 
   async close(): Promise<void> {
-    await this.#lease.stop();
-    await this.#current?.close();
+    await this.lease.stop();
+    await this.current?.close();
   }
 }
 
@@ -597,7 +597,7 @@ class LeasedMcpSource {
 export class McpSources {
   /** The servers this process syncs itself (empty when replicas share them through leases). */
   readonly sources: readonly McpSource[];
-  readonly #leased: readonly LeasedMcpSource[];
+  private readonly leased: readonly LeasedMcpSource[];
 
   constructor(
     configs: readonly McpServerConfig[],
@@ -611,7 +611,7 @@ export class McpSources {
     const create = (config: McpServerConfig) =>
       new McpSource(config, catalog, logger, timeouts, onHealthChange);
     this.sources = lease ? [] : configs.map(create);
-    this.#leased = lease
+    this.leased = lease
       ? configs.map(
           (config) => new LeasedMcpSource(config, () => create(config), lease, logger, onHealthChange),
         )
@@ -624,7 +624,7 @@ export class McpSources {
    * `waitMs` has passed, whichever is first; syncing continues in the background either way.
    */
   async start(waitMs: number): Promise<void> {
-    const configured = new Set([...this.sources, ...this.#leased].map((s) => s.id));
+    const configured = new Set([...this.sources, ...this.leased].map((s) => s.id));
     const stale = new Set<string>();
     for (const tool of this.catalog.all())
       if (tool.owner === "" && tool.source.startsWith("mcp:") && !configured.has(tool.source))
@@ -635,7 +635,7 @@ export class McpSources {
     }
     const first = Promise.all([
       ...this.sources.map((s) => s.start()),
-      ...this.#leased.map((s) => s.started()),
+      ...this.leased.map((s) => s.started()),
     ]);
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<void>((resolve) => {
@@ -646,11 +646,11 @@ export class McpSources {
   }
 
   statuses(): McpSourceStatus[] {
-    return [...this.sources, ...this.#leased].map((s) => s.status());
+    return [...this.sources, ...this.leased].map((s) => s.status());
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.sources, ...this.#leased].map((s) => s.close()));
+    await Promise.all([...this.sources, ...this.leased].map((s) => s.close()));
   }
 }
 
