@@ -40,7 +40,7 @@ export interface TransportOptions {
   /** Where refused connections are reported. */
   readonly logger: Logger;
   /** Plain-HTTP endpoints on the same port (health probes): true when it answered the request. */
-  readonly httpEndpoints?: (request: NodeRequest, response: NodeResponse) => boolean;
+  readonly httpEndpoints?: HttpEndpoints;
   /** TLS on the port (every protocol); absent = cleartext (h2c and HTTP/1.1). */
   readonly tls?: TlsCredentials;
   /** Kept up to date here, read by /metrics. */
@@ -57,6 +57,8 @@ export interface TlsCredentials {
 
 type NodeRequest = http.IncomingMessage | http2.Http2ServerRequest;
 type NodeResponse = http.ServerResponse | http2.Http2ServerResponse;
+/** Plain-HTTP endpoints on the service port: true when it answered the request. */
+export type HttpEndpoints = (request: NodeRequest, response: NodeResponse) => boolean;
 
 export interface RunningTransport {
   readonly port: number;

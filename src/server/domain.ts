@@ -1,0 +1,243 @@
+import { dirname } from "node:path";
+import type { Logger } from "pino";
+import { HealthCheckResponse_ServingStatus as ServingStatus } from "../../gen/ts/grpc/health/v1/health_pb.ts";
+import { createAccessControl } from "../access/index.ts";
+import { ActivationStore, compileLazyGroups } from "../activation/index.ts";
+import type { WayfindConfig } from "../config/index.ts";
+import { writeTransaction } from "../database/transaction.ts";
+import { ToolCatalog } from "../discovery/index.ts";
+import { EventLog, type EventSink } from "../events/index.ts";
+import { ReplicatedEvents } from "../replication/events.ts";
+import { LocalWriter, type StateWriter } from "../replication/writes.ts";
+import { type Embedder, SemanticSkillSearch, SemanticToolSearch } from "../semantic/index.ts";
+import { type LoadProgress, SkillLibrary } from "../skills/index.ts";
+import { syncCatalogFiles } from "../sources/catalog-files.ts";
+import { McpSources, type McpTimeouts } from "../sources/mcp.ts";
+import { loadConfiguredSkillPacks } from "../sources/skill-packs.ts";
+import { ToolSourceRegistry } from "../sources/status.ts";
+import { ToolService } from "../tools/service.ts";
+import { PricingTable, startUsageRetention, UsageLedger } from "../usage/index.ts";
+import type { ConnectionCounts } from "./connections.ts";
+import type { EventExport } from "./event-export.ts";
+import type { HealthStatus } from "./health.ts";
+import { ServerMetrics } from "./metrics.ts";
+import type { Storage } from "./storage.ts";
+
+/** Everything the routes serve, built on the storage, with the configured catalogs and packs loaded. */
+export interface Domain {
+  readonly events: EventLog;
+  readonly writer: StateWriter;
+  readonly catalog: ToolCatalog;
+  readonly skills: SkillLibrary;
+  readonly usage: UsageLedger;
+  readonly tools: ToolService;
+  readonly sources: ToolSourceRegistry;
+  readonly mcp: McpSources;
+  readonly semantic: SemanticToolSearch | undefined;
+  readonly semanticSkills: SemanticSkillSearch | undefined;
+  readonly metrics: ServerMetrics | undefined;
+  readonly connections: ConnectionCounts;
+  /**
+   * Stops it all, in order: the MCP servers, the replica (its events flushed first), the embedding
+   * workers and model, usage retention and the event log. The storage is closed after.
+   */
+  close(): Promise<void>;
+}
+
+/** How the domain reports and is tuned (part of startServer's options). */
+export interface DomainOptions {
+  /** Progress of the configured skill packs as they load (the CLI draws a bar). */
+  readonly onSkillPackProgress?: (pack: string, progress: LoadProgress) => void;
+  /** Connect, request and backoff timings of MCP sources (tests and benches). */
+  readonly mcpTimeouts?: Partial<McpTimeouts>;
+  /** Every committed event also goes here (OpenTelemetry logs: src/server/event-export.ts). */
+  readonly eventExport?: EventExport;
+}
+
+/** The model to rank by meaning with, when tool_search.semantic is on (opened before anything else). */
+export interface Semantics {
+  readonly embedder: Embedder;
+  /** tool_search.semantic.weight */
+  readonly weight: number;
+}
+
+/**
+ * Builds the domain on `storage` and loads the configured catalog files and skill packs (a replica
+ * first catches up with the shared log). A file with errors fails the start; whatever was built is
+ * closed again (the model included), and the storage is left to the caller.
+ */
+export async function buildDomain(
+  config: WayfindConfig,
+  storage: Storage,
+  semantics: Semantics | undefined,
+  health: HealthStatus,
+  logger: Logger,
+  options: DomainOptions,
+): Promise<Domain> {
+  const { db, replica } = storage;
+  const settings = config.server;
+  const connections: ConnectionCounts = { open: 0, refused: 0, shed: 0 };
+  // Read when scraped, by then every part exists.
+  const metrics = settings.metrics
+    ? new ServerMetrics({
+        connections: () => connections,
+        toolCount: () => catalog.size,
+        skillCount: () => skills.size,
+        eventSubscribers: () => events.subscriberCount,
+        eventSubscriberLag: () => events.subscriberLag(),
+        mcpSources: () => mcp.statuses(),
+        ...(replica ? { replica } : {}),
+      })
+    : undefined;
+  const reportEventError = (error: unknown) => logger.error({ err: error }, "event log write failed");
+  const events = new EventLog(db, {
+    maxEvents: settings.eventRetention.maxEvents,
+    maxAgeHours: settings.eventRetention.maxAgeHours,
+    onError: reportEventError,
+    onCommitted: (event) => {
+      metrics?.eventCommitted(event);
+      options.eventExport?.exportEvent(event);
+    },
+  });
+  // Replicas store events only through the shared change log, so ids are the same on every replica.
+  const replicatedEvents = replica && new ReplicatedEvents(events, db, replica, reportEventError);
+  const eventSink: EventSink = replicatedEvents ?? events;
+  const writer: StateWriter = replica ?? new LocalWriter(db);
+
+  const usage = new UsageLedger({
+    db,
+    events: eventSink,
+    pricing: PricingTable.withDefaults(config.pricing),
+    retentionDays: config.usage.retentionDays,
+    // Replicas count retention on the log's clock, so a key is forgotten at the same change everywhere.
+    ...(replica ? { retentionClock: () => replica.appliedAtMs } : {}),
+  });
+  const stopUsageRetention = startUsageRetention(usage, {
+    onError: (error) => logger.error({ err: error }, "usage retention failed"),
+  });
+
+  const vectorSync = (what: string) =>
+    semantics && {
+      db,
+      embedder: semantics.embedder,
+      weight: semantics.weight,
+      onSynced: (report: object) =>
+        logger.info({ ...report, model: semantics.embedder.modelId }, `${what} vectors synced`),
+      onSyncError: (error: unknown) => logger.error({ err: error }, `${what} vector sync failed`),
+    };
+  const toolVectors = vectorSync("tool");
+  const skillVectors = vectorSync("skill");
+  const semantic = toolVectors && new SemanticToolSearch(toolVectors);
+  const semanticSkills = skillVectors && new SemanticSkillSearch(skillVectors);
+  const activations = new ActivationStore(db, {
+    events: eventSink,
+    writer,
+    runActivationTtlSeconds: config.toolSearch.runActivationTtlSeconds,
+    onError: (error) => logger.warn({ err: error }, "a run's idle clock could not be moved"),
+  });
+  const catalog = new ToolCatalog(db, {
+    events: eventSink,
+    writer,
+    preferredNamespaces: config.toolSearch.preferredNamespaces,
+    aliases: config.aliases,
+    synonyms: config.toolSearch.synonyms,
+    onIndexBuilt: (index) => semantic?.indexBuilt(index),
+  });
+  const skills = new SkillLibrary({
+    db,
+    events: eventSink,
+    writer,
+    onError: (error) => logger.warn({ err: error }, "a skill's use could not be counted"),
+    redaction: config.skills.redaction,
+    goodMatchScore: config.skills.goodMatchScore,
+    pinnedSkillNames: config.skillPacks.flatMap((pack) => pack.pinnedSkillNames),
+    packRoots: [
+      config.configFile ? dirname(config.configFile) : process.cwd(),
+      ...config.skillPacks.map((p) => p.path),
+    ],
+    onSkillsChanged: () => semanticSkills?.skillsChanged(() => skills.embeddingTexts()),
+  });
+  const closeAllButMcp = async () => {
+    replicatedEvents?.flush();
+    await replica?.close();
+    const ended = [semantic?.close(), semanticSkills?.close()];
+    await semantics?.embedder.close();
+    await Promise.all(ended);
+    stopUsageRetention();
+    events.close();
+  };
+  try {
+    // Before anything writes: the copy catches up with the log, then follows it.
+    await replica?.follow([
+      ...(replicatedEvents ? [replicatedEvents.write] : []),
+      usage.recordWrite,
+      ...activations.writes,
+      catalog.registerWrite,
+      ...skills.writes,
+    ]);
+    await syncCatalogFiles(catalog, config.catalogs, logger);
+    await loadConfiguredSkillPacks(skills, config.skillPacks, logger, options.onSkillPackProgress);
+  } catch (error) {
+    await closeAllButMcp();
+    throw error;
+  }
+  // Skills already in the database (from earlier starts) get vectors too, not only changed ones.
+  semanticSkills?.skillsChanged(() => skills.embeddingTexts());
+
+  const mcp = new McpSources(
+    config.mcpServers,
+    catalog,
+    logger,
+    options.mcpTimeouts,
+    (status) =>
+      health.set(
+        sourceHealthName(status.id),
+        status.healthy ? ServingStatus.SERVING : ServingStatus.NOT_SERVING,
+      ),
+    // Replicas share the MCP servers: each is synced by whichever replica holds its lease.
+    replica && ((name, handlers) => replica.lease(name, handlers)),
+  );
+  const sources = new ToolSourceRegistry(catalog, mcp);
+  sources.catalogFilesLoaded(config.catalogs);
+  const access = createAccessControl(config);
+  const filtered = access.policyFilteredCount(catalog.all());
+  // Written at once (not batched): the one record of what this start's policy removed.
+  writeTransaction(db, () =>
+    eventSink.emit({
+      type: "tool_policy_filtered",
+      attributes: { removed_count: filtered, registry_count: catalog.size - filtered },
+    }),
+  );
+  const tools = new ToolService({
+    catalog,
+    access,
+    activations,
+    lazyGroups: compileLazyGroups(config.lazyToolGroups),
+    toolSearch: config.toolSearch,
+    events: eventSink,
+    semantic,
+  });
+  return {
+    events,
+    writer,
+    catalog,
+    skills,
+    usage,
+    tools,
+    sources,
+    mcp,
+    semantic,
+    semanticSkills,
+    metrics,
+    connections,
+    async close() {
+      await mcp.close();
+      await closeAllButMcp();
+    },
+  };
+}
+
+/** Health service name of a tool source: each MCP server is one (`wayfind.source.mcp:<name>`). */
+export function sourceHealthName(sourceId: string): string {
+  return `wayfind.source.${sourceId}`;
+}
