@@ -11,7 +11,13 @@ import { type CallerAccess, createAccessControl } from "../src/access/index.ts";
 import { ActivationStore, activateVisible, activationMigrations } from "../src/activation/index.ts";
 import { ANONYMOUS_CALLER, type Caller } from "../src/caller/caller.ts";
 import { openDatabase } from "../src/database/sqlite.ts";
-import { discoveryMigrations, parseCatalogFile, type Tool, ToolCatalog } from "../src/discovery/index.ts";
+import {
+  discoveryMigrations,
+  IndexHost,
+  parseCatalogFile,
+  type Tool,
+  ToolRegistry,
+} from "../src/discovery/index.ts";
 import { type RenderToolPromptRequest, renderToolPrompt } from "../src/prompt/index.ts";
 
 const DATA = new URL("../data/eval", import.meta.url).pathname;
@@ -38,11 +44,12 @@ const ACTIVATE = [
 const dir = mkdtempSync(join(tmpdir(), "wayfind-prompt-bench-"));
 try {
   const db = openDatabase(join(dir, "wayfind.db"), [...discoveryMigrations, ...activationMigrations]);
-  const catalog = new ToolCatalog(db);
-  await catalog.register("mcp", parseCatalogFile(join(DATA, "mcp_catalog.jsonl")).tools);
-  const names = [...catalog.all()].map((t) => t.name).sort();
+  const registry = new ToolRegistry(db);
+  const index = new IndexHost(registry);
+  await registry.register("mcp", parseCatalogFile(join(DATA, "mcp_catalog.jsonl")).tools);
+  const names = [...registry.all()].map((t) => t.name).sort();
   const tools: Tool[] = [];
-  for (let i = 0; i < names.length; i += 100) tools.push(...catalog.get(names.slice(i, i + 100)).tools);
+  for (let i = 0; i < names.length; i += 100) tools.push(...registry.get(names.slice(i, i + 100)).tools);
 
   const who: Caller = { ...ANONYMOUS_CALLER, tenantId: "bench", sessionId: "s", runId: "r" };
   const access: CallerAccess = createAccessControl({
@@ -68,11 +75,11 @@ try {
   const [all, allMs] = timed(() => base({ toolSearch: { enabled: false } }));
   const [deferred, deferredMs] = timed(() => base({}));
   const hintSearch = (query: string, limit: number) =>
-    catalog
+    index
       .search({
         query,
         limit,
-        visible: catalog.visibleSet({ key: access.key, isVisible: access.canActivate }),
+        visible: index.visibleSet({ key: access.key, isVisible: access.canActivate }),
       })
       .tools.map((t) => t.name);
   const [withExtras, extrasMs] = timed(() =>
@@ -116,7 +123,7 @@ try {
 
   // Prefix stability: activate one tool at a time through access control and re-render.
   const store = new ActivationStore(db, { runActivationTtlSeconds: 3600 });
-  const resolve = (name: string) => catalog.get([name], { isVisible: access.canActivate }).tools[0];
+  const resolve = (name: string) => registry.get([name], { isVisible: access.canActivate }).tools[0];
   const rows: (string | number)[][] = [
     ["step", "activated", "tokens", "prefix kept (plain)", "stable prefix kept (with hints)"],
   ];

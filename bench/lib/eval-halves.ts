@@ -3,7 +3,7 @@
  * into even (tune) and odd (check) positions; prints R@1/5/10/MRR per half.
  * Usage: node --import tsx bench/lib/eval-halves.ts ['{"k1":1.5}' ...]   (RankerConfig overrides)
  */
-import { ToolCatalog } from "../../src/discovery/index.ts";
+import { IndexHost } from "../../src/discovery/index.ts";
 import { DEFAULT_RANKER, type RankerConfig } from "../../src/discovery/ranker.ts";
 import { evaluate } from "../search-quality-eval.ts";
 import { openCatalog, readQueries } from "./discovery-data.ts";
@@ -28,12 +28,12 @@ for (const v of variants) {
   const cfg = { ...DEFAULT_RANKER, ...(JSON.parse(v) as Partial<RankerConfig>) } as RankerConfig;
   const parts: string[] = [];
   for (const s of sets) {
-    const c = new ToolCatalog(s.db, { ranker: cfg });
+    const index = new IndexHost(s.registry, { ranker: cfg });
     for (const [half, qs] of [
       ["even", s.even],
       ["odd", s.odd],
     ] as const) {
-      const m = evaluate(c, qs, s.aliasOf);
+      const m = evaluate(index, qs, s.aliasOf);
       parts.push(`${s.set.slice(0, 4)}-${half} ${f(m.r1)} ${f(m.r5)} ${f(m.r10)} ${f(m.mrr)}`);
     }
   }

@@ -121,13 +121,13 @@ export interface SearchIndex {
   /** Doc ids in tie-break order, and each doc's position in it. */
   readonly tieOrder: Int32Array;
   readonly tieRank: Int32Array;
-  /** The visible sets of caller views made over this build, by key (see ToolCatalog.visibleSet). */
+  /** The visible sets of caller views made over this build, by key (see IndexHost.visibleSet). */
   readonly visibleSets: Map<string, VisibleSet>;
 }
 
 /**
  * The tools one caller view may find in one build of the index, named by a key. Obtained once per
- * view (ToolCatalog.visibleSet) and passed to each search of that view: the view's filter runs once
+ * view (IndexHost.visibleSet) and passed to each search of that view: the view's filter runs once
  * per tool and build, and the corpus statistics over the set are counted once, not per search.
  */
 export interface VisibleSet {
@@ -151,7 +151,7 @@ export interface SearchRequest {
   /** Include `loading_mode: always` tools (already in the prompt); default false. */
   readonly includeAlwaysLoaded?: boolean;
   /**
-   * THE visibility filter (ToolCatalog.visibleSet, which also decides the loading modes); hidden
+   * THE visibility filter (IndexHost.visibleSet, which also decides the loading modes); hidden
    * tools never appear, count or shift ranking. Default: every tool, deferred ones only unless
    * `includeAlwaysLoaded`.
    */
@@ -201,7 +201,7 @@ export interface ListRequest {
   readonly pageSize?: number;
   readonly pageToken?: string;
   /**
-   * The tools to list, as the caller's visible set (ToolCatalog.visibleSet): the page is read from
+   * The tools to list, as the caller's visible set (IndexHost.visibleSet): the page is read from
    * that set's build, through its mask. Default: every tool of the newest build.
    */
   readonly visible?: VisibleSet;

@@ -55,7 +55,7 @@ export class SemanticToolSearch {
     this.background = new BackgroundSync(this.vectors, options);
   }
 
-  /** Tools of the newest index (ToolCatalog's onIndexBuilt): their vectors are synced shortly. */
+  /** Tools of the newest index (IndexHost's onIndexBuilt): their vectors are synced shortly. */
   indexBuilt(index: SearchIndex): void {
     this.newest = index;
     this.background.changed(() =>
@@ -81,7 +81,7 @@ export class SemanticToolSearch {
   }
 
   /**
-   * The fusion for one request read as `texts` (ToolCatalog.meaningTexts: the request, or each of its
+   * The fusion for one request read as `texts` (IndexHost.meaningTexts: the request, or each of its
    * intents): their vectors are embedded now (cached), the fusion runs inside the search.
    */
   async forTexts(texts: readonly string[]): Promise<SemanticFusion> {

@@ -20,7 +20,7 @@ import { ConfigError, missingSourceFiles, type TlsConfig, type WayfindConfig } f
 import { WalCheckpointer } from "../database/checkpointer.ts";
 import { CACHE_KIB, type Db, openDatabase, setCacheSize } from "../database/sqlite.ts";
 import { writeTransaction } from "../database/transaction.ts";
-import { ToolCatalog } from "../discovery/index.ts";
+import { IndexHost, ToolRegistry } from "../discovery/index.ts";
 import { errorReason, WayfindError } from "../errors.ts";
 import { EventLog, type EventSink } from "../events/index.ts";
 import { ReplicatedEvents } from "../replication/events.ts";
@@ -156,7 +156,7 @@ export async function startServer(
   const metrics = settings.metrics
     ? new ServerMetrics({
         connections: () => connections,
-        toolCount: () => catalog.size,
+        toolCount: () => registry.size,
         skillCount: () => skills.size,
         eventSubscribers: () => events.subscriberCount,
         eventSubscriberLag: () => events.subscriberLag(),
@@ -226,13 +226,12 @@ export async function startServer(
     await embedder?.close();
     await Promise.all(ended);
   };
-  const catalog = new ToolCatalog(db, {
+  const registry = new ToolRegistry(db, { writer, aliases: config.aliases });
+  const index = new IndexHost(registry, {
     events: eventSink,
-    writer,
     preferredNamespaces: config.toolSearch.preferredNamespaces,
-    aliases: config.aliases,
     synonyms: config.toolSearch.synonyms,
-    onIndexBuilt: (index) => semantic?.indexBuilt(index),
+    onIndexBuilt: (built) => semantic?.indexBuilt(built),
   });
   const closeStorage = async () => {
     stopUsageRetention();
@@ -265,10 +264,10 @@ export async function startServer(
       ...(replicatedEvents ? [replicatedEvents.write] : []),
       usage.recordWrite,
       ...activations.writes,
-      catalog.registerWrite,
+      registry.registerWrite,
       ...skills.writes,
     ]);
-    await syncCatalogFiles(catalog, config.catalogs, logger);
+    await syncCatalogFiles(registry, config.catalogs, logger);
     await loadConfiguredSkillPacks(skills, config.skillPacks, logger, options.onSkillPackProgress);
   } catch (error) {
     await stopReplica();
@@ -285,7 +284,7 @@ export async function startServer(
     health.set(sourceHealthName(mcpSourceId(server.name)), ServingStatus.NOT_SERVING);
   const mcp = new McpSources(
     config.mcpServers,
-    catalog,
+    registry,
     logger,
     options.mcpTimeouts,
     (status) =>
@@ -296,19 +295,20 @@ export async function startServer(
     // Replicas share the MCP servers: each is synced by whichever replica holds its lease.
     replica && ((name, handlers) => replica.lease(name, handlers)),
   );
-  const sources = new ToolSourceRegistry(catalog, mcp);
+  const sources = new ToolSourceRegistry(registry, mcp);
   sources.catalogFilesLoaded(config.catalogs);
   const access = createAccessControl(config);
-  const filtered = access.policyFilteredCount(catalog.all());
+  const filtered = access.policyFilteredCount(registry.all());
   // Written at once (not batched): the one record of what this start's policy removed.
   writeTransaction(db, () =>
     eventSink.emit({
       type: "tool_policy_filtered",
-      attributes: { removed_count: filtered, registry_count: catalog.size - filtered },
+      attributes: { removed_count: filtered, registry_count: registry.size - filtered },
     }),
   );
   const tools = new ToolService({
-    catalog,
+    registry,
+    index,
     access,
     activations,
     lazyGroups: compileLazyGroups(config.lazyToolGroups),
@@ -350,7 +350,7 @@ export async function startServer(
   const probes = healthEndpoints(() => {
     const vectors = semantic?.progress() ?? { status: "off", pending: 0 };
     return {
-      index: catalog.indexCurrent ? "ok" : "building",
+      index: index.indexCurrent ? "ok" : "building",
       database: databaseReachable(db) ? "ok" : "unreachable",
       writes: replica?.reachable === false ? "unavailable" : "ok",
       draining: shutdown.signal.aborted ? "yes" : "no",
@@ -365,7 +365,7 @@ export async function startServer(
     // Last before listening, so nothing that can still fail the start leaves MCP children behind.
     await mcp.start(options.mcpStartupWaitMs ?? DEFAULT_MCP_STARTUP_WAIT_MS);
     // Builds the search index now (any read does) rather than in the first caller's call.
-    catalog.list({ pageSize: 1 });
+    index.list({ pageSize: 1 });
     setCacheSize(db, CACHE_KIB.serving);
     if (options.compactHeapBeforeListening) collectGarbage();
     transport = await startTransport({

@@ -20,7 +20,7 @@ import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/typ
 import type { Logger } from "pino";
 import { z } from "zod";
 import type { McpServerConfig } from "../config/index.ts";
-import type { SideEffects, ToolCatalog, ToolInput } from "../discovery/index.ts";
+import type { SideEffects, ToolInput, ToolRegistry } from "../discovery/index.ts";
 import { recordSteps } from "../discovery/validate.ts";
 import type { JsonObject } from "../json.ts";
 import { LIMITS } from "../limits.ts";
@@ -137,7 +137,7 @@ export class McpSource {
 
   constructor(
     private readonly config: McpServerConfig,
-    private readonly catalog: ToolCatalog,
+    private readonly registry: ToolRegistry,
     private readonly logger: Logger,
     timeouts: Partial<McpTimeouts> = {},
     private readonly onHealthChange: (status: McpSourceStatus) => void = () => {},
@@ -411,7 +411,7 @@ export class McpSource {
       return undefined;
     }
     try {
-      const result = await this.catalog.register(this.id, good, { replaceSource: true });
+      const result = await this.registry.register(this.id, good, { replaceSource: true });
       return {
         added: result.added,
         updated: result.updated,
@@ -437,8 +437,8 @@ export class McpSource {
       try {
         const record = yield* recordSteps(input, 0);
         // MCP servers are global sources: only another global source can hold the name.
-        const registeredBy = this.catalog
-          .get([record.name], { isVisible: this.catalog.ownershipFilter("") })
+        const registeredBy = this.registry
+          .get([record.name], { isVisible: this.registry.ownershipFilter("") })
           .tools.find((t) => t.name === record.name)?.source;
         if (registeredBy !== undefined && registeredBy !== this.id) {
           skipped.push(`tool "${record.name}" is already registered by source "${registeredBy}"`);
@@ -601,7 +601,7 @@ export class McpSources {
 
   constructor(
     configs: readonly McpServerConfig[],
-    private readonly catalog: ToolCatalog,
+    private readonly registry: ToolRegistry,
     private readonly logger: Logger,
     timeouts: Partial<McpTimeouts> = {},
     onHealthChange: (status: McpSourceStatus) => void = () => {},
@@ -609,7 +609,7 @@ export class McpSources {
     lease?: LeaseHolder,
   ) {
     const create = (config: McpServerConfig) =>
-      new McpSource(config, catalog, logger, timeouts, onHealthChange);
+      new McpSource(config, registry, logger, timeouts, onHealthChange);
     this.sources = lease ? [] : configs.map(create);
     this.#leased = lease
       ? configs.map(
@@ -626,11 +626,11 @@ export class McpSources {
   async start(waitMs: number): Promise<void> {
     const configured = new Set([...this.sources, ...this.#leased].map((s) => s.id));
     const stale = new Set<string>();
-    for (const tool of this.catalog.all())
+    for (const tool of this.registry.all())
       if (tool.owner === "" && tool.source.startsWith("mcp:") && !configured.has(tool.source))
         stale.add(tool.source);
     for (const source of stale) {
-      const result = await this.catalog.register(source, [], { replaceSource: true });
+      const result = await this.registry.register(source, [], { replaceSource: true });
       this.logger.info({ source, removed: result.removed }, "mcp server no longer configured; tools removed");
     }
     const first = Promise.all([

@@ -1,5 +1,5 @@
 import type { CatalogConfig } from "../config/index.ts";
-import type { ToolCatalog, VisibilityPredicate } from "../discovery/index.ts";
+import type { ToolRegistry, VisibilityPredicate } from "../discovery/index.ts";
 import { catalogSourceId } from "./catalog-files.ts";
 import type { McpSources } from "./mcp.ts";
 
@@ -30,7 +30,7 @@ export class ToolSourceRegistry {
   private readonly apiSyncs = new Map<string, Map<string, Date>>();
 
   constructor(
-    private readonly catalog: ToolCatalog,
+    private readonly registry: ToolRegistry,
     private readonly mcp: McpSources | undefined,
   ) {}
 
@@ -58,7 +58,7 @@ export class ToolSourceRegistry {
   list(mayList: (owner: string) => boolean, visibleTools?: VisibilityPredicate): ToolSourceStatus[] {
     // Tools per owner and source, counted once for every owner listed.
     const counts = new Map<string, Map<string, number>>();
-    for (const tool of this.catalog.all()) {
+    for (const tool of this.registry.all()) {
       if (!mayList(tool.owner) || (visibleTools && !visibleTools(tool))) continue;
       let bySource = counts.get(tool.owner);
       if (!bySource) {

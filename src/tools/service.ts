@@ -10,13 +10,14 @@ import type { Caller } from "../caller/caller.ts";
 import type { ToolSearchConfig } from "../config/index.ts";
 import type {
   GetResponse,
+  IndexHost,
   ListResponse,
   SearchResponse,
   SearchType,
   SemanticFusion,
   Tool,
-  ToolCatalog,
   ToolInput,
+  ToolRegistry,
   VisibilityPredicate,
   VisibleSet,
 } from "../discovery/index.ts";
@@ -41,7 +42,8 @@ export interface ToolSearchRequest {
 export interface ToolServiceOptions {
   /** Semantic ranking (config `tool_search.semantic`), fused into FTS searches; absent = lexical only. */
   readonly semantic?: { forTexts(texts: readonly string[]): Promise<SemanticFusion> };
-  readonly catalog: ToolCatalog;
+  readonly registry: ToolRegistry;
+  readonly index: IndexHost;
   readonly access: AccessControl;
   readonly activations: ActivationStore;
   readonly lazyGroups: LazyGroups;
@@ -79,7 +81,7 @@ export class ToolService {
 
   /** Registers `source` of `owner` (a tenant, or "" = global; see src/caller/authorize.ts toolOwnerFor). */
   register(owner: string, source: string, tools: readonly ToolInput[], replaceSource: boolean) {
-    return this.options.catalog.register(source, tools, { replaceSource, owner });
+    return this.options.registry.register(source, tools, { replaceSource, owner });
   }
 
   /**
@@ -90,12 +92,12 @@ export class ToolService {
     caller: Caller,
     request: ToolSearchRequest,
   ): Promise<SearchResponse & { readonly matchQuality: MatchQuality }> {
-    const version = await this.options.catalog.indexReady();
+    const version = await this.options.index.indexReady();
     const view = this.view(caller, version);
     const semantic =
       this.options.semantic && (request.type ?? "fts") === "fts"
         ? await this.options.semantic.forTexts(
-            this.options.catalog.meaningTexts({
+            this.options.index.meaningTexts({
               query: request.query,
               limit: request.limit,
               minScore: request.minScore,
@@ -116,7 +118,7 @@ export class ToolService {
     request: ToolSearchRequest,
     semantic?: SemanticFusion,
   ): SearchResponse {
-    return this.options.catalog.search({
+    return this.options.index.search({
       query: request.query,
       type: request.type,
       limit: request.limit,
@@ -129,7 +131,7 @@ export class ToolService {
 
   get(caller: Caller, names: readonly string[]): GetResponse {
     const view = this.view(caller);
-    const response = this.options.catalog.get(names, { isVisible: view.canActivate });
+    const response = this.options.registry.get(names, { isVisible: view.canActivate });
     this.options.events.emit({
       type: "tool_get",
       ...eventScope(caller),
@@ -142,9 +144,9 @@ export class ToolService {
     caller: Caller,
     request: { pageSize?: number; pageToken?: string; showAll: boolean },
   ): Promise<Omit<ListResponse, "tools"> & { tools: readonly (Tool & { visible: boolean })[] }> {
-    const version = await this.options.catalog.indexReady();
+    const version = await this.options.index.indexReady();
     const view = this.view(caller, version);
-    const response = this.options.catalog.list({
+    const response = this.options.index.list({
       pageSize: request.pageSize,
       pageToken: request.pageToken,
       // Every tool the caller may activate, or only those in its prompt now (always loaded, activated).
@@ -190,7 +192,7 @@ export class ToolService {
   }
 
   async deactivate(caller: Caller, names: readonly string[], scope: ActivationScope | undefined) {
-    const canonical = names.map((name) => this.options.catalog.canonicalName(name));
+    const canonical = names.map((name) => this.options.registry.canonicalName(name));
     return this.options.activations.deactivate(caller, canonical, this.scopeFor(caller, scope));
   }
 
@@ -242,7 +244,7 @@ export class ToolService {
 
   async renderPrompt(caller: Caller, options: PromptOptions): Promise<RenderedToolPrompt> {
     // Hints search the index.
-    const version = await this.options.catalog.indexReady();
+    const version = await this.options.index.indexReady();
     let view = this.view(caller, version);
     if (options.hintMessage && (await this.activateLazyGroups(caller, view, options.hintMessage)))
       view = this.view(caller, version);
@@ -347,7 +349,7 @@ export class ToolService {
     const visibleNames = (): Set<string> => {
       if (visible === undefined) {
         visible = new Set();
-        for (const tool of this.options.catalog.all()) if (access.canActivate(tool)) visible.add(tool.name);
+        for (const tool of this.options.registry.all()) if (access.canActivate(tool)) visible.add(tool.name);
       }
       return visible;
     };
@@ -356,7 +358,7 @@ export class ToolService {
       narrowedAway: () => {
         const seen = visibleNames();
         const away = new Set<string>();
-        for (const tool of this.options.catalog.all())
+        for (const tool of this.options.registry.all())
           if (!seen.has(tool.name) && withoutNarrowing.canActivate(tool)) away.add(tool.name);
         return [...away];
       },
@@ -379,12 +381,12 @@ export class ToolService {
 
   /**
    * The access control's verdict (policy, tenant visibility, narrowing) restricted to the tools that
-   * exist for the caller's tenant (ToolCatalog.ownershipFilter): everything downstream (search masks,
+   * exist for the caller's tenant (ToolRegistry.ownershipFilter): everything downstream (search masks,
    * render, payload, lazy groups, activation checks) sees other tenants' tools as missing.
    */
   private accessFor(caller: Caller): CallerAccess {
     const base = this.options.access.forCaller(caller);
-    const owned = this.options.catalog.ownershipFilter(caller.tenantId);
+    const owned = this.options.registry.ownershipFilter(caller.tenantId);
     return {
       // The tenant is part of the base key; which tools it owns is part of the catalog's state.
       key: base.key,
@@ -407,7 +409,7 @@ export class ToolService {
   }
 
   private resolveOne(view: CallerView, name: string): Tool | undefined {
-    return this.options.catalog.get([name], { isVisible: view.canActivate }).tools[0];
+    return this.options.registry.get([name], { isVisible: view.canActivate }).tools[0];
   }
 
   private resolveAll(view: CallerView, names: readonly string[]): Tool[] {
@@ -429,7 +431,7 @@ export class ToolService {
     const activeNames = this.options.activations.activeFor(caller);
     const visibleNames = new Set(activeNames);
     const canActivate = (tool: Tool) => access.canActivate(tool);
-    const owned = this.options.catalog.ownershipFilter(caller.tenantId);
+    const owned = this.options.registry.ownershipFilter(caller.tenantId);
     const isVisibleNow = (tool: Tool) =>
       !enabled || access.isAlwaysVisible(tool) || visibleNames.has(tool.name);
     // What this view sees: the access verdict and the activations (the rest is fixed configuration).
@@ -437,12 +439,12 @@ export class ToolService {
     return {
       access,
       canActivate,
-      ownedTools: () => [...this.options.catalog.all()].filter(owned),
+      ownedTools: () => [...this.options.registry.all()].filter(owned),
       activeNames,
       visibleNames,
       isVisibleNow,
       searchable: (includeVisibleNow) =>
-        this.options.catalog.visibleSet({
+        this.options.index.visibleSet({
           key: `${includeVisibleNow ? "with" : "without"} visible now:${key}`,
           isVisible: (tool) => canActivate(tool) && (includeVisibleNow || !isVisibleNow(tool)),
           // Already-visible tools are only returned when asked for; we decide that, not the loading mode.
@@ -450,7 +452,7 @@ export class ToolService {
           version,
         }),
       visibleNow: () =>
-        this.options.catalog.visibleSet({
+        this.options.index.visibleSet({
           key: `only visible now:${key}`,
           isVisible: (tool) => canActivate(tool) && isVisibleNow(tool),
           includeAlwaysLoaded: true,

@@ -18,67 +18,75 @@ const readyEvents = (events: readonly { type: string; attributes: Record<string,
 describe("the search index after a change", () => {
   it("answers a read that waited for indexReady() with the change", async () => {
     const { catalog } = await seeded();
-    await catalog.register("more", [{ name: "weather_alerts", description: "Severe weather alerts" }]);
-    await catalog.indexReady();
-    expect(names(catalog.search({ query: "severe weather alerts" }))).toContain("weather_alerts");
+    await catalog.registry.register("more", [
+      { name: "weather_alerts", description: "Severe weather alerts" },
+    ]);
+    await catalog.index.indexReady();
+    expect(names(catalog.index.search({ query: "severe weather alerts" }))).toContain("weather_alerts");
   });
 
   it("answers a read that did not wait with the change (the build is finished on the spot)", async () => {
     const { catalog } = await seeded();
-    await catalog.register("more", many(2_000));
-    expect(names(catalog.search({ query: "bulk.tool_1999", type: "exact" }))).toEqual(["bulk.tool_1999"]);
+    await catalog.registry.register("more", many(2_000));
+    expect(names(catalog.index.search({ query: "bulk.tool_1999", type: "exact" }))).toEqual([
+      "bulk.tool_1999",
+    ]);
   });
 
   it("is built between turns of the event loop, not in the turn of the change", async () => {
     const { catalog, events } = openCatalog();
-    await catalog.register("bulk", many(2_000));
+    await catalog.registry.register("bulk", many(2_000));
     await nextTurn();
     expect(readyEvents(events)).toEqual([0]);
-    await catalog.indexReady();
+    await catalog.index.indexReady();
     expect(readyEvents(events)).toEqual([0, 2_000]);
   });
 
   it("abandons a build under way when a newer change arrives, and builds the newer one", async () => {
     const { catalog, events } = openCatalog();
     // 10,000 tools: enough that two ~10 ms slices never finish the build, even on a fast idle machine.
-    await catalog.register("bulk", many(10_000));
+    await catalog.registry.register("bulk", many(10_000));
     // The first slices of the build run, then another source changes the catalog.
     await nextTurn();
     await nextTurn();
-    await catalog.register("late", [{ name: "late.arrival", description: "Registered during a build" }]);
-    await catalog.indexReady();
+    await catalog.registry.register("late", [
+      { name: "late.arrival", description: "Registered during a build" },
+    ]);
+    await catalog.index.indexReady();
     expect(readyEvents(events)).toEqual([0, 10_001]);
-    expect(names(catalog.search({ query: "late.arrival", type: "exact" }))).toEqual(["late.arrival"]);
+    expect(names(catalog.index.search({ query: "late.arrival", type: "exact" }))).toEqual(["late.arrival"]);
   });
 
   it("lets a waiting reader through while changes keep coming faster than a build", async () => {
     const { catalog } = openCatalog();
-    await catalog.register("bulk", many(2_000));
+    await catalog.registry.register("bulk", many(2_000));
     let version: number | undefined;
-    const reader = catalog.indexReady().then((ready) => {
+    const reader = catalog.index.indexReady().then((ready) => {
       version = ready;
     });
     // A change every turn of the event loop, each of which would restart a build if it could.
     for (let i = 0; i < 500 && version === undefined; i++) {
-      await catalog.register(`churn${i}`, [{ name: `churn.tool_${i}`, description: "Changes all the time" }]);
+      await catalog.registry.register(`churn${i}`, [
+        { name: `churn.tool_${i}`, description: "Changes all the time" },
+      ]);
       await nextTurn();
     }
     expect(version).toBeDefined();
     await reader;
-    const visible = catalog.visibleSet({ key: "everything", isVisible: () => true, version });
-    expect(names(catalog.search({ query: "bulk.tool_1999", type: "exact", visible }))).toEqual([
+    const visible = catalog.index.visibleSet({ key: "everything", isVisible: () => true, version });
+    expect(names(catalog.index.search({ query: "bulk.tool_1999", type: "exact", visible }))).toEqual([
       "bulk.tool_1999",
     ]);
   });
 
   it("lets every reader waiting for the index through once it holds their writes", async () => {
     const { catalog } = await seeded();
-    await catalog.register("bulk", many(500));
-    const first = catalog.indexReady();
-    await catalog.register("late", [{ name: "late.arrival" }]);
-    const second = catalog.indexReady();
+    await catalog.registry.register("bulk", many(500));
+    const first = catalog.index.indexReady();
+    await catalog.registry.register("late", [{ name: "late.arrival" }]);
+    const second = catalog.index.indexReady();
     await Promise.all([first, second]);
-    expect(names(catalog.search({ query: "late.arrival", type: "exact" }))).toEqual(["late.arrival"]);
+    expect(names(catalog.index.search({ query: "late.arrival", type: "exact" }))).toEqual(["late.arrival"]);
   });
 });
 
@@ -93,12 +101,16 @@ describe("visible sets", () => {
         return true;
       },
     };
-    catalog.search({ query: "weather", visible: catalog.visibleSet(view) });
-    catalog.search({ query: "pods", visible: catalog.visibleSet(view) });
-    expect(asked).toBe(catalog.size);
-    await catalog.register("more", [{ name: "weather_alerts", description: "Severe weather alerts" }]);
-    const visible = catalog.visibleSet(view);
-    expect(asked).toBe(catalog.size * 2 - 1);
-    expect(names(catalog.search({ query: "severe weather alerts", visible }))).toContain("weather_alerts");
+    catalog.index.search({ query: "weather", visible: catalog.index.visibleSet(view) });
+    catalog.index.search({ query: "pods", visible: catalog.index.visibleSet(view) });
+    expect(asked).toBe(catalog.registry.size);
+    await catalog.registry.register("more", [
+      { name: "weather_alerts", description: "Severe weather alerts" },
+    ]);
+    const visible = catalog.index.visibleSet(view);
+    expect(asked).toBe(catalog.registry.size * 2 - 1);
+    expect(names(catalog.index.search({ query: "severe weather alerts", visible }))).toContain(
+      "weather_alerts",
+    );
   });
 });

@@ -3,33 +3,18 @@ import { setImmediate as nextTurn } from "node:timers/promises";
 import type { Db } from "../database/sqlite.ts";
 import { afterCommit } from "../database/transaction.ts";
 import { type FieldViolation, invalidArgument, quoteInput, WayfindError } from "../errors.ts";
-import type { EventSink } from "../events/event.ts";
-import { checkSize, LIMITS, withinLimit, withinRange } from "../limits.ts";
 import { LocalWriter, type ReplicatedWrite, type StateWriter } from "../replication/writes.ts";
 import { inSpan } from "../telemetry.ts";
-import { LiteralIndex } from "../text/literal-index.ts";
-import { SEMANTIC_OFF } from "../text/scores.ts";
-import { runInSlices, runToEnd } from "../text/slices.ts";
-import { synonymTable } from "../text/synonyms.ts";
-import { Candidates, DEFAULT_RANKER, type RankerConfig } from "./ranker.ts";
+import { runInSlices } from "../text/slices.ts";
 import { checkLargeExamples } from "./schema-checks.ts";
-import { meaningTexts, type QueryReadings, queryReadings, runSearch } from "./search.ts";
-import { buildSearchIndex, type PackedAnalysis, toolKey } from "./search-index.ts";
+import { toolKey } from "./search-index.ts";
 import type {
-  EffectiveSearchType,
   GetResponse,
-  ListRequest,
-  ListResponse,
   RegisterOptions,
   RegisterResult,
-  SearchIndex,
-  SearchRequest,
-  SearchResponse,
-  SearchType,
   Tool,
   ToolInput,
   VisibilityPredicate,
-  VisibleSet,
 } from "./types.ts";
 import {
   type ExamplesCheck,
@@ -41,21 +26,11 @@ import {
   toolLabel,
 } from "./validate.ts";
 
-const SEARCH_TYPES: readonly SearchType[] = ["fts", "regex", "exact"];
 const SOURCE_PATTERN = /^[A-Za-z0-9_][A-Za-z0-9_.:/@-]{0,127}$/;
 
-export interface CatalogOptions {
-  /** Namespaces that win ties, most preferred first. */
-  readonly preferredNamespaces?: readonly string[];
-  readonly events?: EventSink;
-  /** Ranker tuning (benchmarks); the default is what ships. */
-  readonly ranker?: RankerConfig;
+export interface RegistryOptions {
   /** Old tool name → current name (config `aliases`); tried before the tools' own aliases. */
   readonly aliases?: Readonly<Record<string, string>>;
-  /** The operator's synonyms (config `tool_search.synonyms`), beside the built-in ones. */
-  readonly synonyms?: Readonly<Record<string, readonly string[]>>;
-  /** Told each new index (at start and after changes), e.g. to bring tool vectors up to date. */
-  readonly onIndexBuilt?: (index: SearchIndex) => void;
   /** How registrations are written: the server's (shared by replicas); default this database alone. */
   readonly writer?: StateWriter;
 }
@@ -67,21 +42,13 @@ interface Row {
   definition: string;
 }
 
-/** Visible sets kept per build of the index; a fleet has a few visibility shapes, not thousands. */
-const VISIBLE_SETS_MAX = 256;
-
 /**
- * The tool catalog: registration (transactional, hash-diffed) of the tool rows in SQLite, the
- * in-memory search index built from them (search-index.ts) and the reads: search (its paths in
- * search.ts, the ranker in ranker.ts), get and list. Every read applies the caller's visibility (a
- * visible set for search, a predicate for get and list) before anything is ranked, counted or paged.
- *
- * Why one class of ~700 lines: registration, the index lifecycle (versions, sliced builds, waiting
- * readers) and the reads share one state — the tool map, its version and the analysed text — and
- * keeping them together is what makes "a read after a write sees it" checkable in one place. The
- * work itself (validation, index building, search paths, ranking) lives in the modules named above.
+ * The registered tools: registration (transactional, hash-diffed) of the tool rows in SQLite, their
+ * in-memory copy by owner and name, aliases, fingerprints, and lookups by name. Each change that
+ * commits moves `version` on; the index host (index-host.ts) reads that number and the tools to
+ * know which build of the search index is current, so nothing here knows an index exists.
  */
-export class ToolCatalog {
+export class ToolRegistry {
   /** By toolKey(owner, name). */
   private readonly tools = new Map<string, Tool>();
   /** Name → the tenants that registered a tool of that name (global tools are keyed by name alone). */
@@ -90,53 +57,28 @@ export class ToolCatalog {
   private readonly aliases = new Map<string, Map<string, string>>();
   /** sha1 of the raw input last accepted per tool key (memory only; a restart just takes the slow path once). */
   private readonly inputDigests = new Map<string, string>();
-  /**
-   * Analysed text per tool, so a rebuild re-analyses only changed tools. Kept packed (each list
-   * joined with SEP: one string instead of an array of small strings, ~3× less heap at 10,000 tools)
-   * and unpacked only while the index is built.
-   */
-  private readonly analysed = new Map<string, PackedAnalysis>();
-  /** How many changes the catalog has seen: the version builds, indexes and readers refer to. */
-  private version = 0;
-  /** The newest index built and the version it holds; dropped at a change, until the next is built. */
-  private index: SearchIndex | undefined;
-  private indexVersion = -1;
-  /** The build under way, run in slices by startIndexBuild. */
-  private build: IndexBuild | undefined;
-  /** Readers waiting for an index that holds their version (indexReady). */
-  private waiting: Waiter[] = [];
-  /** The regex path's literal index, per in-memory index (dies with it); absent while it is built. */
-  private readonly literalIndexes = new WeakMap<SearchIndex, LiteralIndex>();
+  /** How many changes have committed: the version index builds and their readers refer to. */
+  private changes = 0;
+  /** Settled at the next change (see changed), then replaced. */
+  private nextChange = signal();
+  /** Fingerprints by owner, computed on first ask after a change. */
   private readonly fingerprints = new Map<string, string>();
-  /** The background build of the current index's literal index. */
-  private literalIndexBuild: Promise<unknown> = Promise.resolve();
-  private readonly preferred: readonly string[];
-  private readonly events: EventSink | undefined;
-  private readonly rankerConfig: RankerConfig;
   /** Config aliases: old name → current name. */
   private readonly renamed: ReadonlyMap<string, string>;
-  /** Abbreviations and synonyms by analysed word: built-in plus config `tool_search.synonyms`. */
-  private readonly readings: QueryReadings;
-  private readonly onIndexBuilt: ((index: SearchIndex) => void) | undefined;
   /** The registration under way and those queued behind it (see register). */
   private registrations: Promise<unknown> = Promise.resolve();
   private readonly writer: StateWriter;
   /**
    * The in-memory tools of this process's registrations being written, by change id: applying its own
-   * change, the catalog takes them instead of parsing the rows again (another replica parses them).
+   * change, the registry takes them instead of parsing the rows again (another replica parses them).
    */
   private readonly builtTools = new Map<string, readonly Tool[]>();
 
   constructor(
     private readonly db: Db,
-    options: CatalogOptions = {},
+    options: RegistryOptions = {},
   ) {
-    this.preferred = options.preferredNamespaces ?? [];
-    this.events = options.events;
-    this.rankerConfig = options.ranker ?? DEFAULT_RANKER;
     this.renamed = new Map(Object.entries(options.aliases ?? {}));
-    this.readings = queryReadings(synonymTable(options.synonyms));
-    this.onIndexBuilt = options.onIndexBuilt;
     this.writer = options.writer ?? new LocalWriter(db);
     for (const row of db
       .prepare<[], Row>("SELECT name, source, owner, definition FROM discovery_tools")
@@ -144,11 +86,23 @@ export class ToolCatalog {
       const record = JSON.parse(row.definition) as ToolRecord;
       this.put({ ...record, source: row.source, owner: row.owner });
     }
-    this.indexAt();
   }
 
   get size(): number {
     return this.tools.size;
+  }
+
+  /** How many changes have committed since this process loaded the rows. */
+  get version(): number {
+    return this.changes;
+  }
+
+  /**
+   * Settles at the next change: the cue of whoever keeps something derived (the index host) to
+   * compare `version` again. A value to await, so the registry calls no one back.
+   */
+  changed(): Promise<void> {
+    return this.nextChange.promise;
   }
 
   /** Every registered tool, unfiltered: callers apply their access control (rendering, gating). */
@@ -433,8 +387,10 @@ export class ToolCatalog {
           this.inputDigests.delete(key);
           this.put(built?.[i] ?? { ...(JSON.parse(row.definition) as ToolRecord), source, owner });
         });
-        this.invalidateIndex();
+        this.changes++;
         this.fingerprints.clear();
+        this.nextChange.settle();
+        this.nextChange = signal();
       });
       return counts;
     },
@@ -443,80 +399,6 @@ export class ToolCatalog {
   /** The current name of a tool the configuration renamed (config `aliases`), else `name` itself. */
   canonicalName(name: string): string {
     return this.renamed.get(name) ?? name;
-  }
-
-  search(request: SearchRequest): SearchResponse {
-    return inSpan("wayfind.tool_search", { "wayfind.search.type": request.type ?? "fts" }, (span) => {
-      const response = this.searchNow(request);
-      span.setAttributes({
-        "wayfind.search.result_count": response.tools.length,
-        "wayfind.search.strategy": response.strategy,
-      });
-      return response;
-    });
-  }
-
-  /**
-   * The texts an FTS request is embedded as (search.ts meaningTexts), read against the vocabulary of
-   * what the request's visible set may find: repairs come only from words the caller could find
-   * anyway. Validates the request as search does, so nothing is embedded for one search refuses.
-   */
-  meaningTexts(request: SearchRequest): string[] {
-    const { query } = validateSearch(request);
-    const index = request.visible?.index ?? this.indexAt();
-    const candidates = request.visible
-      ? request.visible.candidates
-      : request.includeAlwaysLoaded
-        ? undefined
-        : index.deferred;
-    return meaningTexts(index, this.canonicalName(query), candidates, this.readings);
-  }
-
-  private searchNow(request: SearchRequest): SearchResponse {
-    const validated = validateSearch(request);
-    const { type, limit, minScore } = validated;
-    // A query that is a renamed tool's old name searches for its current name, whatever the type.
-    const query = this.canonicalName(validated.query);
-    const visible = request.visible;
-    const index = visible?.index ?? this.indexAt();
-    const candidates = visible
-      ? visible.candidates
-      : request.includeAlwaysLoaded
-        ? undefined
-        : index.deferred;
-    const totalDeferred = visible ? visible.totalDeferred : index.deferred.count;
-    const semantic = type === "fts" ? request.semantic : undefined;
-    const depth = semantic ? Math.max(limit, semantic.lexicalDepth) : limit;
-    const lexical = runSearch(index, { query, type, limit: depth }, candidates, {
-      aliasTargets: (alias) => [...(this.aliases.get(alias)?.values() ?? [])],
-      literalIndex: this.literalIndexes.get(index),
-      repeat: this.rankerConfig.repeat,
-      readings: this.readings,
-    });
-    const fused = semantic?.fuse(index, candidates, lexical.hits, limit);
-    const found = fused ? { ...lexical, hits: fused.hits } : lexical;
-    // Scores are absolute, so the threshold applies to each hit alone (hits are in score order).
-    const result = { ...found, hits: found.hits.filter((h) => h.score >= minScore) };
-    this.events?.emit({
-      type: "tool_search_query",
-      ...scopeOf(request),
-      attributes: {
-        query: query.slice(0, 256),
-        requested_type: type,
-        effective_type: type,
-        strategy: result.strategy,
-        result_count: result.hits.length,
-      },
-    });
-    const effectiveSearchType: EffectiveSearchType = result.strategy === "fuzzy" ? "fuzzy" : type;
-    return {
-      tools: result.hits,
-      effectiveSearchType,
-      strategy: result.strategy,
-      totalDeferred,
-      rewrites: result.rewrites,
-      semantic: fused?.report ?? SEMANTIC_OFF,
-    };
   }
 
   /**
@@ -540,39 +422,6 @@ export class ToolCatalog {
       }
     }
     return { tools, notFound };
-  }
-
-  /** Visible tools by name, paged; the token is the last name of the previous page. */
-  list(request: ListRequest = {}): ListResponse {
-    const pageSize = withinLimit(LIMITS.listToolsPageSize, request.pageSize);
-    let after = "";
-    if (request.pageToken) {
-      after = Buffer.from(request.pageToken, "base64url").toString("utf8");
-      if (!after.startsWith("n:"))
-        throw invalidArgument("page_token is not one this server issued; omit it to start over");
-      after = after.slice(2);
-    }
-    const index = request.visible?.index ?? this.indexAt();
-    const allowed = request.visible?.candidates.allowed;
-    const listed = (d: number) => allowed === undefined || allowed[d] === 1;
-    const tools: Tool[] = [];
-    let total = 0;
-    let last = "";
-    index.docs.forEach((t, d) => {
-      if (!listed(d)) return;
-      total++;
-      if (t.name <= after && after !== "") return;
-      if (tools.length < pageSize) {
-        tools.push(t);
-        last = t.name;
-      }
-    });
-    const more = tools.length === pageSize && index.docs.some((t, d) => t.name > last && listed(d));
-    return {
-      tools,
-      nextPageToken: more ? Buffer.from(`n:${last}`, "utf8").toString("base64url") : "",
-      totalSize: total,
-    };
   }
 
   /**
@@ -631,7 +480,6 @@ export class ToolCatalog {
     const tenants = this.tenantsByName.get(name);
     tenants?.delete(owner);
     if (tenants?.size === 0) this.tenantsByName.delete(name);
-    this.analysed.delete(key);
     this.inputDigests.delete(key);
   }
 
@@ -644,209 +492,10 @@ export class ToolCatalog {
     }
   }
 
-  /**
-   * An index that holds at least `version` (default: every change so far): the newest built when it
-   * does, else the build of every change run to its end now, the synchronous fallback for in-process
-   * callers that read without awaiting `indexReady()`.
-   */
-  private indexAt(version = this.version): SearchIndex {
-    if (this.index && this.indexVersion >= version) return this.index;
-    const build = this.build?.version === this.version ? this.build : this.startIndexBuild();
-    try {
-      return this.adopt(build, runToEnd(build.steps));
-    } catch (error) {
-      // A failed build is not resumed: the next read starts over.
-      if (this.build === build) this.build = undefined;
-      throw error;
-    }
+  /** Names of the tools `alias` is an alias of (one per owner). */
+  aliasTargets(alias: string): string[] {
+    return [...(this.aliases.get(alias)?.values() ?? [])];
   }
-
-  /** Starts building the index of the catalog as it is now, in slices between other calls. */
-  private startIndexBuild(): IndexBuild {
-    const build: IndexBuild = {
-      steps: buildSearchIndex([...this.tools.values()], {
-        preferredNamespaces: this.preferred,
-        ranker: this.rankerConfig,
-        analysed: this.analysed,
-      }),
-      version: this.version,
-    };
-    this.build = build;
-    runInSlices(build.steps, () => this.build === build).then(
-      (index) => {
-        if (index) this.adopt(build, index);
-      },
-      (error: unknown) => {
-        if (this.build !== build) return;
-        this.build = undefined;
-        for (const waiter of this.wakeable(build.version)) waiter.reject(error);
-        if (this.waiting.length > 0) this.startIndexBuild();
-      },
-    );
-    return build;
-  }
-
-  /** Makes the index `build` made the newest, wakes the readers whose changes it holds. */
-  private adopt(build: IndexBuild, index: SearchIndex): SearchIndex {
-    if (this.build === build) this.build = undefined;
-    if (build.version > this.indexVersion) {
-      this.index = index;
-      this.indexVersion = build.version;
-      this.buildLiteralIndex(index);
-      // Emitted whenever an index is built: at start and after changes.
-      this.events?.emit({
-        type: "tool_search_cache_ready",
-        attributes: { tool_count: index.docs.length },
-      });
-      this.onIndexBuilt?.(index);
-    }
-    for (const waiter of this.wakeable(build.version)) waiter.resolve(build.version);
-    // Changes that came while readers waited for this build: build them next.
-    if (!this.build && this.indexVersion < this.version) this.startIndexBuild();
-    return index;
-  }
-
-  /** Takes the waiting readers that an index of `version` satisfies. */
-  private wakeable(version: number): Waiter[] {
-    const wake = this.waiting.filter((waiter) => waiter.version <= version);
-    this.waiting = this.waiting.filter((waiter) => waiter.version > version);
-    return wake;
-  }
-
-  /**
-   * After a change: a build under way is abandoned for one of the catalog as it is now, unless
-   * readers wait for it; then it runs to its end and the next build follows (abandoning it would
-   * keep them waiting for as long as changes keep coming).
-   */
-  private invalidateIndex(): void {
-    this.version++;
-    // No reader can use it any more (each waits for a newer one): let it go before the next is built.
-    this.index = undefined;
-    const running = this.build;
-    if (running && this.waiting.some((waiter) => waiter.version <= running.version)) return;
-    this.startIndexBuild();
-  }
-
-  /**
-   * Whether the index holds every change so far, without waiting or starting a build (the readiness
-   * probe's `index`: ok or building). Reads wait for the index with indexReady.
-   */
-  get indexCurrent(): boolean {
-    return this.index !== undefined && this.indexVersion >= this.version;
-  }
-
-  /**
-   * Resolves once an index holds every change made before the call (read-your-writes; a build is
-   * started if none runs), with the version to read at (`visibleSet`, `list`): a read at that version
-   * takes that index, or a newer one, without waiting for changes made since. Rejects if the build
-   * fails.
-   */
-  indexReady(): Promise<number> {
-    const version = this.version;
-    if (this.index && this.indexVersion >= version) return Promise.resolve(version);
-    if (!this.build) this.startIndexBuild();
-    return new Promise((resolve, reject) => this.waiting.push({ version, resolve, reject }));
-  }
-
-  /**
-   * The tools a caller view may find in the current build of the index: those `isVisible` passes,
-   * deferred ones only unless always-loaded ones are asked for. `key` names what the view sees (its
-   * owner makes it: equal keys must mean an equal `isVisible`); the set is built once per key and
-   * build, so the filter is not called per search.
-   */
-  visibleSet(view: {
-    readonly key: string;
-    readonly isVisible: VisibilityPredicate;
-    readonly includeAlwaysLoaded?: boolean;
-    /** The version the caller waited for (indexReady); default: every change so far. */
-    readonly version?: number;
-  }): VisibleSet {
-    const index = this.indexAt(view.version);
-    const includeAlways = view.includeAlwaysLoaded ?? false;
-    const key = `${includeAlways ? "all" : "deferred"}:${view.key}`;
-    let set = index.visibleSets.get(key);
-    if (set === undefined) {
-      const allowed = new Uint8Array(index.docs.length);
-      let totalDeferred = 0;
-      index.docs.forEach((t, d) => {
-        if (!view.isVisible(t)) return;
-        const deferred = t.loadingMode === "deferred";
-        if (deferred) totalDeferred++;
-        if (deferred || includeAlways) allowed[d] = 1;
-      });
-      set = { key, index, candidates: new Candidates(allowed), totalDeferred };
-      if (index.visibleSets.size >= VISIBLE_SETS_MAX) index.visibleSets.clear();
-      index.visibleSets.set(key, set);
-    }
-    return set;
-  }
-
-  /**
-   * Starts building the literal index of a new in-memory index, in slices between other calls (about
-   * a second of work at 10,000 tools, once held by the first regex search after a change). Regex
-   * searches scan without it until it is ready; a newer index abandons the build.
-   */
-  private buildLiteralIndex(index: SearchIndex): void {
-    this.literalIndexBuild = LiteralIndex.buildInSlices(
-      index.docs.length,
-      (d) => [index.lowerNames[d] ?? "", index.lowerDescriptions[d] ?? "", ...(index.lowerTags[d] ?? [])],
-      () => this.index === index,
-    ).then((literals) => {
-      if (literals) this.literalIndexes.set(index, literals);
-    });
-  }
-
-  /** Resolves when background work on the index (its build, then its literal index) is done. */
-  async settled(): Promise<void> {
-    await this.indexReady();
-    await this.literalIndexBuild;
-  }
-}
-
-/** A build of the index of the catalog at `version`. */
-interface IndexBuild {
-  readonly steps: Generator<void, SearchIndex>;
-  readonly version: number;
-}
-
-/** A reader waiting for an index that holds `version`. */
-interface Waiter {
-  readonly version: number;
-  readonly resolve: (version: number) => void;
-  readonly reject: (error: unknown) => void;
-}
-
-function validateSearch(request: SearchRequest): {
-  query: string;
-  type: SearchType;
-  limit: number;
-  minScore: number;
-} {
-  const type = request.type ?? "fts";
-  if (!SEARCH_TYPES.includes(type))
-    throw invalidArgument(
-      `search type ${JSON.stringify(type)} is unknown; use one of ${SEARCH_TYPES.join(", ")}`,
-    );
-  if (typeof request.query !== "string") throw invalidArgument("query must be a string");
-  const query = request.query.trim();
-  if (query.length === 0) throw invalidArgument("query is empty; pass words, a regex or a tool name");
-  checkSize(LIMITS.searchToolsQuery, query.length);
-  return {
-    query,
-    type,
-    limit: withinLimit(LIMITS.searchToolsLimit, request.limit),
-    minScore: withinRange(LIMITS.searchToolsMinScore, request.minScore),
-  };
-}
-
-function scopeOf(request: SearchRequest): { tenantId?: string; sessionId?: string; runId?: string } {
-  const s = request.scope;
-  if (!s) return {};
-  return {
-    ...(s.tenantId ? { tenantId: s.tenantId } : {}),
-    ...(s.sessionId ? { sessionId: s.sessionId } : {}),
-    ...(s.runId ? { runId: s.runId } : {}),
-  };
 }
 
 function toRow(
@@ -860,14 +509,14 @@ function toRow(
 /** A discovery_tools row as toRow makes it (named parameters of the INSERT and UPDATE). */
 type ToolRow = ReturnType<typeof toRow>;
 
-/** What one registration writes (see ToolCatalog.prepareRegistration). */
+/** What one registration writes (see ToolRegistry.prepareRegistration). */
 interface PreparedRegistration {
   readonly added: readonly ToolRecord[];
   readonly updated: readonly ToolRecord[];
   /** Names of the source's tools that replace_source drops. */
   readonly removed: readonly string[];
   readonly rows: { readonly added: readonly ToolRow[]; readonly updated: readonly ToolRow[] };
-  /** The added and updated tools as the catalog holds them in memory. */
+  /** The added and updated tools as the registry holds them in memory. */
   readonly changed: readonly Tool[];
   /** Digest of each checked tool's raw input, by name: the next registration's fast path. */
   readonly digests: ReadonlyMap<string, string>;
@@ -875,7 +524,7 @@ interface PreparedRegistration {
   readonly kept: readonly [string, string][];
 }
 
-/** A checked registration, as every replica applies it (see ToolCatalog.registerWrite). */
+/** A checked registration, as every replica applies it (see ToolRegistry.registerWrite). */
 type RegistrationChange = {
   /** Ties the change to the in-memory tools this process built for it (builtTools). */
   readonly id: string;
@@ -914,4 +563,13 @@ function fingerprintOf(tools: readonly Tool[]): string {
       .sort()
       .join(""),
   );
+}
+
+/** A promise and the function that settles it. */
+function signal(): { promise: Promise<void>; settle: () => void } {
+  let settle = () => {};
+  const promise = new Promise<void>((resolve) => {
+    settle = resolve;
+  });
+  return { promise, settle };
 }
