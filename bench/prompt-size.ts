@@ -17,6 +17,7 @@ import {
   parseCatalogFile,
   type Tool,
   ToolRegistry,
+  type ToolView,
 } from "../src/discovery/index.ts";
 import { type RenderToolPromptRequest, renderToolPrompt } from "../src/prompt/index.ts";
 
@@ -49,7 +50,7 @@ try {
   await registry.register("mcp", parseCatalogFile(join(DATA, "mcp_catalog.jsonl")).tools);
   const names = [...registry.all()].map((t) => t.name).sort();
   const tools: Tool[] = [];
-  for (let i = 0; i < names.length; i += 100) tools.push(...registry.get(names.slice(i, i + 100)).tools);
+  for (const name of names) tools.push(...registry.lookup(name, "").slice(0, 1));
 
   const who: Caller = { ...ANONYMOUS_CALLER, tenantId: "bench", sessionId: "s", runId: "r" };
   const access: CallerAccess = createAccessControl({
@@ -74,14 +75,17 @@ try {
   };
   const [all, allMs] = timed(() => base({ toolSearch: { enabled: false } }));
   const [deferred, deferredMs] = timed(() => base({}));
+  const built = await index.ready();
+  // The caller's view, as ToolService makes it for hints: its deferred tools, not those shown already.
+  const view: ToolView = {
+    index: built,
+    tenant: who.tenantId,
+    access: access.verdicts(built.docs),
+    activeNames: [],
+    allShown: false,
+  };
   const hintSearch = (query: string, limit: number) =>
-    index
-      .search({
-        query,
-        limit,
-        visible: index.visibleSet({ key: access.key, isVisible: access.canActivate }),
-      })
-      .tools.map((t) => t.name);
+    index.search({ query, limit, view }).tools.map((t) => t.name);
   const [withExtras, extrasMs] = timed(() =>
     base({
       directory: { maxEntries: 20 },
@@ -123,7 +127,8 @@ try {
 
   // Prefix stability: activate one tool at a time through access control and re-render.
   const store = new ActivationStore(db, { runActivationTtlSeconds: 3600 });
-  const resolve = (name: string) => registry.get([name], { isVisible: access.canActivate }).tools[0];
+  const resolve = (name: string) =>
+    registry.lookup(name, who.tenantId).find((tool) => access.canActivate(tool));
   const rows: (string | number)[][] = [
     ["step", "activated", "tokens", "prefix kept (plain)", "stable prefix kept (with hints)"],
   ];

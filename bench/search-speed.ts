@@ -8,7 +8,13 @@ import os, { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { openDatabase } from "../src/database/sqlite.ts";
-import { discoveryMigrations, IndexHost, type Tool, ToolRegistry } from "../src/discovery/index.ts";
+import {
+  discoveryMigrations,
+  IndexHost,
+  ToolRegistry,
+  type ToolView,
+  VERDICT,
+} from "../src/discovery/index.ts";
 import { splitWords } from "../src/discovery/text.ts";
 import { clipQuery, GROW_CATALOGS, growCatalog, readQueries, sample, table } from "./lib/discovery-data.ts";
 
@@ -53,7 +59,7 @@ async function timeToReady(index: IndexHost): Promise<{ readyMs: number; longest
       last = now;
     }
   })();
-  await index.indexReady();
+  await index.ready();
   const readyMs = performance.now() - started;
   ready = true;
   await ticks;
@@ -81,7 +87,7 @@ async function main(): Promise<void> {
   );
   const sliced = await timeToReady(index);
   await registry.register("bench", tools);
-  await index.indexReady();
+  await index.ready();
   t0 = performance.now();
   const again = await registry.register("bench", tools);
   const reregisterMs = performance.now() - t0;
@@ -121,9 +127,16 @@ async function main(): Promise<void> {
   const fts = time(queries, (q) => index.search({ query: q }));
   const regex = time(patterns, (q) => index.search({ query: q, type: "regex" }));
   const exact = time(names, (q) => index.search({ query: q, type: "exact" }));
-  // One caller view: its visible set obtained once per search, as ToolService does per call.
-  const hideCopy2 = { key: "no copy2.*", isVisible: (t: Tool) => !t.name.startsWith("copy2.") };
-  const visible = time(queries, (q) => index.search({ query: q, visible: index.visibleSet(hideCopy2) }));
+  // One caller view: its mask found by the view's value on each search, as for each ToolService call.
+  const built = await index.ready();
+  const hideCopy2: ToolView = {
+    index: built,
+    tenant: "",
+    access: Uint8Array.from(built.docs, (t) => (t.name.startsWith("copy2.") ? 0 : VERDICT.canActivate)),
+    activeNames: [],
+    allShown: false,
+  };
+  const visible = time(queries, (q) => index.search({ query: q, view: hideCopy2 }));
   // Typos seen for the first time: each pays the fuzzy expansion of its unknown word once (it is
   // memoised after), so they get one pass and no warm-up. Two letters swapped in a name word.
   const typos = sample(

@@ -75,7 +75,7 @@ async function inProcess(
   const registry = new ToolRegistry(db);
   const index = new IndexHost(registry, { onIndexBuilt: (built) => semantic.indexBuilt(built) });
   await registry.register("grown", growCatalog(toolCount));
-  await index.indexReady();
+  await index.ready();
   const idle = monitorEventLoopDelay({ resolution: 5 });
   idle.enable();
   await new Promise((done) => setTimeout(done, 3_000));

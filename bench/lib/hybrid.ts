@@ -50,7 +50,7 @@ export async function openHybrid(files: readonly string[], embedder?: Embedder):
     for (const t of tools) for (const alias of t.aliases ?? []) aliasOf.set(alias, t.name);
     await registry.register(file.replace(/[^A-Za-z0-9_.-]/g, "_").slice(-100), tools);
   }
-  await index.indexReady();
+  await index.ready();
   await semantic?.settled();
   return {
     registry,

@@ -6,7 +6,7 @@ import { LiteralIndex } from "../text/literal-index.ts";
 import { SEMANTIC_OFF } from "../text/scores.ts";
 import { runInSlices, runToEnd } from "../text/slices.ts";
 import { synonymTable } from "../text/synonyms.ts";
-import { Candidates, DEFAULT_RANKER, type RankerConfig } from "./ranker.ts";
+import { type Candidates, DEFAULT_RANKER, type RankerConfig } from "./ranker.ts";
 import type { ToolRegistry } from "./registry.ts";
 import { meaningTexts, type QueryReadings, queryReadings, runSearch } from "./search.ts";
 import { buildSearchIndex, type PackedAnalysis, toolKey } from "./search-index.ts";
@@ -19,9 +19,8 @@ import type {
   SearchResponse,
   SearchType,
   Tool,
-  VisibilityPredicate,
-  VisibleSet,
 } from "./types.ts";
+import { visibleSet } from "./views.ts";
 
 const SEARCH_TYPES: readonly SearchType[] = ["fts", "regex", "exact"];
 
@@ -37,15 +36,12 @@ export interface IndexHostOptions {
   readonly onIndexBuilt?: (index: SearchIndex) => void;
 }
 
-/** Visible sets kept per build of the index; a fleet has a few visibility shapes, not thousands. */
-const VISIBLE_SETS_MAX = 256;
-
 /**
  * The in-memory search index of the registry's tools (search-index.ts) and the reads over it: search
  * (its paths in search.ts, the ranker in ranker.ts) and list. Builds are versioned by the registry's
- * version: one starts after each change, in slices between other calls, and a reader that waited for
- * the build holding its writes (indexReady) reads that build or a newer one. Every read applies the
- * caller's visible set before anything is ranked, counted or paged.
+ * version: one starts after each change, in slices between other calls, and `ready()` gives a reader
+ * the build that holds its writes, which its view (ToolView) then reads. Every read masks the build
+ * with the caller's view (views.ts) before anything is ranked, counted or paged.
  */
 export class IndexHost {
   /**
@@ -59,7 +55,7 @@ export class IndexHost {
   private indexVersion = -1;
   /** The build under way, run in slices by startIndexBuild. */
   private build: IndexBuild | undefined;
-  /** Readers waiting for an index that holds their version (indexReady). */
+  /** Readers waiting for an index that holds their version (ready). */
   private waiting: Waiter[] = [];
   /** The regex path's literal index, per in-memory index (dies with it); absent while it is built. */
   private readonly literalIndexes = new WeakMap<SearchIndex, LiteralIndex>();
@@ -81,7 +77,7 @@ export class IndexHost {
     this.rankerConfig = options.ranker ?? DEFAULT_RANKER;
     this.readings = queryReadings(synonymTable(options.synonyms));
     this.onIndexBuilt = options.onIndexBuilt;
-    this.indexAt();
+    this.current();
     void this.followChanges();
   }
 
@@ -103,13 +99,24 @@ export class IndexHost {
    */
   meaningTexts(request: SearchRequest): string[] {
     const { query } = validateSearch(request);
-    const index = request.visible?.index ?? this.indexAt();
-    const candidates = request.visible
-      ? request.visible.candidates
-      : request.includeAlwaysLoaded
-        ? undefined
-        : index.deferred;
+    const { index, candidates } = this.searchable(request);
     return meaningTexts(index, this.registry.canonicalName(query), candidates, this.readings);
+  }
+
+  /**
+   * What a search may return: the view's tools not in its prompt yet (or all it may activate, when
+   * `includeAlwaysLoaded`); without a view, the newest build's deferred tools (or all of them).
+   */
+  private searchable(request: SearchRequest): {
+    index: SearchIndex;
+    candidates: Candidates | undefined;
+    totalDeferred: number;
+  } {
+    if (request.view)
+      return visibleSet(request.view, request.includeAlwaysLoaded ? "activatable" : "findable");
+    const index = this.current();
+    const candidates = request.includeAlwaysLoaded ? undefined : index.deferred;
+    return { index, candidates, totalDeferred: index.deferred.count };
   }
 
   private searchNow(request: SearchRequest): SearchResponse {
@@ -117,14 +124,7 @@ export class IndexHost {
     const { type, limit, minScore } = validated;
     // A query that is a renamed tool's old name searches for its current name, whatever the type.
     const query = this.registry.canonicalName(validated.query);
-    const visible = request.visible;
-    const index = visible?.index ?? this.indexAt();
-    const candidates = visible
-      ? visible.candidates
-      : request.includeAlwaysLoaded
-        ? undefined
-        : index.deferred;
-    const totalDeferred = visible ? visible.totalDeferred : index.deferred.count;
+    const { index, candidates, totalDeferred } = this.searchable(request);
     const semantic = type === "fts" ? request.semantic : undefined;
     const depth = semantic ? Math.max(limit, semantic.lexicalDepth) : limit;
     const lexical = runSearch(index, { query, type, limit: depth }, candidates, {
@@ -169,8 +169,9 @@ export class IndexHost {
         throw invalidArgument("page_token is not one this server issued; omit it to start over");
       after = after.slice(2);
     }
-    const index = request.visible?.index ?? this.indexAt();
-    const allowed = request.visible?.candidates.allowed;
+    const set = request.view && visibleSet(request.view, request.showAll ? "activatable" : "shown");
+    const index = set?.index ?? this.current();
+    const allowed = set?.candidates.allowed;
     const listed = (d: number) => allowed === undefined || allowed[d] === 1;
     const tools: Tool[] = [];
     let total = 0;
@@ -193,12 +194,12 @@ export class IndexHost {
   }
 
   /**
-   * An index that holds at least `version` (default: every change so far): the newest built when it
-   * does, else the build of every change run to its end now, the synchronous fallback for in-process
-   * callers that read without awaiting `indexReady()`.
+   * An index that holds every change so far: the newest built when it does, else the build of every
+   * change run to its end now, the synchronous fallback for in-process callers that read without a
+   * view (which holds the build `ready()` gave).
    */
-  private indexAt(version = this.registry.version): SearchIndex {
-    if (this.index && this.indexVersion >= version) return this.index;
+  private current(): SearchIndex {
+    if (this.index && this.indexVersion >= this.registry.version) return this.index;
     const build = this.build?.version === this.registry.version ? this.build : this.startIndexBuild();
     try {
       return this.adopt(build, runToEnd(build.steps));
@@ -249,7 +250,7 @@ export class IndexHost {
       });
       this.onIndexBuilt?.(index);
     }
-    for (const waiter of this.wakeable(build.version)) waiter.resolve(build.version);
+    for (const waiter of this.wakeable(build.version)) waiter.resolve(index);
     // Changes that came while readers waited for this build: build them next.
     if (!this.build && this.indexVersion < this.registry.version) this.startIndexBuild();
     return index;
@@ -281,7 +282,7 @@ export class IndexHost {
    * After a change: a build under way is abandoned for one of the catalog as it is now, unless
    * readers wait for it; then it runs to its end and the next build follows (abandoning it would
    * keep them waiting for as long as changes keep coming). A reader may have built the current
-   * index already (indexAt): then there is nothing to do.
+   * index already (current): then there is nothing to do.
    */
   private changed(): void {
     const version = this.registry.version;
@@ -295,7 +296,7 @@ export class IndexHost {
 
   /**
    * Whether the index holds every change so far, without waiting or starting a build (the readiness
-   * probe's `index`: ok or building). Reads wait for the index with indexReady.
+   * probe's `index`: ok or building). Reads wait for the index with ready.
    */
   get indexCurrent(): boolean {
     return this.index !== undefined && this.indexVersion >= this.registry.version;
@@ -303,48 +304,14 @@ export class IndexHost {
 
   /**
    * Resolves once an index holds every change made before the call (read-your-writes; a build is
-   * started if none runs), with the version to read at (`visibleSet`, `list`): a read at that version
-   * takes that index, or a newer one, without waiting for changes made since. Rejects if the build
-   * fails.
+   * started if none runs), with that build: the one a caller's view reads (ToolView.index), without
+   * waiting for changes made since. Rejects if the build fails.
    */
-  indexReady(): Promise<number> {
+  ready(): Promise<SearchIndex> {
     const version = this.registry.version;
-    if (this.index && this.indexVersion >= version) return Promise.resolve(version);
+    if (this.index && this.indexVersion >= version) return Promise.resolve(this.index);
     if (!this.build) this.startIndexBuild();
     return new Promise((resolve, reject) => this.waiting.push({ version, resolve, reject }));
-  }
-
-  /**
-   * The tools a caller view may find in the current build of the index: those `isVisible` passes,
-   * deferred ones only unless always-loaded ones are asked for. `key` names what the view sees (its
-   * owner makes it: equal keys must mean an equal `isVisible`); the set is built once per key and
-   * build, so the filter is not called per search.
-   */
-  visibleSet(view: {
-    readonly key: string;
-    readonly isVisible: VisibilityPredicate;
-    readonly includeAlwaysLoaded?: boolean;
-    /** The version the caller waited for (indexReady); default: every change so far. */
-    readonly version?: number;
-  }): VisibleSet {
-    const index = this.indexAt(view.version);
-    const includeAlways = view.includeAlwaysLoaded ?? false;
-    const key = `${includeAlways ? "all" : "deferred"}:${view.key}`;
-    let set = index.visibleSets.get(key);
-    if (set === undefined) {
-      const allowed = new Uint8Array(index.docs.length);
-      let totalDeferred = 0;
-      index.docs.forEach((t, d) => {
-        if (!view.isVisible(t)) return;
-        const deferred = t.loadingMode === "deferred";
-        if (deferred) totalDeferred++;
-        if (deferred || includeAlways) allowed[d] = 1;
-      });
-      set = { key, index, candidates: new Candidates(allowed), totalDeferred };
-      if (index.visibleSets.size >= VISIBLE_SETS_MAX) index.visibleSets.clear();
-      index.visibleSets.set(key, set);
-    }
-    return set;
   }
 
   /**
@@ -364,7 +331,7 @@ export class IndexHost {
 
   /** Resolves when background work on the index (its build, then its literal index) is done. */
   async settled(): Promise<void> {
-    await this.indexReady();
+    await this.ready();
     await this.literalIndexBuild;
   }
 }
@@ -378,7 +345,7 @@ interface IndexBuild {
 /** A reader waiting for an index that holds `version`. */
 interface Waiter {
   readonly version: number;
-  readonly resolve: (version: number) => void;
+  readonly resolve: (index: SearchIndex) => void;
   readonly reject: (error: unknown) => void;
 }
 

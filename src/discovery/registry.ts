@@ -8,14 +8,7 @@ import { inSpan } from "../telemetry.ts";
 import { runInSlices } from "../text/slices.ts";
 import { checkLargeExamples } from "./schema-checks.ts";
 import { toolKey } from "./search-index.ts";
-import type {
-  GetResponse,
-  RegisterOptions,
-  RegisterResult,
-  Tool,
-  ToolInput,
-  VisibilityPredicate,
-} from "./types.ts";
+import type { RegisterOptions, RegisterResult, Tool, ToolInput } from "./types.ts";
 import {
   type ExamplesCheck,
   fullName,
@@ -129,14 +122,14 @@ export class ToolRegistry {
   }
 
   /**
-   * Which owners' tools a tenant sees: its own, and the global ones it has not shadowed with a tool
-   * of the same name. Other tenants' tools do not exist for it (the caller's access control applies
-   * on top). A tenant-less caller sees the global tools.
+   * Whether `tool` exists for `tenant`: its own, or a global one it has not shadowed with a tool of
+   * the same name. Other tenants' tools do not exist for it (the caller's access control applies on
+   * top). A tenant-less caller has the global tools.
    */
-  ownershipFilter(tenantId: string): VisibilityPredicate {
-    return (tool) =>
-      tool.owner === tenantId ||
-      (tool.owner === "" && this.tenantsByName.get(tool.name)?.has(tenantId) !== true);
+  existsFor(tenant: string, tool: Tool): boolean {
+    return (
+      tool.owner === tenant || (tool.owner === "" && this.tenantsByName.get(tool.name)?.has(tenant) !== true)
+    );
   }
 
   /**
@@ -402,49 +395,25 @@ export class ToolRegistry {
   }
 
   /**
-   * Full definitions by name or alias; unknown and hidden names are reported alike. Of the tools
-   * sharing a name (one per owner), the first that `isVisible` passes is returned: the caller's
-   * predicate (with ownershipFilter) lets at most one through. A predicate, not a visible set, on
-   * purpose: it is asked only for the few names requested, on the tool map, which is current the
-   * moment a registration commits — a get never waits for an index build.
+   * The tools `asked` may name for `tenant`, in the order a lookup tries them (the first the caller's
+   * access admits is the one meant): a renamed name (config `aliases`) is read as the current name;
+   * then the tool of that name, then those whose own aliases hold it. Read on the tool map, which is
+   * current the moment a registration commits: a lookup never waits for an index build.
    */
-  get(names: readonly string[], options: { isVisible?: VisibilityPredicate } = {}): GetResponse {
-    if (names.length > 100) throw invalidArgument(`${names.length} names requested; ask for at most 100`);
-    const tools: Tool[] = [];
-    const notFound: string[] = [];
-    const taken = new Set<string>();
-    for (const requested of names) {
-      const tool = this.lookup(requested, options.isVisible);
-      if (!tool) notFound.push(requested);
-      else if (!taken.has(tool.name)) {
-        taken.add(tool.name);
-        tools.push(tool);
-      }
-    }
-    return { tools, notFound };
-  }
-
-  /**
-   * The tool `requested` names that passes `isVisible`: the one aliases resolve in. A renamed name
-   * (config `aliases`) is read as the current name; then the tool of that name, else the one whose
-   * own aliases hold it.
-   */
-  private lookup(asked: string, isVisible: VisibilityPredicate | undefined): Tool | undefined {
+  lookup(asked: string, tenant: string): Tool[] {
     const requested = this.canonicalName(asked);
-    const passes = (tool: Tool | undefined): tool is Tool =>
-      tool !== undefined && (!isVisible || isVisible(tool));
-    // The global tool, then each tenant's of that name: the caller's predicate admits at most one.
+    const found: Tool[] = [];
+    const consider = (tool: Tool | undefined) => {
+      if (tool !== undefined && this.existsFor(tenant, tool)) found.push(tool);
+    };
+    // The global tool, then each tenant's of that name: at most one of them exists for the tenant.
     const global = this.tools.get(requested);
-    if (global?.owner === "" && passes(global)) return global;
-    for (const tenant of this.tenantsByName.get(requested) ?? []) {
-      const tool = this.tools.get(toolKey(tenant, requested));
-      if (passes(tool)) return tool;
-    }
-    for (const [owner, name] of this.aliases.get(requested) ?? []) {
-      const tool = this.tools.get(toolKey(owner, name));
-      if (passes(tool)) return tool;
-    }
-    return undefined;
+    if (global?.owner === "") consider(global);
+    for (const owner of this.tenantsByName.get(requested) ?? [])
+      consider(this.tools.get(toolKey(owner, requested)));
+    for (const [owner, name] of this.aliases.get(requested) ?? [])
+      consider(this.tools.get(toolKey(owner, name)));
+    return found;
   }
 
   private put(tool: Tool): void {

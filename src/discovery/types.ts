@@ -72,8 +72,6 @@ export interface Tool {
   readonly hash: string;
 }
 
-export type VisibilityPredicate = (tool: Tool) => boolean;
-
 export interface RegisterOptions {
   /** Remove this source's tools that are not in the request. */
   readonly replaceSource?: boolean;
@@ -121,22 +119,45 @@ export interface SearchIndex {
   /** Doc ids in tie-break order, and each doc's position in it. */
   readonly tieOrder: Int32Array;
   readonly tieRank: Int32Array;
-  /** The visible sets of caller views made over this build, by key (see IndexHost.visibleSet). */
-  readonly visibleSets: Map<string, VisibleSet>;
+  /** The visible sets of the caller views read over this build (views.ts): by access verdicts, then the rest. */
+  readonly visibleSets: Map<Uint8Array, Map<string, VisibleSet>>;
+}
+
+/** The bits of a tool's access verdict in ToolView.access (src/access decides them). */
+export const VERDICT = {
+  /** The caller may see, get and activate the tool. */
+  canActivate: 1,
+  /** And it is in every prompt without activation. */
+  alwaysVisible: 2,
+} as const;
+
+/**
+ * What one caller sees of one build of the index, as a value: search and list mask the build with
+ * it (views.ts), and the mask is kept per build for views of equal values, so nothing is asked of
+ * the caller per tool or per search.
+ */
+export interface ToolView {
+  /** The build it reads (IndexHost.ready); `access` is over its docs. */
+  readonly index: SearchIndex;
+  /** Whose tools exist for it: the tenant's own and the global ones it did not shadow ("" = global only). */
+  readonly tenant: string;
+  /** Per doc of `index`, the caller's access verdict: VERDICT bits (src/access, which evaluates the rules). */
+  readonly access: Uint8Array;
+  /** Names the caller activated: in its prompt, as always-visible tools are. */
+  readonly activeNames: readonly string[];
+  /** Tool search is off: every tool the caller may activate is in its prompt. */
+  readonly allShown: boolean;
 }
 
 /**
- * The tools one caller view may find in one build of the index, named by a key. Obtained once per
- * view (IndexHost.visibleSet) and passed to each search of that view: the view's filter runs once
- * per tool and build, and the corpus statistics over the set are counted once, not per search.
+ * The tools of one build of the index a view may find (one of views.ts's scopes of it): the mask
+ * search ranks under and list pages through, with the corpus statistics over it counted once.
  */
 export interface VisibleSet {
-  /** What the view sees, as its owner named it (equal keys mean equal sets), and the loading modes. */
-  readonly key: string;
-  /** The build the set is over; a search with this set reads that build. */
+  /** The build the set is over. */
   readonly index: SearchIndex;
   readonly candidates: Candidates;
-  /** Visible deferred tools in the whole catalog (what search can reveal). */
+  /** Deferred tools in the set (what search can reveal). */
   readonly totalDeferred: number;
 }
 
@@ -148,14 +169,16 @@ export interface SearchRequest {
   readonly limit?: number;
   /** 0–1: hits scoring below it are dropped; default 0 (keep every hit). */
   readonly minScore?: number;
-  /** Include `loading_mode: always` tools (already in the prompt); default false. */
+  /**
+   * Include the tools already in the prompt: the view's always-visible and activated ones (without a
+   * view, `loading_mode: always` tools); default false.
+   */
   readonly includeAlwaysLoaded?: boolean;
   /**
-   * THE visibility filter (IndexHost.visibleSet, which also decides the loading modes); hidden
-   * tools never appear, count or shift ranking. Default: every tool, deferred ones only unless
-   * `includeAlwaysLoaded`.
+   * THE visibility filter: the caller's view, whose build the search reads; hidden tools never
+   * appear, count or shift ranking. Default: every tool of the newest build.
    */
-  readonly visible?: VisibleSet;
+  readonly view?: ToolView;
   readonly scope?: EventScope;
   /** Semantic ranking for this query (src/semantic), fused into an FTS search's hits. */
   readonly semantic?: SemanticFusion;
@@ -201,10 +224,12 @@ export interface ListRequest {
   readonly pageSize?: number;
   readonly pageToken?: string;
   /**
-   * The tools to list, as the caller's visible set (IndexHost.visibleSet): the page is read from
-   * that set's build, through its mask. Default: every tool of the newest build.
+   * The caller's view: the page is read from its build, through its mask. Default: every tool of the
+   * newest build.
    */
-  readonly visible?: VisibleSet;
+  readonly view?: ToolView;
+  /** With a view: every tool it may activate, not only those in its prompt now. */
+  readonly showAll?: boolean;
 }
 
 export interface ListResponse {
@@ -213,10 +238,4 @@ export interface ListResponse {
   /** Empty when this is the last page. */
   readonly nextPageToken: string;
   readonly totalSize: number;
-}
-
-export interface GetResponse {
-  readonly tools: readonly Tool[];
-  /** Requested names that are unknown or not visible (indistinguishable on purpose). */
-  readonly notFound: readonly string[];
 }

@@ -437,9 +437,8 @@ export class McpSource {
       try {
         const record = yield* recordSteps(input, 0);
         // MCP servers are global sources: only another global source can hold the name.
-        const registeredBy = this.registry
-          .get([record.name], { isVisible: this.registry.ownershipFilter("") })
-          .tools.find((t) => t.name === record.name)?.source;
+        const registered = this.registry.lookup(record.name, "")[0];
+        const registeredBy = registered?.name === record.name ? registered.source : undefined;
         if (registeredBy !== undefined && registeredBy !== this.id) {
           skipped.push(`tool "${record.name}" is already registered by source "${registeredBy}"`);
           continue;

@@ -1,5 +1,5 @@
 import type { CatalogConfig } from "../config/index.ts";
-import type { ToolRegistry, VisibilityPredicate } from "../discovery/index.ts";
+import type { Tool, ToolRegistry } from "../discovery/index.ts";
 import { catalogSourceId } from "./catalog-files.ts";
 import type { McpSources } from "./mcp.ts";
 
@@ -55,7 +55,7 @@ export class ToolSourceRegistry {
    * tenant's registrations. With `visibleTools` (a caller who is not the operator) only those tools
    * are counted, a global source without any is left out, and errors are not shown.
    */
-  list(mayList: (owner: string) => boolean, visibleTools?: VisibilityPredicate): ToolSourceStatus[] {
+  list(mayList: (owner: string) => boolean, visibleTools?: (tool: Tool) => boolean): ToolSourceStatus[] {
     // Tools per owner and source, counted once for every owner listed.
     const counts = new Map<string, Map<string, number>>();
     for (const tool of this.registry.all()) {

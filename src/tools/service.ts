@@ -1,4 +1,4 @@
-import type { AccessControl, CallerAccess } from "../access/index.ts";
+import type { AccessControl, ToolAccess } from "../access/index.ts";
 import {
   type ActivationScope,
   type ActivationStore,
@@ -9,17 +9,16 @@ import {
 import type { Caller } from "../caller/caller.ts";
 import type { ToolSearchConfig } from "../config/index.ts";
 import type {
-  GetResponse,
   IndexHost,
   ListResponse,
+  SearchIndex,
   SearchResponse,
   SearchType,
   SemanticFusion,
   Tool,
   ToolInput,
   ToolRegistry,
-  VisibilityPredicate,
-  VisibleSet,
+  ToolView,
 } from "../discovery/index.ts";
 import { discoveryToolDefinitions } from "../discovery-tools/index.ts";
 import { failedPrecondition, invalidArgument, notFound, quoteInput } from "../errors.ts";
@@ -64,18 +63,15 @@ export interface PromptOptions {
   readonly dispatch?: boolean;
 }
 
-/** Numbers ToolService instances (see ToolService.instance). */
-let nextInstance = 0;
-
 /**
- * What a caller may do with tools. Every answer goes through `view(caller)`: the access control's
- * verdict (policy, tenant visibility, narrowing) plus the caller's activations. Handlers never reach
- * the catalog directly, so nothing hidden can leak through search, get, list, render, resolve or errors.
+ * What a caller may do with tools. Every answer goes through the caller's view: the access control's
+ * verdict (policy, tenant visibility, narrowing) plus the caller's activations, read on the registry
+ * (`view`: get, resolve, render, payload) or as a value over a build of the index (`toolView`: search,
+ * list). Handlers never reach the catalog directly, so nothing hidden can leak through search, get,
+ * list, render, resolve or errors.
  */
 export class ToolService {
   private readonly callChecker = new ToolCallChecker();
-  /** Keeps the visible sets of two services over one catalog (two configurations) apart. */
-  private readonly instance = nextInstance++;
 
   constructor(private readonly options: ToolServiceOptions) {}
 
@@ -92,8 +88,7 @@ export class ToolService {
     caller: Caller,
     request: ToolSearchRequest,
   ): Promise<SearchResponse & { readonly matchQuality: MatchQuality }> {
-    const version = await this.options.index.indexReady();
-    const view = this.view(caller, version);
+    const view = this.toolView(caller, await this.options.index.ready());
     const semantic =
       this.options.semantic && (request.type ?? "fts") === "fts"
         ? await this.options.semantic.forTexts(
@@ -101,7 +96,8 @@ export class ToolService {
               query: request.query,
               limit: request.limit,
               minScore: request.minScore,
-              visible: view.searchable(request.includeAlwaysLoaded),
+              includeAlwaysLoaded: request.includeAlwaysLoaded,
+              view,
             }),
           )
         : undefined;
@@ -113,7 +109,7 @@ export class ToolService {
   }
 
   private searchIn(
-    view: CallerView,
+    view: ToolView,
     caller: Caller,
     request: ToolSearchRequest,
     semantic?: SemanticFusion,
@@ -123,34 +119,51 @@ export class ToolService {
       type: request.type,
       limit: request.limit,
       minScore: request.minScore,
-      visible: view.searchable(request.includeAlwaysLoaded),
+      includeAlwaysLoaded: request.includeAlwaysLoaded,
+      view,
       scope: caller,
       semantic,
     });
   }
 
+  /**
+   * Full definitions by name or alias; unknown and hidden names are reported alike. Read on the
+   * registry, so a get never waits for an index build.
+   */
   get(caller: Caller, names: readonly string[]): GetResponse {
+    if (names.length > 100) throw invalidArgument(`${names.length} names requested; ask for at most 100`);
     const view = this.view(caller);
-    const response = this.options.registry.get(names, { isVisible: view.canActivate });
+    const tools: Tool[] = [];
+    const notFound: string[] = [];
+    const taken = new Set<string>();
+    for (const requested of names) {
+      const tool = this.resolveOne(view, requested);
+      if (!tool) notFound.push(requested);
+      else if (!taken.has(tool.name)) {
+        taken.add(tool.name);
+        tools.push(tool);
+      }
+    }
     this.options.events.emit({
       type: "tool_get",
       ...eventScope(caller),
-      attributes: { requested_count: names.length, returned_count: response.tools.length },
+      attributes: { requested_count: names.length, returned_count: tools.length },
     });
-    return response;
+    return { tools, notFound };
   }
 
   async list(
     caller: Caller,
     request: { pageSize?: number; pageToken?: string; showAll: boolean },
   ): Promise<Omit<ListResponse, "tools"> & { tools: readonly (Tool & { visible: boolean })[] }> {
-    const version = await this.options.index.indexReady();
-    const view = this.view(caller, version);
+    const index = await this.options.index.ready();
+    const view = this.view(caller);
     const response = this.options.index.list({
       pageSize: request.pageSize,
       pageToken: request.pageToken,
+      view: this.toolView(caller, index, view.activeNames),
       // Every tool the caller may activate, or only those in its prompt now (always loaded, activated).
-      visible: request.showAll ? view.searchable(true) : view.visibleNow(),
+      showAll: request.showAll,
     });
     return {
       ...response,
@@ -244,10 +257,11 @@ export class ToolService {
 
   async renderPrompt(caller: Caller, options: PromptOptions): Promise<RenderedToolPrompt> {
     // Hints search the index.
-    const version = await this.options.index.indexReady();
-    let view = this.view(caller, version);
+    const index = await this.options.index.ready();
+    let view = this.view(caller);
     if (options.hintMessage && (await this.activateLazyGroups(caller, view, options.hintMessage)))
-      view = this.view(caller, version);
+      view = this.view(caller);
+    const hintView = this.toolView(caller, index, view.activeNames);
     return renderToolPrompt({
       caller,
       access: view.access,
@@ -267,7 +281,7 @@ export class ToolService {
             message: options.hintMessage,
             k: options.hintLimit,
             search: (query, limit) =>
-              this.searchIn(view, caller, { query, limit, includeAlwaysLoaded: false }).tools.map(
+              this.searchIn(hintView, caller, { query, limit, includeAlwaysLoaded: false }).tools.map(
                 (hit) => hit.name,
               ),
           }
@@ -332,7 +346,7 @@ export class ToolService {
   }
 
   /** The tools this caller may see or activate (policy, visibility, narrowing, ownership). */
-  visibilityFor(caller: Caller): VisibilityPredicate {
+  visibilityFor(caller: Caller): (tool: Tool) => boolean {
     return this.accessFor(caller).canActivate;
   }
 
@@ -375,23 +389,22 @@ export class ToolService {
   }
 
   /** The caller's access as it would be without its narrowing: what its tenant's own text may name. */
-  private accessWithoutNarrowing(caller: Caller): CallerAccess {
+  private accessWithoutNarrowing(caller: Caller): ToolAccess {
     return this.accessFor(caller.narrowToTools.length > 0 ? { ...caller, narrowToTools: [] } : caller);
   }
 
   /**
    * The access control's verdict (policy, tenant visibility, narrowing) restricted to the tools that
-   * exist for the caller's tenant (ToolRegistry.ownershipFilter): everything downstream (search masks,
-   * render, payload, lazy groups, activation checks) sees other tenants' tools as missing.
+   * exist for the caller's tenant (ToolRegistry.existsFor): everything downstream (render, payload,
+   * lazy groups, activation checks) sees other tenants' tools as missing, as search and list do
+   * (src/discovery/views.ts).
    */
-  private accessFor(caller: Caller): CallerAccess {
+  private accessFor(caller: Caller): ToolAccess {
     const base = this.options.access.forCaller(caller);
-    const owned = this.options.registry.ownershipFilter(caller.tenantId);
+    const exists = (tool: Tool) => this.options.registry.existsFor(caller.tenantId, tool);
     return {
-      // The tenant is part of the base key; which tools it owns is part of the catalog's state.
-      key: base.key,
-      canActivate: (tool) => owned(tool) && base.canActivate(tool),
-      isAlwaysVisible: (tool) => owned(tool) && base.isAlwaysVisible(tool),
+      canActivate: (tool) => exists(tool) && base.canActivate(tool),
+      isAlwaysVisible: (tool) => exists(tool) && base.isAlwaysVisible(tool),
     };
   }
 
@@ -408,8 +421,9 @@ export class ToolService {
     return scope;
   }
 
+  /** The tool `name` means for the caller: the first its lookup tries that the caller may use. */
   private resolveOne(view: CallerView, name: string): Tool | undefined {
-    return this.options.registry.get([name], { isVisible: view.canActivate }).tools[0];
+    return this.options.registry.lookup(name, view.tenant).find(view.canActivate);
   }
 
   private resolveAll(view: CallerView, names: readonly string[]): Tool[] {
@@ -424,46 +438,47 @@ export class ToolService {
     return tools;
   }
 
-  /** What `caller` sees now; its searches read the index at `version` (indexReady), default the newest. */
-  private view(caller: Caller, version?: number): CallerView {
+  /** What `caller` sees now: its access and activations, over the registry's tools. */
+  private view(caller: Caller): CallerView {
     const access = this.accessFor(caller);
     const enabled = this.options.toolSearch.enabled;
     const activeNames = this.options.activations.activeFor(caller);
     const visibleNames = new Set(activeNames);
-    const canActivate = (tool: Tool) => access.canActivate(tool);
-    const owned = this.options.registry.ownershipFilter(caller.tenantId);
-    const isVisibleNow = (tool: Tool) =>
-      !enabled || access.isAlwaysVisible(tool) || visibleNames.has(tool.name);
-    // What this view sees: the access verdict and the activations (the rest is fixed configuration).
-    const key = JSON.stringify([this.instance, access.key, [...visibleNames].sort()]);
+    const tenant = caller.tenantId;
     return {
+      tenant,
       access,
-      canActivate,
-      ownedTools: () => [...this.options.registry.all()].filter(owned),
+      canActivate: (tool) => access.canActivate(tool),
+      ownedTools: () =>
+        [...this.options.registry.all()].filter((tool) => this.options.registry.existsFor(tenant, tool)),
       activeNames,
       visibleNames,
-      isVisibleNow,
-      searchable: (includeVisibleNow) =>
-        this.options.index.visibleSet({
-          key: `${includeVisibleNow ? "with" : "without"} visible now:${key}`,
-          isVisible: (tool) => canActivate(tool) && (includeVisibleNow || !isVisibleNow(tool)),
-          // Already-visible tools are only returned when asked for; we decide that, not the loading mode.
-          includeAlwaysLoaded: true,
-          version,
-        }),
-      visibleNow: () =>
-        this.options.index.visibleSet({
-          key: `only visible now:${key}`,
-          isVisible: (tool) => canActivate(tool) && isVisibleNow(tool),
-          includeAlwaysLoaded: true,
-          version,
-        }),
+      isVisibleNow: (tool) => !enabled || access.isAlwaysVisible(tool) || visibleNames.has(tool.name),
+    };
+  }
+
+  /**
+   * What `caller` sees of `index` (a build `ready()` gave), as the value search and list mask the
+   * build with: no predicate crosses into discovery.
+   */
+  private toolView(
+    caller: Caller,
+    index: SearchIndex,
+    activeNames: readonly string[] = this.options.activations.activeFor(caller),
+  ): ToolView {
+    return {
+      index,
+      tenant: caller.tenantId,
+      access: this.options.access.forCaller(caller).verdicts(index.docs),
+      activeNames,
+      allShown: !this.options.toolSearch.enabled,
     };
   }
 }
 
 interface CallerView {
-  readonly access: CallerAccess;
+  readonly tenant: string;
+  readonly access: ToolAccess;
   /** The tools that exist for this caller: its tenant's own and the global ones it did not shadow. */
   readonly ownedTools: () => Tool[];
   readonly canActivate: (tool: Tool) => boolean;
@@ -472,10 +487,12 @@ interface CallerView {
   /** The same names, for lookups. */
   readonly visibleNames: ReadonlySet<string>;
   readonly isVisibleNow: (tool: Tool) => boolean;
-  /** What search may return to this view: visible tools, those visible now only when asked for. */
-  readonly searchable: (includeVisibleNow: boolean) => VisibleSet;
-  /** The tools in this view's prompt now: always loaded or activated (ListTools without show_all). */
-  readonly visibleNow: () => VisibleSet;
+}
+
+interface GetResponse {
+  readonly tools: readonly Tool[];
+  /** Requested names that are unknown or not visible (indistinguishable on purpose). */
+  readonly notFound: readonly string[];
 }
 
 /** The same message whether the tool is hidden or missing: existence never leaks. */

@@ -109,7 +109,7 @@ describe("catalog file formats", () => {
     const parsed = parseCatalogFile(file, { namespace: "k8s", loadingMode: "always" });
     const { catalog } = openCatalog();
     await catalog.registry.register("k8s", parsed.tools);
-    expect(catalog.registry.get(["k8s.ping"]).tools[0]?.loadingMode).toBe("always");
+    expect(catalog.registry.lookup("k8s.ping", "")[0]?.loadingMode).toBe("always");
   });
 
   it("rewrites names with odd characters and keeps the original as an alias", async () => {

@@ -8,8 +8,12 @@ import {
   IndexHost,
   type IndexHostOptions,
   type RegistryOptions,
+  type SearchIndex,
+  type Tool,
   type ToolInput,
   ToolRegistry,
+  type ToolView,
+  VERDICT,
 } from "../../src/discovery/index.ts";
 import type { NewEvent } from "../../src/events/event.ts";
 
@@ -36,6 +40,27 @@ export type CatalogOptions = RegistryOptions & IndexHostOptions;
 export function catalogOn(db: Db, options: CatalogOptions = {}): Catalog {
   const registry = new ToolRegistry(db, { aliases: options.aliases, writer: options.writer });
   return { registry, index: new IndexHost(registry, options) };
+}
+
+/**
+ * A caller's view of `built` (a build IndexHost.ready gave), with the access verdict src/access
+ * would give: `isVisible` decides what it may activate, loading mode `always` what its prompt shows.
+ * Default: a tenant-less caller who may see every tool.
+ */
+export function viewOf(
+  built: SearchIndex,
+  view: { readonly tenant?: string; readonly isVisible?: (tool: Tool) => boolean } = {},
+): ToolView {
+  const isVisible = view.isVisible ?? (() => true);
+  return {
+    index: built,
+    tenant: view.tenant ?? "",
+    access: Uint8Array.from(built.docs, (tool) =>
+      isVisible(tool) ? VERDICT.canActivate | (tool.loadingMode === "always" ? VERDICT.alwaysVisible : 0) : 0,
+    ),
+    activeNames: [],
+    allShown: false,
+  };
 }
 
 export interface Opened {

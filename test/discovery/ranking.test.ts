@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { DEFAULT_GOOD_MATCH_SCORE } from "../../src/text/scores.ts";
-import { names, openCatalog, seeded } from "./helpers.ts";
+import { type Catalog, names, openCatalog, seeded, viewOf } from "./helpers.ts";
 
 describe("score contract", () => {
   const scoresOf = (result: { tools: readonly { name: string; score: number }[] }) =>
@@ -158,11 +158,8 @@ describe("abbreviations and synonyms", () => {
       { name: "secret_repository_admin", description: "hidden" },
       { name: "list_pods", description: "List pods" },
     ]);
-    const visible = catalog.index.visibleSet({
-      key: "no secret",
-      isVisible: (t) => !t.name.startsWith("secret"),
-    });
-    const result = catalog.index.search({ query: "repo pods", visible });
+    const view = viewOf(await catalog.index.ready(), { isVisible: (t) => !t.name.startsWith("secret") });
+    const result = catalog.index.search({ query: "repo pods", view });
     expect(names(result)).toEqual(["list_pods"]);
     expect(result.rewrites).toEqual([]);
   });
@@ -227,13 +224,14 @@ describe("tie-breaks", () => {
 
 describe("visibility", () => {
   const hideK8s = (t: { name: string }) => !t.name.startsWith("kubernetes.");
-  const hidingK8s = { key: "no kubernetes.*", isVisible: hideK8s };
+  const hidingK8s = (catalog: Catalog) =>
+    catalog.index.ready().then((built) => viewOf(built, { isVisible: hideK8s }));
 
   it("never returns a hidden tool from any search type", async () => {
     const { catalog } = await seeded();
     for (const type of ["fts", "regex", "exact"] as const) {
       for (const query of ["kubernetes.list_pods", "list pods", "list_pods", "kube"]) {
-        const result = catalog.index.search({ query, type, visible: catalog.index.visibleSet(hidingK8s) });
+        const result = catalog.index.search({ query, type, view: await hidingK8s(catalog) });
         expect(names(result).filter((n) => n.startsWith("kubernetes."))).toEqual([]);
       }
     }
@@ -242,9 +240,7 @@ describe("visibility", () => {
   it("counts total_deferred over visible tools only", async () => {
     const { catalog } = await seeded();
     expect(catalog.index.search({ query: "x" }).totalDeferred).toBe(6);
-    expect(
-      catalog.index.search({ query: "x", visible: catalog.index.visibleSet(hidingK8s) }).totalDeferred,
-    ).toBe(4);
+    expect(catalog.index.search({ query: "x", view: await hidingK8s(catalog) }).totalDeferred).toBe(4);
   });
 
   it("filters before the limit, so hidden tools do not take result slots", async () => {
@@ -253,11 +249,8 @@ describe("visibility", () => {
       { name: "hidden_zebra", description: "zebra zebra zebra" },
       { name: "visible_zebra", description: "zebra" },
     ]);
-    const visible = catalog.index.visibleSet({
-      key: "no hidden_zebra",
-      isVisible: (t) => t.name !== "hidden_zebra",
-    });
-    const result = catalog.index.search({ query: "zebra", limit: 1, visible });
+    const view = viewOf(await catalog.index.ready(), { isVisible: (t) => t.name !== "hidden_zebra" });
+    const result = catalog.index.search({ query: "zebra", limit: 1, view });
     expect(names(result)).toEqual(["visible_zebra"]);
   });
 
@@ -276,10 +269,10 @@ describe("visibility", () => {
       ...Array.from({ length: 30 }, (_, i) => ({ name: `h${i}`, description: "beta" })),
     ]);
     const onlyVisible = (t: { name: string }) => !t.name.startsWith("h");
-    const withoutHidden = b.index.visibleSet({ key: "no h*", isVisible: onlyVisible });
+    const withoutHidden = viewOf(await b.index.ready(), { isVisible: onlyVisible });
     // The order, not the scores: tools the operator's policy hides still count in the length average
     // of the global tools (another tenant's never do, see below; docs/search.md "Scores").
-    expect(names(b.index.search({ ...query, visible: withoutHidden }))).toEqual(names(a.index.search(query)));
+    expect(names(b.index.search({ ...query, view: withoutHidden }))).toEqual(names(a.index.search(query)));
   });
 
   it("another tenant's tools do not move a caller's scores, not even through length normalisation", async () => {
@@ -288,10 +281,6 @@ describe("visibility", () => {
       { name: "two", description: "alpha beta beta and a much longer description of what it does" },
     ];
     const acmeTool = { name: "acme_tool", description: "alpha gamma" };
-    const acmeView = {
-      key: "acme",
-      isVisible: (t: { owner: string }) => t.owner === "" || t.owner === "acme",
-    };
     const scores = async (otherTenantTools: number) => {
       const { catalog } = openCatalog();
       await catalog.registry.register("s", globalTools);
@@ -304,11 +293,8 @@ describe("visibility", () => {
           Array.from({ length: otherTenantTools }, (_, i) => ({ name: `g${i}`, description: long })),
           { owner: "globex" },
         );
-      const result = catalog.index.search({
-        query: "alpha beta",
-        limit: 5,
-        visible: catalog.index.visibleSet(acmeView),
-      });
+      const acme = viewOf(await catalog.index.ready(), { tenant: "acme" });
+      const result = catalog.index.search({ query: "alpha beta", limit: 5, view: acme });
       return result.tools.map((hit) => [hit.name, hit.score]);
     };
     expect(await scores(40)).toEqual(await scores(0));
@@ -316,27 +302,22 @@ describe("visibility", () => {
 
   it("a caller never gets the candidates of a caller that sees other tools, in either order", async () => {
     const { catalog } = await seeded();
+    const built = await catalog.index.ready();
     const callers = [
-      hidingK8s,
-      { key: "also no kubernetes.*", isVisible: (t: { name: string }) => !t.name.startsWith("kubernetes.") },
-      { key: "everything", isVisible: () => true },
+      viewOf(built, { isVisible: hideK8s }),
+      viewOf(built, { isVisible: (t) => !t.name.startsWith("kubernetes.") }),
+      viewOf(built),
     ];
     const [first, sameTools, everything] = callers.map((view) =>
-      names(
-        catalog.index.search({
-          query: "kubernetes.list_pods",
-          type: "exact",
-          visible: catalog.index.visibleSet(view),
-        }),
-      ),
+      names(catalog.index.search({ query: "kubernetes.list_pods", type: "exact", view })),
     );
     expect(first).toEqual([]);
     expect(sameTools).toEqual([]);
     expect(everything).toEqual(["kubernetes.list_pods"]);
     // And in the other order: the caller that sees everything came first now.
-    expect(
-      names(catalog.index.search({ query: "list pods", visible: catalog.index.visibleSet(hidingK8s) })),
-    ).not.toContain("kubernetes.list_pods");
+    expect(names(catalog.index.search({ query: "list pods", view: await hidingK8s(catalog) }))).not.toContain(
+      "kubernetes.list_pods",
+    );
   });
 
   it("fuzzy widening only expands to words of visible tools", async () => {
@@ -345,11 +326,8 @@ describe("visibility", () => {
       { name: "secret_wetter", description: "hidden" },
       { name: "get_weather", description: "forecast" },
     ]);
-    const visible = catalog.index.visibleSet({
-      key: "no secret_wetter",
-      isVisible: (t) => t.name !== "secret_wetter",
-    });
-    const result = catalog.index.search({ query: "wether", visible });
+    const view = viewOf(await catalog.index.ready(), { isVisible: (t) => t.name !== "secret_wetter" });
+    const result = catalog.index.search({ query: "wether", view });
     expect(names(result)).toEqual(["get_weather"]);
     expect(result.rewrites).toEqual([{ from: "wether", to: "weather", kind: "typo" }]);
   });
@@ -366,20 +344,9 @@ describe("visibility", () => {
     ]);
   });
 
-  it("get reports hidden tools exactly like unknown ones", async () => {
-    const { catalog } = await seeded();
-    const result = catalog.registry.get(["kubernetes.ping", "nope", "slack.send_message"], {
-      isVisible: hideK8s,
-    });
-    expect(result.tools.map((t) => t.name)).toEqual(["slack.send_message"]);
-    expect(result.notFound).toEqual(["kubernetes.ping", "nope"]);
-  });
-
   it("list pages only visible tools", async () => {
     const { catalog } = await seeded();
-    const page = catalog.index.list({
-      visible: catalog.index.visibleSet({ ...hidingK8s, includeAlwaysLoaded: true }),
-    });
+    const page = catalog.index.list({ view: await hidingK8s(catalog), showAll: true });
     expect(page.tools.map((t) => t.name)).not.toContain("kubernetes.ping");
     expect(page.totalSize).toBe(4);
   });

@@ -25,7 +25,7 @@ describe("register", () => {
     const result = await catalog.registry.register("test", TOOLS);
     expect(result).toMatchObject({ added: 6, updated: 0, removed: 0, unchanged: 0 });
     expect(result.fingerprint).toMatch(/^[0-9a-f]{64}$/);
-    expect(catalog.registry.get(["weather.get_weather"]).tools[0]?.source).toBe("test");
+    expect(catalog.registry.lookup("weather.get_weather", "")[0]?.source).toBe("test");
   });
 
   it("is a no-op with no writes when nothing changed", async () => {
@@ -267,7 +267,7 @@ describe("persistence", () => {
     expect(reopened.registry.size).toBe(6);
     expect(reopened.registry.fingerprint()).toBe(fingerprint);
     expect(names(reopened.index.search({ query: "list kubernetes pods" }))[0]).toBe("kubernetes.list_pods");
-    expect(reopened.registry.get(["weather.get_weather"]).tools[0]?.examples).toHaveLength(1);
+    expect(reopened.registry.lookup("weather.get_weather", "")[0]?.examples).toHaveLength(1);
     expect(await reopened.registry.register("test", TOOLS)).toMatchObject({ unchanged: 6, added: 0 });
   });
 
@@ -290,7 +290,7 @@ describe("get and list", () => {
     await catalog.registry.register("s", [
       { name: "Ant_Design.list", aliases: ["Ant Design.list"], description: "d" },
     ]);
-    const tool = catalog.registry.get(["Ant Design.list"]).tools[0];
+    const tool = catalog.registry.lookup("Ant Design.list", "")[0];
     expect(tool).toMatchObject({ name: "Ant_Design.list", description: "d", sideEffects: "external" });
     expect(tool?.argsSchema).toEqual({ type: "object", properties: {} });
   });
@@ -337,9 +337,7 @@ describe("owners", () => {
     await catalog.registry.register("pay", [tool("Global refunds.")]);
     await catalog.registry.register("pay", [tool("Acme refunds.")], { owner: "acme" });
     const describe = (tenant: string) =>
-      catalog.registry
-        .get(["pay.refund"], { isVisible: catalog.registry.ownershipFilter(tenant) })
-        .tools.map((t) => t.description);
+      catalog.registry.lookup("pay.refund", tenant).map((t) => t.description);
     expect(describe("acme")).toEqual(["Acme refunds."]);
     expect(describe("bravo")).toEqual(["Global refunds."]);
     expect(describe("")).toEqual(["Global refunds."]);

@@ -1,7 +1,7 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
-import type { ToolInput } from "../../src/discovery/index.ts";
-import { names, openCatalog, seeded } from "./helpers.ts";
+import type { SearchIndex, ToolInput } from "../../src/discovery/index.ts";
+import { names, openCatalog, seeded, viewOf } from "./helpers.ts";
 
 /** Enough tools that building their index takes many slices of the event loop. */
 function many(count: number, prefix = "bulk"): ToolInput[] {
@@ -16,12 +16,12 @@ const readyEvents = (events: readonly { type: string; attributes: Record<string,
   events.filter((e) => e.type === "tool_search_cache_ready").map((e) => e.attributes.tool_count);
 
 describe("the search index after a change", () => {
-  it("answers a read that waited for indexReady() with the change", async () => {
+  it("answers a read that waited for ready() with the change", async () => {
     const { catalog } = await seeded();
     await catalog.registry.register("more", [
       { name: "weather_alerts", description: "Severe weather alerts" },
     ]);
-    await catalog.index.indexReady();
+    await catalog.index.ready();
     expect(names(catalog.index.search({ query: "severe weather alerts" }))).toContain("weather_alerts");
   });
 
@@ -38,7 +38,7 @@ describe("the search index after a change", () => {
     await catalog.registry.register("bulk", many(2_000));
     await nextTurn();
     expect(readyEvents(events)).toEqual([0]);
-    await catalog.index.indexReady();
+    await catalog.index.ready();
     expect(readyEvents(events)).toEqual([0, 2_000]);
   });
 
@@ -52,7 +52,7 @@ describe("the search index after a change", () => {
     await catalog.registry.register("late", [
       { name: "late.arrival", description: "Registered during a build" },
     ]);
-    await catalog.index.indexReady();
+    await catalog.index.ready();
     expect(readyEvents(events)).toEqual([0, 10_001]);
     expect(names(catalog.index.search({ query: "late.arrival", type: "exact" }))).toEqual(["late.arrival"]);
   });
@@ -60,21 +60,21 @@ describe("the search index after a change", () => {
   it("lets a waiting reader through while changes keep coming faster than a build", async () => {
     const { catalog } = openCatalog();
     await catalog.registry.register("bulk", many(2_000));
-    let version: number | undefined;
-    const reader = catalog.index.indexReady().then((ready) => {
-      version = ready;
+    let built: SearchIndex | undefined;
+    const reader = catalog.index.ready().then((ready) => {
+      built = ready;
     });
     // A change every turn of the event loop, each of which would restart a build if it could.
-    for (let i = 0; i < 500 && version === undefined; i++) {
+    for (let i = 0; i < 500 && built === undefined; i++) {
       await catalog.registry.register(`churn${i}`, [
         { name: `churn.tool_${i}`, description: "Changes all the time" },
       ]);
       await nextTurn();
     }
-    expect(version).toBeDefined();
+    expect(built).toBeDefined();
     await reader;
-    const visible = catalog.index.visibleSet({ key: "everything", isVisible: () => true, version });
-    expect(names(catalog.index.search({ query: "bulk.tool_1999", type: "exact", visible }))).toEqual([
+    const view = viewOf(built as SearchIndex);
+    expect(names(catalog.index.search({ query: "bulk.tool_1999", type: "exact", view }))).toEqual([
       "bulk.tool_1999",
     ]);
   });
@@ -82,35 +82,32 @@ describe("the search index after a change", () => {
   it("lets every reader waiting for the index through once it holds their writes", async () => {
     const { catalog } = await seeded();
     await catalog.registry.register("bulk", many(500));
-    const first = catalog.index.indexReady();
+    const first = catalog.index.ready();
     await catalog.registry.register("late", [{ name: "late.arrival" }]);
-    const second = catalog.index.indexReady();
+    const second = catalog.index.ready();
     await Promise.all([first, second]);
     expect(names(catalog.index.search({ query: "late.arrival", type: "exact" }))).toEqual(["late.arrival"]);
   });
 });
 
 describe("visible sets", () => {
-  it("ask a view's filter once per tool and build of the index, not once per search", async () => {
+  it("are made once per view value and build of the index, not once per search", async () => {
     const { catalog } = await seeded();
-    let asked = 0;
-    const view = {
-      key: "counting",
-      isVisible: () => {
-        asked++;
-        return true;
-      },
-    };
-    catalog.index.search({ query: "weather", visible: catalog.index.visibleSet(view) });
-    catalog.index.search({ query: "pods", visible: catalog.index.visibleSet(view) });
-    expect(asked).toBe(catalog.registry.size);
+    const built = await catalog.index.ready();
+    const view = viewOf(built);
+    catalog.index.search({ query: "weather", view });
+    // The same caller's next call: another object of the same value.
+    catalog.index.search({ query: "pods", view: { ...view, activeNames: [] } });
+    expect(built.visibleSets.get(view.access)?.size).toBe(1);
     await catalog.registry.register("more", [
       { name: "weather_alerts", description: "Severe weather alerts" },
     ]);
-    const visible = catalog.index.visibleSet(view);
-    expect(asked).toBe(catalog.registry.size * 2 - 1);
-    expect(names(catalog.index.search({ query: "severe weather alerts", visible }))).toContain(
+    const rebuilt = await catalog.index.ready();
+    expect(rebuilt).not.toBe(built);
+    const after = viewOf(rebuilt);
+    expect(names(catalog.index.search({ query: "severe weather alerts", view: after }))).toContain(
       "weather_alerts",
     );
+    expect(rebuilt.visibleSets.get(after.access)?.size).toBe(1);
   });
 });

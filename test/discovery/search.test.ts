@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { WayfindError } from "../../src/errors.ts";
-import { names, openCatalog, seeded } from "./helpers.ts";
+import { names, openCatalog, seeded, viewOf } from "./helpers.ts";
 
 describe("fts search", () => {
   it("ranks the tool whose name and description match all words first", async () => {
@@ -306,9 +306,8 @@ describe("the texts a request is embedded as", () => {
       owner: "globex",
     });
     // "stauts" is a slip for "status", a word only another tenant's tool has.
-    const version = await catalog.index.indexReady();
-    const acme = catalog.index.visibleSet({ key: "acme", isVisible: (t) => t.owner === "", version });
-    expect(catalog.index.meaningTexts({ query: "deployment stauts", visible: acme })).toEqual([
+    const acme = viewOf(await catalog.index.ready(), { tenant: "acme" });
+    expect(catalog.index.meaningTexts({ query: "deployment stauts", view: acme })).toEqual([
       "deployment stauts",
     ]);
   });

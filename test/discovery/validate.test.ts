@@ -179,7 +179,7 @@ describe("checking a tool in steps", () => {
   it("ends in the record that registering stores", async () => {
     const { catalog } = openCatalog();
     await catalog.registry.register("s", [tool]);
-    const { source: _source, owner: _owner, ...stored } = catalog.registry.get(["stepped"]).tools[0] ?? {};
+    const { source: _source, owner: _owner, ...stored } = catalog.registry.lookup("stepped", "")[0] ?? {};
     expect(stepThrough(tool).record).toEqual(stored);
   });
 });

@@ -161,7 +161,7 @@ describe("a request read as several texts (its intents)", () => {
     const index = new IndexHost(registry, { onIndexBuilt: (built) => semantic.indexBuilt(built) });
     try {
       await registry.register("s", CATALOG);
-      await index.indexReady();
+      await index.ready();
       await semantic.settled();
       const rain = "Will I get soaked walking around Oslo on Saturday?";
       const yen = "What are 300 dollars worth in yen?";

@@ -91,7 +91,7 @@ describe("MCP servers over stdio (real npm servers)", () => {
     const { catalog } = openCatalog();
     const src = source(catalog, { name: "everything", transport: "stdio", ...EVERYTHING() });
     await src.start();
-    const [echo] = catalog.registry.get(["everything.echo"]).tools;
+    const [echo] = catalog.registry.lookup("everything.echo", "");
     expect(echo).toMatchObject({
       namespace: "everything",
       source: "mcp:everything",
@@ -101,7 +101,7 @@ describe("MCP servers over stdio (real npm servers)", () => {
     });
     expect(echo?.tags).toContain("idempotent");
     expect(echo?.argsSchema).toMatchObject({ type: "object", properties: { message: { type: "string" } } });
-    const structured = catalog.registry.get(["everything.get-structured-content"]).tools[0];
+    const structured = catalog.registry.lookup("everything.get-structured-content", "")[0];
     expect(structured?.outputSchema).toMatchObject({ type: "object" });
   }, 20_000);
 
@@ -116,7 +116,7 @@ describe("MCP servers over stdio (real npm servers)", () => {
       examples: { echo: [{ args: { message: "hi" }, description: "say hi" }] },
     });
     await src.start();
-    const [echo] = catalog.registry.get(["everything.echo"]).tools;
+    const [echo] = catalog.registry.lookup("everything.echo", "");
     expect(echo?.loadingMode).toBe("always");
     expect(echo?.tags).toEqual(expect.arrayContaining(["demo", "idempotent"]));
     expect(echo?.examples).toEqual([{ args: { message: "hi" }, description: "say hi", tags: [] }]);
@@ -172,12 +172,12 @@ describe("MCP servers over streamable HTTP", () => {
     const src = source(catalog, { name: "shop", transport: "http", url: http.url });
     await src.start();
     expect(namesOf(catalog, "mcp:shop")).toEqual(["shop.lookup_order"]);
-    expect(catalog.registry.get(["shop.lookup_order"]).tools[0]?.sideEffects).toBe("read");
+    expect(catalog.registry.lookup("shop.lookup_order", "")[0]?.sideEffects).toBe("read");
 
     http.addTool({ name: "refund_order", description: "Refund an order." });
     await until(() => namesOf(catalog, "mcp:shop").length === 2);
     expect(namesOf(catalog, "mcp:shop")).toEqual(["shop.lookup_order", "shop.refund_order"]);
-    expect(catalog.registry.get(["shop.refund_order"]).tools[0]?.sideEffects).toBe("write");
+    expect(catalog.registry.lookup("shop.refund_order", "")[0]?.sideEffects).toBe("write");
   }, 15_000);
 
   it("re-lists on the configured interval", async () => {
@@ -331,7 +331,7 @@ describe("misbehaving MCP servers", () => {
     const src = source(catalog, { name: "messy", transport: "http", url: raw.url });
     await src.start();
     expect(namesOf(catalog, "mcp:messy")).toEqual(["messy.good"]);
-    expect(catalog.registry.get(["messy.good"]).tools[0]?.description).toBe("Fine.");
+    expect(catalog.registry.lookup("messy.good", "")[0]?.description).toBe("Fine.");
     const { healthy, lastError } = src.status();
     expect(healthy).toBe(false);
     expect(lastError).toMatch(/^5 of 6 tools skipped/);
@@ -357,7 +357,7 @@ describe("misbehaving MCP servers", () => {
     const src = source(catalog, { name: "mail", transport: "http", url: raw.url });
     await src.start();
     expect(namesOf(catalog, "mcp:mail")).toEqual(["mail.receive"]);
-    expect(catalog.registry.get(["mail.send"]).tools[0]?.source).toBe("team-api");
+    expect(catalog.registry.lookup("mail.send", "")[0]?.source).toBe("team-api");
     expect(src.status().lastError).toContain('tool "mail.send" is already registered by source "team-api"');
   }, 10_000);
 
