@@ -107,14 +107,14 @@ async function inProcess(
   // ones (MetaTool).
   const lexical = (q: string) => index.search({ query: q, limit: 8 });
   const hybrid = async (q: string) => {
-    const fusion = await semantic.forTexts(index.meaningTexts({ query: q, limit: 8 }));
-    return index.search({ query: q, limit: 8, semantic: fusion });
+    const evidence = await semantic.evidence(index.meaningOf({ query: q, limit: 8 }));
+    return index.search({ query: q, limit: 8, semantic: evidence });
   };
   for (const [label, requests] of [
     ["long requests", queries],
     ["short requests", shortQueries],
   ] as const) {
-    const texts = requests.reduce((sum, q) => sum + index.meaningTexts({ query: q }).length, 0);
+    const texts = requests.reduce((sum, q) => sum + index.meaningOf({ query: q }).texts.length, 0);
     const note = `${label}, ${(texts / requests.length).toFixed(1)} texts embedded per request`;
     rows.push(await timedRow(`SearchTools, words only, ${toolCount} tools`, label, requests, lexical));
     // Another text each (the LRU would answer the originals), within the query's length limit.

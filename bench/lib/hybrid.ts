@@ -1,7 +1,7 @@
 /**
  * A catalog searched as a server searches it by default (hybrid: words fused with meaning), for the
  * quality benches: the shipped model, the tools' vectors synced in the background and awaited, every
- * request read and embedded as ToolService does (IndexHost.meaningTexts, SemanticToolSearch.forTexts).
+ * request read and embedded as ToolService does (IndexHost.meaningOf, SemanticToolSearch.evidence).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -59,8 +59,8 @@ export async function openHybrid(files: readonly string[], embedder?: Embedder):
     async hybrid(query, limit = 20) {
       if (semantic === undefined) throw new Error("openHybrid: no embedder, words only");
       const clipped = clipQuery(query);
-      const fusion = await semantic.forTexts(index.meaningTexts({ query: clipped }));
-      return index.search({ query: clipped, limit, semantic: fusion }).tools.map((t) => t.name);
+      const evidence = await semantic.evidence(index.meaningOf({ query: clipped }));
+      return index.search({ query: clipped, limit, semantic: evidence }).tools.map((t) => t.name);
     },
     async close() {
       await semantic?.close();

@@ -6,6 +6,7 @@ import { LiteralIndex } from "../text/literal-index.ts";
 import { SEMANTIC_OFF } from "../text/scores.ts";
 import { runInSlices, runToEnd } from "../text/slices.ts";
 import { synonymTable } from "../text/synonyms.ts";
+import { fuse } from "./fusion.ts";
 import { type Candidates, DEFAULT_RANKER, type RankerConfig } from "./ranker.ts";
 import type { ToolRegistry } from "./registry.ts";
 import { meaningTexts, type QueryReadings, queryReadings, runSearch } from "./search.ts";
@@ -18,6 +19,7 @@ import type {
   SearchRequest,
   SearchResponse,
   SearchType,
+  SemanticQuery,
   Tool,
 } from "./types.ts";
 import { visibleSet } from "./views.ts";
@@ -93,19 +95,25 @@ export class IndexHost {
   }
 
   /**
-   * The texts an FTS request is embedded as (search.ts meaningTexts), read against the vocabulary of
-   * what the request's visible set may find: repairs come only from words the caller could find
-   * anyway. Validates the request as search does, so nothing is embedded for one search refuses.
+   * What semantic search needs of an FTS request: the texts it is embedded as (search.ts
+   * meaningTexts), read against the vocabulary of what the request may find (repairs come only from
+   * words the caller could find anyway), and those tools. Validates the request as search does, so
+   * nothing is embedded for one search refuses.
    */
-  meaningTexts(request: SearchRequest): string[] {
+  meaningOf(request: SearchRequest): SemanticQuery {
     const { query } = validateSearch(request);
     const { index, candidates } = this.searchable(request);
-    return meaningTexts(index, this.registry.canonicalName(query), candidates, this.readings);
+    return {
+      texts: meaningTexts(index, this.registry.canonicalName(query), candidates, this.readings),
+      index,
+      candidates,
+    };
   }
 
   /**
    * What a search may return: the view's tools not in its prompt yet (or all it may activate, when
-   * `includeAlwaysLoaded`); without a view, the newest build's deferred tools (or all of them).
+   * `includeAlwaysLoaded`); without a view, the deferred tools (or all) of the build the semantic
+   * evidence is over, else of the newest build.
    */
   private searchable(request: SearchRequest): {
     index: SearchIndex;
@@ -114,7 +122,7 @@ export class IndexHost {
   } {
     if (request.view)
       return visibleSet(request.view, request.includeAlwaysLoaded ? "activatable" : "findable");
-    const index = this.current();
+    const index = request.semantic?.index ?? this.current();
     const candidates = request.includeAlwaysLoaded ? undefined : index.deferred;
     return { index, candidates, totalDeferred: index.deferred.count };
   }
@@ -133,8 +141,9 @@ export class IndexHost {
       repeat: this.rankerConfig.repeat,
       readings: this.readings,
     });
-    const fused = semantic?.fuse(index, candidates, lexical.hits, limit);
-    const found = fused ? { ...lexical, hits: fused.hits } : lexical;
+    const found = semantic
+      ? { ...lexical, hits: fuse(index, candidates?.allowed, lexical.hits, limit, semantic) }
+      : lexical;
     // Scores are absolute, so the threshold applies to each hit alone (hits are in score order).
     const result = { ...found, hits: found.hits.filter((h) => h.score >= minScore) };
     this.events?.emit({
@@ -155,7 +164,7 @@ export class IndexHost {
       strategy: result.strategy,
       totalDeferred,
       rewrites: result.rewrites,
-      semantic: fused?.report ?? SEMANTIC_OFF,
+      semantic: semantic?.report ?? SEMANTIC_OFF,
     };
   }
 

@@ -1,6 +1,5 @@
 export { parseCatalogFile } from "./files.ts";
 export { IndexHost, type IndexHostOptions } from "./index-host.ts";
-export type { Candidates } from "./ranker.ts";
 export { type RegistryOptions, ToolRegistry } from "./registry.ts";
 export { discoveryMigrations } from "./schema.ts";
 export { isLargeSchema, largeSchemaArgumentProblems } from "./schema-checks.ts";

@@ -180,20 +180,38 @@ export interface SearchRequest {
    */
   readonly view?: ToolView;
   readonly scope?: EventScope;
-  /** Semantic ranking for this query (src/semantic), fused into an FTS search's hits. */
-  readonly semantic?: SemanticFusion;
+  /**
+   * Semantic evidence for this request (src/semantic, over its meaningOf), fused into an FTS search's
+   * hits. Without a view, the search reads the build the evidence is over.
+   */
+  readonly semantic?: SemanticEvidence;
 }
 
-/** Semantic evidence for one query: fuses meaning-similarity into the lexical hits of a search. */
-export interface SemanticFusion {
+/** What semantic search needs of a request (IndexHost.meaningOf): its texts and the tools it may find. */
+export interface SemanticQuery {
+  /** The request as meant, or each of its intents: what is embedded. */
+  readonly texts: readonly string[];
+  /** The build searched, and the docs of it the request may find (undefined: all). */
+  readonly index: SearchIndex;
+  readonly candidates: Candidates | undefined;
+}
+
+/**
+ * Semantic evidence for one request, worked out before the search (src/semantic) over the tools of
+ * its SemanticQuery, and fused into the lexical hits in the search itself (fusion.ts).
+ */
+export interface SemanticEvidence {
+  /** The build it is over. */
+  readonly index: SearchIndex;
+  readonly report: SemanticReport;
   /** Lexical hits to rank before fusing: more than a page, since a tool may rise into it. */
   readonly lexicalDepth: number;
-  fuse(
-    index: SearchIndex,
-    candidates: Candidates | undefined,
-    lexical: readonly SearchHit[],
-    limit: number,
-  ): { readonly hits: SearchHit[]; readonly report: SemanticReport };
+  /** Per doc of the build, its semantic score in [0, 1]; NaN for a tool the query may not find or without a vector. */
+  readonly scores: Float64Array;
+  /** The docs closest in meaning, best first; none when there is nothing to fuse. */
+  readonly closest: readonly number[];
+  /** A fused score's lexical share: `least`, plus `slope` per unit of the best lexical score, at most 1. */
+  readonly lexicalShare: { readonly least: number; readonly slope: number };
 }
 
 export interface SearchHit {

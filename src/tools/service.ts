@@ -12,9 +12,11 @@ import type {
   IndexHost,
   ListResponse,
   SearchIndex,
+  SearchRequest,
   SearchResponse,
   SearchType,
-  SemanticFusion,
+  SemanticEvidence,
+  SemanticQuery,
   Tool,
   ToolInput,
   ToolRegistry,
@@ -40,7 +42,7 @@ export interface ToolSearchRequest {
 
 export interface ToolServiceOptions {
   /** Semantic ranking (config `tool_search.semantic`), fused into FTS searches; absent = lexical only. */
-  readonly semantic?: { forTexts(texts: readonly string[]): Promise<SemanticFusion> };
+  readonly semantic?: { evidence(query: SemanticQuery): Promise<SemanticEvidence> };
   readonly registry: ToolRegistry;
   readonly index: IndexHost;
   readonly access: AccessControl;
@@ -88,33 +90,22 @@ export class ToolService {
     caller: Caller,
     request: ToolSearchRequest,
   ): Promise<SearchResponse & { readonly matchQuality: MatchQuality }> {
-    const view = this.toolView(caller, await this.options.index.ready());
+    const search = this.searchOf(caller, request, this.toolView(caller, await this.options.index.ready()));
+    // The evidence by meaning is worked out first and handed down: the search fuses it in place.
     const semantic =
       this.options.semantic && (request.type ?? "fts") === "fts"
-        ? await this.options.semantic.forTexts(
-            this.options.index.meaningTexts({
-              query: request.query,
-              limit: request.limit,
-              minScore: request.minScore,
-              includeAlwaysLoaded: request.includeAlwaysLoaded,
-              view,
-            }),
-          )
+        ? await this.options.semantic.evidence(this.options.index.meaningOf(search))
         : undefined;
-    const response = this.searchIn(view, caller, request, semantic);
+    const response = this.options.index.search({ ...search, semantic });
     return {
       ...response,
       matchQuality: matchQuality(response.tools, this.options.toolSearch.goodMatchScore),
     };
   }
 
-  private searchIn(
-    view: ToolView,
-    caller: Caller,
-    request: ToolSearchRequest,
-    semantic?: SemanticFusion,
-  ): SearchResponse {
-    return this.options.index.search({
+  /** `caller`'s `request` as discovery reads it, over `view`. */
+  private searchOf(caller: Caller, request: ToolSearchRequest, view: ToolView): SearchRequest {
+    return {
       query: request.query,
       type: request.type,
       limit: request.limit,
@@ -122,8 +113,7 @@ export class ToolService {
       includeAlwaysLoaded: request.includeAlwaysLoaded,
       view,
       scope: caller,
-      semantic,
-    });
+    };
   }
 
   /**
@@ -281,9 +271,9 @@ export class ToolService {
             message: options.hintMessage,
             k: options.hintLimit,
             search: (query, limit) =>
-              this.searchIn(hintView, caller, { query, limit, includeAlwaysLoaded: false }).tools.map(
-                (hit) => hit.name,
-              ),
+              this.options.index
+                .search(this.searchOf(caller, { query, limit, includeAlwaysLoaded: false }, hintView))
+                .tools.map((hit) => hit.name),
           }
         : undefined,
       events: this.options.events,

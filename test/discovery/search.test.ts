@@ -282,7 +282,7 @@ describe("the texts a request is embedded as", () => {
     await catalog.registry.register("s", [
       { name: "get_status", description: "Get the status of a deployment" },
     ]);
-    expect(catalog.index.meaningTexts({ query: "colud you check the deployment stauts" })).toEqual([
+    expect(catalog.index.meaningOf({ query: "colud you check the deployment stauts" }).texts).toEqual([
       "could you check the deployment status",
     ]);
   });
@@ -293,9 +293,9 @@ describe("the texts a request is embedded as", () => {
       { name: "get_weather", description: "Weather forecast for a city" },
     ]);
     expect(
-      catalog.index.meaningTexts({
+      catalog.index.meaningOf({
         query: "Check the weather forecast for Oslo; then book a table for two tonight",
-      }),
+      }).texts,
     ).toEqual(["Check the weather forecast for Oslo", "book a table for two tonight"]);
   });
 
@@ -307,13 +307,13 @@ describe("the texts a request is embedded as", () => {
     });
     // "stauts" is a slip for "status", a word only another tenant's tool has.
     const acme = viewOf(await catalog.index.ready(), { tenant: "acme" });
-    expect(catalog.index.meaningTexts({ query: "deployment stauts", view: acme })).toEqual([
+    expect(catalog.index.meaningOf({ query: "deployment stauts", view: acme }).texts).toEqual([
       "deployment stauts",
     ]);
   });
 
   it("refuses what search refuses, before anything is embedded", async () => {
     const { catalog } = openCatalog();
-    expect(() => catalog.index.meaningTexts({ query: "   " })).toThrow(/query is empty/);
+    expect(() => catalog.index.meaningOf({ query: "   " }).texts).toThrow(/query is empty/);
   });
 });

@@ -165,12 +165,14 @@ describe("a request read as several texts (its intents)", () => {
       await semantic.settled();
       const rain = "Will I get soaked walking around Oslo on Saturday?";
       const yen = "What are 300 dollars worth in yen?";
-      const semanticScores = async (texts: string[]) =>
-        new Map(
-          index
-            .search({ query: texts.join(" "), limit: 20, semantic: await semantic.forTexts(texts) })
-            .tools.map((t) => [t.name, t.semanticScore]),
+      // The request's own reading replaced by the given texts.
+      const semanticScores = async (texts: string[]) => {
+        const request = { query: texts.join(" "), limit: 20 };
+        const evidence = await semantic.evidence({ ...index.meaningOf(request), texts });
+        return new Map(
+          index.search({ ...request, semantic: evidence }).tools.map((t) => [t.name, t.semanticScore]),
         );
+      };
       const both = await semanticScores([rain, yen]);
       expect(both.get("get_forecast")).toBe((await semanticScores([rain])).get("get_forecast"));
       expect(both.get("convert_currency")).toBe((await semanticScores([yen])).get("convert_currency"));
