@@ -52,7 +52,7 @@ export class IndexHost {
    * and unpacked only while the index is built.
    */
   private readonly analysed = new Map<string, PackedAnalysis>();
-  /** The newest index built and the registry version it holds; dropped at a change, until the next is built. */
+  /** The newest build and the registry version it holds; dropped at a change, until the next is built. */
   private index: SearchIndex | undefined;
   private indexVersion = -1;
   /** The build under way, run in slices by startIndexBuild. */

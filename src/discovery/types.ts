@@ -119,7 +119,7 @@ export interface SearchIndex {
   /** Doc ids in tie-break order, and each doc's position in it. */
   readonly tieOrder: Int32Array;
   readonly tieRank: Int32Array;
-  /** The visible sets of the caller views read over this build (views.ts): by access verdicts, then the rest. */
+  /** Visible sets of the caller views that read this build (views.ts): by access verdicts, then the rest. */
   readonly visibleSets: Map<Uint8Array, Map<string, VisibleSet>>;
 }
 
@@ -133,15 +133,15 @@ export const VERDICT = {
 
 /**
  * What one caller sees of one build of the index, as a value: search and list mask the build with
- * it (views.ts), and the mask is kept per build for views of equal values, so nothing is asked of
- * the caller per tool or per search.
+ * it (views.ts), and the mask is kept with the build by the view's verdict array and other fields,
+ * so nothing is asked of the caller per tool, and a mask is made once, not per search.
  */
 export interface ToolView {
   /** The build it reads (IndexHost.ready); `access` is over its docs. */
   readonly index: SearchIndex;
   /** Whose tools exist for it: the tenant's own and the global ones it did not shadow ("" = global only). */
   readonly tenant: string;
-  /** Per doc of `index`, the caller's access verdict: VERDICT bits (src/access, which evaluates the rules). */
+  /** Per doc of `index`, the caller's access verdict in VERDICT bits (src/access evaluates the rules). */
   readonly access: Uint8Array;
   /** Names the caller activated: in its prompt, as always-visible tools are. */
   readonly activeNames: readonly string[];
@@ -150,8 +150,8 @@ export interface ToolView {
 }
 
 /**
- * The tools of one build of the index a view may find (one of views.ts's scopes of it): the mask
- * search ranks under and list pages through, with the corpus statistics over it counted once.
+ * The tools of one build of the index that a scope of a view takes (views.ts): the mask search ranks
+ * under and list pages through, with the corpus statistics over it counted once.
  */
 export interface VisibleSet {
   /** The build the set is over. */
@@ -206,7 +206,7 @@ export interface SemanticEvidence {
   readonly report: SemanticReport;
   /** Lexical hits to rank before fusing: more than a page, since a tool may rise into it. */
   readonly lexicalDepth: number;
-  /** Per doc of the build, its semantic score in [0, 1]; NaN for a tool the query may not find or without a vector. */
+  /** Per doc of the build: its semantic score in [0, 1], NaN if not findable or without a vector. */
   readonly scores: Float64Array;
   /** The docs closest in meaning, best first; none when there is nothing to fuse. */
   readonly closest: readonly number[];

@@ -11,9 +11,9 @@ type ViewScope = "findable" | "activatable" | "shown";
 const VISIBLE_SETS_MAX = 256;
 
 /**
- * The tools of `view`'s build in `scope`. Built once per build for views of equal values: a mask is
- * a pure function of the view, so it is kept by the view's access verdicts (one array per caller and
- * build, src/access) and the rest of its fields.
+ * The tools of `view`'s build in `scope`. A mask is a pure function of the view, so it is made once
+ * and kept with the build (a caller's searches would each pay a pass over every tool), by the view's
+ * verdict array (src/access hands one per caller and build) and the rest of its fields.
  */
 export function visibleSet(view: ToolView, scope: ViewScope): VisibleSet {
   const sets = view.index.visibleSets;
