@@ -7,7 +7,7 @@ import { SEMANTIC_OFF } from "../text/scores.ts";
 import { runInSlices, runToEnd } from "../text/slices.ts";
 import { synonymTable } from "../text/synonyms.ts";
 import { fuse } from "./fusion.ts";
-import { type Candidates, DEFAULT_RANKER, type RankerConfig } from "./ranker.ts";
+import { type Candidates, DEFAULT_RANKER, type RankerConfig } from "./ranker-options.ts";
 import type { ToolRegistry } from "./registry.ts";
 import { meaningTexts, type QueryReadings, queryReadings, runSearch } from "./search.ts";
 import { buildSearchIndex, type PackedAnalysis, toolKey } from "./search-index.ts";

@@ -2,7 +2,8 @@
 
 import type { JsonObject } from "../json.ts";
 import type { QueryRewrite, SemanticReport } from "../text/scores.ts";
-import type { Candidates, Ranker } from "./ranker.ts";
+import type { Ranker } from "./ranker.ts";
+import type { Candidates } from "./ranker-options.ts";
 
 export const SIDE_EFFECTS = ["pure", "read", "write", "external", "stateful"] as const;
 export type SideEffects = (typeof SIDE_EFFECTS)[number];

@@ -1,4 +1,4 @@
-import { Candidates } from "./ranker.ts";
+import { Candidates } from "./ranker-options.ts";
 import { type SearchIndex, type ToolView, VERDICT, type VisibleSet } from "./types.ts";
 
 /**
