@@ -15,7 +15,7 @@ import type { McpServerConfig } from "../src/config/index.ts";
 import { openDatabase } from "../src/database/sqlite.ts";
 import { IndexHost, ToolRegistry } from "../src/discovery/index.ts";
 import { allMigrations } from "../src/server/migrations.ts";
-import { McpSources } from "../src/sources/mcp.ts";
+import { McpSources } from "../src/sources/mcp-sources.ts";
 
 const require = createRequire(import.meta.url);
 const runs = Number(process.argv[2] ?? 5);

@@ -1,7 +1,7 @@
 import type { CatalogConfig } from "../config/index.ts";
 import type { Tool, ToolRegistry } from "../discovery/index.ts";
 import { catalogSourceId } from "./catalog-files.ts";
-import type { McpSources } from "./mcp.ts";
+import type { McpSources } from "./mcp-sources.ts";
 
 export type ToolSourceKind = "catalog_file" | "mcp_stdio" | "mcp_http" | "api";
 

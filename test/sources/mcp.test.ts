@@ -7,7 +7,8 @@ import { stringify } from "yaml";
 import { loadConfig, type McpServerConfig } from "../../src/config/index.ts";
 import { openDatabase } from "../../src/database/sqlite.ts";
 import { allMigrations } from "../../src/server/migrations.ts";
-import { type McpSource, McpSources, type McpTimeouts } from "../../src/sources/mcp.ts";
+import type { McpSource, McpTimeouts } from "../../src/sources/mcp.ts";
+import { McpSources } from "../../src/sources/mcp-sources.ts";
 import { type Catalog, catalogOn } from "../discovery/helpers.ts";
 import { EVERYTHING, FILESYSTEM, MEMORY, startHttpMcpServer, startRawHttpMcpServer } from "./mcp-servers.ts";
 
