@@ -3,7 +3,7 @@
  * into even (tune) and odd (check) positions; prints R@1/5/10/MRR per half.
  * Usage: node --import tsx bench/lib/eval-halves.ts ['{"k1":1.5}' ...]   (RankerConfig overrides)
  */
-import { IndexHost } from "../../src/discovery/index.ts";
+import { IndexHost, ToolRegistry } from "../../src/discovery/index.ts";
 import { DEFAULT_RANKER, type RankerConfig } from "../../src/discovery/ranker-options.ts";
 import { evaluate } from "../search-quality-eval.ts";
 import { openCatalog, readQueries } from "./discovery-data.ts";
@@ -28,7 +28,8 @@ for (const v of variants) {
   const cfg = { ...DEFAULT_RANKER, ...(JSON.parse(v) as Partial<RankerConfig>) } as RankerConfig;
   const parts: string[] = [];
   for (const s of sets) {
-    const index = new IndexHost(s.registry, { ranker: cfg });
+    // A registry of its own: a host lives as long as the registry it follows.
+    const index = new IndexHost(new ToolRegistry(s.db), { ranker: cfg });
     for (const [half, qs] of [
       ["even", s.even],
       ["odd", s.odd],

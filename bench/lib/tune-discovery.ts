@@ -2,7 +2,7 @@
  * Coordinate search over ranker parameters (development aid; prints R@5/MRR per set). Tunes on the
  * even-position queries only; check the result on the odd half with bench/lib/eval-halves.ts.
  */
-import { IndexHost } from "../../src/discovery/index.ts";
+import { IndexHost, ToolRegistry } from "../../src/discovery/index.ts";
 import { DEFAULT_RANKER, type RankerConfig } from "../../src/discovery/ranker-options.ts";
 import { evaluate } from "../search-quality-eval.ts";
 import { openCatalog, readQueries } from "./discovery-data.ts";
@@ -18,7 +18,8 @@ function score(cfg: RankerConfig): { line: string; obj: number } {
   let obj = 0;
   const parts: string[] = [];
   for (const s of sets) {
-    const index = new IndexHost(s.registry, { ranker: cfg });
+    // A registry of its own: a host lives as long as the registry it follows.
+    const index = new IndexHost(new ToolRegistry(s.db), { ranker: cfg });
     const m = evaluate(index, s.queries, s.aliasOf);
     obj += m.r5 + m.mrr * 0.5;
     parts.push(

@@ -279,7 +279,10 @@ export class IndexHost {
     return wake;
   }
 
-  /** Follows the registry: after each change, a build of the catalog as it is now (see changed). */
+  /**
+   * Follows the registry, for as long as the registry lives: after each change, a build of the
+   * catalog as it is now (see changed).
+   */
   private async followChanges(): Promise<void> {
     for (;;) {
       await this.registry.changed();
