@@ -43,8 +43,11 @@ export interface ToolAccess {
 
 /** One caller's verdict (callers with the same tenant, entitlements and narrowing share it). */
 export interface CallerAccess extends ToolAccess {
-  /** The verdict on every tool of a build of the index, by doc: VERDICT bits (ToolView.access). */
-  verdicts(docs: readonly Tool[]): Uint8Array;
+  /**
+   * The verdict on each of `tools` (a build's docs, a registry snapshot) in VERDICT bits
+   * (ToolView.access); worked out once per list, so pass lists that do not change.
+   */
+  verdicts(tools: readonly Tool[]): Uint8Array;
 }
 
 export interface AccessControl {
@@ -111,25 +114,25 @@ export function createAccessControl(options: AccessControlOptions): AccessContro
         return false;
       return narrowing === undefined || narrowing(tool.name);
     };
-    // The searches of one caller over one build share its verdicts: worked out once per build.
-    let last: { docs: readonly Tool[]; verdicts: Uint8Array } | undefined;
+    // By list of tools (a build's docs, a registry version's): worked out once, not on every read.
+    const verdictsOf = new WeakMap<readonly Tool[], Uint8Array>();
     return {
       canActivate,
       isAlwaysVisible: (tool) => canActivate(tool) && loadedAlways(tool),
-      verdicts: (docs) => {
-        if (last?.docs !== docs) {
-          const verdicts = Uint8Array.from(docs, (tool) =>
+      verdicts: (tools) => {
+        let verdicts = verdictsOf.get(tools);
+        if (verdicts === undefined) {
+          verdicts = Uint8Array.from(tools, (tool) =>
             canActivate(tool) ? VERDICT.canActivate | (loadedAlways(tool) ? VERDICT.alwaysVisible : 0) : 0,
           );
-          last = { docs, verdicts };
+          verdictsOf.set(tools, verdicts);
         }
-        return last.verdicts;
+        return verdicts;
       },
     };
   };
 
-  // By what decides a verdict, so callers alike share one (and its verdicts per build); bounded
-  // because narrowing globs are caller-controlled.
+  // Callers alike (what decides a verdict) share one, with its verdicts; bounded: narrowing is theirs.
   const cache = new LruCache<string, CallerAccess>(cacheSize);
   const forCaller = (caller: Caller): CallerAccess => {
     checkNarrowing(caller.narrowToTools);

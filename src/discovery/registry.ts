@@ -21,6 +21,13 @@ import {
 
 const SOURCE_PATTERN = /^[A-Za-z0-9_][A-Za-z0-9_.:/@-]{0,127}$/;
 
+/** The registered tools of one version (ToolRegistry.snapshot). */
+export interface ToolsSnapshot {
+  readonly tools: readonly Tool[];
+  /** Each tool's position in `tools`. */
+  readonly placeOf: ReadonlyMap<Tool, number>;
+}
+
 export interface RegistryOptions {
   /** Old tool name → current name (config `aliases`); tried before the tools' own aliases. */
   readonly aliases?: Readonly<Record<string, string>>;
@@ -54,6 +61,8 @@ export class ToolRegistry {
   private changes = 0;
   /** Settled at the next change (see changed), then replaced. */
   private nextChange = signal();
+  /** The snapshot of the current version, made on first ask after a change. */
+  private snapshotAt: (ToolsSnapshot & { readonly version: number }) | undefined;
   /** Fingerprints by owner, computed on first ask after a change. */
   private readonly fingerprints = new Map<string, string>();
   /** Config aliases: old name → current name. */
@@ -101,6 +110,18 @@ export class ToolRegistry {
   /** Every registered tool, unfiltered: callers apply their access control (rendering, gating). */
   all(): Iterable<Tool> {
     return this.tools.values();
+  }
+
+  /**
+   * Every registered tool as one value per version, in the order of all(), and each one's place in
+   * it: what the caller's access verdicts are worked out over, once per caller and version.
+   */
+  snapshot(): ToolsSnapshot {
+    if (this.snapshotAt?.version !== this.changes) {
+      const tools = [...this.tools.values()];
+      this.snapshotAt = { version: this.changes, tools, placeOf: new Map(tools.map((tool, i) => [tool, i])) };
+    }
+    return this.snapshotAt;
   }
 
   /**

@@ -8,19 +8,20 @@ import {
 } from "../activation/index.ts";
 import type { Caller } from "../caller/caller.ts";
 import type { ToolSearchConfig } from "../config/index.ts";
-import type {
-  IndexHost,
-  ListResponse,
-  SearchIndex,
-  SearchRequest,
-  SearchResponse,
-  SearchType,
-  SemanticEvidence,
-  SemanticQuery,
-  Tool,
-  ToolInput,
-  ToolRegistry,
-  ToolView,
+import {
+  type IndexHost,
+  type ListResponse,
+  type SearchIndex,
+  type SearchRequest,
+  type SearchResponse,
+  type SearchType,
+  type SemanticEvidence,
+  type SemanticQuery,
+  type Tool,
+  type ToolInput,
+  type ToolRegistry,
+  type ToolView,
+  VERDICT,
 } from "../discovery/index.ts";
 import { discoveryToolDefinitions } from "../discovery-tools/index.ts";
 import { failedPrecondition, invalidArgument, notFound, quoteInput } from "../errors.ts";
@@ -248,13 +249,14 @@ export class ToolService {
   async renderPrompt(caller: Caller, options: PromptOptions): Promise<RenderedToolPrompt> {
     // Hints search the index.
     const index = await this.options.index.ready();
+    const access = this.accessFor(caller, true);
     let view = this.view(caller);
-    if (options.hintMessage && (await this.activateLazyGroups(caller, view, options.hintMessage)))
+    if (options.hintMessage && (await this.activateLazyGroups(caller, view, access, options.hintMessage)))
       view = this.view(caller);
     const hintView = this.toolView(caller, index, view.activeNames);
     return renderToolPrompt({
       caller,
-      access: view.access,
+      access,
       tenantTextAccess: this.accessWithoutNarrowing(caller),
       tools: view.ownedTools(),
       activeNames: view.activeNames,
@@ -301,16 +303,17 @@ export class ToolService {
     if (dispatch && request.nativeSearch)
       throw invalidArgument("dispatch and native_search exclude each other: dispatch sends no deferred tool");
     const view = this.view(caller);
-    const all = view.ownedTools().filter(view.canActivate);
-    const stable = all.filter((tool) => view.access.isAlwaysVisible(tool)).sort(byName);
+    const access = this.accessFor(caller, true);
+    const all = view.ownedTools().filter((tool) => access.canActivate(tool));
+    const stable = all.filter((tool) => access.isAlwaysVisible(tool)).sort(byName);
     const byToolName = new Map(all.map((tool) => [tool.name, tool]));
     const activated = view.activeNames
       .map((name) => byToolName.get(name))
-      .filter((tool): tool is Tool => tool !== undefined && !view.access.isAlwaysVisible(tool));
+      .filter((tool): tool is Tool => tool !== undefined && !access.isAlwaysVisible(tool));
     const deferred = dispatch
       ? []
       : request.nativeSearch
-        ? all.filter((tool) => !view.access.isAlwaysVisible(tool)).sort(byName)
+        ? all.filter((tool) => !access.isAlwaysVisible(tool)).sort(byName)
         : activated;
     // Dispatch mode cannot work without tool_search, tool_get and tool_call.
     const discovery =
@@ -337,7 +340,7 @@ export class ToolService {
 
   /** The tools this caller may see or activate (policy, visibility, narrowing, ownership). */
   visibilityFor(caller: Caller): (tool: Tool) => boolean {
-    return this.accessFor(caller).canActivate;
+    return this.accessFor(caller, true).canActivate;
   }
 
   /**
@@ -347,7 +350,7 @@ export class ToolService {
    * name stays as written. Either way the output is the same whether a hidden name exists or not.
    */
   toolGate(caller: Caller): ToolGate {
-    const access = this.accessFor(caller);
+    const access = this.accessFor(caller, true);
     const withoutNarrowing = this.accessWithoutNarrowing(caller);
     let visible: Set<string> | undefined;
     const visibleNames = (): Set<string> => {
@@ -370,31 +373,49 @@ export class ToolService {
   }
 
   /** Activates the lazy groups the message triggers; true when anything new was activated. */
-  private async activateLazyGroups(caller: Caller, view: CallerView, message: string): Promise<boolean> {
+  private async activateLazyGroups(
+    caller: Caller,
+    view: CallerView,
+    access: ToolAccess,
+    message: string,
+  ): Promise<boolean> {
     if (caller.runId === "") return false;
     const notVisible = view.ownedTools().filter((tool) => !view.visibleNames.has(tool.name));
-    const deps = { store: this.options.activations, access: view.access, groups: this.options.lazyGroups };
+    const deps = { store: this.options.activations, access, groups: this.options.lazyGroups };
     const result = await activateLazyGroups(deps, caller, message, notVisible);
     return result.activated.length > 0;
   }
 
   /** The caller's access as it would be without its narrowing: what its tenant's own text may name. */
   private accessWithoutNarrowing(caller: Caller): ToolAccess {
-    return this.accessFor(caller.narrowToTools.length > 0 ? { ...caller, narrowToTools: [] } : caller);
+    return this.accessFor(caller.narrowToTools.length > 0 ? { ...caller, narrowToTools: [] } : caller, true);
   }
 
   /**
    * The access control's verdict (policy, tenant visibility, narrowing) restricted to the tools that
    * exist for the caller's tenant (ToolRegistry.existsFor): everything downstream (render, payload,
    * lazy groups, activation checks) sees other tenants' tools as missing, as search and list do
-   * (src/discovery/views.ts).
+   * (src/discovery/views.ts). A read of the `wholeCatalog` takes the caller's verdicts over the
+   * registry's tools, which src/access works out once per caller and registry version.
    */
-  private accessFor(caller: Caller): ToolAccess {
+  private accessFor(caller: Caller, wholeCatalog = false): ToolAccess {
     const base = this.options.access.forCaller(caller);
     const exists = (tool: Tool) => this.options.registry.existsFor(caller.tenantId, tool);
+    if (!wholeCatalog)
+      return {
+        canActivate: (tool) => exists(tool) && base.canActivate(tool),
+        isAlwaysVisible: (tool) => exists(tool) && base.isAlwaysVisible(tool),
+      };
+    const { tools, placeOf } = this.options.registry.snapshot();
+    const verdicts = base.verdicts(tools);
+    // A tool of another registry version (a change since) is judged on its own.
+    const holds = (tool: Tool, bit: number, judge: (tool: Tool) => boolean) => {
+      const place = placeOf.get(tool);
+      return exists(tool) && (place === undefined ? judge(tool) : ((verdicts[place] ?? 0) & bit) !== 0);
+    };
     return {
-      canActivate: (tool) => exists(tool) && base.canActivate(tool),
-      isAlwaysVisible: (tool) => exists(tool) && base.isAlwaysVisible(tool),
+      canActivate: (tool) => holds(tool, VERDICT.canActivate, (t) => base.canActivate(t)),
+      isAlwaysVisible: (tool) => holds(tool, VERDICT.alwaysVisible, (t) => base.isAlwaysVisible(t)),
     };
   }
 
