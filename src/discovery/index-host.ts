@@ -1,3 +1,5 @@
+/** The search index over the registry's tools (IndexHost): its versioned builds and the reads over them. */
+
 import { invalidArgument } from "../errors.ts";
 import type { EventSink } from "../events/event.ts";
 import { checkSize, LIMITS, withinLimit, withinRange } from "../limits.ts";

@@ -1,3 +1,5 @@
+/** The registered tools (ToolRegistry): SQLite rows, their copy in memory, the version builds follow. */
+
 import { createHash, randomUUID } from "node:crypto";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import type { Db } from "../database/sqlite.ts";
