@@ -13,9 +13,9 @@ import { dirname, join } from "node:path";
 import pino from "pino";
 import type { McpServerConfig } from "../src/config/index.ts";
 import { openDatabase } from "../src/database/sqlite.ts";
-import { ToolCatalog } from "../src/discovery/index.ts";
+import { IndexHost, ToolRegistry } from "../src/discovery/index.ts";
 import { allMigrations } from "../src/server/migrations.ts";
-import { McpSources } from "../src/sources/mcp.ts";
+import { McpSources } from "../src/sources/mcp-sources.ts";
 
 const require = createRequire(import.meta.url);
 const runs = Number(process.argv[2] ?? 5);
@@ -63,30 +63,32 @@ for (let run = 0; run < runs; run++) {
   ];
   const file = join(dir, "wayfind.db");
   let db = openDatabase(file, allMigrations);
-  let catalog = new ToolCatalog(db);
+  let registry = new ToolRegistry(db);
+  let index = new IndexHost(registry);
   let started = performance.now();
-  const sources = new McpSources(configs, catalog, logger);
+  const sources = new McpSources(configs, registry, logger);
   await sources.start(60_000);
-  const hits = catalog.search({ query: "read a text file", limit: 3 });
+  const hits = index.search({ query: "read a text file", limit: 3 });
   cold.push(performance.now() - started);
   if (!sources.statuses().every((s) => s.healthy) || hits.tools.length === 0)
     throw new Error(`sync failed: ${JSON.stringify(sources.statuses())}`);
-  toolCount = catalog.size;
+  toolCount = registry.size;
 
   for (let i = 0; i < 10; i++) {
-    const fingerprint = catalog.fingerprint();
+    const fingerprint = registry.fingerprint();
     started = performance.now();
     await Promise.all(sources.sources.map((s) => s.sync()));
     resync.push(performance.now() - started);
-    if (catalog.fingerprint() !== fingerprint) throw new Error("an unchanged re-sync changed the catalog");
+    if (registry.fingerprint() !== fingerprint) throw new Error("an unchanged re-sync changed the catalog");
   }
   await sources.close();
   db.close();
 
   started = performance.now();
   db = openDatabase(file, allMigrations);
-  catalog = new ToolCatalog(db);
-  const again = catalog.search({ query: "read a text file", limit: 3 });
+  registry = new ToolRegistry(db);
+  index = new IndexHost(registry);
+  const again = index.search({ query: "read a text file", limit: 3 });
   warm.push(performance.now() - started);
   if (again.tools.length === 0) throw new Error("persisted catalog not searchable");
   db.close();

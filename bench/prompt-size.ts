@@ -11,7 +11,14 @@ import { type CallerAccess, createAccessControl } from "../src/access/index.ts";
 import { ActivationStore, activateVisible, activationMigrations } from "../src/activation/index.ts";
 import { ANONYMOUS_CALLER, type Caller } from "../src/caller/caller.ts";
 import { openDatabase } from "../src/database/sqlite.ts";
-import { discoveryMigrations, parseCatalogFile, type Tool, ToolCatalog } from "../src/discovery/index.ts";
+import {
+  discoveryMigrations,
+  IndexHost,
+  parseCatalogFile,
+  type Tool,
+  ToolRegistry,
+  type ToolView,
+} from "../src/discovery/index.ts";
 import { type RenderToolPromptRequest, renderToolPrompt } from "../src/prompt/index.ts";
 
 const DATA = new URL("../data/eval", import.meta.url).pathname;
@@ -38,11 +45,12 @@ const ACTIVATE = [
 const dir = mkdtempSync(join(tmpdir(), "wayfind-prompt-bench-"));
 try {
   const db = openDatabase(join(dir, "wayfind.db"), [...discoveryMigrations, ...activationMigrations]);
-  const catalog = new ToolCatalog(db);
-  await catalog.register("mcp", parseCatalogFile(join(DATA, "mcp_catalog.jsonl")).tools);
-  const names = [...catalog.all()].map((t) => t.name).sort();
+  const registry = new ToolRegistry(db);
+  const index = new IndexHost(registry);
+  await registry.register("mcp", parseCatalogFile(join(DATA, "mcp_catalog.jsonl")).tools);
+  const names = [...registry.all()].map((t) => t.name).sort();
   const tools: Tool[] = [];
-  for (let i = 0; i < names.length; i += 100) tools.push(...catalog.get(names.slice(i, i + 100)).tools);
+  for (const name of names) tools.push(...registry.lookup(name, "").slice(0, 1));
 
   const who: Caller = { ...ANONYMOUS_CALLER, tenantId: "bench", sessionId: "s", runId: "r" };
   const access: CallerAccess = createAccessControl({
@@ -67,14 +75,17 @@ try {
   };
   const [all, allMs] = timed(() => base({ toolSearch: { enabled: false } }));
   const [deferred, deferredMs] = timed(() => base({}));
+  const built = await index.ready();
+  // The caller's view, as ToolService makes it for hints: its deferred tools, not those shown already.
+  const view: ToolView = {
+    index: built,
+    tenant: who.tenantId,
+    access: access.verdicts(built.docs),
+    activeNames: [],
+    allShown: false,
+  };
   const hintSearch = (query: string, limit: number) =>
-    catalog
-      .search({
-        query,
-        limit,
-        visible: catalog.visibleSet({ key: access.key, isVisible: access.canActivate }),
-      })
-      .tools.map((t) => t.name);
+    index.search({ query, limit, view }).tools.map((t) => t.name);
   const [withExtras, extrasMs] = timed(() =>
     base({
       directory: { maxEntries: 20 },
@@ -116,7 +127,8 @@ try {
 
   // Prefix stability: activate one tool at a time through access control and re-render.
   const store = new ActivationStore(db, { runActivationTtlSeconds: 3600 });
-  const resolve = (name: string) => catalog.get([name], { isVisible: access.canActivate }).tools[0];
+  const resolve = (name: string) =>
+    registry.lookup(name, who.tenantId).find((tool) => access.canActivate(tool));
   const rows: (string | number)[][] = [
     ["step", "activated", "tokens", "prefix kept (plain)", "stable prefix kept (with hints)"],
   ];

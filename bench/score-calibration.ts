@@ -7,7 +7,7 @@
  * reported on odd ones.
  * Usage: node --import tsx bench/score-calibration.ts
  */
-import type { ToolCatalog } from "../src/discovery/index.ts";
+import type { IndexHost } from "../src/discovery/index.ts";
 import { clipQuery, openCatalog, type Query, readQueries, sample, table } from "./lib/discovery-data.ts";
 
 interface Observed {
@@ -21,14 +21,14 @@ const SETS = ["toolbench", "metatool"] as const;
 const PER_SET = 1_500;
 
 function observe(
-  catalog: ToolCatalog,
+  index: IndexHost,
   queries: readonly Query[],
   aliasOf: Map<string, string>,
   foreign: boolean,
 ) {
   const out: Observed[] = [];
   for (const q of queries) {
-    const top = catalog.search({ query: clipQuery(q.query), limit: 1 }).tools[0];
+    const top = index.search({ query: clipQuery(q.query), limit: 1 }).tools[0];
     if (foreign) out.push({ best: top?.score, kind: "foreign" });
     else if (top && q.gold.some((g) => (aliasOf.get(g) ?? g) === top.name))
       out.push({ best: top.score, kind: "gold" });
@@ -82,7 +82,7 @@ async function main(): Promise<void> {
   const halves: Record<"even" | "odd", Observed[]> = { even: [], odd: [] };
   for (const set of SETS) {
     const other = SETS.find((s) => s !== set) ?? set;
-    const { catalog, close, aliasOf } = await openCatalog([`${set}_catalog.jsonl`]);
+    const { index, close, aliasOf } = await openCatalog([`${set}_catalog.jsonl`]);
     const own = sample(readQueries(`${set}_queries.jsonl`), PER_SET);
     const foreign = sample(readQueries(`${other}_queries.jsonl`), PER_SET);
     for (const [half, parity] of [
@@ -91,8 +91,8 @@ async function main(): Promise<void> {
     ] as const) {
       const pick = (qs: readonly Query[]) => qs.filter((_, i) => i % 2 === parity);
       halves[half].push(
-        ...observe(catalog, pick(own), aliasOf, false),
-        ...observe(catalog, pick(foreign), aliasOf, true),
+        ...observe(index, pick(own), aliasOf, false),
+        ...observe(index, pick(foreign), aliasOf, true),
       );
     }
     close();

@@ -1,5 +1,5 @@
 /** Recall@k and MRR of FTS search over labelled queries. */
-import type { ToolCatalog } from "../src/discovery/index.ts";
+import type { IndexHost } from "../src/discovery/index.ts";
 import { clipQuery, type Query } from "./lib/discovery-data.ts";
 
 export interface Metrics {
@@ -10,17 +10,13 @@ export interface Metrics {
   n: number;
 }
 
-export function evaluate(
-  catalog: ToolCatalog,
-  queries: readonly Query[],
-  aliasOf: Map<string, string>,
-): Metrics {
+export function evaluate(index: IndexHost, queries: readonly Query[], aliasOf: Map<string, string>): Metrics {
   const m = { r1: 0, r5: 0, r10: 0, mrr: 0, n: 0 };
   for (const q of queries) {
     const gold = new Set(q.gold.map((g) => aliasOf.get(g) ?? g));
     // The API caps a page at 20, which is all Recall@10 and MRR@20 need.
     const text = clipQuery(q.query);
-    const names = catalog.search({ query: text, limit: 20 }).tools.map((t) => t.name);
+    const names = index.search({ query: text, limit: 20 }).tools.map((t) => t.name);
     const recall = (k: number) => names.slice(0, k).filter((n) => gold.has(n)).length / gold.size;
     m.r1 += recall(1);
     m.r5 += recall(5);

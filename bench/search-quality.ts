@@ -60,7 +60,7 @@ async function measure(queries: readonly Query[], rank: Ranker, aliasOf: Readonl
 /** Requests none of whose words (analysed) is in any gold tool's name or description. */
 function paraphrases(queries: readonly Query[], catalog: HybridCatalog): Query[] {
   const words = new Map<string, Set<string>>();
-  for (const t of catalog.catalog.all()) words.set(t.name, new Set(analyze(`${t.name} ${t.description}`)));
+  for (const t of catalog.registry.all()) words.set(t.name, new Set(analyze(`${t.name} ${t.description}`)));
   return queries.filter((q) => {
     const asked = analyze(q.query);
     return q.gold.every((g) => {

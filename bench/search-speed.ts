@@ -8,7 +8,13 @@ import os, { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { openDatabase } from "../src/database/sqlite.ts";
-import { discoveryMigrations, type Tool, ToolCatalog } from "../src/discovery/index.ts";
+import {
+  discoveryMigrations,
+  IndexHost,
+  ToolRegistry,
+  type ToolView,
+  VERDICT,
+} from "../src/discovery/index.ts";
 import { splitWords } from "../src/discovery/text.ts";
 import { clipQuery, GROW_CATALOGS, growCatalog, readQueries, sample, table } from "./lib/discovery-data.ts";
 
@@ -40,7 +46,7 @@ function time(
 }
 
 /** How long the catalog's index takes to be ready, and the longest turn of the event loop meanwhile. */
-async function timeToReady(catalog: ToolCatalog): Promise<{ readyMs: number; longestTurnMs: number }> {
+async function timeToReady(index: IndexHost): Promise<{ readyMs: number; longestTurnMs: number }> {
   const started = performance.now();
   let last = started;
   let longestTurnMs = 0;
@@ -53,7 +59,7 @@ async function timeToReady(catalog: ToolCatalog): Promise<{ readyMs: number; lon
       last = now;
     }
   })();
-  await catalog.indexReady();
+  await index.ready();
   const readyMs = performance.now() - started;
   ready = true;
   await ticks;
@@ -63,29 +69,31 @@ async function timeToReady(catalog: ToolCatalog): Promise<{ readyMs: number; lon
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "wayfind-speed-"));
   const db = openDatabase(join(dir, "wayfind.db"), discoveryMigrations);
-  const catalog = new ToolCatalog(db);
+  const registry = new ToolRegistry(db);
+  const index = new IndexHost(registry);
   const tools = growCatalog();
 
   let t0 = performance.now();
-  const added = (await catalog.register("bench", tools)).added;
+  const added = (await registry.register("bench", tools)).added;
   const indexMs = performance.now() - t0;
   t0 = performance.now();
-  catalog.search({ query: "warm up the in-memory ranker" });
+  index.search({ query: "warm up the in-memory ranker" });
   const rankerBuildMs = performance.now() - t0;
   // The same build after a change to every tool, as the server runs it: in slices between other
   // calls, while reads wait for it. Then the catalog goes back to what it was.
-  await catalog.register(
+  await registry.register(
     "bench",
     tools.map((tool) => ({ ...tool, description: `${tool.description ?? ""} (revised)` })),
   );
-  const sliced = await timeToReady(catalog);
-  await catalog.register("bench", tools);
-  await catalog.indexReady();
+  const sliced = await timeToReady(index);
+  await registry.register("bench", tools);
+  await index.ready();
   t0 = performance.now();
-  const again = await catalog.register("bench", tools);
+  const again = await registry.register("bench", tools);
   const reregisterMs = performance.now() - t0;
   t0 = performance.now();
-  const restarted = new ToolCatalog(db);
+  const restarted = new ToolRegistry(db);
+  new IndexHost(restarted);
   const restartMs = performance.now() - t0;
   if (restarted.size !== added) throw new Error("restart lost tools");
 
@@ -107,30 +115,37 @@ async function main(): Promise<void> {
   const afterChange: number[] = [];
   for (const [i, q] of patterns.slice(0, 5).entries()) {
     const edited = tools[i] as (typeof tools)[number];
-    await catalog.register("bench", [{ ...edited, description: `${edited.description ?? ""} (edited)` }]);
-    catalog.search({ query: "rebuild the in-memory index" });
+    await registry.register("bench", [{ ...edited, description: `${edited.description ?? ""} (edited)` }]);
+    index.search({ query: "rebuild the in-memory index" });
     const t0 = performance.now();
-    catalog.search({ query: q, type: "regex" });
+    index.search({ query: q, type: "regex" });
     afterChange.push(performance.now() - t0);
   }
   const firstRegex = Object.assign(afterChange, { best: afterChange });
-  await catalog.settled();
+  await index.settled();
 
-  const fts = time(queries, (q) => catalog.search({ query: q }));
-  const regex = time(patterns, (q) => catalog.search({ query: q, type: "regex" }));
-  const exact = time(names, (q) => catalog.search({ query: q, type: "exact" }));
-  // One caller view: its visible set obtained once per search, as ToolService does per call.
-  const hideCopy2 = { key: "no copy2.*", isVisible: (t: Tool) => !t.name.startsWith("copy2.") };
-  const visible = time(queries, (q) => catalog.search({ query: q, visible: catalog.visibleSet(hideCopy2) }));
+  const fts = time(queries, (q) => index.search({ query: q }));
+  const regex = time(patterns, (q) => index.search({ query: q, type: "regex" }));
+  const exact = time(names, (q) => index.search({ query: q, type: "exact" }));
+  // One caller view: its mask found by the view's value on each search, as for each ToolService call.
+  const built = await index.ready();
+  const hideCopy2: ToolView = {
+    index: built,
+    tenant: "",
+    access: Uint8Array.from(built.docs, (t) => (t.name.startsWith("copy2.") ? 0 : VERDICT.canActivate)),
+    activeNames: [],
+    allShown: false,
+  };
+  const visible = time(queries, (q) => index.search({ query: q, view: hideCopy2 }));
   // Typos seen for the first time: each pays the fuzzy expansion of its unknown word once (it is
   // memoised after), so they get one pass and no warm-up. Two letters swapped in a name word.
   const typos = sample(
     [...new Set(tools.flatMap((t) => splitWords(t.name)).filter((w) => /^[a-z]{6,}$/.test(w)))],
     600,
   ).map((w) => `${w.slice(0, 2)}${w[3]}${w[2]}${w.slice(4)}`);
-  const firstTypos = time(typos, (q) => catalog.search({ query: q }), 1, 0);
+  const firstTypos = time(typos, (q) => index.search({ query: q }), 1, 0);
   const short = queries.filter((q) => q.length <= 80);
-  const ftsShort = time(short, (q) => catalog.search({ query: q }));
+  const ftsShort = time(short, (q) => index.search({ query: q }));
 
   const row = (what: string, s: number[] & { best: number[] }) => [
     what,

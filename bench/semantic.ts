@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { DEFAULTS } from "../src/config/defaults.ts";
 import { openDatabase } from "../src/database/sqlite.ts";
-import { discoveryMigrations, ToolCatalog } from "../src/discovery/index.ts";
+import { discoveryMigrations, IndexHost, ToolRegistry } from "../src/discovery/index.ts";
 import {
   Embedder,
   SemanticToolSearch,
@@ -72,9 +72,10 @@ async function inProcess(
   const dir = mkdtempSync(join(tmpdir(), "wayfind-bench-semantic-"));
   const db = openDatabase(join(dir, "wayfind.db"), [...discoveryMigrations, ...semanticMigrations]);
   const semantic = new SemanticToolSearch({ db, embedder, weight: DEFAULTS.toolSearch.semantic.weight });
-  const catalog = new ToolCatalog(db, { onIndexBuilt: (index) => semantic.indexBuilt(index) });
-  await catalog.register("grown", growCatalog(toolCount));
-  await catalog.indexReady();
+  const registry = new ToolRegistry(db);
+  const index = new IndexHost(registry, { onIndexBuilt: (built) => semantic.indexBuilt(built) });
+  await registry.register("grown", growCatalog(toolCount));
+  await index.ready();
   const idle = monitorEventLoopDelay({ resolution: 5 });
   idle.enable();
   await new Promise((done) => setTimeout(done, 3_000));
@@ -104,16 +105,16 @@ async function inProcess(
   // SearchTools' in-process path as ToolService runs it (the gRPC layer's cost: bench/grpc-10k.ts), for
   // long requests of several sentences (ToolBench: read as several intents, each embedded) and short
   // ones (MetaTool).
-  const lexical = (q: string) => catalog.search({ query: q, limit: 8 });
+  const lexical = (q: string) => index.search({ query: q, limit: 8 });
   const hybrid = async (q: string) => {
-    const fusion = await semantic.forTexts(catalog.meaningTexts({ query: q, limit: 8 }));
-    return catalog.search({ query: q, limit: 8, semantic: fusion });
+    const evidence = await semantic.evidence(index.meaningOf({ query: q, limit: 8 }));
+    return index.search({ query: q, limit: 8, semantic: evidence });
   };
   for (const [label, requests] of [
     ["long requests", queries],
     ["short requests", shortQueries],
   ] as const) {
-    const texts = requests.reduce((sum, q) => sum + catalog.meaningTexts({ query: q }).length, 0);
+    const texts = requests.reduce((sum, q) => sum + index.meaningOf({ query: q }).texts.length, 0);
     const note = `${label}, ${(texts / requests.length).toFixed(1)} texts embedded per request`;
     rows.push(await timedRow(`SearchTools, words only, ${toolCount} tools`, label, requests, lexical));
     // Another text each (the LRU would answer the originals), within the query's length limit.
@@ -134,7 +135,7 @@ async function inProcess(
   // The stored vectors read back as the server packs them, for the scan alone.
   const vectors = new TextVectors(db, embedder, "semantic_tool_vectors", TOOL_TEXT_VERSION);
   await vectors.sync(
-    [...catalog.all()].map((t) => ({
+    [...registry.all()].map((t) => ({
       owner: t.owner,
       name: t.name,
       hash: t.hash,

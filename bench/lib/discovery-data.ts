@@ -3,11 +3,12 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { type Db, openDatabase } from "../../src/database/sqlite.ts";
 import {
-  type CatalogOptions,
   discoveryMigrations,
+  IndexHost,
+  type IndexHostOptions,
   parseCatalogFile,
-  ToolCatalog,
   type ToolInput,
+  ToolRegistry,
 } from "../../src/discovery/index.ts";
 import { LIMITS } from "../../src/limits.ts";
 
@@ -70,19 +71,27 @@ export function growCatalog(target = 10_000): ToolInput[] {
 /** A fresh catalog in a temp SQLite file, loaded with the given shared catalog files. */
 export async function openCatalog(
   files: readonly string[],
-  options: CatalogOptions = {},
-): Promise<{ catalog: ToolCatalog; db: Db; close: () => void; aliasOf: Map<string, string> }> {
+  options: IndexHostOptions = {},
+): Promise<{
+  registry: ToolRegistry;
+  index: IndexHost;
+  db: Db;
+  close: () => void;
+  aliasOf: Map<string, string>;
+}> {
   const dir = mkdtempSync(join(tmpdir(), "wayfind-bench-"));
   const db = openDatabase(join(dir, "wayfind.db"), discoveryMigrations);
-  const catalog = new ToolCatalog(db, options);
+  const registry = new ToolRegistry(db);
+  const index = new IndexHost(registry, options);
   const aliasOf = new Map<string, string>();
   for (const f of files) {
     const parsed = parseCatalogFile(join(DATA_DIR, f));
     for (const t of parsed.tools) for (const a of t.aliases ?? []) aliasOf.set(a, t.name);
-    await catalog.register(f, parsed.tools);
+    await registry.register(f, parsed.tools);
   }
   return {
-    catalog,
+    registry,
+    index,
     db,
     aliasOf,
     close: () => {

@@ -3,8 +3,8 @@
  * into even (tune) and odd (check) positions; prints R@1/5/10/MRR per half.
  * Usage: node --import tsx bench/lib/eval-halves.ts ['{"k1":1.5}' ...]   (RankerConfig overrides)
  */
-import { ToolCatalog } from "../../src/discovery/index.ts";
-import { DEFAULT_RANKER, type RankerConfig } from "../../src/discovery/ranker.ts";
+import { IndexHost, ToolRegistry } from "../../src/discovery/index.ts";
+import { DEFAULT_RANKER, type RankerConfig } from "../../src/discovery/ranker-options.ts";
 import { evaluate } from "../search-quality-eval.ts";
 import { openCatalog, readQueries } from "./discovery-data.ts";
 
@@ -28,12 +28,13 @@ for (const v of variants) {
   const cfg = { ...DEFAULT_RANKER, ...(JSON.parse(v) as Partial<RankerConfig>) } as RankerConfig;
   const parts: string[] = [];
   for (const s of sets) {
-    const c = new ToolCatalog(s.db, { ranker: cfg });
+    // A registry of its own: a host lives as long as the registry it follows.
+    const index = new IndexHost(new ToolRegistry(s.db), { ranker: cfg });
     for (const [half, qs] of [
       ["even", s.even],
       ["odd", s.odd],
     ] as const) {
-      const m = evaluate(c, qs, s.aliasOf);
+      const m = evaluate(index, qs, s.aliasOf);
       parts.push(`${s.set.slice(0, 4)}-${half} ${f(m.r1)} ${f(m.r5)} ${f(m.r10)} ${f(m.mrr)}`);
     }
   }

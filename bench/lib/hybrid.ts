@@ -1,19 +1,19 @@
 /**
  * A catalog searched as a server searches it by default (hybrid: words fused with meaning), for the
  * quality benches: the shipped model, the tools' vectors synced in the background and awaited, every
- * request read and embedded as ToolService does (ToolCatalog.meaningTexts, SemanticToolSearch.forTexts).
+ * request read and embedded as ToolService does (IndexHost.meaningOf, SemanticToolSearch.evidence).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DEFAULTS } from "../../src/config/defaults.ts";
 import { openDatabase } from "../../src/database/sqlite.ts";
-import { discoveryMigrations, parseCatalogFile, ToolCatalog } from "../../src/discovery/index.ts";
+import { discoveryMigrations, IndexHost, parseCatalogFile, ToolRegistry } from "../../src/discovery/index.ts";
 import { type Embedder, SemanticToolSearch, semanticMigrations } from "../../src/semantic/index.ts";
 import { clipQuery, DATA_DIR } from "./discovery-data.ts";
 
 export interface HybridCatalog {
-  readonly catalog: ToolCatalog;
+  readonly registry: ToolRegistry;
   /** Tool names as registered, for gold names given as aliases. */
   readonly aliasOf: ReadonlyMap<string, string>;
   /** The top `limit` names by words alone (semantic off). */
@@ -36,7 +36,8 @@ export async function openHybrid(files: readonly string[], embedder?: Embedder):
   const db = openDatabase(join(dir, "wayfind.db"), [...discoveryMigrations, ...semanticMigrations]);
   const semantic =
     embedder && new SemanticToolSearch({ db, embedder, weight: DEFAULTS.toolSearch.semantic.weight });
-  const catalog = new ToolCatalog(db, { onIndexBuilt: (index) => semantic?.indexBuilt(index) });
+  const registry = new ToolRegistry(db);
+  const index = new IndexHost(registry, { onIndexBuilt: (built) => semantic?.indexBuilt(built) });
   const aliasOf = new Map<string, string>();
   const seen = new Set<string>();
   for (const file of files) {
@@ -47,20 +48,19 @@ export async function openHybrid(files: readonly string[], embedder?: Embedder):
       return true;
     });
     for (const t of tools) for (const alias of t.aliases ?? []) aliasOf.set(alias, t.name);
-    await catalog.register(file.replace(/[^A-Za-z0-9_.-]/g, "_").slice(-100), tools);
+    await registry.register(file.replace(/[^A-Za-z0-9_.-]/g, "_").slice(-100), tools);
   }
-  await catalog.indexReady();
+  await index.ready();
   await semantic?.settled();
   return {
-    catalog,
+    registry,
     aliasOf,
-    lexical: (query, limit = 20) =>
-      catalog.search({ query: clipQuery(query), limit }).tools.map((t) => t.name),
+    lexical: (query, limit = 20) => index.search({ query: clipQuery(query), limit }).tools.map((t) => t.name),
     async hybrid(query, limit = 20) {
       if (semantic === undefined) throw new Error("openHybrid: no embedder, words only");
       const clipped = clipQuery(query);
-      const fusion = await semantic.forTexts(catalog.meaningTexts({ query: clipped }));
-      return catalog.search({ query: clipped, limit, semantic: fusion }).tools.map((t) => t.name);
+      const evidence = await semantic.evidence(index.meaningOf({ query: clipped }));
+      return index.search({ query: clipped, limit, semantic: evidence }).tools.map((t) => t.name);
     },
     async close() {
       await semantic?.close();

@@ -2,8 +2,8 @@
  * Coordinate search over ranker parameters (development aid; prints R@5/MRR per set). Tunes on the
  * even-position queries only; check the result on the odd half with bench/lib/eval-halves.ts.
  */
-import { ToolCatalog } from "../../src/discovery/index.ts";
-import { DEFAULT_RANKER, type RankerConfig } from "../../src/discovery/ranker.ts";
+import { IndexHost, ToolRegistry } from "../../src/discovery/index.ts";
+import { DEFAULT_RANKER, type RankerConfig } from "../../src/discovery/ranker-options.ts";
 import { evaluate } from "../search-quality-eval.ts";
 import { openCatalog, readQueries } from "./discovery-data.ts";
 
@@ -18,8 +18,9 @@ function score(cfg: RankerConfig): { line: string; obj: number } {
   let obj = 0;
   const parts: string[] = [];
   for (const s of sets) {
-    const c = new ToolCatalog(s.db, { ranker: cfg });
-    const m = evaluate(c, s.queries, s.aliasOf);
+    // A registry of its own: a host lives as long as the registry it follows.
+    const index = new IndexHost(new ToolRegistry(s.db), { ranker: cfg });
+    const m = evaluate(index, s.queries, s.aliasOf);
     obj += m.r5 + m.mrr * 0.5;
     parts.push(
       `${s.set} r1 ${m.r1.toFixed(3)} r5 ${m.r5.toFixed(3)} r10 ${m.r10.toFixed(3)} mrr ${m.mrr.toFixed(3)}`,

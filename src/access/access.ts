@@ -1,6 +1,6 @@
 import type { Caller } from "../caller/caller.ts";
 import type { PolicyConfig, ToolSearchConfig, VisibilityRuleConfig } from "../config/types.ts";
-import type { Tool } from "../discovery/types.ts";
+import { type Tool, VERDICT } from "../discovery/types.ts";
 import { checkSize, LIMITS } from "../limits.ts";
 import { LruCache } from "../lru.ts";
 import { compileGlobs, type NameMatcher } from "./glob.ts";
@@ -33,13 +33,21 @@ export interface AccessControlOptions {
   readonly cacheSize?: number;
 }
 
-export interface CallerAccess {
-  /** Names this verdict: callers with the same tenant, entitlements and narrowing share it. */
-  readonly key: string;
+/** A caller's verdict on single tools. */
+export interface ToolAccess {
   /** The visibility predicate: what the caller may see, get and activate. */
   canActivate(tool: Tool): boolean;
   /** Shown in every prompt without activation (and the caller may use it). */
   isAlwaysVisible(tool: Tool): boolean;
+}
+
+/** One caller's verdict (callers with the same tenant, entitlements and narrowing share it). */
+export interface CallerAccess extends ToolAccess {
+  /**
+   * The verdict on each of `tools` (a build's docs, a registry snapshot) in VERDICT bits
+   * (ToolView.access); worked out once per list, so pass lists that do not change.
+   */
+  verdicts(tools: readonly Tool[]): Uint8Array;
 }
 
 export interface AccessControl {
@@ -66,9 +74,6 @@ interface CompiledRule {
 const matchesNameOrAlias = (matcher: NameMatcher, tool: Tool): boolean =>
   matcher(tool.name) || tool.aliases.some((alias) => matcher(alias));
 
-/** Numbers access controls, so that two never hand out the same verdict key. */
-let nextInstance = 0;
-
 export function createAccessControl(options: AccessControlOptions): AccessControl {
   const allowed = compileGlobs(options.policy.allowed);
   const denied = compileGlobs(options.policy.denied);
@@ -82,30 +87,16 @@ export function createAccessControl(options: AccessControlOptions): AccessContro
   }));
   const cacheSize = Math.max(1, options.cacheSize ?? 1024);
 
-  // Tools are immutable objects; identity-keyed caching cannot go stale.
-  const registryCache = new WeakMap<Tool, boolean>();
-  const inRegistry = (tool: Tool): boolean => {
-    const cached = registryCache.get(tool);
-    if (cached !== undefined) return cached;
+  const hasRequiredTags = (tool: Tool): boolean => {
+    if (requiredTags.length === 0) return true;
     const tags = new Set(tool.tags.map((t) => t.toLowerCase()));
-    const verdict =
-      allowed(tool.name) && !matchesNameOrAlias(denied, tool) && requiredTags.every((t) => tags.has(t));
-    registryCache.set(tool, verdict);
-    return verdict;
+    return requiredTags.every((t) => tags.has(t));
   };
+  const inRegistry = (tool: Tool): boolean =>
+    allowed(tool.name) && !matchesNameOrAlias(denied, tool) && hasRequiredTags(tool);
+  const loadedAlways = (tool: Tool): boolean => tool.loadingMode === "always" || alwaysLoaded(tool.name);
 
-  // Whether a tool is always loaded does not depend on the caller: decide it once per tool.
-  const alwaysCache = new WeakMap<Tool, boolean>();
-  const loadedAlways = (tool: Tool): boolean => {
-    let verdict = alwaysCache.get(tool);
-    if (verdict === undefined) {
-      verdict = tool.loadingMode === "always" || alwaysLoaded(tool.name);
-      alwaysCache.set(tool, verdict);
-    }
-    return verdict;
-  };
-
-  const build = (caller: Caller, key: string): CallerAccess => {
+  const build = (caller: Caller): CallerAccess => {
     const held = new Set(caller.entitlements);
     const matching = rules.filter(
       (r) =>
@@ -114,38 +105,47 @@ export function createAccessControl(options: AccessControlOptions): AccessContro
     );
     const failClosed = rules.length > 0 && matching.length === 0;
     const narrowing = caller.narrowToTools.length > 0 ? compileGlobs(caller.narrowToTools) : undefined;
-    const verdicts = new WeakMap<Tool, boolean>();
     const canActivate = (tool: Tool): boolean => {
-      const cached = verdicts.get(tool);
-      if (cached !== undefined) return cached;
-      let verdict = !failClosed && inRegistry(tool);
-      if (verdict && matching.length > 0) {
-        verdict =
-          matching.some((r) => r.allow(tool.name)) && !matching.some((r) => matchesNameOrAlias(r.deny, tool));
-      }
-      if (verdict && narrowing !== undefined) verdict = narrowing(tool.name);
-      verdicts.set(tool, verdict);
-      return verdict;
+      if (failClosed || !inRegistry(tool)) return false;
+      if (
+        matching.length > 0 &&
+        (!matching.some((r) => r.allow(tool.name)) || matching.some((r) => matchesNameOrAlias(r.deny, tool)))
+      )
+        return false;
+      return narrowing === undefined || narrowing(tool.name);
     };
-    return { key, canActivate, isAlwaysVisible: (tool) => canActivate(tool) && loadedAlways(tool) };
+    // By list of tools (a build's docs, a registry version's): worked out once, not on every read.
+    const verdictsOf = new WeakMap<readonly Tool[], Uint8Array>();
+    return {
+      canActivate,
+      isAlwaysVisible: (tool) => canActivate(tool) && loadedAlways(tool),
+      verdicts: (tools) => {
+        let verdicts = verdictsOf.get(tools);
+        if (verdicts === undefined) {
+          verdicts = Uint8Array.from(tools, (tool) =>
+            canActivate(tool) ? VERDICT.canActivate | (loadedAlways(tool) ? VERDICT.alwaysVisible : 0) : 0,
+          );
+          verdictsOf.set(tools, verdicts);
+        }
+        return verdicts;
+      },
+    };
   };
 
-  // Bounded because narrowing globs are caller-controlled.
+  // Callers alike (what decides a verdict) share one, with its verdicts; bounded: narrowing is theirs.
   const cache = new LruCache<string, CallerAccess>(cacheSize);
-  // Verdicts of two access controls (two policies) never share a key.
-  const instance = nextInstance++;
   const forCaller = (caller: Caller): CallerAccess => {
     checkNarrowing(caller.narrowToTools);
     const key = JSON.stringify([
-      instance,
       caller.tenantId,
       [...new Set(caller.entitlements)].sort(),
       [...new Set(caller.narrowToTools)].sort(),
     ]);
-    const hit = cache.get(key);
-    if (hit !== undefined) return hit;
-    const access = build(caller, key);
-    cache.set(key, access);
+    let access = cache.get(key);
+    if (access === undefined) {
+      access = build(caller);
+      cache.set(key, access);
+    }
     return access;
   };
 

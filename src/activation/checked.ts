@@ -1,4 +1,4 @@
-import type { CallerAccess } from "../access/index.ts";
+import type { ToolAccess } from "../access/index.ts";
 import type { Caller } from "../caller/caller.ts";
 import type { Tool } from "../discovery/types.ts";
 import type { ActivateOptions, ActivationResult, ActivationStore } from "./store.ts";
@@ -18,7 +18,7 @@ export interface CheckedActivationResult extends ActivationResult {
  * a name. A caller may only see its own requested names echoed back in `notFound`.
  */
 export async function activateVisible(
-  deps: { readonly store: ActivationStore; readonly access: CallerAccess; readonly resolve: ResolveTool },
+  deps: { readonly store: ActivationStore; readonly access: ToolAccess; readonly resolve: ResolveTool },
   caller: Caller,
   names: readonly string[],
   options: ActivateOptions,

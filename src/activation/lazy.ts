@@ -1,5 +1,5 @@
 import { RE2JS } from "re2js";
-import type { CallerAccess } from "../access/index.ts";
+import type { ToolAccess } from "../access/index.ts";
 import { compileGlobs, type NameMatcher } from "../access/index.ts";
 import type { Caller } from "../caller/caller.ts";
 import type { LazyToolGroupConfig } from "../config/types.ts";
@@ -23,7 +23,7 @@ export interface LazyGroups {
    * Tools to activate for `message`: members (by glob) of every triggered group among `candidates`,
    * filtered by `access.canActivate` — a group never reveals a tool the caller cannot see.
    */
-  match(message: string, candidates: Iterable<Tool>, access: CallerAccess): LazyGroupMatch[];
+  match(message: string, candidates: Iterable<Tool>, access: ToolAccess): LazyGroupMatch[];
 }
 
 interface CompiledGroup {
@@ -117,7 +117,7 @@ export interface LazyActivationResult extends ActivationResult {
  * same store as explicit activation, so nothing hidden is activated and nothing is activated twice.
  */
 export async function activateLazyGroups(
-  deps: { readonly store: ActivationStore; readonly access: CallerAccess; readonly groups: LazyGroups },
+  deps: { readonly store: ActivationStore; readonly access: ToolAccess; readonly groups: LazyGroups },
   caller: Caller,
   message: string,
   candidates: Iterable<Tool>,

@@ -1,6 +1,6 @@
-export { type CatalogOptions, ToolCatalog } from "./catalog.ts";
 export { parseCatalogFile } from "./files.ts";
-export type { Candidates } from "./ranker.ts";
+export { IndexHost, type IndexHostOptions } from "./index-host.ts";
+export { type RegistryOptions, ToolRegistry } from "./registry.ts";
 export { discoveryMigrations } from "./schema.ts";
 export { isLargeSchema, largeSchemaArgumentProblems } from "./schema-checks.ts";
 export * from "./types.ts";

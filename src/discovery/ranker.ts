@@ -5,145 +5,23 @@
  * buildPostingIndex), so another tenant's tools cannot shift the scores of the tools a caller sees.
  *
  * Over 500 lines because one query's scoring (AND → OR → fuzzy widening, proximity, feedback terms)
- * shares the scratch buffers below; the index build is in ranker-index.ts.
+ * shares the scratch buffers below; the index build is in ranker-index.ts, the reading of unknown
+ * words in ranker-words.ts, what a ranker is tuned with, asked and answers in ranker-options.ts.
  */
 
-import { typoCost } from "../text/typos.ts";
 import { buildPostingIndex, type PostingIndex, type Postings } from "./ranker-index.ts";
+import {
+  type Candidates,
+  DEFAULT_RANKER,
+  type RankedDoc,
+  type RankerConfig,
+  type RankOptions,
+  type RankResult,
+  type WordRepair,
+} from "./ranker-options.ts";
+import { type Expansion, expansionsOf, spellRepair } from "./ranker-words.ts";
 
 const SHORT_QUERY_WORDS = 4;
-
-export interface RankerConfig {
-  readonly k1: number;
-  readonly weights: readonly number[];
-  readonly b: readonly number[];
-  /** Multiplier on the contribution of a term an unknown word was read as by prefix or abbreviation. */
-  readonly fuzzyWeight: number;
-  /** The same for a typo repair (a term within a few edits), always tried. */
-  readonly typoWeight: number;
-  /** Widen unknown words of long queries to fuzzy when fewer than `limit` docs matched. */
-  readonly fillWithFuzzy: boolean;
-  /** Extra weight per repetition of a word in the query: 1 + repeat · log(count). */
-  readonly repeat: number;
-  /** Exponent of the share of query terms a document covers (coordination). */
-  readonly coordination: number;
-  /** Pseudo-relevance feedback: first-pass docs to read (0 = off). */
-  readonly prfDocs: number;
-  /** Expansion terms added from those docs. */
-  readonly prfTerms: number;
-  /** Weight of the best expansion term relative to an original query word. */
-  readonly prfWeight: number;
-  /** Expansion terms must occur in at most this share of the candidates (discriminative). */
-  readonly prfMaxDf: number;
-  /** Expansion terms must occur in at least this many feedback docs. */
-  readonly prfMinDocs: number;
-  /** Exponent on idf: above 1 stresses rare query words further. */
-  readonly idfPower: number;
-}
-
-/** Tuned on toolbench + metatool samples (bench/lib/tune-discovery.ts); generic, not per dataset. */
-export const DEFAULT_RANKER: RankerConfig = {
-  k1: 2,
-  weights: [2.25, 2, 0.85, 1, 0.8, 0.5],
-  b: [0.9, 0.3, 0.3, 0.75, 0.5, 0.5],
-  fuzzyWeight: 0.4,
-  // Chosen on the even half of the typo rows of bench/search-quality.ts (0.4 / 0.6 / 0.8: metatool
-  // kept 95.6 / 96.9 / 97.5 % of its clean R@5, toolbench 97.9 / 98.7 / 98.6 %; clean rows unchanged).
-  typoWeight: 0.8,
-  coordination: 0,
-  fillWithFuzzy: true,
-  repeat: 0.5,
-  prfDocs: 3,
-  prfTerms: 6,
-  prfWeight: 0.2,
-  prfMaxDf: 0.1,
-  prfMinDocs: 2,
-  idfPower: 1.25,
-};
-
-export interface RankedDoc {
-  readonly doc: number;
-  readonly relevance: number;
-  readonly fuzzy: boolean;
-}
-
-export interface RankOptions {
-  readonly limit: number;
-  /** The docs that may be returned; undefined = every doc. Filters before statistics, ranking and limit. */
-  readonly candidates?: Candidates;
-  /** Per word weight (e.g. from repetition in the query); default 1. */
-  readonly wordWeights?: readonly number[];
-  /** Adjacent query word pairs ("a b"), scored against the phrases field; not counted as words. */
-  readonly phrases?: readonly string[];
-  /** Docs whose name equals the whole query; they go first. */
-  readonly nameHits?: readonly number[];
-  /** Per word, other readings (abbreviations, synonyms) searched for it at a discount. */
-  readonly readings?: readonly (readonly WordReading[] | undefined)[];
-  /** Per word, how it was typed (lower-case, unstemmed): what typo repair compares. Default: the word. */
-  readonly surfaces?: readonly string[];
-  /**
-   * Per word, whether an unknown word may be read as a vocabulary term (typo, prefix, abbreviation);
-   * default true. Not for literals (ids, paths, quoted text) nor for real words the catalog lacks.
-   */
-  readonly repairable?: readonly boolean[];
-}
-
-/** Another way to read a query word: its analysed terms, searched at `weight` of the word's own. */
-export interface WordReading {
-  /** As written in the synonym table, for query_rewrites. */
-  readonly words: string;
-  readonly terms: readonly string[];
-  readonly weight: number;
-}
-
-/** How an unknown query word was read: a vocabulary term within a few edits, by prefix, or as an abbreviation. */
-type ExpansionKind = "typo" | "prefix" | "abbreviation";
-
-/** A query word and what it was also searched as: its best expansion, or a reading. */
-export interface WordRepair {
-  readonly word: string;
-  /** The vocabulary term (a stem) for an expansion; the reading's words for a synonym. */
-  readonly term: string;
-  readonly kind: ExpansionKind | "synonym";
-}
-
-interface Expansion {
-  readonly id: number;
-  /** Similarity in (0, 1]. */
-  readonly weight: number;
-  readonly kind: ExpansionKind;
-}
-
-export interface RankResult {
-  readonly docs: RankedDoc[];
-  readonly strategy: "and" | "or" | "fuzzy";
-  /** Unknown query words that were searched as vocabulary terms, best expansion each. */
-  readonly repairs: readonly WordRepair[];
-  /**
-   * The relevance of a tool that has every query word once in its name: the unit of the absolute
-   * score (relevance / scale, capped at 1). It depends only on the query and the corpus statistics of
-   * the candidates, so a tool's score does not change with the other hits or with `limit`.
-   */
-  readonly scale: number;
-}
-
-/**
- * The docs a search may return (allowed[doc] = 1) and the corpus statistics over them: N, and df per
- * term, counted as queries first need them. Its owner (the catalog keeps one per caller view and
- * index) passes the same set to every search of that view, so each df is counted once, not per query.
- */
-export class Candidates {
-  /** N: how many docs are allowed. */
-  readonly count: number;
-  /** df per term id over the allowed docs, -1 = not counted yet; sized by the ranker on first use. */
-  df: Int32Array | undefined;
-
-  constructor(readonly allowed: Uint8Array) {
-    let count = 0;
-    for (let d = 0; d < allowed.length; d++) count += allowed[d] ?? 0;
-    this.count = count;
-  }
-}
 
 interface QueryTerm {
   readonly id: number;
@@ -509,7 +387,7 @@ export class Ranker {
     const key = `${word}\u0000${surface}`;
     const memo = this.expansions.get(key);
     if (memo) return memo;
-    const result = this.computeExpansion(word, surface);
+    const result = expansionsOf(word, surface, this.terms, this.firstChar);
     if (this.expansions.size > 10_000) this.expansions.clear();
     this.expansions.set(key, result);
     return result;
@@ -621,43 +499,6 @@ export class Ranker {
     }
     return df;
   }
-
-  private computeExpansion(word: string, surface: string): Expansion[] {
-    const len = word.length;
-    if (len < 2) return [];
-    const maxCost = typoBudget(surface.length);
-    const found: Expansion[] = [];
-    // Typos rarely hit the first letter: only that letter's terms are read, and of those (sorted by
-    // length) none shorter than the cheapest edits allow.
-    const bucket = this.firstChar.get(word[0] ?? "") ?? new Int32Array(0);
-    const shortest = len - Math.floor(maxCost / CHEAPEST_DROP);
-    for (let i = firstWithLength(bucket, this.terms, shortest); i < bucket.length; i++) {
-      const id = bucket[i] as number;
-      const t = this.terms[id] ?? "";
-      let expansion: Expansion | undefined;
-      if (maxCost > 0) {
-        // The typed word's own stem too ("nmuber" → "nmub" → numb).
-        const cost = Math.min(stemTypoCost(surface, t, maxCost), typoCost(word, t, maxCost));
-        if (cost <= maxCost) expansion = { id, weight: 1 - 0.2 * cost, kind: "typo" };
-      }
-      if (!expansion && len >= 3 && t.length > len && t.startsWith(word))
-        expansion = { id, weight: 0.8, kind: "prefix" };
-      if (!expansion && len <= ABBREVIATION_MAX && t.length > len && isAbbreviation(word, t))
-        expansion = { id, weight: 0.5, kind: "abbreviation" };
-      if (expansion) found.push(expansion);
-    }
-    found.sort((a, b) => b.weight - a.weight);
-    return found.slice(0, 64);
-  }
-}
-
-/**
- * The typo cost (src/text/typos.ts) a word typed this long may carry: none up to 3 letters, one plain
- * edit (or two swaps) up to 7, then two.
- */
-function typoBudget(length: number): number {
-  if (length <= 3) return 0;
-  return length <= 7 ? 1 : 2;
 }
 
 /**
@@ -666,73 +507,6 @@ function typoBudget(length: number): number {
  * playerid beside "player") than it saved; 0.85 kept most of "nodas kubernetes" → nodes.
  */
 const COOCCURRENCE_DISCOUNT = 0.85;
-
-/** Endings a stem may have lost: the typed word is compared with the stem without each of them. */
-const ENDINGS = ["", "s", "es", "e", "d", "ed", "ing"] as const;
-
-/**
- * The typo cost of reading a typed word as a vocabulary stem: the least over the word and the word
- * without an ending the stem dropped, against the stem and the stem with the final e stems drop
- * ("stauts" → status, "tmies" → "tmie" → time, "staet" → state, "chnges" → "chng" → chang).
- */
-function stemTypoCost(typed: string, stemmed: string, max: number): number {
-  let best = Number.POSITIVE_INFINITY;
-  for (const ending of ENDINGS) {
-    if (!typed.endsWith(ending) || typed.length - ending.length < 3) continue;
-    const base = typed.slice(0, typed.length - ending.length);
-    for (const form of [stemmed, `${stemmed}e`])
-      best = Math.min(best, typoCost(base, form, Math.min(max, best)));
-  }
-  return best;
-}
-
-/** Endings a word may have beyond its stem, to spell a repair back as a word. */
-const SPELLED_ENDINGS = ["", "e", "s", "es", "d", "ed", "ing", "er", "ers", "y", "ies"] as const;
-
-/** The repaired word as written: the stem with the ending that makes it closest to what was typed. */
-function spellRepair(typed: string, stemmed: string): string {
-  let best = stemmed;
-  let bestCost = Number.POSITIVE_INFINITY;
-  const root = stemmed.endsWith("i") ? stemmed.slice(0, -1) : stemmed;
-  for (const ending of SPELLED_ENDINGS) {
-    const word = ending === "y" || ending === "ies" ? root + ending : stemmed + ending;
-    const cost = typoCost(typed, word, 4);
-    if (cost < bestCost) {
-      bestCost = cost;
-      best = word;
-    }
-  }
-  return best;
-}
-
-/** The cheapest way a typed word is shorter than the term: a double letter typed once. */
-const CHEAPEST_DROP = 0.6;
-
-/**
- * Longest unknown word read as an abbreviation ("msg" → "message", "img", "cfg"); longer unknown
- * words are typos or names, and checking them against every longer term is most of a fuzzy search.
- */
-const ABBREVIATION_MAX = 5;
-
-/** Index of the first term in `ids` (sorted by length) at least `length` long. */
-function firstWithLength(ids: Int32Array, terms: readonly string[], length: number): number {
-  let lo = 0;
-  let hi = ids.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if ((terms[ids[mid] as number] ?? "").length < length) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
-/** Letters of `abbr` appear in order in `word`, consonants only are enough ("msg" → "message"). */
-function isAbbreviation(abbr: string, word: string): boolean {
-  if (word.length > abbr.length * 4) return false;
-  let j = 0;
-  for (let i = 0; i < word.length && j < abbr.length; i++) if (word[i] === abbr[j]) j++;
-  return j === abbr.length;
-}
 
 /** Whether `x` is among `arr[lo..hi]` (sorted ascending). */
 function binarySearch(arr: Int32Array, lo: number, hi: number, x: number): boolean {

@@ -1,7 +1,8 @@
 import type { JsonObject } from "../json.ts";
 import { fold } from "../text/caller-regex.ts";
-import { Candidates, Ranker, type RankerConfig } from "./ranker.ts";
+import { Ranker } from "./ranker.ts";
 import { FIELD_COUNT } from "./ranker-index.ts";
+import { Candidates, type RankerConfig } from "./ranker-options.ts";
 import { analyze, bareName, nameKey, splitWords } from "./text.ts";
 import type { SearchIndex, SideEffects, Tool } from "./types.ts";
 import { isObject, type ToolRecord } from "./validate.ts";

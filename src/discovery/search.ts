@@ -11,7 +11,7 @@ import { englishWords } from "../text/dictionary.ts";
 import type { LiteralIndex } from "../text/literal-index.ts";
 import { type QueryRewrite, REGEX_SCORE } from "../text/scores.ts";
 import type { Reading } from "../text/synonyms.ts";
-import type { Candidates, RankedDoc, WordReading, WordRepair } from "./ranker.ts";
+import type { Candidates, RankedDoc, WordReading, WordRepair } from "./ranker-options.ts";
 import { readRequest, requestClauses, stopwordSlipOf } from "./request.ts";
 import { pairs } from "./search-index.ts";
 import { analyze, nameKey, splitWords, stem } from "./text.ts";

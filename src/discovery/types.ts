@@ -2,7 +2,8 @@
 
 import type { JsonObject } from "../json.ts";
 import type { QueryRewrite, SemanticReport } from "../text/scores.ts";
-import type { Candidates, Ranker } from "./ranker.ts";
+import type { Ranker } from "./ranker.ts";
+import type { Candidates } from "./ranker-options.ts";
 
 export const SIDE_EFFECTS = ["pure", "read", "write", "external", "stateful"] as const;
 export type SideEffects = (typeof SIDE_EFFECTS)[number];
@@ -72,8 +73,6 @@ export interface Tool {
   readonly hash: string;
 }
 
-export type VisibilityPredicate = (tool: Tool) => boolean;
-
 export interface RegisterOptions {
   /** Remove this source's tools that are not in the request. */
   readonly replaceSource?: boolean;
@@ -121,22 +120,45 @@ export interface SearchIndex {
   /** Doc ids in tie-break order, and each doc's position in it. */
   readonly tieOrder: Int32Array;
   readonly tieRank: Int32Array;
-  /** The visible sets of caller views made over this build, by key (see ToolCatalog.visibleSet). */
-  readonly visibleSets: Map<string, VisibleSet>;
+  /** Visible sets of the caller views that read this build (views.ts): by access verdicts, then the rest. */
+  readonly visibleSets: Map<Uint8Array, Map<string, VisibleSet>>;
+}
+
+/** The bits of a tool's access verdict in ToolView.access (src/access decides them). */
+export const VERDICT = {
+  /** The caller may see, get and activate the tool. */
+  canActivate: 1,
+  /** And it is in every prompt without activation. */
+  alwaysVisible: 2,
+} as const;
+
+/**
+ * What one caller sees of one build of the index, as a value: search and list mask the build with
+ * it (views.ts), and the mask is kept with the build by the view's verdict array and other fields,
+ * so nothing is asked of the caller per tool, and a mask is made once, not per search.
+ */
+export interface ToolView {
+  /** The build it reads (IndexHost.ready); `access` is over its docs. */
+  readonly index: SearchIndex;
+  /** Whose tools exist for it: the tenant's own and the global ones it did not shadow ("" = global only). */
+  readonly tenant: string;
+  /** Per doc of `index`, the caller's access verdict in VERDICT bits (src/access evaluates the rules). */
+  readonly access: Uint8Array;
+  /** Names the caller activated: in its prompt, as always-visible tools are. */
+  readonly activeNames: readonly string[];
+  /** Tool search is off: every tool the caller may activate is in its prompt. */
+  readonly allShown: boolean;
 }
 
 /**
- * The tools one caller view may find in one build of the index, named by a key. Obtained once per
- * view (ToolCatalog.visibleSet) and passed to each search of that view: the view's filter runs once
- * per tool and build, and the corpus statistics over the set are counted once, not per search.
+ * The tools of one build of the index that a scope of a view takes (views.ts): the mask search ranks
+ * under and list pages through, with the corpus statistics over it counted once.
  */
 export interface VisibleSet {
-  /** What the view sees, as its owner named it (equal keys mean equal sets), and the loading modes. */
-  readonly key: string;
-  /** The build the set is over; a search with this set reads that build. */
+  /** The build the set is over. */
   readonly index: SearchIndex;
   readonly candidates: Candidates;
-  /** Visible deferred tools in the whole catalog (what search can reveal). */
+  /** Deferred tools in the set (what search can reveal). */
   readonly totalDeferred: number;
 }
 
@@ -148,29 +170,49 @@ export interface SearchRequest {
   readonly limit?: number;
   /** 0–1: hits scoring below it are dropped; default 0 (keep every hit). */
   readonly minScore?: number;
-  /** Include `loading_mode: always` tools (already in the prompt); default false. */
+  /**
+   * Include the tools already in the prompt: the view's always-visible and activated ones (without a
+   * view, `loading_mode: always` tools); default false.
+   */
   readonly includeAlwaysLoaded?: boolean;
   /**
-   * THE visibility filter (ToolCatalog.visibleSet, which also decides the loading modes); hidden
-   * tools never appear, count or shift ranking. Default: every tool, deferred ones only unless
-   * `includeAlwaysLoaded`.
+   * THE visibility filter: the caller's view, whose build the search reads; hidden tools never
+   * appear, count or shift ranking. Default: every tool of the newest build.
    */
-  readonly visible?: VisibleSet;
+  readonly view?: ToolView;
   readonly scope?: EventScope;
-  /** Semantic ranking for this query (src/semantic), fused into an FTS search's hits. */
-  readonly semantic?: SemanticFusion;
+  /**
+   * Semantic evidence for this request (src/semantic, over its meaningOf), fused into an FTS search's
+   * hits. Without a view, the search reads the build the evidence is over.
+   */
+  readonly semantic?: SemanticEvidence;
 }
 
-/** Semantic evidence for one query: fuses meaning-similarity into the lexical hits of a search. */
-export interface SemanticFusion {
+/** What semantic search needs of a request (IndexHost.meaningOf): its texts and the tools it may find. */
+export interface SemanticQuery {
+  /** The request as meant, or each of its intents: what is embedded. */
+  readonly texts: readonly string[];
+  /** The build searched, and the docs of it the request may find (undefined: all). */
+  readonly index: SearchIndex;
+  readonly candidates: Candidates | undefined;
+}
+
+/**
+ * Semantic evidence for one request, worked out before the search (src/semantic) over the tools of
+ * its SemanticQuery, and fused into the lexical hits in the search itself (fusion.ts).
+ */
+export interface SemanticEvidence {
+  /** The build it is over. */
+  readonly index: SearchIndex;
+  readonly report: SemanticReport;
   /** Lexical hits to rank before fusing: more than a page, since a tool may rise into it. */
   readonly lexicalDepth: number;
-  fuse(
-    index: SearchIndex,
-    candidates: Candidates | undefined,
-    lexical: readonly SearchHit[],
-    limit: number,
-  ): { readonly hits: SearchHit[]; readonly report: SemanticReport };
+  /** Per doc of the build: its semantic score in [0, 1], NaN if not findable or without a vector. */
+  readonly scores: Float64Array;
+  /** The docs closest in meaning, best first; none when there is nothing to fuse. */
+  readonly closest: readonly number[];
+  /** A fused score's lexical share: `least`, plus `slope` per unit of the best lexical score, at most 1. */
+  readonly lexicalShare: { readonly least: number; readonly slope: number };
 }
 
 export interface SearchHit {
@@ -201,10 +243,12 @@ export interface ListRequest {
   readonly pageSize?: number;
   readonly pageToken?: string;
   /**
-   * The tools to list, as the caller's visible set (ToolCatalog.visibleSet): the page is read from
-   * that set's build, through its mask. Default: every tool of the newest build.
+   * The caller's view: the page is read from its build, through its mask. Default: every tool of the
+   * newest build.
    */
-  readonly visible?: VisibleSet;
+  readonly view?: ToolView;
+  /** With a view: every tool it may activate, not only those in its prompt now. */
+  readonly showAll?: boolean;
 }
 
 export interface ListResponse {
@@ -213,10 +257,4 @@ export interface ListResponse {
   /** Empty when this is the last page. */
   readonly nextPageToken: string;
   readonly totalSize: number;
-}
-
-export interface GetResponse {
-  readonly tools: readonly Tool[];
-  /** Requested names that are unknown or not visible (indistinguishable on purpose). */
-  readonly notFound: readonly string[];
 }

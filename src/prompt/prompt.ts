@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { CallerAccess } from "../access/index.ts";
+import type { ToolAccess } from "../access/index.ts";
 import type { Caller } from "../caller/caller.ts";
 import type { ToolSearchConfig } from "../config/types.ts";
 import type { Tool } from "../discovery/types.ts";
@@ -14,14 +14,14 @@ type HintSearch = (query: string, limit: number) => readonly string[];
 
 export interface RenderToolPromptRequest {
   readonly caller: Caller;
-  readonly access: CallerAccess;
+  readonly access: ToolAccess;
   /**
    * What text a tenant may have written (its own tools' descriptions, examples, tags) hides: names
    * this access admits but `access` does not (the caller's access without its narrowing). Any other
    * name stays as written, so that text never reveals whether a tool hidden from the caller exists.
    * Default: `access` (nothing extra hidden in tenant text).
    */
-  readonly tenantTextAccess?: CallerAccess;
+  readonly tenantTextAccess?: ToolAccess;
   /** Every tool of the catalog (any order); access decides what is shown, counted or hinted. */
   readonly tools: Iterable<Tool>;
   /** The caller's activations in activation order (`ActivationStore.activeFor`). */

@@ -1,6 +1,5 @@
 import type { Db } from "../database/sqlite.ts";
-import type { Candidates, SearchHit, SearchIndex, SemanticFusion, Tool } from "../discovery/index.ts";
-import type { SemanticReport } from "../text/scores.ts";
+import type { SearchIndex, SemanticEvidence, SemanticQuery } from "../discovery/index.ts";
 import { BackgroundSync, type BackgroundSyncOptions } from "./background-sync.ts";
 import type { TextEmbedder } from "./embedder.ts";
 import { TOOL_TEXT_VERSION, toolEmbeddingText } from "./text.ts";
@@ -35,27 +34,25 @@ export interface SemanticToolSearchOptions extends BackgroundSyncOptions {
 
 /**
  * Semantic ranking of tools: keeps each tool's vector up to date in the background (TextVectors, off
- * the event loop in the embedder's worker) and fuses a query's cosine similarity with the lexical
- * score of each hit, over the caller's visible tools only. Tools whose vector is not computed yet are
- * ranked lexically, and the search says how many (SemanticReport).
+ * the event loop in the embedder's worker) and gives a request its evidence, a query's cosine
+ * similarity to each tool it may find, which the search fuses with the lexical scores
+ * (src/discovery/fusion.ts). Tools whose vector is not computed yet are ranked lexically, and the
+ * search says how many (SemanticReport).
  */
 export class SemanticToolSearch {
   private readonly vectors: TextVectors;
   private readonly background: BackgroundSync;
   /** The catalog's newest index, whose tools the background sync is bringing vectors for. */
   private newest: SearchIndex | undefined;
-  /** Per index and packing: each vector's doc id in the index (-1 = not in it) and the reverse. */
-  private readonly positions = new WeakMap<
-    SearchIndex,
-    { pack: PackedVectors; docOf: Int32Array; vectorOf: Int32Array }
-  >();
+  /** Per index and packing: each vector's doc id in the index (-1 = not in it). */
+  private readonly positions = new WeakMap<SearchIndex, { pack: PackedVectors; docOf: Int32Array }>();
 
   constructor(private readonly options: SemanticToolSearchOptions) {
     this.vectors = new TextVectors(options.db, options.embedder, "semantic_tool_vectors", TOOL_TEXT_VERSION);
     this.background = new BackgroundSync(this.vectors, options);
   }
 
-  /** Tools of the newest index (ToolCatalog's onIndexBuilt): their vectors are synced shortly. */
+  /** Tools of the newest index (IndexHost's onIndexBuilt): their vectors are synced shortly. */
   indexBuilt(index: SearchIndex): void {
     this.newest = index;
     this.background.changed(() =>
@@ -81,27 +78,27 @@ export class SemanticToolSearch {
   }
 
   /**
-   * The fusion for one request read as `texts` (ToolCatalog.meaningTexts: the request, or each of its
-   * intents): their vectors are embedded now (cached), the fusion runs inside the search.
+   * The evidence for one request (IndexHost.meaningOf: the request, or each of its intents, and the
+   * tools it may find): the texts' vectors are embedded now (cached), then each tool's similarity.
    */
-  async forTexts(texts: readonly string[]): Promise<SemanticFusion> {
+  async evidence(query: SemanticQuery): Promise<SemanticEvidence> {
+    let vectors: Float32Array[];
     try {
-      const vectors = await Promise.all(
-        texts.map((text) => this.options.embedder.embedQuery(text.slice(0, QUERY_MAX_CHARS))),
+      vectors = await Promise.all(
+        query.texts.map((text) => this.options.embedder.embedQuery(text.slice(0, QUERY_MAX_CHARS))),
       );
-      return {
-        lexicalDepth: DEPTH,
-        fuse: (index, candidates, lexical, limit) => this.fuse(vectors, index, candidates, lexical, limit),
-      };
     } catch {
       return {
+        index: query.index,
+        report: { status: "unavailable", pending: 0 },
         lexicalDepth: 0,
-        fuse: (_index, _candidates, lexical, limit) => ({
-          hits: lexical.slice(0, limit),
-          report: { status: "unavailable", pending: 0 },
-        }),
+        scores: new Float64Array(0),
+        closest: [],
+        // Words alone.
+        lexicalShare: { least: 1, slope: 0 },
       };
     }
+    return this.similarities(vectors, query);
   }
 
   /** Stops syncing; the owner closes the embedder (shared with skill search), which ends a sync under way. */
@@ -109,14 +106,11 @@ export class SemanticToolSearch {
     return this.background.close();
   }
 
-  private fuse(
+  private similarities(
     queries: readonly Float32Array[],
-    index: SearchIndex,
-    candidates: Candidates | undefined,
-    lexical: readonly SearchHit[],
-    limit: number,
-  ): { hits: SearchHit[]; report: SemanticReport } {
-    const { pack, docOf, vectorOf } = this.positionsIn(index);
+    { index, candidates }: SemanticQuery,
+  ): SemanticEvidence {
+    const { pack, docOf } = this.positionsIn(index);
     const allowed = candidates?.allowed;
     const mask = new Uint8Array(pack.keys.length);
     let withVector = 0;
@@ -129,79 +123,41 @@ export class SemanticToolSearch {
     }
     const visibleCount = candidates ? candidates.count : index.docs.length;
     const pending = Math.max(0, visibleCount - withVector);
-    const report: SemanticReport = { status: pending > 0 ? "partial" : "ready", pending };
-    if (withVector === 0) return { hits: lexical.slice(0, limit), report };
+    const scores = new Float64Array(index.docs.length).fill(Number.NaN);
+    const evidence = {
+      index,
+      report: { status: pending > 0 ? "partial" : "ready", pending },
+      lexicalDepth: DEPTH,
+      lexicalShare: { least: this.options.weight, slope: ADAPTIVE_SLOPE },
+    } as const;
+    if (withVector === 0) return { ...evidence, scores, closest: [] };
 
     // A tool is as close to the request as to the nearest of its texts.
     const cosine = queries.length > 0 ? pack.scan.bestScores(queries) : new Float32Array(pack.scan.count);
-    const bestLexical = lexical.reduce((best, hit) => Math.max(best, hit.lexicalScore), 0);
-    const w = Math.min(1, this.options.weight + ADAPTIVE_SLOPE * bestLexical);
-    const byName = new Map<string, SearchHit>();
-    // Lexical hits: fused with their tool's similarity when it has a vector, lexical alone if not.
-    for (const hit of lexical) {
-      const doc = visibleDoc(index, hit.name, allowed);
-      const v = doc < 0 ? -1 : (vectorOf[doc] as number);
-      if (v < 0) {
-        byName.set(hit.name, hit);
-        continue;
-      }
-      const semanticScore = semanticScoreOf(cosine[v] as number);
-      byName.set(hit.name, { ...hit, semanticScore, score: w * hit.lexicalScore + (1 - w) * semanticScore });
-    }
-    // The closest tools by meaning that the words missed.
-    for (const { doc: v, score } of pack.scan.best(cosine, DEPTH, mask)) {
-      const tool = index.docs[docOf[v] as number] as Tool;
-      if (byName.has(tool.name)) continue;
-      const semanticScore = semanticScoreOf(score);
-      byName.set(tool.name, {
-        name: tool.name,
-        description: tool.description,
-        score: (1 - w) * semanticScore,
-        lexicalScore: 0,
-        semanticScore,
-        matchType: "semantic",
-        loadingMode: tool.loadingMode,
-      });
-    }
-    const order = new Map(lexical.map((hit, i) => [hit.name, i]));
-    const hits = [...byName.values()].sort(
-      (a, b) =>
-        b.score - a.score ||
-        (order.get(a.name) ?? Number.MAX_SAFE_INTEGER) - (order.get(b.name) ?? Number.MAX_SAFE_INTEGER) ||
-        (a.name < b.name ? -1 : a.name > b.name ? 1 : 0),
-    );
-    return { hits: hits.slice(0, limit), report };
+    for (let v = 0; v < mask.length; v++)
+      if (mask[v] === 1) scores[docOf[v] as number] = semanticScoreOf(cosine[v] as number);
+    const closest = pack.scan.best(cosine, DEPTH, mask).map(({ doc: v }) => docOf[v] as number);
+    return { ...evidence, scores, closest };
   }
 
-  private positionsIn(index: SearchIndex): { pack: PackedVectors; docOf: Int32Array; vectorOf: Int32Array } {
+  private positionsIn(index: SearchIndex): { pack: PackedVectors; docOf: Int32Array } {
     const pack = this.vectors.pack();
     const known = this.positions.get(index);
     if (known && known.pack === pack) return known;
     const docOf = new Int32Array(pack.keys.length).fill(-1);
-    const vectorOf = new Int32Array(index.docs.length).fill(-1);
     pack.keys.forEach((key, v) => {
       const first = index.byName.get(key.name);
       if (first === undefined) return;
       for (let d = first; d < index.docs.length && index.docs[d]?.name === key.name; d++)
         if (index.docs[d]?.owner === key.owner) {
           docOf[v] = d;
-          vectorOf[d] = v;
           break;
         }
     });
-    const entry = { pack, docOf, vectorOf };
+    const entry = { pack, docOf };
     this.positions.set(index, entry);
     return entry;
   }
-}
-
-/** The doc of the visible tool called `name` (at most one per caller), or -1. */
-function visibleDoc(index: SearchIndex, name: string, allowed: Uint8Array | undefined): number {
-  const first = index.byName.get(name);
-  if (first === undefined) return -1;
-  for (let d = first; d < index.docs.length && index.docs[d]?.name === name; d++)
-    if (!allowed || allowed[d] === 1) return d;
-  return -1;
 }
 
 /** A cosine as a semantic score in [0, 1] (COSINE_FLOOR → 0, COSINE_CEILING → 1). */

@@ -18,7 +18,8 @@ import { errorReason } from "../errors.ts";
 import type { EventLog } from "../events/index.ts";
 import type { Replica } from "../replication/replica.ts";
 import { Embedder } from "../semantic/index.ts";
-import { type McpSources, mcpSourceId } from "../sources/mcp.ts";
+import { mcpSourceId } from "../sources/mcp.ts";
+import type { McpSources } from "../sources/mcp-sources.ts";
 import type { ConnectionLimits } from "./connections.ts";
 import { buildDomain, type Domain, type DomainOptions, sourceHealthName } from "./domain.ts";
 import { HealthStatus } from "./health.ts";
@@ -131,7 +132,7 @@ export async function startServer(
     // Last before listening, so nothing that can still fail the start leaves MCP children behind.
     await domain.mcp.start(options.mcpStartupWaitMs ?? DEFAULT_MCP_STARTUP_WAIT_MS);
     // Builds the search index now (any read does) rather than in the first caller's call.
-    domain.catalog.list({ pageSize: 1 });
+    domain.index.list({ pageSize: 1 });
     setCacheSize(storage.db, CACHE_KIB.serving);
     if (options.compactHeapBeforeListening) collectGarbage();
     transport = await startTransport({
@@ -239,7 +240,7 @@ function plainHttpEndpoints(storage: Storage, domain: Domain, draining: AbortSig
   const probes = healthEndpoints(() => {
     const vectors = domain.semantic?.progress() ?? { status: "off", pending: 0 };
     return {
-      index: domain.catalog.indexCurrent ? "ok" : "building",
+      index: domain.index.indexCurrent ? "ok" : "building",
       database: storage.reachable() ? "ok" : "unreachable",
       writes: storage.replica?.reachable === false ? "unavailable" : "ok",
       draining: draining.aborted ? "yes" : "no",

@@ -5,14 +5,15 @@ import { createAccessControl } from "../access/index.ts";
 import { ActivationStore, compileLazyGroups } from "../activation/index.ts";
 import type { WayfindConfig } from "../config/index.ts";
 import { writeTransaction } from "../database/transaction.ts";
-import { ToolCatalog } from "../discovery/index.ts";
+import { IndexHost, ToolRegistry } from "../discovery/index.ts";
 import { EventLog, type EventSink } from "../events/index.ts";
 import { ReplicatedEvents } from "../replication/events.ts";
 import { LocalWriter, type StateWriter } from "../replication/writes.ts";
 import { type Embedder, SemanticSkillSearch, SemanticToolSearch } from "../semantic/index.ts";
 import { type LoadProgress, SkillLibrary } from "../skills/index.ts";
 import { syncCatalogFiles } from "../sources/catalog-files.ts";
-import { McpSources, type McpTimeouts } from "../sources/mcp.ts";
+import type { McpTimeouts } from "../sources/mcp.ts";
+import { McpSources } from "../sources/mcp-sources.ts";
 import { loadConfiguredSkillPacks } from "../sources/skill-packs.ts";
 import { ToolSourceRegistry } from "../sources/status.ts";
 import { ToolService } from "../tools/service.ts";
@@ -27,7 +28,7 @@ import type { Storage } from "./storage.ts";
 export interface Domain {
   readonly events: EventLog;
   readonly writer: StateWriter;
-  readonly catalog: ToolCatalog;
+  readonly index: IndexHost;
   readonly skills: SkillLibrary;
   readonly usage: UsageLedger;
   readonly tools: ToolService;
@@ -81,7 +82,7 @@ export async function buildDomain(
   const metrics = settings.metrics
     ? new ServerMetrics({
         connections: () => connections,
-        toolCount: () => catalog.size,
+        toolCount: () => registry.size,
         skillCount: () => skills.size,
         eventSubscribers: () => events.subscriberCount,
         eventSubscriberLag: () => events.subscriberLag(),
@@ -135,13 +136,12 @@ export async function buildDomain(
     runActivationTtlSeconds: config.toolSearch.runActivationTtlSeconds,
     onError: (error) => logger.warn({ err: error }, "a run's idle clock could not be moved"),
   });
-  const catalog = new ToolCatalog(db, {
+  const registry = new ToolRegistry(db, { writer, aliases: config.aliases });
+  const index = new IndexHost(registry, {
     events: eventSink,
-    writer,
     preferredNamespaces: config.toolSearch.preferredNamespaces,
-    aliases: config.aliases,
     synonyms: config.toolSearch.synonyms,
-    onIndexBuilt: (index) => semantic?.indexBuilt(index),
+    onIndexBuilt: (built) => semantic?.indexBuilt(built),
   });
   const skills = new SkillLibrary({
     db,
@@ -172,10 +172,10 @@ export async function buildDomain(
       ...(replicatedEvents ? [replicatedEvents.write] : []),
       usage.recordWrite,
       ...activations.writes,
-      catalog.registerWrite,
+      registry.registerWrite,
       ...skills.writes,
     ]);
-    await syncCatalogFiles(catalog, config.catalogs, logger);
+    await syncCatalogFiles(registry, config.catalogs, logger);
     await loadConfiguredSkillPacks(skills, config.skillPacks, logger, options.onSkillPackProgress);
   } catch (error) {
     await closeAllButMcp();
@@ -186,7 +186,7 @@ export async function buildDomain(
 
   const mcp = new McpSources(
     config.mcpServers,
-    catalog,
+    registry,
     logger,
     options.mcpTimeouts,
     (status) =>
@@ -197,19 +197,20 @@ export async function buildDomain(
     // Replicas share the MCP servers: each is synced by whichever replica holds its lease.
     replica && ((name, handlers) => replica.lease(name, handlers)),
   );
-  const sources = new ToolSourceRegistry(catalog, mcp);
+  const sources = new ToolSourceRegistry(registry, mcp);
   sources.catalogFilesLoaded(config.catalogs);
   const access = createAccessControl(config);
-  const filtered = access.policyFilteredCount(catalog.all());
+  const filtered = access.policyFilteredCount(registry.all());
   // Written at once (not batched): the one record of what this start's policy removed.
   writeTransaction(db, () =>
     eventSink.emit({
       type: "tool_policy_filtered",
-      attributes: { removed_count: filtered, registry_count: catalog.size - filtered },
+      attributes: { removed_count: filtered, registry_count: registry.size - filtered },
     }),
   );
   const tools = new ToolService({
-    catalog,
+    registry,
+    index,
     access,
     activations,
     lazyGroups: compileLazyGroups(config.lazyToolGroups),
@@ -220,7 +221,7 @@ export async function buildDomain(
   return {
     events,
     writer,
-    catalog,
+    index,
     skills,
     usage,
     tools,

@@ -2,7 +2,7 @@ import { basename } from "node:path";
 import type { Logger } from "pino";
 import { compileGlobs } from "../access/index.ts";
 import type { CatalogConfig, ToolSourceOptions } from "../config/index.ts";
-import { parseCatalogFile, type ToolCatalog, type ToolExample, type ToolInput } from "../discovery/index.ts";
+import { parseCatalogFile, type ToolExample, type ToolInput, type ToolRegistry } from "../discovery/index.ts";
 
 /** Source id of a configured catalog file: its namespace, else its file name. */
 export function catalogSourceId(catalog: CatalogConfig): string {
@@ -15,7 +15,7 @@ export function catalogSourceId(catalog: CatalogConfig): string {
  * a wrong catalog never yields a half-working server.
  */
 export async function syncCatalogFiles(
-  catalog: ToolCatalog,
+  registry: ToolRegistry,
   catalogs: readonly CatalogConfig[],
   logger: Logger,
 ): Promise<void> {
@@ -25,7 +25,7 @@ export async function syncCatalogFiles(
       loadingMode: config.loadingMode,
     });
     for (const note of parsed.notes) logger.warn({ catalog: config.path }, note);
-    const result = await catalog.register(
+    const result = await registry.register(
       catalogSourceId(config),
       applySourceOptions(parsed.tools, config, config.namespace),
       {
@@ -33,7 +33,7 @@ export async function syncCatalogFiles(
       },
     );
     // The file's own fingerprint (the result's is every global tool's), so a changed file shows.
-    const fingerprint = catalog.sourceFingerprint(catalogSourceId(config));
+    const fingerprint = registry.sourceFingerprint(catalogSourceId(config));
     logger.info(
       { catalog: config.path, tools: parsed.tools.length, ...result, fingerprint },
       "catalog loaded",

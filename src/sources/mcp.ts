@@ -20,11 +20,10 @@ import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/typ
 import type { Logger } from "pino";
 import { z } from "zod";
 import type { McpServerConfig } from "../config/index.ts";
-import type { SideEffects, ToolCatalog, ToolInput } from "../discovery/index.ts";
+import type { SideEffects, ToolInput, ToolRegistry } from "../discovery/index.ts";
 import { recordSteps } from "../discovery/validate.ts";
 import type { JsonObject } from "../json.ts";
 import { LIMITS } from "../limits.ts";
-import type { HeldLease } from "../replication/lease.ts";
 import { inSpan } from "../telemetry.ts";
 import { runInSlices } from "../text/slices.ts";
 import { applySourceOptions } from "./catalog-files.ts";
@@ -137,7 +136,7 @@ export class McpSource {
 
   constructor(
     private readonly config: McpServerConfig,
-    private readonly catalog: ToolCatalog,
+    private readonly registry: ToolRegistry,
     private readonly logger: Logger,
     timeouts: Partial<McpTimeouts> = {},
     private readonly onHealthChange: (status: McpSourceStatus) => void = () => {},
@@ -411,7 +410,7 @@ export class McpSource {
       return undefined;
     }
     try {
-      const result = await this.catalog.register(this.id, good, { replaceSource: true });
+      const result = await this.registry.register(this.id, good, { replaceSource: true });
       return {
         added: result.added,
         updated: result.updated,
@@ -437,9 +436,8 @@ export class McpSource {
       try {
         const record = yield* recordSteps(input, 0);
         // MCP servers are global sources: only another global source can hold the name.
-        const registeredBy = this.catalog
-          .get([record.name], { isVisible: this.catalog.ownershipFilter("") })
-          .tools.find((t) => t.name === record.name)?.source;
+        const registered = this.registry.lookup(record.name, "")[0];
+        const registeredBy = registered?.name === record.name ? registered.source : undefined;
         if (registeredBy !== undefined && registeredBy !== this.id) {
           skipped.push(`tool "${record.name}" is already registered by source "${registeredBy}"`);
           continue;
@@ -517,141 +515,6 @@ function toolInputFromMcpTool(
     argsSchema: tool.inputSchema as JsonObject,
     ...(tool.outputSchema ? { outputSchema: tool.outputSchema as JsonObject } : {}),
   };
-}
-
-/**
- * Takes the lease on a named job for this replica while it can (src/replication/lease.ts): given
- * when replicas share a database, so that one replica at a time syncs each MCP server.
- */
-export type LeaseHolder = (
-  name: string,
-  handlers: { readonly onAcquired: () => void; readonly onLost: () => void },
-) => HeldLease;
-
-/**
- * An MCP server that one replica of a fleet syncs at a time: the holder of its lease runs an
- * McpSource (a fresh one per lease taken); the others serve the catalog the holder registered, and
- * report the source healthy, since for them it is. The lease passes on when its holder dies.
- */
-class LeasedMcpSource {
-  readonly id: string;
-  private readonly kind: McpSourceStatus["kind"];
-  private readonly lease: HeldLease;
-  private current: McpSource | undefined;
-  private firstSync: Promise<void> = Promise.resolve();
-
-  constructor(
-    config: McpServerConfig,
-    create: () => McpSource,
-    lease: LeaseHolder,
-    logger: Logger,
-    onHealthChange: (status: McpSourceStatus) => void,
-  ) {
-    this.id = mcpSourceId(config.name);
-    this.kind = config.transport === "stdio" ? "mcp_stdio" : "mcp_http";
-    this.lease = lease(this.id, {
-      onAcquired: () => {
-        logger.info({ source: this.id }, "mcp lease taken: this replica syncs the server");
-        this.current = create();
-        this.firstSync = this.current.start();
-      },
-      onLost: () => {
-        logger.warn({ source: this.id }, "mcp lease lost: another replica syncs the server now");
-        const lost = this.current;
-        this.current = undefined;
-        void lost?.close();
-        onHealthChange(this.status());
-      },
-    });
-    void this.lease.ready.then(() => {
-      if (this.current === undefined) onHealthChange(this.status());
-    });
-  }
-
-  /** Settles once the lease's first attempt and, if it was taken, the first sync have finished. */
-  async started(): Promise<void> {
-    await this.lease.ready;
-    await this.firstSync;
-  }
-
-  status(): McpSourceStatus {
-    return (
-      this.current?.status() ?? {
-        id: this.id,
-        kind: this.kind,
-        lastSyncTime: undefined,
-        healthy: true,
-        lastError: "",
-        lastSyncMs: undefined,
-      }
-    );
-  }
-
-  async close(): Promise<void> {
-    await this.lease.stop();
-    await this.current?.close();
-  }
-}
-
-/** Every configured MCP server, started together and closed together. */
-export class McpSources {
-  /** The servers this process syncs itself (empty when replicas share them through leases). */
-  readonly sources: readonly McpSource[];
-  private readonly leased: readonly LeasedMcpSource[];
-
-  constructor(
-    configs: readonly McpServerConfig[],
-    private readonly catalog: ToolCatalog,
-    private readonly logger: Logger,
-    timeouts: Partial<McpTimeouts> = {},
-    onHealthChange: (status: McpSourceStatus) => void = () => {},
-    /** With replicas: each server is synced by the replica holding its lease. */
-    lease?: LeaseHolder,
-  ) {
-    const create = (config: McpServerConfig) =>
-      new McpSource(config, catalog, logger, timeouts, onHealthChange);
-    this.sources = lease ? [] : configs.map(create);
-    this.leased = lease
-      ? configs.map(
-          (config) => new LeasedMcpSource(config, () => create(config), lease, logger, onHealthChange),
-        )
-      : [];
-  }
-
-  /**
-   * Drops tools of `mcp:` sources no longer in the config (a server removed from the config, not one
-   * that is down), then starts every server. Resolves once each first attempt has finished or
-   * `waitMs` has passed, whichever is first; syncing continues in the background either way.
-   */
-  async start(waitMs: number): Promise<void> {
-    const configured = new Set([...this.sources, ...this.leased].map((s) => s.id));
-    const stale = new Set<string>();
-    for (const tool of this.catalog.all())
-      if (tool.owner === "" && tool.source.startsWith("mcp:") && !configured.has(tool.source))
-        stale.add(tool.source);
-    for (const source of stale) {
-      const result = await this.catalog.register(source, [], { replaceSource: true });
-      this.logger.info({ source, removed: result.removed }, "mcp server no longer configured; tools removed");
-    }
-    const first = Promise.all([
-      ...this.sources.map((s) => s.start()),
-      ...this.leased.map((s) => s.started()),
-    ]);
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, waitMs);
-    });
-    await Promise.race([first, timeout]);
-    clearTimeout(timer);
-  }
-
-  statuses(): McpSourceStatus[] {
-    return [...this.sources, ...this.leased].map((s) => s.status());
-  }
-
-  async close(): Promise<void> {
-    await Promise.all([...this.sources, ...this.leased].map((s) => s.close()));
-  }
 }
 
 function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {

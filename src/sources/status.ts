@@ -1,7 +1,7 @@
 import type { CatalogConfig } from "../config/index.ts";
-import type { ToolCatalog, VisibilityPredicate } from "../discovery/index.ts";
+import type { Tool, ToolRegistry } from "../discovery/index.ts";
 import { catalogSourceId } from "./catalog-files.ts";
-import type { McpSources } from "./mcp.ts";
+import type { McpSources } from "./mcp-sources.ts";
 
 export type ToolSourceKind = "catalog_file" | "mcp_stdio" | "mcp_http" | "api";
 
@@ -30,7 +30,7 @@ export class ToolSourceRegistry {
   private readonly apiSyncs = new Map<string, Map<string, Date>>();
 
   constructor(
-    private readonly catalog: ToolCatalog,
+    private readonly registry: ToolRegistry,
     private readonly mcp: McpSources | undefined,
   ) {}
 
@@ -55,10 +55,10 @@ export class ToolSourceRegistry {
    * tenant's registrations. With `visibleTools` (a caller who is not the operator) only those tools
    * are counted, a global source without any is left out, and errors are not shown.
    */
-  list(mayList: (owner: string) => boolean, visibleTools?: VisibilityPredicate): ToolSourceStatus[] {
+  list(mayList: (owner: string) => boolean, visibleTools?: (tool: Tool) => boolean): ToolSourceStatus[] {
     // Tools per owner and source, counted once for every owner listed.
     const counts = new Map<string, Map<string, number>>();
-    for (const tool of this.catalog.all()) {
+    for (const tool of this.registry.all()) {
       if (!mayList(tool.owner) || (visibleTools && !visibleTools(tool))) continue;
       let bySource = counts.get(tool.owner);
       if (!bySource) {

@@ -21,14 +21,14 @@ type Checker = ((args: unknown) => ArgumentProblem[]) | "off-thread";
  * schema worker instead, so no call holds the event loop for it.
  */
 export class ToolCallChecker {
-  readonly #checkers = new LruCache<string, Checker>(CACHED_CHECKERS);
+  private readonly checkers = new LruCache<string, Checker>(CACHED_CHECKERS);
 
   check(tool: Tool, args: unknown): readonly ArgumentProblem[] | Promise<readonly ArgumentProblem[]> {
     const key = `${tool.name}\u0000${tool.hash}`;
-    let checker = this.#checkers.get(key);
+    let checker = this.checkers.get(key);
     if (checker === undefined) {
       checker = isLargeSchema(tool.argsSchema) ? "off-thread" : compileInline(tool.argsSchema);
-      this.#checkers.set(key, checker);
+      this.checkers.set(key, checker);
     }
     if (checker !== "off-thread") return checker(args);
     return largeSchemaArgumentProblems(key, tool.argsSchema, args).catch((error: unknown) => {

@@ -1,4 +1,4 @@
-import type { AccessControl, CallerAccess } from "../access/index.ts";
+import type { AccessControl, ToolAccess } from "../access/index.ts";
 import {
   type ActivationScope,
   type ActivationStore,
@@ -8,17 +8,20 @@ import {
 } from "../activation/index.ts";
 import type { Caller } from "../caller/caller.ts";
 import type { ToolSearchConfig } from "../config/index.ts";
-import type {
-  GetResponse,
-  ListResponse,
-  SearchResponse,
-  SearchType,
-  SemanticFusion,
-  Tool,
-  ToolCatalog,
-  ToolInput,
-  VisibilityPredicate,
-  VisibleSet,
+import {
+  type IndexHost,
+  type ListResponse,
+  type SearchIndex,
+  type SearchRequest,
+  type SearchResponse,
+  type SearchType,
+  type SemanticEvidence,
+  type SemanticQuery,
+  type Tool,
+  type ToolInput,
+  type ToolRegistry,
+  type ToolView,
+  VERDICT,
 } from "../discovery/index.ts";
 import { discoveryToolDefinitions } from "../discovery-tools/index.ts";
 import { failedPrecondition, invalidArgument, notFound, quoteInput } from "../errors.ts";
@@ -40,8 +43,9 @@ export interface ToolSearchRequest {
 
 export interface ToolServiceOptions {
   /** Semantic ranking (config `tool_search.semantic`), fused into FTS searches; absent = lexical only. */
-  readonly semantic?: { forTexts(texts: readonly string[]): Promise<SemanticFusion> };
-  readonly catalog: ToolCatalog;
+  readonly semantic?: { evidence(query: SemanticQuery): Promise<SemanticEvidence> };
+  readonly registry: ToolRegistry;
+  readonly index: IndexHost;
   readonly access: AccessControl;
   readonly activations: ActivationStore;
   readonly lazyGroups: LazyGroups;
@@ -62,24 +66,21 @@ export interface PromptOptions {
   readonly dispatch?: boolean;
 }
 
-/** Numbers ToolService instances (see ToolService.instance). */
-let nextInstance = 0;
-
 /**
- * What a caller may do with tools. Every answer goes through `view(caller)`: the access control's
- * verdict (policy, tenant visibility, narrowing) plus the caller's activations. Handlers never reach
- * the catalog directly, so nothing hidden can leak through search, get, list, render, resolve or errors.
+ * What a caller may do with tools. Every answer goes through the caller's view: the access control's
+ * verdict (policy, tenant visibility, narrowing) plus the caller's activations, read on the registry
+ * (`view`: get, resolve, render, payload) or as a value over a build of the index (`toolView`: search,
+ * list). Handlers never reach the catalog directly, so nothing hidden can leak through search, get,
+ * list, render, resolve or errors.
  */
 export class ToolService {
   private readonly callChecker = new ToolCallChecker();
-  /** Keeps the visible sets of two services over one catalog (two configurations) apart. */
-  private readonly instance = nextInstance++;
 
   constructor(private readonly options: ToolServiceOptions) {}
 
   /** Registers `source` of `owner` (a tenant, or "" = global; see src/caller/authorize.ts toolOwnerFor). */
   register(owner: string, source: string, tools: readonly ToolInput[], replaceSource: boolean) {
-    return this.options.catalog.register(source, tools, { replaceSource, owner });
+    return this.options.registry.register(source, tools, { replaceSource, owner });
   }
 
   /**
@@ -90,65 +91,70 @@ export class ToolService {
     caller: Caller,
     request: ToolSearchRequest,
   ): Promise<SearchResponse & { readonly matchQuality: MatchQuality }> {
-    const version = await this.options.catalog.indexReady();
-    const view = this.view(caller, version);
+    const search = this.searchOf(caller, request, this.toolView(caller, await this.options.index.ready()));
+    // The evidence by meaning is worked out first and handed down: the search fuses it in place.
     const semantic =
       this.options.semantic && (request.type ?? "fts") === "fts"
-        ? await this.options.semantic.forTexts(
-            this.options.catalog.meaningTexts({
-              query: request.query,
-              limit: request.limit,
-              minScore: request.minScore,
-              visible: view.searchable(request.includeAlwaysLoaded),
-            }),
-          )
+        ? await this.options.semantic.evidence(this.options.index.meaningOf(search))
         : undefined;
-    const response = this.searchIn(view, caller, request, semantic);
+    const response = this.options.index.search({ ...search, semantic });
     return {
       ...response,
       matchQuality: matchQuality(response.tools, this.options.toolSearch.goodMatchScore),
     };
   }
 
-  private searchIn(
-    view: CallerView,
-    caller: Caller,
-    request: ToolSearchRequest,
-    semantic?: SemanticFusion,
-  ): SearchResponse {
-    return this.options.catalog.search({
+  /** `caller`'s `request` as discovery reads it, over `view`. */
+  private searchOf(caller: Caller, request: ToolSearchRequest, view: ToolView): SearchRequest {
+    return {
       query: request.query,
       type: request.type,
       limit: request.limit,
       minScore: request.minScore,
-      visible: view.searchable(request.includeAlwaysLoaded),
+      includeAlwaysLoaded: request.includeAlwaysLoaded,
+      view,
       scope: caller,
-      semantic,
-    });
+    };
   }
 
+  /**
+   * Full definitions by name or alias; unknown and hidden names are reported alike. Read on the
+   * registry, so a get never waits for an index build.
+   */
   get(caller: Caller, names: readonly string[]): GetResponse {
+    if (names.length > 100) throw invalidArgument(`${names.length} names requested; ask for at most 100`);
     const view = this.view(caller);
-    const response = this.options.catalog.get(names, { isVisible: view.canActivate });
+    const tools: Tool[] = [];
+    const notFound: string[] = [];
+    const taken = new Set<string>();
+    for (const requested of names) {
+      const tool = this.resolveOne(view, requested);
+      if (!tool) notFound.push(requested);
+      else if (!taken.has(tool.name)) {
+        taken.add(tool.name);
+        tools.push(tool);
+      }
+    }
     this.options.events.emit({
       type: "tool_get",
       ...eventScope(caller),
-      attributes: { requested_count: names.length, returned_count: response.tools.length },
+      attributes: { requested_count: names.length, returned_count: tools.length },
     });
-    return response;
+    return { tools, notFound };
   }
 
   async list(
     caller: Caller,
     request: { pageSize?: number; pageToken?: string; showAll: boolean },
   ): Promise<Omit<ListResponse, "tools"> & { tools: readonly (Tool & { visible: boolean })[] }> {
-    const version = await this.options.catalog.indexReady();
-    const view = this.view(caller, version);
-    const response = this.options.catalog.list({
+    const index = await this.options.index.ready();
+    const view = this.view(caller);
+    const response = this.options.index.list({
       pageSize: request.pageSize,
       pageToken: request.pageToken,
+      view: this.toolView(caller, index, view.activeNames),
       // Every tool the caller may activate, or only those in its prompt now (always loaded, activated).
-      visible: request.showAll ? view.searchable(true) : view.visibleNow(),
+      showAll: request.showAll,
     });
     return {
       ...response,
@@ -190,7 +196,7 @@ export class ToolService {
   }
 
   async deactivate(caller: Caller, names: readonly string[], scope: ActivationScope | undefined) {
-    const canonical = names.map((name) => this.options.catalog.canonicalName(name));
+    const canonical = names.map((name) => this.options.registry.canonicalName(name));
     return this.options.activations.deactivate(caller, canonical, this.scopeFor(caller, scope));
   }
 
@@ -242,13 +248,15 @@ export class ToolService {
 
   async renderPrompt(caller: Caller, options: PromptOptions): Promise<RenderedToolPrompt> {
     // Hints search the index.
-    const version = await this.options.catalog.indexReady();
-    let view = this.view(caller, version);
-    if (options.hintMessage && (await this.activateLazyGroups(caller, view, options.hintMessage)))
-      view = this.view(caller, version);
+    const index = await this.options.index.ready();
+    const access = this.accessFor(caller, true);
+    let view = this.view(caller);
+    if (options.hintMessage && (await this.activateLazyGroups(caller, view, access, options.hintMessage)))
+      view = this.view(caller);
+    const hintView = this.toolView(caller, index, view.activeNames);
     return renderToolPrompt({
       caller,
-      access: view.access,
+      access,
       tenantTextAccess: this.accessWithoutNarrowing(caller),
       tools: view.ownedTools(),
       activeNames: view.activeNames,
@@ -265,9 +273,9 @@ export class ToolService {
             message: options.hintMessage,
             k: options.hintLimit,
             search: (query, limit) =>
-              this.searchIn(view, caller, { query, limit, includeAlwaysLoaded: false }).tools.map(
-                (hit) => hit.name,
-              ),
+              this.options.index
+                .search(this.searchOf(caller, { query, limit, includeAlwaysLoaded: false }, hintView))
+                .tools.map((hit) => hit.name),
           }
         : undefined,
       events: this.options.events,
@@ -295,16 +303,17 @@ export class ToolService {
     if (dispatch && request.nativeSearch)
       throw invalidArgument("dispatch and native_search exclude each other: dispatch sends no deferred tool");
     const view = this.view(caller);
-    const all = view.ownedTools().filter(view.canActivate);
-    const stable = all.filter((tool) => view.access.isAlwaysVisible(tool)).sort(byName);
+    const access = this.accessFor(caller, true);
+    const all = view.ownedTools().filter((tool) => access.canActivate(tool));
+    const stable = all.filter((tool) => access.isAlwaysVisible(tool)).sort(byName);
     const byToolName = new Map(all.map((tool) => [tool.name, tool]));
     const activated = view.activeNames
       .map((name) => byToolName.get(name))
-      .filter((tool): tool is Tool => tool !== undefined && !view.access.isAlwaysVisible(tool));
+      .filter((tool): tool is Tool => tool !== undefined && !access.isAlwaysVisible(tool));
     const deferred = dispatch
       ? []
       : request.nativeSearch
-        ? all.filter((tool) => !view.access.isAlwaysVisible(tool)).sort(byName)
+        ? all.filter((tool) => !access.isAlwaysVisible(tool)).sort(byName)
         : activated;
     // Dispatch mode cannot work without tool_search, tool_get and tool_call.
     const discovery =
@@ -330,8 +339,8 @@ export class ToolService {
   }
 
   /** The tools this caller may see or activate (policy, visibility, narrowing, ownership). */
-  visibilityFor(caller: Caller): VisibilityPredicate {
-    return this.accessFor(caller).canActivate;
+  visibilityFor(caller: Caller): (tool: Tool) => boolean {
+    return this.accessFor(caller, true).canActivate;
   }
 
   /**
@@ -341,13 +350,13 @@ export class ToolService {
    * name stays as written. Either way the output is the same whether a hidden name exists or not.
    */
   toolGate(caller: Caller): ToolGate {
-    const access = this.accessFor(caller);
+    const access = this.accessFor(caller, true);
     const withoutNarrowing = this.accessWithoutNarrowing(caller);
     let visible: Set<string> | undefined;
     const visibleNames = (): Set<string> => {
       if (visible === undefined) {
         visible = new Set();
-        for (const tool of this.options.catalog.all()) if (access.canActivate(tool)) visible.add(tool.name);
+        for (const tool of this.options.registry.all()) if (access.canActivate(tool)) visible.add(tool.name);
       }
       return visible;
     };
@@ -356,7 +365,7 @@ export class ToolService {
       narrowedAway: () => {
         const seen = visibleNames();
         const away = new Set<string>();
-        for (const tool of this.options.catalog.all())
+        for (const tool of this.options.registry.all())
           if (!seen.has(tool.name) && withoutNarrowing.canActivate(tool)) away.add(tool.name);
         return [...away];
       },
@@ -364,32 +373,49 @@ export class ToolService {
   }
 
   /** Activates the lazy groups the message triggers; true when anything new was activated. */
-  private async activateLazyGroups(caller: Caller, view: CallerView, message: string): Promise<boolean> {
+  private async activateLazyGroups(
+    caller: Caller,
+    view: CallerView,
+    access: ToolAccess,
+    message: string,
+  ): Promise<boolean> {
     if (caller.runId === "") return false;
     const notVisible = view.ownedTools().filter((tool) => !view.visibleNames.has(tool.name));
-    const deps = { store: this.options.activations, access: view.access, groups: this.options.lazyGroups };
+    const deps = { store: this.options.activations, access, groups: this.options.lazyGroups };
     const result = await activateLazyGroups(deps, caller, message, notVisible);
     return result.activated.length > 0;
   }
 
   /** The caller's access as it would be without its narrowing: what its tenant's own text may name. */
-  private accessWithoutNarrowing(caller: Caller): CallerAccess {
-    return this.accessFor(caller.narrowToTools.length > 0 ? { ...caller, narrowToTools: [] } : caller);
+  private accessWithoutNarrowing(caller: Caller): ToolAccess {
+    return this.accessFor(caller.narrowToTools.length > 0 ? { ...caller, narrowToTools: [] } : caller, true);
   }
 
   /**
    * The access control's verdict (policy, tenant visibility, narrowing) restricted to the tools that
-   * exist for the caller's tenant (ToolCatalog.ownershipFilter): everything downstream (search masks,
-   * render, payload, lazy groups, activation checks) sees other tenants' tools as missing.
+   * exist for the caller's tenant (ToolRegistry.existsFor): everything downstream (render, payload,
+   * lazy groups, activation checks) sees other tenants' tools as missing, as search and list do
+   * (src/discovery/views.ts). A read of the `wholeCatalog` takes the caller's verdicts over the
+   * registry's tools, which src/access works out once per caller and registry version.
    */
-  private accessFor(caller: Caller): CallerAccess {
+  private accessFor(caller: Caller, wholeCatalog = false): ToolAccess {
     const base = this.options.access.forCaller(caller);
-    const owned = this.options.catalog.ownershipFilter(caller.tenantId);
+    const exists = (tool: Tool) => this.options.registry.existsFor(caller.tenantId, tool);
+    if (!wholeCatalog)
+      return {
+        canActivate: (tool) => exists(tool) && base.canActivate(tool),
+        isAlwaysVisible: (tool) => exists(tool) && base.isAlwaysVisible(tool),
+      };
+    const { tools, placeOf } = this.options.registry.snapshot();
+    const verdicts = base.verdicts(tools);
+    // A tool of another registry version (a change since) is judged on its own.
+    const holds = (tool: Tool, bit: number, judge: (tool: Tool) => boolean) => {
+      const place = placeOf.get(tool);
+      return exists(tool) && (place === undefined ? judge(tool) : ((verdicts[place] ?? 0) & bit) !== 0);
+    };
     return {
-      // The tenant is part of the base key; which tools it owns is part of the catalog's state.
-      key: base.key,
-      canActivate: (tool) => owned(tool) && base.canActivate(tool),
-      isAlwaysVisible: (tool) => owned(tool) && base.isAlwaysVisible(tool),
+      canActivate: (tool) => holds(tool, VERDICT.canActivate, (t) => base.canActivate(t)),
+      isAlwaysVisible: (tool) => holds(tool, VERDICT.alwaysVisible, (t) => base.isAlwaysVisible(t)),
     };
   }
 
@@ -406,8 +432,9 @@ export class ToolService {
     return scope;
   }
 
+  /** The tool `name` means for the caller: the first its lookup tries that the caller may use. */
   private resolveOne(view: CallerView, name: string): Tool | undefined {
-    return this.options.catalog.get([name], { isVisible: view.canActivate }).tools[0];
+    return this.options.registry.lookup(name, view.tenant).find(view.canActivate);
   }
 
   private resolveAll(view: CallerView, names: readonly string[]): Tool[] {
@@ -422,46 +449,47 @@ export class ToolService {
     return tools;
   }
 
-  /** What `caller` sees now; its searches read the index at `version` (indexReady), default the newest. */
-  private view(caller: Caller, version?: number): CallerView {
+  /** What `caller` sees now: its access and activations, over the registry's tools. */
+  private view(caller: Caller): CallerView {
     const access = this.accessFor(caller);
     const enabled = this.options.toolSearch.enabled;
     const activeNames = this.options.activations.activeFor(caller);
     const visibleNames = new Set(activeNames);
-    const canActivate = (tool: Tool) => access.canActivate(tool);
-    const owned = this.options.catalog.ownershipFilter(caller.tenantId);
-    const isVisibleNow = (tool: Tool) =>
-      !enabled || access.isAlwaysVisible(tool) || visibleNames.has(tool.name);
-    // What this view sees: the access verdict and the activations (the rest is fixed configuration).
-    const key = JSON.stringify([this.instance, access.key, [...visibleNames].sort()]);
+    const tenant = caller.tenantId;
     return {
+      tenant,
       access,
-      canActivate,
-      ownedTools: () => [...this.options.catalog.all()].filter(owned),
+      canActivate: (tool) => access.canActivate(tool),
+      ownedTools: () =>
+        [...this.options.registry.all()].filter((tool) => this.options.registry.existsFor(tenant, tool)),
       activeNames,
       visibleNames,
-      isVisibleNow,
-      searchable: (includeVisibleNow) =>
-        this.options.catalog.visibleSet({
-          key: `${includeVisibleNow ? "with" : "without"} visible now:${key}`,
-          isVisible: (tool) => canActivate(tool) && (includeVisibleNow || !isVisibleNow(tool)),
-          // Already-visible tools are only returned when asked for; we decide that, not the loading mode.
-          includeAlwaysLoaded: true,
-          version,
-        }),
-      visibleNow: () =>
-        this.options.catalog.visibleSet({
-          key: `only visible now:${key}`,
-          isVisible: (tool) => canActivate(tool) && isVisibleNow(tool),
-          includeAlwaysLoaded: true,
-          version,
-        }),
+      isVisibleNow: (tool) => !enabled || access.isAlwaysVisible(tool) || visibleNames.has(tool.name),
+    };
+  }
+
+  /**
+   * What `caller` sees of `index` (a build `ready()` gave), as the value search and list mask the
+   * build with: no predicate crosses into discovery.
+   */
+  private toolView(
+    caller: Caller,
+    index: SearchIndex,
+    activeNames: readonly string[] = this.options.activations.activeFor(caller),
+  ): ToolView {
+    return {
+      index,
+      tenant: caller.tenantId,
+      access: this.options.access.forCaller(caller).verdicts(index.docs),
+      activeNames,
+      allShown: !this.options.toolSearch.enabled,
     };
   }
 }
 
 interface CallerView {
-  readonly access: CallerAccess;
+  readonly tenant: string;
+  readonly access: ToolAccess;
   /** The tools that exist for this caller: its tenant's own and the global ones it did not shadow. */
   readonly ownedTools: () => Tool[];
   readonly canActivate: (tool: Tool) => boolean;
@@ -470,10 +498,12 @@ interface CallerView {
   /** The same names, for lookups. */
   readonly visibleNames: ReadonlySet<string>;
   readonly isVisibleNow: (tool: Tool) => boolean;
-  /** What search may return to this view: visible tools, those visible now only when asked for. */
-  readonly searchable: (includeVisibleNow: boolean) => VisibleSet;
-  /** The tools in this view's prompt now: always loaded or activated (ListTools without show_all). */
-  readonly visibleNow: () => VisibleSet;
+}
+
+interface GetResponse {
+  readonly tools: readonly Tool[];
+  /** Requested names that are unknown or not visible (indistinguishable on purpose). */
+  readonly notFound: readonly string[];
 }
 
 /** The same message whether the tool is hidden or missing: existence never leaks. */

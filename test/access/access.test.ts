@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createAccessControl } from "../../src/access/index.ts";
 import type { PolicyConfig, VisibilityRuleConfig } from "../../src/config/types.ts";
+import { VERDICT } from "../../src/discovery/index.ts";
 import { caller, OPEN_POLICY, rule, tool } from "./fixtures.ts";
 
 const control = (
@@ -117,5 +118,29 @@ describe("always visible", () => {
     expect(access.isAlwaysVisible(tool("core.read"))).toBe(true);
     expect(access.isAlwaysVisible(tool("core.secret"))).toBe(false);
     expect(access.isAlwaysVisible(tool("x.z"))).toBe(false);
+  });
+});
+
+describe("verdicts over a list of tools", () => {
+  it("agree with the predicates, one byte a tool, and are worked out once per list", () => {
+    const ac = control({ denied: ["core.secret"] }, [], ["core.*"]);
+    const access = ac.forCaller(caller());
+    const tools = [
+      tool("core.read"),
+      tool("core.secret"),
+      tool("x.y"),
+      tool("x.z", { loadingMode: "always" }),
+    ];
+    const verdicts = access.verdicts(tools);
+    expect([...verdicts]).toEqual(
+      tools.map(
+        (t) =>
+          (access.canActivate(t) ? VERDICT.canActivate : 0) |
+          (access.isAlwaysVisible(t) ? VERDICT.alwaysVisible : 0),
+      ),
+    );
+    expect([...verdicts]).toEqual([3, 0, 1, 3]);
+    expect(access.verdicts(tools)).toBe(verdicts);
+    expect(access.verdicts([...tools])).not.toBe(verdicts);
   });
 });

@@ -108,8 +108,8 @@ describe("catalog file formats", () => {
     const file = write("t.jsonl", `${JSON.stringify({ name: "ping" })}\n`);
     const parsed = parseCatalogFile(file, { namespace: "k8s", loadingMode: "always" });
     const { catalog } = openCatalog();
-    await catalog.register("k8s", parsed.tools);
-    expect(catalog.get(["k8s.ping"]).tools[0]?.loadingMode).toBe("always");
+    await catalog.registry.register("k8s", parsed.tools);
+    expect(catalog.registry.lookup("k8s.ping", "")[0]?.loadingMode).toBe("always");
   });
 
   it("rewrites names with odd characters and keeps the original as an alias", async () => {
@@ -118,8 +118,10 @@ describe("catalog file formats", () => {
     expect(parsed.tools[0]).toMatchObject({ name: "PDF_URL_Tool_2", aliases: ["PDF&URL Tool~2"] });
     expect(parsed.notes[0]).toMatch(/t.jsonl:1: name "PDF&URL Tool~2" rewritten to "PDF_URL_Tool_2"/);
     const { catalog } = openCatalog();
-    await catalog.register("s", parsed.tools);
-    expect(names(catalog.search({ query: "PDF&URL Tool~2", type: "exact" }))).toEqual(["PDF_URL_Tool_2"]);
+    await catalog.registry.register("s", parsed.tools);
+    expect(names(catalog.index.search({ query: "PDF&URL Tool~2", type: "exact" }))).toEqual([
+      "PDF_URL_Tool_2",
+    ]);
   });
 });
 
@@ -169,7 +171,7 @@ describe("the vendored evaluation catalogs", () => {
   it.each(files)("%s loads and registers as it is", async (f) => {
     const parsed = parseCatalogFile(join(dir, f));
     const { catalog } = openCatalog();
-    const result = await catalog.register(f, parsed.tools);
+    const result = await catalog.registry.register(f, parsed.tools);
     expect(result.added).toBe(parsed.tools.length);
     expect(parsed.tools.length).toBeGreaterThan(100);
   });

@@ -4,10 +4,16 @@ import { join } from "node:path";
 import { afterEach } from "vitest";
 import { type Db, openDatabase } from "../../src/database/sqlite.ts";
 import {
-  type CatalogOptions,
   discoveryMigrations,
-  ToolCatalog,
+  IndexHost,
+  type IndexHostOptions,
+  type RegistryOptions,
+  type SearchIndex,
+  type Tool,
   type ToolInput,
+  ToolRegistry,
+  type ToolView,
+  VERDICT,
 } from "../../src/discovery/index.ts";
 import type { NewEvent } from "../../src/events/event.ts";
 
@@ -22,8 +28,43 @@ export function tempDir(): string {
   return dir;
 }
 
+/** A registry and the index host over it, as the server wires them (src/server/app.ts). */
+export interface Catalog {
+  readonly registry: ToolRegistry;
+  readonly index: IndexHost;
+}
+
+export type CatalogOptions = RegistryOptions & IndexHostOptions;
+
+/** The catalog over `db`, with the options each part takes. */
+export function catalogOn(db: Db, options: CatalogOptions = {}): Catalog {
+  const registry = new ToolRegistry(db, { aliases: options.aliases, writer: options.writer });
+  return { registry, index: new IndexHost(registry, options) };
+}
+
+/**
+ * A caller's view of `built` (a build IndexHost.ready gave), with the access verdict src/access
+ * would give: `isVisible` decides what it may activate, loading mode `always` what its prompt shows.
+ * Default: a tenant-less caller who may see every tool.
+ */
+export function viewOf(
+  built: SearchIndex,
+  view: { readonly tenant?: string; readonly isVisible?: (tool: Tool) => boolean } = {},
+): ToolView {
+  const isVisible = view.isVisible ?? (() => true);
+  return {
+    index: built,
+    tenant: view.tenant ?? "",
+    access: Uint8Array.from(built.docs, (tool) =>
+      isVisible(tool) ? VERDICT.canActivate | (tool.loadingMode === "always" ? VERDICT.alwaysVisible : 0) : 0,
+    ),
+    activeNames: [],
+    allShown: false,
+  };
+}
+
 export interface Opened {
-  readonly catalog: ToolCatalog;
+  readonly catalog: Catalog;
   readonly db: Db;
   readonly file: string;
   readonly events: NewEvent[];
@@ -36,7 +77,7 @@ export function openCatalog(options: CatalogOptions = {}, file = join(tempDir(),
     if (db.open) db.close();
   });
   const events: NewEvent[] = [];
-  const catalog = new ToolCatalog(db, { events: { emit: (e) => events.push(e) }, ...options });
+  const catalog = catalogOn(db, { events: { emit: (e) => events.push(e) }, ...options });
   return { catalog, db, file, events };
 }
 
@@ -88,7 +129,7 @@ export const TOOLS: ToolInput[] = [
 
 export async function seeded(options: CatalogOptions = {}): Promise<Opened> {
   const opened = openCatalog(options);
-  await opened.catalog.register("test", TOOLS);
+  await opened.catalog.registry.register("test", TOOLS);
   return opened;
 }
 

@@ -53,11 +53,11 @@ describe("slips for stopwords", () => {
 describe("literals weigh less than what is asked", () => {
   it("a file extension in the request does not pull in a tool named after it", async () => {
     const { catalog } = openCatalog();
-    await catalog.register("s", [
+    await catalog.registry.register("s", [
       { name: "fetch_txt", description: "Fetch a URL and return its text" },
       { name: "summarize_document", description: "Summarize a document or file" },
     ]);
-    expect(names(catalog.search({ query: "summarise notes.txt" }))[0]).toBe("summarize_document");
+    expect(names(catalog.index.search({ query: "summarise notes.txt" }))[0]).toBe("summarize_document");
   });
 });
 

@@ -2,8 +2,8 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { applyMigrations } from "../../src/database/sqlite.ts";
-import { discoveryMigrations, ToolCatalog } from "../../src/discovery/index.ts";
-import { names, openCatalog, TOOLS, tempDir } from "./helpers.ts";
+import { discoveryMigrations, ToolRegistry } from "../../src/discovery/index.ts";
+import { catalogOn, names, openCatalog, TOOLS, tempDir } from "./helpers.ts";
 
 const upTo = (id: string) => discoveryMigrations.filter((m) => m.id <= id);
 
@@ -52,8 +52,8 @@ describe("discovery/003-owner", () => {
     expect(hits).toHaveLength(2);
 
     applyMigrations(db, discoveryMigrations);
-    const catalog = new ToolCatalog(db);
-    expect([...catalog.all()].map((t) => [t.owner, t.name, t.source])).toEqual([
+    const registry = new ToolRegistry(db);
+    expect([...registry.all()].map((t) => [t.owner, t.name, t.source])).toEqual([
       ["", "ops.ping", "legacy"],
       ["acme", "ops.ping", "legacy"],
     ]);
@@ -68,15 +68,19 @@ describe("discovery/004-drop-fts", () => {
     const old = new Database(file);
     applyMigrations(old, upTo("discovery/003-owner"));
     const fresh = openCatalog();
-    await fresh.catalog.register("test", TOOLS);
-    await fresh.catalog.register("acme-src", [{ name: "ops.deploy", description: "Deploy a build" }], {
-      owner: "acme",
-    });
+    await fresh.catalog.registry.register("test", TOOLS);
+    await fresh.catalog.registry.register(
+      "acme-src",
+      [{ name: "ops.deploy", description: "Deploy a build" }],
+      {
+        owner: "acme",
+      },
+    );
     const insert = old.prepare(
       `INSERT INTO discovery_tools (owner, name, source, hash, definition, search_name, description, search_tags, search_params)
        VALUES (?, ?, ?, ?, ?, ?, ?, '', '')`,
     );
-    for (const tool of fresh.catalog.all()) {
+    for (const tool of fresh.catalog.registry.all()) {
       const { source, owner, ...record } = tool;
       insert.run(owner, tool.name, source, tool.hash, JSON.stringify(record), tool.name, tool.description);
     }
@@ -93,8 +97,8 @@ describe("discovery/004-drop-fts", () => {
       .map((row) => row.name);
     expect(columns).toEqual(["id", "owner", "name", "source", "hash", "definition"]);
 
-    const migrated = new ToolCatalog(old);
-    expect(sorted(migrated.all())).toEqual(sorted(fresh.catalog.all()));
+    const migrated = catalogOn(old);
+    expect(sorted(migrated.registry.all())).toEqual(sorted(fresh.catalog.registry.all()));
     const searches = [
       { query: "weather forecast for a city" },
       { query: "screenshoot" },
@@ -102,10 +106,10 @@ describe("discovery/004-drop-fts", () => {
       { query: "slack.send_message", type: "exact" as const },
     ];
     for (const search of searches)
-      expect(names(migrated.search(search))).toEqual(names(fresh.catalog.search(search)));
+      expect(names(migrated.index.search(search))).toEqual(names(fresh.catalog.index.search(search)));
     // And it keeps taking writes.
-    await migrated.register("test", [{ name: "ops.ping", description: "Ping a host" }]);
-    expect(names(migrated.search({ query: "ping a host" }))).toContain("ops.ping");
+    await migrated.registry.register("test", [{ name: "ops.ping", description: "Ping a host" }]);
+    expect(names(migrated.index.search({ query: "ping a host" }))).toContain("ops.ping");
     old.close();
   });
 });

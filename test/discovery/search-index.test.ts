@@ -1,7 +1,7 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
-import type { ToolInput } from "../../src/discovery/index.ts";
-import { names, openCatalog, seeded } from "./helpers.ts";
+import type { SearchIndex, ToolInput } from "../../src/discovery/index.ts";
+import { names, openCatalog, seeded, viewOf } from "./helpers.ts";
 
 /** Enough tools that building their index takes many slices of the event loop. */
 function many(count: number, prefix = "bulk"): ToolInput[] {
@@ -16,89 +16,98 @@ const readyEvents = (events: readonly { type: string; attributes: Record<string,
   events.filter((e) => e.type === "tool_search_cache_ready").map((e) => e.attributes.tool_count);
 
 describe("the search index after a change", () => {
-  it("answers a read that waited for indexReady() with the change", async () => {
+  it("answers a read that waited for ready() with the change", async () => {
     const { catalog } = await seeded();
-    await catalog.register("more", [{ name: "weather_alerts", description: "Severe weather alerts" }]);
-    await catalog.indexReady();
-    expect(names(catalog.search({ query: "severe weather alerts" }))).toContain("weather_alerts");
+    await catalog.registry.register("more", [
+      { name: "weather_alerts", description: "Severe weather alerts" },
+    ]);
+    await catalog.index.ready();
+    expect(names(catalog.index.search({ query: "severe weather alerts" }))).toContain("weather_alerts");
   });
 
   it("answers a read that did not wait with the change (the build is finished on the spot)", async () => {
     const { catalog } = await seeded();
-    await catalog.register("more", many(2_000));
-    expect(names(catalog.search({ query: "bulk.tool_1999", type: "exact" }))).toEqual(["bulk.tool_1999"]);
+    await catalog.registry.register("more", many(2_000));
+    expect(names(catalog.index.search({ query: "bulk.tool_1999", type: "exact" }))).toEqual([
+      "bulk.tool_1999",
+    ]);
   });
 
   it("is built between turns of the event loop, not in the turn of the change", async () => {
     const { catalog, events } = openCatalog();
-    await catalog.register("bulk", many(2_000));
+    await catalog.registry.register("bulk", many(2_000));
     await nextTurn();
     expect(readyEvents(events)).toEqual([0]);
-    await catalog.indexReady();
+    await catalog.index.ready();
     expect(readyEvents(events)).toEqual([0, 2_000]);
   });
 
   it("abandons a build under way when a newer change arrives, and builds the newer one", async () => {
     const { catalog, events } = openCatalog();
     // 10,000 tools: enough that two ~10 ms slices never finish the build, even on a fast idle machine.
-    await catalog.register("bulk", many(10_000));
+    await catalog.registry.register("bulk", many(10_000));
     // The first slices of the build run, then another source changes the catalog.
     await nextTurn();
     await nextTurn();
-    await catalog.register("late", [{ name: "late.arrival", description: "Registered during a build" }]);
-    await catalog.indexReady();
+    await catalog.registry.register("late", [
+      { name: "late.arrival", description: "Registered during a build" },
+    ]);
+    await catalog.index.ready();
     expect(readyEvents(events)).toEqual([0, 10_001]);
-    expect(names(catalog.search({ query: "late.arrival", type: "exact" }))).toEqual(["late.arrival"]);
+    expect(names(catalog.index.search({ query: "late.arrival", type: "exact" }))).toEqual(["late.arrival"]);
   });
 
   it("lets a waiting reader through while changes keep coming faster than a build", async () => {
     const { catalog } = openCatalog();
-    await catalog.register("bulk", many(2_000));
-    let version: number | undefined;
-    const reader = catalog.indexReady().then((ready) => {
-      version = ready;
+    await catalog.registry.register("bulk", many(2_000));
+    let built: SearchIndex | undefined;
+    const reader = catalog.index.ready().then((ready) => {
+      built = ready;
     });
     // A change every turn of the event loop, each of which would restart a build if it could.
-    for (let i = 0; i < 500 && version === undefined; i++) {
-      await catalog.register(`churn${i}`, [{ name: `churn.tool_${i}`, description: "Changes all the time" }]);
+    for (let i = 0; i < 500 && built === undefined; i++) {
+      await catalog.registry.register(`churn${i}`, [
+        { name: `churn.tool_${i}`, description: "Changes all the time" },
+      ]);
       await nextTurn();
     }
-    expect(version).toBeDefined();
+    expect(built).toBeDefined();
     await reader;
-    const visible = catalog.visibleSet({ key: "everything", isVisible: () => true, version });
-    expect(names(catalog.search({ query: "bulk.tool_1999", type: "exact", visible }))).toEqual([
+    const view = viewOf(built as SearchIndex);
+    expect(names(catalog.index.search({ query: "bulk.tool_1999", type: "exact", view }))).toEqual([
       "bulk.tool_1999",
     ]);
   });
 
   it("lets every reader waiting for the index through once it holds their writes", async () => {
     const { catalog } = await seeded();
-    await catalog.register("bulk", many(500));
-    const first = catalog.indexReady();
-    await catalog.register("late", [{ name: "late.arrival" }]);
-    const second = catalog.indexReady();
+    await catalog.registry.register("bulk", many(500));
+    const first = catalog.index.ready();
+    await catalog.registry.register("late", [{ name: "late.arrival" }]);
+    const second = catalog.index.ready();
     await Promise.all([first, second]);
-    expect(names(catalog.search({ query: "late.arrival", type: "exact" }))).toEqual(["late.arrival"]);
+    expect(names(catalog.index.search({ query: "late.arrival", type: "exact" }))).toEqual(["late.arrival"]);
   });
 });
 
 describe("visible sets", () => {
-  it("ask a view's filter once per tool and build of the index, not once per search", async () => {
+  it("are made once per view value and build of the index, not once per search", async () => {
     const { catalog } = await seeded();
-    let asked = 0;
-    const view = {
-      key: "counting",
-      isVisible: () => {
-        asked++;
-        return true;
-      },
-    };
-    catalog.search({ query: "weather", visible: catalog.visibleSet(view) });
-    catalog.search({ query: "pods", visible: catalog.visibleSet(view) });
-    expect(asked).toBe(catalog.size);
-    await catalog.register("more", [{ name: "weather_alerts", description: "Severe weather alerts" }]);
-    const visible = catalog.visibleSet(view);
-    expect(asked).toBe(catalog.size * 2 - 1);
-    expect(names(catalog.search({ query: "severe weather alerts", visible }))).toContain("weather_alerts");
+    const built = await catalog.index.ready();
+    const view = viewOf(built);
+    catalog.index.search({ query: "weather", view });
+    // The same caller's next call: another object of the same value.
+    catalog.index.search({ query: "pods", view: { ...view, activeNames: [] } });
+    expect(built.visibleSets.get(view.access)?.size).toBe(1);
+    await catalog.registry.register("more", [
+      { name: "weather_alerts", description: "Severe weather alerts" },
+    ]);
+    const rebuilt = await catalog.index.ready();
+    expect(rebuilt).not.toBe(built);
+    const after = viewOf(rebuilt);
+    expect(names(catalog.index.search({ query: "severe weather alerts", view: after }))).toContain(
+      "weather_alerts",
+    );
+    expect(rebuilt.visibleSets.get(after.access)?.size).toBe(1);
   });
 });

@@ -1,55 +1,57 @@
 import { describe, expect, it } from "vitest";
 import { WayfindError } from "../../src/errors.ts";
-import { names, openCatalog, seeded } from "./helpers.ts";
+import { names, openCatalog, seeded, viewOf } from "./helpers.ts";
 
 describe("fts search", () => {
   it("ranks the tool whose name and description match all words first", async () => {
     const { catalog } = await seeded();
-    const result = catalog.search({ query: "list kubernetes pods" });
+    const result = catalog.index.search({ query: "list kubernetes pods" });
     expect(result.tools[0]?.name).toBe("kubernetes.list_pods");
     expect(result.effectiveSearchType).toBe("fts");
   });
 
   it("does not rank kubernetes.ping first for 'list kubernetes pods' (negative bm25 pitfall)", async () => {
     const { catalog } = await seeded();
-    const result = catalog.search({ query: "list kubernetes pods", limit: 5 });
+    const result = catalog.index.search({ query: "list kubernetes pods", limit: 5 });
     expect(names(result).indexOf("kubernetes.ping")).not.toBe(0);
   });
 
   it("finds a tool by its bare name without namespace", async () => {
     const { catalog } = await seeded();
-    expect(names(catalog.search({ query: "send_message" }))[0]).toBe("slack.send_message");
+    expect(names(catalog.index.search({ query: "send_message" }))[0]).toBe("slack.send_message");
   });
 
   it("finds a tool by its name in another case style", async () => {
     const { catalog } = await seeded();
-    expect(names(catalog.search({ query: "sendMessage" }))[0]).toBe("slack.send_message");
-    expect(names(catalog.search({ query: "create-issue" }))[0]).toBe("github.createIssue");
+    expect(names(catalog.index.search({ query: "sendMessage" }))[0]).toBe("slack.send_message");
+    expect(names(catalog.index.search({ query: "create-issue" }))[0]).toBe("github.createIssue");
   });
 
   it("matches words through stemming", async () => {
     const { catalog } = await seeded();
-    expect(names(catalog.search({ query: "capturing screenshots" }))[0]).toBe("browser.take_screenshot");
+    expect(names(catalog.index.search({ query: "capturing screenshots" }))[0]).toBe(
+      "browser.take_screenshot",
+    );
   });
 
   it("searches parameter names and descriptions", async () => {
     const { catalog } = await seeded();
-    expect(names(catalog.search({ query: "city" }))[0]).toBe("weather.get_weather");
+    expect(names(catalog.index.search({ query: "city" }))[0]).toBe("weather.get_weather");
   });
 
   it("respects the limit", async () => {
     const { catalog } = await seeded();
-    expect(catalog.search({ query: "kubernetes", limit: 1 }).tools).toHaveLength(1);
+    expect(catalog.index.search({ query: "kubernetes", limit: 1 }).tools).toHaveLength(1);
   });
 
   it("excludes always-loaded tools unless asked for them", async () => {
     const { catalog } = openCatalog();
-    await catalog.register("s", [
+    await catalog.registry.register("s", [
       { name: "always_tool", description: "alpha tool", loadingMode: "always" },
       { name: "deferred_tool", description: "alpha tool" },
     ]);
-    expect(names(catalog.search({ query: "alpha" }))).toEqual(["deferred_tool"]);
-    expect(names(catalog.search({ query: "alpha", includeAlwaysLoaded: true })).sort()).toEqual([
+    expect(names(catalog.index.search({ query: "alpha" }))).toEqual(["deferred_tool"]);
+    expect(names(catalog.index.search({ query: "alpha", includeAlwaysLoaded: true })).sort()).toEqual([
       "always_tool",
       "deferred_tool",
     ]);
@@ -57,26 +59,26 @@ describe("fts search", () => {
 
   it("returns an empty list (not an error) when nothing matches", async () => {
     const { catalog } = await seeded();
-    expect(catalog.search({ query: "zzzzqqqq xxyyzz" }).tools).toEqual([]);
+    expect(catalog.index.search({ query: "zzzzqqqq xxyyzz" }).tools).toEqual([]);
   });
 });
 
 describe("fallbacks", () => {
   it("uses AND when enough tools contain every word", async () => {
     const { catalog } = await seeded();
-    expect(catalog.search({ query: "kubernetes", limit: 1 }).strategy).toBe("and");
+    expect(catalog.index.search({ query: "kubernetes", limit: 1 }).strategy).toBe("and");
   });
 
   it("widens to OR when no tool contains every word, and says so", async () => {
     const { catalog } = await seeded();
-    const result = catalog.search({ query: "weather pods" });
+    const result = catalog.index.search({ query: "weather pods" });
     expect(result.strategy).toBe("or");
     expect(names(result)).toEqual(expect.arrayContaining(["weather.get_weather", "kubernetes.list_pods"]));
   });
 
   it("widens to fuzzy for a typo", async () => {
     const { catalog } = await seeded();
-    const result = catalog.search({ query: "wether" });
+    const result = catalog.index.search({ query: "wether" });
     expect(result.strategy).toBe("fuzzy");
     expect(result.tools[0]?.name).toBe("weather.get_weather");
     expect(result.tools[0]?.matchType).toBe("fts_fuzzy");
@@ -84,43 +86,45 @@ describe("fallbacks", () => {
 
   it("reports a search widened to fuzzy as an effective fuzzy search", async () => {
     const { catalog } = await seeded();
-    expect(catalog.search({ query: "wether" }).effectiveSearchType).toBe("fuzzy");
-    expect(catalog.search({ query: "weather" }).effectiveSearchType).toBe("fts");
+    expect(catalog.index.search({ query: "wether" }).effectiveSearchType).toBe("fuzzy");
+    expect(catalog.index.search({ query: "weather" }).effectiveSearchType).toBe("fts");
   });
 
   it("finds screenshoot → take_screenshot", async () => {
     const { catalog } = await seeded();
-    expect(names(catalog.search({ query: "screenshoot" }))[0]).toBe("browser.take_screenshot");
+    expect(names(catalog.index.search({ query: "screenshoot" }))[0]).toBe("browser.take_screenshot");
   });
 
   it("expands an abbreviation: send msg → send_message", async () => {
     const { catalog } = await seeded();
-    expect(names(catalog.search({ query: "send msg" }))[0]).toBe("slack.send_message");
+    expect(names(catalog.index.search({ query: "send msg" }))[0]).toBe("slack.send_message");
   });
 });
 
 describe("regex search", () => {
   it("answers right after a change, before its literal index is built, as it does after", async () => {
     const { catalog } = await seeded();
-    await catalog.register("more", [{ name: "weather_alerts", description: "Severe weather alerts" }]);
+    await catalog.registry.register("more", [
+      { name: "weather_alerts", description: "Severe weather alerts" },
+    ]);
     const queries = ["weather", "^get_", "alert|forecast", "w.*er"];
-    const before = queries.map((query) => names(catalog.search({ query, type: "regex" })));
-    await catalog.settled();
-    expect(queries.map((query) => names(catalog.search({ query, type: "regex" })))).toEqual(before);
+    const before = queries.map((query) => names(catalog.index.search({ query, type: "regex" })));
+    await catalog.index.settled();
+    expect(queries.map((query) => names(catalog.index.search({ query, type: "regex" })))).toEqual(before);
     expect(before[0]).toContain("weather_alerts");
   });
 
   it("stops early but still returns the best tie-break order when many names match", async () => {
     const { catalog } = openCatalog();
-    await catalog.register(
+    await catalog.registry.register(
       "s",
       Array.from({ length: 300 }, (_, i) => ({
         name: `match_${String(i).padStart(3, "0")}`,
         sideEffects: "write" as const,
       })),
     );
-    await catalog.register("t", [{ name: "match_zzz", sideEffects: "pure" }]);
-    expect(names(catalog.search({ query: "match_.*", type: "regex", limit: 3 }))).toEqual([
+    await catalog.registry.register("t", [{ name: "match_zzz", sideEffects: "pure" }]);
+    expect(names(catalog.index.search({ query: "match_.*", type: "regex", limit: 3 }))).toEqual([
       "match_zzz",
       "match_000",
       "match_001",
@@ -129,13 +133,13 @@ describe("regex search", () => {
 
   it("scores full-name 0.95, prefix 0.90, substring 0.85, text-only 0.75", async () => {
     const { catalog } = openCatalog();
-    await catalog.register("s", [
+    await catalog.registry.register("s", [
       { name: "ping", description: "x" },
       { name: "ping_all", description: "x" },
       { name: "do_ping", description: "x" },
       { name: "noop", description: "sends a ping" },
     ]);
-    const result = catalog.search({ query: "ping", type: "regex" });
+    const result = catalog.index.search({ query: "ping", type: "regex" });
     expect(result.tools.map((t) => [t.name, t.score])).toEqual([
       ["ping", 0.95],
       ["ping_all", 0.9],
@@ -146,7 +150,7 @@ describe("regex search", () => {
 
   it("matches the bare name for full-name and prefix scores", async () => {
     const { catalog } = await seeded();
-    const result = catalog.search({ query: "list_.*", type: "regex" });
+    const result = catalog.index.search({ query: "list_.*", type: "regex" });
     expect(result.tools[0]).toMatchObject({
       name: "kubernetes.list_pods",
       score: 0.95,
@@ -156,18 +160,22 @@ describe("regex search", () => {
 
   it("is case-insensitive", async () => {
     const { catalog } = await seeded();
-    expect(names(catalog.search({ query: "CREATEISSUE", type: "regex" }))).toEqual(["github.createIssue"]);
+    expect(names(catalog.index.search({ query: "CREATEISSUE", type: "regex" }))).toEqual([
+      "github.createIssue",
+    ]);
   });
 
   it("rejects an invalid pattern with the parser's message", async () => {
     const { catalog } = await seeded();
-    expect(() => catalog.search({ query: "([a-z", type: "regex" })).toThrowError(/invalid regex: .*missing/i);
+    expect(() => catalog.index.search({ query: "([a-z", type: "regex" })).toThrowError(
+      /invalid regex: .*missing/i,
+    );
   });
 
   it("runs a catastrophic pattern over long names in linear time", async () => {
     const { catalog } = openCatalog();
     const long = "a".repeat(120);
-    await catalog.register(
+    await catalog.registry.register(
       "s",
       Array.from({ length: 200 }, (_, i) => ({
         name: `${long.slice(0, 100)}${i}`,
@@ -175,28 +183,30 @@ describe("regex search", () => {
       })),
     );
     const started = performance.now();
-    catalog.search({ query: "(a+)+$", type: "regex" });
-    catalog.search({ query: "(a|aa)+b", type: "regex" });
+    catalog.index.search({ query: "(a+)+$", type: "regex" });
+    catalog.index.search({ query: "(a|aa)+b", type: "regex" });
     expect(performance.now() - started).toBeLessThan(2000);
   });
 
   it("rejects patterns over the length cap", async () => {
     const { catalog } = await seeded();
-    expect(() => catalog.search({ query: "a".repeat(257), type: "regex" })).toThrowError(/limit is 256/);
+    expect(() => catalog.index.search({ query: "a".repeat(257), type: "regex" })).toThrowError(
+      /limit is 256/,
+    );
   });
 });
 
 describe("exact search", () => {
   it("returns the named tool with score 1.0", async () => {
     const { catalog } = await seeded();
-    expect(catalog.search({ query: "slack.send_message", type: "exact" }).tools).toEqual([
+    expect(catalog.index.search({ query: "slack.send_message", type: "exact" }).tools).toEqual([
       expect.objectContaining({ name: "slack.send_message", score: 1, matchType: "exact" }),
     ]);
   });
 
   it("accepts the bare name and other case styles", async () => {
     const { catalog } = await seeded();
-    const result = catalog.search({ query: "SendMessage", type: "exact" });
+    const result = catalog.index.search({ query: "SendMessage", type: "exact" });
     expect(result.tools).toEqual([
       expect.objectContaining({ name: "slack.send_message", score: 1, matchType: "exact_normalized" }),
     ]);
@@ -204,7 +214,7 @@ describe("exact search", () => {
 
   it("finds nothing for a partial name", async () => {
     const { catalog } = await seeded();
-    expect(catalog.search({ query: "send", type: "exact" }).tools).toEqual([]);
+    expect(catalog.index.search({ query: "send", type: "exact" }).tools).toEqual([]);
   });
 });
 
@@ -226,7 +236,7 @@ describe("bad input", () => {
       const { catalog } = await seeded();
       let error: unknown;
       try {
-        catalog.search(request as Parameters<typeof catalog.search>[0]);
+        catalog.index.search(request as Parameters<typeof catalog.index.search>[0]);
       } catch (err) {
         error = err;
       }
@@ -239,8 +249,8 @@ describe("bad input", () => {
 describe("events", () => {
   it("emits tool_search_cache_ready again when the index is rebuilt after a change", async () => {
     const { catalog, events } = openCatalog();
-    await catalog.register("s", [{ name: "a" }, { name: "b" }]);
-    catalog.search({ query: "a" });
+    await catalog.registry.register("s", [{ name: "a" }, { name: "b" }]);
+    catalog.index.search({ query: "a" });
     expect(
       events.filter((e) => e.type === "tool_search_cache_ready").map((e) => e.attributes.tool_count),
     ).toEqual([0, 2]);
@@ -248,7 +258,7 @@ describe("events", () => {
 
   it("emits tool_search_cache_ready on start and tool_search_query per search", async () => {
     const { catalog, events } = await seeded();
-    catalog.search({ query: "wether", scope: { tenantId: "acme", runId: "r1" } });
+    catalog.index.search({ query: "wether", scope: { tenantId: "acme", runId: "r1" } });
     expect(events[0]).toEqual({ type: "tool_search_cache_ready", attributes: { tool_count: 0 } });
     expect(events.at(-2)).toMatchObject({ type: "tool_search_cache_ready", attributes: { tool_count: 6 } });
     expect(events.at(-1)).toEqual({
@@ -269,38 +279,41 @@ describe("events", () => {
 describe("the texts a request is embedded as", () => {
   it("is the request with its slips repaired against the catalog's words", async () => {
     const { catalog } = openCatalog();
-    await catalog.register("s", [{ name: "get_status", description: "Get the status of a deployment" }]);
-    expect(catalog.meaningTexts({ query: "colud you check the deployment stauts" })).toEqual([
+    await catalog.registry.register("s", [
+      { name: "get_status", description: "Get the status of a deployment" },
+    ]);
+    expect(catalog.index.meaningOf({ query: "colud you check the deployment stauts" }).texts).toEqual([
       "could you check the deployment status",
     ]);
   });
 
   it("is each intent of a request with several", async () => {
     const { catalog } = openCatalog();
-    await catalog.register("s", [{ name: "get_weather", description: "Weather forecast for a city" }]);
+    await catalog.registry.register("s", [
+      { name: "get_weather", description: "Weather forecast for a city" },
+    ]);
     expect(
-      catalog.meaningTexts({
+      catalog.index.meaningOf({
         query: "Check the weather forecast for Oslo; then book a table for two tonight",
-      }),
+      }).texts,
     ).toEqual(["Check the weather forecast for Oslo", "book a table for two tonight"]);
   });
 
   it("repairs only with words of tools the caller may find", async () => {
     const { catalog } = openCatalog();
-    await catalog.register("s", [{ name: "weather", description: "Weather forecast" }]);
-    await catalog.register("t", [{ name: "deploy_status", description: "Status of a deployment" }], {
+    await catalog.registry.register("s", [{ name: "weather", description: "Weather forecast" }]);
+    await catalog.registry.register("t", [{ name: "deploy_status", description: "Status of a deployment" }], {
       owner: "globex",
     });
     // "stauts" is a slip for "status", a word only another tenant's tool has.
-    const version = await catalog.indexReady();
-    const acme = catalog.visibleSet({ key: "acme", isVisible: (t) => t.owner === "", version });
-    expect(catalog.meaningTexts({ query: "deployment stauts", visible: acme })).toEqual([
+    const acme = viewOf(await catalog.index.ready(), { tenant: "acme" });
+    expect(catalog.index.meaningOf({ query: "deployment stauts", view: acme }).texts).toEqual([
       "deployment stauts",
     ]);
   });
 
   it("refuses what search refuses, before anything is embedded", async () => {
     const { catalog } = openCatalog();
-    expect(() => catalog.meaningTexts({ query: "   " })).toThrow(/query is empty/);
+    expect(() => catalog.index.meaningOf({ query: "   " }).texts).toThrow(/query is empty/);
   });
 });

@@ -17,7 +17,7 @@ async function rejection(
     examples: examples.map((args) => ({ args, description: "", tags: [] })),
   };
   try {
-    await catalog.register("s", [tool]);
+    await catalog.registry.register("s", [tool]);
     return undefined;
   } catch (err) {
     if (err instanceof WayfindError) return err;
@@ -178,8 +178,8 @@ describe("checking a tool in steps", () => {
 
   it("ends in the record that registering stores", async () => {
     const { catalog } = openCatalog();
-    await catalog.register("s", [tool]);
-    const { source: _source, owner: _owner, ...stored } = catalog.get(["stepped"]).tools[0] ?? {};
+    await catalog.registry.register("s", [tool]);
+    const { source: _source, owner: _owner, ...stored } = catalog.registry.lookup("stepped", "")[0] ?? {};
     expect(stepThrough(tool).record).toEqual(stored);
   });
 });

@@ -7,7 +7,7 @@ import { MatchType, SemanticStatus } from "../../gen/ts/wayfind/v1/common_pb.ts"
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { loadConfig } from "../../src/config/index.ts";
 import { openDatabase } from "../../src/database/sqlite.ts";
-import { discoveryMigrations, ToolCatalog } from "../../src/discovery/index.ts";
+import { discoveryMigrations, IndexHost, ToolRegistry } from "../../src/discovery/index.ts";
 import { Embedder, SemanticToolSearch, semanticMigrations } from "../../src/semantic/index.ts";
 import { startServer } from "../../src/server/app.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
@@ -157,19 +157,22 @@ describe("a request read as several texts (its intents)", () => {
     const db = openDatabase(join(dir, "wayfind.db"), [...discoveryMigrations, ...semanticMigrations]);
     const embedder = await Embedder.open(MODEL_DIR);
     const semantic = new SemanticToolSearch({ db, embedder, weight: 0.3 });
-    const catalog = new ToolCatalog(db, { onIndexBuilt: (index) => semantic.indexBuilt(index) });
+    const registry = new ToolRegistry(db);
+    const index = new IndexHost(registry, { onIndexBuilt: (built) => semantic.indexBuilt(built) });
     try {
-      await catalog.register("s", CATALOG);
-      await catalog.indexReady();
+      await registry.register("s", CATALOG);
+      await index.ready();
       await semantic.settled();
       const rain = "Will I get soaked walking around Oslo on Saturday?";
       const yen = "What are 300 dollars worth in yen?";
-      const semanticScores = async (texts: string[]) =>
-        new Map(
-          catalog
-            .search({ query: texts.join(" "), limit: 20, semantic: await semantic.forTexts(texts) })
-            .tools.map((t) => [t.name, t.semanticScore]),
+      // The request's own reading replaced by the given texts.
+      const semanticScores = async (texts: string[]) => {
+        const request = { query: texts.join(" "), limit: 20 };
+        const evidence = await semantic.evidence({ ...index.meaningOf(request), texts });
+        return new Map(
+          index.search({ ...request, semantic: evidence }).tools.map((t) => [t.name, t.semanticScore]),
         );
+      };
       const both = await semanticScores([rain, yen]);
       expect(both.get("get_forecast")).toBe((await semanticScores([rain])).get("get_forecast"));
       expect(both.get("convert_currency")).toBe((await semanticScores([yen])).get("convert_currency"));

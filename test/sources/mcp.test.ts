@@ -6,9 +6,10 @@ import { afterEach, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
 import { loadConfig, type McpServerConfig } from "../../src/config/index.ts";
 import { openDatabase } from "../../src/database/sqlite.ts";
-import { ToolCatalog } from "../../src/discovery/index.ts";
 import { allMigrations } from "../../src/server/migrations.ts";
-import { type McpSource, McpSources, type McpTimeouts } from "../../src/sources/mcp.ts";
+import type { McpSource, McpTimeouts } from "../../src/sources/mcp.ts";
+import { McpSources } from "../../src/sources/mcp-sources.ts";
+import { type Catalog, catalogOn } from "../discovery/helpers.ts";
 import { EVERYTHING, FILESYSTEM, MEMORY, startHttpMcpServer, startRawHttpMcpServer } from "./mcp-servers.ts";
 
 const FAST: Partial<McpTimeouts> = {
@@ -41,16 +42,16 @@ function openCatalog(file = join(tempDir(), "wayfind.db")) {
   cleanups.push(() => {
     if (db.open) db.close();
   });
-  return { catalog: new ToolCatalog(db), db, file };
+  return { catalog: catalogOn(db), db, file };
 }
 
-function sources(catalog: ToolCatalog, servers: Record<string, unknown>[], timeouts = FAST) {
-  const set = new McpSources(mcpConfigs(servers), catalog, pino({ level: "silent" }), timeouts);
+function sources(catalog: Catalog, servers: Record<string, unknown>[], timeouts = FAST) {
+  const set = new McpSources(mcpConfigs(servers), catalog.registry, pino({ level: "silent" }), timeouts);
   cleanups.push(() => set.close());
   return set;
 }
 
-function source(catalog: ToolCatalog, server: Record<string, unknown>, timeouts = FAST): McpSource {
+function source(catalog: Catalog, server: Record<string, unknown>, timeouts = FAST): McpSource {
   const set = sources(catalog, [server], timeouts);
   return set.sources[0] as McpSource;
 }
@@ -63,8 +64,8 @@ async function until(check: () => boolean, ms = 5_000): Promise<void> {
   }
 }
 
-const namesOf = (catalog: ToolCatalog, source: string) =>
-  [...catalog.all()]
+const namesOf = (catalog: Catalog, source: string) =>
+  [...catalog.registry.all()]
     .filter((t) => t.source === source)
     .map((t) => t.name)
     .sort();
@@ -83,7 +84,7 @@ describe("MCP servers over stdio (real npm servers)", () => {
     expect(namesOf(catalog, "mcp:everything")).toContain("everything.echo");
     expect(namesOf(catalog, "mcp:memory")).toContain("memory.create_entities");
     expect(namesOf(catalog, "mcp:fs")).toContain("fs.read_text_file");
-    const hits = catalog.search({ query: "knowledge graph entities", limit: 3 });
+    const hits = catalog.index.search({ query: "knowledge graph entities", limit: 3 });
     expect(hits.tools[0]?.name).toMatch(/^memory\./);
   }, 30_000);
 
@@ -91,7 +92,7 @@ describe("MCP servers over stdio (real npm servers)", () => {
     const { catalog } = openCatalog();
     const src = source(catalog, { name: "everything", transport: "stdio", ...EVERYTHING() });
     await src.start();
-    const [echo] = catalog.get(["everything.echo"]).tools;
+    const [echo] = catalog.registry.lookup("everything.echo", "");
     expect(echo).toMatchObject({
       namespace: "everything",
       source: "mcp:everything",
@@ -101,7 +102,7 @@ describe("MCP servers over stdio (real npm servers)", () => {
     });
     expect(echo?.tags).toContain("idempotent");
     expect(echo?.argsSchema).toMatchObject({ type: "object", properties: { message: { type: "string" } } });
-    const structured = catalog.get(["everything.get-structured-content"]).tools[0];
+    const structured = catalog.registry.lookup("everything.get-structured-content", "")[0];
     expect(structured?.outputSchema).toMatchObject({ type: "object" });
   }, 20_000);
 
@@ -116,7 +117,7 @@ describe("MCP servers over stdio (real npm servers)", () => {
       examples: { echo: [{ args: { message: "hi" }, description: "say hi" }] },
     });
     await src.start();
-    const [echo] = catalog.get(["everything.echo"]).tools;
+    const [echo] = catalog.registry.lookup("everything.echo", "");
     expect(echo?.loadingMode).toBe("always");
     expect(echo?.tags).toEqual(expect.arrayContaining(["demo", "idempotent"]));
     expect(echo?.examples).toEqual([{ args: { message: "hi" }, description: "say hi", tags: [] }]);
@@ -126,11 +127,11 @@ describe("MCP servers over stdio (real npm servers)", () => {
     const { catalog } = openCatalog();
     const src = source(catalog, { name: "memory", transport: "stdio", ...MEMORY() });
     await src.start();
-    const before = catalog.fingerprint();
-    const tools = [...catalog.all()];
+    const before = catalog.registry.fingerprint();
+    const tools = [...catalog.registry.all()];
     await src.sync();
-    expect(catalog.fingerprint()).toBe(before);
-    expect([...catalog.all()]).toEqual(tools);
+    expect(catalog.registry.fingerprint()).toBe(before);
+    expect([...catalog.registry.all()]).toEqual(tools);
     expect(src.status().healthy).toBe(true);
   }, 20_000);
 
@@ -172,12 +173,12 @@ describe("MCP servers over streamable HTTP", () => {
     const src = source(catalog, { name: "shop", transport: "http", url: http.url });
     await src.start();
     expect(namesOf(catalog, "mcp:shop")).toEqual(["shop.lookup_order"]);
-    expect(catalog.get(["shop.lookup_order"]).tools[0]?.sideEffects).toBe("read");
+    expect(catalog.registry.lookup("shop.lookup_order", "")[0]?.sideEffects).toBe("read");
 
     http.addTool({ name: "refund_order", description: "Refund an order." });
     await until(() => namesOf(catalog, "mcp:shop").length === 2);
     expect(namesOf(catalog, "mcp:shop")).toEqual(["shop.lookup_order", "shop.refund_order"]);
-    expect(catalog.get(["shop.refund_order"]).tools[0]?.sideEffects).toBe("write");
+    expect(catalog.registry.lookup("shop.refund_order", "")[0]?.sideEffects).toBe("write");
   }, 15_000);
 
   it("re-lists on the configured interval", async () => {
@@ -202,7 +203,7 @@ describe("MCP servers over streamable HTTP", () => {
     expect(src.status().healthy).toBe(false);
     expect(src.status().lastError).toMatch(/tools\/list failed/);
     expect(namesOf(catalog, "mcp:shop")).toEqual(["shop.lookup_order"]);
-    expect(catalog.search({ query: "order" }).tools.map((t) => t.name)).toContain("shop.lookup_order");
+    expect(catalog.index.search({ query: "order" }).tools.map((t) => t.name)).toContain("shop.lookup_order");
 
     http.setDown(false);
     await until(() => src.status().healthy, 5_000);
@@ -227,7 +228,7 @@ describe("MCP servers over streamable HTTP", () => {
 describe("misbehaving MCP servers", () => {
   it("a command that does not exist: unhealthy with a clear error, nothing registered, others unaffected", async () => {
     const { catalog } = openCatalog();
-    await catalog.register("catalog:other", [{ name: "keep_me", description: "Still here." }]);
+    await catalog.registry.register("catalog:other", [{ name: "keep_me", description: "Still here." }]);
     const set = sources(catalog, [
       { name: "ghost", transport: "stdio", command: "wayfind-no-such-command-xyz" },
     ]);
@@ -331,7 +332,7 @@ describe("misbehaving MCP servers", () => {
     const src = source(catalog, { name: "messy", transport: "http", url: raw.url });
     await src.start();
     expect(namesOf(catalog, "mcp:messy")).toEqual(["messy.good"]);
-    expect(catalog.get(["messy.good"]).tools[0]?.description).toBe("Fine.");
+    expect(catalog.registry.lookup("messy.good", "")[0]?.description).toBe("Fine.");
     const { healthy, lastError } = src.status();
     expect(healthy).toBe(false);
     expect(lastError).toMatch(/^5 of 6 tools skipped/);
@@ -351,13 +352,13 @@ describe("misbehaving MCP servers", () => {
     }));
     cleanups.push(() => raw.close());
     const { catalog } = openCatalog();
-    await catalog.register("team-api", [
+    await catalog.registry.register("team-api", [
       { name: "send", namespace: "mail", description: "API-registered send." },
     ]);
     const src = source(catalog, { name: "mail", transport: "http", url: raw.url });
     await src.start();
     expect(namesOf(catalog, "mcp:mail")).toEqual(["mail.receive"]);
-    expect(catalog.get(["mail.send"]).tools[0]?.source).toBe("team-api");
+    expect(catalog.registry.lookup("mail.send", "")[0]?.source).toBe("team-api");
     expect(src.status().lastError).toContain('tool "mail.send" is already registered by source "team-api"');
   }, 10_000);
 
@@ -381,7 +382,7 @@ describe("misbehaving MCP servers", () => {
 
   it("drops the tools of an MCP server removed from the config", async () => {
     const { catalog } = openCatalog();
-    await catalog.register("mcp:gone", [{ name: "old", namespace: "gone" }]);
+    await catalog.registry.register("mcp:gone", [{ name: "old", namespace: "gone" }]);
     const set = sources(catalog, []);
     await set.start(100);
     expect(namesOf(catalog, "mcp:gone")).toEqual([]);

@@ -4,7 +4,7 @@ import { createAccessControl } from "../../src/access/index.ts";
 import { ActivationStore, compileLazyGroups } from "../../src/activation/index.ts";
 import type { Caller } from "../../src/caller/caller.ts";
 import { openDatabase } from "../../src/database/sqlite.ts";
-import { type Tool, ToolCatalog } from "../../src/discovery/index.ts";
+import { IndexHost, type Tool, ToolRegistry } from "../../src/discovery/index.ts";
 import { WayfindError } from "../../src/errors.ts";
 import type { NewEvent } from "../../src/events/index.ts";
 import { allMigrations } from "../../src/server/migrations.ts";
@@ -34,8 +34,8 @@ async function world(
   const db = openDatabase(":memory:", allMigrations);
   const events: NewEvent[] = [];
   const sink = { emit: (event: NewEvent) => void events.push(event) };
-  const catalog = new ToolCatalog(db, { events: sink });
-  await catalog.register(
+  const registry = new ToolRegistry(db);
+  await registry.register(
     "random",
     tools.map((tool) => ({
       name: tool.name,
@@ -49,14 +49,15 @@ async function world(
   );
   const access = createAccessControl({ policy, visibility, toolSearch: TOOL_SEARCH });
   const service = new ToolService({
-    catalog,
+    registry,
+    index: new IndexHost(registry, { events: sink }),
     access,
     activations: new ActivationStore(db, { events: sink, runActivationTtlSeconds: 3600 }),
     lazyGroups: compileLazyGroups([]),
     toolSearch: TOOL_SEARCH,
     events: sink,
   });
-  return { service, catalog, access, events, close: () => db.close() };
+  return { service, registry, access, events, close: () => db.close() };
 }
 
 describe("nothing hidden leaks through the tool service (property)", () => {
@@ -73,7 +74,7 @@ describe("nothing hidden leaks through the tool service (property)", () => {
         }
         try {
           const caller: Caller = { ...who, sessionId: "s", runId: "r" };
-          const registered = [...w.catalog.all()];
+          const registered = [...w.registry.all()];
           const view = w.access.forCaller(caller);
           const visibleNames = new Set(
             registered

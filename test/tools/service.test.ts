@@ -3,7 +3,7 @@ import { createAccessControl } from "../../src/access/index.ts";
 import { ActivationStore, compileLazyGroups } from "../../src/activation/index.ts";
 import { ANONYMOUS_CALLER } from "../../src/caller/caller.ts";
 import { openDatabase } from "../../src/database/sqlite.ts";
-import { ToolCatalog } from "../../src/discovery/index.ts";
+import { IndexHost, ToolRegistry } from "../../src/discovery/index.ts";
 import { allMigrations } from "../../src/server/migrations.ts";
 import { ToolService } from "../../src/tools/service.ts";
 import { notFoundMessage } from "./helpers.ts";
@@ -13,8 +13,8 @@ async function service(
   options: { denied?: string[]; aliases?: Record<string, string> } = {},
 ) {
   const db = openDatabase(":memory:", allMigrations);
-  const catalog = new ToolCatalog(db, { aliases: options.aliases ?? {} });
-  await catalog.register("src", [
+  const registry = new ToolRegistry(db, { aliases: options.aliases ?? {} });
+  await registry.register("src", [
     { name: "fs.read", description: "Read a file.", loadingMode: "deferred" },
     {
       name: "git.commit",
@@ -24,7 +24,7 @@ async function service(
     },
     { name: "ops.secret_rotate", description: "Rotate a secret file key.", loadingMode: "deferred" },
   ]);
-  await catalog.register("globex-src", [{ name: "globex.report", description: "Read a file report." }], {
+  await registry.register("globex-src", [{ name: "globex.report", description: "Read a file report." }], {
     owner: "globex",
   });
   const settings = {
@@ -40,7 +40,8 @@ async function service(
   };
   const sink = { emit: () => {} };
   return new ToolService({
-    catalog,
+    registry,
+    index: new IndexHost(registry),
     access: createAccessControl({
       policy: { allowed: ["*"], denied: options.denied ?? [], requireTags: [] },
       visibility: [],

@@ -1,0 +1,397 @@
+/** The search index over the registry's tools (IndexHost): its versioned builds and the reads over them. */
+
+import { invalidArgument } from "../errors.ts";
+import type { EventSink } from "../events/event.ts";
+import { checkSize, LIMITS, withinLimit, withinRange } from "../limits.ts";
+import { inSpan } from "../telemetry.ts";
+import { LiteralIndex } from "../text/literal-index.ts";
+import { SEMANTIC_OFF } from "../text/scores.ts";
+import { runInSlices, runToEnd } from "../text/slices.ts";
+import { synonymTable } from "../text/synonyms.ts";
+import { fuse } from "./fusion.ts";
+import { type Candidates, DEFAULT_RANKER, type RankerConfig } from "./ranker-options.ts";
+import type { ToolRegistry } from "./registry.ts";
+import { meaningTexts, type QueryReadings, queryReadings, runSearch } from "./search.ts";
+import { buildSearchIndex, type PackedAnalysis, toolKey } from "./search-index.ts";
+import type {
+  EffectiveSearchType,
+  ListRequest,
+  ListResponse,
+  SearchIndex,
+  SearchRequest,
+  SearchResponse,
+  SearchType,
+  SemanticQuery,
+  Tool,
+} from "./types.ts";
+import { visibleSet } from "./views.ts";
+
+const SEARCH_TYPES: readonly SearchType[] = ["fts", "regex", "exact"];
+
+export interface IndexHostOptions {
+  /** Namespaces that win ties, most preferred first. */
+  readonly preferredNamespaces?: readonly string[];
+  readonly events?: EventSink;
+  /** Ranker tuning (benchmarks); the default is what ships. */
+  readonly ranker?: RankerConfig;
+  /** The operator's synonyms (config `tool_search.synonyms`), beside the built-in ones. */
+  readonly synonyms?: Readonly<Record<string, readonly string[]>>;
+  /** Told each new index (at start and after changes), e.g. to bring tool vectors up to date. */
+  readonly onIndexBuilt?: (index: SearchIndex) => void;
+}
+
+/**
+ * The in-memory search index of the registry's tools (search-index.ts) and the reads over it: search
+ * (its paths in search.ts, the ranker in ranker.ts) and list. Builds are versioned by the registry's
+ * version: one starts after each change, in slices between other calls, and `ready()` gives a reader
+ * the build that holds its writes, which its view (ToolView) then reads. Every read masks the build
+ * with the caller's view (views.ts) before anything is ranked, counted or paged.
+ */
+export class IndexHost {
+  /**
+   * Analysed text per tool, so a rebuild re-analyses only changed tools. Kept packed (each list
+   * joined with SEP: one string instead of an array of small strings, ~3× less heap at 10,000 tools)
+   * and unpacked only while the index is built.
+   */
+  private readonly analysed = new Map<string, PackedAnalysis>();
+  /** The newest build and the registry version it holds; dropped at a change, until the next is built. */
+  private index: SearchIndex | undefined;
+  private indexVersion = -1;
+  /** The build under way, run in slices by startIndexBuild. */
+  private build: IndexBuild | undefined;
+  /** Readers waiting for an index that holds their version (ready). */
+  private waiting: Waiter[] = [];
+  /** The regex path's literal index, per in-memory index (dies with it); absent while it is built. */
+  private readonly literalIndexes = new WeakMap<SearchIndex, LiteralIndex>();
+  /** The background build of the current index's literal index. */
+  private literalIndexBuild: Promise<unknown> = Promise.resolve();
+  private readonly preferred: readonly string[];
+  private readonly events: EventSink | undefined;
+  private readonly rankerConfig: RankerConfig;
+  /** Abbreviations and synonyms by analysed word: built-in plus config `tool_search.synonyms`. */
+  private readonly readings: QueryReadings;
+  private readonly onIndexBuilt: ((index: SearchIndex) => void) | undefined;
+
+  constructor(
+    private readonly registry: ToolRegistry,
+    options: IndexHostOptions = {},
+  ) {
+    this.preferred = options.preferredNamespaces ?? [];
+    this.events = options.events;
+    this.rankerConfig = options.ranker ?? DEFAULT_RANKER;
+    this.readings = queryReadings(synonymTable(options.synonyms));
+    this.onIndexBuilt = options.onIndexBuilt;
+    this.current();
+    void this.followChanges();
+  }
+
+  search(request: SearchRequest): SearchResponse {
+    return inSpan("wayfind.tool_search", { "wayfind.search.type": request.type ?? "fts" }, (span) => {
+      const response = this.searchNow(request);
+      span.setAttributes({
+        "wayfind.search.result_count": response.tools.length,
+        "wayfind.search.strategy": response.strategy,
+      });
+      return response;
+    });
+  }
+
+  /**
+   * What semantic search needs of an FTS request: the texts it is embedded as (search.ts
+   * meaningTexts), read against the vocabulary of what the request may find (repairs come only from
+   * words the caller could find anyway), and those tools. Validates the request as search does, so
+   * nothing is embedded for one search refuses.
+   */
+  meaningOf(request: SearchRequest): SemanticQuery {
+    const { query } = validateSearch(request);
+    const { index, candidates } = this.searchable(request);
+    return {
+      texts: meaningTexts(index, this.registry.canonicalName(query), candidates, this.readings),
+      index,
+      candidates,
+    };
+  }
+
+  /**
+   * What a search may return: the view's tools not in its prompt yet (or all it may activate, when
+   * `includeAlwaysLoaded`); without a view, the deferred tools (or all) of the build the semantic
+   * evidence is over, else of the newest build.
+   */
+  private searchable(request: SearchRequest): {
+    index: SearchIndex;
+    candidates: Candidates | undefined;
+    totalDeferred: number;
+  } {
+    if (request.view)
+      return visibleSet(request.view, request.includeAlwaysLoaded ? "activatable" : "findable");
+    const index = request.semantic?.index ?? this.current();
+    const candidates = request.includeAlwaysLoaded ? undefined : index.deferred;
+    return { index, candidates, totalDeferred: index.deferred.count };
+  }
+
+  private searchNow(request: SearchRequest): SearchResponse {
+    const validated = validateSearch(request);
+    const { type, limit, minScore } = validated;
+    // A query that is a renamed tool's old name searches for its current name, whatever the type.
+    const query = this.registry.canonicalName(validated.query);
+    const { index, candidates, totalDeferred } = this.searchable(request);
+    const semantic = type === "fts" ? request.semantic : undefined;
+    const depth = semantic ? Math.max(limit, semantic.lexicalDepth) : limit;
+    const lexical = runSearch(index, { query, type, limit: depth }, candidates, {
+      aliasTargets: (alias) => this.registry.aliasTargets(alias),
+      literalIndex: this.literalIndexes.get(index),
+      repeat: this.rankerConfig.repeat,
+      readings: this.readings,
+    });
+    const found = semantic
+      ? { ...lexical, hits: fuse(index, candidates?.allowed, lexical.hits, limit, semantic) }
+      : lexical;
+    // Scores are absolute, so the threshold applies to each hit alone (hits are in score order).
+    const result = { ...found, hits: found.hits.filter((h) => h.score >= minScore) };
+    this.events?.emit({
+      type: "tool_search_query",
+      ...scopeOf(request),
+      attributes: {
+        query: query.slice(0, 256),
+        requested_type: type,
+        effective_type: type,
+        strategy: result.strategy,
+        result_count: result.hits.length,
+      },
+    });
+    const effectiveSearchType: EffectiveSearchType = result.strategy === "fuzzy" ? "fuzzy" : type;
+    return {
+      tools: result.hits,
+      effectiveSearchType,
+      strategy: result.strategy,
+      totalDeferred,
+      rewrites: result.rewrites,
+      semantic: semantic?.report ?? SEMANTIC_OFF,
+    };
+  }
+
+  /** Visible tools by name, paged; the token is the last name of the previous page. */
+  list(request: ListRequest = {}): ListResponse {
+    const pageSize = withinLimit(LIMITS.listToolsPageSize, request.pageSize);
+    let after = "";
+    if (request.pageToken) {
+      after = Buffer.from(request.pageToken, "base64url").toString("utf8");
+      if (!after.startsWith("n:"))
+        throw invalidArgument("page_token is not one this server issued; omit it to start over");
+      after = after.slice(2);
+    }
+    const set = request.view && visibleSet(request.view, request.showAll ? "activatable" : "shown");
+    const index = set?.index ?? this.current();
+    const allowed = set?.candidates.allowed;
+    const listed = (d: number) => allowed === undefined || allowed[d] === 1;
+    const tools: Tool[] = [];
+    let total = 0;
+    let last = "";
+    index.docs.forEach((t, d) => {
+      if (!listed(d)) return;
+      total++;
+      if (t.name <= after && after !== "") return;
+      if (tools.length < pageSize) {
+        tools.push(t);
+        last = t.name;
+      }
+    });
+    const more = tools.length === pageSize && index.docs.some((t, d) => t.name > last && listed(d));
+    return {
+      tools,
+      nextPageToken: more ? Buffer.from(`n:${last}`, "utf8").toString("base64url") : "",
+      totalSize: total,
+    };
+  }
+
+  /**
+   * An index that holds every change so far: the newest built when it does, else the build of every
+   * change run to its end now, the synchronous fallback for in-process callers that read without a
+   * view (which holds the build `ready()` gave).
+   */
+  private current(): SearchIndex {
+    if (this.index && this.indexVersion >= this.registry.version) return this.index;
+    const build = this.build?.version === this.registry.version ? this.build : this.startIndexBuild();
+    try {
+      return this.adopt(build, runToEnd(build.steps));
+    } catch (error) {
+      // A failed build is not resumed: the next read starts over.
+      if (this.build === build) this.build = undefined;
+      throw error;
+    }
+  }
+
+  /** Starts building the index of the catalog as it is now, in slices between other calls. */
+  private startIndexBuild(): IndexBuild {
+    const build: IndexBuild = {
+      steps: buildSearchIndex([...this.registry.all()], {
+        preferredNamespaces: this.preferred,
+        ranker: this.rankerConfig,
+        analysed: this.analysed,
+      }),
+      version: this.registry.version,
+    };
+    this.build = build;
+    runInSlices(build.steps, () => this.build === build).then(
+      (index) => {
+        if (index) this.adopt(build, index);
+      },
+      (error: unknown) => {
+        if (this.build !== build) return;
+        this.build = undefined;
+        for (const waiter of this.wakeable(build.version)) waiter.reject(error);
+        if (this.waiting.length > 0) this.startIndexBuild();
+      },
+    );
+    return build;
+  }
+
+  /** Makes the index `build` made the newest, wakes the readers whose changes it holds. */
+  private adopt(build: IndexBuild, index: SearchIndex): SearchIndex {
+    if (this.build === build) this.build = undefined;
+    if (build.version > this.indexVersion) {
+      this.index = index;
+      this.indexVersion = build.version;
+      this.forgetRemoved(index);
+      this.buildLiteralIndex(index);
+      // Emitted whenever an index is built: at start and after changes.
+      this.events?.emit({
+        type: "tool_search_cache_ready",
+        attributes: { tool_count: index.docs.length },
+      });
+      this.onIndexBuilt?.(index);
+    }
+    for (const waiter of this.wakeable(build.version)) waiter.resolve(index);
+    // Changes that came while readers waited for this build: build them next.
+    if (!this.build && this.indexVersion < this.registry.version) this.startIndexBuild();
+    return index;
+  }
+
+  /** Drops the analysed text of tools the registry no longer holds (every tool of a build has its entry). */
+  private forgetRemoved(index: SearchIndex): void {
+    if (this.analysed.size <= index.docs.length) return;
+    const kept = new Set(index.docs.map((t) => toolKey(t.owner, t.name)));
+    for (const key of this.analysed.keys()) if (!kept.has(key)) this.analysed.delete(key);
+  }
+
+  /** Takes the waiting readers that an index of `version` satisfies. */
+  private wakeable(version: number): Waiter[] {
+    const wake = this.waiting.filter((waiter) => waiter.version <= version);
+    this.waiting = this.waiting.filter((waiter) => waiter.version > version);
+    return wake;
+  }
+
+  /**
+   * Follows the registry, for as long as the registry lives: after each change, a build of the
+   * catalog as it is now (see changed).
+   */
+  private async followChanges(): Promise<void> {
+    for (;;) {
+      await this.registry.changed();
+      this.changed();
+    }
+  }
+
+  /**
+   * After a change: a build under way is abandoned for one of the catalog as it is now, unless
+   * readers wait for it; then it runs to its end and the next build follows (abandoning it would
+   * keep them waiting for as long as changes keep coming). A reader may have built the current
+   * index already (current): then there is nothing to do.
+   */
+  private changed(): void {
+    const version = this.registry.version;
+    if (this.indexVersion >= version || this.build?.version === version) return;
+    // No reader can use it any more (each waits for a newer one): let it go before the next is built.
+    this.index = undefined;
+    const running = this.build;
+    if (running && this.waiting.some((waiter) => waiter.version <= running.version)) return;
+    this.startIndexBuild();
+  }
+
+  /**
+   * Whether the index holds every change so far, without waiting or starting a build (the readiness
+   * probe's `index`: ok or building). Reads wait for the index with ready.
+   */
+  get indexCurrent(): boolean {
+    return this.index !== undefined && this.indexVersion >= this.registry.version;
+  }
+
+  /**
+   * Resolves once an index holds every change made before the call (read-your-writes; a build is
+   * started if none runs), with that build: the one a caller's view reads (ToolView.index), without
+   * waiting for changes made since. Rejects if the build fails.
+   */
+  ready(): Promise<SearchIndex> {
+    const version = this.registry.version;
+    if (this.index && this.indexVersion >= version) return Promise.resolve(this.index);
+    if (!this.build) this.startIndexBuild();
+    return new Promise((resolve, reject) => this.waiting.push({ version, resolve, reject }));
+  }
+
+  /**
+   * Starts building the literal index of a new in-memory index, in slices between other calls (about
+   * a second of work at 10,000 tools, once held by the first regex search after a change). Regex
+   * searches scan without it until it is ready; a newer index abandons the build.
+   */
+  private buildLiteralIndex(index: SearchIndex): void {
+    this.literalIndexBuild = LiteralIndex.buildInSlices(
+      index.docs.length,
+      (d) => [index.lowerNames[d] ?? "", index.lowerDescriptions[d] ?? "", ...(index.lowerTags[d] ?? [])],
+      () => this.index === index,
+    ).then((literals) => {
+      if (literals) this.literalIndexes.set(index, literals);
+    });
+  }
+
+  /** Resolves when background work on the index (its build, then its literal index) is done. */
+  async settled(): Promise<void> {
+    await this.ready();
+    await this.literalIndexBuild;
+  }
+}
+
+/** A build of the index of the catalog at `version`. */
+interface IndexBuild {
+  readonly steps: Generator<void, SearchIndex>;
+  readonly version: number;
+}
+
+/** A reader waiting for an index that holds `version`. */
+interface Waiter {
+  readonly version: number;
+  readonly resolve: (index: SearchIndex) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+function validateSearch(request: SearchRequest): {
+  query: string;
+  type: SearchType;
+  limit: number;
+  minScore: number;
+} {
+  const type = request.type ?? "fts";
+  if (!SEARCH_TYPES.includes(type))
+    throw invalidArgument(
+      `search type ${JSON.stringify(type)} is unknown; use one of ${SEARCH_TYPES.join(", ")}`,
+    );
+  if (typeof request.query !== "string") throw invalidArgument("query must be a string");
+  const query = request.query.trim();
+  if (query.length === 0) throw invalidArgument("query is empty; pass words, a regex or a tool name");
+  checkSize(LIMITS.searchToolsQuery, query.length);
+  return {
+    query,
+    type,
+    limit: withinLimit(LIMITS.searchToolsLimit, request.limit),
+    minScore: withinRange(LIMITS.searchToolsMinScore, request.minScore),
+  };
+}
+
+function scopeOf(request: SearchRequest): { tenantId?: string; sessionId?: string; runId?: string } {
+  const s = request.scope;
+  if (!s) return {};
+  return {
+    ...(s.tenantId ? { tenantId: s.tenantId } : {}),
+    ...(s.sessionId ? { sessionId: s.sessionId } : {}),
+    ...(s.runId ? { runId: s.runId } : {}),
+  };
+}

@@ -1,0 +1,61 @@
+/** Caller views as masks over a build of the index: what a search or a list of the caller may take. */
+
+import { Candidates } from "./ranker-options.ts";
+import { type SearchIndex, type ToolView, VERDICT, type VisibleSet } from "./types.ts";
+
+/**
+ * Which of a view's tools a read takes: those it may find by search (not in its prompt yet), every
+ * one it may activate, or only those in its prompt now (always visible or activated).
+ */
+type ViewScope = "findable" | "activatable" | "shown";
+
+/** Visible sets kept per build of the index; a fleet has a few visibility shapes, not thousands. */
+const VISIBLE_SETS_MAX = 256;
+
+/**
+ * The tools of `view`'s build in `scope`. A mask is a pure function of the view, so it is made once
+ * and kept with the build (a caller's searches would each pay a pass over every tool), by the view's
+ * verdict array (src/access hands one per caller and build) and the rest of its fields.
+ */
+export function visibleSet(view: ToolView, scope: ViewScope): VisibleSet {
+  const sets = view.index.visibleSets;
+  const key = JSON.stringify([view.tenant, [...view.activeNames].sort(), view.allShown, scope]);
+  const known = sets.get(view.access)?.get(key);
+  if (known !== undefined) return known;
+  let kept = 0;
+  for (const byKey of sets.values()) kept += byKey.size;
+  if (kept >= VISIBLE_SETS_MAX) sets.clear();
+  const set = maskOf(view, scope);
+  sets.set(view.access, (sets.get(view.access) ?? new Map<string, VisibleSet>()).set(key, set));
+  return set;
+}
+
+function maskOf(view: ToolView, scope: ViewScope): VisibleSet {
+  const { index, access, tenant } = view;
+  const active = new Set(view.activeNames);
+  const allowed = new Uint8Array(index.docs.length);
+  let totalDeferred = 0;
+  index.docs.forEach((t, d) => {
+    const verdict = access[d] ?? 0;
+    if ((verdict & VERDICT.canActivate) === 0 || !existsFor(index, d, tenant)) return;
+    const shown = view.allShown || (verdict & VERDICT.alwaysVisible) !== 0 || active.has(t.name);
+    if (scope === "findable" ? shown : scope === "shown" && !shown) return;
+    allowed[d] = 1;
+    if (t.loadingMode === "deferred") totalDeferred++;
+  });
+  return { index, candidates: new Candidates(allowed), totalDeferred };
+}
+
+/**
+ * Whether doc `d` exists for `tenant`: its own, or a global tool it has none of the same name of.
+ * Other tenants' tools do not exist for it; a tenant-less caller has the global tools.
+ */
+function existsFor(index: SearchIndex, d: number, tenant: string): boolean {
+  const { owner, name } = index.docs[d] ?? { owner: "", name: "" };
+  if (owner === tenant) return true;
+  if (owner !== "") return false;
+  // Docs of one name are adjacent, ordered by owner: the global one first.
+  for (let e = d + 1; e < index.docs.length && index.docs[e]?.name === name; e++)
+    if (index.docs[e]?.owner === tenant) return false;
+  return true;
+}
