@@ -1,9 +1,9 @@
-import * as http2 from "node:http2";
 import { gzipSync } from "node:zlib";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RegisterToolsRequestSchema, ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
+import { envelope, rawGrpcStatus } from "../support/rpc.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 
 let wayfind: TestServer;
@@ -23,47 +23,9 @@ function registerBytes(name: string): Uint8Array {
   return toBinary(RegisterToolsRequestSchema, request);
 }
 
-function envelope(flag: number, body: Uint8Array): Buffer {
-  const prefix = Buffer.alloc(5);
-  prefix.writeUInt8(flag, 0);
-  prefix.writeUInt32BE(body.byteLength, 1);
-  return Buffer.concat([prefix, body]);
-}
-
-/** Sends `chunks` as a native gRPC request, one write each, and reads the status from raw HTTP/2. */
-function call(
-  chunks: Buffer[],
-  headers: Record<string, string> = {},
-): Promise<{ code: Code; message: string }> {
-  return new Promise((resolve, reject) => {
-    const session = http2.connect(wayfind.baseUrl);
-    const stream = session.request({
-      ":method": "POST",
-      ":path": REGISTER,
-      "content-type": "application/grpc",
-      te: "trailers",
-      "wayfind-role": "admin",
-      ...headers,
-    });
-    let status: http2.IncomingHttpHeaders = {};
-    stream.on("response", (head) => {
-      status = head;
-    });
-    stream.on("trailers", (trailers) => {
-      status = trailers;
-    });
-    stream.on("close", () => {
-      session.close();
-      resolve({
-        code: Number(status["grpc-status"]),
-        message: decodeURIComponent(String(status["grpc-message"] ?? "")),
-      });
-    });
-    stream.on("error", reject);
-    stream.resume();
-    for (const chunk of chunks) stream.write(chunk);
-    stream.end();
-  });
+/** Sends `chunks` as a RegisterTools call of the operator, one write each. */
+function call(chunks: Buffer[], headers: Record<string, string> = {}) {
+  return rawGrpcStatus(wayfind.baseUrl, REGISTER, chunks, { "wayfind-role": "admin", ...headers });
 }
 
 async function registered(name: string): Promise<boolean> {

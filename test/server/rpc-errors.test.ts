@@ -1,4 +1,3 @@
-import * as http2 from "node:http2";
 import { create, fromBinary, toBinary, toJson } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { codeFromString } from "@connectrpc/connect/protocol-connect";
@@ -13,6 +12,7 @@ import {
   MAX_ERROR_MESSAGE_BYTES,
   toRpcError,
 } from "../../src/server/rpc-errors.ts";
+import { envelope, rawGrpcStatus } from "../support/rpc.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 
 let wayfind: TestServer;
@@ -38,33 +38,7 @@ const protocols: Record<
   (path: string, body: Uint8Array, headers?: Record<string, string>) => Promise<Status>
 > = {
   "native gRPC": (path, body, headers = {}) =>
-    new Promise((resolve, reject) => {
-      const session = http2.connect(wayfind.baseUrl);
-      const stream = session.request({
-        ":method": "POST",
-        ":path": path,
-        "content-type": "application/grpc",
-        te: "trailers",
-        ...headers,
-      });
-      let status: http2.IncomingHttpHeaders = {};
-      stream.on("response", (head) => {
-        status = head;
-      });
-      stream.on("trailers", (trailers) => {
-        status = trailers;
-      });
-      stream.on("close", () => {
-        session.close();
-        resolve({
-          code: Number(status["grpc-status"]),
-          message: decodeURIComponent(String(status["grpc-message"] ?? "")),
-        });
-      });
-      stream.on("error", reject);
-      stream.resume();
-      stream.end(envelope(0, body));
-    }),
+    rawGrpcStatus(wayfind.baseUrl, path, [envelope(0, body)], headers),
   "Connect binary": async (path, body, headers = {}) => {
     const response = await fetch(wayfind.baseUrl + path, {
       method: "POST",
@@ -92,13 +66,6 @@ const protocols: Record<
     return connectStatus(await response.json());
   },
 };
-
-function envelope(flags: number, body: Uint8Array): Buffer {
-  const head = Buffer.alloc(5);
-  head.writeUInt8(flags, 0);
-  head.writeUInt32BE(body.byteLength, 1);
-  return Buffer.concat([head, body]);
-}
 
 /** A Connect error body (`{"code": "invalid_argument", "message": …}`) as a status. */
 function connectStatus(json: unknown): Status {
