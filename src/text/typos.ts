@@ -66,6 +66,7 @@ export function typoCost(typed: string, intended: string, max: number): number {
   prev[0] = 0;
   for (let j = 1; j <= m; j++)
     prev[j] = j <= band ? (prev[j - 1] as number) + deletionCost(intended, j - 1) : far;
+  let lastRowMin = 0;
   for (let i = 1; i <= n; i++) {
     const lo = Math.max(1, i - band);
     const hi = Math.min(m, i + band);
@@ -85,7 +86,9 @@ export function typoCost(typed: string, intended: string, max: number): number {
       if (v < rowMin) rowMin = v;
     }
     if (hi < m) cur[hi + 1] = far;
-    if (rowMin > max) return far;
+    // A swap reaches this row from the one before the last, so both must be over to give up.
+    if (rowMin > max && lastRowMin > max) return far;
+    lastRowMin = rowMin;
     [before, prev, cur] = [prev, cur, before];
   }
   const cost = prev[m] as number;

@@ -63,6 +63,11 @@ describe("typoCost", () => {
     );
   });
 
+  it("counts a swap that reaches past a row over the limit on its own", () => {
+    // Found by the property above: the row between the swap's ends costs more than max.
+    expect(typoCost("dwrsoa", "areao", 3)).toBeCloseTo(2.8, 9);
+  });
+
   it("costs a swap of neighbouring letters least, so a transposed word is read as itself", () => {
     // "stauts" is one swap from "status" and one other letter from "starts".
     expect(typoCost("stauts", "status", 2)).toBeLessThan(typoCost("stauts", "starts", 2));
