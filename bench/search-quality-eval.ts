@@ -11,19 +11,38 @@ export interface Metrics {
 }
 
 export function evaluate(index: IndexHost, queries: readonly Query[], aliasOf: Map<string, string>): Metrics {
-  const m = { r1: 0, r5: 0, r10: 0, mrr: 0, n: 0 };
+  const sum = new MetricsSum();
   for (const q of queries) {
-    const gold = new Set(q.gold.map((g) => aliasOf.get(g) ?? g));
     // The API caps a page at 20, which is all Recall@10 and MRR@20 need.
-    const text = clipQuery(q.query);
-    const names = index.search({ query: text, limit: 20 }).tools.map((t) => t.name);
-    const recall = (k: number) => names.slice(0, k).filter((n) => gold.has(n)).length / gold.size;
-    m.r1 += recall(1);
-    m.r5 += recall(5);
-    m.r10 += recall(10);
-    const first = names.findIndex((n) => gold.has(n));
-    m.mrr += first >= 0 ? 1 / (first + 1) : 0;
-    m.n++;
+    const names = index.search({ query: clipQuery(q.query), limit: 20 }).tools.map((t) => t.name);
+    sum.add(
+      q.gold.map((g) => aliasOf.get(g) ?? g),
+      names,
+    );
   }
-  return { r1: m.r1 / m.n, r5: m.r5 / m.n, r10: m.r10 / m.n, mrr: m.mrr / m.n, n: m.n };
+  return sum.average();
+}
+
+/** Recall@1/5/10 (share of the gold tools) and reciprocal rank of the first gold tool, summed over requests. */
+export class MetricsSum {
+  private readonly sum = { r1: 0, r5: 0, r10: 0, mrr: 0 };
+  private n = 0;
+
+  add(goldNames: readonly string[], ranked: readonly string[]): void {
+    const gold = new Set(goldNames);
+    const recall = (k: number) => ranked.slice(0, k).filter((n) => gold.has(n)).length / gold.size;
+    this.sum.r1 += recall(1);
+    this.sum.r5 += recall(5);
+    this.sum.r10 += recall(10);
+    const first = ranked.findIndex((n) => gold.has(n));
+    this.sum.mrr += first >= 0 ? 1 / (first + 1) : 0;
+    this.n++;
+  }
+
+  /** The means over the requests added (0 when none were). */
+  average(): Metrics {
+    const n = Math.max(1, this.n);
+    const { r1, r5, r10, mrr } = this.sum;
+    return { r1: r1 / n, r5: r5 / n, r10: r10 / n, mrr: mrr / n, n: this.n };
+  }
 }

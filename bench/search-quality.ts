@@ -14,6 +14,7 @@ import { Embedder } from "../src/semantic/index.ts";
 import { type Query, readQueries, table } from "./lib/discovery-data.ts";
 import { BENCH_MODEL_DIR, type HybridCatalog, openHybrid } from "./lib/hybrid.ts";
 import { injectTypos } from "./lib/typos.ts";
+import { MetricsSum } from "./search-quality-eval.ts";
 
 const BASELINES: Record<string, [string, number, number, number, number][]> = {
   toolbench: [
@@ -30,31 +31,16 @@ const at = process.argv.indexOf("--metatool-every");
 const METATOOL_EVERY = at >= 0 ? Number(process.argv[at + 1]) : 3;
 const LEXICAL_ONLY = process.argv.includes("--lexical-only");
 
-interface Metrics {
-  r1: number;
-  r5: number;
-  r10: number;
-  mrr: number;
-  n: number;
-}
-
 type Ranker = (query: string) => Promise<string[]> | string[];
 
 async function measure(queries: readonly Query[], rank: Ranker, aliasOf: ReadonlyMap<string, string>) {
-  const m = { r1: 0, r5: 0, r10: 0, mrr: 0, n: 0 };
-  for (const q of queries) {
-    const gold = new Set(q.gold.map((g) => aliasOf.get(g) ?? g));
-    const names = await rank(q.query);
-    const recall = (k: number) => names.slice(0, k).filter((n) => gold.has(n)).length / gold.size;
-    m.r1 += recall(1);
-    m.r5 += recall(5);
-    m.r10 += recall(10);
-    const first = names.findIndex((n) => gold.has(n));
-    m.mrr += first >= 0 ? 1 / (first + 1) : 0;
-    m.n++;
-  }
-  const n = Math.max(1, m.n);
-  return { r1: m.r1 / n, r5: m.r5 / n, r10: m.r10 / n, mrr: m.mrr / n, n: m.n } satisfies Metrics;
+  const sum = new MetricsSum();
+  for (const q of queries)
+    sum.add(
+      q.gold.map((g) => aliasOf.get(g) ?? g),
+      await rank(q.query),
+    );
+  return sum.average();
 }
 
 /** Requests none of whose words (analysed) is in any gold tool's name or description. */
