@@ -81,6 +81,26 @@ export const LIMITS = {
   }),
   usageModel: limit("usage", "RecordUsageRequest", "model", 1, 200, { unit: "characters" }),
   idempotencyKey: limit("usage", "RecordUsageRequest", "idempotency_key", 1, 128, { unit: "characters" }),
+  reportToolOutcomeSearchId: limit("tools", "ReportToolOutcomeRequest", "search_id", 0, 64, {
+    unit: "characters",
+  }),
+  reportToolOutcomeTool: limit("tools", "ReportToolOutcomeRequest", "tool", 1, 128, { unit: "characters" }),
+  reportToolOutcomeNote: limit("tools", "ReportToolOutcomeRequest", "note", 0, 1_000, { unit: "characters" }),
+  reportToolOutcomeKey: limit("tools", "ReportToolOutcomeRequest", "idempotency_key", 0, 128, {
+    unit: "characters",
+  }),
+  reportSkillOutcomeSearchId: limit("skills", "ReportSkillOutcomeRequest", "search_id", 0, 64, {
+    unit: "characters",
+  }),
+  reportSkillOutcomeSkill: limit("skills", "ReportSkillOutcomeRequest", "skill", 1, 128, {
+    unit: "characters",
+  }),
+  reportSkillOutcomeNote: limit("skills", "ReportSkillOutcomeRequest", "note", 0, 1_000, {
+    unit: "characters",
+  }),
+  reportSkillOutcomeKey: limit("skills", "ReportSkillOutcomeRequest", "idempotency_key", 0, 128, {
+    unit: "characters",
+  }),
 } as const satisfies Record<string, Limit>;
 
 function limit<const Extra extends { readonly default?: number; readonly unit?: string }>(

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Provider } from "../gen/ts/wayfind/v1/common_pb.ts";
+import { Outcome, Provider } from "../gen/ts/wayfind/v1/common_pb.ts";
 import { SkillScope, SkillService } from "../gen/ts/wayfind/v1/skills_pb.ts";
 import { ToolDiscoveryService, type ToolSchema } from "../gen/ts/wayfind/v1/tools_pb.ts";
 import { UsageService } from "../gen/ts/wayfind/v1/usage_pb.ts";
@@ -235,7 +235,54 @@ const callWith: Record<keyof typeof LIMITS, (size: number) => Promise<unknown>> 
       usage: { inputTokens: 10n, outputTokens: 2n },
       idempotencyKey: text(size),
     }),
+  reportToolOutcomeSearchId: (size) => reportTool({ searchId: text(size) }),
+  reportToolOutcomeTool: async (size) => {
+    const name = `t${"a".repeat(size - 1)}`;
+    if (size <= LIMITS.toolName.max) await registerOne({ name });
+    return reportTool({ tool: name });
+  },
+  reportToolOutcomeNote: (size) => reportTool({ note: text(size) }),
+  reportToolOutcomeKey: (size) => reportTool({ idempotencyKey: `tool-${text(size - 5)}` }),
+  reportSkillOutcomeSearchId: (size) => reportSkill({ searchId: text(size) }),
+  reportSkillOutcomeSkill: async (size) => {
+    const name = `s${"a".repeat(size - 1)}`;
+    if (size <= 128)
+      await skills().loadSkillPack({
+        caller,
+        packName: "limits-long-name",
+        scope: SkillScope.TENANT,
+        source: { case: "files", value: { files: [skillFile(name)] } },
+      });
+    return reportSkill({ skill: name });
+  },
+  reportSkillOutcomeNote: (size) => reportSkill({ note: text(size) }),
+  reportSkillOutcomeKey: (size) => reportSkill({ idempotencyKey: `skill-${text(size - 6)}` }),
 };
+
+/**
+ * An outcome report with one field changed. A search id within the limit names no remembered search:
+ * NOT_FOUND, which is past the size check, so it counts as accepted.
+ */
+function reportTool(fields: { searchId?: string; tool?: string; note?: string; idempotencyKey?: string }) {
+  return acceptedUnknownSearch(
+    tools().reportToolOutcome({ caller, tool: toolNames[0], outcome: Outcome.SUCCEEDED, ...fields }),
+    fields.searchId,
+  );
+}
+
+function reportSkill(fields: { searchId?: string; skill?: string; note?: string; idempotencyKey?: string }) {
+  return acceptedUnknownSearch(
+    skills().reportSkillOutcome({ caller, skill: skillNames[0], outcome: Outcome.SUCCEEDED, ...fields }),
+    fields.searchId,
+  );
+}
+
+async function acceptedUnknownSearch(call: Promise<unknown>, searchId: string | undefined): Promise<unknown> {
+  if (searchId === undefined || searchId.length > LIMITS.reportToolOutcomeSearchId.max) return call;
+  const error = await failure(call);
+  if (error.code !== Code.NotFound) throw error;
+  return error;
+}
 
 describe.each(rows)("limit %s", (key, row) => {
   const call = callWith[key];

@@ -7,13 +7,18 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DEFAULTS } from "../../src/config/defaults.ts";
-import { openDatabase } from "../../src/database/sqlite.ts";
+import { type Db, openDatabase } from "../../src/database/sqlite.ts";
 import { discoveryMigrations, IndexHost, parseCatalogFile, ToolRegistry } from "../../src/discovery/index.ts";
+import { learningMigrations } from "../../src/learning/index.ts";
 import { type Embedder, SemanticToolSearch, semanticMigrations } from "../../src/semantic/index.ts";
 import { clipQuery, DATA_DIR } from "./discovery-data.ts";
 
 export interface HybridCatalog {
   readonly registry: ToolRegistry;
+  readonly index: IndexHost;
+  /** Semantic ranking; undefined without an embedder. */
+  readonly semantic: SemanticToolSearch | undefined;
+  readonly db: Db;
   /** Tool names as registered, for gold names given as aliases. */
   readonly aliasOf: ReadonlyMap<string, string>;
   /** The top `limit` names by words alone (semantic off). */
@@ -33,7 +38,11 @@ export const BENCH_MODEL_DIR = process.env.WAYFIND_MODEL_DIR ?? DEFAULTS.toolSea
  */
 export async function openHybrid(files: readonly string[], embedder?: Embedder): Promise<HybridCatalog> {
   const dir = mkdtempSync(join(tmpdir(), "wayfind-bench-hybrid-"));
-  const db = openDatabase(join(dir, "wayfind.db"), [...discoveryMigrations, ...semanticMigrations]);
+  const db = openDatabase(join(dir, "wayfind.db"), [
+    ...discoveryMigrations,
+    ...semanticMigrations,
+    ...learningMigrations,
+  ]);
   const semantic =
     embedder && new SemanticToolSearch({ db, embedder, weight: DEFAULTS.toolSearch.semantic.weight });
   const registry = new ToolRegistry(db);
@@ -54,6 +63,9 @@ export async function openHybrid(files: readonly string[], embedder?: Embedder):
   await semantic?.settled();
   return {
     registry,
+    index,
+    semantic,
+    db,
     aliasOf,
     lexical: (query, limit = 20) => index.search({ query: clipQuery(query), limit }).tools.map((t) => t.name),
     async hybrid(query, limit = 20) {

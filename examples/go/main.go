@@ -1,7 +1,8 @@
 // Command wayfind-example is a small wayfind client. It checks that the server is up, records the
 // token usage of one model call, then walks through one agent turn of tool and skill discovery:
 // register a deferred catalog, render the tool prompt, search, resolve the tool the model called
-// (seeing its activation event), render again and fetch the skills relevant to the task.
+// (seeing its activation event), report that it succeeded, render again and fetch the skills
+// relevant to the task.
 //
 //	go run . -addr 127.0.0.1:50051
 //	go run . -addr wayfind.internal:50051 -ca ca.pem -api-key "$WAYFIND_API_KEY"
@@ -245,7 +246,25 @@ func discover(ctx context.Context, conn *grpc.ClientConn, caller *wayfindv1.Call
 	}
 	stopWatching()
 
-	// 5. Render again: the tool is appended, so the previous prompt stays a prefix (cache hits).
+	// 5. The runtime ran the tool and it did what the request needed: report it, naming the search
+	// the tool came from, so the tenant's ranking learns from the choice. One key per report (e.g.
+	// the model's tool call id): a retried report is acknowledged and recorded once.
+	outcome := wayfindv1.Outcome_OUTCOME_SUCCEEDED
+	reported, err := tools.ReportToolOutcome(ctx, &wayfindv1.ReportToolOutcomeRequest{
+		Caller:         caller,
+		SearchId:       found.GetSearchId(),
+		Tool:           best.GetName(),
+		Outcome:        outcome,
+		Note:           "refunded pay_123",
+		IdempotencyKey: fmt.Sprintf("outcome-%d", time.Now().UnixNano()),
+	})
+	if err != nil {
+		return fmt.Errorf("report tool outcome: %w", err)
+	}
+	fmt.Fprintf(out, "outcome: %s %s (learned=%t, duplicate=%t)\n",
+		best.GetName(), enumName(outcome.String(), "OUTCOME_"), reported.GetLearned(), reported.GetDuplicate())
+
+	// 6. Render again: the tool is appended, so the previous prompt stays a prefix (cache hits).
 	after, err := tools.RenderToolPrompt(ctx, &wayfindv1.RenderToolPromptRequest{Caller: caller})
 	if err != nil {
 		return fmt.Errorf("render prompt: %w", err)
@@ -253,7 +272,7 @@ func discover(ctx context.Context, conn *grpc.ClientConn, caller *wayfindv1.Call
 	fmt.Fprintf(out, "prompt: %s (previous prompt is a prefix: %t)\n",
 		strings.Join(after.GetVisibleTools(), ", "), strings.HasPrefix(after.GetText(), before.GetText()))
 
-	// 6. Before working on a task: the relevant skills as one block to inject, within a token budget.
+	// 7. Before working on a task: the relevant skills as one block to inject, within a token budget.
 	const budget = 500
 	relevant, err := wayfindv1.NewSkillServiceClient(conn).GetRelevantSkills(ctx, &wayfindv1.GetRelevantSkillsRequest{
 		Caller: caller, Task: "the API returns 429 Too Many Requests", TopK: 2, MaxTokens: budget,

@@ -61,6 +61,7 @@ func TestWayfind(t *testing.T) {
 	t.Run("RelevantSkills", func(t *testing.T) { testRelevantSkills(t, conn) })
 	t.Run("DiscoveryTools", func(t *testing.T) { testDiscoveryTools(t, conn) })
 	t.Run("ToolErrors", func(t *testing.T) { testToolErrors(t, conn) })
+	t.Run("ReportToolOutcome", func(t *testing.T) { testReportToolOutcome(t, conn) })
 	t.Run("BadRequestDetails", func(t *testing.T) { testBadRequestDetails(t, conn) })
 	t.Run("Example", func(t *testing.T) { testExample(t, srv.addr, connection{}) })
 	t.Run("DispatchExample", func(t *testing.T) { testDispatchExample(t, srv.addr) })
@@ -643,6 +644,61 @@ func testToolErrors(t *testing.T, conn *grpc.ClientConn) {
 	}
 }
 
+// testReportToolOutcome reports what became of a tool chosen from a search: a hit of a search the
+// server remembers teaches the ranking, a retry with the same key is a duplicate, and a tool that
+// does not exist is NOT_FOUND.
+func testReportToolOutcome(t *testing.T, conn *grpc.ClientConn) {
+	tools := wayfindv1.NewToolDiscoveryServiceClient(conn)
+	caller := tenant(t)
+	const refund = "billing.refund_payment"
+	if _, err := tools.RegisterTools(rpcContext(t), &wayfindv1.RegisterToolsRequest{
+		Caller: caller, Source: "example", Namespace: "billing", Tools: billingTools(), ReplaceSource: true,
+	}); err != nil {
+		t.Fatalf("RegisterTools: %v", err)
+	}
+	found, err := tools.SearchTools(rpcContext(t), &wayfindv1.SearchToolsRequest{Caller: caller, Query: "refund a payment", Limit: 5})
+	if err != nil {
+		t.Fatalf("SearchTools: %v", err)
+	}
+	if found.GetSearchId() == "" || len(found.GetTools()) == 0 || found.GetTools()[0].GetName() != refund {
+		t.Fatalf("SearchTools(refund a payment) = %v, want a search_id and %s first", found, refund)
+	}
+
+	report := &wayfindv1.ReportToolOutcomeRequest{
+		Caller:         caller,
+		SearchId:       found.GetSearchId(),
+		Tool:           refund,
+		Outcome:        wayfindv1.Outcome_OUTCOME_SUCCEEDED,
+		Note:           "refunded pay_123",
+		IdempotencyKey: "outcome-1",
+	}
+	first, err := tools.ReportToolOutcome(rpcContext(t), report)
+	if err != nil {
+		t.Fatalf("ReportToolOutcome: %v", err)
+	}
+	if !first.GetLearned() || first.GetDuplicate() {
+		t.Errorf("ReportToolOutcome = {learned:%t duplicate:%t}, want {learned:true duplicate:false} for a hit of search %s",
+			first.GetLearned(), first.GetDuplicate(), found.GetSearchId())
+	}
+
+	// A retry (same key) is acknowledged and teaches nothing again.
+	retry, err := tools.ReportToolOutcome(rpcContext(t), report)
+	if err != nil {
+		t.Fatalf("ReportToolOutcome retry: %v", err)
+	}
+	if !retry.GetDuplicate() || retry.GetLearned() {
+		t.Errorf("ReportToolOutcome retry = {learned:%t duplicate:%t}, want {learned:false duplicate:true}", retry.GetLearned(), retry.GetDuplicate())
+	}
+
+	// A tool that does not exist is NOT_FOUND, exactly as one the caller may not see.
+	unknown := proto.Clone(report).(*wayfindv1.ReportToolOutcomeRequest)
+	unknown.Tool = "billing.no_such_tool"
+	unknown.IdempotencyKey = "outcome-2"
+	if _, err := tools.ReportToolOutcome(rpcContext(t), unknown); status.Code(err) != codes.NotFound {
+		t.Errorf("ReportToolOutcome(unknown tool): got %v, want NOT_FOUND", err)
+	}
+}
+
 // testBadRequestDetails decodes the google.rpc.BadRequest an invalid RegisterTools fails with: one
 // field violation per invalid tool, named by its place in the request.
 func testBadRequestDetails(t *testing.T, conn *grpc.ClientConn) {
@@ -855,11 +911,12 @@ func testExample(t *testing.T, addr string, c connection) {
 		"search: billing.refund_payment ",
 		"resolved: billing.refund_payment (activated=true)",
 		"event: tool_activated billing.refund_payment (scope run, source resolve)",
+		"outcome: billing.refund_payment succeeded (learned=true, duplicate=false)",
 		"prompt: ",
 		"skills: http.retry_backoff",
 	})
-	if !strings.HasSuffix(lines[8], ", billing.refund_payment (previous prompt is a prefix: true)") {
-		t.Errorf("line 9 = %q, want billing.refund_payment appended to a stable prefix", lines[8])
+	if !strings.HasSuffix(lines[9], ", billing.refund_payment (previous prompt is a prefix: true)") {
+		t.Errorf("line 10 = %q, want billing.refund_payment appended to a stable prefix", lines[9])
 	}
 }
 

@@ -506,6 +506,46 @@ def test_session_activation_without_session_is_failed_precondition(tools, caller
     assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION, err.value.details()
 
 
+def test_report_tool_outcome(tools, caller):
+    """What became of a tool chosen from a search: a hit of a search the server remembers teaches the
+    ranking, a retry with the same key is a duplicate, and a tool that does not exist is NOT_FOUND."""
+    refund = "billing.refund_payment"
+    tools.RegisterTools(
+        tools_pb2.RegisterToolsRequest(
+            caller=caller, source="example", namespace="billing", tools=billing_tools(), replace_source=True
+        ),
+        timeout=RPC_TIMEOUT_S,
+    )
+    found = tools.SearchTools(
+        tools_pb2.SearchToolsRequest(caller=caller, query="refund a payment", limit=5), timeout=RPC_TIMEOUT_S
+    )
+    assert found.search_id, found
+    assert found.tools and found.tools[0].name == refund, found
+
+    report = tools_pb2.ReportToolOutcomeRequest(
+        caller=caller,
+        search_id=found.search_id,
+        tool=refund,
+        outcome=common_pb2.OUTCOME_SUCCEEDED,
+        note="refunded pay_123",
+        idempotency_key="outcome-1",
+    )
+    first = tools.ReportToolOutcome(report, timeout=RPC_TIMEOUT_S)
+    assert (first.learned, first.duplicate) == (True, False), first
+
+    # A retry (same key) is acknowledged and teaches nothing again.
+    retry = tools.ReportToolOutcome(report, timeout=RPC_TIMEOUT_S)
+    assert (retry.learned, retry.duplicate) == (False, True), retry
+
+    # A tool that does not exist is NOT_FOUND, exactly as one the caller may not see.
+    unknown = tools_pb2.ReportToolOutcomeRequest()
+    unknown.CopyFrom(report)
+    unknown.tool, unknown.idempotency_key = "billing.no_such_tool", "outcome-2"
+    with pytest.raises(grpc.RpcError) as err:
+        tools.ReportToolOutcome(unknown, timeout=RPC_TIMEOUT_S)
+    assert err.value.code() == grpc.StatusCode.NOT_FOUND, err.value.details()
+
+
 def test_example_script_runs(server):
     """The copy-paste example itself works against the server."""
     check_example(server.addr)
@@ -589,11 +629,12 @@ def check_example(addr: str, *flags: str) -> None:
             "search: billing.refund_payment ",
             "resolved: billing.refund_payment (activated=True)",
             "event: tool_activated billing.refund_payment (scope run, source resolve)",
+            "outcome: billing.refund_payment succeeded (learned=True, duplicate=False)",
             "prompt: ",
             "skills: http.retry_backoff",
         ],
     )
-    assert lines[8].endswith(", billing.refund_payment (previous prompt is a prefix: True)"), lines[8]
+    assert lines[9].endswith(", billing.refund_payment (previous prompt is a prefix: True)"), lines[9]
 
 
 def run_script(script: str, addr: str, *flags: str, want: list[str]) -> list[str]:

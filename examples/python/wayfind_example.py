@@ -1,7 +1,7 @@
 """A small wayfind client: checks that the server is up, records the token usage of one model call,
 then walks through one agent turn of tool and skill discovery: register a deferred catalog, render
-the tool prompt, search, resolve the tool the model called (seeing its activation event), render
-again and fetch the skills relevant to the task.
+the tool prompt, search, resolve the tool the model called (seeing its activation event), report
+that it succeeded, render again and fetch the skills relevant to the task.
 
     python wayfind_example.py --addr 127.0.0.1:50051
     python wayfind_example.py --addr wayfind.internal:50051 --ca ca.pem --api-key "$WAYFIND_API_KEY"
@@ -143,12 +143,30 @@ def discover(channel: grpc.Channel, caller: common_pb2.CallerContext) -> None:
     finally:
         events.cancel()
 
-    # 5. Render again: the tool is appended, so the previous prompt stays a prefix (cache hits).
+    # 5. The runtime ran the tool and it did what the request needed: report it, naming the search
+    # the tool came from, so the tenant's ranking learns from the choice. One key per report (e.g.
+    # the model's tool call id): a retried report is acknowledged and recorded once.
+    outcome = common_pb2.OUTCOME_SUCCEEDED
+    reported = tools.ReportToolOutcome(
+        tools_pb2.ReportToolOutcomeRequest(
+            caller=caller,
+            search_id=found.search_id,
+            tool=best.name,
+            outcome=outcome,
+            note="refunded pay_123",
+            idempotency_key=f"outcome-{time.time_ns()}",
+        ),
+        timeout=TIMEOUT_S,
+    )
+    outcome_name = common_pb2.Outcome.Name(outcome).removeprefix("OUTCOME_").lower()
+    print(f"outcome: {best.name} {outcome_name} (learned={reported.learned}, duplicate={reported.duplicate})")
+
+    # 6. Render again: the tool is appended, so the previous prompt stays a prefix (cache hits).
     after = tools.RenderToolPrompt(tools_pb2.RenderToolPromptRequest(caller=caller), timeout=TIMEOUT_S)
     is_prefix = after.text.startswith(before.text)
     print(f"prompt: {', '.join(after.visible_tools)} (previous prompt is a prefix: {is_prefix})")
 
-    # 6. Before working on a task: the relevant skills as one block to inject, within a token budget.
+    # 7. Before working on a task: the relevant skills as one block to inject, within a token budget.
     budget = 500
     relevant = skills_pb2_grpc.SkillServiceStub(channel).GetRelevantSkills(
         skills_pb2.GetRelevantSkillsRequest(

@@ -12,6 +12,11 @@ export interface Caller {
   readonly entitlements: readonly string[];
   /** Optional narrowing: glob patterns of tool names; empty = no narrowing. Can only shrink what is visible. */
   readonly narrowToTools: readonly string[];
+  /**
+   * Who acts, as learning counts it (Principal.id: `key:<id>`, `jwt:<sub>`, …); absent without
+   * credentials, when learning counts the caller's user. Never a secret.
+   */
+  readonly actor?: string;
 }
 
 export const ANONYMOUS_CALLER: Caller = {

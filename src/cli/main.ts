@@ -11,6 +11,7 @@ import { commandArgs, UsageError } from "./args.ts";
 import { runCatalogStats } from "./catalog-stats.ts";
 import { runDemo } from "./demo.ts";
 import { runKeys } from "./keys.ts";
+import { runLearning } from "./learning.ts";
 import { skillPackProgressBar } from "./progress.ts";
 import { listSources } from "./sources.ts";
 
@@ -54,6 +55,7 @@ Usage:
   wayfind catalog stats [--config FILE] [--provider anthropic|openai|gemini] [--ceiling N] [--budget N]
   wayfind demo reset [--data-dir DIR]
   wayfind keys create|list|revoke …
+  wayfind learning show|reset|export|import --tenant T …
   wayfind --version
 
 Commands:
@@ -63,6 +65,7 @@ Commands:
                    total budget (exits 1 when over), so bloat shows before users pay for it
   demo reset       delete the demo server's data, so the next serve starts from the demo again
   keys             create, list and revoke API keys (the secret is printed once)
+  learning         what a tenant's traffic taught its search: show, reset, export, import
 
 Run "wayfind <command> --help" for a command's options.
 `;
@@ -95,6 +98,8 @@ async function main(argv: string[]): Promise<number> {
   if (command === "demo") return runDemo(rest, process.stdout);
   if (command === "keys")
     return runKeys(rest, process.stdout, process.stderr, (file) => loadConfig(file ?? DEMO_CONFIG));
+  if (command === "learning")
+    return runLearning(rest, process.stdout, (file) => loadConfig(file ?? DEMO_CONFIG));
   if (command === "catalog" && rest[0] === "stats") {
     return runCatalogStats(rest.slice(1), (file) => loadConfig(file ?? DEMO_CONFIG));
   }

@@ -3,6 +3,7 @@ import { DEFAULT_SKILL_GOOD_MATCH_SCORE } from "../skills/index.ts";
 import { DEFAULT_GOOD_MATCH_SCORE } from "../text/scores.ts";
 import type {
   ActivationScope,
+  LearningConfig,
   LoadingMode,
   LogLevel,
   ScopeMode,
@@ -68,6 +69,15 @@ export const DEFAULTS = {
   pricing: [],
   /** Usage records are kept 30 days after recording, then summed per day (summaries stay exact per day). */
   usage: { retentionDays: 30 } satisfies UsageConfig,
+  learning: {
+    enabled: true,
+    weight: 0.5,
+    halfLifeDays: 30,
+    selectionWindowSeconds: 600,
+    maxRequestsPerTool: 64,
+    maxRowsPerTenant: 20_000,
+    lessonsPerSecond: 20,
+  } satisfies LearningConfig,
   postgres: {
     poolSize: 10,
     /** A snapshot per 10,000 changes keeps the log small and a new replica's start short. */

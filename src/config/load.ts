@@ -395,6 +395,16 @@ function toConfig(raw: ConfigFile, baseDir: string, configFile: string | undefin
       }),
     ),
     usage: { retentionDays: raw.usage?.retention_days ?? DEFAULTS.usage.retentionDays },
+    learning: {
+      enabled: raw.learning?.enabled ?? DEFAULTS.learning.enabled,
+      weight: raw.learning?.weight ?? DEFAULTS.learning.weight,
+      halfLifeDays: raw.learning?.half_life_days ?? DEFAULTS.learning.halfLifeDays,
+      selectionWindowSeconds:
+        raw.learning?.selection_window_seconds ?? DEFAULTS.learning.selectionWindowSeconds,
+      maxRequestsPerTool: raw.learning?.max_requests_per_tool ?? DEFAULTS.learning.maxRequestsPerTool,
+      maxRowsPerTenant: raw.learning?.max_rows_per_tenant ?? DEFAULTS.learning.maxRowsPerTenant,
+      lessonsPerSecond: raw.learning?.lessons_per_second ?? DEFAULTS.learning.lessonsPerSecond,
+    },
     storage: {
       postgres: raw.storage?.postgres && postgresConfig(raw.storage.postgres.url, raw.storage.postgres),
     },

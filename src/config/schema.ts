@@ -302,6 +302,17 @@ const uniqueNames = z.strictObject({
     .optional(),
   pricing: z.array(pricing).optional(),
   usage: z.strictObject({ retention_days: z.number().int().min(1).max(36_500).optional() }).optional(),
+  learning: z
+    .strictObject({
+      enabled: z.boolean().optional(),
+      weight: z.number().min(0).max(1).optional(),
+      half_life_days: z.number().min(0.01).max(36_500).optional(),
+      selection_window_seconds: z.number().min(1).max(86_400).optional(),
+      max_requests_per_tool: z.number().int().min(1).max(1_000).optional(),
+      max_rows_per_tenant: z.number().int().min(1).max(1_000_000).optional(),
+      lessons_per_second: z.number().min(0.01).max(100_000).optional(),
+    })
+    .optional(),
   storage: z
     .strictObject({
       postgres: z

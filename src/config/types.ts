@@ -138,6 +138,23 @@ export interface UsageConfig {
   readonly retentionDays: number;
 }
 
+/** Learning from use (docs/search.md "Learning from use"): each tenant's choices teach its own ranking. */
+export interface LearningConfig {
+  readonly enabled: boolean;
+  /** The most a learned score of 1 moves a hit: that share of the way to a score of 1. */
+  readonly weight: number;
+  /** Days after which a choice counts half. */
+  readonly halfLifeDays: number;
+  /** A hit chosen this long after its search still counts as chosen from it. */
+  readonly selectionWindowSeconds: number;
+  /** Requests kept per tool and tenant (the heaviest). */
+  readonly maxRequestsPerTool: number;
+  /** Learned rows kept per tenant (the most recently taught). */
+  readonly maxRowsPerTenant: number;
+  /** Lessons one principal may teach per second, sustained (bursts of ten times that). */
+  readonly lessonsPerSecond: number;
+}
+
 /** Where the state lives when several replicas share it (docs/replicas.md); absent = SQLite alone. */
 interface StorageConfig {
   readonly postgres: PostgresConfig | undefined;
@@ -269,6 +286,7 @@ export interface WayfindConfig {
   /** Price overrides, already in the pricing domain's type (unset cache prices filled in by loadConfig). */
   readonly pricing: readonly ModelPrice[];
   readonly usage: UsageConfig;
+  readonly learning: LearningConfig;
   readonly storage: StorageConfig;
   readonly mcpServers: readonly McpServerConfig[];
   readonly lazyToolGroups: readonly LazyToolGroupConfig[];

@@ -1,4 +1,4 @@
-import type { SearchHit, SearchIndex, SemanticEvidence, Tool } from "./types.ts";
+import type { LearnedEvidence, SearchHit, SearchIndex, SemanticEvidence, Tool } from "./types.ts";
 
 /**
  * An FTS search's lexical hits fused with the request's semantic evidence: score = w × lexical +
@@ -34,6 +34,7 @@ export function fuse(
       score: (1 - w) * semanticScore,
       lexicalScore: 0,
       semanticScore,
+      learnedScore: 0,
       matchType: "semantic",
       loadingMode: tool.loadingMode,
     });
@@ -55,4 +56,62 @@ function visibleDoc(index: SearchIndex, name: string, allowed: Uint8Array | unde
   for (let d = first; d < index.docs.length && index.docs[d]?.name === name; d++)
     if (!allowed || allowed[d] === 1) return d;
   return -1;
+}
+
+/**
+ * `hits` (an FTS search's, best first, deeper than a page) with the tenant's learned preferences
+ * applied: a learned score ℓ > 0 moves a hit's score by ℓ × weight of the way to 1, ℓ < 0 takes
+ * |ℓ| × weight of it away, so the lift is bounded and the score stays in [0, 1]. Tools the learning
+ * favours that the search missed join, if the search may return them. A tool named like the request
+ * (`named`) keeps its place above every learned one.
+ */
+export function applyLearned(
+  index: SearchIndex,
+  allowed: Uint8Array | undefined,
+  hits: readonly SearchHit[],
+  limit: number,
+  learned: LearnedEvidence,
+  named: ReadonlySet<string>,
+  semantic: SemanticEvidence | undefined,
+): SearchHit[] {
+  if (learned.scores.size === 0) return hits.slice(0, limit);
+  const lifted = (score: number, l: number) =>
+    l >= 0 ? score + learned.weight * l * (1 - score) : score * (1 + learned.weight * l);
+  const byName = new Map<string, SearchHit>();
+  for (const hit of hits) {
+    const l = learned.scores.get(hit.name) ?? 0;
+    byName.set(hit.name, l === 0 ? hit : { ...hit, learnedScore: l, score: lifted(hit.score, l) });
+  }
+  for (const [name, l] of learned.scores) {
+    if (l <= 0 || byName.has(name)) continue;
+    const doc = visibleDoc(index, name, allowed);
+    if (doc < 0) continue;
+    const tool = index.docs[doc] as Tool;
+    const semanticScore = semantic?.scores[doc];
+    // As fusion would score it by meaning alone, at the least lexical share.
+    const base =
+      semantic === undefined || semanticScore === undefined || Number.isNaN(semanticScore)
+        ? 0
+        : (1 - semantic.lexicalShare.least) * semanticScore;
+    byName.set(name, {
+      name,
+      description: tool.description,
+      score: lifted(base, l),
+      lexicalScore: 0,
+      semanticScore: base > 0 ? (semanticScore as number) : 0,
+      learnedScore: l,
+      matchType: "learned",
+      loadingMode: tool.loadingMode,
+    });
+  }
+  const order = new Map(hits.map((hit, i) => [hit.name, i]));
+  return [...byName.values()]
+    .sort(
+      (a, b) =>
+        Number(named.has(b.name)) - Number(named.has(a.name)) ||
+        b.score - a.score ||
+        (order.get(a.name) ?? Number.MAX_SAFE_INTEGER) - (order.get(b.name) ?? Number.MAX_SAFE_INTEGER) ||
+        (a.name < b.name ? -1 : a.name > b.name ? 1 : 0),
+    )
+    .slice(0, limit);
 }

@@ -8,11 +8,12 @@ import { LiteralIndex } from "../text/literal-index.ts";
 import { SEMANTIC_OFF } from "../text/scores.ts";
 import { runInSlices, runToEnd } from "../text/slices.ts";
 import { synonymTable } from "../text/synonyms.ts";
-import { fuse } from "./fusion.ts";
+import { applyLearned, fuse } from "./fusion.ts";
 import { type Candidates, DEFAULT_RANKER, type RankerConfig } from "./ranker-options.ts";
 import type { ToolRegistry } from "./registry.ts";
 import { meaningTexts, type QueryReadings, queryReadings, runSearch } from "./search.ts";
 import { buildSearchIndex, type PackedAnalysis, toolKey } from "./search-index.ts";
+import { nameKey } from "./text.ts";
 import type {
   EffectiveSearchType,
   ListRequest,
@@ -27,6 +28,8 @@ import type {
 import { visibleSet } from "./views.ts";
 
 const SEARCH_TYPES: readonly SearchType[] = ["fts", "regex", "exact"];
+/** Hits ranked before learned preferences apply: how far below the page a learned tool may rise from. */
+const LEARNED_DEPTH = 50;
 
 export interface IndexHostOptions {
   /** Namespaces that win ties, most preferred first. */
@@ -136,16 +139,25 @@ export class IndexHost {
     const query = this.registry.canonicalName(validated.query);
     const { index, candidates, totalDeferred } = this.searchable(request);
     const semantic = type === "fts" ? request.semantic : undefined;
-    const depth = semantic ? Math.max(limit, semantic.lexicalDepth) : limit;
+    const learned =
+      type === "fts" && request.learned && request.learned.scores.size > 0 ? request.learned : undefined;
+    // Learning may lift a tool from below the page into it: rank deeper first.
+    const page = learned ? Math.max(limit, LEARNED_DEPTH) : limit;
+    const depth = semantic ? Math.max(page, semantic.lexicalDepth) : page;
     const lexical = runSearch(index, { query, type, limit: depth }, candidates, {
       aliasTargets: (alias) => this.registry.aliasTargets(alias),
       literalIndex: this.literalIndexes.get(index),
       repeat: this.rankerConfig.repeat,
       readings: this.readings,
     });
-    const found = semantic
-      ? { ...lexical, hits: fuse(index, candidates?.allowed, lexical.hits, limit, semantic) }
-      : lexical;
+    const fused = semantic ? fuse(index, candidates?.allowed, lexical.hits, page, semantic) : lexical.hits;
+    const named = () => new Set((index.keys.get(nameKey(query)) ?? []).map((d) => index.docs[d]?.name ?? ""));
+    const found = {
+      ...lexical,
+      hits: learned
+        ? applyLearned(index, candidates?.allowed, fused, limit, learned, named(), semantic)
+        : fused.slice(0, limit),
+    };
     // Scores are absolute, so the threshold applies to each hit alone (hits are in score order).
     const result = { ...found, hits: found.hits.filter((h) => h.score >= minScore) };
     this.events?.emit({

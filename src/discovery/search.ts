@@ -315,6 +315,7 @@ function hit(t: Tool, score: number, matchType: MatchType): SearchHit {
     score,
     lexicalScore: score,
     semanticScore: 0,
+    learnedScore: 0,
     matchType,
     loadingMode: t.loadingMode,
   };

@@ -26,7 +26,8 @@ export type MatchType =
   | "regex_text"
   | "fts"
   | "fts_fuzzy"
-  | "semantic";
+  | "semantic"
+  | "learned";
 
 /** Which widening step produced the result list (docs/design.md §4 "fallbacks are reported"). */
 export type SearchStrategy = "and" | "or" | "fuzzy" | "regex" | "exact";
@@ -186,6 +187,20 @@ export interface SearchRequest {
    * hits. Without a view, the search reads the build the evidence is over.
    */
   readonly semantic?: SemanticEvidence;
+  /** What the caller's tenant's past choices say of tools for this request (src/learning); FTS only. */
+  readonly learned?: LearnedEvidence;
+}
+
+/**
+ * A tenant's learned preferences for one request, worked out before the search (src/learning) and
+ * applied to an FTS search's hits (fusion.ts applyLearned). Only tools the search may return are
+ * touched, so learning never reveals a hidden tool.
+ */
+export interface LearnedEvidence {
+  /** By tool name: in [-1, 1], how strongly this tenant's choices favour (or disfavour) the tool. */
+  readonly scores: ReadonlyMap<string, number>;
+  /** The most a learned score of 1 moves a tool: score + weight × (1 − score). */
+  readonly weight: number;
 }
 
 /** What semantic search needs of a request (IndexHost.meaningOf): its texts and the tools it may find. */
@@ -205,6 +220,8 @@ export interface SemanticEvidence {
   /** The build it is over. */
   readonly index: SearchIndex;
   readonly report: SemanticReport;
+  /** The request's vectors, one per meaning text (none when the model was unavailable). */
+  readonly vectors: readonly Float32Array[];
   /** Lexical hits to rank before fusing: more than a page, since a tool may rise into it. */
   readonly lexicalDepth: number;
   /** Per doc of the build: its semantic score in [0, 1], NaN if not findable or without a vector. */
@@ -223,6 +240,8 @@ export interface SearchHit {
   readonly lexicalScore: number;
   /** 0 when semantic ranking did not take part for this tool. */
   readonly semanticScore: number;
+  /** In [-1, 1]; 0 when learning said nothing of this tool (LearnedEvidence). */
+  readonly learnedScore: number;
   readonly matchType: MatchType;
   readonly loadingMode: LoadingMode;
 }

@@ -15,6 +15,8 @@ export const EVENT_TYPES = [
   "skill_get",
   "skill_list",
   "usage_recorded",
+  "tool_outcome_reported",
+  "skill_outcome_reported",
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

@@ -91,6 +91,7 @@ export class SemanticToolSearch {
       return {
         index: query.index,
         report: { status: "unavailable", pending: 0 },
+        vectors: [],
         lexicalDepth: 0,
         scores: new Float64Array(0),
         closest: [],
@@ -127,6 +128,7 @@ export class SemanticToolSearch {
     const evidence = {
       index,
       report: { status: pending > 0 ? "partial" : "ready", pending },
+      vectors: queries,
       lexicalDepth: DEPTH,
       lexicalShare: { least: this.options.weight, slope: ADAPTIVE_SLOPE },
     } as const;

@@ -220,7 +220,13 @@ function buildRoutes(
       ...serviceRoutes(ToolDiscoveryService, toolDiscoveryService(tools, events, sources)),
       ...serviceRoutes(
         SkillServiceDesc,
-        skillService(skills, events, (caller) => tools.toolGate(caller), domain.semanticSkills),
+        skillService(
+          skills,
+          events,
+          (caller) => tools.toolGate(caller),
+          domain.semanticSkills,
+          domain.learning,
+        ),
       ),
       ...serviceRoutes(UsageService, usageService(usage, domain.writer, events)),
     ],

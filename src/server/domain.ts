@@ -7,6 +7,7 @@ import type { WayfindConfig } from "../config/index.ts";
 import { writeTransaction } from "../database/transaction.ts";
 import { IndexHost, ToolRegistry } from "../discovery/index.ts";
 import { EventLog, type EventSink } from "../events/index.ts";
+import { Learning } from "../learning/index.ts";
 import { ReplicatedEvents } from "../replication/events.ts";
 import { LocalWriter, type StateWriter } from "../replication/writes.ts";
 import { type Embedder, SemanticSkillSearch, SemanticToolSearch } from "../semantic/index.ts";
@@ -32,6 +33,7 @@ export interface Domain {
   readonly skills: SkillLibrary;
   readonly usage: UsageLedger;
   readonly tools: ToolService;
+  readonly learning: Learning;
   readonly sources: ToolSourceRegistry;
   readonly mcp: McpSources;
   readonly semantic: SemanticToolSearch | undefined;
@@ -137,6 +139,14 @@ export async function buildDomain(
     onError: (error) => logger.warn({ err: error }, "a run's idle clock could not be moved"),
   });
   const registry = new ToolRegistry(db, { writer, aliases: config.aliases });
+  const learning = new Learning({
+    db,
+    writer,
+    events: eventSink,
+    config: config.learning,
+    ...(semantics ? { embedder: semantics.embedder } : {}),
+    onError: (error) => logger.warn({ err: error }, "a choice could not be learned from"),
+  });
   const index = new IndexHost(registry, {
     events: eventSink,
     preferredNamespaces: config.toolSearch.preferredNamespaces,
@@ -174,6 +184,7 @@ export async function buildDomain(
       ...activations.writes,
       registry.registerWrite,
       ...skills.writes,
+      ...learning.store.writes,
     ]);
     await syncCatalogFiles(registry, config.catalogs, logger);
     await loadConfiguredSkillPacks(skills, config.skillPacks, logger, options.onSkillPackProgress);
@@ -217,6 +228,7 @@ export async function buildDomain(
     toolSearch: config.toolSearch,
     events: eventSink,
     semantic,
+    learning,
   });
   return {
     events,
@@ -225,6 +237,7 @@ export async function buildDomain(
     skills,
     usage,
     tools,
+    learning,
     sources,
     mcp,
     semantic,

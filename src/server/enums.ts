@@ -1,6 +1,7 @@
 import {
   MatchQuality,
   MatchType,
+  Outcome as ProtoOutcome,
   Provider as ProtoProvider,
   QueryRewrite_Kind,
   SearchType,
@@ -23,6 +24,7 @@ import type {
   MatchType as ToolMatch,
 } from "../discovery/index.ts";
 import { invalidArgument } from "../errors.ts";
+import type { Outcome } from "../learning/index.ts";
 import { PAYLOAD_PROVIDERS, type PayloadProvider } from "../payload/index.ts";
 import type { ScopeKind, SkillOrigin as SkillOriginName, TaskType as TaskTypeName } from "../skills/index.ts";
 import type { ToolSourceKind as SourceKindName } from "../sources/status.ts";
@@ -114,6 +116,7 @@ export const TOOL_MATCH_TYPES: Readonly<Record<ToolMatch, MatchType>> = {
   fts: MatchType.FTS,
   fts_fuzzy: MatchType.FUZZY,
   semantic: MatchType.SEMANTIC,
+  learned: MatchType.LEARNED,
 };
 export const MATCH_QUALITIES: Readonly<Record<MatchQualityName, MatchQuality>> = {
   none: MatchQuality.NONE,
@@ -167,6 +170,14 @@ export const SKILL_MATCH_TYPES: Readonly<Record<SearchTypeName | "semantic", Mat
   exact: MatchType.EXACT,
   semantic: MatchType.SEMANTIC,
 };
+
+// -- learning -----------------------------------------------------------------------------------------
+
+export const OUTCOMES = new EnumMap<Outcome>([
+  [ProtoOutcome.SUCCEEDED, "succeeded"],
+  [ProtoOutcome.FAILED, "failed"],
+  [ProtoOutcome.WRONG_TOOL, "wrong_tool"],
+]);
 
 // -- usage --------------------------------------------------------------------------------------------
 

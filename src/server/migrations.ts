@@ -3,6 +3,7 @@ import { authMigrations } from "../auth/index.ts";
 import type { Migration } from "../database/sqlite.ts";
 import { discoveryMigrations } from "../discovery/index.ts";
 import { eventsMigrations } from "../events/index.ts";
+import { learningMigrations } from "../learning/index.ts";
 import { FOLLOWER_MIGRATIONS } from "../replication/follower.ts";
 import { semanticMigrations } from "../semantic/index.ts";
 import { skillsMigrations } from "../skills/index.ts";
@@ -18,4 +19,5 @@ export const allMigrations: readonly Migration[] = [
   ...semanticMigrations,
   ...authMigrations,
   ...FOLLOWER_MIGRATIONS,
+  ...learningMigrations,
 ];

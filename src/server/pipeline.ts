@@ -77,7 +77,7 @@ function callLog(route: MethodRoute, logger: Logger, options: PipelineOptions): 
         auth?.limits.admitCall(who.id);
         const admission = admitCall(method, who, claimed);
         if (streaming) releaseStream = auth?.limits.openStream(who.id);
-        caller = admission.caller;
+        caller = { ...admission.caller, actor: admission.principal.id };
         context.values.set(callerKey, caller);
         context.values.set(principalKey, admission.principal);
       };

@@ -26,6 +26,7 @@ import {
 import { discoveryToolDefinitions } from "../discovery-tools/index.ts";
 import { failedPrecondition, invalidArgument, notFound, quoteInput } from "../errors.ts";
 import type { EventSink } from "../events/index.ts";
+import { type Choice, type Learning, type Outcome, unknownSearch } from "../learning/index.ts";
 import { checkSize, LIMITS } from "../limits.ts";
 import { type PayloadProvider, type RenderedToolPayload, renderToolPayload } from "../payload/index.ts";
 import { type RenderedToolPrompt, renderToolPrompt } from "../prompt/index.ts";
@@ -52,6 +53,8 @@ export interface ToolServiceOptions {
   /** The semantic part is the `semantic` option's business. */
   readonly toolSearch: Omit<ToolSearchConfig, "semantic">;
   readonly events: EventSink;
+  /** Learning from use: searches remembered, choices taught, each tenant's lessons applied to its searches. */
+  readonly learning?: Learning;
 }
 
 export interface PromptOptions {
@@ -90,18 +93,51 @@ export class ToolService {
   async search(
     caller: Caller,
     request: ToolSearchRequest,
-  ): Promise<SearchResponse & { readonly matchQuality: MatchQuality }> {
+  ): Promise<SearchResponse & { readonly matchQuality: MatchQuality; readonly searchId: string }> {
     const search = this.searchOf(caller, request, this.toolView(caller, await this.options.index.ready()));
-    // The evidence by meaning is worked out first and handed down: the search fuses it in place.
+    const fts = (request.type ?? "fts") === "fts";
+    // The evidence by meaning, then what the tenant learned, is worked out first and handed down:
+    // the search applies both in place.
     const semantic =
-      this.options.semantic && (request.type ?? "fts") === "fts"
+      this.options.semantic && fts
         ? await this.options.semantic.evidence(this.options.index.meaningOf(search))
         : undefined;
-    const response = this.options.index.search({ ...search, semantic });
+    const learning = this.options.learning;
+    const learned =
+      learning && fts ? await learning.evidence(caller, request.query, semantic?.vectors ?? []) : undefined;
+    const response = this.options.index.search({ ...search, semantic, learned });
+    const hits = response.tools.map((hit) => hit.name);
     return {
       ...response,
       matchQuality: matchQuality(response.tools, this.options.toolSearch.goodMatchScore),
+      // Only a full-text request is one to learn from (a pattern or a name says nothing of meaning).
+      searchId: learning?.remember(caller, fts ? request.query : "", hits) ?? "",
     };
+  }
+
+  /**
+   * An agent's verdict on a tool it chose: NOT_FOUND for a tool the caller cannot see (as for a
+   * missing one); teaches the tenant's ranking when `searchId` names a search of its that showed the
+   * tool. An unknown (or expired, or another tenant's) search id is NOT_FOUND too.
+   */
+  async reportOutcome(
+    caller: Caller,
+    report: { searchId: string; tool: string; outcome: Outcome; note: string; key: string },
+  ): Promise<{ learned: boolean; duplicate: boolean }> {
+    const tool = this.resolveOne(this.view(caller), report.tool);
+    if (tool === undefined) throw toolNotFound(report.tool);
+    const learning = this.options.learning;
+    if (!learning) return { learned: false, duplicate: false };
+    const result = await learning.report(caller, { ...report, kind: "tool", name: tool.name });
+    if (!result.known) throw unknownSearch(report.searchId);
+    return { learned: result.learned, duplicate: result.duplicate };
+  }
+
+  /** The caller chose `tools`: a recent search of its run that showed one teaches its tenant's ranking. */
+  private chose(caller: Caller, tools: readonly string[], how: Choice): void {
+    const learning = this.options.learning;
+    if (!learning) return;
+    for (const tool of tools) void learning.chosen(caller, tool, how);
   }
 
   /** `caller`'s `request` as discovery reads it, over `view`. */
@@ -140,6 +176,11 @@ export class ToolService {
       ...eventScope(caller),
       attributes: { requested_count: names.length, returned_count: tools.length },
     });
+    this.chose(
+      caller,
+      tools.map((tool) => tool.name),
+      "selected",
+    );
     return { tools, notFound };
   }
 
@@ -175,6 +216,11 @@ export class ToolService {
     const tools = this.resolveAll(view, names);
     const alreadyVisible = tools.filter((tool) => view.isVisibleNow(tool)).map((tool) => tool.name);
     const toActivate = tools.filter((tool) => !view.isVisibleNow(tool)).map((tool) => tool.name);
+    this.chose(
+      caller,
+      tools.map((tool) => tool.name),
+      "selected",
+    );
     const result =
       toActivate.length === 0
         ? { activated: [], alreadyActive: [] }
@@ -211,6 +257,7 @@ export class ToolService {
       this.options.activations.deny(caller, "unavailable");
       throw toolNotFound(name);
     }
+    this.chose(caller, [tool.name], "selected");
     if (view.isVisibleNow(tool)) return { tool, activated: false, scope: undefined };
     const effectiveScope = this.scopeFor(caller, scope);
     const result = await this.options.activations.activate(caller, [tool.name], {
@@ -234,6 +281,8 @@ export class ToolService {
     }
     // A large schema is checked in the schema worker: other calls may activate the tool meanwhile.
     const problems = await this.callChecker.check(tool, args);
+    // A call that fits the schema is the strongest choice; one that does not still chose the tool.
+    this.chose(caller, [tool.name], problems.length === 0 ? "dispatched" : "selected");
     const view = this.view(caller);
     if (problems.length > 0 || view.isVisibleNow(tool))
       return { tool, problems, activated: false, scope: undefined };

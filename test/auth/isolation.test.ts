@@ -179,7 +179,10 @@ const NAMING = new Set([
 /** What a call showed its caller: the response, or the error's code and message. */
 async function shown(call: Promise<unknown>): Promise<string> {
   try {
-    return JSON.stringify(await call, (_, value) => (typeof value === "bigint" ? value.toString() : value));
+    // A search_id is new and random on every search: it says nothing of any tenant.
+    return JSON.stringify(await call, (key, value) =>
+      key === "searchId" ? undefined : typeof value === "bigint" ? value.toString() : value,
+    );
   } catch (error) {
     const e = ConnectError.from(error);
     return JSON.stringify({ code: e.code, message: e.rawMessage });

@@ -53,6 +53,7 @@ describe("loadConfig", () => {
     });
     expect(config.logging).toEqual(DEFAULTS.logging);
     expect(config.usage).toEqual(DEFAULTS.usage);
+    expect(config.learning).toEqual(DEFAULTS.learning);
     expect(config.skills).toEqual(DEFAULTS.skills);
     expect(config.policy).toEqual(DEFAULTS.policy);
   });

@@ -6,6 +6,7 @@ import {
   SkillDirectoryRenderedSchema,
   SkillGetSchema,
   SkillListSchema,
+  SkillOutcomeReportedSchema,
   SkillPackLoadedSchema,
   SkillSearchQuerySchema,
   SkillsRetrievedSchema,
@@ -16,14 +17,16 @@ import {
   ToolDirectoryRenderedSchema,
   ToolGetSchema,
   ToolHintsGeneratedSchema,
+  ToolOutcomeReportedSchema,
   ToolPolicyFilteredSchema,
   ToolSearchCacheReadySchema,
   ToolSearchQuerySchema,
   UsageRecordedSchema,
 } from "../../../gen/ts/wayfind/v1/events_pb.ts";
 import { EVENT_TYPES, type EventType, type StoredEvent } from "../../events/index.ts";
+import type { Outcome } from "../../learning/index.ts";
 import type { Provider } from "../../usage/model.ts";
-import { EFFECTIVE_SEARCH_TYPES, PROVIDERS } from "../enums.ts";
+import { EFFECTIVE_SEARCH_TYPES, OUTCOMES, PROVIDERS } from "../enums.ts";
 
 /** Each event type's enum value: `tool_activated` ↔ EVENT_TYPE_TOOL_ACTIVATED. */
 export const EVENT_TYPE_VALUES = Object.fromEntries(
@@ -233,6 +236,27 @@ function payloadOf(type: EventType, a: Attributes): Event["payload"] {
           cacheReadInputTokens: bigCount(a.cache_read_input_tokens),
           cacheCreationInputTokens: bigCount(a.cache_creation_input_tokens),
           ...(typeof a.cost_usd === "number" ? { costUsd: a.cost_usd } : {}),
+        }),
+      };
+    case "tool_outcome_reported":
+      return {
+        case: "toolOutcomeReported",
+        value: create(ToolOutcomeReportedSchema, {
+          tool: text(a.tool),
+          outcome: OUTCOMES.toProto(text(a.outcome) as Outcome),
+          searchId: text(a.search_id),
+          learned: a.learned === true,
+          note: text(a.note),
+        }),
+      };
+    case "skill_outcome_reported":
+      return {
+        case: "skillOutcomeReported",
+        value: create(SkillOutcomeReportedSchema, {
+          skill: text(a.skill),
+          outcome: OUTCOMES.toProto(text(a.outcome) as Outcome),
+          searchId: text(a.search_id),
+          note: text(a.note),
         }),
       };
   }

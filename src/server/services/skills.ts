@@ -3,8 +3,10 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { SkillService as SkillServiceDesc } from "../../../gen/ts/wayfind/v1/skills_pb.ts";
 import { authorizeSkillPackScope } from "../../caller/authorize.ts";
 import type { Caller } from "../../caller/caller.ts";
-import { failedPrecondition } from "../../errors.ts";
+import { failedPrecondition, notFound, quoteInput } from "../../errors.ts";
 import type { EventLog } from "../../events/index.ts";
+import { type Learning, unknownSearch } from "../../learning/index.ts";
+import { LIMITS } from "../../limits.ts";
 import type {
   DirectoryField,
   SkillLibrary,
@@ -21,6 +23,7 @@ import {
   TASK_TYPES,
 } from "../enums.ts";
 import { callerOf, principalOf } from "../pipeline.ts";
+import { outcomeReportOf } from "./outcome-report.ts";
 import { searchReportToProto } from "./search-report.ts";
 import { SKILL_EVENT_TYPES, watchEvents } from "./watch.ts";
 
@@ -33,6 +36,8 @@ export function skillService(
   toolGateFor: ToolGateFor,
   /** Semantic ranking (config `tool_search.semantic`) for full-text skill searches; absent = lexical only. */
   semantic?: { forQuery(text: string): Promise<SkillSemanticFusion> },
+  /** Remembers retrievals so outcome reports may name them (skills learn nothing yet: events only). */
+  learning?: Learning,
 ): ServiceImpl<typeof SkillServiceDesc> {
   const gate = (caller: Caller) => ({ toolGate: toolGateFor(caller) });
   return {
@@ -101,6 +106,11 @@ export function skillService(
         })),
         effectiveSearchType: SEARCH_TYPES.toProto(result.effectiveSearchType),
         ...searchReportToProto(result),
+        searchId:
+          learning?.rememberSkills(
+            caller,
+            result.skills.map((hit) => hit.name),
+          ) ?? "",
       };
     },
 
@@ -184,7 +194,34 @@ export function skillService(
         rawTokenEstimate: result.rawTokensEst,
         tokenEstimate: result.finalTokensEst,
         wasCompressed: result.wasCompressed,
+        searchId:
+          learning?.rememberSkills(
+            caller,
+            result.skills.map((skill) => skill.name),
+          ) ?? "",
       };
+    },
+
+    async reportSkillOutcome(request, context) {
+      const caller = callerOf(context);
+      const report = outcomeReportOf(request, request.skill, {
+        searchId: LIMITS.reportSkillOutcomeSearchId,
+        name: LIMITS.reportSkillOutcomeSkill,
+        note: LIMITS.reportSkillOutcomeNote,
+        key: LIMITS.reportSkillOutcomeKey,
+      });
+      // A skill the caller cannot see is missing, as for every other skill read.
+      const found = skills.searchSkills(
+        caller,
+        { query: report.name, type: "exact", limit: 1 },
+        gate(caller),
+      );
+      if (found.skills.length === 0)
+        throw notFound(`skill ${quoteInput(report.name)} not found; use skill_search to find skills`);
+      if (!learning) return { duplicate: false };
+      const result = await learning.report(caller, { ...report, kind: "skill" });
+      if (!result.known) throw unknownSearch(report.searchId);
+      return { duplicate: result.duplicate };
     },
 
     renderSkillDirectory(request, context) {

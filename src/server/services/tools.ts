@@ -31,6 +31,7 @@ import {
   TOOL_MATCH_TYPES,
 } from "../enums.ts";
 import { callerOf, principalOf } from "../pipeline.ts";
+import { outcomeReportOf } from "./outcome-report.ts";
 import { searchReportToProto } from "./search-report.ts";
 import { TOOL_EVENT_TYPES, watchEvents } from "./watch.ts";
 
@@ -109,13 +110,25 @@ export function toolDiscoveryService(
           score: hit.score,
           lexicalScore: hit.lexicalScore,
           semanticScore: hit.semanticScore,
+          learnedScore: hit.learnedScore,
           matchType: TOOL_MATCH_TYPES[hit.matchType],
           loadingMode: LOADING_MODES.toProto(hit.loadingMode),
         })),
         effectiveSearchType: EFFECTIVE_SEARCH_TYPES[result.effectiveSearchType],
         totalDeferred: result.totalDeferred,
         ...searchReportToProto(result),
+        searchId: result.searchId,
       };
+    },
+
+    async reportToolOutcome(request, context) {
+      const report = outcomeReportOf(request, request.tool, {
+        searchId: LIMITS.reportToolOutcomeSearchId,
+        name: LIMITS.reportToolOutcomeTool,
+        note: LIMITS.reportToolOutcomeNote,
+        key: LIMITS.reportToolOutcomeKey,
+      });
+      return tools.reportOutcome(callerOf(context), { ...report, tool: report.name });
     },
 
     getTools(request, context) {

@@ -106,21 +106,24 @@ const (
 	MatchType_MATCH_TYPE_FUZZY MatchType = 8
 	// Found by meaning only (semantic ranking); no query word matched the text.
 	MatchType_MATCH_TYPE_SEMANTIC MatchType = 9
+	// Found only because the caller's tenant chose it before for requests like this one.
+	MatchType_MATCH_TYPE_LEARNED MatchType = 10
 )
 
 // Enum value maps for MatchType.
 var (
 	MatchType_name = map[int32]string{
-		0: "MATCH_TYPE_UNSPECIFIED",
-		1: "MATCH_TYPE_EXACT",
-		2: "MATCH_TYPE_ALIAS",
-		3: "MATCH_TYPE_NAME",
-		4: "MATCH_TYPE_NAME_PREFIX",
-		5: "MATCH_TYPE_NAME_SUBSTRING",
-		6: "MATCH_TYPE_DESCRIPTION",
-		7: "MATCH_TYPE_FTS",
-		8: "MATCH_TYPE_FUZZY",
-		9: "MATCH_TYPE_SEMANTIC",
+		0:  "MATCH_TYPE_UNSPECIFIED",
+		1:  "MATCH_TYPE_EXACT",
+		2:  "MATCH_TYPE_ALIAS",
+		3:  "MATCH_TYPE_NAME",
+		4:  "MATCH_TYPE_NAME_PREFIX",
+		5:  "MATCH_TYPE_NAME_SUBSTRING",
+		6:  "MATCH_TYPE_DESCRIPTION",
+		7:  "MATCH_TYPE_FTS",
+		8:  "MATCH_TYPE_FUZZY",
+		9:  "MATCH_TYPE_SEMANTIC",
+		10: "MATCH_TYPE_LEARNED",
 	}
 	MatchType_value = map[string]int32{
 		"MATCH_TYPE_UNSPECIFIED":    0,
@@ -133,6 +136,7 @@ var (
 		"MATCH_TYPE_FTS":            7,
 		"MATCH_TYPE_FUZZY":          8,
 		"MATCH_TYPE_SEMANTIC":       9,
+		"MATCH_TYPE_LEARNED":        10,
 	}
 )
 
@@ -341,6 +345,63 @@ func (Provider) EnumDescriptor() ([]byte, []int) {
 	return file_wayfind_v1_common_proto_rawDescGZIP(), []int{4}
 }
 
+// What became of a tool or skill an agent chose (ReportToolOutcome, ReportSkillOutcome).
+type Outcome int32
+
+const (
+	Outcome_OUTCOME_UNSPECIFIED Outcome = 0
+	// It did what the agent needed.
+	Outcome_OUTCOME_SUCCEEDED Outcome = 1
+	// It was the right choice but the call failed (bad arguments, the upstream was down): a weak
+	// signal, since the failure need not be the ranking's.
+	Outcome_OUTCOME_FAILED Outcome = 2
+	// It was not what the request needed: the search should rank it lower for such requests.
+	Outcome_OUTCOME_WRONG_TOOL Outcome = 3
+)
+
+// Enum value maps for Outcome.
+var (
+	Outcome_name = map[int32]string{
+		0: "OUTCOME_UNSPECIFIED",
+		1: "OUTCOME_SUCCEEDED",
+		2: "OUTCOME_FAILED",
+		3: "OUTCOME_WRONG_TOOL",
+	}
+	Outcome_value = map[string]int32{
+		"OUTCOME_UNSPECIFIED": 0,
+		"OUTCOME_SUCCEEDED":   1,
+		"OUTCOME_FAILED":      2,
+		"OUTCOME_WRONG_TOOL":  3,
+	}
+)
+
+func (x Outcome) Enum() *Outcome {
+	p := new(Outcome)
+	*p = x
+	return p
+}
+
+func (x Outcome) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Outcome) Descriptor() protoreflect.EnumDescriptor {
+	return file_wayfind_v1_common_proto_enumTypes[5].Descriptor()
+}
+
+func (Outcome) Type() protoreflect.EnumType {
+	return &file_wayfind_v1_common_proto_enumTypes[5]
+}
+
+func (x Outcome) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Outcome.Descriptor instead.
+func (Outcome) EnumDescriptor() ([]byte, []int) {
+	return file_wayfind_v1_common_proto_rawDescGZIP(), []int{5}
+}
+
 type QueryRewrite_Kind int32
 
 const (
@@ -376,11 +437,11 @@ func (x QueryRewrite_Kind) String() string {
 }
 
 func (QueryRewrite_Kind) Descriptor() protoreflect.EnumDescriptor {
-	return file_wayfind_v1_common_proto_enumTypes[5].Descriptor()
+	return file_wayfind_v1_common_proto_enumTypes[6].Descriptor()
 }
 
 func (QueryRewrite_Kind) Type() protoreflect.EnumType {
-	return &file_wayfind_v1_common_proto_enumTypes[5]
+	return &file_wayfind_v1_common_proto_enumTypes[6]
 }
 
 func (x QueryRewrite_Kind) Number() protoreflect.EnumNumber {
@@ -593,7 +654,7 @@ const file_wayfind_v1_common_proto_rawDesc = "" +
 	"\x0fSEARCH_TYPE_FTS\x10\x01\x12\x15\n" +
 	"\x11SEARCH_TYPE_REGEX\x10\x02\x12\x15\n" +
 	"\x11SEARCH_TYPE_EXACT\x10\x03\x12\x15\n" +
-	"\x11SEARCH_TYPE_FUZZY\x10\x04*\x82\x02\n" +
+	"\x11SEARCH_TYPE_FUZZY\x10\x04*\x9a\x02\n" +
 	"\tMatchType\x12\x1a\n" +
 	"\x16MATCH_TYPE_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10MATCH_TYPE_EXACT\x10\x01\x12\x14\n" +
@@ -604,7 +665,9 @@ const file_wayfind_v1_common_proto_rawDesc = "" +
 	"\x16MATCH_TYPE_DESCRIPTION\x10\x06\x12\x12\n" +
 	"\x0eMATCH_TYPE_FTS\x10\a\x12\x14\n" +
 	"\x10MATCH_TYPE_FUZZY\x10\b\x12\x17\n" +
-	"\x13MATCH_TYPE_SEMANTIC\x10\t*u\n" +
+	"\x13MATCH_TYPE_SEMANTIC\x10\t\x12\x16\n" +
+	"\x12MATCH_TYPE_LEARNED\x10\n" +
+	"*u\n" +
 	"\fMatchQuality\x12\x1d\n" +
 	"\x19MATCH_QUALITY_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12MATCH_QUALITY_NONE\x10\x01\x12\x16\n" +
@@ -622,7 +685,12 @@ const file_wayfind_v1_common_proto_rawDesc = "" +
 	"\x0fPROVIDER_OPENAI\x10\x02\x12\x13\n" +
 	"\x0fPROVIDER_GEMINI\x10\x03\x12\x14\n" +
 	"\x10PROVIDER_BEDROCK\x10\x04\x12\x12\n" +
-	"\x0ePROVIDER_OTHER\x10\x05B<Z:github.com/wayfind-dev/wayfind/gen/go/wayfind/v1;wayfindv1b\x06proto3"
+	"\x0ePROVIDER_OTHER\x10\x05*e\n" +
+	"\aOutcome\x12\x17\n" +
+	"\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x15\n" +
+	"\x11OUTCOME_SUCCEEDED\x10\x01\x12\x12\n" +
+	"\x0eOUTCOME_FAILED\x10\x02\x12\x16\n" +
+	"\x12OUTCOME_WRONG_TOOL\x10\x03B<Z:github.com/wayfind-dev/wayfind/gen/go/wayfind/v1;wayfindv1b\x06proto3"
 
 var (
 	file_wayfind_v1_common_proto_rawDescOnce sync.Once
@@ -636,7 +704,7 @@ func file_wayfind_v1_common_proto_rawDescGZIP() []byte {
 	return file_wayfind_v1_common_proto_rawDescData
 }
 
-var file_wayfind_v1_common_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_wayfind_v1_common_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
 var file_wayfind_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
 var file_wayfind_v1_common_proto_goTypes = []any{
 	(SearchType)(0),        // 0: wayfind.v1.SearchType
@@ -644,12 +712,13 @@ var file_wayfind_v1_common_proto_goTypes = []any{
 	(MatchQuality)(0),      // 2: wayfind.v1.MatchQuality
 	(SemanticStatus)(0),    // 3: wayfind.v1.SemanticStatus
 	(Provider)(0),          // 4: wayfind.v1.Provider
-	(QueryRewrite_Kind)(0), // 5: wayfind.v1.QueryRewrite.Kind
-	(*CallerContext)(nil),  // 6: wayfind.v1.CallerContext
-	(*QueryRewrite)(nil),   // 7: wayfind.v1.QueryRewrite
+	(Outcome)(0),           // 5: wayfind.v1.Outcome
+	(QueryRewrite_Kind)(0), // 6: wayfind.v1.QueryRewrite.Kind
+	(*CallerContext)(nil),  // 7: wayfind.v1.CallerContext
+	(*QueryRewrite)(nil),   // 8: wayfind.v1.QueryRewrite
 }
 var file_wayfind_v1_common_proto_depIdxs = []int32{
-	5, // 0: wayfind.v1.QueryRewrite.kind:type_name -> wayfind.v1.QueryRewrite.Kind
+	6, // 0: wayfind.v1.QueryRewrite.kind:type_name -> wayfind.v1.QueryRewrite.Kind
 	1, // [1:1] is the sub-list for method output_type
 	1, // [1:1] is the sub-list for method input_type
 	1, // [1:1] is the sub-list for extension type_name
@@ -667,7 +736,7 @@ func file_wayfind_v1_common_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wayfind_v1_common_proto_rawDesc), len(file_wayfind_v1_common_proto_rawDesc)),
-			NumEnums:      6,
+			NumEnums:      7,
 			NumMessages:   2,
 			NumExtensions: 0,
 			NumServices:   0,

@@ -44,6 +44,8 @@ const (
 	EventType_EVENT_TYPE_SKILL_GET                EventType = 13
 	EventType_EVENT_TYPE_SKILL_LIST               EventType = 14
 	EventType_EVENT_TYPE_USAGE_RECORDED           EventType = 15
+	EventType_EVENT_TYPE_TOOL_OUTCOME_REPORTED    EventType = 16
+	EventType_EVENT_TYPE_SKILL_OUTCOME_REPORTED   EventType = 17
 )
 
 // Enum value maps for EventType.
@@ -65,6 +67,8 @@ var (
 		13: "EVENT_TYPE_SKILL_GET",
 		14: "EVENT_TYPE_SKILL_LIST",
 		15: "EVENT_TYPE_USAGE_RECORDED",
+		16: "EVENT_TYPE_TOOL_OUTCOME_REPORTED",
+		17: "EVENT_TYPE_SKILL_OUTCOME_REPORTED",
 	}
 	EventType_value = map[string]int32{
 		"EVENT_TYPE_UNSPECIFIED":              0,
@@ -83,6 +87,8 @@ var (
 		"EVENT_TYPE_SKILL_GET":                13,
 		"EVENT_TYPE_SKILL_LIST":               14,
 		"EVENT_TYPE_USAGE_RECORDED":           15,
+		"EVENT_TYPE_TOOL_OUTCOME_REPORTED":    16,
+		"EVENT_TYPE_SKILL_OUTCOME_REPORTED":   17,
 	}
 )
 
@@ -258,6 +264,8 @@ type Event struct {
 	//	*Event_SkillGet
 	//	*Event_SkillList
 	//	*Event_UsageRecorded
+	//	*Event_ToolOutcomeReported
+	//	*Event_SkillOutcomeReported
 	Payload       isEvent_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -492,6 +500,24 @@ func (x *Event) GetUsageRecorded() *UsageRecorded {
 	return nil
 }
 
+func (x *Event) GetToolOutcomeReported() *ToolOutcomeReported {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ToolOutcomeReported); ok {
+			return x.ToolOutcomeReported
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetSkillOutcomeReported() *SkillOutcomeReported {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_SkillOutcomeReported); ok {
+			return x.SkillOutcomeReported
+		}
+	}
+	return nil
+}
+
 type isEvent_Payload interface {
 	isEvent_Payload()
 }
@@ -556,6 +582,14 @@ type Event_UsageRecorded struct {
 	UsageRecorded *UsageRecorded `protobuf:"bytes,34,opt,name=usage_recorded,json=usageRecorded,proto3,oneof"`
 }
 
+type Event_ToolOutcomeReported struct {
+	ToolOutcomeReported *ToolOutcomeReported `protobuf:"bytes,35,opt,name=tool_outcome_reported,json=toolOutcomeReported,proto3,oneof"`
+}
+
+type Event_SkillOutcomeReported struct {
+	SkillOutcomeReported *SkillOutcomeReported `protobuf:"bytes,36,opt,name=skill_outcome_reported,json=skillOutcomeReported,proto3,oneof"`
+}
+
 func (*Event_ToolSearchQuery) isEvent_Payload() {}
 
 func (*Event_ToolGet) isEvent_Payload() {}
@@ -585,6 +619,10 @@ func (*Event_SkillGet) isEvent_Payload() {}
 func (*Event_SkillList) isEvent_Payload() {}
 
 func (*Event_UsageRecorded) isEvent_Payload() {}
+
+func (*Event_ToolOutcomeReported) isEvent_Payload() {}
+
+func (*Event_SkillOutcomeReported) isEvent_Payload() {}
 
 // A SearchTools call.
 type ToolSearchQuery struct {
@@ -1581,6 +1619,153 @@ func (x *UsageRecorded) GetCostUsd() float64 {
 	return 0
 }
 
+// A ReportToolOutcome call.
+type ToolOutcomeReported struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Tool     string                 `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
+	Outcome  Outcome                `protobuf:"varint,2,opt,name=outcome,proto3,enum=wayfind.v1.Outcome" json:"outcome,omitempty"`
+	SearchId string                 `protobuf:"bytes,3,opt,name=search_id,json=searchId,proto3" json:"search_id,omitempty"`
+	// Whether it taught the tenant's ranking.
+	Learned       bool   `protobuf:"varint,4,opt,name=learned,proto3" json:"learned,omitempty"`
+	Note          string `protobuf:"bytes,5,opt,name=note,proto3" json:"note,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolOutcomeReported) Reset() {
+	*x = ToolOutcomeReported{}
+	mi := &file_wayfind_v1_events_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolOutcomeReported) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolOutcomeReported) ProtoMessage() {}
+
+func (x *ToolOutcomeReported) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfind_v1_events_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolOutcomeReported.ProtoReflect.Descriptor instead.
+func (*ToolOutcomeReported) Descriptor() ([]byte, []int) {
+	return file_wayfind_v1_events_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ToolOutcomeReported) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *ToolOutcomeReported) GetOutcome() Outcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return Outcome_OUTCOME_UNSPECIFIED
+}
+
+func (x *ToolOutcomeReported) GetSearchId() string {
+	if x != nil {
+		return x.SearchId
+	}
+	return ""
+}
+
+func (x *ToolOutcomeReported) GetLearned() bool {
+	if x != nil {
+		return x.Learned
+	}
+	return false
+}
+
+func (x *ToolOutcomeReported) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
+// A ReportSkillOutcome call.
+type SkillOutcomeReported struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Skill         string                 `protobuf:"bytes,1,opt,name=skill,proto3" json:"skill,omitempty"`
+	Outcome       Outcome                `protobuf:"varint,2,opt,name=outcome,proto3,enum=wayfind.v1.Outcome" json:"outcome,omitempty"`
+	SearchId      string                 `protobuf:"bytes,3,opt,name=search_id,json=searchId,proto3" json:"search_id,omitempty"`
+	Note          string                 `protobuf:"bytes,4,opt,name=note,proto3" json:"note,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SkillOutcomeReported) Reset() {
+	*x = SkillOutcomeReported{}
+	mi := &file_wayfind_v1_events_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SkillOutcomeReported) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SkillOutcomeReported) ProtoMessage() {}
+
+func (x *SkillOutcomeReported) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfind_v1_events_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SkillOutcomeReported.ProtoReflect.Descriptor instead.
+func (*SkillOutcomeReported) Descriptor() ([]byte, []int) {
+	return file_wayfind_v1_events_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *SkillOutcomeReported) GetSkill() string {
+	if x != nil {
+		return x.Skill
+	}
+	return ""
+}
+
+func (x *SkillOutcomeReported) GetOutcome() Outcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return Outcome_OUTCOME_UNSPECIFIED
+}
+
+func (x *SkillOutcomeReported) GetSearchId() string {
+	if x != nil {
+		return x.SearchId
+	}
+	return ""
+}
+
+func (x *SkillOutcomeReported) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
 // Which events a watcher wants. Every field narrows; empty fields match everything the caller may see.
 type EventFilter struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1608,7 +1793,7 @@ type EventFilter struct {
 
 func (x *EventFilter) Reset() {
 	*x = EventFilter{}
-	mi := &file_wayfind_v1_events_proto_msgTypes[16]
+	mi := &file_wayfind_v1_events_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1620,7 +1805,7 @@ func (x *EventFilter) String() string {
 func (*EventFilter) ProtoMessage() {}
 
 func (x *EventFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_events_proto_msgTypes[16]
+	mi := &file_wayfind_v1_events_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1633,7 +1818,7 @@ func (x *EventFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventFilter.ProtoReflect.Descriptor instead.
 func (*EventFilter) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_events_proto_rawDescGZIP(), []int{16}
+	return file_wayfind_v1_events_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *EventFilter) GetTypes() []string {
@@ -1699,7 +1884,7 @@ type WatchStatus struct {
 
 func (x *WatchStatus) Reset() {
 	*x = WatchStatus{}
-	mi := &file_wayfind_v1_events_proto_msgTypes[17]
+	mi := &file_wayfind_v1_events_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1711,7 +1896,7 @@ func (x *WatchStatus) String() string {
 func (*WatchStatus) ProtoMessage() {}
 
 func (x *WatchStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_events_proto_msgTypes[17]
+	mi := &file_wayfind_v1_events_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1724,7 +1909,7 @@ func (x *WatchStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchStatus.ProtoReflect.Descriptor instead.
 func (*WatchStatus) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_events_proto_rawDescGZIP(), []int{17}
+	return file_wayfind_v1_events_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *WatchStatus) GetOldestRetainedId() uint64 {
@@ -1746,7 +1931,7 @@ var File_wayfind_v1_events_proto protoreflect.FileDescriptor
 const file_wayfind_v1_events_proto_rawDesc = "" +
 	"\n" +
 	"\x17wayfind/v1/events.proto\x12\n" +
-	"wayfind.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17wayfind/v1/common.proto\"\x9b\v\n" +
+	"wayfind.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17wayfind/v1/common.proto\"\xcc\f\n" +
 	"\x05Event\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12.\n" +
 	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x12\n" +
@@ -1775,7 +1960,9 @@ const file_wayfind_v1_events_proto_rawDesc = "" +
 	"\tskill_get\x18  \x01(\v2\x14.wayfind.v1.SkillGetH\x00R\bskillGet\x126\n" +
 	"\n" +
 	"skill_list\x18! \x01(\v2\x15.wayfind.v1.SkillListH\x00R\tskillList\x12B\n" +
-	"\x0eusage_recorded\x18\" \x01(\v2\x19.wayfind.v1.UsageRecordedH\x00R\rusageRecordedB\t\n" +
+	"\x0eusage_recorded\x18\" \x01(\v2\x19.wayfind.v1.UsageRecordedH\x00R\rusageRecorded\x12U\n" +
+	"\x15tool_outcome_reported\x18# \x01(\v2\x1f.wayfind.v1.ToolOutcomeReportedH\x00R\x13toolOutcomeReported\x12X\n" +
+	"\x16skill_outcome_reported\x18$ \x01(\v2 .wayfind.v1.SkillOutcomeReportedH\x00R\x14skillOutcomeReportedB\t\n" +
 	"\apayload\"\xa5\x01\n" +
 	"\x0fToolSearchQuery\x12\x14\n" +
 	"\x05query\x18\x01 \x01(\tR\x05query\x12=\n" +
@@ -1864,7 +2051,18 @@ const file_wayfind_v1_events_proto_rawDesc = "" +
 	"\x17cache_read_input_tokens\x18\x06 \x01(\x04R\x14cacheReadInputTokens\x12=\n" +
 	"\x1bcache_creation_input_tokens\x18\a \x01(\x04R\x18cacheCreationInputTokens\x12\x1e\n" +
 	"\bcost_usd\x18\b \x01(\x01H\x00R\acostUsd\x88\x01\x01B\v\n" +
-	"\t_cost_usd\"\xe7\x01\n" +
+	"\t_cost_usd\"\xa3\x01\n" +
+	"\x13ToolOutcomeReported\x12\x12\n" +
+	"\x04tool\x18\x01 \x01(\tR\x04tool\x12-\n" +
+	"\aoutcome\x18\x02 \x01(\x0e2\x13.wayfind.v1.OutcomeR\aoutcome\x12\x1b\n" +
+	"\tsearch_id\x18\x03 \x01(\tR\bsearchId\x12\x18\n" +
+	"\alearned\x18\x04 \x01(\bR\alearned\x12\x12\n" +
+	"\x04note\x18\x05 \x01(\tR\x04note\"\x8c\x01\n" +
+	"\x14SkillOutcomeReported\x12\x14\n" +
+	"\x05skill\x18\x01 \x01(\tR\x05skill\x12-\n" +
+	"\aoutcome\x18\x02 \x01(\x0e2\x13.wayfind.v1.OutcomeR\aoutcome\x12\x1b\n" +
+	"\tsearch_id\x18\x03 \x01(\tR\bsearchId\x12\x12\n" +
+	"\x04note\x18\x04 \x01(\tR\x04note\"\xe7\x01\n" +
 	"\vEventFilter\x12\x14\n" +
 	"\x05types\x18\x01 \x03(\tR\x05types\x12\x1b\n" +
 	"\ttenant_id\x18\x02 \x01(\tR\btenantId\x12\x1d\n" +
@@ -1879,7 +2077,7 @@ const file_wayfind_v1_events_proto_rawDesc = "" +
 	"\vWatchStatus\x12,\n" +
 	"\x12oldest_retained_id\x18\x01 \x01(\x04R\x10oldestRetainedId\x12\x1f\n" +
 	"\vevents_lost\x18\x02 \x01(\bR\n" +
-	"eventsLost*\xa5\x04\n" +
+	"eventsLost*\xf2\x04\n" +
 	"\tEventType\x12\x1a\n" +
 	"\x16EVENT_TYPE_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cEVENT_TYPE_TOOL_SEARCH_QUERY\x10\x01\x12\x17\n" +
@@ -1897,7 +2095,9 @@ const file_wayfind_v1_events_proto_rawDesc = "" +
 	"\x1dEVENT_TYPE_SKILL_SEARCH_QUERY\x10\f\x12\x18\n" +
 	"\x14EVENT_TYPE_SKILL_GET\x10\r\x12\x19\n" +
 	"\x15EVENT_TYPE_SKILL_LIST\x10\x0e\x12\x1d\n" +
-	"\x19EVENT_TYPE_USAGE_RECORDED\x10\x0fB<Z:github.com/wayfind-dev/wayfind/gen/go/wayfind/v1;wayfindv1b\x06proto3"
+	"\x19EVENT_TYPE_USAGE_RECORDED\x10\x0f\x12$\n" +
+	" EVENT_TYPE_TOOL_OUTCOME_REPORTED\x10\x10\x12%\n" +
+	"!EVENT_TYPE_SKILL_OUTCOME_REPORTED\x10\x11B<Z:github.com/wayfind-dev/wayfind/gen/go/wayfind/v1;wayfindv1b\x06proto3"
 
 var (
 	file_wayfind_v1_events_proto_rawDescOnce sync.Once
@@ -1912,7 +2112,7 @@ func file_wayfind_v1_events_proto_rawDescGZIP() []byte {
 }
 
 var file_wayfind_v1_events_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_wayfind_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_wayfind_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_wayfind_v1_events_proto_goTypes = []any{
 	(EventType)(0),                 // 0: wayfind.v1.EventType
 	(ToolActivated_Scope)(0),       // 1: wayfind.v1.ToolActivated.Scope
@@ -1933,16 +2133,19 @@ var file_wayfind_v1_events_proto_goTypes = []any{
 	(*SkillGet)(nil),               // 16: wayfind.v1.SkillGet
 	(*SkillList)(nil),              // 17: wayfind.v1.SkillList
 	(*UsageRecorded)(nil),          // 18: wayfind.v1.UsageRecorded
-	(*EventFilter)(nil),            // 19: wayfind.v1.EventFilter
-	(*WatchStatus)(nil),            // 20: wayfind.v1.WatchStatus
-	(*timestamppb.Timestamp)(nil),  // 21: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),        // 22: google.protobuf.Struct
-	(SearchType)(0),                // 23: wayfind.v1.SearchType
-	(Provider)(0),                  // 24: wayfind.v1.Provider
+	(*ToolOutcomeReported)(nil),    // 19: wayfind.v1.ToolOutcomeReported
+	(*SkillOutcomeReported)(nil),   // 20: wayfind.v1.SkillOutcomeReported
+	(*EventFilter)(nil),            // 21: wayfind.v1.EventFilter
+	(*WatchStatus)(nil),            // 22: wayfind.v1.WatchStatus
+	(*timestamppb.Timestamp)(nil),  // 23: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),        // 24: google.protobuf.Struct
+	(SearchType)(0),                // 25: wayfind.v1.SearchType
+	(Provider)(0),                  // 26: wayfind.v1.Provider
+	(Outcome)(0),                   // 27: wayfind.v1.Outcome
 }
 var file_wayfind_v1_events_proto_depIdxs = []int32{
-	21, // 0: wayfind.v1.Event.time:type_name -> google.protobuf.Timestamp
-	22, // 1: wayfind.v1.Event.attributes:type_name -> google.protobuf.Struct
+	23, // 0: wayfind.v1.Event.time:type_name -> google.protobuf.Timestamp
+	24, // 1: wayfind.v1.Event.attributes:type_name -> google.protobuf.Struct
 	0,  // 2: wayfind.v1.Event.event_type:type_name -> wayfind.v1.EventType
 	4,  // 3: wayfind.v1.Event.tool_search_query:type_name -> wayfind.v1.ToolSearchQuery
 	5,  // 4: wayfind.v1.Event.tool_get:type_name -> wayfind.v1.ToolGet
@@ -1959,17 +2162,21 @@ var file_wayfind_v1_events_proto_depIdxs = []int32{
 	16, // 15: wayfind.v1.Event.skill_get:type_name -> wayfind.v1.SkillGet
 	17, // 16: wayfind.v1.Event.skill_list:type_name -> wayfind.v1.SkillList
 	18, // 17: wayfind.v1.Event.usage_recorded:type_name -> wayfind.v1.UsageRecorded
-	23, // 18: wayfind.v1.ToolSearchQuery.requested_type:type_name -> wayfind.v1.SearchType
-	1,  // 19: wayfind.v1.ToolActivated.scope:type_name -> wayfind.v1.ToolActivated.Scope
-	2,  // 20: wayfind.v1.ToolActivated.source:type_name -> wayfind.v1.ToolActivated.Source
-	23, // 21: wayfind.v1.SkillSearchQuery.search_type:type_name -> wayfind.v1.SearchType
-	24, // 22: wayfind.v1.UsageRecorded.provider:type_name -> wayfind.v1.Provider
-	0,  // 23: wayfind.v1.EventFilter.event_types:type_name -> wayfind.v1.EventType
-	24, // [24:24] is the sub-list for method output_type
-	24, // [24:24] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	19, // 18: wayfind.v1.Event.tool_outcome_reported:type_name -> wayfind.v1.ToolOutcomeReported
+	20, // 19: wayfind.v1.Event.skill_outcome_reported:type_name -> wayfind.v1.SkillOutcomeReported
+	25, // 20: wayfind.v1.ToolSearchQuery.requested_type:type_name -> wayfind.v1.SearchType
+	1,  // 21: wayfind.v1.ToolActivated.scope:type_name -> wayfind.v1.ToolActivated.Scope
+	2,  // 22: wayfind.v1.ToolActivated.source:type_name -> wayfind.v1.ToolActivated.Source
+	25, // 23: wayfind.v1.SkillSearchQuery.search_type:type_name -> wayfind.v1.SearchType
+	26, // 24: wayfind.v1.UsageRecorded.provider:type_name -> wayfind.v1.Provider
+	27, // 25: wayfind.v1.ToolOutcomeReported.outcome:type_name -> wayfind.v1.Outcome
+	27, // 26: wayfind.v1.SkillOutcomeReported.outcome:type_name -> wayfind.v1.Outcome
+	0,  // 27: wayfind.v1.EventFilter.event_types:type_name -> wayfind.v1.EventType
+	28, // [28:28] is the sub-list for method output_type
+	28, // [28:28] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_wayfind_v1_events_proto_init() }
@@ -1994,6 +2201,8 @@ func file_wayfind_v1_events_proto_init() {
 		(*Event_SkillGet)(nil),
 		(*Event_SkillList)(nil),
 		(*Event_UsageRecorded)(nil),
+		(*Event_ToolOutcomeReported)(nil),
+		(*Event_SkillOutcomeReported)(nil),
 	}
 	file_wayfind_v1_events_proto_msgTypes[15].OneofWrappers = []any{}
 	type x struct{}
@@ -2002,7 +2211,7 @@ func file_wayfind_v1_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wayfind_v1_events_proto_rawDesc), len(file_wayfind_v1_events_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   18,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

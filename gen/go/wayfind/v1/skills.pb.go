@@ -952,8 +952,10 @@ type SearchSkillsResponse struct {
 	// Candidate skills ranked lexically only because their vectors are still being computed.
 	SemanticPending int32           `protobuf:"varint,5,opt,name=semantic_pending,json=semanticPending,proto3" json:"semantic_pending,omitempty"`
 	QueryRewrites   []*QueryRewrite `protobuf:"bytes,6,rep,name=query_rewrites,json=queryRewrites,proto3" json:"query_rewrites,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Names this search in ReportSkillOutcome.
+	SearchId      string `protobuf:"bytes,7,opt,name=search_id,json=searchId,proto3" json:"search_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SearchSkillsResponse) Reset() {
@@ -1026,6 +1028,13 @@ func (x *SearchSkillsResponse) GetQueryRewrites() []*QueryRewrite {
 		return x.QueryRewrites
 	}
 	return nil
+}
+
+func (x *SearchSkillsResponse) GetSearchId() string {
+	if x != nil {
+		return x.SearchId
+	}
+	return ""
 }
 
 type GetSkillsRequest struct {
@@ -1487,6 +1496,8 @@ type GetRelevantSkillsResponse struct {
 	TokenEstimate    int32 `protobuf:"varint,4,opt,name=token_estimate,json=tokenEstimate,proto3" json:"token_estimate,omitempty"`
 	// True when steps were compressed or cut to fit.
 	WasCompressed bool `protobuf:"varint,5,opt,name=was_compressed,json=wasCompressed,proto3" json:"was_compressed,omitempty"`
+	// Names this retrieval in ReportSkillOutcome.
+	SearchId      string `protobuf:"bytes,6,opt,name=search_id,json=searchId,proto3" json:"search_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1554,6 +1565,13 @@ func (x *GetRelevantSkillsResponse) GetWasCompressed() bool {
 		return x.WasCompressed
 	}
 	return false
+}
+
+func (x *GetRelevantSkillsResponse) GetSearchId() string {
+	if x != nil {
+		return x.SearchId
+	}
+	return ""
 }
 
 type RenderSkillDirectoryRequest struct {
@@ -1821,6 +1839,140 @@ func (*WatchSkillEventsResponse_Status) isWatchSkillEventsResponse_Message() {}
 
 func (*WatchSkillEventsResponse_Event) isWatchSkillEventsResponse_Message() {}
 
+type ReportSkillOutcomeRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Caller *CallerContext         `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	// The search_id of the SearchSkills or GetRelevantSkills response the skill came from, 0–64
+	// characters (optional).
+	SearchId string `protobuf:"bytes,2,opt,name=search_id,json=searchId,proto3" json:"search_id,omitempty"`
+	// The skill's name, 1–128 characters.
+	Skill   string  `protobuf:"bytes,3,opt,name=skill,proto3" json:"skill,omitempty"`
+	Outcome Outcome `protobuf:"varint,4,opt,name=outcome,proto3,enum=wayfind.v1.Outcome" json:"outcome,omitempty"`
+	// Free text for people reading the event stream, 0–1,000 characters.
+	Note string `protobuf:"bytes,5,opt,name=note,proto3" json:"note,omitempty"`
+	// A retry with the same key (0–128 characters) within a day is acknowledged and changes nothing.
+	IdempotencyKey string `protobuf:"bytes,6,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ReportSkillOutcomeRequest) Reset() {
+	*x = ReportSkillOutcomeRequest{}
+	mi := &file_wayfind_v1_skills_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportSkillOutcomeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportSkillOutcomeRequest) ProtoMessage() {}
+
+func (x *ReportSkillOutcomeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfind_v1_skills_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportSkillOutcomeRequest.ProtoReflect.Descriptor instead.
+func (*ReportSkillOutcomeRequest) Descriptor() ([]byte, []int) {
+	return file_wayfind_v1_skills_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ReportSkillOutcomeRequest) GetCaller() *CallerContext {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *ReportSkillOutcomeRequest) GetSearchId() string {
+	if x != nil {
+		return x.SearchId
+	}
+	return ""
+}
+
+func (x *ReportSkillOutcomeRequest) GetSkill() string {
+	if x != nil {
+		return x.Skill
+	}
+	return ""
+}
+
+func (x *ReportSkillOutcomeRequest) GetOutcome() Outcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return Outcome_OUTCOME_UNSPECIFIED
+}
+
+func (x *ReportSkillOutcomeRequest) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
+func (x *ReportSkillOutcomeRequest) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+type ReportSkillOutcomeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// True when `idempotency_key` was seen before: nothing was recorded again.
+	Duplicate     bool `protobuf:"varint,1,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportSkillOutcomeResponse) Reset() {
+	*x = ReportSkillOutcomeResponse{}
+	mi := &file_wayfind_v1_skills_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportSkillOutcomeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportSkillOutcomeResponse) ProtoMessage() {}
+
+func (x *ReportSkillOutcomeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfind_v1_skills_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportSkillOutcomeResponse.ProtoReflect.Descriptor instead.
+func (*ReportSkillOutcomeResponse) Descriptor() ([]byte, []int) {
+	return file_wayfind_v1_skills_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ReportSkillOutcomeResponse) GetDuplicate() bool {
+	if x != nil {
+		return x.Duplicate
+	}
+	return false
+}
+
 var File_wayfind_v1_skills_proto protoreflect.FileDescriptor
 
 const file_wayfind_v1_skills_proto_rawDesc = "" +
@@ -1893,14 +2045,15 @@ const file_wayfind_v1_skills_proto_rawDesc = "" +
 	"searchType\x121\n" +
 	"\ttask_type\x18\x04 \x01(\x0e2\x14.wayfind.v1.TaskTypeR\btaskType\x12\x14\n" +
 	"\x05limit\x18\x05 \x01(\x05R\x05limit\x12\x1b\n" +
-	"\tmin_score\x18\x06 \x01(\x01R\bminScore\"\x82\x03\n" +
+	"\tmin_score\x18\x06 \x01(\x01R\bminScore\"\x9f\x03\n" +
 	"\x14SearchSkillsResponse\x12.\n" +
 	"\x06skills\x18\x01 \x03(\v2\x16.wayfind.v1.SkillMatchR\x06skills\x12J\n" +
 	"\x15effective_search_type\x18\x02 \x01(\x0e2\x16.wayfind.v1.SearchTypeR\x13effectiveSearchType\x12=\n" +
 	"\rmatch_quality\x18\x03 \x01(\x0e2\x18.wayfind.v1.MatchQualityR\fmatchQuality\x12C\n" +
 	"\x0fsemantic_status\x18\x04 \x01(\x0e2\x1a.wayfind.v1.SemanticStatusR\x0esemanticStatus\x12)\n" +
 	"\x10semantic_pending\x18\x05 \x01(\x05R\x0fsemanticPending\x12?\n" +
-	"\x0equery_rewrites\x18\x06 \x03(\v2\x18.wayfind.v1.QueryRewriteR\rqueryRewrites\"\xab\x01\n" +
+	"\x0equery_rewrites\x18\x06 \x03(\v2\x18.wayfind.v1.QueryRewriteR\rqueryRewrites\x12\x1b\n" +
+	"\tsearch_id\x18\a \x01(\tR\bsearchId\"\xab\x01\n" +
 	"\x10GetSkillsRequest\x121\n" +
 	"\x06caller\x18\x01 \x01(\v2\x19.wayfind.v1.CallerContextR\x06caller\x12\x14\n" +
 	"\x05names\x18\x02 \x03(\tR\x05names\x12/\n" +
@@ -1938,14 +2091,15 @@ const file_wayfind_v1_skills_proto_rawDesc = "" +
 	"\x05top_k\x18\x03 \x01(\x05R\x04topK\x12\x1d\n" +
 	"\n" +
 	"max_tokens\x18\x04 \x01(\x05R\tmaxTokens\x12\x1b\n" +
-	"\tmin_score\x18\x05 \x01(\x01R\bminScore\"\xe5\x01\n" +
+	"\tmin_score\x18\x05 \x01(\x01R\bminScore\"\x82\x02\n" +
 	"\x19GetRelevantSkillsResponse\x12+\n" +
 	"\x11formatted_context\x18\x01 \x01(\tR\x10formattedContext\x12\x1f\n" +
 	"\vskill_names\x18\x02 \x03(\tR\n" +
 	"skillNames\x12,\n" +
 	"\x12raw_token_estimate\x18\x03 \x01(\x05R\x10rawTokenEstimate\x12%\n" +
 	"\x0etoken_estimate\x18\x04 \x01(\x05R\rtokenEstimate\x12%\n" +
-	"\x0ewas_compressed\x18\x05 \x01(\bR\rwasCompressed\"\x89\x01\n" +
+	"\x0ewas_compressed\x18\x05 \x01(\bR\rwasCompressed\x12\x1b\n" +
+	"\tsearch_id\x18\x06 \x01(\tR\bsearchId\"\x89\x01\n" +
 	"\x1bRenderSkillDirectoryRequest\x121\n" +
 	"\x06caller\x18\x01 \x01(\v2\x19.wayfind.v1.CallerContextR\x06caller\x12\x1f\n" +
 	"\vmax_entries\x18\x02 \x01(\x05R\n" +
@@ -1963,7 +2117,16 @@ const file_wayfind_v1_skills_proto_rawDesc = "" +
 	"\x06status\x18\x01 \x01(\v2\x17.wayfind.v1.WatchStatusH\x00R\x06status\x12)\n" +
 	"\x05event\x18\x02 \x01(\v2\x11.wayfind.v1.EventH\x00R\x05event\x123\n" +
 	"\asent_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x06sentAtB\t\n" +
-	"\amessage*\x90\x01\n" +
+	"\amessage\"\xed\x01\n" +
+	"\x19ReportSkillOutcomeRequest\x121\n" +
+	"\x06caller\x18\x01 \x01(\v2\x19.wayfind.v1.CallerContextR\x06caller\x12\x1b\n" +
+	"\tsearch_id\x18\x02 \x01(\tR\bsearchId\x12\x14\n" +
+	"\x05skill\x18\x03 \x01(\tR\x05skill\x12-\n" +
+	"\aoutcome\x18\x04 \x01(\x0e2\x13.wayfind.v1.OutcomeR\aoutcome\x12\x12\n" +
+	"\x04note\x18\x05 \x01(\tR\x04note\x12'\n" +
+	"\x0fidempotency_key\x18\x06 \x01(\tR\x0eidempotencyKey\":\n" +
+	"\x1aReportSkillOutcomeResponse\x12\x1c\n" +
+	"\tduplicate\x18\x01 \x01(\bR\tduplicate*\x90\x01\n" +
 	"\bTaskType\x12\x19\n" +
 	"\x15TASK_TYPE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11TASK_TYPE_BROWSER\x10\x01\x12\x11\n" +
@@ -1984,7 +2147,7 @@ const file_wayfind_v1_skills_proto_rawDesc = "" +
 	"\vSkillFormat\x12\x1c\n" +
 	"\x18SKILL_FORMAT_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10SKILL_FORMAT_RAW\x10\x01\x12\x1a\n" +
-	"\x16SKILL_FORMAT_INJECTION\x10\x022\x86\x05\n" +
+	"\x16SKILL_FORMAT_INJECTION\x10\x022\xeb\x05\n" +
 	"\fSkillService\x12T\n" +
 	"\rLoadSkillPack\x12 .wayfind.v1.LoadSkillPackRequest\x1a!.wayfind.v1.LoadSkillPackResponse\x12V\n" +
 	"\fSearchSkills\x12\x1f.wayfind.v1.SearchSkillsRequest\x1a .wayfind.v1.SearchSkillsResponse\"\x03\x90\x02\x01\x12H\n" +
@@ -1992,7 +2155,8 @@ const file_wayfind_v1_skills_proto_rawDesc = "" +
 	"\n" +
 	"ListSkills\x12\x1d.wayfind.v1.ListSkillsRequest\x1a\x1e.wayfind.v1.ListSkillsResponse\"\x03\x90\x02\x01\x12`\n" +
 	"\x11GetRelevantSkills\x12$.wayfind.v1.GetRelevantSkillsRequest\x1a%.wayfind.v1.GetRelevantSkillsResponse\x12i\n" +
-	"\x14RenderSkillDirectory\x12'.wayfind.v1.RenderSkillDirectoryRequest\x1a(.wayfind.v1.RenderSkillDirectoryResponse\x12_\n" +
+	"\x14RenderSkillDirectory\x12'.wayfind.v1.RenderSkillDirectoryRequest\x1a(.wayfind.v1.RenderSkillDirectoryResponse\x12c\n" +
+	"\x12ReportSkillOutcome\x12%.wayfind.v1.ReportSkillOutcomeRequest\x1a&.wayfind.v1.ReportSkillOutcomeResponse\x12_\n" +
 	"\x10WatchSkillEvents\x12#.wayfind.v1.WatchSkillEventsRequest\x1a$.wayfind.v1.WatchSkillEventsResponse0\x01B<Z:github.com/wayfind-dev/wayfind/gen/go/wayfind/v1;wayfindv1b\x06proto3"
 
 var (
@@ -2008,7 +2172,7 @@ func file_wayfind_v1_skills_proto_rawDescGZIP() []byte {
 }
 
 var file_wayfind_v1_skills_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_wayfind_v1_skills_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_wayfind_v1_skills_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_wayfind_v1_skills_proto_goTypes = []any{
 	(TaskType)(0),                        // 0: wayfind.v1.TaskType
 	(SkillOrigin)(0),                     // 1: wayfind.v1.SkillOrigin
@@ -2033,44 +2197,47 @@ var file_wayfind_v1_skills_proto_goTypes = []any{
 	(*RenderSkillDirectoryResponse)(nil), // 20: wayfind.v1.RenderSkillDirectoryResponse
 	(*WatchSkillEventsRequest)(nil),      // 21: wayfind.v1.WatchSkillEventsRequest
 	(*WatchSkillEventsResponse)(nil),     // 22: wayfind.v1.WatchSkillEventsResponse
-	(*timestamppb.Timestamp)(nil),        // 23: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),              // 24: google.protobuf.Struct
-	(*CallerContext)(nil),                // 25: wayfind.v1.CallerContext
-	(MatchType)(0),                       // 26: wayfind.v1.MatchType
-	(SearchType)(0),                      // 27: wayfind.v1.SearchType
-	(MatchQuality)(0),                    // 28: wayfind.v1.MatchQuality
-	(SemanticStatus)(0),                  // 29: wayfind.v1.SemanticStatus
-	(*QueryRewrite)(nil),                 // 30: wayfind.v1.QueryRewrite
-	(*EventFilter)(nil),                  // 31: wayfind.v1.EventFilter
-	(*WatchStatus)(nil),                  // 32: wayfind.v1.WatchStatus
-	(*Event)(nil),                        // 33: wayfind.v1.Event
+	(*ReportSkillOutcomeRequest)(nil),    // 23: wayfind.v1.ReportSkillOutcomeRequest
+	(*ReportSkillOutcomeResponse)(nil),   // 24: wayfind.v1.ReportSkillOutcomeResponse
+	(*timestamppb.Timestamp)(nil),        // 25: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),              // 26: google.protobuf.Struct
+	(*CallerContext)(nil),                // 27: wayfind.v1.CallerContext
+	(MatchType)(0),                       // 28: wayfind.v1.MatchType
+	(SearchType)(0),                      // 29: wayfind.v1.SearchType
+	(MatchQuality)(0),                    // 30: wayfind.v1.MatchQuality
+	(SemanticStatus)(0),                  // 31: wayfind.v1.SemanticStatus
+	(*QueryRewrite)(nil),                 // 32: wayfind.v1.QueryRewrite
+	(*EventFilter)(nil),                  // 33: wayfind.v1.EventFilter
+	(*WatchStatus)(nil),                  // 34: wayfind.v1.WatchStatus
+	(*Event)(nil),                        // 35: wayfind.v1.Event
+	(Outcome)(0),                         // 36: wayfind.v1.Outcome
 }
 var file_wayfind_v1_skills_proto_depIdxs = []int32{
 	0,  // 0: wayfind.v1.Skill.task_type:type_name -> wayfind.v1.TaskType
 	1,  // 1: wayfind.v1.Skill.origin:type_name -> wayfind.v1.SkillOrigin
 	2,  // 2: wayfind.v1.Skill.scope:type_name -> wayfind.v1.SkillScope
-	23, // 3: wayfind.v1.Skill.created_at:type_name -> google.protobuf.Timestamp
-	23, // 4: wayfind.v1.Skill.updated_at:type_name -> google.protobuf.Timestamp
-	23, // 5: wayfind.v1.Skill.last_used_at:type_name -> google.protobuf.Timestamp
-	24, // 6: wayfind.v1.Skill.extra:type_name -> google.protobuf.Struct
-	25, // 7: wayfind.v1.LoadSkillPackRequest.caller:type_name -> wayfind.v1.CallerContext
+	25, // 3: wayfind.v1.Skill.created_at:type_name -> google.protobuf.Timestamp
+	25, // 4: wayfind.v1.Skill.updated_at:type_name -> google.protobuf.Timestamp
+	25, // 5: wayfind.v1.Skill.last_used_at:type_name -> google.protobuf.Timestamp
+	26, // 6: wayfind.v1.Skill.extra:type_name -> google.protobuf.Struct
+	27, // 7: wayfind.v1.LoadSkillPackRequest.caller:type_name -> wayfind.v1.CallerContext
 	7,  // 8: wayfind.v1.LoadSkillPackRequest.files:type_name -> wayfind.v1.SkillFilesList
 	2,  // 9: wayfind.v1.LoadSkillPackRequest.scope:type_name -> wayfind.v1.SkillScope
 	5,  // 10: wayfind.v1.SkillFilesList.files:type_name -> wayfind.v1.SkillFile
 	0,  // 11: wayfind.v1.SkillMatch.task_type:type_name -> wayfind.v1.TaskType
-	26, // 12: wayfind.v1.SkillMatch.match_type:type_name -> wayfind.v1.MatchType
-	25, // 13: wayfind.v1.SearchSkillsRequest.caller:type_name -> wayfind.v1.CallerContext
-	27, // 14: wayfind.v1.SearchSkillsRequest.search_type:type_name -> wayfind.v1.SearchType
+	28, // 12: wayfind.v1.SkillMatch.match_type:type_name -> wayfind.v1.MatchType
+	27, // 13: wayfind.v1.SearchSkillsRequest.caller:type_name -> wayfind.v1.CallerContext
+	29, // 14: wayfind.v1.SearchSkillsRequest.search_type:type_name -> wayfind.v1.SearchType
 	0,  // 15: wayfind.v1.SearchSkillsRequest.task_type:type_name -> wayfind.v1.TaskType
 	9,  // 16: wayfind.v1.SearchSkillsResponse.skills:type_name -> wayfind.v1.SkillMatch
-	27, // 17: wayfind.v1.SearchSkillsResponse.effective_search_type:type_name -> wayfind.v1.SearchType
-	28, // 18: wayfind.v1.SearchSkillsResponse.match_quality:type_name -> wayfind.v1.MatchQuality
-	29, // 19: wayfind.v1.SearchSkillsResponse.semantic_status:type_name -> wayfind.v1.SemanticStatus
-	30, // 20: wayfind.v1.SearchSkillsResponse.query_rewrites:type_name -> wayfind.v1.QueryRewrite
-	25, // 21: wayfind.v1.GetSkillsRequest.caller:type_name -> wayfind.v1.CallerContext
+	29, // 17: wayfind.v1.SearchSkillsResponse.effective_search_type:type_name -> wayfind.v1.SearchType
+	30, // 18: wayfind.v1.SearchSkillsResponse.match_quality:type_name -> wayfind.v1.MatchQuality
+	31, // 19: wayfind.v1.SearchSkillsResponse.semantic_status:type_name -> wayfind.v1.SemanticStatus
+	32, // 20: wayfind.v1.SearchSkillsResponse.query_rewrites:type_name -> wayfind.v1.QueryRewrite
+	27, // 21: wayfind.v1.GetSkillsRequest.caller:type_name -> wayfind.v1.CallerContext
 	3,  // 22: wayfind.v1.GetSkillsRequest.format:type_name -> wayfind.v1.SkillFormat
 	4,  // 23: wayfind.v1.GetSkillsResponse.skills:type_name -> wayfind.v1.Skill
-	25, // 24: wayfind.v1.ListSkillsRequest.caller:type_name -> wayfind.v1.CallerContext
+	27, // 24: wayfind.v1.ListSkillsRequest.caller:type_name -> wayfind.v1.CallerContext
 	0,  // 25: wayfind.v1.ListSkillsRequest.task_type:type_name -> wayfind.v1.TaskType
 	1,  // 26: wayfind.v1.ListSkillsRequest.origin:type_name -> wayfind.v1.SkillOrigin
 	2,  // 27: wayfind.v1.ListSkillsRequest.scope:type_name -> wayfind.v1.SkillScope
@@ -2078,32 +2245,36 @@ var file_wayfind_v1_skills_proto_depIdxs = []int32{
 	1,  // 29: wayfind.v1.SkillSummary.origin:type_name -> wayfind.v1.SkillOrigin
 	2,  // 30: wayfind.v1.SkillSummary.scope:type_name -> wayfind.v1.SkillScope
 	15, // 31: wayfind.v1.ListSkillsResponse.skills:type_name -> wayfind.v1.SkillSummary
-	25, // 32: wayfind.v1.GetRelevantSkillsRequest.caller:type_name -> wayfind.v1.CallerContext
-	25, // 33: wayfind.v1.RenderSkillDirectoryRequest.caller:type_name -> wayfind.v1.CallerContext
-	25, // 34: wayfind.v1.WatchSkillEventsRequest.caller:type_name -> wayfind.v1.CallerContext
-	31, // 35: wayfind.v1.WatchSkillEventsRequest.filter:type_name -> wayfind.v1.EventFilter
-	32, // 36: wayfind.v1.WatchSkillEventsResponse.status:type_name -> wayfind.v1.WatchStatus
-	33, // 37: wayfind.v1.WatchSkillEventsResponse.event:type_name -> wayfind.v1.Event
-	23, // 38: wayfind.v1.WatchSkillEventsResponse.sent_at:type_name -> google.protobuf.Timestamp
-	6,  // 39: wayfind.v1.SkillService.LoadSkillPack:input_type -> wayfind.v1.LoadSkillPackRequest
-	10, // 40: wayfind.v1.SkillService.SearchSkills:input_type -> wayfind.v1.SearchSkillsRequest
-	12, // 41: wayfind.v1.SkillService.GetSkills:input_type -> wayfind.v1.GetSkillsRequest
-	14, // 42: wayfind.v1.SkillService.ListSkills:input_type -> wayfind.v1.ListSkillsRequest
-	17, // 43: wayfind.v1.SkillService.GetRelevantSkills:input_type -> wayfind.v1.GetRelevantSkillsRequest
-	19, // 44: wayfind.v1.SkillService.RenderSkillDirectory:input_type -> wayfind.v1.RenderSkillDirectoryRequest
-	21, // 45: wayfind.v1.SkillService.WatchSkillEvents:input_type -> wayfind.v1.WatchSkillEventsRequest
-	8,  // 46: wayfind.v1.SkillService.LoadSkillPack:output_type -> wayfind.v1.LoadSkillPackResponse
-	11, // 47: wayfind.v1.SkillService.SearchSkills:output_type -> wayfind.v1.SearchSkillsResponse
-	13, // 48: wayfind.v1.SkillService.GetSkills:output_type -> wayfind.v1.GetSkillsResponse
-	16, // 49: wayfind.v1.SkillService.ListSkills:output_type -> wayfind.v1.ListSkillsResponse
-	18, // 50: wayfind.v1.SkillService.GetRelevantSkills:output_type -> wayfind.v1.GetRelevantSkillsResponse
-	20, // 51: wayfind.v1.SkillService.RenderSkillDirectory:output_type -> wayfind.v1.RenderSkillDirectoryResponse
-	22, // 52: wayfind.v1.SkillService.WatchSkillEvents:output_type -> wayfind.v1.WatchSkillEventsResponse
-	46, // [46:53] is the sub-list for method output_type
-	39, // [39:46] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	27, // 32: wayfind.v1.GetRelevantSkillsRequest.caller:type_name -> wayfind.v1.CallerContext
+	27, // 33: wayfind.v1.RenderSkillDirectoryRequest.caller:type_name -> wayfind.v1.CallerContext
+	27, // 34: wayfind.v1.WatchSkillEventsRequest.caller:type_name -> wayfind.v1.CallerContext
+	33, // 35: wayfind.v1.WatchSkillEventsRequest.filter:type_name -> wayfind.v1.EventFilter
+	34, // 36: wayfind.v1.WatchSkillEventsResponse.status:type_name -> wayfind.v1.WatchStatus
+	35, // 37: wayfind.v1.WatchSkillEventsResponse.event:type_name -> wayfind.v1.Event
+	25, // 38: wayfind.v1.WatchSkillEventsResponse.sent_at:type_name -> google.protobuf.Timestamp
+	27, // 39: wayfind.v1.ReportSkillOutcomeRequest.caller:type_name -> wayfind.v1.CallerContext
+	36, // 40: wayfind.v1.ReportSkillOutcomeRequest.outcome:type_name -> wayfind.v1.Outcome
+	6,  // 41: wayfind.v1.SkillService.LoadSkillPack:input_type -> wayfind.v1.LoadSkillPackRequest
+	10, // 42: wayfind.v1.SkillService.SearchSkills:input_type -> wayfind.v1.SearchSkillsRequest
+	12, // 43: wayfind.v1.SkillService.GetSkills:input_type -> wayfind.v1.GetSkillsRequest
+	14, // 44: wayfind.v1.SkillService.ListSkills:input_type -> wayfind.v1.ListSkillsRequest
+	17, // 45: wayfind.v1.SkillService.GetRelevantSkills:input_type -> wayfind.v1.GetRelevantSkillsRequest
+	19, // 46: wayfind.v1.SkillService.RenderSkillDirectory:input_type -> wayfind.v1.RenderSkillDirectoryRequest
+	23, // 47: wayfind.v1.SkillService.ReportSkillOutcome:input_type -> wayfind.v1.ReportSkillOutcomeRequest
+	21, // 48: wayfind.v1.SkillService.WatchSkillEvents:input_type -> wayfind.v1.WatchSkillEventsRequest
+	8,  // 49: wayfind.v1.SkillService.LoadSkillPack:output_type -> wayfind.v1.LoadSkillPackResponse
+	11, // 50: wayfind.v1.SkillService.SearchSkills:output_type -> wayfind.v1.SearchSkillsResponse
+	13, // 51: wayfind.v1.SkillService.GetSkills:output_type -> wayfind.v1.GetSkillsResponse
+	16, // 52: wayfind.v1.SkillService.ListSkills:output_type -> wayfind.v1.ListSkillsResponse
+	18, // 53: wayfind.v1.SkillService.GetRelevantSkills:output_type -> wayfind.v1.GetRelevantSkillsResponse
+	20, // 54: wayfind.v1.SkillService.RenderSkillDirectory:output_type -> wayfind.v1.RenderSkillDirectoryResponse
+	24, // 55: wayfind.v1.SkillService.ReportSkillOutcome:output_type -> wayfind.v1.ReportSkillOutcomeResponse
+	22, // 56: wayfind.v1.SkillService.WatchSkillEvents:output_type -> wayfind.v1.WatchSkillEventsResponse
+	49, // [49:57] is the sub-list for method output_type
+	41, // [41:49] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_wayfind_v1_skills_proto_init() }
@@ -2127,7 +2298,7 @@ func file_wayfind_v1_skills_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wayfind_v1_skills_proto_rawDesc), len(file_wayfind_v1_skills_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   19,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

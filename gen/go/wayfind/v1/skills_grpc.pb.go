@@ -25,6 +25,7 @@ const (
 	SkillService_ListSkills_FullMethodName           = "/wayfind.v1.SkillService/ListSkills"
 	SkillService_GetRelevantSkills_FullMethodName    = "/wayfind.v1.SkillService/GetRelevantSkills"
 	SkillService_RenderSkillDirectory_FullMethodName = "/wayfind.v1.SkillService/RenderSkillDirectory"
+	SkillService_ReportSkillOutcome_FullMethodName   = "/wayfind.v1.SkillService/ReportSkillOutcome"
 	SkillService_WatchSkillEvents_FullMethodName     = "/wayfind.v1.SkillService/WatchSkillEvents"
 )
 
@@ -52,6 +53,9 @@ type SkillServiceClient interface {
 	GetRelevantSkills(ctx context.Context, in *GetRelevantSkillsRequest, opts ...grpc.CallOption) (*GetRelevantSkillsResponse, error)
 	// A short directory of skills (pinned first, then most recently used) for the system prompt.
 	RenderSkillDirectory(ctx context.Context, in *RenderSkillDirectoryRequest, opts ...grpc.CallOption) (*RenderSkillDirectoryResponse, error)
+	// What became of a skill an agent used (the outcome hook): recorded as a `skill_outcome_reported`
+	// event; a skill the caller cannot see is NOT_FOUND. Idempotent by `idempotency_key`.
+	ReportSkillOutcome(ctx context.Context, in *ReportSkillOutcomeRequest, opts ...grpc.CallOption) (*ReportSkillOutcomeResponse, error)
 	// Streams skill events. Send the last event id you processed to resume without gaps.
 	WatchSkillEvents(ctx context.Context, in *WatchSkillEventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchSkillEventsResponse], error)
 }
@@ -124,6 +128,16 @@ func (c *skillServiceClient) RenderSkillDirectory(ctx context.Context, in *Rende
 	return out, nil
 }
 
+func (c *skillServiceClient) ReportSkillOutcome(ctx context.Context, in *ReportSkillOutcomeRequest, opts ...grpc.CallOption) (*ReportSkillOutcomeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReportSkillOutcomeResponse)
+	err := c.cc.Invoke(ctx, SkillService_ReportSkillOutcome_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *skillServiceClient) WatchSkillEvents(ctx context.Context, in *WatchSkillEventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchSkillEventsResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &SkillService_ServiceDesc.Streams[0], SkillService_WatchSkillEvents_FullMethodName, cOpts...)
@@ -167,6 +181,9 @@ type SkillServiceServer interface {
 	GetRelevantSkills(context.Context, *GetRelevantSkillsRequest) (*GetRelevantSkillsResponse, error)
 	// A short directory of skills (pinned first, then most recently used) for the system prompt.
 	RenderSkillDirectory(context.Context, *RenderSkillDirectoryRequest) (*RenderSkillDirectoryResponse, error)
+	// What became of a skill an agent used (the outcome hook): recorded as a `skill_outcome_reported`
+	// event; a skill the caller cannot see is NOT_FOUND. Idempotent by `idempotency_key`.
+	ReportSkillOutcome(context.Context, *ReportSkillOutcomeRequest) (*ReportSkillOutcomeResponse, error)
 	// Streams skill events. Send the last event id you processed to resume without gaps.
 	WatchSkillEvents(*WatchSkillEventsRequest, grpc.ServerStreamingServer[WatchSkillEventsResponse]) error
 	mustEmbedUnimplementedSkillServiceServer()
@@ -196,6 +213,9 @@ func (UnimplementedSkillServiceServer) GetRelevantSkills(context.Context, *GetRe
 }
 func (UnimplementedSkillServiceServer) RenderSkillDirectory(context.Context, *RenderSkillDirectoryRequest) (*RenderSkillDirectoryResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RenderSkillDirectory not implemented")
+}
+func (UnimplementedSkillServiceServer) ReportSkillOutcome(context.Context, *ReportSkillOutcomeRequest) (*ReportSkillOutcomeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReportSkillOutcome not implemented")
 }
 func (UnimplementedSkillServiceServer) WatchSkillEvents(*WatchSkillEventsRequest, grpc.ServerStreamingServer[WatchSkillEventsResponse]) error {
 	return status.Error(codes.Unimplemented, "method WatchSkillEvents not implemented")
@@ -329,6 +349,24 @@ func _SkillService_RenderSkillDirectory_Handler(srv interface{}, ctx context.Con
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SkillService_ReportSkillOutcome_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReportSkillOutcomeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SkillServiceServer).ReportSkillOutcome(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SkillService_ReportSkillOutcome_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SkillServiceServer).ReportSkillOutcome(ctx, req.(*ReportSkillOutcomeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _SkillService_WatchSkillEvents_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(WatchSkillEventsRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -370,6 +408,10 @@ var SkillService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RenderSkillDirectory",
 			Handler:    _SkillService_RenderSkillDirectory_Handler,
+		},
+		{
+			MethodName: "ReportSkillOutcome",
+			Handler:    _SkillService_ReportSkillOutcome_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -949,6 +949,9 @@ type ToolMatch struct {
 	// The semantic part of `score` (cosine similarity mapped to [0, 1]); 0 when semantic ranking did
 	// not take part for this tool (see `SearchToolsResponse.semantic_status`).
 	SemanticScore float64 `protobuf:"fixed64,7,opt,name=semantic_score,json=semanticScore,proto3" json:"semantic_score,omitempty"`
+	// In [-1, 1]: how much the caller's tenant's past choices lift (or lower) this tool for such a
+	// request; 0 when its traffic taught nothing about it. `score` holds at most a bounded share of it.
+	LearnedScore  float64 `protobuf:"fixed64,8,opt,name=learned_score,json=learnedScore,proto3" json:"learned_score,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1032,6 +1035,13 @@ func (x *ToolMatch) GetSemanticScore() float64 {
 	return 0
 }
 
+func (x *ToolMatch) GetLearnedScore() float64 {
+	if x != nil {
+		return x.LearnedScore
+	}
+	return 0
+}
+
 type SearchToolsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Tools []*ToolMatch           `protobuf:"bytes,1,rep,name=tools,proto3" json:"tools,omitempty"`
@@ -1046,6 +1056,9 @@ type SearchToolsResponse struct {
 	SemanticPending int32 `protobuf:"varint,6,opt,name=semantic_pending,json=semanticPending,proto3" json:"semantic_pending,omitempty"`
 	// Typo repairs and synonyms the search added to the query.
 	QueryRewrites []*QueryRewrite `protobuf:"bytes,7,rep,name=query_rewrites,json=queryRewrites,proto3" json:"query_rewrites,omitempty"`
+	// Names this search in ReportToolOutcome; a later GetTools, ResolveTool, ActivateTools or
+	// CheckToolCall of one of its hits in the same run counts as choosing it.
+	SearchId      string `protobuf:"bytes,8,opt,name=search_id,json=searchId,proto3" json:"search_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1127,6 +1140,13 @@ func (x *SearchToolsResponse) GetQueryRewrites() []*QueryRewrite {
 		return x.QueryRewrites
 	}
 	return nil
+}
+
+func (x *SearchToolsResponse) GetSearchId() string {
+	if x != nil {
+		return x.SearchId
+	}
+	return ""
 }
 
 type GetToolsRequest struct {
@@ -2700,6 +2720,150 @@ func (*WatchToolEventsResponse_Status) isWatchToolEventsResponse_Message() {}
 
 func (*WatchToolEventsResponse_Event) isWatchToolEventsResponse_Message() {}
 
+type ReportToolOutcomeRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Caller *CallerContext         `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	// The SearchToolsResponse.search_id the tool was chosen from, 0–64 characters; empty = the
+	// outcome is recorded as an event only (there is no request to learn from).
+	SearchId string `protobuf:"bytes,2,opt,name=search_id,json=searchId,proto3" json:"search_id,omitempty"`
+	// The tool's name (or alias), 1–128 characters.
+	Tool    string  `protobuf:"bytes,3,opt,name=tool,proto3" json:"tool,omitempty"`
+	Outcome Outcome `protobuf:"varint,4,opt,name=outcome,proto3,enum=wayfind.v1.Outcome" json:"outcome,omitempty"`
+	// Free text for people reading the event stream, 0–1,000 characters; never learned from.
+	Note string `protobuf:"bytes,5,opt,name=note,proto3" json:"note,omitempty"`
+	// A retry with the same key (0–128 characters) within a day is acknowledged and changes nothing.
+	IdempotencyKey string `protobuf:"bytes,6,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ReportToolOutcomeRequest) Reset() {
+	*x = ReportToolOutcomeRequest{}
+	mi := &file_wayfind_v1_tools_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportToolOutcomeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportToolOutcomeRequest) ProtoMessage() {}
+
+func (x *ReportToolOutcomeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfind_v1_tools_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportToolOutcomeRequest.ProtoReflect.Descriptor instead.
+func (*ReportToolOutcomeRequest) Descriptor() ([]byte, []int) {
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *ReportToolOutcomeRequest) GetCaller() *CallerContext {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *ReportToolOutcomeRequest) GetSearchId() string {
+	if x != nil {
+		return x.SearchId
+	}
+	return ""
+}
+
+func (x *ReportToolOutcomeRequest) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *ReportToolOutcomeRequest) GetOutcome() Outcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return Outcome_OUTCOME_UNSPECIFIED
+}
+
+func (x *ReportToolOutcomeRequest) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
+func (x *ReportToolOutcomeRequest) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+type ReportToolOutcomeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// True when the report taught the ranking; false when it only became an event (no search_id, a
+	// duplicate, or a tool that was not a hit of that search).
+	Learned bool `protobuf:"varint,1,opt,name=learned,proto3" json:"learned,omitempty"`
+	// True when `idempotency_key` was seen before: nothing was recorded again.
+	Duplicate     bool `protobuf:"varint,2,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportToolOutcomeResponse) Reset() {
+	*x = ReportToolOutcomeResponse{}
+	mi := &file_wayfind_v1_tools_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportToolOutcomeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportToolOutcomeResponse) ProtoMessage() {}
+
+func (x *ReportToolOutcomeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfind_v1_tools_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportToolOutcomeResponse.ProtoReflect.Descriptor instead.
+func (*ReportToolOutcomeResponse) Descriptor() ([]byte, []int) {
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *ReportToolOutcomeResponse) GetLearned() bool {
+	if x != nil {
+		return x.Learned
+	}
+	return false
+}
+
+func (x *ReportToolOutcomeResponse) GetDuplicate() bool {
+	if x != nil {
+		return x.Duplicate
+	}
+	return false
+}
+
 var File_wayfind_v1_tools_proto protoreflect.FileDescriptor
 
 const file_wayfind_v1_tools_proto_rawDesc = "" +
@@ -2763,7 +2927,7 @@ const file_wayfind_v1_tools_proto_rawDesc = "" +
 	"searchType\x12\x14\n" +
 	"\x05limit\x18\x04 \x01(\x05R\x05limit\x122\n" +
 	"\x15include_always_loaded\x18\x05 \x01(\bR\x13includeAlwaysLoaded\x12\x1b\n" +
-	"\tmin_score\x18\x06 \x01(\x01R\bminScore\"\x95\x02\n" +
+	"\tmin_score\x18\x06 \x01(\x01R\bminScore\"\xba\x02\n" +
 	"\tToolMatch\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x14\n" +
@@ -2772,7 +2936,8 @@ const file_wayfind_v1_tools_proto_rawDesc = "" +
 	"match_type\x18\x04 \x01(\x0e2\x15.wayfind.v1.MatchTypeR\tmatchType\x12:\n" +
 	"\floading_mode\x18\x05 \x01(\x0e2\x17.wayfind.v1.LoadingModeR\vloadingMode\x12#\n" +
 	"\rlexical_score\x18\x06 \x01(\x01R\flexicalScore\x12%\n" +
-	"\x0esemantic_score\x18\a \x01(\x01R\rsemanticScore\"\xa5\x03\n" +
+	"\x0esemantic_score\x18\a \x01(\x01R\rsemanticScore\x12#\n" +
+	"\rlearned_score\x18\b \x01(\x01R\flearnedScore\"\xc2\x03\n" +
 	"\x13SearchToolsResponse\x12+\n" +
 	"\x05tools\x18\x01 \x03(\v2\x15.wayfind.v1.ToolMatchR\x05tools\x12J\n" +
 	"\x15effective_search_type\x18\x02 \x01(\x0e2\x16.wayfind.v1.SearchTypeR\x13effectiveSearchType\x12%\n" +
@@ -2780,7 +2945,8 @@ const file_wayfind_v1_tools_proto_rawDesc = "" +
 	"\rmatch_quality\x18\x04 \x01(\x0e2\x18.wayfind.v1.MatchQualityR\fmatchQuality\x12C\n" +
 	"\x0fsemantic_status\x18\x05 \x01(\x0e2\x1a.wayfind.v1.SemanticStatusR\x0esemanticStatus\x12)\n" +
 	"\x10semantic_pending\x18\x06 \x01(\x05R\x0fsemanticPending\x12?\n" +
-	"\x0equery_rewrites\x18\a \x03(\v2\x18.wayfind.v1.QueryRewriteR\rqueryRewrites\"\xae\x01\n" +
+	"\x0equery_rewrites\x18\a \x03(\v2\x18.wayfind.v1.QueryRewriteR\rqueryRewrites\x12\x1b\n" +
+	"\tsearch_id\x18\b \x01(\tR\bsearchId\"\xae\x01\n" +
 	"\x0fGetToolsRequest\x121\n" +
 	"\x06caller\x18\x01 \x01(\v2\x19.wayfind.v1.CallerContextR\x06caller\x12\x14\n" +
 	"\x05names\x18\x02 \x03(\tR\x05names\x12'\n" +
@@ -2892,7 +3058,17 @@ const file_wayfind_v1_tools_proto_rawDesc = "" +
 	"\x06status\x18\x01 \x01(\v2\x17.wayfind.v1.WatchStatusH\x00R\x06status\x12)\n" +
 	"\x05event\x18\x02 \x01(\v2\x11.wayfind.v1.EventH\x00R\x05event\x123\n" +
 	"\asent_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x06sentAtB\t\n" +
-	"\amessage*_\n" +
+	"\amessage\"\xea\x01\n" +
+	"\x18ReportToolOutcomeRequest\x121\n" +
+	"\x06caller\x18\x01 \x01(\v2\x19.wayfind.v1.CallerContextR\x06caller\x12\x1b\n" +
+	"\tsearch_id\x18\x02 \x01(\tR\bsearchId\x12\x12\n" +
+	"\x04tool\x18\x03 \x01(\tR\x04tool\x12-\n" +
+	"\aoutcome\x18\x04 \x01(\x0e2\x13.wayfind.v1.OutcomeR\aoutcome\x12\x12\n" +
+	"\x04note\x18\x05 \x01(\tR\x04note\x12'\n" +
+	"\x0fidempotency_key\x18\x06 \x01(\tR\x0eidempotencyKey\"S\n" +
+	"\x19ReportToolOutcomeResponse\x12\x18\n" +
+	"\alearned\x18\x01 \x01(\bR\alearned\x12\x1c\n" +
+	"\tduplicate\x18\x02 \x01(\bR\tduplicate*_\n" +
 	"\vLoadingMode\x12\x1c\n" +
 	"\x18LOADING_MODE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13LOADING_MODE_ALWAYS\x10\x01\x12\x19\n" +
@@ -2914,7 +3090,7 @@ const file_wayfind_v1_tools_proto_rawDesc = "" +
 	"\x1dTOOL_SOURCE_KIND_CATALOG_FILE\x10\x01\x12\x1e\n" +
 	"\x1aTOOL_SOURCE_KIND_MCP_STDIO\x10\x02\x12\x1d\n" +
 	"\x19TOOL_SOURCE_KIND_MCP_HTTP\x10\x03\x12\x18\n" +
-	"\x14TOOL_SOURCE_KIND_API\x10\x042\x96\t\n" +
+	"\x14TOOL_SOURCE_KIND_API\x10\x042\xf8\t\n" +
 	"\x14ToolDiscoveryService\x12T\n" +
 	"\rRegisterTools\x12 .wayfind.v1.RegisterToolsRequest\x1a!.wayfind.v1.RegisterToolsResponse\x12H\n" +
 	"\tListTools\x12\x1c.wayfind.v1.ListToolsRequest\x1a\x1d.wayfind.v1.ListToolsResponse\x12S\n" +
@@ -2927,7 +3103,8 @@ const file_wayfind_v1_tools_proto_rawDesc = "" +
 	"\x10RenderToolPrompt\x12#.wayfind.v1.RenderToolPromptRequest\x1a$.wayfind.v1.RenderToolPromptResponse\x12`\n" +
 	"\x11RenderToolPayload\x12$.wayfind.v1.RenderToolPayloadRequest\x1a%.wayfind.v1.RenderToolPayloadResponse\x12e\n" +
 	"\x11GetDiscoveryTools\x12$.wayfind.v1.GetDiscoveryToolsRequest\x1a%.wayfind.v1.GetDiscoveryToolsResponse\"\x03\x90\x02\x01\x12_\n" +
-	"\x0fListToolSources\x12\".wayfind.v1.ListToolSourcesRequest\x1a#.wayfind.v1.ListToolSourcesResponse\"\x03\x90\x02\x01\x12\\\n" +
+	"\x0fListToolSources\x12\".wayfind.v1.ListToolSourcesRequest\x1a#.wayfind.v1.ListToolSourcesResponse\"\x03\x90\x02\x01\x12`\n" +
+	"\x11ReportToolOutcome\x12$.wayfind.v1.ReportToolOutcomeRequest\x1a%.wayfind.v1.ReportToolOutcomeResponse\x12\\\n" +
 	"\x0fWatchToolEvents\x12\".wayfind.v1.WatchToolEventsRequest\x1a#.wayfind.v1.WatchToolEventsResponse0\x01B<Z:github.com/wayfind-dev/wayfind/gen/go/wayfind/v1;wayfindv1b\x06proto3"
 
 var (
@@ -2943,7 +3120,7 @@ func file_wayfind_v1_tools_proto_rawDescGZIP() []byte {
 }
 
 var file_wayfind_v1_tools_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_wayfind_v1_tools_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_wayfind_v1_tools_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_wayfind_v1_tools_proto_goTypes = []any{
 	(LoadingMode)(0),                  // 0: wayfind.v1.LoadingMode
 	(SideEffect)(0),                   // 1: wayfind.v1.SideEffect
@@ -2982,103 +3159,110 @@ var file_wayfind_v1_tools_proto_goTypes = []any{
 	(*ListToolSourcesResponse)(nil),   // 34: wayfind.v1.ListToolSourcesResponse
 	(*WatchToolEventsRequest)(nil),    // 35: wayfind.v1.WatchToolEventsRequest
 	(*WatchToolEventsResponse)(nil),   // 36: wayfind.v1.WatchToolEventsResponse
-	(*structpb.Struct)(nil),           // 37: google.protobuf.Struct
-	(*CallerContext)(nil),             // 38: wayfind.v1.CallerContext
-	(SearchType)(0),                   // 39: wayfind.v1.SearchType
-	(MatchType)(0),                    // 40: wayfind.v1.MatchType
-	(MatchQuality)(0),                 // 41: wayfind.v1.MatchQuality
-	(SemanticStatus)(0),               // 42: wayfind.v1.SemanticStatus
-	(*QueryRewrite)(nil),              // 43: wayfind.v1.QueryRewrite
-	(Provider)(0),                     // 44: wayfind.v1.Provider
-	(*timestamppb.Timestamp)(nil),     // 45: google.protobuf.Timestamp
-	(*EventFilter)(nil),               // 46: wayfind.v1.EventFilter
-	(*WatchStatus)(nil),               // 47: wayfind.v1.WatchStatus
-	(*Event)(nil),                     // 48: wayfind.v1.Event
+	(*ReportToolOutcomeRequest)(nil),  // 37: wayfind.v1.ReportToolOutcomeRequest
+	(*ReportToolOutcomeResponse)(nil), // 38: wayfind.v1.ReportToolOutcomeResponse
+	(*structpb.Struct)(nil),           // 39: google.protobuf.Struct
+	(*CallerContext)(nil),             // 40: wayfind.v1.CallerContext
+	(SearchType)(0),                   // 41: wayfind.v1.SearchType
+	(MatchType)(0),                    // 42: wayfind.v1.MatchType
+	(MatchQuality)(0),                 // 43: wayfind.v1.MatchQuality
+	(SemanticStatus)(0),               // 44: wayfind.v1.SemanticStatus
+	(*QueryRewrite)(nil),              // 45: wayfind.v1.QueryRewrite
+	(Provider)(0),                     // 46: wayfind.v1.Provider
+	(*timestamppb.Timestamp)(nil),     // 47: google.protobuf.Timestamp
+	(*EventFilter)(nil),               // 48: wayfind.v1.EventFilter
+	(*WatchStatus)(nil),               // 49: wayfind.v1.WatchStatus
+	(*Event)(nil),                     // 50: wayfind.v1.Event
+	(Outcome)(0),                      // 51: wayfind.v1.Outcome
 }
 var file_wayfind_v1_tools_proto_depIdxs = []int32{
-	37, // 0: wayfind.v1.ToolExample.args:type_name -> google.protobuf.Struct
+	39, // 0: wayfind.v1.ToolExample.args:type_name -> google.protobuf.Struct
 	1,  // 1: wayfind.v1.Tool.side_effect:type_name -> wayfind.v1.SideEffect
 	0,  // 2: wayfind.v1.Tool.loading_mode:type_name -> wayfind.v1.LoadingMode
-	37, // 3: wayfind.v1.Tool.args_schema:type_name -> google.protobuf.Struct
-	37, // 4: wayfind.v1.Tool.output_schema:type_name -> google.protobuf.Struct
+	39, // 3: wayfind.v1.Tool.args_schema:type_name -> google.protobuf.Struct
+	39, // 4: wayfind.v1.Tool.output_schema:type_name -> google.protobuf.Struct
 	4,  // 5: wayfind.v1.Tool.examples:type_name -> wayfind.v1.ToolExample
 	5,  // 6: wayfind.v1.RegisterToolsRequest.tools:type_name -> wayfind.v1.Tool
-	38, // 7: wayfind.v1.RegisterToolsRequest.caller:type_name -> wayfind.v1.CallerContext
-	38, // 8: wayfind.v1.ListToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	40, // 7: wayfind.v1.RegisterToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	40, // 8: wayfind.v1.ListToolsRequest.caller:type_name -> wayfind.v1.CallerContext
 	0,  // 9: wayfind.v1.ToolSummary.loading_mode:type_name -> wayfind.v1.LoadingMode
 	9,  // 10: wayfind.v1.ListToolsResponse.tools:type_name -> wayfind.v1.ToolSummary
-	38, // 11: wayfind.v1.SearchToolsRequest.caller:type_name -> wayfind.v1.CallerContext
-	39, // 12: wayfind.v1.SearchToolsRequest.search_type:type_name -> wayfind.v1.SearchType
-	40, // 13: wayfind.v1.ToolMatch.match_type:type_name -> wayfind.v1.MatchType
+	40, // 11: wayfind.v1.SearchToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	41, // 12: wayfind.v1.SearchToolsRequest.search_type:type_name -> wayfind.v1.SearchType
+	42, // 13: wayfind.v1.ToolMatch.match_type:type_name -> wayfind.v1.MatchType
 	0,  // 14: wayfind.v1.ToolMatch.loading_mode:type_name -> wayfind.v1.LoadingMode
 	12, // 15: wayfind.v1.SearchToolsResponse.tools:type_name -> wayfind.v1.ToolMatch
-	39, // 16: wayfind.v1.SearchToolsResponse.effective_search_type:type_name -> wayfind.v1.SearchType
-	41, // 17: wayfind.v1.SearchToolsResponse.match_quality:type_name -> wayfind.v1.MatchQuality
-	42, // 18: wayfind.v1.SearchToolsResponse.semantic_status:type_name -> wayfind.v1.SemanticStatus
-	43, // 19: wayfind.v1.SearchToolsResponse.query_rewrites:type_name -> wayfind.v1.QueryRewrite
-	38, // 20: wayfind.v1.GetToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	41, // 16: wayfind.v1.SearchToolsResponse.effective_search_type:type_name -> wayfind.v1.SearchType
+	43, // 17: wayfind.v1.SearchToolsResponse.match_quality:type_name -> wayfind.v1.MatchQuality
+	44, // 18: wayfind.v1.SearchToolsResponse.semantic_status:type_name -> wayfind.v1.SemanticStatus
+	45, // 19: wayfind.v1.SearchToolsResponse.query_rewrites:type_name -> wayfind.v1.QueryRewrite
+	40, // 20: wayfind.v1.GetToolsRequest.caller:type_name -> wayfind.v1.CallerContext
 	5,  // 21: wayfind.v1.GetToolsResponse.tools:type_name -> wayfind.v1.Tool
-	38, // 22: wayfind.v1.ActivateToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	40, // 22: wayfind.v1.ActivateToolsRequest.caller:type_name -> wayfind.v1.CallerContext
 	2,  // 23: wayfind.v1.ActivateToolsRequest.scope:type_name -> wayfind.v1.ActivationScope
 	2,  // 24: wayfind.v1.ActivateToolsResponse.scope:type_name -> wayfind.v1.ActivationScope
-	38, // 25: wayfind.v1.DeactivateToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	40, // 25: wayfind.v1.DeactivateToolsRequest.caller:type_name -> wayfind.v1.CallerContext
 	2,  // 26: wayfind.v1.DeactivateToolsRequest.scope:type_name -> wayfind.v1.ActivationScope
-	38, // 27: wayfind.v1.CheckToolCallRequest.caller:type_name -> wayfind.v1.CallerContext
-	37, // 28: wayfind.v1.CheckToolCallRequest.arguments:type_name -> google.protobuf.Struct
+	40, // 27: wayfind.v1.CheckToolCallRequest.caller:type_name -> wayfind.v1.CallerContext
+	39, // 28: wayfind.v1.CheckToolCallRequest.arguments:type_name -> google.protobuf.Struct
 	2,  // 29: wayfind.v1.CheckToolCallRequest.scope:type_name -> wayfind.v1.ActivationScope
 	5,  // 30: wayfind.v1.CheckToolCallResponse.tool:type_name -> wayfind.v1.Tool
 	21, // 31: wayfind.v1.CheckToolCallResponse.problems:type_name -> wayfind.v1.ArgumentProblem
 	2,  // 32: wayfind.v1.CheckToolCallResponse.scope:type_name -> wayfind.v1.ActivationScope
-	38, // 33: wayfind.v1.ResolveToolRequest.caller:type_name -> wayfind.v1.CallerContext
+	40, // 33: wayfind.v1.ResolveToolRequest.caller:type_name -> wayfind.v1.CallerContext
 	2,  // 34: wayfind.v1.ResolveToolRequest.scope:type_name -> wayfind.v1.ActivationScope
 	5,  // 35: wayfind.v1.ResolveToolResponse.tool:type_name -> wayfind.v1.Tool
 	2,  // 36: wayfind.v1.ResolveToolResponse.scope:type_name -> wayfind.v1.ActivationScope
-	38, // 37: wayfind.v1.RenderToolPromptRequest.caller:type_name -> wayfind.v1.CallerContext
-	38, // 38: wayfind.v1.RenderToolPayloadRequest.caller:type_name -> wayfind.v1.CallerContext
-	44, // 39: wayfind.v1.RenderToolPayloadRequest.provider:type_name -> wayfind.v1.Provider
+	40, // 37: wayfind.v1.RenderToolPromptRequest.caller:type_name -> wayfind.v1.CallerContext
+	40, // 38: wayfind.v1.RenderToolPayloadRequest.caller:type_name -> wayfind.v1.CallerContext
+	46, // 39: wayfind.v1.RenderToolPayloadRequest.provider:type_name -> wayfind.v1.Provider
 	28, // 40: wayfind.v1.RenderToolPayloadResponse.name_mappings:type_name -> wayfind.v1.ToolNameMapping
-	38, // 41: wayfind.v1.GetDiscoveryToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	40, // 41: wayfind.v1.GetDiscoveryToolsRequest.caller:type_name -> wayfind.v1.CallerContext
 	5,  // 42: wayfind.v1.GetDiscoveryToolsResponse.tools:type_name -> wayfind.v1.Tool
-	38, // 43: wayfind.v1.ListToolSourcesRequest.caller:type_name -> wayfind.v1.CallerContext
+	40, // 43: wayfind.v1.ListToolSourcesRequest.caller:type_name -> wayfind.v1.CallerContext
 	3,  // 44: wayfind.v1.ToolSource.kind:type_name -> wayfind.v1.ToolSourceKind
-	45, // 45: wayfind.v1.ToolSource.last_sync_time:type_name -> google.protobuf.Timestamp
+	47, // 45: wayfind.v1.ToolSource.last_sync_time:type_name -> google.protobuf.Timestamp
 	33, // 46: wayfind.v1.ListToolSourcesResponse.sources:type_name -> wayfind.v1.ToolSource
-	38, // 47: wayfind.v1.WatchToolEventsRequest.caller:type_name -> wayfind.v1.CallerContext
-	46, // 48: wayfind.v1.WatchToolEventsRequest.filter:type_name -> wayfind.v1.EventFilter
-	47, // 49: wayfind.v1.WatchToolEventsResponse.status:type_name -> wayfind.v1.WatchStatus
-	48, // 50: wayfind.v1.WatchToolEventsResponse.event:type_name -> wayfind.v1.Event
-	45, // 51: wayfind.v1.WatchToolEventsResponse.sent_at:type_name -> google.protobuf.Timestamp
-	6,  // 52: wayfind.v1.ToolDiscoveryService.RegisterTools:input_type -> wayfind.v1.RegisterToolsRequest
-	8,  // 53: wayfind.v1.ToolDiscoveryService.ListTools:input_type -> wayfind.v1.ListToolsRequest
-	11, // 54: wayfind.v1.ToolDiscoveryService.SearchTools:input_type -> wayfind.v1.SearchToolsRequest
-	14, // 55: wayfind.v1.ToolDiscoveryService.GetTools:input_type -> wayfind.v1.GetToolsRequest
-	16, // 56: wayfind.v1.ToolDiscoveryService.ActivateTools:input_type -> wayfind.v1.ActivateToolsRequest
-	18, // 57: wayfind.v1.ToolDiscoveryService.DeactivateTools:input_type -> wayfind.v1.DeactivateToolsRequest
-	23, // 58: wayfind.v1.ToolDiscoveryService.ResolveTool:input_type -> wayfind.v1.ResolveToolRequest
-	20, // 59: wayfind.v1.ToolDiscoveryService.CheckToolCall:input_type -> wayfind.v1.CheckToolCallRequest
-	25, // 60: wayfind.v1.ToolDiscoveryService.RenderToolPrompt:input_type -> wayfind.v1.RenderToolPromptRequest
-	27, // 61: wayfind.v1.ToolDiscoveryService.RenderToolPayload:input_type -> wayfind.v1.RenderToolPayloadRequest
-	30, // 62: wayfind.v1.ToolDiscoveryService.GetDiscoveryTools:input_type -> wayfind.v1.GetDiscoveryToolsRequest
-	32, // 63: wayfind.v1.ToolDiscoveryService.ListToolSources:input_type -> wayfind.v1.ListToolSourcesRequest
-	35, // 64: wayfind.v1.ToolDiscoveryService.WatchToolEvents:input_type -> wayfind.v1.WatchToolEventsRequest
-	7,  // 65: wayfind.v1.ToolDiscoveryService.RegisterTools:output_type -> wayfind.v1.RegisterToolsResponse
-	10, // 66: wayfind.v1.ToolDiscoveryService.ListTools:output_type -> wayfind.v1.ListToolsResponse
-	13, // 67: wayfind.v1.ToolDiscoveryService.SearchTools:output_type -> wayfind.v1.SearchToolsResponse
-	15, // 68: wayfind.v1.ToolDiscoveryService.GetTools:output_type -> wayfind.v1.GetToolsResponse
-	17, // 69: wayfind.v1.ToolDiscoveryService.ActivateTools:output_type -> wayfind.v1.ActivateToolsResponse
-	19, // 70: wayfind.v1.ToolDiscoveryService.DeactivateTools:output_type -> wayfind.v1.DeactivateToolsResponse
-	24, // 71: wayfind.v1.ToolDiscoveryService.ResolveTool:output_type -> wayfind.v1.ResolveToolResponse
-	22, // 72: wayfind.v1.ToolDiscoveryService.CheckToolCall:output_type -> wayfind.v1.CheckToolCallResponse
-	26, // 73: wayfind.v1.ToolDiscoveryService.RenderToolPrompt:output_type -> wayfind.v1.RenderToolPromptResponse
-	29, // 74: wayfind.v1.ToolDiscoveryService.RenderToolPayload:output_type -> wayfind.v1.RenderToolPayloadResponse
-	31, // 75: wayfind.v1.ToolDiscoveryService.GetDiscoveryTools:output_type -> wayfind.v1.GetDiscoveryToolsResponse
-	34, // 76: wayfind.v1.ToolDiscoveryService.ListToolSources:output_type -> wayfind.v1.ListToolSourcesResponse
-	36, // 77: wayfind.v1.ToolDiscoveryService.WatchToolEvents:output_type -> wayfind.v1.WatchToolEventsResponse
-	65, // [65:78] is the sub-list for method output_type
-	52, // [52:65] is the sub-list for method input_type
-	52, // [52:52] is the sub-list for extension type_name
-	52, // [52:52] is the sub-list for extension extendee
-	0,  // [0:52] is the sub-list for field type_name
+	40, // 47: wayfind.v1.WatchToolEventsRequest.caller:type_name -> wayfind.v1.CallerContext
+	48, // 48: wayfind.v1.WatchToolEventsRequest.filter:type_name -> wayfind.v1.EventFilter
+	49, // 49: wayfind.v1.WatchToolEventsResponse.status:type_name -> wayfind.v1.WatchStatus
+	50, // 50: wayfind.v1.WatchToolEventsResponse.event:type_name -> wayfind.v1.Event
+	47, // 51: wayfind.v1.WatchToolEventsResponse.sent_at:type_name -> google.protobuf.Timestamp
+	40, // 52: wayfind.v1.ReportToolOutcomeRequest.caller:type_name -> wayfind.v1.CallerContext
+	51, // 53: wayfind.v1.ReportToolOutcomeRequest.outcome:type_name -> wayfind.v1.Outcome
+	6,  // 54: wayfind.v1.ToolDiscoveryService.RegisterTools:input_type -> wayfind.v1.RegisterToolsRequest
+	8,  // 55: wayfind.v1.ToolDiscoveryService.ListTools:input_type -> wayfind.v1.ListToolsRequest
+	11, // 56: wayfind.v1.ToolDiscoveryService.SearchTools:input_type -> wayfind.v1.SearchToolsRequest
+	14, // 57: wayfind.v1.ToolDiscoveryService.GetTools:input_type -> wayfind.v1.GetToolsRequest
+	16, // 58: wayfind.v1.ToolDiscoveryService.ActivateTools:input_type -> wayfind.v1.ActivateToolsRequest
+	18, // 59: wayfind.v1.ToolDiscoveryService.DeactivateTools:input_type -> wayfind.v1.DeactivateToolsRequest
+	23, // 60: wayfind.v1.ToolDiscoveryService.ResolveTool:input_type -> wayfind.v1.ResolveToolRequest
+	20, // 61: wayfind.v1.ToolDiscoveryService.CheckToolCall:input_type -> wayfind.v1.CheckToolCallRequest
+	25, // 62: wayfind.v1.ToolDiscoveryService.RenderToolPrompt:input_type -> wayfind.v1.RenderToolPromptRequest
+	27, // 63: wayfind.v1.ToolDiscoveryService.RenderToolPayload:input_type -> wayfind.v1.RenderToolPayloadRequest
+	30, // 64: wayfind.v1.ToolDiscoveryService.GetDiscoveryTools:input_type -> wayfind.v1.GetDiscoveryToolsRequest
+	32, // 65: wayfind.v1.ToolDiscoveryService.ListToolSources:input_type -> wayfind.v1.ListToolSourcesRequest
+	37, // 66: wayfind.v1.ToolDiscoveryService.ReportToolOutcome:input_type -> wayfind.v1.ReportToolOutcomeRequest
+	35, // 67: wayfind.v1.ToolDiscoveryService.WatchToolEvents:input_type -> wayfind.v1.WatchToolEventsRequest
+	7,  // 68: wayfind.v1.ToolDiscoveryService.RegisterTools:output_type -> wayfind.v1.RegisterToolsResponse
+	10, // 69: wayfind.v1.ToolDiscoveryService.ListTools:output_type -> wayfind.v1.ListToolsResponse
+	13, // 70: wayfind.v1.ToolDiscoveryService.SearchTools:output_type -> wayfind.v1.SearchToolsResponse
+	15, // 71: wayfind.v1.ToolDiscoveryService.GetTools:output_type -> wayfind.v1.GetToolsResponse
+	17, // 72: wayfind.v1.ToolDiscoveryService.ActivateTools:output_type -> wayfind.v1.ActivateToolsResponse
+	19, // 73: wayfind.v1.ToolDiscoveryService.DeactivateTools:output_type -> wayfind.v1.DeactivateToolsResponse
+	24, // 74: wayfind.v1.ToolDiscoveryService.ResolveTool:output_type -> wayfind.v1.ResolveToolResponse
+	22, // 75: wayfind.v1.ToolDiscoveryService.CheckToolCall:output_type -> wayfind.v1.CheckToolCallResponse
+	26, // 76: wayfind.v1.ToolDiscoveryService.RenderToolPrompt:output_type -> wayfind.v1.RenderToolPromptResponse
+	29, // 77: wayfind.v1.ToolDiscoveryService.RenderToolPayload:output_type -> wayfind.v1.RenderToolPayloadResponse
+	31, // 78: wayfind.v1.ToolDiscoveryService.GetDiscoveryTools:output_type -> wayfind.v1.GetDiscoveryToolsResponse
+	34, // 79: wayfind.v1.ToolDiscoveryService.ListToolSources:output_type -> wayfind.v1.ListToolSourcesResponse
+	38, // 80: wayfind.v1.ToolDiscoveryService.ReportToolOutcome:output_type -> wayfind.v1.ReportToolOutcomeResponse
+	36, // 81: wayfind.v1.ToolDiscoveryService.WatchToolEvents:output_type -> wayfind.v1.WatchToolEventsResponse
+	68, // [68:82] is the sub-list for method output_type
+	54, // [54:68] is the sub-list for method input_type
+	54, // [54:54] is the sub-list for extension type_name
+	54, // [54:54] is the sub-list for extension extendee
+	0,  // [0:54] is the sub-list for field type_name
 }
 
 func init() { file_wayfind_v1_tools_proto_init() }
@@ -3099,7 +3283,7 @@ func file_wayfind_v1_tools_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wayfind_v1_tools_proto_rawDesc), len(file_wayfind_v1_tools_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   33,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

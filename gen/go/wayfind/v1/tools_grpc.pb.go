@@ -31,6 +31,7 @@ const (
 	ToolDiscoveryService_RenderToolPayload_FullMethodName = "/wayfind.v1.ToolDiscoveryService/RenderToolPayload"
 	ToolDiscoveryService_GetDiscoveryTools_FullMethodName = "/wayfind.v1.ToolDiscoveryService/GetDiscoveryTools"
 	ToolDiscoveryService_ListToolSources_FullMethodName   = "/wayfind.v1.ToolDiscoveryService/ListToolSources"
+	ToolDiscoveryService_ReportToolOutcome_FullMethodName = "/wayfind.v1.ToolDiscoveryService/ReportToolOutcome"
 	ToolDiscoveryService_WatchToolEvents_FullMethodName   = "/wayfind.v1.ToolDiscoveryService/WatchToolEvents"
 )
 
@@ -81,6 +82,10 @@ type ToolDiscoveryServiceClient interface {
 	// Every tool source (catalog files, MCP servers, sources registered over the API) with its tool
 	// count, last sync and health.
 	ListToolSources(ctx context.Context, in *ListToolSourcesRequest, opts ...grpc.CallOption) (*ListToolSourcesResponse, error)
+	// What became of a tool an agent chose: teaches the caller's tenant's ranking (docs/search.md
+	// "Learning from use") when it names a search this server still remembers and one of its hits.
+	// A tool the caller cannot see is NOT_FOUND, exactly as a missing one. Idempotent by `idempotency_key`.
+	ReportToolOutcome(ctx context.Context, in *ReportToolOutcomeRequest, opts ...grpc.CallOption) (*ReportToolOutcomeResponse, error)
 	// Streams tool events. Send the last event id you processed to resume without gaps.
 	WatchToolEvents(ctx context.Context, in *WatchToolEventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchToolEventsResponse], error)
 }
@@ -213,6 +218,16 @@ func (c *toolDiscoveryServiceClient) ListToolSources(ctx context.Context, in *Li
 	return out, nil
 }
 
+func (c *toolDiscoveryServiceClient) ReportToolOutcome(ctx context.Context, in *ReportToolOutcomeRequest, opts ...grpc.CallOption) (*ReportToolOutcomeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReportToolOutcomeResponse)
+	err := c.cc.Invoke(ctx, ToolDiscoveryService_ReportToolOutcome_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *toolDiscoveryServiceClient) WatchToolEvents(ctx context.Context, in *WatchToolEventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchToolEventsResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &ToolDiscoveryService_ServiceDesc.Streams[0], ToolDiscoveryService_WatchToolEvents_FullMethodName, cOpts...)
@@ -279,6 +294,10 @@ type ToolDiscoveryServiceServer interface {
 	// Every tool source (catalog files, MCP servers, sources registered over the API) with its tool
 	// count, last sync and health.
 	ListToolSources(context.Context, *ListToolSourcesRequest) (*ListToolSourcesResponse, error)
+	// What became of a tool an agent chose: teaches the caller's tenant's ranking (docs/search.md
+	// "Learning from use") when it names a search this server still remembers and one of its hits.
+	// A tool the caller cannot see is NOT_FOUND, exactly as a missing one. Idempotent by `idempotency_key`.
+	ReportToolOutcome(context.Context, *ReportToolOutcomeRequest) (*ReportToolOutcomeResponse, error)
 	// Streams tool events. Send the last event id you processed to resume without gaps.
 	WatchToolEvents(*WatchToolEventsRequest, grpc.ServerStreamingServer[WatchToolEventsResponse]) error
 	mustEmbedUnimplementedToolDiscoveryServiceServer()
@@ -326,6 +345,9 @@ func (UnimplementedToolDiscoveryServiceServer) GetDiscoveryTools(context.Context
 }
 func (UnimplementedToolDiscoveryServiceServer) ListToolSources(context.Context, *ListToolSourcesRequest) (*ListToolSourcesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListToolSources not implemented")
+}
+func (UnimplementedToolDiscoveryServiceServer) ReportToolOutcome(context.Context, *ReportToolOutcomeRequest) (*ReportToolOutcomeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReportToolOutcome not implemented")
 }
 func (UnimplementedToolDiscoveryServiceServer) WatchToolEvents(*WatchToolEventsRequest, grpc.ServerStreamingServer[WatchToolEventsResponse]) error {
 	return status.Error(codes.Unimplemented, "method WatchToolEvents not implemented")
@@ -567,6 +589,24 @@ func _ToolDiscoveryService_ListToolSources_Handler(srv interface{}, ctx context.
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ToolDiscoveryService_ReportToolOutcome_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReportToolOutcomeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolDiscoveryServiceServer).ReportToolOutcome(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolDiscoveryService_ReportToolOutcome_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolDiscoveryServiceServer).ReportToolOutcome(ctx, req.(*ReportToolOutcomeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _ToolDiscoveryService_WatchToolEvents_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(WatchToolEventsRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -632,6 +672,10 @@ var ToolDiscoveryService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListToolSources",
 			Handler:    _ToolDiscoveryService_ListToolSources_Handler,
+		},
+		{
+			MethodName: "ReportToolOutcome",
+			Handler:    _ToolDiscoveryService_ReportToolOutcome_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17wayfind/v1/common.proto\x12\nwayfind.v1\"\xe6\x01\n\rCallerContext\x12\x1b\n\ttenant_id\x18\x01 \x01(\tR\x08tenantId\x12\x1d\n\nproject_id\x18\x02 \x01(\tR\tprojectId\x12\x17\n\x07user_id\x18\x03 \x01(\tR\x06userId\x12\x1d\n\nsession_id\x18\x04 \x01(\tR\tsessionId\x12\x15\n\x06run_id\x18\x05 \x01(\tR\x05runId\x12\"\n\x0c\x65ntitlements\x18\x06 \x03(\tR\x0c\x65ntitlements\x12&\n\x0fnarrow_to_tools\x18\x07 \x03(\tR\rnarrowToTools\"\xa4\x01\n\x0cQueryRewrite\x12\x12\n\x04\x66rom\x18\x01 \x01(\tR\x04\x66rom\x12\x0e\n\x02to\x18\x02 \x01(\tR\x02to\x12\x31\n\x04kind\x18\x03 \x01(\x0e\x32\x1d.wayfind.v1.QueryRewrite.KindR\x04kind\"=\n\x04Kind\x12\x14\n\x10KIND_UNSPECIFIED\x10\x00\x12\r\n\tKIND_TYPO\x10\x01\x12\x10\n\x0cKIND_SYNONYM\x10\x02*\x83\x01\n\nSearchType\x12\x1b\n\x17SEARCH_TYPE_UNSPECIFIED\x10\x00\x12\x13\n\x0fSEARCH_TYPE_FTS\x10\x01\x12\x15\n\x11SEARCH_TYPE_REGEX\x10\x02\x12\x15\n\x11SEARCH_TYPE_EXACT\x10\x03\x12\x15\n\x11SEARCH_TYPE_FUZZY\x10\x04*\x82\x02\n\tMatchType\x12\x1a\n\x16MATCH_TYPE_UNSPECIFIED\x10\x00\x12\x14\n\x10MATCH_TYPE_EXACT\x10\x01\x12\x14\n\x10MATCH_TYPE_ALIAS\x10\x02\x12\x13\n\x0fMATCH_TYPE_NAME\x10\x03\x12\x1a\n\x16MATCH_TYPE_NAME_PREFIX\x10\x04\x12\x1d\n\x19MATCH_TYPE_NAME_SUBSTRING\x10\x05\x12\x1a\n\x16MATCH_TYPE_DESCRIPTION\x10\x06\x12\x12\n\x0eMATCH_TYPE_FTS\x10\x07\x12\x14\n\x10MATCH_TYPE_FUZZY\x10\x08\x12\x17\n\x13MATCH_TYPE_SEMANTIC\x10\t*u\n\x0cMatchQuality\x12\x1d\n\x19MATCH_QUALITY_UNSPECIFIED\x10\x00\x12\x16\n\x12MATCH_QUALITY_NONE\x10\x01\x12\x16\n\x12MATCH_QUALITY_WEAK\x10\x02\x12\x16\n\x12MATCH_QUALITY_GOOD\x10\x03*\xa3\x01\n\x0eSemanticStatus\x12\x1f\n\x1bSEMANTIC_STATUS_UNSPECIFIED\x10\x00\x12\x17\n\x13SEMANTIC_STATUS_OFF\x10\x01\x12\x19\n\x15SEMANTIC_STATUS_READY\x10\x02\x12\x1b\n\x17SEMANTIC_STATUS_PARTIAL\x10\x03\x12\x1f\n\x1bSEMANTIC_STATUS_UNAVAILABLE\x10\x04*\x90\x01\n\x08Provider\x12\x18\n\x14PROVIDER_UNSPECIFIED\x10\x00\x12\x16\n\x12PROVIDER_ANTHROPIC\x10\x01\x12\x13\n\x0fPROVIDER_OPENAI\x10\x02\x12\x13\n\x0fPROVIDER_GEMINI\x10\x03\x12\x14\n\x10PROVIDER_BEDROCK\x10\x04\x12\x12\n\x0ePROVIDER_OTHER\x10\x05\x42<Z:github.com/wayfind-dev/wayfind/gen/go/wayfind/v1;wayfindv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17wayfind/v1/common.proto\x12\nwayfind.v1\"\xe6\x01\n\rCallerContext\x12\x1b\n\ttenant_id\x18\x01 \x01(\tR\x08tenantId\x12\x1d\n\nproject_id\x18\x02 \x01(\tR\tprojectId\x12\x17\n\x07user_id\x18\x03 \x01(\tR\x06userId\x12\x1d\n\nsession_id\x18\x04 \x01(\tR\tsessionId\x12\x15\n\x06run_id\x18\x05 \x01(\tR\x05runId\x12\"\n\x0c\x65ntitlements\x18\x06 \x03(\tR\x0c\x65ntitlements\x12&\n\x0fnarrow_to_tools\x18\x07 \x03(\tR\rnarrowToTools\"\xa4\x01\n\x0cQueryRewrite\x12\x12\n\x04\x66rom\x18\x01 \x01(\tR\x04\x66rom\x12\x0e\n\x02to\x18\x02 \x01(\tR\x02to\x12\x31\n\x04kind\x18\x03 \x01(\x0e\x32\x1d.wayfind.v1.QueryRewrite.KindR\x04kind\"=\n\x04Kind\x12\x14\n\x10KIND_UNSPECIFIED\x10\x00\x12\r\n\tKIND_TYPO\x10\x01\x12\x10\n\x0cKIND_SYNONYM\x10\x02*\x83\x01\n\nSearchType\x12\x1b\n\x17SEARCH_TYPE_UNSPECIFIED\x10\x00\x12\x13\n\x0fSEARCH_TYPE_FTS\x10\x01\x12\x15\n\x11SEARCH_TYPE_REGEX\x10\x02\x12\x15\n\x11SEARCH_TYPE_EXACT\x10\x03\x12\x15\n\x11SEARCH_TYPE_FUZZY\x10\x04*\x9a\x02\n\tMatchType\x12\x1a\n\x16MATCH_TYPE_UNSPECIFIED\x10\x00\x12\x14\n\x10MATCH_TYPE_EXACT\x10\x01\x12\x14\n\x10MATCH_TYPE_ALIAS\x10\x02\x12\x13\n\x0fMATCH_TYPE_NAME\x10\x03\x12\x1a\n\x16MATCH_TYPE_NAME_PREFIX\x10\x04\x12\x1d\n\x19MATCH_TYPE_NAME_SUBSTRING\x10\x05\x12\x1a\n\x16MATCH_TYPE_DESCRIPTION\x10\x06\x12\x12\n\x0eMATCH_TYPE_FTS\x10\x07\x12\x14\n\x10MATCH_TYPE_FUZZY\x10\x08\x12\x17\n\x13MATCH_TYPE_SEMANTIC\x10\t\x12\x16\n\x12MATCH_TYPE_LEARNED\x10\n*u\n\x0cMatchQuality\x12\x1d\n\x19MATCH_QUALITY_UNSPECIFIED\x10\x00\x12\x16\n\x12MATCH_QUALITY_NONE\x10\x01\x12\x16\n\x12MATCH_QUALITY_WEAK\x10\x02\x12\x16\n\x12MATCH_QUALITY_GOOD\x10\x03*\xa3\x01\n\x0eSemanticStatus\x12\x1f\n\x1bSEMANTIC_STATUS_UNSPECIFIED\x10\x00\x12\x17\n\x13SEMANTIC_STATUS_OFF\x10\x01\x12\x19\n\x15SEMANTIC_STATUS_READY\x10\x02\x12\x1b\n\x17SEMANTIC_STATUS_PARTIAL\x10\x03\x12\x1f\n\x1bSEMANTIC_STATUS_UNAVAILABLE\x10\x04*\x90\x01\n\x08Provider\x12\x18\n\x14PROVIDER_UNSPECIFIED\x10\x00\x12\x16\n\x12PROVIDER_ANTHROPIC\x10\x01\x12\x13\n\x0fPROVIDER_OPENAI\x10\x02\x12\x13\n\x0fPROVIDER_GEMINI\x10\x03\x12\x14\n\x10PROVIDER_BEDROCK\x10\x04\x12\x12\n\x0ePROVIDER_OTHER\x10\x05*e\n\x07Outcome\x12\x17\n\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x15\n\x11OUTCOME_SUCCEEDED\x10\x01\x12\x12\n\x0eOUTCOME_FAILED\x10\x02\x12\x16\n\x12OUTCOME_WRONG_TOOL\x10\x03\x42<Z:github.com/wayfind-dev/wayfind/gen/go/wayfind/v1;wayfindv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,13 +35,15 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SEARCHTYPE']._serialized_start=440
   _globals['_SEARCHTYPE']._serialized_end=571
   _globals['_MATCHTYPE']._serialized_start=574
-  _globals['_MATCHTYPE']._serialized_end=832
-  _globals['_MATCHQUALITY']._serialized_start=834
-  _globals['_MATCHQUALITY']._serialized_end=951
-  _globals['_SEMANTICSTATUS']._serialized_start=954
-  _globals['_SEMANTICSTATUS']._serialized_end=1117
-  _globals['_PROVIDER']._serialized_start=1120
-  _globals['_PROVIDER']._serialized_end=1264
+  _globals['_MATCHTYPE']._serialized_end=856
+  _globals['_MATCHQUALITY']._serialized_start=858
+  _globals['_MATCHQUALITY']._serialized_end=975
+  _globals['_SEMANTICSTATUS']._serialized_start=978
+  _globals['_SEMANTICSTATUS']._serialized_end=1141
+  _globals['_PROVIDER']._serialized_start=1144
+  _globals['_PROVIDER']._serialized_end=1288
+  _globals['_OUTCOME']._serialized_start=1290
+  _globals['_OUTCOME']._serialized_end=1391
   _globals['_CALLERCONTEXT']._serialized_start=40
   _globals['_CALLERCONTEXT']._serialized_end=270
   _globals['_QUERYREWRITE']._serialized_start=273

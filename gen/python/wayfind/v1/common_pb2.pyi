@@ -27,6 +27,7 @@ class MatchType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     MATCH_TYPE_FTS: _ClassVar[MatchType]
     MATCH_TYPE_FUZZY: _ClassVar[MatchType]
     MATCH_TYPE_SEMANTIC: _ClassVar[MatchType]
+    MATCH_TYPE_LEARNED: _ClassVar[MatchType]
 
 class MatchQuality(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -51,6 +52,13 @@ class Provider(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     PROVIDER_GEMINI: _ClassVar[Provider]
     PROVIDER_BEDROCK: _ClassVar[Provider]
     PROVIDER_OTHER: _ClassVar[Provider]
+
+class Outcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    OUTCOME_UNSPECIFIED: _ClassVar[Outcome]
+    OUTCOME_SUCCEEDED: _ClassVar[Outcome]
+    OUTCOME_FAILED: _ClassVar[Outcome]
+    OUTCOME_WRONG_TOOL: _ClassVar[Outcome]
 SEARCH_TYPE_UNSPECIFIED: SearchType
 SEARCH_TYPE_FTS: SearchType
 SEARCH_TYPE_REGEX: SearchType
@@ -66,6 +74,7 @@ MATCH_TYPE_DESCRIPTION: MatchType
 MATCH_TYPE_FTS: MatchType
 MATCH_TYPE_FUZZY: MatchType
 MATCH_TYPE_SEMANTIC: MatchType
+MATCH_TYPE_LEARNED: MatchType
 MATCH_QUALITY_UNSPECIFIED: MatchQuality
 MATCH_QUALITY_NONE: MatchQuality
 MATCH_QUALITY_WEAK: MatchQuality
@@ -81,6 +90,10 @@ PROVIDER_OPENAI: Provider
 PROVIDER_GEMINI: Provider
 PROVIDER_BEDROCK: Provider
 PROVIDER_OTHER: Provider
+OUTCOME_UNSPECIFIED: Outcome
+OUTCOME_SUCCEEDED: Outcome
+OUTCOME_FAILED: Outcome
+OUTCOME_WRONG_TOOL: Outcome
 
 class CallerContext(_message.Message):
     __slots__ = ("tenant_id", "project_id", "user_id", "session_id", "run_id", "entitlements", "narrow_to_tools")

@@ -30,6 +30,8 @@ class EventType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     EVENT_TYPE_SKILL_GET: _ClassVar[EventType]
     EVENT_TYPE_SKILL_LIST: _ClassVar[EventType]
     EVENT_TYPE_USAGE_RECORDED: _ClassVar[EventType]
+    EVENT_TYPE_TOOL_OUTCOME_REPORTED: _ClassVar[EventType]
+    EVENT_TYPE_SKILL_OUTCOME_REPORTED: _ClassVar[EventType]
 EVENT_TYPE_UNSPECIFIED: EventType
 EVENT_TYPE_TOOL_SEARCH_QUERY: EventType
 EVENT_TYPE_TOOL_GET: EventType
@@ -46,9 +48,11 @@ EVENT_TYPE_SKILL_SEARCH_QUERY: EventType
 EVENT_TYPE_SKILL_GET: EventType
 EVENT_TYPE_SKILL_LIST: EventType
 EVENT_TYPE_USAGE_RECORDED: EventType
+EVENT_TYPE_TOOL_OUTCOME_REPORTED: EventType
+EVENT_TYPE_SKILL_OUTCOME_REPORTED: EventType
 
 class Event(_message.Message):
-    __slots__ = ("id", "time", "type", "tenant_id", "session_id", "run_id", "attributes", "event_type", "tool_search_query", "tool_get", "tool_activated", "tool_activation_denied", "tool_search_cache_ready", "tool_policy_filtered", "tool_directory_rendered", "tool_hints_generated", "skill_pack_loaded", "skill_directory_rendered", "skills_retrieved", "skill_search_query", "skill_get", "skill_list", "usage_recorded")
+    __slots__ = ("id", "time", "type", "tenant_id", "session_id", "run_id", "attributes", "event_type", "tool_search_query", "tool_get", "tool_activated", "tool_activation_denied", "tool_search_cache_ready", "tool_policy_filtered", "tool_directory_rendered", "tool_hints_generated", "skill_pack_loaded", "skill_directory_rendered", "skills_retrieved", "skill_search_query", "skill_get", "skill_list", "usage_recorded", "tool_outcome_reported", "skill_outcome_reported")
     ID_FIELD_NUMBER: _ClassVar[int]
     TIME_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -72,6 +76,8 @@ class Event(_message.Message):
     SKILL_GET_FIELD_NUMBER: _ClassVar[int]
     SKILL_LIST_FIELD_NUMBER: _ClassVar[int]
     USAGE_RECORDED_FIELD_NUMBER: _ClassVar[int]
+    TOOL_OUTCOME_REPORTED_FIELD_NUMBER: _ClassVar[int]
+    SKILL_OUTCOME_REPORTED_FIELD_NUMBER: _ClassVar[int]
     id: int
     time: _timestamp_pb2.Timestamp
     type: str
@@ -95,7 +101,9 @@ class Event(_message.Message):
     skill_get: SkillGet
     skill_list: SkillList
     usage_recorded: UsageRecorded
-    def __init__(self, id: _Optional[int] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., type: _Optional[str] = ..., tenant_id: _Optional[str] = ..., session_id: _Optional[str] = ..., run_id: _Optional[str] = ..., attributes: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., event_type: _Optional[_Union[EventType, str]] = ..., tool_search_query: _Optional[_Union[ToolSearchQuery, _Mapping]] = ..., tool_get: _Optional[_Union[ToolGet, _Mapping]] = ..., tool_activated: _Optional[_Union[ToolActivated, _Mapping]] = ..., tool_activation_denied: _Optional[_Union[ToolActivationDenied, _Mapping]] = ..., tool_search_cache_ready: _Optional[_Union[ToolSearchCacheReady, _Mapping]] = ..., tool_policy_filtered: _Optional[_Union[ToolPolicyFiltered, _Mapping]] = ..., tool_directory_rendered: _Optional[_Union[ToolDirectoryRendered, _Mapping]] = ..., tool_hints_generated: _Optional[_Union[ToolHintsGenerated, _Mapping]] = ..., skill_pack_loaded: _Optional[_Union[SkillPackLoaded, _Mapping]] = ..., skill_directory_rendered: _Optional[_Union[SkillDirectoryRendered, _Mapping]] = ..., skills_retrieved: _Optional[_Union[SkillsRetrieved, _Mapping]] = ..., skill_search_query: _Optional[_Union[SkillSearchQuery, _Mapping]] = ..., skill_get: _Optional[_Union[SkillGet, _Mapping]] = ..., skill_list: _Optional[_Union[SkillList, _Mapping]] = ..., usage_recorded: _Optional[_Union[UsageRecorded, _Mapping]] = ...) -> None: ...
+    tool_outcome_reported: ToolOutcomeReported
+    skill_outcome_reported: SkillOutcomeReported
+    def __init__(self, id: _Optional[int] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., type: _Optional[str] = ..., tenant_id: _Optional[str] = ..., session_id: _Optional[str] = ..., run_id: _Optional[str] = ..., attributes: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., event_type: _Optional[_Union[EventType, str]] = ..., tool_search_query: _Optional[_Union[ToolSearchQuery, _Mapping]] = ..., tool_get: _Optional[_Union[ToolGet, _Mapping]] = ..., tool_activated: _Optional[_Union[ToolActivated, _Mapping]] = ..., tool_activation_denied: _Optional[_Union[ToolActivationDenied, _Mapping]] = ..., tool_search_cache_ready: _Optional[_Union[ToolSearchCacheReady, _Mapping]] = ..., tool_policy_filtered: _Optional[_Union[ToolPolicyFiltered, _Mapping]] = ..., tool_directory_rendered: _Optional[_Union[ToolDirectoryRendered, _Mapping]] = ..., tool_hints_generated: _Optional[_Union[ToolHintsGenerated, _Mapping]] = ..., skill_pack_loaded: _Optional[_Union[SkillPackLoaded, _Mapping]] = ..., skill_directory_rendered: _Optional[_Union[SkillDirectoryRendered, _Mapping]] = ..., skills_retrieved: _Optional[_Union[SkillsRetrieved, _Mapping]] = ..., skill_search_query: _Optional[_Union[SkillSearchQuery, _Mapping]] = ..., skill_get: _Optional[_Union[SkillGet, _Mapping]] = ..., skill_list: _Optional[_Union[SkillList, _Mapping]] = ..., usage_recorded: _Optional[_Union[UsageRecorded, _Mapping]] = ..., tool_outcome_reported: _Optional[_Union[ToolOutcomeReported, _Mapping]] = ..., skill_outcome_reported: _Optional[_Union[SkillOutcomeReported, _Mapping]] = ...) -> None: ...
 
 class ToolSearchQuery(_message.Message):
     __slots__ = ("query", "requested_type", "strategy", "result_count")
@@ -280,6 +288,32 @@ class UsageRecorded(_message.Message):
     cache_creation_input_tokens: int
     cost_usd: float
     def __init__(self, record_id: _Optional[int] = ..., provider: _Optional[_Union[_common_pb2.Provider, str]] = ..., model: _Optional[str] = ..., input_tokens: _Optional[int] = ..., output_tokens: _Optional[int] = ..., cache_read_input_tokens: _Optional[int] = ..., cache_creation_input_tokens: _Optional[int] = ..., cost_usd: _Optional[float] = ...) -> None: ...
+
+class ToolOutcomeReported(_message.Message):
+    __slots__ = ("tool", "outcome", "search_id", "learned", "note")
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    SEARCH_ID_FIELD_NUMBER: _ClassVar[int]
+    LEARNED_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    tool: str
+    outcome: _common_pb2.Outcome
+    search_id: str
+    learned: bool
+    note: str
+    def __init__(self, tool: _Optional[str] = ..., outcome: _Optional[_Union[_common_pb2.Outcome, str]] = ..., search_id: _Optional[str] = ..., learned: _Optional[bool] = ..., note: _Optional[str] = ...) -> None: ...
+
+class SkillOutcomeReported(_message.Message):
+    __slots__ = ("skill", "outcome", "search_id", "note")
+    SKILL_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    SEARCH_ID_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    skill: str
+    outcome: _common_pb2.Outcome
+    search_id: str
+    note: str
+    def __init__(self, skill: _Optional[str] = ..., outcome: _Optional[_Union[_common_pb2.Outcome, str]] = ..., search_id: _Optional[str] = ..., note: _Optional[str] = ...) -> None: ...
 
 class EventFilter(_message.Message):
     __slots__ = ("types", "tenant_id", "session_id", "after_id", "from_oldest", "event_types", "tool")

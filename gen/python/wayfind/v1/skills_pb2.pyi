@@ -184,20 +184,22 @@ class SearchSkillsRequest(_message.Message):
     def __init__(self, caller: _Optional[_Union[_common_pb2.CallerContext, _Mapping]] = ..., query: _Optional[str] = ..., search_type: _Optional[_Union[_common_pb2.SearchType, str]] = ..., task_type: _Optional[_Union[TaskType, str]] = ..., limit: _Optional[int] = ..., min_score: _Optional[float] = ...) -> None: ...
 
 class SearchSkillsResponse(_message.Message):
-    __slots__ = ("skills", "effective_search_type", "match_quality", "semantic_status", "semantic_pending", "query_rewrites")
+    __slots__ = ("skills", "effective_search_type", "match_quality", "semantic_status", "semantic_pending", "query_rewrites", "search_id")
     SKILLS_FIELD_NUMBER: _ClassVar[int]
     EFFECTIVE_SEARCH_TYPE_FIELD_NUMBER: _ClassVar[int]
     MATCH_QUALITY_FIELD_NUMBER: _ClassVar[int]
     SEMANTIC_STATUS_FIELD_NUMBER: _ClassVar[int]
     SEMANTIC_PENDING_FIELD_NUMBER: _ClassVar[int]
     QUERY_REWRITES_FIELD_NUMBER: _ClassVar[int]
+    SEARCH_ID_FIELD_NUMBER: _ClassVar[int]
     skills: _containers.RepeatedCompositeFieldContainer[SkillMatch]
     effective_search_type: _common_pb2.SearchType
     match_quality: _common_pb2.MatchQuality
     semantic_status: _common_pb2.SemanticStatus
     semantic_pending: int
     query_rewrites: _containers.RepeatedCompositeFieldContainer[_common_pb2.QueryRewrite]
-    def __init__(self, skills: _Optional[_Iterable[_Union[SkillMatch, _Mapping]]] = ..., effective_search_type: _Optional[_Union[_common_pb2.SearchType, str]] = ..., match_quality: _Optional[_Union[_common_pb2.MatchQuality, str]] = ..., semantic_status: _Optional[_Union[_common_pb2.SemanticStatus, str]] = ..., semantic_pending: _Optional[int] = ..., query_rewrites: _Optional[_Iterable[_Union[_common_pb2.QueryRewrite, _Mapping]]] = ...) -> None: ...
+    search_id: str
+    def __init__(self, skills: _Optional[_Iterable[_Union[SkillMatch, _Mapping]]] = ..., effective_search_type: _Optional[_Union[_common_pb2.SearchType, str]] = ..., match_quality: _Optional[_Union[_common_pb2.MatchQuality, str]] = ..., semantic_status: _Optional[_Union[_common_pb2.SemanticStatus, str]] = ..., semantic_pending: _Optional[int] = ..., query_rewrites: _Optional[_Iterable[_Union[_common_pb2.QueryRewrite, _Mapping]]] = ..., search_id: _Optional[str] = ...) -> None: ...
 
 class GetSkillsRequest(_message.Message):
     __slots__ = ("caller", "names", "format", "max_tokens")
@@ -280,18 +282,20 @@ class GetRelevantSkillsRequest(_message.Message):
     def __init__(self, caller: _Optional[_Union[_common_pb2.CallerContext, _Mapping]] = ..., task: _Optional[str] = ..., top_k: _Optional[int] = ..., max_tokens: _Optional[int] = ..., min_score: _Optional[float] = ...) -> None: ...
 
 class GetRelevantSkillsResponse(_message.Message):
-    __slots__ = ("formatted_context", "skill_names", "raw_token_estimate", "token_estimate", "was_compressed")
+    __slots__ = ("formatted_context", "skill_names", "raw_token_estimate", "token_estimate", "was_compressed", "search_id")
     FORMATTED_CONTEXT_FIELD_NUMBER: _ClassVar[int]
     SKILL_NAMES_FIELD_NUMBER: _ClassVar[int]
     RAW_TOKEN_ESTIMATE_FIELD_NUMBER: _ClassVar[int]
     TOKEN_ESTIMATE_FIELD_NUMBER: _ClassVar[int]
     WAS_COMPRESSED_FIELD_NUMBER: _ClassVar[int]
+    SEARCH_ID_FIELD_NUMBER: _ClassVar[int]
     formatted_context: str
     skill_names: _containers.RepeatedScalarFieldContainer[str]
     raw_token_estimate: int
     token_estimate: int
     was_compressed: bool
-    def __init__(self, formatted_context: _Optional[str] = ..., skill_names: _Optional[_Iterable[str]] = ..., raw_token_estimate: _Optional[int] = ..., token_estimate: _Optional[int] = ..., was_compressed: _Optional[bool] = ...) -> None: ...
+    search_id: str
+    def __init__(self, formatted_context: _Optional[str] = ..., skill_names: _Optional[_Iterable[str]] = ..., raw_token_estimate: _Optional[int] = ..., token_estimate: _Optional[int] = ..., was_compressed: _Optional[bool] = ..., search_id: _Optional[str] = ...) -> None: ...
 
 class RenderSkillDirectoryRequest(_message.Message):
     __slots__ = ("caller", "max_entries", "fields")
@@ -330,3 +334,25 @@ class WatchSkillEventsResponse(_message.Message):
     event: _events_pb2.Event
     sent_at: _timestamp_pb2.Timestamp
     def __init__(self, status: _Optional[_Union[_events_pb2.WatchStatus, _Mapping]] = ..., event: _Optional[_Union[_events_pb2.Event, _Mapping]] = ..., sent_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ReportSkillOutcomeRequest(_message.Message):
+    __slots__ = ("caller", "search_id", "skill", "outcome", "note", "idempotency_key")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    SEARCH_ID_FIELD_NUMBER: _ClassVar[int]
+    SKILL_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallerContext
+    search_id: str
+    skill: str
+    outcome: _common_pb2.Outcome
+    note: str
+    idempotency_key: str
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallerContext, _Mapping]] = ..., search_id: _Optional[str] = ..., skill: _Optional[str] = ..., outcome: _Optional[_Union[_common_pb2.Outcome, str]] = ..., note: _Optional[str] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
+
+class ReportSkillOutcomeResponse(_message.Message):
+    __slots__ = ("duplicate",)
+    DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    duplicate: bool
+    def __init__(self, duplicate: _Optional[bool] = ...) -> None: ...

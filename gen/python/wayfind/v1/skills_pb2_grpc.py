@@ -70,6 +70,11 @@ class SkillServiceStub:
                 request_serializer=wayfind_dot_v1_dot_skills__pb2.RenderSkillDirectoryRequest.SerializeToString,
                 response_deserializer=wayfind_dot_v1_dot_skills__pb2.RenderSkillDirectoryResponse.FromString,
                 _registered_method=True)
+        self.ReportSkillOutcome = channel.unary_unary(
+                '/wayfind.v1.SkillService/ReportSkillOutcome',
+                request_serializer=wayfind_dot_v1_dot_skills__pb2.ReportSkillOutcomeRequest.SerializeToString,
+                response_deserializer=wayfind_dot_v1_dot_skills__pb2.ReportSkillOutcomeResponse.FromString,
+                _registered_method=True)
         self.WatchSkillEvents = channel.unary_stream(
                 '/wayfind.v1.SkillService/WatchSkillEvents',
                 request_serializer=wayfind_dot_v1_dot_skills__pb2.WatchSkillEventsRequest.SerializeToString,
@@ -129,6 +134,14 @@ class SkillServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReportSkillOutcome(self, request, context):
+        """What became of a skill an agent used (the outcome hook): recorded as a `skill_outcome_reported`
+        event; a skill the caller cannot see is NOT_FOUND. Idempotent by `idempotency_key`.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def WatchSkillEvents(self, request, context):
         """Streams skill events. Send the last event id you processed to resume without gaps.
         """
@@ -168,6 +181,11 @@ def add_SkillServiceServicer_to_server(servicer, server):
                     servicer.RenderSkillDirectory,
                     request_deserializer=wayfind_dot_v1_dot_skills__pb2.RenderSkillDirectoryRequest.FromString,
                     response_serializer=wayfind_dot_v1_dot_skills__pb2.RenderSkillDirectoryResponse.SerializeToString,
+            ),
+            'ReportSkillOutcome': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReportSkillOutcome,
+                    request_deserializer=wayfind_dot_v1_dot_skills__pb2.ReportSkillOutcomeRequest.FromString,
+                    response_serializer=wayfind_dot_v1_dot_skills__pb2.ReportSkillOutcomeResponse.SerializeToString,
             ),
             'WatchSkillEvents': grpc.unary_stream_rpc_method_handler(
                     servicer.WatchSkillEvents,
@@ -343,6 +361,33 @@ class SkillService:
             '/wayfind.v1.SkillService/RenderSkillDirectory',
             wayfind_dot_v1_dot_skills__pb2.RenderSkillDirectoryRequest.SerializeToString,
             wayfind_dot_v1_dot_skills__pb2.RenderSkillDirectoryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReportSkillOutcome(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/wayfind.v1.SkillService/ReportSkillOutcome',
+            wayfind_dot_v1_dot_skills__pb2.ReportSkillOutcomeRequest.SerializeToString,
+            wayfind_dot_v1_dot_skills__pb2.ReportSkillOutcomeResponse.FromString,
             options,
             channel_credentials,
             insecure,

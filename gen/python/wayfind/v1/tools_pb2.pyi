@@ -178,7 +178,7 @@ class SearchToolsRequest(_message.Message):
     def __init__(self, caller: _Optional[_Union[_common_pb2.CallerContext, _Mapping]] = ..., query: _Optional[str] = ..., search_type: _Optional[_Union[_common_pb2.SearchType, str]] = ..., limit: _Optional[int] = ..., include_always_loaded: _Optional[bool] = ..., min_score: _Optional[float] = ...) -> None: ...
 
 class ToolMatch(_message.Message):
-    __slots__ = ("name", "description", "score", "match_type", "loading_mode", "lexical_score", "semantic_score")
+    __slots__ = ("name", "description", "score", "match_type", "loading_mode", "lexical_score", "semantic_score", "learned_score")
     NAME_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIELD_NUMBER: _ClassVar[int]
@@ -186,6 +186,7 @@ class ToolMatch(_message.Message):
     LOADING_MODE_FIELD_NUMBER: _ClassVar[int]
     LEXICAL_SCORE_FIELD_NUMBER: _ClassVar[int]
     SEMANTIC_SCORE_FIELD_NUMBER: _ClassVar[int]
+    LEARNED_SCORE_FIELD_NUMBER: _ClassVar[int]
     name: str
     description: str
     score: float
@@ -193,10 +194,11 @@ class ToolMatch(_message.Message):
     loading_mode: LoadingMode
     lexical_score: float
     semantic_score: float
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., score: _Optional[float] = ..., match_type: _Optional[_Union[_common_pb2.MatchType, str]] = ..., loading_mode: _Optional[_Union[LoadingMode, str]] = ..., lexical_score: _Optional[float] = ..., semantic_score: _Optional[float] = ...) -> None: ...
+    learned_score: float
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., score: _Optional[float] = ..., match_type: _Optional[_Union[_common_pb2.MatchType, str]] = ..., loading_mode: _Optional[_Union[LoadingMode, str]] = ..., lexical_score: _Optional[float] = ..., semantic_score: _Optional[float] = ..., learned_score: _Optional[float] = ...) -> None: ...
 
 class SearchToolsResponse(_message.Message):
-    __slots__ = ("tools", "effective_search_type", "total_deferred", "match_quality", "semantic_status", "semantic_pending", "query_rewrites")
+    __slots__ = ("tools", "effective_search_type", "total_deferred", "match_quality", "semantic_status", "semantic_pending", "query_rewrites", "search_id")
     TOOLS_FIELD_NUMBER: _ClassVar[int]
     EFFECTIVE_SEARCH_TYPE_FIELD_NUMBER: _ClassVar[int]
     TOTAL_DEFERRED_FIELD_NUMBER: _ClassVar[int]
@@ -204,6 +206,7 @@ class SearchToolsResponse(_message.Message):
     SEMANTIC_STATUS_FIELD_NUMBER: _ClassVar[int]
     SEMANTIC_PENDING_FIELD_NUMBER: _ClassVar[int]
     QUERY_REWRITES_FIELD_NUMBER: _ClassVar[int]
+    SEARCH_ID_FIELD_NUMBER: _ClassVar[int]
     tools: _containers.RepeatedCompositeFieldContainer[ToolMatch]
     effective_search_type: _common_pb2.SearchType
     total_deferred: int
@@ -211,7 +214,8 @@ class SearchToolsResponse(_message.Message):
     semantic_status: _common_pb2.SemanticStatus
     semantic_pending: int
     query_rewrites: _containers.RepeatedCompositeFieldContainer[_common_pb2.QueryRewrite]
-    def __init__(self, tools: _Optional[_Iterable[_Union[ToolMatch, _Mapping]]] = ..., effective_search_type: _Optional[_Union[_common_pb2.SearchType, str]] = ..., total_deferred: _Optional[int] = ..., match_quality: _Optional[_Union[_common_pb2.MatchQuality, str]] = ..., semantic_status: _Optional[_Union[_common_pb2.SemanticStatus, str]] = ..., semantic_pending: _Optional[int] = ..., query_rewrites: _Optional[_Iterable[_Union[_common_pb2.QueryRewrite, _Mapping]]] = ...) -> None: ...
+    search_id: str
+    def __init__(self, tools: _Optional[_Iterable[_Union[ToolMatch, _Mapping]]] = ..., effective_search_type: _Optional[_Union[_common_pb2.SearchType, str]] = ..., total_deferred: _Optional[int] = ..., match_quality: _Optional[_Union[_common_pb2.MatchQuality, str]] = ..., semantic_status: _Optional[_Union[_common_pb2.SemanticStatus, str]] = ..., semantic_pending: _Optional[int] = ..., query_rewrites: _Optional[_Iterable[_Union[_common_pb2.QueryRewrite, _Mapping]]] = ..., search_id: _Optional[str] = ...) -> None: ...
 
 class GetToolsRequest(_message.Message):
     __slots__ = ("caller", "names", "include_schemas", "include_examples")
@@ -466,3 +470,27 @@ class WatchToolEventsResponse(_message.Message):
     event: _events_pb2.Event
     sent_at: _timestamp_pb2.Timestamp
     def __init__(self, status: _Optional[_Union[_events_pb2.WatchStatus, _Mapping]] = ..., event: _Optional[_Union[_events_pb2.Event, _Mapping]] = ..., sent_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ReportToolOutcomeRequest(_message.Message):
+    __slots__ = ("caller", "search_id", "tool", "outcome", "note", "idempotency_key")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    SEARCH_ID_FIELD_NUMBER: _ClassVar[int]
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallerContext
+    search_id: str
+    tool: str
+    outcome: _common_pb2.Outcome
+    note: str
+    idempotency_key: str
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallerContext, _Mapping]] = ..., search_id: _Optional[str] = ..., tool: _Optional[str] = ..., outcome: _Optional[_Union[_common_pb2.Outcome, str]] = ..., note: _Optional[str] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
+
+class ReportToolOutcomeResponse(_message.Message):
+    __slots__ = ("learned", "duplicate")
+    LEARNED_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    learned: bool
+    duplicate: bool
+    def __init__(self, learned: _Optional[bool] = ..., duplicate: _Optional[bool] = ...) -> None: ...

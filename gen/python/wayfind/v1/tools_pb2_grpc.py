@@ -101,6 +101,11 @@ class ToolDiscoveryServiceStub:
                 request_serializer=wayfind_dot_v1_dot_tools__pb2.ListToolSourcesRequest.SerializeToString,
                 response_deserializer=wayfind_dot_v1_dot_tools__pb2.ListToolSourcesResponse.FromString,
                 _registered_method=True)
+        self.ReportToolOutcome = channel.unary_unary(
+                '/wayfind.v1.ToolDiscoveryService/ReportToolOutcome',
+                request_serializer=wayfind_dot_v1_dot_tools__pb2.ReportToolOutcomeRequest.SerializeToString,
+                response_deserializer=wayfind_dot_v1_dot_tools__pb2.ReportToolOutcomeResponse.FromString,
+                _registered_method=True)
         self.WatchToolEvents = channel.unary_stream(
                 '/wayfind.v1.ToolDiscoveryService/WatchToolEvents',
                 request_serializer=wayfind_dot_v1_dot_tools__pb2.WatchToolEventsRequest.SerializeToString,
@@ -213,6 +218,15 @@ class ToolDiscoveryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReportToolOutcome(self, request, context):
+        """What became of a tool an agent chose: teaches the caller's tenant's ranking (docs/search.md
+        "Learning from use") when it names a search this server still remembers and one of its hits.
+        A tool the caller cannot see is NOT_FOUND, exactly as a missing one. Idempotent by `idempotency_key`.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def WatchToolEvents(self, request, context):
         """Streams tool events. Send the last event id you processed to resume without gaps.
         """
@@ -282,6 +296,11 @@ def add_ToolDiscoveryServiceServicer_to_server(servicer, server):
                     servicer.ListToolSources,
                     request_deserializer=wayfind_dot_v1_dot_tools__pb2.ListToolSourcesRequest.FromString,
                     response_serializer=wayfind_dot_v1_dot_tools__pb2.ListToolSourcesResponse.SerializeToString,
+            ),
+            'ReportToolOutcome': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReportToolOutcome,
+                    request_deserializer=wayfind_dot_v1_dot_tools__pb2.ReportToolOutcomeRequest.FromString,
+                    response_serializer=wayfind_dot_v1_dot_tools__pb2.ReportToolOutcomeResponse.SerializeToString,
             ),
             'WatchToolEvents': grpc.unary_stream_rpc_method_handler(
                     servicer.WatchToolEvents,
@@ -620,6 +639,33 @@ class ToolDiscoveryService:
             '/wayfind.v1.ToolDiscoveryService/ListToolSources',
             wayfind_dot_v1_dot_tools__pb2.ListToolSourcesRequest.SerializeToString,
             wayfind_dot_v1_dot_tools__pb2.ListToolSourcesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReportToolOutcome(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/wayfind.v1.ToolDiscoveryService/ReportToolOutcome',
+            wayfind_dot_v1_dot_tools__pb2.ReportToolOutcomeRequest.SerializeToString,
+            wayfind_dot_v1_dot_tools__pb2.ReportToolOutcomeResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -6,7 +6,7 @@ import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2"
 import { enumDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
-import type { Provider, SearchType } from "./common_pb.ts";
+import type { Outcome, Provider, SearchType } from "./common_pb.ts";
 import { file_wayfind_v1_common } from "./common_pb.ts";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file wayfind/v1/events.proto.
  */
 export const file_wayfind_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("Chd3YXlmaW5kL3YxL2V2ZW50cy5wcm90bxIKd2F5ZmluZC52MSLUCAoFRXZlbnQSCgoCaWQYASABKAQSKAoEdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDAoEdHlwZRgDIAEoCRIRCgl0ZW5hbnRfaWQYBCABKAkSEgoKc2Vzc2lvbl9pZBgFIAEoCRIOCgZydW5faWQYBiABKAkSLwoKYXR0cmlidXRlcxgHIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCAhgBEikKCmV2ZW50X3R5cGUYCCABKA4yFS53YXlmaW5kLnYxLkV2ZW50VHlwZRI4ChF0b29sX3NlYXJjaF9xdWVyeRgUIAEoCzIbLndheWZpbmQudjEuVG9vbFNlYXJjaFF1ZXJ5SAASJwoIdG9vbF9nZXQYFSABKAsyEy53YXlmaW5kLnYxLlRvb2xHZXRIABIzCg50b29sX2FjdGl2YXRlZBgWIAEoCzIZLndheWZpbmQudjEuVG9vbEFjdGl2YXRlZEgAEkIKFnRvb2xfYWN0aXZhdGlvbl9kZW5pZWQYFyABKAsyIC53YXlmaW5kLnYxLlRvb2xBY3RpdmF0aW9uRGVuaWVkSAASQwoXdG9vbF9zZWFyY2hfY2FjaGVfcmVhZHkYGCABKAsyIC53YXlmaW5kLnYxLlRvb2xTZWFyY2hDYWNoZVJlYWR5SAASPgoUdG9vbF9wb2xpY3lfZmlsdGVyZWQYGSABKAsyHi53YXlmaW5kLnYxLlRvb2xQb2xpY3lGaWx0ZXJlZEgAEkQKF3Rvb2xfZGlyZWN0b3J5X3JlbmRlcmVkGBogASgLMiEud2F5ZmluZC52MS5Ub29sRGlyZWN0b3J5UmVuZGVyZWRIABI+ChR0b29sX2hpbnRzX2dlbmVyYXRlZBgbIAEoCzIeLndheWZpbmQudjEuVG9vbEhpbnRzR2VuZXJhdGVkSAASOAoRc2tpbGxfcGFja19sb2FkZWQYHCABKAsyGy53YXlmaW5kLnYxLlNraWxsUGFja0xvYWRlZEgAEkYKGHNraWxsX2RpcmVjdG9yeV9yZW5kZXJlZBgdIAEoCzIiLndheWZpbmQudjEuU2tpbGxEaXJlY3RvcnlSZW5kZXJlZEgAEjcKEHNraWxsc19yZXRyaWV2ZWQYHiABKAsyGy53YXlmaW5kLnYxLlNraWxsc1JldHJpZXZlZEgAEjoKEnNraWxsX3NlYXJjaF9xdWVyeRgfIAEoCzIcLndheWZpbmQudjEuU2tpbGxTZWFyY2hRdWVyeUgAEikKCXNraWxsX2dldBggIAEoCzIULndheWZpbmQudjEuU2tpbGxHZXRIABIrCgpza2lsbF9saXN0GCEgASgLMhUud2F5ZmluZC52MS5Ta2lsbExpc3RIABIzCg51c2FnZV9yZWNvcmRlZBgiIAEoCzIZLndheWZpbmQudjEuVXNhZ2VSZWNvcmRlZEgAQgkKB3BheWxvYWQieAoPVG9vbFNlYXJjaFF1ZXJ5Eg0KBXF1ZXJ5GAEgASgJEi4KDnJlcXVlc3RlZF90eXBlGAIgASgOMhYud2F5ZmluZC52MS5TZWFyY2hUeXBlEhAKCHN0cmF0ZWd5GAMgASgJEhQKDHJlc3VsdF9jb3VudBgEIAEoDSI6CgdUb29sR2V0EhcKD3JlcXVlc3RlZF9jb3VudBgBIAEoDRIWCg5yZXR1cm5lZF9jb3VudBgCIAEoDSKzAgoNVG9vbEFjdGl2YXRlZBIMCgR0b29sGAEgASgJEi4KBXNjb3BlGAIgASgOMh8ud2F5ZmluZC52MS5Ub29sQWN0aXZhdGVkLlNjb3BlEjAKBnNvdXJjZRgDIAEoDjIgLndheWZpbmQudjEuVG9vbEFjdGl2YXRlZC5Tb3VyY2USDgoGcmVhc29uGAQgASgJIkAKBVNjb3BlEhUKEVNDT1BFX1VOU1BFQ0lGSUVEEAASDQoJU0NPUEVfUlVOEAESEQoNU0NPUEVfU0VTU0lPThACImAKBlNvdXJjZRIWChJTT1VSQ0VfVU5TUEVDSUZJRUQQABITCg9TT1VSQ0VfRVhQTElDSVQQARISCg5TT1VSQ0VfUkVTT0xWRRACEhUKEVNPVVJDRV9MQVpZX0dST1VQEAMiNQoUVG9vbEFjdGl2YXRpb25EZW5pZWQSDgoGcmVhc29uGAEgASgJEg0KBWNvdW50GAIgASgNIioKFFRvb2xTZWFyY2hDYWNoZVJlYWR5EhIKCnRvb2xfY291bnQYASABKA0iQwoSVG9vbFBvbGljeUZpbHRlcmVkEhUKDXJlbW92ZWRfY291bnQYASABKA0SFgoOcmVnaXN0cnlfY291bnQYAiABKA0iRAoVVG9vbERpcmVjdG9yeVJlbmRlcmVkEhMKC2VudHJ5X2NvdW50GAEgASgNEhYKDmRlZmVycmVkX2NvdW50GAIgASgNIigKElRvb2xIaW50c0dlbmVyYXRlZBISCgpoaW50X2NvdW50GAEgASgNIpEBCg9Ta2lsbFBhY2tMb2FkZWQSDAoEcGFjaxgBIAEoCRITCgtza2lsbF9jb3VudBgCIAEoDRIUCgxsb2FkZWRfY291bnQYAyABKA0SFQoNdXBkYXRlZF9jb3VudBgEIAEoDRIXCg91bmNoYW5nZWRfY291bnQYBSABKA0SFQoNcmVtb3ZlZF9jb3VudBgGIAEoDSJcChZTa2lsbERpcmVjdG9yeVJlbmRlcmVkEhMKC2VudHJ5X2NvdW50GAEgASgNEhUKDXRvdGFsX3Zpc2libGUYAiABKA0SFgoOdG9rZW5fZXN0aW1hdGUYAyABKA0imwEKD1NraWxsc1JldHJpZXZlZBITCgtza2lsbF9jb3VudBgBIAEoDRINCgV0b3BfaxgCIAEoDRIaChJyYXdfdG9rZW5fZXN0aW1hdGUYAyABKA0SHAoUZmluYWxfdG9rZW5fZXN0aW1hdGUYBCABKA0SFgoOd2FzX2NvbXByZXNzZWQYBSABKAgSEgoKdGFza190eXBlcxgGIAMoCSJkChBTa2lsbFNlYXJjaFF1ZXJ5Eg0KBXF1ZXJ5GAEgASgJEisKC3NlYXJjaF90eXBlGAIgASgOMhYud2F5ZmluZC52MS5TZWFyY2hUeXBlEhQKDHJlc3VsdF9jb3VudBgDIAEoDSKaAQoIU2tpbGxHZXQSFwoPcmVxdWVzdGVkX2NvdW50GAEgASgNEhMKC2ZvdW5kX2NvdW50GAIgASgNEg4KBmZvcm1hdBgDIAEoCRIaChJyYXdfdG9rZW5fZXN0aW1hdGUYBCABKA0SHAoUZmluYWxfdG9rZW5fZXN0aW1hdGUYBSABKA0SFgoOd2FzX2NvbXByZXNzZWQYBiABKAgiSQoJU2tpbGxMaXN0EhQKDHJlc3VsdF9jb3VudBgBIAEoDRITCgt0b3RhbF9jb3VudBgCIAEoDRIRCglwYWdlX3NpemUYAyABKA0i8AEKDVVzYWdlUmVjb3JkZWQSEQoJcmVjb3JkX2lkGAEgASgEEiYKCHByb3ZpZGVyGAIgASgOMhQud2F5ZmluZC52MS5Qcm92aWRlchINCgVtb2RlbBgDIAEoCRIUCgxpbnB1dF90b2tlbnMYBCABKAQSFQoNb3V0cHV0X3Rva2VucxgFIAEoBBIfChdjYWNoZV9yZWFkX2lucHV0X3Rva2VucxgGIAEoBBIjChtjYWNoZV9jcmVhdGlvbl9pbnB1dF90b2tlbnMYByABKAQSFQoIY29zdF91c2QYCCABKAFIAIgBAUILCglfY29zdF91c2QipAEKC0V2ZW50RmlsdGVyEg0KBXR5cGVzGAEgAygJEhEKCXRlbmFudF9pZBgCIAEoCRISCgpzZXNzaW9uX2lkGAMgASgJEhAKCGFmdGVyX2lkGAQgASgEEhMKC2Zyb21fb2xkZXN0GAUgASgIEioKC2V2ZW50X3R5cGVzGAYgAygOMhUud2F5ZmluZC52MS5FdmVudFR5cGUSDAoEdG9vbBgHIAEoCSI+CgtXYXRjaFN0YXR1cxIaChJvbGRlc3RfcmV0YWluZWRfaWQYASABKAQSEwoLZXZlbnRzX2xvc3QYAiABKAgqpQQKCUV2ZW50VHlwZRIaChZFVkVOVF9UWVBFX1VOU1BFQ0lGSUVEEAASIAocRVZFTlRfVFlQRV9UT09MX1NFQVJDSF9RVUVSWRABEhcKE0VWRU5UX1RZUEVfVE9PTF9HRVQQAhIdChlFVkVOVF9UWVBFX1RPT0xfQUNUSVZBVEVEEAMSJQohRVZFTlRfVFlQRV9UT09MX0FDVElWQVRJT05fREVOSUVEEAQSJgoiRVZFTlRfVFlQRV9UT09MX1NFQVJDSF9DQUNIRV9SRUFEWRAFEiMKH0VWRU5UX1RZUEVfVE9PTF9QT0xJQ1lfRklMVEVSRUQQBhImCiJFVkVOVF9UWVBFX1RPT0xfRElSRUNUT1JZX1JFTkRFUkVEEAcSIwofRVZFTlRfVFlQRV9UT09MX0hJTlRTX0dFTkVSQVRFRBAIEiAKHEVWRU5UX1RZUEVfU0tJTExfUEFDS19MT0FERUQQCRInCiNFVkVOVF9UWVBFX1NLSUxMX0RJUkVDVE9SWV9SRU5ERVJFRBAKEh8KG0VWRU5UX1RZUEVfU0tJTExTX1JFVFJJRVZFRBALEiEKHUVWRU5UX1RZUEVfU0tJTExfU0VBUkNIX1FVRVJZEAwSGAoURVZFTlRfVFlQRV9TS0lMTF9HRVQQDRIZChVFVkVOVF9UWVBFX1NLSUxMX0xJU1QQDhIdChlFVkVOVF9UWVBFX1VTQUdFX1JFQ09SREVEEA9CPFo6Z2l0aHViLmNvbS93YXlmaW5kLWRldi93YXlmaW5kL2dlbi9nby93YXlmaW5kL3YxO3dheWZpbmR2MWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_wayfind_v1_common]);
+  fileDesc("Chd3YXlmaW5kL3YxL2V2ZW50cy5wcm90bxIKd2F5ZmluZC52MSLaCQoFRXZlbnQSCgoCaWQYASABKAQSKAoEdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDAoEdHlwZRgDIAEoCRIRCgl0ZW5hbnRfaWQYBCABKAkSEgoKc2Vzc2lvbl9pZBgFIAEoCRIOCgZydW5faWQYBiABKAkSLwoKYXR0cmlidXRlcxgHIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCAhgBEikKCmV2ZW50X3R5cGUYCCABKA4yFS53YXlmaW5kLnYxLkV2ZW50VHlwZRI4ChF0b29sX3NlYXJjaF9xdWVyeRgUIAEoCzIbLndheWZpbmQudjEuVG9vbFNlYXJjaFF1ZXJ5SAASJwoIdG9vbF9nZXQYFSABKAsyEy53YXlmaW5kLnYxLlRvb2xHZXRIABIzCg50b29sX2FjdGl2YXRlZBgWIAEoCzIZLndheWZpbmQudjEuVG9vbEFjdGl2YXRlZEgAEkIKFnRvb2xfYWN0aXZhdGlvbl9kZW5pZWQYFyABKAsyIC53YXlmaW5kLnYxLlRvb2xBY3RpdmF0aW9uRGVuaWVkSAASQwoXdG9vbF9zZWFyY2hfY2FjaGVfcmVhZHkYGCABKAsyIC53YXlmaW5kLnYxLlRvb2xTZWFyY2hDYWNoZVJlYWR5SAASPgoUdG9vbF9wb2xpY3lfZmlsdGVyZWQYGSABKAsyHi53YXlmaW5kLnYxLlRvb2xQb2xpY3lGaWx0ZXJlZEgAEkQKF3Rvb2xfZGlyZWN0b3J5X3JlbmRlcmVkGBogASgLMiEud2F5ZmluZC52MS5Ub29sRGlyZWN0b3J5UmVuZGVyZWRIABI+ChR0b29sX2hpbnRzX2dlbmVyYXRlZBgbIAEoCzIeLndheWZpbmQudjEuVG9vbEhpbnRzR2VuZXJhdGVkSAASOAoRc2tpbGxfcGFja19sb2FkZWQYHCABKAsyGy53YXlmaW5kLnYxLlNraWxsUGFja0xvYWRlZEgAEkYKGHNraWxsX2RpcmVjdG9yeV9yZW5kZXJlZBgdIAEoCzIiLndheWZpbmQudjEuU2tpbGxEaXJlY3RvcnlSZW5kZXJlZEgAEjcKEHNraWxsc19yZXRyaWV2ZWQYHiABKAsyGy53YXlmaW5kLnYxLlNraWxsc1JldHJpZXZlZEgAEjoKEnNraWxsX3NlYXJjaF9xdWVyeRgfIAEoCzIcLndheWZpbmQudjEuU2tpbGxTZWFyY2hRdWVyeUgAEikKCXNraWxsX2dldBggIAEoCzIULndheWZpbmQudjEuU2tpbGxHZXRIABIrCgpza2lsbF9saXN0GCEgASgLMhUud2F5ZmluZC52MS5Ta2lsbExpc3RIABIzCg51c2FnZV9yZWNvcmRlZBgiIAEoCzIZLndheWZpbmQudjEuVXNhZ2VSZWNvcmRlZEgAEkAKFXRvb2xfb3V0Y29tZV9yZXBvcnRlZBgjIAEoCzIfLndheWZpbmQudjEuVG9vbE91dGNvbWVSZXBvcnRlZEgAEkIKFnNraWxsX291dGNvbWVfcmVwb3J0ZWQYJCABKAsyIC53YXlmaW5kLnYxLlNraWxsT3V0Y29tZVJlcG9ydGVkSABCCQoHcGF5bG9hZCJ4Cg9Ub29sU2VhcmNoUXVlcnkSDQoFcXVlcnkYASABKAkSLgoOcmVxdWVzdGVkX3R5cGUYAiABKA4yFi53YXlmaW5kLnYxLlNlYXJjaFR5cGUSEAoIc3RyYXRlZ3kYAyABKAkSFAoMcmVzdWx0X2NvdW50GAQgASgNIjoKB1Rvb2xHZXQSFwoPcmVxdWVzdGVkX2NvdW50GAEgASgNEhYKDnJldHVybmVkX2NvdW50GAIgASgNIrMCCg1Ub29sQWN0aXZhdGVkEgwKBHRvb2wYASABKAkSLgoFc2NvcGUYAiABKA4yHy53YXlmaW5kLnYxLlRvb2xBY3RpdmF0ZWQuU2NvcGUSMAoGc291cmNlGAMgASgOMiAud2F5ZmluZC52MS5Ub29sQWN0aXZhdGVkLlNvdXJjZRIOCgZyZWFzb24YBCABKAkiQAoFU2NvcGUSFQoRU0NPUEVfVU5TUEVDSUZJRUQQABINCglTQ09QRV9SVU4QARIRCg1TQ09QRV9TRVNTSU9OEAIiYAoGU291cmNlEhYKElNPVVJDRV9VTlNQRUNJRklFRBAAEhMKD1NPVVJDRV9FWFBMSUNJVBABEhIKDlNPVVJDRV9SRVNPTFZFEAISFQoRU09VUkNFX0xBWllfR1JPVVAQAyI1ChRUb29sQWN0aXZhdGlvbkRlbmllZBIOCgZyZWFzb24YASABKAkSDQoFY291bnQYAiABKA0iKgoUVG9vbFNlYXJjaENhY2hlUmVhZHkSEgoKdG9vbF9jb3VudBgBIAEoDSJDChJUb29sUG9saWN5RmlsdGVyZWQSFQoNcmVtb3ZlZF9jb3VudBgBIAEoDRIWCg5yZWdpc3RyeV9jb3VudBgCIAEoDSJEChVUb29sRGlyZWN0b3J5UmVuZGVyZWQSEwoLZW50cnlfY291bnQYASABKA0SFgoOZGVmZXJyZWRfY291bnQYAiABKA0iKAoSVG9vbEhpbnRzR2VuZXJhdGVkEhIKCmhpbnRfY291bnQYASABKA0ikQEKD1NraWxsUGFja0xvYWRlZBIMCgRwYWNrGAEgASgJEhMKC3NraWxsX2NvdW50GAIgASgNEhQKDGxvYWRlZF9jb3VudBgDIAEoDRIVCg11cGRhdGVkX2NvdW50GAQgASgNEhcKD3VuY2hhbmdlZF9jb3VudBgFIAEoDRIVCg1yZW1vdmVkX2NvdW50GAYgASgNIlwKFlNraWxsRGlyZWN0b3J5UmVuZGVyZWQSEwoLZW50cnlfY291bnQYASABKA0SFQoNdG90YWxfdmlzaWJsZRgCIAEoDRIWCg50b2tlbl9lc3RpbWF0ZRgDIAEoDSKbAQoPU2tpbGxzUmV0cmlldmVkEhMKC3NraWxsX2NvdW50GAEgASgNEg0KBXRvcF9rGAIgASgNEhoKEnJhd190b2tlbl9lc3RpbWF0ZRgDIAEoDRIcChRmaW5hbF90b2tlbl9lc3RpbWF0ZRgEIAEoDRIWCg53YXNfY29tcHJlc3NlZBgFIAEoCBISCgp0YXNrX3R5cGVzGAYgAygJImQKEFNraWxsU2VhcmNoUXVlcnkSDQoFcXVlcnkYASABKAkSKwoLc2VhcmNoX3R5cGUYAiABKA4yFi53YXlmaW5kLnYxLlNlYXJjaFR5cGUSFAoMcmVzdWx0X2NvdW50GAMgASgNIpoBCghTa2lsbEdldBIXCg9yZXF1ZXN0ZWRfY291bnQYASABKA0SEwoLZm91bmRfY291bnQYAiABKA0SDgoGZm9ybWF0GAMgASgJEhoKEnJhd190b2tlbl9lc3RpbWF0ZRgEIAEoDRIcChRmaW5hbF90b2tlbl9lc3RpbWF0ZRgFIAEoDRIWCg53YXNfY29tcHJlc3NlZBgGIAEoCCJJCglTa2lsbExpc3QSFAoMcmVzdWx0X2NvdW50GAEgASgNEhMKC3RvdGFsX2NvdW50GAIgASgNEhEKCXBhZ2Vfc2l6ZRgDIAEoDSLwAQoNVXNhZ2VSZWNvcmRlZBIRCglyZWNvcmRfaWQYASABKAQSJgoIcHJvdmlkZXIYAiABKA4yFC53YXlmaW5kLnYxLlByb3ZpZGVyEg0KBW1vZGVsGAMgASgJEhQKDGlucHV0X3Rva2VucxgEIAEoBBIVCg1vdXRwdXRfdG9rZW5zGAUgASgEEh8KF2NhY2hlX3JlYWRfaW5wdXRfdG9rZW5zGAYgASgEEiMKG2NhY2hlX2NyZWF0aW9uX2lucHV0X3Rva2VucxgHIAEoBBIVCghjb3N0X3VzZBgIIAEoAUgAiAEBQgsKCV9jb3N0X3VzZCJ7ChNUb29sT3V0Y29tZVJlcG9ydGVkEgwKBHRvb2wYASABKAkSJAoHb3V0Y29tZRgCIAEoDjITLndheWZpbmQudjEuT3V0Y29tZRIRCglzZWFyY2hfaWQYAyABKAkSDwoHbGVhcm5lZBgEIAEoCBIMCgRub3RlGAUgASgJImwKFFNraWxsT3V0Y29tZVJlcG9ydGVkEg0KBXNraWxsGAEgASgJEiQKB291dGNvbWUYAiABKA4yEy53YXlmaW5kLnYxLk91dGNvbWUSEQoJc2VhcmNoX2lkGAMgASgJEgwKBG5vdGUYBCABKAkipAEKC0V2ZW50RmlsdGVyEg0KBXR5cGVzGAEgAygJEhEKCXRlbmFudF9pZBgCIAEoCRISCgpzZXNzaW9uX2lkGAMgASgJEhAKCGFmdGVyX2lkGAQgASgEEhMKC2Zyb21fb2xkZXN0GAUgASgIEioKC2V2ZW50X3R5cGVzGAYgAygOMhUud2F5ZmluZC52MS5FdmVudFR5cGUSDAoEdG9vbBgHIAEoCSI+CgtXYXRjaFN0YXR1cxIaChJvbGRlc3RfcmV0YWluZWRfaWQYASABKAQSEwoLZXZlbnRzX2xvc3QYAiABKAgq8gQKCUV2ZW50VHlwZRIaChZFVkVOVF9UWVBFX1VOU1BFQ0lGSUVEEAASIAocRVZFTlRfVFlQRV9UT09MX1NFQVJDSF9RVUVSWRABEhcKE0VWRU5UX1RZUEVfVE9PTF9HRVQQAhIdChlFVkVOVF9UWVBFX1RPT0xfQUNUSVZBVEVEEAMSJQohRVZFTlRfVFlQRV9UT09MX0FDVElWQVRJT05fREVOSUVEEAQSJgoiRVZFTlRfVFlQRV9UT09MX1NFQVJDSF9DQUNIRV9SRUFEWRAFEiMKH0VWRU5UX1RZUEVfVE9PTF9QT0xJQ1lfRklMVEVSRUQQBhImCiJFVkVOVF9UWVBFX1RPT0xfRElSRUNUT1JZX1JFTkRFUkVEEAcSIwofRVZFTlRfVFlQRV9UT09MX0hJTlRTX0dFTkVSQVRFRBAIEiAKHEVWRU5UX1RZUEVfU0tJTExfUEFDS19MT0FERUQQCRInCiNFVkVOVF9UWVBFX1NLSUxMX0RJUkVDVE9SWV9SRU5ERVJFRBAKEh8KG0VWRU5UX1RZUEVfU0tJTExTX1JFVFJJRVZFRBALEiEKHUVWRU5UX1RZUEVfU0tJTExfU0VBUkNIX1FVRVJZEAwSGAoURVZFTlRfVFlQRV9TS0lMTF9HRVQQDRIZChVFVkVOVF9UWVBFX1NLSUxMX0xJU1QQDhIdChlFVkVOVF9UWVBFX1VTQUdFX1JFQ09SREVEEA8SJAogRVZFTlRfVFlQRV9UT09MX09VVENPTUVfUkVQT1JURUQQEBIlCiFFVkVOVF9UWVBFX1NLSUxMX09VVENPTUVfUkVQT1JURUQQEUI8WjpnaXRodWIuY29tL3dheWZpbmQtZGV2L3dheWZpbmQvZ2VuL2dvL3dheWZpbmQvdjE7d2F5ZmluZHYxYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_wayfind_v1_common]);
 
 /**
  * One event of the event log: who caused it, when, and its typed payload.
@@ -171,6 +171,18 @@ export type Event = Message<"wayfind.v1.Event"> & {
      */
     value: UsageRecorded;
     case: "usageRecorded";
+  } | {
+    /**
+     * @generated from field: wayfind.v1.ToolOutcomeReported tool_outcome_reported = 35;
+     */
+    value: ToolOutcomeReported;
+    case: "toolOutcomeReported";
+  } | {
+    /**
+     * @generated from field: wayfind.v1.SkillOutcomeReported skill_outcome_reported = 36;
+     */
+    value: SkillOutcomeReported;
+    case: "skillOutcomeReported";
   } | { case: undefined; value?: undefined };
 };
 
@@ -755,6 +767,81 @@ export const UsageRecordedSchema: GenMessage<UsageRecorded> = /*@__PURE__*/
   messageDesc(file_wayfind_v1_events, 15);
 
 /**
+ * A ReportToolOutcome call.
+ *
+ * @generated from message wayfind.v1.ToolOutcomeReported
+ */
+export type ToolOutcomeReported = Message<"wayfind.v1.ToolOutcomeReported"> & {
+  /**
+   * @generated from field: string tool = 1;
+   */
+  tool: string;
+
+  /**
+   * @generated from field: wayfind.v1.Outcome outcome = 2;
+   */
+  outcome: Outcome;
+
+  /**
+   * @generated from field: string search_id = 3;
+   */
+  searchId: string;
+
+  /**
+   * Whether it taught the tenant's ranking.
+   *
+   * @generated from field: bool learned = 4;
+   */
+  learned: boolean;
+
+  /**
+   * @generated from field: string note = 5;
+   */
+  note: string;
+};
+
+/**
+ * Describes the message wayfind.v1.ToolOutcomeReported.
+ * Use `create(ToolOutcomeReportedSchema)` to create a new message.
+ */
+export const ToolOutcomeReportedSchema: GenMessage<ToolOutcomeReported> = /*@__PURE__*/
+  messageDesc(file_wayfind_v1_events, 16);
+
+/**
+ * A ReportSkillOutcome call.
+ *
+ * @generated from message wayfind.v1.SkillOutcomeReported
+ */
+export type SkillOutcomeReported = Message<"wayfind.v1.SkillOutcomeReported"> & {
+  /**
+   * @generated from field: string skill = 1;
+   */
+  skill: string;
+
+  /**
+   * @generated from field: wayfind.v1.Outcome outcome = 2;
+   */
+  outcome: Outcome;
+
+  /**
+   * @generated from field: string search_id = 3;
+   */
+  searchId: string;
+
+  /**
+   * @generated from field: string note = 4;
+   */
+  note: string;
+};
+
+/**
+ * Describes the message wayfind.v1.SkillOutcomeReported.
+ * Use `create(SkillOutcomeReportedSchema)` to create a new message.
+ */
+export const SkillOutcomeReportedSchema: GenMessage<SkillOutcomeReported> = /*@__PURE__*/
+  messageDesc(file_wayfind_v1_events, 17);
+
+/**
  * Which events a watcher wants. Every field narrows; empty fields match everything the caller may see.
  *
  * @generated from message wayfind.v1.EventFilter
@@ -819,7 +906,7 @@ export type EventFilter = Message<"wayfind.v1.EventFilter"> & {
  * Use `create(EventFilterSchema)` to create a new message.
  */
 export const EventFilterSchema: GenMessage<EventFilter> = /*@__PURE__*/
-  messageDesc(file_wayfind_v1_events, 16);
+  messageDesc(file_wayfind_v1_events, 18);
 
 /**
  * Sent first on every watch stream, and again when events were lost because the cursor was older
@@ -848,7 +935,7 @@ export type WatchStatus = Message<"wayfind.v1.WatchStatus"> & {
  * Use `create(WatchStatusSchema)` to create a new message.
  */
 export const WatchStatusSchema: GenMessage<WatchStatus> = /*@__PURE__*/
-  messageDesc(file_wayfind_v1_events, 17);
+  messageDesc(file_wayfind_v1_events, 19);
 
 /**
  * The types of event the log records; `Event.type` holds the same name in lower snake case
@@ -936,6 +1023,16 @@ export enum EventType {
    * @generated from enum value: EVENT_TYPE_USAGE_RECORDED = 15;
    */
   USAGE_RECORDED = 15,
+
+  /**
+   * @generated from enum value: EVENT_TYPE_TOOL_OUTCOME_REPORTED = 16;
+   */
+  TOOL_OUTCOME_REPORTED = 16,
+
+  /**
+   * @generated from enum value: EVENT_TYPE_SKILL_OUTCOME_REPORTED = 17;
+   */
+  SKILL_OUTCOME_REPORTED = 17,
 }
 
 /**

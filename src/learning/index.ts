@@ -1,0 +1,4 @@
+// Learning from use (issue 29): each tenant's choices and outcome reports teach its own ranking.
+export { type Choice, Learning, type Outcome, unknownSearch } from "./learning.ts";
+export type { LearnedRequest } from "./model.ts";
+export { LearningStore, learningMigrations } from "./store.ts";

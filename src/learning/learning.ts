@@ -1,0 +1,322 @@
+import type { Caller } from "../caller/caller.ts";
+import type { LearningConfig } from "../config/index.ts";
+import type { Db } from "../database/sqlite.ts";
+import type { LearnedEvidence } from "../discovery/index.ts";
+import { notFound, quoteInput, RetryLaterError, type WayfindError } from "../errors.ts";
+import type { EventSink } from "../events/index.ts";
+import type { StateWriter } from "../replication/writes.ts";
+import { type LearnedRequest, TenantModel } from "./model.ts";
+import { RecentSearches } from "./searches.ts";
+import { LearningStore, type TaughtKey } from "./store.ts";
+
+export type Outcome = "succeeded" | "failed" | "wrong_tool";
+
+/** How a hit was chosen: looked at or activated (GetTools, ResolveTool, ActivateTools), or called validly. */
+export type Choice = "selected" | "dispatched";
+
+/** What a choice or an outcome teaches the chosen tool, and each hit ranked above it that was passed over. */
+const TEACHES = {
+  selected: 1,
+  dispatched: 1.5,
+  /** A dispatch of a tool already counted as selected adds the difference. */
+  dispatchedAfterSelected: 0.5,
+  succeeded: 1,
+  failed: -0.25,
+  wrong_tool: -1.5,
+  passedOver: -0.2,
+} as const;
+/** Hits above the chosen one that count as passed over. */
+const PASSED_OVER_MAX = 5;
+/** A search waits for at most this many new learned requests to be embedded; more embed in the background. */
+const EMBED_WAIT_MAX = 32;
+/** Learned requests are stored clipped to this many characters. */
+const REQUEST_MAX_CHARS = 512;
+
+export interface LearningOptions {
+  readonly db: Db;
+  readonly writer: StateWriter;
+  readonly events?: EventSink;
+  readonly config: LearningConfig;
+  /** The model meaning is read with; absent = learned requests match by words only. */
+  readonly embedder?: { embedQuery(text: string): Promise<Float32Array> };
+  readonly onError?: (error: unknown) => void;
+  /** Clock in epoch ms; injectable for tests. */
+  readonly now?: () => number;
+}
+
+interface TenantState {
+  model: TenantModel;
+  /** What changed since the model was read: keys, or everything. */
+  stale: TaughtKey[] | "all";
+  /** Vectors of requests already embedded, reused when the model is read again. */
+  vectors: Map<string, Float32Array>;
+  embedding: Promise<void> | undefined;
+}
+
+/**
+ * Learning from use (docs/search.md "Learning from use"): searches are remembered for a window, a hit
+ * chosen in the same run (or reported on) teaches the tenant's store, and each search reads the
+ * tenant's learned requests as evidence. Nothing of one tenant is read for another.
+ */
+export class Learning {
+  readonly store: LearningStore;
+  private readonly searches: RecentSearches;
+  private readonly tenants = new Map<string, TenantState>();
+  private readonly buckets = new Map<string, { tokens: number; atMs: number }>();
+  private readonly now: () => number;
+  private readonly onError: (error: unknown) => void;
+  /** SQLite's count of commits by other connections (the CLI's reset, import): a change re-reads every model. */
+  private dataVersion: number;
+
+  constructor(private readonly options: LearningOptions) {
+    this.now = options.now ?? Date.now;
+    this.onError = options.onError ?? (() => {});
+    this.dataVersion = this.readDataVersion();
+    this.searches = new RecentSearches(options.config.selectionWindowSeconds * 1000, this.now);
+    this.store = new LearningStore(
+      options.db,
+      options.writer,
+      options.config,
+      (tenantId, keys) => this.changed(tenantId, keys),
+      options.events,
+    );
+  }
+
+  get enabled(): boolean {
+    return this.options.config.enabled;
+  }
+
+  /** Remembers a search's hits; the id names it in reports. */
+  remember(caller: Caller, request: string, hits: readonly string[]): string {
+    return this.searches.remember(caller.tenantId, caller.runId, request, hits);
+  }
+
+  /**
+   * What the caller's tenant learned of tools for `request` (with its meaning `vectors`, when the
+   * model runs), or undefined when it learned nothing: then the search is exactly as without learning.
+   */
+  async evidence(
+    caller: Caller,
+    request: string,
+    vectors: readonly Float32Array[],
+  ): Promise<LearnedEvidence | undefined> {
+    if (!this.enabled) return undefined;
+    const state = await this.ready(caller.tenantId);
+    if (state.model.size === 0) return undefined;
+    const scores = state.model.scores(request, vectors);
+    return scores.size === 0 ? undefined : { scores, weight: this.options.config.weight };
+  }
+
+  /**
+   * The caller chose `tool` (canonical name): if a recent search of its run showed it, that search's
+   * request teaches the tool, and the hits ranked above it count as passed over. Never fails the call
+   * that chose: a problem is reported to onError.
+   */
+  async chosen(caller: Caller, tool: string, how: Choice): Promise<void> {
+    if (!this.enabled) return;
+    const shown = this.searches.latestShowing(caller.tenantId, caller.runId, tool);
+    if (!shown || shown.search.request === "") return;
+    const { search, rank } = shown;
+    const first = !search.chosen.has(tool);
+    const delta = first ? TEACHES[how] : how === "dispatched" ? TEACHES.dispatchedAfterSelected : 0;
+    if (delta === 0 || !this.admit(actorOf(caller), false)) return;
+    search.chosen.add(tool);
+    const passedOver = first ? search.hits.slice(0, rank).filter((hit) => !search.chosen.has(hit)) : [];
+    try {
+      await this.store.teach({
+        tenantId: caller.tenantId,
+        actor: actorOf(caller),
+        request: clip(search.request),
+        deltas: [
+          { tool, delta },
+          ...passedOver.slice(0, PASSED_OVER_MAX).map((hit) => ({ tool: hit, delta: TEACHES.passedOver })),
+        ],
+        reportKey: "",
+      });
+    } catch (error) {
+      this.onError(error);
+    }
+  }
+
+  /**
+   * An agent's verdict on a tool (canonical, visible to the caller) or a skill: a tool's teaches when
+   * `searchId` names a full-text search of the caller's tenant that showed it; anything else is an
+   * event only. A repeated key is acknowledged as a duplicate and changes nothing. `known` is false
+   * for a search id this server does not remember for the tenant (unknown, expired, another's).
+   */
+  async report(
+    caller: Caller,
+    report: {
+      kind: "tool" | "skill";
+      searchId: string;
+      name: string;
+      outcome: Outcome;
+      note: string;
+      key: string;
+    },
+  ): Promise<{ learned: boolean; duplicate: boolean; known: boolean }> {
+    const search = report.searchId === "" ? undefined : this.searches.find(caller.tenantId, report.searchId);
+    const learn =
+      this.enabled &&
+      report.kind === "tool" &&
+      search !== undefined &&
+      search.request !== "" &&
+      search.hits.includes(report.name);
+    // Over the rate, an explicit report is refused (RESOURCE_EXHAUSTED) rather than silently not learned.
+    if (learn) this.admit(actorOf(caller), true);
+    const scope = {
+      tenantId: caller.tenantId || undefined,
+      sessionId: caller.sessionId || undefined,
+      runId: caller.runId || undefined,
+    };
+    const common = { outcome: report.outcome, search_id: report.searchId, note: report.note };
+    const event =
+      report.kind === "tool"
+        ? {
+            type: "tool_outcome_reported" as const,
+            ...scope,
+            attributes: { tool: report.name, learned: learn, ...common },
+          }
+        : {
+            type: "skill_outcome_reported" as const,
+            ...scope,
+            attributes: { skill: report.name, ...common },
+          };
+    const delta = TEACHES[report.outcome];
+    const applied = await this.store.teach({
+      tenantId: caller.tenantId,
+      actor: actorOf(caller),
+      request: learn ? clip(search.request) : "",
+      deltas: learn ? [{ tool: report.name, delta }] : [],
+      reportKey: report.key === "" ? "" : `${report.kind}\u0000${report.key}`,
+      event,
+    });
+    if (applied && learn && delta > 0) search.chosen.add(report.name);
+    return {
+      learned: applied && learn,
+      duplicate: !applied,
+      known: report.searchId === "" || search !== undefined,
+    };
+  }
+
+  /** Remembers a skill search's hits (SearchSkills, GetRelevantSkills), so reports may name it. */
+  rememberSkills(caller: Caller, skills: readonly string[]): string {
+    return this.searches.remember(caller.tenantId, "", "", skills);
+  }
+
+  /** What `tenantId` learned (of `tool` only, when given), heaviest first. */
+  async show(tenantId: string, tool = ""): Promise<LearnedRequest[]> {
+    const state = await this.ready(tenantId, false);
+    return state.model.list().filter((entry) => tool === "" || entry.tool === tool);
+  }
+
+  /**
+   * Resolves once every learned request of `tenantId` has its vector (benches, tests); searches wait
+   * only for a few.
+   */
+  async settled(tenantId: string): Promise<void> {
+    let state = await this.ready(tenantId, false);
+    while (state.embedding) {
+      await state.embedding;
+      state = await this.ready(tenantId, false);
+    }
+  }
+
+  private changed(tenantId: string, keys: readonly TaughtKey[] | "all"): void {
+    const state = this.tenants.get(tenantId);
+    if (!state) return;
+    if (keys === "all" || state.stale === "all") state.stale = "all";
+    else state.stale.push(...keys);
+  }
+
+  /** The tenant's model, read again where it changed, with new requests embedded (a few awaited). */
+  private async ready(tenantId: string, wait = true): Promise<TenantState> {
+    const version = this.readDataVersion();
+    if (version !== this.dataVersion) {
+      this.dataVersion = version;
+      for (const known of this.tenants.values()) known.stale = "all";
+    }
+    let state = this.tenants.get(tenantId);
+    if (!state) {
+      state = { model: new TenantModel(), stale: "all", vectors: new Map(), embedding: undefined };
+      this.tenants.set(tenantId, state);
+    }
+    if (state.stale === "all" || state.stale.length > 0) {
+      const keys = state.stale === "all" ? undefined : state.stale;
+      if (!keys) state.model = new TenantModel();
+      state.stale = [];
+      for (const entry of this.store.read(tenantId, this.now(), keys)) {
+        state.model.set(entry);
+        const vector = state.vectors.get(entry.request);
+        if (vector) state.model.setVector(entry.request, vector);
+      }
+    }
+    const embedder = this.options.embedder;
+    if (!embedder) return state;
+    const missing = state.model.unembedded().filter((request) => !state.vectors.has(request));
+    if (missing.length > 0 && !state.embedding) state.embedding = this.embed(state, missing, embedder);
+    if (wait && state.embedding && missing.length <= EMBED_WAIT_MAX) await state.embedding;
+    return state;
+  }
+
+  private async embed(
+    state: TenantState,
+    requests: readonly string[],
+    embedder: { embedQuery(text: string): Promise<Float32Array> },
+  ): Promise<void> {
+    try {
+      for (const request of requests) {
+        const vector = await embedder.embedQuery(request);
+        state.vectors.set(request, vector);
+        state.model.setVector(request, vector);
+      }
+    } catch (error) {
+      this.onError(error);
+    } finally {
+      state.embedding = undefined;
+    }
+  }
+
+  private readonly readDataVersion = (): number =>
+    this.options.db.pragma("data_version", { simple: true }) as number;
+
+  /** One lesson from `actor`'s bucket; an explicit report over the rate is RESOURCE_EXHAUSTED. */
+  private admit(actor: string, explicit: boolean): boolean {
+    const rate = this.options.config.lessonsPerSecond;
+    const burst = rate * 10;
+    const now = this.now();
+    const bucket = this.buckets.get(actor) ?? { tokens: burst, atMs: now };
+    bucket.tokens = Math.min(burst, bucket.tokens + ((now - bucket.atMs) / 1000) * rate);
+    bucket.atMs = now;
+    this.buckets.delete(actor);
+    this.buckets.set(actor, bucket);
+    if (this.buckets.size > 10_000) this.buckets.delete(this.buckets.keys().next().value as string);
+    if (bucket.tokens >= 1) {
+      bucket.tokens -= 1;
+      return true;
+    }
+    if (!explicit) return false;
+    const waitMs = Math.ceil(((1 - bucket.tokens) / rate) * 1000);
+    throw new RetryLaterError(
+      `too many outcome reports from this principal: at most ${rate} per second are learned from; retry in ${waitMs} ms`,
+      waitMs,
+    );
+  }
+}
+
+/** Who a lesson counts for: the credential, or without credentials the user the caller names. */
+function actorOf(caller: Caller): string {
+  if (caller.actor !== undefined && caller.actor !== "anonymous") return caller.actor;
+  return caller.userId === "" ? "anonymous" : `user:${caller.userId}`;
+}
+
+function clip(request: string): string {
+  return request.replace(/\s+/g, " ").trim().slice(0, REQUEST_MAX_CHARS);
+}
+
+/** A search id this server does not remember for the caller's tenant: unknown, expired or another's alike. */
+export function unknownSearch(searchId: string): WayfindError {
+  return notFound(
+    `search_id ${quoteInput(searchId)} is unknown or expired: searches are remembered for a while on the server that answered them; report soon after the search, or leave search_id empty`,
+  );
+}

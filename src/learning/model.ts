@@ -1,0 +1,191 @@
+import { analyze } from "../discovery/text.ts";
+import { CosineScan } from "../semantic/scan.ts";
+
+/** One request that led (or misled) this tenant to one tool, with the weight its choices gave it. */
+export interface LearnedRequest {
+  readonly tool: string;
+  readonly request: string;
+  /** Summed over principals, each capped; > 0 favours the tool for such requests, < 0 disfavours it. */
+  readonly weight: number;
+}
+
+/**
+ * How a request's similarity to a learned one is read: cosines at or below the floor say nothing,
+ * at the ceiling everything. Meaning weighs `meaningShare`, shared words the rest. Chosen on the even
+ * half of the public sets, training on every other even request and testing on the others.
+ */
+const MEANING = { floor: 0.5, ceiling: 0.9, share: 0.6 } as const;
+/** A weight of this size (one choice) makes a learned request count in full. */
+const FULL_WEIGHT = 1;
+
+interface Entry {
+  tool: string;
+  request: string;
+  weight: number;
+  /** The request's analysed words, each once. */
+  terms: readonly string[];
+  vector: Float32Array | undefined;
+}
+
+/**
+ * One tenant's learned requests, searched by words (the share of the request's word weight a learned
+ * request holds) and by meaning (cosine of their vectors). A tool's learned score for a request is
+ * its best learned request's similarity times that request's confidence (its weight, saturating at one
+ * choice); disfavoured requests subtract the same way. Entries change in place as feedback arrives.
+ */
+export class TenantModel {
+  private readonly entries: Entry[] = [];
+  private readonly byKey = new Map<string, number>();
+  private readonly postings = new Map<string, number[]>();
+  /** Entries whose vectors are packed in `scan`, in pack order; later vectors are scanned one by one. */
+  private scan: CosineScan | undefined;
+  private packed: number[] = [];
+  private readonly loose: number[] = [];
+
+  get size(): number {
+    return this.byKey.size;
+  }
+
+  /** Sets the weight of (tool, request); 0 forgets it. Returns whether the request still needs a vector. */
+  set(entry: LearnedRequest): boolean {
+    const key = keyOf(entry.tool, entry.request);
+    const at = this.byKey.get(key);
+    if (at !== undefined) {
+      const known = this.entries[at] as Entry;
+      known.weight = entry.weight;
+      if (entry.weight === 0) this.byKey.delete(key);
+      return entry.weight !== 0 && known.vector === undefined;
+    }
+    if (entry.weight === 0) return false;
+    const terms = [...new Set(analyze(entry.request))];
+    const id = this.entries.length;
+    this.entries.push({ ...entry, terms, vector: undefined });
+    this.byKey.set(key, id);
+    for (const term of terms) {
+      const list = this.postings.get(term);
+      if (list) list.push(id);
+      else this.postings.set(term, [id]);
+    }
+    return true;
+  }
+
+  /** Gives every entry of `request` its vector (the same text, whatever the tool). */
+  setVector(request: string, vector: Float32Array): void {
+    for (const id of this.byKey.values()) {
+      const entry = this.entries[id] as Entry;
+      if (entry.request !== request || entry.vector !== undefined) continue;
+      entry.vector = vector;
+      this.loose.push(id);
+    }
+  }
+
+  /** The requests still without a vector. */
+  unembedded(): string[] {
+    const out = new Set<string>();
+    for (const id of this.byKey.values()) {
+      const entry = this.entries[id] as Entry;
+      if (entry.vector === undefined) out.add(entry.request);
+    }
+    return [...out];
+  }
+
+  /** Every learned request (for show and export), heaviest first. */
+  list(): LearnedRequest[] {
+    return [...this.byKey.values()]
+      .map((id) => this.entries[id] as Entry)
+      .map(({ tool, request, weight }) => ({ tool, request, weight }))
+      .sort((a, b) => b.weight - a.weight || cmp(a.tool, b.tool) || cmp(a.request, b.request));
+  }
+
+  /**
+   * Learned scores in [-1, 1] by tool for a request read as `terms` (analysed) and, when the model
+   * runs, its meaning texts' `vectors`. Tools the tenant's choices said nothing about are absent.
+   */
+  scores(request: string, vectors: readonly Float32Array[]): Map<string, number> {
+    const similarity = new Float64Array(this.entries.length);
+    // Without the model, shared words are all there is to go by.
+    this.byWords(request, similarity, vectors.length > 0 ? 1 - MEANING.share : 1);
+    if (vectors.length > 0) this.byMeaning(vectors, similarity);
+    const favour = new Map<string, number>();
+    const against = new Map<string, number>();
+    for (const id of this.byKey.values()) {
+      const s = similarity[id] as number;
+      if (s <= 0) continue;
+      const entry = this.entries[id] as Entry;
+      const confidence = Math.min(1, Math.abs(entry.weight) / FULL_WEIGHT);
+      const side = entry.weight > 0 ? favour : against;
+      side.set(entry.tool, Math.max(side.get(entry.tool) ?? 0, s * confidence));
+    }
+    const out = new Map<string, number>();
+    for (const tool of new Set([...favour.keys(), ...against.keys()])) {
+      const score = (favour.get(tool) ?? 0) - (against.get(tool) ?? 0);
+      if (score !== 0) out.set(tool, Math.max(-1, Math.min(1, score)));
+    }
+    return out;
+  }
+
+  /** Shared words: the share of the request's word weight (IDF over learned requests) an entry holds. */
+  private byWords(request: string, similarity: Float64Array, share: number): void {
+    const terms = [...new Set(analyze(request))];
+    if (terms.length === 0) return;
+    const n = this.entries.length;
+    const idf = terms.map((t) => Math.log(1 + (n + 1) / ((this.postings.get(t)?.length ?? 0) + 0.5)));
+    const total = idf.reduce((a, b) => a + b, 0);
+    terms.forEach((term, i) => {
+      const add = (share * (idf[i] as number)) / total;
+      for (const id of this.postings.get(term) ?? []) similarity[id] = (similarity[id] as number) + add;
+    });
+  }
+
+  private byMeaning(vectors: readonly Float32Array[], similarity: Float64Array): void {
+    if (this.loose.length > LOOSE_BEFORE_PACK) this.pack();
+    const add = (id: number, cosine: number) => {
+      const s = Math.min(1, Math.max(0, (cosine - MEANING.floor) / (MEANING.ceiling - MEANING.floor)));
+      similarity[id] = (similarity[id] as number) + MEANING.share * s;
+    };
+    if (this.scan && this.packed.length > 0) {
+      const cosines = this.scan.bestScores(vectors);
+      this.packed.forEach((id, v) => {
+        add(id, cosines[v] as number);
+      });
+    }
+    for (const id of this.loose) {
+      const vector = (this.entries[id] as Entry).vector as Float32Array;
+      let best = Number.NEGATIVE_INFINITY;
+      for (const q of vectors) best = Math.max(best, dot(q, vector));
+      add(id, best);
+    }
+  }
+
+  /** Copies every vector into one scan (WebAssembly memory), so a search scans them four floats at a time. */
+  private pack(): void {
+    const ids = [...this.packed, ...this.loose];
+    const first = this.entries[ids[0] as number]?.vector;
+    if (!first) return;
+    const dims = first.length;
+    const all = new Float32Array(ids.length * dims);
+    ids.forEach((id, v) => {
+      all.set((this.entries[id] as Entry).vector as Float32Array, v * dims);
+    });
+    this.scan = new CosineScan(all, dims);
+    this.packed = ids;
+    this.loose.length = 0;
+  }
+}
+
+/** Vectors added since the last pack are scanned one by one; past this many, they are packed. */
+const LOOSE_BEFORE_PACK = 64;
+
+function keyOf(tool: string, request: string): string {
+  return `${tool}\u0000${request}`;
+}
+
+function dot(a: Float32Array, b: Float32Array): number {
+  let s = 0;
+  for (let i = 0; i < a.length; i++) s += (a[i] as number) * (b[i] as number);
+  return s;
+}
+
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

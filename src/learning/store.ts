@@ -1,0 +1,263 @@
+import type { Db, Migration } from "../database/sqlite.ts";
+import { afterCommit } from "../database/transaction.ts";
+import type { EventSink, NewEvent } from "../events/index.ts";
+import type { ReplicatedWrite, StateWriter } from "../replication/writes.ts";
+import type { LearnedRequest } from "./model.ts";
+
+/**
+ * One row per (tenant, tool, request, actor): the weight that actor's choices gave the request for
+ * the tool, as of `updated_at_ms` (it halves every half-life after). An actor's row is capped, so no
+ * one principal owns a tool's learned weight. Reports remember their idempotency keys for a day.
+ */
+export const learningMigrations: readonly Migration[] = [
+  {
+    id: "learning/001-init",
+    up: `
+      CREATE TABLE learned_requests (
+        tenant_id TEXT NOT NULL,
+        tool_name TEXT NOT NULL,
+        request TEXT NOT NULL,
+        actor TEXT NOT NULL,
+        weight REAL NOT NULL,
+        updated_at_ms INTEGER NOT NULL,
+        PRIMARY KEY (tenant_id, tool_name, request, actor)
+      ) WITHOUT ROWID;
+      CREATE INDEX learned_requests_age ON learned_requests (tenant_id, updated_at_ms);
+      CREATE TABLE learning_reports (
+        tenant_id TEXT NOT NULL,
+        report_key TEXT NOT NULL,
+        at_ms INTEGER NOT NULL,
+        PRIMARY KEY (tenant_id, report_key)
+      ) WITHOUT ROWID;
+      CREATE INDEX learning_reports_age ON learning_reports (at_ms);
+    `,
+  },
+];
+
+/** How learning is bounded and ages (config `learning`). */
+export interface LearningBounds {
+  /** Days after which a choice counts half. */
+  readonly halfLifeDays: number;
+  /** Requests kept per tool and tenant: the heaviest. */
+  readonly maxRequestsPerTool: number;
+  /** Rows kept per tenant: the most recently taught. */
+  readonly maxRowsPerTenant: number;
+}
+
+/** The most (and, negated, the least) weight one actor's choices give one request of one tool. */
+const ACTOR_CAP = 3;
+/** A weight this close to 0 is forgotten. */
+const NEGLIGIBLE = 0.01;
+const REPORT_KEY_TTL_MS = 24 * 3600 * 1000;
+
+/** A change to a tenant's learning: choices of `actor` for `request`, or a report naming a key. */
+export interface Lesson {
+  readonly tenantId: string;
+  readonly actor: string;
+  readonly request: string;
+  readonly deltas: readonly { readonly tool: string; readonly delta: number }[];
+  /** An idempotency key: a lesson with a key seen in the last day changes nothing. */
+  readonly reportKey: string;
+  /** Committed with the lesson (a report's `tool_outcome_reported`). */
+  readonly event?: NewEvent;
+}
+
+type Reset = { readonly tenantId: string; readonly tool: string };
+type Import = { readonly tenantId: string; readonly entries: readonly LearnedRequest[] };
+
+/**
+ * The learned requests in SQLite, written through the StateWriter (every replica applies the same
+ * changes to its copy). `changed` is told, after each commit, which (tenant, tool, request) keys moved
+ * — or that a whole tenant did — so the in-memory models refresh only those.
+ */
+export class LearningStore {
+  private readonly seen;
+  private readonly remember;
+  private readonly forgetKeys;
+  private readonly row;
+  private readonly upsert;
+  private readonly remove;
+  private readonly requestsOf;
+  private readonly lightest;
+  private readonly removeRequest;
+  private readonly rowCount;
+  private readonly removeOldest;
+  private readonly rowsOfTenant;
+  private readonly rowsOfRequest;
+  private readonly clearTenant;
+  private readonly clearTool;
+
+  constructor(
+    private readonly db: Db,
+    private readonly writer: StateWriter,
+    private readonly bounds: LearningBounds,
+    private readonly changed: (tenantId: string, keys: readonly TaughtKey[] | "all") => void,
+    private readonly events: EventSink | undefined,
+  ) {
+    this.seen = db.prepare<[string, string, number], { at_ms: number }>(
+      "SELECT at_ms FROM learning_reports WHERE tenant_id = ? AND report_key = ? AND at_ms >= ?",
+    );
+    this.remember = db.prepare<[string, string, number]>(
+      "INSERT OR REPLACE INTO learning_reports (tenant_id, report_key, at_ms) VALUES (?, ?, ?)",
+    );
+    this.forgetKeys = db.prepare<[number]>("DELETE FROM learning_reports WHERE at_ms < ?");
+    this.row = db.prepare<[string, string, string, string], { weight: number; updated_at_ms: number }>(
+      `SELECT weight, updated_at_ms FROM learned_requests
+       WHERE tenant_id = ? AND tool_name = ? AND request = ? AND actor = ?`,
+    );
+    this.upsert = db.prepare<[string, string, string, string, number, number]>(
+      `INSERT OR REPLACE INTO learned_requests (tenant_id, tool_name, request, actor, weight, updated_at_ms)
+       VALUES (?, ?, ?, ?, ?, ?)`,
+    );
+    this.remove = db.prepare<[string, string, string, string]>(
+      "DELETE FROM learned_requests WHERE tenant_id = ? AND tool_name = ? AND request = ? AND actor = ?",
+    );
+    this.requestsOf = db.prepare<[string, string], { n: number }>(
+      "SELECT COUNT(DISTINCT request) AS n FROM learned_requests WHERE tenant_id = ? AND tool_name = ?",
+    );
+    this.lightest = db.prepare<[string, string], { request: string }>(
+      `SELECT request FROM learned_requests WHERE tenant_id = ? AND tool_name = ?
+       GROUP BY request ORDER BY SUM(weight), MAX(updated_at_ms), request LIMIT 1`,
+    );
+    this.removeRequest = db.prepare<[string, string, string]>(
+      "DELETE FROM learned_requests WHERE tenant_id = ? AND tool_name = ? AND request = ?",
+    );
+    this.rowCount = db.prepare<[string], { n: number }>(
+      "SELECT COUNT(*) AS n FROM learned_requests WHERE tenant_id = ?",
+    );
+    this.removeOldest = db.prepare<[string, number]>(
+      `DELETE FROM learned_requests WHERE (tenant_id, tool_name, request, actor) IN (
+         SELECT tenant_id, tool_name, request, actor FROM learned_requests WHERE tenant_id = ?
+         ORDER BY updated_at_ms, tool_name, request, actor LIMIT ?)`,
+    );
+    this.rowsOfTenant = db.prepare<[string], Row>(
+      "SELECT tool_name, request, weight, updated_at_ms FROM learned_requests WHERE tenant_id = ?",
+    );
+    this.rowsOfRequest = db.prepare<[string, string, string], Row>(
+      `SELECT tool_name, request, weight, updated_at_ms FROM learned_requests
+       WHERE tenant_id = ? AND tool_name = ? AND request = ?`,
+    );
+    this.clearTenant = db.prepare<[string]>("DELETE FROM learned_requests WHERE tenant_id = ?");
+    this.clearTool = db.prepare<[string, string]>(
+      "DELETE FROM learned_requests WHERE tenant_id = ? AND tool_name = ?",
+    );
+  }
+
+  /** The change kinds this store writes, for replicas to apply (src/replication). */
+  get writes(): readonly ReplicatedWrite<never, unknown>[] {
+    return [this.teachWrite, this.resetWrite, this.importWrite];
+  }
+
+  /** Applies `lesson`; false when its report key was seen in the last day (nothing changed). */
+  teach(lesson: Lesson): Promise<boolean> {
+    return this.writer.write(this.teachWrite, lesson, lesson.tenantId);
+  }
+
+  /** Forgets what `tenantId` learned (of `tool` only, when given). */
+  reset(tenantId: string, tool = ""): Promise<void> {
+    return this.writer.write(this.resetWrite, { tenantId, tool }, tenantId);
+  }
+
+  /** Adds exported learned requests (as one actor, "import", capped like any other). */
+  import(tenantId: string, entries: readonly LearnedRequest[]): Promise<void> {
+    return this.writer.write(this.importWrite, { tenantId, entries }, tenantId);
+  }
+
+  /** The tenant's learned requests with their weights decayed to `nowMs`, summed over actors. */
+  read(tenantId: string, nowMs: number, keys?: readonly TaughtKey[]): LearnedRequest[] {
+    const rows = keys
+      ? keys.flatMap((k) => this.rowsOfRequest.all(tenantId, k.tool, k.request))
+      : this.rowsOfTenant.all(tenantId);
+    const sums = new Map<string, LearnedRequest>();
+    for (const r of rows) {
+      const key = `${r.tool_name}\u0000${r.request}`;
+      const weight = r.weight * this.decay(nowMs - r.updated_at_ms) + (sums.get(key)?.weight ?? 0);
+      sums.set(key, { tool: r.tool_name, request: r.request, weight });
+    }
+    // A key taught away to nothing reads as weight 0, so the model forgets it.
+    for (const k of keys ?? [])
+      if (!sums.has(`${k.tool}\u0000${k.request}`))
+        sums.set(`${k.tool}\u0000${k.request}`, { ...k, weight: 0 });
+    return [...sums.values()];
+  }
+
+  private decay(ageMs: number): number {
+    return 0.5 ** (Math.max(0, ageMs) / (this.bounds.halfLifeDays * 86_400_000));
+  }
+
+  private readonly teachWrite: ReplicatedWrite<Lesson, boolean> = {
+    kind: "learning/teach",
+    apply: (lesson, { atMs }) => {
+      const { tenantId, actor, request } = lesson;
+      if (lesson.reportKey !== "") {
+        this.forgetKeys.run(atMs - REPORT_KEY_TTL_MS);
+        if (this.seen.get(tenantId, lesson.reportKey, atMs - REPORT_KEY_TTL_MS)) return false;
+        this.remember.run(tenantId, lesson.reportKey, atMs);
+      }
+      const keys: TaughtKey[] = [];
+      let pruned = false;
+      for (const { tool, delta } of lesson.deltas) {
+        const old = this.row.get(tenantId, tool, request, actor);
+        const before = old ? old.weight * this.decay(atMs - old.updated_at_ms) : 0;
+        const weight = Math.max(-ACTOR_CAP, Math.min(ACTOR_CAP, before + delta));
+        if (Math.abs(weight) < NEGLIGIBLE) this.remove.run(tenantId, tool, request, actor);
+        else this.upsert.run(tenantId, tool, request, actor, weight, atMs);
+        keys.push({ tool, request });
+        while ((this.requestsOf.get(tenantId, tool)?.n ?? 0) > this.bounds.maxRequestsPerTool) {
+          const lightest = this.lightest.get(tenantId, tool);
+          if (!lightest) break;
+          this.removeRequest.run(tenantId, tool, lightest.request);
+          pruned = true;
+        }
+      }
+      const over = (this.rowCount.get(tenantId)?.n ?? 0) - this.bounds.maxRowsPerTenant;
+      if (over > 0) {
+        this.removeOldest.run(tenantId, over);
+        pruned = true;
+      }
+      if (lesson.event) this.events?.emit(lesson.event);
+      afterCommit(this.db, () => this.changed(tenantId, pruned ? "all" : keys));
+      return true;
+    },
+  };
+
+  private readonly resetWrite: ReplicatedWrite<Reset, void> = {
+    kind: "learning/reset",
+    apply: ({ tenantId, tool }) => {
+      if (tool === "") this.clearTenant.run(tenantId);
+      else this.clearTool.run(tenantId, tool);
+      afterCommit(this.db, () => this.changed(tenantId, "all"));
+    },
+  };
+
+  private readonly importWrite: ReplicatedWrite<Import, void> = {
+    kind: "learning/import",
+    apply: ({ tenantId, entries }, context) => {
+      for (const entry of entries)
+        this.teachWrite.apply(
+          {
+            tenantId,
+            actor: "import",
+            request: entry.request,
+            deltas: [{ tool: entry.tool, delta: entry.weight }],
+            reportKey: "",
+          },
+          context,
+        );
+      afterCommit(this.db, () => this.changed(tenantId, "all"));
+    },
+  };
+}
+
+/** A (tool, request) pair whose weight a change moved. */
+export interface TaughtKey {
+  readonly tool: string;
+  readonly request: string;
+}
+
+interface Row {
+  tool_name: string;
+  request: string;
+  weight: number;
+  updated_at_ms: number;
+}

@@ -1,0 +1,170 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Code } from "@connectrpc/connect";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Outcome } from "../../gen/ts/wayfind/v1/common_pb.ts";
+import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
+import { failure } from "../support/rpc.ts";
+import { startTestServer, type TestServer } from "../support/server.ts";
+
+/** An HR catalog where "PTO" is this deployment's word for leave: no tool says it. */
+const TOOLS = [
+  { name: "hr.request_leave", description: "Files a leave request for an employee for the given days." },
+  { name: "hr.payslip", description: "Shows an employee's payslip for a month." },
+  { name: "travel.book_flight", description: "Books a flight for a trip on the given days." },
+  { name: "travel.book_hotel", description: "Books a hotel room for a trip." },
+  { name: "calendar.create_event", description: "Creates a calendar event on a day." },
+  { name: "hr.secret_salaries", description: "Lists every employee's salary; leave requests too." },
+];
+const REQUEST = "book PTO days";
+
+let wayfind: TestServer;
+const tools = () => wayfind.grpc(ToolDiscoveryService);
+const caller = (tenantId: string, runId: string, userId = "u-1") => ({
+  tenantId,
+  runId,
+  userId,
+  sessionId: "s",
+});
+
+beforeAll(async () => {
+  const catalog = join(mkdtempSync(join(tmpdir(), "wayfind-learning-")), "tools.jsonl");
+  writeFileSync(catalog, TOOLS.map((t) => JSON.stringify(t)).join("\n"));
+  wayfind = await startTestServer({
+    catalogs: [{ path: catalog, loading_mode: "deferred" }],
+    // hr.secret_salaries is hidden from tenant "beta".
+    visibility: [
+      { match: { tenant: "beta" }, allow: ["*"], deny: ["hr.secret_salaries"] },
+      ...["alpha", "gamma", "delta", "epsilon"].map((tenant) => ({ match: { tenant }, allow: ["*"] })),
+    ],
+  });
+});
+afterAll(() => wayfind.stop());
+
+async function rankOf(tenantId: string, tool: string, request = REQUEST) {
+  const response = await tools().searchTools({ caller: caller(tenantId, "look"), query: request, limit: 10 });
+  return { rank: response.tools.findIndex((t) => t.name === tool), response };
+}
+
+/** One run of an agent of `tenantId`: it searches, then opens `tool`. */
+async function choose(tenantId: string, run: string, tool: string, userId = "u-1") {
+  const found = await tools().searchTools({
+    caller: caller(tenantId, run, userId),
+    query: REQUEST,
+    limit: 10,
+  });
+  await tools().getTools({ caller: caller(tenantId, run, userId), names: [tool] });
+  return found;
+}
+
+describe("learning from use", () => {
+  it("gives every search a search_id and every hit a learned_score", async () => {
+    const { response } = await rankOf("alpha", "hr.request_leave");
+    expect(response.searchId).toMatch(/^s_[A-Za-z0-9_-]{16}$/);
+    expect(response.tools.every((t) => t.learnedScore === 0)).toBe(true);
+  });
+
+  it("lifts the tool a tenant's agents choose for a request, for that tenant only", async () => {
+    const before = await rankOf("alpha", "hr.request_leave");
+    const otherBefore = await rankOf("gamma", "hr.request_leave");
+    await choose("alpha", "run-1", "hr.request_leave");
+    await choose("alpha", "run-2", "hr.request_leave");
+    const after = await rankOf("alpha", "hr.request_leave");
+    expect(after.rank).toBe(0);
+    expect(before.rank === -1 || before.rank > 0).toBe(true);
+    const hit = after.response.tools[0];
+    expect(hit?.learnedScore).toBeGreaterThan(0);
+    // Another tenant's answer is byte-identical to what it was before alpha's traffic.
+    const otherAfter = await rankOf("gamma", "hr.request_leave");
+    expect(strip(otherAfter.response)).toEqual(strip(otherBefore.response));
+  });
+
+  it("never outranks a tool named like the request", async () => {
+    for (const run of ["n-1", "n-2", "n-3"]) {
+      await tools().searchTools({ caller: caller("delta", run), query: "hr.payslip", limit: 10 });
+      await tools().getTools({ caller: caller("delta", run), names: ["hr.request_leave"] });
+    }
+    const { response } = await rankOf("delta", "hr.payslip", "hr.payslip");
+    expect(response.tools[0]?.name).toBe("hr.payslip");
+  });
+
+  it("learns from an outcome report naming the search, once per idempotency key", async () => {
+    const found = await tools().searchTools({ caller: caller("epsilon", "r"), query: REQUEST, limit: 10 });
+    const report = {
+      caller: caller("epsilon", "r"),
+      searchId: found.searchId,
+      tool: "hr.request_leave",
+      outcome: Outcome.SUCCEEDED,
+      idempotencyKey: "k-1",
+    };
+    // The tool was not a hit of this words-only search, so the report is an event only.
+    const shown = found.tools.some((t) => t.name === "hr.request_leave");
+    expect(await tools().reportToolOutcome(report)).toMatchObject({ learned: shown, duplicate: false });
+    expect(await tools().reportToolOutcome(report)).toMatchObject({ learned: false, duplicate: true });
+    const hit = found.tools[0]?.name ?? "";
+    const second = await tools().reportToolOutcome({ ...report, tool: hit, idempotencyKey: "k-2" });
+    expect(second).toMatchObject({ learned: true, duplicate: false });
+  });
+
+  it("answers NOT_FOUND for a hidden tool, exactly as for a missing one", async () => {
+    const found = await tools().searchTools({ caller: caller("beta", "r"), query: "salary", limit: 10 });
+    const hidden = await failure(
+      tools().reportToolOutcome({
+        caller: caller("beta", "r"),
+        searchId: found.searchId,
+        tool: "hr.secret_salaries",
+        outcome: Outcome.SUCCEEDED,
+      }),
+    );
+    const missing = await failure(
+      tools().reportToolOutcome({
+        caller: caller("beta", "r"),
+        searchId: found.searchId,
+        tool: "hr.no_such_tool",
+        outcome: Outcome.SUCCEEDED,
+      }),
+    );
+    expect(hidden.code).toBe(Code.NotFound);
+    expect(hidden.rawMessage.replace("secret_salaries", "X")).toBe(
+      missing.rawMessage.replace("no_such_tool", "X"),
+    );
+  });
+
+  it("answers NOT_FOUND for another tenant's search id, as for an unknown one", async () => {
+    const found = await tools().searchTools({ caller: caller("alpha", "r"), query: REQUEST, limit: 10 });
+    const stolen = await failure(
+      tools().reportToolOutcome({
+        caller: caller("gamma", "r"),
+        searchId: found.searchId,
+        tool: "hr.payslip",
+        outcome: Outcome.WRONG_TOOL,
+      }),
+    );
+    const unknown = await failure(
+      tools().reportToolOutcome({
+        caller: caller("gamma", "r"),
+        searchId: "s_AAAAAAAAAAAAAAAA",
+        tool: "hr.payslip",
+        outcome: Outcome.WRONG_TOOL,
+      }),
+    );
+    expect(stolen.code).toBe(Code.NotFound);
+    expect(stolen.rawMessage.replace(found.searchId, "X")).toBe(
+      unknown.rawMessage.replace("s_AAAAAAAAAAAAAAAA", "X"),
+    );
+  });
+
+  it("refuses a report without an outcome, saying which values there are", async () => {
+    const error = await failure(
+      tools().reportToolOutcome({ caller: caller("alpha", "r"), tool: "hr.payslip" }),
+    );
+    expect(error.code).toBe(Code.InvalidArgument);
+    expect(error.rawMessage).toContain("OUTCOME_SUCCEEDED");
+  });
+});
+
+/** A search response without its search_id (new on every search). */
+function strip(response: { searchId: string }) {
+  return { ...response, searchId: "" };
+}

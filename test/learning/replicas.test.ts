@@ -1,0 +1,51 @@
+import { describe, expect, it } from "vitest";
+import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
+import { fleetForFile, startReplica, type TestReplica } from "../support/replicas.ts";
+
+// Two `wayfind serve` processes (the demo config) on one real PostgreSQL: a choice made on one
+// replica teaches the tenant's search on the other, and survives a restart.
+const { fleet, unavailable } = fleetForFile(2);
+const { replicas } = fleet;
+
+const REQUEST = "tell me about the weather somewhere";
+const caller = (tenantId: string, runId: string) => ({ tenantId, runId, sessionId: "s" });
+
+async function learnedOf(replica: TestReplica, tenantId: string, tool: string): Promise<number> {
+  const found = await replica
+    .grpc(ToolDiscoveryService)
+    .searchTools({ caller: caller(tenantId, "look"), query: REQUEST });
+  return found.tools.find((hit) => hit.name === tool)?.learnedScore ?? 0;
+}
+
+describe.skipIf(unavailable)(
+  `learning on two replicas${unavailable ? ` (skipped: ${unavailable})` : ""}`,
+  () => {
+    it("teaches a choice made on one replica to the tenant's search on the other, and to no other tenant", async () => {
+      const [a, b] = replicas as [TestReplica, TestReplica];
+      const found = await a
+        .grpc(ToolDiscoveryService)
+        .searchTools({ caller: caller("acme", "r-1"), query: REQUEST });
+      const chosen = found.tools.at(-1)?.name ?? "";
+      expect(found.tools.length).toBeGreaterThan(1);
+      await a.grpc(ToolDiscoveryService).getTools({ caller: caller("acme", "r-1"), names: [chosen] });
+      expect(await learnedOf(b, "acme", chosen)).toBeGreaterThan(0);
+      expect(await learnedOf(b, "initech", chosen)).toBe(0);
+      expect(await learnedOf(a, "acme", chosen)).toBeGreaterThan(0);
+    });
+
+    it("keeps what was learned across a restart", async () => {
+      const b = replicas[1] as TestReplica;
+      const found = await b
+        .grpc(ToolDiscoveryService)
+        .searchTools({ caller: caller("umbrella", "r-2"), query: REQUEST });
+      const chosen = found.tools.at(-1)?.name ?? "";
+      await b.grpc(ToolDiscoveryService).getTools({ caller: caller("umbrella", "r-2"), names: [chosen] });
+      const before = await learnedOf(b, "umbrella", chosen);
+      await b.stop();
+      const restarted = await startReplica(fleet.postgres.url, b.dataDir);
+      replicas[1] = restarted;
+      expect(before).toBeGreaterThan(0);
+      expect(await learnedOf(restarted, "umbrella", chosen)).toBe(before);
+    });
+  },
+);
