@@ -4,7 +4,7 @@
  * opening it would), then the odd half searched and scored. Prints the learning curve (R@1 / R@5 after
  * 10 %, 50 % and 100 % of the sessions), a run with 20 % of the choices wrong, a run where tools are
  * renamed midway, a cold tenant, and the cost (search overhead, storage per 100,000 lessons).
- * Usage: node --import tsx bench/learning.ts [--metatool-every K]
+ * Usage: node --import tsx bench/learning.ts [--metatool-every K] [--weight W] [--metatool-only] [--no-cost] [--tune]
  */
 
 import { statSync } from "node:fs";
@@ -20,6 +20,12 @@ import { MetricsSum } from "./search-quality-eval.ts";
 
 const at = process.argv.indexOf("--metatool-every");
 const METATOOL_EVERY = at >= 0 ? Number(process.argv[at + 1]) : 3;
+const weightAt = process.argv.indexOf("--weight");
+/** learning.weight for the run (default: the shipped default), to compare settings. */
+const LEARNING = weightAt >= 0 ? { ...DEFAULTS.learning, weight: Number(process.argv[weightAt + 1]) } : DEFAULTS.learning;
+/** --tune: the even half only, split in two (settings are chosen so; the odd half is held out). */
+const TUNE = process.argv.includes("--tune");
+const SETS = process.argv.includes("--metatool-only") ? ["metatool"] : ["toolbench", "metatool"];
 /** The share of choices made wrong in the noisy run, and the seed that picks them. */
 const WRONG_SHARE = 0.2;
 
@@ -81,15 +87,20 @@ async function publicSet(set: string, embedder: Embedder, rows: (string | number
   const learning = new Learning({
     db: opened.db,
     writer: new LocalWriter(opened.db),
-    config: DEFAULTS.learning,
+    config: LEARNING,
     embedder,
   });
   const every = set === "metatool" ? METATOOL_EVERY : 1;
   const indexed = readQueries(`${set}_queries.jsonl`)
     .map((q, i) => ({ q, i }))
     .filter(({ i }) => i % every === 0);
-  const even = indexed.filter(({ i }) => i % 2 === 0).map(({ q }) => q);
-  const odd = indexed.filter(({ i }) => i % 2 === 1).map(({ q }) => q);
+  let even = indexed.filter(({ i }) => i % 2 === 0).map(({ q }) => q);
+  let odd = indexed.filter(({ i }) => i % 2 === 1).map(({ q }) => q);
+  if (TUNE) {
+    // Choosing settings: learn from every other even request, score on the other even ones.
+    odd = even.filter((_, k) => k % 2 === 1);
+    even = even.filter((_, k) => k % 2 === 0);
+  }
   const label = (n: number) => (every > 1 ? `${n} (1 in ${every})` : `${n}`);
   const row = (what: string, m: { r1: number; r5: number; n: number }, sessions: number | string) => {
     rows.push([set, what, `${sessions}`, label(m.n), m.r1, m.r5]);
@@ -269,7 +280,7 @@ async function cost(embedder: Embedder, rows: (string | number)[][]) {
 const embedder = await Embedder.open(BENCH_MODEL_DIR);
 const rows: (string | number)[][] = [];
 try {
-  for (const set of ["toolbench", "metatool"]) await publicSet(set, embedder, rows);
+  for (const set of SETS) await publicSet(set, embedder, rows);
   if (!process.argv.includes("--no-cost")) await cost(embedder, rows);
 } finally {
   await embedder.close();

@@ -21,4 +21,12 @@ export class LruCache<K, V> {
     }
     this.entries.set(key, value);
   }
+
+  delete(key: K): void {
+    this.entries.delete(key);
+  }
+
+  has(key: K): boolean {
+    return this.entries.has(key);
+  }
 }

@@ -169,7 +169,8 @@ export class Learning {
       sessionId: caller.sessionId || undefined,
       runId: caller.runId || undefined,
     };
-    const common = { outcome: report.outcome, search_id: report.searchId, note: report.note };
+    const common = { outcome: report.outcome, search_id: report.searchId, note: withoutNul(report.note) };
+    common.search_id = withoutNul(common.search_id);
     const event =
       report.kind === "tool"
         ? {
@@ -188,7 +189,7 @@ export class Learning {
       actor: actorOf(caller),
       request: learn ? clip(search.request) : "",
       deltas: learn ? [{ tool: report.name, delta }] : [],
-      reportKey: report.key === "" ? "" : `${report.kind}\u0000${report.key}`,
+      reportKey: report.key === "" ? "" : `${report.kind}:${withoutNul(report.key)}`,
       event,
     });
     if (applied && learn && delta > 0) search.chosen.add(report.name);
@@ -310,8 +311,17 @@ function actorOf(caller: Caller): string {
   return caller.userId === "" ? "anonymous" : `user:${caller.userId}`;
 }
 
+/** A request as stored: control characters and runs of space as one space, clipped. */
 function clip(request: string): string {
-  return request.replace(/\s+/g, " ").trim().slice(0, REQUEST_MAX_CHARS);
+  return request
+    .replace(/[\s\p{Cc}]+/gu, " ")
+    .trim()
+    .slice(0, REQUEST_MAX_CHARS);
+}
+
+/** PostgreSQL's JSON cannot hold U+0000, and changes travel as JSON: it becomes U+FFFD. */
+function withoutNul(text: string): string {
+  return text.replaceAll("\u0000", "\uFFFD");
 }
 
 /** A search id this server does not remember for the caller's tenant: unknown, expired or another's alike. */

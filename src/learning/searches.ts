@@ -15,8 +15,10 @@ export interface RememberedSearch {
   readonly chosen: Set<string>;
 }
 
-/** Searches remembered on this server (each ~1 KB with its hits). */
-const SEARCHES_REMEMBERED = 50_000;
+/** Searches remembered on this server (each at most ~1.5 KB: a clipped request and its hit names). */
+const SEARCHES_REMEMBERED = 20_000;
+/** Searches remembered per tenant: one tenant's flood of searches forgets its own first. */
+const SEARCHES_PER_TENANT = 2_000;
 /** Runs whose latest searches are kept for reading choices against. */
 const RUNS_REMEMBERED = 20_000;
 /** A choice is read against this many of its run's latest searches. */
@@ -25,11 +27,13 @@ const SEARCHES_PER_RUN = 8;
 /**
  * The searches of the last window, by id and by (tenant, run), in memory: a choice made on another
  * replica than the one that answered the search is not seen (docs/search.md says so). Bounded by
- * count; ids are random, so one tenant cannot guess another's.
+ * count, per tenant and in all; ids are random, so one tenant cannot guess another's.
  */
 export class RecentSearches {
   private readonly byId = new LruCache<string, RememberedSearch>(SEARCHES_REMEMBERED);
   private readonly byRun = new LruCache<string, string[]>(RUNS_REMEMBERED);
+  /** Each tenant's remembered ids, oldest first (some may have left `byId` already). */
+  private readonly byTenant = new Map<string, string[]>();
 
   constructor(
     private readonly windowMs: number,
@@ -39,6 +43,15 @@ export class RecentSearches {
   remember(tenantId: string, runId: string, request: string, hits: readonly string[]): string {
     const id = `s_${randomBytes(12).toString("base64url")}`;
     this.byId.set(id, { id, tenantId, runId, request, hits, atMs: this.now(), chosen: new Set() });
+    const own = this.byTenant.get(tenantId) ?? [];
+    own.push(id);
+    if (own.length > SEARCHES_PER_TENANT) this.byId.delete(own.shift() as string);
+    // Ids the global bound forgot leave the list too, so the lists hold about what byId holds.
+    while (own.length > 0 && !this.byId.has(own[0] as string)) own.shift();
+    this.byTenant.delete(tenantId);
+    this.byTenant.set(tenantId, own);
+    if (this.byTenant.size > SEARCHES_REMEMBERED)
+      this.byTenant.delete(this.byTenant.keys().next().value as string);
     if (runId !== "") {
       const key = runKey(tenantId, runId);
       const ids = [...(this.byRun.get(key) ?? []), id].slice(-SEARCHES_PER_RUN);

@@ -48,7 +48,8 @@ export interface LearningBounds {
 const ACTOR_CAP = 3;
 /** A weight this close to 0 is forgotten. */
 const NEGLIGIBLE = 0.01;
-const REPORT_KEY_TTL_MS = 24 * 3600 * 1000;
+const DAY_MS = 86_400_000;
+const REPORT_KEY_TTL_MS = DAY_MS;
 
 /** A change to a tenant's learning: choices of `actor` for `request`, or a report naming a key. */
 export interface Lesson {
@@ -181,8 +182,9 @@ export class LearningStore {
     return [...sums.values()];
   }
 
+  /** Ages count in whole days, so a learned score holds still within a day (and across restarts). */
   private decay(ageMs: number): number {
-    return 0.5 ** (Math.max(0, ageMs) / (this.bounds.halfLifeDays * 86_400_000));
+    return 0.5 ** (Math.floor(Math.max(0, ageMs) / DAY_MS) / this.bounds.halfLifeDays);
   }
 
   private readonly teachWrite: ReplicatedWrite<Lesson, boolean> = {

@@ -165,7 +165,7 @@ export class ChangeLog {
           [
             changes.map((c) => c.kind),
             changes.map((c) => c.tenantId),
-            changes.map((c) => JSON.stringify(c.payload)),
+            changes.map((c) => jsonForPostgres(c.payload)),
             changes.map((c) => c.origin ?? ""),
           ],
         );
@@ -302,4 +302,14 @@ export async function listenForChanges(
     clearTimeout(retry);
     await client?.end().catch(() => undefined);
   };
+}
+
+/**
+ * `payload` as JSON PostgreSQL takes: jsonb cannot hold U+0000, which callers may send in any text
+ * (a search query, a note), so it is stored as U+FFFD. Every replica, the writer included, applies
+ * the change as read back from the log, so all apply the same text. An escaped backslash before
+ * "u0000" ("\\u0000" in the JSON) is text, not the character, and is left alone.
+ */
+function jsonForPostgres(payload: JsonValue): string {
+  return JSON.stringify(payload).replace(/(?<!\\)((?:\\\\)*)\\u0000/g, "$1\\ufffd");
 }

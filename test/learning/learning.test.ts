@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Code } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Outcome } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
@@ -33,10 +33,15 @@ beforeAll(async () => {
   writeFileSync(catalog, TOOLS.map((t) => JSON.stringify(t)).join("\n"));
   wayfind = await startTestServer({
     catalogs: [{ path: catalog, loading_mode: "deferred" }],
+    // A burst of 50 lessons per principal, then 5 a second.
+    learning: { lessons_per_second: 5 },
     // hr.secret_salaries is hidden from tenant "beta".
     visibility: [
       { match: { tenant: "beta" }, allow: ["*"], deny: ["hr.secret_salaries"] },
-      ...["alpha", "gamma", "delta", "epsilon"].map((tenant) => ({ match: { tenant }, allow: ["*"] })),
+      ...["alpha", "gamma", "delta", "epsilon", "zeta", "eta"].map((tenant) => ({
+        match: { tenant },
+        allow: ["*"],
+      })),
     ],
   });
 });
@@ -153,6 +158,87 @@ describe("learning from use", () => {
     expect(stolen.rawMessage.replace(found.searchId, "X")).toBe(
       unknown.rawMessage.replace("s_AAAAAAAAAAAAAAAA", "X"),
     );
+  });
+
+  it("lets no one principal own a tool's learned weight: a flood is undone by two others", async () => {
+    const first = await tools().searchTools({ caller: caller("zeta", "f"), query: REQUEST, limit: 10 });
+    const target = first.tools.at(-1)?.name ?? "";
+    for (let i = 0; i < 30; i++) {
+      const found = await tools().searchTools({
+        caller: caller("zeta", `flood-${i}`, "flooder"),
+        query: REQUEST,
+        limit: 10,
+      });
+      await tools().reportToolOutcome({
+        caller: caller("zeta", `flood-${i}`, "flooder"),
+        searchId: found.searchId,
+        tool: target,
+        outcome: Outcome.SUCCEEDED,
+      });
+    }
+    const flooded = await rankOf("zeta", target);
+    expect(flooded.response.tools[flooded.rank]?.learnedScore).toBeGreaterThan(0);
+    for (const user of ["honest-1", "honest-2"]) {
+      const found = await tools().searchTools({
+        caller: caller("zeta", user, user),
+        query: REQUEST,
+        limit: 10,
+      });
+      await tools().reportToolOutcome({
+        caller: caller("zeta", user, user),
+        searchId: found.searchId,
+        tool: target,
+        outcome: Outcome.WRONG_TOOL,
+      });
+    }
+    const after = await rankOf("zeta", target);
+    expect(after.rank === -1 || (after.response.tools[after.rank]?.learnedScore ?? 0) <= 0).toBe(true);
+  });
+
+  it("refuses outcome reports beyond a principal's rate with RESOURCE_EXHAUSTED, saying when to retry", async () => {
+    const found = await tools().searchTools({
+      caller: caller("eta", "rate", "eager"),
+      query: REQUEST,
+      limit: 10,
+    });
+    const tool = found.tools[0]?.name ?? "";
+    const answers = await Promise.allSettled(
+      Array.from({ length: 80 }, () =>
+        tools().reportToolOutcome({
+          caller: caller("eta", "rate", "eager"),
+          searchId: found.searchId,
+          tool,
+          outcome: Outcome.SUCCEEDED,
+        }),
+      ),
+    );
+    const refused = answers.filter((a) => a.status === "rejected").map((a) => ConnectError.from(a.reason));
+    expect(refused.length).toBeGreaterThan(0);
+    expect(
+      refused.every((e) => e.code === Code.ResourceExhausted && /retry in \d+ ms/.test(e.rawMessage)),
+    ).toBe(true);
+    // Another principal of the tenant still reports.
+    const other = await tools().reportToolOutcome({
+      caller: caller("eta", "rate", "patient"),
+      searchId: found.searchId,
+      tool,
+      outcome: Outcome.SUCCEEDED,
+    });
+    expect(other.learned).toBe(true);
+  });
+
+  it("learns from requests, notes and keys holding control characters (NUL included), on every storage", async () => {
+    const who = caller("epsilon", "nul");
+    const found = await tools().searchTools({ caller: who, query: "book\u0000PTO\tdays", limit: 10 });
+    const answer = await tools().reportToolOutcome({
+      caller: who,
+      searchId: found.searchId,
+      tool: found.tools[0]?.name ?? "",
+      outcome: Outcome.SUCCEEDED,
+      note: "worked\u0000fine",
+      idempotencyKey: "nul\u0000key",
+    });
+    expect(answer).toMatchObject({ learned: true, duplicate: false });
   });
 
   it("refuses a report without an outcome, saying which values there are", async () => {

@@ -7,7 +7,7 @@ import { fleetForFile, startReplica, type TestReplica } from "../support/replica
 const { fleet, unavailable } = fleetForFile(2);
 const { replicas } = fleet;
 
-const REQUEST = "tell me about the weather somewhere";
+const REQUEST = "search for the latest quarterly report";
 const caller = (tenantId: string, runId: string) => ({ tenantId, runId, sessionId: "s" });
 
 async function learnedOf(replica: TestReplica, tenantId: string, tool: string): Promise<number> {

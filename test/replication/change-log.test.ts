@@ -54,6 +54,13 @@ describe.skipIf(unavailable !== undefined)(title, () => {
     expect(await log.head()).toBe(start + 2);
   });
 
+  it("stores U+0000 in a payload's text as U+FFFD (jsonb cannot hold it), and an escaped backslash as it was", async () => {
+    const start = await log.head();
+    await log.append([{ kind: "tool.searched", tenantId: "acme", payload: { query: "a\u0000b", raw: "c\\u0000d" } }]);
+    const [change] = await log.after(start, 1);
+    expect(change?.payload).toEqual({ query: "a\uFFFDb", raw: "c\\u0000d" });
+  });
+
   it("lets a reader that follows concurrent appenders see every change once, in order, with no gap", async () => {
     const start = await log.head();
     const appenders = 8;

@@ -276,7 +276,11 @@ steps:
       names: ["bravo.probe"],
       format: SkillFormat.INJECTION,
     });
-    const relevant = await skills().getRelevantSkills({ caller: bravo, task: "probe for hidden tools" });
+    // Its search_id is new and random each time: it says nothing of any tool.
+    const { searchId: _id, ...relevant } = await skills().getRelevantSkills({
+      caller: bravo,
+      task: "probe for hidden tools",
+    });
     return JSON.stringify(
       {
         skills: got.skills.map(({ lastUsedAt: _used, useCount: _count, ...rest }) => rest),
