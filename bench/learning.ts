@@ -4,7 +4,7 @@
  * opening it would), then the odd half searched and scored. Prints the learning curve (R@1 / R@5 after
  * 10 %, 50 % and 100 % of the sessions), a run with 20 % of the choices wrong, a run where tools are
  * renamed midway, a cold tenant, and the cost (search overhead, storage per 100,000 lessons).
- * Usage: node --import tsx bench/learning.ts [--metatool-every K] [--weight W] [--metatool-only] [--no-cost] [--tune]
+ * Usage: node --import tsx bench/learning.ts [--metatool-every K] [--weight W] [--metatool-only] [--no-cost | --cost-only] [--tune]
  */
 
 import { statSync } from "node:fs";
@@ -22,7 +22,8 @@ const at = process.argv.indexOf("--metatool-every");
 const METATOOL_EVERY = at >= 0 ? Number(process.argv[at + 1]) : 3;
 const weightAt = process.argv.indexOf("--weight");
 /** learning.weight for the run (default: the shipped default), to compare settings. */
-const LEARNING = weightAt >= 0 ? { ...DEFAULTS.learning, weight: Number(process.argv[weightAt + 1]) } : DEFAULTS.learning;
+const LEARNING =
+  weightAt >= 0 ? { ...DEFAULTS.learning, weight: Number(process.argv[weightAt + 1]) } : DEFAULTS.learning;
 /** --tune: the even half only, split in two (settings are chosen so; the odd half is held out). */
 const TUNE = process.argv.includes("--tune");
 const SETS = process.argv.includes("--metatool-only") ? ["metatool"] : ["toolbench", "metatool"];
@@ -184,14 +185,14 @@ async function renamedMidway(
   rows.push([
     set,
     "renamed tools: no learning",
-    0,
+    "0",
     label(touched.length),
     ...pair(await measure(opened, learning, "cold-renamed", touched)),
   ]);
   rows.push([
     set,
     "renamed tools: right after the rename",
-    half,
+    `${half}`,
     label(touched.length),
     ...pair(await measure(opened, learning, "renamed", touched)),
   ]);
@@ -199,7 +200,7 @@ async function renamedMidway(
   rows.push([
     set,
     "renamed tools: after the second half",
-    even.length,
+    `${even.length}`,
     label(touched.length),
     ...pair(await measure(opened, learning, "renamed", touched)),
   ]);
@@ -280,7 +281,7 @@ async function cost(embedder: Embedder, rows: (string | number)[][]) {
 const embedder = await Embedder.open(BENCH_MODEL_DIR);
 const rows: (string | number)[][] = [];
 try {
-  for (const set of SETS) await publicSet(set, embedder, rows);
+  if (!process.argv.includes("--cost-only")) for (const set of SETS) await publicSet(set, embedder, rows);
   if (!process.argv.includes("--no-cost")) await cost(embedder, rows);
 } finally {
   await embedder.close();

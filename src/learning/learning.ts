@@ -63,6 +63,8 @@ export class Learning {
   private readonly searches: RecentSearches;
   private readonly tenants = new Map<string, TenantState>();
   private readonly buckets = new Map<string, { tokens: number; atMs: number }>();
+  /** Lessons of choices still being written, by tenant: a search of the tenant waits for them. */
+  private readonly inFlight = new Map<string, Set<Promise<unknown>>>();
   private readonly now: () => number;
   private readonly onError: (error: unknown) => void;
   /** SQLite's count of commits by other connections (the CLI's reset, import): a change re-reads every model. */
@@ -101,6 +103,8 @@ export class Learning {
     vectors: readonly Float32Array[],
   ): Promise<LearnedEvidence | undefined> {
     if (!this.enabled) return undefined;
+    const pending = this.inFlight.get(caller.tenantId);
+    if (pending) await Promise.allSettled([...pending]);
     const state = await this.ready(caller.tenantId);
     if (state.model.size === 0) return undefined;
     const scores = state.model.scores(request, vectors);
@@ -122,19 +126,28 @@ export class Learning {
     if (delta === 0 || !this.admit(actorOf(caller), false)) return;
     search.chosen.add(tool);
     const passedOver = first ? search.hits.slice(0, rank).filter((hit) => !search.chosen.has(hit)) : [];
+    const written = this.store.teach({
+      tenantId: caller.tenantId,
+      actor: actorOf(caller),
+      request: clip(search.request),
+      deltas: [
+        { tool, delta },
+        ...passedOver.slice(0, PASSED_OVER_MAX).map((hit) => ({ tool: hit, delta: TEACHES.passedOver })),
+      ],
+      reportKey: "",
+    });
+    // The choice's call does not wait for the lesson (on replicas, a round trip to the shared log);
+    // the tenant's next search on this server does.
+    const pending = this.inFlight.get(caller.tenantId) ?? new Set();
+    this.inFlight.set(caller.tenantId, pending);
+    pending.add(written);
     try {
-      await this.store.teach({
-        tenantId: caller.tenantId,
-        actor: actorOf(caller),
-        request: clip(search.request),
-        deltas: [
-          { tool, delta },
-          ...passedOver.slice(0, PASSED_OVER_MAX).map((hit) => ({ tool: hit, delta: TEACHES.passedOver })),
-        ],
-        reportKey: "",
-      });
+      await written;
     } catch (error) {
       this.onError(error);
+    } finally {
+      pending.delete(written);
+      if (pending.size === 0) this.inFlight.delete(caller.tenantId);
     }
   }
 

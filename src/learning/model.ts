@@ -20,6 +20,8 @@ const FULL_WEIGHT = 1;
 
 interface Entry {
   tool: string;
+  /** Position of `tool` in TenantModel.tools, so scoring adds into arrays rather than maps. */
+  toolId: number;
   request: string;
   weight: number;
   /** The request's analysed words, each once. */
@@ -36,6 +38,9 @@ interface Entry {
 export class TenantModel {
   private readonly entries: Entry[] = [];
   private readonly byKey = new Map<string, number>();
+  private readonly byRequest = new Map<string, number[]>();
+  private readonly tools: string[] = [];
+  private readonly toolIds = new Map<string, number>();
   private readonly postings = new Map<string, number[]>();
   /** Entries whose vectors are packed in `scan`, in pack order; later vectors are scanned one by one. */
   private scan: CosineScan | undefined;
@@ -59,8 +64,26 @@ export class TenantModel {
     if (entry.weight === 0) return false;
     const terms = [...new Set(analyze(entry.request))];
     const id = this.entries.length;
-    this.entries.push({ ...entry, terms, vector: undefined });
+    let toolId = this.toolIds.get(entry.tool);
+    if (toolId === undefined) {
+      toolId = this.tools.length;
+      this.tools.push(entry.tool);
+      this.toolIds.set(entry.tool, toolId);
+    }
+    // One literal shape for every entry, so the scoring loop's property reads stay monomorphic.
+    const added: Entry = {
+      tool: entry.tool,
+      toolId,
+      request: entry.request,
+      weight: entry.weight,
+      terms,
+      vector: undefined,
+    };
+    this.entries.push(added);
     this.byKey.set(key, id);
+    const same = this.byRequest.get(entry.request);
+    if (same) same.push(id);
+    else this.byRequest.set(entry.request, [id]);
     for (const term of terms) {
       const list = this.postings.get(term);
       if (list) list.push(id);
@@ -71,9 +94,9 @@ export class TenantModel {
 
   /** Gives every entry of `request` its vector (the same text, whatever the tool). */
   setVector(request: string, vector: Float32Array): void {
-    for (const id of this.byKey.values()) {
+    for (const id of this.byRequest.get(request) ?? []) {
       const entry = this.entries[id] as Entry;
-      if (entry.request !== request || entry.vector !== undefined) continue;
+      if (entry.vector !== undefined) continue;
       entry.vector = vector;
       this.loose.push(id);
     }
@@ -81,12 +104,11 @@ export class TenantModel {
 
   /** The requests still without a vector. */
   unembedded(): string[] {
-    const out = new Set<string>();
-    for (const id of this.byKey.values()) {
-      const entry = this.entries[id] as Entry;
-      if (entry.vector === undefined) out.add(entry.request);
-    }
-    return [...out];
+    const out: string[] = [];
+    for (const [request, ids] of this.byRequest)
+      if (ids.some((id) => this.entries[id]?.vector === undefined && this.entries[id]?.weight !== 0))
+        out.push(request);
+    return out;
   }
 
   /** Every learned request (for show and export), heaviest first. */
@@ -106,20 +128,21 @@ export class TenantModel {
     // Without the model, shared words are all there is to go by.
     this.byWords(request, similarity, vectors.length > 0 ? 1 - MEANING.share : 1);
     if (vectors.length > 0) this.byMeaning(vectors, similarity);
-    const favour = new Map<string, number>();
-    const against = new Map<string, number>();
-    for (const id of this.byKey.values()) {
+    const favour = new Float64Array(this.tools.length);
+    const against = new Float64Array(this.tools.length);
+    for (let id = 0; id < this.entries.length; id++) {
       const s = similarity[id] as number;
-      if (s <= 0) continue;
       const entry = this.entries[id] as Entry;
+      // A forgotten entry keeps its place with weight 0.
+      if (s <= 0 || entry.weight === 0) continue;
       const confidence = Math.min(1, Math.abs(entry.weight) / FULL_WEIGHT);
       const side = entry.weight > 0 ? favour : against;
-      side.set(entry.tool, Math.max(side.get(entry.tool) ?? 0, s * confidence));
+      side[entry.toolId] = Math.max(side[entry.toolId] as number, s * confidence);
     }
     const out = new Map<string, number>();
-    for (const tool of new Set([...favour.keys(), ...against.keys()])) {
-      const score = (favour.get(tool) ?? 0) - (against.get(tool) ?? 0);
-      if (score !== 0) out.set(tool, Math.max(-1, Math.min(1, score)));
+    for (let t = 0; t < this.tools.length; t++) {
+      const score = (favour[t] as number) - (against[t] as number);
+      if (score !== 0) out.set(this.tools[t] as string, Math.max(-1, Math.min(1, score)));
     }
     return out;
   }

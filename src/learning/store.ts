@@ -32,6 +32,16 @@ export const learningMigrations: readonly Migration[] = [
       CREATE INDEX learning_reports_age ON learning_reports (at_ms);
     `,
   },
+  {
+    // Counting a tenant's rows on every lesson read all of them; the count is kept instead.
+    id: "learning/002-row-counts",
+    up: `
+      CREATE TABLE learning_tenants (
+        tenant_id TEXT PRIMARY KEY,
+        row_count INTEGER NOT NULL
+      ) WITHOUT ROWID;
+    `,
+  },
 ];
 
 /** How learning is bounded and ages (config `learning`). */
@@ -49,6 +59,7 @@ const ACTOR_CAP = 3;
 /** A weight this close to 0 is forgotten. */
 const NEGLIGIBLE = 0.01;
 const DAY_MS = 86_400_000;
+
 const REPORT_KEY_TTL_MS = DAY_MS;
 
 /** A change to a tenant's learning: choices of `actor` for `request`, or a report naming a key. */
@@ -87,6 +98,8 @@ export class LearningStore {
   private readonly rowsOfRequest;
   private readonly clearTenant;
   private readonly clearTool;
+  private readonly rowsStored;
+  private readonly addRows;
 
   constructor(
     private readonly db: Db,
@@ -131,6 +144,13 @@ export class LearningStore {
          SELECT tenant_id, tool_name, request, actor FROM learned_requests WHERE tenant_id = ?
          ORDER BY updated_at_ms, tool_name, request, actor LIMIT ?)`,
     );
+    this.rowsStored = db.prepare<[string], { row_count: number }>(
+      "SELECT row_count FROM learning_tenants WHERE tenant_id = ?",
+    );
+    this.addRows = db.prepare<[string, number, number]>(
+      `INSERT INTO learning_tenants (tenant_id, row_count) VALUES (?, ?)
+       ON CONFLICT (tenant_id) DO UPDATE SET row_count = row_count + ?`,
+    );
     this.rowsOfTenant = db.prepare<[string], Row>(
       "SELECT tool_name, request, weight, updated_at_ms FROM learned_requests WHERE tenant_id = ?",
     );
@@ -142,6 +162,19 @@ export class LearningStore {
     this.clearTool = db.prepare<[string, string]>(
       "DELETE FROM learned_requests WHERE tenant_id = ? AND tool_name = ?",
     );
+  }
+
+  /** The tenant's rows, counted once and then kept in step with every insert and delete. */
+  private rowsOf(tenantId: string): number {
+    const stored = this.rowsStored.get(tenantId);
+    if (stored) return stored.row_count;
+    const n = this.rowCount.get(tenantId)?.n ?? 0;
+    this.addRows.run(tenantId, n, n);
+    return n;
+  }
+
+  private countRows(tenantId: string, delta: number): void {
+    if (delta !== 0) this.addRows.run(tenantId, delta, delta);
   }
 
   /** The change kinds this store writes, for replicas to apply (src/replication). */
@@ -202,19 +235,28 @@ export class LearningStore {
         const old = this.row.get(tenantId, tool, request, actor);
         const before = old ? old.weight * this.decay(atMs - old.updated_at_ms) : 0;
         const weight = Math.max(-ACTOR_CAP, Math.min(ACTOR_CAP, before + delta));
-        if (Math.abs(weight) < NEGLIGIBLE) this.remove.run(tenantId, tool, request, actor);
-        else this.upsert.run(tenantId, tool, request, actor, weight, atMs);
+        this.rowsOf(tenantId);
+        if (Math.abs(weight) < NEGLIGIBLE)
+          this.countRows(tenantId, -this.remove.run(tenantId, tool, request, actor).changes);
+        else {
+          this.upsert.run(tenantId, tool, request, actor, weight, atMs);
+          if (!old) this.countRows(tenantId, 1);
+        }
         keys.push({ tool, request });
         while ((this.requestsOf.get(tenantId, tool)?.n ?? 0) > this.bounds.maxRequestsPerTool) {
           const lightest = this.lightest.get(tenantId, tool);
           if (!lightest) break;
-          this.removeRequest.run(tenantId, tool, lightest.request);
+          this.countRows(tenantId, -this.removeRequest.run(tenantId, tool, lightest.request).changes);
           pruned = true;
         }
       }
-      const over = (this.rowCount.get(tenantId)?.n ?? 0) - this.bounds.maxRowsPerTenant;
+      const over = this.rowsOf(tenantId) - this.bounds.maxRowsPerTenant;
       if (over > 0) {
-        this.removeOldest.run(tenantId, over);
+        // Down to 95 % of the bound at once, so a tenant at its bound does not prune on every lesson.
+        this.countRows(
+          tenantId,
+          -this.removeOldest.run(tenantId, over + Math.floor(this.bounds.maxRowsPerTenant * 0.05)).changes,
+        );
         pruned = true;
       }
       if (lesson.event) this.events?.emit(lesson.event);
@@ -226,8 +268,9 @@ export class LearningStore {
   private readonly resetWrite: ReplicatedWrite<Reset, void> = {
     kind: "learning/reset",
     apply: ({ tenantId, tool }) => {
-      if (tool === "") this.clearTenant.run(tenantId);
-      else this.clearTool.run(tenantId, tool);
+      this.rowsOf(tenantId);
+      const removed = tool === "" ? this.clearTenant.run(tenantId) : this.clearTool.run(tenantId, tool);
+      this.countRows(tenantId, -removed.changes);
       afterCommit(this.db, () => this.changed(tenantId, "all"));
     },
   };

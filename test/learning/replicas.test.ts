@@ -28,9 +28,10 @@ describe.skipIf(unavailable)(
       const chosen = found.tools.at(-1)?.name ?? "";
       expect(found.tools.length).toBeGreaterThan(1);
       await a.grpc(ToolDiscoveryService).getTools({ caller: caller("acme", "r-1"), names: [chosen] });
-      expect(await learnedOf(b, "acme", chosen)).toBeGreaterThan(0);
-      expect(await learnedOf(b, "initech", chosen)).toBe(0);
+      // The replica that saw the choice waits for its lesson; another sees it once the log carries it.
       expect(await learnedOf(a, "acme", chosen)).toBeGreaterThan(0);
+      await expect.poll(() => learnedOf(b, "acme", chosen), { timeout: 10_000 }).toBeGreaterThan(0);
+      expect(await learnedOf(b, "initech", chosen)).toBe(0);
     });
 
     it("keeps what was learned across a restart", async () => {

@@ -56,7 +56,9 @@ describe.skipIf(unavailable !== undefined)(title, () => {
 
   it("stores U+0000 in a payload's text as U+FFFD (jsonb cannot hold it), and an escaped backslash as it was", async () => {
     const start = await log.head();
-    await log.append([{ kind: "tool.searched", tenantId: "acme", payload: { query: "a\u0000b", raw: "c\\u0000d" } }]);
+    await log.append([
+      { kind: "tool.searched", tenantId: "acme", payload: { query: "a\u0000b", raw: "c\\u0000d" } },
+    ]);
     const [change] = await log.after(start, 1);
     expect(change?.payload).toEqual({ query: "a\uFFFDb", raw: "c\\u0000d" });
   });

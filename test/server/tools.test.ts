@@ -156,7 +156,8 @@ describe("SearchTools scores and match quality", () => {
     // moves the lexical one by half of the way to 1 (or to 0), and nothing else takes part.
     for (const hit of response.tools) {
       const l = hit.learnedScore;
-      const lifted = l >= 0 ? hit.lexicalScore + 0.5 * l * (1 - hit.lexicalScore) : hit.lexicalScore * (1 + 0.5 * l);
+      const lifted =
+        l >= 0 ? hit.lexicalScore + 0.5 * l * (1 - hit.lexicalScore) : hit.lexicalScore * (1 + 0.5 * l);
       expect(hit.score).toBeCloseTo(lifted, 12);
       expect(hit.semanticScore).toBe(0);
     }
