@@ -4,7 +4,7 @@
  * opening it would), then the odd half searched and scored. Prints the learning curve (R@1 / R@5 after
  * 10 %, 50 % and 100 % of the sessions), a run with 20 % of the choices wrong, a run where tools are
  * renamed midway, a cold tenant, and the cost (search overhead, storage per 100,000 lessons).
- * Usage: node --import tsx bench/learning.ts [--metatool-every K] [--weight W] [--metatool-only] [--no-cost | --cost-only] [--tune]
+ * Usage: node --import tsx bench/learning.ts [--metatool-every K] [--weight W] [--metatool-only] [--no-cost | --cost-only] [--tune] [--curve-only]
  */
 
 import { statSync } from "node:fs";
@@ -26,6 +26,8 @@ const LEARNING =
   weightAt >= 0 ? { ...DEFAULTS.learning, weight: Number(process.argv[weightAt + 1]) } : DEFAULTS.learning;
 /** --tune: the even half only, split in two (settings are chosen so; the odd half is held out). */
 const TUNE = process.argv.includes("--tune");
+/** --curve-only: the learning curve alone (no noisy, cold or renamed runs). */
+const CURVE_ONLY = process.argv.includes("--curve-only");
 const SETS = process.argv.includes("--metatool-only") ? ["metatool"] : ["toolbench", "metatool"];
 /** The share of choices made wrong in the noisy run, and the seed that picks them. */
 const WRONG_SHARE = 0.2;
@@ -122,6 +124,10 @@ async function publicSet(set: string, embedder: Embedder, rows: (string | number
       await measure(opened, learning, "curve", odd),
       upTo,
     );
+  }
+  if (CURVE_ONLY) {
+    await opened.close();
+    return;
   }
   // 20 % of the choices wrong (another hit than the gold tool), a tenant of its own.
   await replay(opened, learning, "noisy", even, seededWrong(WRONG_SHARE));

@@ -77,6 +77,7 @@ export const DEFAULTS = {
     maxRequestsPerTool: 64,
     maxRowsPerTenant: 20_000,
     lessonsPerSecond: 20,
+    operatorTenants: [] as readonly string[],
   } satisfies LearningConfig,
   postgres: {
     poolSize: 10,

@@ -404,6 +404,7 @@ function toConfig(raw: ConfigFile, baseDir: string, configFile: string | undefin
       maxRequestsPerTool: raw.learning?.max_requests_per_tool ?? DEFAULTS.learning.maxRequestsPerTool,
       maxRowsPerTenant: raw.learning?.max_rows_per_tenant ?? DEFAULTS.learning.maxRowsPerTenant,
       lessonsPerSecond: raw.learning?.lessons_per_second ?? DEFAULTS.learning.lessonsPerSecond,
+      operatorTenants: raw.learning?.operator_tenants ?? DEFAULTS.learning.operatorTenants,
     },
     storage: {
       postgres: raw.storage?.postgres && postgresConfig(raw.storage.postgres.url, raw.storage.postgres),

@@ -153,6 +153,11 @@ export interface LearningConfig {
   readonly maxRowsPerTenant: number;
   /** Lessons one principal may teach per second, sustained (bursts of ten times that). */
   readonly lessonsPerSecond: number;
+  /**
+   * Tenants whose lessons also teach every other tenant's search, at half strength: the operator's own
+   * agents, a curated tenant. Empty by default, so no tenant's traffic reaches another's ranking.
+   */
+  readonly operatorTenants: readonly string[];
 }
 
 /** Where the state lives when several replicas share it (docs/replicas.md); absent = SQLite alone. */

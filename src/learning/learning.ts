@@ -29,6 +29,8 @@ const TEACHES = {
 const PASSED_OVER_MAX = 5;
 /** A search waits for at most this many new learned requests to be embedded; more embed in the background. */
 const EMBED_WAIT_MAX = 32;
+/** How much an operator tenant's learned score counts in another tenant's search. */
+const OPERATOR_SHARE = 0.5;
 /** Learned requests are stored clipped to this many characters. */
 const REQUEST_MAX_CHARS = 512;
 
@@ -94,8 +96,9 @@ export class Learning {
   }
 
   /**
-   * What the caller's tenant learned of tools for `request` (with its meaning `vectors`, when the
-   * model runs), or undefined when it learned nothing: then the search is exactly as without learning.
+   * What the caller's tenant (and the operator's tenants, config `learning.operator_tenants`) learned
+   * of tools for `request` (with its meaning `vectors`, when the model runs), or undefined when they
+   * learned nothing: then the search is exactly as without learning.
    */
   async evidence(
     caller: Caller,
@@ -103,12 +106,28 @@ export class Learning {
     vectors: readonly Float32Array[],
   ): Promise<LearnedEvidence | undefined> {
     if (!this.enabled) return undefined;
-    const pending = this.inFlight.get(caller.tenantId);
-    if (pending) await Promise.allSettled([...pending]);
-    const state = await this.ready(caller.tenantId);
-    if (state.model.size === 0) return undefined;
-    const scores = state.model.scores(request, vectors);
+    const scores = await this.scoresOf(caller.tenantId, request, vectors);
+    // The operator's tenants teach everyone, at half strength; no other tenant's lessons are read.
+    for (const tenant of this.options.config.operatorTenants) {
+      if (tenant === caller.tenantId) continue;
+      for (const [tool, score] of await this.scoresOf(tenant, request, vectors)) {
+        const sum = (scores.get(tool) ?? 0) + OPERATOR_SHARE * score;
+        scores.set(tool, Math.max(-1, Math.min(1, sum)));
+      }
+    }
     return scores.size === 0 ? undefined : { scores, weight: this.options.config.weight };
+  }
+
+  /** What `tenantId` alone learned of tools for `request`, once its own lessons in flight are written. */
+  private async scoresOf(
+    tenantId: string,
+    request: string,
+    vectors: readonly Float32Array[],
+  ): Promise<Map<string, number>> {
+    const pending = this.inFlight.get(tenantId);
+    if (pending) await Promise.allSettled([...pending]);
+    const state = await this.ready(tenantId);
+    return state.model.size === 0 ? new Map() : state.model.scores(request, vectors);
   }
 
   /**

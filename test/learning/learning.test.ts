@@ -34,14 +34,16 @@ beforeAll(async () => {
   wayfind = await startTestServer({
     catalogs: [{ path: catalog, loading_mode: "deferred" }],
     // A burst of 50 lessons per principal, then 5 a second.
-    learning: { lessons_per_second: 5 },
+    learning: { lessons_per_second: 5, operator_tenants: ["ops"] },
     // hr.secret_salaries is hidden from tenant "beta".
     visibility: [
       { match: { tenant: "beta" }, allow: ["*"], deny: ["hr.secret_salaries"] },
-      ...["alpha", "gamma", "delta", "epsilon", "zeta", "eta"].map((tenant) => ({
-        match: { tenant },
-        allow: ["*"],
-      })),
+      ...["alpha", "gamma", "delta", "epsilon", "zeta", "eta", "ops", "theta", "iota", "kappa"].map(
+        (tenant) => ({
+          match: { tenant },
+          allow: ["*"],
+        }),
+      ),
     ],
   });
 });
@@ -83,6 +85,21 @@ describe("learning from use", () => {
     // Another tenant's answer is byte-identical to what it was before alpha's traffic.
     const otherAfter = await rankOf("gamma", "hr.request_leave");
     expect(strip(otherAfter.response)).toEqual(strip(otherBefore.response));
+  });
+
+  it("lets the operator's tenants teach every tenant, at half strength, and no one else's", async () => {
+    const before = await rankOf("theta", "hr.request_leave");
+    await choose("ops", "ops-1", "hr.request_leave");
+    await choose("iota", "iota-1", "hr.request_leave");
+    const fromOps = await rankOf("theta", "hr.request_leave");
+    const own = await rankOf("ops", "hr.request_leave");
+    const learned = (r: typeof own) => r.response.tools[r.rank]?.learnedScore ?? 0;
+    expect(learned(fromOps)).toBeCloseTo(learned(own) / 2, 9);
+    expect(learned(fromOps)).toBeGreaterThan(0);
+    expect(fromOps.rank).toBeLessThan(before.rank === -1 ? 99 : before.rank);
+    // iota is no operator tenant: its choice reaches no one (theta's answer is ops's doing alone).
+    const iotaOnly = await rankOf("kappa", "hr.request_leave");
+    expect(learned(iotaOnly)).toBeCloseTo(learned(own) / 2, 9);
   });
 
   it("never outranks a tool named like the request", async () => {
