@@ -29,6 +29,15 @@ export const ANONYMOUS_CALLER: Caller = {
   narrowToTools: [],
 };
 
+/** The caller's tenant, session and run as an event names them (absent when empty). */
+export function eventScopeOf(caller: Caller): { tenantId?: string; sessionId?: string; runId?: string } {
+  return {
+    tenantId: caller.tenantId || undefined,
+    sessionId: caller.sessionId || undefined,
+    runId: caller.runId || undefined,
+  };
+}
+
 /** What a principal may do, per RPC (src/auth/roles.ts). `admin` may do everything. */
 export type Role = "agent" | "observer" | "admin";
 export const ROLES: readonly Role[] = ["agent", "observer", "admin"];

@@ -151,13 +151,12 @@ export class IndexHost {
       readings: this.readings,
     });
     const fused = semantic ? fuse(index, candidates?.allowed, lexical.hits, page, semantic) : lexical.hits;
-    const named = () => new Set((index.keys.get(nameKey(query)) ?? []).map((d) => index.docs[d]?.name ?? ""));
-    const found = {
-      ...lexical,
-      hits: learned
-        ? applyLearned(index, candidates?.allowed, fused, limit, learned, named(), semantic)
-        : fused.slice(0, limit),
-    };
+    let hits = fused.slice(0, limit);
+    if (learned) {
+      const named = new Set((index.keys.get(nameKey(query)) ?? []).map((d) => index.docs[d]?.name ?? ""));
+      hits = applyLearned(index, candidates?.allowed, fused, limit, learned, named, semantic);
+    }
+    const found = { ...lexical, hits };
     // Scores are absolute, so the threshold applies to each hit alone (hits are in score order).
     const result = { ...found, hits: found.hits.filter((h) => h.score >= minScore) };
     this.events?.emit({

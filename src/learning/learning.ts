@@ -1,4 +1,4 @@
-import type { Caller } from "../caller/caller.ts";
+import { type Caller, eventScopeOf } from "../caller/caller.ts";
 import type { LearningConfig } from "../config/index.ts";
 import type { Db } from "../database/sqlite.ts";
 import type { LearnedEvidence } from "../discovery/index.ts";
@@ -196,13 +196,8 @@ export class Learning {
       search.hits.includes(report.name);
     // Over the rate, an explicit report is refused (RESOURCE_EXHAUSTED) rather than silently not learned.
     if (learn) this.admit(actorOf(caller), true);
-    const scope = {
-      tenantId: caller.tenantId || undefined,
-      sessionId: caller.sessionId || undefined,
-      runId: caller.runId || undefined,
-    };
-    const common = { outcome: report.outcome, search_id: report.searchId, note: withoutNul(report.note) };
-    common.search_id = withoutNul(common.search_id);
+    const scope = eventScopeOf(caller);
+    const common = { outcome: report.outcome, search_id: report.searchId, note: report.note };
     const event =
       report.kind === "tool"
         ? {
@@ -221,7 +216,7 @@ export class Learning {
       actor: actorOf(caller),
       request: learn ? clip(search.request) : "",
       deltas: learn ? [{ tool: report.name, delta }] : [],
-      reportKey: report.key === "" ? "" : `${report.kind}:${withoutNul(report.key)}`,
+      reportKey: report.key === "" ? "" : `${report.kind}:${report.key}`,
       event,
     });
     if (applied && learn && delta > 0) search.chosen.add(report.name);
@@ -349,11 +344,6 @@ function clip(request: string): string {
     .replace(/[\s\p{Cc}]+/gu, " ")
     .trim()
     .slice(0, REQUEST_MAX_CHARS);
-}
-
-/** PostgreSQL's JSON cannot hold U+0000, and changes travel as JSON: it becomes U+FFFD. */
-function withoutNul(text: string): string {
-  return text.replaceAll("\u0000", "\uFFFD");
 }
 
 /** A search id this server does not remember for the caller's tenant: unknown, expired or another's alike. */

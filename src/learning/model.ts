@@ -42,6 +42,8 @@ export class TenantModel {
   private readonly tools: string[] = [];
   private readonly toolIds = new Map<string, number>();
   private readonly postings = new Map<string, number[]>();
+  /** Requests of live entries that have no vector yet. */
+  private readonly withoutVector = new Set<string>();
   /** Entries whose vectors are packed in `scan`, in pack order; later vectors are scanned one by one. */
   private scan: CosineScan | undefined;
   private packed: number[] = [];
@@ -51,17 +53,20 @@ export class TenantModel {
     return this.byKey.size;
   }
 
-  /** Sets the weight of (tool, request); 0 forgets it. Returns whether the request still needs a vector. */
-  set(entry: LearnedRequest): boolean {
+  /** Sets the weight of (tool, request); 0 forgets it. */
+  set(entry: LearnedRequest): void {
     const key = keyOf(entry.tool, entry.request);
     const at = this.byKey.get(key);
     if (at !== undefined) {
       const known = this.entries[at] as Entry;
       known.weight = entry.weight;
-      if (entry.weight === 0) this.byKey.delete(key);
-      return entry.weight !== 0 && known.vector === undefined;
+      if (entry.weight === 0) {
+        this.byKey.delete(key);
+        if (!this.needsVector(entry.request)) this.withoutVector.delete(entry.request);
+      }
+      return;
     }
-    if (entry.weight === 0) return false;
+    if (entry.weight === 0) return;
     const terms = [...new Set(analyze(entry.request))];
     const id = this.entries.length;
     let toolId = this.toolIds.get(entry.tool);
@@ -89,7 +94,7 @@ export class TenantModel {
       if (list) list.push(id);
       else this.postings.set(term, [id]);
     }
-    return true;
+    this.withoutVector.add(entry.request);
   }
 
   /** Gives every entry of `request` its vector (the same text, whatever the tool). */
@@ -100,15 +105,19 @@ export class TenantModel {
       entry.vector = vector;
       this.loose.push(id);
     }
+    this.withoutVector.delete(request);
   }
 
-  /** The requests still without a vector. */
+  /** The requests still without a vector (kept as entries change: every search asks). */
   unembedded(): string[] {
-    const out: string[] = [];
-    for (const [request, ids] of this.byRequest)
-      if (ids.some((id) => this.entries[id]?.vector === undefined && this.entries[id]?.weight !== 0))
-        out.push(request);
-    return out;
+    return [...this.withoutVector];
+  }
+
+  /** Whether a live entry of `request` still lacks its vector. */
+  private needsVector(request: string): boolean {
+    return (this.byRequest.get(request) ?? []).some(
+      (id) => this.entries[id]?.vector === undefined && this.entries[id]?.weight !== 0,
+    );
   }
 
   /** Every learned request (for show and export), heaviest first. */

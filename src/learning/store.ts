@@ -231,11 +231,12 @@ export class LearningStore {
       }
       const keys: TaughtKey[] = [];
       let pruned = false;
+      // The count is started (from the rows as they are) before any row changes.
+      if (lesson.deltas.length > 0) this.rowsOf(tenantId);
       for (const { tool, delta } of lesson.deltas) {
         const old = this.row.get(tenantId, tool, request, actor);
         const before = old ? old.weight * this.decay(atMs - old.updated_at_ms) : 0;
         const weight = Math.max(-ACTOR_CAP, Math.min(ACTOR_CAP, before + delta));
-        this.rowsOf(tenantId);
         if (Math.abs(weight) < NEGLIGIBLE)
           this.countRows(tenantId, -this.remove.run(tenantId, tool, request, actor).changes);
         else {
@@ -250,7 +251,7 @@ export class LearningStore {
           pruned = true;
         }
       }
-      const over = this.rowsOf(tenantId) - this.bounds.maxRowsPerTenant;
+      const over = lesson.deltas.length > 0 ? this.rowsOf(tenantId) - this.bounds.maxRowsPerTenant : 0;
       if (over > 0) {
         // Down to 95 % of the bound at once, so a tenant at its bound does not prune on every lesson.
         this.countRows(

@@ -6,7 +6,7 @@ import {
   activateVisible,
   type LazyGroups,
 } from "../activation/index.ts";
-import type { Caller } from "../caller/caller.ts";
+import { type Caller, eventScopeOf } from "../caller/caller.ts";
 import type { ToolSearchConfig } from "../config/index.ts";
 import {
   type IndexHost,
@@ -173,7 +173,7 @@ export class ToolService {
     }
     this.options.events.emit({
       type: "tool_get",
-      ...eventScope(caller),
+      ...eventScopeOf(caller),
       attributes: { requested_count: names.length, returned_count: tools.length },
     });
     this.chose(
@@ -566,12 +566,4 @@ function payloadTool(tool: Tool) {
 
 function byName(a: Tool, b: Tool): number {
   return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
-}
-
-function eventScope(caller: Caller) {
-  return {
-    tenantId: caller.tenantId || undefined,
-    sessionId: caller.sessionId || undefined,
-    runId: caller.runId || undefined,
-  };
 }
