@@ -5,6 +5,7 @@ import type { LearnedEvidence } from "../discovery/index.ts";
 import { notFound, quoteInput, RetryLaterError, type WayfindError } from "../errors.ts";
 import type { EventSink } from "../events/index.ts";
 import type { StateWriter } from "../replication/writes.ts";
+import { runInSlices } from "../text/slices.ts";
 import { type LearnedRequest, TenantModel } from "./model.ts";
 import { RecentSearches } from "./searches.ts";
 import { LearningStore, type TaughtKey } from "./store.ts";
@@ -53,6 +54,8 @@ interface TenantState {
   /** Vectors of requests already embedded, reused when the model is read again. */
   vectors: Map<string, Float32Array>;
   embedding: Promise<void> | undefined;
+  /** A whole read of the tenant's rows under way (see load). */
+  loading: Promise<void> | undefined;
 }
 
 /**
@@ -266,18 +269,25 @@ export class Learning {
     }
     let state = this.tenants.get(tenantId);
     if (!state) {
-      state = { model: new TenantModel(), stale: "all", vectors: new Map(), embedding: undefined };
+      state = {
+        model: new TenantModel(),
+        stale: "all",
+        vectors: new Map(),
+        embedding: undefined,
+        loading: undefined,
+      };
       this.tenants.set(tenantId, state);
     }
-    if (state.stale === "all" || state.stale.length > 0) {
-      const keys = state.stale === "all" ? undefined : state.stale;
-      if (!keys) state.model = new TenantModel();
+    // A whole read under way: keys changed meanwhile are read after it, into the model it made.
+    while (state.loading) await state.loading;
+    if (state.stale === "all") {
       state.stale = [];
-      for (const entry of this.store.read(tenantId, this.now(), keys)) {
-        state.model.set(entry);
-        const vector = state.vectors.get(entry.request);
-        if (vector) state.model.setVector(entry.request, vector);
-      }
+      state.loading = this.load(state, tenantId);
+      await state.loading;
+    } else if (state.stale.length > 0) {
+      const keys = state.stale;
+      state.stale = [];
+      for (const entry of this.store.read(tenantId, this.now(), keys)) fill(state, state.model, entry);
     }
     const embedder = this.options.embedder;
     if (!embedder) return state;
@@ -285,6 +295,31 @@ export class Learning {
     if (missing.length > 0 && !state.embedding) state.embedding = this.embed(state, missing, embedder);
     if (wait && state.embedding && missing.length <= EMBED_WAIT_MAX) await state.embedding;
     return state;
+  }
+
+  /**
+   * Reads the tenant's model whole, into a new model swapped in at the end. At its row bound that is
+   * more work than one turn of the event loop should hold, so rows are read a page and entries added
+   * a slice at a time. A row changed meanwhile is read again after (its key is stale by then).
+   */
+  private async load(state: TenantState, tenantId: string): Promise<void> {
+    try {
+      const pages = this.store.readInPages(tenantId, this.now());
+      const model = new TenantModel();
+      await runInSlices(
+        (function* () {
+          for (const page of pages)
+            for (const entry of page) {
+              fill(state, model, entry);
+              yield;
+            }
+        })(),
+        () => true,
+      );
+      state.model = model;
+    } finally {
+      state.loading = undefined;
+    }
   }
 
   private async embed(
@@ -330,6 +365,13 @@ export class Learning {
       waitMs,
     );
   }
+}
+
+/** Sets `entry` in `model`, with its request's vector when one was embedded before. */
+function fill(state: TenantState, model: TenantModel, entry: LearnedRequest): void {
+  model.set(entry);
+  const vector = state.vectors.get(entry.request);
+  if (vector) model.setVector(entry.request, vector);
 }
 
 /** Who a lesson counts for: the credential, or without credentials the user the caller names. */

@@ -59,6 +59,8 @@ const ACTOR_CAP = 3;
 /** A weight this close to 0 is forgotten. */
 const NEGLIGIBLE = 0.01;
 const DAY_MS = 86_400_000;
+/** Rows per step of a read in slices (readInPages). */
+const PAGE_ROWS = 2_000;
 
 const REPORT_KEY_TTL_MS = DAY_MS;
 
@@ -95,6 +97,7 @@ export class LearningStore {
   private readonly rowCount;
   private readonly removeOldest;
   private readonly rowsOfTenant;
+  private readonly rowsPage;
   private readonly rowsOfRequest;
   private readonly clearTenant;
   private readonly clearTool;
@@ -139,10 +142,11 @@ export class LearningStore {
     this.rowCount = db.prepare<[string], { n: number }>(
       "SELECT COUNT(*) AS n FROM learned_requests WHERE tenant_id = ?",
     );
-    this.removeOldest = db.prepare<[string, number]>(
+    this.removeOldest = db.prepare<[string, number], TaughtKey>(
       `DELETE FROM learned_requests WHERE (tenant_id, tool_name, request, actor) IN (
          SELECT tenant_id, tool_name, request, actor FROM learned_requests WHERE tenant_id = ?
-         ORDER BY updated_at_ms, tool_name, request, actor LIMIT ?)`,
+         ORDER BY updated_at_ms, tool_name, request, actor LIMIT ?)
+       RETURNING tool_name AS tool, request`,
     );
     this.rowsStored = db.prepare<[string], { row_count: number }>(
       "SELECT row_count FROM learning_tenants WHERE tenant_id = ?",
@@ -153,6 +157,11 @@ export class LearningStore {
     );
     this.rowsOfTenant = db.prepare<[string], Row>(
       "SELECT tool_name, request, weight, updated_at_ms FROM learned_requests WHERE tenant_id = ?",
+    );
+    this.rowsPage = db.prepare<[string, string, string, string, number], Row & { actor: string }>(
+      `SELECT tool_name, request, actor, weight, updated_at_ms FROM learned_requests
+       WHERE tenant_id = ? AND (tool_name, request, actor) > (?, ?, ?)
+       ORDER BY tool_name, request, actor LIMIT ?`,
     );
     this.rowsOfRequest = db.prepare<[string, string, string], Row>(
       `SELECT tool_name, request, weight, updated_at_ms FROM learned_requests
@@ -197,6 +206,37 @@ export class LearningStore {
     return this.writer.write(this.importWrite, { tenantId, entries }, tenantId);
   }
 
+  /**
+   * The tenant's learned requests as `read` gives them, one page of rows per step, for a server that
+   * reads a whole tenant in slices (a tenant at its row bound is too much for one turn). Rows are read
+   * in key order, so a request's rows from several actors are summed across a page's end.
+   */
+  *readInPages(tenantId: string, nowMs: number): Generator<LearnedRequest[]> {
+    let after = { tool: "", request: "", actor: "" };
+    let open: LearnedRequest | undefined;
+    for (;;) {
+      const rows = this.rowsPage.all(tenantId, after.tool, after.request, after.actor, PAGE_ROWS);
+      const done: LearnedRequest[] = [];
+      for (const r of rows) {
+        const weight = r.weight * this.decay(nowMs - r.updated_at_ms);
+        if (open && open.tool === r.tool_name && open.request === r.request)
+          open = { ...open, weight: open.weight + weight };
+        else {
+          if (open) done.push(open);
+          open = { tool: r.tool_name, request: r.request, weight };
+        }
+      }
+      const last = rows.at(-1);
+      if (rows.length < PAGE_ROWS || last === undefined) {
+        if (open) done.push(open);
+        yield done;
+        return;
+      }
+      after = { tool: last.tool_name, request: last.request, actor: last.actor };
+      yield done;
+    }
+  }
+
   /** The tenant's learned requests with their weights decayed to `nowMs`, summed over actors. */
   read(tenantId: string, nowMs: number, keys?: readonly TaughtKey[]): LearnedRequest[] {
     const rows = keys
@@ -230,7 +270,6 @@ export class LearningStore {
         this.remember.run(tenantId, lesson.reportKey, atMs);
       }
       const keys: TaughtKey[] = [];
-      let pruned = false;
       // The count is started (from the rows as they are) before any row changes.
       if (lesson.deltas.length > 0) this.rowsOf(tenantId);
       for (const { tool, delta } of lesson.deltas) {
@@ -248,20 +287,22 @@ export class LearningStore {
           const lightest = this.lightest.get(tenantId, tool);
           if (!lightest) break;
           this.countRows(tenantId, -this.removeRequest.run(tenantId, tool, lightest.request).changes);
-          pruned = true;
+          keys.push({ tool, request: lightest.request });
         }
       }
       const over = lesson.deltas.length > 0 ? this.rowsOf(tenantId) - this.bounds.maxRowsPerTenant : 0;
       if (over > 0) {
         // Down to 95 % of the bound at once, so a tenant at its bound does not prune on every lesson.
-        this.countRows(
+        const removed = this.removeOldest.all(
           tenantId,
-          -this.removeOldest.run(tenantId, over + Math.floor(this.bounds.maxRowsPerTenant * 0.05)).changes,
+          over + Math.floor(this.bounds.maxRowsPerTenant * 0.05),
         );
-        pruned = true;
+        this.countRows(tenantId, -removed.length);
+        keys.push(...removed);
       }
       if (lesson.event) this.events?.emit(lesson.event);
-      afterCommit(this.db, () => this.changed(tenantId, pruned ? "all" : keys));
+      // Only the keys that moved are read again (a pruned one reads as weight 0: forgotten).
+      afterCommit(this.db, () => this.changed(tenantId, keys));
       return true;
     },
   };

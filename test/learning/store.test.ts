@@ -83,6 +83,20 @@ describe("LearningStore", () => {
     expect(store.read("acme", 30 * day - 1)[0]?.weight).toBe(store.read("acme", 29 * day)[0]?.weight);
   });
 
+  it("reads a tenant in pages exactly as at once, a request's actors summed across a page's end", async () => {
+    const { store } = storeWith({ maxRequestsPerTool: 1_000, maxRowsPerTenant: 10_000 });
+    // Three actors a request: a page of 2,000 rows ends inside a request's rows.
+    for (let i = 0; i < 1_000; i++)
+      for (const actor of ["a", "b", "c"])
+        await store.teach(lesson("acme", actor, `request ${i}`, `tool-${i % 3}`));
+    const paged = [...store.readInPages("acme", 0)];
+    const byKey = (rows: { tool: string; request: string }[]) =>
+      [...rows].sort((x, y) => `${x.tool} ${x.request}`.localeCompare(`${y.tool} ${y.request}`));
+    expect(paged.length).toBeGreaterThan(1);
+    expect(byKey(paged.flat())).toEqual(byKey(store.read("acme", 0)));
+    expect(paged.flat().filter((row) => row.weight !== 3)).toEqual([]);
+  });
+
   it("applies a report key once a day", async () => {
     const { store } = storeWith({ maxRequestsPerTool: 10, maxRowsPerTenant: 100 });
     const keyed = { ...lesson("acme", "a", "pto", "hr.leave"), reportKey: "k" };
