@@ -116,7 +116,7 @@ function limit<const Extra extends { readonly default?: number; readonly unit?: 
 
 /** "1–512 characters", "1–20, default 8": the range as the proto comments write it. */
 export function describeLimit(row: Limit): string {
-  const fallback = row.default === undefined ? "" : `, default ${row.default.toLocaleString("en-US")}`;
+  const fallback = row.default === undefined ? "" : `, default ${grouped(row.default)}`;
   return `${rangeOf(row)}${fallback}`;
 }
 
@@ -150,7 +150,19 @@ export function withinRange(row: Limit, value: number | undefined): number {
 
 function rangeOf(row: Limit): string {
   const unit = row.unit ? ` ${row.unit}` : "";
-  return `${row.min.toLocaleString("en-US")}–${row.max.toLocaleString("en-US")}${unit}`;
+  return `${grouped(row.min)}–${grouped(row.max)}${unit}`;
+}
+
+/** 10000 → "10,000". Not toLocaleString: its first call loads locale data, ~20 ms in a call's turn. */
+function grouped(n: number): string {
+  const [whole = "", fraction] = String(n).split(".");
+  const digits = whole.replace("-", "");
+  let out = "";
+  for (let i = 0; i < digits.length; i++) {
+    if (i > 0 && (digits.length - i) % 3 === 0) out += ",";
+    out += digits[i];
+  }
+  return `${whole.startsWith("-") ? "-" : ""}${out}${fraction === undefined ? "" : `.${fraction}`}`;
 }
 
 /**

@@ -383,15 +383,15 @@ export class ToolRegistry {
       }).length;
       const staying = new Set([...change.kept.map(([name]) => name), ...change.rows.map((row) => row.name)]);
       const removed = change.replaceSource ? [...current.keys()].filter((name) => !staying.has(name)) : [];
-      const insert = this.db.prepare(
-        `INSERT INTO discovery_tools (owner, name, source, hash, definition)
-         VALUES (@owner, @name, @source, @hash, @definition)
+      // Positional parameters: binding named ones from an object per row doubled the commit's turn.
+      const insert = this.db.prepare<[string, string, string, string, string]>(
+        `INSERT INTO discovery_tools (owner, name, source, hash, definition) VALUES (?, ?, ?, ?, ?)
          ON CONFLICT (owner, name) DO UPDATE SET hash = excluded.hash, definition = excluded.definition`,
       );
       const remove = this.db.prepare("DELETE FROM discovery_tools WHERE owner = ? AND name = ?");
       const counts = { added, updated, removed: removed.length };
       inSpan("wayfind.register_tools.write", { "wayfind.source": source, ...counts }, () => {
-        for (const row of change.rows) insert.run({ ...row, owner, source });
+        for (const row of change.rows) insert.run(owner, row.name, source, row.hash, row.definition);
         for (const name of removed) remove.run(owner, name);
       });
       const built = this.builtTools.get(change.id);
