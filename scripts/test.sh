@@ -34,8 +34,18 @@ else
   echo "no main branch to compare with; skipped"
 fi
 
+# Suites that time the event loop (they watch health checks: test/support/health.ts) run after the
+# rest, one file at a time: sharing two cores with other suites would measure the machine's load,
+# not the server's longest turn.
+mapfile -t timed_suites < <(grep -rl --include='*.test.ts' "support/health.ts" test | sort)
+untimed=()
+for suite in "${timed_suites[@]}"; do untimed+=(--exclude "$suite"); done
+
 step "TypeScript tests (vitest)"
-vitest run
+vitest run "${untimed[@]}"
+
+step "TypeScript tests that time the event loop, alone (vitest)"
+vitest run --no-file-parallelism "${timed_suites[@]}"
 
 # Every suite that starts a server, again with each test server a replica on PostgreSQL (its own
 # database in a PostgreSQL the tests start: docs/replicas.md). Left out: the replica suites (they run
@@ -44,7 +54,19 @@ vitest run
 step "TypeScript server suites on PostgreSQL (WAYFIND_TEST_STORAGE=postgres)"
 mapfile -t server_suites < <(grep -rl --include='*.test.ts' "startTestServer" test \
   | grep -v -e '^test/server/replica' -e '^test/server/mcp.test.ts$' | sort)
-WAYFIND_TEST_STORAGE=postgres vitest run "${server_suites[@]}"
+timed_server_suites=()
+untimed_server_suites=()
+for suite in "${server_suites[@]}"; do
+  if printf '%s\n' "${timed_suites[@]}" | grep -qx -- "$suite"; then
+    timed_server_suites+=("$suite")
+  else
+    untimed_server_suites+=("$suite")
+  fi
+done
+WAYFIND_TEST_STORAGE=postgres vitest run "${untimed_server_suites[@]}"
+if [ "${#timed_server_suites[@]}" -gt 0 ]; then
+  WAYFIND_TEST_STORAGE=postgres vitest run --no-file-parallelism "${timed_server_suites[@]}"
+fi
 
 step "no PostgreSQL left running by the tests"
 if pgrep -af -- "-D [^ ]*/wayfind-pg-" >&2; then
