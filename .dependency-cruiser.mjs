@@ -14,7 +14,7 @@ const LAYERS = [
     // semantic ranks both catalogs (discovery's tools, skills' skills) and access filters discovery's
     // tools by the config's rules: both sit above the domain and config, beside the other features.
     name: "features",
-    why: "what a request does with the catalogs: tools, activation, prompt, payloads, sources, auth, access, semantic search, the discovery tools, learning from use",
+    why: "what a request does with the catalogs: tools, activation, prompt, payloads, sources, auth, access, semantic search, the discovery tools, learning from use, the MCP endpoint",
     folders: [
       "tools",
       "activation",
@@ -26,6 +26,7 @@ const LAYERS = [
       "semantic",
       "discovery-tools",
       "learning",
+      "mcp-endpoint",
     ],
     files: [],
   },

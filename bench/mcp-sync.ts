@@ -11,6 +11,7 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import pino from "pino";
+import { DEFAULTS } from "../src/config/defaults.ts";
 import type { McpServerConfig } from "../src/config/index.ts";
 import { openDatabase } from "../src/database/sqlite.ts";
 import { IndexHost, ToolRegistry } from "../src/discovery/index.ts";
@@ -34,7 +35,7 @@ function stdio(name: string, args: string[], env: Record<string, string> = {}): 
     args,
     env,
     cwd: undefined,
-    syncIntervalSeconds: 0,
+    ...DEFAULTS.mcpServer,
     loadingMode: "deferred",
     alwaysLoaded: [],
     deferred: [],

@@ -14,6 +14,8 @@ export type ErrorCode =
   | "resource_exhausted"
   | "unimplemented"
   | "unavailable"
+  | "deadline_exceeded"
+  | "cancelled"
   | "internal";
 
 /**

@@ -86,6 +86,7 @@ export const LIMITS = {
   }),
   reportToolOutcomeTool: limit("tools", "ReportToolOutcomeRequest", "tool", 1, 128, { unit: "characters" }),
   reportToolOutcomeNote: limit("tools", "ReportToolOutcomeRequest", "note", 0, 1_000, { unit: "characters" }),
+  callToolTimeoutSeconds: limit("tools", "CallToolRequest", "timeout_seconds", 0, 600, {}),
   reportToolOutcomeKey: limit("tools", "ReportToolOutcomeRequest", "idempotency_key", 0, 128, {
     unit: "characters",
   }),

@@ -1,4 +1,4 @@
-import { type Attributes, type Span, SpanStatusCode, trace } from "@opentelemetry/api";
+import { type Attributes, context, propagation, type Span, SpanStatusCode, trace } from "@opentelemetry/api";
 
 /**
  * Runs `work` in a span named `name` (a child of the call's span when tracing is on: see
@@ -28,4 +28,14 @@ export function inSpan<T>(name: string, attributes: Attributes, work: (span: Spa
       throw error;
     }
   });
+}
+
+/**
+ * The current trace context as W3C headers (`traceparent`, `tracestate`), for a request this process
+ * sends on (an MCP `tools/call` carries them in its `_meta`); empty when tracing is off.
+ */
+export function traceContextFields(): Record<string, string> {
+  const fields: Record<string, string> = {};
+  propagation.inject(context.active(), fields);
+  return fields;
 }

@@ -257,7 +257,20 @@ const callWith: Record<keyof typeof LIMITS, (size: number) => Promise<unknown>> 
   },
   reportSkillOutcomeNote: (size) => reportSkill({ note: text(size) }),
   reportSkillOutcomeKey: (size) => reportSkill({ idempotencyKey: `skill-${text(size - 6)}` }),
+  // A tool of no MCP server: FAILED_PRECONDITION, which is past the size check, so it counts as accepted.
+  callToolTimeoutSeconds: (size) =>
+    refusedAfterSizeCheck(
+      tools().callTool({ caller, name: toolNames[0], timeoutSeconds: size }),
+      Code.FailedPrecondition,
+    ),
 };
+
+/** A call refused with `code` after its sizes were checked; any other outcome is thrown. */
+async function refusedAfterSizeCheck(call: Promise<unknown>, code: Code): Promise<unknown> {
+  const error = await failure(call);
+  if (error.code !== code) throw error;
+  return error;
+}
 
 /**
  * An outcome report with one field changed. A search id within the limit names no remembered search:

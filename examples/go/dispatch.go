@@ -4,8 +4,9 @@ package main
 // changes (the discovery tools, `tool_call` and the always-visible tools) and routes every call of a
 // deferred tool through `tool_call {name, arguments}`. The runtime checks each such call with
 // CheckToolCall: a valid one runs the tool (and activates it on first use), an invalid one goes back
-// to the model as an error result that says what to fix. Because the tools array stays byte-identical,
-// an activation never re-writes the provider's prompt cache.
+// to the model as an error result that says what to fix. A tool wayfind got from an MCP server (source
+// `mcp:<server>`) is executed by wayfind with CallTool; any other the runtime runs itself. Because the
+// tools array stays byte-identical, an activation never re-writes the provider's prompt cache.
 //
 // A real agent gets the model's tool calls from the provider's response; this example replays a
 // fixed script of them so that it runs without a model.
@@ -48,7 +49,7 @@ type toolResult struct {
 }
 
 // implementations are the tools this runtime can execute, by wayfind name. wayfind finds, checks and
-// activates tools; running them is the runtime's job.
+// activates tools; running them is the runtime's job, except for the tools of MCP servers (CallTool).
 var implementations = map[string]func(args map[string]any) (string, error){
 	"billing.refund_payment": func(args map[string]any) (string, error) {
 		out, err := json.Marshal(map[string]any{"refund_id": "re_1", "payment_id": args["payment_id"], "amount_cents": args["amount_cents"]})
@@ -165,7 +166,8 @@ func (rt dispatchRuntime) handle(ctx context.Context, call modelCall) (toolResul
 	}
 }
 
-// dispatch checks a tool_call with wayfind and runs the tool when its arguments fit.
+// dispatch checks a tool_call with wayfind and runs the tool when its arguments fit: wayfind executes
+// the tools of MCP servers, the runtime the others.
 func (rt dispatchRuntime) dispatch(ctx context.Context, name string, arguments *structpb.Struct) (toolResult, error) {
 	checked, err := rt.tools.CheckToolCall(ctx, &wayfindv1.CheckToolCallRequest{
 		Caller: rt.caller, Name: name, Arguments: arguments,
@@ -176,6 +178,9 @@ func (rt dispatchRuntime) dispatch(ctx context.Context, name string, arguments *
 	if !checked.GetValid() {
 		return toolResult{checked.GetRepairMessage(), true}, nil
 	}
+	if strings.HasPrefix(checked.GetTool().GetSource(), "mcp:") {
+		return rt.callTool(ctx, name, arguments)
+	}
 	run, ok := implementations[checked.GetTool().GetName()]
 	if !ok {
 		return toolResult{fmt.Sprintf("%s cannot run here; use another tool", name), true}, nil
@@ -185,6 +190,32 @@ func (rt dispatchRuntime) dispatch(ctx context.Context, name string, arguments *
 		return toolResult{err.Error(), true}, nil
 	}
 	return toolResult{content: fmt.Sprintf("%s (activated=%t)", result, checked.GetActivated())}, nil
+}
+
+// callTool has wayfind execute a tool of an MCP server (CallTool forwards `tools/call` upstream) and
+// gives the model the result as the server sent it; a failure the tool reports (is_error) is the
+// model's to read.
+func (rt dispatchRuntime) callTool(ctx context.Context, name string, arguments *structpb.Struct) (toolResult, error) {
+	called, err := rt.tools.CallTool(ctx, &wayfindv1.CallToolRequest{Caller: rt.caller, Name: name, Arguments: arguments})
+	if err != nil {
+		return modelError(err)
+	}
+	return toolResult{contentText(called.GetContent()), called.GetIsError()}, nil
+}
+
+// contentText is a result's content blocks as this runtime's string results carry them: the text of
+// each text block, any other block (image, audio, resource) as its JSON.
+func contentText(blocks []*structpb.Struct) string {
+	parts := make([]string, 0, len(blocks))
+	for _, block := range blocks {
+		if text := block.GetFields()["text"]; block.GetFields()["type"].GetStringValue() == "text" {
+			parts = append(parts, text.GetStringValue())
+			continue
+		}
+		encoded, _ := json.Marshal(block.AsMap()) // a Struct always encodes
+		parts = append(parts, string(encoded))
+	}
+	return strings.Join(parts, "\n")
 }
 
 // modelError turns what the model can fix (a tool that does not exist for it, bad search input) into

@@ -848,20 +848,12 @@ func TestWayfindOverTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	dataDir := t.TempDir()
-	config := filepath.Join(dataDir, "wayfind.yaml")
 	tlsDir := filepath.Join(root, "test", "fixtures", "tls")
-	demo, err := os.ReadFile(filepath.Join(root, "demo", "wayfind.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The demo's catalogs and skills (its paths made absolute), served over TLS to key holders only.
-	yaml := strings.ReplaceAll(string(demo), "path: ", "path: "+filepath.Join(root, "demo")+"/") + fmt.Sprintf(`
+	// The demo's catalogs and skills, served over TLS to key holders only.
+	config := writeDemoConfig(t, root, dataDir, fmt.Sprintf(`
 server: {tls: {cert_file: %q, key_file: %q}}
 auth: {allow_unauthenticated: false}
-`, filepath.Join(tlsDir, "server.pem"), filepath.Join(tlsDir, "server-key.pem"))
-	if err := os.WriteFile(config, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
+`, filepath.Join(tlsDir, "server.pem"), filepath.Join(tlsDir, "server-key.pem")))
 	keys := exec.Command("node", "bin/wayfind.js", "keys", "create", "--tenant", "acme",
 		"--role", "agent", "--role", "observer", "--role", "admin", "--data-dir", dataDir)
 	keys.Dir = root
@@ -898,6 +890,110 @@ auth: {allow_unauthenticated: false}
 			t.Errorf("ListTools over plaintext to a TLS port: got %v, want UNAVAILABLE", err)
 		}
 	})
+	srv.stop(t)
+}
+
+// writeDemoConfig writes dir/wayfind.yaml: the demo's catalogs and skills (its paths made absolute)
+// and then extra, and returns its path.
+func writeDemoConfig(t *testing.T, root, dir, extra string) string {
+	t.Helper()
+	demo, err := os.ReadFile(filepath.Join(root, "demo", "wayfind.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, "wayfind.yaml")
+	yaml := strings.ReplaceAll(string(demo), "path: ", "path: "+filepath.Join(root, "demo")+"/") + extra
+	if err := os.WriteFile(config, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return config
+}
+
+// TestCallTool runs a tool of an MCP server through wayfind: the server starts
+// @modelcontextprotocol/server-everything over stdio (and stops it when it stops), lists its tools as
+// everything.*, and CallTool forwards the call and returns the result unchanged.
+func TestCallTool(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	everything := filepath.Join(root, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+	if _, err := os.Stat(everything); err != nil {
+		t.Fatalf("the MCP server of this test: %v (run npm ci)", err)
+	}
+	dataDir := t.TempDir()
+	config := writeDemoConfig(t, root, dataDir, fmt.Sprintf(`
+mcp_servers:
+  - {name: everything, transport: stdio, command: node, args: [%q, stdio]}
+`, everything))
+	srv := startServer(t, "--config", config, "--data-dir", dataDir)
+	conn, err := grpc.NewClient(srv.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatalf("grpc.NewClient(%s): %v", srv.addr, err)
+	}
+	defer conn.Close()
+	tools := wayfindv1.NewToolDiscoveryServiceClient(conn)
+	caller := tenant(t)
+	args := jsonStruct(`{"message": "hi"}`)
+
+	// The server waits for the MCP server's tools before it listens, but a slow machine may outwait
+	// that: the tool is NOT_FOUND until the first sync.
+	var called *wayfindv1.CallToolResponse
+	for deadline := time.Now().Add(startTimeout); ; time.Sleep(200 * time.Millisecond) {
+		called, err = tools.CallTool(rpcContext(t), &wayfindv1.CallToolRequest{Caller: caller, Name: "everything.echo", Arguments: args})
+		if status.Code(err) != codes.NotFound || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("CallTool(everything.echo): %v\n%s", err, srv.output())
+	}
+	content := make([]any, 0, len(called.GetContent()))
+	for _, block := range called.GetContent() {
+		content = append(content, block.AsMap())
+	}
+	got, _ := json.Marshal(content)
+	if string(got) != `[{"text":"Echo: hi","type":"text"}]` || called.GetIsError() {
+		t.Errorf("CallTool(everything.echo) = content %s, is_error %t; want [{type: text, text: \"Echo: hi\"}], false", got, called.GetIsError())
+	}
+	if called.GetTool() != "everything.echo" || called.GetSource() != "mcp:everything" {
+		t.Errorf("CallTool(everything.echo) ran %s of %s, want everything.echo of mcp:everything", called.GetTool(), called.GetSource())
+	}
+
+	// Arguments that do not fit the tool's schema are not sent: INVALID_ARGUMENT says what to repair.
+	_, err = tools.CallTool(rpcContext(t), &wayfindv1.CallToolRequest{Caller: caller, Name: "everything.echo", Arguments: jsonStruct(`{}`)})
+	if st := status.Convert(err); st.Code() != codes.InvalidArgument || !strings.Contains(st.Message(), "message") {
+		t.Errorf("CallTool(everything.echo, {}): got %v, want INVALID_ARGUMENT naming message", err)
+	}
+	// A tool of a catalog is the runtime's to run.
+	_, err = tools.CallTool(rpcContext(t), &wayfindv1.CallToolRequest{
+		Caller: caller, Name: "github.create_issue", Arguments: jsonStruct(`{"owner": "o", "repo": "r", "title": "t"}`),
+	})
+	if status.Code(err) != codes.FailedPrecondition {
+		t.Errorf("CallTool(github.create_issue): got %v, want FAILED_PRECONDITION", err)
+	}
+
+	// The dispatch runtime: the model's tool_call of an MCP tool goes to CallTool and the content back
+	// to the model; a catalog tool is the runtime's own (this one has no implementation of it).
+	rt := dispatchRuntime{tools: tools, caller: caller}
+	for _, c := range []struct {
+		input string
+		want  toolResult // isError: content is part of the error result
+	}{
+		{`{"name": "everything.echo", "arguments": {"message": "hi"}}`, toolResult{"Echo: hi", false}},
+		{`{"name": "everything.echo", "arguments": {}}`, toolResult{"message", true}},
+		{`{"name": "github.create_issue", "arguments": {"owner": "o", "repo": "r", "title": "t"}}`, toolResult{"cannot run here", true}},
+	} {
+		got, err := rt.handle(rpcContext(t), modelCall{"tool_call", c.input})
+		if err != nil {
+			t.Fatalf("tool_call %s: %v", c.input, err)
+		}
+		if got != c.want && !(got.isError && c.want.isError && strings.Contains(got.content, c.want.content)) {
+			t.Errorf("tool_call %s = %+v, want %+v", c.input, got, c.want)
+		}
+	}
+
+	// Last: SIGTERM drains the server (and stops the MCP server it started), which must exit 0.
 	srv.stop(t)
 }
 

@@ -33,7 +33,8 @@ from wayfind.v1 import (
     usage_pb2,
     usage_pb2_grpc,
 )
-from wayfind_example import billing_tools
+from wayfind_dispatch import DispatchRuntime, ToolResult
+from wayfind_example import billing_tools, json_struct
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 30
@@ -554,16 +555,21 @@ def test_example_script_runs(server):
 TLS_FIXTURES = REPO_ROOT / "test" / "fixtures" / "tls"
 
 
+def write_demo_config(data_dir: Path, extra: str) -> Path:
+    """data_dir/wayfind.yaml: the demo's catalogs and skills (its paths made absolute), then `extra`."""
+    demo = (REPO_ROOT / "demo" / "wayfind.yaml").read_text()
+    config = data_dir / "wayfind.yaml"
+    config.write_text(demo.replace("path: ", f"path: {REPO_ROOT / 'demo'}/") + "\n" + extra)
+    return config
+
+
 @pytest.fixture(scope="session")
 def secure_server(tmp_path_factory):
     """The demo over TLS, for API-key holders only; the key made with `wayfind keys create`."""
     data_dir = tmp_path_factory.mktemp("wayfind-secure")
-    demo = (REPO_ROOT / "demo" / "wayfind.yaml").read_text()
-    config = data_dir / "wayfind.yaml"
     cert, key = TLS_FIXTURES / "server.pem", TLS_FIXTURES / "server-key.pem"
-    config.write_text(
-        demo.replace("path: ", f"path: {REPO_ROOT / 'demo'}/")
-        + f"\nserver: {{tls: {{cert_file: {cert}, key_file: {key}}}}}\nauth: {{allow_unauthenticated: false}}\n"
+    config = write_demo_config(
+        data_dir, f"server: {{tls: {{cert_file: {cert}, key_file: {key}}}}}\nauth: {{allow_unauthenticated: false}}\n"
     )
     roles = ["--role", "agent", "--role", "observer", "--role", "admin"]
     created = subprocess.run(
@@ -613,6 +619,66 @@ def test_dispatch_runtime_loop(server):
     )
     assert lines[1].endswith("discovery: tool_call, tool_get, tool_search"), lines[1]
     assert "payment_id" in lines[4] and "amount_cents" in lines[4], lines[4]
+
+
+EVERYTHING = REPO_ROOT / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+
+
+@pytest.fixture(scope="session")
+def mcp_server(tmp_path_factory):
+    """The demo plus an MCP server over stdio (@modelcontextprotocol/server-everything), whose tools
+    wayfind lists as everything.* and executes with CallTool; wayfind starts and stops it."""
+    assert EVERYTHING.is_file(), f"{EVERYTHING} is missing: run npm ci"
+    data_dir = tmp_path_factory.mktemp("wayfind-mcp")
+    everything = {"name": "everything", "transport": "stdio", "command": "node", "args": [str(EVERYTHING), "stdio"]}
+    config = write_demo_config(data_dir, f"mcp_servers: [{json.dumps(everything)}]\n")  # JSON is YAML
+    yield from serve(Server(data_dir, "--config", str(config)))
+
+
+def call_tool(tools, caller, name: str, arguments: dict) -> tools_pb2.CallToolResponse:
+    request = tools_pb2.CallToolRequest(caller=caller, name=name, arguments=json_struct(arguments))
+    return tools.CallTool(request, timeout=RPC_TIMEOUT_S)
+
+
+def test_call_tool_of_an_mcp_server(mcp_server, caller):
+    """CallTool forwards the call to the MCP server and returns its result unchanged; a catalog tool is
+    FAILED_PRECONDITION (the runtime runs it), arguments off the schema INVALID_ARGUMENT."""
+    with grpc.insecure_channel(mcp_server.addr) as channel:
+        tools = tools_pb2_grpc.ToolDiscoveryServiceStub(channel)
+        # The server waits for the MCP server's tools before it listens, but a slow machine may
+        # outwait that: the tool is NOT_FOUND until the first sync.
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            try:
+                called = call_tool(tools, caller, "everything.echo", {"message": "hi"})
+                break
+            except grpc.RpcError as err:
+                if err.code() != grpc.StatusCode.NOT_FOUND or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        assert [json_format.MessageToDict(block) for block in called.content] == [{"type": "text", "text": "Echo: hi"}]
+        assert not called.is_error
+        assert (called.tool, called.source) == ("everything.echo", "mcp:everything")
+
+        with pytest.raises(grpc.RpcError) as err:
+            call_tool(tools, caller, "everything.echo", {})
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "message" in err.value.details()
+
+        with pytest.raises(grpc.RpcError) as err:
+            call_tool(tools, caller, "github.create_issue", {"owner": "o", "repo": "r", "title": "t"})
+        assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION, err.value.details()
+
+        # The dispatch runtime: the model's tool_call of an MCP tool goes to CallTool and the content
+        # back to the model; a catalog tool is the runtime's own (it has no implementation of this one).
+        runtime = DispatchRuntime(channel, caller)
+        echo = {"name": "everything.echo", "arguments": {"message": "hi"}}
+        assert runtime.handle("tool_call", echo) == ToolResult("Echo: hi")
+        repair = runtime.handle("tool_call", {"name": "everything.echo", "arguments": {}})
+        assert repair.is_error and "message" in repair.content, repair
+        issue = {"name": "github.create_issue", "arguments": {"owner": "o", "repo": "r", "title": "t"}}
+        assert runtime.handle("tool_call", issue) == ToolResult(
+            "github.create_issue cannot run here; use another tool", is_error=True
+        )
 
 
 def check_example(addr: str, *flags: str) -> None:

@@ -2,8 +2,9 @@
 tools, `tool_call` and the always-visible tools) and calls every deferred tool through
 `tool_call {name, arguments}`. The runtime checks each such call with CheckToolCall: a valid one runs
 the tool (activating it on first use), an invalid one goes back to the model as an error result that
-says what to fix. The tools array stays byte-identical, so an activation never re-writes the
-provider's prompt cache.
+says what to fix. A tool wayfind got from an MCP server (source `mcp:<server>`) is executed by wayfind
+with CallTool; any other the runtime runs itself. The tools array stays byte-identical, so an
+activation never re-writes the provider's prompt cache.
 
 A real agent gets the model's tool calls from the provider's response; this example replays a fixed
 script of them so that it runs without a model.
@@ -12,11 +13,11 @@ script of them so that it runs without a model.
 """
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import grpc
-from google.protobuf import json_format
+from google.protobuf import json_format, struct_pb2
 
 from wayfind.v1 import common_pb2, tools_pb2, tools_pb2_grpc
 from wayfind_example import TIMEOUT_S, agent_run, billing_tools, json_struct
@@ -31,7 +32,7 @@ SCRIPT: list[tuple[str, dict]] = [
 ]
 
 # The tools this runtime can execute, by wayfind name: wayfind finds, checks and activates tools;
-# running them is the runtime's job.
+# running them is the runtime's job, except for the tools of MCP servers (CallTool).
 IMPLEMENTATIONS: dict[str, Callable[[dict], dict]] = {
     "billing.refund_payment": lambda args: {"refund_id": "re_1", **args},
 }
@@ -89,17 +90,37 @@ class DispatchRuntime:
         return ToolResult(f"no tool named {tool!r}", is_error=True)
 
     def dispatch(self, name: str, arguments: dict) -> ToolResult:
-        """Checks a tool_call with wayfind and runs the tool when its arguments fit."""
+        """Checks a tool_call with wayfind and runs the tool when its arguments fit: wayfind executes the
+        tools of MCP servers, the runtime the others."""
         checked = self.tools.CheckToolCall(
             tools_pb2.CheckToolCallRequest(caller=self.caller, name=name, arguments=json_struct(arguments)),
             timeout=TIMEOUT_S,
         )
         if not checked.valid:
             return ToolResult(checked.repair_message, is_error=True)
+        if checked.tool.source.startswith("mcp:"):
+            return self.call_tool(name, arguments)
         run = IMPLEMENTATIONS.get(checked.tool.name)
         if run is None:
             return ToolResult(f"{name} cannot run here; use another tool", is_error=True)
         return ToolResult(f"{json.dumps(run(arguments), sort_keys=True)} (activated={checked.activated})")
+
+    def call_tool(self, name: str, arguments: dict) -> ToolResult:
+        """Has wayfind execute a tool of an MCP server (CallTool forwards `tools/call` upstream) and gives
+        the model the result as the server sent it; a failure the tool reports (is_error) is the
+        model's to read."""
+        called = self.tools.CallTool(
+            tools_pb2.CallToolRequest(caller=self.caller, name=name, arguments=json_struct(arguments)),
+            timeout=TIMEOUT_S,
+        )
+        return ToolResult(content_text(called.content), is_error=called.is_error)
+
+
+def content_text(blocks: Iterable[struct_pb2.Struct]) -> str:
+    """A result's content blocks as this runtime's string results carry them: the text of each text
+    block, any other block (image, audio, resource) as its JSON."""
+    parts = [json_format.MessageToDict(block) for block in blocks]
+    return "\n".join(p["text"] if p.get("type") == "text" else json.dumps(p, sort_keys=True) for p in parts)
 
 
 def definition(tool: tools_pb2.Tool) -> dict:

@@ -18,6 +18,7 @@ export const METHOD_ROLES: Readonly<Record<string, Role>> = {
   "/wayfind.v1.ToolDiscoveryService/DeactivateTools": "agent",
   "/wayfind.v1.ToolDiscoveryService/ResolveTool": "agent",
   "/wayfind.v1.ToolDiscoveryService/CheckToolCall": "agent",
+  "/wayfind.v1.ToolDiscoveryService/CallTool": "agent",
   "/wayfind.v1.ToolDiscoveryService/RenderToolPrompt": "agent",
   "/wayfind.v1.ToolDiscoveryService/RenderToolPayload": "agent",
   "/wayfind.v1.ToolDiscoveryService/GetDiscoveryTools": "agent",

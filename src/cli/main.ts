@@ -1,8 +1,7 @@
-import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import pino from "pino";
 import pretty from "pino-pretty";
-import { checkoutPath } from "../checkout.ts";
+import { checkoutPath, wayfindVersion } from "../checkout.ts";
 import { applyCliOverrides, applySecurityFlags, loadConfig } from "../config/index.ts";
 import { startServer } from "../server/app.ts";
 import { eventExportFromEnv } from "../server/event-export.ts";
@@ -12,6 +11,7 @@ import { runCatalogStats } from "./catalog-stats.ts";
 import { runDemo } from "./demo.ts";
 import { runKeys } from "./keys.ts";
 import { runLearning } from "./learning.ts";
+import { runMcpBridge } from "./mcp-bridge.ts";
 import { skillPackProgressBar } from "./progress.ts";
 import { listSources } from "./sources.ts";
 
@@ -47,11 +47,25 @@ Options:
   -h, --help       this help
 `;
 
+const MCP_USAGE = `Usage: wayfind mcp [--url URL] [--api-key KEY] [--tenant T]
+
+An MCP server on stdin/stdout for clients that launch a command: every message goes to the /mcp
+endpoint of a running wayfind (docs/mcp.md). Nothing but MCP messages is written to stdout.
+
+Options:
+  --url URL        the wayfind server (default http://127.0.0.1:50051; https:// for TLS, with
+                   NODE_EXTRA_CA_CERTS=ca.pem for a private CA)
+  --api-key KEY    an API key or token (default $WAYFIND_API_KEY); its tenant and roles apply
+  --tenant T       the tenant to act for on a server that takes calls without credentials
+  -h, --help       this help
+`;
+
 const USAGE = `wayfind — tool and skill discovery for LLM agents
 
 Usage:
   wayfind serve [--config FILE] [--host H] [--port P] [--data-dir DIR] [--tls-cert F --tls-key F]
   wayfind sources [--addr HOST:PORT] [--api-key KEY]
+  wayfind mcp [--url URL] [--api-key KEY] [--tenant T]
   wayfind catalog stats [--config FILE] [--provider anthropic|openai|gemini] [--ceiling N] [--budget N]
   wayfind demo reset [--data-dir DIR]
   wayfind keys create|list|revoke …
@@ -61,6 +75,7 @@ Usage:
 Commands:
   serve            run the server
   sources          print every tool source (catalog files, MCP servers, API) with its health
+  mcp              an MCP server on stdin/stdout that passes everything to a running wayfind
   catalog stats    the rendered size of every configured tool, against a per-tool ceiling and a
                    total budget (exits 1 when over), so bloat shows before users pay for it
   demo reset       delete the demo server's data, so the next serve starts from the demo again
@@ -70,16 +85,10 @@ Commands:
 Run "wayfind <command> --help" for a command's options.
 `;
 
-/** The version in package.json (the checkout's root), as `wayfind --version` prints it. */
-function version(): string {
-  const manifest = JSON.parse(readFileSync(checkoutPath("package.json"), "utf8")) as { version?: string };
-  return manifest.version ?? "unknown";
-}
-
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   if (command === "--version" || command === "-v") {
-    process.stdout.write(`wayfind ${version()}\n`);
+    process.stdout.write(`wayfind ${wayfindVersion()}\n`);
     return 0;
   }
   if (command === undefined || command === "help" || command === "--help" || command === "-h") {
@@ -94,6 +103,20 @@ async function main(argv: string[]): Promise<number> {
     if (!values) return 0;
     const apiKey = values["api-key"] ?? (process.env.WAYFIND_API_KEY || undefined);
     return listSources(values.addr ?? "127.0.0.1:50051", process.stdout, apiKey);
+  }
+  if (command === "mcp") {
+    const values = commandArgs("mcp", MCP_USAGE, rest, {
+      url: { type: "string" },
+      "api-key": { type: "string" },
+      tenant: { type: "string" },
+    });
+    if (!values) return 0;
+    return runMcpBridge({
+      url: values.url ?? "http://127.0.0.1:50051",
+      apiKey: values["api-key"] ?? (process.env.WAYFIND_API_KEY || undefined),
+      tenant: values.tenant,
+      log: (line) => process.stderr.write(`wayfind mcp: ${line}\n`),
+    });
   }
   if (command === "demo") return runDemo(rest, process.stdout);
   if (command === "keys")

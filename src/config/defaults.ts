@@ -86,6 +86,8 @@ export const DEFAULTS = {
   },
   mcpServer: {
     syncIntervalSeconds: 0,
+    callTimeoutSeconds: 60,
+    maxConcurrentCalls: 16,
   },
   server: {
     host: "127.0.0.1",
@@ -106,6 +108,7 @@ export const DEFAULTS = {
     maxConnections: 4096,
     eventRetention: { maxEvents: 100_000, maxAgeHours: 168 },
     metrics: true,
+    mcp: { enabled: true, maxSessions: 1_000, sessionIdleTimeoutSeconds: 1_800 },
   },
   logging: { level: "info" as LogLevel },
 } as const;

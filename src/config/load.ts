@@ -413,6 +413,8 @@ function toConfig(raw: ConfigFile, baseDir: string, configFile: string | undefin
       const common = {
         name: m.name,
         syncIntervalSeconds: m.sync_interval_seconds ?? DEFAULTS.mcpServer.syncIntervalSeconds,
+        callTimeoutSeconds: m.call_timeout_seconds ?? DEFAULTS.mcpServer.callTimeoutSeconds,
+        maxConcurrentCalls: m.max_concurrent_calls ?? DEFAULTS.mcpServer.maxConcurrentCalls,
         ...source(m),
       };
       // The schema guarantees command for stdio and url for http.
@@ -446,6 +448,12 @@ function toConfig(raw: ConfigFile, baseDir: string, configFile: string | undefin
       idleTimeoutSeconds: server.idle_timeout_seconds ?? DEFAULTS.server.idleTimeoutSeconds,
       maxConnections: server.max_connections ?? DEFAULTS.server.maxConnections,
       metrics: server.metrics ?? DEFAULTS.server.metrics,
+      mcp: {
+        enabled: server.mcp?.enabled ?? DEFAULTS.server.mcp.enabled,
+        maxSessions: server.mcp?.max_sessions ?? DEFAULTS.server.mcp.maxSessions,
+        sessionIdleTimeoutSeconds:
+          server.mcp?.session_idle_timeout_seconds ?? DEFAULTS.server.mcp.sessionIdleTimeoutSeconds,
+      },
       tls: tlsConfig(server.tls, (p) => resolvePath(baseDir, p)),
       eventRetention: {
         maxEvents: server.event_retention?.max_events ?? DEFAULTS.server.eventRetention.maxEvents,

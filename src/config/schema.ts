@@ -125,6 +125,8 @@ const mcpServer = z
     url: z.url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" }).optional(),
     headers: stringMap.optional(),
     sync_interval_seconds: nonNegativeInt.optional(),
+    call_timeout_seconds: z.number().int().min(1).max(600).optional(),
+    max_concurrent_calls: z.number().int().min(1).max(1_000).optional(),
     ...sourceOptions,
   })
   .superRefine((server, ctx) => {
@@ -282,6 +284,13 @@ const server = z.strictObject({
   idle_timeout_seconds: timeoutSeconds.optional(),
   max_connections: z.number().int().min(1).max(1_000_000).optional(),
   metrics: z.boolean().optional(),
+  mcp: z
+    .strictObject({
+      enabled: z.boolean().optional(),
+      max_sessions: z.number().int().min(1).max(100_000).optional(),
+      session_idle_timeout_seconds: timeoutSeconds.optional(),
+    })
+    .optional(),
   tls: tls.optional(),
   event_retention: z
     .strictObject({ max_events: positiveInt.optional(), max_age_hours: z.number().positive().optional() })

@@ -102,6 +102,10 @@ interface McpServerBase extends ToolSourceOptions {
   readonly name: string;
   /** Seconds between re-syncs of the tool list; 0 = only at start. */
   readonly syncIntervalSeconds: number;
+  /** How long one executed call (CallTool, MCP tool_call) may take unless the caller asks for less. */
+  readonly callTimeoutSeconds: number;
+  /** Calls of the server's tools in flight at once; more are refused (RESOURCE_EXHAUSTED). */
+  readonly maxConcurrentCalls: number;
 }
 
 interface McpStdioServerConfig extends McpServerBase {
@@ -120,6 +124,14 @@ interface McpHttpServerConfig extends McpServerBase {
 }
 
 export type McpServerConfig = McpStdioServerConfig | McpHttpServerConfig;
+
+export interface McpEndpointConfig {
+  readonly enabled: boolean;
+  /** Sessions open at once; an initialize past this closes the one idle longest first. */
+  readonly maxSessions: number;
+  /** A session nobody used for this long is closed (its client initializes again). */
+  readonly sessionIdleTimeoutSeconds: number;
+}
 
 export interface LazyToolGroupConfig {
   readonly name: string;
@@ -192,6 +204,8 @@ interface ServerConfig {
   readonly eventRetention: EventRetentionConfig;
   /** Serve Prometheus metrics at `GET /metrics` on the service port. */
   readonly metrics: boolean;
+  /** The MCP endpoint at `/mcp` on the service port (docs/mcp.md). */
+  readonly mcp: McpEndpointConfig;
   /** TLS on the port (gRPC, Connect and gRPC-Web alike); undefined = cleartext (h2c and HTTP/1.1). */
   readonly tls: TlsConfig | undefined;
 }

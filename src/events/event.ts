@@ -17,6 +17,7 @@ export const EVENT_TYPES = [
   "usage_recorded",
   "tool_outcome_reported",
   "skill_outcome_reported",
+  "tool_called",
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

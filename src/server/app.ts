@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { createSecureContext } from "node:tls";
 import type { DescService } from "@bufbuild/protobuf";
+import { createClient } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import {
   Health,
@@ -12,10 +13,13 @@ import { SkillService as SkillServiceDesc } from "../../gen/ts/wayfind/v1/skills
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
 import { ApiKeyStore, Authenticator, PrincipalLimits, unauthenticatedAllowed } from "../auth/index.ts";
+import { ANONYMOUS_CALLER } from "../caller/caller.ts";
+import { wayfindVersion } from "../checkout.ts";
 import { ConfigError, missingSourceFiles, type TlsConfig, type WayfindConfig } from "../config/index.ts";
 import { CACHE_KIB, type Db, setCacheSize } from "../database/sqlite.ts";
 import { errorReason } from "../errors.ts";
 import type { EventLog } from "../events/index.ts";
+import { McpEndpoint } from "../mcp-endpoint/index.ts";
 import type { Replica } from "../replication/replica.ts";
 import { Embedder } from "../semantic/index.ts";
 import { mcpSourceId } from "../sources/mcp.ts";
@@ -24,6 +28,7 @@ import type { ConnectionLimits } from "./connections.ts";
 import { buildDomain, type Domain, type DomainOptions, sourceHealthName } from "./domain.ts";
 import { HealthStatus } from "./health.ts";
 import { healthEndpoints } from "./http-health.ts";
+import { inProcessTransport } from "./in-process.ts";
 import { collectGarbage } from "./memory.ts";
 import { withCallPipeline } from "./pipeline.ts";
 import { reflectionRoutes } from "./reflection.ts";
@@ -124,8 +129,12 @@ export async function startServer(
     throw error;
   }
   const shutdown = new AbortController();
-  const routes = buildRoutes(config, storage, domain, health, logger, options);
-  const httpEndpoints = plainHttpEndpoints(storage, domain, shutdown.signal);
+  const auth = callAuth(config, storage, domain, logger);
+  const routes = buildRoutes(storage, domain, health, auth, logger, options);
+  const mcpEndpoint = config.server.mcp.enabled
+    ? mcpEndpointOn(routes, auth.authenticator, config, logger)
+    : undefined;
+  const httpEndpoints = plainHttpEndpoints(storage, domain, shutdown.signal, mcpEndpoint);
 
   let transport: RunningTransport;
   try {
@@ -148,6 +157,7 @@ export async function startServer(
       httpEndpoints,
     });
   } catch (error) {
+    await mcpEndpoint?.close();
     await domain.close();
     await storage.close();
     throw error;
@@ -179,6 +189,7 @@ export async function startServer(
         logger.info("draining");
         health.setAll(ServingStatus.NOT_SERVING);
         shutdown.abort();
+        await mcpEndpoint?.close();
         await transport.close(options.drainGraceMs ?? 10_000);
         await domain.close();
         await storage.close();
@@ -189,32 +200,36 @@ export async function startServer(
   };
 }
 
-/**
- * The RPC routes: wayfind's services behind the call pipeline (credentials, roles, limits, errors,
- * logs; traced and observed when configured), and health and reflection behind a quiet one.
- */
-function buildRoutes(
-  config: WayfindConfig,
-  storage: Storage,
-  domain: Domain,
-  health: HealthStatus,
-  logger: Logger,
-  options: StartOptions,
-): MethodRoute[] {
-  const { replica } = storage;
-  const { tools, skills, usage, events, sources, metrics } = domain;
+/** How calls are authenticated and admitted, on every protocol (src/auth). */
+function callAuth(config: WayfindConfig, storage: Storage, domain: Domain, logger: Logger) {
   const allowUnauthenticated = unauthenticatedAllowed(config);
-  const auth = {
+  if (!allowUnauthenticated)
+    logger.info({ host: config.server.host }, "calls need credentials (auth); none are served without");
+  return {
     authenticator: new Authenticator(
       config.auth,
       new ApiKeyStore(storage.db, config.auth.apiKeys),
       allowUnauthenticated,
     ),
     limits: new PrincipalLimits(config.auth.limits),
-    onDenied: (method: string, code: string) => metrics?.callDenied(method, code),
+    onDenied: (method: string, code: string) => domain.metrics?.callDenied(method, code),
   };
-  if (!allowUnauthenticated)
-    logger.info({ host: config.server.host }, "calls need credentials (auth); none are served without");
+}
+
+/**
+ * The RPC routes: wayfind's services behind the call pipeline (credentials, roles, limits, errors,
+ * logs; traced and observed when configured), and health and reflection behind a quiet one.
+ */
+function buildRoutes(
+  storage: Storage,
+  domain: Domain,
+  health: HealthStatus,
+  auth: ReturnType<typeof callAuth>,
+  logger: Logger,
+  options: StartOptions,
+): MethodRoute[] {
+  const { replica } = storage;
+  const { tools, skills, usage, events, sources, metrics } = domain;
   const pipelined = withCallPipeline(
     [
       ...serviceRoutes(ToolDiscoveryService, toolDiscoveryService(tools, events, sources)),
@@ -241,8 +256,42 @@ function buildRoutes(
   ];
 }
 
-/** The plain-HTTP endpoints on the service port: /healthz, /readyz and (when on) /metrics. */
-function plainHttpEndpoints(storage: Storage, domain: Domain, draining: AbortSignal): HttpEndpoints {
+/**
+ * The MCP endpoint (src/mcp-endpoint): its tool calls are wayfind RPCs on the same routes, made in
+ * this process with generated clients, so credentials, roles and limits are the port's.
+ */
+function mcpEndpointOn(
+  routes: readonly MethodRoute[],
+  authenticator: Authenticator,
+  config: WayfindConfig,
+  logger: Logger,
+): McpEndpoint {
+  const transport = inProcessTransport(routes);
+  return new McpEndpoint({
+    clients: {
+      tools: createClient(ToolDiscoveryService, transport),
+      skills: createClient(SkillServiceDesc, transport),
+    },
+    authenticate: async (headers) => {
+      await authenticator.authenticate(headers, {
+        ...ANONYMOUS_CALLER,
+        tenantId: headers.get("wayfind-tenant") ?? "",
+      });
+    },
+    config: config.server.mcp,
+    maxBodyBytes: config.server.maxMessageBytes,
+    logger,
+    version: wayfindVersion(),
+  });
+}
+
+/** The plain-HTTP endpoints on the service port: /healthz, /readyz, /metrics and /mcp (when on). */
+function plainHttpEndpoints(
+  storage: Storage,
+  domain: Domain,
+  draining: AbortSignal,
+  mcp: McpEndpoint | undefined,
+): HttpEndpoints {
   const probes = healthEndpoints(() => {
     const vectors = domain.semantic?.progress() ?? { status: "off", pending: 0 };
     return {
@@ -255,7 +304,10 @@ function plainHttpEndpoints(storage: Storage, domain: Domain, draining: AbortSig
     };
   });
   const scrape = domain.metrics?.endpoint();
-  return (request, response) => probes(request, response) || (scrape?.(request, response) ?? false);
+  return (request, response) =>
+    probes(request, response) ||
+    (scrape?.(request, response) ?? false) ||
+    (mcp?.handles(request, response) ?? false);
 }
 
 function connectionLimits(config: WayfindConfig): ConnectionLimits {

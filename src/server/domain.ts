@@ -14,6 +14,7 @@ import { type Embedder, SemanticSkillSearch, SemanticToolSearch } from "../seman
 import { type LoadProgress, SkillLibrary } from "../skills/index.ts";
 import { syncCatalogFiles } from "../sources/catalog-files.ts";
 import type { McpTimeouts } from "../sources/mcp.ts";
+import { DEFAULT_CALL_LIMITS } from "../sources/mcp-calls.ts";
 import { McpSources } from "../sources/mcp-sources.ts";
 import { loadConfiguredSkillPacks } from "../sources/skill-packs.ts";
 import { ToolSourceRegistry } from "../sources/status.ts";
@@ -207,6 +208,11 @@ export async function buildDomain(
       ),
     // Replicas share the MCP servers: each is synced by whichever replica holds its lease.
     replica && ((name, handlers) => replica.lease(name, handlers)),
+    // A result must fit in an answer, with room for the rest of the message.
+    {
+      ...DEFAULT_CALL_LIMITS,
+      maxResultBytes: Math.max(settings.maxMessageBytes / 2, settings.maxMessageBytes - 64 * 1024),
+    },
   );
   const sources = new ToolSourceRegistry(registry, mcp);
   sources.catalogFilesLoaded(config.catalogs);
@@ -229,6 +235,7 @@ export async function buildDomain(
     events: eventSink,
     semantic,
     learning,
+    executor: mcp,
   });
   return {
     events,

@@ -43,6 +43,8 @@ export class ServerMetrics {
   private readonly usageTokens: Counter<"provider" | "model" | "kind">;
   private readonly usageCost: Counter<"provider" | "model">;
   private readonly denied: Counter<"method" | "code">;
+  private readonly toolCalls: Counter<"source" | "outcome">;
+  private readonly toolCallSeconds: Histogram<"source">;
 
   constructor(sources: MetricSources) {
     const registers = [this.registry];
@@ -51,6 +53,19 @@ export class ServerMetrics {
       name: "wayfind_calls_total",
       help: "RPC calls by method, gRPC code and protocol.",
       labelNames: ["method", "code", "protocol"],
+      registers,
+    });
+    this.toolCalls = new Counter({
+      name: "wayfind_tool_calls_total",
+      help: "Tools executed through wayfind (CallTool, MCP tool_call) by source and outcome (ok, error, failed, timeout, cancelled).",
+      labelNames: ["source", "outcome"],
+      registers,
+    });
+    this.toolCallSeconds = new Histogram({
+      name: "wayfind_tool_call_duration_seconds",
+      help: "How long the source of an executed tool took to answer.",
+      labelNames: ["source"],
+      buckets: [0.001, 0.005, 0.025, 0.1, 0.25, 1, 2.5, 10, 30, 120],
       registers,
     });
     this.callSeconds = new Histogram({
@@ -259,6 +274,12 @@ export class ServerMetrics {
       case "tool_activated":
         this.activations.inc({ scope: String(a.scope ?? ""), source: String(a.source ?? "") });
         break;
+      case "tool_called": {
+        const source = String(a.source ?? "");
+        this.toolCalls.inc({ source, outcome: String(a.outcome ?? "") });
+        this.toolCallSeconds.observe({ source }, Number(a.duration_ms ?? 0) / 1000);
+        break;
+      }
       case "skills_retrieved":
         this.skillsRetrieved.inc(Number(a.skill_count ?? 0));
         break;

@@ -154,6 +154,8 @@ const CODES: Record<ErrorCode, Code> = {
   resource_exhausted: Code.ResourceExhausted,
   unimplemented: Code.Unimplemented,
   unavailable: Code.Unavailable,
+  deadline_exceeded: Code.DeadlineExceeded,
+  cancelled: Code.Canceled,
   internal: Code.Internal,
 };
 

@@ -4,7 +4,9 @@ import type { Logger } from "pino";
 import type { McpServerConfig } from "../config/index.ts";
 import type { ToolRegistry } from "../discovery/index.ts";
 import type { HeldLease } from "../replication/lease.ts";
+import type { SourceCall, ToolCallResult, ToolExecutor } from "../tools/execute.ts";
 import { McpSource, type McpSourceStatus, type McpTimeouts, mcpSourceId } from "./mcp.ts";
+import { type CallLimits, DEFAULT_CALL_LIMITS, McpCallLine } from "./mcp-calls.ts";
 
 /**
  * Takes the lease on a named job for this replica while it can (src/replication/lease.ts): given
@@ -80,11 +82,15 @@ class LeasedMcpSource {
   }
 }
 
-/** Every configured MCP server, started together and closed together. */
-export class McpSources {
+/**
+ * Every configured MCP server, started together and closed together; also the executor of their
+ * tools (src/tools/execute.ts), each server's calls on a line of their own (mcp-calls.ts).
+ */
+export class McpSources implements ToolExecutor {
   /** The servers this process syncs itself (empty when replicas share them through leases). */
   readonly sources: readonly McpSource[];
   private readonly leased: readonly LeasedMcpSource[];
+  private readonly callLines: ReadonlyMap<string, McpCallLine>;
 
   constructor(
     configs: readonly McpServerConfig[],
@@ -94,7 +100,11 @@ export class McpSources {
     onHealthChange: (status: McpSourceStatus) => void = () => {},
     /** With replicas: each server is synced by the replica holding its lease. */
     lease?: LeaseHolder,
+    callLimits: CallLimits = DEFAULT_CALL_LIMITS,
   ) {
+    this.callLines = new Map(
+      configs.map((config) => [mcpSourceId(config.name), new McpCallLine(config, callLimits, logger)]),
+    );
     const create = (config: McpServerConfig) =>
       new McpSource(config, registry, logger, timeouts, onHealthChange);
     this.sources = lease ? [] : configs.map(create);
@@ -132,11 +142,24 @@ export class McpSources {
     clearTimeout(timer);
   }
 
+  serves(source: string): boolean {
+    return this.callLines.has(source);
+  }
+
+  execute(call: SourceCall): Promise<ToolCallResult> {
+    const line = this.callLines.get(call.source);
+    if (line === undefined) throw new Error(`no MCP server is configured as source ${call.source}`);
+    return line.call(call);
+  }
+
   statuses(): McpSourceStatus[] {
     return [...this.sources, ...this.leased].map((s) => s.status());
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.sources, ...this.leased].map((s) => s.close()));
+    await Promise.all([
+      ...[...this.sources, ...this.leased].map((s) => s.close()),
+      ...[...this.callLines.values()].map((line) => line.close()),
+    ]);
   }
 }

@@ -58,7 +58,8 @@ const DEFAULT_MCP_TIMEOUTS: McpTimeouts = {
 
 /** Hard limits against a server that pages forever or floods us. */
 const MAX_PAGES = 1_000;
-const STDERR_TAIL = 2_000;
+/** The end of a server's stderr kept, to say why it failed. */
+export const STDERR_TAIL = 2_000;
 
 export interface McpSourceStatus {
   readonly id: string;
@@ -272,26 +273,12 @@ export class McpSource {
   }
 
   private createTransport(): Transport {
-    const config = this.config;
-    if (config.transport === "http") {
-      this.http = new StreamableHTTPClientTransport(new URL(config.url), {
-        requestInit: { headers: { ...config.headers } },
-      });
-      return this.http;
-    }
-    const transport = new StdioClientTransport({
-      command: config.command,
-      args: [...config.args],
-      env: { ...getDefaultEnvironment(), ...config.env },
-      ...(config.cwd ? { cwd: config.cwd } : {}),
-      stderr: "pipe",
-    });
-    this.stdio = transport;
-    transport.stderr?.on("data", (chunk: Buffer) => {
-      const text = chunk.toString();
+    const transport = createMcpTransport(this.config, (text) => {
       this.stderrTail = (this.stderrTail + text).slice(-STDERR_TAIL);
       this.logger.debug({ stderr: text.trimEnd() }, "mcp server stderr");
     });
+    if (transport instanceof StreamableHTTPClientTransport) this.http = transport;
+    else this.stdio = transport;
     return transport;
   }
 
@@ -482,8 +469,7 @@ export class McpSource {
   }
 
   private stderrHint(): string {
-    const tail = this.stderrTail.trim().split("\n").slice(-3).join(" | ");
-    return tail ? ` (stderr: ${tail.slice(-300)})` : "";
+    return stderrHint(this.stderrTail);
   }
 }
 
@@ -517,7 +503,33 @@ function toolInputFromMcpTool(
   };
 }
 
-function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+/** A client transport to the configured server: its child process (stdio) or its URL (HTTP). */
+export function createMcpTransport(
+  config: McpServerConfig,
+  onStderr: (text: string) => void,
+): StdioClientTransport | StreamableHTTPClientTransport {
+  if (config.transport === "http")
+    return new StreamableHTTPClientTransport(new URL(config.url), {
+      requestInit: { headers: { ...config.headers } },
+    });
+  const transport = new StdioClientTransport({
+    command: config.command,
+    args: [...config.args],
+    env: { ...getDefaultEnvironment(), ...config.env },
+    ...(config.cwd ? { cwd: config.cwd } : {}),
+    stderr: "pipe",
+  });
+  transport.stderr?.on("data", (chunk: Buffer) => onStderr(chunk.toString()));
+  return transport;
+}
+
+/** The last lines of a server's stderr, to append to an error (empty when it wrote nothing). */
+export function stderrHint(stderrTail: string): string {
+  const tail = stderrTail.trim().split("\n").slice(-3).join(" | ");
+  return tail ? ` (stderr: ${tail.slice(-300)})` : "";
+}
+
+export function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms);
@@ -525,7 +537,7 @@ function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise
   return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
 }
 
-function describe(error: unknown): string {
+export function describe(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
   const code = (error as NodeJS.ErrnoException).code;
   const syscall = (error as NodeJS.ErrnoException).syscall;

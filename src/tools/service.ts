@@ -26,13 +26,21 @@ import {
 import { discoveryToolDefinitions } from "../discovery-tools/index.ts";
 import { failedPrecondition, invalidArgument, notFound, quoteInput } from "../errors.ts";
 import type { EventSink } from "../events/index.ts";
+import type { JsonObject } from "../json.ts";
 import { type Choice, type Learning, type Outcome, unknownSearch } from "../learning/index.ts";
 import { checkSize, LIMITS } from "../limits.ts";
 import { type PayloadProvider, type RenderedToolPayload, renderToolPayload } from "../payload/index.ts";
 import { type RenderedToolPrompt, renderToolPrompt } from "../prompt/index.ts";
 import type { ToolGate } from "../skills/index.ts";
 import { type MatchQuality, matchQuality } from "../text/scores.ts";
-import { ToolCallChecker } from "./call-check.ts";
+import { repairMessage, ToolCallChecker } from "./call-check.ts";
+import {
+  type ExecutedCall,
+  type ExecuteOptions,
+  executeTool,
+  executorFor,
+  type ToolExecutor,
+} from "./execute.ts";
 
 export interface ToolSearchRequest {
   readonly query: string;
@@ -55,6 +63,8 @@ export interface ToolServiceOptions {
   readonly events: EventSink;
   /** Learning from use: searches remembered, choices taught, each tenant's lessons applied to its searches. */
   readonly learning?: Learning;
+  /** Runs the tools of MCP servers (CallTool); absent = no tool is executed here. */
+  readonly executor?: ToolExecutor;
 }
 
 export interface PromptOptions {
@@ -293,6 +303,32 @@ export class ToolService {
       reason: "called through the dispatch tool",
     });
     return { tool, problems, activated: result.activated.length > 0, scope: effectiveScope };
+  }
+
+  /**
+   * CallTool: a call checked as `checkCall` checks it (INVALID_ARGUMENT saying what to repair when
+   * the arguments do not fit), then executed by the tool's source (src/tools/execute.ts).
+   */
+  async call(
+    caller: Caller,
+    name: string,
+    args: JsonObject,
+    scope: ActivationScope | undefined,
+    options: ExecuteOptions,
+  ): Promise<ExecutedCall> {
+    const tool = this.resolveOne(this.view(caller), name);
+    // Before the check, which may activate the tool: a tool nobody here executes changes nothing.
+    if (tool !== undefined) executorFor(this.options.executor, tool);
+    const checked = await this.checkCall(caller, name, args, scope);
+    if (checked.problems.length > 0)
+      throw invalidArgument(
+        repairMessage(checked.tool.name, checked.problems),
+        checked.problems.map((p) => ({
+          field: `arguments${p.path.replaceAll("/", ".")}`,
+          description: p.message,
+        })),
+      );
+    return executeTool(this.options.executor, this.options.events, caller, checked.tool, args, options);
   }
 
   async renderPrompt(caller: Caller, options: PromptOptions): Promise<RenderedToolPrompt> {

@@ -5,6 +5,7 @@ import type { AddressInfo } from "node:net";
 import { dirname, join } from "node:path";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 
 const require = createRequire(import.meta.url);
@@ -32,6 +33,8 @@ interface ToolSpec {
   readonly name: string;
   readonly description: string;
   readonly readOnly?: boolean;
+  /** What a call answers; default: its text back. */
+  readonly run?: (text: string, signal: AbortSignal) => Promise<CallToolResult>;
 }
 
 export interface HttpMcpServer {
@@ -56,7 +59,8 @@ export async function startHttpMcpServer(initial: readonly ToolSpec[]): Promise<
         inputSchema: { text: z.string().describe("Input text") },
         annotations: { readOnlyHint: tool.readOnly ?? false, idempotentHint: true },
       },
-      async ({ text }) => ({ content: [{ type: "text", text }] }),
+      async ({ text }, extra) =>
+        tool.run ? tool.run(text, extra.signal) : { content: [{ type: "text", text }] },
     );
   const http = createServer(async (req, res) => {
     if (down) {

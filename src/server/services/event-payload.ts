@@ -14,6 +14,7 @@ import {
   ToolActivated_Source,
   ToolActivatedSchema,
   ToolActivationDeniedSchema,
+  ToolCalledSchema,
   ToolDirectoryRenderedSchema,
   ToolGetSchema,
   ToolHintsGeneratedSchema,
@@ -247,6 +248,17 @@ function payloadOf(type: EventType, a: Attributes): Event["payload"] {
           searchId: text(a.search_id),
           learned: a.learned === true,
           note: text(a.note),
+        }),
+      };
+    case "tool_called":
+      return {
+        case: "toolCalled",
+        value: create(ToolCalledSchema, {
+          tool: text(a.tool),
+          source: text(a.source),
+          durationMs: bigCount(a.duration_ms),
+          outcome: text(a.outcome),
+          resultBytes: bigCount(a.result_bytes),
         }),
       };
     case "skill_outcome_reported":

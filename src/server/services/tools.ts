@@ -16,6 +16,7 @@ import type { EventLog } from "../../events/index.ts";
 import type { JsonObject } from "../../json.ts";
 import { checkSize, LIMITS, withinLimit } from "../../limits.ts";
 import type { ToolSourceRegistry } from "../../sources/status.ts";
+import { traceContextFields } from "../../telemetry.ts";
 import { firstSentence } from "../../text/scores.ts";
 import { estimateTokens } from "../../text/tokens.ts";
 import { repairMessage } from "../../tools/call-check.ts";
@@ -195,6 +196,31 @@ export function toolDiscoveryService(
         repairMessage: result.problems.length === 0 ? "" : repairMessage(result.tool.name, result.problems),
         activated: result.activated,
         scope: result.scope ? ACTIVATION_SCOPES.toProto(result.scope) : ActivationScope.UNSPECIFIED,
+      };
+    },
+
+    async callTool(request, context) {
+      if (request.name === "") throw invalidArgument("name is required: the tool name the model called");
+      checkSize(LIMITS.callToolTimeoutSeconds, request.timeoutSeconds);
+      const called = await tools.call(
+        callerOf(context),
+        request.name,
+        request.arguments ?? {},
+        ACTIVATION_SCOPES.fromProto(request.scope, "scope"),
+        {
+          timeoutMs: request.timeoutSeconds === 0 ? undefined : request.timeoutSeconds * 1000,
+          signal: context.signal,
+          meta: traceContextFields(),
+        },
+      );
+      const { result } = called;
+      return {
+        tool: called.tool.name,
+        source: called.tool.source,
+        content: [...result.content],
+        ...(result.structuredContent ? { structuredContent: result.structuredContent } : {}),
+        isError: result.isError,
+        durationMs: called.durationMs,
       };
     },
 

@@ -46,6 +46,7 @@ const (
 	EventType_EVENT_TYPE_USAGE_RECORDED           EventType = 15
 	EventType_EVENT_TYPE_TOOL_OUTCOME_REPORTED    EventType = 16
 	EventType_EVENT_TYPE_SKILL_OUTCOME_REPORTED   EventType = 17
+	EventType_EVENT_TYPE_TOOL_CALLED              EventType = 18
 )
 
 // Enum value maps for EventType.
@@ -69,6 +70,7 @@ var (
 		15: "EVENT_TYPE_USAGE_RECORDED",
 		16: "EVENT_TYPE_TOOL_OUTCOME_REPORTED",
 		17: "EVENT_TYPE_SKILL_OUTCOME_REPORTED",
+		18: "EVENT_TYPE_TOOL_CALLED",
 	}
 	EventType_value = map[string]int32{
 		"EVENT_TYPE_UNSPECIFIED":              0,
@@ -89,6 +91,7 @@ var (
 		"EVENT_TYPE_USAGE_RECORDED":           15,
 		"EVENT_TYPE_TOOL_OUTCOME_REPORTED":    16,
 		"EVENT_TYPE_SKILL_OUTCOME_REPORTED":   17,
+		"EVENT_TYPE_TOOL_CALLED":              18,
 	}
 )
 
@@ -266,6 +269,7 @@ type Event struct {
 	//	*Event_UsageRecorded
 	//	*Event_ToolOutcomeReported
 	//	*Event_SkillOutcomeReported
+	//	*Event_ToolCalled
 	Payload       isEvent_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -518,6 +522,15 @@ func (x *Event) GetSkillOutcomeReported() *SkillOutcomeReported {
 	return nil
 }
 
+func (x *Event) GetToolCalled() *ToolCalled {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ToolCalled); ok {
+			return x.ToolCalled
+		}
+	}
+	return nil
+}
+
 type isEvent_Payload interface {
 	isEvent_Payload()
 }
@@ -590,6 +603,10 @@ type Event_SkillOutcomeReported struct {
 	SkillOutcomeReported *SkillOutcomeReported `protobuf:"bytes,36,opt,name=skill_outcome_reported,json=skillOutcomeReported,proto3,oneof"`
 }
 
+type Event_ToolCalled struct {
+	ToolCalled *ToolCalled `protobuf:"bytes,37,opt,name=tool_called,json=toolCalled,proto3,oneof"`
+}
+
 func (*Event_ToolSearchQuery) isEvent_Payload() {}
 
 func (*Event_ToolGet) isEvent_Payload() {}
@@ -623,6 +640,8 @@ func (*Event_UsageRecorded) isEvent_Payload() {}
 func (*Event_ToolOutcomeReported) isEvent_Payload() {}
 
 func (*Event_SkillOutcomeReported) isEvent_Payload() {}
+
+func (*Event_ToolCalled) isEvent_Payload() {}
 
 // A SearchTools call.
 type ToolSearchQuery struct {
@@ -1766,6 +1785,87 @@ func (x *SkillOutcomeReported) GetNote() string {
 	return ""
 }
 
+// A tool executed through wayfind (CallTool, or `tool_call` on the MCP endpoint).
+type ToolCalled struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Tool  string                 `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
+	// The source that executed it (`mcp:<server>`).
+	Source     string `protobuf:"bytes,2,opt,name=source,proto3" json:"source,omitempty"`
+	DurationMs uint64 `protobuf:"varint,3,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	// `ok`, `error` (the tool reported one: `isError`), `failed` (the server could not be reached or
+	// answered garbage), `timeout` or `cancelled`.
+	Outcome string `protobuf:"bytes,4,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	// Size of the result as JSON.
+	ResultBytes   uint64 `protobuf:"varint,5,opt,name=result_bytes,json=resultBytes,proto3" json:"result_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolCalled) Reset() {
+	*x = ToolCalled{}
+	mi := &file_wayfind_v1_events_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolCalled) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolCalled) ProtoMessage() {}
+
+func (x *ToolCalled) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfind_v1_events_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolCalled.ProtoReflect.Descriptor instead.
+func (*ToolCalled) Descriptor() ([]byte, []int) {
+	return file_wayfind_v1_events_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ToolCalled) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *ToolCalled) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *ToolCalled) GetDurationMs() uint64 {
+	if x != nil {
+		return x.DurationMs
+	}
+	return 0
+}
+
+func (x *ToolCalled) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
+func (x *ToolCalled) GetResultBytes() uint64 {
+	if x != nil {
+		return x.ResultBytes
+	}
+	return 0
+}
+
 // Which events a watcher wants. Every field narrows; empty fields match everything the caller may see.
 type EventFilter struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1793,7 +1893,7 @@ type EventFilter struct {
 
 func (x *EventFilter) Reset() {
 	*x = EventFilter{}
-	mi := &file_wayfind_v1_events_proto_msgTypes[18]
+	mi := &file_wayfind_v1_events_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1805,7 +1905,7 @@ func (x *EventFilter) String() string {
 func (*EventFilter) ProtoMessage() {}
 
 func (x *EventFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_events_proto_msgTypes[18]
+	mi := &file_wayfind_v1_events_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1818,7 +1918,7 @@ func (x *EventFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventFilter.ProtoReflect.Descriptor instead.
 func (*EventFilter) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_events_proto_rawDescGZIP(), []int{18}
+	return file_wayfind_v1_events_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *EventFilter) GetTypes() []string {
@@ -1884,7 +1984,7 @@ type WatchStatus struct {
 
 func (x *WatchStatus) Reset() {
 	*x = WatchStatus{}
-	mi := &file_wayfind_v1_events_proto_msgTypes[19]
+	mi := &file_wayfind_v1_events_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1896,7 +1996,7 @@ func (x *WatchStatus) String() string {
 func (*WatchStatus) ProtoMessage() {}
 
 func (x *WatchStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_events_proto_msgTypes[19]
+	mi := &file_wayfind_v1_events_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1909,7 +2009,7 @@ func (x *WatchStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchStatus.ProtoReflect.Descriptor instead.
 func (*WatchStatus) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_events_proto_rawDescGZIP(), []int{19}
+	return file_wayfind_v1_events_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *WatchStatus) GetOldestRetainedId() uint64 {
@@ -1931,7 +2031,7 @@ var File_wayfind_v1_events_proto protoreflect.FileDescriptor
 const file_wayfind_v1_events_proto_rawDesc = "" +
 	"\n" +
 	"\x17wayfind/v1/events.proto\x12\n" +
-	"wayfind.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17wayfind/v1/common.proto\"\xcc\f\n" +
+	"wayfind.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17wayfind/v1/common.proto\"\x87\r\n" +
 	"\x05Event\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12.\n" +
 	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x12\n" +
@@ -1962,7 +2062,9 @@ const file_wayfind_v1_events_proto_rawDesc = "" +
 	"skill_list\x18! \x01(\v2\x15.wayfind.v1.SkillListH\x00R\tskillList\x12B\n" +
 	"\x0eusage_recorded\x18\" \x01(\v2\x19.wayfind.v1.UsageRecordedH\x00R\rusageRecorded\x12U\n" +
 	"\x15tool_outcome_reported\x18# \x01(\v2\x1f.wayfind.v1.ToolOutcomeReportedH\x00R\x13toolOutcomeReported\x12X\n" +
-	"\x16skill_outcome_reported\x18$ \x01(\v2 .wayfind.v1.SkillOutcomeReportedH\x00R\x14skillOutcomeReportedB\t\n" +
+	"\x16skill_outcome_reported\x18$ \x01(\v2 .wayfind.v1.SkillOutcomeReportedH\x00R\x14skillOutcomeReported\x129\n" +
+	"\vtool_called\x18% \x01(\v2\x16.wayfind.v1.ToolCalledH\x00R\n" +
+	"toolCalledB\t\n" +
 	"\apayload\"\xa5\x01\n" +
 	"\x0fToolSearchQuery\x12\x14\n" +
 	"\x05query\x18\x01 \x01(\tR\x05query\x12=\n" +
@@ -2062,7 +2164,15 @@ const file_wayfind_v1_events_proto_rawDesc = "" +
 	"\x05skill\x18\x01 \x01(\tR\x05skill\x12-\n" +
 	"\aoutcome\x18\x02 \x01(\x0e2\x13.wayfind.v1.OutcomeR\aoutcome\x12\x1b\n" +
 	"\tsearch_id\x18\x03 \x01(\tR\bsearchId\x12\x12\n" +
-	"\x04note\x18\x04 \x01(\tR\x04note\"\xe7\x01\n" +
+	"\x04note\x18\x04 \x01(\tR\x04note\"\x96\x01\n" +
+	"\n" +
+	"ToolCalled\x12\x12\n" +
+	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x16\n" +
+	"\x06source\x18\x02 \x01(\tR\x06source\x12\x1f\n" +
+	"\vduration_ms\x18\x03 \x01(\x04R\n" +
+	"durationMs\x12\x18\n" +
+	"\aoutcome\x18\x04 \x01(\tR\aoutcome\x12!\n" +
+	"\fresult_bytes\x18\x05 \x01(\x04R\vresultBytes\"\xe7\x01\n" +
 	"\vEventFilter\x12\x14\n" +
 	"\x05types\x18\x01 \x03(\tR\x05types\x12\x1b\n" +
 	"\ttenant_id\x18\x02 \x01(\tR\btenantId\x12\x1d\n" +
@@ -2077,7 +2187,7 @@ const file_wayfind_v1_events_proto_rawDesc = "" +
 	"\vWatchStatus\x12,\n" +
 	"\x12oldest_retained_id\x18\x01 \x01(\x04R\x10oldestRetainedId\x12\x1f\n" +
 	"\vevents_lost\x18\x02 \x01(\bR\n" +
-	"eventsLost*\xf2\x04\n" +
+	"eventsLost*\x8e\x05\n" +
 	"\tEventType\x12\x1a\n" +
 	"\x16EVENT_TYPE_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cEVENT_TYPE_TOOL_SEARCH_QUERY\x10\x01\x12\x17\n" +
@@ -2097,7 +2207,8 @@ const file_wayfind_v1_events_proto_rawDesc = "" +
 	"\x15EVENT_TYPE_SKILL_LIST\x10\x0e\x12\x1d\n" +
 	"\x19EVENT_TYPE_USAGE_RECORDED\x10\x0f\x12$\n" +
 	" EVENT_TYPE_TOOL_OUTCOME_REPORTED\x10\x10\x12%\n" +
-	"!EVENT_TYPE_SKILL_OUTCOME_REPORTED\x10\x11B<Z:github.com/wayfind-dev/wayfind/gen/go/wayfind/v1;wayfindv1b\x06proto3"
+	"!EVENT_TYPE_SKILL_OUTCOME_REPORTED\x10\x11\x12\x1a\n" +
+	"\x16EVENT_TYPE_TOOL_CALLED\x10\x12B<Z:github.com/wayfind-dev/wayfind/gen/go/wayfind/v1;wayfindv1b\x06proto3"
 
 var (
 	file_wayfind_v1_events_proto_rawDescOnce sync.Once
@@ -2112,7 +2223,7 @@ func file_wayfind_v1_events_proto_rawDescGZIP() []byte {
 }
 
 var file_wayfind_v1_events_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_wayfind_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_wayfind_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_wayfind_v1_events_proto_goTypes = []any{
 	(EventType)(0),                 // 0: wayfind.v1.EventType
 	(ToolActivated_Scope)(0),       // 1: wayfind.v1.ToolActivated.Scope
@@ -2135,17 +2246,18 @@ var file_wayfind_v1_events_proto_goTypes = []any{
 	(*UsageRecorded)(nil),          // 18: wayfind.v1.UsageRecorded
 	(*ToolOutcomeReported)(nil),    // 19: wayfind.v1.ToolOutcomeReported
 	(*SkillOutcomeReported)(nil),   // 20: wayfind.v1.SkillOutcomeReported
-	(*EventFilter)(nil),            // 21: wayfind.v1.EventFilter
-	(*WatchStatus)(nil),            // 22: wayfind.v1.WatchStatus
-	(*timestamppb.Timestamp)(nil),  // 23: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),        // 24: google.protobuf.Struct
-	(SearchType)(0),                // 25: wayfind.v1.SearchType
-	(Provider)(0),                  // 26: wayfind.v1.Provider
-	(Outcome)(0),                   // 27: wayfind.v1.Outcome
+	(*ToolCalled)(nil),             // 21: wayfind.v1.ToolCalled
+	(*EventFilter)(nil),            // 22: wayfind.v1.EventFilter
+	(*WatchStatus)(nil),            // 23: wayfind.v1.WatchStatus
+	(*timestamppb.Timestamp)(nil),  // 24: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),        // 25: google.protobuf.Struct
+	(SearchType)(0),                // 26: wayfind.v1.SearchType
+	(Provider)(0),                  // 27: wayfind.v1.Provider
+	(Outcome)(0),                   // 28: wayfind.v1.Outcome
 }
 var file_wayfind_v1_events_proto_depIdxs = []int32{
-	23, // 0: wayfind.v1.Event.time:type_name -> google.protobuf.Timestamp
-	24, // 1: wayfind.v1.Event.attributes:type_name -> google.protobuf.Struct
+	24, // 0: wayfind.v1.Event.time:type_name -> google.protobuf.Timestamp
+	25, // 1: wayfind.v1.Event.attributes:type_name -> google.protobuf.Struct
 	0,  // 2: wayfind.v1.Event.event_type:type_name -> wayfind.v1.EventType
 	4,  // 3: wayfind.v1.Event.tool_search_query:type_name -> wayfind.v1.ToolSearchQuery
 	5,  // 4: wayfind.v1.Event.tool_get:type_name -> wayfind.v1.ToolGet
@@ -2164,19 +2276,20 @@ var file_wayfind_v1_events_proto_depIdxs = []int32{
 	18, // 17: wayfind.v1.Event.usage_recorded:type_name -> wayfind.v1.UsageRecorded
 	19, // 18: wayfind.v1.Event.tool_outcome_reported:type_name -> wayfind.v1.ToolOutcomeReported
 	20, // 19: wayfind.v1.Event.skill_outcome_reported:type_name -> wayfind.v1.SkillOutcomeReported
-	25, // 20: wayfind.v1.ToolSearchQuery.requested_type:type_name -> wayfind.v1.SearchType
-	1,  // 21: wayfind.v1.ToolActivated.scope:type_name -> wayfind.v1.ToolActivated.Scope
-	2,  // 22: wayfind.v1.ToolActivated.source:type_name -> wayfind.v1.ToolActivated.Source
-	25, // 23: wayfind.v1.SkillSearchQuery.search_type:type_name -> wayfind.v1.SearchType
-	26, // 24: wayfind.v1.UsageRecorded.provider:type_name -> wayfind.v1.Provider
-	27, // 25: wayfind.v1.ToolOutcomeReported.outcome:type_name -> wayfind.v1.Outcome
-	27, // 26: wayfind.v1.SkillOutcomeReported.outcome:type_name -> wayfind.v1.Outcome
-	0,  // 27: wayfind.v1.EventFilter.event_types:type_name -> wayfind.v1.EventType
-	28, // [28:28] is the sub-list for method output_type
-	28, // [28:28] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	21, // 20: wayfind.v1.Event.tool_called:type_name -> wayfind.v1.ToolCalled
+	26, // 21: wayfind.v1.ToolSearchQuery.requested_type:type_name -> wayfind.v1.SearchType
+	1,  // 22: wayfind.v1.ToolActivated.scope:type_name -> wayfind.v1.ToolActivated.Scope
+	2,  // 23: wayfind.v1.ToolActivated.source:type_name -> wayfind.v1.ToolActivated.Source
+	26, // 24: wayfind.v1.SkillSearchQuery.search_type:type_name -> wayfind.v1.SearchType
+	27, // 25: wayfind.v1.UsageRecorded.provider:type_name -> wayfind.v1.Provider
+	28, // 26: wayfind.v1.ToolOutcomeReported.outcome:type_name -> wayfind.v1.Outcome
+	28, // 27: wayfind.v1.SkillOutcomeReported.outcome:type_name -> wayfind.v1.Outcome
+	0,  // 28: wayfind.v1.EventFilter.event_types:type_name -> wayfind.v1.EventType
+	29, // [29:29] is the sub-list for method output_type
+	29, // [29:29] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_wayfind_v1_events_proto_init() }
@@ -2203,6 +2316,7 @@ func file_wayfind_v1_events_proto_init() {
 		(*Event_UsageRecorded)(nil),
 		(*Event_ToolOutcomeReported)(nil),
 		(*Event_SkillOutcomeReported)(nil),
+		(*Event_ToolCalled)(nil),
 	}
 	file_wayfind_v1_events_proto_msgTypes[15].OneofWrappers = []any{}
 	type x struct{}
@@ -2211,7 +2325,7 @@ func file_wayfind_v1_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wayfind_v1_events_proto_rawDesc), len(file_wayfind_v1_events_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   20,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

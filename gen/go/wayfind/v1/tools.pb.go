@@ -1733,6 +1733,176 @@ func (x *CheckToolCallResponse) GetScope() ActivationScope {
 	return ActivationScope_ACTIVATION_SCOPE_UNSPECIFIED
 }
 
+type CallToolRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Caller *CallerContext         `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	// The name the model called (canonical name or alias).
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// The arguments the model sent.
+	Arguments *structpb.Struct `protobuf:"bytes,3,opt,name=arguments,proto3" json:"arguments,omitempty"`
+	// Scope of the activation if the tool is deferred.
+	Scope ActivationScope `protobuf:"varint,4,opt,name=scope,proto3,enum=wayfind.v1.ActivationScope" json:"scope,omitempty"`
+	// How long the MCP server may take, in seconds: 0–600; 0 = the server's `call_timeout_seconds`.
+	TimeoutSeconds uint32 `protobuf:"varint,5,opt,name=timeout_seconds,json=timeoutSeconds,proto3" json:"timeout_seconds,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *CallToolRequest) Reset() {
+	*x = CallToolRequest{}
+	mi := &file_wayfind_v1_tools_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallToolRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallToolRequest) ProtoMessage() {}
+
+func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfind_v1_tools_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallToolRequest.ProtoReflect.Descriptor instead.
+func (*CallToolRequest) Descriptor() ([]byte, []int) {
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *CallToolRequest) GetCaller() *CallerContext {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *CallToolRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CallToolRequest) GetArguments() *structpb.Struct {
+	if x != nil {
+		return x.Arguments
+	}
+	return nil
+}
+
+func (x *CallToolRequest) GetScope() ActivationScope {
+	if x != nil {
+		return x.Scope
+	}
+	return ActivationScope_ACTIVATION_SCOPE_UNSPECIFIED
+}
+
+func (x *CallToolRequest) GetTimeoutSeconds() uint32 {
+	if x != nil {
+		return x.TimeoutSeconds
+	}
+	return 0
+}
+
+type CallToolResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The tool called (its canonical name) and the source that executed it (`mcp:<server>`).
+	Tool   string `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
+	Source string `protobuf:"bytes,2,opt,name=source,proto3" json:"source,omitempty"`
+	// The result's content blocks as the MCP server sent them (text, image, audio, resource link,
+	// embedded resource), each an object with its `type`.
+	Content []*structpb.Struct `protobuf:"bytes,3,rep,name=content,proto3" json:"content,omitempty"`
+	// The result's structured content, when the tool returns one.
+	StructuredContent *structpb.Struct `protobuf:"bytes,4,opt,name=structured_content,json=structuredContent,proto3" json:"structured_content,omitempty"`
+	// The tool reported a failure (MCP `isError`): the content says what went wrong, for the model.
+	IsError bool `protobuf:"varint,5,opt,name=is_error,json=isError,proto3" json:"is_error,omitempty"`
+	// How long the MCP server took, in milliseconds.
+	DurationMs    uint32 `protobuf:"varint,6,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallToolResponse) Reset() {
+	*x = CallToolResponse{}
+	mi := &file_wayfind_v1_tools_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallToolResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallToolResponse) ProtoMessage() {}
+
+func (x *CallToolResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfind_v1_tools_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallToolResponse.ProtoReflect.Descriptor instead.
+func (*CallToolResponse) Descriptor() ([]byte, []int) {
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *CallToolResponse) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *CallToolResponse) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *CallToolResponse) GetContent() []*structpb.Struct {
+	if x != nil {
+		return x.Content
+	}
+	return nil
+}
+
+func (x *CallToolResponse) GetStructuredContent() *structpb.Struct {
+	if x != nil {
+		return x.StructuredContent
+	}
+	return nil
+}
+
+func (x *CallToolResponse) GetIsError() bool {
+	if x != nil {
+		return x.IsError
+	}
+	return false
+}
+
+func (x *CallToolResponse) GetDurationMs() uint32 {
+	if x != nil {
+		return x.DurationMs
+	}
+	return 0
+}
+
 type ResolveToolRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Caller *CallerContext         `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
@@ -1746,7 +1916,7 @@ type ResolveToolRequest struct {
 
 func (x *ResolveToolRequest) Reset() {
 	*x = ResolveToolRequest{}
-	mi := &file_wayfind_v1_tools_proto_msgTypes[19]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1758,7 +1928,7 @@ func (x *ResolveToolRequest) String() string {
 func (*ResolveToolRequest) ProtoMessage() {}
 
 func (x *ResolveToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_tools_proto_msgTypes[19]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1771,7 +1941,7 @@ func (x *ResolveToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveToolRequest.ProtoReflect.Descriptor instead.
 func (*ResolveToolRequest) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{19}
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ResolveToolRequest) GetCaller() *CallerContext {
@@ -1809,7 +1979,7 @@ type ResolveToolResponse struct {
 
 func (x *ResolveToolResponse) Reset() {
 	*x = ResolveToolResponse{}
-	mi := &file_wayfind_v1_tools_proto_msgTypes[20]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1821,7 +1991,7 @@ func (x *ResolveToolResponse) String() string {
 func (*ResolveToolResponse) ProtoMessage() {}
 
 func (x *ResolveToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_tools_proto_msgTypes[20]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1834,7 +2004,7 @@ func (x *ResolveToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveToolResponse.ProtoReflect.Descriptor instead.
 func (*ResolveToolResponse) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{20}
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ResolveToolResponse) GetTool() *Tool {
@@ -1886,7 +2056,7 @@ type RenderToolPromptRequest struct {
 
 func (x *RenderToolPromptRequest) Reset() {
 	*x = RenderToolPromptRequest{}
-	mi := &file_wayfind_v1_tools_proto_msgTypes[21]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1898,7 +2068,7 @@ func (x *RenderToolPromptRequest) String() string {
 func (*RenderToolPromptRequest) ProtoMessage() {}
 
 func (x *RenderToolPromptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_tools_proto_msgTypes[21]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1911,7 +2081,7 @@ func (x *RenderToolPromptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderToolPromptRequest.ProtoReflect.Descriptor instead.
 func (*RenderToolPromptRequest) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{21}
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RenderToolPromptRequest) GetCaller() *CallerContext {
@@ -1994,7 +2164,7 @@ type RenderToolPromptResponse struct {
 
 func (x *RenderToolPromptResponse) Reset() {
 	*x = RenderToolPromptResponse{}
-	mi := &file_wayfind_v1_tools_proto_msgTypes[22]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2006,7 +2176,7 @@ func (x *RenderToolPromptResponse) String() string {
 func (*RenderToolPromptResponse) ProtoMessage() {}
 
 func (x *RenderToolPromptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_tools_proto_msgTypes[22]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2019,7 +2189,7 @@ func (x *RenderToolPromptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderToolPromptResponse.ProtoReflect.Descriptor instead.
 func (*RenderToolPromptResponse) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{22}
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RenderToolPromptResponse) GetText() string {
@@ -2084,7 +2254,7 @@ type RenderToolPayloadRequest struct {
 
 func (x *RenderToolPayloadRequest) Reset() {
 	*x = RenderToolPayloadRequest{}
-	mi := &file_wayfind_v1_tools_proto_msgTypes[23]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2096,7 +2266,7 @@ func (x *RenderToolPayloadRequest) String() string {
 func (*RenderToolPayloadRequest) ProtoMessage() {}
 
 func (x *RenderToolPayloadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_tools_proto_msgTypes[23]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2109,7 +2279,7 @@ func (x *RenderToolPayloadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderToolPayloadRequest.ProtoReflect.Descriptor instead.
 func (*RenderToolPayloadRequest) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{23}
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RenderToolPayloadRequest) GetCaller() *CallerContext {
@@ -2158,7 +2328,7 @@ type ToolNameMapping struct {
 
 func (x *ToolNameMapping) Reset() {
 	*x = ToolNameMapping{}
-	mi := &file_wayfind_v1_tools_proto_msgTypes[24]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2170,7 +2340,7 @@ func (x *ToolNameMapping) String() string {
 func (*ToolNameMapping) ProtoMessage() {}
 
 func (x *ToolNameMapping) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_tools_proto_msgTypes[24]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2183,7 +2353,7 @@ func (x *ToolNameMapping) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolNameMapping.ProtoReflect.Descriptor instead.
 func (*ToolNameMapping) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{24}
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ToolNameMapping) GetProviderName() string {
@@ -2216,7 +2386,7 @@ type RenderToolPayloadResponse struct {
 
 func (x *RenderToolPayloadResponse) Reset() {
 	*x = RenderToolPayloadResponse{}
-	mi := &file_wayfind_v1_tools_proto_msgTypes[25]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2228,7 +2398,7 @@ func (x *RenderToolPayloadResponse) String() string {
 func (*RenderToolPayloadResponse) ProtoMessage() {}
 
 func (x *RenderToolPayloadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_tools_proto_msgTypes[25]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2241,7 +2411,7 @@ func (x *RenderToolPayloadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderToolPayloadResponse.ProtoReflect.Descriptor instead.
 func (*RenderToolPayloadResponse) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{25}
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RenderToolPayloadResponse) GetPayloadJson() string {
@@ -2292,7 +2462,7 @@ type GetDiscoveryToolsRequest struct {
 
 func (x *GetDiscoveryToolsRequest) Reset() {
 	*x = GetDiscoveryToolsRequest{}
-	mi := &file_wayfind_v1_tools_proto_msgTypes[26]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2304,7 +2474,7 @@ func (x *GetDiscoveryToolsRequest) String() string {
 func (*GetDiscoveryToolsRequest) ProtoMessage() {}
 
 func (x *GetDiscoveryToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_tools_proto_msgTypes[26]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2317,7 +2487,7 @@ func (x *GetDiscoveryToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDiscoveryToolsRequest.ProtoReflect.Descriptor instead.
 func (*GetDiscoveryToolsRequest) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{26}
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetDiscoveryToolsRequest) GetCaller() *CallerContext {
@@ -2350,7 +2520,7 @@ type GetDiscoveryToolsResponse struct {
 
 func (x *GetDiscoveryToolsResponse) Reset() {
 	*x = GetDiscoveryToolsResponse{}
-	mi := &file_wayfind_v1_tools_proto_msgTypes[27]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2362,7 +2532,7 @@ func (x *GetDiscoveryToolsResponse) String() string {
 func (*GetDiscoveryToolsResponse) ProtoMessage() {}
 
 func (x *GetDiscoveryToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_tools_proto_msgTypes[27]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2375,7 +2545,7 @@ func (x *GetDiscoveryToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDiscoveryToolsResponse.ProtoReflect.Descriptor instead.
 func (*GetDiscoveryToolsResponse) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{27}
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetDiscoveryToolsResponse) GetTools() []*Tool {
@@ -2398,7 +2568,7 @@ type ListToolSourcesRequest struct {
 
 func (x *ListToolSourcesRequest) Reset() {
 	*x = ListToolSourcesRequest{}
-	mi := &file_wayfind_v1_tools_proto_msgTypes[28]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2410,7 +2580,7 @@ func (x *ListToolSourcesRequest) String() string {
 func (*ListToolSourcesRequest) ProtoMessage() {}
 
 func (x *ListToolSourcesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_tools_proto_msgTypes[28]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2423,7 +2593,7 @@ func (x *ListToolSourcesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolSourcesRequest.ProtoReflect.Descriptor instead.
 func (*ListToolSourcesRequest) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{28}
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListToolSourcesRequest) GetCaller() *CallerContext {
@@ -2455,7 +2625,7 @@ type ToolSource struct {
 
 func (x *ToolSource) Reset() {
 	*x = ToolSource{}
-	mi := &file_wayfind_v1_tools_proto_msgTypes[29]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2467,7 +2637,7 @@ func (x *ToolSource) String() string {
 func (*ToolSource) ProtoMessage() {}
 
 func (x *ToolSource) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_tools_proto_msgTypes[29]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2480,7 +2650,7 @@ func (x *ToolSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolSource.ProtoReflect.Descriptor instead.
 func (*ToolSource) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{29}
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ToolSource) GetName() string {
@@ -2541,7 +2711,7 @@ type ListToolSourcesResponse struct {
 
 func (x *ListToolSourcesResponse) Reset() {
 	*x = ListToolSourcesResponse{}
-	mi := &file_wayfind_v1_tools_proto_msgTypes[30]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2553,7 +2723,7 @@ func (x *ListToolSourcesResponse) String() string {
 func (*ListToolSourcesResponse) ProtoMessage() {}
 
 func (x *ListToolSourcesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_tools_proto_msgTypes[30]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2566,7 +2736,7 @@ func (x *ListToolSourcesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolSourcesResponse.ProtoReflect.Descriptor instead.
 func (*ListToolSourcesResponse) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{30}
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListToolSourcesResponse) GetSources() []*ToolSource {
@@ -2586,7 +2756,7 @@ type WatchToolEventsRequest struct {
 
 func (x *WatchToolEventsRequest) Reset() {
 	*x = WatchToolEventsRequest{}
-	mi := &file_wayfind_v1_tools_proto_msgTypes[31]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2598,7 +2768,7 @@ func (x *WatchToolEventsRequest) String() string {
 func (*WatchToolEventsRequest) ProtoMessage() {}
 
 func (x *WatchToolEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_tools_proto_msgTypes[31]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2611,7 +2781,7 @@ func (x *WatchToolEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchToolEventsRequest.ProtoReflect.Descriptor instead.
 func (*WatchToolEventsRequest) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{31}
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *WatchToolEventsRequest) GetCaller() *CallerContext {
@@ -2643,7 +2813,7 @@ type WatchToolEventsResponse struct {
 
 func (x *WatchToolEventsResponse) Reset() {
 	*x = WatchToolEventsResponse{}
-	mi := &file_wayfind_v1_tools_proto_msgTypes[32]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2655,7 +2825,7 @@ func (x *WatchToolEventsResponse) String() string {
 func (*WatchToolEventsResponse) ProtoMessage() {}
 
 func (x *WatchToolEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_tools_proto_msgTypes[32]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2668,7 +2838,7 @@ func (x *WatchToolEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchToolEventsResponse.ProtoReflect.Descriptor instead.
 func (*WatchToolEventsResponse) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{32}
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *WatchToolEventsResponse) GetMessage() isWatchToolEventsResponse_Message {
@@ -2739,7 +2909,7 @@ type ReportToolOutcomeRequest struct {
 
 func (x *ReportToolOutcomeRequest) Reset() {
 	*x = ReportToolOutcomeRequest{}
-	mi := &file_wayfind_v1_tools_proto_msgTypes[33]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2751,7 +2921,7 @@ func (x *ReportToolOutcomeRequest) String() string {
 func (*ReportToolOutcomeRequest) ProtoMessage() {}
 
 func (x *ReportToolOutcomeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_tools_proto_msgTypes[33]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2764,7 +2934,7 @@ func (x *ReportToolOutcomeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportToolOutcomeRequest.ProtoReflect.Descriptor instead.
 func (*ReportToolOutcomeRequest) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{33}
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ReportToolOutcomeRequest) GetCaller() *CallerContext {
@@ -2822,7 +2992,7 @@ type ReportToolOutcomeResponse struct {
 
 func (x *ReportToolOutcomeResponse) Reset() {
 	*x = ReportToolOutcomeResponse{}
-	mi := &file_wayfind_v1_tools_proto_msgTypes[34]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2834,7 +3004,7 @@ func (x *ReportToolOutcomeResponse) String() string {
 func (*ReportToolOutcomeResponse) ProtoMessage() {}
 
 func (x *ReportToolOutcomeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_tools_proto_msgTypes[34]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2847,7 +3017,7 @@ func (x *ReportToolOutcomeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportToolOutcomeResponse.ProtoReflect.Descriptor instead.
 func (*ReportToolOutcomeResponse) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{34}
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ReportToolOutcomeResponse) GetLearned() bool {
@@ -2986,7 +3156,21 @@ const file_wayfind_v1_tools_proto_rawDesc = "" +
 	"\bproblems\x18\x03 \x03(\v2\x1b.wayfind.v1.ArgumentProblemR\bproblems\x12%\n" +
 	"\x0erepair_message\x18\x04 \x01(\tR\rrepairMessage\x12\x1c\n" +
 	"\tactivated\x18\x05 \x01(\bR\tactivated\x121\n" +
-	"\x05scope\x18\x06 \x01(\x0e2\x1b.wayfind.v1.ActivationScopeR\x05scope\"\x8e\x01\n" +
+	"\x05scope\x18\x06 \x01(\x0e2\x1b.wayfind.v1.ActivationScopeR\x05scope\"\xeb\x01\n" +
+	"\x0fCallToolRequest\x121\n" +
+	"\x06caller\x18\x01 \x01(\v2\x19.wayfind.v1.CallerContextR\x06caller\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x125\n" +
+	"\targuments\x18\x03 \x01(\v2\x17.google.protobuf.StructR\targuments\x121\n" +
+	"\x05scope\x18\x04 \x01(\x0e2\x1b.wayfind.v1.ActivationScopeR\x05scope\x12'\n" +
+	"\x0ftimeout_seconds\x18\x05 \x01(\rR\x0etimeoutSeconds\"\xf5\x01\n" +
+	"\x10CallToolResponse\x12\x12\n" +
+	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x16\n" +
+	"\x06source\x18\x02 \x01(\tR\x06source\x121\n" +
+	"\acontent\x18\x03 \x03(\v2\x17.google.protobuf.StructR\acontent\x12F\n" +
+	"\x12structured_content\x18\x04 \x01(\v2\x17.google.protobuf.StructR\x11structuredContent\x12\x19\n" +
+	"\bis_error\x18\x05 \x01(\bR\aisError\x12\x1f\n" +
+	"\vduration_ms\x18\x06 \x01(\rR\n" +
+	"durationMs\"\x8e\x01\n" +
 	"\x12ResolveToolRequest\x121\n" +
 	"\x06caller\x18\x01 \x01(\v2\x19.wayfind.v1.CallerContextR\x06caller\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x121\n" +
@@ -3090,7 +3274,8 @@ const file_wayfind_v1_tools_proto_rawDesc = "" +
 	"\x1dTOOL_SOURCE_KIND_CATALOG_FILE\x10\x01\x12\x1e\n" +
 	"\x1aTOOL_SOURCE_KIND_MCP_STDIO\x10\x02\x12\x1d\n" +
 	"\x19TOOL_SOURCE_KIND_MCP_HTTP\x10\x03\x12\x18\n" +
-	"\x14TOOL_SOURCE_KIND_API\x10\x042\xf8\t\n" +
+	"\x14TOOL_SOURCE_KIND_API\x10\x042\xbf\n" +
+	"\n" +
 	"\x14ToolDiscoveryService\x12T\n" +
 	"\rRegisterTools\x12 .wayfind.v1.RegisterToolsRequest\x1a!.wayfind.v1.RegisterToolsResponse\x12H\n" +
 	"\tListTools\x12\x1c.wayfind.v1.ListToolsRequest\x1a\x1d.wayfind.v1.ListToolsResponse\x12S\n" +
@@ -3099,7 +3284,8 @@ const file_wayfind_v1_tools_proto_rawDesc = "" +
 	"\rActivateTools\x12 .wayfind.v1.ActivateToolsRequest\x1a!.wayfind.v1.ActivateToolsResponse\x12Z\n" +
 	"\x0fDeactivateTools\x12\".wayfind.v1.DeactivateToolsRequest\x1a#.wayfind.v1.DeactivateToolsResponse\x12N\n" +
 	"\vResolveTool\x12\x1e.wayfind.v1.ResolveToolRequest\x1a\x1f.wayfind.v1.ResolveToolResponse\x12T\n" +
-	"\rCheckToolCall\x12 .wayfind.v1.CheckToolCallRequest\x1a!.wayfind.v1.CheckToolCallResponse\x12]\n" +
+	"\rCheckToolCall\x12 .wayfind.v1.CheckToolCallRequest\x1a!.wayfind.v1.CheckToolCallResponse\x12E\n" +
+	"\bCallTool\x12\x1b.wayfind.v1.CallToolRequest\x1a\x1c.wayfind.v1.CallToolResponse\x12]\n" +
 	"\x10RenderToolPrompt\x12#.wayfind.v1.RenderToolPromptRequest\x1a$.wayfind.v1.RenderToolPromptResponse\x12`\n" +
 	"\x11RenderToolPayload\x12$.wayfind.v1.RenderToolPayloadRequest\x1a%.wayfind.v1.RenderToolPayloadResponse\x12e\n" +
 	"\x11GetDiscoveryTools\x12$.wayfind.v1.GetDiscoveryToolsRequest\x1a%.wayfind.v1.GetDiscoveryToolsResponse\"\x03\x90\x02\x01\x12_\n" +
@@ -3120,7 +3306,7 @@ func file_wayfind_v1_tools_proto_rawDescGZIP() []byte {
 }
 
 var file_wayfind_v1_tools_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_wayfind_v1_tools_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_wayfind_v1_tools_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
 var file_wayfind_v1_tools_proto_goTypes = []any{
 	(LoadingMode)(0),                  // 0: wayfind.v1.LoadingMode
 	(SideEffect)(0),                   // 1: wayfind.v1.SideEffect
@@ -3145,124 +3331,133 @@ var file_wayfind_v1_tools_proto_goTypes = []any{
 	(*CheckToolCallRequest)(nil),      // 20: wayfind.v1.CheckToolCallRequest
 	(*ArgumentProblem)(nil),           // 21: wayfind.v1.ArgumentProblem
 	(*CheckToolCallResponse)(nil),     // 22: wayfind.v1.CheckToolCallResponse
-	(*ResolveToolRequest)(nil),        // 23: wayfind.v1.ResolveToolRequest
-	(*ResolveToolResponse)(nil),       // 24: wayfind.v1.ResolveToolResponse
-	(*RenderToolPromptRequest)(nil),   // 25: wayfind.v1.RenderToolPromptRequest
-	(*RenderToolPromptResponse)(nil),  // 26: wayfind.v1.RenderToolPromptResponse
-	(*RenderToolPayloadRequest)(nil),  // 27: wayfind.v1.RenderToolPayloadRequest
-	(*ToolNameMapping)(nil),           // 28: wayfind.v1.ToolNameMapping
-	(*RenderToolPayloadResponse)(nil), // 29: wayfind.v1.RenderToolPayloadResponse
-	(*GetDiscoveryToolsRequest)(nil),  // 30: wayfind.v1.GetDiscoveryToolsRequest
-	(*GetDiscoveryToolsResponse)(nil), // 31: wayfind.v1.GetDiscoveryToolsResponse
-	(*ListToolSourcesRequest)(nil),    // 32: wayfind.v1.ListToolSourcesRequest
-	(*ToolSource)(nil),                // 33: wayfind.v1.ToolSource
-	(*ListToolSourcesResponse)(nil),   // 34: wayfind.v1.ListToolSourcesResponse
-	(*WatchToolEventsRequest)(nil),    // 35: wayfind.v1.WatchToolEventsRequest
-	(*WatchToolEventsResponse)(nil),   // 36: wayfind.v1.WatchToolEventsResponse
-	(*ReportToolOutcomeRequest)(nil),  // 37: wayfind.v1.ReportToolOutcomeRequest
-	(*ReportToolOutcomeResponse)(nil), // 38: wayfind.v1.ReportToolOutcomeResponse
-	(*structpb.Struct)(nil),           // 39: google.protobuf.Struct
-	(*CallerContext)(nil),             // 40: wayfind.v1.CallerContext
-	(SearchType)(0),                   // 41: wayfind.v1.SearchType
-	(MatchType)(0),                    // 42: wayfind.v1.MatchType
-	(MatchQuality)(0),                 // 43: wayfind.v1.MatchQuality
-	(SemanticStatus)(0),               // 44: wayfind.v1.SemanticStatus
-	(*QueryRewrite)(nil),              // 45: wayfind.v1.QueryRewrite
-	(Provider)(0),                     // 46: wayfind.v1.Provider
-	(*timestamppb.Timestamp)(nil),     // 47: google.protobuf.Timestamp
-	(*EventFilter)(nil),               // 48: wayfind.v1.EventFilter
-	(*WatchStatus)(nil),               // 49: wayfind.v1.WatchStatus
-	(*Event)(nil),                     // 50: wayfind.v1.Event
-	(Outcome)(0),                      // 51: wayfind.v1.Outcome
+	(*CallToolRequest)(nil),           // 23: wayfind.v1.CallToolRequest
+	(*CallToolResponse)(nil),          // 24: wayfind.v1.CallToolResponse
+	(*ResolveToolRequest)(nil),        // 25: wayfind.v1.ResolveToolRequest
+	(*ResolveToolResponse)(nil),       // 26: wayfind.v1.ResolveToolResponse
+	(*RenderToolPromptRequest)(nil),   // 27: wayfind.v1.RenderToolPromptRequest
+	(*RenderToolPromptResponse)(nil),  // 28: wayfind.v1.RenderToolPromptResponse
+	(*RenderToolPayloadRequest)(nil),  // 29: wayfind.v1.RenderToolPayloadRequest
+	(*ToolNameMapping)(nil),           // 30: wayfind.v1.ToolNameMapping
+	(*RenderToolPayloadResponse)(nil), // 31: wayfind.v1.RenderToolPayloadResponse
+	(*GetDiscoveryToolsRequest)(nil),  // 32: wayfind.v1.GetDiscoveryToolsRequest
+	(*GetDiscoveryToolsResponse)(nil), // 33: wayfind.v1.GetDiscoveryToolsResponse
+	(*ListToolSourcesRequest)(nil),    // 34: wayfind.v1.ListToolSourcesRequest
+	(*ToolSource)(nil),                // 35: wayfind.v1.ToolSource
+	(*ListToolSourcesResponse)(nil),   // 36: wayfind.v1.ListToolSourcesResponse
+	(*WatchToolEventsRequest)(nil),    // 37: wayfind.v1.WatchToolEventsRequest
+	(*WatchToolEventsResponse)(nil),   // 38: wayfind.v1.WatchToolEventsResponse
+	(*ReportToolOutcomeRequest)(nil),  // 39: wayfind.v1.ReportToolOutcomeRequest
+	(*ReportToolOutcomeResponse)(nil), // 40: wayfind.v1.ReportToolOutcomeResponse
+	(*structpb.Struct)(nil),           // 41: google.protobuf.Struct
+	(*CallerContext)(nil),             // 42: wayfind.v1.CallerContext
+	(SearchType)(0),                   // 43: wayfind.v1.SearchType
+	(MatchType)(0),                    // 44: wayfind.v1.MatchType
+	(MatchQuality)(0),                 // 45: wayfind.v1.MatchQuality
+	(SemanticStatus)(0),               // 46: wayfind.v1.SemanticStatus
+	(*QueryRewrite)(nil),              // 47: wayfind.v1.QueryRewrite
+	(Provider)(0),                     // 48: wayfind.v1.Provider
+	(*timestamppb.Timestamp)(nil),     // 49: google.protobuf.Timestamp
+	(*EventFilter)(nil),               // 50: wayfind.v1.EventFilter
+	(*WatchStatus)(nil),               // 51: wayfind.v1.WatchStatus
+	(*Event)(nil),                     // 52: wayfind.v1.Event
+	(Outcome)(0),                      // 53: wayfind.v1.Outcome
 }
 var file_wayfind_v1_tools_proto_depIdxs = []int32{
-	39, // 0: wayfind.v1.ToolExample.args:type_name -> google.protobuf.Struct
+	41, // 0: wayfind.v1.ToolExample.args:type_name -> google.protobuf.Struct
 	1,  // 1: wayfind.v1.Tool.side_effect:type_name -> wayfind.v1.SideEffect
 	0,  // 2: wayfind.v1.Tool.loading_mode:type_name -> wayfind.v1.LoadingMode
-	39, // 3: wayfind.v1.Tool.args_schema:type_name -> google.protobuf.Struct
-	39, // 4: wayfind.v1.Tool.output_schema:type_name -> google.protobuf.Struct
+	41, // 3: wayfind.v1.Tool.args_schema:type_name -> google.protobuf.Struct
+	41, // 4: wayfind.v1.Tool.output_schema:type_name -> google.protobuf.Struct
 	4,  // 5: wayfind.v1.Tool.examples:type_name -> wayfind.v1.ToolExample
 	5,  // 6: wayfind.v1.RegisterToolsRequest.tools:type_name -> wayfind.v1.Tool
-	40, // 7: wayfind.v1.RegisterToolsRequest.caller:type_name -> wayfind.v1.CallerContext
-	40, // 8: wayfind.v1.ListToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	42, // 7: wayfind.v1.RegisterToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	42, // 8: wayfind.v1.ListToolsRequest.caller:type_name -> wayfind.v1.CallerContext
 	0,  // 9: wayfind.v1.ToolSummary.loading_mode:type_name -> wayfind.v1.LoadingMode
 	9,  // 10: wayfind.v1.ListToolsResponse.tools:type_name -> wayfind.v1.ToolSummary
-	40, // 11: wayfind.v1.SearchToolsRequest.caller:type_name -> wayfind.v1.CallerContext
-	41, // 12: wayfind.v1.SearchToolsRequest.search_type:type_name -> wayfind.v1.SearchType
-	42, // 13: wayfind.v1.ToolMatch.match_type:type_name -> wayfind.v1.MatchType
+	42, // 11: wayfind.v1.SearchToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	43, // 12: wayfind.v1.SearchToolsRequest.search_type:type_name -> wayfind.v1.SearchType
+	44, // 13: wayfind.v1.ToolMatch.match_type:type_name -> wayfind.v1.MatchType
 	0,  // 14: wayfind.v1.ToolMatch.loading_mode:type_name -> wayfind.v1.LoadingMode
 	12, // 15: wayfind.v1.SearchToolsResponse.tools:type_name -> wayfind.v1.ToolMatch
-	41, // 16: wayfind.v1.SearchToolsResponse.effective_search_type:type_name -> wayfind.v1.SearchType
-	43, // 17: wayfind.v1.SearchToolsResponse.match_quality:type_name -> wayfind.v1.MatchQuality
-	44, // 18: wayfind.v1.SearchToolsResponse.semantic_status:type_name -> wayfind.v1.SemanticStatus
-	45, // 19: wayfind.v1.SearchToolsResponse.query_rewrites:type_name -> wayfind.v1.QueryRewrite
-	40, // 20: wayfind.v1.GetToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	43, // 16: wayfind.v1.SearchToolsResponse.effective_search_type:type_name -> wayfind.v1.SearchType
+	45, // 17: wayfind.v1.SearchToolsResponse.match_quality:type_name -> wayfind.v1.MatchQuality
+	46, // 18: wayfind.v1.SearchToolsResponse.semantic_status:type_name -> wayfind.v1.SemanticStatus
+	47, // 19: wayfind.v1.SearchToolsResponse.query_rewrites:type_name -> wayfind.v1.QueryRewrite
+	42, // 20: wayfind.v1.GetToolsRequest.caller:type_name -> wayfind.v1.CallerContext
 	5,  // 21: wayfind.v1.GetToolsResponse.tools:type_name -> wayfind.v1.Tool
-	40, // 22: wayfind.v1.ActivateToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	42, // 22: wayfind.v1.ActivateToolsRequest.caller:type_name -> wayfind.v1.CallerContext
 	2,  // 23: wayfind.v1.ActivateToolsRequest.scope:type_name -> wayfind.v1.ActivationScope
 	2,  // 24: wayfind.v1.ActivateToolsResponse.scope:type_name -> wayfind.v1.ActivationScope
-	40, // 25: wayfind.v1.DeactivateToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	42, // 25: wayfind.v1.DeactivateToolsRequest.caller:type_name -> wayfind.v1.CallerContext
 	2,  // 26: wayfind.v1.DeactivateToolsRequest.scope:type_name -> wayfind.v1.ActivationScope
-	40, // 27: wayfind.v1.CheckToolCallRequest.caller:type_name -> wayfind.v1.CallerContext
-	39, // 28: wayfind.v1.CheckToolCallRequest.arguments:type_name -> google.protobuf.Struct
+	42, // 27: wayfind.v1.CheckToolCallRequest.caller:type_name -> wayfind.v1.CallerContext
+	41, // 28: wayfind.v1.CheckToolCallRequest.arguments:type_name -> google.protobuf.Struct
 	2,  // 29: wayfind.v1.CheckToolCallRequest.scope:type_name -> wayfind.v1.ActivationScope
 	5,  // 30: wayfind.v1.CheckToolCallResponse.tool:type_name -> wayfind.v1.Tool
 	21, // 31: wayfind.v1.CheckToolCallResponse.problems:type_name -> wayfind.v1.ArgumentProblem
 	2,  // 32: wayfind.v1.CheckToolCallResponse.scope:type_name -> wayfind.v1.ActivationScope
-	40, // 33: wayfind.v1.ResolveToolRequest.caller:type_name -> wayfind.v1.CallerContext
-	2,  // 34: wayfind.v1.ResolveToolRequest.scope:type_name -> wayfind.v1.ActivationScope
-	5,  // 35: wayfind.v1.ResolveToolResponse.tool:type_name -> wayfind.v1.Tool
-	2,  // 36: wayfind.v1.ResolveToolResponse.scope:type_name -> wayfind.v1.ActivationScope
-	40, // 37: wayfind.v1.RenderToolPromptRequest.caller:type_name -> wayfind.v1.CallerContext
-	40, // 38: wayfind.v1.RenderToolPayloadRequest.caller:type_name -> wayfind.v1.CallerContext
-	46, // 39: wayfind.v1.RenderToolPayloadRequest.provider:type_name -> wayfind.v1.Provider
-	28, // 40: wayfind.v1.RenderToolPayloadResponse.name_mappings:type_name -> wayfind.v1.ToolNameMapping
-	40, // 41: wayfind.v1.GetDiscoveryToolsRequest.caller:type_name -> wayfind.v1.CallerContext
-	5,  // 42: wayfind.v1.GetDiscoveryToolsResponse.tools:type_name -> wayfind.v1.Tool
-	40, // 43: wayfind.v1.ListToolSourcesRequest.caller:type_name -> wayfind.v1.CallerContext
-	3,  // 44: wayfind.v1.ToolSource.kind:type_name -> wayfind.v1.ToolSourceKind
-	47, // 45: wayfind.v1.ToolSource.last_sync_time:type_name -> google.protobuf.Timestamp
-	33, // 46: wayfind.v1.ListToolSourcesResponse.sources:type_name -> wayfind.v1.ToolSource
-	40, // 47: wayfind.v1.WatchToolEventsRequest.caller:type_name -> wayfind.v1.CallerContext
-	48, // 48: wayfind.v1.WatchToolEventsRequest.filter:type_name -> wayfind.v1.EventFilter
-	49, // 49: wayfind.v1.WatchToolEventsResponse.status:type_name -> wayfind.v1.WatchStatus
-	50, // 50: wayfind.v1.WatchToolEventsResponse.event:type_name -> wayfind.v1.Event
-	47, // 51: wayfind.v1.WatchToolEventsResponse.sent_at:type_name -> google.protobuf.Timestamp
-	40, // 52: wayfind.v1.ReportToolOutcomeRequest.caller:type_name -> wayfind.v1.CallerContext
-	51, // 53: wayfind.v1.ReportToolOutcomeRequest.outcome:type_name -> wayfind.v1.Outcome
-	6,  // 54: wayfind.v1.ToolDiscoveryService.RegisterTools:input_type -> wayfind.v1.RegisterToolsRequest
-	8,  // 55: wayfind.v1.ToolDiscoveryService.ListTools:input_type -> wayfind.v1.ListToolsRequest
-	11, // 56: wayfind.v1.ToolDiscoveryService.SearchTools:input_type -> wayfind.v1.SearchToolsRequest
-	14, // 57: wayfind.v1.ToolDiscoveryService.GetTools:input_type -> wayfind.v1.GetToolsRequest
-	16, // 58: wayfind.v1.ToolDiscoveryService.ActivateTools:input_type -> wayfind.v1.ActivateToolsRequest
-	18, // 59: wayfind.v1.ToolDiscoveryService.DeactivateTools:input_type -> wayfind.v1.DeactivateToolsRequest
-	23, // 60: wayfind.v1.ToolDiscoveryService.ResolveTool:input_type -> wayfind.v1.ResolveToolRequest
-	20, // 61: wayfind.v1.ToolDiscoveryService.CheckToolCall:input_type -> wayfind.v1.CheckToolCallRequest
-	25, // 62: wayfind.v1.ToolDiscoveryService.RenderToolPrompt:input_type -> wayfind.v1.RenderToolPromptRequest
-	27, // 63: wayfind.v1.ToolDiscoveryService.RenderToolPayload:input_type -> wayfind.v1.RenderToolPayloadRequest
-	30, // 64: wayfind.v1.ToolDiscoveryService.GetDiscoveryTools:input_type -> wayfind.v1.GetDiscoveryToolsRequest
-	32, // 65: wayfind.v1.ToolDiscoveryService.ListToolSources:input_type -> wayfind.v1.ListToolSourcesRequest
-	37, // 66: wayfind.v1.ToolDiscoveryService.ReportToolOutcome:input_type -> wayfind.v1.ReportToolOutcomeRequest
-	35, // 67: wayfind.v1.ToolDiscoveryService.WatchToolEvents:input_type -> wayfind.v1.WatchToolEventsRequest
-	7,  // 68: wayfind.v1.ToolDiscoveryService.RegisterTools:output_type -> wayfind.v1.RegisterToolsResponse
-	10, // 69: wayfind.v1.ToolDiscoveryService.ListTools:output_type -> wayfind.v1.ListToolsResponse
-	13, // 70: wayfind.v1.ToolDiscoveryService.SearchTools:output_type -> wayfind.v1.SearchToolsResponse
-	15, // 71: wayfind.v1.ToolDiscoveryService.GetTools:output_type -> wayfind.v1.GetToolsResponse
-	17, // 72: wayfind.v1.ToolDiscoveryService.ActivateTools:output_type -> wayfind.v1.ActivateToolsResponse
-	19, // 73: wayfind.v1.ToolDiscoveryService.DeactivateTools:output_type -> wayfind.v1.DeactivateToolsResponse
-	24, // 74: wayfind.v1.ToolDiscoveryService.ResolveTool:output_type -> wayfind.v1.ResolveToolResponse
-	22, // 75: wayfind.v1.ToolDiscoveryService.CheckToolCall:output_type -> wayfind.v1.CheckToolCallResponse
-	26, // 76: wayfind.v1.ToolDiscoveryService.RenderToolPrompt:output_type -> wayfind.v1.RenderToolPromptResponse
-	29, // 77: wayfind.v1.ToolDiscoveryService.RenderToolPayload:output_type -> wayfind.v1.RenderToolPayloadResponse
-	31, // 78: wayfind.v1.ToolDiscoveryService.GetDiscoveryTools:output_type -> wayfind.v1.GetDiscoveryToolsResponse
-	34, // 79: wayfind.v1.ToolDiscoveryService.ListToolSources:output_type -> wayfind.v1.ListToolSourcesResponse
-	38, // 80: wayfind.v1.ToolDiscoveryService.ReportToolOutcome:output_type -> wayfind.v1.ReportToolOutcomeResponse
-	36, // 81: wayfind.v1.ToolDiscoveryService.WatchToolEvents:output_type -> wayfind.v1.WatchToolEventsResponse
-	68, // [68:82] is the sub-list for method output_type
-	54, // [54:68] is the sub-list for method input_type
-	54, // [54:54] is the sub-list for extension type_name
-	54, // [54:54] is the sub-list for extension extendee
-	0,  // [0:54] is the sub-list for field type_name
+	42, // 33: wayfind.v1.CallToolRequest.caller:type_name -> wayfind.v1.CallerContext
+	41, // 34: wayfind.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
+	2,  // 35: wayfind.v1.CallToolRequest.scope:type_name -> wayfind.v1.ActivationScope
+	41, // 36: wayfind.v1.CallToolResponse.content:type_name -> google.protobuf.Struct
+	41, // 37: wayfind.v1.CallToolResponse.structured_content:type_name -> google.protobuf.Struct
+	42, // 38: wayfind.v1.ResolveToolRequest.caller:type_name -> wayfind.v1.CallerContext
+	2,  // 39: wayfind.v1.ResolveToolRequest.scope:type_name -> wayfind.v1.ActivationScope
+	5,  // 40: wayfind.v1.ResolveToolResponse.tool:type_name -> wayfind.v1.Tool
+	2,  // 41: wayfind.v1.ResolveToolResponse.scope:type_name -> wayfind.v1.ActivationScope
+	42, // 42: wayfind.v1.RenderToolPromptRequest.caller:type_name -> wayfind.v1.CallerContext
+	42, // 43: wayfind.v1.RenderToolPayloadRequest.caller:type_name -> wayfind.v1.CallerContext
+	48, // 44: wayfind.v1.RenderToolPayloadRequest.provider:type_name -> wayfind.v1.Provider
+	30, // 45: wayfind.v1.RenderToolPayloadResponse.name_mappings:type_name -> wayfind.v1.ToolNameMapping
+	42, // 46: wayfind.v1.GetDiscoveryToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	5,  // 47: wayfind.v1.GetDiscoveryToolsResponse.tools:type_name -> wayfind.v1.Tool
+	42, // 48: wayfind.v1.ListToolSourcesRequest.caller:type_name -> wayfind.v1.CallerContext
+	3,  // 49: wayfind.v1.ToolSource.kind:type_name -> wayfind.v1.ToolSourceKind
+	49, // 50: wayfind.v1.ToolSource.last_sync_time:type_name -> google.protobuf.Timestamp
+	35, // 51: wayfind.v1.ListToolSourcesResponse.sources:type_name -> wayfind.v1.ToolSource
+	42, // 52: wayfind.v1.WatchToolEventsRequest.caller:type_name -> wayfind.v1.CallerContext
+	50, // 53: wayfind.v1.WatchToolEventsRequest.filter:type_name -> wayfind.v1.EventFilter
+	51, // 54: wayfind.v1.WatchToolEventsResponse.status:type_name -> wayfind.v1.WatchStatus
+	52, // 55: wayfind.v1.WatchToolEventsResponse.event:type_name -> wayfind.v1.Event
+	49, // 56: wayfind.v1.WatchToolEventsResponse.sent_at:type_name -> google.protobuf.Timestamp
+	42, // 57: wayfind.v1.ReportToolOutcomeRequest.caller:type_name -> wayfind.v1.CallerContext
+	53, // 58: wayfind.v1.ReportToolOutcomeRequest.outcome:type_name -> wayfind.v1.Outcome
+	6,  // 59: wayfind.v1.ToolDiscoveryService.RegisterTools:input_type -> wayfind.v1.RegisterToolsRequest
+	8,  // 60: wayfind.v1.ToolDiscoveryService.ListTools:input_type -> wayfind.v1.ListToolsRequest
+	11, // 61: wayfind.v1.ToolDiscoveryService.SearchTools:input_type -> wayfind.v1.SearchToolsRequest
+	14, // 62: wayfind.v1.ToolDiscoveryService.GetTools:input_type -> wayfind.v1.GetToolsRequest
+	16, // 63: wayfind.v1.ToolDiscoveryService.ActivateTools:input_type -> wayfind.v1.ActivateToolsRequest
+	18, // 64: wayfind.v1.ToolDiscoveryService.DeactivateTools:input_type -> wayfind.v1.DeactivateToolsRequest
+	25, // 65: wayfind.v1.ToolDiscoveryService.ResolveTool:input_type -> wayfind.v1.ResolveToolRequest
+	20, // 66: wayfind.v1.ToolDiscoveryService.CheckToolCall:input_type -> wayfind.v1.CheckToolCallRequest
+	23, // 67: wayfind.v1.ToolDiscoveryService.CallTool:input_type -> wayfind.v1.CallToolRequest
+	27, // 68: wayfind.v1.ToolDiscoveryService.RenderToolPrompt:input_type -> wayfind.v1.RenderToolPromptRequest
+	29, // 69: wayfind.v1.ToolDiscoveryService.RenderToolPayload:input_type -> wayfind.v1.RenderToolPayloadRequest
+	32, // 70: wayfind.v1.ToolDiscoveryService.GetDiscoveryTools:input_type -> wayfind.v1.GetDiscoveryToolsRequest
+	34, // 71: wayfind.v1.ToolDiscoveryService.ListToolSources:input_type -> wayfind.v1.ListToolSourcesRequest
+	39, // 72: wayfind.v1.ToolDiscoveryService.ReportToolOutcome:input_type -> wayfind.v1.ReportToolOutcomeRequest
+	37, // 73: wayfind.v1.ToolDiscoveryService.WatchToolEvents:input_type -> wayfind.v1.WatchToolEventsRequest
+	7,  // 74: wayfind.v1.ToolDiscoveryService.RegisterTools:output_type -> wayfind.v1.RegisterToolsResponse
+	10, // 75: wayfind.v1.ToolDiscoveryService.ListTools:output_type -> wayfind.v1.ListToolsResponse
+	13, // 76: wayfind.v1.ToolDiscoveryService.SearchTools:output_type -> wayfind.v1.SearchToolsResponse
+	15, // 77: wayfind.v1.ToolDiscoveryService.GetTools:output_type -> wayfind.v1.GetToolsResponse
+	17, // 78: wayfind.v1.ToolDiscoveryService.ActivateTools:output_type -> wayfind.v1.ActivateToolsResponse
+	19, // 79: wayfind.v1.ToolDiscoveryService.DeactivateTools:output_type -> wayfind.v1.DeactivateToolsResponse
+	26, // 80: wayfind.v1.ToolDiscoveryService.ResolveTool:output_type -> wayfind.v1.ResolveToolResponse
+	22, // 81: wayfind.v1.ToolDiscoveryService.CheckToolCall:output_type -> wayfind.v1.CheckToolCallResponse
+	24, // 82: wayfind.v1.ToolDiscoveryService.CallTool:output_type -> wayfind.v1.CallToolResponse
+	28, // 83: wayfind.v1.ToolDiscoveryService.RenderToolPrompt:output_type -> wayfind.v1.RenderToolPromptResponse
+	31, // 84: wayfind.v1.ToolDiscoveryService.RenderToolPayload:output_type -> wayfind.v1.RenderToolPayloadResponse
+	33, // 85: wayfind.v1.ToolDiscoveryService.GetDiscoveryTools:output_type -> wayfind.v1.GetDiscoveryToolsResponse
+	36, // 86: wayfind.v1.ToolDiscoveryService.ListToolSources:output_type -> wayfind.v1.ListToolSourcesResponse
+	40, // 87: wayfind.v1.ToolDiscoveryService.ReportToolOutcome:output_type -> wayfind.v1.ReportToolOutcomeResponse
+	38, // 88: wayfind.v1.ToolDiscoveryService.WatchToolEvents:output_type -> wayfind.v1.WatchToolEventsResponse
+	74, // [74:89] is the sub-list for method output_type
+	59, // [59:74] is the sub-list for method input_type
+	59, // [59:59] is the sub-list for extension type_name
+	59, // [59:59] is the sub-list for extension extendee
+	0,  // [0:59] is the sub-list for field type_name
 }
 
 func init() { file_wayfind_v1_tools_proto_init() }
@@ -3272,8 +3467,8 @@ func file_wayfind_v1_tools_proto_init() {
 	}
 	file_wayfind_v1_common_proto_init()
 	file_wayfind_v1_events_proto_init()
-	file_wayfind_v1_tools_proto_msgTypes[21].OneofWrappers = []any{}
-	file_wayfind_v1_tools_proto_msgTypes[32].OneofWrappers = []any{
+	file_wayfind_v1_tools_proto_msgTypes[23].OneofWrappers = []any{}
+	file_wayfind_v1_tools_proto_msgTypes[34].OneofWrappers = []any{
 		(*WatchToolEventsResponse_Status)(nil),
 		(*WatchToolEventsResponse_Event)(nil),
 	}
@@ -3283,7 +3478,7 @@ func file_wayfind_v1_tools_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wayfind_v1_tools_proto_rawDesc), len(file_wayfind_v1_tools_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   35,
+			NumMessages:   37,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -27,6 +27,7 @@ const (
 	ToolDiscoveryService_DeactivateTools_FullMethodName   = "/wayfind.v1.ToolDiscoveryService/DeactivateTools"
 	ToolDiscoveryService_ResolveTool_FullMethodName       = "/wayfind.v1.ToolDiscoveryService/ResolveTool"
 	ToolDiscoveryService_CheckToolCall_FullMethodName     = "/wayfind.v1.ToolDiscoveryService/CheckToolCall"
+	ToolDiscoveryService_CallTool_FullMethodName          = "/wayfind.v1.ToolDiscoveryService/CallTool"
 	ToolDiscoveryService_RenderToolPrompt_FullMethodName  = "/wayfind.v1.ToolDiscoveryService/RenderToolPrompt"
 	ToolDiscoveryService_RenderToolPayload_FullMethodName = "/wayfind.v1.ToolDiscoveryService/RenderToolPayload"
 	ToolDiscoveryService_GetDiscoveryTools_FullMethodName = "/wayfind.v1.ToolDiscoveryService/GetDiscoveryTools"
@@ -70,6 +71,13 @@ type ToolDiscoveryServiceClient interface {
 	// deferred tool activates it, as ResolveTool does. Arguments that do not match are not an error
 	// of the call: the response lists the problems and a message for the model to repair its call.
 	CheckToolCall(ctx context.Context, in *CheckToolCallRequest, opts ...grpc.CallOption) (*CheckToolCallResponse, error)
+	// Executes a tool of an MCP server (docs/mcp.md): checked as CheckToolCall checks (NOT_FOUND for a
+	// tool the caller may not use, exactly as for one that does not exist; INVALID_ARGUMENT saying what
+	// to fix when the arguments do not match its schema), then sent as `tools/call` to the server that
+	// listed it; its result comes back unchanged. FAILED_PRECONDITION for a tool of another source (the
+	// agent runtime executes those); UNAVAILABLE when the server cannot be reached or its breaker is
+	// open; DEADLINE_EXCEEDED when it does not answer in time.
+	CallTool(ctx context.Context, in *CallToolRequest, opts ...grpc.CallOption) (*CallToolResponse, error)
 	// The prompt blocks for a run: visible tools (with examples), the discovery guidance, and an
 	// optional directory and hints.
 	RenderToolPrompt(ctx context.Context, in *RenderToolPromptRequest, opts ...grpc.CallOption) (*RenderToolPromptResponse, error)
@@ -172,6 +180,16 @@ func (c *toolDiscoveryServiceClient) CheckToolCall(ctx context.Context, in *Chec
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CheckToolCallResponse)
 	err := c.cc.Invoke(ctx, ToolDiscoveryService_CheckToolCall_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *toolDiscoveryServiceClient) CallTool(ctx context.Context, in *CallToolRequest, opts ...grpc.CallOption) (*CallToolResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CallToolResponse)
+	err := c.cc.Invoke(ctx, ToolDiscoveryService_CallTool_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -282,6 +300,13 @@ type ToolDiscoveryServiceServer interface {
 	// deferred tool activates it, as ResolveTool does. Arguments that do not match are not an error
 	// of the call: the response lists the problems and a message for the model to repair its call.
 	CheckToolCall(context.Context, *CheckToolCallRequest) (*CheckToolCallResponse, error)
+	// Executes a tool of an MCP server (docs/mcp.md): checked as CheckToolCall checks (NOT_FOUND for a
+	// tool the caller may not use, exactly as for one that does not exist; INVALID_ARGUMENT saying what
+	// to fix when the arguments do not match its schema), then sent as `tools/call` to the server that
+	// listed it; its result comes back unchanged. FAILED_PRECONDITION for a tool of another source (the
+	// agent runtime executes those); UNAVAILABLE when the server cannot be reached or its breaker is
+	// open; DEADLINE_EXCEEDED when it does not answer in time.
+	CallTool(context.Context, *CallToolRequest) (*CallToolResponse, error)
 	// The prompt blocks for a run: visible tools (with examples), the discovery guidance, and an
 	// optional directory and hints.
 	RenderToolPrompt(context.Context, *RenderToolPromptRequest) (*RenderToolPromptResponse, error)
@@ -333,6 +358,9 @@ func (UnimplementedToolDiscoveryServiceServer) ResolveTool(context.Context, *Res
 }
 func (UnimplementedToolDiscoveryServiceServer) CheckToolCall(context.Context, *CheckToolCallRequest) (*CheckToolCallResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CheckToolCall not implemented")
+}
+func (UnimplementedToolDiscoveryServiceServer) CallTool(context.Context, *CallToolRequest) (*CallToolResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CallTool not implemented")
 }
 func (UnimplementedToolDiscoveryServiceServer) RenderToolPrompt(context.Context, *RenderToolPromptRequest) (*RenderToolPromptResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RenderToolPrompt not implemented")
@@ -517,6 +545,24 @@ func _ToolDiscoveryService_CheckToolCall_Handler(srv interface{}, ctx context.Co
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ToolDiscoveryService_CallTool_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CallToolRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolDiscoveryServiceServer).CallTool(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolDiscoveryService_CallTool_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolDiscoveryServiceServer).CallTool(ctx, req.(*CallToolRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _ToolDiscoveryService_RenderToolPrompt_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(RenderToolPromptRequest)
 	if err := dec(in); err != nil {
@@ -656,6 +702,10 @@ var ToolDiscoveryService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CheckToolCall",
 			Handler:    _ToolDiscoveryService_CheckToolCall_Handler,
+		},
+		{
+			MethodName: "CallTool",
+			Handler:    _ToolDiscoveryService_CallTool_Handler,
 		},
 		{
 			MethodName: "RenderToolPrompt",

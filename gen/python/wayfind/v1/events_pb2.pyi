@@ -32,6 +32,7 @@ class EventType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     EVENT_TYPE_USAGE_RECORDED: _ClassVar[EventType]
     EVENT_TYPE_TOOL_OUTCOME_REPORTED: _ClassVar[EventType]
     EVENT_TYPE_SKILL_OUTCOME_REPORTED: _ClassVar[EventType]
+    EVENT_TYPE_TOOL_CALLED: _ClassVar[EventType]
 EVENT_TYPE_UNSPECIFIED: EventType
 EVENT_TYPE_TOOL_SEARCH_QUERY: EventType
 EVENT_TYPE_TOOL_GET: EventType
@@ -50,9 +51,10 @@ EVENT_TYPE_SKILL_LIST: EventType
 EVENT_TYPE_USAGE_RECORDED: EventType
 EVENT_TYPE_TOOL_OUTCOME_REPORTED: EventType
 EVENT_TYPE_SKILL_OUTCOME_REPORTED: EventType
+EVENT_TYPE_TOOL_CALLED: EventType
 
 class Event(_message.Message):
-    __slots__ = ("id", "time", "type", "tenant_id", "session_id", "run_id", "attributes", "event_type", "tool_search_query", "tool_get", "tool_activated", "tool_activation_denied", "tool_search_cache_ready", "tool_policy_filtered", "tool_directory_rendered", "tool_hints_generated", "skill_pack_loaded", "skill_directory_rendered", "skills_retrieved", "skill_search_query", "skill_get", "skill_list", "usage_recorded", "tool_outcome_reported", "skill_outcome_reported")
+    __slots__ = ("id", "time", "type", "tenant_id", "session_id", "run_id", "attributes", "event_type", "tool_search_query", "tool_get", "tool_activated", "tool_activation_denied", "tool_search_cache_ready", "tool_policy_filtered", "tool_directory_rendered", "tool_hints_generated", "skill_pack_loaded", "skill_directory_rendered", "skills_retrieved", "skill_search_query", "skill_get", "skill_list", "usage_recorded", "tool_outcome_reported", "skill_outcome_reported", "tool_called")
     ID_FIELD_NUMBER: _ClassVar[int]
     TIME_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -78,6 +80,7 @@ class Event(_message.Message):
     USAGE_RECORDED_FIELD_NUMBER: _ClassVar[int]
     TOOL_OUTCOME_REPORTED_FIELD_NUMBER: _ClassVar[int]
     SKILL_OUTCOME_REPORTED_FIELD_NUMBER: _ClassVar[int]
+    TOOL_CALLED_FIELD_NUMBER: _ClassVar[int]
     id: int
     time: _timestamp_pb2.Timestamp
     type: str
@@ -103,7 +106,8 @@ class Event(_message.Message):
     usage_recorded: UsageRecorded
     tool_outcome_reported: ToolOutcomeReported
     skill_outcome_reported: SkillOutcomeReported
-    def __init__(self, id: _Optional[int] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., type: _Optional[str] = ..., tenant_id: _Optional[str] = ..., session_id: _Optional[str] = ..., run_id: _Optional[str] = ..., attributes: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., event_type: _Optional[_Union[EventType, str]] = ..., tool_search_query: _Optional[_Union[ToolSearchQuery, _Mapping]] = ..., tool_get: _Optional[_Union[ToolGet, _Mapping]] = ..., tool_activated: _Optional[_Union[ToolActivated, _Mapping]] = ..., tool_activation_denied: _Optional[_Union[ToolActivationDenied, _Mapping]] = ..., tool_search_cache_ready: _Optional[_Union[ToolSearchCacheReady, _Mapping]] = ..., tool_policy_filtered: _Optional[_Union[ToolPolicyFiltered, _Mapping]] = ..., tool_directory_rendered: _Optional[_Union[ToolDirectoryRendered, _Mapping]] = ..., tool_hints_generated: _Optional[_Union[ToolHintsGenerated, _Mapping]] = ..., skill_pack_loaded: _Optional[_Union[SkillPackLoaded, _Mapping]] = ..., skill_directory_rendered: _Optional[_Union[SkillDirectoryRendered, _Mapping]] = ..., skills_retrieved: _Optional[_Union[SkillsRetrieved, _Mapping]] = ..., skill_search_query: _Optional[_Union[SkillSearchQuery, _Mapping]] = ..., skill_get: _Optional[_Union[SkillGet, _Mapping]] = ..., skill_list: _Optional[_Union[SkillList, _Mapping]] = ..., usage_recorded: _Optional[_Union[UsageRecorded, _Mapping]] = ..., tool_outcome_reported: _Optional[_Union[ToolOutcomeReported, _Mapping]] = ..., skill_outcome_reported: _Optional[_Union[SkillOutcomeReported, _Mapping]] = ...) -> None: ...
+    tool_called: ToolCalled
+    def __init__(self, id: _Optional[int] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., type: _Optional[str] = ..., tenant_id: _Optional[str] = ..., session_id: _Optional[str] = ..., run_id: _Optional[str] = ..., attributes: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., event_type: _Optional[_Union[EventType, str]] = ..., tool_search_query: _Optional[_Union[ToolSearchQuery, _Mapping]] = ..., tool_get: _Optional[_Union[ToolGet, _Mapping]] = ..., tool_activated: _Optional[_Union[ToolActivated, _Mapping]] = ..., tool_activation_denied: _Optional[_Union[ToolActivationDenied, _Mapping]] = ..., tool_search_cache_ready: _Optional[_Union[ToolSearchCacheReady, _Mapping]] = ..., tool_policy_filtered: _Optional[_Union[ToolPolicyFiltered, _Mapping]] = ..., tool_directory_rendered: _Optional[_Union[ToolDirectoryRendered, _Mapping]] = ..., tool_hints_generated: _Optional[_Union[ToolHintsGenerated, _Mapping]] = ..., skill_pack_loaded: _Optional[_Union[SkillPackLoaded, _Mapping]] = ..., skill_directory_rendered: _Optional[_Union[SkillDirectoryRendered, _Mapping]] = ..., skills_retrieved: _Optional[_Union[SkillsRetrieved, _Mapping]] = ..., skill_search_query: _Optional[_Union[SkillSearchQuery, _Mapping]] = ..., skill_get: _Optional[_Union[SkillGet, _Mapping]] = ..., skill_list: _Optional[_Union[SkillList, _Mapping]] = ..., usage_recorded: _Optional[_Union[UsageRecorded, _Mapping]] = ..., tool_outcome_reported: _Optional[_Union[ToolOutcomeReported, _Mapping]] = ..., skill_outcome_reported: _Optional[_Union[SkillOutcomeReported, _Mapping]] = ..., tool_called: _Optional[_Union[ToolCalled, _Mapping]] = ...) -> None: ...
 
 class ToolSearchQuery(_message.Message):
     __slots__ = ("query", "requested_type", "strategy", "result_count")
@@ -314,6 +318,20 @@ class SkillOutcomeReported(_message.Message):
     search_id: str
     note: str
     def __init__(self, skill: _Optional[str] = ..., outcome: _Optional[_Union[_common_pb2.Outcome, str]] = ..., search_id: _Optional[str] = ..., note: _Optional[str] = ...) -> None: ...
+
+class ToolCalled(_message.Message):
+    __slots__ = ("tool", "source", "duration_ms", "outcome", "result_bytes")
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    RESULT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    tool: str
+    source: str
+    duration_ms: int
+    outcome: str
+    result_bytes: int
+    def __init__(self, tool: _Optional[str] = ..., source: _Optional[str] = ..., duration_ms: _Optional[int] = ..., outcome: _Optional[str] = ..., result_bytes: _Optional[int] = ...) -> None: ...
 
 class EventFilter(_message.Message):
     __slots__ = ("types", "tenant_id", "session_id", "after_id", "from_oldest", "event_types", "tool")

@@ -313,6 +313,36 @@ class CheckToolCallResponse(_message.Message):
     scope: ActivationScope
     def __init__(self, tool: _Optional[_Union[Tool, _Mapping]] = ..., valid: _Optional[bool] = ..., problems: _Optional[_Iterable[_Union[ArgumentProblem, _Mapping]]] = ..., repair_message: _Optional[str] = ..., activated: _Optional[bool] = ..., scope: _Optional[_Union[ActivationScope, str]] = ...) -> None: ...
 
+class CallToolRequest(_message.Message):
+    __slots__ = ("caller", "name", "arguments", "scope", "timeout_seconds")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallerContext
+    name: str
+    arguments: _struct_pb2.Struct
+    scope: ActivationScope
+    timeout_seconds: int
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallerContext, _Mapping]] = ..., name: _Optional[str] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., scope: _Optional[_Union[ActivationScope, str]] = ..., timeout_seconds: _Optional[int] = ...) -> None: ...
+
+class CallToolResponse(_message.Message):
+    __slots__ = ("tool", "source", "content", "structured_content", "is_error", "duration_ms")
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    STRUCTURED_CONTENT_FIELD_NUMBER: _ClassVar[int]
+    IS_ERROR_FIELD_NUMBER: _ClassVar[int]
+    DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    tool: str
+    source: str
+    content: _containers.RepeatedCompositeFieldContainer[_struct_pb2.Struct]
+    structured_content: _struct_pb2.Struct
+    is_error: bool
+    duration_ms: int
+    def __init__(self, tool: _Optional[str] = ..., source: _Optional[str] = ..., content: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., structured_content: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., is_error: _Optional[bool] = ..., duration_ms: _Optional[int] = ...) -> None: ...
+
 class ResolveToolRequest(_message.Message):
     __slots__ = ("caller", "name", "scope")
     CALLER_FIELD_NUMBER: _ClassVar[int]

@@ -81,6 +81,11 @@ class ToolDiscoveryServiceStub:
                 request_serializer=wayfind_dot_v1_dot_tools__pb2.CheckToolCallRequest.SerializeToString,
                 response_deserializer=wayfind_dot_v1_dot_tools__pb2.CheckToolCallResponse.FromString,
                 _registered_method=True)
+        self.CallTool = channel.unary_unary(
+                '/wayfind.v1.ToolDiscoveryService/CallTool',
+                request_serializer=wayfind_dot_v1_dot_tools__pb2.CallToolRequest.SerializeToString,
+                response_deserializer=wayfind_dot_v1_dot_tools__pb2.CallToolResponse.FromString,
+                _registered_method=True)
         self.RenderToolPrompt = channel.unary_unary(
                 '/wayfind.v1.ToolDiscoveryService/RenderToolPrompt',
                 request_serializer=wayfind_dot_v1_dot_tools__pb2.RenderToolPromptRequest.SerializeToString,
@@ -186,6 +191,18 @@ class ToolDiscoveryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CallTool(self, request, context):
+        """Executes a tool of an MCP server (docs/mcp.md): checked as CheckToolCall checks (NOT_FOUND for a
+        tool the caller may not use, exactly as for one that does not exist; INVALID_ARGUMENT saying what
+        to fix when the arguments do not match its schema), then sent as `tools/call` to the server that
+        listed it; its result comes back unchanged. FAILED_PRECONDITION for a tool of another source (the
+        agent runtime executes those); UNAVAILABLE when the server cannot be reached or its breaker is
+        open; DEADLINE_EXCEEDED when it does not answer in time.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def RenderToolPrompt(self, request, context):
         """The prompt blocks for a run: visible tools (with examples), the discovery guidance, and an
         optional directory and hints.
@@ -276,6 +293,11 @@ def add_ToolDiscoveryServiceServicer_to_server(servicer, server):
                     servicer.CheckToolCall,
                     request_deserializer=wayfind_dot_v1_dot_tools__pb2.CheckToolCallRequest.FromString,
                     response_serializer=wayfind_dot_v1_dot_tools__pb2.CheckToolCallResponse.SerializeToString,
+            ),
+            'CallTool': grpc.unary_unary_rpc_method_handler(
+                    servicer.CallTool,
+                    request_deserializer=wayfind_dot_v1_dot_tools__pb2.CallToolRequest.FromString,
+                    response_serializer=wayfind_dot_v1_dot_tools__pb2.CallToolResponse.SerializeToString,
             ),
             'RenderToolPrompt': grpc.unary_unary_rpc_method_handler(
                     servicer.RenderToolPrompt,
@@ -531,6 +553,33 @@ class ToolDiscoveryService:
             '/wayfind.v1.ToolDiscoveryService/CheckToolCall',
             wayfind_dot_v1_dot_tools__pb2.CheckToolCallRequest.SerializeToString,
             wayfind_dot_v1_dot_tools__pb2.CheckToolCallResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CallTool(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/wayfind.v1.ToolDiscoveryService/CallTool',
+            wayfind_dot_v1_dot_tools__pb2.CallToolRequest.SerializeToString,
+            wayfind_dot_v1_dot_tools__pb2.CallToolResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,245 @@
+/**
+ * wayfind as an MCP server (docs/mcp.md): Streamable HTTP at `/mcp` on the service port, one SDK
+ * `Server` per session. A session is opened by `initialize` with credentials the server accepts and
+ * stays bound to them; every tool call is a wayfind RPC made with the request's own credentials, so
+ * roles, tenant visibility and limits are the port's.
+ */
+import { createHash, randomUUID } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { Http2ServerRequest, Http2ServerResponse } from "node:http2";
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  isInitializeRequest,
+  ListToolsRequestSchema,
+} from "@modelcontextprotocol/sdk/types.js";
+import type { Logger } from "pino";
+import type { McpEndpointConfig } from "../config/index.ts";
+import { errorReason } from "../errors.ts";
+import type { JsonObject } from "../json.ts";
+import type { CallScope, WayfindClients } from "./meta-tools.ts";
+import { SessionTools } from "./session-tools.ts";
+
+const MCP_PATH = "/mcp";
+
+/** Request headers passed on to wayfind's RPCs: credentials, the caller's context, trace context. */
+const FORWARDED_HEADERS = ["authorization", "wayfind-role", "traceparent", "tracestate"] as const;
+
+export interface McpEndpointOptions {
+  readonly clients: WayfindClients;
+  /** Throws (an UNAUTHENTICATED error saying why) unless the headers carry credentials the server accepts. */
+  readonly authenticate: (headers: Headers) => Promise<void>;
+  readonly config: McpEndpointConfig;
+  /** The largest request body read. */
+  readonly maxBodyBytes: number;
+  readonly logger: Logger;
+  readonly version: string;
+}
+
+interface Session {
+  readonly id: string;
+  readonly transport: StreamableHTTPServerTransport;
+  readonly server: Server;
+  /** sha256 of the credentials that opened it: every later request must carry the same. */
+  readonly credentials: string;
+  lastUsedMs: number;
+}
+
+export class McpEndpoint {
+  private readonly sessions = new Map<string, Session>();
+  private readonly sweeper: NodeJS.Timeout;
+  private closed = false;
+
+  constructor(private readonly options: McpEndpointOptions) {
+    const idleMs = options.config.sessionIdleTimeoutSeconds * 1000;
+    this.sweeper = setInterval(() => this.closeIdle(Date.now() - idleMs), Math.min(60_000, idleMs / 2));
+    this.sweeper.unref();
+  }
+
+  get openSessions(): number {
+    return this.sessions.size;
+  }
+
+  /** Serves the request when it is for `/mcp`; false for any other path. */
+  handles(
+    request: IncomingMessage | Http2ServerRequest,
+    response: ServerResponse | Http2ServerResponse,
+  ): boolean {
+    const path = (request.url ?? "").split("?")[0];
+    if (path !== MCP_PATH) return false;
+    if (request instanceof Http2ServerRequest || response instanceof Http2ServerResponse) {
+      // MCP's Streamable HTTP runs on HTTP/1.1 here; clients (the SDKs' fetch) speak it by default.
+      response.writeHead(505, { "content-type": "text/plain" });
+      response.end("use HTTP/1.1 for /mcp\n");
+      return true;
+    }
+    this.serve(request, response).catch((error: unknown) => {
+      this.options.logger.error({ err: error }, "mcp request failed");
+      if (!response.headersSent) reply(response, 500, ErrorCode.InternalError, "internal error");
+      else response.end();
+    });
+    return true;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.sweeper);
+    await Promise.all([...this.sessions.values()].map((session) => this.end(session)));
+  }
+
+  private async serve(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    if (this.closed) return reply(response, 503, ErrorCode.ConnectionClosed, "the server is stopping");
+    if (!["POST", "GET", "DELETE"].includes(request.method ?? ""))
+      return reply(response, 405, ErrorCode.InvalidRequest, "use POST, GET or DELETE on /mcp");
+    const body = request.method === "POST" ? await this.readBody(request, response) : undefined;
+    if (body === null) return;
+    const headers = forwarded(request);
+    const id = request.headers["mcp-session-id"];
+    if (typeof id === "string") {
+      const session = this.sessions.get(id);
+      // Another credential's session is not found, exactly as one that does not exist.
+      if (session === undefined || session.credentials !== credentialsOf(headers))
+        return reply(response, 404, -32001, "session not found: initialize a new one");
+      session.lastUsedMs = Date.now();
+      return session.transport.handleRequest(request, response, body);
+    }
+    if (!isInitializeRequest(body))
+      return reply(
+        response,
+        400,
+        ErrorCode.InvalidRequest,
+        "no Mcp-Session-Id header: send initialize first",
+      );
+    try {
+      await this.options.authenticate(headers);
+    } catch (error) {
+      return reply(response, 401, ErrorCode.InvalidRequest, errorReason(error));
+    }
+    const session = await this.open(headers);
+    await session.transport.handleRequest(request, response, body);
+  }
+
+  private async open(headers: Headers): Promise<Session> {
+    if (this.sessions.size >= this.options.config.maxSessions) {
+      const idlest = [...this.sessions.values()].sort((a, b) => a.lastUsedMs - b.lastUsedMs)[0];
+      if (idlest) await this.end(idlest);
+    }
+    const id = randomUUID();
+    const server = new Server(
+      { name: "wayfind", version: this.options.version },
+      {
+        capabilities: { tools: { listChanged: false } },
+        instructions:
+          "Find the tool you need with tool_search, load its schema with tool_get, then call it with tool_call. " +
+          "skill_search and skill_get find step-by-step procedures.",
+      },
+    );
+    const tools = new SessionTools(this.options.clients);
+    const scope = (extra: { signal: AbortSignal; requestInfo?: { headers: IncomingMessage["headers"] } }) =>
+      this.scopeOf(id, extra.requestInfo?.headers, extra.signal);
+    server.setRequestHandler(ListToolsRequestSchema, (request, extra) =>
+      tools.list(scope(extra), request.params?.cursor),
+    );
+    server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
+      tools.call(request.params.name, (request.params.arguments ?? {}) as JsonObject, scope(extra)),
+    );
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => id });
+    const session: Session = {
+      id,
+      transport,
+      server,
+      credentials: credentialsOf(headers),
+      lastUsedMs: Date.now(),
+    };
+    transport.onclose = () => {
+      if (this.sessions.get(id) === session) this.sessions.delete(id);
+    };
+    await server.connect(transport);
+    this.sessions.set(id, session);
+    return session;
+  }
+
+  private scopeOf(
+    sessionId: string,
+    raw: IncomingMessage["headers"] | undefined,
+    signal: AbortSignal,
+  ): CallScope {
+    const header = (name: string) => {
+      const value = raw?.[name];
+      return typeof value === "string" ? value : "";
+    };
+    const headers = new Headers();
+    for (const name of FORWARDED_HEADERS) if (header(name)) headers.set(name, header(name));
+    return {
+      caller: {
+        tenantId: header("wayfind-tenant"),
+        projectId: header("wayfind-project"),
+        userId: header("wayfind-user"),
+        sessionId,
+        runId: sessionId,
+      },
+      headers,
+      signal,
+    };
+  }
+
+  private async end(session: Session): Promise<void> {
+    this.sessions.delete(session.id);
+    await session.server.close().catch(() => undefined);
+  }
+
+  private closeIdle(beforeMs: number): void {
+    for (const session of this.sessions.values()) if (session.lastUsedMs < beforeMs) void this.end(session);
+  }
+
+  /** The JSON body, or null once an error has been answered (too large, not JSON). */
+  private async readBody(request: IncomingMessage, response: ServerResponse): Promise<unknown> {
+    const limit = this.options.maxBodyBytes;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of request as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > limit) {
+        reply(
+          response,
+          413,
+          ErrorCode.InvalidRequest,
+          `the message is larger than ${limit} bytes (server.max_message_bytes)`,
+        );
+        request.destroy();
+        return null;
+      }
+      chunks.push(chunk);
+    }
+    try {
+      return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+    } catch {
+      reply(response, 400, ErrorCode.ParseError, "the body is not JSON");
+      return null;
+    }
+  }
+}
+
+/** The request headers wayfind reads, as Fetch headers. */
+function forwarded(request: IncomingMessage): Headers {
+  const headers = new Headers();
+  for (const name of [...FORWARDED_HEADERS, "wayfind-tenant"]) {
+    const value = request.headers[name];
+    if (typeof value === "string") headers.set(name, value);
+  }
+  return headers;
+}
+
+function credentialsOf(headers: Headers): string {
+  return createHash("sha256")
+    .update(headers.get("authorization") ?? "")
+    .digest("hex");
+}
+
+/** A JSON-RPC error answered over plain HTTP (no session, or none that may be used). */
+function reply(response: ServerResponse, status: number, code: number, message: string): void {
+  response.writeHead(status, { "content-type": "application/json" });
+  response.end(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }));
+}

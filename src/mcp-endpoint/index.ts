@@ -1,0 +1,1 @@
+export { McpEndpoint } from "./endpoint.ts";

@@ -1,0 +1,143 @@
+/**
+ * What one MCP session lists and how it answers `tools/call`: the meta tools plus the caller's
+ * always-visible tools, read once per session so `tools/list` never changes under a client (and
+ * never busts its prompt cache); a listed catalog tool is executed by its MCP server (CallTool).
+ */
+import { Code, ConnectError } from "@connectrpc/connect";
+import {
+  type CallToolResult,
+  ErrorCode,
+  McpError,
+  type Tool as McpTool,
+} from "@modelcontextprotocol/sdk/types.js";
+import { Provider } from "../../gen/ts/wayfind/v1/common_pb.ts";
+import { type ArgumentProblem, argumentChecker } from "../discovery/index.ts";
+import { discoveryToolDefinitions } from "../discovery-tools/index.ts";
+import type { JsonObject } from "../json.ts";
+import { repairMessage } from "../tools/call-check.ts";
+import { type CallScope, callTool, isMetaTool, runMetaTool, type WayfindClients } from "./meta-tools.ts";
+
+/** Tools per `tools/list` page. */
+const PAGE_SIZE = 100;
+
+/** The meta tools' argument checkers, compiled once for every session. */
+const META_CHECKERS = new Map<string, (args: unknown) => ArgumentProblem[]>(
+  discoveryToolDefinitions({ includeDispatchTool: true }).map((tool) => [
+    tool.name,
+    argumentChecker(tool.argsSchema),
+  ]),
+);
+
+/** One session's tool list: MCP tools in order, and each listed name's tool in the catalog. */
+interface Listing {
+  readonly tools: readonly McpTool[];
+  readonly catalogName: ReadonlyMap<string, string>;
+}
+
+export class SessionTools {
+  private listing: Promise<Listing> | undefined;
+
+  constructor(private readonly clients: WayfindClients) {}
+
+  /** A page of the session's tools; the cursor is where the next page starts. */
+  async list(
+    scope: CallScope,
+    cursor: string | undefined,
+  ): Promise<{ tools: McpTool[]; nextCursor?: string }> {
+    const { tools } = await this.listed(scope);
+    const start = cursor === undefined ? 0 : Number(cursor);
+    if (!Number.isInteger(start) || start < 0 || start > tools.length)
+      throw new McpError(
+        ErrorCode.InvalidParams,
+        `cursor ${JSON.stringify(cursor)} is not one this server gave`,
+      );
+    const end = start + PAGE_SIZE;
+    return { tools: tools.slice(start, end), ...(end < tools.length ? { nextCursor: String(end) } : {}) };
+  }
+
+  /**
+   * `tools/call`: a meta tool, or a listed catalog tool. What the model can fix (a wrong argument, a
+   * tool that is not found, a server that is down) comes back as a result with `isError`, in words
+   * it can act on; a tool never listed, or credentials refused, is a JSON-RPC error.
+   */
+  async call(name: string, args: JsonObject, scope: CallScope): Promise<CallToolResult> {
+    try {
+      if (isMetaTool(name)) {
+        const problems = META_CHECKERS.get(name)?.(args) ?? [];
+        if (problems.length > 0) return failure(repairMessage(name, problems));
+        return await runMetaTool(name, args, this.clients, scope);
+      }
+      const catalogName = (await this.listed(scope)).catalogName.get(name);
+      if (catalogName === undefined)
+        throw new McpError(
+          ErrorCode.InvalidParams,
+          `unknown tool ${JSON.stringify(name)}: find tools with tool_search, call them with tool_call`,
+        );
+      return await callTool(catalogName, args, this.clients, scope);
+    } catch (error) {
+      return resultOfError(error);
+    }
+  }
+
+  private listed(scope: CallScope): Promise<Listing> {
+    this.listing ??= this.read(scope).catch((error: unknown) => {
+      this.listing = undefined;
+      throw error instanceof ConnectError ? rpcError(error) : error;
+    });
+    return this.listing;
+  }
+
+  /** Dispatch mode's payload: the discovery tools, tool_call and the always-visible tools. */
+  private async read(scope: CallScope): Promise<Listing> {
+    const payload = await this.clients.tools.renderToolPayload(
+      { caller: scope.caller, provider: Provider.ANTHROPIC, dispatch: true, includeDiscoveryTools: true },
+      { headers: scope.headers, signal: scope.signal },
+    );
+    const provided = JSON.parse(payload.payloadJson) as {
+      name: string;
+      description?: string;
+      input_schema: McpTool["inputSchema"];
+    }[];
+    const renamed = new Map(payload.nameMappings.map((m) => [m.providerName, m.toolName]));
+    const catalogName = new Map<string, string>();
+    const tools = provided.map((tool): McpTool => {
+      const name = renamed.get(tool.name) ?? tool.name;
+      if (!isMetaTool(name)) catalogName.set(name, name);
+      return { name, description: tool.description ?? "", inputSchema: tool.input_schema };
+    });
+    return { tools, catalogName };
+  }
+}
+
+function failure(text: string): CallToolResult {
+  return { content: [{ type: "text", text }], isError: true };
+}
+
+/** Codes whose message tells the model what to do next; the rest are the client's or operator's. */
+const MODEL_FIXABLE = new Set([
+  Code.InvalidArgument,
+  Code.NotFound,
+  Code.FailedPrecondition,
+  Code.DeadlineExceeded,
+  Code.Unavailable,
+  Code.ResourceExhausted,
+  Code.OutOfRange,
+  Code.Aborted,
+]);
+
+function resultOfError(error: unknown): CallToolResult {
+  if (error instanceof ConnectError) {
+    if (MODEL_FIXABLE.has(error.code)) return failure(error.rawMessage);
+    throw rpcError(error);
+  }
+  throw error;
+}
+
+/** A refusal the model cannot fix (credentials, roles, cancellation, a fault) as a JSON-RPC error. */
+function rpcError(error: ConnectError): McpError {
+  const code =
+    error.code === Code.Internal || error.code === Code.Unknown
+      ? ErrorCode.InternalError
+      : ErrorCode.InvalidRequest;
+  return new McpError(code, `${Code[error.code]}: ${error.rawMessage}`);
+}

@@ -1,0 +1,223 @@
+/**
+ * Executing the tools of the configured MCP servers (CallTool; `tool_call` on the MCP endpoint): one
+ * session per server, separate from the session that syncs its tool list (a replica that does not
+ * hold a server's lease still calls it), opened on the first call and again after a failure.
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { CallToolResultSchema, ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import type { Logger } from "pino";
+import type { McpServerConfig } from "../config/index.ts";
+import { RetryLaterError, WayfindError } from "../errors.ts";
+import type { JsonObject } from "../json.ts";
+import type { SourceCall, ToolCallResult } from "../tools/execute.ts";
+import { createMcpTransport, describe, mcpSourceId, STDERR_TAIL, stderrHint, withDeadline } from "./mcp.ts";
+
+export interface CallLimits {
+  /** Largest result passed on, as JSON; a bigger one is refused (it could not be answered anyway). */
+  readonly maxResultBytes: number;
+  /** Failures in a row (unreachable, timed out, garbage) that open a server's breaker. */
+  readonly breakerFailures: number;
+  /** How long an open breaker refuses calls before one is let through to try again. */
+  readonly breakerOpenMs: number;
+  /** Connect plus `initialize` of a call session. */
+  readonly connectMs: number;
+}
+
+export const DEFAULT_CALL_LIMITS: CallLimits = {
+  maxResultBytes: 4 * 1024 * 1024 - 64 * 1024,
+  breakerFailures: 5,
+  breakerOpenMs: 30_000,
+  connectMs: 10_000,
+};
+
+/**
+ * The calls of one MCP server's tools: a bounded number in flight, each with a deadline, and a
+ * breaker, so a slow or dead server costs its own callers a clear error and nobody else anything.
+ */
+export class McpCallLine {
+  readonly source: string;
+  private client: Promise<Client> | undefined;
+  private inFlight = 0;
+  private failuresInRow = 0;
+  private openUntil = 0;
+  private closed = false;
+  private stderrTail = "";
+
+  constructor(
+    private readonly config: McpServerConfig,
+    private readonly limits: CallLimits,
+    private readonly logger: Logger,
+  ) {
+    this.source = mcpSourceId(config.name);
+  }
+
+  async call(call: SourceCall): Promise<ToolCallResult> {
+    if (this.closed) throw unavailable(this.config.name, "wayfind is stopping");
+    const now = Date.now();
+    if (now < this.openUntil)
+      throw new RetryLaterError(
+        `MCP server "${this.config.name}" failed ${this.limits.breakerFailures} calls in a row; ` +
+          `its calls are refused for ${Math.ceil((this.openUntil - now) / 1000)} s more, then tried again`,
+        this.openUntil - now,
+      );
+    if (this.inFlight >= this.config.maxConcurrentCalls)
+      throw new RetryLaterError(
+        `MCP server "${this.config.name}" has ${this.inFlight} calls in flight, its limit ` +
+          "(mcp_servers[].max_concurrent_calls); try again shortly",
+        100,
+      );
+    this.inFlight++;
+    try {
+      const result = await this.send(call);
+      this.failuresInRow = 0;
+      return result;
+    } catch (error) {
+      if (error instanceof WayfindError && countsAgainstServer(error)) this.failed();
+      throw error;
+    } finally {
+      this.inFlight--;
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const client = this.client;
+    this.client = undefined;
+    const open = await client?.catch(() => undefined);
+    if (open) await withDeadline(open.close(), 5_000, "close").catch(() => undefined);
+  }
+
+  private async send(call: SourceCall): Promise<ToolCallResult> {
+    const client = await this.connected();
+    const timeoutMs = Math.min(
+      call.timeoutMs ?? Number.POSITIVE_INFINITY,
+      this.config.callTimeoutSeconds * 1000,
+    );
+    let raw: unknown;
+    try {
+      raw = await client.request(
+        {
+          method: "tools/call",
+          params: {
+            name: call.name,
+            arguments: call.arguments,
+            ...(Object.keys(call.meta).length > 0 ? { _meta: { ...call.meta } } : {}),
+          },
+        },
+        CallToolResultSchema,
+        {
+          signal: call.signal,
+          timeout: timeoutMs,
+          ...(call.onProgress
+            ? {
+                onprogress: (progress: { progress: number; total?: number; message?: string }) =>
+                  call.onProgress?.(progress),
+                resetTimeoutOnProgress: false,
+              }
+            : {}),
+        },
+      );
+    } catch (error) {
+      throw this.callError(error, call, timeoutMs);
+    }
+    const text = JSON.stringify(raw);
+    const bytes = Buffer.byteLength(text);
+    if (bytes > this.limits.maxResultBytes)
+      throw new WayfindError(
+        "resource_exhausted",
+        `the result of "${call.name}" from MCP server "${this.config.name}" is ${bytes} bytes of JSON, ` +
+          `more than the ${this.limits.maxResultBytes} wayfind passes on; ask the tool for less`,
+      );
+    const result = raw as { content?: JsonObject[]; structuredContent?: JsonObject; isError?: boolean };
+    return {
+      content: result.content ?? [],
+      ...(result.structuredContent ? { structuredContent: result.structuredContent } : {}),
+      isError: result.isError === true,
+      bytes,
+    };
+  }
+
+  private callError(error: unknown, call: SourceCall, timeoutMs: number): WayfindError {
+    const name = this.config.name;
+    if (call.signal.aborted) return new WayfindError("cancelled", `the call of "${call.name}" was cancelled`);
+    if (error instanceof McpError) {
+      if (error.code === ErrorCode.RequestTimeout)
+        return new WayfindError(
+          "deadline_exceeded",
+          `MCP server "${name}" did not answer the call of "${call.name}" within ${timeoutMs} ms`,
+        );
+      if (error.code === ErrorCode.ConnectionClosed) {
+        this.drop();
+        return unavailable(name, `the connection closed during the call${this.stderrHint()}`);
+      }
+      // The server answered with a JSON-RPC error (an unknown tool, arguments it refuses): its words.
+      if (error.code !== ErrorCode.InternalError)
+        return new WayfindError(
+          "failed_precondition",
+          `MCP server "${name}" refused the call of "${call.name}": ${error.message}`,
+        );
+    }
+    // A result that is not a CallToolResult, or the transport failing under the call.
+    this.drop();
+    return unavailable(name, `${describe(error)}${this.stderrHint()}`);
+  }
+
+  /** The session, opened on first use and after a failure dropped it. */
+  private connected(): Promise<Client> {
+    this.client ??= this.open().catch((error: unknown) => {
+      this.client = undefined;
+      throw unavailable(this.config.name, `could not connect: ${describe(error)}${this.stderrHint()}`);
+    });
+    return this.client;
+  }
+
+  private async open(): Promise<Client> {
+    this.stderrTail = "";
+    const client = new Client({ name: "wayfind", version: "0.1.0" }, { capabilities: {} });
+    const transport = createMcpTransport(this.config, (text) => {
+      this.stderrTail = (this.stderrTail + text).slice(-STDERR_TAIL);
+    });
+    client.onclose = () => {
+      // Only the live session's close matters; one that never opened has no session to drop.
+      this.client?.then((open) => open === client && this.drop()).catch(() => undefined);
+    };
+    try {
+      await withDeadline(client.connect(transport), this.limits.connectMs, "initialize");
+    } catch (error) {
+      void client.close().catch(() => undefined);
+      throw error;
+    }
+    this.logger.info({ source: this.source }, "mcp call session opened");
+    return client;
+  }
+
+  /** Forgets the session; the next call opens a new one. */
+  private drop(): void {
+    const client = this.client;
+    this.client = undefined;
+    void client?.then((open) => open.close()).catch(() => undefined);
+  }
+
+  private failed(): void {
+    this.failuresInRow++;
+    if (this.failuresInRow < this.limits.breakerFailures) return;
+    this.openUntil = Date.now() + this.limits.breakerOpenMs;
+    this.failuresInRow = 0;
+    this.logger.warn(
+      { source: this.source, openMs: this.limits.breakerOpenMs },
+      "mcp server failed calls in a row; its breaker is open",
+    );
+  }
+
+  private stderrHint(): string {
+    return stderrHint(this.stderrTail);
+  }
+}
+
+function countsAgainstServer(error: WayfindError): boolean {
+  return error.code === "unavailable" || error.code === "deadline_exceeded";
+}
+
+function unavailable(server: string, reason: string): WayfindError {
+  return new WayfindError("unavailable", `MCP server "${server}" cannot be reached: ${reason}`);
+}

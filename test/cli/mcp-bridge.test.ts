@@ -1,0 +1,77 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { afterEach, describe, expect, it } from "vitest";
+import { EVERYTHING } from "../sources/mcp-servers.ts";
+import { CLI } from "../support/cli.ts";
+import { startTestServer, type TestServer } from "../support/server.ts";
+
+/**
+ * `wayfind mcp`, the stdio bridge a client launches: the official SDK client over stdio reaches the
+ * tools of the MCP servers behind a running wayfind, and keeps reaching them across a restart.
+ */
+
+const CONFIG = { mcp_servers: [{ name: "everything", transport: "stdio", ...EVERYTHING() }] };
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function serve(dataDir: string, port = 0): Promise<TestServer> {
+  const server = await startTestServer({ ...CONFIG, server: { port } }, { dataDir });
+  cleanups.push(() => server.stop());
+  return server;
+}
+
+/** The SDK client, launching `wayfind mcp` as Claude Desktop or Cursor would. */
+async function bridgeTo(url: string): Promise<Client> {
+  const client = new Client({ name: "bridge-test", version: "1.0.0" });
+  await client.connect(
+    new StdioClientTransport({
+      command: process.execPath,
+      args: [CLI, "mcp", "--url", url, "--tenant", "acme"],
+      stderr: "pipe",
+    }),
+  );
+  cleanups.push(() => client.close());
+  return client;
+}
+
+const echo = {
+  name: "tool_call",
+  arguments: { name: "everything.echo", arguments: { message: "over stdio" } },
+};
+
+describe("wayfind mcp", () => {
+  it("lists wayfind's tools and calls an upstream tool through it", async () => {
+    const wayfind = await serve(mkdtempSync(join(tmpdir(), "wayfind-bridge-")));
+    const client = await bridgeTo(wayfind.baseUrl);
+    expect(client.getServerVersion()?.name).toBe("wayfind");
+    expect((await client.listTools()).tools.map((tool) => tool.name)).toContain("tool_search");
+    expect(await client.callTool(echo)).toEqual({ content: [{ type: "text", text: "Echo: over stdio" }] });
+  }, 60_000);
+
+  it("opens a new session when the server restarted, without the client noticing", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "wayfind-bridge-"));
+    const first = await serve(dataDir);
+    const client = await bridgeTo(first.baseUrl);
+    await client.callTool(echo);
+    await first.stop({ keepData: true });
+    await serve(dataDir, first.port);
+    expect(await client.callTool(echo)).toEqual({ content: [{ type: "text", text: "Echo: over stdio" }] });
+  }, 60_000);
+
+  it("answers each request with a JSON-RPC error while no wayfind answers", async () => {
+    const client = new Client({ name: "bridge-test", version: "1.0.0" });
+    const connecting = client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [CLI, "mcp", "--url", "http://127.0.0.1:9"],
+      }),
+    );
+    cleanups.push(() => client.close());
+    await expect(connecting).rejects.toThrow(/cannot be reached/);
+  }, 30_000);
+});

@@ -1,0 +1,252 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
+import { EVERYTHING } from "../sources/mcp-servers.ts";
+import { apiKey, clientWith } from "../support/auth.ts";
+import { startTestServer, type TestServer } from "../support/server.ts";
+
+/**
+ * wayfind's MCP endpoint with the official SDK client over Streamable HTTP: a client configured with
+ * only wayfind finds, loads and calls the tools of the MCP servers behind it that its credential may
+ * use, and nothing else.
+ */
+
+const acme = apiKey("acme-agent", { tenant: "acme", roles: ["agent"] });
+const bravo = apiKey("bravo-agent", { tenant: "bravo", roles: ["agent", "observer"] });
+const acmeWatcher = apiKey("acme-observer", { tenant: "acme", roles: ["observer"] });
+
+let wayfind: TestServer;
+beforeAll(async () => {
+  const dir = mkdtempSync(join(tmpdir(), "wayfind-mcp-endpoint-"));
+  writeFileSync(
+    join(dir, "ops.jsonl"),
+    `${JSON.stringify({ name: "restart", description: "Restart a service by name.", parameters: { type: "object" } })}\n`,
+  );
+  wayfind = await startTestServer(
+    {
+      auth: { allow_unauthenticated: false, api_keys: [acme.entry, bravo.entry, acmeWatcher.entry] },
+      catalogs: [{ path: "ops.jsonl", namespace: "ops", loading_mode: "always" }],
+      mcp_servers: [{ name: "everything", transport: "stdio", ...EVERYTHING() }],
+      // bravo may not use the everything server: its tools must look missing to bravo.
+      visibility: [
+        { match: { tenant: "acme" }, allow: ["*"] },
+        { match: { tenant: "bravo" }, allow: ["*"], deny: ["everything.*"] },
+      ],
+    },
+    { dataDir: dir },
+  );
+}, 60_000);
+afterAll(() => wayfind.stop());
+
+const clients: Client[] = [];
+afterEach(async () => {
+  for (const client of clients.splice(0)) await client.close();
+});
+
+/** An SDK client connected to wayfind's /mcp with `secret`. */
+async function connect(secret: string): Promise<Client> {
+  const client = new Client({ name: "endpoint-test", version: "1.0.0" });
+  const transport = new StreamableHTTPClientTransport(new URL(`${wayfind.baseUrl}/mcp`), {
+    requestInit: { headers: { authorization: `Bearer ${secret}` } },
+  });
+  await client.connect(transport);
+  clients.push(client);
+  return client;
+}
+
+const textOf = (result: unknown) =>
+  ((result as { content: { text?: string }[] }).content ?? []).map((block) => block.text ?? "").join("");
+
+/** POSTs a raw JSON-RPC body to /mcp, with acme's key unless `authorization` says otherwise (null: none). */
+function post(body: string, headers: Record<string, string | null> = {}) {
+  const sent: Record<string, string | null> = {
+    "content-type": "application/json",
+    accept: "application/json, text/event-stream",
+    authorization: `Bearer ${acme.secret}`,
+    ...headers,
+  };
+  return fetch(`${wayfind.baseUrl}/mcp`, {
+    method: "POST",
+    headers: Object.fromEntries(
+      Object.entries(sent).filter((entry): entry is [string, string] => entry[1] !== null),
+    ),
+    body,
+  });
+}
+
+/** The JSON-RPC error of an answer wayfind gave over plain HTTP. */
+async function rpcError(response: Response): Promise<{ code: number; message: string }> {
+  return ((await response.json()) as { error: { code: number; message: string } }).error;
+}
+
+const initialize = JSON.stringify({
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+});
+
+describe("tools/list", () => {
+  it("lists the discovery tools, tool_call and the caller's always-visible tools, the same on every call", async () => {
+    const client = await connect(acme.secret);
+    const first = await client.listTools();
+    expect(first.tools.map((tool) => tool.name)).toEqual([
+      "tool_search",
+      "tool_get",
+      "tool_call",
+      "skill_search",
+      "skill_get",
+      "skill_list",
+      "ops.restart",
+    ]);
+    await client.callTool({ name: "tool_get", arguments: { names: ["everything.echo"] } });
+    expect(await client.listTools()).toEqual(first);
+  });
+});
+
+describe("find, load and call", () => {
+  it("finds an upstream tool with tool_search, loads its schema with tool_get and calls it with tool_call", async () => {
+    const client = await connect(acme.secret);
+    const found = JSON.parse(
+      textOf(await client.callTool({ name: "tool_search", arguments: { query: "echo a message back" } })),
+    );
+    expect(found.tools[0].name).toBe("everything.echo");
+    const loaded = JSON.parse(
+      textOf(await client.callTool({ name: "tool_get", arguments: { names: ["everything.echo"] } })),
+    );
+    expect(loaded.tools[0].input_schema.required).toEqual(["message"]);
+    const called = await client.callTool({
+      name: "tool_call",
+      arguments: { name: "everything.echo", arguments: { message: "hello through wayfind" } },
+    });
+    expect(called).toEqual({ content: [{ type: "text", text: "Echo: hello through wayfind" }] });
+  }, 30_000);
+
+  it("records each call as a tool_called event and in wayfind_tool_calls_total", async () => {
+    const client = await connect(acme.secret);
+    const watcher = clientWith(ToolDiscoveryService, wayfind.baseUrl, acmeWatcher.secret);
+    const stream = watcher.watchToolEvents({ filter: { types: ["tool_called"] } })[Symbol.asyncIterator]();
+    await stream.next(); // the status
+    await client.callTool({
+      name: "tool_call",
+      arguments: { name: "everything.echo", arguments: { message: "counted" } },
+    });
+    const event = (await stream.next()).value;
+    await stream.return?.();
+    expect(event?.message).toMatchObject({
+      case: "event",
+      value: {
+        type: "tool_called",
+        tenantId: "acme",
+        payload: {
+          case: "toolCalled",
+          value: { tool: "everything.echo", source: "mcp:everything", outcome: "ok" },
+        },
+      },
+    });
+    const metrics = await (await fetch(`${wayfind.baseUrl}/metrics`)).text();
+    expect(metrics).toMatch(/wayfind_tool_calls_total\{source="mcp:everything",outcome="ok"\} [1-9]/);
+  }, 30_000);
+
+  it("answers arguments that do not fit the schema with isError and what to fix, sending nothing upstream", async () => {
+    const client = await connect(acme.secret);
+    const result = await client.callTool({
+      name: "tool_call",
+      arguments: { name: "everything.echo", arguments: { msg: "x" } },
+    });
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toContain("must have required property 'message'");
+  });
+
+  it("says that a tool of a catalog file is run by the agent runtime, not by wayfind", async () => {
+    const client = await connect(acme.secret);
+    const result = await client.callTool({ name: "ops.restart", arguments: {} });
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toContain("not from an MCP server");
+  });
+
+  it("answers a tool it never listed with a JSON-RPC error", async () => {
+    const client = await connect(acme.secret);
+    await expect(client.callTool({ name: "everything.echo", arguments: { message: "x" } })).rejects.toThrow(
+      /-32602/,
+    );
+  });
+});
+
+describe("tenants", () => {
+  it("hides another tenant's tools from search, tool_get and tool_call, exactly as missing ones", async () => {
+    const client = await connect(bravo.secret);
+    const found = JSON.parse(
+      textOf(await client.callTool({ name: "tool_search", arguments: { query: "echo" } })),
+    );
+    expect(found.tools.map((t: { name: string }) => t.name)).not.toContain("everything.echo");
+    const loaded = JSON.parse(
+      textOf(await client.callTool({ name: "tool_get", arguments: { names: ["everything.echo"] } })),
+    );
+    expect(loaded).toEqual({ tools: [], not_found: ["everything.echo"] });
+    const hidden = await client.callTool({
+      name: "tool_call",
+      arguments: { name: "everything.echo", arguments: { message: "x" } },
+    });
+    const missing = await client.callTool({
+      name: "tool_call",
+      arguments: { name: "everything.echoo", arguments: { message: "x" } },
+    });
+    expect(hidden.isError).toBe(true);
+    expect(textOf(hidden).replace("echo", "X")).toBe(textOf(missing).replace("echoo", "X"));
+  });
+
+  it("refuses tool_call to a credential without the agent role, as a JSON-RPC error", async () => {
+    const client = await connect(acmeWatcher.secret);
+    await expect(
+      client.callTool({
+        name: "tool_call",
+        arguments: { name: "everything.echo", arguments: { message: "x" } },
+      }),
+    ).rejects.toThrow(/needs the agent role/);
+  });
+});
+
+describe("sessions and bad input", () => {
+  it("refuses initialize without credentials the server accepts (401), saying why", async () => {
+    const none = await post(initialize, { authorization: null });
+    expect(none.status).toBe(401);
+    expect((await rpcError(none)).message).toContain("requires credentials");
+    const wrong = await post(initialize, { authorization: "Bearer wf_not-a-key" });
+    expect(wrong.status).toBe(401);
+  });
+
+  it("keeps a session to the credential that opened it: another credential's request does not find it", async () => {
+    const opened = await post(initialize);
+    const session = opened.headers.get("mcp-session-id") ?? "";
+    expect(session).not.toBe("");
+    const list = JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list" });
+    const other = await post(list, { "mcp-session-id": session, authorization: `Bearer ${bravo.secret}` });
+    expect(other.status).toBe(404);
+    const unknown = await post(list, { "mcp-session-id": "no-such-session" });
+    expect(unknown.status).toBe(404);
+  });
+
+  it("answers a body that is not JSON with a parse error, and one past the size limit with 413", async () => {
+    const garbage = await post("{not json");
+    expect(garbage.status).toBe(400);
+    expect((await rpcError(garbage)).code).toBe(-32700);
+    const huge = await post(`"${"x".repeat(wayfind.config.server.maxMessageBytes + 1)}"`);
+    expect(huge.status).toBe(413);
+  });
+
+  it("opens a new session after the client ends one, and the ended one is gone", async () => {
+    const client = await connect(acme.secret);
+    const transport = client.transport as StreamableHTTPClientTransport;
+    const ended = transport.sessionId ?? "";
+    await transport.terminateSession();
+    const list = JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list" });
+    expect((await post(list, { "mcp-session-id": ended })).status).toBe(404);
+    const again = await connect(acme.secret);
+    expect((await again.listTools()).tools.length).toBeGreaterThan(0);
+  });
+});
