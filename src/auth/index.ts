@@ -6,4 +6,4 @@ export { PrincipalLimits } from "./limits.ts";
 export { CLIENT_CERTIFICATE_HEADER, clientCertificateHeader } from "./mtls.ts";
 export { METHOD_ROLES } from "./roles.ts";
 export { authMigrations } from "./schema.ts";
-export { unauthenticatedAllowed } from "./unauthenticated.ts";
+export { isLoopback, unauthenticatedAllowed } from "./unauthenticated.ts";

@@ -2,7 +2,7 @@ import { isIP } from "node:net";
 import { ConfigError, type WayfindConfig } from "../config/index.ts";
 
 /** Hosts only this machine can reach. */
-function isLoopback(host: string): boolean {
+export function isLoopback(host: string): boolean {
   if (host === "localhost") return true;
   if (isIP(host) === 4) return host.startsWith("127.");
   return host === "::1" || host === "[::1]";

@@ -15,6 +15,7 @@ import {
   isJSONRPCRequest,
   type JSONRPCMessage,
 } from "@modelcontextprotocol/sdk/types.js";
+import { fetchWithOwnSignal } from "../sources/mcp-fetch.ts";
 
 export interface BridgeOptions {
   /** The server's base URL (`http://127.0.0.1:50051`); `/mcp` is added. */
@@ -41,7 +42,10 @@ export async function runMcpBridge(options: BridgeOptions): Promise<number> {
   const reply = (message: JSONRPCMessage) =>
     stdio.send(message).catch((error: unknown) => options.log(`cannot write to stdout: ${String(error)}`));
   const open = async (): Promise<StreamableHTTPClientTransport> => {
-    const transport = new StreamableHTTPClientTransport(endpoint, { requestInit: { headers } });
+    const transport = new StreamableHTTPClientTransport(endpoint, {
+      requestInit: { headers },
+      fetch: fetchWithOwnSignal,
+    });
     transport.onmessage = (message) => {
       // The client's initialize answered: later requests carry the protocol version it agreed.
       const result = (message as { result?: InitializeResult }).result;

@@ -104,7 +104,7 @@ interface McpServerBase extends ToolSourceOptions {
   readonly syncIntervalSeconds: number;
   /** How long one executed call (CallTool, MCP tool_call) may take unless the caller asks for less. */
   readonly callTimeoutSeconds: number;
-  /** Calls of the server's tools in flight at once; more are refused (RESOURCE_EXHAUSTED). */
+  /** Calls of the server's tools in flight at once; more wait their turn, within their timeout. */
   readonly maxConcurrentCalls: number;
 }
 

@@ -16,6 +16,7 @@ import {
   ListToolsRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "pino";
+import { isLoopback } from "../auth/index.ts";
 import type { McpEndpointConfig } from "../config/index.ts";
 import { errorReason } from "../errors.ts";
 import type { JsonObject } from "../json.ts";
@@ -36,6 +37,8 @@ export interface McpEndpointOptions {
   readonly maxBodyBytes: number;
   readonly logger: Logger;
   readonly version: string;
+  /** The server listens on a loopback address: only loopback Host and Origin headers are served. */
+  readonly loopback: boolean;
 }
 
 interface Session {
@@ -93,6 +96,8 @@ export class McpEndpoint {
     if (this.closed) return reply(response, 503, ErrorCode.ConnectionClosed, "the server is stopping");
     if (!["POST", "GET", "DELETE"].includes(request.method ?? ""))
       return reply(response, 405, ErrorCode.InvalidRequest, "use POST, GET or DELETE on /mcp");
+    const refusal = this.crossSiteRefusal(request);
+    if (refusal) return reply(response, 403, ErrorCode.InvalidRequest, refusal);
     const body = request.method === "POST" ? await this.readBody(request, response) : undefined;
     if (body === null) return;
     const headers = forwarded(request);
@@ -121,6 +126,23 @@ export class McpEndpoint {
     await session.transport.handleRequest(request, response, body);
   }
 
+  /**
+   * Why a request that a web page may have sent is refused (DNS rebinding, cross-site requests), or
+   * undefined. Native MCP clients send no Origin; a browser always does.
+   */
+  private crossSiteRefusal(request: IncomingMessage): string | undefined {
+    const host = request.headers.host ?? "";
+    if (this.options.loopback && !isLoopback(hostnameOf(`http://${host}`)))
+      return `Host "${host.slice(0, 100)}" does not name this server, which listens on loopback only (DNS rebinding protection)`;
+    const origin = request.headers.origin;
+    if (origin === undefined) return undefined;
+    const originHost = hostnameOf(origin);
+    const allowed = this.options.loopback
+      ? isLoopback(originHost)
+      : originHost === hostnameOf(`http://${host}`);
+    return allowed ? undefined : `requests to /mcp from the web page at ${origin.slice(0, 100)} are refused`;
+  }
+
   private async open(headers: Headers): Promise<Session> {
     if (this.sessions.size >= this.options.config.maxSessions) {
       const idlest = [...this.sessions.values()].sort((a, b) => a.lastUsedMs - b.lastUsedMs)[0];
@@ -145,7 +167,8 @@ export class McpEndpoint {
     server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
       tools.call(request.params.name, (request.params.arguments ?? {}) as JsonObject, scope(extra)),
     );
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => id });
+    // Answers as JSON, not a stream of one event: nothing is sent before a call's result.
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => id, enableJsonResponse: true });
     const session: Session = {
       id,
       transport,
@@ -219,6 +242,15 @@ export class McpEndpoint {
       reply(response, 400, ErrorCode.ParseError, "the body is not JSON");
       return null;
     }
+  }
+}
+
+/** The host name of a URL ("" when it is not one), without IPv6 brackets. */
+function hostnameOf(url: string): string {
+  try {
+    return new URL(url).hostname.replace(/^\[(.*)\]$/, "$1");
+  } catch {
+    return "";
   }
 }
 

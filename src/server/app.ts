@@ -12,7 +12,13 @@ import { ServerReflection as ServerReflectionV1Alpha } from "../../gen/ts/grpc/r
 import { SkillService as SkillServiceDesc } from "../../gen/ts/wayfind/v1/skills_pb.ts";
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
-import { ApiKeyStore, Authenticator, PrincipalLimits, unauthenticatedAllowed } from "../auth/index.ts";
+import {
+  ApiKeyStore,
+  Authenticator,
+  isLoopback,
+  PrincipalLimits,
+  unauthenticatedAllowed,
+} from "../auth/index.ts";
 import { ANONYMOUS_CALLER } from "../caller/caller.ts";
 import { wayfindVersion } from "../checkout.ts";
 import { ConfigError, missingSourceFiles, type TlsConfig, type WayfindConfig } from "../config/index.ts";
@@ -282,6 +288,7 @@ function mcpEndpointOn(
     maxBodyBytes: config.server.maxMessageBytes,
     logger,
     version: wayfindVersion(),
+    loopback: isLoopback(config.server.host),
   });
 }
 

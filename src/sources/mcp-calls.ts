@@ -23,6 +23,9 @@ export interface CallLimits {
   readonly connectMs: number;
 }
 
+/** Calls that may wait for a server's slots; more are refused at once. */
+const MAX_QUEUED_CALLS = 1_000;
+
 export const DEFAULT_CALL_LIMITS: CallLimits = {
   maxResultBytes: 4 * 1024 * 1024 - 64 * 1024,
   breakerFailures: 5,
@@ -38,6 +41,8 @@ export class McpCallLine {
   readonly source: string;
   private client: Promise<Client> | undefined;
   private inFlight = 0;
+  /** Calls waiting for a slot, first come first served. */
+  private readonly queue: (() => void)[] = [];
   private failuresInRow = 0;
   private openUntil = 0;
   private closed = false;
@@ -60,23 +65,77 @@ export class McpCallLine {
           `its calls are refused for ${Math.ceil((this.openUntil - now) / 1000)} s more, then tried again`,
         this.openUntil - now,
       );
-    if (this.inFlight >= this.config.maxConcurrentCalls)
-      throw new RetryLaterError(
-        `MCP server "${this.config.name}" has ${this.inFlight} calls in flight, its limit ` +
-          "(mcp_servers[].max_concurrent_calls); try again shortly",
-        100,
-      );
-    this.inFlight++;
+    const timeoutMs = Math.min(
+      call.timeoutMs ?? Number.POSITIVE_INFINITY,
+      this.config.callTimeoutSeconds * 1000,
+    );
+    const deadline = now + timeoutMs;
+    await this.slot(call, deadline);
     try {
-      const result = await this.send(call);
+      const result = await this.send(call, deadline - Date.now(), timeoutMs);
       this.failuresInRow = 0;
       return result;
     } catch (error) {
       if (error instanceof WayfindError && countsAgainstServer(error)) this.failed();
       throw error;
     } finally {
-      this.inFlight--;
+      this.release();
     }
+  }
+
+  /**
+   * One of the server's `max_concurrent_calls` slots: at once when one is free, else after the calls
+   * queued before this one (in order), within the call's deadline and while its caller waits.
+   */
+  private slot(call: SourceCall, deadline: number): Promise<void> {
+    if (this.inFlight < this.config.maxConcurrentCalls) {
+      this.inFlight++;
+      return Promise.resolve();
+    }
+    if (this.queue.length >= MAX_QUEUED_CALLS)
+      return Promise.reject(
+        new RetryLaterError(
+          `MCP server "${this.config.name}" has ${this.inFlight} calls in flight (mcp_servers[].max_concurrent_calls) ` +
+            `and ${this.queue.length} waiting; try again shortly`,
+          1_000,
+        ),
+      );
+    return new Promise<void>((resolve, reject) => {
+      const leave = (error: WayfindError) => {
+        clearTimeout(timer);
+        call.signal.removeEventListener("abort", cancelled);
+        const index = this.queue.indexOf(start);
+        if (index >= 0) this.queue.splice(index, 1);
+        reject(error);
+      };
+      const cancelled = () =>
+        leave(new WayfindError("cancelled", `the call of "${call.name}" was cancelled`));
+      const timer = setTimeout(
+        () =>
+          leave(
+            new WayfindError(
+              "deadline_exceeded",
+              `the call of "${call.name}" waited its whole timeout for one of MCP server "${this.config.name}"'s ` +
+                `${this.config.maxConcurrentCalls} call slots (mcp_servers[].max_concurrent_calls)`,
+            ),
+          ),
+        Math.max(0, deadline - Date.now()),
+      );
+      const start = () => {
+        clearTimeout(timer);
+        call.signal.removeEventListener("abort", cancelled);
+        resolve();
+      };
+      call.signal.addEventListener("abort", cancelled, { once: true });
+      this.queue.push(start);
+    });
+  }
+
+  /** Frees a slot: the first queued call takes it over, or it is free. */
+  private release(): void {
+    const next = this.queue.shift();
+    if (next) next();
+    else this.inFlight--;
   }
 
   async close(): Promise<void> {
@@ -87,12 +146,9 @@ export class McpCallLine {
     if (open) await withDeadline(open.close(), 5_000, "close").catch(() => undefined);
   }
 
-  private async send(call: SourceCall): Promise<ToolCallResult> {
+  /** Sends the call with `leftMs` of its `timeoutMs` still to go. */
+  private async send(call: SourceCall, leftMs: number, timeoutMs: number): Promise<ToolCallResult> {
     const client = await this.connected();
-    const timeoutMs = Math.min(
-      call.timeoutMs ?? Number.POSITIVE_INFINITY,
-      this.config.callTimeoutSeconds * 1000,
-    );
     let raw: unknown;
     try {
       raw = await client.request(
@@ -107,7 +163,7 @@ export class McpCallLine {
         CallToolResultSchema,
         {
           signal: call.signal,
-          timeout: timeoutMs,
+          timeout: Math.max(1, leftMs),
           ...(call.onProgress
             ? {
                 onprogress: (progress: { progress: number; total?: number; message?: string }) =>

@@ -27,6 +27,7 @@ import { LIMITS } from "../limits.ts";
 import { inSpan } from "../telemetry.ts";
 import { runInSlices } from "../text/slices.ts";
 import { applySourceOptions } from "./catalog-files.ts";
+import { fetchWithOwnSignal } from "./mcp-fetch.ts";
 
 /** Source id of a configured MCP server. */
 export function mcpSourceId(name: string): string {
@@ -511,6 +512,7 @@ export function createMcpTransport(
   if (config.transport === "http")
     return new StreamableHTTPClientTransport(new URL(config.url), {
       requestInit: { headers: { ...config.headers } },
+      fetch: fetchWithOwnSignal,
     });
   const transport = new StdioClientTransport({
     command: config.command,

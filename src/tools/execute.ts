@@ -49,8 +49,8 @@ export interface ToolExecutor {
   serves(source: string): boolean;
   /**
    * Sends the call. Rejects with a WayfindError: `unavailable` (unreachable, breaker open, garbage),
-   * `deadline_exceeded`, `cancelled`, `resource_exhausted` (too many calls in flight, result too big),
-   * `failed_precondition` (no credentials for the tenant).
+   * `deadline_exceeded`, `cancelled`, `resource_exhausted` (breaker open, too many calls waiting, result too big),
+   * `failed_precondition` (the server refused the call).
    */
   execute(call: SourceCall): Promise<ToolCallResult>;
 }

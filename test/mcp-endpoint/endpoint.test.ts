@@ -1,4 +1,5 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
+import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -237,6 +238,33 @@ describe("sessions and bad input", () => {
     expect((await rpcError(garbage)).code).toBe(-32700);
     const huge = await post(`"${"x".repeat(wayfind.config.server.maxMessageBytes + 1)}"`);
     expect(huge.status).toBe(413);
+  });
+
+  it("refuses what a web page could send: a Host that is not loopback (DNS rebinding) or a foreign Origin", async () => {
+    const status = (headers: Record<string, string>) =>
+      new Promise<number>((resolve, reject) => {
+        const sent = request(
+          `${wayfind.baseUrl}/mcp`,
+          {
+            method: "POST",
+            headers: {
+              "content-type": "application/json",
+              accept: "application/json, text/event-stream",
+              authorization: `Bearer ${acme.secret}`,
+              ...headers,
+            },
+          },
+          (response) => {
+            response.resume();
+            resolve(response.statusCode ?? 0);
+          },
+        );
+        sent.on("error", reject);
+        sent.end(initialize);
+      });
+    expect(await status({ host: "attacker.example" })).toBe(403);
+    expect(await status({ origin: "http://attacker.example" })).toBe(403);
+    expect(await status({ origin: `http://localhost:${wayfind.port}` })).toBe(200);
   });
 
   it("opens a new session after the client ends one, and the ended one is gone", async () => {

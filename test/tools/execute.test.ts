@@ -155,14 +155,19 @@ describe("slow and dead servers", () => {
     await expect.poll(() => cancelledUpstream).toBe(true);
   });
 
-  it("refuses a call past the server's max_concurrent_calls while the others run", async () => {
+  it("queues a call past the server's max_concurrent_calls until a slot frees, within its timeout", async () => {
+    holding = false;
     const held = tools().callTool({ caller, name: "up.hold", arguments: { text: "x" } });
     await expect.poll(() => holding).toBe(true);
-    const refused = await failure(tools().callTool({ caller, name: "up.echo", arguments: { text: "x" } }));
-    expect(refused.code).toBe(Code.ResourceExhausted);
-    expect(refused.rawMessage).toContain("max_concurrent_calls");
+    const queued = tools().callTool({ caller, name: "up.echo", arguments: { text: "queued" } });
+    const impatient = await failure(
+      tools().callTool({ caller, name: "up.echo", arguments: { text: "x" }, timeoutSeconds: 1 }),
+    );
+    expect(impatient.code).toBe(Code.DeadlineExceeded);
+    expect(impatient.rawMessage).toContain("max_concurrent_calls");
     releaseHeld();
     expect((await held).content).toEqual([{ type: "text", text: "released" }]);
+    expect((await queued).content).toEqual([{ type: "text", text: "queued" }]);
   });
 
   it("opens a server's breaker after failures in a row, while other servers' calls go on", async () => {
