@@ -21,6 +21,7 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { CallToolRequestSchema, ListToolsRequestSchema, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import { stringify } from "yaml";
+import { fetchWithOwnSignal } from "../src/sources/mcp-fetch.ts";
 import { estimateTokens } from "../src/text/tokens.ts";
 import { printAligned, ROOT, spawnServer, wayfindServeArgs } from "./lib/grpc-bench-support.ts";
 import { percentile } from "./lib/stats.ts";
@@ -83,7 +84,8 @@ async function upstream(tools: readonly CatalogTool[]): Promise<{ url: string; c
 
 async function connect(url: string): Promise<Client> {
   const client = new Client({ name: "bench", version: "1.0.0" });
-  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+  // The SDK's own fetch leaks an abort listener per request (src/sources/mcp-fetch.ts).
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { fetch: fetchWithOwnSignal }));
   return client;
 }
 

@@ -92,11 +92,18 @@ export async function spawnServer(
     exited = `exited (${signal ?? code})`;
   });
 
-  const port = await waitForPort(
-    options.logFile,
-    () => exited,
-    () => stderr,
-  );
+  let port: number;
+  try {
+    port = await waitForPort(
+      options.logFile,
+      () => exited,
+      () => stderr,
+    );
+  } catch (error) {
+    // A server that never said where it listens is still a process of this bench.
+    await stopChild(child);
+    throw error;
+  }
   // taskset execs node in place, so the child's pid is the server's.
   const pid = child.pid ?? 0;
   return {

@@ -88,6 +88,8 @@ export const DEFAULTS = {
     syncIntervalSeconds: 0,
     callTimeoutSeconds: 60,
     maxConcurrentCalls: 16,
+    tenantCredentials: {},
+    requireTenantCredentials: false,
   },
   server: {
     host: "127.0.0.1",

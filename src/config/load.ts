@@ -7,6 +7,7 @@ import type { PostgresConfig } from "../replication/replica.ts";
 import { yamlValue } from "../text/yaml.ts";
 import type { ModelPrice } from "../usage/pricing.ts";
 import { authConfig, tlsConfig } from "./auth.ts";
+import { credentialFiles } from "./credential-files.ts";
 import { DEFAULTS } from "./defaults.ts";
 import { ConfigError, didYouMean } from "./errors.ts";
 import {
@@ -19,7 +20,13 @@ import {
   port as portSchema,
   postgresUrl,
 } from "./schema.ts";
-import type { McpServerConfig, ToolExampleConfig, ToolSourceOptions, WayfindConfig } from "./types.ts";
+import type {
+  McpServerConfig,
+  SecretRef,
+  ToolExampleConfig,
+  ToolSourceOptions,
+  WayfindConfig,
+} from "./types.ts";
 
 type Env = Readonly<Record<string, string | undefined>>;
 type Path = readonly PropertyKey[];
@@ -62,30 +69,6 @@ export function loadConfig(file?: string, env: Env = process.env): WayfindConfig
  * with the config file, line and key (serve checks this before it creates or loads anything; the
  * config alone stays loadable without them, e.g. for `catalog stats` on another machine's config).
  */
-/** Files the server reads for TLS and authentication, with the config keys that name them. */
-function credentialFiles(config: WayfindConfig): { path: Path; resolved: string; what: string }[] {
-  const { tls } = config.server;
-  const files = [
-    ...(tls
-      ? [
-          { path: ["server", "tls", "cert_file"], resolved: tls.certFile, what: "TLS certificate" },
-          { path: ["server", "tls", "key_file"], resolved: tls.keyFile, what: "TLS key" },
-          ...(tls.clientCaFile
-            ? [{ path: ["server", "tls", "client_ca_file"], resolved: tls.clientCaFile, what: "client CA" }]
-            : []),
-        ]
-      : []),
-    ...(config.auth.mtls?.clientCa
-      ? [{ path: ["auth", "mtls", "client_ca"], resolved: config.auth.mtls.clientCa, what: "client CA" }]
-      : []),
-    ...(config.auth.jwt?.publicKeys ?? []).flatMap((key, i) =>
-      typeof key === "string" && !key.includes("-----BEGIN")
-        ? [{ path: ["auth", "jwt", "public_keys", i], resolved: key, what: "JWT public key" }]
-        : [],
-    ),
-  ];
-  return files as { path: Path; resolved: string; what: string }[];
-}
 
 export function missingSourceFiles(config: WayfindConfig): string[] {
   const missing = [
@@ -309,6 +292,14 @@ function resolvePath(base: string, p: string): string {
 function toConfig(raw: ConfigFile, baseDir: string, configFile: string | undefined): WayfindConfig {
   const ts = raw.tool_search ?? {};
   const defaultLoadingMode = ts.default_loading_mode ?? DEFAULTS.toolSearch.defaultLoadingMode;
+  // Secret files resolve like every path; the secrets themselves are read when a session opens.
+  const secrets = (refs: Record<string, { env: string } | { file: string }> | undefined) =>
+    Object.fromEntries(
+      Object.entries(refs ?? {}).map(([key, ref]): [string, SecretRef] => [
+        key,
+        "file" in ref ? { file: resolvePath(baseDir, ref.file) } : ref,
+      ]),
+    );
   const source = (s: {
     loading_mode?: "always" | "deferred" | undefined;
     always_loaded?: string[] | undefined;
@@ -415,6 +406,13 @@ function toConfig(raw: ConfigFile, baseDir: string, configFile: string | undefin
         syncIntervalSeconds: m.sync_interval_seconds ?? DEFAULTS.mcpServer.syncIntervalSeconds,
         callTimeoutSeconds: m.call_timeout_seconds ?? DEFAULTS.mcpServer.callTimeoutSeconds,
         maxConcurrentCalls: m.max_concurrent_calls ?? DEFAULTS.mcpServer.maxConcurrentCalls,
+        tenantCredentials: Object.fromEntries(
+          Object.entries(m.tenant_credentials ?? {}).map(([tenant, c]) => [
+            tenant,
+            { headers: secrets(c.headers), env: secrets(c.env) },
+          ]),
+        ),
+        requireTenantCredentials: m.require_tenant_credentials ?? DEFAULTS.mcpServer.requireTenantCredentials,
         ...source(m),
       };
       // The schema guarantees command for stdio and url for http.

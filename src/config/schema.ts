@@ -114,6 +114,26 @@ const pricing = z.strictObject({
   cache_read: price.optional(),
 });
 
+/** A secret named, never written in the config: an environment variable or a file holding it. */
+const secret = z.custom<{ env: string } | { file: string }>(
+  (value) => {
+    if (typeof value !== "object" || value === null || Object.keys(value).length !== 1) return false;
+    const ref = value as { env?: unknown; file?: unknown };
+    const named = ref.env ?? ref.file;
+    return typeof named === "string" && named.trim() !== "";
+  },
+  // A custom issue: its message is shown without the value, which may be a secret pasted by mistake.
+  {
+    error:
+      "must be {env: VARIABLE} or {file: path}: secrets are read from the environment or a file, never written here",
+  },
+);
+
+const tenantCredentials = z.strictObject({
+  headers: z.record(name, secret).optional(),
+  env: z.record(name, secret).optional(),
+});
+
 const mcpServer = z
   .strictObject({
     name,
@@ -127,6 +147,8 @@ const mcpServer = z
     sync_interval_seconds: nonNegativeInt.optional(),
     call_timeout_seconds: z.number().int().min(1).max(600).optional(),
     max_concurrent_calls: z.number().int().min(1).max(1_000).optional(),
+    tenant_credentials: z.record(name, tenantCredentials).optional(),
+    require_tenant_credentials: z.boolean().optional(),
     ...sourceOptions,
   })
   .superRefine((server, ctx) => {
@@ -136,6 +158,15 @@ const mcpServer = z
         path: [key],
         message: `only applies to transport ${owner}; remove it or set transport: ${owner}`,
       });
+    for (const [tenant, credentials] of Object.entries(server.tenant_credentials ?? {})) {
+      const wrong = server.transport === "stdio" ? "headers" : "env";
+      if (credentials[wrong] !== undefined)
+        ctx.addIssue({
+          code: "custom",
+          path: ["tenant_credentials", tenant, wrong],
+          message: `does not apply to transport ${server.transport}; use ${wrong === "headers" ? "env" : "headers"}`,
+        });
+    }
     if (server.transport === "stdio") {
       if (server.command === undefined)
         ctx.addIssue({

@@ -97,6 +97,15 @@ export interface SkillsConfig {
   readonly goodMatchScore: number;
 }
 
+/** A secret by reference: an environment variable, or a file (an absolute path) holding it. */
+export type SecretRef = { readonly env: string } | { readonly file: string };
+
+/** What one tenant's calls of an MCP server send: extra headers (HTTP) or environment (stdio). */
+export interface TenantCredentials {
+  readonly headers: Readonly<Record<string, SecretRef>>;
+  readonly env: Readonly<Record<string, SecretRef>>;
+}
+
 interface McpServerBase extends ToolSourceOptions {
   /** Also the namespace of the server's tools. */
   readonly name: string;
@@ -106,6 +115,10 @@ interface McpServerBase extends ToolSourceOptions {
   readonly callTimeoutSeconds: number;
   /** Calls of the server's tools in flight at once; more wait their turn, within their timeout. */
   readonly maxConcurrentCalls: number;
+  /** By tenant: the credentials its calls carry, on a session of their own. */
+  readonly tenantCredentials: Readonly<Record<string, TenantCredentials>>;
+  /** A tenant without credentials here may not call the server (else it uses the server's own). */
+  readonly requireTenantCredentials: boolean;
 }
 
 interface McpStdioServerConfig extends McpServerBase {

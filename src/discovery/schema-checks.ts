@@ -1,4 +1,5 @@
 import type { JsonObject } from "../json.ts";
+import { runInSlices } from "../text/slices.ts";
 import { JobWorker } from "../worker-jobs.ts";
 import type { ToolExample, ToolInput } from "./types.ts";
 import {
@@ -43,11 +44,11 @@ const worker = new JobWorker<SchemaJob, SchemaOutcome>(import.meta.url, "schema-
  */
 export async function checkLargeExamples(inputs: readonly ToolInput[]): Promise<Map<number, ExamplesCheck>> {
   const checks = new Map<number, ExamplesCheck>();
-  for (const [index, input] of inputs.entries()) {
-    const { argsSchema, examples } = input;
-    if (!examples?.length || !isObject(argsSchema) || !isLargeSchema(argsSchema)) continue;
-    // Past the bounds: the inline steps refuse it before anything compiles.
-    if (argsSchemaProblem(argsSchema) !== undefined) continue;
+  // Sizing thousands of schemas is itself tens of milliseconds: in slices, as the checks that follow.
+  for (const index of (await runInSlices(largeSchemaTools(inputs), () => true)) ?? []) {
+    const input = inputs[index] as ToolInput;
+    const argsSchema = input.argsSchema as JsonObject;
+    const examples = input.examples ?? [];
     try {
       const outcome = await worker.run({
         kind: "examples",
@@ -61,6 +62,18 @@ export async function checkLargeExamples(inputs: readonly ToolInput[]): Promise<
     }
   }
   return checks;
+}
+
+/** The tools whose examples are checked in the worker: a large args schema within the bounds. */
+function* largeSchemaTools(inputs: readonly ToolInput[]): Generator<void, number[]> {
+  const found: number[] = [];
+  for (const [index, { argsSchema, examples }] of inputs.entries()) {
+    yield;
+    if (!examples?.length || !isObject(argsSchema) || !isLargeSchema(argsSchema)) continue;
+    // Past the bounds: the inline steps refuse it before anything compiles.
+    if (argsSchemaProblem(argsSchema) === undefined) found.push(index);
+  }
+  return found;
 }
 
 /** A dispatched call's argument problems against a large schema, compiled and cached in the worker by `key`. */

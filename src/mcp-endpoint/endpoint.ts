@@ -168,7 +168,10 @@ export class McpEndpoint {
       tools.call(request.params.name, (request.params.arguments ?? {}) as JsonObject, scope(extra)),
     );
     // Answers as JSON, not a stream of one event: nothing is sent before a call's result.
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => id, enableJsonResponse: true });
+    const transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => id,
+      enableJsonResponse: true,
+    });
     const session: Session = {
       id,
       transport,

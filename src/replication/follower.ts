@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from "node:timers/promises";
 import type pg from "pg";
 import type { Db, Migration } from "../database/sqlite.ts";
 import { writeTransaction } from "../database/transaction.ts";
@@ -181,6 +182,8 @@ export class Follower {
     const { log, db, appliers, pageSize = 200, onApplied } = this.options;
     const changes = await log.after(this.applied, pageSize);
     if (changes.length === 0) return false;
+    // Reading a large page (thousands of tools' rows) is a turn's work already; applying it gets its own.
+    await nextTurn();
     const outcomes: [Change, ApplyOutcome][] = [];
     writeTransaction(db, () => {
       // Read again inside the transaction: another catch-up of this copy may have applied the page.

@@ -3,10 +3,11 @@
  * session per server, separate from the session that syncs its tool list (a replica that does not
  * hold a server's lease still calls it), opened on the first call and again after a failure.
  */
+import { readFileSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { CallToolResultSchema, ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "pino";
-import type { McpServerConfig } from "../config/index.ts";
+import type { McpServerConfig, SecretRef, TenantCredentials } from "../config/index.ts";
 import { RetryLaterError, WayfindError } from "../errors.ts";
 import type { JsonObject } from "../json.ts";
 import type { SourceCall, ToolCallResult } from "../tools/execute.ts";
@@ -34,11 +35,15 @@ export const DEFAULT_CALL_LIMITS: CallLimits = {
 };
 
 /**
- * The calls of one MCP server's tools: a bounded number in flight, each with a deadline, and a
- * breaker, so a slow or dead server costs its own callers a clear error and nobody else anything.
+ * One tenant's calls of one MCP server's tools: a session of their own (with the tenant's
+ * credentials when the server declares some), a bounded number in flight, each with a deadline, and
+ * a breaker, so a slow or dead server, or another tenant's traffic, costs a tenant's calls nothing
+ * but a clear error of their own.
  */
 export class McpCallLine {
   readonly source: string;
+  /** When a call last used the line (epoch ms): an idle line's session is closed. */
+  lastUsedMs = Date.now();
   private client: Promise<Client> | undefined;
   private inFlight = 0;
   /** Calls waiting for a slot, first come first served. */
@@ -52,12 +57,16 @@ export class McpCallLine {
     private readonly config: McpServerConfig,
     private readonly limits: CallLimits,
     private readonly logger: Logger,
+    private readonly tenant: string,
+    /** The tenant's own credentials for this server; undefined = the server's own. */
+    private readonly credentials: TenantCredentials | undefined,
   ) {
     this.source = mcpSourceId(config.name);
   }
 
   async call(call: SourceCall): Promise<ToolCallResult> {
     if (this.closed) throw unavailable(this.config.name, "wayfind is stopping");
+    this.lastUsedMs = Date.now();
     const now = Date.now();
     if (now < this.openUntil)
       throw new RetryLaterError(
@@ -136,6 +145,11 @@ export class McpCallLine {
     const next = this.queue.shift();
     if (next) next();
     else this.inFlight--;
+  }
+
+  /** Ends the session (a stdio server's process) when nothing is in flight; the next call opens one. */
+  closeIdleSession(): void {
+    if (this.inFlight === 0) this.drop();
   }
 
   async close(): Promise<void> {
@@ -230,7 +244,8 @@ export class McpCallLine {
   private async open(): Promise<Client> {
     this.stderrTail = "";
     const client = new Client({ name: "wayfind", version: "0.1.0" }, { capabilities: {} });
-    const transport = createMcpTransport(this.config, (text) => {
+    const config = this.credentials ? withCredentials(this.config, this.credentials) : this.config;
+    const transport = createMcpTransport(config, (text) => {
       this.stderrTail = (this.stderrTail + text).slice(-STDERR_TAIL);
     });
     client.onclose = () => {
@@ -243,7 +258,7 @@ export class McpCallLine {
       void client.close().catch(() => undefined);
       throw error;
     }
-    this.logger.info({ source: this.source }, "mcp call session opened");
+    this.logger.info({ source: this.source, tenant: this.tenant }, "mcp call session opened");
     return client;
   }
 
@@ -267,6 +282,29 @@ export class McpCallLine {
 
   private stderrHint(): string {
     return stderrHint(this.stderrTail);
+  }
+}
+
+/** The server's config with a tenant's credentials added: headers (HTTP) or environment (stdio). */
+function withCredentials(config: McpServerConfig, credentials: TenantCredentials): McpServerConfig {
+  const read = (refs: Readonly<Record<string, SecretRef>>) =>
+    Object.fromEntries(Object.entries(refs).map(([key, ref]) => [key, readSecret(ref)]));
+  return config.transport === "http"
+    ? { ...config, headers: { ...config.headers, ...read(credentials.headers) } }
+    : { ...config, env: { ...config.env, ...read(credentials.env) } };
+}
+
+/** A secret's value, read when a session opens (so a rotated file is picked up); errors never show it. */
+function readSecret(ref: SecretRef): string {
+  if ("env" in ref) {
+    const value = process.env[ref.env];
+    if (!value) throw new Error(`the environment variable ${ref.env} (a tenant's credential) is not set`);
+    return value;
+  }
+  try {
+    return readFileSync(ref.file, "utf8").trimEnd();
+  } catch {
+    throw new Error(`the file ${ref.file} (a tenant's credential) cannot be read`);
   }
 }
 

@@ -27,7 +27,8 @@ export const fetchWithOwnSignal: FetchLike = async (url, init) => {
 
 /** The response, with `release` called once its body has been read to the end, failed or cancelled. */
 function releasedWithBody(response: Response, release: () => void): Response {
-  if (response.body === null) {
+  // Only an event stream outlives its request; any other body is read at once by the transport.
+  if (response.body === null || !response.headers.get("content-type")?.includes("text/event-stream")) {
     release();
     return response;
   }

@@ -3,10 +3,15 @@
 import type { Logger } from "pino";
 import type { McpServerConfig } from "../config/index.ts";
 import type { ToolRegistry } from "../discovery/index.ts";
+import { failedPrecondition } from "../errors.ts";
 import type { HeldLease } from "../replication/lease.ts";
 import type { SourceCall, ToolCallResult, ToolExecutor } from "../tools/execute.ts";
 import { McpSource, type McpSourceStatus, type McpTimeouts, mcpSourceId } from "./mcp.ts";
 import { type CallLimits, DEFAULT_CALL_LIMITS, McpCallLine } from "./mcp-calls.ts";
+
+/** A tenant's call session of a server that no call used for this long is closed. */
+const IDLE_CALL_SESSION_MS = 10 * 60_000;
+const IDLE_SWEEP_MS = 60_000;
 
 /**
  * Takes the lease on a named job for this replica while it can (src/replication/lease.ts): given
@@ -90,7 +95,11 @@ export class McpSources implements ToolExecutor {
   /** The servers this process syncs itself (empty when replicas share them through leases). */
   readonly sources: readonly McpSource[];
   private readonly leased: readonly LeasedMcpSource[];
-  private readonly callLines: ReadonlyMap<string, McpCallLine>;
+  private readonly callConfigs: ReadonlyMap<string, McpServerConfig>;
+  /** By source and tenant: every tenant calls a server on a line of its own. */
+  private readonly callLines = new Map<string, McpCallLine>();
+  private readonly callLimits: CallLimits;
+  private readonly idleSweep: NodeJS.Timeout;
 
   constructor(
     configs: readonly McpServerConfig[],
@@ -102,9 +111,10 @@ export class McpSources implements ToolExecutor {
     lease?: LeaseHolder,
     callLimits: CallLimits = DEFAULT_CALL_LIMITS,
   ) {
-    this.callLines = new Map(
-      configs.map((config) => [mcpSourceId(config.name), new McpCallLine(config, callLimits, logger)]),
-    );
+    this.callConfigs = new Map(configs.map((config) => [mcpSourceId(config.name), config]));
+    this.callLimits = callLimits;
+    this.idleSweep = setInterval(() => this.closeIdleCallSessions(), IDLE_SWEEP_MS);
+    this.idleSweep.unref();
     const create = (config: McpServerConfig) =>
       new McpSource(config, registry, logger, timeouts, onHealthChange);
     this.sources = lease ? [] : configs.map(create);
@@ -143,13 +153,31 @@ export class McpSources implements ToolExecutor {
   }
 
   serves(source: string): boolean {
-    return this.callLines.has(source);
+    return this.callConfigs.has(source);
   }
 
   execute(call: SourceCall): Promise<ToolCallResult> {
-    const line = this.callLines.get(call.source);
-    if (line === undefined) throw new Error(`no MCP server is configured as source ${call.source}`);
+    const config = this.callConfigs.get(call.source);
+    if (config === undefined) throw new Error(`no MCP server is configured as source ${call.source}`);
+    const credentials = config.tenantCredentials[call.tenantId];
+    if (credentials === undefined && config.requireTenantCredentials)
+      throw failedPrecondition(
+        `MCP server "${config.name}" has no credentials for your tenant ` +
+          "(mcp_servers[].tenant_credentials); ask the operator to add them",
+      );
+    const key = `${call.source}\u0000${call.tenantId}`;
+    let line = this.callLines.get(key);
+    if (line === undefined) {
+      line = new McpCallLine(config, this.callLimits, this.logger, call.tenantId, credentials);
+      this.callLines.set(key, line);
+    }
     return line.call(call);
+  }
+
+  /** Sessions no call used for a while are closed (a stdio server's process with them). */
+  private closeIdleCallSessions(): void {
+    const before = Date.now() - IDLE_CALL_SESSION_MS;
+    for (const line of this.callLines.values()) if (line.lastUsedMs < before) line.closeIdleSession();
   }
 
   statuses(): McpSourceStatus[] {
@@ -157,6 +185,7 @@ export class McpSources implements ToolExecutor {
   }
 
   async close(): Promise<void> {
+    clearInterval(this.idleSweep);
     await Promise.all([
       ...[...this.sources, ...this.leased].map((s) => s.close()),
       ...[...this.callLines.values()].map((line) => line.close()),

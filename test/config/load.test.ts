@@ -112,6 +112,25 @@ describe("loadConfig", () => {
     expect(problems[1]).toMatch(/:3:5: mcp_servers\[1\]\.url: is required for transport http; add /);
   });
 
+  it("takes tenant credentials only by reference, and only of the kind the transport sends", () => {
+    const server = "  - {name: gh, transport: http, url: 'http://127.0.0.1:9/mcp', tenant_credentials:";
+    const [written] = problemsOf(
+      write(
+        ["mcp_servers:", `${server} {acme: {headers: {authorization: 'Bearer written-here'}}}}`].join("\n"),
+      ),
+    );
+    expect(written).toContain(
+      "tenant_credentials.acme.headers.authorization: must be {env: VARIABLE} or {file: path}",
+    );
+    expect(written).not.toContain("written-here");
+    const [misplaced] = problemsOf(
+      write(["mcp_servers:", `${server} {bravo: {env: {T: {env: X}}}}}`].join("\n")),
+    );
+    expect(misplaced).toContain(
+      "mcp_servers[0].tenant_credentials.bravo.env: does not apply to transport http",
+    );
+  });
+
   it("reads usage.retention_days and rejects a retention under one day, with its line", () => {
     expect(loadConfig(write("usage:\n  retention_days: 7\n"), {}).usage).toEqual({ retentionDays: 7 });
     const file = write("usage:\n  retention_days: 0\n");

@@ -34,7 +34,10 @@ interface ToolSpec {
   readonly description: string;
   readonly readOnly?: boolean;
   /** What a call answers; default: its text back. */
-  readonly run?: (text: string, signal: AbortSignal) => Promise<CallToolResult>;
+  readonly run?: (
+    text: string,
+    call: { signal: AbortSignal; authorization: string },
+  ) => Promise<CallToolResult>;
 }
 
 export interface HttpMcpServer {
@@ -60,7 +63,12 @@ export async function startHttpMcpServer(initial: readonly ToolSpec[]): Promise<
         annotations: { readOnlyHint: tool.readOnly ?? false, idempotentHint: true },
       },
       async ({ text }, extra) =>
-        tool.run ? tool.run(text, extra.signal) : { content: [{ type: "text", text }] },
+        tool.run
+          ? tool.run(text, {
+              signal: extra.signal,
+              authorization: String(extra.requestInfo?.headers.authorization ?? ""),
+            })
+          : { content: [{ type: "text", text }] },
     );
   const http = createServer(async (req, res) => {
     if (down) {

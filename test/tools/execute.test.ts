@@ -39,7 +39,7 @@ beforeAll(async () => {
     {
       name: "sleep",
       description: "Take a long time to answer.",
-      run: (_, signal) =>
+      run: (_, { signal }) =>
         new Promise((resolve) => {
           const timer = setTimeout(() => resolve({ content: [{ type: "text", text: "late" }] }), 10_000);
           signal.addEventListener("abort", () => {

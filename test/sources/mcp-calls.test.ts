@@ -1,0 +1,92 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
+import { startTestServer, type TestServer } from "../support/server.ts";
+import { type HttpMcpServer, startHttpMcpServer } from "./mcp-servers.ts";
+
+/**
+ * Each tenant calls an MCP server with its own credentials, read from the environment or a file,
+ * on a session of its own; a tenant the server has none for is told so, and no secret is ever shown.
+ */
+
+const ACME_TOKEN = "Bearer acme-secret-token";
+const BRAVO_TOKEN = "Bearer bravo-secret-token";
+
+let upstream: HttpMcpServer;
+let wayfind: TestServer;
+beforeAll(async () => {
+  upstream = await startHttpMcpServer([
+    {
+      name: "whoami",
+      description: "Say which credential the call carried.",
+      run: async (_, { authorization }) => ({
+        content: [{ type: "text", text: `seen: ${authorization || "none"}` }],
+      }),
+    },
+  ]);
+  const dir = mkdtempSync(join(tmpdir(), "wayfind-tenant-credentials-"));
+  writeFileSync(join(dir, "bravo-token"), `${BRAVO_TOKEN}\n`);
+  process.env.WAYFIND_TEST_ACME_TOKEN = ACME_TOKEN;
+  wayfind = await startTestServer(
+    {
+      mcp_servers: [
+        {
+          name: "gh",
+          transport: "http",
+          url: upstream.url,
+          tenant_credentials: {
+            acme: { headers: { authorization: { env: "WAYFIND_TEST_ACME_TOKEN" } } },
+            bravo: { headers: { authorization: { file: "bravo-token" } } },
+            delta: { headers: { authorization: { env: "WAYFIND_TEST_UNSET_TOKEN" } } },
+          },
+          require_tenant_credentials: true,
+        },
+      ],
+    },
+    { dataDir: dir },
+  );
+});
+afterAll(async () => {
+  await wayfind.stop();
+  await upstream.close();
+  delete process.env.WAYFIND_TEST_ACME_TOKEN;
+});
+
+const call = (tenantId: string) =>
+  wayfind.grpc(ToolDiscoveryService).callTool({
+    caller: { tenantId, sessionId: "s", runId: "r" },
+    name: "gh.whoami",
+    arguments: { text: "?" },
+  });
+
+async function failure(promise: Promise<unknown>): Promise<ConnectError> {
+  try {
+    await promise;
+  } catch (error) {
+    return ConnectError.from(error);
+  }
+  throw new Error("the call succeeded");
+}
+
+describe("per-tenant credentials", () => {
+  it("sends each tenant's own credential, from the environment or from a file", async () => {
+    expect((await call("acme")).content).toEqual([{ type: "text", text: `seen: ${ACME_TOKEN}` }]);
+    expect((await call("bravo")).content).toEqual([{ type: "text", text: `seen: ${BRAVO_TOKEN}` }]);
+  });
+
+  it("tells a tenant without credentials for the server that it has none (FAILED_PRECONDITION)", async () => {
+    const error = await failure(call("charlie"));
+    expect(error.code).toBe(Code.FailedPrecondition);
+    expect(error.rawMessage).toContain("has no credentials for your tenant");
+  });
+
+  it("names a credential that cannot be read without showing any secret", async () => {
+    const error = await failure(call("delta"));
+    expect(error.code).toBe(Code.Unavailable);
+    expect(error.rawMessage).toContain("WAYFIND_TEST_UNSET_TOKEN");
+    expect(error.rawMessage).not.toContain("secret-token");
+  });
+});
