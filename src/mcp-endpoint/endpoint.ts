@@ -12,7 +12,9 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import {
   CallToolRequestSchema,
   ErrorCode,
+  GetPromptRequestSchema,
   isInitializeRequest,
+  ListPromptsRequestSchema,
   ListToolsRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "pino";
@@ -21,6 +23,7 @@ import type { McpEndpointConfig } from "../config/index.ts";
 import { errorReason } from "../errors.ts";
 import type { JsonObject } from "../json.ts";
 import type { CallScope, WayfindClients } from "./meta-tools.ts";
+import { getPrompt, listPrompts } from "./session-prompts.ts";
 import { SessionTools } from "./session-tools.ts";
 
 const MCP_PATH = "/mcp";
@@ -152,7 +155,7 @@ export class McpEndpoint {
     const server = new Server(
       { name: "wayfind", version: this.options.version },
       {
-        capabilities: { tools: { listChanged: false } },
+        capabilities: { tools: { listChanged: false }, prompts: { listChanged: false } },
         instructions:
           "Find the tool you need with tool_search, load its schema with tool_get, then call it with tool_call. " +
           "skill_search and skill_get find step-by-step procedures.",
@@ -166,6 +169,13 @@ export class McpEndpoint {
     );
     server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
       tools.call(request.params.name, (request.params.arguments ?? {}) as JsonObject, scope(extra)),
+    );
+    // Skills are prompts too (session-prompts.ts).
+    server.setRequestHandler(ListPromptsRequestSchema, (request, extra) =>
+      listPrompts(this.options.clients, scope(extra), request.params?.cursor),
+    );
+    server.setRequestHandler(GetPromptRequestSchema, (request, extra) =>
+      getPrompt(this.options.clients, scope(extra), request.params.name),
     );
     // Answers as JSON, not a stream of one event: nothing is sent before a call's result.
     const transport = new StreamableHTTPServerTransport({

@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -27,8 +27,14 @@ beforeAll(async () => {
     join(dir, "ops.jsonl"),
     `${JSON.stringify({ name: "restart", description: "Restart a service by name.", parameters: { type: "object" } })}\n`,
   );
+  mkdirSync(join(dir, "skills"));
+  copyFileSync(
+    join(import.meta.dirname, "../../demo/skills/paginate-cursor-api.skill.md"),
+    join(dir, "skills", "paginate-cursor-api.skill.md"),
+  );
   wayfind = await startTestServer(
     {
+      skill_packs: [{ name: "core", path: "skills" }],
       auth: { allow_unauthenticated: false, api_keys: [acme.entry, bravo.entry, acmeWatcher.entry] },
       catalogs: [{ path: "ops.jsonl", namespace: "ops", loading_mode: "always" }],
       mcp_servers: [{ name: "everything", transport: "stdio", ...EVERYTHING() }],
@@ -175,6 +181,21 @@ describe("find, load and call", () => {
     await expect(client.callTool({ name: "everything.echo", arguments: { message: "x" } })).rejects.toThrow(
       /-32602/,
     );
+  });
+});
+
+describe("prompts", () => {
+  it("offers the skills as prompts, each with its text ready to inject", async () => {
+    const client = await connect(acme.secret);
+    const { prompts } = await client.listPrompts();
+    const paginate = prompts.find((prompt) => prompt.name.includes("paginate"));
+    expect(paginate?.description).toBeTruthy();
+    const prompt = await client.getPrompt({ name: paginate?.name ?? "" });
+    expect(prompt.messages[0]?.content).toMatchObject({
+      type: "text",
+      text: expect.stringContaining("cursor"),
+    });
+    await expect(client.getPrompt({ name: "no.such.skill" })).rejects.toThrow(/unknown prompt/);
   });
 });
 
