@@ -15,13 +15,18 @@ import threading
 import time
 from pathlib import Path
 
+import anyio
 import grpc
+import httpx
 import pytest
 from google.protobuf import descriptor_pb2, json_format
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 from wayfind.v1 import (
     common_pb2,
@@ -770,3 +775,45 @@ def test_consumer_resumes_without_loss_or_repeat(channel, tools, usage, skills, 
     # The first GetRelevantSkills came before the consumer's first start: it replays it too.
     assert figures["skills_retrieved"] == (burst + 1) * per_call
     assert sum(figures["skills_retrieved_by_task_type"].values()) == (burst + 1) * per_call
+
+
+async def find_and_call_echo(session) -> None:
+    """What an MCP client does with wayfind: the fixed tool list, tool_search, then tool_call."""
+    await session.initialize()
+    listed = [tool.name for tool in (await session.list_tools()).tools]
+    assert listed[:3] == ["tool_search", "tool_get", "tool_call"], listed
+    found = await session.call_tool("tool_search", {"query": "echo a message back"})
+    assert json.loads(found.content[0].text)["tools"][0]["name"] == "everything.echo"
+    called = await session.call_tool(
+        "tool_call", {"name": "everything.echo", "arguments": {"message": "from python"}}
+    )
+    assert not called.isError
+    assert called.content[0].text == "Echo: from python"
+
+
+def test_mcp_python_client_over_streamable_http(mcp_server):
+    """The official MCP Python SDK reaches wayfind's /mcp and calls an upstream tool through it."""
+
+    async def run() -> None:
+        url = f"http://{mcp_server.addr}/mcp"
+        async with httpx.AsyncClient(headers={"wayfind-tenant": "acme"}) as http:
+            async with streamable_http_client(url, http_client=http) as (read, write, _):
+                async with ClientSession(read, write) as session:
+                    await find_and_call_echo(session)
+
+    anyio.run(run)
+
+
+def test_mcp_python_client_over_the_stdio_bridge(mcp_server):
+    """The same through `wayfind mcp`, launched as a desktop client launches an MCP server."""
+    bridge = StdioServerParameters(
+        command="node",
+        args=[str(REPO_ROOT / "bin" / "wayfind.js"), "mcp", "--url", f"http://{mcp_server.addr}", "--tenant", "acme"],
+    )
+
+    async def run() -> None:
+        async with stdio_client(bridge) as (read, write):
+            async with ClientSession(read, write) as session:
+                await find_and_call_echo(session)
+
+    anyio.run(run)
