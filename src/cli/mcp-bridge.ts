@@ -48,15 +48,9 @@ export async function runMcpBridge(options: BridgeOptions): Promise<number> {
     });
     transport.onmessage = (message) => {
       // The client's initialize answered: later requests carry the protocol version it agreed.
-      const result = (message as { result?: InitializeResult }).result;
-      if (
-        result?.protocolVersion &&
-        "id" in message &&
-        initialize &&
-        "id" in initialize &&
-        message.id === initialize.id
-      )
-        transport.setProtocolVersion(result.protocolVersion);
+      const version = agreedVersion(message);
+      if (version && initialize && "id" in initialize && "id" in message && message.id === initialize.id)
+        transport.setProtocolVersion(version);
       void reply(message);
     };
     transport.onerror = (error) => options.log(`wayfind at ${endpoint}: ${error.message}`);
@@ -71,8 +65,8 @@ export async function runMcpBridge(options: BridgeOptions): Promise<number> {
       const forward = upstream.onmessage;
       upstream.onmessage = (message) => {
         upstream.onmessage = forward;
-        const result = (message as { result?: InitializeResult }).result;
-        if (result?.protocolVersion) upstream.setProtocolVersion(result.protocolVersion);
+        const version = agreedVersion(message);
+        if (version) upstream.setProtocolVersion(version);
         resolve();
       };
     });
@@ -127,4 +121,9 @@ export async function runMcpBridge(options: BridgeOptions): Promise<number> {
   await upstream.terminateSession().catch(() => undefined);
   await upstream.close();
   return 0;
+}
+
+/** The protocol version an answer to `initialize` agreed; undefined for any other message. */
+function agreedVersion(message: JSONRPCMessage): string | undefined {
+  return (message as { result?: Partial<InitializeResult> }).result?.protocolVersion;
 }

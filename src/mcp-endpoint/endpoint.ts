@@ -28,8 +28,11 @@ import { SessionTools } from "./session-tools.ts";
 
 const MCP_PATH = "/mcp";
 
-/** Request headers passed on to wayfind's RPCs: credentials, the caller's context, trace context. */
-const FORWARDED_HEADERS = ["authorization", "wayfind-role", "traceparent", "tracestate"] as const;
+/**
+ * Request headers passed on to wayfind's RPCs and to authentication: credentials, the development
+ * operator role and tenant (servers without credentials), trace context.
+ */
+const FORWARDED_HEADERS = ["authorization", "wayfind-role", "wayfind-tenant", "traceparent", "tracestate"];
 
 export interface McpEndpointOptions {
   readonly clients: WayfindClients;
@@ -62,10 +65,6 @@ export class McpEndpoint {
     const idleMs = options.config.sessionIdleTimeoutSeconds * 1000;
     this.sweeper = setInterval(() => this.closeIdle(Date.now() - idleMs), Math.min(60_000, idleMs / 2));
     this.sweeper.unref();
-  }
-
-  get openSessions(): number {
-    return this.sessions.size;
   }
 
   /** Serves the request when it is for `/mcp`; false for any other path. */
@@ -103,7 +102,7 @@ export class McpEndpoint {
     if (refusal) return reply(response, 403, ErrorCode.InvalidRequest, refusal);
     const body = request.method === "POST" ? await this.readBody(request, response) : undefined;
     if (body === null) return;
-    const headers = forwarded(request);
+    const headers = forwarded(request.headers);
     const id = request.headers["mcp-session-id"];
     if (typeof id === "string") {
       const session = this.sessions.get(id);
@@ -206,8 +205,7 @@ export class McpEndpoint {
       const value = raw?.[name];
       return typeof value === "string" ? value : "";
     };
-    const headers = new Headers();
-    for (const name of FORWARDED_HEADERS) if (header(name)) headers.set(name, header(name));
+    const headers = forwarded(raw ?? {});
     return {
       caller: {
         tenantId: header("wayfind-tenant"),
@@ -267,12 +265,12 @@ function hostnameOf(url: string): string {
   }
 }
 
-/** The request headers wayfind reads, as Fetch headers. */
-function forwarded(request: IncomingMessage): Headers {
+/** The request headers wayfind reads (FORWARDED_HEADERS), as Fetch headers. */
+function forwarded(raw: IncomingMessage["headers"]): Headers {
   const headers = new Headers();
-  for (const name of [...FORWARDED_HEADERS, "wayfind-tenant"]) {
-    const value = request.headers[name];
-    if (typeof value === "string") headers.set(name, value);
+  for (const name of FORWARDED_HEADERS) {
+    const value = raw[name];
+    if (typeof value === "string" && value !== "") headers.set(name, value);
   }
   return headers;
 }

@@ -8,6 +8,7 @@ import { ErrorCode, type GetPromptResult, McpError, type Prompt } from "@modelco
 import { SkillFormat } from "../../gen/ts/wayfind/v1/skills_pb.ts";
 import { LIMITS } from "../limits.ts";
 import type { CallScope, WayfindClients } from "./meta-tools.ts";
+import { rpcError } from "./session-tools.ts";
 
 export async function listPrompts(
   clients: WayfindClients,
@@ -59,12 +60,9 @@ async function asPromptError<T>(call: Promise<T>, notFound?: McpError): Promise<
   } catch (error) {
     if (!(error instanceof ConnectError)) throw error;
     if (notFound && error.code === Code.NotFound) throw notFound;
-    const code =
-      error.code === Code.InvalidArgument || error.code === Code.NotFound
-        ? ErrorCode.InvalidParams
-        : error.code === Code.Internal || error.code === Code.Unknown
-          ? ErrorCode.InternalError
-          : ErrorCode.InvalidRequest;
-    throw new McpError(code, `${Code[error.code]}: ${error.rawMessage}`);
+    // The prompt's own parameters are at fault; anything else is refused as a tool call is.
+    if (error.code === Code.InvalidArgument || error.code === Code.NotFound)
+      throw new McpError(ErrorCode.InvalidParams, `${Code[error.code]}: ${error.rawMessage}`);
+    throw rpcError(error);
   }
 }

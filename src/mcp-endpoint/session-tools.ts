@@ -28,10 +28,10 @@ const META_CHECKERS = new Map<string, (args: unknown) => ArgumentProblem[]>(
   ]),
 );
 
-/** One session's tool list: MCP tools in order, and each listed name's tool in the catalog. */
+/** One session's tool list: MCP tools in order, and the names of the catalog's tools among them. */
 interface Listing {
   readonly tools: readonly McpTool[];
-  readonly catalogName: ReadonlyMap<string, string>;
+  readonly catalogTools: ReadonlySet<string>;
 }
 
 export class SessionTools {
@@ -67,13 +67,12 @@ export class SessionTools {
         if (problems.length > 0) return failure(repairMessage(name, problems));
         return await runMetaTool(name, args, this.clients, scope);
       }
-      const catalogName = (await this.listed(scope)).catalogName.get(name);
-      if (catalogName === undefined)
+      if (!(await this.listed(scope)).catalogTools.has(name))
         throw new McpError(
           ErrorCode.InvalidParams,
           `unknown tool ${JSON.stringify(name)}: find tools with tool_search, call them with tool_call`,
         );
-      return await callTool(catalogName, args, this.clients, scope);
+      return await callTool(name, args, this.clients, scope);
     } catch (error) {
       return resultOfError(error);
     }
@@ -99,13 +98,15 @@ export class SessionTools {
       input_schema: McpTool["inputSchema"];
     }[];
     const renamed = new Map(payload.nameMappings.map((m) => [m.providerName, m.toolName]));
-    const catalogName = new Map<string, string>();
-    const tools = provided.map((tool): McpTool => {
-      const name = renamed.get(tool.name) ?? tool.name;
-      if (!isMetaTool(name)) catalogName.set(name, name);
-      return { name, description: tool.description ?? "", inputSchema: tool.input_schema };
-    });
-    return { tools, catalogName };
+    const tools = provided.map(
+      (tool): McpTool => ({
+        name: renamed.get(tool.name) ?? tool.name,
+        description: tool.description ?? "",
+        inputSchema: tool.input_schema,
+      }),
+    );
+    const catalogTools = new Set(tools.map((tool) => tool.name).filter((name) => !isMetaTool(name)));
+    return { tools, catalogTools };
   }
 }
 
@@ -134,7 +135,7 @@ function resultOfError(error: unknown): CallToolResult {
 }
 
 /** A refusal the model cannot fix (credentials, roles, cancellation, a fault) as a JSON-RPC error. */
-function rpcError(error: ConnectError): McpError {
+export function rpcError(error: ConnectError): McpError {
   const code =
     error.code === Code.Internal || error.code === Code.Unknown
       ? ErrorCode.InternalError

@@ -1,7 +1,8 @@
 /**
  * Executing the tools of the configured MCP servers (CallTool; `tool_call` on the MCP endpoint): one
- * session per server, separate from the session that syncs its tool list (a replica that does not
- * hold a server's lease still calls it), opened on the first call and again after a failure.
+ * session per server and tenant, separate from the session that syncs the server's tool list (a
+ * replica that does not hold a server's lease still calls it), opened on the tenant's first call and
+ * again after a failure.
  */
 import { readFileSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -66,8 +67,8 @@ export class McpCallLine {
 
   async call(call: SourceCall): Promise<ToolCallResult> {
     if (this.closed) throw unavailable(this.config.name, "wayfind is stopping");
-    this.lastUsedMs = Date.now();
     const now = Date.now();
+    this.lastUsedMs = now;
     if (now < this.openUntil)
       throw new RetryLaterError(
         `MCP server "${this.config.name}" failed ${this.limits.breakerFailures} calls in a row; ` +
@@ -117,8 +118,7 @@ export class McpCallLine {
         if (index >= 0) this.queue.splice(index, 1);
         reject(error);
       };
-      const cancelled = () =>
-        leave(new WayfindError("cancelled", `the call of "${call.name}" was cancelled`));
+      const cancelled = () => leave(cancelledError(call));
       const timer = setTimeout(
         () =>
           leave(
@@ -175,17 +175,7 @@ export class McpCallLine {
           },
         },
         CallToolResultSchema,
-        {
-          signal: call.signal,
-          timeout: Math.max(1, leftMs),
-          ...(call.onProgress
-            ? {
-                onprogress: (progress: { progress: number; total?: number; message?: string }) =>
-                  call.onProgress?.(progress),
-                resetTimeoutOnProgress: false,
-              }
-            : {}),
-        },
+        { signal: call.signal, timeout: Math.max(1, leftMs) },
       );
     } catch (error) {
       throw this.callError(error, call, timeoutMs);
@@ -209,7 +199,7 @@ export class McpCallLine {
 
   private callError(error: unknown, call: SourceCall, timeoutMs: number): WayfindError {
     const name = this.config.name;
-    if (call.signal.aborted) return new WayfindError("cancelled", `the call of "${call.name}" was cancelled`);
+    if (call.signal.aborted) return cancelledError(call);
     if (error instanceof McpError) {
       if (error.code === ErrorCode.RequestTimeout)
         return new WayfindError(
@@ -310,6 +300,10 @@ function readSecret(ref: SecretRef): string {
 
 function countsAgainstServer(error: WayfindError): boolean {
   return error.code === "unavailable" || error.code === "deadline_exceeded";
+}
+
+function cancelledError(call: SourceCall): WayfindError {
+  return new WayfindError("cancelled", `the call of "${call.name}" was cancelled`);
 }
 
 function unavailable(server: string, reason: string): WayfindError {

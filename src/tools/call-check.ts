@@ -5,6 +5,7 @@ import {
   largeSchemaArgumentProblems,
   type Tool,
 } from "../discovery/index.ts";
+import type { FieldViolation } from "../errors.ts";
 import type { JsonObject } from "../json.ts";
 import { LruCache } from "../lru.ts";
 
@@ -55,4 +56,9 @@ export function repairMessage(toolName: string, problems: readonly ArgumentProbl
     (p) => `- ${p.path === "" ? "arguments" : p.path.slice(1).replaceAll("/", ".")}: ${p.message}`,
   );
   return `The arguments of ${toolName} do not match its schema; fix these and call it again:\n${lines.join("\n")}`;
+}
+
+/** The problems as a request's field violations (`arguments.items.0.sku`), for INVALID_ARGUMENT. */
+export function argumentViolations(problems: readonly ArgumentProblem[]): FieldViolation[] {
+  return problems.map((p) => ({ field: `arguments${p.path.replaceAll("/", ".")}`, description: p.message }));
 }

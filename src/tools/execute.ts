@@ -24,14 +24,6 @@ export interface SourceCall {
   readonly signal: AbortSignal;
   /** Passed upstream in the request's `_meta` (W3C trace context: `traceparent`, `tracestate`). */
   readonly meta: Readonly<Record<string, string>>;
-  /** Progress the source reports on the way (MCP `notifications/progress`). */
-  readonly onProgress?: (progress: CallProgress) => void;
-}
-
-interface CallProgress {
-  readonly progress: number;
-  readonly total?: number;
-  readonly message?: string;
 }
 
 /** A tool's result as its source returned it: MCP's CallToolResult, content unchanged. */
@@ -48,9 +40,9 @@ export interface ToolExecutor {
   /** Whether `source`'s tools can be executed here. */
   serves(source: string): boolean;
   /**
-   * Sends the call. Rejects with a WayfindError: `unavailable` (unreachable, breaker open, garbage),
-   * `deadline_exceeded`, `cancelled`, `resource_exhausted` (breaker open, too many calls waiting, result too big),
-   * `failed_precondition` (the server refused the call).
+   * Sends the call. Rejects with a WayfindError: `unavailable` (unreachable, garbage),
+   * `deadline_exceeded`, `cancelled`, `resource_exhausted` (breaker open, too many calls waiting,
+   * result too big), `failed_precondition` (the server refused the call).
    */
   execute(call: SourceCall): Promise<ToolCallResult>;
 }
@@ -68,22 +60,20 @@ export interface ExecuteOptions {
   readonly timeoutMs: number | undefined;
   readonly signal: AbortSignal;
   readonly meta: Readonly<Record<string, string>>;
-  readonly onProgress?: (progress: CallProgress) => void;
 }
 
 /**
- * Executes a checked call of `tool` for `caller` and records a `tool_called` event, whatever the
- * outcome. A tool of a source no executor serves is FAILED_PRECONDITION, naming who runs it.
+ * Executes a checked call of `tool` for `caller` on `executor` (executorFor's) and records a
+ * `tool_called` event, whatever the outcome.
  */
 export async function executeTool(
-  executor: ToolExecutor | undefined,
+  executor: ToolExecutor,
   events: EventSink,
   caller: Caller,
   tool: Tool,
   args: JsonObject,
   options: ExecuteOptions,
 ): Promise<ExecutedCall> {
-  const serving = executorFor(executor, tool);
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
   const record = (outcome: CallOutcome, bytes: number) =>
@@ -99,7 +89,7 @@ export async function executeTool(
       },
     });
   try {
-    const result = await serving.execute({
+    const result = await executor.execute({
       source: tool.source,
       name: upstreamName(tool),
       arguments: args,
@@ -107,7 +97,6 @@ export async function executeTool(
       timeoutMs: options.timeoutMs,
       signal: options.signal,
       meta: options.meta,
-      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     });
     record(result.isError ? "error" : "ok", result.bytes);
     return { tool, result, durationMs: elapsed() };

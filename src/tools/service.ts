@@ -33,7 +33,7 @@ import { type PayloadProvider, type RenderedToolPayload, renderToolPayload } fro
 import { type RenderedToolPrompt, renderToolPrompt } from "../prompt/index.ts";
 import type { ToolGate } from "../skills/index.ts";
 import { type MatchQuality, matchQuality } from "../text/scores.ts";
-import { repairMessage, ToolCallChecker } from "./call-check.ts";
+import { argumentViolations, repairMessage, ToolCallChecker } from "./call-check.ts";
 import {
   type ExecutedCall,
   type ExecuteOptions,
@@ -284,11 +284,11 @@ export class ToolService {
    * activates it, as `resolve` does; an invalid one activates nothing and says what to repair.
    */
   async checkCall(caller: Caller, name: string, args: unknown, scope: ActivationScope | undefined) {
-    const tool = this.resolveOne(this.view(caller), name);
-    if (tool === undefined) {
-      this.options.activations.deny(caller, "unavailable");
-      throw toolNotFound(name);
-    }
+    return this.checkCallOf(caller, this.usableTool(caller, name), args, scope);
+  }
+
+  /** checkCall once the tool is known. */
+  private async checkCallOf(caller: Caller, tool: Tool, args: unknown, scope: ActivationScope | undefined) {
     // A large schema is checked in the schema worker: other calls may activate the tool meanwhile.
     const problems = await this.callChecker.check(tool, args);
     // A call that fits the schema is the strongest choice; one that does not still chose the tool.
@@ -316,19 +316,21 @@ export class ToolService {
     scope: ActivationScope | undefined,
     options: ExecuteOptions,
   ): Promise<ExecutedCall> {
-    const tool = this.resolveOne(this.view(caller), name);
+    const tool = this.usableTool(caller, name);
     // Before the check, which may activate the tool: a tool nobody here executes changes nothing.
-    if (tool !== undefined) executorFor(this.options.executor, tool);
-    const checked = await this.checkCall(caller, name, args, scope);
-    if (checked.problems.length > 0)
-      throw invalidArgument(
-        repairMessage(checked.tool.name, checked.problems),
-        checked.problems.map((p) => ({
-          field: `arguments${p.path.replaceAll("/", ".")}`,
-          description: p.message,
-        })),
-      );
-    return executeTool(this.options.executor, this.options.events, caller, checked.tool, args, options);
+    const executor = executorFor(this.options.executor, tool);
+    const { problems } = await this.checkCallOf(caller, tool, args, scope);
+    if (problems.length > 0)
+      throw invalidArgument(repairMessage(tool.name, problems), argumentViolations(problems));
+    return executeTool(executor, this.options.events, caller, tool, args, options);
+  }
+
+  /** The tool `name` is for the caller; NOT_FOUND (and a denial) exactly as for a missing one otherwise. */
+  private usableTool(caller: Caller, name: string): Tool {
+    const tool = this.resolveOne(this.view(caller), name);
+    if (tool !== undefined) return tool;
+    this.options.activations.deny(caller, "unavailable");
+    throw toolNotFound(name);
   }
 
   async renderPrompt(caller: Caller, options: PromptOptions): Promise<RenderedToolPrompt> {
