@@ -452,6 +452,11 @@ function toConfig(raw: ConfigFile, baseDir: string, configFile: string | undefin
         sessionIdleTimeoutSeconds:
           server.mcp?.session_idle_timeout_seconds ?? DEFAULTS.server.mcp.sessionIdleTimeoutSeconds,
       },
+      cors: {
+        allowedOrigins: server.cors?.allowed_origins ?? DEFAULTS.server.cors.allowedOrigins,
+        maxAgeSeconds: server.cors?.max_age ?? DEFAULTS.server.cors.maxAgeSeconds,
+      },
+      console: server.console ?? DEFAULTS.server.console,
       tls: tlsConfig(server.tls, (p) => resolvePath(baseDir, p)),
       eventRetention: {
         maxEvents: server.event_retention?.max_events ?? DEFAULTS.server.eventRetention.maxEvents,

@@ -304,6 +304,20 @@ export const postgresUrl = z
     message: "must be a PostgreSQL URL: postgres://user:password@host:5432/database",
   });
 
+/** A web origin as browsers send it (`https://console.example.com:8443`), or "*" for any. */
+const webOrigin = z
+  .string()
+  .max(512)
+  .refine((value) => value === "*" || isWebOrigin(value), {
+    message: 'must be "*" or an origin: scheme, host and port only, e.g. "https://console.example.com"',
+  });
+
+function isWebOrigin(value: string): boolean {
+  if (!URL.canParse(value)) return false;
+  const url = new URL(value);
+  return (url.protocol === "http:" || url.protocol === "https:") && url.origin === value;
+}
+
 const server = z.strictObject({
   host: host.optional(),
   port: port.optional(),
@@ -322,6 +336,13 @@ const server = z.strictObject({
       session_idle_timeout_seconds: timeoutSeconds.optional(),
     })
     .optional(),
+  cors: z
+    .strictObject({
+      allowed_origins: z.array(webOrigin).max(100),
+      max_age: z.number().int().min(0).max(86_400).optional(),
+    })
+    .optional(),
+  console: z.boolean().optional(),
   tls: tls.optional(),
   event_retention: z
     .strictObject({ max_events: positiveInt.optional(), max_age_hours: z.number().positive().optional() })

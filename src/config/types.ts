@@ -146,6 +146,12 @@ export interface McpEndpointConfig {
   readonly sessionIdleTimeoutSeconds: number;
 }
 
+export interface CorsConfig {
+  /** Origins (`https://host:port`) whose pages may call the API; "*" = any; empty = none but the console's own. */
+  readonly allowedOrigins: readonly string[];
+  readonly maxAgeSeconds: number;
+}
+
 export interface LazyToolGroupConfig {
   readonly name: string;
   /** Tool names or globs activated together when a trigger fires. */
@@ -219,6 +225,10 @@ interface ServerConfig {
   readonly metrics: boolean;
   /** The MCP endpoint at `/mcp` on the service port (docs/mcp.md). */
   readonly mcp: McpEndpointConfig;
+  /** Web pages on other origins that may call the API (docs/console.md). */
+  readonly cors: CorsConfig;
+  /** Serve the web console at `GET /console`. */
+  readonly console: boolean;
   /** TLS on the port (gRPC, Connect and gRPC-Web alike); undefined = cleartext (h2c and HTTP/1.1). */
   readonly tls: TlsConfig | undefined;
 }

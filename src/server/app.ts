@@ -31,6 +31,7 @@ import { Embedder } from "../semantic/index.ts";
 import { mcpSourceId } from "../sources/mcp.ts";
 import type { McpSources } from "../sources/mcp-sources.ts";
 import type { ConnectionLimits } from "./connections.ts";
+import { BrowserAccess } from "./cors.ts";
 import { buildDomain, type Domain, type DomainOptions, sourceHealthName } from "./domain.ts";
 import { HealthStatus } from "./health.ts";
 import { healthEndpoints } from "./http-health.ts";
@@ -140,7 +141,8 @@ export async function startServer(
   const mcpEndpoint = config.server.mcp.enabled
     ? mcpEndpointOn(routes, auth.authenticator, config, logger)
     : undefined;
-  const httpEndpoints = plainHttpEndpoints(storage, domain, shutdown.signal, mcpEndpoint);
+  const browsers = new BrowserAccess(config.server.cors, isLoopback(config.server.host));
+  const httpEndpoints = plainHttpEndpoints(storage, domain, shutdown.signal, browsers, mcpEndpoint);
 
   let transport: RunningTransport;
   try {
@@ -292,11 +294,15 @@ function mcpEndpointOn(
   });
 }
 
-/** The plain-HTTP endpoints on the service port: /healthz, /readyz, /metrics and /mcp (when on). */
+/**
+ * The plain-HTTP endpoints on the service port: /healthz, /readyz, /metrics and /mcp (when on), with
+ * web pages' access to all but /mcp (which has its own) settled first.
+ */
 function plainHttpEndpoints(
   storage: Storage,
   domain: Domain,
   draining: AbortSignal,
+  browsers: BrowserAccess,
   mcp: McpEndpoint | undefined,
 ): HttpEndpoints {
   const probes = healthEndpoints(() => {
@@ -312,9 +318,10 @@ function plainHttpEndpoints(
   });
   const scrape = domain.metrics?.endpoint();
   return (request, response) =>
+    (mcp?.handles(request, response) ?? false) ||
+    browsers.handles(request, response) ||
     probes(request, response) ||
-    (scrape?.(request, response) ?? false) ||
-    (mcp?.handles(request, response) ?? false);
+    (scrape?.(request, response) ?? false);
 }
 
 function connectionLimits(config: WayfindConfig): ConnectionLimits {

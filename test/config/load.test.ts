@@ -102,6 +102,15 @@ describe("loadConfig", () => {
     ]);
   });
 
+  it("takes CORS origins only as a page's origin, without a path", () => {
+    const file = write(
+      ["server:", "  cors: {allowed_origins: ['https://console.example.com/app']}"].join("\n"),
+    );
+    expect(problemsOf(file)).toEqual([
+      `${file}:2:28: server.cors.allowed_origins[0]: must be "*" or an origin: scheme, host and port only, e.g. "https://console.example.com"`,
+    ]);
+  });
+
   it("requires command for a stdio MCP server and url for an http one", () => {
     const file = write(
       ["mcp_servers:", "  - {name: gh, transport: stdio}", "  - {name: docs, transport: http}"].join("\n"),
