@@ -1,14 +1,20 @@
-// `npm run build` (and `prepare`, so `npm ci` runs it): compiles src/ and the gen/ts it imports to
-// dist/, which bin/wayfind.js serves instead of running TypeScript through tsx (tsx costs ~60 MB of
-// resident memory and ~0.5 s of start time).
+// `npm run build` (and `prepare`, so `npm ci` runs it): bundles the web console to dist/console/
+// (scripts/console-build.js), and compiles src/ and the gen/ts it imports to dist/, which
+// bin/wayfind.js serves instead of running TypeScript through tsx (tsx costs ~60 MB of resident
+// memory and ~0.5 s of start time).
 import { spawnSync } from "node:child_process";
 import { rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { buildConsole } from "./console-build.js";
 import { fingerprint, MANIFEST } from "./dist.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+// A fresh dist/: files of deleted sources must not linger, and no manifest until the build succeeds.
+rmSync(join(root, "dist"), { recursive: true, force: true });
+await buildConsole();
+
 let tsc;
 try {
   tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
@@ -20,8 +26,6 @@ try {
   process.exit(0);
 }
 
-// A fresh dist/: files of deleted sources must not linger, and no manifest until the build succeeds.
-rmSync(join(root, "dist"), { recursive: true, force: true });
 // Fingerprinted before compiling: a file edited while tsc runs then reads as stale, never as fresh.
 const files = fingerprint(root);
 const { status } = spawnSync(process.execPath, [tsc, "-p", join(root, "tsconfig.build.json")], {

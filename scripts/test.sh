@@ -10,8 +10,9 @@ step() { printf '\n== %s\n' "$*"; }
 step "lint and format (biome)"
 biome ci .
 
-step "typecheck (tsc, strict)"
+step "typecheck (tsc, strict): the server, and the web console (console/, browser types)"
 tsc --noEmit -p .
+tsc --noEmit -p console
 
 step "imports: no cycles, no import from a higher layer (dependency-cruiser, .dependency-cruiser.mjs)"
 npm run --silent depcruise

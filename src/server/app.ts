@@ -20,7 +20,7 @@ import {
   unauthenticatedAllowed,
 } from "../auth/index.ts";
 import { ANONYMOUS_CALLER } from "../caller/caller.ts";
-import { wayfindVersion } from "../checkout.ts";
+import { checkoutPath, wayfindVersion } from "../checkout.ts";
 import { ConfigError, missingSourceFiles, type TlsConfig, type WayfindConfig } from "../config/index.ts";
 import { CACHE_KIB, type Db, setCacheSize } from "../database/sqlite.ts";
 import { errorReason } from "../errors.ts";
@@ -31,6 +31,7 @@ import { Embedder } from "../semantic/index.ts";
 import { mcpSourceId } from "../sources/mcp.ts";
 import type { McpSources } from "../sources/mcp-sources.ts";
 import type { ConnectionLimits } from "./connections.ts";
+import { ConsoleFiles } from "./console-files.ts";
 import { BrowserAccess } from "./cors.ts";
 import { buildDomain, type Domain, type DomainOptions, sourceHealthName } from "./domain.ts";
 import { HealthStatus } from "./health.ts";
@@ -141,8 +142,11 @@ export async function startServer(
   const mcpEndpoint = config.server.mcp.enabled
     ? mcpEndpointOn(routes, auth.authenticator, config, logger)
     : undefined;
-  const browsers = new BrowserAccess(config.server.cors, isLoopback(config.server.host));
-  const httpEndpoints = plainHttpEndpoints(storage, domain, shutdown.signal, browsers, mcpEndpoint);
+  const httpEndpoints = plainHttpEndpoints(storage, domain, shutdown.signal, {
+    browsers: new BrowserAccess(config.server.cors, isLoopback(config.server.host)),
+    console: config.server.console ? new ConsoleFiles(checkoutPath("dist/console")) : undefined,
+    mcp: mcpEndpoint,
+  });
 
   let transport: RunningTransport;
   try {
@@ -176,6 +180,7 @@ export async function startServer(
       port: transport.port,
       dataDir: config.server.dataDir,
       tls: tlsFiles !== undefined,
+      console: config.server.console ? "/console" : "off",
     },
     "listening",
   );
@@ -294,16 +299,21 @@ function mcpEndpointOn(
   });
 }
 
-/**
- * The plain-HTTP endpoints on the service port: /healthz, /readyz, /metrics and /mcp (when on), with
- * web pages' access to all but /mcp (which has its own) settled first.
- */
+/** What answers plain HTTP on the service port besides the probes and metrics. */
+interface WebParts {
+  /** Which web pages may call; settled before every path but /mcp (which has its own rules). */
+  readonly browsers: BrowserAccess;
+  /** The web console at /console (when on). */
+  readonly console: ConsoleFiles | undefined;
+  readonly mcp: McpEndpoint | undefined;
+}
+
+/** The plain-HTTP endpoints on the service port: /healthz, /readyz, /metrics, /mcp and /console. */
 function plainHttpEndpoints(
   storage: Storage,
   domain: Domain,
   draining: AbortSignal,
-  browsers: BrowserAccess,
-  mcp: McpEndpoint | undefined,
+  web: WebParts,
 ): HttpEndpoints {
   const probes = healthEndpoints(() => {
     const vectors = domain.semantic?.progress() ?? { status: "off", pending: 0 };
@@ -318,10 +328,11 @@ function plainHttpEndpoints(
   });
   const scrape = domain.metrics?.endpoint();
   return (request, response) =>
-    (mcp?.handles(request, response) ?? false) ||
-    browsers.handles(request, response) ||
+    (web.mcp?.handles(request, response) ?? false) ||
+    web.browsers.handles(request, response) ||
     probes(request, response) ||
-    (scrape?.(request, response) ?? false);
+    (scrape?.(request, response) ?? false) ||
+    (web.console?.handles(request, response) ?? false);
 }
 
 function connectionLimits(config: WayfindConfig): ConnectionLimits {

@@ -1,0 +1,172 @@
+import { useMemo, useState } from "preact/hooks";
+import {
+  LoadingModeSchema,
+  SideEffectSchema,
+  type ToolSummary,
+} from "../../../gen/ts/wayfind/v1/tools_pb.ts";
+import { callerAs } from "../api.ts";
+import { count, enumLabel } from "../format.ts";
+import { useCall } from "../hooks.ts";
+import type { PageProps } from "../page.ts";
+import { Problem } from "../parts/problem.tsx";
+
+/** Listings past this many tools are cut (the filter then narrows them). */
+const MAX_LISTED = 10_000;
+const NO_NAMESPACE = "(no namespace)";
+
+/** Every tool the tenant could use, by namespace; one tool's schema, examples and source on demand. */
+export function CatalogPage({ session, tenant }: PageProps) {
+  const { api } = session;
+  const caller = callerAs(tenant);
+  const listing = useCall(
+    async (signal) => {
+      const tools: ToolSummary[] = [];
+      let pageToken = "";
+      do {
+        const page = await api.tools.listTools(
+          { caller, pageSize: 500, pageToken, showAllTools: true },
+          { signal },
+        );
+        tools.push(...page.tools);
+        pageToken = page.nextPageToken;
+      } while (pageToken && tools.length < MAX_LISTED);
+      return tools;
+    },
+    [tenant],
+  );
+  const [filter, setFilter] = useState("");
+  const [namespace, setNamespace] = useState("");
+  const [chosen, setChosen] = useState<string | undefined>();
+
+  const groups = useMemo(() => byNamespace(listing.value ?? []), [listing.value]);
+  const words = filter.toLowerCase();
+  const shown = (listing.value ?? []).filter(
+    (tool) =>
+      (namespace === "" || namespaceOf(tool.name) === namespace) &&
+      (words === "" ||
+        tool.name.toLowerCase().includes(words) ||
+        tool.description.toLowerCase().includes(words)),
+  );
+
+  return (
+    <>
+      <Problem text={listing.problem} />
+      <p class="lead">
+        {listing.value ? `${count(listing.value.length)} tools` : "Loading…"}{" "}
+        {tenant ? `as tenant ${tenant} sees them` : "as this credential sees them"}.
+      </p>
+      <div class="toolbar">
+        <label>
+          Namespace{" "}
+          <select value={namespace} onChange={(event) => setNamespace(event.currentTarget.value)}>
+            <option value="">all ({count(listing.value?.length ?? 0)})</option>
+            {[...groups].map(([name, size]) => (
+              <option key={name} value={name}>
+                {name} ({count(size)})
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Filter{" "}
+          <input type="search" value={filter} onInput={(event) => setFilter(event.currentTarget.value)} />
+        </label>
+      </div>
+      <div class="split">
+        <table class="grid" aria-label="Tools">
+          <thead>
+            <tr>
+              <th scope="col">Tool</th>
+              <th scope="col">Loading</th>
+              <th scope="col">Description</th>
+            </tr>
+          </thead>
+          <tbody>
+            {shown.slice(0, 500).map((tool) => (
+              <tr key={tool.name} aria-selected={tool.name === chosen}>
+                <td>
+                  <button type="button" class="link" onClick={() => setChosen(tool.name)}>
+                    {tool.name}
+                  </button>
+                </td>
+                <td>{enumLabel(LoadingModeSchema, tool.loadingMode)}</td>
+                <td>{tool.description}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+        {chosen ? <ToolDetail key={chosen} session={session} tenant={tenant} name={chosen} /> : null}
+      </div>
+      {shown.length > 500 ? <p>Showing 500 of {count(shown.length)}; narrow the filter.</p> : null}
+    </>
+  );
+}
+
+function ToolDetail({ session, tenant, name }: PageProps & { name: string }) {
+  const detail = useCall(
+    (signal) =>
+      session.api.tools
+        .getTools(
+          { caller: callerAs(tenant), names: [name], includeSchemas: true, includeExamples: true },
+          { signal },
+        )
+        .then((answer) => answer.tools[0]),
+    [name, tenant],
+  );
+  const tool = detail.value;
+  return (
+    <section class="detail" aria-label={`Tool ${name}`}>
+      <h2>{name}</h2>
+      <Problem text={detail.problem} />
+      {tool ? (
+        <>
+          <dl>
+            <dt>Source</dt>
+            <dd>{tool.source || "–"}</dd>
+            <dt>Loading</dt>
+            <dd>{enumLabel(LoadingModeSchema, tool.loadingMode)}</dd>
+            <dt>Side effect</dt>
+            <dd>{enumLabel(SideEffectSchema, tool.sideEffect)}</dd>
+            {tool.tags.length > 0 ? (
+              <>
+                <dt>Tags</dt>
+                <dd>{tool.tags.join(", ")}</dd>
+              </>
+            ) : null}
+          </dl>
+          <p>{tool.description}</p>
+          <h3>Arguments (JSON Schema)</h3>
+          {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling box must take focus, or keyboard users cannot scroll it */}
+          <pre tabIndex={0}>{JSON.stringify(tool.argsSchema ?? {}, null, 2)}</pre>
+          {tool.examples.length > 0 ? (
+            <>
+              <h3>Examples</h3>
+              {tool.examples.map((example, index) => (
+                <div key={index}>
+                  <p>{example.description}</p>
+                  {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling box must take focus, or keyboard users cannot scroll it */}
+                  <pre tabIndex={0}>{JSON.stringify(example.args ?? {}, null, 2)}</pre>
+                </div>
+              ))}
+            </>
+          ) : null}
+        </>
+      ) : detail.loading ? (
+        <p>Loading…</p>
+      ) : detail.problem ? null : (
+        <p>Not visible to this tenant.</p>
+      )}
+    </section>
+  );
+}
+
+function namespaceOf(name: string): string {
+  const dot = name.indexOf(".");
+  return dot > 0 ? name.slice(0, dot) : NO_NAMESPACE;
+}
+
+function byNamespace(tools: readonly ToolSummary[]): Map<string, number> {
+  const sizes = new Map<string, number>();
+  for (const tool of tools) sizes.set(namespaceOf(tool.name), (sizes.get(namespaceOf(tool.name)) ?? 0) + 1);
+  return new Map([...sizes].sort(([a], [b]) => a.localeCompare(b)));
+}
