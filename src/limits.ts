@@ -102,10 +102,18 @@ export const LIMITS = {
   reportSkillOutcomeKey: limit("skills", "ReportSkillOutcomeRequest", "idempotency_key", 0, 128, {
     unit: "characters",
   }),
+  keyId: limit("keys", "CreateApiKeyRequest", "id", 0, 64, { unit: "characters" }),
+  keyTenantId: limit("keys", "CreateApiKeyRequest", "tenant_id", 0, 128, { unit: "characters" }),
+  keyRoles: limit("keys", "CreateApiKeyRequest", "roles", 1, 3, { unit: "roles" }),
+  keyProjects: limit("keys", "CreateApiKeyRequest", "projects", 0, 100, { unit: "projects" }),
+  keyProject: limit("keys", "CreateApiKeyRequest", "projects", 1, 128, { unit: "characters each" }),
+  keyEntitlements: limit("keys", "CreateApiKeyRequest", "entitlements", 0, 100, { unit: "entitlements" }),
+  keyEntitlement: limit("keys", "CreateApiKeyRequest", "entitlements", 1, 128, { unit: "characters each" }),
+  keyExpiresInSeconds: limit("keys", "CreateApiKeyRequest", "expires_in_seconds", 1, 315_360_000, {}),
 } as const satisfies Record<string, Limit>;
 
 function limit<const Extra extends { readonly default?: number; readonly unit?: string }>(
-  file: "common" | "events" | "tools" | "skills" | "usage",
+  file: "common" | "events" | "tools" | "skills" | "usage" | "keys",
   message: string,
   field: string,
   min: number,

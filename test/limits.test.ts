@@ -4,6 +4,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Outcome, Provider } from "../gen/ts/wayfind/v1/common_pb.ts";
+import { type CreateApiKeyRequestSchema, KeyService } from "../gen/ts/wayfind/v1/keys_pb.ts";
 import { SkillScope, SkillService } from "../gen/ts/wayfind/v1/skills_pb.ts";
 import { ToolDiscoveryService, type ToolSchema } from "../gen/ts/wayfind/v1/tools_pb.ts";
 import { UsageService } from "../gen/ts/wayfind/v1/usage_pb.ts";
@@ -34,7 +35,14 @@ function fieldComments(file: string): Map<string, string> {
 }
 
 const rows = Object.entries(LIMITS) as [keyof typeof LIMITS, Limit][];
-const PROTO_FILES = ["common.proto", "events.proto", "skills.proto", "tools.proto", "usage.proto"];
+const PROTO_FILES = [
+  "common.proto",
+  "events.proto",
+  "skills.proto",
+  "tools.proto",
+  "usage.proto",
+  "keys.proto",
+];
 
 describe("the limits table and the proto comments", () => {
   it.each(rows)("%s: the proto comment of the field states the same range", (_, row) => {
@@ -78,6 +86,9 @@ afterAll(() => wayfind.stop());
 const tools = () => wayfind.grpc(ToolDiscoveryService);
 type ToolInit = MessageInitShape<typeof ToolSchema>;
 const skills = () => wayfind.grpc(SkillService);
+/** CreateApiKey of an agent key with some fields set. */
+const createKey = (fields: Omit<MessageInitShape<typeof CreateApiKeyRequestSchema>, "$typeName">) =>
+  wayfind.grpc(KeyService).createApiKey({ caller, roles: ["agent"], ...fields });
 const text = (size: number) => "a".repeat(size);
 
 function skillFile(name: string) {
@@ -257,6 +268,16 @@ const callWith: Record<keyof typeof LIMITS, (size: number) => Promise<unknown>> 
   },
   reportSkillOutcomeNote: (size) => reportSkill({ note: text(size) }),
   reportSkillOutcomeKey: (size) => reportSkill({ idempotencyKey: `skill-${text(size - 6)}` }),
+  keyId: (size) => createKey({ id: text(size) }),
+  keyTenantId: (size) => createKey({ caller: { tenantId: text(size) }, tenantId: text(size) }),
+  keyRoles: (size) =>
+    createKey({ roles: Array.from({ length: size }, (_, i) => ["agent", "observer", "admin"][i % 3] ?? "") }),
+  keyProjects: (size) => createKey({ projects: Array.from({ length: size }, (_, i) => `project-${i}`) }),
+  keyProject: (size) => createKey({ projects: [text(size)] }),
+  keyEntitlements: (size) =>
+    createKey({ entitlements: Array.from({ length: size }, (_, i) => `entitlement-${i}`) }),
+  keyEntitlement: (size) => createKey({ entitlements: [text(size)] }),
+  keyExpiresInSeconds: (size) => createKey({ expiry: { case: "expiresInSeconds", value: BigInt(size) } }),
   // A tool of no MCP server: FAILED_PRECONDITION, which is past the size check, so it counts as accepted.
   callToolTimeoutSeconds: (size) =>
     refusedAfterSizeCheck(

@@ -9,11 +9,16 @@ import { invalidArgument, WayfindError } from "../errors.ts";
 export const API_KEY_PREFIX = "wf_";
 const KEY_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
+/** Whether `id` may name a key: 1-64 letters, digits, '.', '_' or '-'. */
+export function isKeyId(id: string): boolean {
+  return KEY_ID.test(id);
+}
+
 /** One API key as the store knows it: what it grants, never its secret. */
 export interface ApiKey extends GrantConfig {
   readonly id: string;
-  /** Declared in the config file (`auth.api_keys`), or created with `wayfind keys create`. */
-  readonly origin: "config" | "cli";
+  /** Declared in the config file (`auth.api_keys`), or created (`wayfind keys create`, KeyService). */
+  readonly origin: "config" | "created";
   readonly createdAtMs: number | undefined;
   readonly expiresAtMs: number | undefined;
   readonly revokedAtMs: number | undefined;
@@ -53,8 +58,9 @@ const CACHED_LOOKUPS = 10_000;
 export class ApiKeyStore {
   private readonly db: Db;
   private readonly configured: ReadonlyMap<string, ApiKey>;
-  private readonly configuredIds: ReadonlySet<string>;
+  private readonly configuredById: ReadonlyMap<string, ApiKey>;
   private readonly byHash;
+  private readonly byId;
   private readonly dataVersion;
   private readonly cache = new Map<string, ApiKey | null>();
   private cachedVersion = -1;
@@ -67,8 +73,9 @@ export class ApiKeyStore {
         { ...key, origin: "config", createdAtMs: undefined, revokedAtMs: undefined } satisfies ApiKey,
       ]),
     );
-    this.configuredIds = new Set(configured.map((key) => key.id));
+    this.configuredById = new Map([...this.configured.values()].map((key) => [key.id, key]));
     this.byHash = db.prepare<[string], KeyRow>("SELECT * FROM api_keys WHERE key_sha256 = ?");
+    this.byId = db.prepare<[string], KeyRow>("SELECT * FROM api_keys WHERE id = ?");
     this.dataVersion = db.prepare<[], number>("PRAGMA data_version").pluck();
   }
 
@@ -93,7 +100,7 @@ export class ApiKeyStore {
   /** Creates a key; the secret is returned here once and never stored. */
   create(key: NewApiKey, now = Date.now()): { key: ApiKey; secret: string } {
     const id = key.id ?? `k_${randomBytes(6).toString("base64url")}`;
-    if (!KEY_ID.test(id))
+    if (!isKeyId(id))
       throw invalidArgument(`key id ${JSON.stringify(id)}: use 1-64 letters, digits, '.', '_' or '-'`);
     if (key.tenant === "" && !key.roles.includes("admin"))
       throw invalidArgument(
@@ -103,7 +110,7 @@ export class ApiKeyStore {
       throw invalidArgument("the expiry is in the past; give a future time");
     const secret = `${API_KEY_PREFIX}${randomBytes(32).toString("base64url")}`;
     writeTransaction(this.db, () => {
-      if (this.db.prepare("SELECT 1 FROM api_keys WHERE id = ?").get(id) || this.configuredIds.has(id))
+      if (this.byId.get(id) || this.configuredById.has(id))
         throw new WayfindError(
           "already_exists",
           `a key with id ${JSON.stringify(id)} exists; choose another id`,
@@ -125,9 +132,17 @@ export class ApiKeyStore {
         );
     });
     this.cache.clear();
-    const created = this.db.prepare<[string], KeyRow>("SELECT * FROM api_keys WHERE id = ?").get(id);
+    const created = this.byId.get(id);
     if (!created) throw new Error(`key ${id} vanished after its insert`);
     return { key: fromRow(created), secret };
+  }
+
+  /** The key with this id, whatever its state; undefined = no such key. */
+  get(id: string): ApiKey | undefined {
+    const configured = this.configuredById.get(id);
+    if (configured) return configured;
+    const row = this.byId.get(id);
+    return row ? fromRow(row) : undefined;
   }
 
   /** Every key, config-declared first, then by creation. */
@@ -137,11 +152,11 @@ export class ApiKeyStore {
   }
 
   /**
-   * Revokes a key created with `wayfind keys create`; true if it was active. Keys declared in the
-   * config are revoked by removing them from it.
+   * Revokes a key created with `wayfind keys create` or KeyService; true if it was active. Keys
+   * declared in the config are revoked by removing them from it.
    */
   revoke(id: string, now = Date.now()): boolean {
-    if (this.configuredIds.has(id))
+    if (this.configuredById.has(id))
       throw new WayfindError(
         "failed_precondition",
         `key ${JSON.stringify(id)} is declared in the config file (auth.api_keys); remove it there and restart`,
@@ -151,7 +166,7 @@ export class ApiKeyStore {
       .run(now, id);
     this.cache.clear();
     if (result.changes > 0) return true;
-    if (this.db.prepare("SELECT 1 FROM api_keys WHERE id = ?").get(id)) return false;
+    if (this.byId.get(id)) return false;
     throw new WayfindError(
       "not_found",
       `no key with id ${JSON.stringify(id)}; "wayfind keys list" shows them`,
@@ -162,7 +177,7 @@ export class ApiKeyStore {
 function fromRow(row: KeyRow): ApiKey {
   return {
     id: row.id,
-    origin: "cli",
+    origin: "created",
     tenant: row.tenant_id,
     roles: JSON.parse(row.roles_json) as Role[],
     entitlements: JSON.parse(row.entitlements_json) as string[],

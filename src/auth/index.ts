@@ -2,6 +2,7 @@
 export { type ApiKey, ApiKeyStore, apiKeySha256 } from "./api-keys.ts";
 export { Authenticator, OPERATOR_ROLE, ROLE_HEADER } from "./authenticate.ts";
 export { admitCall } from "./bind.ts";
+export { KeyAdmin, type KeyRequest } from "./key-admin.ts";
 export { PrincipalLimits } from "./limits.ts";
 export { CLIENT_CERTIFICATE_HEADER, clientCertificateHeader } from "./mtls.ts";
 export { METHOD_ROLES } from "./roles.ts";

@@ -6,7 +6,8 @@ import type { Role } from "../caller/caller.ts";
  * - agent    — discover and use tools and skills, record usage, for its own tenant;
  * - observer — watch event streams, read usage summaries and tool sources, for its own tenant;
  * - admin    — register tools and load skill packs (global ones only when bound to no tenant),
- *              and observe every tenant when bound to none (the operator).
+ *              manage API keys (its tenant's; every tenant's when bound to none), and observe every
+ *              tenant when bound to none (the operator).
  * Health checks and reflection are public (probes and `buf curl` need no credentials).
  */
 export const METHOD_ROLES: Readonly<Record<string, Role>> = {
@@ -36,6 +37,9 @@ export const METHOD_ROLES: Readonly<Record<string, Role>> = {
   "/wayfind.v1.UsageService/RecordUsage": "agent",
   "/wayfind.v1.UsageService/GetUsageSummary": "observer",
   "/wayfind.v1.UsageService/WatchUsageEvents": "observer",
+  "/wayfind.v1.KeyService/ListApiKeys": "admin",
+  "/wayfind.v1.KeyService/CreateApiKey": "admin",
+  "/wayfind.v1.KeyService/RevokeApiKey": "admin",
 };
 
 /** Whether `roles` may call a method that needs `needed`. */

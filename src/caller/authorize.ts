@@ -1,11 +1,12 @@
-import { permissionDenied as denied } from "../errors.ts";
+import { permissionDenied as denied, quoteInput } from "../errors.ts";
 import type { Principal } from "./caller.ts";
 
 /**
  * THE one place that decides what a principal may write or observe beyond its own tenant; handlers
  * ask here and never test roles themselves. Three kinds of principal:
- * - operator  — global writes (tools, GLOBAL skill packs), every source, every tenant's events;
- * - tenant    — writes and observes its own tenant only (plus global sources);
+ * - operator  — global writes (tools, GLOBAL skill packs), every source, every tenant's events and
+ *               API keys;
+ * - tenant    — writes and observes its own tenant only (plus global sources), keys included;
  * - anonymous — no tenant, not the operator: no writes, global sources, tenant-less events only.
  */
 
@@ -61,4 +62,47 @@ export function watchedTenant(principal: Principal, requested: string): string |
       `filter.tenant_id must be empty or the caller's own tenant; watching another tenant needs ${AS_OPERATOR}`,
     );
   return principal.tenantId;
+}
+
+/**
+ * Whose API keys a principal manages (KeyService): undefined = every tenant's (the operator), else its
+ * own tenant's. An anonymous caller manages none.
+ */
+export function keyTenantFor(principal: Principal): string | undefined {
+  if (principal.operator) return undefined;
+  if (principal.tenantId !== "") return principal.tenantId;
+  throw denied(`managing API keys needs caller.tenant_id (that tenant's keys) or ${AS_OPERATOR}`);
+}
+
+/** What a key to be created grants, as far as who may create it is concerned. */
+export interface KeyGrant {
+  readonly tenant: string;
+  readonly projects: readonly string[];
+  readonly entitlements: readonly string[];
+}
+
+/**
+ * A key is created for the tenant the principal manages (any for the operator) and grants no more
+ * than the principal's own credential holds: projects and entitlements may only narrow it, as a
+ * CallerContext may. Without credentials (local development) anything goes for the caller's tenant.
+ */
+export function authorizeKeyGrant(principal: Principal, grant: KeyGrant): void {
+  const own = keyTenantFor(principal);
+  if (own !== undefined && grant.tenant !== own)
+    throw denied(
+      `tenant_id ${quoteInput(grant.tenant)} is not your tenant: an admin bound to a tenant creates keys for its own only (leave tenant_id empty); another tenant's keys need ${AS_OPERATOR}`,
+    );
+  const held = principal.entitlements;
+  if (principal.operator || held === undefined) return;
+  const allowed = principal.projects;
+  if (allowed.length > 0) {
+    if (grant.projects.length === 0)
+      throw denied("your credential is limited to projects: list in projects one or more of them");
+    const foreign = grant.projects.find((project) => !allowed.includes(project));
+    if (foreign !== undefined)
+      throw denied(`projects names ${quoteInput(foreign)}, which is not one of your credential's projects`);
+  }
+  const unheld = grant.entitlements.find((entitlement) => !held.includes(entitlement));
+  if (unheld !== undefined)
+    throw denied(`entitlements names ${quoteInput(unheld)}, which your credential does not hold`);
 }

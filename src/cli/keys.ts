@@ -14,7 +14,8 @@ const USAGE = `Usage:
 Manages API keys. A key binds a tenant (none only for an admin: the operator), roles (agent,
 observer, admin), and optionally projects and entitlements. "create" prints the secret once, alone
 on stdout (KEY=$(wayfind keys create …)); only its SHA-256 is stored. Keys live in the server's data
-folder and a running server sees a new or revoked key on its next call.
+folder and a running server sees a new or revoked key on its next call. Over the API, an admin
+manages the same keys with wayfind.v1.KeyService.
 
 Options:
   --tenant T          tenant the key acts for

@@ -9,6 +9,7 @@ import {
 } from "../../gen/ts/grpc/health/v1/health_pb.ts";
 import { ServerReflection as ServerReflectionV1 } from "../../gen/ts/grpc/reflection/v1/reflection_pb.ts";
 import { ServerReflection as ServerReflectionV1Alpha } from "../../gen/ts/grpc/reflection/v1alpha/reflection_pb.ts";
+import { KeyService } from "../../gen/ts/wayfind/v1/keys_pb.ts";
 import { SkillService as SkillServiceDesc } from "../../gen/ts/wayfind/v1/skills_pb.ts";
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
@@ -16,6 +17,7 @@ import {
   ApiKeyStore,
   Authenticator,
   isLoopback,
+  KeyAdmin,
   PrincipalLimits,
   unauthenticatedAllowed,
 } from "../auth/index.ts";
@@ -41,6 +43,7 @@ import { collectGarbage } from "./memory.ts";
 import { withCallPipeline } from "./pipeline.ts";
 import { reflectionRoutes } from "./reflection.ts";
 import { type MethodRoute, serviceRoutes } from "./rpc.ts";
+import { keyService } from "./services/keys.ts";
 import { skillService } from "./services/skills.ts";
 import { toolDiscoveryService } from "./services/tools.ts";
 import { usageService } from "./services/usage.ts";
@@ -92,7 +95,12 @@ export interface RunningServer {
 const DEFAULT_MCP_STARTUP_WAIT_MS = 5_000;
 /** Health service of a replica's writes: NOT_SERVING while the shared database is away. */
 const WRITES_HEALTH_NAME = "wayfind.writes";
-const WAYFIND_SERVICES: readonly DescService[] = [ToolDiscoveryService, SkillServiceDesc, UsageService];
+const WAYFIND_SERVICES: readonly DescService[] = [
+  ToolDiscoveryService,
+  SkillServiceDesc,
+  UsageService,
+  KeyService,
+];
 
 export async function startServer(
   config: WayfindConfig,
@@ -137,8 +145,10 @@ export async function startServer(
     throw error;
   }
   const shutdown = new AbortController();
-  const auth = callAuth(config, storage, domain, logger);
-  const routes = buildRoutes(storage, domain, health, auth, logger, options);
+  // One store for authentication and KeyService, so a key created or revoked over the API counts at once.
+  const keys = new ApiKeyStore(storage.db, config.auth.apiKeys);
+  const auth = callAuth(config, keys, domain, logger);
+  const routes = buildRoutes(storage, domain, health, auth, keys, logger, options);
   const mcpEndpoint = config.server.mcp.enabled
     ? mcpEndpointOn(routes, auth.authenticator, config, logger)
     : undefined;
@@ -214,16 +224,12 @@ export async function startServer(
 }
 
 /** How calls are authenticated and admitted, on every protocol (src/auth). */
-function callAuth(config: WayfindConfig, storage: Storage, domain: Domain, logger: Logger) {
+function callAuth(config: WayfindConfig, keys: ApiKeyStore, domain: Domain, logger: Logger) {
   const allowUnauthenticated = unauthenticatedAllowed(config);
   if (!allowUnauthenticated)
     logger.info({ host: config.server.host }, "calls need credentials (auth); none are served without");
   return {
-    authenticator: new Authenticator(
-      config.auth,
-      new ApiKeyStore(storage.db, config.auth.apiKeys),
-      allowUnauthenticated,
-    ),
+    authenticator: new Authenticator(config.auth, keys, allowUnauthenticated),
     limits: new PrincipalLimits(config.auth.limits),
     onDenied: (method: string, code: string) => domain.metrics?.callDenied(method, code),
   };
@@ -238,6 +244,7 @@ function buildRoutes(
   domain: Domain,
   health: HealthStatus,
   auth: ReturnType<typeof callAuth>,
+  keys: ApiKeyStore,
   logger: Logger,
   options: StartOptions,
 ): MethodRoute[] {
@@ -257,6 +264,7 @@ function buildRoutes(
         ),
       ),
       ...serviceRoutes(UsageService, usageService(usage, domain.writer, events)),
+      ...serviceRoutes(KeyService, keyService(new KeyAdmin(keys))),
     ],
     logger,
     { auth, ...(replica ? { fence: () => replica.fence() } : {}) },

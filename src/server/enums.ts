@@ -7,6 +7,7 @@ import {
   SearchType,
   SemanticStatus,
 } from "../../gen/ts/wayfind/v1/common_pb.ts";
+import { KeyOrigin } from "../../gen/ts/wayfind/v1/keys_pb.ts";
 import { SkillFormat, SkillOrigin, SkillScope, TaskType } from "../../gen/ts/wayfind/v1/skills_pb.ts";
 import {
   ActivationScope,
@@ -16,6 +17,7 @@ import {
 } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { UsageGroupBy } from "../../gen/ts/wayfind/v1/usage_pb.ts";
 import type { ActivationScope as ActivationScopeName } from "../activation/index.ts";
+import type { ApiKey } from "../auth/index.ts";
 import type {
   EffectiveSearchType as EffectiveSearchTypeName,
   LoadingMode as LoadingModeName,
@@ -207,3 +209,10 @@ export const USAGE_GROUP_BY = new EnumMap<UsageGroupByName>([
   [UsageGroupBy.MODEL, "model"],
   [UsageGroupBy.DAY, "day"],
 ]);
+
+// -- keys ---------------------------------------------------------------------------------------------
+
+export const KEY_ORIGINS: Readonly<Record<ApiKey["origin"], KeyOrigin>> = {
+  config: KeyOrigin.CONFIG,
+  created: KeyOrigin.CREATED,
+};

@@ -1,5 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { KeyService } from "../../gen/ts/wayfind/v1/keys_pb.ts";
 import { SkillService } from "../../gen/ts/wayfind/v1/skills_pb.ts";
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
@@ -8,7 +9,7 @@ import { apiKey, clientWith, type Protocol } from "../support/auth.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 
 // Issue 15: every RPC × every role × matching / foreign tenant, over the real server.
-const SERVICES = [ToolDiscoveryService, SkillService, UsageService];
+const SERVICES = [ToolDiscoveryService, SkillService, UsageService, KeyService];
 const ROLES = ["agent", "observer", "admin"] as const;
 const keys = Object.fromEntries(
   ROLES.map((role) => [role, apiKey(`acme-${role}`, { tenant: "acme", roles: [role] })]),

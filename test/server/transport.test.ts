@@ -93,6 +93,7 @@ describe("health", () => {
     const { statuses } = await wayfind.grpc(Health).list({});
     expect(Object.keys(statuses).sort()).toEqual([
       "",
+      "wayfind.v1.KeyService",
       "wayfind.v1.SkillService",
       "wayfind.v1.ToolDiscoveryService",
       "wayfind.v1.UsageService",
@@ -123,6 +124,7 @@ describe("server reflection", () => {
         "wayfind.v1.ToolDiscoveryService",
         "wayfind.v1.SkillService",
         "wayfind.v1.UsageService",
+        "wayfind.v1.KeyService",
         "grpc.health.v1.Health",
         "grpc.reflection.v1.ServerReflection",
         "grpc.reflection.v1alpha.ServerReflection",

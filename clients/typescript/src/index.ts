@@ -1,16 +1,18 @@
 /**
  * The wayfind TypeScript client: the generated messages and service descriptors (gen/ts, from
- * proto/), and `connectWayfind`, which opens typed clients of the three services over native gRPC
+ * proto/), and `connectWayfind`, which opens typed clients of the four services over native gRPC
  * (HTTP/2, what agents use) or the Connect protocol (HTTP/1.1, through proxies that lack HTTP/2).
  */
 import { type Client, createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
+import { KeyService } from "../../../gen/ts/wayfind/v1/keys_pb.ts";
 import { SkillService } from "../../../gen/ts/wayfind/v1/skills_pb.ts";
 import { ToolDiscoveryService } from "../../../gen/ts/wayfind/v1/tools_pb.ts";
 import { UsageService } from "../../../gen/ts/wayfind/v1/usage_pb.ts";
 
 export * from "../../../gen/ts/wayfind/v1/common_pb.ts";
 export * from "../../../gen/ts/wayfind/v1/events_pb.ts";
+export * from "../../../gen/ts/wayfind/v1/keys_pb.ts";
 export * from "../../../gen/ts/wayfind/v1/skills_pb.ts";
 export * from "../../../gen/ts/wayfind/v1/tools_pb.ts";
 export * from "../../../gen/ts/wayfind/v1/usage_pb.ts";
@@ -19,6 +21,8 @@ export interface WayfindClients {
   readonly tools: Client<typeof ToolDiscoveryService>;
   readonly skills: Client<typeof SkillService>;
   readonly usage: Client<typeof UsageService>;
+  /** API key administration (role admin): what a console uses. */
+  readonly keys: Client<typeof KeyService>;
 }
 
 export interface ConnectOptions {
@@ -55,5 +59,6 @@ export function connectWayfind(baseUrl: string, options: ConnectOptions = {}): W
     tools: createClient(ToolDiscoveryService, transport),
     skills: createClient(SkillService, transport),
     usage: createClient(UsageService, transport),
+    keys: createClient(KeyService, transport),
   };
 }
