@@ -16,8 +16,10 @@ const config: KnipConfig = {
     // The child process of test/activation/store.test.ts's concurrency test.
     "test/activation/worker.ts",
     "examples/typescript/*.ts",
-    // The web console's bundle (scripts/console-build.js).
+    // The web console's bundle (scripts/console-build.js), and the other-origin page that
+    // test/console/cors.test.ts bundles.
     "console/src/main.tsx",
+    "test/support/cross-origin-page.ts",
     // The published client package (@wayfind/client): its exports are its public API.
     "clients/typescript/src/index.ts",
   ],

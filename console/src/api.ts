@@ -2,6 +2,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { type Client, Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
 import type { CallerContextSchema } from "../../gen/ts/wayfind/v1/common_pb.ts";
+import { KeyService } from "../../gen/ts/wayfind/v1/keys_pb.ts";
 import { SkillService } from "../../gen/ts/wayfind/v1/skills_pb.ts";
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
@@ -11,6 +12,7 @@ export interface Api {
   readonly tools: Client<typeof ToolDiscoveryService>;
   readonly skills: Client<typeof SkillService>;
   readonly usage: Client<typeof UsageService>;
+  readonly keys: Client<typeof KeyService>;
 }
 
 /**
@@ -29,6 +31,7 @@ export function connectApi(key: string | undefined, baseUrl = location.origin): 
     tools: createClient(ToolDiscoveryService, transport),
     skills: createClient(SkillService, transport),
     usage: createClient(UsageService, transport),
+    keys: createClient(KeyService, transport),
   };
 }
 

@@ -3,6 +3,7 @@ import { useEffect, useState } from "preact/hooks";
 import "./styles.css";
 import { CatalogPage } from "./pages/catalog.tsx";
 import { EventsPage } from "./pages/events.tsx";
+import { KeysPage } from "./pages/keys.tsx";
 import { OverviewPage } from "./pages/overview.tsx";
 import { SearchPage } from "./pages/search.tsx";
 import { SkillsPage } from "./pages/skills.tsx";
@@ -18,6 +19,7 @@ const PAGES = [
   { path: "events", title: "Live events", shown: (s: Session) => s.observer, Page: EventsPage },
   { path: "usage", title: "Usage and cache", shown: (s: Session) => s.observer, Page: UsagePage },
   { path: "skills", title: "Skills", shown: (s: Session) => s.agent, Page: SkillsPage },
+  { path: "keys", title: "Keys", shown: (s: Session) => s.admin, Page: KeysPage },
 ] as const;
 
 function currentPath(): string {

@@ -32,9 +32,10 @@ export function forgetKey(): void {
  */
 export async function signIn(key: string | undefined): Promise<Session> {
   const api = connectApi(key);
-  const [agent, observer] = await Promise.all([
+  const [agent, observer, admin] = await Promise.all([
     allowed(api.tools.listTools({ pageSize: 1 })),
     allowed(api.tools.listToolSources({})),
+    allowed(api.keys.listApiKeys({})),
   ]);
   if (!agent && !observer) throw new SignInError("this credential has no role the console can use");
   // Only the operator may name another tenant than its credential's.
@@ -42,7 +43,6 @@ export async function signIn(key: string | undefined): Promise<Session> {
   const operator = await allowed(
     agent ? api.tools.listTools({ ...probe, pageSize: 1 }) : api.tools.listToolSources(probe),
   );
-  const admin = operator; // refined below once the key service answers
   if (key) sessionStorage.setItem(STORED_KEY, key);
   return { api, withKey: key !== undefined, agent, observer, admin, operator };
 }

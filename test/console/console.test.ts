@@ -77,7 +77,15 @@ describe("signing in", () => {
   it("asks for a key, then shows the pages the key's roles open, keeping the key in the tab only", async () => {
     await signIn(operator.secret);
     const pages = await page.getByRole("navigation", { name: "Pages" }).getByRole("link").allTextContents();
-    expect(pages).toEqual(["Overview", "Catalog", "Search", "Live events", "Usage and cache", "Skills"]);
+    expect(pages).toEqual([
+      "Overview",
+      "Catalog",
+      "Search",
+      "Live events",
+      "Usage and cache",
+      "Skills",
+      "Keys",
+    ]);
     expect(await page.evaluate('sessionStorage.getItem("wayfind.console.key")')).toBe(operator.secret);
     expect(await page.evaluate("localStorage.length")).toBe(0);
   });
@@ -181,12 +189,56 @@ describe("usage and cache", () => {
   });
 });
 
+describe("keys", () => {
+  it("creates a key whose secret is shown once and signs in, then revokes it so it no longer does", {
+    timeout: 40_000,
+  }, async () => {
+    await signIn(operator.secret);
+    await open("Keys");
+    const form = page.getByRole("region", { name: "Create a key" });
+    await form.getByLabel("Id").fill("acme-console-observer");
+    await form.getByLabel("For tenant").fill("acme");
+    await form.getByLabel("agent").uncheck();
+    await form.getByLabel("observer").check();
+    await form.getByRole("button", { name: "Create" }).click();
+    const secret = (await page.locator("[data-secret]").textContent()) ?? "";
+    expect(secret).toMatch(/^wf_/);
+    await page.screenshot({ path: screenshotPath("keys"), fullPage: true });
+
+    const other = await browser.newPage();
+    try {
+      await other.goto(`${wayfind.baseUrl}/console`);
+      await other.getByLabel("API key").fill(secret);
+      await other.getByRole("button", { name: "Sign in" }).click();
+      await other.getByRole("link", { name: "Live events" }).waitFor();
+
+      await page.getByRole("button", { name: "Revoke acme-console-observer" }).click();
+      await expect
+        .poll(() => page.locator('tr[data-key="acme-console-observer"] [data-state]').textContent())
+        .toBe("revoked");
+      await other.goto(`${wayfind.baseUrl}/console`);
+      await other.reload();
+      await expect.poll(() => other.getByRole("alert").textContent()).toMatch(/has been revoked/);
+    } finally {
+      await other.close();
+    }
+  });
+});
+
 describe("accessibility", () => {
   it("has no serious or critical axe-core violation on any page", async () => {
     await signIn(operator.secret);
     await lookAs("acme");
     const found: string[] = [];
-    for (const title of ["Overview", "Catalog", "Search", "Live events", "Usage and cache", "Skills"]) {
+    for (const title of [
+      "Overview",
+      "Catalog",
+      "Search",
+      "Live events",
+      "Usage and cache",
+      "Skills",
+      "Keys",
+    ]) {
       await open(title);
       // Checked once the page's first answers are drawn (no figure still "…", nothing "Loading").
       await expect
