@@ -23,6 +23,18 @@ export function useCall<T>(call: (signal: AbortSignal) => Promise<T>, deps: read
   return answer;
 }
 
+export interface StreamState {
+  readonly status: "connecting" | "live" | "paused" | "reconnecting";
+  /** Why the stream is reconnecting. */
+  readonly problem: string | undefined;
+}
+
+export interface StreamState {
+  readonly status: "connecting" | "live" | "paused" | "reconnecting";
+  /** Why the stream is reconnecting. */
+  readonly problem: string | undefined;
+}
+
 /** The id of the last event a stream delivered (0n: none yet); the stream moves it on. */
 export interface Cursor {
   value: bigint;
@@ -34,15 +46,12 @@ export interface Cursor {
  * that cursor, so nothing is missed or repeated. Pausing and resuming also go on from the cursor.
  */
 export function useResumingStream(
-  open: (cursor: Cursor, signal: AbortSignal) => Promise<void>,
+  open: (cursor: Cursor, signal: AbortSignal, live: () => void) => Promise<void>,
   deps: readonly unknown[],
   running = true,
-): { status: "live" | "paused" | "reconnecting"; problem: string | undefined } {
-  const [state, setState] = useState<{
-    status: "live" | "paused" | "reconnecting";
-    problem: string | undefined;
-  }>({
-    status: running ? "live" : "paused",
+): StreamState {
+  const [state, setState] = useState<StreamState>({
+    status: running ? "connecting" : "paused",
     problem: undefined,
   });
   const [cursor] = useState<Cursor>({ value: 0n });
@@ -55,8 +64,14 @@ export function useResumingStream(
     void (async () => {
       for (let attempt = 0; !abort.signal.aborted; attempt++) {
         try {
-          setState({ status: "live", problem: undefined });
-          await open(cursor, abort.signal);
+          let answered = false;
+          // Live once the server answers (every watch stream first sends its status).
+          const live = () => {
+            if (answered) return;
+            answered = true;
+            setState({ status: "live", problem: undefined });
+          };
+          await open(cursor, abort.signal, live);
           attempt = 0;
         } catch (error) {
           if (abort.signal.aborted) return;

@@ -39,7 +39,7 @@ export function EventsPage({ session, tenant }: PageProps) {
   const batch = useRef<Event[]>([]);
 
   const state = useResumingStream(
-    async (cursor, signal) => {
+    async (cursor, signal, live) => {
       const filter = {
         eventTypes: [...types],
         tool: stream === "tools" ? tool : "",
@@ -57,6 +57,7 @@ export function EventsPage({ session, tenant }: PageProps) {
         setEvents((shown) => [...arrived, ...shown].slice(0, KEPT));
       };
       for await (const message of watch(session.api, stream, { caller: callerAs(tenant), filter }, signal)) {
+        live();
         if (message.case !== "event") continue;
         cursor.value = message.value.id;
         batch.current.push(message.value);

@@ -61,7 +61,7 @@ export function OverviewPage({ session, tenant }: PageProps) {
   // Counted across reconnects; the chart shows a copy of it.
   const counts = useRef(emptyActivity());
   const stream = useResumingStream(
-    async (cursor, signal) => {
+    async (cursor, signal, live) => {
       if (!session.observer) return;
       const filter = {
         eventTypes: [EventType.TOOL_SEARCH_QUERY, EventType.TOOL_ACTIVATED],
@@ -77,6 +77,7 @@ export function OverviewPage({ session, tenant }: PageProps) {
         setActivity(activityNow(counts.current));
       };
       for await (const message of api.tools.watchToolEvents({ caller, filter }, { signal })) {
+        live();
         if (message.message.case !== "event") continue;
         const event = message.message.value;
         cursor.value = event.id;
