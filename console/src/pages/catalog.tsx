@@ -14,7 +14,7 @@ import { Problem } from "../parts/problem.tsx";
 const MAX_LISTED = 10_000;
 const NO_NAMESPACE = "(no namespace)";
 
-/** Every tool the tenant could use, by namespace; one tool's schema, examples and source on demand. */
+/** Every tool the tenant could use, by source and namespace; one tool's schema and examples on demand. */
 export function CatalogPage({ session, tenant }: PageProps) {
   const { api } = session;
   const caller = callerAs(tenant);
@@ -35,14 +35,18 @@ export function CatalogPage({ session, tenant }: PageProps) {
     [tenant],
   );
   const [filter, setFilter] = useState("");
+  const [source, setSource] = useState("");
   const [namespace, setNamespace] = useState("");
   const [chosen, setChosen] = useState<string | undefined>();
 
-  const groups = useMemo(() => byNamespace(listing.value ?? []), [listing.value]);
+  const all = listing.value ?? [];
+  const sources = useMemo(() => countedBy(all, (tool) => tool.source), [listing.value]);
+  const ofSource = all.filter((tool) => source === "" || tool.source === source);
+  const namespaces = useMemo(() => countedBy(ofSource, namespaceOf), [listing.value, source]);
   const words = filter.toLowerCase();
-  const shown = (listing.value ?? []).filter(
+  const shown = ofSource.filter(
     (tool) =>
-      (namespace === "" || namespaceOf(tool.name) === namespace) &&
+      (namespace === "" || namespaceOf(tool) === namespace) &&
       (words === "" ||
         tool.name.toLowerCase().includes(words) ||
         tool.description.toLowerCase().includes(words)),
@@ -57,10 +61,27 @@ export function CatalogPage({ session, tenant }: PageProps) {
       </p>
       <div class="toolbar">
         <label>
+          Source{" "}
+          <select
+            value={source}
+            onChange={(event) => {
+              setSource(event.currentTarget.value);
+              setNamespace("");
+            }}
+          >
+            <option value="">all ({count(all.length)})</option>
+            {[...sources].map(([name, size]) => (
+              <option key={name} value={name}>
+                {name} ({count(size)})
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
           Namespace{" "}
           <select value={namespace} onChange={(event) => setNamespace(event.currentTarget.value)}>
-            <option value="">all ({count(listing.value?.length ?? 0)})</option>
-            {[...groups].map(([name, size]) => (
+            <option value="">all ({count(ofSource.length)})</option>
+            {[...namespaces].map(([name, size]) => (
               <option key={name} value={name}>
                 {name} ({count(size)})
               </option>
@@ -77,6 +98,7 @@ export function CatalogPage({ session, tenant }: PageProps) {
           <thead>
             <tr>
               <th scope="col">Tool</th>
+              <th scope="col">Source</th>
               <th scope="col">Loading</th>
               <th scope="col">Description</th>
             </tr>
@@ -89,6 +111,7 @@ export function CatalogPage({ session, tenant }: PageProps) {
                     {tool.name}
                   </button>
                 </td>
+                <td>{tool.source}</td>
                 <td>{enumLabel(LoadingModeSchema, tool.loadingMode)}</td>
                 <td>{tool.description}</td>
               </tr>
@@ -160,13 +183,16 @@ function ToolDetail({ session, tenant, name }: PageProps & { name: string }) {
   );
 }
 
-function namespaceOf(name: string): string {
-  const dot = name.indexOf(".");
-  return dot > 0 ? name.slice(0, dot) : NO_NAMESPACE;
+function namespaceOf(tool: ToolSummary): string {
+  return tool.namespace || NO_NAMESPACE;
 }
 
-function byNamespace(tools: readonly ToolSummary[]): Map<string, number> {
+/** How many tools fall in each group, by group name. */
+function countedBy(
+  tools: readonly ToolSummary[],
+  groupOf: (tool: ToolSummary) => string,
+): Map<string, number> {
   const sizes = new Map<string, number>();
-  for (const tool of tools) sizes.set(namespaceOf(tool.name), (sizes.get(namespaceOf(tool.name)) ?? 0) + 1);
+  for (const tool of tools) sizes.set(groupOf(tool), (sizes.get(groupOf(tool)) ?? 0) + 1);
   return new Map([...sizes].sort(([a], [b]) => a.localeCompare(b)));
 }

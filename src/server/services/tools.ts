@@ -90,6 +90,8 @@ export function toolDiscoveryService(
           description: firstSentence(tool.description),
           loadingMode: LOADING_MODES.toProto(tool.loadingMode),
           visible: tool.visible,
+          source: tool.source,
+          namespace: tool.namespace,
         })),
         nextPageToken: result.nextPageToken,
         totalCount: result.totalSize,

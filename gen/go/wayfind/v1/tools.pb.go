@@ -719,7 +719,11 @@ type ToolSummary struct {
 	Description string      `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
 	LoadingMode LoadingMode `protobuf:"varint,3,opt,name=loading_mode,json=loadingMode,proto3,enum=wayfind.v1.LoadingMode" json:"loading_mode,omitempty"`
 	// True when the tool is visible now: always loaded, or activated for the caller.
-	Visible       bool `protobuf:"varint,4,opt,name=visible,proto3" json:"visible,omitempty"`
+	Visible bool `protobuf:"varint,4,opt,name=visible,proto3" json:"visible,omitempty"`
+	// The source that registered the tool, e.g. `catalog:github` or `mcp:files`.
+	Source string `protobuf:"bytes,5,opt,name=source,proto3" json:"source,omitempty"`
+	// Namespace (the prefix of `name`), empty for none.
+	Namespace     string `protobuf:"bytes,6,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -780,6 +784,20 @@ func (x *ToolSummary) GetVisible() bool {
 		return x.Visible
 	}
 	return false
+}
+
+func (x *ToolSummary) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *ToolSummary) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
 }
 
 type ListToolsResponse struct {
@@ -3079,12 +3097,14 @@ const file_wayfind_v1_tools_proto_rawDesc = "" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x03 \x01(\tR\tpageToken\x12$\n" +
-	"\x0eshow_all_tools\x18\x04 \x01(\bR\fshowAllTools\"\x99\x01\n" +
+	"\x0eshow_all_tools\x18\x04 \x01(\bR\fshowAllTools\"\xcf\x01\n" +
 	"\vToolSummary\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12:\n" +
 	"\floading_mode\x18\x03 \x01(\x0e2\x17.wayfind.v1.LoadingModeR\vloadingMode\x12\x18\n" +
-	"\avisible\x18\x04 \x01(\bR\avisible\"\x8b\x01\n" +
+	"\avisible\x18\x04 \x01(\bR\avisible\x12\x16\n" +
+	"\x06source\x18\x05 \x01(\tR\x06source\x12\x1c\n" +
+	"\tnamespace\x18\x06 \x01(\tR\tnamespace\"\x8b\x01\n" +
 	"\x11ListToolsResponse\x12-\n" +
 	"\x05tools\x18\x01 \x03(\v2\x17.wayfind.v1.ToolSummaryR\x05tools\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x1f\n" +

@@ -140,16 +140,20 @@ class ListToolsRequest(_message.Message):
     def __init__(self, caller: _Optional[_Union[_common_pb2.CallerContext, _Mapping]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., show_all_tools: _Optional[bool] = ...) -> None: ...
 
 class ToolSummary(_message.Message):
-    __slots__ = ("name", "description", "loading_mode", "visible")
+    __slots__ = ("name", "description", "loading_mode", "visible", "source", "namespace")
     NAME_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     LOADING_MODE_FIELD_NUMBER: _ClassVar[int]
     VISIBLE_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     name: str
     description: str
     loading_mode: LoadingMode
     visible: bool
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., loading_mode: _Optional[_Union[LoadingMode, str]] = ..., visible: _Optional[bool] = ...) -> None: ...
+    source: str
+    namespace: str
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., loading_mode: _Optional[_Union[LoadingMode, str]] = ..., visible: _Optional[bool] = ..., source: _Optional[str] = ..., namespace: _Optional[str] = ...) -> None: ...
 
 class ListToolsResponse(_message.Message):
     __slots__ = ("tools", "next_page_token", "total_count")
