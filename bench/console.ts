@@ -18,6 +18,7 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import type { Browser, CDPSession, Page } from "playwright-core";
 import { ToolDiscoveryService } from "../gen/ts/wayfind/v1/tools_pb.ts";
+import { buildConsole } from "../scripts/console-build.js";
 import { launchChromium } from "../test/support/browser.ts";
 import {
   prepareWayfind,
@@ -83,11 +84,7 @@ const f1 = (n: number) => n.toFixed(1);
 
 /** Busy (not idle, not iowait) time of all cores so far, from /proc/stat, in ms. */
 function machineBusyMs(): number {
-  const ticks = (readFileSync("/proc/stat", "utf8").split("\n")[0] ?? "")
-    .trim()
-    .split(/\s+/)
-    .slice(1)
-    .map(Number);
+  const ticks = readFileSync("/proc/stat", "utf8").split("\n", 1)[0]?.split(/\s+/).slice(1).map(Number) ?? [];
   const total = ticks.slice(0, 8).reduce((a, b) => a + b, 0);
   return ((total - (ticks[3] ?? 0) - (ticks[4] ?? 0)) * 1000) / 100;
 }
@@ -178,9 +175,10 @@ async function liveEvents(browser: Browser, server: ServerProcess, baseUrl: stri
     const fps = ((await page.evaluate("globalThis.__fps")) as number[]).slice().sort((a, b) => a - b);
     const longestTaskMs = Number(await page.evaluate("globalThis.__longestTaskMs"));
     const receivedAtEnd = (await receivedOnPage(page)) - receivedBefore;
+    const benchCpu = process.cpuUsage(cpu0.bench);
     const cpu = {
       server: (server.cpuMs() - cpu0.server) / 10 / wallS,
-      bench: (process.cpuUsage(cpu0.bench).user + process.cpuUsage(cpu0.bench).system) / 1e4 / wallS,
+      bench: (benchCpu.user + benchCpu.system) / 1e4 / wallS,
       machine: (machineBusyMs() - cpu0.machine) / 10 / wallS,
     };
     // Calls still answering, then the events still on their way to the page.
@@ -193,11 +191,13 @@ async function liveEvents(browser: Browser, server: ServerProcess, baseUrl: stri
       received = now;
     }
     const heapEndGc = await heapMiB(cdp, true);
-    const loop = readFileSync(loopFile, "utf8")
+    const loopMs = readFileSync(loopFile, "utf8")
       .split("\n")
       .filter((line) => line !== "")
       .map((line) => JSON.parse(line) as { at: number; maxMs: number })
-      .filter((s) => s.at > startedAt + 1000 && s.at <= endedAt);
+      .filter((s) => s.at > startedAt + 1000 && s.at <= endedAt)
+      .map((s) => s.maxMs)
+      .sort((a, b) => a - b);
     return {
       wallS,
       done,
@@ -212,11 +212,8 @@ async function liveEvents(browser: Browser, server: ServerProcess, baseUrl: stri
       heapEnd: heap.at(-1),
       heapPeak: Math.max(...heap.map((h) => h.mib)),
       heapEndGc,
-      loopMaxMs: Math.max(...loop.map((s) => s.maxMs)),
-      loopP50Ms: percentile(
-        loop.map((s) => s.maxMs).sort((a, b) => a - b),
-        50,
-      ),
+      loopMaxMs: loopMs.at(-1) ?? Number.NaN,
+      loopP50Ms: percentile(loopMs, 50),
       cpu,
     };
   } finally {
@@ -230,6 +227,8 @@ console.log(
     "this process (load), the server and Chromium share it",
 );
 const runtime = await prepareWayfind(ROOT);
+// dist/'s freshness check does not cover console/: bundle it, so the console measured is the one on disk.
+const bundleKiB = (await buildConsole()) / 1024;
 const dir = mkdtempSync(join(tmpdir(), "wayfind-bench-console-"));
 const loopFile = join(dir, "loop.jsonl");
 let server: ServerProcess | undefined;
@@ -241,6 +240,7 @@ try {
   );
   const baseUrl = `http://127.0.0.1:${server.port}`;
   console.log(`server: wayfind serve (${runtime}), demo config, loopback, no auth; ${baseUrl}`);
+  console.log(`console: dist/console/app.js ${bundleKiB.toFixed(1)} KiB gzipped, rebuilt from console/src`);
   browser = await launchChromium();
   console.log(
     `browser: Chromium ${browser.version()} headless, viewport ${VIEWPORT.width}×${VIEWPORT.height}`,
@@ -256,6 +256,7 @@ try {
     [[f0(percentile(loads, 50)), f0(percentile(loads, 99)), f0(loads.at(-1) ?? 0), "≤ 1000", f0(warmUp)]],
     new Set([0, 1, 2, 3, 4]),
   );
+  console.log(`(p99 of ${LOADS} loads is their slowest, nearest rank)`);
 
   const r = await liveEvents(browser, server, baseUrl, loopFile);
   console.log(

@@ -29,12 +29,6 @@ export interface StreamState {
   readonly problem: string | undefined;
 }
 
-export interface StreamState {
-  readonly status: "connecting" | "live" | "paused" | "reconnecting";
-  /** Why the stream is reconnecting. */
-  readonly problem: string | undefined;
-}
-
 /** The id of the last event a stream delivered (0n: none yet); the stream moves it on. */
 export interface Cursor {
   value: bigint;
