@@ -279,6 +279,15 @@ export class EventLog implements EventSink, SubscriptionSource {
   }
 
   /**
+   * The cursor just before the first retained event at or after `timeMs`: events' times never go
+   * backwards, so it is found through the time index, however many events are retained.
+   */
+  cursorAt(timeMs: number): bigint {
+    this.flush();
+    return this.lastExpiredStmt.get(timeMs)?.id ?? this.prunedThrough;
+  }
+
+  /**
    * Streams matching events: retained ones after `afterId` first (read from SQLite in pages), then live
    * ones. A cursor older than retention continues from the oldest retained event and reports the gap
    * through `onGap` / `gaps`. Ends when `signal` aborts, the consumer stops, or the log closes.

@@ -1,6 +1,7 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { timestampNow } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Provider } from "../../gen/ts/wayfind/v1/common_pb.ts";
@@ -85,6 +86,25 @@ describe("typed events", () => {
     );
     replay.abort();
     expect(replayed?.id).toBe(event?.id);
+  });
+
+  it("replays from a time on (filter.since), leaving out what came before it", async () => {
+    const tools = wayfind.grpc(ToolDiscoveryService);
+    const run = { tenantId: "acme", sessionId: "s-since", runId: "r-since" };
+    await tools.activateTools({ caller: run, names: ["github.create_issue"] });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const since = timestampNow();
+    await tools.activateTools({ caller: run, names: ["github.close_issue"] });
+    const abort = new AbortController();
+    const [first] = await collect(
+      tools.watchToolEvents(
+        { caller: run, filter: { since, eventTypes: [EventType.TOOL_ACTIVATED] } },
+        { signal: abort.signal },
+      ),
+      1,
+    );
+    abort.abort();
+    expect(first?.payload).toMatchObject({ case: "toolActivated", value: { tool: "github.close_issue" } });
   });
 
   it("streams usage_recorded with integer token counts and the cost", async () => {

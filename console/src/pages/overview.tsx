@@ -1,4 +1,4 @@
-import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { timestampDate, timestampFromDate, timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { useRef, useState } from "preact/hooks";
 import { EventType } from "../../../gen/ts/wayfind/v1/events_pb.ts";
 import { ToolSourceKind } from "../../../gen/ts/wayfind/v1/tools_pb.ts";
@@ -66,7 +66,8 @@ export function OverviewPage({ session, tenant }: PageProps) {
       const filter = {
         eventTypes: [EventType.TOOL_SEARCH_QUERY, EventType.TOOL_ACTIVATED],
         afterId: cursor.value,
-        fromOldest: cursor.value === 0n,
+        // The last hour only, however many events are retained.
+        ...(cursor.value === 0n ? { since: timestampFromMs(Date.now() - MINUTES * 60_000) } : {}),
         tenantId: tenant,
       };
       // Drawn at most every 250 ms: a replay of many events is one redraw, not thousands.

@@ -1,4 +1,4 @@
-import { timestampNow } from "@bufbuild/protobuf/wkt";
+import { timestampMs, timestampNow } from "@bufbuild/protobuf/wkt";
 import type { Event, EventFilter, WatchStatus } from "../../../gen/ts/wayfind/v1/events_pb.ts";
 import { watchedTenant } from "../../caller/authorize.ts";
 import type { Principal } from "../../caller/caller.ts";
@@ -36,7 +36,13 @@ export async function* watchEvents(
   const tool = filter?.tool ?? "";
   checkSize(LIMITS.eventFilterTool, tool.length);
   const tenantId = watchedTenant(principal, filter?.tenantId ?? "");
-  const afterId = filter?.afterId ? filter.afterId : filter?.fromOldest ? 0n : undefined;
+  const afterId = filter?.afterId
+    ? filter.afterId
+    : filter?.since
+      ? log.cursorAt(timestampMs(filter.since))
+      : filter?.fromOldest
+        ? 0n
+        : undefined;
   if (afterId !== undefined && afterId > log.latestId) {
     throw new WayfindError(
       "invalid_argument",

@@ -1886,7 +1886,10 @@ type EventFilter struct {
 	EventTypes []EventType `protobuf:"varint,6,rep,packed,name=event_types,json=eventTypes,proto3,enum=wayfind.v1.EventType" json:"event_types,omitempty"`
 	// Only events about this tool (`tool_activated`); other types have no tool and are left out.
 	// 0–128 characters.
-	Tool          string `protobuf:"bytes,7,opt,name=tool,proto3" json:"tool,omitempty"`
+	Tool string `protobuf:"bytes,7,opt,name=tool,proto3" json:"tool,omitempty"`
+	// With after_id = 0: replay the retained events from this time on before going live (a dashboard's
+	// last hour), instead of all of them (from_oldest) or none. Events' times never go backwards.
+	Since         *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=since,proto3" json:"since,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1968,6 +1971,13 @@ func (x *EventFilter) GetTool() string {
 		return x.Tool
 	}
 	return ""
+}
+
+func (x *EventFilter) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
 }
 
 // Sent first on every watch stream, and again when events were lost because the cursor was older
@@ -2172,7 +2182,7 @@ const file_wayfind_v1_events_proto_rawDesc = "" +
 	"\vduration_ms\x18\x03 \x01(\x04R\n" +
 	"durationMs\x12\x18\n" +
 	"\aoutcome\x18\x04 \x01(\tR\aoutcome\x12!\n" +
-	"\fresult_bytes\x18\x05 \x01(\x04R\vresultBytes\"\xe7\x01\n" +
+	"\fresult_bytes\x18\x05 \x01(\x04R\vresultBytes\"\x99\x02\n" +
 	"\vEventFilter\x12\x14\n" +
 	"\x05types\x18\x01 \x03(\tR\x05types\x12\x1b\n" +
 	"\ttenant_id\x18\x02 \x01(\tR\btenantId\x12\x1d\n" +
@@ -2183,7 +2193,8 @@ const file_wayfind_v1_events_proto_rawDesc = "" +
 	"fromOldest\x126\n" +
 	"\vevent_types\x18\x06 \x03(\x0e2\x15.wayfind.v1.EventTypeR\n" +
 	"eventTypes\x12\x12\n" +
-	"\x04tool\x18\a \x01(\tR\x04tool\"\\\n" +
+	"\x04tool\x18\a \x01(\tR\x04tool\x120\n" +
+	"\x05since\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"\\\n" +
 	"\vWatchStatus\x12,\n" +
 	"\x12oldest_retained_id\x18\x01 \x01(\x04R\x10oldestRetainedId\x12\x1f\n" +
 	"\vevents_lost\x18\x02 \x01(\bR\n" +
@@ -2285,11 +2296,12 @@ var file_wayfind_v1_events_proto_depIdxs = []int32{
 	28, // 26: wayfind.v1.ToolOutcomeReported.outcome:type_name -> wayfind.v1.Outcome
 	28, // 27: wayfind.v1.SkillOutcomeReported.outcome:type_name -> wayfind.v1.Outcome
 	0,  // 28: wayfind.v1.EventFilter.event_types:type_name -> wayfind.v1.EventType
-	29, // [29:29] is the sub-list for method output_type
-	29, // [29:29] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	24, // 29: wayfind.v1.EventFilter.since:type_name -> google.protobuf.Timestamp
+	30, // [30:30] is the sub-list for method output_type
+	30, // [30:30] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_wayfind_v1_events_proto_init() }

@@ -334,7 +334,7 @@ class ToolCalled(_message.Message):
     def __init__(self, tool: _Optional[str] = ..., source: _Optional[str] = ..., duration_ms: _Optional[int] = ..., outcome: _Optional[str] = ..., result_bytes: _Optional[int] = ...) -> None: ...
 
 class EventFilter(_message.Message):
-    __slots__ = ("types", "tenant_id", "session_id", "after_id", "from_oldest", "event_types", "tool")
+    __slots__ = ("types", "tenant_id", "session_id", "after_id", "from_oldest", "event_types", "tool", "since")
     TYPES_FIELD_NUMBER: _ClassVar[int]
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
@@ -342,6 +342,7 @@ class EventFilter(_message.Message):
     FROM_OLDEST_FIELD_NUMBER: _ClassVar[int]
     EVENT_TYPES_FIELD_NUMBER: _ClassVar[int]
     TOOL_FIELD_NUMBER: _ClassVar[int]
+    SINCE_FIELD_NUMBER: _ClassVar[int]
     types: _containers.RepeatedScalarFieldContainer[str]
     tenant_id: str
     session_id: str
@@ -349,7 +350,8 @@ class EventFilter(_message.Message):
     from_oldest: bool
     event_types: _containers.RepeatedScalarFieldContainer[EventType]
     tool: str
-    def __init__(self, types: _Optional[_Iterable[str]] = ..., tenant_id: _Optional[str] = ..., session_id: _Optional[str] = ..., after_id: _Optional[int] = ..., from_oldest: _Optional[bool] = ..., event_types: _Optional[_Iterable[_Union[EventType, str]]] = ..., tool: _Optional[str] = ...) -> None: ...
+    since: _timestamp_pb2.Timestamp
+    def __init__(self, types: _Optional[_Iterable[str]] = ..., tenant_id: _Optional[str] = ..., session_id: _Optional[str] = ..., after_id: _Optional[int] = ..., from_oldest: _Optional[bool] = ..., event_types: _Optional[_Iterable[_Union[EventType, str]]] = ..., tool: _Optional[str] = ..., since: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class WatchStatus(_message.Message):
     __slots__ = ("oldest_retained_id", "events_lost")
