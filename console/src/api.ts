@@ -26,7 +26,8 @@ export function connectApi(key: string | undefined, baseUrl = location.origin): 
     else request.header.set("wayfind-role", "admin");
     return next(request);
   };
-  const transport = createConnectTransport({ baseUrl, interceptors: [credentials] });
+  // Binary protobuf: a live stream of a thousand events a second decodes several times faster than JSON.
+  const transport = createConnectTransport({ baseUrl, interceptors: [credentials], useBinaryFormat: true });
   return {
     tools: createClient(ToolDiscoveryService, transport),
     skills: createClient(SkillService, transport),

@@ -17,6 +17,7 @@ import { VirtualList } from "../parts/virtual-list.tsx";
 /** Events kept on the page; older ones scroll away for good (memory stays bounded at any rate). */
 const KEPT = 10_000;
 const ROW_HEIGHT = 28;
+const REDRAW_MS = 100;
 
 type Stream = "tools" | "skills" | "usage";
 const STREAM_PREFIX: Record<Stream, string> = { tools: "TOOL_", skills: "SKILL_", usage: "USAGE_" };
@@ -47,10 +48,11 @@ export function EventsPage({ session, tenant }: PageProps) {
         fromOldest: cursor.value === 0n,
         tenantId: tenant,
       };
-      // One redraw per animation frame, however many events arrived in it.
-      let frame = 0;
+      // One redraw per REDRAW_MS, however many events arrived meanwhile: a list changing faster is
+      // unreadable anyway, and the time between redraws keeps scrolling smooth at any event rate.
+      let scheduled = false;
       const draw = () => {
-        frame = 0;
+        scheduled = false;
         const arrived = batch.current.reverse();
         batch.current = [];
         setReceived((n) => n + arrived.length);
@@ -61,7 +63,10 @@ export function EventsPage({ session, tenant }: PageProps) {
         if (message.case !== "event") continue;
         cursor.value = message.value.id;
         batch.current.push(message.value);
-        if (frame === 0) frame = requestAnimationFrame(draw);
+        if (!scheduled) {
+          scheduled = true;
+          setTimeout(draw, REDRAW_MS);
+        }
       }
     },
     [stream, types.join(","), tool, tenant],
