@@ -6,7 +6,7 @@
  */
 import { createHash, randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { Http2ServerRequest, Http2ServerResponse } from "node:http2";
+import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import {
@@ -25,6 +25,10 @@ import type { JsonObject } from "../json.ts";
 import type { CallScope, WayfindClients } from "./meta-tools.ts";
 import { getPrompt, listPrompts } from "./session-prompts.ts";
 import { SessionTools } from "./session-tools.ts";
+
+/** Streamable HTTP is served over HTTP/1.1 and HTTP/2 alike (the SDK's transport takes either). */
+type Request = IncomingMessage | Http2ServerRequest;
+type Response = ServerResponse | Http2ServerResponse;
 
 const MCP_PATH = "/mcp";
 
@@ -68,18 +72,9 @@ export class McpEndpoint {
   }
 
   /** Serves the request when it is for `/mcp`; false for any other path. */
-  handles(
-    request: IncomingMessage | Http2ServerRequest,
-    response: ServerResponse | Http2ServerResponse,
-  ): boolean {
+  handles(request: Request, response: Response): boolean {
     const path = (request.url ?? "").split("?")[0];
     if (path !== MCP_PATH) return false;
-    if (request instanceof Http2ServerRequest || response instanceof Http2ServerResponse) {
-      // MCP's Streamable HTTP runs on HTTP/1.1 here; clients (the SDKs' fetch) speak it by default.
-      response.writeHead(505, { "content-type": "text/plain" });
-      response.end("use HTTP/1.1 for /mcp\n");
-      return true;
-    }
     this.serve(request, response).catch((error: unknown) => {
       this.options.logger.error({ err: error }, "mcp request failed");
       if (!response.headersSent) reply(response, 500, ErrorCode.InternalError, "internal error");
@@ -94,7 +89,7 @@ export class McpEndpoint {
     await Promise.all([...this.sessions.values()].map((session) => this.end(session)));
   }
 
-  private async serve(request: IncomingMessage, response: ServerResponse): Promise<void> {
+  private async serve(request: Request, response: Response): Promise<void> {
     if (this.closed) return reply(response, 503, ErrorCode.ConnectionClosed, "the server is stopping");
     if (!["POST", "GET", "DELETE"].includes(request.method ?? ""))
       return reply(response, 405, ErrorCode.InvalidRequest, "use POST, GET or DELETE on /mcp");
@@ -110,7 +105,7 @@ export class McpEndpoint {
       if (session === undefined || session.credentials !== credentialsOf(headers))
         return reply(response, 404, -32001, "session not found: initialize a new one");
       session.lastUsedMs = Date.now();
-      return session.transport.handleRequest(request, response, body);
+      return handleOn(session, request, response, body);
     }
     if (!isInitializeRequest(body))
       return reply(
@@ -125,15 +120,17 @@ export class McpEndpoint {
       return reply(response, 401, ErrorCode.InvalidRequest, errorReason(error));
     }
     const session = await this.open(headers);
-    await session.transport.handleRequest(request, response, body);
+    await handleOn(session, request, response, body);
   }
 
   /**
    * Why a request that a web page may have sent is refused (DNS rebinding, cross-site requests), or
    * undefined. Native MCP clients send no Origin; a browser always does.
    */
-  private crossSiteRefusal(request: IncomingMessage): string | undefined {
-    const host = request.headers.host ?? "";
+  private crossSiteRefusal(request: Request): string | undefined {
+    // HTTP/1.1 names the host in Host, HTTP/2 in :authority.
+    const authority = (request.headers as { ":authority"?: string })[":authority"];
+    const host = request.headers.host ?? authority ?? "";
     if (this.options.loopback && !isLoopback(hostnameOf(`http://${host}`)))
       return `Host "${host.slice(0, 100)}" does not name this server, which listens on loopback only (DNS rebinding protection)`;
     const origin = request.headers.origin;
@@ -229,7 +226,7 @@ export class McpEndpoint {
   }
 
   /** The JSON body, or null once an error has been answered (too large, not JSON). */
-  private async readBody(request: IncomingMessage, response: ServerResponse): Promise<unknown> {
+  private async readBody(request: Request, response: Response): Promise<unknown> {
     const limit = this.options.maxBodyBytes;
     const chunks: Buffer[] = [];
     let size = 0;
@@ -282,7 +279,15 @@ function credentialsOf(headers: Headers): string {
 }
 
 /** A JSON-RPC error answered over plain HTTP (no session, or none that may be used). */
-function reply(response: ServerResponse, status: number, code: number, message: string): void {
+/**
+ * Hands a request to its session's transport. The SDK types it for HTTP/1.1, but converts it with
+ * @hono/node-server, which reads HTTP/2 requests alike (test/mcp-endpoint/http2.test.ts).
+ */
+function handleOn(session: Session, request: Request, response: Response, body: unknown): Promise<void> {
+  return session.transport.handleRequest(request as IncomingMessage, response as ServerResponse, body);
+}
+
+function reply(response: Response, status: number, code: number, message: string): void {
   response.writeHead(status, { "content-type": "application/json" });
   response.end(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }));
 }
