@@ -18,7 +18,7 @@ import {
   ListToolsRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "pino";
-import { isLoopback } from "../auth/index.ts";
+import { CLIENT_CERTIFICATE_HEADER, isLoopback } from "../auth/index.ts";
 import type { McpEndpointConfig } from "../config/index.ts";
 import { errorReason } from "../errors.ts";
 import type { JsonObject } from "../json.ts";
@@ -57,6 +57,8 @@ interface Session {
   readonly server: Server;
   /** sha256 of the credentials that opened it: every later request must carry the same. */
   readonly credentials: string;
+  /** The verified client certificate that opened it (mTLS), sent on with its calls; "" = none. */
+  readonly certificate: string;
   lastUsedMs: number;
 }
 
@@ -98,6 +100,9 @@ export class McpEndpoint {
     const body = request.method === "POST" ? await this.readBody(request, response) : undefined;
     if (body === null) return;
     const headers = forwarded(request.headers);
+    // Set by the transport from the TLS connection alone (a client cannot send its own): mTLS.
+    const certificate = request.headers[CLIENT_CERTIFICATE_HEADER];
+    if (typeof certificate === "string") headers.set(CLIENT_CERTIFICATE_HEADER, certificate);
     const id = request.headers["mcp-session-id"];
     if (typeof id === "string") {
       const session = this.sessions.get(id);
@@ -183,6 +188,7 @@ export class McpEndpoint {
       transport,
       server,
       credentials: credentialsOf(headers),
+      certificate: headers.get(CLIENT_CERTIFICATE_HEADER) ?? "",
       lastUsedMs: Date.now(),
     };
     transport.onclose = () => {
@@ -202,7 +208,11 @@ export class McpEndpoint {
       const value = raw?.[name];
       return typeof value === "string" ? value : "";
     };
+    // Only the session's own certificate: the SDK rebuilds a request's headers from what the client
+    // sent, where a certificate header could be forged.
     const headers = forwarded(raw ?? {});
+    const certificate = this.sessions.get(sessionId)?.certificate ?? "";
+    if (certificate !== "") headers.set(CLIENT_CERTIFICATE_HEADER, certificate);
     return {
       caller: {
         tenantId: header("wayfind-tenant"),
@@ -275,6 +285,8 @@ function forwarded(raw: IncomingMessage["headers"]): Headers {
 function credentialsOf(headers: Headers): string {
   return createHash("sha256")
     .update(headers.get("authorization") ?? "")
+    .update("\n")
+    .update(headers.get(CLIENT_CERTIFICATE_HEADER) ?? "")
     .digest("hex");
 }
 
