@@ -15,7 +15,9 @@ import {
   GetPromptRequestSchema,
   isInitializeRequest,
   ListPromptsRequestSchema,
+  ListResourcesRequestSchema,
   ListToolsRequestSchema,
+  ReadResourceRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "pino";
 import { CLIENT_CERTIFICATE_HEADER, isLoopback } from "../auth/index.ts";
@@ -23,7 +25,7 @@ import type { McpEndpointConfig } from "../config/index.ts";
 import { errorReason } from "../errors.ts";
 import type { JsonObject } from "../json.ts";
 import type { CallScope, WayfindClients } from "./meta-tools.ts";
-import { getPrompt, listPrompts } from "./session-prompts.ts";
+import { getPrompt, listPrompts, listResources, readResource } from "./session-skills.ts";
 import { SessionTools } from "./session-tools.ts";
 
 /** Streamable HTTP is served over HTTP/1.1 and HTTP/2 alike (the SDK's transport takes either). */
@@ -156,7 +158,11 @@ export class McpEndpoint {
     const server = new Server(
       { name: "wayfind", version: this.options.version },
       {
-        capabilities: { tools: { listChanged: false }, prompts: { listChanged: false } },
+        capabilities: {
+          tools: { listChanged: false },
+          prompts: { listChanged: false },
+          resources: { listChanged: false, subscribe: false },
+        },
         instructions:
           "Find the tool you need with tool_search, load its schema with tool_get, then call it with tool_call. " +
           "skill_search and skill_get find step-by-step procedures.",
@@ -171,12 +177,18 @@ export class McpEndpoint {
     server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
       tools.call(request.params.name, (request.params.arguments ?? {}) as JsonObject, scope(extra)),
     );
-    // Skills are prompts too (session-prompts.ts).
+    // Skills are prompts and resources too (session-skills.ts).
     server.setRequestHandler(ListPromptsRequestSchema, (request, extra) =>
       listPrompts(this.options.clients, scope(extra), request.params?.cursor),
     );
     server.setRequestHandler(GetPromptRequestSchema, (request, extra) =>
       getPrompt(this.options.clients, scope(extra), request.params.name),
+    );
+    server.setRequestHandler(ListResourcesRequestSchema, (request, extra) =>
+      listResources(this.options.clients, scope(extra), request.params?.cursor),
+    );
+    server.setRequestHandler(ReadResourceRequestSchema, (request, extra) =>
+      readResource(this.options.clients, scope(extra), request.params.uri),
     );
     // Answers as JSON, not a stream of one event: nothing is sent before a call's result.
     const transport = new StreamableHTTPServerTransport({

@@ -199,6 +199,26 @@ describe("prompts", () => {
   });
 });
 
+describe("resources", () => {
+  it("offers the skills as skill:// documents a client can attach, each read as its text", async () => {
+    const client = await connect(acme.secret);
+    const { resources } = await client.listResources();
+    const paginate = resources.find((resource) => resource.name.includes("paginate"));
+    expect(paginate?.uri).toBe(`skill://${paginate?.name}`);
+    expect(paginate?.mimeType).toBe("text/markdown");
+    const read = await client.readResource({ uri: paginate?.uri ?? "" });
+    expect(read.contents[0]).toMatchObject({ uri: paginate?.uri, text: expect.stringContaining("cursor") });
+  });
+
+  it("answers an unknown resource with the specification's not-found error", async () => {
+    const client = await connect(acme.secret);
+    await expect(client.readResource({ uri: "skill://no.such.skill" })).rejects.toMatchObject({
+      code: -32002,
+    });
+    await expect(client.readResource({ uri: "file:///etc/passwd" })).rejects.toMatchObject({ code: -32002 });
+  });
+});
+
 describe("tenants", () => {
   it("hides another tenant's tools from search, tool_get and tool_call, exactly as missing ones", async () => {
     const client = await connect(bravo.secret);
