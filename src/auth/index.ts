@@ -7,4 +7,10 @@ export { PrincipalLimits } from "./limits.ts";
 export { CLIENT_CERTIFICATE_HEADER, clientCertificateHeader } from "./mtls.ts";
 export { METHOD_ROLES } from "./roles.ts";
 export { authMigrations } from "./schema.ts";
-export { isLoopback, unauthenticatedAllowed } from "./unauthenticated.ts";
+export {
+  hostnameOf,
+  isLoopback,
+  reboundHostRefusal,
+  requestHost,
+  unauthenticatedAllowed,
+} from "./unauthenticated.ts";

@@ -20,7 +20,13 @@ import {
   ReadResourceRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "pino";
-import { CLIENT_CERTIFICATE_HEADER, isLoopback } from "../auth/index.ts";
+import {
+  CLIENT_CERTIFICATE_HEADER,
+  hostnameOf,
+  isLoopback,
+  reboundHostRefusal,
+  requestHost,
+} from "../auth/index.ts";
 import type { McpEndpointConfig } from "../config/index.ts";
 import { errorReason } from "../errors.ts";
 import type { JsonObject } from "../json.ts";
@@ -135,17 +141,13 @@ export class McpEndpoint {
    * undefined. Native MCP clients send no Origin; a browser always does.
    */
   private crossSiteRefusal(request: Request): string | undefined {
-    // HTTP/1.1 names the host in Host, HTTP/2 in :authority.
-    const authority = (request.headers as { ":authority"?: string })[":authority"];
-    const host = request.headers.host ?? authority ?? "";
-    if (this.options.loopback && !isLoopback(hostnameOf(`http://${host}`)))
-      return `Host "${host.slice(0, 100)}" does not name this server, which listens on loopback only (DNS rebinding protection)`;
+    const host = requestHost(request.headers);
+    const rebound = this.options.loopback ? reboundHostRefusal(host) : undefined;
+    if (rebound !== undefined) return rebound;
     const origin = request.headers.origin;
     if (origin === undefined) return undefined;
     const originHost = hostnameOf(origin);
-    const allowed = this.options.loopback
-      ? isLoopback(originHost)
-      : originHost === hostnameOf(`http://${host}`);
+    const allowed = this.options.loopback ? isLoopback(originHost) : originHost === hostnameOf(host);
     return allowed ? undefined : `requests to /mcp from the web page at ${origin.slice(0, 100)} are refused`;
   }
 
@@ -275,15 +277,6 @@ export class McpEndpoint {
   }
 }
 
-/** The host name of a URL ("" when it is not one), without IPv6 brackets. */
-function hostnameOf(url: string): string {
-  try {
-    return new URL(url).hostname.replace(/^\[(.*)\]$/, "$1");
-  } catch {
-    return "";
-  }
-}
-
 /** The request headers wayfind reads (FORWARDED_HEADERS), as Fetch headers. */
 function forwarded(raw: IncomingMessage["headers"]): Headers {
   const headers = new Headers();
@@ -302,7 +295,6 @@ function credentialsOf(headers: Headers): string {
     .digest("hex");
 }
 
-/** A JSON-RPC error answered over plain HTTP (no session, or none that may be used). */
 /**
  * Hands a request to its session's transport. The SDK types it for HTTP/1.1, but converts it with
  * @hono/node-server, which reads HTTP/2 requests alike (test/mcp-endpoint/http2.test.ts).
@@ -311,6 +303,7 @@ function handleOn(session: Session, request: Request, response: Response, body: 
   return session.transport.handleRequest(request as IncomingMessage, response as ServerResponse, body);
 }
 
+/** A JSON-RPC error answered over plain HTTP (no session, or none that may be used). */
 function reply(response: Response, status: number, code: number, message: string): void {
   response.writeHead(status, { "content-type": "application/json" });
   response.end(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }));

@@ -1,7 +1,7 @@
 import type * as http from "node:http";
 import type * as http2 from "node:http2";
 import { cors } from "@connectrpc/connect";
-import { isLoopback } from "../auth/index.ts";
+import { reboundHostRefusal, requestHost } from "../auth/index.ts";
 import type { CorsConfig } from "../config/index.ts";
 
 type Request = http.IncomingMessage | http2.Http2ServerRequest;
@@ -44,7 +44,7 @@ export class BrowserAccess {
   handles(request: Request, response: Response): boolean {
     const origin = request.headers.origin;
     if (origin === undefined) return false;
-    const refusal = this.refusal(origin, hostOf(request));
+    const refusal = this.refusal(origin, requestHost(request.headers));
     const preflight = request.method === "OPTIONS";
     if (refusal !== undefined) {
       response.writeHead(403, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" });
@@ -69,8 +69,8 @@ export class BrowserAccess {
   /** Why a page of `origin` may not call a server reached as `host`, or undefined when it may. */
   private refusal(origin: string, host: string): string | undefined {
     const page = originHost(origin);
-    if (this.loopback && !isLoopback(hostnameOf(host)))
-      return `Host "${host.slice(0, 100)}" does not name this server, which listens on loopback only (DNS rebinding protection)`;
+    const rebound = this.loopback ? reboundHostRefusal(host) : undefined;
+    if (rebound !== undefined) return rebound;
     // "null" (sandboxed frames, file: pages) is no origin anyone can allow.
     if (page === undefined)
       return `pages without an origin (${origin.slice(0, 20)}) may not call this server`;
@@ -80,20 +80,8 @@ export class BrowserAccess {
   }
 }
 
-/** The host (and port) the request was sent to: HTTP/1.1 Host, or HTTP/2 :authority. */
-function hostOf(request: Request): string {
-  const headers = request.headers as http.IncomingHttpHeaders & { ":authority"?: string };
-  return headers[":authority"] ?? headers.host ?? "";
-}
-
 /** `host[:port]` of an origin as browsers send it; undefined for "null" and the like. */
 function originHost(origin: string): string | undefined {
   if (!URL.canParse(origin)) return undefined;
   return new URL(origin).host;
-}
-
-/** The host name in `host[:port]` ("" when it is not one), without IPv6 brackets. */
-function hostnameOf(host: string): string {
-  if (!URL.canParse(`http://${host}`)) return "";
-  return new URL(`http://${host}`).hostname.replace(/^\[(.*)\]$/, "$1");
 }
