@@ -1,6 +1,6 @@
 // Bundles the web console (console/) into dist/console/, which the server serves at /console.
 // `npm run build` (and so `npm ci`) runs it; the browser tests run it before they start.
-import { copyFileSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
@@ -26,7 +26,10 @@ export async function buildConsole(outDir = join(root, "dist", "console")) {
     logLevel: "warning",
   });
   copyFileSync(join(root, "console", "index.html"), join(outDir, "index.html"));
-  return gzipSync(readFileSync(join(outDir, "app.js"))).length;
+  // Compressed once here, so the server only reads them (src/server/console-files.ts).
+  for (const name of readdirSync(outDir))
+    writeFileSync(join(outDir, `${name}.gz`), gzipSync(readFileSync(join(outDir, name)), { level: 9 }));
+  return readFileSync(join(outDir, "app.js.gz")).length;
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -3,7 +3,6 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import type * as http from "node:http";
 import type * as http2 from "node:http2";
 import { extname, join } from "node:path";
-import { gzipSync } from "node:zlib";
 
 type Request = http.IncomingMessage | http2.Http2ServerRequest;
 type Response = http.ServerResponse | http2.Http2ServerResponse;
@@ -29,15 +28,16 @@ const SECURITY_HEADERS = {
 
 interface ConsoleFile {
   readonly body: Buffer;
-  readonly gzipped: Buffer;
+  /** Compressed by the build (`<name>.gz`); undefined = sent as it is. */
+  readonly gzipped: Buffer | undefined;
   readonly contentType: string;
   readonly etag: string;
 }
 
 /**
- * The web console's files (console/, bundled to dist/console by `npm run build`), served at
- * `GET /console` from memory: read once at start, so a request names an entry of a fixed map and
- * never a path on disk. Without a build, /console says how to make one.
+ * The web console's files (console/, bundled and compressed to dist/console by `npm run build`),
+ * served at `GET /console` from memory: read once at start, so a request names an entry of a fixed
+ * map and never a path on disk. Without a build, /console says how to make one.
  */
 export class ConsoleFiles {
   private readonly files: ReadonlyMap<string, ConsoleFile>;
@@ -50,7 +50,9 @@ export class ConsoleFiles {
         if (contentType === undefined) continue;
         const body = readFileSync(join(directory, name));
         const etag = `"${createHash("sha256").update(body).digest("base64url").slice(0, 22)}"`;
-        files.set(name, { body, gzipped: gzipSync(body), contentType, etag });
+        const compressed = join(directory, `${name}.gz`);
+        const gzipped = existsSync(compressed) ? readFileSync(compressed) : undefined;
+        files.set(name, { body, gzipped, contentType, etag });
       }
     this.files = files;
   }
@@ -92,11 +94,13 @@ export class ConsoleFiles {
       response.end();
       return;
     }
-    const gzip = /\bgzip\b/.test(String(request.headers["accept-encoding"] ?? ""));
-    const body = gzip ? file.gzipped : file.body;
+    const gzipped = /\bgzip\b/.test(String(request.headers["accept-encoding"] ?? ""))
+      ? file.gzipped
+      : undefined;
+    const body = gzipped ?? file.body;
     response.writeHead(200, {
       ...headers,
-      ...(gzip ? { "content-encoding": "gzip" } : {}),
+      ...(gzipped ? { "content-encoding": "gzip" } : {}),
       "content-length": String(body.length),
     });
     if (request.method === "HEAD") response.end();
