@@ -78,3 +78,34 @@ export function useResumingStream(
   }, [running, ...deps]);
   return state;
 }
+
+/** Every item of a paged listing, page after page, until its last page or `max` items. */
+export async function everyPage<T>(
+  page: (pageToken: string) => Promise<{ readonly items: readonly T[]; readonly nextPageToken: string }>,
+  max: number,
+): Promise<T[]> {
+  const items: T[] = [];
+  let pageToken = "";
+  do {
+    const answer = await page(pageToken);
+    items.push(...answer.items);
+    pageToken = answer.nextPageToken;
+  } while (pageToken && items.length < max);
+  return items;
+}
+
+/**
+ * `draw`, run at most once per `ms` however often the returned function is called: a stream's
+ * events arrive one by one, the page redraws them in batches.
+ */
+export function batched(draw: () => void, ms: number): () => void {
+  let scheduled = false;
+  return () => {
+    if (scheduled) return;
+    scheduled = true;
+    setTimeout(() => {
+      scheduled = false;
+      draw();
+    }, ms);
+  };
+}

@@ -6,7 +6,7 @@ import {
 } from "../../../gen/ts/wayfind/v1/tools_pb.ts";
 import { callerAs } from "../api.ts";
 import { count, enumLabel } from "../format.ts";
-import { useCall } from "../hooks.ts";
+import { everyPage, useCall } from "../hooks.ts";
 import type { PageProps } from "../page.ts";
 import { Problem } from "../parts/problem.tsx";
 
@@ -19,19 +19,14 @@ export function CatalogPage({ session, tenant }: PageProps) {
   const { api } = session;
   const caller = callerAs(tenant);
   const listing = useCall(
-    async (signal) => {
-      const tools: ToolSummary[] = [];
-      let pageToken = "";
-      do {
-        const page = await api.tools.listTools(
-          { caller, pageSize: 500, pageToken, showAllTools: true },
-          { signal },
-        );
-        tools.push(...page.tools);
-        pageToken = page.nextPageToken;
-      } while (pageToken && tools.length < MAX_LISTED);
-      return tools;
-    },
+    (signal) =>
+      everyPage(
+        (pageToken) =>
+          api.tools
+            .listTools({ caller, pageSize: 500, pageToken, showAllTools: true }, { signal })
+            .then((page) => ({ items: page.tools, nextPageToken: page.nextPageToken })),
+        MAX_LISTED,
+      ),
     [tenant],
   );
   const [filter, setFilter] = useState("");

@@ -9,7 +9,7 @@ import {
 } from "../../../gen/ts/wayfind/v1/events_pb.ts";
 import { type Api, callerAs } from "../api.ts";
 import { clock, count } from "../format.ts";
-import { useResumingStream } from "../hooks.ts";
+import { batched, useResumingStream } from "../hooks.ts";
 import type { PageProps } from "../page.ts";
 import { Problem } from "../parts/problem.tsx";
 import { VirtualList } from "../parts/virtual-list.tsx";
@@ -50,23 +50,18 @@ export function EventsPage({ session, tenant }: PageProps) {
       };
       // One redraw per REDRAW_MS, however many events arrived meanwhile: a list changing faster is
       // unreadable anyway, and the time between redraws keeps scrolling smooth at any event rate.
-      let scheduled = false;
-      const draw = () => {
-        scheduled = false;
+      const draw = batched(() => {
         const arrived = batch.current.reverse();
         batch.current = [];
         setReceived((n) => n + arrived.length);
         setEvents((shown) => [...arrived, ...shown].slice(0, KEPT));
-      };
+      }, REDRAW_MS);
       for await (const message of watch(session.api, stream, { caller: callerAs(tenant), filter }, signal)) {
         live();
         if (message.case !== "event") continue;
         cursor.value = message.value.id;
         batch.current.push(message.value);
-        if (!scheduled) {
-          scheduled = true;
-          setTimeout(draw, REDRAW_MS);
-        }
+        draw();
       }
     },
     [stream, types.join(","), tool, tenant],

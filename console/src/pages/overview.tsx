@@ -4,9 +4,10 @@ import { EventType } from "../../../gen/ts/wayfind/v1/events_pb.ts";
 import { ToolSourceKind } from "../../../gen/ts/wayfind/v1/tools_pb.ts";
 import { callerAs } from "../api.ts";
 import { count, percent, usd, utcDayStart } from "../format.ts";
-import { useCall, useResumingStream } from "../hooks.ts";
+import { batched, useCall, useResumingStream } from "../hooks.ts";
 import type { PageProps } from "../page.ts";
 import { Chart } from "../parts/chart.tsx";
+import { Figure } from "../parts/figure.tsx";
 import { Problem } from "../parts/problem.tsx";
 
 const MINUTES = 60;
@@ -71,22 +72,17 @@ export function OverviewPage({ session, tenant }: PageProps) {
         tenantId: tenant,
       };
       // Drawn at most every 250 ms: a replay of many events is one redraw, not thousands.
-      let scheduled = false;
-      const draw = () => {
-        scheduled = false;
+      const draw = batched(() => {
         counts.current = activityNow(counts.current);
         setActivity(activityNow(counts.current));
-      };
+      }, 250);
       for await (const message of api.tools.watchToolEvents({ caller, filter }, { signal })) {
         live();
         if (message.message.case !== "event") continue;
         const event = message.message.value;
         cursor.value = event.id;
         record(counts.current, event.time ? timestampDate(event.time).getTime() : Date.now(), event.payload);
-        if (!scheduled) {
-          scheduled = true;
-          setTimeout(draw, 250);
-        }
+        draw();
       }
     },
     [tenant],
@@ -206,24 +202,4 @@ function sourceKind(kind: ToolSourceKind): string {
     default:
       return "unknown";
   }
-}
-
-function Figure({
-  label,
-  value,
-  text,
-}: {
-  label: string;
-  value?: number | undefined;
-  text?: string | undefined;
-}) {
-  const shown = text ?? (value === undefined ? undefined : count(value));
-  return (
-    <div class="card">
-      <div class="card-label">{label}</div>
-      <div class="card-value" data-figure={label}>
-        {shown ?? "…"}
-      </div>
-    </div>
-  );
 }

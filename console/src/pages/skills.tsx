@@ -1,26 +1,26 @@
 import { useState } from "preact/hooks";
-import type { GetRelevantSkillsResponse } from "../../../gen/ts/wayfind/v1/skills_pb.ts";
-import { type SkillSummary, TaskTypeSchema } from "../../../gen/ts/wayfind/v1/skills_pb.ts";
+import { type GetRelevantSkillsResponse, TaskTypeSchema } from "../../../gen/ts/wayfind/v1/skills_pb.ts";
 import { callerAs, problemOf } from "../api.ts";
 import { count, enumLabel } from "../format.ts";
-import { useCall } from "../hooks.ts";
+import { everyPage, useCall } from "../hooks.ts";
 import type { PageProps } from "../page.ts";
 import { Problem } from "../parts/problem.tsx";
+
+/** Listings past this many skills are cut. */
+const MAX_LISTED = 5_000;
 
 /** The skills the tenant sees, and what GetRelevantSkills would inject for a task within a budget. */
 export function SkillsPage({ session, tenant }: PageProps) {
   const caller = callerAs(tenant);
   const listing = useCall(
-    async (signal) => {
-      const skills: SkillSummary[] = [];
-      let pageToken = "";
-      do {
-        const page = await session.api.skills.listSkills({ caller, pageSize: 100, pageToken }, { signal });
-        skills.push(...page.skills);
-        pageToken = page.nextPageToken;
-      } while (pageToken && skills.length < 5_000);
-      return skills;
-    },
+    (signal) =>
+      everyPage(
+        (pageToken) =>
+          session.api.skills
+            .listSkills({ caller, pageSize: 100, pageToken }, { signal })
+            .then((page) => ({ items: page.skills, nextPageToken: page.nextPageToken })),
+        MAX_LISTED,
+      ),
     [tenant],
   );
   const [task, setTask] = useState("");

@@ -6,6 +6,7 @@ import { count, percent, usd, utcDayStart } from "../format.ts";
 import { useCall } from "../hooks.ts";
 import type { PageProps } from "../page.ts";
 import { Chart } from "../parts/chart.tsx";
+import { Figure } from "../parts/figure.tsx";
 import { Problem } from "../parts/problem.tsx";
 
 const RANGES = [
@@ -57,24 +58,10 @@ export function UsagePage({ session, tenant }: PageProps) {
       </div>
       {totals ? (
         <section class="cards" aria-label="Totals">
-          <div class="card">
-            <div class="card-label">Cost</div>
-            <div class="card-value" data-figure="Cost">
-              {usd(totals.totalCostUsd)}
-            </div>
-          </div>
-          <div class="card">
-            <div class="card-label">Saved by the prompt cache</div>
-            <div class="card-value">{usd(totals.savingsUsd)}</div>
-          </div>
-          <div class="card">
-            <div class="card-label">Cache hit rate</div>
-            <div class="card-value">{percent(totals.cacheHitRate)}</div>
-          </div>
-          <div class="card">
-            <div class="card-label">Model calls</div>
-            <div class="card-value">{count(totals.calls)}</div>
-          </div>
+          <Figure label="Cost" text={usd(totals.totalCostUsd)} />
+          <Figure label="Saved by the prompt cache" text={usd(totals.savingsUsd)} />
+          <Figure label="Cache hit rate" text={percent(totals.cacheHitRate)} />
+          <Figure label="Model calls" text={count(totals.calls)} />
         </section>
       ) : null}
       <section class="charts">
