@@ -138,24 +138,25 @@ export class ChangeLog {
 
   /**
    * Appends `changes` in one transaction and returns their seqs. `within` runs first in the same
-   * transaction: the writes and global checks (unique keys) the changes report, so a change is in the
-   * log exactly when its state is committed. Appends take a transaction-scoped advisory lock just
+   * transaction: writes to shared tables, returning the changes that report them (appended after
+   * `changes`), so a change is in the log exactly when its state is committed. Appends take a transaction-scoped advisory lock just
    * before numbering: a sequence numbers rows at insert, not at commit, so a reader could see seq 12
    * before 11 commits and skip 11; under the lock seq order is commit order.
    */
   async append(
     changes: readonly NewChange[],
-    within?: (client: pg.PoolClient) => Promise<void>,
+    within?: (client: pg.PoolClient) => Promise<readonly NewChange[]>,
   ): Promise<number[]> {
-    if (changes.length === 0) return [];
+    if (changes.length === 0 && within === undefined) return [];
     const client = await this.pool.connect();
     try {
       return await inTransaction(client, async () => {
-        await within?.(client);
+        const all = [...changes, ...((await within?.(client)) ?? [])];
+        if (all.length === 0) return [];
         await client.query("SELECT pg_advisory_xact_lock($1)", [APPEND_LOCK]);
         // One parameter per value, not arrays: the driver escapes each array element in JavaScript,
         // which for a registration of thousands of tools held the event loop for a quarter second.
-        const values = changes.map(
+        const values = all.map(
           (_, i) => `(${i + 1}, $${4 * i + 1}, $${4 * i + 2}, $${4 * i + 3}::jsonb, $${4 * i + 4})`,
         );
         const { rows } = await client.query<{ seq: string }>(
@@ -166,7 +167,7 @@ export class ChangeLog {
              c.origin, clock_timestamp()
            FROM (VALUES ${values.join(", ")}) AS c(ord, kind, tenant_id, payload, origin)
            RETURNING seq`,
-          changes.flatMap((c) => [c.kind, c.tenantId, jsonForPostgres(c.payload), c.origin ?? ""]),
+          all.flatMap((c) => [c.kind, c.tenantId, jsonForPostgres(c.payload), c.origin ?? ""]),
         );
         const seqs = rows.map((row) => Number(row.seq)).sort((a, b) => a - b);
         await client.query("SELECT pg_notify($1, $2)", [CHANGES_CHANNEL, String(seqs.at(-1))]);

@@ -2,7 +2,7 @@ import type { Db } from "../database/sqlite.ts";
 import { afterCommit, inWriteTransaction } from "../database/transaction.ts";
 import type { EventLog, EventSink, NewEvent } from "../events/index.ts";
 import type { Replica } from "./replica.ts";
-import type { ReplicatedWrite } from "./writes.ts";
+import { EVENTS_KIND, type ReplicatedWrite } from "./writes.ts";
 
 type EventsPayload = { readonly events: readonly NewEvent[] };
 
@@ -32,7 +32,7 @@ export class ReplicatedEvents implements EventSink {
     this.replica = replica;
     this.onError = onError;
     this.write = {
-      kind: "events/report",
+      kind: EVENTS_KIND,
       // Applied by a replica's follower, so `applying` is this change: its time, and who reported it.
       apply: (payload) => {
         const applying = replica.applying;

@@ -2,12 +2,26 @@ import { hostname } from "node:os";
 import pg from "pg";
 import type { Db } from "../database/sqlite.ts";
 import { errorReason, WayfindError } from "../errors.ts";
-import { type Change, ChangeLog, type NewChange } from "./change-log.ts";
+import {
+  type Change,
+  ChangeLog,
+  inTransaction,
+  migratePostgres,
+  type NewChange,
+  type PostgresMigration,
+} from "./change-log.ts";
 import { type CompactionReport, type CompactionSettings, startCompaction } from "./compaction.ts";
 import { type ApplyOutcome, CopyBehindLog, Follower, follow, readAppliedSeq } from "./follower.ts";
 import { type HeldLease, holdLease, type LeaseOptions } from "./lease.ts";
 import { type PrepareCopyOptions, prepareCopy, SnapshotStore } from "./snapshots.ts";
-import type { ApplyContext, ReplicatedWrite, StateWriter } from "./writes.ts";
+import {
+  type ApplyContext,
+  EVENTS_KIND,
+  type ReplicatedWrite,
+  type SharedDatabase,
+  type SharedWrite,
+  type StateWriter,
+} from "./writes.ts";
 
 /** The shared PostgreSQL a replica writes and follows (the `storage.postgres` settings). */
 export interface PostgresConfig {
@@ -52,10 +66,22 @@ const CONNECT_TIMEOUT_MS = 2_000;
 /** Changes appended in one transaction at most (the log's lock is taken once per append). */
 const MAX_CHANGES_PER_APPEND = 500;
 
-interface QueuedWrite {
-  readonly change: NewChange;
+interface Queued {
+  readonly origin: string;
   readonly settle: (outcome: ApplyOutcome) => void;
 }
+/** A change for every replica to apply. */
+interface QueuedChange extends Queued {
+  readonly change: NewChange;
+}
+/** A write of the shared database's own tables (SharedWrite). */
+interface QueuedShared extends Queued {
+  readonly shared: SharedWrite<unknown, unknown>;
+  readonly payload: unknown;
+  readonly tenantId: string;
+}
+/** A write waiting for the next append. */
+type QueuedWrite = QueuedChange | QueuedShared;
 
 /**
  * One replica of a fleet sharing a PostgreSQL database (docs/replicas.md): its writes go to the
@@ -63,7 +89,7 @@ interface QueuedWrite {
  * same changes in the same order. Writes made while an append is in flight wait and go together in
  * the next one (group commit): the log takes ~1,400 appends/s, each may carry hundreds of changes.
  */
-export class Replica implements StateWriter {
+export class Replica implements StateWriter, SharedDatabase {
   private readonly options: ReplicaOptions;
   private readonly pool: pg.Pool;
   private readonly log: ChangeLog;
@@ -214,6 +240,45 @@ export class Replica implements StateWriter {
   }
 
   write<P, R>(write: ReplicatedWrite<P, R>, payload: P, tenantId = ""): Promise<R> {
+    return this.enqueue<R>((origin, settle) => ({
+      origin,
+      settle,
+      change: { kind: write.kind, tenantId, payload: payload as never, origin },
+    }));
+  }
+
+  writeShared<P, R>(write: SharedWrite<P, R>, payload: P, tenantId: string): Promise<R> {
+    return this.enqueue<R>((origin, settle) => ({
+      origin,
+      settle,
+      shared: write as SharedWrite<unknown, unknown>,
+      payload,
+      tenantId,
+    }));
+  }
+
+  async migrate(migrations: readonly PostgresMigration[]): Promise<void> {
+    await migratePostgres(this.pool, migrations);
+  }
+
+  async query<Row>(sql: string, params: readonly unknown[]): Promise<Row[]> {
+    try {
+      return (await this.pool.query(sql, params as unknown[])).rows as Row[];
+    } catch (error) {
+      throw unavailable(`the shared database did not answer (${errorReason(error)})`);
+    }
+  }
+
+  async transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      return await inTransaction(client, () => work(client));
+    } finally {
+      client.release();
+    }
+  }
+
+  private enqueue<R>(queued: (origin: string, settle: Queued["settle"]) => QueuedWrite): Promise<R> {
     if (this.closed) return Promise.reject(unavailable("this replica is stopping"));
     // Its own write would be committed for the others but never applied here: refused before it is sent.
     if (this.behindLog) return Promise.reject(unavailable(this.behindLog.message));
@@ -223,7 +288,7 @@ export class Replica implements StateWriter {
         if (outcome.ok) resolve(outcome.value as R);
         else reject(outcome.error);
       };
-      this.queue.push({ change: { kind: write.kind, tenantId, payload: payload as never, origin }, settle });
+      this.queue.push(queued(origin, settle));
       this.appendQueued();
     });
   }
@@ -280,11 +345,13 @@ export class Replica implements StateWriter {
     this.appending = (async () => {
       while (this.queue.length > 0) {
         const batch = this.queue.splice(0, MAX_CHANGES_PER_APPEND);
-        for (const queued of batch) {
-          if (queued.change.origin) this.waiting.set(queued.change.origin, queued.settle);
-        }
+        for (const queued of batch) this.waiting.set(queued.origin, queued.settle);
+        const answeredAtCommit: (() => void)[] = [];
         try {
-          await this.log.append(batch.map((queued) => queued.change));
+          await this.log.append(
+            batch.flatMap((queued) => ("change" in queued ? [queued.change] : [])),
+            (client) => this.writeSharedBatch(client, batch, answeredAtCommit),
+          );
         } catch (error) {
           this.setReachable(false);
           this.failAll(
@@ -293,6 +360,7 @@ export class Replica implements StateWriter {
           );
           continue;
         }
+        for (const answer of answeredAtCommit) answer();
         try {
           // Applies this batch here (and whatever came before it): its writers are answered from the copy.
           await follower.catchUp();
@@ -311,9 +379,56 @@ export class Replica implements StateWriter {
     });
   }
 
+  /**
+   * Inside the append's transaction: runs the batch's shared writes, each kind once for all its
+   * payloads, and returns the changes carrying the events they report. A write that reported events
+   * is answered when they are applied here; one that did not, as soon as the transaction commits.
+   */
+  private async writeSharedBatch(
+    client: pg.PoolClient,
+    batch: readonly QueuedWrite[],
+    answeredAtCommit: (() => void)[],
+  ): Promise<NewChange[]> {
+    const byWrite = new Map<SharedWrite<unknown, unknown>, QueuedShared[]>();
+    for (const queued of batch) {
+      if (!("shared" in queued)) continue;
+      const group = byWrite.get(queued.shared) ?? [];
+      group.push(queued);
+      byWrite.set(queued.shared, group);
+    }
+    const changes: NewChange[] = [];
+    for (const [write, group] of byWrite) {
+      const outcomes = await write.writeBatch(
+        client,
+        group.map((queued) => queued.payload),
+      );
+      group.forEach((queued, i) => {
+        const outcome = outcomes[i];
+        if (outcome === undefined) throw new Error("a shared write returned fewer outcomes than payloads");
+        const { origin } = queued;
+        if (outcome.ok && outcome.events.length > 0) {
+          const { value } = outcome;
+          changes.push({
+            kind: EVENTS_KIND,
+            tenantId: queued.tenantId,
+            payload: { events: outcome.events } as never,
+            origin,
+          });
+          this.waiting.set(origin, () => queued.settle({ ok: true, value }));
+          return;
+        }
+        answeredAtCommit.push(() => {
+          if (!this.waiting.delete(origin)) return;
+          queued.settle(outcome.ok ? { ok: true, value: outcome.value } : outcome);
+        });
+      });
+    }
+    return changes;
+  }
+
   private failAll(batch: readonly QueuedWrite[], error: WayfindError): void {
     for (const queued of batch) {
-      const origin = queued.change.origin ?? "";
+      const { origin } = queued;
       if (!this.waiting.has(origin)) continue;
       this.waiting.delete(origin);
       queued.settle({ ok: false, error });

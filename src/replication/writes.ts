@@ -1,5 +1,9 @@
+import type pg from "pg";
 import type { Db } from "../database/sqlite.ts";
 import { writeTransaction } from "../database/transaction.ts";
+import type { WayfindError } from "../errors.ts";
+import type { NewEvent } from "../events/index.ts";
+import type { PostgresMigration } from "./change-log.ts";
 
 /** What a change is applied with besides its payload: the same on every replica. */
 export interface ApplyContext {
@@ -48,4 +52,40 @@ export class LocalWriter implements StateWriter {
   async fence(): Promise<boolean> {
     return true;
   }
+}
+
+/** The change kind that carries events into every replica's event log (src/replication/events.ts). */
+export const EVENTS_KIND = "events/report";
+
+/**
+ * A write to tables of the shared PostgreSQL database itself, which replicas do not copy (the usage
+ * ledger, docs/replicas.md). It runs in the transaction that appends to the change log, so the events
+ * it reports are in the log exactly when its rows are committed, and every replica stores them.
+ */
+export interface SharedWrite<P, R> {
+  /**
+   * Writes every payload queued together, in order, inside the append's transaction (before the log's
+   * lock); returns each one's outcome. A refusal (a WayfindError) is that payload's answer; anything
+   * thrown fails the whole batch, rolled back, as unavailable.
+   */
+  writeBatch(client: pg.PoolClient, payloads: readonly P[]): Promise<SharedOutcome<R>[]>;
+}
+
+export type SharedOutcome<R> =
+  | { readonly ok: true; readonly value: R; readonly events: readonly NewEvent[] }
+  | { readonly ok: false; readonly error: WayfindError };
+
+/** What a replica offers state kept only in the shared database (see SharedWrite). */
+export interface SharedDatabase {
+  /** Applies the migrations not applied yet (one at a time across the fleet). */
+  migrate(migrations: readonly PostgresMigration[]): Promise<void>;
+  /**
+   * Writes `payload` with others queued meanwhile (group commit); resolves with its value once the
+   * events it reported are applied on this replica, so a watcher here has seen them.
+   */
+  writeShared<P, R>(write: SharedWrite<P, R>, payload: P, tenantId: string): Promise<R>;
+  /** One statement ($1… parameters); the database away is an unavailable error. */
+  query<Row>(sql: string, params: readonly unknown[]): Promise<Row[]>;
+  /** `work` in one transaction on one connection. */
+  transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T>;
 }

@@ -263,7 +263,7 @@ function buildRoutes(
           domain.learning,
         ),
       ),
-      ...serviceRoutes(UsageService, usageService(usage, domain.writer, events)),
+      ...serviceRoutes(UsageService, usageService(usage, events)),
       ...serviceRoutes(KeyService, keyService(new KeyAdmin(keys))),
     ],
     logger,

@@ -19,7 +19,16 @@ import { McpSources } from "../sources/mcp-sources.ts";
 import { loadConfiguredSkillPacks } from "../sources/skill-packs.ts";
 import { ToolSourceRegistry } from "../sources/status.ts";
 import { ToolService } from "../tools/service.ts";
-import { PricingTable, startUsageRetention, UsageLedger } from "../usage/index.ts";
+import {
+  localUsageBook,
+  maintainPartitions,
+  PostgresLedger,
+  PricingTable,
+  startPartitionMaintenance,
+  startUsageRetention,
+  type UsageBook,
+  UsageLedger,
+} from "../usage/index.ts";
 import type { ConnectionCounts } from "./connections.ts";
 import type { EventExport } from "./event-export.ts";
 import type { HealthStatus } from "./health.ts";
@@ -32,7 +41,8 @@ export interface Domain {
   readonly writer: StateWriter;
   readonly index: IndexHost;
   readonly skills: SkillLibrary;
-  readonly usage: UsageLedger;
+  /** The usage ledger: in the shared PostgreSQL for replicas, else this server's SQLite. */
+  readonly usage: UsageBook;
   readonly tools: ToolService;
   readonly learning: Learning;
   readonly sources: ToolSourceRegistry;
@@ -108,10 +118,13 @@ export async function buildDomain(
   const eventSink: EventSink = replicatedEvents ?? events;
   const writer: StateWriter = replica ?? new LocalWriter(db);
 
+  const pricing = PricingTable.withDefaults(config.pricing);
+  // Replicas keep the ledger in the shared database; this one applies usage changes an older fleet
+  // version left in the log (and is the ledger itself without PostgreSQL).
   const usage = new UsageLedger({
     db,
     events: eventSink,
-    pricing: PricingTable.withDefaults(config.pricing),
+    pricing,
     retentionDays: config.usage.retentionDays,
     // Replicas count retention on the log's clock, so a key is forgotten at the same change everywhere.
     ...(replica ? { retentionClock: () => replica.appliedAtMs } : {}),
@@ -168,7 +181,9 @@ export async function buildDomain(
     ],
     onSkillsChanged: () => semanticSkills?.skillsChanged(() => skills.embeddingTexts()),
   });
+  let stopPartitionMaintenance: (() => void) | undefined;
   const closeAllButMcp = async () => {
+    stopPartitionMaintenance?.();
     replicatedEvents?.flush();
     await replica?.close();
     const ended = [semantic?.close(), semanticSkills?.close()];
@@ -177,6 +192,21 @@ export async function buildDomain(
     stopUsageRetention();
     events.close();
   };
+  const openUsageBook = async (): Promise<UsageBook> => {
+    if (replica === undefined) return localUsageBook(usage, writer);
+    const { retentionDays } = config.usage;
+    const ledger = await PostgresLedger.open({ shared: replica, pricing, retentionDays });
+    // Today's partition exists before the first record; later days are made ready ahead of time.
+    await maintainPartitions(replica, retentionDays);
+    stopPartitionMaintenance = startPartitionMaintenance(replica, retentionDays, {
+      onReport: (report) => {
+        if (report.created + report.dropped > 0) logger.info(report, "usage ledger partitions maintained");
+      },
+      onError: (error) => logger.warn({ err: error }, "usage ledger partition maintenance failed"),
+    });
+    return ledger;
+  };
+  let usageBook: UsageBook;
   try {
     // Before anything writes: the copy catches up with the log, then follows it.
     await replica?.follow([
@@ -189,6 +219,7 @@ export async function buildDomain(
     ]);
     await syncCatalogFiles(registry, config.catalogs, logger);
     await loadConfiguredSkillPacks(skills, config.skillPacks, logger, options.onSkillPackProgress);
+    usageBook = await openUsageBook();
   } catch (error) {
     await closeAllButMcp();
     throw error;
@@ -242,7 +273,7 @@ export async function buildDomain(
     writer,
     index,
     skills,
-    usage,
+    usage: usageBook,
     tools,
     learning,
     sources,

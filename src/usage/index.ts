@@ -1,4 +1,4 @@
-export { UsageLedger } from "./ledger.ts";
+export { localUsageBook, type UsageBook, UsageLedger } from "./ledger.ts";
 export {
   fromAnthropicUsage,
   fromBedrockUsage,
@@ -7,6 +7,8 @@ export {
   type Provider,
   rateLimitInputTokens,
 } from "./model.ts";
+export { maintainPartitions, startPartitionMaintenance } from "./partitions.ts";
+export { PostgresLedger } from "./postgres-ledger.ts";
 export { PricingTable } from "./pricing.ts";
 export { startUsageRetention } from "./retention.ts";
 export { usageMigrations } from "./schema.ts";

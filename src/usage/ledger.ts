@@ -3,9 +3,9 @@ import type { Caller } from "../caller/caller.ts";
 import type { Db } from "../database/sqlite.ts";
 import { writeTransaction } from "../database/transaction.ts";
 import { type FieldViolation, invalidArgument, WayfindError } from "../errors.ts";
-import type { EventSink } from "../events/event.ts";
+import type { EventSink, NewEvent } from "../events/event.ts";
 import { LIMITS } from "../limits.ts";
-import type { ReplicatedWrite } from "../replication/writes.ts";
+import type { ReplicatedWrite, StateWriter } from "../replication/writes.ts";
 import { inSpan } from "../telemetry.ts";
 import {
   AGGREGATES_BY_PERIOD,
@@ -24,19 +24,14 @@ import {
 } from "./model.ts";
 import { PricingTable } from "./pricing.ts";
 import {
-  AGGREGATES,
-  GROUP_COLUMNS,
-  type Narrowing,
-  summaryPlan,
-  type TimeWindow,
+  checkRecordsScanned,
+  recordsToCount,
+  SQLITE_SUMMARIES,
+  summaryOf,
+  summaryQueries,
   type TotalsRow,
-  toTotals,
-  type UsageGroup,
   type UsageSummary,
   type UsageSummaryFilter,
-  validateFilter,
-  validateGroupBy,
-  whereOf,
 } from "./summary.ts";
 
 export interface RecordUsageInput {
@@ -112,7 +107,8 @@ const USAGE_FIELDS = [
   ["cacheCreation1hInputTokens", "cache_creation_1h_input_tokens"],
 ] as const;
 
-interface RecordRow {
+/** What a stored record tells a retry of its key (duplicateResult). */
+export interface RecordRow {
   id: number;
   recorded_at_ms: number;
   request_json: string;
@@ -120,6 +116,24 @@ interface RecordRow {
   uncached_cost_usd: number | null;
   unknown_cost_reason: string | null;
   occurred_at_ms: number;
+}
+
+/**
+ * What the usage service records and summarises through: the SQLite ledger (localUsageBook), or the
+ * ledger on the shared PostgreSQL when replicas share one (PostgresLedger).
+ */
+export interface UsageBook {
+  record(caller: Caller, input: RecordUsageInput): Promise<RecordUsageResult>;
+  summary(caller: Caller, filter: UsageSummaryFilter): Promise<UsageSummary>;
+}
+
+/** The SQLite ledger, written through `writer` (one server's file, or the replicas' change log of an older fleet). */
+export function localUsageBook(ledger: UsageLedger, writer: StateWriter): UsageBook {
+  return {
+    record: (caller, input) =>
+      writer.write(ledger.recordWrite, ledger.prepareRecord(caller, input), caller.tenantId),
+    summary: async (caller, filter) => ledger.getUsageSummary(caller, filter),
+  };
 }
 
 /**
@@ -189,37 +203,9 @@ export class UsageLedger {
     return writeTransaction(this.db, () => this.recordWrite.apply(record, { atMs }));
   }
 
-  /**
-   * Validates a model call and computes its cost: everything recording it needs, as plain JSON, so
-   * every replica records it alike (prices may differ between replicas' configs; the cost is fixed here).
-   */
+  /** See prepareUsageRecord. */
   prepareRecord(caller: Caller, input: RecordUsageInput, nowMs = this.now()): UsageRecordChange {
-    const usage = validateRecordInput(input, nowMs);
-    const cost = this.pricing.cost(input.provider, input.model, usage);
-    return {
-      tenantId: caller.tenantId,
-      projectId: caller.projectId,
-      userId: caller.userId,
-      sessionId: caller.sessionId,
-      runId: caller.runId,
-      provider: input.provider,
-      model: input.model,
-      idempotencyKey: input.idempotencyKey,
-      request: canonicalRequest(caller, input, usage),
-      occurredAtMs: input.occurredAt ? input.occurredAt.getTime() : null,
-      // The token columns, in the same order in usage_records and the aggregates.
-      tokenCounts: [
-        usage.inputTokens,
-        usage.outputTokens,
-        usage.cacheReadInputTokens,
-        usage.cacheCreationInputTokens,
-        usage.cacheCreation1hInputTokens ?? 0,
-        rateLimitInputTokens(input.provider, usage),
-      ],
-      costUsd: cost.costUsd,
-      uncachedCostUsd: cost.uncachedCostUsd,
-      unknownCostReason: cost.unknownReason ?? null,
-    };
+    return prepareUsageRecord(caller, input, this.pricing, nowMs);
   }
 
   /** Stores a prepared record, unless its key is already recorded (see recordUsage). */
@@ -269,25 +255,8 @@ export class UsageLedger {
     for (const { periodMs, add } of this.addToAggregates) {
       add.run(record.tenantId, floorTo(occurredAtMs, periodMs), ...sums);
     }
-    const [inputTokens, outputTokens, cacheReadInputTokens, cacheCreationInputTokens] = tokenCounts;
     // In the record's transaction: a crash keeps both or neither.
-    this.events.emit({
-      type: "usage_recorded",
-      tenantId: record.tenantId,
-      sessionId: record.sessionId,
-      runId: record.runId,
-      attributes: {
-        record_id: recordId,
-        provider: record.provider,
-        model: record.model,
-        input_tokens: inputTokens,
-        output_tokens: outputTokens,
-        cache_read_input_tokens: cacheReadInputTokens,
-        cache_creation_input_tokens: cacheCreationInputTokens,
-        cost_known: costUsd !== null,
-        ...(costUsd !== null ? { cost_usd: costUsd } : {}),
-      },
-    });
+    this.events.emit(usageRecordedEvent(record, recordId));
     return {
       recordId,
       costUsd,
@@ -298,70 +267,17 @@ export class UsageLedger {
     };
   }
 
-  /**
-   * Totals (and optional groups) over the caller's tenant, narrowed by the filter. Whole UTC days come
-   * from usage_daily, whole hours and minutes from usage_hourly and usage_minutely, so the cost does
-   * not grow with the window; see summaryPlan for what reads records.
-   */
+  /** Totals (and optional groups) over the caller's tenant, narrowed by the filter (see summaryQueries). */
   getUsageSummary(caller: Caller, filter: UsageSummaryFilter = {}): UsageSummary {
-    const narrowing = validateFilter(caller, filter);
-    const groupBy = validateGroupBy(filter.groupBy ?? []);
-    const needsRecords =
-      filter.sessionId !== undefined ||
-      filter.runId !== undefined ||
-      groupBy.includes("session") ||
-      groupBy.includes("run");
-    const { sources, recordWindows } = summaryPlan(narrowing, needsRecords);
-    this.checkRecordsToScan(narrowing, recordWindows, needsRecords);
-    const source = `(${sources.map((part) => part.sql).join(" UNION ALL ")})`;
-    const params = sources.flatMap((part) => part.params);
-    const totals = toTotals(this.statement(`SELECT ${AGGREGATES} FROM ${source}`).get(params));
-    if (groupBy.length === 0) return { totals, groups: [] };
-
-    const cols = groupBy.map((g, i) => `${GROUP_COLUMNS[g]} AS g${i}`).join(", ");
-    const order = groupBy.map((_, i) => `g${i}`).join(", ");
-    const rows = this.statement(
-      `SELECT ${cols}, ${AGGREGATES} FROM ${source} GROUP BY ${order} ORDER BY ${order}`,
-    ).all(params);
-    const groups = rows.map(
-      (row): UsageGroup => ({
-        key: Object.fromEntries(groupBy.map((g, i) => [g, String(row[`g${i}`])])),
-        totals: toTotals(row),
-      }),
-    );
-    return { totals, groups };
-  }
-
-  /**
-   * A summary reads at most MAX_RECORDS_SCANNED records, counted first on an index alone (tenant and
-   * session, run or time), which stops one past the bound. Sessions and runs are only in the records,
-   * so a summary that needs them reads the whole window's; any other reads only the partial minutes
-   * at its window's edges.
-   */
-  private checkRecordsToScan(
-    narrowing: Narrowing,
-    recordWindows: readonly TimeWindow[],
-    needsRecords: boolean,
-  ): void {
+    const queries = summaryQueries(caller, filter, SQLITE_SUMMARIES);
     let scanned = 0;
-    for (const window of recordWindows) {
-      const { clauses, params } = whereOf(narrowing, { ...window, indexedOnly: true });
-      const counted = this.statement(
-        `SELECT COUNT(*) AS calls FROM (SELECT 1 FROM usage_records WHERE ${clauses} LIMIT ?)`,
-      ).get([...params, MAX_RECORDS_SCANNED + 1 - scanned]);
-      scanned += counted?.calls ?? 0;
+    for (const count of queries.recordCounts) {
+      scanned += this.statement(count.sql).get([...count.params, recordsToCount(scanned)])?.calls ?? 0;
     }
-    if (scanned <= MAX_RECORDS_SCANNED) return;
-    const bound = MAX_RECORDS_SCANNED.toLocaleString("en-US");
-    throw invalidArgument(
-      needsRecords
-        ? `a summary narrowed to or grouped by a session or run reads at most ${bound} ` +
-            "usage records, and this one matches more; narrow the window (start_time, end_time) or the " +
-            "session or run, or group by provider, model or day, which have no such bound"
-        : `a summary reads at most ${bound} usage records in the partial minutes at the edges of its ` +
-            "window, and this one's start_time or end_time falls in a minute with more; set start_time " +
-            "and end_time on whole minutes, which are summed from per-minute aggregates however busy",
-    );
+    checkRecordsScanned(scanned, queries.needsRecords);
+    const totals = this.statement(queries.totals.sql).get(queries.totals.params);
+    const groups = queries.groups ? this.statement(queries.groups.sql).all(queries.groups.params) : [];
+    return summaryOf(queries, totals, groups);
   }
 
   /**
@@ -417,11 +333,44 @@ export class UsageLedger {
 
 /** Records per retention transaction: a few ms each, so pruning never holds the write lock for long. */
 const PRUNE_BATCH_SIZE = 200;
+
 /**
- * Records one summary by session or run may scan: at ~2 µs a record, ~40 ms, within the ~50 ms one
- * call may hold the event loop.
+ * Validates a model call and computes its cost: everything recording it needs, as plain JSON, so
+ * every replica records it alike (prices may differ between replicas' configs; the cost is fixed here).
  */
-export const MAX_RECORDS_SCANNED = 20_000;
+export function prepareUsageRecord(
+  caller: Caller,
+  input: RecordUsageInput,
+  pricing: PricingTable,
+  nowMs: number,
+): UsageRecordChange {
+  const usage = validateRecordInput(input, nowMs);
+  const cost = pricing.cost(input.provider, input.model, usage);
+  return {
+    tenantId: caller.tenantId,
+    projectId: caller.projectId,
+    userId: caller.userId,
+    sessionId: caller.sessionId,
+    runId: caller.runId,
+    provider: input.provider,
+    model: input.model,
+    idempotencyKey: input.idempotencyKey,
+    request: canonicalRequest(caller, input, usage),
+    occurredAtMs: input.occurredAt ? input.occurredAt.getTime() : null,
+    // The token columns, in the same order in usage_records and the aggregates.
+    tokenCounts: [
+      usage.inputTokens,
+      usage.outputTokens,
+      usage.cacheReadInputTokens,
+      usage.cacheCreationInputTokens,
+      usage.cacheCreation1hInputTokens ?? 0,
+      rateLimitInputTokens(input.provider, usage),
+    ],
+    costUsd: cost.costUsd,
+    uncachedCostUsd: cost.uncachedCostUsd,
+    unknownCostReason: cost.unknownReason ?? null,
+  };
+}
 
 function validateRecordInput(input: RecordUsageInput, nowMs: number): TokenUsage {
   const problems: FieldViolation[] = [];
@@ -502,7 +451,34 @@ function canonicalRequest(caller: Caller, input: RecordUsageInput, usage: TokenU
   });
 }
 
-function duplicateResult(existing: RecordRow, request: string): RecordUsageResult {
+/** The `usage_recorded` event of a new record. */
+export function usageRecordedEvent(record: UsageRecordChange, recordId: number): NewEvent {
+  const [inputTokens, outputTokens, cacheReadInputTokens, cacheCreationInputTokens] = record.tokenCounts;
+  const { costUsd } = record;
+  return {
+    type: "usage_recorded",
+    tenantId: record.tenantId,
+    sessionId: record.sessionId,
+    runId: record.runId,
+    attributes: {
+      record_id: recordId,
+      provider: record.provider,
+      model: record.model,
+      input_tokens: inputTokens,
+      output_tokens: outputTokens,
+      cache_read_input_tokens: cacheReadInputTokens,
+      cache_creation_input_tokens: cacheCreationInputTokens,
+      cost_known: costUsd !== null,
+      ...(costUsd !== null ? { cost_usd: costUsd } : {}),
+    },
+  };
+}
+
+/**
+ * The answer to a key recorded before: the original result when `request` repeats it, else
+ * already_exists naming what differs.
+ */
+export function duplicateResult(existing: RecordRow, request: string): RecordUsageResult {
   if (existing.request_json !== request) {
     const before = JSON.parse(existing.request_json) as Record<string, unknown>;
     const after = JSON.parse(request) as Record<string, unknown>;

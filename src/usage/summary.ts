@@ -46,7 +46,7 @@ export interface UsageTotals {
   readonly cacheHitRate: number | null;
 }
 
-export interface UsageGroup {
+interface UsageGroup {
   /** One entry per groupBy dimension; `day` is the UTC date `YYYY-MM-DD`. */
   readonly key: Readonly<Partial<Record<UsageGroupBy, string>>>;
   readonly totals: UsageTotals;
@@ -72,26 +72,53 @@ export interface TotalsRow {
   [group: string]: string | number | null;
 }
 
-export const GROUP_COLUMNS: Readonly<Record<UsageGroupBy, string>> = {
-  session: "session_id",
-  run: "run_id",
-  provider: "provider",
-  model: "model",
+/** How summary SQL is spelled on one database: the replicas' SQLite, or the shared PostgreSQL. */
+export interface SummaryDialect {
+  /** The table of usage records. */
+  readonly records: string;
+  /** The aggregate tables, by their name in AGGREGATES_BY_PERIOD. */
+  readonly aggregates: Readonly<Record<(typeof AGGREGATES_BY_PERIOD)[number]["table"], string>>;
+  /** The UTC date `YYYY-MM-DD` of occurred_at_ms. */
+  readonly day: string;
+  /** 1 for a record of unknown cost, else 0. */
+  readonly unknownCost: string;
+  /** A column's sum, read back as a number. */
+  sum(column: string): string;
+}
+
+export const SQLITE_SUMMARIES: SummaryDialect = {
+  records: "usage_records",
+  aggregates: { usage_daily: "usage_daily", usage_hourly: "usage_hourly", usage_minutely: "usage_minutely" },
   // 1000.0: integer division would move a pre-1970 millisecond to the next day.
   day: "strftime('%Y-%m-%d', occurred_at_ms / 1000.0, 'unixepoch')",
+  unknownCost: "cost_usd IS NULL",
+  sum: (column) => `SUM(${column})`,
 };
 
-/** Columns a summary filters, groups or sums, named alike in usage_records and the aggregates. */
+/** The expression a summary groups by for `group`. */
+function groupColumn(dialect: SummaryDialect, group: UsageGroupBy): string {
+  const columns: Record<UsageGroupBy, string> = {
+    session: "session_id",
+    run: "run_id",
+    provider: "provider",
+    model: "model",
+    day: dialect.day,
+  };
+  return columns[group];
+}
+
+/** Columns a summary filters, groups or sums, named alike in the records and the aggregates. */
 const SUMMED_COLUMNS = `provider, model, occurred_at_ms, input_tokens, output_tokens,
   cache_read_input_tokens, cache_creation_input_tokens, cache_creation_1h_input_tokens,
   rate_limit_input_tokens, cost_usd, uncached_cost_usd`;
 
-export const AGGREGATES = ["calls", ...AGGREGATE_SUMS]
-  .map((column) => `SUM(${column}) AS ${column}`)
-  .join(", ");
+/** The select list of a summary's totals (TotalsRow). */
+function aggregatesOf(dialect: SummaryDialect): string {
+  return ["calls", ...AGGREGATE_SUMS].map((column) => `${dialect.sum(column)} AS ${column}`).join(", ");
+}
 
 /** What a summary is narrowed to, validated; times in epoch ms. */
-export interface Narrowing {
+interface Narrowing {
   readonly tenantId: string;
   readonly sessionId?: string;
   readonly runId?: string;
@@ -108,7 +135,7 @@ interface SummarySource {
 }
 
 /** [since, until) in epoch ms; undefined = unbounded on that side. */
-export interface TimeWindow {
+interface TimeWindow {
   readonly since: number | undefined;
   readonly until: number | undefined;
 }
@@ -123,9 +150,10 @@ export interface TimeWindow {
  * per-minute rows sum the retained records, so a partial day counts its retained records exactly as
  * a scan would; whole days count pruned ones too, from usage_daily.
  */
-export function summaryPlan(
+function summaryPlan(
   narrowing: Narrowing,
   needsRecords: boolean,
+  dialect: SummaryDialect,
 ): { sources: SummarySource[]; recordWindows: TimeWindow[] } {
   const sources: SummarySource[] = [];
   const recordWindows: TimeWindow[] = [];
@@ -133,8 +161,8 @@ export function summaryPlan(
     const { clauses, params } = whereOf(narrowing, { ...window, indexedOnly: false });
     const detail = needsRecords ? "session_id, run_id, " : "";
     sources.push({
-      sql: `SELECT ${detail}${SUMMED_COLUMNS}, 1 AS calls, cost_usd IS NULL AS unknown_cost_calls
-        FROM usage_records WHERE ${clauses}`,
+      sql: `SELECT ${detail}${SUMMED_COLUMNS}, 1 AS calls, ${dialect.unknownCost} AS unknown_cost_calls
+        FROM ${dialect.records} WHERE ${clauses}`,
       params,
     });
     recordWindows.push(window);
@@ -160,7 +188,8 @@ export function summaryPlan(
       indexedOnly: false,
     });
     sources.push({
-      sql: `SELECT ${SUMMED_COLUMNS}, calls, unknown_cost_calls FROM ${aggregate.table} WHERE ${clauses}`,
+      sql: `SELECT ${SUMMED_COLUMNS}, calls, unknown_cost_calls FROM ${dialect.aggregates[aggregate.table]}
+        WHERE ${clauses}`,
       params,
     });
     if (since !== undefined && firstWhole !== undefined && since < firstWhole) {
@@ -180,7 +209,7 @@ export function summaryPlan(
  * The WHERE of one source over [since, until). indexedOnly keeps the columns an index of
  * usage_records covers (tenant, session or run, time), for counting on the index alone.
  */
-export function whereOf(
+function whereOf(
   narrowing: Narrowing,
   window: { since: number | undefined; until: number | undefined; indexedOnly: boolean },
 ): { clauses: string; params: unknown[] } {
@@ -203,7 +232,7 @@ export function whereOf(
   return { clauses: clauses.join(" AND "), params };
 }
 
-export function toTotals(row: TotalsRow | undefined): UsageTotals {
+function toTotals(row: TotalsRow | undefined): UsageTotals {
   const n = (v: number | string | null | undefined) => (typeof v === "number" ? v : 0);
   const input = n(row?.input_tokens);
   const read = n(row?.cache_read_input_tokens);
@@ -227,7 +256,7 @@ export function toTotals(row: TotalsRow | undefined): UsageTotals {
   };
 }
 
-export function validateFilter(caller: Caller, filter: UsageSummaryFilter): Narrowing {
+function validateFilter(caller: Caller, filter: UsageSummaryFilter): Narrowing {
   if (filter.tenantId !== undefined && filter.tenantId !== caller.tenantId) {
     throw new WayfindError(
       "permission_denied",
@@ -262,7 +291,7 @@ function timeBound(name: string, value: Date | undefined): number | undefined {
   return ms;
 }
 
-export function validateGroupBy(groupBy: readonly UsageGroupBy[]): UsageGroupBy[] {
+function validateGroupBy(groupBy: readonly UsageGroupBy[]): UsageGroupBy[] {
   const out: UsageGroupBy[] = [];
   for (const g of groupBy) {
     if (!USAGE_GROUP_BY.includes(g)) {
@@ -274,3 +303,110 @@ export function validateGroupBy(groupBy: readonly UsageGroupBy[]): UsageGroupBy[
   }
   return out;
 }
+
+/** One SQL statement with its `?` parameters. */
+interface SqlQuery {
+  readonly sql: string;
+  readonly params: unknown[];
+}
+
+/** The statements that answer one summary, on either database (see summaryQueries). */
+export interface SummaryQueries {
+  /**
+   * Counts of the records the summary reads, one per window, each on an index alone: run in order,
+   * each with one more parameter, how many records may still be counted (recordsToCount), and pass
+   * the total to checkRecordsScanned before running the rest.
+   */
+  readonly recordCounts: readonly SqlQuery[];
+  readonly needsRecords: boolean;
+  /** One row: the totals. */
+  readonly totals: SqlQuery;
+  /** One row per group (g0 its key), ordered; undefined without groupBy. */
+  readonly groups: SqlQuery | undefined;
+  readonly groupBy: readonly UsageGroupBy[];
+}
+
+/**
+ * The statements of a summary of the caller's tenant narrowed by `filter`. Whole UTC days come from
+ * the daily aggregate, whole hours and minutes from the hourly and per-minute ones, so the cost does
+ * not grow with the window; see summaryPlan for what reads records.
+ */
+export function summaryQueries(
+  caller: Caller,
+  filter: UsageSummaryFilter,
+  dialect: SummaryDialect,
+): SummaryQueries {
+  const narrowing = validateFilter(caller, filter);
+  const groupBy = validateGroupBy(filter.groupBy ?? []);
+  const needsRecords =
+    filter.sessionId !== undefined ||
+    filter.runId !== undefined ||
+    groupBy.includes("session") ||
+    groupBy.includes("run");
+  const { sources, recordWindows } = summaryPlan(narrowing, needsRecords, dialect);
+  const recordCounts = recordWindows.map((window) => {
+    const { clauses, params } = whereOf(narrowing, { ...window, indexedOnly: true });
+    return {
+      sql: `SELECT COUNT(*) AS calls FROM (SELECT 1 FROM ${dialect.records} WHERE ${clauses} LIMIT ?) AS counted`,
+      params,
+    };
+  });
+  const source = `(${sources.map((part) => part.sql).join(" UNION ALL ")}) AS source`;
+  const params = sources.flatMap((part) => part.params);
+  const aggregates = aggregatesOf(dialect);
+  const totals = { sql: `SELECT ${aggregates} FROM ${source}`, params };
+  if (groupBy.length === 0) return { recordCounts, needsRecords, totals, groups: undefined, groupBy };
+  const cols = groupBy.map((g, i) => `${groupColumn(dialect, g)} AS g${i}`).join(", ");
+  const order = groupBy.map((_, i) => `g${i}`).join(", ");
+  const groups = {
+    sql: `SELECT ${cols}, ${aggregates} FROM ${source} GROUP BY ${order} ORDER BY ${order}`,
+    params,
+  };
+  return { recordCounts, needsRecords, totals, groups, groupBy };
+}
+
+/** The last parameter of a record count, after `counted` records were counted by the ones before. */
+export function recordsToCount(counted: number): number {
+  return MAX_RECORDS_SCANNED + 1 - counted;
+}
+
+/**
+ * A summary reads at most MAX_RECORDS_SCANNED records. Sessions and runs are only in the records, so
+ * a summary that needs them reads the whole window's; any other reads only the partial minutes at its
+ * window's edges.
+ */
+export function checkRecordsScanned(scanned: number, needsRecords: boolean): void {
+  if (scanned <= MAX_RECORDS_SCANNED) return;
+  const bound = MAX_RECORDS_SCANNED.toLocaleString("en-US");
+  throw invalidArgument(
+    needsRecords
+      ? `a summary narrowed to or grouped by a session or run reads at most ${bound} ` +
+          "usage records, and this one matches more; narrow the window (start_time, end_time) or the " +
+          "session or run, or group by provider, model or day, which have no such bound"
+      : `a summary reads at most ${bound} usage records in the partial minutes at the edges of its ` +
+          "window, and this one's start_time or end_time falls in a minute with more; set start_time " +
+          "and end_time on whole minutes, which are summed from per-minute aggregates however busy",
+  );
+}
+
+/** The summary from the rows its totals and groups statements returned. */
+export function summaryOf(
+  queries: SummaryQueries,
+  totalsRow: TotalsRow | undefined,
+  groupRows: readonly TotalsRow[],
+): UsageSummary {
+  const { groupBy } = queries;
+  const groups = groupRows.map(
+    (row): UsageGroup => ({
+      key: Object.fromEntries(groupBy.map((g, i) => [g, String(row[`g${i}`])])),
+      totals: toTotals(row),
+    }),
+  );
+  return { totals: toTotals(totalsRow), groups };
+}
+
+/**
+ * Records one summary by session or run may scan: at ~2 µs a record, ~40 ms, within the ~50 ms one
+ * call may hold the event loop.
+ */
+export const MAX_RECORDS_SCANNED = 20_000;

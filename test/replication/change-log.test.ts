@@ -84,6 +84,7 @@ describe.skipIf(unavailable !== undefined)(title, () => {
           await log.append([{ kind: "test", tenantId: `t${a}`, payload: { a, i } }], async (client) => {
             // Work inside the change's transaction, so commits interleave with other appends.
             await client.query("SELECT pg_sleep(0.001)");
+            return [];
           });
       }),
     );
@@ -97,6 +98,7 @@ describe.skipIf(unavailable !== undefined)(title, () => {
     await expect(
       log.append([{ kind: "test", tenantId: "", payload: {} }], async (client) => {
         await client.query("SELECT 1/0");
+        return [];
       }),
     ).rejects.toThrow(/division by zero/);
     expect(await log.head()).toBe(start);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { MAX_RECORDS_SCANNED } from "../../src/usage/ledger.ts";
+import { MAX_RECORDS_SCANNED } from "../../src/usage/summary.ts";
 import { caller, harness, usage } from "./helpers.ts";
 
 const MINUTE_MS = 60_000;

@@ -3,17 +3,12 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { UsageTotals as ProtoTotals, UsageService } from "../../../gen/ts/wayfind/v1/usage_pb.ts";
 import { invalidArgument } from "../../errors.ts";
 import type { EventLog } from "../../events/index.ts";
-import type { StateWriter } from "../../replication/writes.ts";
-import type { UsageLedger, UsageTotals } from "../../usage/index.ts";
+import type { UsageBook, UsageTotals } from "../../usage/index.ts";
 import { PROVIDERS, USAGE_GROUP_BY } from "../enums.ts";
 import { callerOf, principalOf } from "../pipeline.ts";
 import { USAGE_EVENT_TYPES, watchEvents } from "./watch.ts";
 
-export function usageService(
-  ledger: UsageLedger,
-  writer: StateWriter,
-  events: EventLog,
-): ServiceImpl<typeof UsageService> {
+export function usageService(ledger: UsageBook, events: EventLog): ServiceImpl<typeof UsageService> {
   return {
     async recordUsage(request, context) {
       const provider = PROVIDERS.fromProto(request.provider, "provider");
@@ -21,8 +16,7 @@ export function usageService(
       if (!request.usage)
         throw invalidArgument("usage is required: input_tokens, output_tokens, cache_*_input_tokens");
       const { usage } = request;
-      const caller = callerOf(context);
-      const record = ledger.prepareRecord(caller, {
+      const result = await ledger.record(callerOf(context), {
         provider,
         model: request.model,
         idempotencyKey: request.idempotencyKey,
@@ -35,7 +29,6 @@ export function usageService(
           cacheCreation1hInputTokens: Number(usage.cacheCreation1hInputTokens),
         },
       });
-      const result = await writer.write(ledger.recordWrite, record, caller.tenantId);
       return {
         costUsd: result.costUsd ?? undefined,
         duplicate: result.duplicate,
@@ -43,9 +36,9 @@ export function usageService(
       };
     },
 
-    getUsageSummary(request, context) {
+    async getUsageSummary(request, context) {
       const groupBy = USAGE_GROUP_BY.fromProto(request.groupBy, "group_by");
-      const summary = ledger.getUsageSummary(callerOf(context), {
+      const summary = await ledger.summary(callerOf(context), {
         tenantId: request.tenantId || undefined,
         sessionId: request.sessionId || undefined,
         runId: request.runId || undefined,
