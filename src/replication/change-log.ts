@@ -81,27 +81,47 @@ export async function migratePostgres(
   pool: pg.Pool,
   migrations: readonly PostgresMigration[],
 ): Promise<string[]> {
-  const client = await pool.connect();
-  try {
-    await client.query("SELECT pg_advisory_lock($1)", [MIGRATE_LOCK]);
-    await client.query(
-      "CREATE TABLE IF NOT EXISTS wayfind_schema_migrations (id text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
-    );
-    const { rows } = await client.query<{ id: string }>("SELECT id FROM wayfind_schema_migrations");
-    const applied = new Set(rows.map((row) => row.id));
-    const newlyApplied: string[] = [];
-    for (const migration of migrations) {
-      if (applied.has(migration.id)) continue;
-      await inTransaction(client, async () => {
-        await client.query(migration.up);
-        await client.query("INSERT INTO wayfind_schema_migrations (id) VALUES ($1)", [migration.id]);
-      });
-      newlyApplied.push(migration.id);
+  return withClient(pool, async (client) => {
+    try {
+      await client.query("SELECT pg_advisory_lock($1)", [MIGRATE_LOCK]);
+      await client.query(
+        "CREATE TABLE IF NOT EXISTS wayfind_schema_migrations (id text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
+      );
+      const { rows } = await client.query<{ id: string }>("SELECT id FROM wayfind_schema_migrations");
+      const applied = new Set(rows.map((row) => row.id));
+      const newlyApplied: string[] = [];
+      for (const migration of migrations) {
+        if (applied.has(migration.id)) continue;
+        await inTransaction(client, async () => {
+          await client.query(migration.up);
+          await client.query("INSERT INTO wayfind_schema_migrations (id) VALUES ($1)", [migration.id]);
+        });
+        newlyApplied.push(migration.id);
+      }
+      return newlyApplied;
+    } finally {
+      await client.query("SELECT pg_advisory_unlock($1)", [MIGRATE_LOCK]).catch(() => undefined);
     }
-    return newlyApplied;
+  });
+}
+
+/**
+ * Runs `work` with a client of `pool`, released after (and closed when its connection failed). The
+ * pool listens for errors of idle clients only: a checked-out one whose connection drops between two
+ * queries would emit an unhandled 'error' and end the process; here the next query fails instead.
+ */
+export async function withClient<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  const onError = (error: Error) => {
+    broken = error;
+  };
+  client.on("error", onError);
+  try {
+    return await work(client);
   } finally {
-    await client.query("SELECT pg_advisory_unlock($1)", [MIGRATE_LOCK]).catch(() => undefined);
-    client.release();
+    client.off("error", onError);
+    client.release(broken);
   }
 }
 
@@ -148,9 +168,8 @@ export class ChangeLog {
     within?: (client: pg.PoolClient) => Promise<readonly NewChange[]>,
   ): Promise<number[]> {
     if (changes.length === 0 && within === undefined) return [];
-    const client = await this.pool.connect();
-    try {
-      return await inTransaction(client, async () => {
+    return withClient(this.pool, (client) =>
+      inTransaction(client, async () => {
         const all = [...changes, ...((await within?.(client)) ?? [])];
         if (all.length === 0) return [];
         await client.query("SELECT pg_advisory_xact_lock($1)", [APPEND_LOCK]);
@@ -161,21 +180,20 @@ export class ChangeLog {
         );
         const { rows } = await client.query<{ seq: string }>(
           // clock_timestamp(), read under the lock, keeps change times in seq order (now() is the
-          // transaction's start, before the lock).
-          `INSERT INTO wayfind_changes (seq, kind, tenant_id, payload, origin, committed_at)
-           SELECT (SELECT coalesce(max(seq), 0) FROM wayfind_changes) + c.ord, c.kind, c.tenant_id, c.payload,
-             c.origin, clock_timestamp()
-           FROM (VALUES ${values.join(", ")}) AS c(ord, kind, tenant_id, payload, origin)
-           RETURNING seq`,
+          // transaction's start, before the lock). The wake-up goes in the same round trip.
+          `WITH appended AS (
+             INSERT INTO wayfind_changes (seq, kind, tenant_id, payload, origin, committed_at)
+             SELECT (SELECT coalesce(max(seq), 0) FROM wayfind_changes) + c.ord, c.kind, c.tenant_id,
+               c.payload, c.origin, clock_timestamp()
+             FROM (VALUES ${values.join(", ")}) AS c(ord, kind, tenant_id, payload, origin)
+             RETURNING seq),
+           woken AS (SELECT pg_notify('${CHANGES_CHANNEL}', max(seq)::text) FROM appended)
+           SELECT seq FROM appended, woken`,
           all.flatMap((c) => [c.kind, c.tenantId, jsonForPostgres(c.payload), c.origin ?? ""]),
         );
-        const seqs = rows.map((row) => Number(row.seq)).sort((a, b) => a - b);
-        await client.query("SELECT pg_notify($1, $2)", [CHANGES_CHANNEL, String(seqs.at(-1))]);
-        return seqs;
-      });
-    } finally {
-      client.release();
-    }
+        return rows.map((row) => Number(row.seq)).sort((a, b) => a - b);
+      }),
+    );
   }
 
   /** Up to `limit` changes after `seq`, in order. */

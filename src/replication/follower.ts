@@ -124,6 +124,11 @@ export class Follower {
     return this.readAppliedAt();
   }
 
+  /** Resolves once no catch-up is running (the one running, if any, has finished or failed). */
+  async settled(): Promise<void> {
+    await this.running?.catch(() => undefined);
+  }
+
   /** Applies every change committed so far; resolves when done (joins a catch-up already running). */
   catchUp(): Promise<void> {
     if (this.running) {

@@ -1,7 +1,9 @@
+import { createHash } from "node:crypto";
 import { hostname } from "node:os";
 import pg from "pg";
 import type { Db } from "../database/sqlite.ts";
 import { errorReason, WayfindError } from "../errors.ts";
+import type { NewEvent } from "../events/index.ts";
 import {
   type Change,
   ChangeLog,
@@ -9,6 +11,7 @@ import {
   migratePostgres,
   type NewChange,
   type PostgresMigration,
+  withClient,
 } from "./change-log.ts";
 import { type CompactionReport, type CompactionSettings, startCompaction } from "./compaction.ts";
 import { type ApplyOutcome, CopyBehindLog, Follower, follow, readAppliedSeq } from "./follower.ts";
@@ -100,6 +103,8 @@ export class Replica implements StateWriter, SharedDatabase {
   /** Origin → settle, for writes appended by this replica and not applied here yet. */
   private readonly waiting = new Map<string, (outcome: ApplyOutcome) => void>();
   private appending: Promise<void> | undefined;
+  /** The catch-up applying the last append here, which close waits for. */
+  private applyingAppended: Promise<void> | undefined;
   private writeCount = 0;
   private closed = false;
   /** Set when the log was compacted past this copy: it can apply nothing more until restarted. */
@@ -261,21 +266,25 @@ export class Replica implements StateWriter, SharedDatabase {
     await migratePostgres(this.pool, migrations);
   }
 
-  async query<Row>(sql: string, params: readonly unknown[]): Promise<Row[]> {
+  async query<Row>(
+    sql: string,
+    params: readonly unknown[],
+    options: { prepared?: boolean } = {},
+  ): Promise<Row[]> {
+    // Named by its text: the driver prepares it once on each connection that runs it.
+    const name = options.prepared
+      ? `wf_${createHash("sha256").update(sql).digest("hex").slice(0, 24)}`
+      : undefined;
     try {
-      return (await this.pool.query(sql, params as unknown[])).rows as Row[];
+      return (await this.pool.query({ text: sql, values: params as unknown[], ...(name ? { name } : {}) }))
+        .rows as Row[];
     } catch (error) {
       throw unavailable(`the shared database did not answer (${errorReason(error)})`);
     }
   }
 
-  async transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
-    try {
-      return await inTransaction(client, () => work(client));
-    } finally {
-      client.release();
-    }
+  transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    return withClient(this.pool, (client) => inTransaction(client, () => work(client)));
   }
 
   private enqueue<R>(queued: (origin: string, settle: Queued["settle"]) => QueuedWrite): Promise<R> {
@@ -330,11 +339,14 @@ export class Replica implements StateWriter, SharedDatabase {
   async close(): Promise<void> {
     this.closed = true;
     await this.appending;
+    await this.applyingAppended;
     for (const queued of this.queue.splice(0)) {
       queued.settle({ ok: false, error: unavailable("this replica stopped before the write was sent") });
     }
     await this.stopCompaction?.();
     await this.stopFollowing?.();
+    // A catch-up a wake-up started just before may still be reading the log.
+    await this.follower?.settled();
     await this.pool.end();
   }
 
@@ -345,7 +357,8 @@ export class Replica implements StateWriter, SharedDatabase {
     this.appending = (async () => {
       while (this.queue.length > 0) {
         const batch = this.queue.splice(0, MAX_CHANGES_PER_APPEND);
-        for (const queued of batch) this.waiting.set(queued.origin, queued.settle);
+        // A change's writer is answered when it is applied here; a shared write's at commit.
+        for (const queued of batch) if ("change" in queued) this.waiting.set(queued.origin, queued.settle);
         const answeredAtCommit: (() => void)[] = [];
         try {
           await this.log.append(
@@ -354,24 +367,23 @@ export class Replica implements StateWriter, SharedDatabase {
           );
         } catch (error) {
           this.setReachable(false);
-          this.failAll(
-            batch,
-            unavailable(`the shared database did not take the write (${errorReason(error)})`),
-          );
+          const refusal = unavailable(`the shared database did not take the write (${errorReason(error)})`);
+          this.failAll(batch, refusal);
+          for (const queued of batch) if ("shared" in queued) queued.settle({ ok: false, error: refusal });
           continue;
         }
         for (const answer of answeredAtCommit) answer();
-        try {
-          // Applies this batch here (and whatever came before it): its writers are answered from the copy.
-          await follower.catchUp();
-        } catch (error) {
+        // Applies this batch here (and whatever came before it): its writers are answered from the
+        // copy. Not awaited: the next batch is appended while this one is applied (the follower
+        // applies in log order whatever overlaps).
+        this.applyingAppended = follower.catchUp().catch((error: unknown) => {
           this.options.onError(error instanceof Error ? error : new Error(String(error)));
           if (error instanceof CopyBehindLog) this.strand(error);
           this.failAll(
             batch,
             unavailable(`the write is committed but not applied here yet (${errorReason(error)})`),
           );
-        }
+        });
       }
     })().finally(() => {
       this.appending = undefined;
@@ -381,8 +393,9 @@ export class Replica implements StateWriter, SharedDatabase {
 
   /**
    * Inside the append's transaction: runs the batch's shared writes, each kind once for all its
-   * payloads, and returns the changes carrying the events they report. A write that reported events
-   * is answered when they are applied here; one that did not, as soon as the transaction commits.
+   * payloads, and returns the changes carrying the events they report. Each is answered as soon as
+   * the transaction commits: its state is in the shared database, and a read here is fenced, so it
+   * sees the events too.
    */
   private async writeSharedBatch(
     client: pg.PoolClient,
@@ -396,7 +409,8 @@ export class Replica implements StateWriter, SharedDatabase {
       group.push(queued);
       byWrite.set(queued.shared, group);
     }
-    const changes: NewChange[] = [];
+    const events: NewEvent[] = [];
+    let origin: string | undefined;
     for (const [write, group] of byWrite) {
       const outcomes = await write.writeBatch(
         client,
@@ -405,25 +419,15 @@ export class Replica implements StateWriter, SharedDatabase {
       group.forEach((queued, i) => {
         const outcome = outcomes[i];
         if (outcome === undefined) throw new Error("a shared write returned fewer outcomes than payloads");
-        const { origin } = queued;
-        if (outcome.ok && outcome.events.length > 0) {
-          const { value } = outcome;
-          changes.push({
-            kind: EVENTS_KIND,
-            tenantId: queued.tenantId,
-            payload: { events: outcome.events } as never,
-            origin,
-          });
-          this.waiting.set(origin, () => queued.settle({ ok: true, value }));
-          return;
-        }
-        answeredAtCommit.push(() => {
-          if (!this.waiting.delete(origin)) return;
-          queued.settle(outcome.ok ? { ok: true, value: outcome.value } : outcome);
-        });
+        if (outcome.ok) events.push(...outcome.events);
+        origin ??= queued.origin;
+        answeredAtCommit.push(() => queued.settle(outcome.ok ? { ok: true, value: outcome.value } : outcome));
       });
     }
-    return changes;
+    // One change for all: its origin tells this replica it made them (it counts them in its metrics).
+    return events.length === 0
+      ? []
+      : [{ kind: EVENTS_KIND, tenantId: "", payload: { events } as never, origin }];
   }
 
   private failAll(batch: readonly QueuedWrite[], error: WayfindError): void {
@@ -437,8 +441,16 @@ export class Replica implements StateWriter, SharedDatabase {
 }
 
 function connectPool(postgres: PostgresConfig, max: number, onError: (error: Error) => void): pg.Pool {
+  // Prepared statements (query's `prepared`, the ledger's writes) are planned once, generically:
+  // planning one over every day partition of the usage ledger costs more than running it. Options
+  // the URL sets are kept.
+  const options = [
+    new URL(postgres.url).searchParams.get("options"),
+    "-c plan_cache_mode=force_generic_plan",
+  ];
   const pool = new pg.Pool({
     ...connectionOf(postgres),
+    options: options.filter(Boolean).join(" "),
     max,
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
   });

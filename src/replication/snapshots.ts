@@ -8,7 +8,7 @@ import type pg from "pg";
 import type { Db } from "../database/sqlite.ts";
 import { WayfindError } from "../errors.ts";
 import { workerEntry } from "../worker-entry.ts";
-import { type ChangeLog, inTransaction } from "./change-log.ts";
+import { type ChangeLog, inTransaction, withClient } from "./change-log.ts";
 import { readAppliedSeq } from "./follower.ts";
 
 /**
@@ -118,17 +118,14 @@ export class SnapshotStore {
     flags: "r" | "w",
     work: (client: pg.PoolClient, handle: FileHandle) => Promise<T>,
   ): Promise<T> {
-    const client = await this.pool.connect();
-    try {
+    return withClient(this.pool, async (client) => {
       const handle = await open(path, flags);
       try {
         return await inTransaction(client, () => work(client, handle));
       } finally {
         await handle.close();
       }
-    } finally {
-      client.release();
-    }
+    });
   }
 }
 

@@ -80,12 +80,16 @@ export interface SharedDatabase {
   /** Applies the migrations not applied yet (one at a time across the fleet). */
   migrate(migrations: readonly PostgresMigration[]): Promise<void>;
   /**
-   * Writes `payload` with others queued meanwhile (group commit); resolves with its value once the
-   * events it reported are applied on this replica, so a watcher here has seen them.
+   * Writes `payload` with others queued meanwhile (group commit); resolves with its value once it is
+   * committed (the events it reported reach this replica's log with the next catch-up; reads here are
+   * fenced, so they see them).
    */
   writeShared<P, R>(write: SharedWrite<P, R>, payload: P, tenantId: string): Promise<R>;
-  /** One statement ($1… parameters); the database away is an unavailable error. */
-  query<Row>(sql: string, params: readonly unknown[]): Promise<Row[]>;
+  /**
+   * One statement ($1… parameters); the database away is an unavailable error. `prepared`: a
+   * statement of a fixed text run often, planned once per connection instead of on every call.
+   */
+  query<Row>(sql: string, params: readonly unknown[], options?: { prepared?: boolean }): Promise<Row[]>;
   /** `work` in one transaction on one connection. */
   transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T>;
 }

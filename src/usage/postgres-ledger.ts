@@ -2,7 +2,7 @@ import type pg from "pg";
 import type { Caller } from "../caller/caller.ts";
 import { WayfindError } from "../errors.ts";
 import type { SharedDatabase, SharedOutcome, SharedWrite } from "../replication/writes.ts";
-import { AGGREGATE_SUMS, AGGREGATES_BY_PERIOD, DAY_MS, floorTo } from "./aggregates.ts";
+import { AGGREGATES_BY_PERIOD, DAY_MS } from "./aggregates.ts";
 import {
   duplicateResult,
   prepareUsageRecord,
@@ -13,7 +13,7 @@ import {
   type UsageRecordChange,
   usageRecordedEvent,
 } from "./ledger.ts";
-import { ROLLUP_TABLES, USAGE_POSTGRES_MIGRATIONS, utcDate } from "./postgres-schema.ts";
+import { ROLLUP_BY_WHO, ROLLUP_TABLES, rollupKey, USAGE_POSTGRES_MIGRATIONS } from "./postgres-schema.ts";
 import type { PricingTable } from "./pricing.ts";
 import {
   checkRecordsScanned,
@@ -45,11 +45,14 @@ const POSTGRES_SUMMARIES: SummaryDialect = {
   sum: (column) => `SUM(${column})::float8`,
 };
 
-/** The two-key advisory lock namespace of idempotency keys (the other key is the key's hash). */
-const KEY_LOCK_NAMESPACE = 0x77617968;
+/**
+ * Summary statements come in a few dozen shapes, and planning one over every day partition costs
+ * more than running it: each is planned once per connection.
+ */
+const PREPARED = { prepared: true };
 
-/** Record columns in the order storeBatch inserts them, with their PostgreSQL array types. */
-const RECORD_COLUMNS = [
+/** Record columns as storeBatch sends them (one array each), with their PostgreSQL types. */
+const BATCH_COLUMNS = [
   ["tenant_id", "text"],
   ["idempotency_key", "text"],
   ["request_json", "text"],
@@ -68,23 +71,81 @@ const RECORD_COLUMNS = [
   ["cost_usd", "float8"],
   ["uncached_cost_usd", "float8"],
   ["unknown_cost_reason", "text"],
+  // NULL = when recorded
   ["occurred_at_ms", "bigint"],
 ] as const;
 
-/** Rollup key columns, then calls and AGGREGATE_SUMS: the order rollupRows builds rows in. */
-const ROLLUP_KEY = ["tenant_id", "occurred_at_ms", "project_id", "user_id", "provider", "model"] as const;
-const ROLLUP_TYPES = ["text", "bigint", "text", "text", "text", "text", "bigint"];
+/** What a rollup sums of the records inserted, by column. */
+const ROLLUP_SUMS: Readonly<Record<string, string>> = {
+  calls: "count(*)",
+  input_tokens: "sum(input_tokens)",
+  output_tokens: "sum(output_tokens)",
+  cache_read_input_tokens: "sum(cache_read_input_tokens)",
+  cache_creation_input_tokens: "sum(cache_creation_input_tokens)",
+  cache_creation_1h_input_tokens: "sum(cache_creation_1h_input_tokens)",
+  rate_limit_input_tokens: "sum(rate_limit_input_tokens)",
+  cost_usd: "coalesce(sum(cost_usd), 0)",
+  unknown_cost_calls: "count(*) FILTER (WHERE cost_usd IS NULL)",
+  uncached_cost_usd: "coalesce(sum(uncached_cost_usd), 0)",
+};
+/** One statement: claims the batch's keys, inserts the records of those claimed, adds them to the rollups. */
+const STORE_BATCH = (() => {
+  const n = BATCH_COLUMNS.length;
+  const names = BATCH_COLUMNS.map(([name]) => name);
+  const rollups = AGGREGATES_BY_PERIOD.map(({ table, periodMs }) => {
+    const key = rollupKey(ROLLUP_BY_WHO[table]);
+    const period = `occurred_at_ms - ((occurred_at_ms % ${periodMs}) + ${periodMs}) % ${periodMs}`;
+    const sums = Object.keys(ROLLUP_SUMS);
+    const positions = key.map((_, i) => i + 1).join(", ");
+    // Sorted, so concurrent batches lock the rows they share in one order and never deadlock.
+    return `${table} AS (
+       INSERT INTO ${ROLLUP_TABLES[table]} AS period (${[...key, ...sums].join(", ")})
+       SELECT ${key.map((c) => (c === "occurred_at_ms" ? period : c)).join(", ")}, ${Object.values(ROLLUP_SUMS).join(", ")}
+       FROM inserted GROUP BY ${positions} ORDER BY ${positions}
+       ON CONFLICT (${key.join(", ")}) DO UPDATE SET
+         ${sums.map((c) => `${c} = period.${c} + excluded.${c}`).join(", ")})`;
+  });
+  return `WITH batch AS (
+       SELECT * FROM unnest(${BATCH_COLUMNS.map(([, type], i) => `$${i + 1}::${type}[]`).join(", ")})
+         AS b(${names.join(", ")})),
+     clock AS (SELECT floor(extract(epoch FROM now()) * 1000)::bigint AS now_ms),
+     -- Keys in sorted order, for the same reason as the rollups. A key recorded within retention
+     -- stays; one past it is claimed again, as if never recorded.
+     claimed AS (
+       INSERT INTO wayfind_usage_keys AS k (tenant_id, idempotency_key, record_id, recorded_at_ms, recorded_on)
+       SELECT tenant_id, idempotency_key, nextval('wayfind_usage_record_ids'), now_ms,
+         (to_timestamp(now_ms / 1000.0) AT TIME ZONE 'UTC')::date
+       FROM batch, clock ORDER BY tenant_id, idempotency_key
+       ON CONFLICT (tenant_id, idempotency_key) DO UPDATE SET record_id = excluded.record_id,
+         recorded_at_ms = excluded.recorded_at_ms, recorded_on = excluded.recorded_on
+         WHERE k.recorded_at_ms < excluded.recorded_at_ms - $${n + 1}::bigint
+       RETURNING tenant_id, idempotency_key, record_id, recorded_at_ms, recorded_on),
+     inserted AS (
+       INSERT INTO wayfind_usage_records (id, ${names.join(", ")}, recorded_at_ms, recorded_on)
+       SELECT c.record_id, ${names
+         .filter((c) => c !== "occurred_at_ms")
+         .map((c) => `b.${c}`)
+         .join(", ")},
+         coalesce(b.occurred_at_ms, c.recorded_at_ms), c.recorded_at_ms, c.recorded_on
+       FROM batch b JOIN claimed c USING (tenant_id, idempotency_key)
+       RETURNING id, tenant_id, idempotency_key, occurred_at_ms, project_id, user_id, provider, model,
+         ${["input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens", "cache_creation_1h_input_tokens", "rate_limit_input_tokens", "cost_usd", "uncached_cost_usd", "recorded_at_ms"].join(", ")}),
+     ${rollups.join(",\n     ")}
+   SELECT id::float8 AS id, tenant_id, idempotency_key, occurred_at_ms::float8 AS occurred_at_ms,
+     recorded_at_ms::float8 AS recorded_at_ms
+   FROM inserted`;
+})();
 
-interface StoredRow {
-  id: number;
+/** A retried key's first record, as duplicateResult compares it. */
+const STORED_BY_KEY = `SELECT k.tenant_id, k.idempotency_key, r.id::float8 AS id, r.recorded_at_ms::float8 AS recorded_at_ms,
+     r.request_json, r.cost_usd, r.uncached_cost_usd, r.unknown_cost_reason, r.occurred_at_ms::float8 AS occurred_at_ms
+   FROM wayfind_usage_keys k
+   JOIN wayfind_usage_records r ON r.id = k.record_id AND r.recorded_on = k.recorded_on
+   WHERE (k.tenant_id, k.idempotency_key) IN (SELECT * FROM unnest($1::text[], $2::text[]))`;
+
+interface StoredRow extends RecordRow {
   tenant_id: string;
   idempotency_key: string;
-  recorded_at_ms: number;
-  request_json: string;
-  cost_usd: number | null;
-  uncached_cost_usd: number | null;
-  unknown_cost_reason: string | null;
-  occurred_at_ms: number;
 }
 
 /**
@@ -122,16 +183,21 @@ export class PostgresLedger implements UsageBook {
     const { shared } = this.options;
     let scanned = 0;
     for (const count of queries.recordCounts) {
-      const [row] = await shared.query<{ calls: string }>(numbered(count.sql), [
-        ...count.params,
-        recordsToCount(scanned),
-      ]);
+      const [row] = await shared.query<{ calls: string }>(
+        numbered(count.sql),
+        [...count.params, recordsToCount(scanned)],
+        PREPARED,
+      );
       scanned += Number(row?.calls ?? 0);
     }
     checkRecordsScanned(scanned, queries.needsRecords);
-    const [totals] = await shared.query<TotalsRow>(numbered(queries.totals.sql), queries.totals.params);
+    const [totals] = await shared.query<TotalsRow>(
+      numbered(queries.totals.sql),
+      queries.totals.params,
+      PREPARED,
+    );
     const groups = queries.groups
-      ? await shared.query<TotalsRow>(numbered(queries.groups.sql), queries.groups.params)
+      ? await shared.query<TotalsRow>(numbered(queries.groups.sql), queries.groups.params, PREPARED)
       : [];
     return summaryOf(queries, totals, groups);
   }
@@ -141,109 +207,23 @@ export class PostgresLedger implements UsageBook {
   };
 
   /**
-   * Stores the records of one append: each key locked (so a key is checked and inserted by one writer
-   * at a time, on any replica), the keys recorded before read back in one query, the new records
-   * inserted in one statement and summed into each rollup in one more. Locks are taken in a fixed
-   * order (keys sorted, then rollup rows sorted), so concurrent appends never deadlock.
+   * Stores the records of one append in one statement (STORE_BATCH): each key is claimed in the keys
+   * table, where a key another writer holds waits for its commit; the records of the keys claimed are
+   * inserted and summed into every rollup. Keys already recorded are read back in one more query and
+   * answered as retries.
    */
   private async storeBatch(
     client: pg.PoolClient,
     records: readonly UsageRecordChange[],
   ): Promise<SharedOutcome<RecordUsageResult>[]> {
-    const tenants = records.map((r) => r.tenantId);
-    const keys = records.map((r) => r.idempotencyKey);
-    const { rows: clock } = await client.query<{ now_ms: number }>(
-      `SELECT floor(extract(epoch FROM now()) * 1000)::float8 AS now_ms,
-         count(pg_advisory_xact_lock(${KEY_LOCK_NAMESPACE}, h)) AS locked
-       FROM (SELECT DISTINCT hashtext(length(t) || ':' || t || k) AS h
-             FROM unnest($1::text[], $2::text[]) AS u(t, k) ORDER BY 1) AS keys`,
-      [tenants, keys],
-    );
-    const nowMs = Number(clock[0]?.now_ms);
-    // Keys recorded within retention, newest first: past it a key counts again, as on SQLite.
-    const cutoffMs = this.retentionMs === undefined ? 0 : nowMs - this.retentionMs;
-    const { rows: stored } = await client.query<StoredRow>(
-      `SELECT DISTINCT ON (tenant_id, idempotency_key) id::float8 AS id, tenant_id, idempotency_key,
-         recorded_at_ms::float8 AS recorded_at_ms, request_json, cost_usd, uncached_cost_usd,
-         unknown_cost_reason, occurred_at_ms::float8 AS occurred_at_ms
-       FROM wayfind_usage_records
-       WHERE (tenant_id, idempotency_key) IN (SELECT * FROM unnest($1::text[], $2::text[]))
-         AND recorded_on >= $3::date AND recorded_at_ms >= $4
-       ORDER BY tenant_id, idempotency_key, recorded_at_ms DESC`,
-      [tenants, keys, utcDate(Math.max(0, cutoffMs)), cutoffMs],
-    );
-    const known = new Map<string, RecordRow>(
-      stored.map((row) => [keyOf(row.tenant_id, row.idempotency_key), row]),
-    );
-
-    // A key new to the ledger is inserted for its first payload; later ones in the batch are retries of it.
-    const fresh: UsageRecordChange[] = [];
-    const freshKeys = new Set<string>();
+    // A key twice in one batch: the first is stored, the later ones are its retries.
+    const firsts = new Map<string, UsageRecordChange>();
     for (const record of records) {
       const key = keyOf(record.tenantId, record.idempotencyKey);
-      if (known.has(key) || freshKeys.has(key)) continue;
-      freshKeys.add(key);
-      fresh.push(record);
+      if (!firsts.has(key)) firsts.set(key, record);
     }
-    const ids = await this.insertRecords(client, fresh, nowMs);
-    const outcomes = new Map<UsageRecordChange, SharedOutcome<RecordUsageResult>>();
-    for (const record of fresh) {
-      const key = keyOf(record.tenantId, record.idempotencyKey);
-      const id = ids.get(key);
-      if (id === undefined) throw new Error(`usage key ${key} was not inserted (recorded concurrently?)`);
-      const occurredAtMs = record.occurredAtMs ?? nowMs;
-      known.set(key, {
-        id,
-        recorded_at_ms: nowMs,
-        request_json: record.request,
-        cost_usd: record.costUsd,
-        uncached_cost_usd: record.uncachedCostUsd,
-        unknown_cost_reason: record.unknownCostReason,
-        occurred_at_ms: occurredAtMs,
-      });
-      const { costUsd, uncachedCostUsd, unknownCostReason } = record;
-      outcomes.set(record, {
-        ok: true,
-        value: {
-          recordId: id,
-          costUsd,
-          uncachedCostUsd,
-          ...(unknownCostReason ? { unknownCostReason } : {}),
-          duplicate: false,
-          occurredAt: new Date(occurredAtMs),
-        },
-        events: [usageRecordedEvent(record, id)],
-      });
-    }
-    for (const { table, periodMs } of AGGREGATES_BY_PERIOD) {
-      await upsertRollup(client, ROLLUP_TABLES[table], rollupRows(fresh, periodMs, nowMs));
-    }
-    return records.map((record) => {
-      const outcome = outcomes.get(record);
-      if (outcome) {
-        outcomes.delete(record);
-        return outcome;
-      }
-      const existing = known.get(keyOf(record.tenantId, record.idempotencyKey));
-      if (existing === undefined) throw new Error("a usage key was neither stored nor inserted");
-      try {
-        return { ok: true, value: duplicateResult(existing, record.request), events: [] };
-      } catch (error) {
-        if (error instanceof WayfindError) return { ok: false, error };
-        throw error;
-      }
-    });
-  }
-
-  /** Inserts `records` in one statement; returns their ids by keyOf. */
-  private async insertRecords(
-    client: pg.PoolClient,
-    records: readonly UsageRecordChange[],
-    nowMs: number,
-  ): Promise<Map<string, number>> {
-    if (records.length === 0) return new Map();
-    const columns: unknown[][] = RECORD_COLUMNS.map(() => []);
-    for (const r of records) {
+    const columns: unknown[][] = BATCH_COLUMNS.map(() => []);
+    for (const r of firsts.values()) {
       const values = [
         r.tenantId,
         r.idempotencyKey,
@@ -258,66 +238,74 @@ export class PostgresLedger implements UsageBook {
         r.costUsd,
         r.uncachedCostUsd,
         r.unknownCostReason,
-        r.occurredAtMs ?? nowMs,
+        r.occurredAtMs,
       ];
       values.forEach((value, i) => {
         columns[i]?.push(value);
       });
     }
-    const n = RECORD_COLUMNS.length;
-    const { rows } = await client.query<{ id: number; tenant_id: string; idempotency_key: string }>(
-      `INSERT INTO wayfind_usage_records (${RECORD_COLUMNS.map(([name]) => name).join(", ")},
-         recorded_at_ms, recorded_on)
-       SELECT *, $${n + 1}::bigint, $${n + 2}::date
-       FROM unnest(${RECORD_COLUMNS.map(([, type], i) => `$${i + 1}::${type}[]`).join(", ")})
-       ON CONFLICT DO NOTHING
-       RETURNING id::float8 AS id, tenant_id, idempotency_key`,
-      [...columns, nowMs, utcDate(nowMs)],
-    );
-    return new Map(rows.map((row) => [keyOf(row.tenant_id, row.idempotency_key), row.id]));
-  }
-}
-
-/** The sums of `records` by rollup key at `periodMs`, sorted by key (the order rows are locked in). */
-function rollupRows(records: readonly UsageRecordChange[], periodMs: number, nowMs: number): unknown[][] {
-  const rows = new Map<string, unknown[]>();
-  for (const r of records) {
-    const key = [
-      r.tenantId,
-      floorTo(r.occurredAtMs ?? nowMs, periodMs),
-      r.projectId,
-      r.userId,
-      r.provider,
-      r.model,
-    ];
-    const id = JSON.stringify(key);
-    const sums = [1, ...r.tokenCounts, r.costUsd ?? 0, r.costUsd === null ? 1 : 0, r.uncachedCostUsd ?? 0];
-    const row = rows.get(id);
-    if (row === undefined) rows.set(id, [...key, ...sums]);
-    else
-      sums.forEach((value, i) => {
-        row[ROLLUP_KEY.length + i] = (row[ROLLUP_KEY.length + i] as number) + value;
+    const retentionMs = this.retentionMs ?? Number.MAX_SAFE_INTEGER;
+    const { rows: inserted } = await client.query<{
+      id: number;
+      tenant_id: string;
+      idempotency_key: string;
+      occurred_at_ms: number;
+      recorded_at_ms: number;
+    }>({ name: "wf_store_usage_batch", text: STORE_BATCH, values: [...columns, retentionMs] });
+    const outcomes = new Map<UsageRecordChange, SharedOutcome<RecordUsageResult>>();
+    for (const row of inserted) {
+      const record = firsts.get(keyOf(row.tenant_id, row.idempotency_key));
+      if (record === undefined) throw new Error("PostgreSQL inserted a usage record this batch did not hold");
+      const { costUsd, uncachedCostUsd, unknownCostReason } = record;
+      outcomes.set(record, {
+        ok: true,
+        value: {
+          recordId: row.id,
+          costUsd,
+          uncachedCostUsd,
+          ...(unknownCostReason ? { unknownCostReason } : {}),
+          duplicate: false,
+          occurredAt: new Date(row.occurred_at_ms),
+        },
+        events: [usageRecordedEvent(record, row.id)],
       });
+    }
+    const retried = records.filter((record) => !outcomes.has(record));
+    const stored = new Map<string, RecordRow>();
+    if (retried.length > 0) {
+      const { rows } = await client.query<StoredRow>({
+        name: "wf_usage_by_key",
+        text: STORED_BY_KEY,
+        values: [retried.map((r) => r.tenantId), retried.map((r) => r.idempotencyKey)],
+      });
+      for (const row of rows) stored.set(keyOf(row.tenant_id, row.idempotency_key), row);
+    }
+    return records.map((record) => {
+      const outcome = outcomes.get(record);
+      if (outcome) return outcome;
+      const first = firsts.get(keyOf(record.tenantId, record.idempotencyKey));
+      const fresh = first && outcomes.get(first);
+      const existing: RecordRow | undefined =
+        fresh?.ok === true
+          ? {
+              id: fresh.value.recordId,
+              recorded_at_ms: 0,
+              request_json: first?.request ?? "",
+              cost_usd: fresh.value.costUsd,
+              uncached_cost_usd: fresh.value.uncachedCostUsd,
+              unknown_cost_reason: fresh.value.unknownCostReason ?? null,
+              occurred_at_ms: fresh.value.occurredAt.getTime(),
+            }
+          : stored.get(keyOf(record.tenantId, record.idempotencyKey));
+      if (existing === undefined) throw new Error("a usage key was neither stored before nor inserted now");
+      try {
+        return { ok: true, value: duplicateResult(existing, record.request), events: [] };
+      } catch (error) {
+        if (error instanceof WayfindError) return { ok: false, error };
+        throw error;
+      }
+    });
   }
-  return [...rows.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row);
-}
-
-/** Adds `rows` (rollupRows) to `table` in one statement. */
-async function upsertRollup(client: pg.PoolClient, table: string, rows: readonly unknown[][]): Promise<void> {
-  if (rows.length === 0) return;
-  const sums = ["calls", ...AGGREGATE_SUMS];
-  const types = [
-    ...ROLLUP_TYPES,
-    ...AGGREGATE_SUMS.map((c) => (c.endsWith("cost_usd") ? "float8" : "bigint")),
-  ];
-  const columns = types.map((_, i) => rows.map((row) => row[i]));
-  await client.query(
-    `INSERT INTO ${table} AS period (${[...ROLLUP_KEY, ...sums].join(", ")})
-     SELECT * FROM unnest(${types.map((type, i) => `$${i + 1}::${type}[]`).join(", ")})
-     ON CONFLICT (${ROLLUP_KEY.join(", ")}) DO UPDATE SET
-       ${sums.map((c) => `${c} = period.${c} + excluded.${c}`).join(", ")}`,
-    columns,
-  );
 }
 
 function keyOf(tenantId: string, idempotencyKey: string): string {

@@ -3,7 +3,7 @@ import { DAY_MS } from "./aggregates.ts";
 const cacheHitRate = `cache_read_input_tokens::double precision
   / NULLIF(input_tokens + cache_read_input_tokens + cache_creation_input_tokens, 0) AS cache_hit_rate`;
 
-const rollupColumns = `tenant_id, project_id, user_id, provider, model, calls, input_tokens, output_tokens,
+const rollupColumns = `provider, model, calls, input_tokens, output_tokens,
   cache_read_input_tokens, cache_creation_input_tokens, cache_creation_1h_input_tokens,
   rate_limit_input_tokens, cost_usd, unknown_cost_calls, uncached_cost_usd, ${cacheHitRate}`;
 
@@ -46,17 +46,27 @@ export const USAGE_POSTGRES_MIGRATIONS = [
         recorded_at_ms bigint NOT NULL,
         -- the UTC day of recorded_at_ms: the partition
         recorded_on date NOT NULL,
-        -- A key is unique within its day's partition by this constraint, and across days because
-        -- writers of one key hold an advisory lock on it while they check and insert.
-        UNIQUE (tenant_id, idempotency_key, recorded_on)
+        PRIMARY KEY (id, recorded_on)
       ) PARTITION BY RANGE (recorded_on);
+      -- Each tenant's idempotency keys, one row each, so a key is checked with one index probe however
+      -- many days are kept: a writer claims it (INSERT … ON CONFLICT), and a key past retention is
+      -- claimed again by the next record that uses it. Retention deletes rows past it (UsagePartitions).
+      CREATE TABLE wayfind_usage_keys (
+        tenant_id text NOT NULL,
+        idempotency_key text NOT NULL,
+        record_id bigint NOT NULL,
+        recorded_at_ms bigint NOT NULL,
+        recorded_on date NOT NULL,
+        PRIMARY KEY (tenant_id, idempotency_key)
+      );
+      CREATE INDEX wayfind_usage_keys_recorded_on ON wayfind_usage_keys (recorded_on);
       CREATE INDEX wayfind_usage_records_tenant_time ON wayfind_usage_records (tenant_id, occurred_at_ms);
       CREATE INDEX wayfind_usage_records_tenant_session
         ON wayfind_usage_records (tenant_id, session_id, occurred_at_ms);
       CREATE INDEX wayfind_usage_records_tenant_run ON wayfind_usage_records (tenant_id, run_id, occurred_at_ms);
-      ${rollup("wayfind_usage_rollup_daily")}
-      ${rollup("wayfind_usage_rollup_hourly")}
-      ${rollup("wayfind_usage_rollup_minutely")}
+      ${rollup("wayfind_usage_rollup_daily", true)}
+      ${rollup("wayfind_usage_rollup_hourly", false)}
+      ${rollup("wayfind_usage_rollup_minutely", false)}
 
       CREATE VIEW wayfind_usage AS
         SELECT id, to_timestamp(occurred_at_ms / 1000.0) AS occurred_at,
@@ -66,27 +76,29 @@ export const USAGE_POSTGRES_MIGRATIONS = [
           uncached_cost_usd, unknown_cost_reason, ${cacheHitRate}, idempotency_key
         FROM wayfind_usage_records;
       CREATE VIEW wayfind_usage_hourly AS
-        SELECT to_timestamp(occurred_at_ms / 1000.0) AS hour, ${rollupColumns}
+        SELECT to_timestamp(occurred_at_ms / 1000.0) AS hour, tenant_id, ${rollupColumns}
         FROM wayfind_usage_rollup_hourly;
       CREATE VIEW wayfind_usage_daily AS
-        SELECT (to_timestamp(occurred_at_ms / 1000.0) AT TIME ZONE 'UTC')::date AS day, ${rollupColumns}
+        SELECT (to_timestamp(occurred_at_ms / 1000.0) AT TIME ZONE 'UTC')::date AS day, tenant_id, project_id,
+          user_id, ${rollupColumns}
         FROM wayfind_usage_rollup_daily;
     `,
   },
 ] as const;
 
 /**
- * A rollup of the records per UTC period (its first ms), tenant, project, user, provider and model,
- * updated in each record's transaction. Rollups are never decreased: days and hours keep counting
- * records after retention dropped them (minutes are dropped with them, see UsagePartitions).
+ * A rollup of the records per UTC period (its first ms), tenant, provider and model — and for days,
+ * project and user, what cost is charged back by — updated in each record's transaction. Rollups are
+ * never decreased: days and hours keep counting records after retention dropped them (minutes are
+ * dropped with them, see maintainPartitions).
  */
-function rollup(table: string): string {
+function rollup(table: string, byWho: boolean): string {
+  const who = byWho ? "project_id text NOT NULL,\n        user_id text NOT NULL," : "";
   return `
       CREATE TABLE ${table} (
         tenant_id text NOT NULL,
         occurred_at_ms bigint NOT NULL,
-        project_id text NOT NULL,
-        user_id text NOT NULL,
+        ${who}
         provider text NOT NULL,
         model text NOT NULL,
         calls bigint NOT NULL,
@@ -100,10 +112,15 @@ function rollup(table: string): string {
         cost_usd double precision NOT NULL,
         unknown_cost_calls bigint NOT NULL,
         uncached_cost_usd double precision NOT NULL,
-        PRIMARY KEY (tenant_id, occurred_at_ms, provider, model, project_id, user_id)
+        PRIMARY KEY (${rollupKey(byWho).join(", ")})
       );
       -- Dashboards read every tenant's periods by time.
       CREATE INDEX ${table}_time ON ${table} (occurred_at_ms);`;
+}
+
+/** A rollup's key columns, in the order of its primary key. */
+export function rollupKey(byWho: boolean): string[] {
+  return ["tenant_id", "occurred_at_ms", "provider", "model", ...(byWho ? ["project_id", "user_id"] : [])];
 }
 
 /** The rollup tables by period, in the order of AGGREGATES_BY_PERIOD (day, hour, minute). */
@@ -112,6 +129,9 @@ export const ROLLUP_TABLES = {
   usage_hourly: "wayfind_usage_rollup_hourly",
   usage_minutely: "wayfind_usage_rollup_minutely",
 } as const;
+
+/** Whether a rollup is kept by project and user as well (days only: hours and minutes stay small). */
+export const ROLLUP_BY_WHO = { usage_daily: true, usage_hourly: false, usage_minutely: false } as const;
 
 /** The partition of wayfind_usage_records holding the records of the UTC day starting at `dayStartMs`. */
 function partitionName(dayStartMs: number): string {

@@ -55,7 +55,11 @@ async function recordUntilTaken(replica: TestReplica, tenantId: string, key: str
       return attempt;
     } catch (error) {
       const code = ConnectError.from(error).code;
-      if (code !== Code.Unavailable && code !== Code.DeadlineExceeded) throw error;
+      // Anything else is a defect; a replica that died says why on its stderr.
+      if (code !== Code.Unavailable && code !== Code.DeadlineExceeded)
+        throw new Error(
+          `${Code[code]} from the replica; its stderr: ${replica.run.stderr.join("").slice(-2000)}`,
+        );
       if (attempt > 200) throw error;
       await sleep(100);
     }
@@ -85,14 +89,18 @@ describe.skipIf(unavailable)(
       expect(events.map((event) => event.type)).toEqual(Array(4).fill("usage_recorded"));
     });
 
-    it("gives people views whose sums match GetUsageSummary, with project, user and cache hit rate", async () => {
+    it("gives people views whose sums match GetUsageSummary: days by project and user, hours, records with their cache hit rate", async () => {
       const [a] = replicas as [TestReplica];
       const summary = await a.grpc(UsageService).getUsageSummary({ caller: { tenantId: "acme" } });
-      for (const view of ["wayfind_usage_daily", "wayfind_usage_hourly"]) {
+      // Days are kept by project and user too; hours by tenant, provider and model.
+      for (const [view, who] of [
+        ["wayfind_usage_daily", "AND project_id = 'billing' AND user_id = 'ana'"],
+        ["wayfind_usage_hourly", ""],
+      ]) {
         const [row] = await sql<{ calls: string; cost: number; input: string; hit: number }>(
           `SELECT sum(calls) AS calls, sum(cost_usd) AS cost, sum(input_tokens) AS input,
              sum(cache_read_input_tokens)::float8 / sum(input_tokens + cache_read_input_tokens) AS hit
-           FROM ${view} WHERE tenant_id = 'acme' AND project_id = 'billing' AND user_id = 'ana'`,
+           FROM ${view} WHERE tenant_id = 'acme' ${who}`,
         );
         expect(BigInt(row?.calls ?? "0")).toBe(summary.totals?.calls);
         expect(BigInt(row?.input ?? "0")).toBe(summary.totals?.inputTokens);
