@@ -242,12 +242,15 @@ try {
   await sql.connect();
 
   const capacity: string[][] = [];
+  const observerCpuBefore = observer.server.cpuMs();
+  let recordsApplied = 0;
   for (const writers of [1, 2, 3]) {
     for (const retryShare of [0, 0.1]) {
       const round = `n${writers}-r${retryShare * 100}`;
       const runs = await drive(postgres.url, writers, round, { seconds: SECONDS, retryShare });
       const sum = (pick: (run: DriveResult) => number) => runs.reduce((total, run) => total + pick(run), 0);
       const newKeys = sum((run) => run.newKeys);
+      recordsApplied += newKeys;
       const stored = await countRows(sql, "idempotency_key LIKE $1", [`${round}-%`]);
       capacity.push([
         String(writers),
@@ -272,11 +275,17 @@ try {
       ]);
     }
   }
+  // Everything the observer did meanwhile was following: applying the records' usage_recorded events.
+  await observer.usage.getUsageSummary({ caller: { tenantId: "t0" } }); // fenced: caught up
+  const applyUsPerRecord = ((observer.server.cpuMs() - observerCpuBefore) * 1000) / recordsApplied;
   console.log("The write path: replicas recording at once on one PostgreSQL (no RPC front)");
   printAligned(
     ["replicas", "retries", "calls/s", "new records/s", "p50 ms", "p99 ms", "errors", "counted once"],
     capacity,
     new Set([0, 2, 3, 4, 5, 6]),
+  );
+  console.log(
+    `A replica that only follows spent ${fmt(applyUsPerRecord, 0)} µs of CPU per record (its usage_recorded event) meanwhile.`,
   );
 
   const overGrpc: string[][] = [];
@@ -355,6 +364,11 @@ try {
   const { rows: disk } = await sql.query<{ bytes: string }>(
     "SELECT pg_database_size(current_database()) AS bytes",
   );
+  const { rows: ledgerBytes } = await sql.query<{ bytes: string }>(
+    `SELECT sum(pg_total_relation_size(c.oid)) AS bytes FROM pg_class c
+     WHERE c.relkind = 'r' AND (c.relname LIKE 'wayfind_usage_records_%' OR c.relname LIKE 'wayfind_usage_rollup_%'
+       OR c.relname = 'wayfind_usage_keys')`,
+  );
   const caller = { tenantId: "bulk" };
   const window = (days: number) => ({
     caller,
@@ -381,6 +395,9 @@ try {
     `\nGetUsageSummary over ${fmt(total, 0)} records (${fmt(filled, 0)} written by SQL for tenant "bulk"; PostgreSQL ${mib(Number(disk[0]?.bytes))} MiB)`,
   );
   printAligned(["window (tenant bulk)", "calls", "p50 ms", "p99 ms"], rows, new Set([1, 2, 3]));
+  console.log(
+    `The ledger's tables (records, keys, rollups, with indexes): ${mib(Number(ledgerBytes[0]?.bytes))} MiB, ${fmt(Number(ledgerBytes[0]?.bytes) / total, 0)} bytes per record.`,
+  );
   await sql.end();
   await Promise.all(started.map((server) => server.stop()));
   await postgres.stop();

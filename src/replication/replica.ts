@@ -3,7 +3,6 @@ import { hostname } from "node:os";
 import pg from "pg";
 import type { Db } from "../database/sqlite.ts";
 import { errorReason, WayfindError } from "../errors.ts";
-import type { NewEvent } from "../events/index.ts";
 import {
   type Change,
   ChangeLog,
@@ -409,8 +408,7 @@ export class Replica implements StateWriter, SharedDatabase {
       group.push(queued);
       byWrite.set(queued.shared, group);
     }
-    const events: NewEvent[] = [];
-    let origin: string | undefined;
+    const changes: NewChange[] = [];
     for (const [write, group] of byWrite) {
       const outcomes = await write.writeBatch(
         client,
@@ -419,15 +417,17 @@ export class Replica implements StateWriter, SharedDatabase {
       group.forEach((queued, i) => {
         const outcome = outcomes[i];
         if (outcome === undefined) throw new Error("a shared write returned fewer outcomes than payloads");
-        if (outcome.ok) events.push(...outcome.events);
-        origin ??= queued.origin;
+        // A change per write, as every other write makes: compaction counts changes, so a snapshot
+        // comes after as many records as before, and a new replica replays at most that many.
+        // The origin tells this replica it made them (it counts them in its metrics).
+        if (outcome.ok && outcome.events.length > 0) {
+          const { tenantId, origin } = queued;
+          changes.push({ kind: EVENTS_KIND, tenantId, payload: { events: outcome.events } as never, origin });
+        }
         answeredAtCommit.push(() => queued.settle(outcome.ok ? { ok: true, value: outcome.value } : outcome));
       });
     }
-    // One change for all: its origin tells this replica it made them (it counts them in its metrics).
-    return events.length === 0
-      ? []
-      : [{ kind: EVENTS_KIND, tenantId: "", payload: { events } as never, origin }];
+    return changes;
   }
 
   private failAll(batch: readonly QueuedWrite[], error: WayfindError): void {
@@ -441,16 +441,8 @@ export class Replica implements StateWriter, SharedDatabase {
 }
 
 function connectPool(postgres: PostgresConfig, max: number, onError: (error: Error) => void): pg.Pool {
-  // Prepared statements (query's `prepared`, the ledger's writes) are planned once, generically:
-  // planning one over every day partition of the usage ledger costs more than running it. Options
-  // the URL sets are kept.
-  const options = [
-    new URL(postgres.url).searchParams.get("options"),
-    "-c plan_cache_mode=force_generic_plan",
-  ];
   const pool = new pg.Pool({
     ...connectionOf(postgres),
-    options: options.filter(Boolean).join(" "),
     max,
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
   });

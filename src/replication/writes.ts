@@ -87,7 +87,8 @@ export interface SharedDatabase {
   writeShared<P, R>(write: SharedWrite<P, R>, payload: P, tenantId: string): Promise<R>;
   /**
    * One statement ($1… parameters); the database away is an unavailable error. `prepared`: a
-   * statement of a fixed text run often, planned once per connection instead of on every call.
+   * statement of a fixed text run often, prepared once per connection (PostgreSQL then plans it once
+   * for every call when that plan is as good as one for the call's values).
    */
   query<Row>(sql: string, params: readonly unknown[], options?: { prepared?: boolean }): Promise<Row[]>;
   /** `work` in one transaction on one connection. */

@@ -52,8 +52,9 @@ export interface Domain {
   readonly metrics: ServerMetrics | undefined;
   readonly connections: ConnectionCounts;
   /**
-   * Stops it all, in order: the MCP servers, the replica (its events flushed first), the embedding
-   * workers and model, usage retention and the event log. The storage is closed after.
+   * Stops it all, in order: the MCP servers, the usage ledger's partition upkeep, the replica (its
+   * events flushed first), the embedding workers and model, usage retention and the event log. The
+   * storage is closed after.
    */
   close(): Promise<void>;
 }

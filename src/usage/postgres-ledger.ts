@@ -13,7 +13,13 @@ import {
   type UsageRecordChange,
   usageRecordedEvent,
 } from "./ledger.ts";
-import { ROLLUP_BY_WHO, ROLLUP_TABLES, rollupKey, USAGE_POSTGRES_MIGRATIONS } from "./postgres-schema.ts";
+import {
+  ROLLUP_BY_WHO,
+  ROLLUP_TABLES,
+  rollupKey,
+  USAGE_POSTGRES_MIGRATIONS,
+  utcDate,
+} from "./postgres-schema.ts";
 import type { PricingTable } from "./pricing.ts";
 import {
   checkRecordsScanned,
@@ -43,11 +49,18 @@ const POSTGRES_SUMMARIES: SummaryDialect = {
   unknownCost: "(cost_usd IS NULL)::int",
   // float8: a bigint sum is numeric, which the driver returns as a string.
   sum: (column) => `SUM(${column})::float8`,
+  // Day partitions a window's records can be in: recorded at most a day before they occurred (occurred_at
+  // is at most 24 h ahead), and never after today (with a day for clocks that differ).
+  recordsIn: ({ since }) => ({
+    clauses: "recorded_on >= ?::date AND recorded_on <= ?::date",
+    params: [utcDate(Math.max(0, (since ?? 0) - 2 * DAY_MS)), utcDate(Date.now() + DAY_MS)],
+  }),
 };
 
 /**
- * Summary statements come in a few dozen shapes, and planning one over every day partition costs
- * more than running it: each is planned once per connection.
+ * Summary statements come in a few dozen shapes, and planning one over every day partition can cost
+ * more than running it: each is prepared once per connection, and PostgreSQL keeps one plan for all
+ * values when it is as good (not when one tenant has most of the records: it plans each call then).
  */
 const PREPARED = { prepared: true };
 

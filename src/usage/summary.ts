@@ -84,6 +84,11 @@ export interface SummaryDialect {
   readonly unknownCost: string;
   /** A column's sum, read back as a number. */
   sum(column: string): string;
+  /**
+   * More conditions on records read over `window` that the database can narrow its reads by (days
+   * of a partitioned table); they must keep every record of the window.
+   */
+  recordsIn?(window: TimeWindow): { clauses: string; params: unknown[] };
 }
 
 export const SQLITE_SUMMARIES: SummaryDialect = {
@@ -158,7 +163,7 @@ function summaryPlan(
   const sources: SummarySource[] = [];
   const recordWindows: TimeWindow[] = [];
   const readRecords = (window: TimeWindow) => {
-    const { clauses, params } = whereOf(narrowing, { ...window, indexedOnly: false });
+    const { clauses, params } = recordsWhere(narrowing, window, false, dialect);
     const detail = needsRecords ? "session_id, run_id, " : "";
     sources.push({
       sql: `SELECT ${detail}${SUMMED_COLUMNS}, 1 AS calls, ${dialect.unknownCost} AS unknown_cost_calls
@@ -203,6 +208,20 @@ function summaryPlan(
   if (needsRecords) readRecords(window);
   else split(window, 0);
   return { sources, recordWindows };
+}
+
+/** The WHERE of records read over `window`, with the dialect's narrowing. */
+function recordsWhere(
+  narrowing: Narrowing,
+  window: TimeWindow,
+  indexedOnly: boolean,
+  dialect: SummaryDialect,
+): { clauses: string; params: unknown[] } {
+  const where = whereOf(narrowing, { ...window, indexedOnly });
+  const more = dialect.recordsIn?.(window);
+  return more
+    ? { clauses: `${where.clauses} AND ${more.clauses}`, params: [...where.params, ...more.params] }
+    : where;
 }
 
 /**
@@ -345,7 +364,7 @@ export function summaryQueries(
     groupBy.includes("run");
   const { sources, recordWindows } = summaryPlan(narrowing, needsRecords, dialect);
   const recordCounts = recordWindows.map((window) => {
-    const { clauses, params } = whereOf(narrowing, { ...window, indexedOnly: true });
+    const { clauses, params } = recordsWhere(narrowing, window, true, dialect);
     return {
       sql: `SELECT COUNT(*) AS calls FROM (SELECT 1 FROM ${dialect.records} WHERE ${clauses} LIMIT ?) AS counted`,
       params,

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -12,6 +13,7 @@ import { fleetForFile, startReplica, type TestReplica, usageEvents } from "../su
 const { fleet, unavailable } = fleetForFile(2);
 const { replicas } = fleet;
 const DAY_MS = 86_400_000;
+const ROOT = new URL("../../", import.meta.url).pathname;
 
 function recordRequest(tenantId: string, key: string, cacheRead = 0n) {
   return {
@@ -113,6 +115,30 @@ describe.skipIf(unavailable)(
       expect(record?.occurred_at).toBeInstanceOf(Date);
       expect(record?.cache_hit_rate).toBeCloseTo(500 / 1500, 9);
       expect(record?.provider).toBe("anthropic");
+    });
+
+    it("answers every PostgreSQL query of the Grafana dashboard in docs/grafana from the views", async () => {
+      const dashboard = JSON.parse(readFileSync(join(ROOT, "docs/grafana/wayfind-usage.json"), "utf8")) as {
+        panels: { title: string; targets: { rawSql?: string; expr?: string }[] }[];
+        templating: { list: { query: string }[] };
+      };
+      // Grafana's macros and the tenant variable, as Grafana expands them for the last week and "acme".
+      const expand = (text: string) =>
+        text
+          .replace(/\$__timeFilter\((\w+)\)/g, "$1 BETWEEN now() - interval '7 days' AND now()")
+          .replaceAll("$__timeFrom()", "(now() - interval '7 days')")
+          .replaceAll("$__timeTo()", "now()")
+          .replaceAll("$tenant", "'acme'");
+      const queries = [
+        ...dashboard.templating.list.map((variable) => variable.query),
+        ...dashboard.panels.flatMap((panel) => panel.targets.flatMap((target) => target.rawSql ?? [])),
+      ];
+      expect(queries.length).toBeGreaterThanOrEqual(6);
+      for (const query of queries) expect((await sql(expand(query))).length).toBeGreaterThan(0);
+      const promQl = dashboard.panels.flatMap((panel) =>
+        panel.targets.flatMap((target) => target.expr ?? []),
+      );
+      expect(promQl.join(" ")).toMatch(/wayfind_searches_zero_results_total/);
     });
 
     it("keeps a week of day partitions ready ahead and drops days past retention when a replica starts", async () => {
