@@ -21,14 +21,19 @@ import { percentile } from "./stats.ts";
 const [url = "", dataDir = "", prefix = "", seconds = "5", inFlight = "64", retryShare = "0", stopAt] =
   process.argv.slice(2);
 const onError = (error: unknown) => process.stderr.write(`${String(error)}\n`);
-const db = openDatabase(join(dataDir, "wayfind.db"), allMigrations);
+const postgres = {
+  url,
+  poolSize: 4,
+  compaction: { everyChanges: 1e8, checkIntervalMs: 3_600_000, replicaTimeoutMs: 600_000 },
+};
+const id = randomUUID();
+const file = join(dataDir, "wayfind.db");
+// As a replica starts: from the newest snapshot when the log was compacted.
+await Replica.prepareCopy(postgres, { file, replicaId: id, holdsStandaloneState: () => false, onError });
+const db = openDatabase(file, allMigrations);
 const replica = await Replica.connect({
-  postgres: {
-    url,
-    poolSize: 4,
-    compaction: { everyChanges: 1e8, checkIntervalMs: 3_600_000, replicaTimeoutMs: 600_000 },
-  },
-  id: randomUUID(),
+  postgres,
+  id,
   db,
   holdsStandaloneState: () => false,
   onError,
