@@ -106,6 +106,7 @@ async function drive(
         `${round}-w${i}`,
         String(options.seconds),
         String(IN_FLIGHT),
+        String(TENANTS),
         String(options.retryShare),
         ...(options.stopAt === undefined ? [] : [String(Math.ceil(options.stopAt / writers))]),
       ];

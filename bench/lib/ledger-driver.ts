@@ -4,7 +4,7 @@
  * PostgresLedger, recording as fast as `--in-flight` concurrent calls go. Measures what the shared
  * database and the write path take, apart from what serving RPCs costs on the same cores.
  *
- * Usage: node --import tsx bench/lib/ledger-driver.ts URL DATA_DIR PREFIX SECONDS IN_FLIGHT RETRY_SHARE [STOP_AT]
+ * Usage: node --import tsx bench/lib/ledger-driver.ts URL DATA_DIR PREFIX SECONDS IN_FLIGHT TENANTS RETRY_SHARE [STOP_AT]
  * Prints one JSON line: calls, newKeys, duplicates, errors, latency percentiles, seconds.
  */
 import { randomUUID } from "node:crypto";
@@ -18,8 +18,16 @@ import { allMigrations } from "../../src/server/migrations.ts";
 import { maintainPartitions, PostgresLedger, PricingTable } from "../../src/usage/index.ts";
 import { percentile } from "./stats.ts";
 
-const [url = "", dataDir = "", prefix = "", seconds = "5", inFlight = "64", retryShare = "0", stopAt] =
-  process.argv.slice(2);
+const [
+  url = "",
+  dataDir = "",
+  prefix = "",
+  seconds = "5",
+  inFlight = "64",
+  tenants = "8",
+  retryShare = "0",
+  stopAt,
+] = process.argv.slice(2);
 const onError = (error: unknown) => process.stderr.write(`${String(error)}\n`);
 const postgres = {
   url,
@@ -86,7 +94,7 @@ await Promise.all(
       try {
         const result = await ledger.record(
           {
-            tenantId: `t${loop % 8}`,
+            tenantId: `t${loop % Number(tenants)}`,
             projectId: `p${loop % 3}`,
             userId: `u${loop}`,
             sessionId: `s${loop}`,
