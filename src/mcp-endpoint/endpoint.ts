@@ -30,6 +30,7 @@ import {
 import type { McpEndpointConfig } from "../config/index.ts";
 import { errorReason } from "../errors.ts";
 import type { JsonObject } from "../json.ts";
+import { PROGRESS_SINK_HEADER, type ProgressSinks, type ToolProgress } from "../tools/progress.ts";
 import type { CallScope, WayfindClients } from "./meta-tools.ts";
 import { getPrompt, listPrompts, listResources, readResource } from "./session-skills.ts";
 import { SessionTools } from "./session-tools.ts";
@@ -48,6 +49,8 @@ const FORWARDED_HEADERS = ["authorization", "wayfind-role", "wayfind-tenant", "t
 
 export interface McpEndpointOptions {
   readonly clients: WayfindClients;
+  /** Where the in-process CallTool finds the sink a call's progress goes to. */
+  readonly progress: ProgressSinks;
   /** Throws (an UNAUTHENTICATED error saying why) unless the headers carry credentials the server accepts. */
   readonly authenticate: (headers: Headers) => Promise<void>;
   readonly config: McpEndpointConfig;
@@ -176,9 +179,26 @@ export class McpEndpoint {
     server.setRequestHandler(ListToolsRequestSchema, (request, extra) =>
       tools.list(scope(extra), request.params?.cursor),
     );
-    server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
-      tools.call(request.params.name, (request.params.arguments ?? {}) as JsonObject, scope(extra)),
-    );
+    server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+      const callScope = scope(extra);
+      const call = () =>
+        tools.call(request.params.name, (request.params.arguments ?? {}) as JsonObject, callScope);
+      const progressToken = request.params._meta?.progressToken;
+      if (progressToken === undefined) return call();
+      // The client asked for progress: what the tool's MCP server reports is passed on, in the
+      // call's own response stream.
+      const sink = this.options.progress.openSink((progress: ToolProgress) => {
+        extra
+          .sendNotification({ method: "notifications/progress", params: { ...progress, progressToken } })
+          .catch(() => undefined);
+      });
+      callScope.headers.set(PROGRESS_SINK_HEADER, sink.name);
+      try {
+        return await call();
+      } finally {
+        sink.close();
+      }
+    });
     // Skills are prompts and resources too (session-skills.ts).
     server.setRequestHandler(ListPromptsRequestSchema, (request, extra) =>
       listPrompts(this.options.clients, scope(extra), request.params?.cursor),
@@ -192,11 +212,8 @@ export class McpEndpoint {
     server.setRequestHandler(ReadResourceRequestSchema, (request, extra) =>
       readResource(this.options.clients, scope(extra), request.params.uri),
     );
-    // Answers as JSON, not a stream of one event: nothing is sent before a call's result.
-    const transport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: () => id,
-      enableJsonResponse: true,
-    });
+    // Each answer is a stream (SSE), so a call's progress can go before its result.
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => id });
     const session: Session = {
       id,
       transport,

@@ -32,6 +32,7 @@ import type { Replica } from "../replication/replica.ts";
 import { Embedder } from "../semantic/index.ts";
 import { mcpSourceId } from "../sources/mcp.ts";
 import type { McpSources } from "../sources/mcp-sources.ts";
+import { ProgressSinks } from "../tools/progress.ts";
 import type { ConnectionLimits } from "./connections.ts";
 import { ConsoleFiles } from "./console-files.ts";
 import { BrowserAccess } from "./cors.ts";
@@ -287,8 +288,10 @@ function mcpEndpointOn(
   config: WayfindConfig,
   logger: Logger,
 ): McpEndpoint {
-  const transport = inProcessTransport(routes);
+  const progress = new ProgressSinks();
+  const transport = inProcessTransport(routes, progress);
   return new McpEndpoint({
+    progress,
     clients: {
       tools: createClient(ToolDiscoveryService, transport),
       skills: createClient(SkillServiceDesc, transport),

@@ -6,12 +6,18 @@
  */
 import { readFileSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { CallToolResultSchema, ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import {
+  CallToolResultSchema,
+  ErrorCode,
+  McpError,
+  ProgressNotificationSchema,
+} from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "pino";
 import type { McpServerConfig, SecretRef, TenantCredentials } from "../config/index.ts";
 import { RetryLaterError, WayfindError } from "../errors.ts";
 import type { JsonObject } from "../json.ts";
 import type { SourceCall, ToolCallResult } from "../tools/execute.ts";
+import type { ProgressSink } from "../tools/progress.ts";
 import { createMcpTransport, describe, mcpSourceId, STDERR_TAIL, stderrHint, withDeadline } from "./mcp.ts";
 
 export interface CallLimits {
@@ -53,6 +59,9 @@ export class McpCallLine {
   private openUntil = 0;
   private closed = false;
   private stderrTail = "";
+  /** The progress sinks of the calls in flight, by the token sent with each (expectProgress). */
+  private readonly progressSinks = new Map<string, ProgressSink>();
+  private progressTokens = 0;
 
   constructor(
     private readonly config: McpServerConfig,
@@ -160,9 +169,29 @@ export class McpCallLine {
     if (open) await withDeadline(open.close(), 5_000, "close").catch(() => undefined);
   }
 
+  /**
+   * A progress token for one call, its reports passed to `sink` until the call ends. wayfind keeps the
+   * tokens rather than the SDK: the SDK forgets a call's token as its result arrives, before it hands
+   * on a report that arrived just ahead of the result (often the last one).
+   */
+  private expectProgress(sink: ProgressSink): string {
+    const token = `wayfind-${++this.progressTokens}`;
+    this.progressSinks.set(token, sink);
+    return token;
+  }
+
   /** Sends the call with `leftMs` of its `timeoutMs` still to go. */
   private async send(call: SourceCall, leftMs: number, timeoutMs: number): Promise<ToolCallResult> {
     const client = await this.connected();
+    // The SDK never removes its abort listener from a request's signal, and the caller's signal is
+    // aborted once the caller's RPC ends: on the caller's own signal, every finished call would be
+    // cancelled upstream after the fact. The SDK gets a signal of the call's own, unlinked at its end.
+    const own = new AbortController();
+    const forward = () => own.abort(call.signal.reason);
+    if (call.signal.aborted) forward();
+    else call.signal.addEventListener("abort", forward, { once: true });
+    const progressToken = call.onProgress ? this.expectProgress(call.onProgress) : undefined;
+    const meta = { ...call.meta, ...(progressToken === undefined ? {} : { progressToken }) };
     let raw: unknown;
     try {
       raw = await client.request(
@@ -171,14 +200,17 @@ export class McpCallLine {
           params: {
             name: call.name,
             arguments: call.arguments,
-            ...(Object.keys(call.meta).length > 0 ? { _meta: { ...call.meta } } : {}),
+            ...(Object.keys(meta).length > 0 ? { _meta: meta } : {}),
           },
         },
         CallToolResultSchema,
-        { signal: call.signal, timeout: Math.max(1, leftMs) },
+        { signal: own.signal, timeout: Math.max(1, leftMs) },
       );
     } catch (error) {
       throw this.callError(error, call, timeoutMs);
+    } finally {
+      call.signal.removeEventListener("abort", forward);
+      if (progressToken !== undefined) this.progressSinks.delete(progressToken);
     }
     const text = JSON.stringify(raw);
     const bytes = Buffer.byteLength(text);
@@ -237,6 +269,14 @@ export class McpCallLine {
     const config = this.credentials ? withCredentials(this.config, this.credentials) : this.config;
     const transport = createMcpTransport(config, (text) => {
       this.stderrTail = (this.stderrTail + text).slice(-STDERR_TAIL);
+    });
+    client.setNotificationHandler(ProgressNotificationSchema, ({ params }) => {
+      const { progress, total, message } = params;
+      this.progressSinks.get(String(params.progressToken))?.({
+        progress,
+        ...(total === undefined ? {} : { total }),
+        ...(message === undefined ? {} : { message }),
+      });
     });
     client.onclose = () => {
       // Only the live session's close matters; one that never opened has no session to drop.

@@ -9,6 +9,7 @@ import type { Tool } from "../discovery/index.ts";
 import { failedPrecondition, WayfindError } from "../errors.ts";
 import type { EventSink } from "../events/index.ts";
 import type { JsonObject } from "../json.ts";
+import type { ProgressSink } from "./progress.ts";
 
 /** One call as its source's executor sends it. */
 export interface SourceCall {
@@ -24,6 +25,8 @@ export interface SourceCall {
   readonly signal: AbortSignal;
   /** Passed upstream in the request's `_meta` (W3C trace context: `traceparent`, `tracestate`). */
   readonly meta: Readonly<Record<string, string>>;
+  /** Told the progress the server reports while the call runs; undefined = none is asked for. */
+  readonly onProgress: ProgressSink | undefined;
 }
 
 /** A tool's result as its source returned it: MCP's CallToolResult, content unchanged. */
@@ -56,11 +59,7 @@ export interface ExecutedCall {
   readonly durationMs: number;
 }
 
-export interface ExecuteOptions {
-  readonly timeoutMs: number | undefined;
-  readonly signal: AbortSignal;
-  readonly meta: Readonly<Record<string, string>>;
-}
+export type ExecuteOptions = Pick<SourceCall, "timeoutMs" | "signal" | "meta" | "onProgress">;
 
 /**
  * Executes a checked call of `tool` for `caller` on `executor` (executorFor's) and records a
@@ -97,6 +96,7 @@ export async function executeTool(
       timeoutMs: options.timeoutMs,
       signal: options.signal,
       meta: options.meta,
+      onProgress: options.onProgress,
     });
     record(result.isError ? "error" : "ok", result.bytes);
     return { tool, result, durationMs: elapsed() };

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { CallToolResultSchema, ProgressNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { EVERYTHING } from "../sources/mcp-servers.ts";
@@ -131,6 +132,30 @@ describe("find, load and call", () => {
       arguments: { name: "everything.echo", arguments: { message: "hello through wayfind" } },
     });
     expect(called).toEqual({ content: [{ type: "text", text: "Echo: hello through wayfind" }] });
+  }, 30_000);
+
+  it("passes on the progress the upstream server reports while a call runs, ahead of the result", async () => {
+    const client = await connect(acme.secret);
+    // The SDK's own onprogress misses a report read together with the result; a handler of the
+    // notification sees every one.
+    const reported: unknown[] = [];
+    client.setNotificationHandler(ProgressNotificationSchema, ({ params }) => void reported.push(params));
+    const called = await client.request(
+      {
+        method: "tools/call",
+        params: {
+          name: "tool_call",
+          arguments: {
+            name: "everything.trigger-long-running-operation",
+            arguments: { duration: 0.3, steps: 3 },
+          },
+          _meta: { progressToken: "long-1" },
+        },
+      },
+      CallToolResultSchema,
+    );
+    expect(textOf(called)).toContain("Long running operation completed");
+    expect(reported).toEqual([1, 2, 3].map((progress) => ({ progressToken: "long-1", progress, total: 3 })));
   }, 30_000);
 
   it("records each call as a tool_called event and in wayfind_tool_calls_total", async () => {

@@ -3,6 +3,7 @@ import * as http2 from "node:http2";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { answerOf } from "../support/mcp-answer.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 
 // /mcp over HTTP/2 (h2c here; TLS with ALPN h2 is the same path): what clients such as curl
@@ -72,10 +73,10 @@ describe("the MCP endpoint over HTTP/2", () => {
     });
     expect(initialized.status).toBe(200);
     const session = String(initialized.headers["mcp-session-id"]);
-    expect(JSON.parse(initialized.body).result.serverInfo.name).toBe("wayfind");
+    expect(answerOf(initialized.body).result.serverInfo.name).toBe("wayfind");
     expect((await post({ jsonrpc: "2.0", method: "notifications/initialized" }, session)).status).toBe(202);
 
-    const listed = JSON.parse((await post({ jsonrpc: "2.0", id: 2, method: "tools/list" }, session)).body);
+    const listed = answerOf((await post({ jsonrpc: "2.0", id: 2, method: "tools/list" }, session)).body);
     expect(listed.result.tools.map((tool: { name: string }) => tool.name)).toContain("tool_search");
 
     const found = await post(
@@ -87,6 +88,6 @@ describe("the MCP endpoint over HTTP/2", () => {
       },
       session,
     );
-    expect(JSON.parse(found.body).result.content[0].text).toContain("ops.restart");
+    expect(answerOf(found.body).result.content[0].text).toContain("ops.restart");
   });
 });

@@ -3,6 +3,7 @@ import * as https from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { answerOf } from "../support/mcp-answer.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 import { TLS_FIXTURES } from "../support/tls.ts";
 
@@ -97,7 +98,7 @@ describe("/mcp with client certificates (auth.mtls)", () => {
     expect(opened.status).toBe(200);
     await post("client-agent", { jsonrpc: "2.0", method: "notifications/initialized" }, opened.session);
     const found = await post("client-agent", SEARCH, opened.session);
-    expect(JSON.parse(found.body).result.content[0].text).toContain("ops.restart");
+    expect(answerOf(found.body).result.content[0].text).toContain("ops.restart");
   });
 
   it("refuses an initialize without a certificate, saying what credentials it takes", async () => {

@@ -46,6 +46,8 @@ export interface HttpMcpServer {
   addTool(tool: ToolSpec): void;
   /** Answers 503 to everything while down, as a server that went away. */
   setDown(down: boolean): void;
+  /** How many `notifications/cancelled` the server has received. */
+  cancellations(): number;
   close(): Promise<void>;
 }
 
@@ -54,6 +56,7 @@ export async function startHttpMcpServer(initial: readonly ToolSpec[]): Promise<
   const tools = [...initial];
   const sessions = new Map<string, { server: McpServer; transport: StreamableHTTPServerTransport }>();
   let down = false;
+  let cancellations = 0;
   const register = (server: McpServer, tool: ToolSpec) =>
     server.registerTool(
       tool.name,
@@ -90,9 +93,15 @@ export async function startHttpMcpServer(initial: readonly ToolSpec[]): Promise<
       },
     });
     await server.connect(transport);
+    const handle = transport.onmessage;
+    transport.onmessage = (message, extra) => {
+      if ("method" in message && message.method === "notifications/cancelled") cancellations++;
+      handle?.(message, extra);
+    };
     await transport.handleRequest(req, res);
   });
   return listen<Omit<HttpMcpServer, "url">>(http, {
+    cancellations: () => cancellations,
     addTool(tool) {
       tools.push(tool);
       for (const { server } of sessions.values()) register(server, tool);

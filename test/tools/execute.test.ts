@@ -143,6 +143,18 @@ describe("slow and dead servers", () => {
     await expect.poll(() => cancelledUpstream).toBe(true);
   });
 
+  it("never cancels upstream a call that has answered", async () => {
+    const before = upstream.cancellations();
+    for (let i = 0; i < 5; i++) await tools().callTool({ caller, name: "up.echo", arguments: { text: "x" } });
+    // One call that is cancelled: the session's notifications arrive in order, so once it is counted
+    // any cancellation of the answered calls before it would have been too.
+    await failure(
+      tools().callTool({ caller, name: "up.sleep", arguments: { text: "x" }, timeoutSeconds: 1 }),
+    );
+    await expect.poll(() => upstream.cancellations()).toBeGreaterThan(before);
+    expect(upstream.cancellations()).toBe(before + 1);
+  });
+
   it("cancels the upstream call when the caller goes away", async () => {
     cancelledUpstream = false;
     const abort = new AbortController();

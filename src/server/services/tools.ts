@@ -31,6 +31,7 @@ import {
   SOURCE_KINDS,
   TOOL_MATCH_TYPES,
 } from "../enums.ts";
+import { PROGRESS_SINK } from "../in-process.ts";
 import { callerOf, principalOf } from "../pipeline.ts";
 import { outcomeReportOf } from "./outcome-report.ts";
 import { searchReportToProto } from "./search-report.ts";
@@ -213,6 +214,7 @@ export function toolDiscoveryService(
           timeoutMs: request.timeoutSeconds === 0 ? undefined : request.timeoutSeconds * 1000,
           signal: context.signal,
           meta: traceContextFields(),
+          onProgress: context.values.get(PROGRESS_SINK),
         },
       );
       const { result } = called;
