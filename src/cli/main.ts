@@ -47,7 +47,7 @@ Options:
   -h, --help       this help
 `;
 
-const MCP_USAGE = `Usage: wayfind mcp [--url URL] [--api-key KEY] [--tenant T]
+const MCP_USAGE = `Usage: wayfind mcp [--url URL] [--api-key KEY] [--tenant T] [--tool-list fixed|activated]
 
 An MCP server on stdin/stdout for clients that launch a command: every message goes to the /mcp
 endpoint of a running wayfind (docs/mcp.md). Nothing but MCP messages is written to stdout.
@@ -57,6 +57,9 @@ Options:
                    NODE_EXTRA_CA_CERTS=ca.pem for a private CA)
   --api-key KEY    an API key or token (default $WAYFIND_API_KEY); its tenant and roles apply
   --tenant T       the tenant to act for on a server that takes calls without credentials
+  --tool-list L    fixed (the meta tools; never changes) or activated (also the tools the session
+                   activates, announced with tools/list_changed); default: the server's
+                   server.mcp.tool_list
   -h, --help       this help
 `;
 
@@ -65,7 +68,7 @@ const USAGE = `wayfind — tool and skill discovery for LLM agents
 Usage:
   wayfind serve [--config FILE] [--host H] [--port P] [--data-dir DIR] [--tls-cert F --tls-key F]
   wayfind sources [--addr HOST:PORT] [--api-key KEY]
-  wayfind mcp [--url URL] [--api-key KEY] [--tenant T]
+  wayfind mcp [--url URL] [--api-key KEY] [--tenant T] [--tool-list fixed|activated]
   wayfind catalog stats [--config FILE] [--provider anthropic|openai|gemini] [--ceiling N] [--budget N]
   wayfind demo reset [--data-dir DIR]
   wayfind keys create|list|revoke …
@@ -109,9 +112,16 @@ async function main(argv: string[]): Promise<number> {
       url: { type: "string" },
       "api-key": { type: "string" },
       tenant: { type: "string" },
+      "tool-list": { type: "string" },
     });
     if (!values) return 0;
+    const toolList = values["tool-list"];
+    if (toolList !== undefined && toolList !== "fixed" && toolList !== "activated")
+      throw new UsageError(
+        `--tool-list ${toolList} is not a tool list: use fixed or activated\n\n${MCP_USAGE}`,
+      );
     return runMcpBridge({
+      toolList,
       url: values.url ?? "http://127.0.0.1:50051",
       apiKey: values["api-key"] ?? (process.env.WAYFIND_API_KEY || undefined),
       tenant: values.tenant,

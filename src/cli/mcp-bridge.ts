@@ -15,6 +15,7 @@ import {
   isJSONRPCRequest,
   type JSONRPCMessage,
 } from "@modelcontextprotocol/sdk/types.js";
+import type { McpToolList } from "../config/index.ts";
 import { fetchWithOwnSignal } from "../sources/mcp-fetch.ts";
 
 export interface BridgeOptions {
@@ -24,12 +25,15 @@ export interface BridgeOptions {
   readonly apiKey: string | undefined;
   /** The tenant to act for without credentials (development); a credential's own tenant otherwise. */
   readonly tenant: string | undefined;
+  /** The tool list the session asks for (`/mcp?tool_list=`); undefined = the server's. */
+  readonly toolList: McpToolList | undefined;
   readonly log: (line: string) => void;
 }
 
 /** Runs the bridge until stdin ends; resolves with the exit code. */
 export async function runMcpBridge(options: BridgeOptions): Promise<number> {
   const endpoint = new URL("/mcp", options.url.endsWith("/") ? options.url : `${options.url}/`);
+  if (options.toolList) endpoint.searchParams.set("tool_list", options.toolList);
   const headers: Record<string, string> = {
     ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}),
     ...(options.tenant ? { "wayfind-tenant": options.tenant } : {}),

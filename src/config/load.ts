@@ -451,6 +451,7 @@ function toConfig(raw: ConfigFile, baseDir: string, configFile: string | undefin
         maxSessions: server.mcp?.max_sessions ?? DEFAULTS.server.mcp.maxSessions,
         sessionIdleTimeoutSeconds:
           server.mcp?.session_idle_timeout_seconds ?? DEFAULTS.server.mcp.sessionIdleTimeoutSeconds,
+        toolList: server.mcp?.tool_list ?? DEFAULTS.server.mcp.toolList,
       },
       cors: {
         allowedOrigins: server.cors?.allowed_origins ?? DEFAULTS.server.cors.allowedOrigins,

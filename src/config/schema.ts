@@ -334,6 +334,7 @@ const server = z.strictObject({
       enabled: z.boolean().optional(),
       max_sessions: z.number().int().min(1).max(100_000).optional(),
       session_idle_timeout_seconds: timeoutSeconds.optional(),
+      tool_list: z.enum(["fixed", "activated"]).optional(),
     })
     .optional(),
   cors: z

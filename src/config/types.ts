@@ -144,7 +144,16 @@ export interface McpEndpointConfig {
   readonly maxSessions: number;
   /** A session nobody used for this long is closed (its client initializes again). */
   readonly sessionIdleTimeoutSeconds: number;
+  /** What a session's `tools/list` holds unless its URL asks otherwise (docs/mcp.md). */
+  readonly toolList: McpToolList;
 }
+
+/**
+ * `fixed`: the meta tools and the always-visible tools, never changing within a session. `activated`:
+ * those plus the tools activated in the session (by tool_get or tool_call), announced with
+ * `notifications/tools/list_changed`.
+ */
+export type McpToolList = "fixed" | "activated";
 
 export interface CorsConfig {
   /** Origins (`https://host:port`) whose pages may call the API; "*" = any; empty = none but the console's own. */

@@ -10,7 +10,9 @@ import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import {
+  type CallToolRequest,
   CallToolRequestSchema,
+  type CallToolResult,
   ErrorCode,
   GetPromptRequestSchema,
   isInitializeRequest,
@@ -18,6 +20,7 @@ import {
   ListResourcesRequestSchema,
   ListToolsRequestSchema,
   ReadResourceRequestSchema,
+  type ServerNotification,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "pino";
 import {
@@ -27,7 +30,7 @@ import {
   reboundHostRefusal,
   requestHost,
 } from "../auth/index.ts";
-import type { McpEndpointConfig } from "../config/index.ts";
+import type { McpEndpointConfig, McpToolList } from "../config/index.ts";
 import { errorReason } from "../errors.ts";
 import type { JsonObject } from "../json.ts";
 import { PROGRESS_SINK_HEADER, type ProgressSinks, type ToolProgress } from "../tools/progress.ts";
@@ -104,6 +107,8 @@ export class McpEndpoint {
 
   private async serve(request: Request, response: Response): Promise<void> {
     if (this.closed) return reply(response, 503, ErrorCode.ConnectionClosed, "the server is stopping");
+    const toolList = this.toolListAsked(request.url ?? "");
+    if (toolList.error !== undefined) return reply(response, 400, ErrorCode.InvalidRequest, toolList.error);
     if (!["POST", "GET", "DELETE"].includes(request.method ?? ""))
       return reply(response, 405, ErrorCode.InvalidRequest, "use POST, GET or DELETE on /mcp");
     const refusal = this.crossSiteRefusal(request);
@@ -135,7 +140,7 @@ export class McpEndpoint {
     } catch (error) {
       return reply(response, 401, ErrorCode.InvalidRequest, errorReason(error));
     }
-    const session = await this.open(headers);
+    const session = await this.open(headers, toolList.mode);
     await handleOn(session, request, response, body);
   }
 
@@ -154,7 +159,17 @@ export class McpEndpoint {
     return allowed ? undefined : `requests to /mcp from the web page at ${origin.slice(0, 100)} are refused`;
   }
 
-  private async open(headers: Headers): Promise<Session> {
+  /** The tool list a request's URL asks for (`?tool_list=`), else the configured one. */
+  private toolListAsked(url: string): { mode: McpToolList; error?: undefined } | { error: string } {
+    const asked = new URLSearchParams(url.split("?")[1] ?? "").get("tool_list");
+    if (asked === null) return { mode: this.options.config.toolList };
+    if (asked === "fixed" || asked === "activated") return { mode: asked };
+    return {
+      error: `tool_list=${asked.slice(0, 40)} is not a tool list: use tool_list=fixed or tool_list=activated`,
+    };
+  }
+
+  private async open(headers: Headers, toolList: McpToolList): Promise<Session> {
     if (this.sessions.size >= this.options.config.maxSessions) {
       const idlest = [...this.sessions.values()].sort((a, b) => a.lastUsedMs - b.lastUsedMs)[0];
       if (idlest) await this.end(idlest);
@@ -164,7 +179,7 @@ export class McpEndpoint {
       { name: "wayfind", version: this.options.version },
       {
         capabilities: {
-          tools: { listChanged: false },
+          tools: { listChanged: toolList === "activated" },
           prompts: { listChanged: false },
           resources: { listChanged: false, subscribe: false },
         },
@@ -173,32 +188,15 @@ export class McpEndpoint {
           "skill_search and skill_get find step-by-step procedures.",
       },
     );
-    const tools = new SessionTools(this.options.clients);
+    const tools = new SessionTools(this.options.clients, toolList);
     const scope = (extra: { signal: AbortSignal; requestInfo?: { headers: IncomingMessage["headers"] } }) =>
       this.scopeOf(id, extra.requestInfo?.headers, extra.signal);
     server.setRequestHandler(ListToolsRequestSchema, (request, extra) =>
       tools.list(scope(extra), request.params?.cursor),
     );
-    server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
-      const callScope = scope(extra);
-      const call = () =>
-        tools.call(request.params.name, (request.params.arguments ?? {}) as JsonObject, callScope);
-      const progressToken = request.params._meta?.progressToken;
-      if (progressToken === undefined) return call();
-      // The client asked for progress: what the tool's MCP server reports is passed on, in the
-      // call's own response stream.
-      const sink = this.options.progress.openSink((progress: ToolProgress) => {
-        extra
-          .sendNotification({ method: "notifications/progress", params: { ...progress, progressToken } })
-          .catch(() => undefined);
-      });
-      callScope.headers.set(PROGRESS_SINK_HEADER, sink.name);
-      try {
-        return await call();
-      } finally {
-        sink.close();
-      }
-    });
+    server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
+      this.callTool(tools, request.params, scope(extra), extra),
+    );
     // Skills are prompts and resources too (session-skills.ts).
     server.setRequestHandler(ListPromptsRequestSchema, (request, extra) =>
       listPrompts(this.options.clients, scope(extra), request.params?.cursor),
@@ -228,6 +226,37 @@ export class McpEndpoint {
     await server.connect(transport);
     this.sessions.set(id, session);
     return session;
+  }
+
+  /**
+   * `tools/call`. What the tool's MCP server reports as progress is passed on when the client asked
+   * for it (a `progressToken`), and a change of the session's activated list the call made is
+   * announced (`notifications/tools/list_changed`): both in the call's own stream, ahead of its result.
+   */
+  private async callTool(
+    tools: SessionTools,
+    params: CallToolRequest["params"],
+    scope: CallScope,
+    extra: { sendNotification(notification: ServerNotification): Promise<void> },
+  ): Promise<CallToolResult> {
+    const progressToken = params._meta?.progressToken;
+    const sink =
+      progressToken === undefined
+        ? undefined
+        : this.options.progress.openSink((progress: ToolProgress) => {
+            extra
+              .sendNotification({ method: "notifications/progress", params: { ...progress, progressToken } })
+              .catch(() => undefined);
+          });
+    if (sink) scope.headers.set(PROGRESS_SINK_HEADER, sink.name);
+    try {
+      const result = await tools.call(params.name, (params.arguments ?? {}) as JsonObject, scope);
+      if (await tools.changed(params.name, scope).catch(() => false))
+        await extra.sendNotification({ method: "notifications/tools/list_changed" }).catch(() => undefined);
+      return result;
+    } finally {
+      sink?.close();
+    }
   }
 
   private scopeOf(

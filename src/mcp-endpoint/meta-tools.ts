@@ -10,7 +10,11 @@ import type { Client } from "@connectrpc/connect";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { type CallerContextSchema, SearchType } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import { SkillFormat, type SkillService, TaskType } from "../../gen/ts/wayfind/v1/skills_pb.ts";
-import type { CallToolResponse, ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
+import {
+  ActivationScope,
+  type CallToolResponse,
+  type ToolDiscoveryService,
+} from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import type { JsonObject } from "../json.ts";
 
 /** The wayfind services, as generated clients on the in-process transport. */
@@ -46,12 +50,17 @@ const SEARCH_TYPES: Record<string, SearchType> = {
   exact: SearchType.EXACT,
 };
 
-/** Runs meta tool `name` with arguments already checked against its schema. */
+/**
+ * Runs meta tool `name` with arguments already checked against its schema. `activateLoaded`: the
+ * tools `tool_get` loads are activated for the session's run, so a session that lists activated
+ * tools lists them next.
+ */
 export async function runMetaTool(
   name: MetaToolName,
   args: JsonObject,
   clients: WayfindClients,
   scope: CallScope,
+  activateLoaded = false,
 ): Promise<CallToolResult> {
   const options = { headers: scope.headers, signal: scope.signal };
   const { caller } = scope;
@@ -81,6 +90,16 @@ export async function runMetaTool(
         },
         options,
       );
+      if (activateLoaded && got.tools.length > 0)
+        await clients.tools.activateTools(
+          {
+            caller,
+            names: got.tools.map((t) => t.name),
+            scope: ActivationScope.RUN,
+            reason: "loaded with tool_get on the MCP endpoint",
+          },
+          options,
+        );
       return json({
         tools: got.tools.map((t) => ({
           name: t.name,

@@ -1,7 +1,9 @@
 /**
- * What one MCP session lists and how it answers `tools/call`: the meta tools plus the caller's
- * always-visible tools, read once per session so `tools/list` never changes under a client (and
- * never busts its prompt cache); a listed catalog tool is executed by its MCP server (CallTool).
+ * What one MCP session lists and how it answers `tools/call`; a listed catalog tool is executed by
+ * its MCP server (CallTool). A `fixed` list is the meta tools plus the caller's always-visible tools,
+ * read once per session so `tools/list` never changes under a client (and never busts its prompt
+ * cache). An `activated` list adds the tools activated in the session, read anew for each listing;
+ * `changed` says when a call has changed it, for `notifications/tools/list_changed`.
  */
 import { Code, ConnectError } from "@connectrpc/connect";
 import {
@@ -11,6 +13,7 @@ import {
   type Tool as McpTool,
 } from "@modelcontextprotocol/sdk/types.js";
 import { Provider } from "../../gen/ts/wayfind/v1/common_pb.ts";
+import type { McpToolList } from "../config/index.ts";
 import { type ArgumentProblem, argumentChecker } from "../discovery/index.ts";
 import { discoveryToolDefinitions } from "../discovery-tools/index.ts";
 import type { JsonObject } from "../json.ts";
@@ -35,15 +38,21 @@ interface Listing {
 }
 
 export class SessionTools {
+  /** The list the client was last given (its later pages come from it). */
   private listing: Promise<Listing> | undefined;
 
-  constructor(private readonly clients: WayfindClients) {}
+  constructor(
+    private readonly clients: WayfindClients,
+    private readonly mode: McpToolList,
+  ) {}
 
   /** A page of the session's tools; the cursor is where the next page starts. */
   async list(
     scope: CallScope,
     cursor: string | undefined,
   ): Promise<{ tools: McpTool[]; nextCursor?: string }> {
+    // An activated list is read anew from its first page; its other pages are of the same reading.
+    if (this.mode === "activated" && cursor === undefined) this.listing = undefined;
     const { tools } = await this.listed(scope);
     const start = cursor === undefined ? 0 : Number(cursor);
     if (!Number.isInteger(start) || start < 0 || start > tools.length)
@@ -65,9 +74,9 @@ export class SessionTools {
       if (isMetaTool(name)) {
         const problems = META_CHECKERS.get(name)?.(args) ?? [];
         if (problems.length > 0) return failure(repairMessage(name, problems));
-        return await runMetaTool(name, args, this.clients, scope);
+        return await runMetaTool(name, args, this.clients, scope, this.mode === "activated");
       }
-      if (!(await this.listed(scope)).catalogTools.has(name))
+      if (!(await this.isListed(name, scope)))
         throw new McpError(
           ErrorCode.InvalidParams,
           `unknown tool ${JSON.stringify(name)}: find tools with tool_search, call them with tool_call`,
@@ -78,6 +87,27 @@ export class SessionTools {
     }
   }
 
+  /**
+   * Whether a call (of a meta tool that may activate tools) changed the activated list since the
+   * client was last given it; the new list is what the client gets next. Never for a fixed list.
+   */
+  async changed(name: string, scope: CallScope): Promise<boolean> {
+    if (this.mode !== "activated" || (name !== "tool_get" && name !== "tool_call")) return false;
+    // A client that never listed reads the list when it does: nothing to announce.
+    if (this.listing === undefined) return false;
+    const given = namesOf(await this.listing.catch(() => undefined));
+    this.listing = undefined;
+    return namesOf(await this.listed(scope)) !== given;
+  }
+
+  /** A catalog tool the session lists; an activated list is read again before a name is refused. */
+  private async isListed(name: string, scope: CallScope): Promise<boolean> {
+    if ((await this.listed(scope)).catalogTools.has(name)) return true;
+    if (this.mode !== "activated") return false;
+    this.listing = undefined;
+    return (await this.listed(scope)).catalogTools.has(name);
+  }
+
   private listed(scope: CallScope): Promise<Listing> {
     this.listing ??= this.read(scope).catch((error: unknown) => {
       this.listing = undefined;
@@ -86,10 +116,27 @@ export class SessionTools {
     return this.listing;
   }
 
-  /** Dispatch mode's payload: the discovery tools, tool_call and the always-visible tools. */
+  /**
+   * Dispatch mode's payload: the discovery tools, tool_call and the always-visible tools; an activated
+   * list adds the tools the session's payload holds besides, in the payload's order.
+   */
   private async read(scope: CallScope): Promise<Listing> {
+    const fixed = await this.payload(scope, true);
+    const tools =
+      this.mode === "fixed"
+        ? fixed
+        : [
+            ...fixed,
+            ...(await this.payload(scope, false)).filter((t) => !fixed.some((f) => f.name === t.name)),
+          ];
+    const catalogTools = new Set(tools.map((tool) => tool.name).filter((name) => !isMetaTool(name)));
+    return { tools, catalogTools };
+  }
+
+  /** The caller's tool payload (with the discovery tools) as MCP tools, under their wayfind names. */
+  private async payload(scope: CallScope, dispatch: boolean): Promise<McpTool[]> {
     const payload = await this.clients.tools.renderToolPayload(
-      { caller: scope.caller, provider: Provider.ANTHROPIC, dispatch: true, includeDiscoveryTools: true },
+      { caller: scope.caller, provider: Provider.ANTHROPIC, dispatch, includeDiscoveryTools: true },
       { headers: scope.headers, signal: scope.signal },
     );
     const provided = JSON.parse(payload.payloadJson) as {
@@ -98,16 +145,18 @@ export class SessionTools {
       input_schema: McpTool["inputSchema"];
     }[];
     const renamed = new Map(payload.nameMappings.map((m) => [m.providerName, m.toolName]));
-    const tools = provided.map(
+    return provided.map(
       (tool): McpTool => ({
         name: renamed.get(tool.name) ?? tool.name,
         description: tool.description ?? "",
         inputSchema: tool.input_schema,
       }),
     );
-    const catalogTools = new Set(tools.map((tool) => tool.name).filter((name) => !isMetaTool(name)));
-    return { tools, catalogTools };
   }
+}
+
+function namesOf(listing: Listing | undefined): string {
+  return listing ? listing.tools.map((tool) => tool.name).join("\n") : "";
 }
 
 function failure(text: string): CallToolResult {

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { EVERYTHING } from "../sources/mcp-servers.ts";
 import { CLI } from "../support/cli.ts";
@@ -26,12 +27,12 @@ async function serve(dataDir: string, port = 0): Promise<TestServer> {
 }
 
 /** The SDK client, launching `wayfind mcp` as Claude Desktop or Cursor would. */
-async function bridgeTo(url: string): Promise<Client> {
+async function bridgeTo(url: string, ...flags: string[]): Promise<Client> {
   const client = new Client({ name: "bridge-test", version: "1.0.0" });
   await client.connect(
     new StdioClientTransport({
       command: process.execPath,
-      args: [CLI, "mcp", "--url", url, "--tenant", "acme"],
+      args: [CLI, "mcp", "--url", url, "--tenant", "acme", ...flags],
       stderr: "pipe",
     }),
   );
@@ -51,6 +52,20 @@ describe("wayfind mcp", () => {
     expect(client.getServerVersion()?.name).toBe("wayfind");
     expect((await client.listTools()).tools.map((tool) => tool.name)).toContain("tool_search");
     expect(await client.callTool(echo)).toEqual({ content: [{ type: "text", text: "Echo: over stdio" }] });
+  }, 60_000);
+
+  it("asks for the activated tool list with --tool-list activated, and passes its changes on", async () => {
+    const wayfind = await serve(mkdtempSync(join(tmpdir(), "wayfind-bridge-")));
+    const client = await bridgeTo(wayfind.baseUrl, "--tool-list", "activated");
+    expect(client.getServerCapabilities()?.tools?.listChanged).toBe(true);
+    await client.listTools();
+    let announced = false;
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+      announced = true;
+    });
+    await client.callTool({ name: "tool_get", arguments: { names: ["everything.echo"] } });
+    await expect.poll(() => announced).toBe(true);
+    expect((await client.listTools()).tools.map((tool) => tool.name)).toContain("everything.echo");
   }, 60_000);
 
   it("opens a new session when the server restarted, without the client noticing", async () => {

@@ -4,7 +4,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { CallToolResultSchema, ProgressNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import {
+  CallToolResultSchema,
+  ProgressNotificationSchema,
+  ToolListChangedNotificationSchema,
+} from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { EVERYTHING } from "../sources/mcp-servers.ts";
@@ -55,10 +59,10 @@ afterEach(async () => {
   for (const client of clients.splice(0)) await client.close();
 });
 
-/** An SDK client connected to wayfind's /mcp with `secret`. */
-async function connect(secret: string): Promise<Client> {
+/** An SDK client connected to wayfind's /mcp (with `query`, e.g. `?tool_list=activated`) with `secret`. */
+async function connect(secret: string, query = ""): Promise<Client> {
   const client = new Client({ name: "endpoint-test", version: "1.0.0" });
-  const transport = new StreamableHTTPClientTransport(new URL(`${wayfind.baseUrl}/mcp`), {
+  const transport = new StreamableHTTPClientTransport(new URL(`${wayfind.baseUrl}/mcp${query}`), {
     requestInit: { headers: { authorization: `Bearer ${secret}` } },
   });
   await client.connect(transport);
@@ -113,6 +117,54 @@ describe("tools/list", () => {
     ]);
     await client.callTool({ name: "tool_get", arguments: { names: ["everything.echo"] } });
     expect(await client.listTools()).toEqual(first);
+    expect(client.getServerCapabilities()?.tools?.listChanged).toBe(false);
+  });
+});
+
+describe("the activated tool list (?tool_list=activated)", () => {
+  it("adds the tools tool_get loads, announces the change ahead of the result, and calls them by name", async () => {
+    const client = await connect(acme.secret, "?tool_list=activated");
+    expect(client.getServerCapabilities()?.tools?.listChanged).toBe(true);
+    const before = (await client.listTools()).tools.map((tool) => tool.name);
+    expect(before).not.toContain("everything.echo");
+    let announced = 0;
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => void announced++);
+
+    await client.callTool({ name: "tool_get", arguments: { names: ["everything.echo"] } });
+    expect(announced).toBe(1);
+    const after = (await client.listTools()).tools;
+    expect(after.map((tool) => tool.name)).toEqual([...before, "everything.echo"]);
+    expect(after.at(-1)?.inputSchema.required).toEqual(["message"]);
+    const called = await client.callTool({ name: "everything.echo", arguments: { message: "first-class" } });
+    expect(called.content).toEqual([{ type: "text", text: "Echo: first-class" }]);
+
+    // Loading it again changes nothing, so nothing is announced.
+    await client.callTool({ name: "tool_get", arguments: { names: ["everything.echo"] } });
+    expect(announced).toBe(1);
+  }, 30_000);
+
+  it("keeps each session's activated tools to that session", async () => {
+    const loader = await connect(acme.secret, "?tool_list=activated");
+    await loader.listTools();
+    await loader.callTool({ name: "tool_get", arguments: { names: ["everything.echo"] } });
+    const other = await connect(acme.secret, "?tool_list=activated");
+    expect((await other.listTools()).tools.map((tool) => tool.name)).not.toContain("everything.echo");
+  }, 30_000);
+
+  it("refuses a tool list that does not exist, naming the ones that do", async () => {
+    const response = await fetch(`${wayfind.baseUrl}/mcp?tool_list=everything`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        authorization: `Bearer ${acme.secret}`,
+      },
+      body: initialize,
+    });
+    expect(response.status).toBe(400);
+    expect((await rpcError(response)).message).toBe(
+      "tool_list=everything is not a tool list: use tool_list=fixed or tool_list=activated",
+    );
   });
 });
 
