@@ -88,6 +88,8 @@ export const DEFAULTS = {
     syncIntervalSeconds: 0,
     callTimeoutSeconds: 60,
     maxConcurrentCalls: 16,
+    breakerFailures: 5,
+    breakerOpenSeconds: 30,
     tenantCredentials: {},
     requireTenantCredentials: false,
   },

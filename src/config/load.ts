@@ -406,6 +406,8 @@ function toConfig(raw: ConfigFile, baseDir: string, configFile: string | undefin
         syncIntervalSeconds: m.sync_interval_seconds ?? DEFAULTS.mcpServer.syncIntervalSeconds,
         callTimeoutSeconds: m.call_timeout_seconds ?? DEFAULTS.mcpServer.callTimeoutSeconds,
         maxConcurrentCalls: m.max_concurrent_calls ?? DEFAULTS.mcpServer.maxConcurrentCalls,
+        breakerFailures: m.breaker?.failures ?? DEFAULTS.mcpServer.breakerFailures,
+        breakerOpenSeconds: m.breaker?.open_seconds ?? DEFAULTS.mcpServer.breakerOpenSeconds,
         tenantCredentials: Object.fromEntries(
           Object.entries(m.tenant_credentials ?? {}).map(([tenant, c]) => [
             tenant,

@@ -147,6 +147,12 @@ const mcpServer = z
     sync_interval_seconds: nonNegativeInt.optional(),
     call_timeout_seconds: z.number().int().min(1).max(600).optional(),
     max_concurrent_calls: z.number().int().min(1).max(1_000).optional(),
+    breaker: z
+      .strictObject({
+        failures: z.number().int().min(1).max(1_000).optional(),
+        open_seconds: z.number().int().min(1).max(3_600).optional(),
+      })
+      .optional(),
     tenant_credentials: z.record(name, tenantCredentials).optional(),
     require_tenant_credentials: z.boolean().optional(),
     ...sourceOptions,

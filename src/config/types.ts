@@ -115,6 +115,10 @@ interface McpServerBase extends ToolSourceOptions {
   readonly callTimeoutSeconds: number;
   /** Calls of the server's tools in flight at once; more wait their turn, within their timeout. */
   readonly maxConcurrentCalls: number;
+  /** Failures in a row (unreachable, timed out, garbage) that open the server's breaker for a tenant. */
+  readonly breakerFailures: number;
+  /** How long an open breaker refuses calls before one is let through to try again. */
+  readonly breakerOpenSeconds: number;
   /** By tenant: the credentials its calls carry, on a session of their own. */
   readonly tenantCredentials: Readonly<Record<string, TenantCredentials>>;
   /** A tenant without credentials here may not call the server (else it uses the server's own). */

@@ -23,10 +23,6 @@ import { createMcpTransport, describe, mcpSourceId, STDERR_TAIL, stderrHint, wit
 export interface CallLimits {
   /** Largest result passed on, as JSON; a bigger one is refused (it could not be answered anyway). */
   readonly maxResultBytes: number;
-  /** Failures in a row (unreachable, timed out, garbage) that open a server's breaker. */
-  readonly breakerFailures: number;
-  /** How long an open breaker refuses calls before one is let through to try again. */
-  readonly breakerOpenMs: number;
   /** Connect plus `initialize` of a call session. */
   readonly connectMs: number;
 }
@@ -36,8 +32,6 @@ const MAX_QUEUED_CALLS = 1_000;
 
 export const DEFAULT_CALL_LIMITS: CallLimits = {
   maxResultBytes: 4 * 1024 * 1024 - 64 * 1024,
-  breakerFailures: 5,
-  breakerOpenMs: 30_000,
   connectMs: 10_000,
 };
 
@@ -80,7 +74,8 @@ export class McpCallLine {
     this.lastUsedMs = now;
     if (now < this.openUntil)
       throw new RetryLaterError(
-        `MCP server "${this.config.name}" failed ${this.limits.breakerFailures} calls in a row; ` +
+        `MCP server "${this.config.name}" failed ${this.config.breakerFailures} calls in a row ` +
+          "(mcp_servers[].breaker.failures); " +
           `its calls are refused for ${Math.ceil((this.openUntil - now) / 1000)} s more, then tried again`,
         this.openUntil - now,
       );
@@ -301,11 +296,12 @@ export class McpCallLine {
 
   private failed(): void {
     this.failuresInRow++;
-    if (this.failuresInRow < this.limits.breakerFailures) return;
-    this.openUntil = Date.now() + this.limits.breakerOpenMs;
+    if (this.failuresInRow < this.config.breakerFailures) return;
+    const openMs = this.config.breakerOpenSeconds * 1000;
+    this.openUntil = Date.now() + openMs;
     this.failuresInRow = 0;
     this.logger.warn(
-      { source: this.source, openMs: this.limits.breakerOpenMs },
+      { source: this.source, openMs },
       "mcp server failed calls in a row; its breaker is open",
     );
   }

@@ -67,7 +67,7 @@ beforeAll(async () => {
   wayfind = await startTestServer({
     mcp_servers: [
       { name: "up", transport: "http", url: upstream.url, call_timeout_seconds: 30, max_concurrent_calls: 1 },
-      { name: "flaky", transport: "http", url: flaky.url },
+      { name: "flaky", transport: "http", url: flaky.url, breaker: { failures: 3, open_seconds: 1 } },
     ],
   });
 }, 60_000);
@@ -182,17 +182,35 @@ describe("slow and dead servers", () => {
     expect((await queued).content).toEqual([{ type: "text", text: "queued" }]);
   });
 
-  it("opens a server's breaker after failures in a row, while other servers' calls go on", async () => {
+  it("opens a server's breaker after its breaker.failures in a row, while other servers' calls go on", async () => {
     flaky.setDown(true);
     const codes: Code[] = [];
-    for (let i = 0; i < 6; i++)
+    for (let i = 0; i < 4; i++)
       codes.push(
         (await failure(tools().callTool({ caller, name: "flaky.echo", arguments: { text: "x" } }))).code,
       );
-    expect(codes).toEqual([...Array(5).fill(Code.Unavailable), Code.ResourceExhausted]);
+    expect(codes).toEqual([...Array(3).fill(Code.Unavailable), Code.ResourceExhausted]);
     const open = await failure(tools().callTool({ caller, name: "flaky.echo", arguments: { text: "x" } }));
-    expect(open.rawMessage).toMatch(/failed 5 calls in a row; its calls are refused for \d+ s more/);
+    expect(open.rawMessage).toMatch(
+      /failed 3 calls in a row \(mcp_servers\[\]\.breaker\.failures\); its calls are refused for 1 s more/,
+    );
     const other = await tools().callTool({ caller, name: "up.echo", arguments: { text: "still here" } });
     expect(other.content).toEqual([{ type: "text", text: "still here" }]);
+  });
+
+  it("lets a call through once the breaker's open_seconds have passed", async () => {
+    flaky.setDown(false);
+    await expect
+      .poll(
+        () =>
+          tools()
+            .callTool({ caller, name: "flaky.echo", arguments: { text: "back" } })
+            .then(
+              (called) => called.content,
+              () => undefined,
+            ),
+        { timeout: 5_000, interval: 250 },
+      )
+      .toEqual([{ type: "text", text: "back" }]);
   });
 });
