@@ -76,6 +76,8 @@ export const DEFAULTS = {
     selectionWindowSeconds: 600,
     maxRequestsPerTool: 64,
     maxRowsPerTenant: 20_000,
+    // About 170 MB of tenants' models with the shipped model's vectors.
+    maxRequestsInMemory: 100_000,
     lessonsPerSecond: 20,
     operatorTenants: [] as readonly string[],
   } satisfies LearningConfig,

@@ -394,6 +394,7 @@ function toConfig(raw: ConfigFile, baseDir: string, configFile: string | undefin
         raw.learning?.selection_window_seconds ?? DEFAULTS.learning.selectionWindowSeconds,
       maxRequestsPerTool: raw.learning?.max_requests_per_tool ?? DEFAULTS.learning.maxRequestsPerTool,
       maxRowsPerTenant: raw.learning?.max_rows_per_tenant ?? DEFAULTS.learning.maxRowsPerTenant,
+      maxRequestsInMemory: raw.learning?.max_requests_in_memory ?? DEFAULTS.learning.maxRequestsInMemory,
       lessonsPerSecond: raw.learning?.lessons_per_second ?? DEFAULTS.learning.lessonsPerSecond,
       operatorTenants: raw.learning?.operator_tenants ?? DEFAULTS.learning.operatorTenants,
     },

@@ -378,6 +378,7 @@ const uniqueNames = z.strictObject({
       selection_window_seconds: z.number().min(1).max(86_400).optional(),
       max_requests_per_tool: z.number().int().min(1).max(1_000).optional(),
       max_rows_per_tenant: z.number().int().min(1).max(1_000_000).optional(),
+      max_requests_in_memory: z.number().int().min(1).max(10_000_000).optional(),
       lessons_per_second: z.number().min(0.01).max(100_000).optional(),
       operator_tenants: z.array(z.string().min(1).max(256)).max(100).optional(),
     })

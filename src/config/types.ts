@@ -195,6 +195,11 @@ export interface LearningConfig {
   readonly maxRequestsPerTool: number;
   /** Learned rows kept per tenant (the most recently taught). */
   readonly maxRowsPerTenant: number;
+  /**
+   * Learned requests held in memory over all tenants' models: past it, the models searched least
+   * recently are dropped (read again, with their stored vectors, when next searched).
+   */
+  readonly maxRequestsInMemory: number;
   /** Lessons one principal may teach per second, sustained (bursts of ten times that). */
   readonly lessonsPerSecond: number;
   /**

@@ -9,6 +9,7 @@ import { runInSlices } from "../text/slices.ts";
 import { type LearnedRequest, TenantModel } from "./model.ts";
 import { RecentSearches } from "./searches.ts";
 import { LearningStore, type TaughtKey } from "./store.ts";
+import { LearnedVectors, VECTOR_CHUNK } from "./vectors.ts";
 
 export type Outcome = "succeeded" | "failed" | "wrong_tool";
 
@@ -41,10 +42,16 @@ export interface LearningOptions {
   readonly events?: EventSink;
   readonly config: LearningConfig;
   /** The model meaning is read with; absent = learned requests match by words only. */
-  readonly embedder?: { embedQuery(text: string): Promise<Float32Array> };
+  readonly embedder?: RequestEmbedder;
   readonly onError?: (error: unknown) => void;
   /** Clock in epoch ms; injectable for tests. */
   readonly now?: () => number;
+}
+
+interface RequestEmbedder {
+  /** Names the model: vectors stored by another model are not used. */
+  readonly modelId: string;
+  embedQuery(text: string): Promise<Float32Array>;
 }
 
 interface TenantState {
@@ -74,11 +81,14 @@ export class Learning {
   private readonly onError: (error: unknown) => void;
   /** SQLite's count of commits by other connections (the CLI's reset, import): a change re-reads every model. */
   private dataVersion: number;
+  /** Where the vectors of learned requests are kept; absent without a model. */
+  private readonly vectors: LearnedVectors | undefined;
 
   constructor(private readonly options: LearningOptions) {
     this.now = options.now ?? Date.now;
     this.onError = options.onError ?? (() => {});
     this.dataVersion = this.readDataVersion();
+    this.vectors = options.embedder && new LearnedVectors(options.db, options.embedder.modelId);
     this.searches = new RecentSearches(options.config.selectionWindowSeconds * 1000, this.now);
     this.store = new LearningStore(
       options.db,
@@ -91,6 +101,13 @@ export class Learning {
 
   get enabled(): boolean {
     return this.options.config.enabled;
+  }
+
+  /** Learned requests in the tenants' models held in memory. */
+  get requestsInMemory(): number {
+    let held = 0;
+    for (const state of this.tenants.values()) held += state.model.size;
+    return held;
   }
 
   /** Remembers a search's hits; the id names it in reports. */
@@ -268,7 +285,7 @@ export class Learning {
       for (const known of this.tenants.values()) known.stale = "all";
     }
     let state = this.tenants.get(tenantId);
-    if (!state) {
+    if (!state)
       state = {
         model: new TenantModel(),
         stale: "all",
@@ -276,8 +293,9 @@ export class Learning {
         embedding: undefined,
         loading: undefined,
       };
-      this.tenants.set(tenantId, state);
-    }
+    // Most recently searched last, so the least recently searched are dropped first.
+    this.tenants.delete(tenantId);
+    this.tenants.set(tenantId, state);
     // A whole read under way: keys changed meanwhile are read after it, into the model it made.
     while (state.loading) await state.loading;
     if (state.stale === "all") {
@@ -289,12 +307,28 @@ export class Learning {
       state.stale = [];
       for (const entry of this.store.read(tenantId, this.now(), keys)) fill(state, state.model, entry);
     }
+    this.dropBeyondMemory(tenantId);
     const embedder = this.options.embedder;
     if (!embedder) return state;
     const missing = state.model.unembedded().filter((request) => !state.vectors.has(request));
-    if (missing.length > 0 && !state.embedding) state.embedding = this.embed(state, missing, embedder);
+    if (missing.length > 0 && !state.embedding)
+      state.embedding = this.embed(tenantId, state, missing, embedder);
     if (wait && state.embedding && missing.length <= EMBED_WAIT_MAX) await state.embedding;
     return state;
+  }
+
+  /**
+   * Drops the models searched least recently while the models in memory hold more learned requests
+   * than `learning.max_requests_in_memory`; never `keep`'s, nor one being read or embedded.
+   */
+  private dropBeyondMemory(keep: string): void {
+    let held = this.requestsInMemory;
+    for (const [tenantId, state] of this.tenants) {
+      if (held <= this.options.config.maxRequestsInMemory) return;
+      if (tenantId === keep || state.loading || state.embedding) continue;
+      held -= state.model.size;
+      this.tenants.delete(tenantId);
+    }
   }
 
   /**
@@ -320,18 +354,54 @@ export class Learning {
     } finally {
       state.loading = undefined;
     }
+    // A whole read follows a restart, a reset or an import: the vectors of requests gone are dropped.
+    if (this.vectors) void this.forgetStaleVectors(this.vectors, tenantId);
   }
 
+  /** Deletes the tenant's stale vectors a chunk per turn, after the search that read the model. */
+  private async forgetStaleVectors(vectors: LearnedVectors, tenantId: string): Promise<void> {
+    try {
+      do await nextTurn();
+      while (vectors.forgetStale(tenantId));
+    } catch (error) {
+      this.onError(error);
+    }
+  }
+
+  /**
+   * Gives `requests` their vectors: the stored ones first, a chunk per turn, then the model's for the
+   * rest, each stored as it comes.
+   */
   private async embed(
+    tenantId: string,
     state: TenantState,
     requests: readonly string[],
-    embedder: { embedQuery(text: string): Promise<Float32Array> },
+    embedder: RequestEmbedder,
   ): Promise<void> {
+    const set = (request: string, vector: Float32Array) => {
+      state.vectors.set(request, vector);
+      state.model.setVector(request, vector);
+    };
     try {
-      for (const request of requests) {
+      let left = [...requests];
+      if (this.vectors) {
+        const unstored: string[] = [];
+        for (let at = 0; at < left.length; at += VECTOR_CHUNK) {
+          const chunk = left.slice(at, at + VECTOR_CHUNK);
+          const stored = this.vectors.read(tenantId, chunk);
+          for (const request of chunk) {
+            const vector = stored.get(request);
+            if (vector) set(request, vector);
+            else unstored.push(request);
+          }
+          await nextTurn();
+        }
+        left = unstored;
+      }
+      for (const request of left) {
         const vector = await embedder.embedQuery(request);
-        state.vectors.set(request, vector);
-        state.model.setVector(request, vector);
+        set(request, vector);
+        this.vectors?.save(tenantId, request, vector);
       }
     } catch (error) {
       this.onError(error);
@@ -393,4 +463,9 @@ export function unknownSearch(searchId: string): WayfindError {
   return notFound(
     `search_id ${quoteInput(searchId)} is unknown or expired: searches are remembered for a while on the server that answered them; report soon after the search, or leave search_id empty`,
   );
+}
+
+/** Lets other calls run between two steps of a long read. */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }

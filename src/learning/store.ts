@@ -42,6 +42,21 @@ export const learningMigrations: readonly Migration[] = [
       ) WITHOUT ROWID;
     `,
   },
+  {
+    // Vectors of learned requests, local to each server (src/learning/vectors.ts); the index finds a
+    // request's rows whatever their tool, to tell a stale vector.
+    id: "learning/003-request-vectors",
+    up: `
+      CREATE TABLE learned_request_vectors (
+        tenant_id TEXT NOT NULL,
+        request TEXT NOT NULL,
+        model_id TEXT NOT NULL,
+        vector BLOB NOT NULL,
+        PRIMARY KEY (tenant_id, request)
+      ) WITHOUT ROWID;
+      CREATE INDEX learned_requests_request ON learned_requests (tenant_id, request);
+    `,
+  },
 ];
 
 /** How learning is bounded and ages (config `learning`). */

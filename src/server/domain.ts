@@ -99,6 +99,7 @@ export async function buildDomain(
         toolCount: () => registry.size,
         skillCount: () => skills.size,
         eventSubscribers: () => events.subscriberCount,
+        learnedRequestsInMemory: () => learning.requestsInMemory,
         eventSubscriberLag: () => events.subscriberLag(),
         mcpSources: () => mcp.statuses(),
         ...(replica ? { replica } : {}),

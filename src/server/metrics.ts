@@ -11,6 +11,8 @@ export interface MetricSources {
   readonly toolCount: () => number;
   readonly skillCount: () => number;
   readonly eventSubscribers: () => number;
+  /** Learned requests in the tenants' models held in memory (learning.max_requests_in_memory bounds it). */
+  readonly learnedRequestsInMemory: () => number;
   /** The slowest subscriber's lag in events, and overflows and retention gaps so far. */
   readonly eventSubscriberLag: () => { maxLag: number; overflows: number; gaps: number };
   /** The configured MCP servers' health and last sync. */
@@ -212,6 +214,14 @@ export class ServerMetrics {
       collect() {
         for (const s of sources.mcpSources())
           if (s.lastSyncMs !== undefined) this.set({ source: s.id }, s.lastSyncMs / 1000);
+      },
+    });
+    new Gauge({
+      name: "wayfind_learned_requests_in_memory",
+      help: "Learned requests of the tenants' models held in memory (learning.max_requests_in_memory).",
+      registers,
+      collect() {
+        this.set(sources.learnedRequestsInMemory());
       },
     });
     new Gauge({
