@@ -117,20 +117,21 @@ export class Learning {
 
   /**
    * What the caller's tenant (and the operator's tenants, config `learning.operator_tenants`) learned
-   * of tools for `request` (with its meaning `vectors`, when the model runs), or undefined when they
-   * learned nothing: then the search is exactly as without learning.
+   * of tools, or of skills, for `request` (with its meaning `vectors`, when the model runs), or
+   * undefined when they learned nothing of that kind: then the search is exactly as without learning.
    */
   async evidence(
     caller: Caller,
     request: string,
     vectors: readonly Float32Array[],
+    kind: "tool" | "skill" = "tool",
   ): Promise<LearnedEvidence | undefined> {
     if (!this.enabled) return undefined;
-    const scores = await this.scoresOf(caller.tenantId, request, vectors);
+    const scores = ofKind(await this.scoresOf(caller.tenantId, request, vectors), kind);
     // The operator's tenants teach everyone, at half strength; no other tenant's lessons are read.
     for (const tenant of this.options.config.operatorTenants) {
       if (tenant === caller.tenantId) continue;
-      for (const [tool, score] of await this.scoresOf(tenant, request, vectors)) {
+      for (const [tool, score] of ofKind(await this.scoresOf(tenant, request, vectors), kind)) {
         const sum = (scores.get(tool) ?? 0) + OPERATOR_SHARE * score;
         scores.set(tool, Math.max(-1, Math.min(1, sum)));
       }
@@ -209,11 +210,7 @@ export class Learning {
   ): Promise<{ learned: boolean; duplicate: boolean; known: boolean }> {
     const search = report.searchId === "" ? undefined : this.searches.find(caller.tenantId, report.searchId);
     const learn =
-      this.enabled &&
-      report.kind === "tool" &&
-      search !== undefined &&
-      search.request !== "" &&
-      search.hits.includes(report.name);
+      this.enabled && search !== undefined && search.request !== "" && search.hits.includes(report.name);
     // Over the rate, an explicit report is refused (RESOURCE_EXHAUSTED) rather than silently not learned.
     if (learn) this.admit(actorOf(caller), true);
     const scope = eventScopeOf(caller);
@@ -228,14 +225,16 @@ export class Learning {
         : {
             type: "skill_outcome_reported" as const,
             ...scope,
-            attributes: { skill: report.name, ...common },
+            attributes: { skill: report.name, learned: learn, ...common },
           };
     const delta = TEACHES[report.outcome];
     const applied = await this.store.teach({
       tenantId: caller.tenantId,
       actor: actorOf(caller),
       request: learn ? clip(search.request) : "",
-      deltas: learn ? [{ tool: report.name, delta }] : [],
+      deltas: learn
+        ? [{ tool: report.kind === "skill" ? `${SKILL_KEY}${report.name}` : report.name, delta }]
+        : [],
       reportKey: report.key === "" ? "" : `${report.kind}:${report.key}`,
       event,
     });
@@ -247,9 +246,12 @@ export class Learning {
     };
   }
 
-  /** Remembers a skill search's hits (SearchSkills, GetRelevantSkills), so reports may name it. */
-  rememberSkills(caller: Caller, skills: readonly string[]): string {
-    return this.searches.remember(caller.tenantId, "", "", skills);
+  /**
+   * Remembers a skill search's request and hits (SearchSkills, GetRelevantSkills), so a report may
+   * name it and teach the skill it reports on.
+   */
+  rememberSkills(caller: Caller, request: string, skills: readonly string[]): string {
+    return this.searches.remember(caller.tenantId, "", request, skills);
   }
 
   /** What `tenantId` learned (of `tool` only, when given), heaviest first. */
@@ -442,6 +444,23 @@ function fill(state: TenantState, model: TenantModel, entry: LearnedRequest): vo
   model.set(entry);
   const vector = state.vectors.get(entry.request);
   if (vector) model.setVector(entry.request, vector);
+}
+
+/**
+ * Skills are learned beside tools, under their name with this prefix: no tool name holds a colon, so
+ * a skill's lessons never lift a tool.
+ */
+const SKILL_KEY = "skill:";
+
+/** The learned scores of one kind, under their own names. */
+function ofKind(scores: ReadonlyMap<string, number>, kind: "tool" | "skill"): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const [key, score] of scores) {
+    const isSkill = key.startsWith(SKILL_KEY);
+    if (kind === "skill" && isSkill) out.set(key.slice(SKILL_KEY.length), score);
+    else if (kind === "tool" && !isSkill) out.set(key, score);
+  }
+  return out;
 }
 
 /** Who a lesson counts for: the credential, or without credentials the user the caller names. */

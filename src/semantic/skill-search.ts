@@ -72,6 +72,7 @@ export class SemanticSkillSearch {
     const weight = this.options.weight;
     return {
       available: true,
+      vector: query,
       complete: this.expected !== undefined && this.vectors.size >= this.expected,
       closest: (k) =>
         pack.scan

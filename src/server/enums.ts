@@ -166,11 +166,12 @@ export const SKILL_FORMATS = new EnumMap<"raw" | "injection">([
   [SkillFormat.INJECTION, "injection"],
 ]);
 /** A skill search reports its search type as the match type, or SEMANTIC for a hit by meaning only. */
-export const SKILL_MATCH_TYPES: Readonly<Record<SearchTypeName | "semantic", MatchType>> = {
+export const SKILL_MATCH_TYPES: Readonly<Record<SearchTypeName | "semantic" | "learned", MatchType>> = {
   fts: MatchType.FTS,
   regex: MatchType.NAME_SUBSTRING,
   exact: MatchType.EXACT,
   semantic: MatchType.SEMANTIC,
+  learned: MatchType.LEARNED,
 };
 
 // -- learning -----------------------------------------------------------------------------------------

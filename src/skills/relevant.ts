@@ -44,9 +44,9 @@ export function getRelevantSkills(
   const minScore = withinRange(LIMITS.relevantSkillsMinScore, input.minScore);
   const terms = [...new Set(tokenize(task).filter((w) => w.length > 1 && !STOPWORDS.has(w)))].slice(0, 32);
   // Task text is paraphrase by nature: with semantic evidence, skills close in meaning join the words'.
-  const depth = options.semantic ? Math.max(topK, 20) : topK;
+  const depth = options.semantic || options.learned ? Math.max(topK, 20) : topK;
   const lexical = ftsSearch(context, caller, terms, undefined, depth, "or").hits;
-  const { hits } = fuseSkills(context, caller, undefined, lexical, options.semantic, topK);
+  const { hits } = fuseSkills(context, caller, undefined, lexical, options.semantic, topK, options.learned);
   const rows =
     hits.length > 0
       ? context.store.visibleByName(

@@ -1,3 +1,4 @@
+import type { LearnedEvidence } from "../discovery/index.ts";
 import { toolGateRewriter } from "./gate.ts";
 import type { ScopeKind, Skill, SkillOrigin, TaskType, TextAuthor, ToolGate } from "./model.ts";
 import { redactText } from "./redact.ts";
@@ -10,6 +11,8 @@ export interface CallOptions {
   readonly toolGate?: ToolGate;
   /** Semantic ranking for this call's query or task (full-text searches only). */
   readonly semantic?: SkillSemanticFusion;
+  /** What the caller's tenant learned of skills for this query or task (full-text searches only). */
+  readonly learned?: LearnedEvidence;
 }
 
 type Sanitize = (text: string) => string;

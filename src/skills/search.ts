@@ -20,7 +20,7 @@ import { type CallOptions, type SanitizerFor, type SkillSummary, sanitizer, summ
 import { type FusedRow, fuseSkills } from "./semantic.ts";
 import { SEARCH_COLUMNS, type SearchRow, visibleFilter } from "./store.ts";
 
-/** Lexical hits fused with semantic evidence (more than a page: a skill may rise into it). */
+/** Lexical hits fused with semantic and learned evidence (more than a page: a skill may rise into it). */
 const SEMANTIC_DEPTH = 20;
 
 /** Rows a regex search may run RE2 on after the literal pre-check (~10 µs each). */
@@ -50,8 +50,8 @@ interface SkillSearchHit extends SkillSummary {
   readonly lexicalScore: number;
   /** 0 when semantic ranking did not take part for this skill. */
   readonly semanticScore: number;
-  /** The search type that found it, or "semantic" when only its meaning matched. */
-  readonly matchType: SearchType | "semantic";
+  /** The search type that found it, or "semantic" when only its meaning matched, "learned" when only learning. */
+  readonly matchType: SearchType | "semantic" | "learned";
 }
 
 export interface SearchSkillsInput {
@@ -112,9 +112,9 @@ export function searchSkills(
   let semantic: SemanticReport = SEMANTIC_OFF;
   if (type === "fts") {
     // With semantic evidence, more lexical hits than the page are fused: a skill may rise into it.
-    const depth = options.semantic ? Math.max(limit, SEMANTIC_DEPTH) : limit;
+    const depth = options.semantic || options.learned ? Math.max(limit, SEMANTIC_DEPTH) : limit;
     const found = ftsSearch(context, caller, tokenize(query).slice(0, 16), taskType, depth, "and");
-    const fused = fuseSkills(context, caller, taskType, found.hits, options.semantic, limit);
+    const fused = fuseSkills(context, caller, taskType, found.hits, options.semantic, limit, options.learned);
     hits = fused.hits;
     semantic = fused.report;
     widened = found.widened;
@@ -132,7 +132,7 @@ export function searchSkills(
       score: hit.score,
       lexicalScore: hit.lexicalScore,
       semanticScore: hit.semanticScore,
-      matchType: hit.semanticOnly ? ("semantic" as const) : type,
+      matchType: hit.learnedOnly ? ("learned" as const) : hit.semanticOnly ? ("semantic" as const) : type,
     }));
   context.emit("skill_search_query", caller, {
     query: clip(redactText(query), 200),

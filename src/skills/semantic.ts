@@ -1,4 +1,5 @@
 import type { Caller } from "../caller/caller.ts";
+import type { LearnedEvidence } from "../discovery/index.ts";
 import type { SemanticReport } from "../text/scores.ts";
 import type { SkillContext } from "./context.ts";
 import type { TaskType } from "./model.ts";
@@ -6,6 +7,8 @@ import { SEARCH_COLUMNS, type SearchRow, visibleFilter } from "./store.ts";
 
 /** Semantic candidates read per search; hidden or other-type skills among them are dropped after. */
 const CLOSEST = 40;
+/** Skills the search missed that learning may add, the most favoured first. */
+const LEARNED_DEPTH = 20;
 
 /** Semantic evidence for one query (src/semantic/skill-search.ts), fused into full-text skill search. */
 export interface SkillSemanticFusion {
@@ -19,6 +22,8 @@ export interface SkillSemanticFusion {
   lexicalShare(bestLexical: number): number;
   /** Every skill has its vector; else the ones the caller can see without one are counted. */
   readonly complete: boolean;
+  /** The query's vector, when it could be embedded: what learned requests are compared with. */
+  readonly vector?: Float32Array;
 }
 
 /** A skill hit with the parts of its score. */
@@ -29,12 +34,16 @@ export interface FusedRow {
   readonly semanticScore: number;
   /** Found by meaning only. */
   readonly semanticOnly: boolean;
+  /** Found only because the caller's tenant learned it for requests like this one. */
+  readonly learnedOnly?: boolean;
 }
 
 /**
  * Fuses the lexical hits (best first) with the skills closest in meaning that the caller may see (and
  * of `taskType`, when given): score = w × lexical + (1 − w) × semantic, a skill without a vector yet
- * keeping its lexical score. Without semantic evidence the lexical hits pass through.
+ * keeping its lexical score. Without semantic evidence the lexical hits pass through. What the
+ * caller's tenant learned (`learned`, by skill name) then moves the hits it knows, as for tools: a
+ * learned score ℓ > 0 moves a score ℓ × weight of the way to 1, ℓ < 0 takes |ℓ| × weight of it away.
  */
 export function fuseSkills(
   context: SkillContext,
@@ -43,9 +52,66 @@ export function fuseSkills(
   lexical: readonly { readonly row: SearchRow; readonly score: number }[],
   semantic: SkillSemanticFusion | undefined,
   limit: number,
+  learned?: LearnedEvidence,
+): { hits: FusedRow[]; report: SemanticReport } {
+  const { hits, report } = fuseByMeaning(context, caller, taskType, lexical, semantic);
+  const ranked = learned ? withLearned(context, caller, taskType, hits, learned) : hits;
+  return { hits: ranked.slice(0, limit), report };
+}
+
+/**
+ * The hits with the tenant's learned scores applied, best first (ties keep their order), and the
+ * skills it favours that the search missed, if the caller may see them (scored by learning alone).
+ */
+function withLearned(
+  context: SkillContext,
+  caller: Caller,
+  taskType: TaskType | undefined,
+  hits: readonly FusedRow[],
+  learned: LearnedEvidence,
+): FusedRow[] {
+  const lift = (score: number, l: number) =>
+    l >= 0 ? score + learned.weight * l * (1 - score) : score * (1 + learned.weight * l);
+  const lifted: FusedRow[] = hits.map((hit) => {
+    const l = learned.scores.get(hit.row.name) ?? 0;
+    return l === 0 ? hit : { ...hit, score: lift(hit.score, l) };
+  });
+  const found = new Set(hits.map((hit) => hit.row.name));
+  const missed = [...learned.scores]
+    .filter(([name, l]) => l > 0 && !found.has(name))
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, LEARNED_DEPTH);
+  if (missed.length > 0) {
+    const where = visibleFilter(caller, taskType);
+    const rows = context.store.all<SearchRow>(
+      `SELECT ${SEARCH_COLUMNS} FROM skills s WHERE s.name IN (${missed.map(() => "?").join(",")}) AND ${where.sql}`,
+      [...missed.map(([name]) => name), ...where.params],
+    );
+    const learnedOf = new Map(missed);
+    for (const row of rows)
+      lifted.push({
+        row,
+        score: lift(0, learnedOf.get(row.name) ?? 0),
+        lexicalScore: 0,
+        semanticScore: 0,
+        semanticOnly: false,
+        learnedOnly: true,
+      });
+  }
+  const order = new Map(lifted.map((hit, rank) => [hit, rank]));
+  return lifted.sort((a, b) => b.score - a.score || (order.get(a) ?? 0) - (order.get(b) ?? 0));
+}
+
+/** fuseSkills' hits before learning, every one of them, best first. */
+function fuseByMeaning(
+  context: SkillContext,
+  caller: Caller,
+  taskType: TaskType | undefined,
+  lexical: readonly { readonly row: SearchRow; readonly score: number }[],
+  semantic: SkillSemanticFusion | undefined,
 ): { hits: FusedRow[]; report: SemanticReport } {
   const lexicalOnly = (status: SemanticReport["status"]) => ({
-    hits: lexical.slice(0, limit).map((h) => ({
+    hits: lexical.map((h) => ({
       row: h.row,
       score: h.score,
       lexicalScore: h.score,
@@ -96,7 +162,7 @@ export function fuseSkills(
       (a.row.name < b.row.name ? -1 : a.row.name > b.row.name ? 1 : 0),
   );
   const pending = semantic.complete ? 0 : pendingFor(context, caller, semantic);
-  return { hits: hits.slice(0, limit), report: { status: pending > 0 ? "partial" : "ready", pending } };
+  return { hits, report: { status: pending > 0 ? "partial" : "ready", pending } };
 }
 
 /** The skills the caller can see that have no vector yet (only asked while vectors are being computed). */

@@ -1,9 +1,10 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Outcome } from "../../gen/ts/wayfind/v1/common_pb.ts";
+import { MatchType, Outcome } from "../../gen/ts/wayfind/v1/common_pb.ts";
+import { SkillService } from "../../gen/ts/wayfind/v1/skills_pb.ts";
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { failure } from "../support/rpc.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
@@ -28,11 +29,26 @@ const caller = (tenantId: string, runId: string, userId = "u-1") => ({
   sessionId: "s",
 });
 
+/** Skills of the same deployment: "PTO" is in none of them either. */
+const SKILLS = [
+  { name: "plan-a-trip", text: "Plan a business trip: book the flights and a hotel for the given days." },
+  { name: "request-leave", text: "File a leave request for the days off in the HR system." },
+  { name: "log-hours", text: "Log the days and hours worked in the timesheet." },
+];
+
 beforeAll(async () => {
-  const catalog = join(mkdtempSync(join(tmpdir(), "wayfind-learning-")), "tools.jsonl");
+  const dir = mkdtempSync(join(tmpdir(), "wayfind-learning-"));
+  const catalog = join(dir, "tools.jsonl");
   writeFileSync(catalog, TOOLS.map((t) => JSON.stringify(t)).join("\n"));
+  mkdirSync(join(dir, "skills"));
+  for (const skill of SKILLS)
+    writeFileSync(
+      join(dir, "skills", `${skill.name}.skill.md`),
+      `---\nname: ${skill.name}\ndescription: ${JSON.stringify(skill.text)}\n---\n# ${skill.text}\n\n## Steps\n1. ${skill.text}\n`,
+    );
   wayfind = await startTestServer({
     catalogs: [{ path: catalog, loading_mode: "deferred" }],
+    skill_packs: [{ name: "hr", path: join(dir, "skills") }],
     // A burst of 50 lessons per principal, then 5 a second.
     learning: { lessons_per_second: 5, operator_tenants: ["ops"] },
     // hr.secret_salaries is hidden from tenant "beta".
@@ -264,6 +280,48 @@ describe("learning from use", () => {
     );
     expect(error.code).toBe(Code.InvalidArgument);
     expect(error.rawMessage).toContain("OUTCOME_SUCCEEDED");
+  });
+  it("lifts the skill a tenant reports as used for a request, for that tenant only, and finds it for related requests", async () => {
+    const skills = () => wayfind.grpc(SkillService);
+    const order = async (tenantId: string, query: string) =>
+      (await skills().searchSkills({ caller: caller(tenantId, "look"), query, limit: 10 })).skills.map(
+        (hit) => hit.name,
+      );
+    const before = await order("theta", REQUEST);
+    const otherBefore = strip(
+      await skills().searchSkills({ caller: caller("iota", "look"), query: REQUEST, limit: 10 }),
+    );
+    expect(before[0]).toBe("plan-a-trip");
+    expect(before).toContain("request-leave");
+    for (const [i, userId] of ["u-1", "u-2"].entries()) {
+      const found = await skills().searchSkills({
+        caller: caller("theta", `r-${i}`, userId),
+        query: REQUEST,
+      });
+      const reported = await skills().reportSkillOutcome({
+        caller: caller("theta", `r-${i}`, userId),
+        searchId: found.searchId,
+        skill: "request-leave",
+        outcome: Outcome.SUCCEEDED,
+      });
+      expect(reported).toMatchObject({ learned: true, duplicate: false });
+    }
+    expect((await order("theta", REQUEST))[0]).toBe("request-leave");
+    const relevant = await skills().getRelevantSkills({
+      caller: caller("theta", "look"),
+      task: REQUEST,
+      topK: 1,
+    });
+    expect(relevant.skillNames).toEqual(["request-leave"]);
+    // No skill says "PTO": only what theta learned finds one.
+    const pto = await skills().searchSkills({ caller: caller("theta", "look"), query: "PTO" });
+    expect(pto.skills.map((hit) => [hit.name, hit.matchType])).toEqual([
+      ["request-leave", MatchType.LEARNED],
+    ]);
+    // Another tenant's answer is the very answer it got before.
+    expect(
+      strip(await skills().searchSkills({ caller: caller("iota", "look"), query: REQUEST, limit: 10 })),
+    ).toEqual(otherBefore);
   });
 });
 

@@ -269,6 +269,7 @@ function payloadOf(type: EventType, a: Attributes): Event["payload"] {
           outcome: OUTCOMES.toProto(text(a.outcome) as Outcome),
           searchId: text(a.search_id),
           note: text(a.note),
+          learned: a.learned === true,
         }),
       };
   }

@@ -36,10 +36,13 @@ export function skillService(
   toolGateFor: ToolGateFor,
   /** Semantic ranking (config `tool_search.semantic`) for full-text skill searches; absent = lexical only. */
   semantic?: { forQuery(text: string): Promise<SkillSemanticFusion> },
-  /** Remembers retrievals so outcome reports may name them (skills learn nothing yet: events only). */
+  /** Remembers retrievals so outcome reports may name them and teach, and ranks by what was learned. */
   learning?: Learning,
 ): ServiceImpl<typeof SkillServiceDesc> {
   const gate = (caller: Caller) => ({ toolGate: toolGateFor(caller) });
+  /** What the caller's tenant learned of skills for `text`, read with its meaning when it was embedded. */
+  const learnedSkills = async (caller: Caller, text: string, fusion: SkillSemanticFusion | undefined) =>
+    learning?.evidence(caller, text, fusion?.vector ? [fusion.vector] : [], "skill");
   return {
     async loadSkillPack(request, context) {
       const caller = callerOf(context);
@@ -83,8 +86,9 @@ export function skillService(
     async searchSkills(request, context) {
       const caller = callerOf(context);
       const type = SEARCH_TYPES.fromProto(request.searchType, "search_type");
-      const fusion =
-        semantic && (type ?? "fts") === "fts" ? await semantic.forQuery(request.query) : undefined;
+      const fts = (type ?? "fts") === "fts";
+      const fusion = semantic && fts ? await semantic.forQuery(request.query) : undefined;
+      const learned = fts ? await learnedSkills(caller, request.query, fusion) : undefined;
       const result = skills.searchSkills(
         caller,
         {
@@ -94,7 +98,7 @@ export function skillService(
           limit: request.limit || undefined,
           minScore: request.minScore,
         },
-        { ...gate(caller), semantic: fusion },
+        { ...gate(caller), semantic: fusion, learned },
       );
       return {
         skills: result.skills.map((hit) => ({
@@ -109,6 +113,7 @@ export function skillService(
         searchId:
           learning?.rememberSkills(
             caller,
+            fts ? request.query : "",
             result.skills.map((hit) => hit.name),
           ) ?? "",
       };
@@ -178,6 +183,7 @@ export function skillService(
     async getRelevantSkills(request, context) {
       const caller = callerOf(context);
       const fusion = semantic ? await semantic.forQuery(request.task) : undefined;
+      const learned = await learnedSkills(caller, request.task, fusion);
       const result = skills.getRelevantSkills(
         caller,
         {
@@ -186,7 +192,7 @@ export function skillService(
           maxTokens: request.maxTokens || undefined,
           minScore: request.minScore,
         },
-        { ...gate(caller), semantic: fusion },
+        { ...gate(caller), semantic: fusion, learned },
       );
       return {
         formattedContext: result.formattedContext,
@@ -197,6 +203,7 @@ export function skillService(
         searchId:
           learning?.rememberSkills(
             caller,
+            request.task,
             result.skills.map((skill) => skill.name),
           ) ?? "",
       };
@@ -218,10 +225,10 @@ export function skillService(
       );
       if (found.skills.length === 0)
         throw notFound(`skill ${quoteInput(report.name)} not found; use skill_search to find skills`);
-      if (!learning) return { duplicate: false };
+      if (!learning) return { duplicate: false, learned: false };
       const result = await learning.report(caller, { ...report, kind: "skill" });
       if (!result.known) throw unknownSearch(report.searchId);
-      return { duplicate: result.duplicate };
+      return { duplicate: result.duplicate, learned: result.learned };
     },
 
     renderSkillDirectory(request, context) {

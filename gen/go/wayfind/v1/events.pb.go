@@ -1718,11 +1718,13 @@ func (x *ToolOutcomeReported) GetNote() string {
 
 // A ReportSkillOutcome call.
 type SkillOutcomeReported struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Skill         string                 `protobuf:"bytes,1,opt,name=skill,proto3" json:"skill,omitempty"`
-	Outcome       Outcome                `protobuf:"varint,2,opt,name=outcome,proto3,enum=wayfind.v1.Outcome" json:"outcome,omitempty"`
-	SearchId      string                 `protobuf:"bytes,3,opt,name=search_id,json=searchId,proto3" json:"search_id,omitempty"`
-	Note          string                 `protobuf:"bytes,4,opt,name=note,proto3" json:"note,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Skill    string                 `protobuf:"bytes,1,opt,name=skill,proto3" json:"skill,omitempty"`
+	Outcome  Outcome                `protobuf:"varint,2,opt,name=outcome,proto3,enum=wayfind.v1.Outcome" json:"outcome,omitempty"`
+	SearchId string                 `protobuf:"bytes,3,opt,name=search_id,json=searchId,proto3" json:"search_id,omitempty"`
+	Note     string                 `protobuf:"bytes,4,opt,name=note,proto3" json:"note,omitempty"`
+	// Whether it taught the tenant's ranking.
+	Learned       bool `protobuf:"varint,5,opt,name=learned,proto3" json:"learned,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1783,6 +1785,13 @@ func (x *SkillOutcomeReported) GetNote() string {
 		return x.Note
 	}
 	return ""
+}
+
+func (x *SkillOutcomeReported) GetLearned() bool {
+	if x != nil {
+		return x.Learned
+	}
+	return false
 }
 
 // A tool executed through wayfind (CallTool, or `tool_call` on the MCP endpoint).
@@ -2169,12 +2178,13 @@ const file_wayfind_v1_events_proto_rawDesc = "" +
 	"\aoutcome\x18\x02 \x01(\x0e2\x13.wayfind.v1.OutcomeR\aoutcome\x12\x1b\n" +
 	"\tsearch_id\x18\x03 \x01(\tR\bsearchId\x12\x18\n" +
 	"\alearned\x18\x04 \x01(\bR\alearned\x12\x12\n" +
-	"\x04note\x18\x05 \x01(\tR\x04note\"\x8c\x01\n" +
+	"\x04note\x18\x05 \x01(\tR\x04note\"\xa6\x01\n" +
 	"\x14SkillOutcomeReported\x12\x14\n" +
 	"\x05skill\x18\x01 \x01(\tR\x05skill\x12-\n" +
 	"\aoutcome\x18\x02 \x01(\x0e2\x13.wayfind.v1.OutcomeR\aoutcome\x12\x1b\n" +
 	"\tsearch_id\x18\x03 \x01(\tR\bsearchId\x12\x12\n" +
-	"\x04note\x18\x04 \x01(\tR\x04note\"\x96\x01\n" +
+	"\x04note\x18\x04 \x01(\tR\x04note\x12\x18\n" +
+	"\alearned\x18\x05 \x01(\bR\alearned\"\x96\x01\n" +
 	"\n" +
 	"ToolCalled\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x16\n" +

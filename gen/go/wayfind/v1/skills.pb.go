@@ -1931,7 +1931,10 @@ func (x *ReportSkillOutcomeRequest) GetIdempotencyKey() string {
 type ReportSkillOutcomeResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// True when `idempotency_key` was seen before: nothing was recorded again.
-	Duplicate     bool `protobuf:"varint,1,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
+	Duplicate bool `protobuf:"varint,1,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
+	// True when the report taught the ranking; false when it only became an event (no search_id, a
+	// duplicate, or a skill that was not a hit of that search).
+	Learned       bool `protobuf:"varint,2,opt,name=learned,proto3" json:"learned,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1969,6 +1972,13 @@ func (*ReportSkillOutcomeResponse) Descriptor() ([]byte, []int) {
 func (x *ReportSkillOutcomeResponse) GetDuplicate() bool {
 	if x != nil {
 		return x.Duplicate
+	}
+	return false
+}
+
+func (x *ReportSkillOutcomeResponse) GetLearned() bool {
+	if x != nil {
+		return x.Learned
 	}
 	return false
 }
@@ -2124,9 +2134,10 @@ const file_wayfind_v1_skills_proto_rawDesc = "" +
 	"\x05skill\x18\x03 \x01(\tR\x05skill\x12-\n" +
 	"\aoutcome\x18\x04 \x01(\x0e2\x13.wayfind.v1.OutcomeR\aoutcome\x12\x12\n" +
 	"\x04note\x18\x05 \x01(\tR\x04note\x12'\n" +
-	"\x0fidempotency_key\x18\x06 \x01(\tR\x0eidempotencyKey\":\n" +
+	"\x0fidempotency_key\x18\x06 \x01(\tR\x0eidempotencyKey\"T\n" +
 	"\x1aReportSkillOutcomeResponse\x12\x1c\n" +
-	"\tduplicate\x18\x01 \x01(\bR\tduplicate*\x90\x01\n" +
+	"\tduplicate\x18\x01 \x01(\bR\tduplicate\x12\x18\n" +
+	"\alearned\x18\x02 \x01(\bR\alearned*\x90\x01\n" +
 	"\bTaskType\x12\x19\n" +
 	"\x15TASK_TYPE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11TASK_TYPE_BROWSER\x10\x01\x12\x11\n" +

@@ -308,16 +308,18 @@ class ToolOutcomeReported(_message.Message):
     def __init__(self, tool: _Optional[str] = ..., outcome: _Optional[_Union[_common_pb2.Outcome, str]] = ..., search_id: _Optional[str] = ..., learned: _Optional[bool] = ..., note: _Optional[str] = ...) -> None: ...
 
 class SkillOutcomeReported(_message.Message):
-    __slots__ = ("skill", "outcome", "search_id", "note")
+    __slots__ = ("skill", "outcome", "search_id", "note", "learned")
     SKILL_FIELD_NUMBER: _ClassVar[int]
     OUTCOME_FIELD_NUMBER: _ClassVar[int]
     SEARCH_ID_FIELD_NUMBER: _ClassVar[int]
     NOTE_FIELD_NUMBER: _ClassVar[int]
+    LEARNED_FIELD_NUMBER: _ClassVar[int]
     skill: str
     outcome: _common_pb2.Outcome
     search_id: str
     note: str
-    def __init__(self, skill: _Optional[str] = ..., outcome: _Optional[_Union[_common_pb2.Outcome, str]] = ..., search_id: _Optional[str] = ..., note: _Optional[str] = ...) -> None: ...
+    learned: bool
+    def __init__(self, skill: _Optional[str] = ..., outcome: _Optional[_Union[_common_pb2.Outcome, str]] = ..., search_id: _Optional[str] = ..., note: _Optional[str] = ..., learned: _Optional[bool] = ...) -> None: ...
 
 class ToolCalled(_message.Message):
     __slots__ = ("tool", "source", "duration_ms", "outcome", "result_bytes")

@@ -352,7 +352,9 @@ class ReportSkillOutcomeRequest(_message.Message):
     def __init__(self, caller: _Optional[_Union[_common_pb2.CallerContext, _Mapping]] = ..., search_id: _Optional[str] = ..., skill: _Optional[str] = ..., outcome: _Optional[_Union[_common_pb2.Outcome, str]] = ..., note: _Optional[str] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
 
 class ReportSkillOutcomeResponse(_message.Message):
-    __slots__ = ("duplicate",)
+    __slots__ = ("duplicate", "learned")
     DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    LEARNED_FIELD_NUMBER: _ClassVar[int]
     duplicate: bool
-    def __init__(self, duplicate: _Optional[bool] = ...) -> None: ...
+    learned: bool
+    def __init__(self, duplicate: _Optional[bool] = ..., learned: _Optional[bool] = ...) -> None: ...
