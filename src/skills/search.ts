@@ -50,6 +50,8 @@ interface SkillSearchHit extends SkillSummary {
   readonly lexicalScore: number;
   /** 0 when semantic ranking did not take part for this skill. */
   readonly semanticScore: number;
+  /** What the caller's tenant learned of it for this query, in [-1, 1]; 0 = nothing. */
+  readonly learnedScore: number;
   /** The search type that found it, or "semantic" when only its meaning matched, "learned" when only learning. */
   readonly matchType: SearchType | "semantic" | "learned";
 }
@@ -132,6 +134,7 @@ export function searchSkills(
       score: hit.score,
       lexicalScore: hit.lexicalScore,
       semanticScore: hit.semanticScore,
+      learnedScore: hit.learnedScore ?? 0,
       matchType: hit.learnedOnly ? ("learned" as const) : hit.semanticOnly ? ("semantic" as const) : type,
     }));
   context.emit("skill_search_query", caller, {

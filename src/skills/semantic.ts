@@ -36,6 +36,8 @@ export interface FusedRow {
   readonly semanticOnly: boolean;
   /** Found only because the caller's tenant learned it for requests like this one. */
   readonly learnedOnly?: boolean;
+  /** What the caller's tenant learned of it for this request, in [-1, 1]; absent = nothing. */
+  readonly learnedScore?: number;
 }
 
 /**
@@ -74,7 +76,7 @@ function withLearned(
     l >= 0 ? score + learned.weight * l * (1 - score) : score * (1 + learned.weight * l);
   const lifted: FusedRow[] = hits.map((hit) => {
     const l = learned.scores.get(hit.row.name) ?? 0;
-    return l === 0 ? hit : { ...hit, score: lift(hit.score, l) };
+    return l === 0 ? hit : { ...hit, score: lift(hit.score, l), learnedScore: l };
   });
   const found = new Set(hits.map((hit) => hit.row.name));
   const missed = [...learned.scores]
@@ -88,15 +90,18 @@ function withLearned(
       [...missed.map(([name]) => name), ...where.params],
     );
     const learnedOf = new Map(missed);
-    for (const row of rows)
+    for (const row of rows) {
+      const l = learnedOf.get(row.name) ?? 0;
       lifted.push({
         row,
-        score: lift(0, learnedOf.get(row.name) ?? 0),
+        score: lift(0, l),
         lexicalScore: 0,
         semanticScore: 0,
         semanticOnly: false,
         learnedOnly: true,
+        learnedScore: l,
       });
+    }
   }
   const order = new Map(lifted.map((hit, rank) => [hit, rank]));
   return lifted.sort((a, b) => b.score - a.score || (order.get(a) ?? 0) - (order.get(b) ?? 0));

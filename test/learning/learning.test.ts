@@ -318,6 +318,7 @@ describe("learning from use", () => {
     expect(pto.skills.map((hit) => [hit.name, hit.matchType])).toEqual([
       ["request-leave", MatchType.LEARNED],
     ]);
+    expect(pto.skills[0]?.learnedScore).toBeGreaterThan(0);
     // Another tenant's answer is the very answer it got before.
     expect(
       strip(await skills().searchSkills({ caller: caller("iota", "look"), query: REQUEST, limit: 10 })),

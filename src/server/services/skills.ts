@@ -106,6 +106,7 @@ export function skillService(
           score: hit.score,
           lexicalScore: hit.lexicalScore,
           semanticScore: hit.semanticScore,
+          learnedScore: hit.learnedScore,
           matchType: SKILL_MATCH_TYPES[hit.matchType],
         })),
         effectiveSearchType: SEARCH_TYPES.toProto(result.effectiveSearchType),

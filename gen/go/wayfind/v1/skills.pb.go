@@ -766,6 +766,9 @@ type SkillMatch struct {
 	LexicalScore float64 `protobuf:"fixed64,7,opt,name=lexical_score,json=lexicalScore,proto3" json:"lexical_score,omitempty"`
 	// The semantic part of `score`; 0 when semantic ranking did not take part for this skill.
 	SemanticScore float64 `protobuf:"fixed64,8,opt,name=semantic_score,json=semanticScore,proto3" json:"semantic_score,omitempty"`
+	// In [-1, 1]: how much the caller's tenant's outcome reports lift (or lower) this skill for such a
+	// request; 0 when they taught nothing about it. `score` holds at most a bounded share of it.
+	LearnedScore  float64 `protobuf:"fixed64,9,opt,name=learned_score,json=learnedScore,proto3" json:"learned_score,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -852,6 +855,13 @@ func (x *SkillMatch) GetLexicalScore() float64 {
 func (x *SkillMatch) GetSemanticScore() float64 {
 	if x != nil {
 		return x.SemanticScore
+	}
+	return 0
+}
+
+func (x *SkillMatch) GetLearnedScore() float64 {
+	if x != nil {
+		return x.LearnedScore
 	}
 	return 0
 }
@@ -2036,7 +2046,7 @@ const file_wayfind_v1_skills_proto_rawDesc = "" +
 	"\aupdated\x18\x02 \x01(\x05R\aupdated\x12\x1c\n" +
 	"\tunchanged\x18\x03 \x01(\x05R\tunchanged\x12\x1f\n" +
 	"\vskill_count\x18\x04 \x01(\x05R\n" +
-	"skillCount\"\xa3\x02\n" +
+	"skillCount\"\xc8\x02\n" +
 	"\n" +
 	"SkillMatch\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
@@ -2047,7 +2057,8 @@ const file_wayfind_v1_skills_proto_rawDesc = "" +
 	"\n" +
 	"match_type\x18\x06 \x01(\x0e2\x15.wayfind.v1.MatchTypeR\tmatchType\x12#\n" +
 	"\rlexical_score\x18\a \x01(\x01R\flexicalScore\x12%\n" +
-	"\x0esemantic_score\x18\b \x01(\x01R\rsemanticScore\"\xfd\x01\n" +
+	"\x0esemantic_score\x18\b \x01(\x01R\rsemanticScore\x12#\n" +
+	"\rlearned_score\x18\t \x01(\x01R\flearnedScore\"\xfd\x01\n" +
 	"\x13SearchSkillsRequest\x121\n" +
 	"\x06caller\x18\x01 \x01(\v2\x19.wayfind.v1.CallerContextR\x06caller\x12\x14\n" +
 	"\x05query\x18\x02 \x01(\tR\x05query\x127\n" +

@@ -148,7 +148,7 @@ class LoadSkillPackResponse(_message.Message):
     def __init__(self, loaded: _Optional[int] = ..., updated: _Optional[int] = ..., unchanged: _Optional[int] = ..., skill_count: _Optional[int] = ...) -> None: ...
 
 class SkillMatch(_message.Message):
-    __slots__ = ("name", "title", "description", "task_type", "score", "match_type", "lexical_score", "semantic_score")
+    __slots__ = ("name", "title", "description", "task_type", "score", "match_type", "lexical_score", "semantic_score", "learned_score")
     NAME_FIELD_NUMBER: _ClassVar[int]
     TITLE_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
@@ -157,6 +157,7 @@ class SkillMatch(_message.Message):
     MATCH_TYPE_FIELD_NUMBER: _ClassVar[int]
     LEXICAL_SCORE_FIELD_NUMBER: _ClassVar[int]
     SEMANTIC_SCORE_FIELD_NUMBER: _ClassVar[int]
+    LEARNED_SCORE_FIELD_NUMBER: _ClassVar[int]
     name: str
     title: str
     description: str
@@ -165,7 +166,8 @@ class SkillMatch(_message.Message):
     match_type: _common_pb2.MatchType
     lexical_score: float
     semantic_score: float
-    def __init__(self, name: _Optional[str] = ..., title: _Optional[str] = ..., description: _Optional[str] = ..., task_type: _Optional[_Union[TaskType, str]] = ..., score: _Optional[float] = ..., match_type: _Optional[_Union[_common_pb2.MatchType, str]] = ..., lexical_score: _Optional[float] = ..., semantic_score: _Optional[float] = ...) -> None: ...
+    learned_score: float
+    def __init__(self, name: _Optional[str] = ..., title: _Optional[str] = ..., description: _Optional[str] = ..., task_type: _Optional[_Union[TaskType, str]] = ..., score: _Optional[float] = ..., match_type: _Optional[_Union[_common_pb2.MatchType, str]] = ..., lexical_score: _Optional[float] = ..., semantic_score: _Optional[float] = ..., learned_score: _Optional[float] = ...) -> None: ...
 
 class SearchSkillsRequest(_message.Message):
     __slots__ = ("caller", "query", "search_type", "task_type", "limit", "min_score")
