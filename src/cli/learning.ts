@@ -3,6 +3,7 @@ import { join } from "node:path";
 import type { WayfindConfig } from "../config/index.ts";
 import { openDatabase } from "../database/sqlite.ts";
 import { type LearnedRequest, LearningStore } from "../learning/index.ts";
+import { LogAppender } from "../replication/log-appender.ts";
 import { LocalWriter } from "../replication/writes.ts";
 import { allMigrations } from "../server/migrations.ts";
 import { commandArgs, UsageError } from "./args.ts";
@@ -17,7 +18,9 @@ What a tenant's traffic taught its search (docs/search.md "Learning from use"): 
 with the tool it leads to and its weight (choices, decayed by age; negative = the tool was wrong for
 it). "reset" forgets them (of one tool with --tool); "export" prints them as JSON lines that "import"
 adds to a tenant (of this server or another). A running server on the same data folder sees the
-change on its next search. The tenant "" is the calls that name none.
+change on its next search. With the state on PostgreSQL (storage.postgres, WAYFIND_DATABASE_URL),
+"reset" and "import" go through the shared log instead, and every replica applies them; "show" and
+"export" read the data folder's copy. The tenant "" is the calls that name none.
 
 Options:
   --tenant T          the tenant (required; "" for calls without one)
@@ -56,7 +59,13 @@ export async function runLearning(
   const config = loadConfig(values.config);
   const dataDir = values["data-dir"] ?? config.server.dataDir;
   const db = openDatabase(join(dataDir, "wayfind.db"), allMigrations);
-  const store = new LearningStore(db, new LocalWriter(db), config.learning, () => {}, undefined);
+  const postgres = config.storage.postgres;
+  // On PostgreSQL a change goes through the shared log: every replica applies it, this copy too.
+  const shared =
+    postgres && (action === "reset" || action === "import") ? await LogAppender.open(postgres) : undefined;
+  const store = new LearningStore(db, shared ?? new LocalWriter(db), config.learning, () => {}, undefined);
+  const through = () =>
+    shared ? ` (change ${shared.appended.join(", ")} of the shared log: every replica applies it)` : "";
   try {
     const learned = () =>
       store
@@ -82,7 +91,7 @@ export async function runLearning(
       case "reset":
         await store.reset(tenant, values.tool ?? "");
         out.write(
-          `tenant ${JSON.stringify(tenant)}: forgot what it learned${values.tool ? ` of ${values.tool}` : ""}\n`,
+          `tenant ${JSON.stringify(tenant)}: forgot what it learned${values.tool ? ` of ${values.tool}` : ""}${through()}\n`,
         );
         return 0;
       case "export":
@@ -93,12 +102,15 @@ export async function runLearning(
           throw new UsageError(`wayfind learning import: name the FILE of JSON lines\n\n${USAGE}`);
         const entries = parseExport(readFileSync(file, "utf8"), file);
         await store.import(tenant, entries);
-        out.write(`tenant ${JSON.stringify(tenant)}: imported ${entries.length} learned requests\n`);
+        out.write(
+          `tenant ${JSON.stringify(tenant)}: imported ${entries.length} learned requests${through()}\n`,
+        );
         return 0;
       }
     }
   } finally {
     db.close();
+    await shared?.close();
   }
 }
 

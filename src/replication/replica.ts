@@ -440,7 +440,7 @@ export class Replica implements StateWriter, SharedDatabase {
   }
 }
 
-function connectPool(postgres: PostgresConfig, max: number, onError: (error: Error) => void): pg.Pool {
+export function connectPool(postgres: PostgresConfig, max: number, onError: (error: Error) => void): pg.Pool {
   const pool = new pg.Pool({
     ...connectionOf(postgres),
     max,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
+import { runCli } from "../support/cli.ts";
 import { fleetForFile, startReplica, type TestReplica } from "../support/replicas.ts";
 
 // Two `wayfind serve` processes (the demo config) on one real PostgreSQL: a choice made on one
@@ -32,6 +33,30 @@ describe.skipIf(unavailable)(
       expect(await learnedOf(a, "acme", chosen)).toBeGreaterThan(0);
       await expect.poll(() => learnedOf(b, "acme", chosen), { timeout: 10_000 }).toBeGreaterThan(0);
       expect(await learnedOf(b, "initech", chosen)).toBe(0);
+    });
+
+    it("forgets on every replica what `wayfind learning reset` forgets, through the shared log", async () => {
+      const [a, b] = replicas as [TestReplica, TestReplica];
+      const found = await a
+        .grpc(ToolDiscoveryService)
+        .searchTools({ caller: caller("hooli", "r-3"), query: REQUEST });
+      const chosen = found.tools.at(-1)?.name ?? "";
+      await a.grpc(ToolDiscoveryService).getTools({ caller: caller("hooli", "r-3"), names: [chosen] });
+      await expect.poll(() => learnedOf(b, "hooli", chosen), { timeout: 10_000 }).toBeGreaterThan(0);
+
+      const reset = runCli(["learning", "reset", "--tenant", "hooli", "--data-dir", a.dataDir], {
+        WAYFIND_DATABASE_URL: fleet.postgres.url,
+      });
+      let said = "";
+      reset.child.stdout.on("data", (chunk: Buffer) => {
+        said += chunk.toString();
+      });
+      expect(await reset.exited, reset.stderr.join("")).toBe(0);
+      expect(said).toMatch(
+        /forgot what it learned \(change \d+ of the shared log: every replica applies it\)/,
+      );
+      for (const replica of [a, b])
+        await expect.poll(() => learnedOf(replica, "hooli", chosen), { timeout: 10_000 }).toBe(0);
     });
 
     it("keeps what was learned across a restart", async () => {
