@@ -4,12 +4,23 @@ import { runCli } from "../support/cli.ts";
 import { fleetForFile, startReplica, type TestReplica } from "../support/replicas.ts";
 
 // Two `wayfind serve` processes (the demo config) on one real PostgreSQL: a choice made on one
-// replica teaches the tenant's search on the other, and survives a restart.
+// replica teaches the tenant's search on the other, survives a restart, and is forgotten everywhere
+// when the CLI resets it.
 const { fleet, unavailable } = fleetForFile(2);
 const { replicas } = fleet;
 
 const REQUEST = "search for the latest quarterly report";
 const caller = (tenantId: string, runId: string) => ({ tenantId, runId, sessionId: "s" });
+
+/** A run of `tenantId` on `replica` searches, then opens the last hit: the tool it chose. */
+async function chooseLastHit(replica: TestReplica, tenantId: string, runId: string): Promise<string> {
+  const tools = replica.grpc(ToolDiscoveryService);
+  const found = await tools.searchTools({ caller: caller(tenantId, runId), query: REQUEST });
+  expect(found.tools.length).toBeGreaterThan(1);
+  const chosen = found.tools.at(-1)?.name ?? "";
+  await tools.getTools({ caller: caller(tenantId, runId), names: [chosen] });
+  return chosen;
+}
 
 async function learnedOf(replica: TestReplica, tenantId: string, tool: string): Promise<number> {
   const found = await replica
@@ -23,12 +34,7 @@ describe.skipIf(unavailable)(
   () => {
     it("teaches a choice made on one replica to the tenant's search on the other, and to no other tenant", async () => {
       const [a, b] = replicas as [TestReplica, TestReplica];
-      const found = await a
-        .grpc(ToolDiscoveryService)
-        .searchTools({ caller: caller("acme", "r-1"), query: REQUEST });
-      const chosen = found.tools.at(-1)?.name ?? "";
-      expect(found.tools.length).toBeGreaterThan(1);
-      await a.grpc(ToolDiscoveryService).getTools({ caller: caller("acme", "r-1"), names: [chosen] });
+      const chosen = await chooseLastHit(a, "acme", "r-1");
       // The replica that saw the choice waits for its lesson; another sees it once the log carries it.
       expect(await learnedOf(a, "acme", chosen)).toBeGreaterThan(0);
       await expect.poll(() => learnedOf(b, "acme", chosen), { timeout: 10_000 }).toBeGreaterThan(0);
@@ -37,11 +43,7 @@ describe.skipIf(unavailable)(
 
     it("forgets on every replica what `wayfind learning reset` forgets, through the shared log", async () => {
       const [a, b] = replicas as [TestReplica, TestReplica];
-      const found = await a
-        .grpc(ToolDiscoveryService)
-        .searchTools({ caller: caller("hooli", "r-3"), query: REQUEST });
-      const chosen = found.tools.at(-1)?.name ?? "";
-      await a.grpc(ToolDiscoveryService).getTools({ caller: caller("hooli", "r-3"), names: [chosen] });
+      const chosen = await chooseLastHit(a, "hooli", "r-3");
       await expect.poll(() => learnedOf(b, "hooli", chosen), { timeout: 10_000 }).toBeGreaterThan(0);
 
       const reset = runCli(["learning", "reset", "--tenant", "hooli", "--data-dir", a.dataDir], {
@@ -61,11 +63,7 @@ describe.skipIf(unavailable)(
 
     it("keeps what was learned across a restart", async () => {
       const b = replicas[1] as TestReplica;
-      const found = await b
-        .grpc(ToolDiscoveryService)
-        .searchTools({ caller: caller("umbrella", "r-2"), query: REQUEST });
-      const chosen = found.tools.at(-1)?.name ?? "";
-      await b.grpc(ToolDiscoveryService).getTools({ caller: caller("umbrella", "r-2"), names: [chosen] });
+      const chosen = await chooseLastHit(b, "umbrella", "r-2");
       const before = await learnedOf(b, "umbrella", chosen);
       await b.stop();
       const restarted = await startReplica(fleet.postgres.url, b.dataDir);
