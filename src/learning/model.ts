@@ -44,9 +44,12 @@ export class TenantModel {
   private readonly postings = new Map<string, number[]>();
   /** Requests of live entries that have no vector yet. */
   private readonly withoutVector = new Set<string>();
-  /** Entries whose vectors are packed in `scan`, in pack order; later vectors are scanned one by one. */
+  /**
+   * The vectors packed in `scan`, each once however many entries share it (a request learned for
+   * several tools): the entries of each, in pack order. Later vectors are scanned one by one.
+   */
   private scan: CosineScan | undefined;
-  private packed: number[] = [];
+  private packed: number[][] = [];
   private readonly loose: number[] = [];
 
   get size(): number {
@@ -177,8 +180,8 @@ export class TenantModel {
     };
     if (this.scan && this.packed.length > 0) {
       const cosines = this.scan.bestScores(vectors);
-      this.packed.forEach((id, v) => {
-        add(id, cosines[v] as number);
+      this.packed.forEach((ids, v) => {
+        for (const id of ids) add(id, cosines[v] as number);
       });
     }
     for (const id of this.loose) {
@@ -189,18 +192,27 @@ export class TenantModel {
     }
   }
 
-  /** Copies every vector into one scan (WebAssembly memory), so a search scans them four floats at a time. */
+  /**
+   * Copies every distinct vector into one scan (WebAssembly memory), so a search scans them four
+   * floats at a time, and reads each request's vector once: the scan is bound by memory.
+   */
   private pack(): void {
-    const ids = [...this.packed, ...this.loose];
-    const first = this.entries[ids[0] as number]?.vector;
+    const byVector = new Map<Float32Array, number[]>();
+    for (const id of [...this.packed.flat(), ...this.loose]) {
+      const vector = (this.entries[id] as Entry).vector as Float32Array;
+      const ids = byVector.get(vector);
+      if (ids) ids.push(id);
+      else byVector.set(vector, [id]);
+    }
+    const first = byVector.keys().next().value;
     if (!first) return;
     const dims = first.length;
-    const all = new Float32Array(ids.length * dims);
-    ids.forEach((id, v) => {
-      all.set((this.entries[id] as Entry).vector as Float32Array, v * dims);
+    const all = new Float32Array(byVector.size * dims);
+    [...byVector.keys()].forEach((vector, v) => {
+      all.set(vector, v * dims);
     });
     this.scan = new CosineScan(all, dims);
-    this.packed = ids;
+    this.packed = [...byVector.values()];
     this.loose.length = 0;
   }
 }
