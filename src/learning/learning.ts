@@ -4,10 +4,12 @@ import type { Db } from "../database/sqlite.ts";
 import type { LearnedEvidence } from "../discovery/index.ts";
 import { notFound, quoteInput, RetryLaterError, type WayfindError } from "../errors.ts";
 import type { EventSink } from "../events/index.ts";
+import { LruCache } from "../lru.ts";
 import type { StateWriter } from "../replication/writes.ts";
 import { runInSlices } from "../text/slices.ts";
 import { type LearnedRequest, TenantModel } from "./model.ts";
-import { RecentSearches } from "./searches.ts";
+import { RecentSearches, type RememberedSearch } from "./searches.ts";
+import type { SharedSearches } from "./shared-searches.ts";
 import { LearningStore, type TaughtKey } from "./store.ts";
 import { LearnedVectors, VECTOR_CHUNK } from "./vectors.ts";
 
@@ -43,6 +45,8 @@ export interface LearningOptions {
   readonly config: LearningConfig;
   /** The model meaning is read with; absent = learned requests match by words only. */
   readonly embedder?: RequestEmbedder;
+  /** The searches every replica of the fleet can read (PostgreSQL); absent = this server's alone. */
+  readonly shared?: SharedSearches;
   readonly onError?: (error: unknown) => void;
   /** Clock in epoch ms; injectable for tests. */
   readonly now?: () => number;
@@ -79,6 +83,8 @@ export class Learning {
   private readonly inFlight = new Map<string, Set<Promise<unknown>>>();
   private readonly now: () => number;
   private readonly onError: (error: unknown) => void;
+  /** Each run's last read of the shared searches (sharedShowing): when it started, and the read. */
+  private readonly runReads = new LruCache<string, { atMs: number; read: Promise<void> }>(10_000);
   /** SQLite's count of commits by other connections (the CLI's reset, import): a change re-reads every model. */
   private dataVersion: number;
   /** Where the vectors of learned requests are kept; absent without a model. */
@@ -112,7 +118,22 @@ export class Learning {
 
   /** Remembers a search's hits; the id names it in reports. */
   remember(caller: Caller, request: string, hits: readonly string[]): string {
-    return this.searches.remember(caller.tenantId, caller.runId, request, hits);
+    return this.rememberSearch(caller.tenantId, caller.runId, request, hits);
+  }
+
+  /** Remembers a search here and, with replicas, in the fleet's shared searches. */
+  private rememberSearch(tenantId: string, runId: string, request: string, hits: readonly string[]): string {
+    const search = this.searches.remember(tenantId, runId, request, hits);
+    if (this.enabled && request !== "")
+      this.options.shared?.publish({
+        id: search.id,
+        tenantId,
+        runId,
+        request: clip(request),
+        hits,
+        atMs: search.atMs,
+      });
+    return search.id;
   }
 
   /**
@@ -158,7 +179,9 @@ export class Learning {
    */
   async chosen(caller: Caller, tool: string, how: Choice): Promise<void> {
     if (!this.enabled) return;
-    const shown = this.searches.latestShowing(caller.tenantId, caller.runId, tool);
+    const shown =
+      this.searches.latestShowing(caller.tenantId, caller.runId, tool) ??
+      (await this.sharedShowing(caller, tool));
     if (!shown || shown.search.request === "") return;
     const { search, rank } = shown;
     const first = !search.chosen.has(tool);
@@ -208,7 +231,11 @@ export class Learning {
       key: string;
     },
   ): Promise<{ learned: boolean; duplicate: boolean; known: boolean }> {
-    const search = report.searchId === "" ? undefined : this.searches.find(caller.tenantId, report.searchId);
+    const search =
+      report.searchId === ""
+        ? undefined
+        : (this.searches.find(caller.tenantId, report.searchId) ??
+          (await this.sharedSearch(caller.tenantId, report.searchId)));
     const learn =
       this.enabled && search !== undefined && search.request !== "" && search.hits.includes(report.name);
     // Over the rate, an explicit report is refused (RESOURCE_EXHAUSTED) rather than silently not learned.
@@ -251,7 +278,56 @@ export class Learning {
    * name it and teach the skill it reports on.
    */
   rememberSkills(caller: Caller, request: string, skills: readonly string[]): string {
-    return this.searches.remember(caller.tenantId, "", request, skills);
+    return this.rememberSearch(caller.tenantId, "", request, skills);
+  }
+
+  /**
+   * The latest search of the caller's run that showed `tool`, answered by another replica. A run's
+   * shared searches are read at most once a second (and kept here), so runs that choose without
+   * searching cost the database little; a read waits a moment first, for a search answered just now
+   * elsewhere to be stored.
+   */
+  private async sharedShowing(
+    caller: Caller,
+    tool: string,
+  ): Promise<{ search: RememberedSearch; rank: number } | undefined> {
+    const shared = this.options.shared;
+    if (!shared || caller.runId === "") return undefined;
+    const key = `${caller.tenantId}\u0000${caller.runId}`;
+    let last = this.runReads.get(key);
+    // Choices of one run a moment apart share one read: the later ones wait for it.
+    if (last === undefined || this.now() - last.atMs >= SHARED_REREAD_MS) {
+      const read = delay(SHARED_STORE_WAIT_MS)
+        .then(() => shared.ofRun(caller.tenantId, caller.runId, this.windowStart()))
+        .then((stored) => {
+          for (const search of stored) this.searches.adopt(search);
+        })
+        .catch((error: unknown) => this.onError(error));
+      last = { atMs: this.now(), read };
+      this.runReads.set(key, last);
+    }
+    await last.read;
+    return this.searches.latestShowing(caller.tenantId, caller.runId, tool);
+  }
+
+  /** The tenant's search `id`, answered by another replica (read again once a moment later). */
+  private async sharedSearch(tenantId: string, id: string): Promise<RememberedSearch | undefined> {
+    const shared = this.options.shared;
+    if (!shared) return undefined;
+    try {
+      const stored =
+        (await shared.find(tenantId, id, this.windowStart())) ??
+        (await delay(SHARED_STORE_WAIT_MS).then(() => shared.find(tenantId, id, this.windowStart())));
+      return stored && this.searches.adopt(stored);
+    } catch (error) {
+      this.onError(error);
+      return undefined;
+    }
+  }
+
+  /** The oldest a search may be for a choice or report to count against it. */
+  private windowStart(): number {
+    return this.now() - this.options.config.selectionWindowSeconds * 1000;
   }
 
   /** What `tenantId` learned (of `tool` only, when given), heaviest first. */
@@ -446,6 +522,15 @@ function fill(state: TenantState, model: TenantModel, entry: LearnedRequest): vo
   if (vector) model.setVector(entry.request, vector);
 }
 
+/** A search answered on another replica is stored within this, most of the time. */
+const SHARED_STORE_WAIT_MS = 250;
+/** A run's shared searches are read again at most this often. */
+const SHARED_REREAD_MS = 1_000;
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
 /**
  * Skills are learned beside tools, under their name with this prefix: no tool name holds a colon, so
  * a skill's lessons never lift a tool.
@@ -480,7 +565,7 @@ function clip(request: string): string {
 /** A search id this server does not remember for the caller's tenant: unknown, expired or another's alike. */
 export function unknownSearch(searchId: string): WayfindError {
   return notFound(
-    `search_id ${quoteInput(searchId)} is unknown or expired: searches are remembered for a while on the server that answered them; report soon after the search, or leave search_id empty`,
+    `search_id ${quoteInput(searchId)} is unknown or expired: searches are remembered for learning.selection_window_seconds after they were answered; report sooner, or leave search_id empty`,
   );
 }
 

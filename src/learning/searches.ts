@@ -25,9 +25,9 @@ const RUNS_REMEMBERED = 20_000;
 const SEARCHES_PER_RUN = 8;
 
 /**
- * The searches of the last window, by id and by (tenant, run), in memory: a choice made on another
- * replica than the one that answered the search is not seen (docs/search.md says so). Bounded by
- * count, per tenant and in all; ids are random, so one tenant cannot guess another's.
+ * The searches of the last window, by id and by (tenant, run), in memory: those this server answered,
+ * and those of other replicas it read back (shared-searches.ts). Bounded by count, per tenant and in
+ * all; ids are random, so one tenant cannot guess another's.
  */
 export class RecentSearches {
   private readonly byId = new LruCache<string, RememberedSearch>(SEARCHES_REMEMBERED);
@@ -40,9 +40,18 @@ export class RecentSearches {
     private readonly now: () => number,
   ) {}
 
-  remember(tenantId: string, runId: string, request: string, hits: readonly string[]): string {
+  remember(tenantId: string, runId: string, request: string, hits: readonly string[]): RememberedSearch {
     const id = `s_${randomBytes(12).toString("base64url")}`;
-    this.byId.set(id, { id, tenantId, runId, request, hits, atMs: this.now(), chosen: new Set() });
+    return this.adopt({ id, tenantId, runId, request, hits, atMs: this.now() });
+  }
+
+  /** Remembers a search answered here or, read from the fleet's shared searches, by another replica. */
+  adopt(stored: Omit<RememberedSearch, "chosen">): RememberedSearch {
+    const { id, tenantId, runId } = stored;
+    const known = this.byId.get(id);
+    if (known) return known;
+    const search = { ...stored, chosen: new Set<string>() };
+    this.byId.set(id, search);
     const own = this.byTenant.get(tenantId) ?? [];
     own.push(id);
     if (own.length > SEARCHES_PER_TENANT) this.byId.delete(own.shift() as string);
@@ -57,7 +66,7 @@ export class RecentSearches {
       const ids = [...(this.byRun.get(key) ?? []), id].slice(-SEARCHES_PER_RUN);
       this.byRun.set(key, ids);
     }
-    return id;
+    return search;
   }
 
   /** The tenant's search `id`, if still remembered and within the window; another tenant's reads as unknown. */

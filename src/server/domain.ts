@@ -7,7 +7,7 @@ import type { WayfindConfig } from "../config/index.ts";
 import { writeTransaction } from "../database/transaction.ts";
 import { IndexHost, ToolRegistry } from "../discovery/index.ts";
 import { EventLog, type EventSink } from "../events/index.ts";
-import { Learning } from "../learning/index.ts";
+import { Learning, PostgresSearches } from "../learning/index.ts";
 import { ReplicatedEvents } from "../replication/events.ts";
 import { LocalWriter, type StateWriter } from "../replication/writes.ts";
 import { type Embedder, SemanticSkillSearch, SemanticToolSearch } from "../semantic/index.ts";
@@ -155,13 +155,18 @@ export async function buildDomain(
     onError: (error) => logger.warn({ err: error }, "a run's idle clock could not be moved"),
   });
   const registry = new ToolRegistry(db, { writer, aliases: config.aliases });
+  const learningError = (error: unknown) => logger.warn({ err: error }, "a choice could not be learned from");
+  // Replicas share their searches, so a choice reaching another replica than its search still teaches.
+  const sharedSearches =
+    replica && new PostgresSearches(replica, config.learning.selectionWindowSeconds * 1000, learningError);
   const learning = new Learning({
     db,
     writer,
     events: eventSink,
     config: config.learning,
     ...(semantics ? { embedder: semantics.embedder } : {}),
-    onError: (error) => logger.warn({ err: error }, "a choice could not be learned from"),
+    ...(sharedSearches ? { shared: sharedSearches } : {}),
+    onError: learningError,
   });
   const index = new IndexHost(registry, {
     events: eventSink,
@@ -187,6 +192,7 @@ export async function buildDomain(
   const closeAllButMcp = async () => {
     stopPartitionMaintenance?.();
     replicatedEvents?.flush();
+    await sharedSearches?.close();
     await replica?.close();
     const ended = [semantic?.close(), semanticSkills?.close()];
     await semantics?.embedder.close();
@@ -219,6 +225,7 @@ export async function buildDomain(
       ...skills.writes,
       ...learning.store.writes,
     ]);
+    await sharedSearches?.migrate();
     await syncCatalogFiles(registry, config.catalogs, logger);
     await loadConfiguredSkillPacks(skills, config.skillPacks, logger, options.onSkillPackProgress);
     usageBook = await openUsageBook();

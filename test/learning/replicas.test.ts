@@ -1,11 +1,13 @@
+import { Code } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
+import { Outcome } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { runCli } from "../support/cli.ts";
 import { fleetForFile, startReplica, type TestReplica } from "../support/replicas.ts";
 
 // Two `wayfind serve` processes (the demo config) on one real PostgreSQL: a choice made on one
-// replica teaches the tenant's search on the other, survives a restart, and is forgotten everywhere
-// when the CLI resets it.
+// replica teaches the tenant's search on the other, as does one made on another replica than its
+// search; what was learned survives a restart, and is forgotten everywhere when the CLI resets it.
 const { fleet, unavailable } = fleetForFile(2);
 const { replicas } = fleet;
 
@@ -39,6 +41,33 @@ describe.skipIf(unavailable)(
       expect(await learnedOf(a, "acme", chosen)).toBeGreaterThan(0);
       await expect.poll(() => learnedOf(b, "acme", chosen), { timeout: 10_000 }).toBeGreaterThan(0);
       expect(await learnedOf(b, "initech", chosen)).toBe(0);
+    });
+
+    it("learns from a choice and a report that reach another replica than their search", async () => {
+      const [a, b] = replicas as [TestReplica, TestReplica];
+      const found = await a
+        .grpc(ToolDiscoveryService)
+        .searchTools({ caller: caller("pied", "r-4"), query: REQUEST });
+      const chosen = found.tools.at(-1)?.name ?? "";
+      await b.grpc(ToolDiscoveryService).getTools({ caller: caller("pied", "r-4"), names: [chosen] });
+      await expect.poll(() => learnedOf(a, "pied", chosen), { timeout: 10_000 }).toBeGreaterThan(0);
+
+      const reported = found.tools[1]?.name ?? "";
+      const report = await b.grpc(ToolDiscoveryService).reportToolOutcome({
+        caller: caller("pied", "r-4"),
+        searchId: found.searchId,
+        tool: reported,
+        outcome: Outcome.SUCCEEDED,
+      });
+      expect(report).toMatchObject({ learned: true, duplicate: false });
+      // Another tenant's report naming that search finds nothing, on any replica.
+      const other = b.grpc(ToolDiscoveryService).reportToolOutcome({
+        caller: caller("initech", "r-4"),
+        searchId: found.searchId,
+        tool: reported,
+        outcome: Outcome.SUCCEEDED,
+      });
+      await expect(other).rejects.toMatchObject({ code: Code.NotFound });
     });
 
     it("forgets on every replica what `wayfind learning reset` forgets, through the shared log", async () => {
