@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { LruCache } from "../lru.ts";
 
-/** A search as learning remembers it, to read later choices against. */
-export interface RememberedSearch {
+/** A search as its answer left it, and as the replicas of a fleet share it (shared-searches.ts). */
+export interface StoredSearch {
   readonly id: string;
   readonly tenantId: string;
   readonly runId: string;
@@ -11,6 +11,10 @@ export interface RememberedSearch {
   /** Hit names, best first. */
   readonly hits: readonly string[];
   readonly atMs: number;
+}
+
+/** A search as learning remembers it, to read later choices against. */
+export interface RememberedSearch extends StoredSearch {
   /** Hits already counted as chosen, so a GetTools then a ResolveTool of one tool teach once. */
   readonly chosen: Set<string>;
 }
@@ -46,7 +50,7 @@ export class RecentSearches {
   }
 
   /** Remembers a search answered here or, read from the fleet's shared searches, by another replica. */
-  adopt(stored: Omit<RememberedSearch, "chosen">): RememberedSearch {
+  adopt(stored: StoredSearch): RememberedSearch {
     const { id, tenantId, runId } = stored;
     const known = this.byId.get(id);
     if (known) return known;

@@ -1,15 +1,6 @@
 import type { PostgresMigration } from "../replication/change-log.ts";
 import type { SharedDatabase } from "../replication/writes.ts";
-
-/** A search as every replica of a fleet can read it back. */
-export interface StoredSearch {
-  readonly id: string;
-  readonly tenantId: string;
-  readonly runId: string;
-  readonly request: string;
-  readonly hits: readonly string[];
-  readonly atMs: number;
-}
+import type { StoredSearch } from "./searches.ts";
 
 /**
  * The searches of the last window, shared by the replicas of a fleet (PostgreSQL), so a choice or a
