@@ -1,3 +1,4 @@
+import { setTimeout as delay, setImmediate as nextTurn } from "node:timers/promises";
 import { type Caller, eventScopeOf } from "../caller/caller.ts";
 import type { LearningConfig } from "../config/index.ts";
 import type { Db } from "../database/sqlite.ts";
@@ -67,6 +68,8 @@ interface TenantState {
   embedding: Promise<void> | undefined;
   /** A whole read of the tenant's rows under way (see load). */
   loading: Promise<void> | undefined;
+  /** The model's requests as last counted in Learning's `held`. */
+  counted: number;
 }
 
 /**
@@ -83,6 +86,11 @@ export class Learning {
   private readonly inFlight = new Map<string, Set<Promise<unknown>>>();
   private readonly now: () => number;
   private readonly onError: (error: unknown) => void;
+  /**
+   * The requests of the models in `tenants`, kept as each is read rather than summed on every search:
+   * with many small tenants in memory that sum would grow with them.
+   */
+  private held = 0;
   /** Each run's last read of the shared searches (sharedShowing): when it started, and the read. */
   private readonly runReads = new LruCache<string, { atMs: number; read: Promise<void> }>(10_000);
   /** SQLite's count of commits by other connections (the CLI's reset, import): a change re-reads every model. */
@@ -111,9 +119,7 @@ export class Learning {
 
   /** Learned requests in the tenants' models held in memory. */
   get requestsInMemory(): number {
-    let held = 0;
-    for (const state of this.tenants.values()) held += state.model.size;
-    return held;
+    return this.held;
   }
 
   /** Remembers a search's hits; the id names it in reports. */
@@ -370,6 +376,7 @@ export class Learning {
         vectors: new Map(),
         embedding: undefined,
         loading: undefined,
+        counted: 0,
       };
     // Most recently searched last, so the least recently searched are dropped first.
     this.tenants.delete(tenantId);
@@ -384,6 +391,11 @@ export class Learning {
       const keys = state.stale;
       state.stale = [];
       for (const entry of this.store.read(tenantId, this.now(), keys)) fill(state, state.model, entry);
+    }
+    // A model dropped meanwhile (by another tenant's search) is no longer counted.
+    if (this.tenants.get(tenantId) === state) {
+      this.held += state.model.size - state.counted;
+      state.counted = state.model.size;
     }
     this.dropBeyondMemory(tenantId);
     const embedder = this.options.embedder;
@@ -400,11 +412,11 @@ export class Learning {
    * than `learning.max_requests_in_memory`; never `keep`'s, nor one being read or embedded.
    */
   private dropBeyondMemory(keep: string): void {
-    let held = this.requestsInMemory;
+    if (this.held <= this.options.config.maxRequestsInMemory) return;
     for (const [tenantId, state] of this.tenants) {
-      if (held <= this.options.config.maxRequestsInMemory) return;
+      if (this.held <= this.options.config.maxRequestsInMemory) return;
       if (tenantId === keep || state.loading || state.embedding) continue;
-      held -= state.model.size;
+      this.held -= state.counted;
       this.tenants.delete(tenantId);
     }
   }
@@ -527,10 +539,6 @@ const SHARED_STORE_WAIT_MS = 250;
 /** A run's shared searches are read again at most this often. */
 const SHARED_REREAD_MS = 1_000;
 
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
 /**
  * Skills are learned beside tools, under their name with this prefix: no tool name holds a colon, so
  * a skill's lessons never lift a tool.
@@ -567,9 +575,4 @@ export function unknownSearch(searchId: string): WayfindError {
   return notFound(
     `search_id ${quoteInput(searchId)} is unknown or expired: searches are remembered for learning.selection_window_seconds after they were answered; report sooner, or leave search_id empty`,
   );
-}
-
-/** Lets other calls run between two steps of a long read. */
-function nextTurn(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
 }
