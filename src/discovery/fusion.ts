@@ -59,6 +59,15 @@ function visibleDoc(index: SearchIndex, name: string, allowed: Uint8Array | unde
 }
 
 /**
+ * A score in [0, 1] moved by a learned score ℓ in [-1, 1]: ℓ > 0 moves it ℓ × weight of the way to 1,
+ * ℓ < 0 takes |ℓ| × weight of it away, so the lift is bounded and the score stays in [0, 1]. Tools and
+ * skills alike.
+ */
+export function liftedByLearning(score: number, learned: number, weight: number): number {
+  return learned >= 0 ? score + weight * learned * (1 - score) : score * (1 + weight * learned);
+}
+
+/**
  * `hits` (an FTS search's, best first, deeper than a page) with the tenant's learned preferences
  * applied: a learned score ℓ > 0 moves a hit's score by ℓ × weight of the way to 1, ℓ < 0 takes
  * |ℓ| × weight of it away, so the lift is bounded and the score stays in [0, 1]. Tools the learning
@@ -75,8 +84,7 @@ export function applyLearned(
   semantic: SemanticEvidence | undefined,
 ): SearchHit[] {
   if (learned.scores.size === 0) return hits.slice(0, limit);
-  const lifted = (score: number, l: number) =>
-    l >= 0 ? score + learned.weight * l * (1 - score) : score * (1 + learned.weight * l);
+  const lifted = (score: number, l: number) => liftedByLearning(score, l, learned.weight);
   const byName = new Map<string, SearchHit>();
   for (const hit of hits) {
     const l = learned.scores.get(hit.name) ?? 0;

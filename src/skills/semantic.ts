@@ -1,5 +1,5 @@
 import type { Caller } from "../caller/caller.ts";
-import type { LearnedEvidence } from "../discovery/index.ts";
+import { type LearnedEvidence, liftedByLearning } from "../discovery/index.ts";
 import type { SemanticReport } from "../text/scores.ts";
 import type { SkillContext } from "./context.ts";
 import type { TaskType } from "./model.ts";
@@ -72,8 +72,7 @@ function withLearned(
   hits: readonly FusedRow[],
   learned: LearnedEvidence,
 ): FusedRow[] {
-  const lift = (score: number, l: number) =>
-    l >= 0 ? score + learned.weight * l * (1 - score) : score * (1 + learned.weight * l);
+  const lift = (score: number, l: number) => liftedByLearning(score, l, learned.weight);
   const lifted: FusedRow[] = hits.map((hit) => {
     const l = learned.scores.get(hit.row.name) ?? 0;
     return l === 0 ? hit : { ...hit, score: lift(hit.score, l), learnedScore: l };
