@@ -19,6 +19,7 @@ import type { JsonObject } from "../json.ts";
 import type { SourceCall, ToolCallResult } from "../tools/execute.ts";
 import type { ProgressSink } from "../tools/progress.ts";
 import { createMcpTransport, describe, mcpSourceId, STDERR_TAIL, stderrHint, withDeadline } from "./mcp.ts";
+import { ownSignal } from "./mcp-fetch.ts";
 
 export interface CallLimits {
   /** Largest result passed on, as JSON; a bigger one is refused (it could not be answered anyway). */
@@ -181,10 +182,7 @@ export class McpCallLine {
     // The SDK never removes its abort listener from a request's signal, and the caller's signal is
     // aborted once the caller's RPC ends: on the caller's own signal, every finished call would be
     // cancelled upstream after the fact. The SDK gets a signal of the call's own, unlinked at its end.
-    const own = new AbortController();
-    const forward = () => own.abort(call.signal.reason);
-    if (call.signal.aborted) forward();
-    else call.signal.addEventListener("abort", forward, { once: true });
+    const own = ownSignal(call.signal);
     const progressToken = call.onProgress ? this.expectProgress(call.onProgress) : undefined;
     const meta = { ...call.meta, ...(progressToken === undefined ? {} : { progressToken }) };
     let raw: unknown;
@@ -204,7 +202,7 @@ export class McpCallLine {
     } catch (error) {
       throw this.callError(error, call, timeoutMs);
     } finally {
-      call.signal.removeEventListener("abort", forward);
+      own.release();
       if (progressToken !== undefined) this.progressSinks.delete(progressToken);
     }
     const text = JSON.stringify(raw);

@@ -10,20 +10,28 @@ import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
 export const fetchWithOwnSignal: FetchLike = async (url, init) => {
   const shared = init?.signal;
   if (!shared) return fetch(url, init);
-  const own = new AbortController();
-  const forward = () => own.abort(shared.reason);
-  if (shared.aborted) forward();
-  else shared.addEventListener("abort", forward, { once: true });
-  const release = () => shared.removeEventListener("abort", forward);
+  const { signal, release } = ownSignal(shared);
   let response: Response;
   try {
-    response = await fetch(url, { ...init, signal: own.signal });
+    response = await fetch(url, { ...init, signal });
   } catch (error) {
     release();
     throw error;
   }
   return releasedWithBody(response, release);
 };
+
+/**
+ * A signal of one request's own, aborted with `shared` until `release`: the MCP SDK and undici add a
+ * listener to the signal they are given and never remove it, which on a long-lived signal piles up.
+ */
+export function ownSignal(shared: AbortSignal): { readonly signal: AbortSignal; release(): void } {
+  const own = new AbortController();
+  const forward = () => own.abort(shared.reason);
+  if (shared.aborted) forward();
+  else shared.addEventListener("abort", forward, { once: true });
+  return { signal: own.signal, release: () => shared.removeEventListener("abort", forward) };
+}
 
 /** The response, with `release` called once its body has been read to the end, failed or cancelled. */
 function releasedWithBody(response: Response, release: () => void): Response {
