@@ -83,13 +83,8 @@ function withLearned(
     .sort((a, b) => b[1] - a[1])
     .slice(0, LEARNED_DEPTH);
   if (missed.length > 0) {
-    const where = visibleFilter(caller, taskType);
-    const rows = context.store.all<SearchRow>(
-      `SELECT ${SEARCH_COLUMNS} FROM skills s WHERE s.name IN (${missed.map(() => "?").join(",")}) AND ${where.sql}`,
-      [...missed.map(([name]) => name), ...where.params],
-    );
     const learnedOf = new Map(missed);
-    for (const row of rows) {
+    for (const row of visibleRows(context, caller, taskType, "name", [...learnedOf.keys()])) {
       const l = learnedOf.get(row.name) ?? 0;
       lifted.push({
         row,
@@ -104,6 +99,21 @@ function withLearned(
   }
   const order = new Map(lifted.map((hit, rank) => [hit, rank]));
   return lifted.sort((a, b) => b.score - a.score || (order.get(a) ?? 0) - (order.get(b) ?? 0));
+}
+
+/** The skills of `column` in `values` that the caller may see (and of `taskType`, when given). */
+function visibleRows(
+  context: SkillContext,
+  caller: Caller,
+  taskType: TaskType | undefined,
+  column: "id" | "name",
+  values: readonly string[],
+): SearchRow[] {
+  const where = visibleFilter(caller, taskType);
+  return context.store.all<SearchRow>(
+    `SELECT ${SEARCH_COLUMNS} FROM skills s WHERE s.${column} IN (${values.map(() => "?").join(",")}) AND ${where.sql}`,
+    [...values, ...where.params],
+  );
 }
 
 /** fuseSkills' hits before learning, every one of them, best first. */
@@ -140,10 +150,12 @@ function fuseByMeaning(
   }
   const closest = semantic.closest(CLOSEST).filter((c) => !byId.has(c.id));
   if (closest.length > 0) {
-    const where = visibleFilter(caller, taskType);
-    const rows = context.store.all<SearchRow>(
-      `SELECT ${SEARCH_COLUMNS} FROM skills s WHERE s.id IN (${closest.map(() => "?").join(",")}) AND ${where.sql}`,
-      [...closest.map((c) => c.id), ...where.params],
+    const rows = visibleRows(
+      context,
+      caller,
+      taskType,
+      "id",
+      closest.map((c) => c.id),
     );
     const visible = new Map(rows.map((row) => [row.id, row]));
     for (const { id, score } of closest) {
