@@ -26,7 +26,7 @@ const SEARCHES_PER_TENANT = 2_000;
 /** Runs whose latest searches are kept for reading choices against. */
 const RUNS_REMEMBERED = 20_000;
 /** A choice is read against this many of its run's latest searches. */
-const SEARCHES_PER_RUN = 8;
+export const SEARCHES_PER_RUN = 8;
 
 /**
  * The searches of the last window, by id and by (tenant, run), in memory: those this server answered,

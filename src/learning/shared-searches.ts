@@ -1,6 +1,6 @@
 import type { PostgresMigration } from "../replication/change-log.ts";
 import type { SharedDatabase } from "../replication/writes.ts";
-import type { StoredSearch } from "./searches.ts";
+import { SEARCHES_PER_RUN, type StoredSearch } from "./searches.ts";
 
 /**
  * The searches of the last window, shared by the replicas of a fleet (PostgreSQL), so a choice or a
@@ -15,8 +15,6 @@ export interface SharedSearches {
   ofRun(tenantId: string, runId: string, sinceMs: number): Promise<StoredSearch[]>;
 }
 
-/** A run's choice is read against this many of its latest searches (as on one server). */
-const SEARCHES_PER_RUN = 8;
 /** Searches stored per statement; more wait for the next one. */
 const BATCH = 500;
 /** Searches waiting to be stored past which new ones are dropped (the database is away or slow). */
