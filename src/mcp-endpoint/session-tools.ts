@@ -122,13 +122,11 @@ export class SessionTools {
    */
   private async read(scope: CallScope): Promise<Listing> {
     const fixed = await this.payload(scope, true);
+    const listed = new Set(fixed.map((tool) => tool.name));
     const tools =
       this.mode === "fixed"
         ? fixed
-        : [
-            ...fixed,
-            ...(await this.payload(scope, false)).filter((t) => !fixed.some((f) => f.name === t.name)),
-          ];
+        : [...fixed, ...(await this.payload(scope, false)).filter((tool) => !listed.has(tool.name))];
     const catalogTools = new Set(tools.map((tool) => tool.name).filter((name) => !isMetaTool(name)));
     return { tools, catalogTools };
   }
