@@ -5,7 +5,7 @@ import {
   Health,
   HealthCheckResponse_ServingStatus as ServingStatus,
 } from "../../gen/ts/grpc/health/v1/health_pb.ts";
-import { Provider } from "../../gen/ts/wayfind/v1/common_pb.ts";
+import { Provider, SemanticStatus } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
 import { fleetForFile, type TestReplica } from "../support/replicas.ts";
@@ -23,7 +23,7 @@ const record = (key: string) => ({
   idempotencyKey: key,
 });
 
-/** A search's hits and whether the answer said it was served stale. */
+/** A search's hits, whether the answer said it was served stale, and how far meaning took part. */
 async function search(replica: TestReplica) {
   let stale: string | null = null;
   const found = await replica
@@ -32,7 +32,7 @@ async function search(replica: TestReplica) {
       { caller, query: "create an issue" },
       { onHeader: (headers) => (stale = headers.get("wayfind-stale")) },
     );
-  return { names: found.tools.map((tool) => tool.name), stale };
+  return { names: found.tools.map((tool) => tool.name), stale, semantic: found.semanticStatus };
 }
 
 async function writesStatus(replica: TestReplica) {
@@ -44,6 +44,10 @@ describe.skipIf(unavailable)(
   () => {
     it("answer searches from their copy marked stale, refuse writes, report it, and recover when it returns", async () => {
       const [a, b] = replicas as [TestReplica, TestReplica];
+      // Every tool's vector is computed after start: until then a ranking may still change.
+      await expect
+        .poll(async () => (await search(b)).semantic, { timeout: 30_000 })
+        .toBe(SemanticStatus.READY);
       const before = await search(b);
       expect(before.names).toContain("github.create_issue");
       expect(before.stale).toBeNull();
@@ -51,7 +55,7 @@ describe.skipIf(unavailable)(
 
       fleet.postgres.pause();
       const during = await search(b);
-      expect(during).toEqual({ names: before.names, stale: "true" });
+      expect(during).toEqual({ names: before.names, stale: "true", semantic: SemanticStatus.READY });
       await expect(a.grpc(UsageService).recordUsage(record("during-outage"))).rejects.toMatchObject({
         code: Code.Unavailable,
       });
