@@ -1,13 +1,16 @@
-#!/usr/bin/env -S node --max-semi-space-size=2
-// The V8 flag (also in package.json's `start`) caps the young generation at 2 MB a semi-space instead
-// of 16: the server's resident memory then stays flat where it otherwise peaked ~60 MB higher while
-// a large catalog loads (docs/search.md "Memory"), for a little more time in minor collections.
+#!/usr/bin/env node
+// `wayfind serve` first replaces its process with one tuned for a long-running server (allocator
+// environment and V8 flags: scripts/tuning.js), so its memory is the same however it was launched.
 // Serves the prebuilt JavaScript in dist/ (`npm ci` and `npm run build` make it) when it was built
 // from the sources on disk; otherwise runs the TypeScript through tsx, so an edited checkout never
 // runs stale code. The prebuilt path saves tsx's ~60 MB of resident memory and its start time.
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { DIST_CLI, distState } from "../scripts/dist.js";
+import { tuneProcess } from "../scripts/tuning.js";
+
+// Before anything else is loaded: a replaced process starts over from here.
+if (process.argv[2] === "serve") tuneProcess();
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const state = distState(root);

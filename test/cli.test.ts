@@ -2,6 +2,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createInterface } from "node:readline";
 import { describe, expect, it } from "vitest";
 import { CLI, listeningPort, runCli as run } from "./support/cli.ts";
 import { startTestServer } from "./support/server.ts";
@@ -33,6 +34,38 @@ describe("wayfind serve", () => {
     expect(await exited).toBe(0);
   });
 
+  it("tunes its own process for a long-running server however it was launched, or says it could not", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "wayfind-cli-"));
+    // Launched as `node bin/wayfind.js serve`, with no flag and no variable set.
+    const serve = run(["serve", "--port", "0", "--data-dir", dataDir]);
+    const lines: { msg: string }[] = [];
+    try {
+      for await (const line of createInterface({ input: serve.child.stdout })) {
+        lines.push(JSON.parse(line) as { msg: string });
+        if (lines.at(-1)?.msg === "listening") break;
+      }
+      serve.child.stdout.resume();
+      const pid = serve.child.pid as number;
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+      const environ = readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
+      const warned = lines.some((l) => l.msg.startsWith("memory settings not applied"));
+      if (typeof (process as { execve?: unknown }).execve === "function") {
+        // The same process (pid), replaced by one with the allocator settings and V8 flags.
+        expect(cmdline).toContain("--max-semi-space-size=2");
+        expect(environ).toEqual(
+          expect.arrayContaining(["MALLOC_ARENA_MAX=2", "MALLOC_MMAP_THRESHOLD_=131072"]),
+        );
+        expect(warned).toBe(false);
+      } else {
+        expect(cmdline).not.toContain("--max-semi-space-size=2");
+        expect(warned).toBe(true);
+      }
+    } finally {
+      serve.child.kill("SIGTERM");
+      await serve.exited;
+    }
+  });
+
   it("serves the demo with hybrid search and no configuration: a request that shares no word with its tool finds it", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "wayfind-cli-"));
     const serve = run(["serve", "--port", "0", "--data-dir", dataDir]);
@@ -46,15 +79,24 @@ describe("wayfind serve", () => {
         readiness = (await (await fetch(`${baseUrl}/readyz`)).json()) as typeof readiness;
       }
       expect(readiness?.checks).toMatchObject({ semantic: "ready", semantic_pending: 0 });
-      const search = await fetch(`${baseUrl}/wayfind.v1.ToolDiscoveryService/SearchTools`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ caller: { tenantId: "acme" }, query: "should I take an umbrella tomorrow?" }),
-      });
-      const found = (await search.json()) as {
-        tools: { name: string; semanticScore?: number }[];
-        semanticStatus: string;
-      };
+      const search = async () =>
+        (await (
+          await fetch(`${baseUrl}/wayfind.v1.ToolDiscoveryService/SearchTools`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({
+              caller: { tenantId: "acme" },
+              query: "should I take an umbrella tomorrow?",
+            }),
+          })
+        ).json()) as { tools: { name: string; semanticScore?: number }[]; semanticStatus: string };
+      let found = await search();
+      // On a busy machine the first answer may come by words (tool_search.semantic.max_wait_ms): the
+      // request's meaning is embedded all the same, and the same request is then ranked by it.
+      for (let retry = 0; found.semanticStatus !== "SEMANTIC_STATUS_READY" && retry < 100; retry++) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        found = await search();
+      }
       expect(found.semanticStatus).toBe("SEMANTIC_STATUS_READY");
       expect(found.tools[0]?.name).toBe("get_weather");
       expect(found.tools[0]?.semanticScore).toBeGreaterThan(0);

@@ -226,6 +226,8 @@ export interface LoadSpec {
   /** Streams in flight per connection. */
   readonly streams: number;
   readonly durationS: number;
+  /** Send exactly this many requests (ghz --total) instead of running for `durationS`. */
+  readonly total?: number | undefined;
   /** Total request rate across all callers (open loop, ghz --rps); unset = as fast as answers come. */
   readonly rps?: number | undefined;
   /** Run ghz under `taskset -c <cpus>`. */
@@ -264,10 +266,11 @@ export async function runGhz(ghz: string, port: number, spec: LoadSpec): Promise
     spec.dataFile ? `--data-file=${spec.dataFile}` : `--data=${JSON.stringify(spec.data)}`,
     `--connections=${spec.connections}`,
     `--concurrency=${spec.connections * spec.streams}`,
-    `--duration=${spec.durationS}s`,
+    ...(spec.total
+      ? [`--total=${spec.total}`]
+      : // Calls still in flight when the time is up are neither counted nor errors.
+        [`--duration=${spec.durationS}s`, "--duration-stop=ignore"]),
     ...(spec.rps ? [`--rps=${spec.rps}`] : []),
-    // Calls still in flight when the time is up are neither counted nor errors.
-    "--duration-stop=ignore",
     "--timeout=10s",
     "--format=json",
     ...(spec.cpus ? [`--cpus=${spec.cpus.split(",").length}`] : []),
@@ -277,7 +280,7 @@ export async function runGhz(ghz: string, port: number, spec: LoadSpec): Promise
   const args = spec.cpus ? ["-c", spec.cpus, ghz, ...ghzArgs] : ghzArgs;
   const { stdout } = await execFileAsync(command, args, {
     maxBuffer: 64 * 1024 * 1024,
-    timeout: (spec.durationS + 30) * 1000,
+    timeout: (spec.total ? 600 : spec.durationS + 30) * 1000,
   });
   const report = JSON.parse(stdout) as GhzReport;
   const at = (percentage: number) =>

@@ -44,7 +44,14 @@ export async function openHybrid(files: readonly string[], embedder?: Embedder):
     ...learningMigrations,
   ]);
   const semantic =
-    embedder && new SemanticToolSearch({ db, embedder, weight: DEFAULTS.toolSearch.semantic.weight });
+    embedder &&
+    new SemanticToolSearch({
+      db,
+      embedder,
+      weight: DEFAULTS.toolSearch.semantic.weight,
+      // The quality benches rank every request by meaning: they wait for it.
+      maxWaitMs: 600_000,
+    });
   const registry = new ToolRegistry(db);
   const index = new IndexHost(registry, { onIndexBuilt: (built) => semantic?.indexBuilt(built) });
   const aliasOf = new Map<string, string>();

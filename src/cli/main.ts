@@ -171,6 +171,12 @@ async function main(argv: string[]): Promise<number> {
       ? pretty({ colorize: true, translateTime: "SYS:HH:MM:ss.l", ignore: "pid,hostname" })
       : undefined,
   );
+  // bin/wayfind.js relaunches `serve` with its allocator and heap settings (scripts/tuning.js).
+  if (process.env.WAYFIND_PROCESS_TUNED !== "1")
+    logger.warn(
+      { node: process.versions.node },
+      "memory settings not applied (bin/wayfind.js does, on Node >= 22.15): large catalogs take more resident memory",
+    );
   // OpenTelemetry tracing when the usual OTEL_* variables ask for it (docs: README, "Tracing").
   const tracing = tracingFromEnv(process.env);
   // The event log as OpenTelemetry log records when the OTEL_* variables ask for them.

@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os";
 import { checkoutPath } from "../checkout.ts";
 import { DEFAULT_SKILL_GOOD_MATCH_SCORE } from "../skills/index.ts";
 import { DEFAULT_GOOD_MATCH_SCORE } from "../text/scores.ts";
@@ -46,6 +47,14 @@ export const DEFAULTS = {
        * on even-position public queries, keeping every set at or above lexical-only.
        */
       weight: 0.3,
+      /** Every core: inference runs in its own worker thread, off the event loop. */
+      threads: availableParallelism(),
+      /**
+       * A search waits this long for its request's meaning (bench/hybrid-load.ts chose it): long enough
+       * for a request never seen to be embedded on an idle server, short enough that a busy one
+       * answers by words rather than queueing.
+       */
+      maxWaitMs: 40,
     },
   } satisfies ToolSearchConfig,
   policy: {

@@ -350,6 +350,8 @@ function toConfig(raw: ConfigFile, baseDir: string, configFile: string | undefin
             ? DEFAULTS.toolSearch.semantic.modelDir
             : resolvePath(baseDir, ts.semantic.model_dir),
         weight: ts.semantic?.weight ?? DEFAULTS.toolSearch.semantic.weight,
+        threads: ts.semantic?.threads ?? DEFAULTS.toolSearch.semantic.threads,
+        maxWaitMs: ts.semantic?.max_wait_ms ?? DEFAULTS.toolSearch.semantic.maxWaitMs,
       },
     },
     policy: {

@@ -79,6 +79,8 @@ const toolSearch = z.strictObject({
       enabled: z.boolean().optional(),
       model_dir: name.optional(),
       weight: z.number().min(0).max(1).optional(),
+      threads: z.number().int().min(1).max(256).optional(),
+      max_wait_ms: z.number().int().min(0).max(60_000).optional(),
     })
     .optional(),
 });

@@ -64,6 +64,13 @@ interface SemanticSearchConfig {
   readonly modelDir: string;
   /** The lexical share of the fused score at the least (it grows with the best lexical score), in [0, 1]. */
   readonly weight: number;
+  /** Threads of inference: the model's thread pool (default the machine's cores). */
+  readonly threads: number;
+  /**
+   * How long a search waits for its request's meaning before it answers by words and what is ready
+   * (semantic_status PARTIAL); the embedding still completes for the next time.
+   */
+  readonly maxWaitMs: number;
 }
 
 export interface PolicyConfig {

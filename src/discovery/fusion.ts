@@ -19,7 +19,7 @@ export function fuse(
   const byName = new Map<string, SearchHit>();
   for (const hit of lexical) {
     const doc = visibleDoc(index, hit.name, allowed);
-    const semanticScore = doc < 0 ? Number.NaN : (evidence.scores[doc] as number);
+    const semanticScore = doc < 0 ? Number.NaN : evidence.scoreOf(doc);
     if (Number.isNaN(semanticScore)) byName.set(hit.name, hit);
     else
       byName.set(hit.name, { ...hit, semanticScore, score: w * hit.lexicalScore + (1 - w) * semanticScore });
@@ -27,7 +27,7 @@ export function fuse(
   for (const doc of evidence.closest) {
     const tool = index.docs[doc] as Tool;
     if (byName.has(tool.name)) continue;
-    const semanticScore = evidence.scores[doc] as number;
+    const semanticScore = evidence.scoreOf(doc);
     byName.set(tool.name, {
       name: tool.name,
       description: tool.description,
@@ -95,7 +95,7 @@ export function applyLearned(
     const doc = visibleDoc(index, name, allowed);
     if (doc < 0) continue;
     const tool = index.docs[doc] as Tool;
-    const semanticScore = semantic?.scores[doc];
+    const semanticScore = semantic?.scoreOf(doc);
     // As fusion would score it by meaning alone, at the least lexical share.
     const base =
       semantic === undefined || semanticScore === undefined || Number.isNaN(semanticScore)

@@ -168,6 +168,8 @@ export class IndexHost {
         effective_type: type,
         strategy: result.strategy,
         result_count: result.hits.length,
+        semantic_status: (semantic?.report ?? SEMANTIC_OFF).status,
+        semantic_texts_pending: semantic?.report.textsPending ?? 0,
       },
     });
     const effectiveSearchType: EffectiveSearchType = result.strategy === "fuzzy" ? "fuzzy" : type;

@@ -224,10 +224,10 @@ export interface SemanticEvidence {
   readonly vectors: readonly Float32Array[];
   /** Lexical hits to rank before fusing: more than a page, since a tool may rise into it. */
   readonly lexicalDepth: number;
-  /** Per doc of the build: its semantic score in [0, 1], NaN if not findable or without a vector. */
-  readonly scores: Float64Array;
   /** The docs closest in meaning, best first; none when there is nothing to fuse. */
   readonly closest: readonly number[];
+  /** A doc's semantic score in [0, 1], exactly; NaN if not findable or without a vector. */
+  scoreOf(doc: number): number;
   /** A fused score's lexical share: `least`, plus `slope` per unit of the best lexical score, at most 1. */
   readonly lexicalShare: { readonly least: number; readonly slope: number };
 }

@@ -1,5 +1,5 @@
 import { analyze } from "../discovery/text.ts";
-import { CosineScan } from "../semantic/scan.ts";
+import { VectorSlab } from "../semantic/vector-slab.ts";
 
 /** One request that led (or misled) this tenant to one tool, with the weight its choices gave it. */
 export interface LearnedRequest {
@@ -45,12 +45,13 @@ export class TenantModel {
   /** Requests of live entries that have no vector yet. */
   private readonly withoutVector = new Set<string>();
   /**
-   * The vectors packed in `scan`, each once however many entries share it (a request learned for
-   * several tools): the entries of each, in pack order. Later vectors are scanned one by one.
+   * Each distinct learned request's vector in one slab (a request learned for several tools is there
+   * once): a search scans it once, then scores exactly only the requests near enough to count.
    */
-  private scan: CosineScan | undefined;
-  private packed: number[][] = [];
-  private readonly loose: number[] = [];
+  private slab: VectorSlab | undefined;
+  /** The entries of each slot's request. */
+  private readonly entriesOfSlot: number[][] = [];
+  private readonly slotOfRequest = new Map<string, number>();
 
   get size(): number {
     return this.byKey.size;
@@ -102,11 +103,19 @@ export class TenantModel {
 
   /** Gives every entry of `request` its vector (the same text, whatever the tool). */
   setVector(request: string, vector: Float32Array): void {
+    let slot = this.slotOfRequest.get(request);
+    if (slot === undefined) {
+      this.slab ??= new VectorSlab(vector.length);
+      slot = this.slab.add(vector);
+      this.slotOfRequest.set(request, slot);
+      this.entriesOfSlot[slot] = [];
+    }
+    const ofSlot = this.entriesOfSlot[slot] as number[];
     for (const id of this.byRequest.get(request) ?? []) {
       const entry = this.entries[id] as Entry;
       if (entry.vector !== undefined) continue;
       entry.vector = vector;
-      this.loose.push(id);
+      ofSlot.push(id);
     }
     this.withoutVector.delete(request);
   }
@@ -172,62 +181,28 @@ export class TenantModel {
     });
   }
 
-  private byMeaning(vectors: readonly Float32Array[], similarity: Float64Array): void {
-    if (this.loose.length > LOOSE_BEFORE_PACK) this.pack();
-    const add = (id: number, cosine: number) => {
-      const s = Math.min(1, Math.max(0, (cosine - MEANING.floor) / (MEANING.ceiling - MEANING.floor)));
-      similarity[id] = (similarity[id] as number) + MEANING.share * s;
-    };
-    if (this.scan && this.packed.length > 0) {
-      const cosines = this.scan.bestScores(vectors);
-      this.packed.forEach((ids, v) => {
-        for (const id of ids) add(id, cosines[v] as number);
-      });
-    }
-    for (const id of this.loose) {
-      const vector = (this.entries[id] as Entry).vector as Float32Array;
-      let best = Number.NEGATIVE_INFINITY;
-      for (const q of vectors) best = Math.max(best, dot(q, vector));
-      add(id, best);
-    }
-  }
-
   /**
-   * Copies every distinct vector into one scan (WebAssembly memory), so a search scans them four
-   * floats at a time, and reads each request's vector once: the scan is bound by memory.
+   * Meaning: each learned request's cosine with the nearest of the request's texts, read where it can
+   * count — above MEANING.floor. The scan's approximations (within its bound of the exact cosine) pick
+   * those; they are then scored exactly.
    */
-  private pack(): void {
-    const byVector = new Map<Float32Array, number[]>();
-    for (const id of [...this.packed.flat(), ...this.loose]) {
-      const vector = (this.entries[id] as Entry).vector as Float32Array;
-      const ids = byVector.get(vector);
-      if (ids) ids.push(id);
-      else byVector.set(vector, [id]);
+  private byMeaning(vectors: readonly Float32Array[], similarity: Float64Array): void {
+    const slab = this.slab;
+    if (slab === undefined || slab.slots === 0) return;
+    const { approximate, bound } = slab.scan(vectors);
+    for (let slot = 0; slot < slab.slots; slot++) {
+      if ((approximate[slot] as number) + bound <= MEANING.floor) continue;
+      const cosine = slab.exact(slot, vectors);
+      const s = Math.min(1, Math.max(0, (cosine - MEANING.floor) / (MEANING.ceiling - MEANING.floor)));
+      if (s <= 0) continue;
+      for (const id of this.entriesOfSlot[slot] ?? [])
+        similarity[id] = (similarity[id] as number) + MEANING.share * s;
     }
-    const first = byVector.keys().next().value;
-    if (!first) return;
-    const dims = first.length;
-    const all = new Float32Array(byVector.size * dims);
-    [...byVector.keys()].forEach((vector, v) => {
-      all.set(vector, v * dims);
-    });
-    this.scan = new CosineScan(all, dims);
-    this.packed = [...byVector.values()];
-    this.loose.length = 0;
   }
 }
-
-/** Vectors added since the last pack are scanned one by one; past this many, they are packed. */
-const LOOSE_BEFORE_PACK = 64;
 
 function keyOf(tool: string, request: string): string {
   return `${tool}\u0000${request}`;
-}
-
-function dot(a: Float32Array, b: Float32Array): number {
-  let s = 0;
-  for (let i = 0; i < a.length; i++) s += (a[i] as number) * (b[i] as number);
-  return s;
 }
 
 function cmp(a: string, b: string): number {

@@ -1,32 +1,92 @@
 // The worker thread that owns the ONNX session, so inference never runs on the server's event loop.
-// Protocol: workerData is the model folder; it posts one WorkerReady or WorkerFailed, then answers
-// each EmbedRequest with an EmbedResponse whose vectors' buffer is transferred, not copied.
+// Protocol (worker-protocol.ts): workerData is the WorkerSettings; it posts one `ready` or `unusable`,
+// then answers each `embed` with `vectors` (the buffer transferred, not copied) or `failed`, and a
+// `stop` with `stopped` once the inference under way has returned.
+import { readlinkSync } from "node:fs";
+import { getPriority, setPriority } from "node:os";
+import { setImmediate as turn } from "node:timers/promises";
 import { parentPort, workerData } from "node:worker_threads";
+import { BatchQueue, type QueuedRequest, type Unit } from "./batches.ts";
 import { SentenceModel } from "./model.ts";
-import type { EmbedRequest, EmbedResponse, WorkerMessage } from "./worker-protocol.ts";
+import type { FromWorker, ToWorker, WorkerSettings } from "./worker-protocol.ts";
 
 const port = parentPort;
 if (port === null) throw new Error("embed-worker.ts runs only as a worker thread");
-const post = (message: WorkerMessage, transfer: ArrayBuffer[] = []): void =>
-  port.postMessage(message, transfer);
+const post = (message: FromWorker, transfer: ArrayBuffer[] = []): void => port.postMessage(message, transfer);
+const settings = workerData as WorkerSettings;
 
+/**
+ * How much less CPU priority inference has than the server's event loop (nice levels): when both want
+ * the cores, calls are answered first and meaning waits (a search waits for it only so long anyway).
+ */
+const INFERENCE_NICENESS = 5;
+
+/**
+ * Lowers this thread's priority; the session's threads, started next, inherit it. Linux gives each
+ * thread its own nice value (its id is /proc/thread-self's last part); elsewhere nothing changes.
+ */
+function lowerPriority(): void {
+  try {
+    const thread = Number(readlinkSync("/proc/thread-self").split("/").pop());
+    if (Number.isInteger(thread)) setPriority(thread, Math.min(19, getPriority(thread) + INFERENCE_NICENESS));
+  } catch {
+    // Not Linux, or not allowed: inference keeps the process's priority.
+  }
+}
+
+lowerPriority();
 try {
-  const model = await SentenceModel.load(String(workerData));
-  post({ type: "ready", modelId: model.id, dims: model.dims });
-  port.on("message", async (request: EmbedRequest) => {
-    let response: EmbedResponse;
+  const model = await SentenceModel.load(settings.modelDir, settings.threads);
+  const queue = new BatchQueue(model);
+  let running = false;
+  let stopping = false;
+
+  const answer = (request: QueuedRequest) =>
+    post({ type: "vectors", requestId: request.requestId, vectors: request.vectors }, [
+      request.vectors.buffer as ArrayBuffer,
+    ]);
+  const run = async (unit: Unit) => {
     try {
-      const vectors = await model.embed(request.texts);
-      response = { type: "vectors", requestId: request.requestId, vectors };
+      const vectors = await model.embedEncoded(
+        unit.rows.map(({ request, row }) => request.encoded[row] ?? { ids: [] }),
+        unit.length,
+      );
+      for (const request of queue.complete(unit, vectors)) answer(request);
     } catch (err) {
-      response = {
-        type: "failed",
-        requestId: request.requestId,
-        message: err instanceof Error ? err.message : String(err),
-      };
+      const message = err instanceof Error ? err.message : String(err);
+      for (const request of queue.fail(unit)) post({ type: "failed", requestId: request.requestId, message });
     }
-    post(response, response.type === "vectors" ? [response.vectors.buffer as ArrayBuffer] : []);
+  };
+  // One inference at a time; between two, a turn of the loop lets new requests in, so queries that
+  // arrived meanwhile go next, together.
+  const drain = async () => {
+    if (running) return;
+    running = true;
+    for (let unit = queue.next(); unit !== undefined && !stopping; unit = queue.next()) {
+      await run(unit);
+      await turn();
+    }
+    running = false;
+    if (stopping) post({ type: "stopped" });
+  };
+
+  port.on("message", (message: ToWorker) => {
+    if (message.type === "stop") {
+      stopping = true;
+      queue.clear();
+      if (!running) post({ type: "stopped" });
+      return;
+    }
+    if (stopping) return;
+    queue.add(
+      message.requestId,
+      message.texts.map((text) => model.encode(text)),
+      message.urgent,
+      message.waitedUntil,
+    );
+    void drain();
   });
+  post({ type: "ready", modelId: model.id, dims: model.dims, batchable: model.batchable });
 } catch (err) {
   post({ type: "unusable", message: err instanceof Error ? err.message : String(err) });
 }

@@ -1,163 +1,200 @@
+import { availableParallelism } from "node:os";
 import { Worker } from "node:worker_threads";
+import { LruCache } from "../lru.ts";
 import { workerEntry } from "../worker-entry.ts";
-import type { EmbedRequest, WorkerMessage } from "./worker-protocol.ts";
+import type { FromWorker, ToWorker, WorkerSettings } from "./worker-protocol.ts";
 
 /** What the vector store needs from a model: who it is, its dimension, and vectors for texts. */
 export interface TextEmbedder {
   readonly modelId: string;
   readonly dims: number;
-  /** One L2-normalised vector per text, each embedded alone (see Embedder). */
+  /** One L2-normalised vector per text, in the background (after every waiting query). */
   embedTexts(texts: readonly string[]): Promise<Float32Array[]>;
 }
 
-/** Query vectors kept (384 floats each: 1.5 KiB, so 1,000 cost 1.5 MB). */
-const QUERY_CACHE_SIZE = 1_000;
+/** What a search needs: a request's vector, soon. */
+export interface QueryEmbedder extends TextEmbedder {
+  /**
+   * Ahead of every text no search waits for; `waitMs`: how long the caller waits (it goes before the
+   * texts of searches that stopped waiting). Rejects with EmbedderBusy, at once, when too many query
+   * texts already wait.
+   */
+  embedQuery(text: string, waitMs?: number): Promise<Float32Array>;
+}
 
-interface Job {
-  readonly text: string;
+/** The embedder refused a query because too many wait already: the search answers by words. */
+export class EmbedderBusy extends Error {
+  override readonly name = "EmbedderBusy";
+}
+
+export interface EmbedderOptions {
+  /** Threads of inference (config tool_search.semantic.threads); default the machine's cores. */
+  readonly threads?: number;
+  /** Query vectors kept (384 floats each: 1.5 KiB). */
+  readonly queryCacheSize?: number;
+  /** Query texts waiting or being embedded at most; past it, embedQuery refuses (EmbedderBusy). */
+  readonly maxQueuedQueries?: number;
+}
+
+const DEFAULTS = { queryCacheSize: 1_000, maxQueuedQueries: 256 } as const;
+
+interface Pending {
+  readonly texts: number;
+  readonly urgent: boolean;
   readonly resolve: (vectors: Float32Array) => void;
   readonly reject: (err: Error) => void;
 }
 
 /**
- * Sentence embeddings from a model folder, computed in a worker thread that owns the ONNX session.
- * Every text is its own inference, tools' and queries' alike: the int8 model's vectors depend on what
- * else shares a batch, so only alone is a text's vector the same whenever and beside whatever it is
- * embedded; and on one thread batches bought no speed (a batch is as slow as its longest text times
- * its size) while each batch's buffers fragmented the worker's malloc arena for good. One request is
- * in flight at a time; a waiting query goes before waiting tool texts, so a search waits for at most
- * one text. Query vectors are cached, least recently used out.
+ * Sentence embeddings from a model folder, computed in a worker thread that owns the ONNX session
+ * (as many inference threads as configured). Every text goes to the worker at once; there, waiting
+ * queries go before tool texts and are embedded together, in inferences padded to a few fixed
+ * lengths (embed-worker.ts, batches.ts). A model whose vectors would depend on their batch is run one
+ * text per inference (SentenceModel.batchable). Query vectors are cached, least recently used out;
+ * when too many query texts wait, new ones are refused at once rather than queued behind them.
  */
-export class Embedder implements TextEmbedder {
-  private readonly queries: Job[] = [];
-  private readonly texts: Job[] = [];
-  private inFlight: { readonly requestId: number; readonly job: Job } | undefined;
-  /** Settles when the worker has answered its last request (or ended), even one nobody waits for now. */
-  private workerIdle: Promise<void> = Promise.resolve();
-  private markWorkerIdle = () => {};
+export class Embedder implements QueryEmbedder {
+  private readonly pending = new Map<number, Pending>();
   private nextRequestId = 1;
+  private queuedQueries = 0;
   private closed = false;
-  private readonly queryCache = new Map<string, Promise<Float32Array>>();
+  /** Settles when the worker has stopped (answered `stop`) or ended. */
+  private stopped: Promise<void>;
+  private markStopped = () => {};
+  private readonly queryCache: LruCache<string, Promise<Float32Array>>;
 
   private constructor(
     private readonly worker: Worker,
     readonly modelId: string,
     readonly dims: number,
-    private readonly queryCacheSize: number,
+    /** Whether texts share inferences (the model's vectors do not depend on their batch). */
+    readonly batchable: boolean,
+    private readonly options: Required<Pick<EmbedderOptions, "queryCacheSize" | "maxQueuedQueries">>,
   ) {
-    worker.on("message", (message: WorkerMessage) => {
-      this.markWorkerIdle();
-      this.settle(message);
+    this.queryCache = new LruCache(options.queryCacheSize);
+    this.stopped = new Promise((resolve) => {
+      this.markStopped = resolve;
     });
+    worker.on("message", (message: FromWorker) => this.settle(message));
     worker.on("error", (err) => {
-      this.markWorkerIdle();
+      this.markStopped();
       this.fail(err);
     });
     worker.on("exit", (code) => {
-      this.markWorkerIdle();
+      this.markStopped();
       this.fail(new Error(`the embedding worker exited (code ${code})`));
     });
     worker.unref();
   }
 
   /** Loads the model in a new worker; rejects with the folder's problem (naming the file) if unusable. */
-  static async open(modelDir: string, queryCacheSize = QUERY_CACHE_SIZE): Promise<Embedder> {
-    const worker = new Worker(workerEntry(import.meta.url, "embed-worker"), { workerData: modelDir });
-    const ready = await new Promise<{ modelId: string; dims: number }>((resolve, reject) => {
-      worker.once("message", (message: WorkerMessage) => {
-        if (message.type === "ready") resolve(message);
-        else
-          reject(
-            new Error(message.type === "unusable" ? message.message : "the embedding worker failed to start"),
-          );
-      });
-      worker.once("error", reject);
-    }).catch(async (err: unknown) => {
+  static async open(modelDir: string, options: EmbedderOptions = {}): Promise<Embedder> {
+    const workerData: WorkerSettings = { modelDir, threads: options.threads ?? availableParallelism() };
+    const worker = new Worker(workerEntry(import.meta.url, "embed-worker"), { workerData });
+    const ready = await new Promise<{ modelId: string; dims: number; batchable: boolean }>(
+      (resolve, reject) => {
+        worker.once("message", (message: FromWorker) => {
+          if (message.type === "ready") resolve(message);
+          else
+            reject(
+              new Error(
+                message.type === "unusable" ? message.message : "the embedding worker failed to start",
+              ),
+            );
+        });
+        worker.once("error", reject);
+      },
+    ).catch(async (err: unknown) => {
       await worker.terminate();
       throw err;
     });
-    return new Embedder(worker, ready.modelId, ready.dims, queryCacheSize);
+    return new Embedder(worker, ready.modelId, ready.dims, ready.batchable, {
+      queryCacheSize: options.queryCacheSize ?? DEFAULTS.queryCacheSize,
+      maxQueuedQueries: options.maxQueuedQueries ?? DEFAULTS.maxQueuedQueries,
+    });
   }
 
-  /** The query's vector: embedded alone, from the cache when asked before. */
-  embedQuery(text: string): Promise<Float32Array> {
+  /** Query texts waiting for (or in) an inference. */
+  get queriesWaiting(): number {
+    return this.queuedQueries;
+  }
+
+  /** The query's vector: from the cache when asked before, else embedded ahead of any tool text. */
+  embedQuery(text: string, waitMs = Number.POSITIVE_INFINITY): Promise<Float32Array> {
     const cached = this.queryCache.get(text);
-    if (cached !== undefined) {
-      // Map order is insertion order: re-inserting marks it most recently used.
-      this.queryCache.delete(text);
-      this.queryCache.set(text, cached);
-      return cached;
-    }
-    const vector = this.enqueue(this.queries, text);
+    if (cached !== undefined) return cached;
+    if (this.queuedQueries >= this.options.maxQueuedQueries)
+      return Promise.reject(new EmbedderBusy(`${this.queuedQueries} query texts already wait for the model`));
+    const vector = this.request([text], Date.now() + waitMs);
     this.queryCache.set(text, vector);
     // A failed query is not cached, so asking again retries.
-    vector.catch(() => this.queryCache.delete(text));
-    for (const oldest of this.queryCache.keys()) {
-      if (this.queryCache.size <= this.queryCacheSize) break;
-      this.queryCache.delete(oldest);
-    }
+    vector.catch(() => {
+      if (this.queryCache.get(text) === vector) this.queryCache.delete(text);
+    });
     return vector;
   }
 
-  embedTexts(texts: readonly string[]): Promise<Float32Array[]> {
-    return Promise.all(texts.map((text) => this.enqueue(this.texts, text)));
+  async embedTexts(texts: readonly string[]): Promise<Float32Array[]> {
+    if (texts.length === 0) return [];
+    const packed = await this.request(texts, undefined);
+    return texts.map((_, i) => packed.slice(i * this.dims, (i + 1) * this.dims));
   }
 
   /**
-   * Rejects whatever waits, then ends the worker once the inference under way (one text: milliseconds)
-   * has returned: onnxruntime aborts the whole process when its thread is terminated mid-run.
+   * Rejects whatever waits, then ends the worker once the inference under way has returned:
+   * onnxruntime aborts the whole process when its thread is terminated mid-run.
    */
   async close(): Promise<void> {
-    this.fail(new Error("the embedder is closed"));
-    await this.workerIdle;
+    if (!this.closed) {
+      this.fail(new Error("the embedder is closed"));
+      this.worker.ref();
+      this.worker.postMessage({ type: "stop" } satisfies ToWorker);
+    }
+    await this.stopped;
     await this.worker.terminate();
   }
 
-  private enqueue(queue: Job[], text: string): Promise<Float32Array> {
+  /** `waitedUntil`: a query's deadline (Date.now; Infinity = none); undefined = background work. */
+  private request(texts: readonly string[], waitedUntil: number | undefined): Promise<Float32Array> {
     if (this.closed) return Promise.reject(new Error("the embedder is closed"));
+    const urgent = waitedUntil !== undefined;
     return new Promise((resolve, reject) => {
-      queue.push({ text, resolve, reject });
-      this.dispatch();
+      const requestId = this.nextRequestId++;
+      this.pending.set(requestId, { texts: texts.length, urgent, resolve, reject });
+      if (urgent) this.queuedQueries += texts.length;
+      // Referenced while working, so a caller awaiting vectors keeps the process alive.
+      this.worker.ref();
+      this.worker.postMessage({
+        type: "embed",
+        requestId,
+        texts,
+        urgent,
+        waitedUntil: waitedUntil ?? 0,
+      } satisfies ToWorker);
     });
   }
 
-  private dispatch(): void {
-    if (this.inFlight !== undefined) return;
-    const job = this.queries.shift() ?? this.texts.shift();
-    if (job === undefined) {
-      this.worker.unref();
+  private settle(message: FromWorker): void {
+    if (message.type === "stopped") {
+      this.markStopped();
       return;
     }
-    // Referenced while working, so a caller awaiting vectors keeps the process alive.
-    this.worker.ref();
-    const requestId = this.nextRequestId++;
-    this.inFlight = { requestId, job };
-    this.workerIdle = new Promise((resolve) => {
-      this.markWorkerIdle = resolve;
-    });
-    const request: EmbedRequest = { requestId, texts: [job.text] };
-    this.worker.postMessage(request);
-  }
-
-  private settle(message: WorkerMessage): void {
-    if (
-      this.inFlight === undefined ||
-      !("requestId" in message) ||
-      message.requestId !== this.inFlight.requestId
-    )
-      return;
-    const { job } = this.inFlight;
-    this.inFlight = undefined;
+    if (message.type !== "vectors" && message.type !== "failed") return;
+    const job = this.pending.get(message.requestId);
+    if (job === undefined) return;
+    this.pending.delete(message.requestId);
+    if (job.urgent) this.queuedQueries -= job.texts;
+    if (this.pending.size === 0) this.worker.unref();
     if (message.type === "vectors") job.resolve(message.vectors);
     else job.reject(new Error(`embedding failed: ${message.message}`));
-    this.dispatch();
   }
 
   private fail(err: Error): void {
     if (this.closed) return;
     this.closed = true;
-    const pending = [this.inFlight?.job, ...this.queries.splice(0), ...this.texts.splice(0)];
-    this.inFlight = undefined;
-    for (const job of pending) job?.reject(err);
+    const pending = [...this.pending.values()];
+    this.pending.clear();
+    this.queuedQueries = 0;
+    for (const job of pending) job.reject(err);
   }
 }

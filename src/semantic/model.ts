@@ -45,9 +45,14 @@ export class SentenceModel {
     private readonly settings: TokenizerSettings,
     private readonly session: InferenceSession,
     private readonly needsTokenTypes: boolean,
+    /**
+     * Whether texts may share an inference (see batchInvariant); when not, each is embedded alone, so a
+     * text's vector never depends on what it was embedded beside.
+     */
+    readonly batchable: boolean,
   ) {}
 
-  static async load(dir: string): Promise<SentenceModel> {
+  static async load(dir: string, threads = 1): Promise<SentenceModel> {
     const onnxPath = requireFile(dir, MODEL_FILES.onnx);
     const tokenizerJson = readJsonObject(dir, MODEL_FILES.tokenizer);
     const tokenizerConfig = readJsonObject(dir, MODEL_FILES.tokenizerConfig);
@@ -63,15 +68,21 @@ export class SentenceModel {
     const settings = tokenizerSettings(dir, tokenizer, tokenizerConfig, config);
     let session: InferenceSession;
     try {
-      // One thread each: the worker shares a small machine with the server's own event loop.
       session = await InferenceSession.create(onnxPath, {
-        intraOpNumThreads: 1,
+        // Inference is the only work of its worker thread; `threads` is config tool_search.semantic.threads.
+        intraOpNumThreads: threads,
         interOpNumThreads: 1,
         executionMode: "sequential",
-        graphOptimizationLevel: "all",
+        // The extended level's MatMulIntegerToFloat fusion assumes one activation scale per tensor and
+        // would compute a per-token quantized graph (training/per_token.py) wrongly; the basic level is
+        // as fast for these graphs.
+        graphOptimizationLevel: "basic",
         // The arena would keep the largest inference's buffers for good; without it, memory follows
-        // the text at hand, at the same speed.
+        // the texts at hand, at the same speed.
         enableCpuMemArena: false,
+        // Threads wait for work asleep, not spinning: a spinning thread takes a core from the server's
+        // event loop whenever it is not inferring.
+        extra: { session: { "intra_op.allow_spinning": "0" } },
       });
     } catch (err) {
       throw new ModelFolderError(`${onnxPath}: not a loadable ONNX model (${message(err)})`);
@@ -87,10 +98,34 @@ export class SentenceModel {
       );
     const id = `${basename(dir)}@${createHash("sha256").update(readFileSync(onnxPath)).digest("hex").slice(0, 16)}`;
     const needsTokenTypes = session.inputNames.includes("token_type_ids");
-    const probe = new SentenceModel(id, 0, tokenizer, settings, session, needsTokenTypes);
+    const probe = new SentenceModel(id, 0, tokenizer, settings, session, needsTokenTypes, false);
     // The dimension is the model's, read from one real inference rather than trusted from config.json.
-    const dims = (await probe.hiddenStates([probe.encode("")])).dims;
-    return new SentenceModel(id, dims, tokenizer, settings, session, needsTokenTypes);
+    const empty = probe.encode("");
+    const dims = (await probe.hiddenStates([empty], empty.ids.length)).dims;
+    const sized = new SentenceModel(id, dims, tokenizer, settings, session, needsTokenTypes, false);
+    return new SentenceModel(
+      id,
+      dims,
+      tokenizer,
+      settings,
+      session,
+      needsTokenTypes,
+      await sized.batchInvariant(),
+    );
+  }
+
+  /**
+   * Whether a text's vector is the same alone and beside others, padded: true for float graphs and
+   * graphs quantized per token (training/per_token.py), false for graphs that quantize each activation
+   * tensor as a whole (a batch's longest or loudest text then changes every other text's vector). Told
+   * by embedding two texts alone and then together, padded further.
+   */
+  private async batchInvariant(): Promise<boolean> {
+    const probes = [this.encode("search the web for a query"), this.encode("ok")];
+    const alone: Float32Array[] = [];
+    for (const e of probes) alone.push(await this.embedEncoded([e], e.ids.length));
+    const together = await this.embedEncoded(probes, 2 * MIN_PADDED_LENGTH);
+    return alone.every((vector, row) => vector.every((x, d) => x === together[row * this.dims + d]));
   }
 
   /** Word pieces of `text`, cut to fit with `[CLS]` and the final `[SEP]` kept (as sentence-transformers does). */
@@ -101,11 +136,20 @@ export class SentenceModel {
     return { ids: [clsId, ...pieces.slice(0, maxTokens - 2), sepId] };
   }
 
-  /** Mean-pooled, L2-normalised sentence vectors of `texts`, packed one after another. */
-  async embed(texts: readonly string[]): Promise<Float32Array> {
-    const encoded = texts.map((t) => this.encode(t));
-    const { hidden, length, dims } = await this.hiddenStates(encoded);
-    const out = new Float32Array(texts.length * dims);
+  /** The token length `encoded` texts are padded to: the least of a few fixed lengths that holds them. */
+  paddedLength(longest: number): number {
+    let length = MIN_PADDED_LENGTH;
+    while (length < longest) length *= 2;
+    return Math.min(length, Math.max(longest, this.settings.maxTokens));
+  }
+
+  /**
+   * Mean-pooled, L2-normalised sentence vectors of texts already encoded, packed one after another,
+   * in one inference padded to `length` tokens.
+   */
+  async embedEncoded(encoded: readonly EncodedText[], length: number): Promise<Float32Array> {
+    const { hidden, dims } = await this.hiddenStates(encoded, length);
+    const out = new Float32Array(encoded.length * dims);
     encoded.forEach((e, row) => {
       const vector = out.subarray(row * dims, (row + 1) * dims);
       // Padding is at the end, so the attention mask is 1 exactly for the first ids.length positions.
@@ -124,8 +168,8 @@ export class SentenceModel {
 
   private async hiddenStates(
     encoded: readonly EncodedText[],
-  ): Promise<{ hidden: Float32Array; length: number; dims: number }> {
-    const length = Math.max(...encoded.map((e) => e.ids.length));
+    length: number,
+  ): Promise<{ hidden: Float32Array; dims: number }> {
     const size = encoded.length * length;
     const ids = new BigInt64Array(size).fill(BigInt(this.settings.padId));
     const mask = new BigInt64Array(size);
@@ -146,11 +190,17 @@ export class SentenceModel {
     const dims = output?.dims[2];
     if (output === undefined || !(output.data instanceof Float32Array) || output.dims.length !== 3 || !dims)
       throw new ModelFolderError(`the model's "${OUTPUT}" is not a float32 [batch, tokens, dims] tensor`);
-    return { hidden: output.data, length, dims };
+    return { hidden: output.data, dims };
   }
 }
 
 const OUTPUT = "last_hidden_state";
+/**
+ * The shortest padded length. Inferences are padded to a few fixed lengths (16, 32, 64, …, the
+ * model's maximum), so their buffers come in a few sizes that the allocator reuses rather than
+ * fragmenting memory with a new size per text.
+ */
+const MIN_PADDED_LENGTH = 16;
 
 function normalise(vector: Float32Array): void {
   let sum = 0;

@@ -1,9 +1,14 @@
 import type { Db } from "../database/sqlite.ts";
 import type { SkillSemanticFusion } from "../skills/index.ts";
 import { BackgroundSync, type BackgroundSyncOptions } from "./background-sync.ts";
-import type { TextEmbedder } from "./embedder.ts";
-import { ADAPTIVE_SLOPE, QUERY_MAX_CHARS, semanticScoreOf } from "./tool-search.ts";
-import { type PackedVectors, TextVectors, type ToolText } from "./vectors.ts";
+import type { QueryEmbedder } from "./embedder.ts";
+import { nearest } from "./nearest.ts";
+import { queryVectors } from "./query-wait.ts";
+import { ADAPTIVE_SLOPE, semanticScoreOf } from "./tool-search.ts";
+import { TextVectors, type ToolText } from "./vectors.ts";
+
+/** Skills closest in meaning read per query (the skill search asks for fewer). */
+const CLOSEST = 40;
 
 /** A skill as its vector is computed: id, content hash, and the text to embed. */
 export interface SkillText {
@@ -14,9 +19,11 @@ export interface SkillText {
 
 export interface SemanticSkillSearchOptions extends BackgroundSyncOptions {
   readonly db: Db;
-  readonly embedder: TextEmbedder & { embedQuery(text: string): Promise<Float32Array> };
+  readonly embedder: QueryEmbedder;
   /** The least lexical share of a fused score (config `tool_search.semantic.weight`, shared with tools). */
   readonly weight: number;
+  /** How long a search waits for its query's vector (config `tool_search.semantic.max_wait_ms`). */
+  readonly maxWaitMs: number;
 }
 
 /**
@@ -29,7 +36,10 @@ export class SemanticSkillSearch {
   private readonly background: BackgroundSync;
   /** How many skills the newest sync was for; undefined until one started. */
   private expected: number | undefined;
-  private readonly positions = new WeakMap<PackedVectors, ReadonlyMap<string, number>>();
+  /** Every skill with a vector: ids and slots side by side, made again after a change. */
+  private mapped:
+    | { readonly ids: readonly string[]; readonly slots: Int32Array; readonly mark: string }
+    | undefined;
 
   constructor(private readonly options: SemanticSkillSearchOptions) {
     this.vectors = new TextVectors(options.db, options.embedder, "semantic_skill_vectors");
@@ -41,7 +51,7 @@ export class SemanticSkillSearch {
     this.background.changed((): ToolText[] => {
       const now = skills();
       this.expected = now.length;
-      return now.map((s) => ({ owner: "", name: s.id, hash: s.hash, text: s.text }));
+      return now.map((s) => ({ owner: "", name: s.id, hash: s.hash, text: () => s.text }));
     });
   }
 
@@ -55,49 +65,50 @@ export class SemanticSkillSearch {
   }
 
   async forQuery(text: string): Promise<SkillSemanticFusion> {
-    let query: Float32Array;
-    try {
-      query = await this.options.embedder.embedQuery(text.slice(0, QUERY_MAX_CHARS));
-    } catch {
-      return UNAVAILABLE;
-    }
-    // Scored when the search first asks, in the same turn as the search: the scan's buffer is shared.
-    const pack = this.vectors.pack();
-    const positions = this.positionsOf(pack);
-    let cosine: Float32Array | undefined;
-    const scores = () => {
-      cosine ??= Float32Array.from(pack.scan.scores(query));
-      return cosine;
-    };
+    const { vectors, late } = await queryVectors(this.options.embedder, [text], this.options.maxWaitMs);
+    const query = vectors[0];
+    if (query === undefined) return { ...UNAVAILABLE, textsPending: late };
+    const { ids, slots } = this.skillSlots();
+    const slab = this.vectors.slab;
+    const closest =
+      ids.length === 0
+        ? []
+        : nearest(slab, slab.scan([query]), [query], slots, undefined, CLOSEST).map(({ doc, cosine }) => ({
+            id: ids[doc] ?? "",
+            score: semanticScoreOf(cosine),
+          }));
     const weight = this.options.weight;
     return {
       available: true,
+      textsPending: 0,
       vector: query,
       complete: this.expected !== undefined && this.vectors.size >= this.expected,
-      closest: (k) =>
-        pack.scan
-          .best(scores(), k)
-          .map(({ doc, score }) => ({ id: pack.keys[doc]?.name ?? "", score: semanticScoreOf(score) })),
+      closest: (k) => closest.slice(0, k),
       scoreOf: (id) => {
-        const at = positions.get(id);
-        return at === undefined ? undefined : semanticScoreOf(scores()[at] as number);
+        const slot = this.vectors.slotOf("", id);
+        return slot === undefined ? undefined : semanticScoreOf(slab.exact(slot, [query]));
       },
       lexicalShare: (bestLexical) => Math.min(1, weight + ADAPTIVE_SLOPE * bestLexical),
     };
   }
 
-  private positionsOf(pack: PackedVectors): ReadonlyMap<string, number> {
-    let positions = this.positions.get(pack);
-    if (!positions) {
-      positions = new Map(pack.keys.map((key, i) => [key.name, i]));
-      this.positions.set(pack, positions);
+  private skillSlots(): { readonly ids: readonly string[]; readonly slots: Int32Array } {
+    const mark = `${this.vectors.epoch}:${this.vectors.changeMark}`;
+    if (this.mapped?.mark !== mark) {
+      const entries = [...this.vectors.entries()];
+      this.mapped = {
+        ids: entries.map((e) => e.name),
+        slots: Int32Array.from(entries, (e) => e.slot),
+        mark,
+      };
     }
-    return positions;
+    return this.mapped;
   }
 }
 
 const UNAVAILABLE: SkillSemanticFusion = {
   available: false,
+  textsPending: 0,
   complete: false,
   closest: () => [],
   scoreOf: () => undefined,

@@ -1,12 +1,14 @@
 import type { Db } from "../database/sqlite.ts";
 import type { SearchIndex, SemanticEvidence, SemanticQuery } from "../discovery/index.ts";
+import type { SemanticReport } from "../text/scores.ts";
 import { BackgroundSync, type BackgroundSyncOptions } from "./background-sync.ts";
-import type { TextEmbedder } from "./embedder.ts";
+import type { QueryEmbedder } from "./embedder.ts";
+import { nearest } from "./nearest.ts";
+import { queryVectors } from "./query-wait.ts";
 import { TOOL_TEXT_VERSION, toolEmbeddingText } from "./text.ts";
-import { type PackedVectors, TextVectors } from "./vectors.ts";
+import { MAX_QUERIES } from "./vector-slab.ts";
+import { TextVectors } from "./vectors.ts";
 
-/** A query embeds at most this many characters: the model reads 128 word pieces anyway. */
-export const QUERY_MAX_CHARS = 2_000;
 /** Semantic candidates read per search, and lexical hits ranked before fusing. */
 const DEPTH = 20;
 /**
@@ -24,28 +26,37 @@ export const ADAPTIVE_SLOPE = 0.4;
 
 export interface SemanticToolSearchOptions extends BackgroundSyncOptions {
   readonly db: Db;
-  readonly embedder: TextEmbedder & { embedQuery(text: string): Promise<Float32Array> };
+  readonly embedder: QueryEmbedder;
   /**
    * The lexical share of a fused score when the words matched nothing well (config
    * `tool_search.semantic.weight`); it grows by ADAPTIVE_SLOPE per unit of the query's best lexical score.
    */
   readonly weight: number;
+  /** How long a search waits for its request's vectors (config `tool_search.semantic.max_wait_ms`). */
+  readonly maxWaitMs: number;
+}
+
+/** Each doc's slot in the vector slab (-1: none yet), and how far into the slab's change log it is. */
+interface DocSlots {
+  readonly slots: Int32Array;
+  epoch: number;
+  next: number;
 }
 
 /**
- * Semantic ranking of tools: keeps each tool's vector up to date in the background (TextVectors, off
- * the event loop in the embedder's worker) and gives a request its evidence, a query's cosine
- * similarity to each tool it may find, which the search fuses with the lexical scores
- * (src/discovery/fusion.ts). Tools whose vector is not computed yet are ranked lexically, and the
- * search says how many (SemanticReport).
+ * Semantic ranking of tools: keeps each tool's vector up to date in the background (TextVectors, the
+ * embedding off the event loop in the embedder's worker) and gives a request its evidence — the tools
+ * it may find that are closest in meaning, and any such tool's similarity on demand — which the search
+ * fuses with the lexical scores (src/discovery/fusion.ts). Tools whose vector is not computed yet are
+ * ranked lexically, and the search says how many (SemanticReport); so are requests whose vectors were
+ * not ready within `maxWaitMs`.
  */
 export class SemanticToolSearch {
   private readonly vectors: TextVectors;
   private readonly background: BackgroundSync;
   /** The catalog's newest index, whose tools the background sync is bringing vectors for. */
   private newest: SearchIndex | undefined;
-  /** Per index and packing: each vector's doc id in the index (-1 = not in it). */
-  private readonly positions = new WeakMap<SearchIndex, { pack: PackedVectors; docOf: Int32Array }>();
+  private readonly docSlots = new WeakMap<SearchIndex, DocSlots>();
 
   constructor(private readonly options: SemanticToolSearchOptions) {
     this.vectors = new TextVectors(options.db, options.embedder, "semantic_tool_vectors", TOOL_TEXT_VERSION);
@@ -60,7 +71,7 @@ export class SemanticToolSearch {
         owner: t.owner,
         name: t.name,
         hash: t.hash,
-        text: toolEmbeddingText(t),
+        text: () => toolEmbeddingText(t),
       })),
     );
   }
@@ -68,7 +79,7 @@ export class SemanticToolSearch {
   /** How many tools of the newest index still wait for their vector (readiness probes, logs). */
   progress(): { status: "ready" | "partial"; pending: number } {
     let pending = 0;
-    for (const tool of this.newest?.docs ?? []) if (!this.vectors.has(tool.owner, tool.name)) pending++;
+    if (this.newest) for (const slot of this.slotsOf(this.newest)) if (slot < 0) pending++;
     return { status: pending > 0 ? "partial" : "ready", pending };
   }
 
@@ -79,27 +90,60 @@ export class SemanticToolSearch {
 
   /**
    * The evidence for one request (IndexHost.meaningOf: the request, or each of its intents, and the
-   * tools it may find): the texts' vectors are embedded now (cached), then each tool's similarity.
+   * tools it may find): the texts' vectors (cached, or embedded within the wait), the closest tools
+   * among those it may find, scored exactly, and any such tool's score when the search asks.
    */
   async evidence(query: SemanticQuery): Promise<SemanticEvidence> {
-    let vectors: Float32Array[];
-    try {
-      vectors = await Promise.all(
-        query.texts.map((text) => this.options.embedder.embedQuery(text.slice(0, QUERY_MAX_CHARS))),
+    const texts = query.texts.slice(0, MAX_QUERIES);
+    const { vectors, late } = await queryVectors(this.options.embedder, texts, this.options.maxWaitMs);
+    const { index } = query;
+    const allowed = query.candidates?.allowed;
+    const slots = this.slotsOf(index);
+    const lexicalShare = { least: this.options.weight, slope: ADAPTIVE_SLOPE } as const;
+    const wordsOnly = (report: SemanticReport): SemanticEvidence => ({
+      index,
+      report,
+      vectors,
+      lexicalDepth: 0,
+      closest: [],
+      scoreOf: () => Number.NaN,
+      lexicalShare: { least: 1, slope: 0 },
+    });
+    if (vectors.length === 0)
+      return wordsOnly(
+        late > 0
+          ? { status: "partial", pending: 0, textsPending: late }
+          : { status: "unavailable", pending: 0, textsPending: 0 },
       );
-    } catch {
-      return {
-        index: query.index,
-        report: { status: "unavailable", pending: 0 },
-        vectors: [],
-        lexicalDepth: 0,
-        scores: new Float64Array(0),
-        closest: [],
-        // Words alone.
-        lexicalShare: { least: 1, slope: 0 },
-      };
-    }
-    return this.similarities(vectors, query);
+    const scan = this.vectors.slab.scan(vectors);
+    const near = nearest(this.vectors.slab, scan, vectors, slots, allowed, DEPTH);
+    let withVector = 0;
+    for (let doc = 0; doc < slots.length; doc++)
+      if ((slots[doc] as number) >= 0 && (allowed === undefined || allowed[doc] === 1)) withVector++;
+    const visibleCount = query.candidates ? query.candidates.count : index.docs.length;
+    const pending = Math.max(0, visibleCount - withVector);
+    const report: SemanticReport = {
+      status: pending > 0 || late > 0 ? "partial" : "ready",
+      pending,
+      textsPending: late,
+    };
+    if (withVector === 0) return wordsOnly(report);
+    const scores = new Map<number, number>(near.map(({ doc, cosine }) => [doc, semanticScoreOf(cosine)]));
+    return {
+      index,
+      report,
+      vectors,
+      lexicalDepth: DEPTH,
+      closest: near.map(({ doc }) => doc),
+      lexicalShare,
+      scoreOf: (doc) => {
+        const known = scores.get(doc);
+        if (known !== undefined) return known;
+        const score = this.exactScore(index, slots, allowed, vectors, doc);
+        scores.set(doc, score);
+        return score;
+      },
+    };
   }
 
   /** Stops syncing; the owner closes the embedder (shared with skill search), which ends a sync under way. */
@@ -107,58 +151,46 @@ export class SemanticToolSearch {
     return this.background.close();
   }
 
-  private similarities(
-    queries: readonly Float32Array[],
-    { index, candidates }: SemanticQuery,
-  ): SemanticEvidence {
-    const { pack, docOf } = this.positionsIn(index);
-    const allowed = candidates?.allowed;
-    const mask = new Uint8Array(pack.keys.length);
-    let withVector = 0;
-    for (let v = 0; v < mask.length; v++) {
-      const doc = docOf[v] as number;
-      if (doc >= 0 && (!allowed || allowed[doc] === 1)) {
-        mask[v] = 1;
-        withVector++;
-      }
-    }
-    const visibleCount = candidates ? candidates.count : index.docs.length;
-    const pending = Math.max(0, visibleCount - withVector);
-    const scores = new Float64Array(index.docs.length).fill(Number.NaN);
-    const evidence = {
-      index,
-      report: { status: pending > 0 ? "partial" : "ready", pending },
-      vectors: queries,
-      lexicalDepth: DEPTH,
-      lexicalShare: { least: this.options.weight, slope: ADAPTIVE_SLOPE },
-    } as const;
-    if (withVector === 0) return { ...evidence, scores, closest: [] };
-
-    // A tool is as close to the request as to the nearest of its texts.
-    const cosine = queries.length > 0 ? pack.scan.bestScores(queries) : new Float32Array(pack.scan.count);
-    for (let v = 0; v < mask.length; v++)
-      if (mask[v] === 1) scores[docOf[v] as number] = semanticScoreOf(cosine[v] as number);
-    const closest = pack.scan.best(cosine, DEPTH, mask).map(({ doc: v }) => docOf[v] as number);
-    return { ...evidence, scores, closest };
+  /** A doc's semantic score, exactly; NaN when it is not findable or has no vector. */
+  private exactScore(
+    index: SearchIndex,
+    slots: Int32Array,
+    allowed: Uint8Array | undefined,
+    vectors: readonly Float32Array[],
+    doc: number,
+  ): number {
+    const slot = slots[doc] ?? -1;
+    const tool = index.docs[doc];
+    if (slot < 0 || tool === undefined || (allowed !== undefined && allowed[doc] !== 1)) return Number.NaN;
+    // The slot may have changed hands since the mapping was read (a sync between evidence and fusion).
+    if (this.vectors.slotOf(tool.owner, tool.name) !== slot) return Number.NaN;
+    return semanticScoreOf(this.vectors.slab.exact(slot, vectors));
   }
 
-  private positionsIn(index: SearchIndex): { pack: PackedVectors; docOf: Int32Array } {
-    const pack = this.vectors.pack();
-    const known = this.positions.get(index);
-    if (known && known.pack === pack) return known;
-    const docOf = new Int32Array(pack.keys.length).fill(-1);
-    pack.keys.forEach((key, v) => {
-      const first = index.byName.get(key.name);
-      if (first === undefined) return;
-      for (let d = first; d < index.docs.length && index.docs[d]?.name === key.name; d++)
-        if (index.docs[d]?.owner === key.owner) {
-          docOf[v] = d;
-          break;
-        }
-    });
-    const entry = { pack, docOf };
-    this.positions.set(index, entry);
-    return entry;
+  /**
+   * Each doc's slot in the slab, kept per index: mapped whole once, then brought up to date with the
+   * slots changed since (a sync adding vectors), so a search does not map every doc again.
+   */
+  private slotsOf(index: SearchIndex): Int32Array {
+    const known = this.docSlots.get(index);
+    const epoch = this.vectors.epoch;
+    if (known === undefined || known.epoch !== epoch) {
+      const slots = new Int32Array(index.docs.length);
+      index.docs.forEach((tool, doc) => {
+        slots[doc] = this.vectors.slotOf(tool.owner, tool.name) ?? -1;
+      });
+      this.docSlots.set(index, { slots, epoch, next: this.vectors.changeMark });
+      return slots;
+    }
+    const { changes, next } = this.vectors.changesSince(known.next);
+    for (const change of changes) {
+      const first = index.byName.get(change.name);
+      if (first === undefined) continue;
+      for (let doc = first; doc < index.docs.length && index.docs[doc]?.name === change.name; doc++)
+        if (index.docs[doc]?.owner === change.owner) known.slots[doc] = change.slot;
+    }
+    known.next = next;
+    return known.slots;
   }
 }
 

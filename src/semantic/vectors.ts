@@ -1,13 +1,12 @@
+import { setImmediate as turn } from "node:timers/promises";
 import type { Db, Migration } from "../database/sqlite.ts";
 import type { TextEmbedder } from "./embedder.ts";
+import { VectorSlab } from "./vector-slab.ts";
 
-/** Least time between two rebuilds of the packed vectors while a sync adds to them. */
-const REPACK_INTERVAL_MS = 1_000;
-
-/** Vectors written per transaction while syncing: a restart keeps every finished group. */
-const SAVE_GROUP = 16;
-
-import { CosineScan } from "./scan.ts";
+/** Texts handed to the embedder at once while syncing; two such groups are in flight at a time. */
+const EMBED_GROUP = 64;
+/** Stored rows read (or deleted) per statement, with a turn of the event loop between statements. */
+const READ_CHUNK = 2_000;
 
 /**
  * One vector per tool (owner "" = global) or skill (owner "", name = the skill's id), tagged with the
@@ -36,14 +35,14 @@ function vectorTable(table: VectorTable): string {
 /** Where a store's vectors live: one table per kind of record. */
 export type VectorTable = "semantic_tool_vectors" | "semantic_skill_vectors";
 
-/** A catalog tool as the vector store sees it. */
+/** A catalog tool (or skill) as the vector store sees it. */
 export interface ToolText {
   readonly owner: string;
   readonly name: string;
-  /** The tool record's hash: a different hash means a different text, so a new vector. */
+  /** The record's hash: a different hash means a different text, so a new vector. */
   readonly hash: string;
-  /** What to embed (see toolEmbeddingText). */
-  readonly text: string;
+  /** What to embed (see toolEmbeddingText); asked only of records whose vector must be computed. */
+  readonly text: () => string;
 }
 
 export interface SyncReport {
@@ -55,15 +54,15 @@ export interface SyncReport {
   readonly superseded: boolean;
 }
 
-/** Every tool that has a vector, and a scan over those vectors in `keys` order. */
-export interface PackedVectors {
-  readonly keys: readonly ToolKey[];
-  readonly scan: CosineScan;
-}
-
-interface ToolKey {
+/**
+ * A change to which record holds which slot, in the order made: `slot` -1 = the record lost its vector.
+ * Readers that map their own documents to slots (SemanticToolSearch) replay the changes since they
+ * last looked instead of mapping every document again.
+ */
+export interface SlotChange {
   readonly owner: string;
   readonly name: string;
+  readonly slot: number;
 }
 
 interface StoredRow {
@@ -76,17 +75,20 @@ interface StoredRow {
 
 /**
  * The vectors of one model for the tools (or skills) of one table, persisted in SQLite and held in
- * memory. `sync` brings them in line with the records in the background: vectors whose model and
- * record hash still match are read back, missing or changed ones are embedded (written in groups, a
- * transaction each, so a restart keeps what was done), removed records lose theirs.
- * Until a record's vector exists, `has` says no and search stays lexical for it.
+ * memory in a VectorSlab. `sync` brings them in line with the records in the background: vectors whose
+ * model and record hash still match are read back, missing or changed ones are embedded (written in
+ * groups, a transaction each, so a restart keeps what was done), removed records lose theirs. Reading
+ * and embedding go in chunks with turns of the event loop between them, so no sync holds the loop.
+ * Until a record's vector exists, `slotOf` says none and search stays lexical for it.
  */
 export class TextVectors {
-  private readonly byKey = new Map<string, Float32Array>();
-  private packed: PackedVectors | undefined;
-  /** When `packed` was made, and whether vectors were added since (see pack). */
-  private packedAt = 0;
-  private added = false;
+  readonly slab: VectorSlab;
+  /** By owner, then name: the record's slot in the slab (two levels, so a lookup builds no string). */
+  private readonly slots = new Map<string, Map<string, number>>();
+  private count = 0;
+  /** Slot changes since `changesFrom` (see changesSince); cleared when long, which bumps `epoch`. */
+  private changes: SlotChange[] = [];
+  private epochCount = 0;
   private generation = 0;
 
   constructor(
@@ -95,110 +97,171 @@ export class TextVectors {
     private readonly table: VectorTable = "semantic_tool_vectors",
     /** How the texts are made (e.g. TOOL_TEXT_VERSION): stored with the model id, so a new recipe re-embeds. */
     private readonly textVersion = "",
-  ) {}
+  ) {
+    this.slab = new VectorSlab(embedder.dims);
+  }
 
   /** The model and text recipe a stored vector must have been made with to be reused. */
   private get madeWith(): string {
     return this.textVersion === "" ? this.embedder.modelId : `${this.embedder.modelId} ${this.textVersion}`;
   }
 
-  has(owner: string, name: string): boolean {
-    return this.byKey.has(keyOf(owner, name));
+  slotOf(owner: string, name: string): number | undefined {
+    return this.slots.get(owner)?.get(name);
   }
 
-  vectorOf(owner: string, name: string): Float32Array | undefined {
-    return this.byKey.get(keyOf(owner, name));
+  has(owner: string, name: string): boolean {
+    return this.slotOf(owner, name) !== undefined;
   }
 
   get size(): number {
-    return this.byKey.size;
+    return this.count;
   }
 
-  /**
-   * The vectors packed for a scan. Rebuilt after a change, but while a sync adds vectors at most once
-   * a second: each rebuild copies every vector, and searches during a long sync would otherwise copy
-   * them after every group (a vector added meanwhile counts as pending a little longer).
-   */
-  pack(): PackedVectors {
-    const fresh = !this.added || performance.now() - this.packedAt < REPACK_INTERVAL_MS;
-    if (this.packed !== undefined && fresh) return this.packed;
-    const dims = this.embedder.dims;
-    const keys: ToolKey[] = [];
-    const vectors = new Float32Array(this.byKey.size * dims);
-    for (const [key, vector] of this.byKey) {
-      vectors.set(vector, keys.length * dims);
-      keys.push(toolKey(key));
-    }
-    const scan = new CosineScan(vectors, dims);
-    // The map then shares the scan's copy instead of keeping a second one.
-    keys.forEach((key, i) => {
-      this.byKey.set(keyOf(key.owner, key.name), scan.vectors.subarray(i * dims, (i + 1) * dims));
-    });
-    this.packed = { keys, scan };
-    this.packedAt = performance.now();
-    this.added = false;
-    return this.packed;
+  /** Bumped whenever the change log is cleared: a reader of an older epoch maps everything again. */
+  get epoch(): number {
+    return this.epochCount;
   }
 
-  /** Makes the stored and in-memory vectors match `tools`; a newer call supersedes a running one. */
-  async sync(tools: readonly ToolText[]): Promise<SyncReport> {
+  /** The position in the current epoch's change log that the next change will take. */
+  get changeMark(): number {
+    return this.changes.length;
+  }
+
+  /** The slot changes from position `from` of the current epoch on, and the position after them. */
+  changesSince(from: number): { readonly changes: readonly SlotChange[]; readonly next: number } {
+    return { changes: this.changes.slice(from), next: this.changes.length };
+  }
+
+  /** Every record that has a vector, with its slot. */
+  *entries(): Generator<SlotChange> {
+    for (const [owner, byName] of this.slots) for (const [name, slot] of byName) yield { owner, name, slot };
+  }
+
+  /** Makes the stored and in-memory vectors match `records`; a newer call supersedes a running one. */
+  async sync(records: readonly ToolText[]): Promise<SyncReport> {
     const generation = ++this.generation;
+    const superseded = () => generation !== this.generation;
     const { dims } = this.embedder;
     const modelId = this.madeWith;
-    const wanted = new Map(tools.map((t) => [keyOf(t.owner, t.name), t]));
-    const stored = this.db
-      .prepare<[], StoredRow>(`SELECT owner, name, model_id, record_hash, dims FROM ${this.table}`)
-      .all();
-    const current = new Set<string>();
+    const wanted = new Map<string, Map<string, ToolText>>();
+    for (const r of records) inner(wanted, r.owner).set(r.name, r);
+    const current: StoredRow[] = [];
     const removed: StoredRow[] = [];
-    for (const row of stored) {
-      const key = keyOf(row.owner, row.name);
-      const tool = wanted.get(key);
-      if (tool === undefined) removed.push(row);
+    for await (const row of this.storedRows()) {
+      const record = wanted.get(row.owner)?.get(row.name);
+      if (record === undefined) removed.push(row);
       // A different model or dimension makes every old vector meaningless: they are recomputed.
-      else if (row.model_id === modelId && row.dims === dims && row.record_hash === tool.hash)
-        current.add(key);
+      else if (row.model_id === modelId && row.dims === dims && row.record_hash === record.hash)
+        current.push(row);
+      if (superseded()) return { reused: 0, embedded: 0, removed: 0, superseded: true };
     }
-    this.forget(removed);
-    for (const key of [...this.byKey.keys()]) if (!current.has(key)) this.byKey.delete(key);
-    this.loadMissing(current);
-    this.packed = undefined;
+    await this.forget(removed);
+    const isCurrent = new Map<string, Map<string, StoredRow>>();
+    for (const row of current) inner(isCurrent, row.owner).set(row.name, row);
+    for (const { owner, name } of [...this.entries()])
+      if (!isCurrent.get(owner)?.has(name)) this.drop(owner, name);
+    await this.loadMissing(current, superseded);
+    if (superseded())
+      return { reused: current.length, embedded: 0, removed: removed.length, superseded: true };
 
-    const pending = tools.filter((t) => !current.has(keyOf(t.owner, t.name)));
+    const pending = await this.textsOf(records.filter((r) => !isCurrent.get(r.owner)?.has(r.name)));
+    if (superseded())
+      return { reused: current.length, embedded: 0, removed: removed.length, superseded: true };
+    // One inference per distinct text (tenants that register the same tools share it), similar
+    // lengths side by side, so the embedder's batches carry little padding.
+    const byText = new Map<string, ToolText[]>();
+    for (const { record, text } of pending) {
+      const same = byText.get(text);
+      if (same) same.push(record);
+      else byText.set(text, [record]);
+    }
+    const texts = [...byText.keys()].sort((a, b) => a.length - b.length);
+    const groups: string[][] = [];
+    for (let start = 0; start < texts.length; start += EMBED_GROUP)
+      groups.push(texts.slice(start, start + EMBED_GROUP));
     let embedded = 0;
-    for (let start = 0; start < pending.length; start += SAVE_GROUP) {
-      const batch = pending.slice(start, start + SAVE_GROUP);
-      const vectors = await this.embedder.embedTexts(batch.map((t) => t.text));
-      if (generation !== this.generation)
-        return { reused: current.size, embedded, removed: removed.length, superseded: true };
-      this.save(batch, vectors);
-      embedded += batch.length;
+    // Two groups in flight keep the embedder busy while a finished group is written.
+    let next = groups[0] && this.embedder.embedTexts(groups[0]);
+    for (let g = 0; g < groups.length; g++) {
+      const group = groups[g] as string[];
+      const vectors = await (next as Promise<Float32Array[]>);
+      const following = groups[g + 1];
+      next = following && !superseded() ? this.embedder.embedTexts(following) : undefined;
+      if (superseded()) {
+        // Wanted by nobody now, but a rejection must not go unhandled.
+        next?.catch(() => {});
+        return { reused: current.length, embedded, removed: removed.length, superseded: true };
+      }
+      const saved = group.flatMap((text, i) =>
+        (byText.get(text) ?? []).map((record) => ({ record, vector: vectors[i] as Float32Array })),
+      );
+      this.save(saved);
+      embedded += saved.length;
     }
-    // The sync's last vectors are in the next pack, whenever the last one was made.
-    this.packed = undefined;
-    return { reused: current.size, embedded, removed: removed.length, superseded: false };
+    return { reused: current.length, embedded, removed: removed.length, superseded: false };
   }
 
-  private forget(rows: readonly StoredRow[]): void {
-    const remove = this.db.prepare(`DELETE FROM ${this.table} WHERE owner = ? AND name = ?`);
-    this.db.transaction(() => {
-      for (const row of rows) remove.run(row.owner, row.name);
-    })();
+  /** The texts of `records`, made a chunk at a time with a turn of the event loop between chunks. */
+  private async textsOf(
+    records: readonly ToolText[],
+  ): Promise<{ readonly record: ToolText; readonly text: string }[]> {
+    const out: { record: ToolText; text: string }[] = [];
+    for (let start = 0; start < records.length; start += READ_CHUNK) {
+      for (const record of records.slice(start, start + READ_CHUNK))
+        out.push({ record, text: record.text() });
+      if (start + READ_CHUNK < records.length) await turn();
+    }
+    return out;
   }
 
-  private loadMissing(current: ReadonlySet<string>): void {
-    const read = this.db.prepare<[], { owner: string; name: string; vector: Buffer }>(
-      `SELECT owner, name, vector FROM ${this.table}`,
+  /** The stored rows' keys and tags, a chunk per statement (keyset order), a turn between chunks. */
+  private async *storedRows(): AsyncGenerator<StoredRow> {
+    const first = this.db.prepare<[], StoredRow>(
+      `SELECT owner, name, model_id, record_hash, dims FROM ${this.table} ORDER BY owner, name LIMIT ${READ_CHUNK}`,
     );
-    for (const row of read.iterate()) {
-      const key = keyOf(row.owner, row.name);
-      if (!current.has(key) || this.byKey.has(key)) continue;
-      // Copied out of the row's buffer, whose offset need not be 4-byte aligned.
-      this.byKey.set(key, new Float32Array(new Uint8Array(row.vector).buffer));
+    const after = this.db.prepare<[string, string], StoredRow>(
+      `SELECT owner, name, model_id, record_hash, dims FROM ${this.table}
+       WHERE (owner, name) > (?, ?) ORDER BY owner, name LIMIT ${READ_CHUNK}`,
+    );
+    let rows = first.all();
+    while (rows.length > 0) {
+      yield* rows;
+      const last = rows[rows.length - 1] as StoredRow;
+      if (rows.length < READ_CHUNK) return;
+      await turn();
+      rows = after.all(last.owner, last.name);
     }
   }
 
-  private save(tools: readonly ToolText[], vectors: readonly Float32Array[]): void {
+  private async forget(rows: readonly StoredRow[]): Promise<void> {
+    const remove = this.db.prepare(`DELETE FROM ${this.table} WHERE owner = ? AND name = ?`);
+    for (let start = 0; start < rows.length; start += READ_CHUNK) {
+      this.db.transaction(() => {
+        for (const row of rows.slice(start, start + READ_CHUNK)) remove.run(row.owner, row.name);
+      })();
+      await turn();
+    }
+  }
+
+  /** Reads back the stored vectors of `current` rows that are not in memory yet, a chunk at a time. */
+  private async loadMissing(current: readonly StoredRow[], superseded: () => boolean): Promise<void> {
+    const missing = current.filter((row) => !this.has(row.owner, row.name));
+    const read = this.db.prepare<[string, string], { vector: Buffer }>(
+      `SELECT vector FROM ${this.table} WHERE owner = ? AND name = ?`,
+    );
+    for (let start = 0; start < missing.length; start += READ_CHUNK) {
+      for (const row of missing.slice(start, start + READ_CHUNK)) {
+        const stored = read.get(row.owner, row.name);
+        // Copied out of the row's buffer, whose offset need not be 4-byte aligned.
+        if (stored) this.put(row.owner, row.name, new Float32Array(new Uint8Array(stored.vector).buffer));
+      }
+      await turn();
+      if (superseded()) return;
+    }
+  }
+
+  private save(saved: readonly { readonly record: ToolText; readonly vector: Float32Array }[]): void {
     const { dims } = this.embedder;
     const modelId = this.madeWith;
     const upsert = this.db.prepare(
@@ -209,33 +272,57 @@ export class TextVectors {
          dims = excluded.dims, vector = excluded.vector`,
     );
     this.db.transaction(() => {
-      tools.forEach((tool, i) => {
-        const vector = vectors[i];
-        if (vector === undefined) throw new Error(`no vector for tool ${tool.name}`);
+      for (const { record, vector } of saved)
         upsert.run(
-          tool.owner,
-          tool.name,
+          record.owner,
+          record.name,
           modelId,
-          tool.hash,
+          record.hash,
           dims,
           Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength),
         );
-      });
     })();
-    tools.forEach((tool, i) => {
-      const vector = vectors[i];
-      if (vector !== undefined) this.byKey.set(keyOf(tool.owner, tool.name), vector);
-    });
-    this.added = true;
+    for (const { record, vector } of saved) this.put(record.owner, record.name, vector);
+  }
+
+  private put(owner: string, name: string, vector: Float32Array): void {
+    const known = this.slotOf(owner, name);
+    if (known !== undefined) {
+      this.slab.replace(known, vector);
+      return;
+    }
+    const slot = this.slab.add(vector);
+    inner(this.slots, owner).set(name, slot);
+    this.count++;
+    this.logChange({ owner, name, slot });
+  }
+
+  private drop(owner: string, name: string): void {
+    const byName = this.slots.get(owner);
+    const slot = byName?.get(name);
+    if (byName === undefined || slot === undefined) return;
+    byName.delete(name);
+    if (byName.size === 0) this.slots.delete(owner);
+    this.slab.remove(slot);
+    this.count--;
+    this.logChange({ owner, name, slot: -1 });
+  }
+
+  private logChange(change: SlotChange): void {
+    // Past a catalog's worth of changes, mapping everything again is as cheap as replaying them.
+    if (this.changes.length >= Math.max(1_024, this.count)) {
+      this.changes = [];
+      this.epochCount++;
+    }
+    this.changes.push(change);
   }
 }
 
-// NUL cannot occur in an owner or a tool name, so the pair maps to one string and back.
-function keyOf(owner: string, name: string): string {
-  return `${owner}\u0000${name}`;
-}
-
-function toolKey(key: string): ToolKey {
-  const at = key.indexOf("\u0000");
-  return { owner: key.slice(0, at), name: key.slice(at + 1) };
+function inner<V>(outer: Map<string, Map<string, V>>, key: string): Map<string, V> {
+  let map = outer.get(key);
+  if (map === undefined) {
+    map = new Map();
+    outer.set(key, map);
+  }
+  return map;
 }

@@ -117,7 +117,11 @@ export async function startServer(
   await checkPortFree(config.server.host, config.server.port);
   const semantic = config.toolSearch.semantic;
   const semantics = semantic.enabled
-    ? { embedder: await Embedder.open(semantic.modelDir), weight: semantic.weight }
+    ? {
+        embedder: await Embedder.open(semantic.modelDir, { threads: semantic.threads }),
+        weight: semantic.weight,
+        maxWaitMs: semantic.maxWaitMs,
+      }
     : undefined;
 
   const health = new HealthStatus([

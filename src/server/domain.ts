@@ -74,6 +74,8 @@ export interface Semantics {
   readonly embedder: Embedder;
   /** tool_search.semantic.weight */
   readonly weight: number;
+  /** tool_search.semantic.max_wait_ms */
+  readonly maxWaitMs: number;
 }
 
 /**
@@ -140,6 +142,7 @@ export async function buildDomain(
       db,
       embedder: semantics.embedder,
       weight: semantics.weight,
+      maxWaitMs: semantics.maxWaitMs,
       onSynced: (report: object) =>
         logger.info({ ...report, model: semantics.embedder.modelId }, `${what} vectors synced`),
       onSyncError: (error: unknown) => logger.error({ err: error }, `${what} vector sync failed`),

@@ -38,6 +38,8 @@ export class ServerMetrics {
   private readonly callSeconds: Histogram<"method" | "protocol">;
   private readonly searches: Counter<"kind" | "requested_type" | "effective_type">;
   private readonly zeroResultSearches: Counter<"kind">;
+  private readonly semanticSearches: Counter<"kind" | "status">;
+  private readonly lateTexts: Counter<"kind">;
   private readonly searchResults: Histogram<"kind">;
   private readonly activations: Counter<"scope" | "source">;
   private readonly skillsRetrieved: Counter;
@@ -87,6 +89,20 @@ export class ServerMetrics {
       name: "wayfind_searches_total",
       help: "Tool and skill searches by requested and effective type.",
       labelNames: ["kind", "requested_type", "effective_type"],
+      registers,
+    });
+    this.semanticSearches = new Counter({
+      name: "wayfind_search_semantic_total",
+      help:
+        "Full-text searches by how meaning took part: ready, partial (some tools' vectors, or the " +
+        "request's meaning within tool_search.semantic.max_wait_ms, not ready), unavailable, off.",
+      labelNames: ["kind", "status"],
+      registers,
+    });
+    this.lateTexts = new Counter({
+      name: "wayfind_search_texts_late_total",
+      help: "Texts of requests not embedded within tool_search.semantic.max_wait_ms (ranked by words).",
+      labelNames: ["kind"],
       registers,
     });
     this.zeroResultSearches = new Counter({
@@ -276,6 +292,10 @@ export class ServerMetrics {
           requested_type: requested,
           effective_type: String(a.effective_type ?? requested),
         });
+        if (requested === "fts")
+          this.semanticSearches.inc({ kind, status: String(a.semantic_status ?? "off") });
+        const late = Number(a.semantic_texts_pending ?? 0);
+        if (late > 0) this.lateTexts.inc({ kind }, late);
         const count = Number(a.result_count ?? 0);
         this.searchResults.observe({ kind }, count);
         if (count === 0) this.zeroResultSearches.inc({ kind });

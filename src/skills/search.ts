@@ -143,6 +143,8 @@ export function searchSkills(
     effective_search_type: type,
     result_count: skills.length,
     widened,
+    semantic_status: semantic.status,
+    semantic_texts_pending: semantic.textsPending,
   });
   return {
     skills,

@@ -14,6 +14,8 @@ const LEARNED_DEPTH = 20;
 export interface SkillSemanticFusion {
   /** False when the query could not be embedded: the search stays lexical and says so. */
   readonly available: boolean;
+  /** 1 when the query's vector was not ready in time (tool_search.semantic.max_wait_ms), else 0. */
+  readonly textsPending: number;
   /** Skill ids closest in meaning, best first, with their semantic score in [0, 1]. */
   closest(k: number): readonly { readonly id: string; readonly score: number }[];
   /** A skill's semantic score, or undefined while it has no vector. */
@@ -132,10 +134,10 @@ function fuseByMeaning(
       semanticScore: 0,
       semanticOnly: false,
     })),
-    report: { status, pending: 0 },
+    report: { status, pending: 0, textsPending: semantic?.textsPending ?? 0 },
   });
   if (!semantic) return lexicalOnly("off");
-  if (!semantic.available) return lexicalOnly("unavailable");
+  if (!semantic.available) return lexicalOnly(semantic.textsPending > 0 ? "partial" : "unavailable");
   const w = semantic.lexicalShare(lexical.reduce((best, h) => Math.max(best, h.score), 0));
   const byId = new Map<string, FusedRow>();
   for (const { row, score } of lexical) {
@@ -178,7 +180,7 @@ function fuseByMeaning(
       (a.row.name < b.row.name ? -1 : a.row.name > b.row.name ? 1 : 0),
   );
   const pending = semantic.complete ? 0 : pendingFor(context, caller, semantic);
-  return { hits, report: { status: pending > 0 ? "partial" : "ready", pending } };
+  return { hits, report: { status: pending > 0 ? "partial" : "ready", pending, textsPending: 0 } };
 }
 
 /** The skills the caller can see that have no vector yet (only asked while vectors are being computed). */

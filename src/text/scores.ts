@@ -36,13 +36,17 @@ export interface QueryRewrite {
   readonly kind: "typo" | "synonym";
 }
 
-/** Whether semantic ranking took part (proto SemanticStatus) and how many candidates lacked a vector. */
+/**
+ * Whether semantic ranking took part (proto SemanticStatus), how many candidates lacked a vector, and
+ * how many of the request's texts were not embedded in time (tool_search.semantic.max_wait_ms).
+ */
 export interface SemanticReport {
   readonly status: "off" | "ready" | "partial" | "unavailable";
   readonly pending: number;
+  readonly textsPending: number;
 }
 
-export const SEMANTIC_OFF: SemanticReport = { status: "off", pending: 0 };
+export const SEMANTIC_OFF: SemanticReport = { status: "off", pending: 0, textsPending: 0 };
 
 /** The first sentence or line of a description, at most `max` characters: enough to choose, cheap to list. */
 export function firstSentence(text: string, max = 160): string {

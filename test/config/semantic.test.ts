@@ -1,5 +1,5 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { checkoutPath } from "../../src/checkout.ts";
@@ -33,6 +33,8 @@ describe("tool_search.semantic", () => {
       enabled: true,
       modelDir: checkoutPath("models/all-MiniLM-L6-v2"),
       weight: 0.3,
+      threads: availableParallelism(),
+      maxWaitMs: 40,
     });
   });
 
@@ -40,19 +42,33 @@ describe("tool_search.semantic", () => {
     expect(load("tool_search:\n  semantic:\n    enabled: false\n").toolSearch.semantic.enabled).toBe(false);
   });
 
-  it("resolves model_dir against the config file's folder and defaults enabled and weight", () => {
+  it("resolves model_dir against the config file's folder and defaults the rest", () => {
     expect(load("tool_search:\n  semantic:\n    model_dir: models/minilm\n").toolSearch.semantic).toEqual({
       enabled: true,
       modelDir: join(dir, "models/minilm"),
       weight: 0.3,
+      // Every core for inference, and a wait a search never exceeds for its request's meaning.
+      threads: availableParallelism(),
+      maxWaitMs: 40,
     });
   });
 
-  it("takes enabled and weight as written", () => {
+  it("takes every key as written", () => {
     const semantic = load(
-      "tool_search:\n  semantic:\n    model_dir: /m\n    enabled: false\n    weight: 0.3\n",
+      "tool_search:\n  semantic:\n    model_dir: /m\n    enabled: false\n    weight: 0.3\n    threads: 3\n    max_wait_ms: 0\n",
     ).toolSearch.semantic;
-    expect(semantic).toEqual({ enabled: false, modelDir: "/m", weight: 0.3 });
+    expect(semantic).toEqual({ enabled: false, modelDir: "/m", weight: 0.3, threads: 3, maxWaitMs: 0 });
+  });
+
+  it.each([
+    ["threads: 0", "threads"],
+    ["threads: 1.5", "threads"],
+    ["max_wait_ms: -1", "max_wait_ms"],
+    ["max_wait_ms: 60001", "max_wait_ms"],
+  ])("rejects %s, naming the key", (line, key) => {
+    const problems = problemsOf(`tool_search:\n  semantic:\n    ${line}\n`);
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatch(new RegExp(`tool_search\\.semantic\\.${key}`));
   });
 
   it("rejects a weight outside [0, 1]", () => {

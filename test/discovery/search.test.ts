@@ -271,6 +271,9 @@ describe("events", () => {
         effective_type: "fts",
         strategy: "fuzzy",
         result_count: 1,
+        // No semantic evidence was given: words only.
+        semantic_status: "off",
+        semantic_texts_pending: 0,
       },
     });
   });

@@ -2,8 +2,7 @@ import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Embedder } from "../../src/semantic/embedder.ts";
-import { CosineScan } from "../../src/semantic/scan.ts";
+import { Embedder, EmbedderBusy } from "../../src/semantic/embedder.ts";
 import { MODEL_DIR } from "./model-dir.ts";
 
 function dot(a: Float32Array, b: Float32Array): number {
@@ -41,23 +40,37 @@ describe("Embedder (the shipped all-MiniLM-L6-v2 model)", () => {
       "query database: Run a SQL query against the database",
     ]);
     const query = await embedder.embedQuery("do I need an umbrella in Oslo this weekend?");
-    const packed = new Float32Array(tools.length * embedder.dims);
-    tools.forEach((v, i) => {
-      packed.set(v, i * embedder.dims);
-    });
-    expect(new CosineScan(packed, embedder.dims).top(query, 1)[0]?.doc).toBe(1);
+    const similarities = tools.map((tool) => dot(tool, query));
+    expect(similarities.indexOf(Math.max(...similarities))).toBe(1);
   });
 
-  it("embeds each text alone: one vector per text, in order, the same as the text asked as a query", async () => {
-    const texts = Array.from({ length: 20 }, (_, i) => `tool number ${i}`);
+  it("embeds texts in batches, each text's vector the same as alone (the shipped graph quantizes per token)", async () => {
+    expect(embedder.batchable).toBe(true);
+    const texts = Array.from(
+      { length: 20 },
+      (_, i) => `tool number ${i} ${"with a longer text ".repeat(i % 4)}`,
+    );
     const vectors = await embedder.embedTexts(texts);
     expect(vectors).toHaveLength(20);
-    const alone = await embedder.embedQuery("tool number 19");
-    // Batched, int8 vectors would depend on their batch (the model README's pitfall 2).
+    const alone = await embedder.embedQuery(texts[19] as string);
     expect(vectors[19]).toEqual(alone);
   });
 
-  it("answers a query asked while tools are indexed before the indexing finishes (it waits for one text at most)", async () => {
+  it("embeds queries asked at once together, each the same as asked alone", async () => {
+    const questions = Array.from(
+      { length: 12 },
+      (_, i) => `which tool lists the open issues of project ${i}?`,
+    );
+    const together = await Promise.all(questions.map((q) => embedder.embedQuery(q)));
+    const fresh = await Embedder.open(MODEL_DIR, { threads: 1 });
+    try {
+      expect(await fresh.embedQuery(questions[7] as string)).toEqual(together[7]);
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  it("answers a query asked while tools are indexed before the indexing finishes", async () => {
     const finished: string[] = [];
     const tools = embedder
       .embedTexts(Array.from({ length: 64 }, (_, i) => `background tool ${i}`))
@@ -81,6 +94,23 @@ describe("Embedder (the shipped all-MiniLM-L6-v2 model)", () => {
     // The first 126 word pieces decide the vector; what follows them is cut.
     const longer = await embedder.embedQuery(`${words} and a different ending about weather`);
     expect(dot(truncated, longer)).toBeCloseTo(1, 5);
+  });
+});
+
+describe("Embedder under load", () => {
+  it("refuses a query at once when too many wait, and takes queries again once they are answered", async () => {
+    const embedder = await Embedder.open(MODEL_DIR, { threads: 1, maxQueuedQueries: 4 });
+    try {
+      const waiting = Array.from({ length: 4 }, (_, i) => embedder.embedQuery(`a request never seen ${i}`));
+      expect(embedder.queriesWaiting).toBe(4);
+      await expect(embedder.embedQuery("one too many")).rejects.toBeInstanceOf(EmbedderBusy);
+      // A refused query is not cached: asked again later, it is embedded.
+      await Promise.all(waiting);
+      expect(embedder.queriesWaiting).toBe(0);
+      expect(await embedder.embedQuery("one too many")).toHaveLength(384);
+    } finally {
+      await embedder.close();
+    }
   });
 });
 

@@ -41,7 +41,10 @@ describe("semantic skill search over gRPC (the shipped all-MiniLM-L6-v2 model)",
   }
 
   beforeAll(async () => {
-    wayfind = await startTestServer({ tool_search: { semantic: { model_dir: MODEL_DIR } } });
+    // These tests are about meaning, not about waiting for it: every query waits for its vector.
+    wayfind = await startTestServer({
+      tool_search: { semantic: { model_dir: MODEL_DIR, max_wait_ms: 60_000 } },
+    });
     for (const [caller, packName, files] of [
       [acme, "acme-skills", ACME_SKILLS],
       [globex, "globex-skills", GLOBEX_SKILLS],

@@ -8,6 +8,7 @@ import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { loadConfig } from "../../src/config/index.ts";
 import { openDatabase } from "../../src/database/sqlite.ts";
 import { discoveryMigrations, IndexHost, ToolRegistry } from "../../src/discovery/index.ts";
+import type { EmbedderOptions } from "../../src/semantic/embedder.ts";
 import { Embedder, SemanticToolSearch, semanticMigrations } from "../../src/semantic/index.ts";
 import { startServer } from "../../src/server/app.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
@@ -136,6 +137,79 @@ describe("semantic tool search over gRPC (the shipped all-MiniLM-L6-v2 model)", 
   }, 60_000);
 });
 
+/** CATALOG in process, every tool's vector computed: the pieces ToolService puts together. */
+async function semanticCatalog(embedderOptions: EmbedderOptions, maxWaitMs: number) {
+  const dir = mkdtempSync(join(tmpdir(), "wayfind-semantic-catalog-"));
+  const db = openDatabase(join(dir, "wayfind.db"), [...discoveryMigrations, ...semanticMigrations]);
+  const embedder = await Embedder.open(MODEL_DIR, embedderOptions);
+  const semantic = new SemanticToolSearch({ db, embedder, weight: 0.3, maxWaitMs });
+  const registry = new ToolRegistry(db);
+  const index = new IndexHost(registry, { onIndexBuilt: (built) => semantic.indexBuilt(built) });
+  await registry.register("s", CATALOG);
+  await index.ready();
+  await semantic.settled();
+  return {
+    embedder,
+    semantic,
+    index,
+    async close() {
+      await semantic.close();
+      await embedder.close();
+      db.close();
+    },
+  };
+}
+
+describe("a search that cannot wait for the model", () => {
+  it("is answered by words when the model is busy, says PARTIAL and which texts, and is ranked by meaning once they are embedded", async () => {
+    const { embedder, semantic, index, close } = await semanticCatalog({ threads: 1 }, 5);
+    try {
+      // Other callers' requests, never seen before, keep the model busy for longer than the wait.
+      const backlog = Array.from({ length: 40 }, (_, i) =>
+        embedder.embedQuery(`another caller's request number ${i}, never asked before`),
+      );
+      const request = { query: UMBRELLA, limit: 5 };
+      const meaning = index.meaningOf(request);
+      const busy = await semantic.evidence(meaning);
+      expect(busy.report).toEqual({ status: "partial", pending: 0, textsPending: 1 });
+      const byWords = index.search({ ...request, semantic: busy });
+      expect(byWords.semantic.status).toBe("partial");
+      expect(byWords.tools.every((t) => t.semanticScore === 0)).toBe(true);
+      // Its embedding went on in the background: asked again, the request is ranked by meaning.
+      await Promise.all([...backlog, ...meaning.texts.map((t) => embedder.embedQuery(t))]);
+      const later = await semantic.evidence(index.meaningOf(request));
+      expect(later.report).toEqual({ status: "ready", pending: 0, textsPending: 0 });
+      expect(index.search({ ...request, semantic: later }).tools[0]?.name).toBe("get_forecast");
+    } finally {
+      await close();
+    }
+  });
+
+  it("says over gRPC how many texts of the request were not embedded in time, and ranks the same request by meaning later", async () => {
+    const wayfind = await startTestServer(
+      {
+        catalogs: [{ path: "tools.jsonl", namespace: "tools" }],
+        // No wait at all: a request never seen is always answered by words first.
+        tool_search: { semantic: { model_dir: MODEL_DIR, max_wait_ms: 0 } },
+      },
+      { dataDir: catalogDir() },
+    );
+    try {
+      await searchWhenReady(wayfind, "warm up: every tool has its vector");
+      const client = wayfind.grpc(ToolDiscoveryService);
+      const first = await client.searchTools({ caller: { tenantId: "acme" }, query: UMBRELLA });
+      expect(first.semanticStatus).toBe(SemanticStatus.PARTIAL);
+      expect(first.semanticTextsPending).toBe(1);
+      expect(first.semanticPending).toBe(0);
+      const ready = await searchWhenReady(wayfind, UMBRELLA);
+      expect(ready.semanticTextsPending).toBe(0);
+      expect(ready.tools[0]?.name).toBe("tools.get_forecast");
+    } finally {
+      await wayfind.stop();
+    }
+  }, 60_000);
+});
+
 describe("semantic mode start-up", () => {
   it("fails with the missing model file named, before anything is created", async () => {
     const dir = mkdtempSync(join(tmpdir(), "wayfind-no-model-"));
@@ -153,16 +227,8 @@ describe("semantic mode start-up", () => {
 
 describe("a request read as several texts (its intents)", () => {
   it("gives each tool its best similarity over the texts, so each intent's tool scores as if asked alone", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "wayfind-semantic-intents-"));
-    const db = openDatabase(join(dir, "wayfind.db"), [...discoveryMigrations, ...semanticMigrations]);
-    const embedder = await Embedder.open(MODEL_DIR);
-    const semantic = new SemanticToolSearch({ db, embedder, weight: 0.3 });
-    const registry = new ToolRegistry(db);
-    const index = new IndexHost(registry, { onIndexBuilt: (built) => semantic.indexBuilt(built) });
+    const { semantic, index, close } = await semanticCatalog({}, 60_000);
     try {
-      await registry.register("s", CATALOG);
-      await index.ready();
-      await semantic.settled();
       const rain = "Will I get soaked walking around Oslo on Saturday?";
       const yen = "What are 300 dollars worth in yen?";
       // The request's own reading replaced by the given texts.
@@ -178,9 +244,7 @@ describe("a request read as several texts (its intents)", () => {
       expect(both.get("convert_currency")).toBe((await semanticScores([yen])).get("convert_currency"));
       expect([...both.keys()].slice(0, 2).sort()).toEqual(["convert_currency", "get_forecast"]);
     } finally {
-      await semantic.close();
-      await embedder.close();
-      db.close();
+      await close();
     }
   });
 });

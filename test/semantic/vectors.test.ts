@@ -23,11 +23,47 @@ class CountingEmbedder implements TextEmbedder {
   }
 }
 
+/** The real embedder, holding every request until `open` (to look at a sync half way). */
+class GatedEmbedder implements TextEmbedder {
+  private release = () => {};
+  private readonly released = new Promise<void>((resolve) => {
+    this.release = resolve;
+  });
+  private markAsked = () => {};
+  /** Settles when the first texts are asked for. */
+  readonly asked = new Promise<void>((resolve) => {
+    this.markAsked = resolve;
+  });
+  constructor(private readonly real: Embedder) {}
+  get modelId(): string {
+    return this.real.modelId;
+  }
+  get dims(): number {
+    return this.real.dims;
+  }
+  open(): void {
+    this.release();
+  }
+  async embedTexts(texts: readonly string[]): Promise<Float32Array[]> {
+    this.markAsked();
+    await this.released;
+    return this.real.embedTexts(texts);
+  }
+}
+
+/** A record of the vector store with this text. */
+const record = (owner: string, name: string, hash: string, text: string): ToolText => ({
+  owner,
+  name,
+  hash,
+  text: () => text,
+});
+
 const TOOLS: ToolText[] = [
-  { owner: "", name: "send_email", hash: "h1", text: "send email: Send an email message to a recipient" },
-  { owner: "", name: "get_weather", hash: "h2", text: "get weather: Get the weather forecast for a city" },
-  { owner: "acme", name: "get_weather", hash: "h3", text: "get weather: Acme's own forecast service" },
-  { owner: "", name: "run_sql", hash: "h4", text: "run sql: Run a SQL query against the database" },
+  record("", "send_email", "h1", "send email: Send an email message to a recipient"),
+  record("", "get_weather", "h2", "get weather: Get the weather forecast for a city"),
+  record("acme", "get_weather", "h3", "get weather: Acme's own forecast service"),
+  record("", "run_sql", "h4", "run sql: Run a SQL query against the database"),
 ];
 
 describe("TextVectors", () => {
@@ -53,7 +89,7 @@ describe("TextVectors", () => {
     };
   }
 
-  it("embeds every tool once, per owner, and packs their vectors for a scan", async () => {
+  it("embeds every tool once, per owner, and holds their vectors for a scan", async () => {
     const { db } = freshDatabase();
     const counting = new CountingEmbedder(embedder);
     const vectors = new TextVectors(db, counting);
@@ -62,10 +98,12 @@ describe("TextVectors", () => {
     expect(counting.embeddedTexts).toHaveLength(4);
     expect(vectors.has("acme", "get_weather")).toBe(true);
     expect(vectors.has("acme", "send_email")).toBe(false);
-    const packed = vectors.pack();
     const query = await embedder.embedQuery("will it rain tomorrow in Paris");
-    const best = packed.scan.top(query, 1)[0];
-    expect(packed.keys[best?.doc ?? -1]?.name).toBe("get_weather");
+    const entries = [...vectors.entries()];
+    const closest = entries.reduce((best, e) =>
+      vectors.slab.exact(e.slot, [query]) > vectors.slab.exact(best.slot, [query]) ? e : best,
+    );
+    expect(closest.name).toBe("get_weather");
   });
 
   it("reuses the stored vectors after a restart, embedding nothing", async () => {
@@ -79,7 +117,8 @@ describe("TextVectors", () => {
     const report = await restarted.sync(TOOLS);
     expect(report).toEqual({ reused: 4, embedded: 0, removed: 0, superseded: false });
     expect(counting.embeddedTexts).toEqual([]);
-    expect(restarted.vectorOf("", "run_sql")).toEqual(before.vectorOf("", "run_sql"));
+    const vectorOf = (v: TextVectors) => v.slab.vector(v.slotOf("", "run_sql") ?? -1);
+    expect(vectorOf(restarted)).toEqual(vectorOf(before));
   });
 
   it("recomputes only the tool whose record hash changed, and drops the vectors of removed tools", async () => {
@@ -87,10 +126,10 @@ describe("TextVectors", () => {
     await new TextVectors(db, embedder).sync(TOOLS);
     const counting = new CountingEmbedder(embedder);
     const vectors = new TextVectors(db, counting);
-    const changed = { ...TOOLS[3], hash: "h4-new", text: "run sql: Run a read-only SQL query" } as ToolText;
+    const changed = record("", "run_sql", "h4-new", "run sql: Run a read-only SQL query");
     const report = await vectors.sync([TOOLS[0], TOOLS[1], changed] as ToolText[]);
     expect(report).toEqual({ reused: 2, embedded: 1, removed: 1, superseded: false });
-    expect(counting.embeddedTexts).toEqual([changed.text]);
+    expect(counting.embeddedTexts).toEqual([changed.text()]);
     expect(vectors.has("acme", "get_weather")).toBe(false);
     expect(
       db.prepare("SELECT owner, name, record_hash FROM semantic_tool_vectors ORDER BY owner, name").all(),
@@ -99,6 +138,21 @@ describe("TextVectors", () => {
       { owner: "", name: "run_sql", record_hash: "h4-new" },
       { owner: "", name: "send_email", record_hash: "h1" },
     ]);
+  });
+
+  it("embeds a text once however many records share it (tenants registering the same tools)", async () => {
+    const { db } = freshDatabase();
+    const counting = new CountingEmbedder(embedder);
+    const vectors = new TextVectors(db, counting);
+    const shared = "get weather: Get the weather forecast for a city";
+    const tenants = ["acme", "globex", "initech"].map((owner) => record(owner, "get_weather", "h", shared));
+    const report = await vectors.sync(tenants);
+    expect(report).toEqual({ reused: 0, embedded: 3, removed: 0, superseded: false });
+    expect(counting.embeddedTexts).toEqual([shared]);
+    const [a, b] = ["acme", "initech"].map((owner) =>
+      vectors.slab.vector(vectors.slotOf(owner, "get_weather") ?? -1),
+    );
+    expect(a).toEqual(b);
   });
 
   it("re-embeds everything when the model changes", async () => {
@@ -126,14 +180,44 @@ describe("TextVectors", () => {
   it("serves the vectors that exist while the rest are still being computed", async () => {
     const { db } = freshDatabase();
     await new TextVectors(db, embedder).sync(TOOLS.slice(0, 1));
-    const vectors = new TextVectors(db, embedder);
+    const gate = new GatedEmbedder(embedder);
+    const vectors = new TextVectors(db, gate);
     const running = vectors.sync(TOOLS);
-    // The stored vector is read before the first batch is embedded; the others are not there yet.
-    expect(vectors.has("", "send_email")).toBe(true);
+    // The stored vector is read back before anything is embedded; the others wait for the model.
+    await gate.asked;
+    expect([...vectors.entries()].map(({ owner, name }) => ({ owner, name }))).toEqual([
+      { owner: "", name: "send_email" },
+    ]);
     expect(vectors.has("", "run_sql")).toBe(false);
-    expect(vectors.pack().keys).toEqual([{ owner: "", name: "send_email" }]);
+    gate.open();
     await running;
     expect(vectors.size).toBe(4);
+  });
+
+  it("reads a large store back in chunks, a turn of the event loop between them", async () => {
+    const { db, reopen } = freshDatabase();
+    const many = Array.from({ length: 4_500 }, (_, i) => ({
+      owner: "",
+      name: `tool_${i}`,
+      hash: "h",
+      text: () => `tool ${i}`,
+    }));
+    const vector = (await embedder.embedTexts(["a tool"]))[0] as Float32Array;
+    const constant: TextEmbedder = {
+      modelId: embedder.modelId,
+      dims: embedder.dims,
+      embedTexts: async (texts) => texts.map(() => vector),
+    };
+    await new TextVectors(db, constant).sync(many);
+    db.close();
+    const restarted = new TextVectors(reopen(), constant);
+    let turns = 0;
+    const ticking = setInterval(() => turns++, 0);
+    const report = await restarted.sync(many);
+    clearInterval(ticking);
+    expect(report).toEqual({ reused: 4_500, embedded: 0, removed: 0, superseded: false });
+    expect(restarted.size).toBe(4_500);
+    expect(turns).toBeGreaterThan(2);
   });
 
   it("stops a sync that a newer one superseded, so only the newer one writes", async () => {
@@ -142,7 +226,7 @@ describe("TextVectors", () => {
       owner: "",
       name: `tool_${i}`,
       hash: "h",
-      text: `tool ${i}`,
+      text: () => `tool ${i}`,
     }));
     const vectors = new TextVectors(db, embedder);
     const first = vectors.sync(many);

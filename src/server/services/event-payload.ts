@@ -27,7 +27,7 @@ import {
 import { EVENT_TYPES, type EventType, type StoredEvent } from "../../events/index.ts";
 import type { Outcome } from "../../learning/index.ts";
 import type { Provider } from "../../usage/model.ts";
-import { EFFECTIVE_SEARCH_TYPES, OUTCOMES, PROVIDERS } from "../enums.ts";
+import { EFFECTIVE_SEARCH_TYPES, OUTCOMES, PROVIDERS, SEMANTIC_STATUSES } from "../enums.ts";
 
 /** Each event type's enum value: `tool_activated` ↔ EVENT_TYPE_TOOL_ACTIVATED. */
 export const EVENT_TYPE_VALUES = Object.fromEntries(
@@ -91,6 +91,10 @@ function searchType(value: unknown): number {
   return EFFECTIVE_SEARCH_TYPES[text(value) as keyof typeof EFFECTIVE_SEARCH_TYPES] ?? 0;
 }
 
+function semanticStatus(value: unknown): number {
+  return SEMANTIC_STATUSES[text(value) as keyof typeof SEMANTIC_STATUSES] ?? 0;
+}
+
 const SCOPES: Readonly<Record<string, ToolActivated_Scope>> = {
   run: ToolActivated_Scope.RUN,
   session: ToolActivated_Scope.SESSION,
@@ -111,6 +115,8 @@ function payloadOf(type: EventType, a: Attributes): Event["payload"] {
           requestedType: searchType(a.requested_type),
           strategy: text(a.strategy),
           resultCount: count(a.result_count),
+          semanticStatus: semanticStatus(a.semantic_status),
+          semanticTextsPending: count(a.semantic_texts_pending),
         }),
       };
     case "tool_get":
@@ -202,6 +208,8 @@ function payloadOf(type: EventType, a: Attributes): Event["payload"] {
           query: text(a.query),
           searchType: searchType(a.search_type),
           resultCount: count(a.result_count),
+          semanticStatus: semanticStatus(a.semantic_status),
+          semanticTextsPending: count(a.semantic_texts_pending),
         }),
       };
     case "skill_get":

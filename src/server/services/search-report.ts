@@ -12,6 +12,7 @@ export function searchReportToProto(report: {
     matchQuality: MATCH_QUALITIES[report.matchQuality],
     semanticStatus: SEMANTIC_STATUSES[report.semantic.status],
     semanticPending: report.semantic.pending,
+    semanticTextsPending: report.semantic.textsPending,
     queryRewrites: report.rewrites.map(
       (r): Omit<ProtoQueryRewrite, "$typeName"> => ({
         from: r.from,

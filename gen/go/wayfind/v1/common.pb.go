@@ -234,8 +234,10 @@ const (
 	SemanticStatus_SEMANTIC_STATUS_OFF SemanticStatus = 1
 	// Every candidate had its vector: scores fuse lexical and semantic relevance.
 	SemanticStatus_SEMANTIC_STATUS_READY SemanticStatus = 2
-	// Some candidates' vectors are still being computed; those were ranked lexically only
-	// (`semantic_pending` says how many).
+	// Ranked by words and by what meaning was ready: some candidates' vectors are still being computed
+	// (`semantic_pending` says how many), or some of the request's texts were not embedded within
+	// `tool_search.semantic.max_wait_ms` (`semantic_texts_pending` says how many; their embedding
+	// completes in the background, so the same request is ranked by meaning next time).
 	SemanticStatus_SEMANTIC_STATUS_PARTIAL SemanticStatus = 3
 	// Semantic ranking is configured but the model could not embed the query: lexical only.
 	SemanticStatus_SEMANTIC_STATUS_UNAVAILABLE SemanticStatus = 4

@@ -653,9 +653,14 @@ type ToolSearchQuery struct {
 	// How the full-text query matched: `and`, `or`, `fuzzy`, `regex`, `exact`, `semantic`….
 	Strategy string `protobuf:"bytes,3,opt,name=strategy,proto3" json:"strategy,omitempty"`
 	// Tools returned.
-	ResultCount   uint32 `protobuf:"varint,4,opt,name=result_count,json=resultCount,proto3" json:"result_count,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ResultCount uint32 `protobuf:"varint,4,opt,name=result_count,json=resultCount,proto3" json:"result_count,omitempty"`
+	// Whether meaning took part (PARTIAL: some tools' vectors or some of the request's texts were not
+	// ready; OFF for regex and exact searches).
+	SemanticStatus SemanticStatus `protobuf:"varint,5,opt,name=semantic_status,json=semanticStatus,proto3,enum=wayfind.v1.SemanticStatus" json:"semantic_status,omitempty"`
+	// Texts of the request not embedded within `tool_search.semantic.max_wait_ms`.
+	SemanticTextsPending uint32 `protobuf:"varint,6,opt,name=semantic_texts_pending,json=semanticTextsPending,proto3" json:"semantic_texts_pending,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *ToolSearchQuery) Reset() {
@@ -712,6 +717,20 @@ func (x *ToolSearchQuery) GetStrategy() string {
 func (x *ToolSearchQuery) GetResultCount() uint32 {
 	if x != nil {
 		return x.ResultCount
+	}
+	return 0
+}
+
+func (x *ToolSearchQuery) GetSemanticStatus() SemanticStatus {
+	if x != nil {
+		return x.SemanticStatus
+	}
+	return SemanticStatus_SEMANTIC_STATUS_UNSPECIFIED
+}
+
+func (x *ToolSearchQuery) GetSemanticTextsPending() uint32 {
+	if x != nil {
+		return x.SemanticTextsPending
 	}
 	return 0
 }
@@ -1331,11 +1350,14 @@ func (x *SkillsRetrieved) GetTaskTypes() []string {
 type SkillSearchQuery struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The query, redacted and cut to 200 characters.
-	Query         string     `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
-	SearchType    SearchType `protobuf:"varint,2,opt,name=search_type,json=searchType,proto3,enum=wayfind.v1.SearchType" json:"search_type,omitempty"`
-	ResultCount   uint32     `protobuf:"varint,3,opt,name=result_count,json=resultCount,proto3" json:"result_count,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Query       string     `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
+	SearchType  SearchType `protobuf:"varint,2,opt,name=search_type,json=searchType,proto3,enum=wayfind.v1.SearchType" json:"search_type,omitempty"`
+	ResultCount uint32     `protobuf:"varint,3,opt,name=result_count,json=resultCount,proto3" json:"result_count,omitempty"`
+	// As ToolSearchQuery's.
+	SemanticStatus       SemanticStatus `protobuf:"varint,4,opt,name=semantic_status,json=semanticStatus,proto3,enum=wayfind.v1.SemanticStatus" json:"semantic_status,omitempty"`
+	SemanticTextsPending uint32         `protobuf:"varint,5,opt,name=semantic_texts_pending,json=semanticTextsPending,proto3" json:"semantic_texts_pending,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *SkillSearchQuery) Reset() {
@@ -1385,6 +1407,20 @@ func (x *SkillSearchQuery) GetSearchType() SearchType {
 func (x *SkillSearchQuery) GetResultCount() uint32 {
 	if x != nil {
 		return x.ResultCount
+	}
+	return 0
+}
+
+func (x *SkillSearchQuery) GetSemanticStatus() SemanticStatus {
+	if x != nil {
+		return x.SemanticStatus
+	}
+	return SemanticStatus_SEMANTIC_STATUS_UNSPECIFIED
+}
+
+func (x *SkillSearchQuery) GetSemanticTextsPending() uint32 {
+	if x != nil {
+		return x.SemanticTextsPending
 	}
 	return 0
 }
@@ -2084,12 +2120,14 @@ const file_wayfind_v1_events_proto_rawDesc = "" +
 	"\x16skill_outcome_reported\x18$ \x01(\v2 .wayfind.v1.SkillOutcomeReportedH\x00R\x14skillOutcomeReported\x129\n" +
 	"\vtool_called\x18% \x01(\v2\x16.wayfind.v1.ToolCalledH\x00R\n" +
 	"toolCalledB\t\n" +
-	"\apayload\"\xa5\x01\n" +
+	"\apayload\"\xa0\x02\n" +
 	"\x0fToolSearchQuery\x12\x14\n" +
 	"\x05query\x18\x01 \x01(\tR\x05query\x12=\n" +
 	"\x0erequested_type\x18\x02 \x01(\x0e2\x16.wayfind.v1.SearchTypeR\rrequestedType\x12\x1a\n" +
 	"\bstrategy\x18\x03 \x01(\tR\bstrategy\x12!\n" +
-	"\fresult_count\x18\x04 \x01(\rR\vresultCount\"Y\n" +
+	"\fresult_count\x18\x04 \x01(\rR\vresultCount\x12C\n" +
+	"\x0fsemantic_status\x18\x05 \x01(\x0e2\x1a.wayfind.v1.SemanticStatusR\x0esemanticStatus\x124\n" +
+	"\x16semantic_texts_pending\x18\x06 \x01(\rR\x14semanticTextsPending\"Y\n" +
 	"\aToolGet\x12'\n" +
 	"\x0frequested_count\x18\x01 \x01(\rR\x0erequestedCount\x12%\n" +
 	"\x0ereturned_count\x18\x02 \x01(\rR\rreturnedCount\"\xd0\x02\n" +
@@ -2144,12 +2182,14 @@ const file_wayfind_v1_events_proto_rawDesc = "" +
 	"\x14final_token_estimate\x18\x04 \x01(\rR\x12finalTokenEstimate\x12%\n" +
 	"\x0ewas_compressed\x18\x05 \x01(\bR\rwasCompressed\x12\x1d\n" +
 	"\n" +
-	"task_types\x18\x06 \x03(\tR\ttaskTypes\"\x84\x01\n" +
+	"task_types\x18\x06 \x03(\tR\ttaskTypes\"\xff\x01\n" +
 	"\x10SkillSearchQuery\x12\x14\n" +
 	"\x05query\x18\x01 \x01(\tR\x05query\x127\n" +
 	"\vsearch_type\x18\x02 \x01(\x0e2\x16.wayfind.v1.SearchTypeR\n" +
 	"searchType\x12!\n" +
-	"\fresult_count\x18\x03 \x01(\rR\vresultCount\"\xf3\x01\n" +
+	"\fresult_count\x18\x03 \x01(\rR\vresultCount\x12C\n" +
+	"\x0fsemantic_status\x18\x04 \x01(\x0e2\x1a.wayfind.v1.SemanticStatusR\x0esemanticStatus\x124\n" +
+	"\x16semantic_texts_pending\x18\x05 \x01(\rR\x14semanticTextsPending\"\xf3\x01\n" +
 	"\bSkillGet\x12'\n" +
 	"\x0frequested_count\x18\x01 \x01(\rR\x0erequestedCount\x12\x1f\n" +
 	"\vfound_count\x18\x02 \x01(\rR\n" +
@@ -2273,8 +2313,9 @@ var file_wayfind_v1_events_proto_goTypes = []any{
 	(*timestamppb.Timestamp)(nil),  // 24: google.protobuf.Timestamp
 	(*structpb.Struct)(nil),        // 25: google.protobuf.Struct
 	(SearchType)(0),                // 26: wayfind.v1.SearchType
-	(Provider)(0),                  // 27: wayfind.v1.Provider
-	(Outcome)(0),                   // 28: wayfind.v1.Outcome
+	(SemanticStatus)(0),            // 27: wayfind.v1.SemanticStatus
+	(Provider)(0),                  // 28: wayfind.v1.Provider
+	(Outcome)(0),                   // 29: wayfind.v1.Outcome
 }
 var file_wayfind_v1_events_proto_depIdxs = []int32{
 	24, // 0: wayfind.v1.Event.time:type_name -> google.protobuf.Timestamp
@@ -2299,19 +2340,21 @@ var file_wayfind_v1_events_proto_depIdxs = []int32{
 	20, // 19: wayfind.v1.Event.skill_outcome_reported:type_name -> wayfind.v1.SkillOutcomeReported
 	21, // 20: wayfind.v1.Event.tool_called:type_name -> wayfind.v1.ToolCalled
 	26, // 21: wayfind.v1.ToolSearchQuery.requested_type:type_name -> wayfind.v1.SearchType
-	1,  // 22: wayfind.v1.ToolActivated.scope:type_name -> wayfind.v1.ToolActivated.Scope
-	2,  // 23: wayfind.v1.ToolActivated.source:type_name -> wayfind.v1.ToolActivated.Source
-	26, // 24: wayfind.v1.SkillSearchQuery.search_type:type_name -> wayfind.v1.SearchType
-	27, // 25: wayfind.v1.UsageRecorded.provider:type_name -> wayfind.v1.Provider
-	28, // 26: wayfind.v1.ToolOutcomeReported.outcome:type_name -> wayfind.v1.Outcome
-	28, // 27: wayfind.v1.SkillOutcomeReported.outcome:type_name -> wayfind.v1.Outcome
-	0,  // 28: wayfind.v1.EventFilter.event_types:type_name -> wayfind.v1.EventType
-	24, // 29: wayfind.v1.EventFilter.since:type_name -> google.protobuf.Timestamp
-	30, // [30:30] is the sub-list for method output_type
-	30, // [30:30] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	27, // 22: wayfind.v1.ToolSearchQuery.semantic_status:type_name -> wayfind.v1.SemanticStatus
+	1,  // 23: wayfind.v1.ToolActivated.scope:type_name -> wayfind.v1.ToolActivated.Scope
+	2,  // 24: wayfind.v1.ToolActivated.source:type_name -> wayfind.v1.ToolActivated.Source
+	26, // 25: wayfind.v1.SkillSearchQuery.search_type:type_name -> wayfind.v1.SearchType
+	27, // 26: wayfind.v1.SkillSearchQuery.semantic_status:type_name -> wayfind.v1.SemanticStatus
+	28, // 27: wayfind.v1.UsageRecorded.provider:type_name -> wayfind.v1.Provider
+	29, // 28: wayfind.v1.ToolOutcomeReported.outcome:type_name -> wayfind.v1.Outcome
+	29, // 29: wayfind.v1.SkillOutcomeReported.outcome:type_name -> wayfind.v1.Outcome
+	0,  // 30: wayfind.v1.EventFilter.event_types:type_name -> wayfind.v1.EventType
+	24, // 31: wayfind.v1.EventFilter.since:type_name -> google.protobuf.Timestamp
+	32, // [32:32] is the sub-list for method output_type
+	32, // [32:32] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_wayfind_v1_events_proto_init() }

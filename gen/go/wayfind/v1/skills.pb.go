@@ -963,9 +963,12 @@ type SearchSkillsResponse struct {
 	SemanticPending int32           `protobuf:"varint,5,opt,name=semantic_pending,json=semanticPending,proto3" json:"semantic_pending,omitempty"`
 	QueryRewrites   []*QueryRewrite `protobuf:"bytes,6,rep,name=query_rewrites,json=queryRewrites,proto3" json:"query_rewrites,omitempty"`
 	// Names this search in ReportSkillOutcome.
-	SearchId      string `protobuf:"bytes,7,opt,name=search_id,json=searchId,proto3" json:"search_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SearchId string `protobuf:"bytes,7,opt,name=search_id,json=searchId,proto3" json:"search_id,omitempty"`
+	// 1 when the query's meaning was not ready within `tool_search.semantic.max_wait_ms`, so the
+	// skills were ranked by words only; else 0.
+	SemanticTextsPending int32 `protobuf:"varint,8,opt,name=semantic_texts_pending,json=semanticTextsPending,proto3" json:"semantic_texts_pending,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *SearchSkillsResponse) Reset() {
@@ -1045,6 +1048,13 @@ func (x *SearchSkillsResponse) GetSearchId() string {
 		return x.SearchId
 	}
 	return ""
+}
+
+func (x *SearchSkillsResponse) GetSemanticTextsPending() int32 {
+	if x != nil {
+		return x.SemanticTextsPending
+	}
+	return 0
 }
 
 type GetSkillsRequest struct {
@@ -2066,7 +2076,7 @@ const file_wayfind_v1_skills_proto_rawDesc = "" +
 	"searchType\x121\n" +
 	"\ttask_type\x18\x04 \x01(\x0e2\x14.wayfind.v1.TaskTypeR\btaskType\x12\x14\n" +
 	"\x05limit\x18\x05 \x01(\x05R\x05limit\x12\x1b\n" +
-	"\tmin_score\x18\x06 \x01(\x01R\bminScore\"\x9f\x03\n" +
+	"\tmin_score\x18\x06 \x01(\x01R\bminScore\"\xd5\x03\n" +
 	"\x14SearchSkillsResponse\x12.\n" +
 	"\x06skills\x18\x01 \x03(\v2\x16.wayfind.v1.SkillMatchR\x06skills\x12J\n" +
 	"\x15effective_search_type\x18\x02 \x01(\x0e2\x16.wayfind.v1.SearchTypeR\x13effectiveSearchType\x12=\n" +
@@ -2074,7 +2084,8 @@ const file_wayfind_v1_skills_proto_rawDesc = "" +
 	"\x0fsemantic_status\x18\x04 \x01(\x0e2\x1a.wayfind.v1.SemanticStatusR\x0esemanticStatus\x12)\n" +
 	"\x10semantic_pending\x18\x05 \x01(\x05R\x0fsemanticPending\x12?\n" +
 	"\x0equery_rewrites\x18\x06 \x03(\v2\x18.wayfind.v1.QueryRewriteR\rqueryRewrites\x12\x1b\n" +
-	"\tsearch_id\x18\a \x01(\tR\bsearchId\"\xab\x01\n" +
+	"\tsearch_id\x18\a \x01(\tR\bsearchId\x124\n" +
+	"\x16semantic_texts_pending\x18\b \x01(\x05R\x14semanticTextsPending\"\xab\x01\n" +
 	"\x10GetSkillsRequest\x121\n" +
 	"\x06caller\x18\x01 \x01(\v2\x19.wayfind.v1.CallerContextR\x06caller\x12\x14\n" +
 	"\x05names\x18\x02 \x03(\tR\x05names\x12/\n" +

@@ -1076,9 +1076,12 @@ type SearchToolsResponse struct {
 	QueryRewrites []*QueryRewrite `protobuf:"bytes,7,rep,name=query_rewrites,json=queryRewrites,proto3" json:"query_rewrites,omitempty"`
 	// Names this search in ReportToolOutcome; a later GetTools, ResolveTool, ActivateTools or
 	// CheckToolCall of one of its hits in the same run counts as choosing it.
-	SearchId      string `protobuf:"bytes,8,opt,name=search_id,json=searchId,proto3" json:"search_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SearchId string `protobuf:"bytes,8,opt,name=search_id,json=searchId,proto3" json:"search_id,omitempty"`
+	// Texts of the request (the request, or each of its intents) whose meaning was not ready within
+	// `tool_search.semantic.max_wait_ms`, so the tools were ranked without it; 0 when every text's was.
+	SemanticTextsPending int32 `protobuf:"varint,9,opt,name=semantic_texts_pending,json=semanticTextsPending,proto3" json:"semantic_texts_pending,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *SearchToolsResponse) Reset() {
@@ -1165,6 +1168,13 @@ func (x *SearchToolsResponse) GetSearchId() string {
 		return x.SearchId
 	}
 	return ""
+}
+
+func (x *SearchToolsResponse) GetSemanticTextsPending() int32 {
+	if x != nil {
+		return x.SemanticTextsPending
+	}
+	return 0
 }
 
 type GetToolsRequest struct {
@@ -3127,7 +3137,7 @@ const file_wayfind_v1_tools_proto_rawDesc = "" +
 	"\floading_mode\x18\x05 \x01(\x0e2\x17.wayfind.v1.LoadingModeR\vloadingMode\x12#\n" +
 	"\rlexical_score\x18\x06 \x01(\x01R\flexicalScore\x12%\n" +
 	"\x0esemantic_score\x18\a \x01(\x01R\rsemanticScore\x12#\n" +
-	"\rlearned_score\x18\b \x01(\x01R\flearnedScore\"\xc2\x03\n" +
+	"\rlearned_score\x18\b \x01(\x01R\flearnedScore\"\xf8\x03\n" +
 	"\x13SearchToolsResponse\x12+\n" +
 	"\x05tools\x18\x01 \x03(\v2\x15.wayfind.v1.ToolMatchR\x05tools\x12J\n" +
 	"\x15effective_search_type\x18\x02 \x01(\x0e2\x16.wayfind.v1.SearchTypeR\x13effectiveSearchType\x12%\n" +
@@ -3136,7 +3146,8 @@ const file_wayfind_v1_tools_proto_rawDesc = "" +
 	"\x0fsemantic_status\x18\x05 \x01(\x0e2\x1a.wayfind.v1.SemanticStatusR\x0esemanticStatus\x12)\n" +
 	"\x10semantic_pending\x18\x06 \x01(\x05R\x0fsemanticPending\x12?\n" +
 	"\x0equery_rewrites\x18\a \x03(\v2\x18.wayfind.v1.QueryRewriteR\rqueryRewrites\x12\x1b\n" +
-	"\tsearch_id\x18\b \x01(\tR\bsearchId\"\xae\x01\n" +
+	"\tsearch_id\x18\b \x01(\tR\bsearchId\x124\n" +
+	"\x16semantic_texts_pending\x18\t \x01(\x05R\x14semanticTextsPending\"\xae\x01\n" +
 	"\x0fGetToolsRequest\x121\n" +
 	"\x06caller\x18\x01 \x01(\v2\x19.wayfind.v1.CallerContextR\x06caller\x12\x14\n" +
 	"\x05names\x18\x02 \x03(\tR\x05names\x12'\n" +

@@ -350,8 +350,10 @@ export enum SemanticStatus {
   READY = 2,
 
   /**
-   * Some candidates' vectors are still being computed; those were ranked lexically only
-   * (`semantic_pending` says how many).
+   * Ranked by words and by what meaning was ready: some candidates' vectors are still being computed
+   * (`semantic_pending` says how many), or some of the request's texts were not embedded within
+   * `tool_search.semantic.max_wait_ms` (`semantic_texts_pending` says how many; their embedding
+   * completes in the background, so the same request is ranked by meaning next time).
    *
    * @generated from enum value: SEMANTIC_STATUS_PARTIAL = 3;
    */

@@ -1,0 +1,52 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { EmbedderBusy, type QueryEmbedder } from "./embedder.ts";
+
+/** A query embeds at most this many characters: the model reads 128 word pieces anyway. */
+const QUERY_MAX_CHARS = 2_000;
+
+/** What became of a request's texts within the wait. */
+export interface QueryVectors {
+  /** The vectors ready in time, in text order (texts not ready are left out). */
+  readonly vectors: readonly Float32Array[];
+  /** Texts not embedded in time, or refused because too many queries wait: ranked by words only. */
+  readonly late: number;
+  /** Texts the model failed on (not a wait): the model is unavailable. */
+  readonly failed: number;
+}
+
+/**
+ * The vectors of `texts`, waiting at most `maxWaitMs` for those not cached: a search never queues
+ * behind the model for longer. A text not ready by then still completes in the background, so the
+ * same request finds it cached next time.
+ */
+export async function queryVectors(
+  embedder: QueryEmbedder,
+  texts: readonly string[],
+  maxWaitMs: number,
+): Promise<QueryVectors> {
+  const outcomes: ("late" | "failed" | Float32Array)[] = texts.map(() => "late");
+  const settled = Promise.all(
+    texts.map((text, i) =>
+      embedder.embedQuery(text.slice(0, QUERY_MAX_CHARS), maxWaitMs).then(
+        (vector) => {
+          outcomes[i] = vector;
+        },
+        (err: unknown) => {
+          outcomes[i] = err instanceof EmbedderBusy ? "late" : "failed";
+        },
+      ),
+    ),
+  );
+  const abort = new AbortController();
+  await Promise.race([
+    settled,
+    sleep(maxWaitMs, undefined, { signal: abort.signal, ref: false }).catch(() => {}),
+  ]);
+  abort.abort();
+  const vectors = outcomes.filter((o): o is Float32Array => o instanceof Float32Array);
+  return {
+    vectors,
+    late: outcomes.filter((o) => o === "late").length,
+    failed: outcomes.filter((o) => o === "failed").length,
+  };
+}
