@@ -9,8 +9,10 @@
  *      p99s; hybrid after every vector is ready and while the catalog is still being embedded (a new
  *      data dir), words only for reference.
  *   3. Requests never seen: 32 callers against one after another (other requests each time).
- *   4. How meaning took part (the server's wayfind_search_semantic_total and
- *      wayfind_search_texts_late_total over each run), and each server's RSS.
+ *   4. One caller, repeated requests: the latency hybrid adds to words.
+ *   5. How meaning took part (the server's wayfind_search_semantic_total and
+ *      wayfind_search_texts_late_total over each run), each server's RSS, and how long a server took
+ *      to listen and to have every tool's vector (a new data dir, and again on restart).
  * Usage: node --import tsx bench/hybrid-load.ts [--tools N] [--duration S]
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -95,11 +97,24 @@ const HEALTH: LoadSpec = {
   rps: 20,
 };
 
+const starts: string[][] = [];
+
+/** A server, and how long it took to listen (noted in the start-up table with `label`). */
 async function start(label: string, config: string, dataDir: string): Promise<ServerProcess> {
   process.stderr.write(`· starting wayfind (${label})\n`);
-  return spawnServer(wayfindServeArgs(join(work, config), join(work, dataDir)), {
+  const t0 = performance.now();
+  const server = await spawnServer(wayfindServeArgs(join(work, config), join(work, dataDir)), {
     logFile: join(work, `${label.replace(/\W+/g, "-")}.log`),
   });
+  starts.push([label, ((performance.now() - t0) / 1000).toFixed(1), ""]);
+  return server;
+}
+
+/** Notes in the start-up table when the server's vectors were all ready, counted from `t0`. */
+async function readyAfter(server: ServerProcess, t0: number): Promise<void> {
+  await vectorsReady(server);
+  const row = starts.at(-1);
+  if (row) row[2] = ((performance.now() - t0) / 1000).toFixed(1);
 }
 
 async function readiness(server: ServerProcess): Promise<string> {
@@ -171,6 +186,10 @@ try {
   // Words only.
   const words = await start("words only", "words.yaml", "data-words");
   await runGhz(ghz, words.port, { ...searchSpec(repeated, CALLERS), durationS: 2 });
+  const [wordsOne, wordsOneMeaning] = await meaningDuring(words, () =>
+    runGhz(ghz, words.port, searchSpec(repeated, { connections: 1, streams: 1 })),
+  );
+  row("one caller, repeated requests", "words only", wordsOne, wordsOneMeaning);
   const [wordsRepeated, wordsMeaning] = await meaningDuring(words, () =>
     runGhz(ghz, words.port, searchSpec(repeated, CALLERS)),
   );
@@ -192,7 +211,12 @@ try {
   await words.stop();
 
   // Hybrid, while the catalog is being embedded: a fresh data dir, loaded as soon as it listens.
-  const embedding = await start("hybrid, embedding", "hybrid.yaml", "data-embedding");
+  const embeddingStarted = performance.now();
+  const embedding = await start(
+    "hybrid, new data dir (embedding under load)",
+    "hybrid.yaml",
+    "data-embedding",
+  );
   {
     const [search, health, meaning] = await withTrivial(embedding, {
       ...searchSpec(neverSeen(2_000), CALLERS),
@@ -207,20 +231,34 @@ try {
       `Health/Check p99 ${ms(health.p99Ms)} ms: ${(search.p99Ms / health.p99Ms).toFixed(1)}× (vectors ${still} after)`,
     );
   }
-  const embedStart = performance.now();
-  await vectorsReady(embedding);
-  process.stderr.write(
-    `· vectors ready ${((performance.now() - embedStart) / 1000).toFixed(0)} s after the run\n`,
-  );
+  await readyAfter(embedding, embeddingStarted);
   noteRss("hybrid, embedded while loaded", embedding);
   await embedding.stop();
 
+  // The same catalog embedded with nothing else running, for the start-up table.
+  const quietStarted = performance.now();
+  const quiet = await start("hybrid, new data dir (no load)", "hybrid.yaml", "data-quiet");
+  await readyAfter(quiet, quietStarted);
+  noteRss("hybrid, embedded with no load", quiet);
+  await quiet.stop();
+
   // Hybrid, vectors ready (a restart on the data dir made above: nothing is embedded again).
-  const hybrid = await start("hybrid", "hybrid.yaml", "data-embedding");
-  await vectorsReady(hybrid);
+  const restarted = performance.now();
+  const hybrid = await start("hybrid, restart (stored vectors)", "hybrid.yaml", "data-embedding");
+  await readyAfter(hybrid, restarted);
   // Each repeated request once, so the runs below find them cached as a serving fleet would.
   await runGhz(ghz, hybrid.port, { ...searchSpec(repeated, { connections: 1, streams: 1 }), total: 50 });
   await runGhz(ghz, hybrid.port, { ...searchSpec(repeated, CALLERS), durationS: 2 });
+  const [hybridOne, hybridOneMeaning] = await meaningDuring(hybrid, () =>
+    runGhz(ghz, hybrid.port, searchSpec(repeated, { connections: 1, streams: 1 })),
+  );
+  row(
+    "one caller, repeated requests",
+    "hybrid",
+    hybridOne,
+    hybridOneMeaning,
+    `p50 ${(hybridOne.p50Ms - wordsOne.p50Ms).toFixed(2)} ms over words only`,
+  );
   const [hybridRepeated, hybridMeaning] = await meaningDuring(hybrid, () =>
     runGhz(ghz, hybrid.port, searchSpec(repeated, CALLERS)),
   );
@@ -274,5 +312,7 @@ printAligned(
   rows,
   new Set([2, 3, 4]),
 );
+console.log("\nStart (seconds from spawn)\n");
+printAligned(["server", "listening", "every vector ready"], starts, new Set([1, 2]));
 console.log("\nResident memory (MB)\n");
 printAligned(["server", "RSS after the runs", "peak"], rss, new Set([1, 2]));

@@ -20,6 +20,8 @@ export interface QueryEmbedder extends TextEmbedder {
    * texts already wait.
    */
   embedQuery(text: string, waitMs?: number): Promise<Float32Array>;
+  /** The query's vector if it is cached and computed (no promise, no wait), else undefined. */
+  cachedQuery(text: string): Float32Array | undefined;
 }
 
 /** The embedder refused a query because too many wait already: the search answers by words. */
@@ -61,7 +63,8 @@ export class Embedder implements QueryEmbedder {
   /** Settles when the worker has stopped (answered `stop`) or ended. */
   private stopped: Promise<void>;
   private markStopped = () => {};
-  private readonly queryCache: LruCache<string, Promise<Float32Array>>;
+  /** Query vectors by text: the promise, and the vector once it came. */
+  private readonly queryCache: LruCache<string, { promise: Promise<Float32Array>; vector?: Float32Array }>;
 
   private constructor(
     private readonly worker: Worker,
@@ -122,16 +125,27 @@ export class Embedder implements QueryEmbedder {
   /** The query's vector: from the cache when asked before, else embedded ahead of any tool text. */
   embedQuery(text: string, waitMs = Number.POSITIVE_INFINITY): Promise<Float32Array> {
     const cached = this.queryCache.get(text);
-    if (cached !== undefined) return cached;
+    if (cached !== undefined) return cached.promise;
     if (this.queuedQueries >= this.options.maxQueuedQueries)
       return Promise.reject(new EmbedderBusy(`${this.queuedQueries} query texts already wait for the model`));
-    const vector = this.request([text], Date.now() + waitMs);
-    this.queryCache.set(text, vector);
-    // A failed query is not cached, so asking again retries.
-    vector.catch(() => {
-      if (this.queryCache.get(text) === vector) this.queryCache.delete(text);
-    });
-    return vector;
+    const entry: { promise: Promise<Float32Array>; vector?: Float32Array } = {
+      promise: this.request([text], Date.now() + waitMs),
+    };
+    this.queryCache.set(text, entry);
+    entry.promise.then(
+      (vector) => {
+        entry.vector = vector;
+      },
+      // A failed query is not cached, so asking again retries.
+      () => {
+        if (this.queryCache.get(text) === entry) this.queryCache.delete(text);
+      },
+    );
+    return entry.promise;
+  }
+
+  cachedQuery(text: string): Float32Array | undefined {
+    return this.queryCache.get(text)?.vector;
   }
 
   async embedTexts(texts: readonly string[]): Promise<Float32Array[]> {

@@ -15,19 +15,23 @@ export interface QueryVectors {
 }
 
 /**
- * The vectors of `texts`, waiting at most `maxWaitMs` for those not cached: a search never queues
- * behind the model for longer. A text not ready by then still completes in the background, so the
- * same request finds it cached next time.
+ * The vectors of `texts`, waiting at most `maxWaitMs` for those not cached (0: not at all): a search
+ * never queues behind the model for longer. A text not ready by then still completes in the
+ * background, so the same request finds it cached next time.
  */
 export async function queryVectors(
   embedder: QueryEmbedder,
   texts: readonly string[],
   maxWaitMs: number,
 ): Promise<QueryVectors> {
+  const clipped = texts.map((text) => text.slice(0, QUERY_MAX_CHARS));
+  // Asked before: no promise, no timer.
+  const cached = clipped.map((text) => embedder.cachedQuery(text));
+  if (cached.every((vector) => vector !== undefined)) return { vectors: cached, late: 0, failed: 0 };
   const outcomes: ("late" | "failed" | Float32Array)[] = texts.map(() => "late");
   const settled = Promise.all(
-    texts.map((text, i) =>
-      embedder.embedQuery(text.slice(0, QUERY_MAX_CHARS), maxWaitMs).then(
+    clipped.map((text, i) =>
+      embedder.embedQuery(text, maxWaitMs).then(
         (vector) => {
           outcomes[i] = vector;
         },
@@ -37,12 +41,15 @@ export async function queryVectors(
       ),
     ),
   );
-  const abort = new AbortController();
-  await Promise.race([
-    settled,
-    sleep(maxWaitMs, undefined, { signal: abort.signal, ref: false }).catch(() => {}),
-  ]);
-  abort.abort();
+  // No wait at all: what is cached now; the rest is embedded for the next time.
+  if (maxWaitMs > 0) {
+    const abort = new AbortController();
+    await Promise.race([
+      settled,
+      sleep(maxWaitMs, undefined, { signal: abort.signal, ref: false }).catch(() => {}),
+    ]);
+    abort.abort();
+  }
   const vectors = outcomes.filter((o): o is Float32Array => o instanceof Float32Array);
   return {
     vectors,

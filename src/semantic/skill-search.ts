@@ -2,7 +2,7 @@ import type { Db } from "../database/sqlite.ts";
 import type { SkillSemanticFusion } from "../skills/index.ts";
 import { BackgroundSync, type BackgroundSyncOptions } from "./background-sync.ts";
 import type { QueryEmbedder } from "./embedder.ts";
-import { nearest } from "./nearest.ts";
+import { type Eligible, eligibleOf, nearest } from "./nearest.ts";
 import { queryVectors } from "./query-wait.ts";
 import { ADAPTIVE_SLOPE, semanticScoreOf } from "./tool-search.ts";
 import { TextVectors, type ToolText } from "./vectors.ts";
@@ -36,9 +36,9 @@ export class SemanticSkillSearch {
   private readonly background: BackgroundSync;
   /** How many skills the newest sync was for; undefined until one started. */
   private expected: number | undefined;
-  /** Every skill with a vector: ids and slots side by side, made again after a change. */
+  /** Every skill with a vector: ids and eligible docs side by side, made again after a change. */
   private mapped:
-    | { readonly ids: readonly string[]; readonly slots: Int32Array; readonly mark: string }
+    | { readonly ids: readonly string[]; readonly eligible: Eligible; readonly mark: string }
     | undefined;
 
   constructor(private readonly options: SemanticSkillSearchOptions) {
@@ -68,12 +68,12 @@ export class SemanticSkillSearch {
     const { vectors, late } = await queryVectors(this.options.embedder, [text], this.options.maxWaitMs);
     const query = vectors[0];
     if (query === undefined) return { ...UNAVAILABLE, textsPending: late };
-    const { ids, slots } = this.skillSlots();
+    const { ids, eligible } = this.skillSlots();
     const slab = this.vectors.slab;
     const closest =
       ids.length === 0
         ? []
-        : nearest(slab, slab.scan([query]), [query], slots, undefined, CLOSEST).map(({ doc, cosine }) => ({
+        : nearest(slab, slab.scan([query]), [query], eligible, CLOSEST).map(({ doc, cosine }) => ({
             id: ids[doc] ?? "",
             score: semanticScoreOf(cosine),
           }));
@@ -92,13 +92,17 @@ export class SemanticSkillSearch {
     };
   }
 
-  private skillSlots(): { readonly ids: readonly string[]; readonly slots: Int32Array } {
+  /** Every skill with a vector: its id, and as an eligible doc (its position) with its slot. */
+  private skillSlots(): { readonly ids: readonly string[]; readonly eligible: Eligible } {
     const mark = `${this.vectors.epoch}:${this.vectors.changeMark}`;
     if (this.mapped?.mark !== mark) {
       const entries = [...this.vectors.entries()];
       this.mapped = {
         ids: entries.map((e) => e.name),
-        slots: Int32Array.from(entries, (e) => e.slot),
+        eligible: eligibleOf(
+          Int32Array.from(entries, (e) => e.slot),
+          undefined,
+        ),
         mark,
       };
     }

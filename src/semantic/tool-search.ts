@@ -1,9 +1,10 @@
 import type { Db } from "../database/sqlite.ts";
 import type { SearchIndex, SemanticEvidence, SemanticQuery } from "../discovery/index.ts";
+import { LruCache } from "../lru.ts";
 import type { SemanticReport } from "../text/scores.ts";
 import { BackgroundSync, type BackgroundSyncOptions } from "./background-sync.ts";
 import type { QueryEmbedder } from "./embedder.ts";
-import { nearest } from "./nearest.ts";
+import { type Eligible, eligibleOf, type NearDoc, nearest } from "./nearest.ts";
 import { queryVectors } from "./query-wait.ts";
 import { TOOL_TEXT_VERSION, toolEmbeddingText } from "./text.ts";
 import { MAX_QUERIES } from "./vector-slab.ts";
@@ -41,7 +42,29 @@ interface DocSlots {
   readonly slots: Int32Array;
   epoch: number;
   next: number;
+  /**
+   * The eligible docs of each caller mask (visible sets are kept per build: a few shapes, not one per
+   * call; the key EVERY stands for no mask), made again once the slots changed.
+   */
+  readonly byMask: WeakMap<Uint8Array, MaskState>;
 }
+
+interface MaskState {
+  /** The slots' version it was made at (epoch and change-log position). */
+  readonly at: number;
+  readonly eligible: Eligible;
+  /** Names the mask in the keys of the nearest docs kept (SemanticToolSearch.kept). */
+  readonly id: number;
+}
+
+/**
+ * Requests whose nearest docs are kept (agents ask the same things again and again): a few hundred
+ * bytes each, plus the request's texts as the key.
+ */
+const NEAREST_KEPT = 2_048;
+
+/** The eligible-docs key of a search without a caller mask. */
+const EVERY = new Uint8Array(0);
 
 /**
  * Semantic ranking of tools: keeps each tool's vector up to date in the background (TextVectors, the
@@ -57,6 +80,12 @@ export class SemanticToolSearch {
   /** The catalog's newest index, whose tools the background sync is bringing vectors for. */
   private newest: SearchIndex | undefined;
   private readonly docSlots = new WeakMap<SearchIndex, DocSlots>();
+  /** The nearest docs of requests asked lately, by mask and texts; valid for the mask state they were made in. */
+  private readonly kept = new LruCache<
+    string,
+    { readonly mask: MaskState; readonly near: readonly NearDoc[] }
+  >(NEAREST_KEPT);
+  private masksMade = 0;
 
   constructor(private readonly options: SemanticToolSearchOptions) {
     this.vectors = new TextVectors(options.db, options.embedder, "semantic_tool_vectors", TOOL_TEXT_VERSION);
@@ -79,7 +108,7 @@ export class SemanticToolSearch {
   /** How many tools of the newest index still wait for their vector (readiness probes, logs). */
   progress(): { status: "ready" | "partial"; pending: number } {
     let pending = 0;
-    if (this.newest) for (const slot of this.slotsOf(this.newest)) if (slot < 0) pending++;
+    if (this.newest) for (const slot of this.docSlotsOf(this.newest).slots) if (slot < 0) pending++;
     return { status: pending > 0 ? "partial" : "ready", pending };
   }
 
@@ -98,7 +127,7 @@ export class SemanticToolSearch {
     const { vectors, late } = await queryVectors(this.options.embedder, texts, this.options.maxWaitMs);
     const { index } = query;
     const allowed = query.candidates?.allowed;
-    const slots = this.slotsOf(index);
+    const docSlots = this.docSlotsOf(index);
     const lexicalShare = { least: this.options.weight, slope: ADAPTIVE_SLOPE } as const;
     const wordsOnly = (report: SemanticReport): SemanticEvidence => ({
       index,
@@ -115,11 +144,10 @@ export class SemanticToolSearch {
           ? { status: "partial", pending: 0, textsPending: late }
           : { status: "unavailable", pending: 0, textsPending: 0 },
       );
-    const scan = this.vectors.slab.scan(vectors);
-    const near = nearest(this.vectors.slab, scan, vectors, slots, allowed, DEPTH);
-    let withVector = 0;
-    for (let doc = 0; doc < slots.length; doc++)
-      if ((slots[doc] as number) >= 0 && (allowed === undefined || allowed[doc] === 1)) withVector++;
+    const mask = this.maskState(docSlots, allowed);
+    const withVector = mask.eligible.docs.length;
+    const near = this.nearestOf(mask, texts, vectors, late);
+    const { slots } = docSlots;
     const visibleCount = query.candidates ? query.candidates.count : index.docs.length;
     const pending = Math.max(0, visibleCount - withVector);
     const report: SemanticReport = {
@@ -171,7 +199,7 @@ export class SemanticToolSearch {
    * Each doc's slot in the slab, kept per index: mapped whole once, then brought up to date with the
    * slots changed since (a sync adding vectors), so a search does not map every doc again.
    */
-  private slotsOf(index: SearchIndex): Int32Array {
+  private docSlotsOf(index: SearchIndex): DocSlots {
     const known = this.docSlots.get(index);
     const epoch = this.vectors.epoch;
     if (known === undefined || known.epoch !== epoch) {
@@ -179,8 +207,9 @@ export class SemanticToolSearch {
       index.docs.forEach((tool, doc) => {
         slots[doc] = this.vectors.slotOf(tool.owner, tool.name) ?? -1;
       });
-      this.docSlots.set(index, { slots, epoch, next: this.vectors.changeMark });
-      return slots;
+      const made: DocSlots = { slots, epoch, next: this.vectors.changeMark, byMask: new WeakMap() };
+      this.docSlots.set(index, made);
+      return made;
     }
     const { changes, next } = this.vectors.changesSince(known.next);
     for (const change of changes) {
@@ -190,7 +219,37 @@ export class SemanticToolSearch {
         if (index.docs[doc]?.owner === change.owner) known.slots[doc] = change.slot;
     }
     known.next = next;
-    return known.slots;
+    return known;
+  }
+
+  /** What is kept for the docs of `allowed` (all, without a mask): until the slots change. */
+  private maskState(docSlots: DocSlots, allowed: Uint8Array | undefined): MaskState {
+    const key = allowed ?? EVERY;
+    const at = docSlots.epoch * 2 ** 32 + docSlots.next;
+    const known = docSlots.byMask.get(key);
+    if (known?.at === at) return known;
+    const made = { at, eligible: eligibleOf(docSlots.slots, allowed), id: this.masksMade++ };
+    docSlots.byMask.set(key, made);
+    return made;
+  }
+
+  /**
+   * The nearest eligible docs to the request's vectors: kept for the next time the same texts are
+   * asked under the same mask, when every text had its vector (else they are those of some texts).
+   */
+  private nearestOf(
+    mask: MaskState,
+    texts: readonly string[],
+    vectors: readonly Float32Array[],
+    late: number,
+  ): readonly NearDoc[] {
+    const key = `${mask.id}\u0000${texts.join("\u0000")}`;
+    const known = this.kept.get(key);
+    if (known?.mask === mask) return known.near;
+    const slab = this.vectors.slab;
+    const near = nearest(slab, slab.scan(vectors), vectors, mask.eligible, DEPTH);
+    if (late === 0 && vectors.length === texts.length) this.kept.set(key, { mask, near });
+    return near;
   }
 }
 

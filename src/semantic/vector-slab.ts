@@ -1,7 +1,7 @@
-import { int8Instance, reserve, simdFits } from "./int8-simd.ts";
+import { int8Instance, MAX_QUERIES, reserve, simdFits } from "./int8-simd.ts";
 
-/** Texts a request is read as, scanned in one pass at most (a request's intents: see requestClauses). */
-export const MAX_QUERIES = 8;
+export { MAX_QUERIES };
+
 /** int8 codes of a row: a row's largest |value| maps to this. */
 const ROW_LEVELS = 127;
 /** int16 codes of the queries: their largest |value| maps to this. */
@@ -29,17 +29,27 @@ export class VectorSlab {
   /** Slots handed out so far (the highest used + 1); freed ones wait in `free`. */
   private used = 0;
   private readonly free: number[] = [];
+  /** Each slot's vector as float32, for exact scores. */
   private floats = new Float32Array(0);
   /** The largest row scale ever given: an upper bound for the error bound's sake. */
   private largestScale = 0;
-  private readonly kernel = int8Instance();
-  private readonly simd: boolean;
-  private layout = { queriesAt: 0, outAt: 0, scalesAt: 0, codesAt: 0 };
+  /** The WebAssembly kernel for this dimension, or undefined where it does not fit (scanned in JS). */
+  private readonly kernel: ReturnType<typeof int8Instance> | undefined;
+  private layout = { queriesAt: 0, queryFloatsAt: 0, outAt: 0, scalesAt: 0, codesAt: 0, floatsAt: 0 };
   private codes = new Int8Array(0);
   private scales = new Float32Array(0);
+  /**
+   * The queries' codes and floats, and the scan's output: views into the kernel's memory (as are the
+   * vectors' codes, scales and floats), or plain arrays where there is no kernel.
+   */
+  private queryCodes = new Int16Array(0);
+  private queryFloats = new Float32Array(0);
+  private out = new Float32Array(0);
+  /** The queries whose floats are in queryFloats now (exact scores of one search reuse them). */
+  private floatQueries: readonly Float32Array[] | undefined;
 
   constructor(readonly dims: number) {
-    this.simd = simdFits(dims);
+    this.kernel = simdFits(dims) ? int8Instance(dims) : undefined;
     this.grow(64);
   }
 
@@ -74,9 +84,21 @@ export class VectorSlab {
     return this.floats.subarray(slot * this.dims, (slot + 1) * this.dims);
   }
 
-  /** The exact cosine of `slot` with the nearest of `queries`. */
+  /** The exact cosine of `slot` with the nearest of `queries` (float32 products, in SIMD where it fits). */
   exact(slot: number, queries: readonly Float32Array[]): number {
     const { dims, floats } = this;
+    if (this.kernel) {
+      if (this.floatQueries !== queries) {
+        queries.forEach((query, i) => {
+          this.queryFloats.set(query, i * dims);
+        });
+        this.floatQueries = queries;
+      }
+      return this.kernel.exact(queries.length)(
+        this.layout.floatsAt + slot * dims * 4,
+        this.layout.queryFloatsAt,
+      );
+    }
     const base = slot * dims;
     let best = Number.NEGATIVE_INFINITY;
     for (const query of queries) {
@@ -109,21 +131,19 @@ export class VectorSlab {
       largestL1 = Math.max(largestL1, l1);
     }
     const t = largest > 0 ? largest / QUERY_LEVELS : 1;
-    const codes = new Int16Array(this.kernel.memory.buffer, this.layout.queriesAt, queries.length * dims);
+    const codes = this.queryCodes;
     queries.forEach((query, i) => {
       for (let d = 0; d < dims; d++) codes[i * dims + d] = Math.round((query[d] as number) / t);
     });
-    const out = new Float32Array(this.kernel.memory.buffer, this.layout.outAt, this.used);
+    const out = this.out.subarray(0, this.used);
     if (this.used > 0) {
-      if (this.simd)
-        this.kernel.bestDots(
+      if (this.kernel)
+        this.kernel.best(queries.length)(
           this.layout.codesAt,
           this.layout.queriesAt,
-          queries.length,
           this.layout.scalesAt,
           this.layout.outAt,
           this.used,
-          dims,
         );
       else this.scanInJs(codes, queries.length, out);
     }
@@ -165,22 +185,39 @@ export class VectorSlab {
     this.largestScale = Math.max(this.largestScale, scale);
   }
 
-  /** Room for `capacity` slots: the float copies grow; the WebAssembly memory is laid out again. */
-  private grow(capacity: number): void {
+  /** Room for `capacity` slots (rounded up to four, so every region stays 16-byte aligned). */
+  private grow(wanted: number): void {
+    const capacity = Math.ceil(wanted / 4) * 4;
     const { dims } = this;
-    const floats = new Float32Array(capacity * dims);
-    floats.set(this.floats);
-    this.floats = floats;
+    const oldFloats = this.floats.slice();
     const oldCodes = this.codes.slice();
     const oldScales = this.scales.slice();
-    const queriesAt = 0;
-    const outAt = queriesAt + MAX_QUERIES * dims * 2;
-    const scalesAt = outAt + capacity * 4;
-    const codesAt = scalesAt + capacity * 4;
-    reserve(this.kernel.memory, codesAt + capacity * dims);
-    this.layout = { queriesAt, outAt, scalesAt, codesAt };
-    this.codes = new Int8Array(this.kernel.memory.buffer, codesAt, capacity * dims);
-    this.scales = new Float32Array(this.kernel.memory.buffer, scalesAt, capacity);
+    if (this.kernel) {
+      const queriesAt = 0;
+      const queryFloatsAt = queriesAt + MAX_QUERIES * dims * 2;
+      const outAt = queryFloatsAt + MAX_QUERIES * dims * 4;
+      const scalesAt = outAt + capacity * 4;
+      const codesAt = scalesAt + capacity * 4;
+      const floatsAt = codesAt + capacity * dims;
+      reserve(this.kernel.memory, floatsAt + capacity * dims * 4);
+      const { buffer } = this.kernel.memory;
+      this.layout = { queriesAt, queryFloatsAt, outAt, scalesAt, codesAt, floatsAt };
+      this.queryCodes = new Int16Array(buffer, queriesAt, MAX_QUERIES * dims);
+      this.queryFloats = new Float32Array(buffer, queryFloatsAt, MAX_QUERIES * dims);
+      this.out = new Float32Array(buffer, outAt, capacity);
+      this.scales = new Float32Array(buffer, scalesAt, capacity);
+      this.codes = new Int8Array(buffer, codesAt, capacity * dims);
+      this.floats = new Float32Array(buffer, floatsAt, capacity * dims);
+      // The queries' floats moved with the layout.
+      this.floatQueries = undefined;
+    } else {
+      this.queryCodes = new Int16Array(MAX_QUERIES * dims);
+      this.out = new Float32Array(capacity);
+      this.scales = new Float32Array(capacity);
+      this.codes = new Int8Array(capacity * dims);
+      this.floats = new Float32Array(capacity * dims);
+    }
+    this.floats.set(oldFloats);
     this.codes.set(oldCodes);
     this.scales.set(oldScales);
     this.capacity = capacity;

@@ -176,7 +176,7 @@ export class TextVectors {
       if (same) same.push(record);
       else byText.set(text, [record]);
     }
-    const texts = [...byText.keys()].sort((a, b) => a.length - b.length);
+    const texts = byLength(byText.keys());
     const groups: string[][] = [];
     for (let start = 0; start < texts.length; start += EMBED_GROUP)
       groups.push(texts.slice(start, start + EMBED_GROUP));
@@ -316,6 +316,17 @@ export class TextVectors {
     }
     this.changes.push(change);
   }
+}
+
+/** `texts`, shortest first, in one pass per text (a sort of a large catalog would hold the loop). */
+function byLength(texts: Iterable<string>): string[] {
+  const byLength: string[][] = [];
+  for (const text of texts) {
+    const same = byLength[text.length];
+    if (same) same.push(text);
+    else byLength[text.length] = [text];
+  }
+  return byLength.flatMap((same) => same ?? []);
 }
 
 function inner<V>(outer: Map<string, Map<string, V>>, key: string): Map<string, V> {

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { nearest } from "../../src/semantic/nearest.ts";
+import { eligibleOf, nearest } from "../../src/semantic/nearest.ts";
 import { VectorSlab } from "../../src/semantic/vector-slab.ts";
 
 const DIMS = 32;
@@ -69,8 +69,11 @@ describe("nearest", () => {
           const slotOf = Int32Array.from(vectors, (v, doc) => (flags[doc] === 3 ? -1 : slab.add(v)));
           const allowed = Uint8Array.from(vectors, (_, doc) => (flags[doc] === 2 ? 0 : 1));
           const queries = rawQueries.map(normalised);
-          const found = nearest(slab, slab.scan(queries), queries, slotOf, allowed, k);
-          expect(found).toEqual(exactTop(slab, queries, slotOf, allowed, k));
+          const eligible = eligibleOf(slotOf, allowed);
+          expect(nearest(slab, slab.scan(queries), queries, eligible, k)).toEqual(
+            exactTop(slab, queries, slotOf, allowed, k),
+          );
+          expect(eligible.docs.length).toBe(flags.slice(0, vectors.length).filter((f) => f < 2).length);
         },
       ),
       { numRuns: 300 },
@@ -87,8 +90,10 @@ describe("nearest", () => {
         // The other tenant's vectors first, so they take the low slots and every approximation bound.
         for (const v of others) shared.add(v);
         const mineShared = Int32Array.from(mine, (v) => shared.add(v));
-        const page = nearest(alone, alone.scan(query), query, mineOnly, undefined, k);
-        expect(nearest(shared, shared.scan(query), query, mineShared, undefined, k)).toEqual(page);
+        const page = nearest(alone, alone.scan(query), query, eligibleOf(mineOnly, undefined), k);
+        expect(nearest(shared, shared.scan(query), query, eligibleOf(mineShared, undefined), k)).toEqual(
+          page,
+        );
       }),
       { numRuns: 200 },
     );
@@ -98,7 +103,7 @@ describe("nearest", () => {
     const slab = new VectorSlab(DIMS);
     const v = normalised(Array.from({ length: DIMS }, (_, d) => d));
     const slotOf = Int32Array.of(slab.add(v), -1);
-    expect(nearest(slab, slab.scan([v]), [v], slotOf, Uint8Array.of(0, 1), 5)).toEqual([]);
-    expect(nearest(slab, slab.scan([v]), [v], slotOf, undefined, 0)).toEqual([]);
+    expect(nearest(slab, slab.scan([v]), [v], eligibleOf(slotOf, Uint8Array.of(0, 1)), 5)).toEqual([]);
+    expect(nearest(slab, slab.scan([v]), [v], eligibleOf(slotOf, undefined), 0)).toEqual([]);
   });
 });

@@ -152,6 +152,7 @@ async function semanticCatalog(embedderOptions: EmbedderOptions, maxWaitMs: numb
     embedder,
     semantic,
     index,
+    registry,
     async close() {
       await semantic.close();
       await embedder.close();
@@ -159,6 +160,31 @@ async function semanticCatalog(embedderOptions: EmbedderOptions, maxWaitMs: numb
     },
   };
 }
+
+describe("a request asked again", () => {
+  it("finds a tool whose vector came since it was last asked, on the same build of the index", async () => {
+    const { semantic, index, registry, close } = await semanticCatalog({}, 60_000);
+    try {
+      await registry.register("late", [
+        { name: "umbrella_advice", description: "Tells whether to take an umbrella this weekend." },
+      ]);
+      const build = await index.ready();
+      const request = { query: UMBRELLA, limit: 3 };
+      // Asked before the new tool's vector exists: its nearest tools are kept for this build.
+      const before = await semantic.evidence(index.meaningOf(request));
+      expect(before.index).toBe(build);
+      expect(before.report.pending).toBe(1);
+      expect(before.closest.map((doc) => build.docs[doc]?.name)).not.toContain("umbrella_advice");
+      await semantic.settled();
+      const after = await semantic.evidence(index.meaningOf(request));
+      expect(after.index).toBe(build);
+      expect(after.report.pending).toBe(0);
+      expect(build.docs[after.closest[0] as number]?.name).toBe("umbrella_advice");
+    } finally {
+      await close();
+    }
+  });
+});
 
 describe("a search that cannot wait for the model", () => {
   it("is answered by words when the model is busy, says PARTIAL and which texts, and is ranked by meaning once they are embedded", async () => {
