@@ -120,4 +120,6 @@ export const DEFAULTS = {
     console: true,
   },
   logging: { level: "info" as LogLevel },
+  /** Revoked and expired API keys stay listed (and are refused with their reason) 30 days, then go. */
+  auth: { keyRetentionDays: 30 },
 } as const;

@@ -236,7 +236,13 @@ const apiKey = z
     key_sha256: z
       .string()
       .regex(/^[0-9a-f]{64}$/, { error: "must be the key's SHA-256 as 64 lower-case hex digits" }),
-    expires_at: z.iso.datetime({ offset: true }).optional(),
+    expires_at: z.iso
+      .datetime({ offset: true })
+      // The latest time a Timestamp carries in JSON: a later expiry could not be listed (ListApiKeys).
+      .refine((value) => Date.parse(value) < Date.UTC(10_000, 0, 1), {
+        message: "must be before 10000-01-01T00:00:00Z",
+      })
+      .optional(),
     ...grant,
   })
   .superRefine((key, ctx) => grantNeedsTenant(key, ctx));
@@ -292,6 +298,7 @@ const auth = z.strictObject({
   jwt: jwt.optional(),
   mtls: mtls.optional(),
   allow_unauthenticated: z.boolean().optional(),
+  key_retention_days: z.number().int().min(0).max(3650).optional(),
   limits: z
     .strictObject({
       calls_per_second: z.number().positive().max(1_000_000).optional(),

@@ -319,6 +319,8 @@ export interface AuthConfig {
   readonly allowUnauthenticated: boolean | undefined;
   /** `serve --insecure-allow-unauthenticated`: the operator accepts unauthenticated calls off loopback. */
   readonly insecureAllowUnauthenticated: boolean;
+  /** Days a revoked or expired API key is kept (listed, refused with its reason) before it is deleted. */
+  readonly keyRetentionDays: number;
   readonly limits: AuthLimitsConfig;
 }
 

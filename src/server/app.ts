@@ -147,7 +147,7 @@ export async function startServer(
   }
   const shutdown = new AbortController();
   // One store for authentication and KeyService, so a key created or revoked over the API counts at once.
-  const keys = new ApiKeyStore(storage.db, config.auth.apiKeys);
+  const keys = new ApiKeyStore(storage.db, config.auth.apiKeys, config.auth.keyRetentionDays);
   const auth = callAuth(config, keys, domain, logger);
   const routes = buildRoutes(storage, domain, health, auth, keys, logger, options);
   const mcpEndpoint = config.server.mcp.enabled
