@@ -331,6 +331,14 @@ function isWebOrigin(value: string): boolean {
   return (url.protocol === "http:" || url.protocol === "https:") && url.origin === value;
 }
 
+/** A name clients reach the server by (`wayfind.example.com`), as a Host header carries it. */
+const allowedHost = z
+  .string()
+  .max(253)
+  .regex(/^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$/, {
+    message: "must be a host name without port or scheme, e.g. wayfind.example.com",
+  });
+
 const server = z.strictObject({
   host: host.optional(),
   port: port.optional(),
@@ -346,6 +354,8 @@ const server = z.strictObject({
     .strictObject({
       enabled: z.boolean().optional(),
       max_sessions: z.number().int().min(1).max(100_000).optional(),
+      max_sessions_per_credential: z.number().int().min(1).max(100_000).optional(),
+      max_sessions_per_tenant: z.number().int().min(1).max(100_000).optional(),
       session_idle_timeout_seconds: timeoutSeconds.optional(),
       tool_list: z.enum(["fixed", "activated"]).optional(),
     })
@@ -357,6 +367,7 @@ const server = z.strictObject({
     })
     .optional(),
   console: z.boolean().optional(),
+  allowed_hosts: z.array(allowedHost).max(100).optional(),
   tls: tls.optional(),
   event_retention: z
     .strictObject({ max_events: positiveInt.optional(), max_age_hours: z.number().positive().optional() })

@@ -1,7 +1,7 @@
 import { createContextKey, type HandlerContext } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import type { CallerContext } from "../../gen/ts/wayfind/v1/common_pb.ts";
-import { type Authenticator, admitCall, type PrincipalLimits } from "../auth/index.ts";
+import { type Authenticator, admitCall, type CredentialWatch, type PrincipalLimits } from "../auth/index.ts";
 import { ANONYMOUS_CALLER, ANONYMOUS_PRINCIPAL, type Caller, type Principal } from "../caller/caller.ts";
 import { errorReason, RetryLaterError } from "../errors.ts";
 import { type CallObserver, type MethodRoute, methodPath, observeRoute } from "./rpc.ts";
@@ -12,6 +12,18 @@ const callerKey = createContextKey<Caller>(ANONYMOUS_CALLER, { description: "way
 
 export function callerOf(context: HandlerContext): Caller {
   return context.values.get(callerKey);
+}
+
+/**
+ * Aborted when the call should stop: its client went away, or (a stream) its credential was revoked
+ * or expired. Long-running handlers (the watch streams) stop on this rather than `context.signal`.
+ */
+const callSignalKey = createContextKey<AbortSignal | undefined>(undefined, {
+  description: "wayfind call signal",
+});
+
+export function callSignal(context: HandlerContext): AbortSignal {
+  return context.values.get(callSignalKey) ?? context.signal;
 }
 
 /** Who acts, resolved once per call next to the caller; what it may do is src/caller/authorize.ts. */
@@ -27,6 +39,8 @@ export function principalOf(context: HandlerContext): Principal {
 interface CallAuth {
   readonly authenticator: Authenticator;
   readonly limits: PrincipalLimits;
+  /** Ends streams whose credential is revoked or expires while they are open. */
+  readonly credentials: CredentialWatch;
   /** A call refused for its credentials, role, tenant or limits (a metric counts these). */
   readonly onDenied?: (method: string, code: string) => void;
 }
@@ -72,11 +86,22 @@ function callLog(route: MethodRoute, logger: Logger, options: PipelineOptions): 
       let caller = claimed;
       let principal: Principal | undefined;
       let releaseStream: (() => void) | undefined;
+      let releaseWatch: (() => void) | undefined;
+      /** A stream's: aborted with the UNAUTHENTICATED error once its credential is revoked or expires. */
+      let credentialLost: AbortController | undefined;
       const admit = (who: Principal) => {
         principal = who;
         auth?.limits.admitCall(who.id);
         const admission = admitCall(method, who, claimed);
-        if (streaming) releaseStream = auth?.limits.openStream(who.id);
+        if (streaming && auth) {
+          releaseStream = auth.limits.openStream(who.id);
+          const lost = new AbortController();
+          credentialLost = lost;
+          releaseWatch = auth.credentials.watch(context.requestHeader, claimed, who, (error) =>
+            lost.abort(error),
+          );
+          context.values.set(callSignalKey, AbortSignal.any([context.signal, lost.signal]));
+        }
         caller = { ...admission.caller, actor: admission.principal.id };
         context.values.set(callerKey, caller);
         context.values.set(principalKey, admission.principal);
@@ -85,6 +110,7 @@ function callLog(route: MethodRoute, logger: Logger, options: PipelineOptions): 
       const started = performance.now();
       const finish = (error?: unknown) => {
         releaseStream?.();
+        releaseWatch?.();
         const code = error === undefined ? "ok" : codeName(error);
         const fields = {
           method,
@@ -116,6 +142,9 @@ function callLog(route: MethodRoute, logger: Logger, options: PipelineOptions): 
               if (!(await fence())) context.responseHeader.set(STALE_HEADER, "true");
             }
           : authenticate,
+        settle() {
+          if (credentialLost?.signal.aborted) throw credentialLost.signal.reason;
+        },
         succeeded: () => finish(),
         failed(error) {
           finish(error);

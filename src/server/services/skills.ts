@@ -22,7 +22,7 @@ import {
   SKILL_SCOPES,
   TASK_TYPES,
 } from "../enums.ts";
-import { callerOf, principalOf } from "../pipeline.ts";
+import { callerOf, callSignal, principalOf } from "../pipeline.ts";
 import { outcomeReportOf } from "./outcome-report.ts";
 import { searchReportToProto } from "./search-report.ts";
 import { SKILL_EVENT_TYPES, watchEvents } from "./watch.ts";
@@ -246,7 +246,7 @@ export function skillService(
     },
 
     watchSkillEvents: (request, context) =>
-      watchEvents(events, principalOf(context), request.filter, SKILL_EVENT_TYPES, context.signal),
+      watchEvents(events, principalOf(context), request.filter, SKILL_EVENT_TYPES, callSignal(context)),
   };
 }
 

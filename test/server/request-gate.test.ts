@@ -1,0 +1,120 @@
+import * as http from "node:http";
+import { Code } from "@connectrpc/connect";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Health } from "../../gen/ts/grpc/health/v1/health_pb.ts";
+import { KeyService } from "../../gen/ts/wayfind/v1/keys_pb.ts";
+import { apiKey } from "../support/auth.ts";
+import { rawGrpcStatus } from "../support/rpc.ts";
+import { startTestServer, type TestServer } from "../support/server.ts";
+
+/**
+ * The request gate (src/server/request-gate.ts) in front of every path: a page whose site rebinds
+ * its own name to this server's address reaches it with its own name as Host, and a browser sends
+ * its same-origin GETs without an Origin, so the Host alone must decide.
+ */
+
+interface Answer {
+  status: number;
+  body: string;
+}
+
+/** One HTTP/1.1 GET with exactly these headers (fetch would not let us set Host). */
+function get(port: number, path: string, headers: Record<string, string>): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const request = http.request({ host: "127.0.0.1", port, path, headers }, (response) => {
+      let body = "";
+      response.setEncoding("utf8");
+      response.on("data", (chunk: string) => {
+        body += chunk;
+      });
+      response.on("end", () => resolve({ status: response.statusCode ?? 0, body }));
+    });
+    request.on("error", reject);
+    request.end();
+  });
+}
+
+const LIST_KEYS_GET = `/${KeyService.typeName}/ListApiKeys?connect=v1&encoding=json&message=%7B%7D`;
+
+describe("a loopback server that serves calls without credentials (the quick start)", () => {
+  let wayfind: TestServer;
+  beforeAll(async () => {
+    wayfind = await startTestServer({ server: { allowed_hosts: ["wayfind.internal"] } });
+  });
+  afterAll(() => wayfind.stop());
+
+  it("refuses a rebinding page's same-origin GET, which carries no Origin (issue 42: ListApiKeys read as the operator)", async () => {
+    const answer = await get(wayfind.port, LIST_KEYS_GET, {
+      host: `evil.example:${wayfind.port}`,
+      "wayfind-role": "admin",
+    });
+    expect(answer.status).toBe(403);
+    expect(answer.body).toContain("DNS rebinding");
+    expect(answer.body).not.toContain("keys");
+  });
+
+  it.each(["/metrics", "/console", "/healthz", "/mcp"])(
+    "refuses the rebound name on %s too",
+    async (path) => {
+      const answer = await get(wayfind.port, path, { host: `evil.example:${wayfind.port}` });
+      expect(answer.status).toBe(403);
+    },
+  );
+
+  it("refuses a native gRPC call sent to a rebound name", async () => {
+    const status = await rawGrpcStatus(wayfind.baseUrl, `/${Health.typeName}/Check`, [new Uint8Array(5)], {
+      ":authority": `evil.example:${wayfind.port}`,
+    });
+    expect(status.code).toBe(Code.PermissionDenied);
+    expect(status.message).toContain("DNS rebinding");
+  });
+
+  it.each(["127.0.0.1", "localhost", "[::1]", "wayfind.internal"])(
+    "answers curl and native clients that reach it as %s",
+    async (name) => {
+      const answer = await get(wayfind.port, LIST_KEYS_GET, {
+        host: `${name}:${wayfind.port}`,
+        "wayfind-role": "admin",
+      });
+      expect(answer.status).toBe(200);
+      expect(JSON.parse(answer.body)).toEqual({});
+    },
+  );
+});
+
+describe("a server on every interface that requires credentials", () => {
+  const operator = apiKey("operator", { roles: ["admin"] });
+  let open: TestServer;
+  let listed: TestServer;
+  beforeAll(async () => {
+    const auth = { api_keys: [operator.entry] };
+    open = await startTestServer({ server: { host: "0.0.0.0" }, auth });
+    listed = await startTestServer({
+      server: { host: "0.0.0.0", allowed_hosts: ["wayfind.example.com"] },
+      auth,
+    });
+  });
+  afterAll(async () => {
+    await open.stop();
+    await listed.stop();
+  });
+
+  const withKey = { authorization: `Bearer ${operator.secret}` };
+
+  it("answers any name it is reached by, as a server behind a load balancer must", async () => {
+    const answer = await get(open.port, LIST_KEYS_GET, { ...withKey, host: "wayfind.example.com" });
+    expect(answer.status).toBe(200);
+  });
+
+  it("answers only the names of server.allowed_hosts (and addresses) once it lists some", async () => {
+    expect((await get(listed.port, LIST_KEYS_GET, { ...withKey, host: "wayfind.example.com" })).status).toBe(
+      200,
+    );
+    expect(
+      (await get(listed.port, LIST_KEYS_GET, { ...withKey, host: `127.0.0.1:${listed.port}` })).status,
+    ).toBe(200);
+    const other = await get(listed.port, LIST_KEYS_GET, { ...withKey, host: "other.example.com" });
+    expect(other.status).toBe(403);
+    expect(other.body).toContain("server.allowed_hosts");
+  });
+});
