@@ -41,7 +41,7 @@ import { HealthStatus } from "./health.ts";
 import { healthEndpoints } from "./http-health.ts";
 import { inProcessTransport } from "./in-process.ts";
 import { collectGarbage } from "./memory.ts";
-import { withCallPipeline } from "./pipeline.ts";
+import { credentialsBeforeBody, withCallPipeline } from "./pipeline.ts";
 import { reflectionRoutes } from "./reflection.ts";
 import { type MethodRoute, serviceRoutes } from "./rpc.ts";
 import { keyService } from "./services/keys.ts";
@@ -181,6 +181,7 @@ export async function startServer(
         allowedHosts: config.server.allowedHosts,
       },
       cors: config.server.cors,
+      credentials: credentialsBeforeBody(auth, logger),
     });
   } catch (error) {
     auth.credentials.close();

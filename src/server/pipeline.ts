@@ -1,11 +1,17 @@
-import { createContextKey, type HandlerContext } from "@connectrpc/connect";
+import { type ConnectError, createContextKey, type HandlerContext } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import type { CallerContext } from "../../gen/ts/wayfind/v1/common_pb.ts";
-import { type Authenticator, admitCall, type CredentialWatch, type PrincipalLimits } from "../auth/index.ts";
+import {
+  type Authenticator,
+  admitCall,
+  type CredentialWatch,
+  METHOD_ROLES,
+  type PrincipalLimits,
+} from "../auth/index.ts";
 import { ANONYMOUS_CALLER, ANONYMOUS_PRINCIPAL, type Caller, type Principal } from "../caller/caller.ts";
 import { errorReason, RetryLaterError } from "../errors.ts";
 import { type CallObserver, type MethodRoute, methodPath, observeRoute } from "./rpc.ts";
-import { codeName } from "./rpc-errors.ts";
+import { codeName, toRpcError } from "./rpc-errors.ts";
 
 /** The caller, resolved once per call from the request's `caller` field and bound to its credentials. */
 const callerKey = createContextKey<Caller>(ANONYMOUS_CALLER, { description: "wayfind caller" });
@@ -166,5 +172,34 @@ function resolveCaller(input: unknown): Caller {
     runId: context.runId,
     entitlements: context.entitlements,
     narrowToTools: context.narrowToTools,
+  };
+}
+
+/**
+ * The check the request gate runs on an RPC's headers before reading its body: the credentials
+ * refused outright (missing where needed, an unknown, revoked or expired key) are answered then,
+ * with the audit line and count every refused call gets. What takes longer to judge (a JWT not
+ * verified before) and public routes are left to the call.
+ */
+export function credentialsBeforeBody(
+  auth: CallAuth,
+  logger: Logger,
+): (path: string, headers: Headers) => ConnectError | undefined {
+  return (path, headers) => {
+    if (METHOD_ROLES[path] === undefined) return undefined;
+    let who: ReturnType<Authenticator["authenticate"]>;
+    try {
+      who = auth.authenticator.authenticate(headers, ANONYMOUS_CALLER);
+    } catch (error) {
+      logger.warn(
+        { method: path, code: codeName(error), reason: errorReason(error), body: "unread" },
+        "call denied",
+      );
+      auth.onDenied?.(path, codeName(error));
+      return toRpcError(error);
+    }
+    // Verified by the call itself, from the cache this fills.
+    if (who instanceof Promise) who.catch(() => undefined);
+    return undefined;
   };
 }

@@ -2,14 +2,23 @@ import type * as http from "node:http";
 import type * as http2 from "node:http2";
 import { isIP } from "node:net";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { isLoopback } from "../auth/index.ts";
+import { CLIENT_CERTIFICATE_HEADER, isLoopback, ROLE_HEADER } from "../auth/index.ts";
 import type { CorsConfig } from "../config/index.ts";
-import type { RequestBodyDeadline } from "./connections.ts";
+import { closeOnceAnswered, type RequestBodyDeadline } from "./connections.ts";
 import { BrowserAccess } from "./cors.ts";
 import { hostnameOf, requestHost } from "./request-host.ts";
 
 type Request = http.IncomingMessage | http2.Http2ServerRequest;
 type Response = http.ServerResponse | http2.Http2ServerResponse;
+
+/**
+ * The error a call to `path` is refused with from its credentials alone, or undefined when they are
+ * accepted, not needed (a public path) or cannot be judged without waiting (a new JWT).
+ */
+export type CredentialsCheck = (path: string, headers: Headers) => ConnectError | undefined;
+
+/** What authentication reads of a request (src/auth): credentials and the development operator role. */
+const CREDENTIAL_HEADERS = ["authorization", CLIENT_CERTIFICATE_HEADER, ROLE_HEADER];
 
 /** Which names the server answers to (`server.allowed_hosts`), and why it must be strict about them. */
 export interface HostRules {
@@ -34,16 +43,32 @@ export interface HostRules {
  * 2. **Origin** (cors.ts): a page of another origin is refused unless `server.cors` allows it.
  * 3. **Body deadline** (connections.ts): the whole body within `server.request_body_timeout_seconds`
  *    of the headers, so a client that stops sending cannot hold the request and its buffers.
+ * 4. **Credentials before the body**: an RPC whose credentials are refused from its headers alone is
+ *    answered so in its own protocol without its body being read (/mcp checks its own first).
  */
 export class RequestGate {
   private readonly hosts: HostRules;
   private readonly browsers: BrowserAccess;
   private readonly bodyDeadline: RequestBodyDeadline;
+  private readonly credentials: CredentialsCheck | undefined;
+  /** Requests refused for their credentials, to be answered without reading their bodies. */
+  private readonly refused = new WeakMap<Request, ConnectError>();
 
-  constructor(hosts: HostRules, cors: CorsConfig, bodyDeadline: RequestBodyDeadline) {
+  constructor(
+    hosts: HostRules,
+    cors: CorsConfig,
+    bodyDeadline: RequestBodyDeadline,
+    credentials?: CredentialsCheck,
+  ) {
     this.hosts = hosts;
     this.browsers = new BrowserAccess(cors, hosts.loopback);
     this.bodyDeadline = bodyDeadline;
+    this.credentials = credentials;
+  }
+
+  /** Why the RPC of `request` is refused before its body is read (refusedFor), or undefined. */
+  refusedUnread(request: Request): ConnectError | undefined {
+    return this.refused.get(request);
   }
 
   /**
@@ -59,6 +84,12 @@ export class RequestGate {
     }
     if (this.browsers.handles(request, response)) return true;
     this.bodyDeadline.bound(request, response);
+    const credentials =
+      request.method === "POST" ? this.refusedFor(request.url ?? "", request.headers) : undefined;
+    if (credentials !== undefined) {
+      this.refused.set(request, credentials);
+      if ("stream" in request) closeOnceAnswered(request.stream);
+    }
     return false;
   }
 
@@ -75,12 +106,35 @@ export class RequestGate {
     const origin = headers.origin;
     const refusal =
       this.hostRefusal(host) ?? (origin === undefined ? undefined : this.browsers.refusal(origin, host));
-    if (refusal !== undefined) {
-      respond(new ConnectError(refusal, Code.PermissionDenied));
+    const refused =
+      refusal === undefined
+        ? this.refusedFor(headers[":path"] ?? "", headers)
+        : new ConnectError(refusal, Code.PermissionDenied);
+    if (refused !== undefined) {
+      closeOnceAnswered(stream);
+      respond(refused);
       return false;
     }
     this.bodyDeadline.boundGrpcStream(stream, headers[":path"] ?? "", respond);
     return true;
+  }
+
+  /**
+   * A call whose credentials are refused from its headers alone (none where the server needs them,
+   * an unknown, revoked or expired key): its body is never read or buffered. What needs more (a
+   * JWT not verified before) is left to the call's own authentication.
+   */
+  private refusedFor(
+    url: string,
+    headers: http.IncomingHttpHeaders | http2.IncomingHttpHeaders,
+  ): ConnectError | undefined {
+    if (this.credentials === undefined) return undefined;
+    const fetchHeaders = new Headers();
+    for (const name of CREDENTIAL_HEADERS) {
+      const value = headers[name];
+      if (typeof value === "string") fetchHeaders.set(name, value);
+    }
+    return this.credentials(url.split("?", 1)[0] ?? "", fetchHeaders);
   }
 
   /** Why a request sent to `host` is refused, or undefined. */

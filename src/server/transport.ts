@@ -26,7 +26,7 @@ import {
 } from "./grpc-envelope.ts";
 import { addRoutesToGrpcServer, grpcTimeoutProblem, respondWithGrpcError } from "./grpc-js-adapter.ts";
 import { RequestDecoder } from "./request-decoder.ts";
-import { type HostRules, RequestGate } from "./request-gate.ts";
+import { type CredentialsCheck, type HostRules, RequestGate } from "./request-gate.ts";
 import type { MethodRoute } from "./rpc.ts";
 
 export interface TransportOptions {
@@ -46,6 +46,8 @@ export interface TransportOptions {
   /** The names the server answers to, and which web pages may call it (request-gate.ts). */
   readonly hosts: HostRules;
   readonly cors: CorsConfig;
+  /** Refuses a call from its credentials before its body is read (request-gate.ts). */
+  readonly credentials?: CredentialsCheck;
   /** TLS on the port (every protocol); absent = cleartext (h2c and HTTP/1.1). */
   readonly tls?: TlsCredentials;
   /** Kept up to date here, read by /metrics. */
@@ -109,17 +111,19 @@ export async function checkPortFree(host: string, port: number): Promise<void> {
 export async function startTransport(options: TransportOptions): Promise<RunningTransport> {
   const { limits } = options;
   const decoder = new RequestDecoder();
+  const gate = new RequestGate(
+    options.hosts,
+    options.cors,
+    new RequestBodyDeadline(options.routes, limits.requestBodyTimeoutMs),
+    options.credentials,
+  );
   const serveConnect = connectRequestListener({
     routes: options.routes,
     readMaxBytes: options.maxMessageBytes,
     shutdownSignal: options.shutdownSignal,
     decoder,
+    refusedUnread: (request) => gate.refusedUnread(request),
   });
-  const gate = new RequestGate(
-    options.hosts,
-    options.cors,
-    new RequestBodyDeadline(options.routes, limits.requestBodyTimeoutMs),
-  );
   const connectHandler: typeof serveConnect = (request, response) => {
     if (gate.handles(request, response)) return;
     if (options.httpEndpoints?.(request, response)) return;

@@ -1,9 +1,13 @@
+import { once } from "node:events";
 import * as http from "node:http";
+import * as http2 from "node:http2";
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Health } from "../../gen/ts/grpc/health/v1/health_pb.ts";
 import { KeyService } from "../../gen/ts/wayfind/v1/keys_pb.ts";
+import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { apiKey } from "../support/auth.ts";
+import { openRaw } from "../support/raw-http.ts";
 import { rawGrpcStatus } from "../support/rpc.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 
@@ -100,6 +104,36 @@ describe("a server on every interface that requires credentials", () => {
   });
 
   const withKey = { authorization: `Bearer ${operator.secret}` };
+
+  it("answers an RPC with refused credentials before reading its body (issue 42: authentication before buffering)", async () => {
+    const connection = await openRaw(open.port);
+    connection.socket.write(
+      `POST /${ToolDiscoveryService.typeName}/RegisterTools HTTP/1.1\r\nHost: 127.0.0.1\r\n` +
+        "Content-Type: application/proto\r\nContent-Length: 4000000\r\n\r\n",
+    );
+    connection.socket.write(Buffer.alloc(64 * 1024));
+    await connection.closed;
+    expect(connection.received()).toMatch(/^HTTP\/1\.1 401 /);
+    expect(connection.received()).toContain("this server requires credentials");
+    // Native gRPC alike: answered while the message is still coming.
+    const session = http2.connect(open.baseUrl);
+    const stream = session.request(
+      {
+        ":method": "POST",
+        ":path": `/${ToolDiscoveryService.typeName}/RegisterTools`,
+        "content-type": "application/grpc",
+        te: "trailers",
+        authorization: "Bearer wf_unknown",
+      },
+      { endStream: false },
+    );
+    stream.on("error", () => {});
+    stream.write(Buffer.concat([Buffer.from([0, 0, 0x3d, 0x09, 0x00]), Buffer.alloc(1024)]));
+    const [headers] = (await once(stream, "response")) as [http2.IncomingHttpHeaders];
+    session.close();
+    expect(headers["grpc-status"]).toBe(String(Code.Unauthenticated));
+    expect(decodeURIComponent(String(headers["grpc-message"]))).toBe("API key is not known to this server");
+  });
 
   it("answers any name it is reached by, as a server behind a load balancer must", async () => {
     const answer = await get(open.port, LIST_KEYS_GET, { ...withKey, host: "wayfind.example.com" });
