@@ -43,7 +43,7 @@ const LIST_KEYS_GET = `/${KeyService.typeName}/ListApiKeys?connect=v1&encoding=j
 describe("a loopback server that serves calls without credentials (the quick start)", () => {
   let wayfind: TestServer;
   beforeAll(async () => {
-    wayfind = await startTestServer({ server: { allowed_hosts: ["wayfind.internal"] } });
+    wayfind = await startTestServer();
   });
   afterAll(() => wayfind.stop());
 
@@ -73,7 +73,7 @@ describe("a loopback server that serves calls without credentials (the quick sta
     expect(status.message).toContain("DNS rebinding");
   });
 
-  it.each(["127.0.0.1", "localhost", "[::1]", "wayfind.internal"])(
+  it.each(["127.0.0.1", "localhost", "[::1]"])(
     "answers curl and native clients that reach it as %s",
     async (name) => {
       const answer = await get(wayfind.port, LIST_KEYS_GET, {
@@ -86,24 +86,32 @@ describe("a loopback server that serves calls without credentials (the quick sta
   );
 });
 
-describe("a server on every interface that requires credentials", () => {
-  const operator = apiKey("operator", { roles: ["admin"] });
-  let open: TestServer;
-  let listed: TestServer;
+describe("a loopback server with server.allowed_hosts", () => {
+  let wayfind: TestServer;
   beforeAll(async () => {
-    const auth = { api_keys: [operator.entry] };
-    open = await startTestServer({ server: { host: "0.0.0.0" }, auth });
-    listed = await startTestServer({
-      server: { host: "0.0.0.0", allowed_hosts: ["wayfind.example.com"] },
-      auth,
-    });
+    wayfind = await startTestServer({ server: { allowed_hosts: ["wayfind.internal"] } });
   });
-  afterAll(async () => {
-    await open.stop();
-    await listed.stop();
-  });
+  afterAll(() => wayfind.stop());
 
-  const withKey = { authorization: `Bearer ${operator.secret}` };
+  it("answers the names it lists too, and no other", async () => {
+    expect((await get(wayfind.port, "/healthz", { host: `wayfind.internal:${wayfind.port}` })).status).toBe(
+      200,
+    );
+    expect((await get(wayfind.port, "/healthz", { host: `wayfind.example:${wayfind.port}` })).status).toBe(
+      403,
+    );
+  });
+});
+
+const operator = apiKey("operator", { roles: ["admin"] });
+const withKey = { authorization: `Bearer ${operator.secret}` };
+
+describe("a server on every interface that requires credentials", () => {
+  let open: TestServer;
+  beforeAll(async () => {
+    open = await startTestServer({ server: { host: "0.0.0.0" }, auth: { api_keys: [operator.entry] } });
+  });
+  afterAll(() => open.stop());
 
   it("answers an RPC with refused credentials before reading its body (issue 42: authentication before buffering)", async () => {
     const connection = await openRaw(open.port);
@@ -139,8 +147,19 @@ describe("a server on every interface that requires credentials", () => {
     const answer = await get(open.port, LIST_KEYS_GET, { ...withKey, host: "wayfind.example.com" });
     expect(answer.status).toBe(200);
   });
+});
 
-  it("answers only the names of server.allowed_hosts (and addresses) once it lists some", async () => {
+describe("a server on every interface with server.allowed_hosts", () => {
+  let listed: TestServer;
+  beforeAll(async () => {
+    listed = await startTestServer({
+      server: { host: "0.0.0.0", allowed_hosts: ["wayfind.example.com"] },
+      auth: { api_keys: [operator.entry] },
+    });
+  });
+  afterAll(() => listed.stop());
+
+  it("answers only the names it lists (and addresses)", async () => {
     expect((await get(listed.port, LIST_KEYS_GET, { ...withKey, host: "wayfind.example.com" })).status).toBe(
       200,
     );
