@@ -75,6 +75,15 @@ describe("wayfind keys, while the server runs", () => {
     expect(error.rawMessage).toBe("API key to-revoke has been revoked");
   });
 
+  it("revokes by id, asking whose when two tenants have a key of that id", () => {
+    keysCli("create", "--tenant", "acme", "--role", "agent", "--id", "twin");
+    keysCli("create", "--tenant", "globex", "--role", "agent", "--id", "twin");
+    expect(() => keysCli("revoke", "twin")).toThrow(
+      /keys of tenants "acme", "globex" have id twin; say whose with --tenant/,
+    );
+    expect(keysCli("revoke", "twin", "--tenant", "globex")).toBe("revoked twin\n");
+  });
+
   it("stores only the key's SHA-256, never the secret", () => {
     const secret = keysCli("create", "--tenant", "acme", "--role", "observer").trim();
     const db = openDatabase(join(wayfind.dataDir, "wayfind.db"), allMigrations);
