@@ -22,3 +22,28 @@ export function canonicalJson(value: unknown): string {
   });
   return json ?? "null";
 }
+
+/**
+ * How many JSON values a value holds (itself included) and how deeply they nest. Stops counting
+ * once past `maxDepth` or `maxValues`, so an oversize input costs no more than the bound (and its
+ * recursion never goes deeper than `maxDepth`).
+ */
+export function jsonShape(
+  value: unknown,
+  maxDepth: number,
+  maxValues: number,
+): { values: number; depth: number } {
+  let values = 0;
+  let depth = 0;
+  const visit = (v: unknown, level: number): void => {
+    values++;
+    depth = Math.max(depth, level);
+    if (level > maxDepth || values > maxValues || v === null || typeof v !== "object") return;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) {
+      visit(child, level + 1);
+      if (level > maxDepth || values > maxValues) return;
+    }
+  };
+  visit(value, 1);
+  return { values, depth };
+}

@@ -87,6 +87,18 @@ export const LIMITS = {
   reportToolOutcomeTool: limit("tools", "ReportToolOutcomeRequest", "tool", 1, 128, { unit: "characters" }),
   reportToolOutcomeNote: limit("tools", "ReportToolOutcomeRequest", "note", 0, 1_000, { unit: "characters" }),
   callToolTimeoutSeconds: limit("tools", "CallToolRequest", "timeout_seconds", 0, 600, {}),
+  callToolArgumentsDepth: limit("tools", "CallToolRequest", "arguments", 1, 32, {
+    unit: "levels of nesting",
+  }),
+  callToolArgumentsValues: limit("tools", "CallToolRequest", "arguments", 1, 100_000, {
+    unit: "JSON values",
+  }),
+  checkToolCallArgumentsDepth: limit("tools", "CheckToolCallRequest", "arguments", 1, 32, {
+    unit: "levels of nesting",
+  }),
+  checkToolCallArgumentsValues: limit("tools", "CheckToolCallRequest", "arguments", 1, 100_000, {
+    unit: "JSON values",
+  }),
   reportToolOutcomeKey: limit("tools", "ReportToolOutcomeRequest", "idempotency_key", 0, 128, {
     unit: "characters",
   }),

@@ -284,6 +284,20 @@ const callWith: Record<keyof typeof LIMITS, (size: number) => Promise<unknown>> 
       tools().callTool({ caller, name: toolNames[0], timeoutSeconds: size }),
       Code.FailedPrecondition,
     ),
+  callToolArgumentsDepth: (size) =>
+    refusedAfterSizeCheck(
+      tools().callTool({ caller, name: toolNames[0], arguments: jsonOfDepth(size) }),
+      Code.FailedPrecondition,
+    ),
+  callToolArgumentsValues: (size) =>
+    refusedAfterSizeCheck(
+      tools().callTool({ caller, name: toolNames[0], arguments: { list: Array(size - 2).fill(0) } }),
+      Code.FailedPrecondition,
+    ),
+  checkToolCallArgumentsDepth: (size) =>
+    tools().checkToolCall({ caller, name: toolNames[0], arguments: jsonOfDepth(size) }),
+  checkToolCallArgumentsValues: (size) =>
+    tools().checkToolCall({ caller, name: toolNames[0], arguments: { list: Array(size - 2).fill(0) } }),
 };
 
 /** A call refused with `code` after its sizes were checked; any other outcome is thrown. */

@@ -121,3 +121,42 @@ export function searchQueries(seed: number, count: number): string[] {
     return parts.slice(0, n).join(" ");
   });
 }
+
+/** A list item at its limit (4,000 characters) of e-mail addresses: the slowest skill text to redact. */
+const CRAFTED_ITEM = "mail a.b@c.de or x@y.io now ".repeat(139);
+
+/**
+ * What a tenant's admin may load to make skill calls expensive (issue 42), as pack files:
+ * - `big`: ten skills of about a megabyte each, every list at 80 items of CRAFTED_ITEM;
+ * - `common`: `count` skills that all hold the same 32 words, so a task of those words matches each.
+ */
+export function craftedPacks(count: number): { big: PackFile[]; common: PackFile[]; commonWords: string[] } {
+  const many = Array.from({ length: 80 }, () => CRAFTED_ITEM);
+  const big = Array.from({ length: 10 }, (_, i) => ({
+    path: `s${i}.skill.json`,
+    content: JSON.stringify({
+      name: `big.procedure_${i}`,
+      title: "big crafted procedure",
+      trigger: "when handling a big crafted procedure",
+      description: CRAFTED_ITEM,
+      steps: many,
+      preconditions: many,
+      failure_modes: many,
+    }),
+  }));
+  const commonWords = Array.from({ length: 32 }, (_, i) => `word${String.fromCharCode(97 + (i % 26))}${i}`);
+  const perFile = 2_000;
+  const common: PackFile[] = [];
+  for (let start = 0; start < count; start += perFile) {
+    const lines = Array.from({ length: Math.min(perFile, count - start) }, (_, i) =>
+      JSON.stringify({
+        name: `common.skill_${start + i}`,
+        title: `common ${start + i}`,
+        trigger: commonWords.join(" "),
+        steps: ["go"],
+      }),
+    );
+    common.push({ path: `part-${start / perFile}.skill.jsonl`, content: `${lines.join("\n")}\n` });
+  }
+  return { big, common, commonWords };
+}

@@ -1,7 +1,7 @@
 import type { Caller } from "../caller/caller.ts";
 import type { AuthConfig } from "../config/index.ts";
 import { unauthenticated } from "../errors.ts";
-import { API_KEY_PREFIX, type ApiKeyStore } from "./api-keys.ts";
+import { API_KEY_PREFIX, type ApiKeyStore, keyPrincipalId } from "./api-keys.ts";
 import { JwtVerifier, MAX_TOKEN_CHARS } from "./jwt.ts";
 import { CLIENT_CERTIFICATE_HEADER, certificatePrincipal } from "./mtls.ts";
 import { grantPrincipal, type Principal, unauthenticatedPrincipal } from "./principal.ts";
@@ -71,7 +71,7 @@ export class Authenticator {
       throw unauthenticated(`API key ${key.id} expired at ${new Date(key.expiresAtMs).toISOString()}`);
     let principal = this.keyPrincipals.get(key);
     if (!principal) {
-      principal = grantPrincipal(`key:${key.id}`, key);
+      principal = grantPrincipal(keyPrincipalId(key), key);
       this.keyPrincipals.set(key, principal);
     }
     return principal;

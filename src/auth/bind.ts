@@ -1,6 +1,6 @@
-import type { Caller, Principal } from "../caller/caller.ts";
+import { type Caller, holdsRole, type Principal } from "../caller/caller.ts";
 import { permissionDenied as denied, quoteInput } from "../errors.ts";
-import { holdsRole, METHOD_ROLES } from "./roles.ts";
+import { METHOD_ROLES } from "./roles.ts";
 
 /** What a call may do, once its principal is known: its role for the method, and its bound caller. */
 export interface Admission {

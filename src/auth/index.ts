@@ -2,15 +2,10 @@
 export { type ApiKey, ApiKeyStore, apiKeySha256 } from "./api-keys.ts";
 export { Authenticator, OPERATOR_ROLE, ROLE_HEADER } from "./authenticate.ts";
 export { admitCall } from "./bind.ts";
+export { CredentialWatch } from "./credential-watch.ts";
 export { KeyAdmin, type KeyRequest } from "./key-admin.ts";
 export { PrincipalLimits } from "./limits.ts";
 export { CLIENT_CERTIFICATE_HEADER, clientCertificateHeader } from "./mtls.ts";
 export { METHOD_ROLES } from "./roles.ts";
 export { authMigrations } from "./schema.ts";
-export {
-  hostnameOf,
-  isLoopback,
-  reboundHostRefusal,
-  requestHost,
-  unauthenticatedAllowed,
-} from "./unauthenticated.ts";
+export { isLoopback, unauthenticatedAllowed } from "./unauthenticated.ts";

@@ -88,6 +88,7 @@ export class JwtVerifier {
       entitlements: listClaim(payload, claims.entitlements) ?? [],
       projects: listClaim(payload, claims.projects) ?? [],
       userId: stringClaim(payload, claims.user) ?? "",
+      expiresAtMs: (payload.exp ?? 0) * 1000,
     });
   }
 }

@@ -1,8 +1,8 @@
 import { authorizeKeyGrant, keyTenantFor } from "../caller/authorize.ts";
 import { isRole, type Principal, ROLES, type Role } from "../caller/caller.ts";
-import { type FieldViolation, invalidArgument, notFound, quoteInput } from "../errors.ts";
+import { type FieldViolation, invalidArgument, notFound, permissionDenied, quoteInput } from "../errors.ts";
 import { LIMITS, type Limit, sizeProblem } from "../limits.ts";
-import { type ApiKey, type ApiKeyStore, isKeyId } from "./api-keys.ts";
+import { type ApiKey, type ApiKeyStore, isKeyId, MAX_KEY_EXPIRY_MS } from "./api-keys.ts";
 
 /** A key as an admin asks for it over the API (CreateApiKey), before it is checked. */
 export interface KeyRequest {
@@ -17,13 +17,11 @@ export interface KeyRequest {
   readonly expiry: { readonly inSeconds: number } | { readonly atMs: number } | undefined;
 }
 
-/** The latest time a Date can hold (an expiry past it could never be shown). */
-const MAX_TIME_MS = 8.64e15;
-
 /**
  * API keys as an admin manages them over the API (KeyService): its own tenant's, or every tenant's
  * for the operator (src/caller/authorize.ts decides whose), in the store `wayfind keys` also uses.
- * Another tenant's key is answered exactly as a missing one.
+ * Key ids are unique within a tenant: another tenant's key is answered exactly as a missing one, and
+ * its id is as free as any other.
  */
 export class KeyAdmin {
   constructor(private readonly store: ApiKeyStore) {}
@@ -35,11 +33,22 @@ export class KeyAdmin {
     return tenant === undefined ? keys : keys.filter((key) => key.tenant === tenant);
   }
 
-  /** Creates a key; the secret is returned here once. */
+  /**
+   * Creates a key; the secret is returned here once. It grants no more than the principal's own
+   * credential (roles, projects, entitlements) and expires no later: without an expiry asked for, a
+   * key created by a credential that expires expires with it.
+   */
   create(principal: Principal, request: KeyRequest, now = Date.now()): { key: ApiKey; secret: string } {
     const tenant = request.tenant || principal.tenantId;
     const roles = checkRequest(request, tenant, now);
-    authorizeKeyGrant(principal, { tenant, projects: request.projects, entitlements: request.entitlements });
+    const expiresAtMs = expiresAtMsOf(request.expiry, now) ?? principal.expiresAtMs;
+    authorizeKeyGrant(principal, {
+      tenant,
+      roles,
+      projects: request.projects,
+      entitlements: request.entitlements,
+      expiresAtMs,
+    });
     return this.store.create(
       {
         id: request.id || undefined,
@@ -47,21 +56,38 @@ export class KeyAdmin {
         roles,
         projects: request.projects,
         entitlements: request.entitlements,
-        expiresAtMs: expiresAtMs(request.expiry, now),
+        expiresAtMs,
       },
       now,
     );
   }
 
-  /** Revokes a key the principal manages; false when it was revoked already. */
-  revoke(principal: Principal, id: string, now = Date.now()): boolean {
+  /**
+   * Revokes a key the principal manages; false when it was revoked already. `tenant` says whose key
+   * (undefined = the principal's tenant, or for the operator the one tenant with a key of this id).
+   */
+  revoke(principal: Principal, id: string, tenant: string | undefined, now = Date.now()): boolean {
     if (id === "")
       throw invalidArgument("id is required: the id of the key to revoke (ListApiKeys lists them)");
-    const tenant = keyTenantFor(principal);
-    const key = this.store.get(id);
-    if (key === undefined || (tenant !== undefined && key.tenant !== tenant))
-      throw notFound(`no key with id ${quoteInput(id)}; ListApiKeys lists the keys you manage`);
-    return this.store.revoke(id, now);
+    const missing = () => notFound(`no key with id ${quoteInput(id)}; ListApiKeys lists the keys you manage`);
+    const own = keyTenantFor(principal);
+    if (own !== undefined) {
+      if (tenant !== undefined && tenant !== own)
+        throw permissionDenied(
+          `tenant_id ${quoteInput(tenant)} is not your tenant: an admin bound to a tenant revokes its own keys only (leave tenant_id unset)`,
+        );
+      if (this.store.get(own, id) === undefined) throw missing();
+      return this.store.revoke(own, id, now);
+    }
+    const keys = this.store.withId(id).filter((key) => tenant === undefined || key.tenant === tenant);
+    const [key, ...others] = keys;
+    if (key === undefined) throw missing();
+    if (others.length > 0)
+      throw invalidArgument(
+        `keys of several tenants have id ${quoteInput(id)} (${keys.map((k) => quoteInput(k.tenant)).join(", ")}); say whose with tenant_id`,
+        [{ field: "tenant_id", description: "names which tenant's key to revoke" }],
+      );
+    return this.store.revoke(key.tenant, id, now);
   }
 }
 
@@ -104,8 +130,13 @@ function checkRequest(request: KeyRequest, tenant: string, now: number): Role[] 
   const { expiry } = request;
   if (expiry !== undefined && "inSeconds" in expiry)
     size("expires_in_seconds", LIMITS.keyExpiresInSeconds, expiry.inSeconds);
-  else if (expiry !== undefined && !(expiry.atMs > now && expiry.atMs <= MAX_TIME_MS))
-    problem("expires_at", expiry.atMs > now ? "is too far in the future" : "must be in the future");
+  else if (expiry !== undefined && !(expiry.atMs > now && expiry.atMs <= MAX_KEY_EXPIRY_MS))
+    problem(
+      "expires_at",
+      expiry.atMs > now
+        ? `must be at the latest ${new Date(MAX_KEY_EXPIRY_MS).toISOString()} (the latest time every encoding of the API carries)`
+        : "must be in the future",
+    );
 
   const [first] = problems;
   if (first !== undefined) {
@@ -116,7 +147,7 @@ function checkRequest(request: KeyRequest, tenant: string, now: number): Role[] 
   return roles;
 }
 
-function expiresAtMs(expiry: KeyRequest["expiry"], now: number): number | undefined {
+function expiresAtMsOf(expiry: KeyRequest["expiry"], now: number): number | undefined {
   if (expiry === undefined) return undefined;
   return "inSeconds" in expiry ? now + expiry.inSeconds * 1000 : expiry.atMs;
 }

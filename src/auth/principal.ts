@@ -4,7 +4,10 @@ import type { GrantConfig } from "../config/index.ts";
 export type { Principal } from "../caller/caller.ts";
 
 /** The principal a credential (API key, token, certificate) grants. Admin bound to no tenant = operator. */
-export function grantPrincipal(id: string, grant: GrantConfig & { readonly userId?: string }): Principal {
+export function grantPrincipal(
+  id: string,
+  grant: GrantConfig & { readonly userId?: string; readonly expiresAtMs?: number | undefined },
+): Principal {
   const roles = new Set<Role>(grant.roles);
   return {
     id,
@@ -14,6 +17,7 @@ export function grantPrincipal(id: string, grant: GrantConfig & { readonly userI
     projects: grant.projects,
     entitlements: grant.entitlements,
     userId: grant.userId ?? "",
+    expiresAtMs: grant.expiresAtMs,
   };
 }
 

@@ -41,8 +41,3 @@ export const METHOD_ROLES: Readonly<Record<string, Role>> = {
   "/wayfind.v1.KeyService/CreateApiKey": "admin",
   "/wayfind.v1.KeyService/RevokeApiKey": "admin",
 };
-
-/** Whether `roles` may call a method that needs `needed`. */
-export function holdsRole(roles: ReadonlySet<Role>, needed: Role): boolean {
-  return roles.has(needed) || roles.has("admin");
-}

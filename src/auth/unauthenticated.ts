@@ -8,27 +8,6 @@ export function isLoopback(host: string): boolean {
   return host === "::1" || host === "[::1]";
 }
 
-/** The host (and port) a request was sent to: HTTP/1.1's Host, or HTTP/2's :authority. */
-export function requestHost(headers: { readonly host?: string | undefined }): string {
-  return headers.host ?? (headers as { readonly ":authority"?: string })[":authority"] ?? "";
-}
-
-/** The host name of a URL, or of `host[:port]`; "" when it is neither. No IPv6 brackets. */
-export function hostnameOf(urlOrHost: string): string {
-  const url = urlOrHost.includes("://") ? urlOrHost : `http://${urlOrHost}`;
-  return URL.canParse(url) ? new URL(url).hostname.replace(/^\[(.*)\]$/, "$1") : "";
-}
-
-/**
- * Why a server listening on loopback refuses a request sent to `host`, or undefined: a page whose
- * site rebinds its own name to 127.0.0.1 must not reach a server that trusts loopback callers.
- */
-export function reboundHostRefusal(host: string): string | undefined {
-  return isLoopback(hostnameOf(host))
-    ? undefined
-    : `Host "${host.slice(0, 100)}" does not name this server, which listens on loopback only (DNS rebinding protection)`;
-}
-
 /**
  * Whether calls without credentials are served, acting as their CallerContext says. By default only on
  * loopback, where only this machine's processes reach the port (the quick start). Anywhere else it

@@ -1,5 +1,5 @@
 import { permissionDenied as denied, quoteInput } from "../errors.ts";
-import type { Principal } from "./caller.ts";
+import { holdsRole, type Principal, type Role } from "./caller.ts";
 
 /**
  * THE one place that decides what a principal may write or observe beyond its own tenant; handlers
@@ -77,20 +77,32 @@ export function keyTenantFor(principal: Principal): string | undefined {
 /** What a key to be created grants, as far as who may create it is concerned. */
 export interface KeyGrant {
   readonly tenant: string;
+  readonly roles: readonly Role[];
   readonly projects: readonly string[];
   readonly entitlements: readonly string[];
+  /** undefined = never. */
+  readonly expiresAtMs: number | undefined;
 }
 
 /**
  * A key is created for the tenant the principal manages (any for the operator) and grants no more
- * than the principal's own credential holds: projects and entitlements may only narrow it, as a
- * CallerContext may. Without credentials (local development) anything goes for the caller's tenant.
+ * than the principal's own credential holds: roles it holds, projects and entitlements that only
+ * narrow its own (as a CallerContext may), and an expiry no later than its own. Without credentials
+ * (local development) anything goes for the caller's tenant.
  */
 export function authorizeKeyGrant(principal: Principal, grant: KeyGrant): void {
   const own = keyTenantFor(principal);
   if (own !== undefined && grant.tenant !== own)
     throw denied(
       `tenant_id ${quoteInput(grant.tenant)} is not your tenant: an admin bound to a tenant creates keys for its own only (leave tenant_id empty); another tenant's keys need ${AS_OPERATOR}`,
+    );
+  const unheldRole = grant.roles.find((role) => !holdsRole(principal.roles, role));
+  if (unheldRole !== undefined)
+    throw denied(`roles names ${quoteInput(unheldRole)}, a role your credential does not hold`);
+  const expires = principal.expiresAtMs;
+  if (expires !== undefined && (grant.expiresAtMs === undefined || grant.expiresAtMs > expires))
+    throw denied(
+      `your credential expires at ${new Date(expires).toISOString()}: a key you create may not outlive it; ask for an expiry no later than that`,
     );
   const held = principal.entitlements;
   if (principal.operator || held === undefined) return;

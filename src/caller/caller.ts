@@ -46,6 +46,11 @@ export function isRole(name: string): name is Role {
   return (ROLES as readonly string[]).includes(name);
 }
 
+/** Whether `roles` may do what needs `needed` (an RPC, granting a role): `admin` may do everything. */
+export function holdsRole(roles: ReadonlySet<Role>, needed: Role): boolean {
+  return roles.has(needed) || roles.has("admin");
+}
+
 /**
  * Who acts, resolved once per call from its credentials (src/auth/authenticate.ts) and bound to the
  * call's Caller (src/auth/bind.ts) in src/server/pipeline.ts. What a principal may write or observe
@@ -65,6 +70,8 @@ export interface Principal {
   readonly entitlements: readonly string[] | undefined;
   /** The user the credential names; "" = whichever the caller says. */
   readonly userId: string;
+  /** When the credential stops being accepted (epoch ms): a key's expiry, a token's `exp`; absent = never. */
+  readonly expiresAtMs?: number | undefined;
 }
 
 export const ANONYMOUS_PRINCIPAL: Principal = {

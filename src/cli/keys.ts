@@ -9,16 +9,18 @@ import { commandArgs, UsageError } from "./args.ts";
 const USAGE = `Usage:
   wayfind keys create --tenant T --role R [--role R…] [options]
   wayfind keys list [--data-dir DIR | --config FILE]
-  wayfind keys revoke ID [--data-dir DIR | --config FILE]
+  wayfind keys revoke ID [--tenant T] [--data-dir DIR | --config FILE]
 
 Manages API keys. A key binds a tenant (none only for an admin: the operator), roles (agent,
 observer, admin), and optionally projects and entitlements. "create" prints the secret once, alone
 on stdout (KEY=$(wayfind keys create …)); only its SHA-256 is stored. Keys live in the server's data
-folder and a running server sees a new or revoked key on its next call. Over the API, an admin
-manages the same keys with wayfind.v1.KeyService.
+folder and a running server sees a new or revoked key on its next call (and closes the streams and
+MCP sessions of a revoked one). Key ids are unique within a tenant: "revoke" needs --tenant when
+several tenants have a key of that id. Over the API, an admin manages the same keys with
+wayfind.v1.KeyService.
 
 Options:
-  --tenant T          tenant the key acts for
+  --tenant T          tenant the key acts for (revoke: whose key; "" for an operator key)
   --role R            agent | observer | admin (repeat for several)
   --project P         limit the key to project P (repeat for several)
   --entitlement E     an entitlement the key holds (repeat for several)
@@ -59,7 +61,7 @@ export function runKeys(
   const dataDir = values["data-dir"] ?? config?.server.dataDir ?? ".wayfind";
   const open = () => {
     const db = openDatabase(join(dataDir, "wayfind.db"), allMigrations);
-    return { db, store: new ApiKeyStore(db, config?.auth.apiKeys ?? []) };
+    return { db, store: new ApiKeyStore(db, config?.auth.apiKeys ?? [], config?.auth.keyRetentionDays) };
   };
   switch (action) {
     case "create": {
@@ -102,7 +104,8 @@ export function runKeys(
       if (id === undefined) throw new UsageError(`wayfind keys revoke: name the key's ID\n\n${USAGE}`);
       const { db, store } = open();
       try {
-        out.write(store.revoke(id) ? `revoked ${id}\n` : `${id} was already revoked\n`);
+        const tenant = values.tenant ?? onlyTenantWithId(store.withId(id), id);
+        out.write(store.revoke(tenant, id) ? `revoked ${id}\n` : `${id} was already revoked\n`);
       } finally {
         db.close();
       }
@@ -111,6 +114,15 @@ export function runKeys(
     default:
       throw new UsageError(`wayfind keys: say create, list or revoke\n\n${USAGE}`);
   }
+}
+
+/** The tenant of the one key with this id; a usage error when several tenants have one. */
+function onlyTenantWithId(keys: readonly ApiKey[], id: string): string {
+  if (keys.length <= 1) return keys[0]?.tenant ?? "";
+  const tenants = keys.map((key) => JSON.stringify(key.tenant)).join(", ");
+  throw new UsageError(
+    `wayfind keys revoke: keys of tenants ${tenants} have id ${id}; say whose with --tenant`,
+  );
 }
 
 function parseRole(text: string): Role {

@@ -1,3 +1,4 @@
+import { DEFAULTS } from "./defaults.ts";
 import { ConfigError } from "./errors.ts";
 import type { ConfigFile } from "./schema.ts";
 import type { AuthConfig, GrantConfig, JwtConfig, TlsConfig, WayfindConfig } from "./types.ts";
@@ -34,6 +35,7 @@ export function authConfig(raw: RawAuth | undefined, pathFrom: PathResolver): Au
       : undefined,
     allowUnauthenticated: raw?.allow_unauthenticated,
     insecureAllowUnauthenticated: false,
+    keyRetentionDays: raw?.key_retention_days ?? DEFAULTS.auth.keyRetentionDays,
     limits: {
       callsPerSecond: raw?.limits?.calls_per_second,
       burst: raw?.limits?.burst ?? Math.max(1, Math.ceil(raw?.limits?.calls_per_second ?? 1)),

@@ -123,10 +123,21 @@ export const DEFAULTS = {
     maxConnections: 4096,
     eventRetention: { maxEvents: 100_000, maxAgeHours: 168 },
     metrics: true,
-    mcp: { enabled: true, maxSessions: 1_000, sessionIdleTimeoutSeconds: 1_800, toolList: "fixed" },
+    mcp: {
+      enabled: true,
+      maxSessions: 1_000,
+      maxSessionsPerCredential: 250,
+      maxSessionsPerTenant: 500,
+      sessionIdleTimeoutSeconds: 1_800,
+      toolList: "fixed",
+    },
     /** No other origin's pages; a browser may reuse a preflight's answer this long (it caps it lower itself). */
     cors: { allowedOrigins: [] as readonly string[], maxAgeSeconds: 600 },
+    /** IP addresses and loopback names only, where the server must be strict (docs/security.md). */
+    allowedHosts: [] as readonly string[],
     console: true,
   },
   logging: { level: "info" as LogLevel },
+  /** Revoked and expired API keys stay listed (and are refused with their reason) 30 days, then go. */
+  auth: { keyRetentionDays: 30 },
 } as const;

@@ -454,6 +454,9 @@ function toConfig(raw: ConfigFile, baseDir: string, configFile: string | undefin
       mcp: {
         enabled: server.mcp?.enabled ?? DEFAULTS.server.mcp.enabled,
         maxSessions: server.mcp?.max_sessions ?? DEFAULTS.server.mcp.maxSessions,
+        maxSessionsPerCredential:
+          server.mcp?.max_sessions_per_credential ?? DEFAULTS.server.mcp.maxSessionsPerCredential,
+        maxSessionsPerTenant: server.mcp?.max_sessions_per_tenant ?? DEFAULTS.server.mcp.maxSessionsPerTenant,
         sessionIdleTimeoutSeconds:
           server.mcp?.session_idle_timeout_seconds ?? DEFAULTS.server.mcp.sessionIdleTimeoutSeconds,
         toolList: server.mcp?.tool_list ?? DEFAULTS.server.mcp.toolList,
@@ -463,6 +466,7 @@ function toConfig(raw: ConfigFile, baseDir: string, configFile: string | undefin
         maxAgeSeconds: server.cors?.max_age ?? DEFAULTS.server.cors.maxAgeSeconds,
       },
       console: server.console ?? DEFAULTS.server.console,
+      allowedHosts: (server.allowed_hosts ?? DEFAULTS.server.allowedHosts).map((name) => name.toLowerCase()),
       tls: tlsConfig(server.tls, (p) => resolvePath(baseDir, p)),
       eventRetention: {
         maxEvents: server.event_retention?.max_events ?? DEFAULTS.server.eventRetention.maxEvents,

@@ -238,7 +238,13 @@ const apiKey = z
     key_sha256: z
       .string()
       .regex(/^[0-9a-f]{64}$/, { error: "must be the key's SHA-256 as 64 lower-case hex digits" }),
-    expires_at: z.iso.datetime({ offset: true }).optional(),
+    expires_at: z.iso
+      .datetime({ offset: true })
+      // The latest time a Timestamp carries in JSON: a later expiry could not be listed (ListApiKeys).
+      .refine((value) => Date.parse(value) < Date.UTC(10_000, 0, 1), {
+        message: "must be before 10000-01-01T00:00:00Z",
+      })
+      .optional(),
     ...grant,
   })
   .superRefine((key, ctx) => grantNeedsTenant(key, ctx));
@@ -294,6 +300,7 @@ const auth = z.strictObject({
   jwt: jwt.optional(),
   mtls: mtls.optional(),
   allow_unauthenticated: z.boolean().optional(),
+  key_retention_days: z.number().int().min(0).max(3650).optional(),
   limits: z
     .strictObject({
       calls_per_second: z.number().positive().max(1_000_000).optional(),
@@ -326,6 +333,14 @@ function isWebOrigin(value: string): boolean {
   return (url.protocol === "http:" || url.protocol === "https:") && url.origin === value;
 }
 
+/** A name clients reach the server by (`wayfind.example.com`), as a Host header carries it. */
+const allowedHost = z
+  .string()
+  .max(253)
+  .regex(/^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$/, {
+    message: "must be a host name without port or scheme, e.g. wayfind.example.com",
+  });
+
 const server = z.strictObject({
   host: host.optional(),
   port: port.optional(),
@@ -341,6 +356,8 @@ const server = z.strictObject({
     .strictObject({
       enabled: z.boolean().optional(),
       max_sessions: z.number().int().min(1).max(100_000).optional(),
+      max_sessions_per_credential: z.number().int().min(1).max(100_000).optional(),
+      max_sessions_per_tenant: z.number().int().min(1).max(100_000).optional(),
       session_idle_timeout_seconds: timeoutSeconds.optional(),
       tool_list: z.enum(["fixed", "activated"]).optional(),
     })
@@ -352,6 +369,7 @@ const server = z.strictObject({
     })
     .optional(),
   console: z.boolean().optional(),
+  allowed_hosts: z.array(allowedHost).max(100).optional(),
   tls: tls.optional(),
   event_retention: z
     .strictObject({ max_events: positiveInt.optional(), max_age_hours: z.number().positive().optional() })

@@ -151,8 +151,15 @@ export type McpServerConfig = McpStdioServerConfig | McpHttpServerConfig;
 
 export interface McpEndpointConfig {
   readonly enabled: boolean;
-  /** Sessions open at once; an initialize past this closes the one idle longest first. */
+  /**
+   * Sessions open at once. An initialize past this closes a session of the tenant holding the most
+   * (the one idle longest), so a tenant within its share never loses one to another's.
+   */
   readonly maxSessions: number;
+  /** Sessions one credential may hold; its initialize past this closes its own session idle longest. */
+  readonly maxSessionsPerCredential: number;
+  /** Sessions one tenant's credentials may hold together; past this, the tenant's session idle longest goes. */
+  readonly maxSessionsPerTenant: number;
   /** A session nobody used for this long is closed (its client initializes again). */
   readonly sessionIdleTimeoutSeconds: number;
   /** What a session's `tools/list` holds unless its URL asks otherwise (docs/mcp.md). */
@@ -252,6 +259,12 @@ interface ServerConfig {
   readonly mcp: McpEndpointConfig;
   /** Web pages on other origins that may call the API (docs/console.md). */
   readonly cors: CorsConfig;
+  /**
+   * Names the server may be reached by besides IP addresses and loopback names (lower-case). A
+   * server that listens on loopback or serves calls without credentials answers no other name; any
+   * other server answers any name unless this lists some (docs/security.md, DNS rebinding).
+   */
+  readonly allowedHosts: readonly string[];
   /** Serve the web console at `GET /console`. */
   readonly console: boolean;
   /** TLS on the port (gRPC, Connect and gRPC-Web alike); undefined = cleartext (h2c and HTTP/1.1). */
@@ -326,6 +339,8 @@ export interface AuthConfig {
   readonly allowUnauthenticated: boolean | undefined;
   /** `serve --insecure-allow-unauthenticated`: the operator accepts unauthenticated calls off loopback. */
   readonly insecureAllowUnauthenticated: boolean;
+  /** Days a revoked or expired API key is kept (listed, refused with its reason) before it is deleted. */
+  readonly keyRetentionDays: number;
   readonly limits: AuthLimitsConfig;
 }
 

@@ -3,7 +3,7 @@ import { Ajv, type CodeOptions, type SchemaValidateFunction, type ValidateFuncti
 import { RE2JS } from "re2js";
 import { invalidArgument, quoteInput, WayfindError } from "../errors.ts";
 import type { JsonObject, JsonValue } from "../json.ts";
-import { canonicalJson } from "../json.ts";
+import { canonicalJson, jsonShape } from "../json.ts";
 import { LIMITS as API, type Limit, sizeProblem } from "../limits.ts";
 import { runToEnd } from "../text/slices.ts";
 import {
@@ -180,26 +180,6 @@ export function compiledSchemaValues(inputs: readonly ToolInput[]): number {
 /** UTF-8 bytes of the value as JSON. */
 function jsonBytes(value: JsonValue): number {
   return Buffer.byteLength(JSON.stringify(value));
-}
-
-/**
- * How many JSON values a value holds (itself included) and how deeply they nest. Stops counting
- * once past `maxDepth` or `maxValues`, so an oversize input costs no more than the bound.
- */
-function jsonShape(value: JsonValue, maxDepth: number, maxValues: number): { values: number; depth: number } {
-  let values = 0;
-  let depth = 0;
-  const visit = (v: JsonValue, level: number): void => {
-    values++;
-    depth = Math.max(depth, level);
-    if (level > maxDepth || values > maxValues || v === null || typeof v !== "object") return;
-    for (const child of Array.isArray(v) ? v : Object.values(v)) {
-      visit(child, level + 1);
-      if (level > maxDepth || values > maxValues) return;
-    }
-  };
-  visit(value, 1);
-  return { values, depth };
 }
 
 /** A schema pattern RE2 cannot compile (a lookaround or a backreference, say). */

@@ -6,7 +6,8 @@
  */
 import { createHash, randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
+import * as http2 from "node:http2";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import {
@@ -23,26 +24,23 @@ import {
   type ServerNotification,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "pino";
-import {
-  CLIENT_CERTIFICATE_HEADER,
-  hostnameOf,
-  isLoopback,
-  reboundHostRefusal,
-  requestHost,
-} from "../auth/index.ts";
+import { CLIENT_CERTIFICATE_HEADER } from "../auth/index.ts";
+import type { Principal } from "../caller/caller.ts";
 import type { McpEndpointConfig, McpToolList } from "../config/index.ts";
 import { errorReason } from "../errors.ts";
 import type { JsonObject } from "../json.ts";
 import { PROGRESS_SINK_HEADER, type ProgressSinks, type ToolProgress } from "../tools/progress.ts";
+import { type MessageProblem, messageProblem } from "./messages.ts";
 import type { CallScope, WayfindClients } from "./meta-tools.ts";
+import { type PooledSession, SessionPool } from "./session-pool.ts";
 import { getPrompt, listPrompts, listResources, readResource } from "./session-skills.ts";
 import { SessionTools } from "./session-tools.ts";
 
 /** Streamable HTTP is served over HTTP/1.1 and HTTP/2 alike (the SDK's transport takes either). */
-type Request = IncomingMessage | Http2ServerRequest;
-type Response = ServerResponse | Http2ServerResponse;
+type Request = IncomingMessage | http2.Http2ServerRequest;
+type Response = ServerResponse | http2.Http2ServerResponse;
 
-const MCP_PATH = "/mcp";
+export const MCP_PATH = "/mcp";
 
 /**
  * Request headers passed on to wayfind's RPCs and to authentication: credentials, the development
@@ -50,38 +48,47 @@ const MCP_PATH = "/mcp";
  */
 const FORWARDED_HEADERS = ["authorization", "wayfind-role", "wayfind-tenant", "traceparent", "tracestate"];
 
+/** How the endpoint learns who a request acts as, and hears when that stops being accepted. */
+interface McpCredentials {
+  /** The principal the headers' credentials are; throws (an UNAUTHENTICATED error saying why) otherwise. */
+  authenticate(headers: Headers): Promise<Principal>;
+  /**
+   * Calls `lost` with why once the credential in `headers` is no longer accepted (revoked, expired);
+   * returns the release.
+   */
+  watch(headers: Headers, principal: Principal, lost: (reason: string) => void): () => void;
+}
+
 export interface McpEndpointOptions {
   readonly clients: WayfindClients;
   /** Where the in-process CallTool finds the sink a call's progress goes to. */
   readonly progress: ProgressSinks;
-  /** Throws (an UNAUTHENTICATED error saying why) unless the headers carry credentials the server accepts. */
-  readonly authenticate: (headers: Headers) => Promise<void>;
+  readonly credentials: McpCredentials;
   readonly config: McpEndpointConfig;
   /** The largest request body read. */
   readonly maxBodyBytes: number;
   readonly logger: Logger;
   readonly version: string;
-  /** The server listens on a loopback address: only loopback Host and Origin headers are served. */
-  readonly loopback: boolean;
 }
 
-interface Session {
-  readonly id: string;
+interface Session extends PooledSession {
   readonly transport: StreamableHTTPServerTransport;
   readonly server: Server;
   /** sha256 of the credentials that opened it: every later request must carry the same. */
   readonly credentials: string;
   /** The verified client certificate that opened it (mTLS), sent on with its calls; "" = none. */
   readonly certificate: string;
-  lastUsedMs: number;
+  /** Stops watching its credential. */
+  releaseCredential: () => void;
 }
 
 export class McpEndpoint {
-  private readonly sessions = new Map<string, Session>();
+  private readonly sessions: SessionPool<Session>;
   private readonly sweeper: NodeJS.Timeout;
   private closed = false;
 
   constructor(private readonly options: McpEndpointOptions) {
+    this.sessions = new SessionPool(options.config);
     const idleMs = options.config.sessionIdleTimeoutSeconds * 1000;
     this.sweeper = setInterval(() => this.closeIdle(Date.now() - idleMs), Math.min(60_000, idleMs / 2));
     this.sweeper.unref();
@@ -105,26 +112,41 @@ export class McpEndpoint {
     await Promise.all([...this.sessions.values()].map((session) => this.end(session)));
   }
 
+  /**
+   * One request, after the request gate (src/server/request-gate.ts: Host, Origin, body deadline):
+   * its credentials are checked before its body is read (every request, so a revoked key's session
+   * answers nothing more), then the body is read within its size limit and checked as JSON-RPC.
+   */
   private async serve(request: Request, response: Response): Promise<void> {
     if (this.closed) return reply(response, 503, ErrorCode.ConnectionClosed, "the server is stopping");
     const toolList = this.toolListAsked(request.url ?? "");
     if (toolList.error !== undefined) return reply(response, 400, ErrorCode.InvalidRequest, toolList.error);
     if (!["POST", "GET", "DELETE"].includes(request.method ?? ""))
       return reply(response, 405, ErrorCode.InvalidRequest, "use POST, GET or DELETE on /mcp");
-    const refusal = this.crossSiteRefusal(request);
-    if (refusal) return reply(response, 403, ErrorCode.InvalidRequest, refusal);
-    const body = request.method === "POST" ? await this.readBody(request, response) : undefined;
-    if (body === null) return;
     const headers = forwarded(request.headers);
     // Set by the transport from the TLS connection alone (a client cannot send its own): mTLS.
     const certificate = request.headers[CLIENT_CERTIFICATE_HEADER];
     if (typeof certificate === "string") headers.set(CLIENT_CERTIFICATE_HEADER, certificate);
+    let principal: Principal;
+    try {
+      principal = await this.options.credentials.authenticate(headers);
+    } catch (error) {
+      return reply(response, 401, ErrorCode.InvalidRequest, errorReason(error));
+    }
     const id = request.headers["mcp-session-id"];
-    if (typeof id === "string") {
-      const session = this.sessions.get(id);
-      // Another credential's session is not found, exactly as one that does not exist.
-      if (session === undefined || session.credentials !== credentialsOf(headers))
-        return reply(response, 404, -32001, "session not found: initialize a new one");
+    const session = typeof id === "string" ? this.sessions.get(id) : undefined;
+    // Another credential's session is not found, exactly as one that does not exist.
+    if (typeof id === "string" && (session === undefined || session.credentials !== credentialsOf(headers)))
+      return reply(response, 404, -32001, "session not found: initialize a new one");
+    let body: unknown;
+    if (request.method === "POST") {
+      const read = await this.readBody(request, response);
+      if (read === undefined) return;
+      const problem = messageProblem(read.body);
+      if (problem !== undefined) return answerProblem(response, problem);
+      body = read.body;
+    }
+    if (session !== undefined) {
       session.lastUsedMs = Date.now();
       return handleOn(session, request, response, body);
     }
@@ -135,28 +157,8 @@ export class McpEndpoint {
         ErrorCode.InvalidRequest,
         "no Mcp-Session-Id header: send initialize first",
       );
-    try {
-      await this.options.authenticate(headers);
-    } catch (error) {
-      return reply(response, 401, ErrorCode.InvalidRequest, errorReason(error));
-    }
-    const session = await this.open(headers, toolList.mode);
-    await handleOn(session, request, response, body);
-  }
-
-  /**
-   * Why a request that a web page may have sent is refused (DNS rebinding, cross-site requests), or
-   * undefined. Native MCP clients send no Origin; a browser always does.
-   */
-  private crossSiteRefusal(request: Request): string | undefined {
-    const host = requestHost(request.headers);
-    const rebound = this.options.loopback ? reboundHostRefusal(host) : undefined;
-    if (rebound !== undefined) return rebound;
-    const origin = request.headers.origin;
-    if (origin === undefined) return undefined;
-    const originHost = hostnameOf(origin);
-    const allowed = this.options.loopback ? isLoopback(originHost) : originHost === hostnameOf(host);
-    return allowed ? undefined : `requests to /mcp from the web page at ${origin.slice(0, 100)} are refused`;
+    const opened = await this.open(headers, principal, toolList.mode);
+    await handleOn(opened, request, response, body);
   }
 
   /** The tool list a request's URL asks for (`?tool_list=`), else the configured one. */
@@ -169,10 +171,18 @@ export class McpEndpoint {
     };
   }
 
-  private async open(headers: Headers, toolList: McpToolList): Promise<Session> {
-    if (this.sessions.size >= this.options.config.maxSessions) {
-      const idlest = [...this.sessions.values()].sort((a, b) => a.lastUsedMs - b.lastUsedMs)[0];
-      if (idlest) await this.end(idlest);
+  /**
+   * A new session for `principal`. Past a quota (server.mcp.max_sessions_per_credential,
+   * max_sessions_per_tenant, max_sessions) a session of whoever is over it is closed first.
+   */
+  private async open(headers: Headers, principal: Principal, toolList: McpToolList): Promise<Session> {
+    const evicted = this.sessions.evictionFor(principal.id, principal.tenantId);
+    if (evicted !== undefined) {
+      this.options.logger.info(
+        { session: evicted.id, principal: evicted.principalId, tenant: evicted.tenant || undefined },
+        "mcp session closed to admit a new one (server.mcp.max_sessions*)",
+      );
+      await this.end(evicted);
     }
     const id = randomUUID();
     const server = new Server(
@@ -214,17 +224,29 @@ export class McpEndpoint {
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => id });
     const session: Session = {
       id,
+      principalId: principal.id,
+      tenant: principal.tenantId,
       transport,
       server,
       credentials: credentialsOf(headers),
       certificate: headers.get(CLIENT_CERTIFICATE_HEADER) ?? "",
       lastUsedMs: Date.now(),
+      releaseCredential: () => {},
     };
     transport.onclose = () => {
-      if (this.sessions.get(id) === session) this.sessions.delete(id);
+      if (this.sessions.delete(session)) session.releaseCredential();
     };
     await server.connect(transport);
-    this.sessions.set(id, session);
+    this.sessions.add(session);
+    // A revoked or expired credential's session is closed with its streams; the client's next
+    // request is answered 401 with the reason.
+    session.releaseCredential = this.options.credentials.watch(headers, principal, (reason) => {
+      this.options.logger.info(
+        { session: id, principal: principal.id, reason },
+        "mcp session closed: its credential is no longer accepted",
+      );
+      void this.end(session);
+    });
     return session;
   }
 
@@ -287,7 +309,7 @@ export class McpEndpoint {
   }
 
   private async end(session: Session): Promise<void> {
-    this.sessions.delete(session.id);
+    if (this.sessions.delete(session)) session.releaseCredential();
     await session.server.close().catch(() => undefined);
   }
 
@@ -295,32 +317,65 @@ export class McpEndpoint {
     for (const session of this.sessions.values()) if (session.lastUsedMs < beforeMs) void this.end(session);
   }
 
-  /** The JSON body, or null once an error has been answered (too large, not JSON). */
-  private async readBody(request: Request, response: Response): Promise<unknown> {
+  /**
+   * The parsed JSON body, or undefined once an error has been answered: declared or grown larger
+   * than server.max_message_bytes (refused unread), cut by the body deadline, or not JSON.
+   */
+  private async readBody(request: Request, response: Response): Promise<{ body: unknown } | undefined> {
     const limit = this.options.maxBodyBytes;
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of request as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      if (size > limit) {
-        reply(
-          response,
-          413,
-          ErrorCode.InvalidRequest,
-          `the message is larger than ${limit} bytes (server.max_message_bytes)`,
-        );
-        request.destroy();
-        return null;
-      }
-      chunks.push(chunk);
+    const tooLarge = () =>
+      reply(
+        response,
+        413,
+        ErrorCode.InvalidRequest,
+        `the message is larger than ${limit} bytes (server.max_message_bytes)`,
+      );
+    if (Number(request.headers["content-length"]) > limit) return tooLarge();
+    const read = await bodyOf(request, limit);
+    if (read === "too large") return tooLarge();
+    if (read instanceof Error) {
+      // The body deadline (the request gate): the client stopped sending.
+      if (read instanceof ConnectError && read.code === Code.DeadlineExceeded)
+        return reply(response, 408, ErrorCode.RequestTimeout, read.rawMessage);
+      response.destroy();
+      return undefined;
     }
     try {
-      return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+      return { body: JSON.parse(read.toString("utf8")) };
     } catch {
-      reply(response, 400, ErrorCode.ParseError, "the body is not JSON");
-      return null;
+      return reply(response, 400, ErrorCode.ParseError, "the body is not JSON");
     }
   }
+}
+
+/**
+ * The whole body, "too large" past `limit` bytes (the rest is left unread: the connection or stream
+ * is closed once the answer is out), or the error that cut it short.
+ */
+function bodyOf(request: Request, limit: number): Promise<Buffer | "too large" | Error> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const done = (result: Buffer | "too large" | Error) => {
+      request.off("data", onData);
+      request.off("end", onEnd);
+      request.off("error", onError);
+      resolve(result);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= limit) chunks.push(chunk);
+      else {
+        request.pause();
+        done("too large");
+      }
+    };
+    const onEnd = () => done(Buffer.concat(chunks));
+    const onError = (error: Error) => done(error);
+    request.on("data", onData);
+    request.on("end", onEnd);
+    request.on("error", onError);
+  });
 }
 
 /** The request headers wayfind reads (FORWARDED_HEADERS), as Fetch headers. */
@@ -349,8 +404,28 @@ function handleOn(session: Session, request: Request, response: Response, body: 
   return session.transport.handleRequest(request as IncomingMessage, response as ServerResponse, body);
 }
 
-/** A JSON-RPC error answered over plain HTTP (no session, or none that may be used). */
-function reply(response: Response, status: number, code: number, message: string): void {
+/**
+ * A JSON-RPC error answered over plain HTTP (no session, or none that may be used). A body still
+ * coming is not read: HTTP/1.1 closes the connection after the answer (connections.ts), and an
+ * HTTP/2 stream is ended here.
+ */
+function reply(
+  response: Response,
+  status: number,
+  code: number,
+  message: string,
+  id: string | number | null = null,
+): undefined {
   response.writeHead(status, { "content-type": "application/json" });
-  response.end(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }));
+  response.end(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id }), () => {
+    if (!("stream" in response)) return;
+    const { stream } = response;
+    if (!stream.destroyed && stream.state.remoteClose !== 1) stream.close(http2.constants.NGHTTP2_NO_ERROR);
+  });
+  return undefined;
+}
+
+/** A body that is no valid message (400), or a request with invalid params (its JSON-RPC error). */
+function answerProblem(response: Response, problem: MessageProblem): undefined {
+  return reply(response, problem.id === null ? 400 : 200, problem.code, problem.message, problem.id);
 }

@@ -1,1 +1,1 @@
-export { McpEndpoint } from "./endpoint.ts";
+export { MCP_PATH, McpEndpoint } from "./endpoint.ts";

@@ -17,7 +17,7 @@ import type { McpToolList } from "../config/index.ts";
 import { type ArgumentProblem, argumentChecker } from "../discovery/index.ts";
 import { discoveryToolDefinitions } from "../discovery-tools/index.ts";
 import type { JsonObject } from "../json.ts";
-import { repairMessage } from "../tools/call-check.ts";
+import { argumentsShapeProblem, repairMessage } from "../tools/call-check.ts";
 import { type CallScope, callTool, isMetaTool, runMetaTool, type WayfindClients } from "./meta-tools.ts";
 
 /** Tools per `tools/list` page. */
@@ -70,6 +70,10 @@ export class SessionTools {
    * it can act on; a tool never listed, or credentials refused, is a JSON-RPC error.
    */
   async call(name: string, args: JsonObject, scope: CallScope): Promise<CallToolResult> {
+    // The bounds CallTool holds arguments to, before anything walks them (the checks, the encoding
+    // of the in-process call): a tool's own arguments, and tool_call's of the tool it calls.
+    const shape = argumentsShapeProblem(name === "tool_call" ? args.arguments : args);
+    if (shape !== undefined) return failure(shape);
     try {
       if (isMetaTool(name)) {
         const problems = META_CHECKERS.get(name)?.(args) ?? [];

@@ -16,6 +16,7 @@ import { UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
 import {
   ApiKeyStore,
   Authenticator,
+  CredentialWatch,
   isLoopback,
   KeyAdmin,
   PrincipalLimits,
@@ -35,13 +36,12 @@ import type { McpSources } from "../sources/mcp-sources.ts";
 import { ProgressSinks } from "../tools/progress.ts";
 import type { ConnectionLimits } from "./connections.ts";
 import { ConsoleFiles } from "./console-files.ts";
-import { BrowserAccess } from "./cors.ts";
 import { buildDomain, type Domain, type DomainOptions, sourceHealthName } from "./domain.ts";
 import { HealthStatus } from "./health.ts";
 import { healthEndpoints } from "./http-health.ts";
 import { inProcessTransport } from "./in-process.ts";
 import { collectGarbage } from "./memory.ts";
-import { withCallPipeline } from "./pipeline.ts";
+import { credentialsBeforeBody, withCallPipeline } from "./pipeline.ts";
 import { reflectionRoutes } from "./reflection.ts";
 import { type MethodRoute, serviceRoutes } from "./rpc.ts";
 import { keyService } from "./services/keys.ts";
@@ -151,14 +151,11 @@ export async function startServer(
   }
   const shutdown = new AbortController();
   // One store for authentication and KeyService, so a key created or revoked over the API counts at once.
-  const keys = new ApiKeyStore(storage.db, config.auth.apiKeys);
+  const keys = new ApiKeyStore(storage.db, config.auth.apiKeys, config.auth.keyRetentionDays);
   const auth = callAuth(config, keys, domain, logger);
   const routes = buildRoutes(storage, domain, health, auth, keys, logger, options);
-  const mcpEndpoint = config.server.mcp.enabled
-    ? mcpEndpointOn(routes, auth.authenticator, config, logger)
-    : undefined;
+  const mcpEndpoint = config.server.mcp.enabled ? mcpEndpointOn(routes, auth, config, logger) : undefined;
   const httpEndpoints = plainHttpEndpoints(storage, domain, shutdown.signal, {
-    browsers: new BrowserAccess(config.server.cors, isLoopback(config.server.host)),
     console: config.server.console ? new ConsoleFiles(checkoutPath("dist/console")) : undefined,
     mcp: mcpEndpoint,
   });
@@ -182,8 +179,16 @@ export async function startServer(
       tls: tlsCredentials,
       counts: domain.connections,
       httpEndpoints,
+      hosts: {
+        loopback: isLoopback(config.server.host),
+        servesUnauthenticated: unauthenticatedAllowed(config),
+        allowedHosts: config.server.allowedHosts,
+      },
+      cors: config.server.cors,
+      credentials: credentialsBeforeBody(auth, logger),
     });
   } catch (error) {
+    auth.credentials.close();
     await mcpEndpoint?.close();
     await domain.close();
     await storage.close();
@@ -217,6 +222,7 @@ export async function startServer(
         logger.info("draining");
         health.setAll(ServingStatus.NOT_SERVING);
         shutdown.abort();
+        auth.credentials.close();
         await mcpEndpoint?.close();
         await transport.close(options.drainGraceMs ?? 10_000);
         await domain.close();
@@ -233,9 +239,11 @@ function callAuth(config: WayfindConfig, keys: ApiKeyStore, domain: Domain, logg
   const allowUnauthenticated = unauthenticatedAllowed(config);
   if (!allowUnauthenticated)
     logger.info({ host: config.server.host }, "calls need credentials (auth); none are served without");
+  const authenticator = new Authenticator(config.auth, keys, allowUnauthenticated);
   return {
-    authenticator: new Authenticator(config.auth, keys, allowUnauthenticated),
+    authenticator,
     limits: new PrincipalLimits(config.auth.limits),
+    credentials: new CredentialWatch(authenticator, keys),
     onDenied: (method: string, code: string) => domain.metrics?.callDenied(method, code),
   };
 }
@@ -288,42 +296,46 @@ function buildRoutes(
  */
 function mcpEndpointOn(
   routes: readonly MethodRoute[],
-  authenticator: Authenticator,
+  auth: ReturnType<typeof callAuth>,
   config: WayfindConfig,
   logger: Logger,
 ): McpEndpoint {
   const progress = new ProgressSinks();
   const transport = inProcessTransport(routes, progress);
+  /** Without credentials (a loopback server), `wayfind-tenant` names the caller's tenant. */
+  const claimed = (headers: Headers) => ({
+    ...ANONYMOUS_CALLER,
+    tenantId: headers.get("wayfind-tenant") ?? "",
+  });
   return new McpEndpoint({
     progress,
     clients: {
       tools: createClient(ToolDiscoveryService, transport),
       skills: createClient(SkillServiceDesc, transport),
     },
-    authenticate: async (headers) => {
-      await authenticator.authenticate(headers, {
-        ...ANONYMOUS_CALLER,
-        tenantId: headers.get("wayfind-tenant") ?? "",
-      });
+    credentials: {
+      authenticate: async (headers) => auth.authenticator.authenticate(headers, claimed(headers)),
+      watch: (headers, principal, lost) =>
+        auth.credentials.watch(headers, claimed(headers), principal, (error) => lost(error.message)),
     },
     config: config.server.mcp,
     maxBodyBytes: config.server.maxMessageBytes,
     logger,
     version: wayfindVersion(),
-    loopback: isLoopback(config.server.host),
   });
 }
 
 /** What answers plain HTTP on the service port besides the probes and metrics. */
 interface WebParts {
-  /** Which web pages may call; settled before every path but /mcp (which has its own rules). */
-  readonly browsers: BrowserAccess;
   /** The web console at /console (when on). */
   readonly console: ConsoleFiles | undefined;
   readonly mcp: McpEndpoint | undefined;
 }
 
-/** The plain-HTTP endpoints on the service port: /healthz, /readyz, /metrics, /mcp and /console. */
+/**
+ * The plain-HTTP endpoints on the service port: /healthz, /readyz, /metrics, /mcp and /console,
+ * each behind the request gate as every RPC is (src/server/request-gate.ts).
+ */
 function plainHttpEndpoints(
   storage: Storage,
   domain: Domain,
@@ -344,7 +356,6 @@ function plainHttpEndpoints(
   const scrape = domain.metrics?.endpoint();
   return (request, response) =>
     (web.mcp?.handles(request, response) ?? false) ||
-    web.browsers.handles(request, response) ||
     probes(request, response) ||
     (scrape?.(request, response) ?? false) ||
     (web.console?.handles(request, response) ?? false);

@@ -46,6 +46,11 @@ export interface ConnectListenerOptions {
   readonly shutdownSignal: AbortSignal;
   /** Decodes large unary bodies off the event loop (shared with the native gRPC transport). */
   readonly decoder: RequestDecoder;
+  /**
+   * The error a request is refused with before its body is read (credentials the server refuses,
+   * seen in its headers alone), or undefined: the call is answered with it in its own protocol.
+   */
+  readonly refusedUnread?: (request: NodeRequest) => ConnectError | undefined;
 }
 
 type NodeRequest = http.IncomingMessage | http2.Http2ServerRequest;
@@ -93,11 +98,14 @@ export function connectRequestListener(
     }
     const values = createContextValues();
     const universal = universalRequestFromNodeRequest(request, response, undefined, values);
+    const refused = options.refusedUnread?.(request);
     const format =
       handler.method.methodKind === "unary" ? unaryBodyFormat(request, options.readMaxBytes) : undefined;
-    (format
-      ? decodedOffLoop(universal, format, handler.method, options.decoder, options.readMaxBytes)
-      : Promise.resolve(universal)
+    (refused
+      ? Promise.resolve({ ...universal, body: failingBody(refused) })
+      : format
+        ? decodedOffLoop(universal, format, handler.method, options.decoder, options.readMaxBytes)
+        : Promise.resolve(universal)
     )
       .then(handler)
       .then((answer) => (handlerStarted(values) ? answer : reanswered(answer, handler.method)))
@@ -107,6 +115,12 @@ export function connectRequestListener(
         response.destroy();
       });
   };
+}
+
+/** A body that fails with `error` when read: connect answers the error, and the real body stays unread. */
+async function* failingBody(error: ConnectError): AsyncIterable<Uint8Array> {
+  yield* [];
+  throw error;
 }
 
 /** A body decoded off the loop, or why it did not decode (the handler answers that instead). */

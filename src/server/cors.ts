@@ -1,8 +1,10 @@
 import type * as http from "node:http";
 import type * as http2 from "node:http2";
 import { cors } from "@connectrpc/connect";
-import { reboundHostRefusal, requestHost } from "../auth/index.ts";
+import { isLoopback } from "../auth/index.ts";
 import type { CorsConfig } from "../config/index.ts";
+import { MCP_PATH } from "../mcp-endpoint/index.ts";
+import { hostnameOf, requestHost } from "./request-host.ts";
 
 type Request = http.IncomingMessage | http2.Http2ServerRequest;
 type Response = http.ServerResponse | http2.Http2ServerResponse;
@@ -11,21 +13,42 @@ type Response = http.ServerResponse | http2.Http2ServerResponse;
 const WAYFIND_REQUEST_HEADERS = ["authorization", "wayfind-role", "traceparent", "tracestate"];
 /** Headers a page may read besides the protocols' own (errors, trailers). */
 const WAYFIND_RESPONSE_HEADERS = ["wayfind-stale"];
+/** What a browser MCP client sends and reads on /mcp (Streamable HTTP), and the caller it names. */
+const MCP_REQUEST_HEADERS = [
+  "authorization",
+  "content-type",
+  "accept",
+  "mcp-session-id",
+  "mcp-protocol-version",
+  "last-event-id",
+  "wayfind-tenant",
+  "wayfind-project",
+  "wayfind-user",
+  "traceparent",
+  "tracestate",
+];
 
-const ALLOWED_METHODS = cors.allowedMethods.join(", ");
-const ALLOWED_HEADERS = [...cors.allowedHeaders, ...WAYFIND_REQUEST_HEADERS].join(", ");
-const EXPOSED_HEADERS = [...cors.exposedHeaders, ...WAYFIND_RESPONSE_HEADERS].join(", ");
+const RPC_PREFLIGHT = {
+  methods: cors.allowedMethods.join(", "),
+  headers: [...cors.allowedHeaders, ...WAYFIND_REQUEST_HEADERS].join(", "),
+  exposed: [...cors.exposedHeaders, ...WAYFIND_RESPONSE_HEADERS].join(", "),
+};
+const MCP_PREFLIGHT = {
+  methods: "POST, GET, DELETE",
+  headers: MCP_REQUEST_HEADERS.join(", "),
+  exposed: "mcp-session-id",
+};
 
 /**
- * Which web pages may call the API (Connect and gRPC-Web), on every path of the service port:
- * - requests without an `Origin` (native clients, curl) pass untouched;
- * - a page of the server's own origin (the console) always may;
+ * Which web pages may call the server, on every path of the service port (the API over Connect and
+ * gRPC-Web, /mcp, the rest); applied by the request gate (request-gate.ts) after its Host rule:
+ * - requests without an `Origin` (native clients, curl, and a browser's own same-origin GETs) pass;
+ * - a page of the server itself may: its origin names the host the request was sent to, or, on a
+ *   loopback server, a loopback name with the same port (`localhost:P` for `127.0.0.1:P`);
  * - a page of an origin in `server.cors.allowed_origins` may: preflights are answered and responses
  *   carry the headers that let the page read them, error details included;
  * - any other page is refused with 403 before the call runs. Browsers would hide the answer anyway,
  *   but a request a page can send without a preflight (a Connect GET) would still have run.
- * On a loopback server a page must also reach it by a loopback name, so a site that rebinds its
- * own name to 127.0.0.1 cannot use a server that trusts loopback callers.
  */
 export class BrowserAccess {
   private readonly origins: ReadonlySet<string>;
@@ -45,21 +68,21 @@ export class BrowserAccess {
     const origin = request.headers.origin;
     if (origin === undefined) return false;
     const refusal = this.refusal(origin, requestHost(request.headers));
-    const preflight = request.method === "OPTIONS";
     if (refusal !== undefined) {
       response.writeHead(403, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" });
       response.end(`${refusal}\n`);
       return true;
     }
+    const preflight = request.url?.split("?", 1)[0] === MCP_PATH ? MCP_PREFLIGHT : RPC_PREFLIGHT;
     response.setHeader("access-control-allow-origin", origin);
     response.setHeader("vary", "Origin");
-    if (!preflight) {
-      response.setHeader("access-control-expose-headers", EXPOSED_HEADERS);
+    if (request.method !== "OPTIONS") {
+      response.setHeader("access-control-expose-headers", preflight.exposed);
       return false;
     }
     response.writeHead(204, {
-      "access-control-allow-methods": ALLOWED_METHODS,
-      "access-control-allow-headers": ALLOWED_HEADERS,
+      "access-control-allow-methods": preflight.methods,
+      "access-control-allow-headers": preflight.headers,
       "access-control-max-age": this.maxAge,
     });
     response.end();
@@ -67,21 +90,34 @@ export class BrowserAccess {
   }
 
   /** Why a page of `origin` may not call a server reached as `host`, or undefined when it may. */
-  private refusal(origin: string, host: string): string | undefined {
+  refusal(origin: string, host: string): string | undefined {
     const page = originHost(origin);
-    const rebound = this.loopback ? reboundHostRefusal(host) : undefined;
-    if (rebound !== undefined) return rebound;
     // "null" (sandboxed frames, file: pages) is no origin anyone can allow.
     if (page === undefined)
       return `pages without an origin (${origin.slice(0, 20)}) may not call this server`;
-    if (page === host.toLowerCase()) return undefined;
-    if (this.anyOrigin || this.origins.has(origin)) return undefined;
+    if (this.anyOrigin || this.origins.has(origin) || this.isThisServer(page, host)) return undefined;
     return `pages of ${origin.slice(0, 100)} may not call this server; add the origin to server.cors.allowed_origins`;
+  }
+
+  /** Whether a page at `page` (an origin's URL) is served by this server, reached as `host`. */
+  private isThisServer(page: URL, host: string): boolean {
+    if (page.host === host.toLowerCase()) return true;
+    if (!this.loopback || !isLoopback(hostnameOf(page.host)) || !isLoopback(hostnameOf(host))) return false;
+    return (
+      effectivePort(page.port, page.protocol) === effectivePort(host.split(":").at(-1) ?? "", page.protocol)
+    );
   }
 }
 
-/** `host[:port]` of an origin as browsers send it; undefined for "null" and the like. */
-function originHost(origin: string): string | undefined {
+/** An origin as browsers send it, parsed; undefined for "null" and the like. */
+function originHost(origin: string): URL | undefined {
   if (!URL.canParse(origin)) return undefined;
-  return new URL(origin).host;
+  const url = new URL(origin);
+  return url.protocol === "http:" || url.protocol === "https:" ? url : undefined;
+}
+
+/** A port as written ("" = the scheme's default). */
+function effectivePort(port: string, protocol: string): string {
+  if (/^\d+$/.test(port)) return port;
+  return protocol === "https:" ? "443" : "80";
 }

@@ -1,17 +1,35 @@
-import { createContextKey, type HandlerContext } from "@connectrpc/connect";
+import { type ConnectError, createContextKey, type HandlerContext } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import type { CallerContext } from "../../gen/ts/wayfind/v1/common_pb.ts";
-import { type Authenticator, admitCall, type PrincipalLimits } from "../auth/index.ts";
+import {
+  type Authenticator,
+  admitCall,
+  type CredentialWatch,
+  METHOD_ROLES,
+  type PrincipalLimits,
+} from "../auth/index.ts";
 import { ANONYMOUS_CALLER, ANONYMOUS_PRINCIPAL, type Caller, type Principal } from "../caller/caller.ts";
 import { errorReason, RetryLaterError } from "../errors.ts";
 import { type CallObserver, type MethodRoute, methodPath, observeRoute } from "./rpc.ts";
-import { codeName } from "./rpc-errors.ts";
+import { codeName, toRpcError } from "./rpc-errors.ts";
 
 /** The caller, resolved once per call from the request's `caller` field and bound to its credentials. */
 const callerKey = createContextKey<Caller>(ANONYMOUS_CALLER, { description: "wayfind caller" });
 
 export function callerOf(context: HandlerContext): Caller {
   return context.values.get(callerKey);
+}
+
+/**
+ * Aborted when the call should stop: its client went away, or (a stream) its credential was revoked
+ * or expired. Long-running handlers (the watch streams) stop on this rather than `context.signal`.
+ */
+const callSignalKey = createContextKey<AbortSignal | undefined>(undefined, {
+  description: "wayfind call signal",
+});
+
+export function callSignal(context: HandlerContext): AbortSignal {
+  return context.values.get(callSignalKey) ?? context.signal;
 }
 
 /** Who acts, resolved once per call next to the caller; what it may do is src/caller/authorize.ts. */
@@ -27,6 +45,8 @@ export function principalOf(context: HandlerContext): Principal {
 interface CallAuth {
   readonly authenticator: Authenticator;
   readonly limits: PrincipalLimits;
+  /** Ends streams whose credential is revoked or expires while they are open. */
+  readonly credentials: CredentialWatch;
   /** A call refused for its credentials, role, tenant or limits (a metric counts these). */
   readonly onDenied?: (method: string, code: string) => void;
 }
@@ -72,11 +92,22 @@ function callLog(route: MethodRoute, logger: Logger, options: PipelineOptions): 
       let caller = claimed;
       let principal: Principal | undefined;
       let releaseStream: (() => void) | undefined;
+      let releaseWatch: (() => void) | undefined;
+      /** A stream's: aborted with the UNAUTHENTICATED error once its credential is revoked or expires. */
+      let credentialLost: AbortController | undefined;
       const admit = (who: Principal) => {
         principal = who;
         auth?.limits.admitCall(who.id);
         const admission = admitCall(method, who, claimed);
-        if (streaming) releaseStream = auth?.limits.openStream(who.id);
+        if (streaming && auth) {
+          releaseStream = auth.limits.openStream(who.id);
+          const lost = new AbortController();
+          credentialLost = lost;
+          releaseWatch = auth.credentials.watch(context.requestHeader, claimed, who, (error) =>
+            lost.abort(error),
+          );
+          context.values.set(callSignalKey, AbortSignal.any([context.signal, lost.signal]));
+        }
         caller = { ...admission.caller, actor: admission.principal.id };
         context.values.set(callerKey, caller);
         context.values.set(principalKey, admission.principal);
@@ -85,6 +116,7 @@ function callLog(route: MethodRoute, logger: Logger, options: PipelineOptions): 
       const started = performance.now();
       const finish = (error?: unknown) => {
         releaseStream?.();
+        releaseWatch?.();
         const code = error === undefined ? "ok" : codeName(error);
         const fields = {
           method,
@@ -116,6 +148,9 @@ function callLog(route: MethodRoute, logger: Logger, options: PipelineOptions): 
               if (!(await fence())) context.responseHeader.set(STALE_HEADER, "true");
             }
           : authenticate,
+        settle() {
+          if (credentialLost?.signal.aborted) throw credentialLost.signal.reason;
+        },
         succeeded: () => finish(),
         failed(error) {
           finish(error);
@@ -137,5 +172,34 @@ function resolveCaller(input: unknown): Caller {
     runId: context.runId,
     entitlements: context.entitlements,
     narrowToTools: context.narrowToTools,
+  };
+}
+
+/**
+ * The check the request gate runs on an RPC's headers before reading its body: the credentials
+ * refused outright (missing where needed, an unknown, revoked or expired key) are answered then,
+ * with the audit line and count every refused call gets. What takes longer to judge (a JWT not
+ * verified before) and public routes are left to the call.
+ */
+export function credentialsBeforeBody(
+  auth: CallAuth,
+  logger: Logger,
+): (path: string, headers: Headers) => ConnectError | undefined {
+  return (path, headers) => {
+    if (METHOD_ROLES[path] === undefined) return undefined;
+    let who: ReturnType<Authenticator["authenticate"]>;
+    try {
+      who = auth.authenticator.authenticate(headers, ANONYMOUS_CALLER);
+    } catch (error) {
+      logger.warn(
+        { method: path, code: codeName(error), reason: errorReason(error), body: "unread" },
+        "call denied",
+      );
+      auth.onDenied?.(path, codeName(error));
+      return toRpcError(error);
+    }
+    // Verified by the call itself, from the cache this fills.
+    if (who instanceof Promise) who.catch(() => undefined);
+    return undefined;
   };
 }

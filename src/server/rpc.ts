@@ -42,6 +42,11 @@ export interface CallObserver {
     failed(error: unknown): unknown;
     /** Work before the implementation that may fail the call (authentication); async only when it must be. */
     prepare?(): void | Promise<void>;
+    /**
+     * After the implementation returned (a stream: ended), before `succeeded`: throws when the call
+     * must fail after all (a stream ended because its credential was revoked).
+     */
+    settle?(): void;
     /** Runs the implementation (e.g. inside a trace context); absent = runs it as it is. */
     run?<T>(implementation: () => T): T;
   };
@@ -96,6 +101,7 @@ async function observed<T>(observation: Observation, run: () => Promise<T> | T):
     const prepared = observation.prepare?.();
     if (prepared) await prepared;
     const output = await (observation.run ? observation.run(run) : run());
+    observation.settle?.();
     observation.succeeded();
     return output;
   } catch (error) {
@@ -108,6 +114,7 @@ async function* observedStream<T>(observation: Observation, run: () => AsyncIter
     const prepared = observation.prepare?.();
     if (prepared) await prepared;
     yield* observation.run ? observation.run(run) : run();
+    observation.settle?.();
     observation.succeeded();
   } catch (error) {
     throw observation.failed(error);

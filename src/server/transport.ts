@@ -6,6 +6,7 @@ import * as tls from "node:tls";
 import * as grpc from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import { CLIENT_CERTIFICATE_HEADER, clientCertificateHeader } from "../auth/index.ts";
+import type { CorsConfig } from "../config/index.ts";
 import { connectRequestListener } from "./connect-adapter.ts";
 import {
   type ConnectionCounts,
@@ -25,6 +26,7 @@ import {
 } from "./grpc-envelope.ts";
 import { addRoutesToGrpcServer, grpcTimeoutProblem, respondWithGrpcError } from "./grpc-js-adapter.ts";
 import { RequestDecoder } from "./request-decoder.ts";
+import { type CredentialsCheck, type HostRules, RequestGate } from "./request-gate.ts";
 import type { MethodRoute } from "./rpc.ts";
 
 export interface TransportOptions {
@@ -41,6 +43,11 @@ export interface TransportOptions {
   readonly logger: Logger;
   /** Plain-HTTP endpoints on the same port (health probes): true when it answered the request. */
   readonly httpEndpoints?: HttpEndpoints;
+  /** The names the server answers to, and which web pages may call it (request-gate.ts). */
+  readonly hosts: HostRules;
+  readonly cors: CorsConfig;
+  /** Refuses a call from its credentials before its body is read (request-gate.ts). */
+  readonly credentials?: CredentialsCheck;
   /** TLS on the port (every protocol); absent = cleartext (h2c and HTTP/1.1). */
   readonly tls?: TlsCredentials;
   /** Kept up to date here, read by /metrics. */
@@ -104,16 +111,22 @@ export async function checkPortFree(host: string, port: number): Promise<void> {
 export async function startTransport(options: TransportOptions): Promise<RunningTransport> {
   const { limits } = options;
   const decoder = new RequestDecoder();
+  const gate = new RequestGate(
+    options.hosts,
+    options.cors,
+    new RequestBodyDeadline(options.routes, limits.requestBodyTimeoutMs),
+    options.credentials,
+  );
   const serveConnect = connectRequestListener({
     routes: options.routes,
     readMaxBytes: options.maxMessageBytes,
     shutdownSignal: options.shutdownSignal,
     decoder,
+    refusedUnread: (request) => gate.refusedUnread(request),
   });
-  const bodyDeadline = new RequestBodyDeadline(options.routes, limits.requestBodyTimeoutMs);
   const connectHandler: typeof serveConnect = (request, response) => {
+    if (gate.handles(request, response)) return;
     if (options.httpEndpoints?.(request, response)) return;
-    bodyDeadline.bound(request, response);
     serveConnect(request, response);
   };
 
@@ -167,9 +180,7 @@ export async function startTransport(options: TransportOptions): Promise<Running
         respondWithGrpcError(stream, timeoutProblem);
         return;
       }
-      bodyDeadline.boundGrpcStream(stream, headers[":path"] ?? "", (error) =>
-        respondWithGrpcError(stream, error),
-      );
+      if (!gate.admitsGrpcStream(stream, headers, (error) => respondWithGrpcError(stream, error))) return;
       if (declaresNoCompression(headers))
         refuseCompressedMessages(stream, () => {
           // Closed at once, so grpc-js (listening after us) drops the message unread.

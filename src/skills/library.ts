@@ -3,6 +3,7 @@ import type { Db } from "../database/sqlite.ts";
 import { afterCommit, writeTransaction } from "../database/transaction.ts";
 import type { EventSink } from "../events/event.ts";
 import type { ReplicatedWrite, StateWriter } from "../replication/writes.ts";
+import { runInSlices } from "../text/slices.ts";
 import { SkillContext } from "./context.ts";
 import {
   type RenderSkillDirectoryInput,
@@ -22,12 +23,16 @@ import { DEFAULT_PACK_LIMITS, type PackLimits } from "./pack.ts";
 import {
   type GetSkillsInput,
   type GetSkillsResult,
-  getSkills,
+  getSkillsInSteps,
   type ListSkillsInput,
   type ListSkillsResult,
   listSkills,
 } from "./read.ts";
-import { type GetRelevantSkillsInput, type GetRelevantSkillsResult, getRelevantSkills } from "./relevant.ts";
+import {
+  type GetRelevantSkillsInput,
+  type GetRelevantSkillsResult,
+  getRelevantSkillsInSteps,
+} from "./relevant.ts";
 import type { CallOptions } from "./sanitize.ts";
 import {
   DEFAULT_SKILL_GOOD_MATCH_SCORE,
@@ -152,20 +157,22 @@ export class SkillLibrary {
     return searchSkills(this.context, caller, input, options);
   }
 
-  getSkills(caller: Caller, input: GetSkillsInput, options: CallOptions = {}): GetSkillsResult {
-    return getSkills(this.context, caller, input, options);
+  /** Made visible a slice at a time between other calls: large skills never hold the event loop. */
+  getSkills(caller: Caller, input: GetSkillsInput, options: CallOptions = {}): Promise<GetSkillsResult> {
+    return toTheEnd(getSkillsInSteps(this.context, caller, input, options));
   }
 
   listSkills(caller: Caller, input: ListSkillsInput = {}, options: CallOptions = {}): ListSkillsResult {
     return listSkills(this.context, caller, input, options);
   }
 
+  /** Made visible a slice at a time between other calls, as getSkills. */
   getRelevantSkills(
     caller: Caller,
     input: GetRelevantSkillsInput,
     options: CallOptions = {},
-  ): GetRelevantSkillsResult {
-    return getRelevantSkills(this.context, caller, input, options);
+  ): Promise<GetRelevantSkillsResult> {
+    return toTheEnd(getRelevantSkillsInSteps(this.context, caller, input, options));
   }
 
   renderSkillDirectory(
@@ -175,4 +182,9 @@ export class SkillLibrary {
   ): RenderSkillDirectoryResult {
     return renderSkillDirectory(this.context, this.pinned, caller, input, options);
   }
+}
+
+/** Runs `steps` to its end a slice at a time (src/text/slices.ts): nothing cancels it, so it ends. */
+async function toTheEnd<T>(steps: Iterator<unknown, T>): Promise<T> {
+  return (await runInSlices(steps, () => true)) as T;
 }

@@ -46,11 +46,23 @@ interface Row {
 interface Postings {
   docs: Int32Array;
   tfs: Float32Array;
+  /** The partitions the term's docs are in, and how many of its docs each holds: df by view, without a scan. */
+  partitions: Int32Array;
+  partitionDocs: Int32Array;
 }
+
+/**
+ * Postings an OR or prefix search scores at most (~20 ns each): a task of common words over a large
+ * catalog would otherwise score every skill once per word. The commonest words, which add the least
+ * relevance, are the ones left out.
+ */
+const MAX_SCORED_POSTINGS = 250_000;
 
 /** What one caller's search sees: its docs, their count and each term's frequency among them. */
 interface View {
   readonly accept: (doc: number) => boolean;
+  /** 1 for each partition id the view holds. */
+  readonly allowed: Uint8Array;
   readonly n: number;
   /** Average skill length over the view's docs (BM25's length normalisation). */
   readonly averageLength: number;
@@ -141,7 +153,11 @@ export class MemoryIndex {
       index.partitionLengths[partition] = (index.partitionLengths[partition] ?? 0) + (lengths[doc] ?? 0);
     });
     for (const [term, list] of building)
-      index.postings.set(term, { docs: Int32Array.from(list.docs), tfs: Float32Array.from(list.tfs) });
+      index.postings.set(term, {
+        docs: Int32Array.from(list.docs),
+        tfs: Float32Array.from(list.tfs),
+        ...partitionCounts(list.docs, index.partitionOf),
+      });
     index.sortedTerms = [...index.postings.keys()].sort();
     index.scores = new Float64Array(n);
     index.candidateDocs = new Int32Array(n);
@@ -151,26 +167,29 @@ export class MemoryIndex {
 
   /**
    * Seqs of the docs in `partitions` whose name or text may match `regex` (the literal pre-check;
-   * RE2 itself runs later on far fewer rows), or `undefined` when more than `max` would need RE2 —
-   * the caller then refuses the pattern instead of stalling the event loop on a full scan.
+   * RE2 itself runs later on far fewer rows), or what is too much when more than `max.rows` docs, or
+   * more than `max.text` characters of their names and texts, would need RE2: the caller then
+   * refuses the pattern before any RE2 runs, instead of stalling the event loop on a full scan.
    */
   regexCandidates(
     regex: CallerRegex,
     partitions: ReadonlySet<string>,
     taskType: TaskType | undefined,
-    max: number,
-  ): number[] | undefined {
+    max: { readonly rows: number; readonly text: number },
+  ): number[] | "rows" | "text" {
     const allowed = this.allowedPartitions(partitions);
     const seqs: number[] = [];
+    let text = 0;
     for (let doc = 0; doc < this.seqs.length; doc++) {
       if (allowed[this.partitionOf[doc] as number] !== 1) continue;
       if (taskType && this.taskTypes[doc] !== taskType) continue;
-      if (
-        !mayMatch(regex, this.foldedNames[doc] as string) &&
-        !mayMatch(regex, this.foldedTexts[doc] as string)
-      )
-        continue;
-      if (seqs.length === max) return undefined;
+      const name = this.foldedNames[doc] as string;
+      const body = this.foldedTexts[doc] as string;
+      if (!mayMatch(regex, name) && !mayMatch(regex, body)) continue;
+      if (seqs.length === max.rows) return "rows";
+      // What the scan may run RE2 on: the name, the text, and the text as the caller sees it.
+      text += name.length + 2 * body.length;
+      if (text > max.text) return "text";
       seqs.push(this.seqs[doc] as number);
     }
     return seqs;
@@ -241,7 +260,7 @@ export class MemoryIndex {
     }
     const { scores, candidateDocs } = this;
     let count = 0;
-    for (const list of groups.flat()) {
+    for (const list of withinScoringBudget(groups.flat())) {
       const idf = this.idf(list, view);
       for (let i = 0; i < list.docs.length; i++) {
         const doc = list.docs[i] as number;
@@ -290,18 +309,20 @@ export class MemoryIndex {
     }
     return {
       accept: (doc) => allowed[this.partitionOf[doc] as number] === 1,
+      allowed,
       n,
       averageLength: n > 0 ? totalLength / n : 1,
       df: new Map(),
     };
   }
 
-  /** How many of the view's docs have the term (counted once per view). */
+  /** How many of the view's docs have the term: a sum over the term's partitions (remembered per view). */
   private df(list: Postings, view: View): number {
     let df = view.df.get(list);
     if (df === undefined) {
       df = 0;
-      for (let i = 0; i < list.docs.length; i++) if (view.accept(list.docs[i] as number)) df++;
+      for (let i = 0; i < list.partitions.length; i++)
+        if (view.allowed[list.partitions[i] as number] === 1) df += list.partitionDocs[i] as number;
       view.df.set(list, df);
     }
     return df;
@@ -388,4 +409,38 @@ export class MemoryIndex {
     const otherName = this.names[other] as string;
     return name.length !== otherName.length ? name.length < otherName.length : name < otherName;
   }
+}
+
+/** A term's partitions (ascending) and how many of its docs each holds. */
+function partitionCounts(
+  docs: readonly number[],
+  partitionOf: Int32Array,
+): { partitions: Int32Array; partitionDocs: Int32Array } {
+  const counts = new Map<number, number>();
+  for (const doc of docs) {
+    const partition = partitionOf[doc] as number;
+    counts.set(partition, (counts.get(partition) ?? 0) + 1);
+  }
+  const partitions = [...counts.keys()].sort((a, b) => a - b);
+  return {
+    partitions: Int32Array.from(partitions),
+    partitionDocs: Int32Array.from(partitions.map((partition) => counts.get(partition) ?? 0)),
+  };
+}
+
+/**
+ * The lists to score within MAX_SCORED_POSTINGS, shortest (rarest, most telling) first; the
+ * shortest is always scored, whatever its length.
+ */
+function withinScoringBudget(lists: readonly Postings[]): Postings[] {
+  const total = lists.reduce((sum, list) => sum + list.docs.length, 0);
+  if (total <= MAX_SCORED_POSTINGS) return [...lists];
+  const kept: Postings[] = [];
+  let scored = 0;
+  for (const list of [...lists].sort((a, b) => a.docs.length - b.docs.length)) {
+    if (kept.length > 0 && scored + list.docs.length > MAX_SCORED_POSTINGS) break;
+    kept.push(list);
+    scored += list.docs.length;
+  }
+  return kept;
 }

@@ -1,6 +1,7 @@
 import type { Caller } from "../caller/caller.ts";
 import { notFound } from "../errors.ts";
 import { checkSize, LIMITS, withinLimit } from "../limits.ts";
+import { runToEnd } from "../text/slices.ts";
 import type { SkillContext } from "./context.ts";
 import {
   SCOPE_KINDS,
@@ -11,11 +12,11 @@ import {
   type TaskType,
 } from "./model.ts";
 import { decodePageToken, encodePageToken } from "./page-token.ts";
-import { type ContextFormat, renderContext } from "./render.ts";
+import { type ContextFormat, renderableLists, renderContext } from "./render.ts";
 import { oneOf } from "./request.ts";
 import {
   type CallOptions,
-  details,
+  detailsInSteps,
   type SkillDetails,
   type SkillSummary,
   sanitizer,
@@ -65,13 +66,17 @@ export interface ListSkillsResult {
   readonly totalCount: number;
 }
 
-/** The named skills the caller sees, redacted and gated, with their rendered context; records their use. */
-export function getSkills(
+/**
+ * The named skills the caller sees, redacted and gated, with their rendered context; records their
+ * use. A generator that yields between texts (SkillLibrary runs it in slices): ten skills of a
+ * megabyte each are a megabyte of redaction per skill.
+ */
+export function* getSkillsInSteps(
   context: SkillContext,
   caller: Caller,
   input: GetSkillsInput,
   options: CallOptions = {},
-): GetSkillsResult {
+): Generator<void, GetSkillsResult> {
   const names = [...new Set(input.names ?? [])];
   checkSize(LIMITS.getSkillsNames, names.length);
   for (const name of names) checkSize(LIMITS.getSkillsName, name.length);
@@ -86,11 +91,14 @@ export function getSkills(
         : `none of the requested skills were found: ${names.map((n) => JSON.stringify(n)).join(", ")}; use skill_search to find skills`,
     );
   const sanitize = sanitizer(options.toolGate, context.redaction);
-  const skills = names.flatMap((name) => {
-    const row = rows.get(name);
-    return row ? [details(row, sanitize)] : [];
-  });
-  const rendered = renderContext(skills, format, maxTokens);
+  const found = names.flatMap((name) => rows.get(name) ?? []);
+  const skills = yield* detailsInSteps(found, sanitize);
+  // Already visible: the views only leave out what no rendering within the budget can show.
+  const views = runToEnd(renderableLists(skills, (_, text) => text, maxTokens)).map((lists, i) => ({
+    ...(skills[i] as SkillDetails),
+    ...lists,
+  }));
+  const rendered = renderContext(views, format, maxTokens);
   context.markUsed(skills.flatMap((s) => rows.get(s.name)?.id ?? []));
   context.emit("skill_get", caller, {
     requested_count: names.length,

@@ -5,7 +5,7 @@ import type { SkillContext } from "./context.ts";
 import { tokenize } from "./memindex.ts";
 import type { BudgetReport } from "./read.ts";
 import { renderContext } from "./render.ts";
-import { type CallOptions, details, sanitizer } from "./sanitize.ts";
+import { type CallOptions, renderableInSteps, sanitizer } from "./sanitize.ts";
 import { ftsSearch } from "./search.ts";
 import { fuseSkills } from "./semantic.ts";
 import type { SkillRow } from "./store.ts";
@@ -29,13 +29,17 @@ export interface GetRelevantSkillsResult extends BudgetReport {
   readonly skills: readonly { readonly name: string; readonly title: string; readonly score: number }[];
 }
 
-/** Pre-flight: the skills best matching a task, rendered as one injection block within the token budget. */
-export function getRelevantSkills(
+/**
+ * Pre-flight: the skills best matching a task, rendered as one injection block within the token
+ * budget. A generator that yields between texts (SkillLibrary runs it in slices); only what a
+ * rendering within the budget can show is read.
+ */
+export function* getRelevantSkillsInSteps(
   context: SkillContext,
   caller: Caller,
   input: GetRelevantSkillsInput,
   options: CallOptions = {},
-): GetRelevantSkillsResult {
+): Generator<void, GetRelevantSkillsResult> {
   const task = (input.task ?? "").trim();
   if (task.length === 0) throw invalidArgument("task must not be empty");
   checkSize(LIMITS.relevantSkillsTask, task.length);
@@ -59,7 +63,11 @@ export function getRelevantSkills(
     const row = rows.get(hit.row.name);
     return row && hit.score >= minScore ? [{ row, score: hit.score }] : [];
   });
-  const views = ranked.map(({ row }) => details(row, sanitize));
+  const views = yield* renderableInSteps(
+    ranked.map(({ row }) => row),
+    sanitize,
+    maxTokens,
+  );
   const rendered = renderContext(views, "injection", maxTokens);
   const included = ranked.slice(0, rendered.includedCount);
   context.markUsed(included.map(({ row }) => row.id));

@@ -2,7 +2,7 @@ import type { LearnedEvidence } from "../discovery/index.ts";
 import { toolGateRewriter } from "./gate.ts";
 import type { ScopeKind, Skill, SkillOrigin, TaskType, TextAuthor, ToolGate } from "./model.ts";
 import { redactText } from "./redact.ts";
-import { clip, type SkillView } from "./render.ts";
+import { clip, renderableLists, type SkillView } from "./render.ts";
 import type { SkillSemanticFusion } from "./semantic.ts";
 import { rowToSkill, type SearchRow, type SkillRow } from "./store.ts";
 
@@ -63,9 +63,81 @@ export function summary(row: SearchRow, sanitizeFor: SanitizerFor): SkillSummary
   };
 }
 
-export function details(row: SkillRow, sanitizeFor: SanitizerFor): SkillDetails {
-  const sanitize = sanitizeFor(row);
-  const skill = rowToSkill(row);
+/**
+ * Skills as returned to a caller, made visible one text at a time: a generator that yields after
+ * each (runInSlices spreads many long skills over turns of the event loop).
+ */
+export function* detailsInSteps(
+  rows: readonly SkillRow[],
+  sanitizeFor: SanitizerFor,
+): Generator<void, SkillDetails[]> {
+  const out: SkillDetails[] = [];
+  for (const row of rows) {
+    const sanitize = sanitizeFor(row);
+    const skill = rowToSkill(row);
+    const head = headOf(skill, sanitize);
+    yield;
+    const lists = { steps: [] as string[], preconditions: [] as string[], failureModes: [] as string[] };
+    for (const kind of ["steps", "preconditions", "failureModes"] as const)
+      for (const item of skill[kind]) {
+        lists[kind].push(sanitize(item));
+        yield;
+      }
+    out.push({
+      ...head,
+      ...lists,
+      extra: sanitizeJson(skill.extra, sanitize) as Record<string, unknown>,
+      origin: skill.origin,
+      originRef: skill.originRef,
+      contentHash: skill.contentHash,
+      scope: skill.scope.kind,
+      stats: skill.stats,
+    });
+    yield;
+  }
+  return out;
+}
+
+/**
+ * Skills as far as a rendering within `maxTokens` can show them (render.ts renderableLists), made
+ * visible one text at a time; what no rendering could show is never read.
+ */
+export function* renderableInSteps(
+  rows: readonly SkillRow[],
+  sanitizeFor: SanitizerFor,
+  maxTokens: number,
+): Generator<void, SkillView[]> {
+  const skills: Skill[] = [];
+  for (const row of rows) {
+    skills.push(rowToSkill(row));
+    yield;
+  }
+  const sanitizers = rows.map(sanitizeFor);
+  const lists = yield* renderableLists(
+    skills,
+    (index, text) => (sanitizers[index] as Sanitize)(text),
+    maxTokens,
+  );
+  const heads: ReturnType<typeof headOf>[] = [];
+  for (const [index, skill] of skills.entries()) {
+    heads.push(headOf(skill, sanitizers[index] as Sanitize));
+    yield;
+  }
+  return skills.map((_, index) => {
+    const view = lists[index];
+    return {
+      ...(heads[index] as ReturnType<typeof headOf>),
+      steps: view?.steps ?? [],
+      preconditions: view?.preconditions ?? [],
+      failureModes: view?.failureModes ?? [],
+      stepCount: view?.stepCount ?? 0,
+      omittedTokens: view?.omittedTokens ?? 0,
+    };
+  });
+}
+
+/** The fields of a skill other than its lists, visible (each bounded by the pack limits). */
+function headOf(skill: Skill, sanitize: Sanitize) {
   return {
     id: skill.id,
     name: skill.name,
@@ -74,15 +146,6 @@ export function details(row: SkillRow, sanitizeFor: SanitizerFor): SkillDetails 
     trigger: sanitize(skill.trigger),
     taskType: skill.taskType,
     tags: skill.tags.map(sanitize),
-    steps: skill.steps.map(sanitize),
-    preconditions: skill.preconditions.map(sanitize),
-    failureModes: skill.failureModes.map(sanitize),
-    extra: sanitizeJson(skill.extra, sanitize) as Record<string, unknown>,
-    origin: skill.origin,
-    originRef: skill.originRef,
-    contentHash: skill.contentHash,
-    scope: skill.scope.kind,
-    stats: skill.stats,
   };
 }
 

@@ -26,10 +26,11 @@ const SEMANTIC_DEPTH = 20;
 /** Rows a regex search may run RE2 on after the literal pre-check (~10 µs each). */
 const MAX_REGEX_ROWS = 5_000;
 /**
- * Characters of skill text one regex search may run RE2 on (~130 ms on a loaded 2-core host). Rows alone do not bound
- * the work: 5,000 skills of 12 KB took seconds with a pattern that has no literal to pre-check.
+ * Characters of skill text one regex search may run RE2 on, counted before any runs (RE2 and the
+ * scan around it: tens of ns a character). Rows alone do not bound the work: 5,000 skills of 12 KB
+ * took seconds with a pattern that has no literal to pre-check.
  */
-const MAX_REGEX_TEXT = 2_000_000;
+const MAX_REGEX_TEXT = 500_000;
 
 const regexTooBroad = (what: string) =>
   invalidArgument(
@@ -252,12 +253,14 @@ function regexSearch(
 ): ScoredRow[] {
   const where = visibleFilter(caller, taskType);
   const hits: ScoredRow[] = [];
-  // The index's literal pre-check picks the rows worth RE2; a pattern that leaves too many is
-  // refused rather than scanned, so one caller cannot stall the server.
-  const seqs = context
-    .searchIndex()
-    .regexCandidates(regex, callerPartitions(caller), taskType, MAX_REGEX_ROWS);
-  if (seqs === undefined) throw regexTooBroad(`more than ${MAX_REGEX_ROWS} skills`);
+  // The index's literal pre-check picks the rows worth RE2; a pattern that leaves too many, or too
+  // much of their text, is refused before RE2 runs, so one caller cannot stall the server.
+  const seqs = context.searchIndex().regexCandidates(regex, callerPartitions(caller), taskType, {
+    rows: MAX_REGEX_ROWS,
+    text: MAX_REGEX_TEXT,
+  });
+  if (seqs === "rows") throw regexTooBroad(`more than ${MAX_REGEX_ROWS} skills`);
+  if (seqs === "text") throw regexTooBroad(`more than ${MAX_REGEX_TEXT} characters of skill text`);
   // NOT INDEXED: look the candidates up by rowid; with the scope index SQLite would walk every
   // visible skill instead (8 ms at 50,000).
   const statement = context.store.prepare(
@@ -265,16 +268,10 @@ function regexSearch(
   );
   const params = [JSON.stringify(seqs), ...where.params];
   const re = regex.full;
-  let budget = MAX_REGEX_TEXT;
-  const test = (text: string) => {
-    budget -= text.length;
-    if (budget < 0) throw regexTooBroad(`more than ${MAX_REGEX_TEXT} characters of skill text`);
-    return re.test(text);
-  };
   for (const raw of statement.iterate(...params)) {
     const row = raw as SearchRow;
     let score = 0;
-    if (mayMatch(regex, fold(row.name)) && test(row.name))
+    if (mayMatch(regex, fold(row.name)) && re.test(row.name))
       score = re.testExact(row.name)
         ? REGEX_SCORE.fullName
         : re.matcher(row.name).lookingAt()
@@ -285,7 +282,8 @@ function regexSearch(
       const text = `${row.title}\n${row.trigger_text}\n${row.description}\n${tags}`;
       // Literal pre-check (no RE2 work for most rows), then RE2 on the raw text, then a confirmation
       // on what the caller may actually see.
-      if (mayMatch(regex, fold(text)) && test(text) && test(sanitize(row)(text))) score = REGEX_SCORE.text;
+      if (mayMatch(regex, fold(text)) && re.test(text) && re.test(sanitize(row)(text)))
+        score = REGEX_SCORE.text;
     }
     if (score > 0) hits.push({ row, score });
   }

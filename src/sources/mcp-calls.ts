@@ -18,8 +18,9 @@ import { RetryLaterError, WayfindError } from "../errors.ts";
 import type { JsonObject } from "../json.ts";
 import type { SourceCall, ToolCallResult } from "../tools/execute.ts";
 import type { ProgressSink } from "../tools/progress.ts";
-import { createMcpTransport, describe, mcpSourceId, STDERR_TAIL, stderrHint, withDeadline } from "./mcp.ts";
+import { configuredValues, createMcpTransport, describe, mcpSourceId, withDeadline } from "./mcp.ts";
 import { ownSignal } from "./mcp-fetch.ts";
+import { Redactor, StderrTail } from "./upstream-text.ts";
 
 export interface CallLimits {
   /** Largest result passed on, as JSON; a bigger one is refused (it could not be answered anyway). */
@@ -53,7 +54,13 @@ export class McpCallLine {
   private failuresInRow = 0;
   private openUntil = 0;
   private closed = false;
-  private stderrTail = "";
+  /**
+   * What the session's server last wrote to stderr: logged (redacted) when a call fails, never put
+   * in the caller's error (it may hold the tenant's credentials).
+   */
+  private stderrTail: StderrTail;
+  /** Removes the server's and the tenant's credential values from what reaches a caller or the log. */
+  private redactor: Redactor;
   /** The progress sinks of the calls in flight, by the token sent with each (expectProgress). */
   private readonly progressSinks = new Map<string, ProgressSink>();
   private progressTokens = 0;
@@ -67,6 +74,8 @@ export class McpCallLine {
     private readonly credentials: TenantCredentials | undefined,
   ) {
     this.source = mcpSourceId(config.name);
+    this.redactor = new Redactor(configuredValues(config));
+    this.stderrTail = new StderrTail(this.redactor);
   }
 
   async call(call: SourceCall): Promise<ToolCallResult> {
@@ -233,36 +242,59 @@ export class McpCallLine {
         );
       if (error.code === ErrorCode.ConnectionClosed) {
         this.drop();
-        return unavailable(name, `the connection closed during the call${this.stderrHint()}`);
+        return this.unavailable(call, "the connection closed during the call", error);
       }
       // The server answered with a JSON-RPC error (an unknown tool, arguments it refuses): its words.
       if (error.code !== ErrorCode.InternalError)
         return new WayfindError(
           "failed_precondition",
-          `MCP server "${name}" refused the call of "${call.name}": ${error.message}`,
+          `MCP server "${name}" refused the call of "${call.name}": ${this.redactor.redact(error.message)}`,
         );
     }
     // A result that is not a CallToolResult, or the transport failing under the call.
     this.drop();
-    return unavailable(name, `${describe(error)}${this.stderrHint()}`);
+    return this.unavailable(call, describe(error), error);
+  }
+
+  /**
+   * UNAVAILABLE for a call the server failed, in words the caller may read (redacted); the server's
+   * stderr goes to the log alone.
+   */
+  private unavailable(call: SourceCall | undefined, reason: string, error: unknown): WayfindError {
+    const stderr = this.stderrTail.lastLines();
+    this.logger.warn(
+      {
+        source: this.source,
+        tenant: this.tenant || undefined,
+        tool: call?.name,
+        reason: this.redactor.redact(String(error)),
+        stderr: stderr || undefined,
+      },
+      "mcp server failed a call",
+    );
+    const hint = stderr === "" ? "" : " (its stderr is in wayfind's log)";
+    return unavailable(this.config.name, `${this.redactor.redact(reason)}${hint}`);
   }
 
   /** The session, opened on first use and after a failure dropped it. */
   private connected(): Promise<Client> {
     this.client ??= this.open().catch((error: unknown) => {
       this.client = undefined;
-      throw unavailable(this.config.name, `could not connect: ${describe(error)}${this.stderrHint()}`);
+      throw this.unavailable(undefined, `could not connect: ${describe(error)}`, error);
     });
     return this.client;
   }
 
   private async open(): Promise<Client> {
-    this.stderrTail = "";
     const client = new Client({ name: "wayfind", version: "0.1.0" }, { capabilities: {} });
-    const config = this.credentials ? withCredentials(this.config, this.credentials) : this.config;
-    const transport = createMcpTransport(config, (text) => {
-      this.stderrTail = (this.stderrTail + text).slice(-STDERR_TAIL);
-    });
+    const tenantSecrets: string[] = [];
+    const config = this.credentials
+      ? withCredentials(this.config, this.credentials, (value) => tenantSecrets.push(value))
+      : this.config;
+    this.redactor = new Redactor([...configuredValues(this.config), ...tenantSecrets]);
+    this.stderrTail = new StderrTail(this.redactor);
+    const tail = this.stderrTail;
+    const transport = createMcpTransport(config, (text) => tail.append(text));
     client.setNotificationHandler(ProgressNotificationSchema, ({ params }) => {
       const { progress, total, message } = params;
       this.progressSinks.get(String(params.progressToken))?.({
@@ -303,16 +335,25 @@ export class McpCallLine {
       "mcp server failed calls in a row; its breaker is open",
     );
   }
-
-  private stderrHint(): string {
-    return stderrHint(this.stderrTail);
-  }
 }
 
-/** The server's config with a tenant's credentials added: headers (HTTP) or environment (stdio). */
-function withCredentials(config: McpServerConfig, credentials: TenantCredentials): McpServerConfig {
+/**
+ * The server's config with a tenant's credentials added: headers (HTTP) or environment (stdio).
+ * `secret` is told each value read, to keep it out of whatever the server writes back.
+ */
+function withCredentials(
+  config: McpServerConfig,
+  credentials: TenantCredentials,
+  secret: (value: string) => void,
+): McpServerConfig {
   const read = (refs: Readonly<Record<string, SecretRef>>) =>
-    Object.fromEntries(Object.entries(refs).map(([key, ref]) => [key, readSecret(ref)]));
+    Object.fromEntries(
+      Object.entries(refs).map(([key, ref]) => {
+        const value = readSecret(ref);
+        secret(value);
+        return [key, value];
+      }),
+    );
   return config.transport === "http"
     ? { ...config, headers: { ...config.headers, ...read(credentials.headers) } }
     : { ...config, env: { ...config.env, ...read(credentials.env) } };

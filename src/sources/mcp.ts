@@ -28,6 +28,7 @@ import { inSpan } from "../telemetry.ts";
 import { runInSlices } from "../text/slices.ts";
 import { applySourceOptions } from "./catalog-files.ts";
 import { fetchWithOwnSignal } from "./mcp-fetch.ts";
+import { Redactor, StderrTail } from "./upstream-text.ts";
 
 /** Source id of a configured MCP server. */
 export function mcpSourceId(name: string): string {
@@ -59,8 +60,6 @@ const DEFAULT_MCP_TIMEOUTS: McpTimeouts = {
 
 /** Hard limits against a server that pages forever or floods us. */
 const MAX_PAGES = 1_000;
-/** The end of a server's stderr kept, to say why it failed. */
-export const STDERR_TAIL = 2_000;
 
 export interface McpSourceStatus {
   readonly id: string;
@@ -126,7 +125,8 @@ export class McpSource {
   private intervalTimer: NodeJS.Timeout | undefined;
   private debounceTimer: NodeJS.Timeout | undefined;
   private closed = false;
-  private stderrTail = "";
+  /** What the server last wrote to stderr: the operator's diagnostics (redacted), in lastError and the log. */
+  private readonly stderrTail: StderrTail;
   private stdio: StdioClientTransport | undefined;
   private http: StreamableHTTPClientTransport | undefined;
   private lastSyncTime: Date | undefined;
@@ -147,6 +147,7 @@ export class McpSource {
     this.kind = config.transport === "stdio" ? "mcp_stdio" : "mcp_http";
     this.timeouts = { ...DEFAULT_MCP_TIMEOUTS, ...timeouts };
     this.logger = logger.child({ source: this.id });
+    this.stderrTail = new StderrTail(new Redactor(configuredValues(config)));
   }
 
   private lastSyncMs: number | undefined;
@@ -242,7 +243,7 @@ export class McpSource {
 
   private async connect(): Promise<void> {
     await this.disconnect();
-    this.stderrTail = "";
+    this.stderrTail.clear();
     const client = new Client({ name: "wayfind", version: "0.1.0" }, { capabilities: {} });
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => this.scheduleResync());
     const transport = this.createTransport();
@@ -274,10 +275,7 @@ export class McpSource {
   }
 
   private createTransport(): Transport {
-    const transport = createMcpTransport(this.config, (text) => {
-      this.stderrTail = (this.stderrTail + text).slice(-STDERR_TAIL);
-      this.logger.debug({ stderr: text.trimEnd() }, "mcp server stderr");
-    });
+    const transport = createMcpTransport(this.config, (text) => this.stderrTail.append(text));
     if (transport instanceof StreamableHTTPClientTransport) this.http = transport;
     else this.stdio = transport;
     return transport;
@@ -469,9 +467,16 @@ export class McpSource {
     this.reconnectTimer.unref();
   }
 
+  /** The server's last stderr lines, redacted, to append to the operator's lastError. */
   private stderrHint(): string {
-    return stderrHint(this.stderrTail);
+    const lines = this.stderrTail.lastLines();
+    return lines === "" ? "" : ` (stderr: ${lines})`;
   }
+}
+
+/** The values a server is given in the config (environment, headers): never shown as they are. */
+export function configuredValues(config: McpServerConfig): string[] {
+  return Object.values(config.transport === "stdio" ? config.env : config.headers);
 }
 
 /**
@@ -523,12 +528,6 @@ export function createMcpTransport(
   });
   transport.stderr?.on("data", (chunk: Buffer) => onStderr(chunk.toString()));
   return transport;
-}
-
-/** The last lines of a server's stderr, to append to an error (empty when it wrote nothing). */
-export function stderrHint(stderrTail: string): string {
-  const tail = stderrTail.trim().split("\n").slice(-3).join(" | ");
-  return tail ? ` (stderr: ${tail.slice(-300)})` : "";
 }
 
 export function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {

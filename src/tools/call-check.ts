@@ -5,8 +5,9 @@ import {
   largeSchemaArgumentProblems,
   type Tool,
 } from "../discovery/index.ts";
-import type { FieldViolation } from "../errors.ts";
-import type { JsonObject } from "../json.ts";
+import { type FieldViolation, invalidArgument } from "../errors.ts";
+import { type JsonObject, jsonShape } from "../json.ts";
+import { describeLimit, LIMITS, type Limit } from "../limits.ts";
 import { LruCache } from "../lru.ts";
 
 /** Compiled argument checkers kept (least recently used dropped first). */
@@ -61,4 +62,42 @@ export function repairMessage(toolName: string, problems: readonly ArgumentProbl
 /** The problems as a request's field violations (`arguments.items.0.sku`), for INVALID_ARGUMENT. */
 export function argumentViolations(problems: readonly ArgumentProblem[]): FieldViolation[] {
   return problems.map((p) => ({ field: `arguments${p.path.replaceAll("/", ".")}`, description: p.message }));
+}
+
+/** How deep a call's arguments may nest and how many values they may hold (the proto's bounds). */
+interface ArgumentBounds {
+  readonly depth: Limit;
+  readonly values: Limit;
+}
+
+export const CALL_TOOL_ARGUMENTS: ArgumentBounds = {
+  depth: LIMITS.callToolArgumentsDepth,
+  values: LIMITS.callToolArgumentsValues,
+};
+export const CHECK_TOOL_CALL_ARGUMENTS: ArgumentBounds = {
+  depth: LIMITS.checkToolCallArgumentsDepth,
+  values: LIMITS.checkToolCallArgumentsValues,
+};
+
+/**
+ * What is wrong with a call's arguments as a whole (nested too deep, too many values), or
+ * undefined: checked before anything walks them (the schema check, an encoding), with the same
+ * bounds and words whatever brought the call (CallTool, CheckToolCall, tools/call on /mcp). The
+ * count stops at the bound, so a hostile value costs no more than an allowed one.
+ */
+export function argumentsShapeProblem(args: unknown, bounds = CALL_TOOL_ARGUMENTS): string | undefined {
+  const shape = jsonShape(args, bounds.depth.max, bounds.values.max);
+  const over =
+    shape.depth > bounds.depth.max
+      ? bounds.depth
+      : shape.values > bounds.values.max
+        ? bounds.values
+        : undefined;
+  return over === undefined ? undefined : `arguments must have ${describeLimit(over)}; these have more`;
+}
+
+/** INVALID_ARGUMENT for arguments past the bounds (argumentsShapeProblem), naming the field. */
+export function checkArgumentsShape(args: unknown, bounds: ArgumentBounds): void {
+  const problem = argumentsShapeProblem(args, bounds);
+  if (problem !== undefined) throw invalidArgument(problem, [{ field: "arguments", description: problem }]);
 }

@@ -33,7 +33,14 @@ import { type PayloadProvider, type RenderedToolPayload, renderToolPayload } fro
 import { type RenderedToolPrompt, renderToolPrompt } from "../prompt/index.ts";
 import type { ToolGate } from "../skills/index.ts";
 import { type MatchQuality, matchQuality } from "../text/scores.ts";
-import { argumentViolations, repairMessage, ToolCallChecker } from "./call-check.ts";
+import {
+  argumentViolations,
+  CALL_TOOL_ARGUMENTS,
+  CHECK_TOOL_CALL_ARGUMENTS,
+  checkArgumentsShape,
+  repairMessage,
+  ToolCallChecker,
+} from "./call-check.ts";
 import {
   type ExecutedCall,
   type ExecuteOptions,
@@ -284,6 +291,7 @@ export class ToolService {
    * activates it, as `resolve` does; an invalid one activates nothing and says what to repair.
    */
   async checkCall(caller: Caller, name: string, args: unknown, scope: ActivationScope | undefined) {
+    checkArgumentsShape(args, CHECK_TOOL_CALL_ARGUMENTS);
     return this.checkCallOf(caller, this.usableTool(caller, name), args, scope);
   }
 
@@ -316,6 +324,7 @@ export class ToolService {
     scope: ActivationScope | undefined,
     options: ExecuteOptions,
   ): Promise<ExecutedCall> {
+    checkArgumentsShape(args, CALL_TOOL_ARGUMENTS);
     const tool = this.usableTool(caller, name);
     // Before the check, which may activate the tool: a tool nobody here executes changes nothing.
     const executor = executorFor(this.options.executor, tool);

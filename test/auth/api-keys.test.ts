@@ -4,7 +4,7 @@ import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { ApiKeyStore } from "../../src/auth/index.ts";
-import { openDatabase } from "../../src/database/sqlite.ts";
+import { applyMigrations, openDatabase } from "../../src/database/sqlite.ts";
 import { allMigrations } from "../../src/server/migrations.ts";
 import { apiKey, clientWith } from "../support/auth.ts";
 import { CLI } from "../support/cli.ts";
@@ -75,6 +75,15 @@ describe("wayfind keys, while the server runs", () => {
     expect(error.rawMessage).toBe("API key to-revoke has been revoked");
   });
 
+  it("revokes by id, asking whose when two tenants have a key of that id", () => {
+    keysCli("create", "--tenant", "acme", "--role", "agent", "--id", "twin");
+    keysCli("create", "--tenant", "globex", "--role", "agent", "--id", "twin");
+    expect(() => keysCli("revoke", "twin")).toThrow(
+      /keys of tenants "acme", "globex" have id twin; say whose with --tenant/,
+    );
+    expect(keysCli("revoke", "twin", "--tenant", "globex")).toBe("revoked twin\n");
+  });
+
   it("stores only the key's SHA-256, never the secret", () => {
     const secret = keysCli("create", "--tenant", "acme", "--role", "observer").trim();
     const db = openDatabase(join(wayfind.dataDir, "wayfind.db"), allMigrations);
@@ -98,6 +107,57 @@ describe("ApiKeyStore", () => {
     expect(store.create({ tenant: "", roles: ["admin"], projects: [], entitlements: [] }).key.tenant).toBe(
       "",
     );
+    db.close();
+  });
+
+  const DAY_MS = 86_400_000;
+  const grant = { tenant: "acme", roles: ["agent" as const], projects: [], entitlements: [] };
+
+  it("deletes revoked and expired keys once the retention period has passed (issue 42: revoked keys were listed forever)", () => {
+    const db = openDatabase(":memory:", allMigrations);
+    const store = new ApiKeyStore(db, [], 30);
+    const t0 = Date.now();
+    store.create({ ...grant, id: "revoked" }, t0);
+    store.create({ ...grant, id: "expiring", expiresAtMs: t0 + 1_000 }, t0 + 1);
+    store.create({ ...grant, id: "kept" }, t0 + 2);
+    store.revoke("acme", "revoked", t0);
+    const ids = (now: number) => store.list(now).map((key) => key.id);
+    expect(ids(t0 + 29 * DAY_MS)).toEqual(["revoked", "expiring", "kept"]);
+    expect(ids(t0 + 31 * DAY_MS)).toEqual(["kept"]);
+    db.close();
+  });
+
+  it("keeps key ids unique within a tenant only: another tenant's id is free (issue 42: ids were an existence oracle)", () => {
+    const db = openDatabase(":memory:", allMigrations);
+    const store = new ApiKeyStore(db);
+    const acme = store.create({ ...grant, id: "bot" });
+    const globex = store.create({ ...grant, tenant: "globex", id: "bot" });
+    expect([acme.key.tenant, globex.key.tenant]).toEqual(["acme", "globex"]);
+    expect(() => store.create({ ...grant, id: "bot" })).toThrow(/exists/);
+    expect(store.revoke("globex", "bot")).toBe(true);
+    expect(store.find(acme.secret)?.revokedAtMs).toBeUndefined();
+    expect(store.withId("bot").map((key) => [key.tenant, key.revokedAtMs !== undefined])).toEqual([
+      ["acme", false],
+      ["globex", true],
+    ]);
+    db.close();
+  });
+
+  it("brings an expiry stored past year 9999 down to the latest a Timestamp carries in JSON (issue 42: ListApiKeys broke)", () => {
+    const db = openDatabase(":memory:", []);
+    const before = allMigrations.filter((migration) => migration.id !== "auth/002-tenant-scoped-key-ids");
+    applyMigrations(db, before);
+    db.prepare(
+      `INSERT INTO api_keys (id, key_sha256, tenant_id, roles_json, entitlements_json, projects_json, created_at_ms, expires_at_ms)
+       VALUES ('far', 'h1', 'acme', '["agent"]', '[]', '[]', 1, ?), ('never', 'h2', 'acme', '["agent"]', '[]', '[]', 1, NULL)`,
+    ).run(8.64e15);
+    applyMigrations(db, allMigrations);
+    const store = new ApiKeyStore(db);
+    expect(new Date(store.get("acme", "far")?.expiresAtMs ?? 0).toISOString()).toBe(
+      "9999-12-31T23:59:59.999Z",
+    );
+    expect(store.get("acme", "never")?.expiresAtMs).toBeUndefined();
+    expect(() => store.create({ ...grant, expiresAtMs: Date.UTC(10_000, 0, 1) })).toThrow(/9999-12-31/);
     db.close();
   });
 });

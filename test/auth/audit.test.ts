@@ -32,7 +32,7 @@ describe("denied calls", () => {
     const line = denials().find((entry) => entry.method === "/wayfind.v1.SkillService/LoadSkillPack");
     expect(line).toMatchObject({
       level: 40,
-      principal: "key:audited-agent",
+      principal: "key:acme/audited-agent",
       code: "permission_denied",
       tenant: "acme",
       reason: "LoadSkillPack needs the admin role; this credential has role agent",

@@ -29,7 +29,9 @@ describe("calls per second", () => {
     for (let i = 0; i < 3; i++) await tools(busy.secret).listTools({});
     const error = await failure(tools(busy.secret).listTools({}));
     expect(error.code).toBe(Code.ResourceExhausted);
-    expect(error.rawMessage).toMatch(/key:busy is over its limit of 1 calls per second; retry in \d+ ms/);
+    expect(error.rawMessage).toMatch(
+      /key:acme\/busy is over its limit of 1 calls per second; retry in \d+ ms/,
+    );
     const [retry] = error.findDetails(RetryInfoSchema);
     const delayMs = Number(retry?.retryDelay?.seconds ?? 0n) * 1000 + (retry?.retryDelay?.nanos ?? 0) / 1e6;
     expect(delayMs).toBeGreaterThan(0);

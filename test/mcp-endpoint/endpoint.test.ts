@@ -2,6 +2,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Code } from "@connectrpc/connect";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
@@ -13,6 +14,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { EVERYTHING } from "../sources/mcp-servers.ts";
 import { apiKey, clientWith } from "../support/auth.ts";
+import { openRaw } from "../support/raw-http.ts";
+import { failure } from "../support/rpc.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 
 /**
@@ -394,5 +397,94 @@ describe("sessions and bad input", () => {
     expect((await post(list, { "mcp-session-id": ended })).status).toBe(404);
     const again = await connect(acme.secret);
     expect((await again.listTools()).tools.length).toBeGreaterThan(0);
+  });
+});
+
+describe("issue 42: what an attacker sends to /mcp", () => {
+  /** A session of acme's, initialized, for raw requests. */
+  async function openSession(): Promise<string> {
+    const opened = await post(initialize);
+    const session = opened.headers.get("mcp-session-id") ?? "";
+    await post(JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }), {
+      "mcp-session-id": session,
+    });
+    return session;
+  }
+
+  it("answers a request without credentials before reading its body, and closes the connection (50 such 4 MB bodies took 345 MB)", async () => {
+    const connection = await openRaw(wayfind.port);
+    connection.socket.write(
+      `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${wayfind.port}\r\nContent-Type: application/json\r\n` +
+        "Accept: application/json, text/event-stream\r\nContent-Length: 4000000\r\n\r\n",
+    );
+    connection.socket.write(Buffer.alloc(64 * 1024, " "));
+    await connection.closed;
+    expect(connection.received()).toMatch(/^HTTP\/1\.1 401 /);
+    expect(connection.received()).toContain("requires credentials");
+  });
+
+  it("refuses a body declared larger than server.max_message_bytes unread", async () => {
+    const connection = await openRaw(wayfind.port);
+    connection.socket.write(
+      `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${wayfind.port}\r\nAuthorization: Bearer ${acme.secret}\r\n` +
+        "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n" +
+        `Content-Length: ${wayfind.config.server.maxMessageBytes + 1}\r\n\r\n{`,
+    );
+    await connection.closed;
+    expect(connection.received()).toMatch(/^HTTP\/1\.1 413 /);
+  });
+
+  it.each([
+    ["null", "null"],
+    ["a number", "42"],
+    ["an empty batch", "[]"],
+    ["an object that is no JSON-RPC message", '{"hello":"world"}'],
+  ])("answers %s on a session with -32600 Invalid Request (null was never answered)", async (_, body) => {
+    const session = await openSession();
+    const response = await post(body, { "mcp-session-id": session });
+    expect(response.status).toBe(400);
+    const error = await rpcError(response);
+    expect(error.code).toBe(-32600);
+    expect(error.message).toMatch(/^Invalid Request: /);
+  });
+
+  it("answers invalid tools/call params with -32602 naming what is wrong, not -32603 with the validator's dump", async () => {
+    const session = await openSession();
+    const response = await post(
+      JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: 5 } }),
+      { "mcp-session-id": session },
+    );
+    const answer = (await response.json()) as { id: number; error: { code: number; message: string } };
+    expect(answer.id).toBe(7);
+    expect(answer.error.code).toBe(-32602);
+    expect(answer.error.message).toBe(
+      "Invalid params of tools/call: params.name: Invalid input: expected string, received number",
+    );
+  });
+
+  it("refuses tool_call arguments nested 1,000 deep in the words CallTool uses (it overflowed the stack: -32603)", async () => {
+    const nested = (levels: number) => {
+      let value: Record<string, unknown> = { message: "bottom" };
+      for (let level = 1; level < levels; level++) value = { nested: value };
+      return value;
+    };
+    const client = await connect(acme.secret);
+    const viaToolCall = async (levels: number) =>
+      client.callTool({
+        name: "tool_call",
+        arguments: { name: "everything.echo", arguments: nested(levels) },
+      });
+    const deepest = await viaToolCall(1_000);
+    expect(deepest.isError).toBe(true);
+    expect(textOf(deepest)).toBe("arguments must have 1–32 levels of nesting; these have more");
+    // CallTool's own decoder refuses past ~50 levels; between, the one check answers both alike.
+    const viaRpc = await failure(
+      clientWith(ToolDiscoveryService, wayfind.baseUrl, acme.secret, "connect").callTool({
+        name: "everything.echo",
+        arguments: nested(40) as never,
+      }),
+    );
+    expect(viaRpc.code).toBe(Code.InvalidArgument);
+    expect(viaRpc.rawMessage).toBe(textOf(await viaToolCall(40)));
   });
 });

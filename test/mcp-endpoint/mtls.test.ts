@@ -109,7 +109,8 @@ describe("/mcp with client certificates (auth.mtls)", () => {
 
   it("does not let a connection without the certificate use a session opened with it", async () => {
     const opened = await post("client-agent", INITIALIZE);
+    // Credentials are checked before the session is looked up: none at all is 401, session or not.
     const hijack = await post(undefined, SEARCH, opened.session);
-    expect(hijack.status).toBe(404);
+    expect(hijack.status).toBe(401);
   });
 });

@@ -1,6 +1,5 @@
 import { once } from "node:events";
 import * as http2 from "node:http2";
-import * as net from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
@@ -10,6 +9,7 @@ import { Health, HealthCheckResponse_ServingStatus } from "../../gen/ts/grpc/hea
 import { Provider } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import { UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
 import { fitMaxConnections } from "../../src/server/connections.ts";
+import { openRaw, type RawConnection } from "../support/raw-http.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 
 /** Short limits so each case takes well under a second or two; the defaults are tested in config. */
@@ -32,31 +32,9 @@ beforeAll(async () => {
 });
 afterAll(() => wayfind.stop());
 
-interface RawConnection {
-  readonly socket: net.Socket;
-  /** Everything the server sent so far. */
-  received(): string;
-  /** Resolves when the server closes the connection, with the ms since it was opened. */
-  readonly closed: Promise<number>;
-}
-
-async function openRaw(port: number): Promise<RawConnection> {
-  const socket = net.connect(port, "127.0.0.1");
-  const openedAt = Date.now();
-  let received = "";
-  socket.on("data", (chunk: Buffer) => {
-    received += chunk.toString("latin1");
-  });
-  socket.on("error", () => {}); // a refused or reset connection is what some tests expect
-  const closed = new Promise<number>((resolve) => socket.once("close", () => resolve(Date.now() - openedAt)));
-  // A refused connection may be reset before it reports being connected.
-  await Promise.race([new Promise((resolve) => socket.once("connect", resolve)), closed]);
-  return { socket, received: () => received, closed };
-}
-
 /** A complete HTTP/1.1 Connect JSON health check that keeps the connection alive. */
 const HEALTH_CHECK_H1 =
-  "POST /grpc.health.v1.Health/Check HTTP/1.1\r\nHost: wayfind\r\n" +
+  "POST /grpc.health.v1.Health/Check HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
   "Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
 
 /** Waits until `received()` contains `text` `times` times (or fails after `withinMs`). */
@@ -72,7 +50,7 @@ describe("HTTP/1.1 after a rejected body", () => {
   it("answers an over-limit chunked body with Connection: close and closes the socket, so a request sent behind it cannot stall", async () => {
     const connection = await openRaw(wayfind.port);
     connection.socket.write(
-      "POST /grpc.health.v1.Health/Check HTTP/1.1\r\nHost: wayfind\r\n" +
+      "POST /grpc.health.v1.Health/Check HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
         "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
     );
     const chunk = "a".repeat(16 * 1024);
@@ -121,7 +99,7 @@ describe("handshake timeout", () => {
 describe("request header timeout", () => {
   it("answers HTTP/1.1 request headers that never complete with 408 and closes the connection", async () => {
     const connection = await openRaw(wayfind.port);
-    connection.socket.write("POST /grpc.health.v1.Health/Check HTTP/1.1\r\nHost: wayfind\r\n");
+    connection.socket.write("POST /grpc.health.v1.Health/Check HTTP/1.1\r\nHost: 127.0.0.1\r\n");
     const closedAfterMs = await connection.closed;
     expect(connection.received()).toMatch(/^HTTP\/1\.1 408 /);
     expect(closedAfterMs).toBeGreaterThanOrEqual(HEADER_S * 1000 * 0.8);
@@ -157,7 +135,7 @@ describe("request body timeout", () => {
   it("answers an HTTP/1.1 Connect call whose body stops halfway with deadline_exceeded and closes the connection", async () => {
     const connection = await openRaw(wayfind.port);
     connection.socket.write(
-      "POST /grpc.health.v1.Health/Check HTTP/1.1\r\nHost: wayfind\r\n" +
+      "POST /grpc.health.v1.Health/Check HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
         'Content-Type: application/json\r\nContent-Length: 20\r\n\r\n{"service"',
     );
     const closedAfterMs = await connection.closed;
@@ -169,10 +147,24 @@ describe("request body timeout", () => {
     expect(closedAfterMs).toBeLessThan(BODY_S * 1000 + 1_500);
   });
 
+  it("answers a POST /mcp whose body stops halfway with 408 and closes the connection (issue 42: /mcp held it open)", async () => {
+    const connection = await openRaw(wayfind.port);
+    connection.socket.write(
+      "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
+        "Accept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n" +
+        '{"jsonrpc":"2.0","id":1,"method":"initialize","params":',
+    );
+    const closedAfterMs = await connection.closed;
+    expect(connection.received()).toMatch(/^HTTP\/1\.1 408 /);
+    expect(connection.received()).toContain("server.request_body_timeout_seconds");
+    expect(closedAfterMs).toBeGreaterThanOrEqual(BODY_S * 1000 * 0.8);
+    expect(closedAfterMs).toBeLessThan(BODY_S * 1000 + 1_500);
+  });
+
   it("answers an HTTP/1.1 gRPC-Web call whose message stops halfway with DEADLINE_EXCEEDED and closes the connection", async () => {
     const connection = await openRaw(wayfind.port);
     const head =
-      "POST /grpc.health.v1.Health/Check HTTP/1.1\r\nHost: wayfind\r\n" +
+      "POST /grpc.health.v1.Health/Check HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
       "Content-Type: application/grpc-web+proto\r\nContent-Length: 105\r\n\r\n";
     connection.socket.write(Buffer.concat([Buffer.from(head), partialGrpcMessage(100, 10)]));
     const closedAfterMs = await connection.closed;
@@ -378,7 +370,7 @@ describe("connection cap", () => {
   async function busy(): Promise<RawConnection> {
     const connection = await openRaw(capped.port);
     connection.socket.write(
-      "POST /grpc.health.v1.Health/Check HTTP/1.1\r\nHost: wayfind\r\n" +
+      "POST /grpc.health.v1.Health/Check HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
         "Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{",
     );
     await sleep(100);

@@ -122,6 +122,19 @@ describe("web pages calling the API (server.cors)", () => {
     expect((await search({ origin: "null" })).status).toBe(403);
   });
 
+  it("applies the same rules to /mcp, whose preflight names what a browser MCP client sends", async () => {
+    const answer = await send("OPTIONS", "/mcp", {
+      origin: CONSOLE_SITE,
+      "access-control-request-method": "POST",
+      "access-control-request-headers": "content-type, mcp-session-id, authorization",
+    });
+    expect(answer.status).toBe(204);
+    expect(answer.headers["access-control-allow-methods"]).toBe("POST, GET, DELETE");
+    expect(answer.headers["access-control-allow-headers"]).toMatch(/mcp-session-id/);
+    const refused = await send("POST", "/mcp", { origin: "https://elsewhere.example" }, "{}");
+    expect(refused.status).toBe(403);
+  });
+
   it("leaves callers without an Origin (native clients) untouched", async () => {
     const answer = await search({});
     expect(answer.status).toBe(200);

@@ -19,7 +19,14 @@ const acmeWebAdmin = apiKey("acme-web-admin", {
   entitlements: ["beta"],
 });
 const globexAdmin = apiKey("globex-admin", { tenant: "globex", roles: ["admin"] });
-const declared = [operator, acmeAdmin, acmeAgent, acmeObserver, acmeWebAdmin, globexAdmin];
+/** An admin key of an hour (whole seconds: the config's timestamps). */
+const HOUR_ADMIN_EXPIRES_MS = Math.floor(Date.now() / 1000) * 1000 + 3_600_000;
+const acmeHourAdmin = apiKey("acme-hour-admin", {
+  tenant: "acme",
+  roles: ["admin"],
+  expires_at: new Date(HOUR_ADMIN_EXPIRES_MS).toISOString(),
+});
+const declared = [operator, acmeAdmin, acmeAgent, acmeObserver, acmeWebAdmin, globexAdmin, acmeHourAdmin];
 
 let wayfind: TestServer;
 beforeAll(async () => {
@@ -252,5 +259,69 @@ describe("a browser console", () => {
     const { keys } = await client.listApiKeys({});
     expect(keys.map((listed) => listed.id)).toContain(key?.id);
     expect(await client.revokeApiKey({ id: `console-${protocol}` })).toMatchObject({ revoked: true });
+  });
+});
+
+describe("issue 42: key administration under attack", () => {
+  it("refuses a key expiring after year 9999 (INVALID_ARGUMENT), so ListApiKeys over Connect JSON keeps working", async () => {
+    const client = keysAs(acmeAdmin.secret, "connect");
+    const tooLate = await failure(
+      client.createApiKey({
+        roles: ["agent"],
+        expiry: { case: "expiresAt", value: timestampFromMs(Date.UTC(10_000, 0, 1)) },
+      }),
+    );
+    expect(tooLate.code).toBe(Code.InvalidArgument);
+    expect(tooLate.rawMessage).toContain("expires_at must be at the latest 9999-12-31T23:59:59.999Z");
+    await client.createApiKey({
+      id: "until-9999",
+      roles: ["agent"],
+      expiry: { case: "expiresAt", value: timestampFromMs(Date.UTC(10_000, 0, 1) - 1) },
+    });
+    const { keys } = await client.listApiKeys({});
+    const listed = keys.find((key) => key.id === "until-9999")?.expiresAt;
+    expect(listed ? timestampDate(listed).toISOString() : "").toBe("9999-12-31T23:59:59.999Z");
+  });
+
+  it("a 1-hour admin key creates keys that expire with it, never later (it minted never-expiring admin keys)", async () => {
+    const client = keysAs(acmeHourAdmin.secret);
+    const { key } = await client.createApiKey({ roles: ["admin"] });
+    expect(key?.expiresAt ? timestampDate(key.expiresAt).getTime() : 0).toBe(HOUR_ADMIN_EXPIRES_MS);
+    const later = await failure(
+      client.createApiKey({ roles: ["admin"], expiry: { case: "expiresInSeconds", value: 7_200n } }),
+    );
+    expect(later.code).toBe(Code.PermissionDenied);
+    expect(later.rawMessage).toContain("a key you create may not outlive it");
+    const { key: sooner } = await client.createApiKey({
+      roles: ["agent"],
+      expiry: { case: "expiresInSeconds", value: 60n },
+    });
+    expect(sooner?.expiresAt).toBeDefined();
+  });
+
+  it("another tenant's key id behaves exactly as a free id (CreateApiKey) and a missing one (RevokeApiKey)", async () => {
+    await keysAs(operator.secret).createApiKey({ id: "shared-name", tenantId: "globex", roles: ["agent"] });
+    const acme = keysAs(acmeAdmin.secret);
+    const { key, secret } = await acme.createApiKey({ id: "shared-name", roles: ["agent"] });
+    expect(key).toMatchObject({ id: "shared-name", tenantId: "acme" });
+    await expect(searchWith(secret)).resolves.toBeDefined();
+    const foreign = await failure(acme.revokeApiKey({ id: "globex-listed" }));
+    const missing = await failure(acme.revokeApiKey({ id: "no-such-key" }));
+    expect(foreign.code).toBe(Code.NotFound);
+    expect(foreign.rawMessage.replace("globex-listed", "<id>")).toBe(
+      missing.rawMessage.replace("no-such-key", "<id>"),
+    );
+    const named = await failure(acme.revokeApiKey({ id: "shared-name", tenantId: "globex" }));
+    expect(named.code).toBe(Code.PermissionDenied);
+
+    // The operator names whose key when two tenants have the id.
+    const ops = keysAs(operator.secret);
+    const ambiguous = await failure(ops.revokeApiKey({ id: "shared-name" }));
+    expect(ambiguous.code).toBe(Code.InvalidArgument);
+    expect(ambiguous.rawMessage).toContain('("acme", "globex")');
+    expect(await ops.revokeApiKey({ id: "shared-name", tenantId: "globex" })).toMatchObject({
+      revoked: true,
+    });
+    await expect(searchWith(secret)).resolves.toBeDefined();
   });
 });

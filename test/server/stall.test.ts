@@ -12,7 +12,7 @@ import {
   ToolDiscoveryService,
 } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { LIMITS } from "../../src/limits.ts";
-import { HEALTH_BUDGET_MS, watchHealth } from "../support/health.ts";
+import { expectNoStall } from "../support/health.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 
 /**
@@ -32,21 +32,6 @@ beforeAll(async () => {
   wayfind = await startTestServer({ policy: { denied: ["render.hidden*"] } });
 });
 afterAll(() => wayfind.stop());
-
-/** Runs `attack` while health checks run; every check must have been answered within the budget. */
-async function expectNoStall(attack: () => Promise<void>): Promise<void> {
-  const health = watchHealth(wayfind);
-  try {
-    await attack();
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  } catch (error) {
-    await health.stop(); // no check may outlive the server
-    throw error;
-  }
-  const { slowestMs, answered } = await health.stop();
-  expect(answered).toBeGreaterThan(0);
-  expect(slowestMs).toBeLessThan(HEALTH_BUDGET_MS);
-}
 
 /**
  * RegisterTools over Connect binary with the request already encoded: encoding 5,000 tools (or a few
@@ -116,7 +101,7 @@ describe("no caller text stalls the server", () => {
   it("registers tools whose examples meet catastrophic schema patterns", async () => {
     const tools = wayfind.grpc(ToolDiscoveryService);
     let rejected = 0;
-    await expectNoStall(async () => {
+    await expectNoStall(wayfind, async () => {
       const quoted = await codeOf(
         tools.registerTools(
           {
@@ -182,7 +167,7 @@ describe("no caller text stalls the server", () => {
         examples: [{ args: { p0: "x" } }],
       })),
     });
-    await expectNoStall(async () => {
+    await expectNoStall(wayfind, async () => {
       expect(await refusedWith(await oneWide())).toBe("invalid_argument");
       expect(await refusedWith(await manyWide())).toBe("invalid_argument");
     });
@@ -205,7 +190,7 @@ describe("no caller text stalls the server", () => {
     // slower, once); a smaller call first warms it, as any server that has been running is.
     await registered(await bulk("warm", 500)());
     const register = bulk("bulk", LIMITS.registerToolsTools.max);
-    await expectNoStall(async () => {
+    await expectNoStall(wayfind, async () => {
       expect((await registered(await register())).added).toBe(LIMITS.registerToolsTools.max);
     });
     // The other cases search and render a catalog of their own size.
@@ -216,7 +201,7 @@ describe("no caller text stalls the server", () => {
 
   it("loads, returns and injects skills whose text is built to backtrack", async () => {
     const skills = wayfind.grpc(SkillService);
-    await expectNoStall(async () => {
+    await expectNoStall(wayfind, async () => {
       // The quoted finding: four 4,000-character fields of "key-" took 14.5 s to redact.
       const keys = "key-".repeat(1000);
       const heading = `# Probe${" ".repeat(2000)}x`;
@@ -265,7 +250,7 @@ describe("no caller text stalls the server", () => {
       },
       asOperator,
     );
-    await expectNoStall(async () => {
+    await expectNoStall(wayfind, async () => {
       await fc.assert(
         fc.asyncProperty(
           fc.constantFrom(SearchType.REGEX, SearchType.FTS, SearchType.EXACT),
@@ -296,7 +281,7 @@ describe("no caller text stalls the server", () => {
       },
       asOperator,
     );
-    await expectNoStall(async () => {
+    await expectNoStall(wayfind, async () => {
       const rendered = await tools.renderToolPrompt({
         caller: acme,
         includeDirectory: true,

@@ -8,14 +8,15 @@ const gate: ToolGate = {
   narrowedAway: () => [],
 };
 
-function operatorStep(step: string): string | undefined {
+async function operatorStep(step: string): Promise<string | undefined> {
   const f = fixture();
   f.service.loadSkillPack({
     pack: "core",
     scope: GLOBAL,
     files: [{ path: "s.skill.json", content: jsonSkill({ name: "s.one", trigger: "t", steps: [step] }) }],
   });
-  return f.service.getSkills(caller("t1"), { names: ["s.one"] }, { toolGate: gate }).skills[0]?.steps[0];
+  return (await f.service.getSkills(caller("t1"), { names: ["s.one"] }, { toolGate: gate })).skills[0]
+    ?.steps[0];
 }
 
 function loaded() {
@@ -43,9 +44,10 @@ function loaded() {
 }
 
 describe("tool-reference gating", () => {
-  it("rewrites hidden tool names to a tool_search hint and keeps visible ones", () => {
+  it("rewrites hidden tool names to a tool_search hint and keeps visible ones", async () => {
     const { service } = loaded();
-    const [skill] = service.getSkills(caller("t1"), { names: ["git.open_pr"] }, { toolGate: gate }).skills;
+    const [skill] = (await service.getSkills(caller("t1"), { names: ["git.open_pr"] }, { toolGate: gate }))
+      .skills;
     expect(skill?.steps).toEqual([
       "Read the template with `fs.read_file`.",
       'Call tool_search for "create pull request" with title and body.',
@@ -54,12 +56,12 @@ describe("tool-reference gating", () => {
     expect(JSON.stringify(skill)).not.toContain("github.create");
   });
 
-  it("applies to search results, injection blocks, lists and the directory", () => {
+  it("applies to search results, injection blocks, lists and the directory", async () => {
     const { service } = loaded();
     const t = caller("t1");
     const outputs = [
       service.searchSkills(t, { query: "open PR" }, { toolGate: gate }),
-      service.getRelevantSkills(t, { task: "open a PR" }, { toolGate: gate }),
+      await service.getRelevantSkills(t, { task: "open a PR" }, { toolGate: gate }),
       service.listSkills(t, {}, { toolGate: gate }),
       service.renderSkillDirectory(t, {}, { toolGate: gate }),
     ];
@@ -76,7 +78,7 @@ describe("tool-reference gating", () => {
     expect(result.skills).toEqual([]);
   });
 
-  it("keeps names in a tenant's own text unless its narrowing removed them", () => {
+  it("keeps names in a tenant's own text unless its narrowing removed them", async () => {
     const f = fixture();
     f.service.loadSkillPack({
       pack: "mine",
@@ -92,25 +94,26 @@ describe("tool-reference gating", () => {
         },
       ],
     });
-    const [skill] = f.service.getSkills(caller("t1"), { names: ["t1.open_pr"] }, { toolGate: gate }).skills;
+    const [skill] = (await f.service.getSkills(caller("t1"), { names: ["t1.open_pr"] }, { toolGate: gate }))
+      .skills;
     expect(skill?.trigger).toBe("call github.create_pull_request");
   });
 
-  it("rewrites, in operator text, a tool-like name of no tool as it rewrites a hidden one", () => {
-    expect(operatorStep("Then call billing.refund_all or jira.createIssue.")).toBe(
+  it("rewrites, in operator text, a tool-like name of no tool as it rewrites a hidden one", async () => {
+    expect(await operatorStep("Then call billing.refund_all or jira.createIssue.")).toBe(
       'Then call tool_search for "refund all" or tool_search for "create issue".',
     );
   });
 
-  it("leaves, in operator text, words that only resemble tool names", () => {
+  it("leaves, in operator text, words that only resemble tool names", async () => {
     const step =
       "Set GITHUB_TOKEN, edit my_notes.txt and package.json, see https://x.example/api_docs or ops@corp_mail.example, run --dry_run, use iPhone or GitHub.";
-    expect(operatorStep(step)).toBe(step);
+    expect(await operatorStep(step)).toBe(step);
   });
 
-  it("leaves text untouched without a gate", () => {
+  it("leaves text untouched without a gate", async () => {
     const { service } = loaded();
-    expect(service.getSkills(caller("t1"), { names: ["git.open_pr"] }).skills[0]?.trigger).toContain(
+    expect((await service.getSkills(caller("t1"), { names: ["git.open_pr"] })).skills[0]?.trigger).toContain(
       "github.create_pull_request",
     );
   });

@@ -67,6 +67,20 @@ export function jsonSkill(fields: Record<string, unknown>): string {
 }
 
 /** Runs `fn` expecting a WayfindError; returns it. */
+/** The domain error a promise rejects with; fails the test if it resolves. */
+export async function rejected(
+  promise: Promise<unknown>,
+): Promise<{ code: string; message: string; details: readonly string[] }> {
+  try {
+    await promise;
+  } catch (error) {
+    return thrown(() => {
+      throw error;
+    });
+  }
+  throw new Error("expected an error");
+}
+
 export function thrown(fn: () => unknown): { code: string; message: string; details: readonly string[] } {
   try {
     fn();

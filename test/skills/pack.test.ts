@@ -82,14 +82,14 @@ describe("pack formats", () => {
     ]);
   });
 
-  it("maps a markdown body: H1 → title, list items → steps, failure-mode section → failure modes", () => {
+  it("maps a markdown body: H1 → title, list items → steps, failure-mode section → failure modes", async () => {
     const { service } = fixture();
     service.loadSkillPack({
       pack: "core",
       scope: GLOBAL,
       files: inline({ "paginate.skill.md": mdFromBody }),
     });
-    const [skill] = service.getSkills(caller("t1"), { names: ["pack.core.paginate"] }).skills;
+    const [skill] = (await service.getSkills(caller("t1"), { names: ["pack.core.paginate"] })).skills;
     expect(skill).toMatchObject({
       title: "Paginate a cursor API",
       steps: ["Call the endpoint without a cursor.", "Repeat with `cursor=<next_cursor>` until it is empty."],
@@ -97,14 +97,14 @@ describe("pack formats", () => {
     });
   });
 
-  it("maps Agent Skills SKILL.md: description → trigger and description, sections → preconditions/steps/failure modes", () => {
+  it("maps Agent Skills SKILL.md: description → trigger and description, sections → preconditions/steps/failure modes", async () => {
     const { service } = fixture();
     service.loadSkillPack({
       pack: "core",
       scope: GLOBAL,
       files: inline({ "triage-ci/SKILL.md": agentSkill }),
     });
-    const [skill] = service.getSkills(caller("t1"), { names: ["triage-ci"] }).skills;
+    const [skill] = (await service.getSkills(caller("t1"), { names: ["triage-ci"] })).skills;
     expect(skill).toMatchObject({
       title: "Triage a failing CI job",
       trigger: "Find why a CI job failed. Use when a pipeline is red.",
@@ -117,22 +117,22 @@ describe("pack formats", () => {
     expect(skill?.steps[1]).toBe("Reproduce locally.\n- use the same runtime version");
   });
 
-  it("uses body paragraphs as steps when the body has no list", () => {
+  it("uses body paragraphs as steps when the body has no list", async () => {
     const { service } = fixture();
     const file = "---\ntrigger: t\n---\nFirst do this.\n\nThen do that,\ncarefully.\n";
     service.loadSkillPack({ pack: "core", scope: GLOBAL, files: inline({ "p.skill.md": file }) });
-    const [skill] = service.getSkills(caller("t1"), { names: ["pack.core.p"] }).skills;
+    const [skill] = (await service.getSkills(caller("t1"), { names: ["pack.core.p"] })).skills;
     expect(skill?.steps).toEqual(["First do this.", "Then do that,\ncarefully."]);
   });
 
-  it("keeps unknown fields in extra", () => {
+  it("keeps unknown fields in extra", async () => {
     const { service } = fixture();
     service.loadSkillPack({
       pack: "core",
       scope: GLOBAL,
       files: inline({ "a.skill.json": jsonSkill({ owner: "platform", sla: { hours: 4 } }) }),
     });
-    const [skill] = service.getSkills(caller("t1"), { names: ["pack.core.a"] }).skills;
+    const [skill] = (await service.getSkills(caller("t1"), { names: ["pack.core.a"] })).skills;
     expect(skill?.extra).toEqual({ owner: "platform", sla: { hours: 4 } });
   });
 
@@ -358,7 +358,7 @@ describe("pack upsert", () => {
     expect(service.listSkills(caller("t1")).skills.map((s) => s.trigger)).toEqual(["a", "b"]);
   });
 
-  it("never overwrites a learned skill of the same name", () => {
+  it("never overwrites a learned skill of the same name", async () => {
     const { service, db } = fixture();
     service.loadSkillPack({ pack: "core", scope: GLOBAL, files: v1 });
     db.prepare(
@@ -370,7 +370,7 @@ describe("pack upsert", () => {
       files: inline({ "a.skill.json": jsonSkill({ trigger: "pack" }) }),
     });
     expect(result.skippedLearned).toEqual(["pack.core.a"]);
-    const [skill] = service.getSkills(caller("t1"), { names: ["pack.core.a"] }).skills;
+    const [skill] = (await service.getSkills(caller("t1"), { names: ["pack.core.a"] })).skills;
     expect(skill).toMatchObject({ origin: "learned", trigger: "learned" });
   });
 
@@ -391,14 +391,14 @@ describe("pack upsert", () => {
     expect(new Set(phases)).toEqual(new Set(["read", "parse", "write"]));
   });
 
-  it("assigns sk_ ids and a content hash that changes only with content", () => {
+  it("assigns sk_ ids and a content hash that changes only with content", async () => {
     const { service } = fixture();
     service.loadSkillPack({ pack: "core", scope: GLOBAL, files: v1 });
-    const first = service.getSkills(caller("t1"), { names: ["pack.core.a"] }).skills[0];
+    const first = (await service.getSkills(caller("t1"), { names: ["pack.core.a"] })).skills[0];
     expect(first?.id).toMatch(/^sk_[0-9a-f]{24}$/);
     expect(first?.contentHash).toMatch(/^[0-9a-f]{64}$/);
     service.loadSkillPack({ pack: "core", scope: GLOBAL, files: v1, version: "9" });
-    expect(service.getSkills(caller("t1"), { names: ["pack.core.a"] }).skills[0]?.contentHash).toBe(
+    expect((await service.getSkills(caller("t1"), { names: ["pack.core.a"] })).skills[0]?.contentHash).toBe(
       first?.contentHash,
     );
   });

@@ -29,7 +29,7 @@ describe("redaction", () => {
     expect(redactText(text)).toBe(text);
   });
 
-  it("applies to everything returned or injected, and can be switched off", () => {
+  it("applies to everything returned or injected, and can be switched off", async () => {
     const files = [
       {
         path: "a.skill.json",
@@ -43,14 +43,14 @@ describe("redaction", () => {
     ];
     const on = fixture();
     on.service.loadSkillPack({ pack: "core", scope: GLOBAL, files });
-    const got = on.service.getSkills(caller("t1"), { names: ["ops.contact"] });
+    const got = await on.service.getSkills(caller("t1"), { names: ["ops.contact"] });
     expect(JSON.stringify(got)).not.toMatch(/ops@example|abcDEF|key=1/);
     expect(
-      on.service.getRelevantSkills(caller("t1"), { task: "page oncall ops" }).formattedContext,
+      (await on.service.getRelevantSkills(caller("t1"), { task: "page oncall ops" })).formattedContext,
     ).toContain("[REDACTED_EMAIL]");
     const off = fixture({ redaction: false });
     off.service.loadSkillPack({ pack: "core", scope: GLOBAL, files });
-    expect(off.service.getSkills(caller("t1"), { names: ["ops.contact"] }).skills[0]?.trigger).toBe(
+    expect((await off.service.getSkills(caller("t1"), { names: ["ops.contact"] })).skills[0]?.trigger).toBe(
       "page ops@example.com",
     );
   });

@@ -47,6 +47,21 @@ describe("regex search bounds", () => {
     f.service.loadSkillPack({ pack: "long", files, scope: GLOBAL });
     const error = thrown(() => f.service.searchSkills(caller("t1"), { query: "(x+x+)+y", type: "regex" }));
     expect(error.code).toBe("invalid_argument");
-    expect(error.message).toContain("more than 2000000 characters of skill text");
+    expect(error.message).toContain("more than 500000 characters of skill text");
+  });
+
+  it("refuses a broad pattern before any RE2 runs, by the text its candidates hold (issue 42: refused only after 264–562 ms)", () => {
+    const f = fixture();
+    // 250 skills of ~1.2 KB: 300 KB of text, which the scan would read twice (raw and as seen).
+    const content = Array.from({ length: 250 }, (_, i) =>
+      jsonSkill({ name: `mid.skill_${i}`, description: "ab ".repeat(400) }),
+    ).join("\n");
+    f.service.loadSkillPack({ pack: "mid", files: [{ path: "mid.skill.jsonl", content }], scope: GLOBAL });
+    const error = thrown(() => f.service.searchSkills(caller("t1"), { query: "[a-z]+q", type: "regex" }));
+    expect(error.code).toBe("invalid_argument");
+    expect(error.message).toContain("more than 500000 characters of skill text");
+    // A pattern with a literal leaves few candidates and runs.
+    const found = f.service.searchSkills(caller("t1"), { query: "skill_12\\d$", type: "regex" });
+    expect(found.skills.map((skill) => skill.name)).toContain("mid.skill_120");
   });
 });

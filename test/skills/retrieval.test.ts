@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { estimateTokens } from "../../src/text/tokens.ts";
-import { caller, fixture, GLOBAL, jsonSkill, thrown } from "./helpers.ts";
+import { caller, fixture, GLOBAL, jsonSkill, rejected, thrown } from "./helpers.ts";
 
 function bigSkill(name: string, trigger: string, size: number) {
   return {
@@ -35,16 +35,16 @@ function loaded() {
 }
 
 describe("getSkills", () => {
-  it("returns skills in the requested order and lists the names it could not find", () => {
+  it("returns skills in the requested order and lists the names it could not find", async () => {
     const { service } = loaded();
-    const result = service.getSkills(caller("t1"), { names: ["db.migrate", "nope", "deploy.rollout"] });
+    const result = await service.getSkills(caller("t1"), { names: ["db.migrate", "nope", "deploy.rollout"] });
     expect(result.skills.map((s) => s.name)).toEqual(["db.migrate", "deploy.rollout"]);
     expect(result.notFound).toEqual(["nope"]);
   });
 
-  it("never returns formattedContext over maxTokens, compressing structurally first", () => {
+  it("never returns formattedContext over maxTokens, compressing structurally first", async () => {
     const { service } = loaded();
-    const result = service.getSkills(caller("t1"), {
+    const result = await service.getSkills(caller("t1"), {
       names: ["deploy.huge"],
       maxTokens: 400,
       format: "injection",
@@ -56,11 +56,11 @@ describe("getSkills", () => {
     expect(result.formattedContext).toMatch(/<\/skills>$/);
   });
 
-  it("drops failure modes before preconditions before steps", () => {
+  it("drops failure modes before preconditions before steps", async () => {
     const { service } = loaded();
-    const full = service.getSkills(caller("t1"), { names: ["deploy.rollout"], maxTokens: 6000 });
+    const full = await service.getSkills(caller("t1"), { names: ["deploy.rollout"], maxTokens: 6000 });
     const target = estimateTokens(full.formattedContext) - 5;
-    const result = service.getSkills(caller("t1"), {
+    const result = await service.getSkills(caller("t1"), {
       names: ["deploy.rollout"],
       maxTokens: Math.max(200, target),
     });
@@ -69,32 +69,32 @@ describe("getSkills", () => {
     expect(result.formattedContext).toContain("step 5:");
   });
 
-  it("rejects more than 10 names and maxTokens outside 200–6000", () => {
+  it("rejects more than 10 names and maxTokens outside 200–6000", async () => {
     const { service } = loaded();
     const names = Array.from({ length: 11 }, (_, i) => `s${i}`);
-    expect(thrown(() => service.getSkills(caller("t1"), { names })).message).toBe(
+    expect((await rejected(service.getSkills(caller("t1"), { names }))).message).toBe(
       "names must have 1–10 names, got 11",
     );
     expect(
-      thrown(() => service.getSkills(caller("t1"), { names: ["db.migrate"], maxTokens: 100 })).message,
+      (await rejected(service.getSkills(caller("t1"), { names: ["db.migrate"], maxTokens: 100 }))).message,
     ).toBe("max_tokens must be 200–6,000, got 100");
   });
 
-  it("records use: last_used and use_count", () => {
+  it("records use: last_used and use_count", async () => {
     let now = 1000;
     const f = fixture({ now: () => now });
     f.service.loadSkillPack({ pack: "core", scope: GLOBAL, files: [bigSkill("db.migrate", "migrate", 1)] });
     now = 5000;
-    f.service.getSkills(caller("t1"), { names: ["db.migrate"] });
-    const [skill] = f.service.getSkills(caller("t1"), { names: ["db.migrate"] }).skills;
+    await f.service.getSkills(caller("t1"), { names: ["db.migrate"] });
+    const [skill] = (await f.service.getSkills(caller("t1"), { names: ["db.migrate"] })).skills;
     expect(skill?.stats).toMatchObject({ lastUsedAtMs: 5000, useCount: 1, createdAtMs: 1000 });
   });
 });
 
 describe("getRelevantSkills", () => {
-  it("turns a task into one injection block of the best skills and reports the token estimates", () => {
+  it("turns a task into one injection block of the best skills and reports the token estimates", async () => {
     const { service, sink } = loaded();
-    const result = service.getRelevantSkills(caller("t1"), {
+    const result = await service.getRelevantSkills(caller("t1"), {
       task: "We need to write a migration for the database",
       topK: 2,
     });
@@ -110,15 +110,15 @@ describe("getRelevantSkills", () => {
     });
   });
 
-  it("never exceeds the budget for any task, topK and budget", () => {
+  it("never exceeds the budget for any task, topK and budget", async () => {
     const { service } = loaded();
-    fc.assert(
-      fc.property(
+    await fc.assert(
+      fc.asyncProperty(
         fc.string({ minLength: 1, maxLength: 80 }).map((s) => `deploy rollout migration ${s}`),
         fc.integer({ min: 1, max: 10 }),
         fc.integer({ min: 200, max: 6000 }),
-        (task, topK, maxTokens) => {
-          const result = service.getRelevantSkills(caller("t1"), { task, topK, maxTokens });
+        async (task, topK, maxTokens) => {
+          const result = await service.getRelevantSkills(caller("t1"), { task, topK, maxTokens });
           return estimateTokens(result.formattedContext) <= maxTokens && result.finalTokensEst <= maxTokens;
         },
       ),
@@ -126,9 +126,9 @@ describe("getRelevantSkills", () => {
     );
   });
 
-  it("returns an empty block for a task that matches nothing", () => {
+  it("returns an empty block for a task that matches nothing", async () => {
     const { service } = loaded();
-    const result = service.getRelevantSkills(caller("t1"), { task: "zebra quantum" });
+    const result = await service.getRelevantSkills(caller("t1"), { task: "zebra quantum" });
     expect(result).toMatchObject({ skills: [], formattedContext: "", finalTokensEst: 0 });
   });
 });
@@ -156,7 +156,7 @@ describe("listSkills", () => {
 });
 
 describe("renderSkillDirectory", () => {
-  it("lists pinned skills first, then the most recently used", () => {
+  it("lists pinned skills first, then the most recently used", async () => {
     let now = 1;
     const f = fixture({ pinnedSkillNames: ["deploy.huge", "not.visible"], now: () => now++ });
     f.service.loadSkillPack({
@@ -164,7 +164,7 @@ describe("renderSkillDirectory", () => {
       scope: GLOBAL,
       files: [bigSkill("a.one", "one", 1), bigSkill("b.two", "two", 1), bigSkill("deploy.huge", "huge", 1)],
     });
-    f.service.getSkills(caller("t1"), { names: ["b.two"] });
+    await f.service.getSkills(caller("t1"), { names: ["b.two"] });
     const directory = f.service.renderSkillDirectory(caller("t1"), { maxEntries: 2 });
     expect(directory.text.split("\n").slice(1, 3)).toEqual(["- deploy.huge: huge", "- b.two: two"]);
     expect(directory).toMatchObject({ entryCount: 2, totalVisible: 3 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { caller, fixture, GLOBAL, jsonSkill, thrown } from "./helpers.ts";
+import { caller, fixture, GLOBAL, jsonSkill, rejected, thrown } from "./helpers.ts";
 
 /** Tenant t1/p1 owns a secret skill; t2 and t1/p2 must not learn it exists. */
 function world() {
@@ -49,10 +49,10 @@ describe("scope isolation", () => {
     ]);
   });
 
-  it("another tenant gets NOT_FOUND for the exact name, identical to a missing skill", () => {
+  it("another tenant gets NOT_FOUND for the exact name, identical to a missing skill", async () => {
     const { service } = world();
-    const hidden = thrown(() => service.getSkills(caller("t2"), { names: ["acme.secret_deploy"] }));
-    const missing = thrown(() => service.getSkills(caller("t2"), { names: ["acme.secret_deplox"] }));
+    const hidden = await rejected(service.getSkills(caller("t2"), { names: ["acme.secret_deploy"] }));
+    const missing = await rejected(service.getSkills(caller("t2"), { names: ["acme.secret_deplox"] }));
     expect(hidden.code).toBe("not_found");
     expect(hidden.message).toBe(missing.message.replace("deplox", "deploy"));
   });
@@ -69,16 +69,16 @@ describe("scope isolation", () => {
     ]);
   });
 
-  it("counts, directory and relevant skills include only visible skills", () => {
+  it("counts, directory and relevant skills include only visible skills", async () => {
     const { service } = world();
     const other = caller("t2");
     expect(service.listSkills(other).totalCount).toBe(1);
     const directory = service.renderSkillDirectory(other);
     expect(directory.totalVisible).toBe(1);
     expect(directory.text).not.toContain("acme");
-    expect(service.getRelevantSkills(other, { task: "deploy acme secretly" }).formattedContext).not.toContain(
-      "acme",
-    );
+    expect(
+      (await service.getRelevantSkills(other, { task: "deploy acme secretly" })).formattedContext,
+    ).not.toContain("acme");
   });
 
   it("an anonymous caller (no tenant) sees only global skills", () => {
@@ -86,17 +86,17 @@ describe("scope isolation", () => {
     expect(service.listSkills(caller("", "")).skills.map((s) => s.name)).toEqual(["core.deploy"]);
   });
 
-  it("events of another tenant's calls carry that tenant and never the hidden names", () => {
+  it("events of another tenant's calls carry that tenant and never the hidden names", async () => {
     const { service, sink } = world();
     service.searchSkills(caller("t2"), { query: "acme", type: "regex" });
-    thrown(() => service.getSkills(caller("t2"), { names: ["acme.secret_deploy"] }));
+    await rejected(service.getSkills(caller("t2"), { names: ["acme.secret_deploy"] }));
     const events = sink.events.filter((e) => e.tenantId === "t2");
     // The failed get emits nothing; the search's event is the tenant's own.
     expect(events.map((e) => e.type)).toEqual(["skill_search_query"]);
     expect(JSON.stringify(events)).not.toContain("secret");
   });
 
-  it("a project skill shadows a global skill of the same name for that project only", () => {
+  it("a project skill shadows a global skill of the same name for that project only", async () => {
     const { service } = world();
     service.loadSkillPack({
       pack: "local",
@@ -105,8 +105,8 @@ describe("scope isolation", () => {
         { path: "d.skill.json", content: jsonSkill({ name: "core.deploy", trigger: "deploy our way" }) },
       ],
     });
-    const mine = service.getSkills(caller("t1", "p1"), { names: ["core.deploy"] }).skills[0];
-    const theirs = service.getSkills(caller("t2"), { names: ["core.deploy"] }).skills[0];
+    const mine = (await service.getSkills(caller("t1", "p1"), { names: ["core.deploy"] })).skills[0];
+    const theirs = (await service.getSkills(caller("t2"), { names: ["core.deploy"] })).skills[0];
     expect([mine?.trigger, mine?.scope]).toEqual(["deploy our way", "project"]);
     expect([theirs?.trigger, theirs?.scope]).toEqual(["deploy anything", "global"]);
     expect(service.listSkills(caller("t1", "p1")).totalCount).toBe(3);

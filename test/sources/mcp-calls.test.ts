@@ -2,6 +2,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Code, ConnectError } from "@connectrpc/connect";
+import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
@@ -88,5 +89,64 @@ describe("per-tenant credentials", () => {
     expect(error.code).toBe(Code.Unavailable);
     expect(error.rawMessage).toContain("WAYFIND_TEST_UNSET_TOKEN");
     expect(error.rawMessage).not.toContain("secret-token");
+  });
+});
+
+describe("an upstream that fails (issue 42: its stderr, with the tenant's credential, was in the tool error)", () => {
+  const LEAKY_TOKEN = "acme-leaky-credential-7f3a";
+  /** A stdio MCP server that prints the credential it was started with, then dies, on every call. */
+  const LEAKY_SERVER = `
+    import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+    import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+    import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+    const server = new Server({ name: "leaky", version: "1" }, { capabilities: { tools: {} } });
+    server.setRequestHandler(ListToolsRequestSchema, async () => ({
+      tools: [{ name: "crash", description: "Crash on every call.", inputSchema: { type: "object" } }],
+    }));
+    server.setRequestHandler(CallToolRequestSchema, async () => {
+      console.error("debug: calling the API with token=" + process.env.LEAKY_TOKEN);
+      process.exit(1);
+    });
+    await server.connect(new StdioServerTransport());
+  `;
+  const lines: Record<string, unknown>[] = [];
+  let leaky: TestServer;
+  beforeAll(async () => {
+    process.env.WAYFIND_TEST_LEAKY_TOKEN = LEAKY_TOKEN;
+    const logger = pino({ level: "info" }, { write: (line: string) => lines.push(JSON.parse(line)) });
+    leaky = await startTestServer(
+      {
+        mcp_servers: [
+          {
+            name: "leaky",
+            transport: "stdio",
+            command: process.execPath,
+            args: ["--input-type=module", "-e", LEAKY_SERVER],
+            tenant_credentials: { acme: { env: { LEAKY_TOKEN: { env: "WAYFIND_TEST_LEAKY_TOKEN" } } } },
+          },
+        ],
+      },
+      { logger },
+    );
+  });
+  afterAll(async () => {
+    await leaky.stop();
+    delete process.env.WAYFIND_TEST_LEAKY_TOKEN;
+  });
+
+  it("answers the caller UNAVAILABLE without its stderr, and keeps the stderr, redacted, in the log", async () => {
+    const error = await failure(
+      leaky
+        .grpc(ToolDiscoveryService)
+        .callTool({ caller: { tenantId: "acme", sessionId: "s", runId: "r" }, name: "leaky.crash" }),
+    );
+    expect(error.code).toBe(Code.Unavailable);
+    expect(error.rawMessage).not.toContain(LEAKY_TOKEN);
+    expect(error.rawMessage).not.toContain("debug: calling");
+    expect(error.rawMessage).toContain("its stderr is in wayfind's log");
+    const logged = lines.find((line) => line.msg === "mcp server failed a call");
+    expect(logged).toMatchObject({ source: "mcp:leaky", tenant: "acme", tool: "crash" });
+    expect(String(logged?.stderr)).toContain("debug: calling the API with token=[redacted]");
+    expect(JSON.stringify(lines)).not.toContain(LEAKY_TOKEN);
   });
 });

@@ -1,3 +1,4 @@
+import { expect } from "vitest";
 import { Health } from "../../gen/ts/grpc/health/v1/health_pb.ts";
 import type { TestServer } from "./server.ts";
 
@@ -30,4 +31,19 @@ export function watchHealth(server: TestServer): {
       return { slowestMs, answered };
     },
   };
+}
+
+/** Runs `attack` while health checks run; every check must have been answered within the budget. */
+export async function expectNoStall(server: TestServer, attack: () => Promise<void>): Promise<void> {
+  const health = watchHealth(server);
+  try {
+    await attack();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  } catch (error) {
+    await health.stop(); // no check may outlive the server
+    throw error;
+  }
+  const { slowestMs, answered } = await health.stop();
+  expect(answered).toBeGreaterThan(0);
+  expect(slowestMs).toBeLessThan(HEALTH_BUDGET_MS);
 }

@@ -18,9 +18,10 @@ export function KeysPage({ session, tenant }: PageProps) {
   const [problem, setProblem] = useState<string | undefined>();
   const [secret, setSecret] = useState<{ id: string; value: string } | undefined>();
 
-  const revoke = async (id: string) => {
+  /** A key id is unique within its tenant only: the tenant says whose key it is. */
+  const revoke = async (id: string, keyTenant: string) => {
     try {
-      await session.api.keys.revokeApiKey({ caller: callerAs(tenant), id });
+      await session.api.keys.revokeApiKey({ caller: callerAs(tenant), id, tenantId: keyTenant });
       setProblem(undefined);
       setVersion((v) => v + 1);
     } catch (error) {
@@ -65,7 +66,7 @@ export function KeysPage({ session, tenant }: PageProps) {
         </thead>
         <tbody>
           {keys.value?.map((key) => (
-            <tr key={key.id} data-key={key.id}>
+            <tr key={`${key.tenantId}/${key.id}`} data-key={key.id}>
               <td>{key.id}</td>
               <td>{key.tenantId || "(operator)"}</td>
               <td>{key.roles.join(", ")}</td>
@@ -73,7 +74,11 @@ export function KeysPage({ session, tenant }: PageProps) {
               <td data-state>{stateOf(key)}</td>
               <td>
                 {key.origin !== KeyOrigin.CONFIG && stateOf(key) === "active" ? (
-                  <button type="button" onClick={() => revoke(key.id)} aria-label={`Revoke ${key.id}`}>
+                  <button
+                    type="button"
+                    onClick={() => revoke(key.id, key.tenantId)}
+                    aria-label={`Revoke ${key.id}`}
+                  >
                     Revoke
                   </button>
                 ) : null}

@@ -22,7 +22,9 @@ export function keyService(admin: KeyAdmin): ServiceImpl<typeof KeyService> {
       return { key: toProtoKey(key), secret };
     },
 
-    revokeApiKey: (request, context) => ({ revoked: admin.revoke(principalOf(context), request.id) }),
+    revokeApiKey: (request, context) => ({
+      revoked: admin.revoke(principalOf(context), request.id, request.tenantId),
+    }),
   };
 }
 

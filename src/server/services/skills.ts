@@ -22,7 +22,7 @@ import {
   SKILL_SCOPES,
   TASK_TYPES,
 } from "../enums.ts";
-import { callerOf, principalOf } from "../pipeline.ts";
+import { callerOf, callSignal, principalOf } from "../pipeline.ts";
 import { outcomeReportOf } from "./outcome-report.ts";
 import { searchReportToProto } from "./search-report.ts";
 import { SKILL_EVENT_TYPES, watchEvents } from "./watch.ts";
@@ -120,10 +120,10 @@ export function skillService(
       };
     },
 
-    getSkills(request, context) {
+    async getSkills(request, context) {
       const caller = callerOf(context);
       const format = SKILL_FORMATS.fromProto(request.format, "format") ?? "raw";
-      const result = skills.getSkills(
+      const result = await skills.getSkills(
         caller,
         { names: request.names, format, maxTokens: request.maxTokens || undefined },
         gate(caller),
@@ -185,7 +185,7 @@ export function skillService(
       const caller = callerOf(context);
       const fusion = semantic ? await semantic.forQuery(request.task) : undefined;
       const learned = await learnedSkills(caller, request.task, fusion);
-      const result = skills.getRelevantSkills(
+      const result = await skills.getRelevantSkills(
         caller,
         {
           task: request.task,
@@ -246,7 +246,7 @@ export function skillService(
     },
 
     watchSkillEvents: (request, context) =>
-      watchEvents(events, principalOf(context), request.filter, SKILL_EVENT_TYPES, context.signal),
+      watchEvents(events, principalOf(context), request.filter, SKILL_EVENT_TYPES, callSignal(context)),
   };
 }
 

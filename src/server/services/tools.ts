@@ -32,7 +32,7 @@ import {
   TOOL_MATCH_TYPES,
 } from "../enums.ts";
 import { PROGRESS_SINK } from "../in-process.ts";
-import { callerOf, principalOf } from "../pipeline.ts";
+import { callerOf, callSignal, principalOf } from "../pipeline.ts";
 import { outcomeReportOf } from "./outcome-report.ts";
 import { searchReportToProto } from "./search-report.ts";
 import { TOOL_EVENT_TYPES, watchEvents } from "./watch.ts";
@@ -290,7 +290,7 @@ export function toolDiscoveryService(
     },
 
     watchToolEvents: (request, context) =>
-      watchEvents(events, principalOf(context), request.filter, TOOL_EVENT_TYPES, context.signal),
+      watchEvents(events, principalOf(context), request.filter, TOOL_EVENT_TYPES, callSignal(context)),
   };
 }
 

@@ -5,7 +5,7 @@ import { invalidArgument } from "../../errors.ts";
 import type { EventLog } from "../../events/index.ts";
 import type { UsageBook, UsageTotals } from "../../usage/index.ts";
 import { PROVIDERS, USAGE_GROUP_BY } from "../enums.ts";
-import { callerOf, principalOf } from "../pipeline.ts";
+import { callerOf, callSignal, principalOf } from "../pipeline.ts";
 import { USAGE_EVENT_TYPES, watchEvents } from "./watch.ts";
 
 export function usageService(ledger: UsageBook, events: EventLog): ServiceImpl<typeof UsageService> {
@@ -58,7 +58,7 @@ export function usageService(ledger: UsageBook, events: EventLog): ServiceImpl<t
     },
 
     watchUsageEvents: (request, context) =>
-      watchEvents(events, principalOf(context), request.filter, USAGE_EVENT_TYPES, context.signal),
+      watchEvents(events, principalOf(context), request.filter, USAGE_EVENT_TYPES, callSignal(context)),
   };
 }
 

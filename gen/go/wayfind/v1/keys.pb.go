@@ -78,7 +78,8 @@ func (KeyOrigin) EnumDescriptor() ([]byte, []int) {
 // One API key: what it grants and its state, never its secret or its hash.
 type ApiKeyInfo struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The key's id, unique on the server; logs and audit lines name the key `key:<id>`.
+	// The key's id, unique within its tenant (another tenant may have a key of the same id); logs and
+	// audit lines name the key `key:<tenant>/<id>`, an operator key `key:<id>`.
 	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	// The tenant the key acts for; empty = none: an operator key (role admin).
 	TenantId string `protobuf:"bytes,2,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
@@ -285,13 +286,14 @@ type CreateApiKeyRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Caller *CallerContext         `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
 	// The key's id: letters, digits, `.`, `_` and `-`, 0–64 characters; empty = a random `k_…` id. An
-	// id another key has (one declared in the config too) is ALREADY_EXISTS.
+	// id another key of the same tenant has (one declared in the config too) is ALREADY_EXISTS; other
+	// tenants' ids are never in the way.
 	Id string `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
 	// The tenant the key acts for, 0–128 characters; empty = the caller's (the credential's; for the
 	// operator caller.tenant_id, and none at all makes an operator key, which needs role `admin`). An
 	// admin bound to a tenant may name only its own: another is PERMISSION_DENIED.
 	TenantId string `protobuf:"bytes,3,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
-	// `agent`, `observer` or `admin`; 1–3 roles.
+	// `agent`, `observer` or `admin`; 1–3 roles, each one the caller's credential holds.
 	Roles []string `protobuf:"bytes,4,rep,name=roles,proto3" json:"roles,omitempty"`
 	// The projects the key may act in; empty = any project of its tenant. 0–100 projects of 1–128
 	// characters each. A caller limited to projects may grant only those, and at least one of them.
@@ -299,7 +301,8 @@ type CreateApiKeyRequest struct {
 	// The entitlements the key holds; 0–100 entitlements of 1–128 characters each. A caller may grant
 	// only entitlements its own credential holds.
 	Entitlements []string `protobuf:"bytes,6,rep,name=entitlements,proto3" json:"entitlements,omitempty"`
-	// When the key expires; neither field = never.
+	// When the key expires; neither field = never, or when the caller's own credential expires if it
+	// does. A key may not outlive the credential that creates it: a later expiry is PERMISSION_DENIED.
 	//
 	// Types that are valid to be assigned to Expiry:
 	//
@@ -417,7 +420,8 @@ type CreateApiKeyRequest_ExpiresInSeconds struct {
 }
 
 type CreateApiKeyRequest_ExpiresAt struct {
-	// A time in the future.
+	// A time in the future, at the latest 9999-12-31T23:59:59.999Z (the latest a Timestamp carries in
+	// JSON); later is INVALID_ARGUMENT.
 	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=expires_at,json=expiresAt,proto3,oneof"`
 }
 
@@ -483,7 +487,12 @@ type RevokeApiKeyRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Caller *CallerContext         `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
 	// The id of the key to revoke. No such key, or another tenant's, is NOT_FOUND.
-	Id            string `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	Id string `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	// Whose key: key ids are unique within a tenant only. Unset = the caller's tenant; for the
+	// operator, the one tenant with a key of this id (INVALID_ARGUMENT naming the tenants when several
+	// have one). Set to "" for an operator key. An admin bound to a tenant may name only its own:
+	// another is PERMISSION_DENIED.
+	TenantId      *string `protobuf:"bytes,3,opt,name=tenant_id,json=tenantId,proto3,oneof" json:"tenant_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -528,6 +537,13 @@ func (x *RevokeApiKeyRequest) GetCaller() *CallerContext {
 func (x *RevokeApiKeyRequest) GetId() string {
 	if x != nil {
 		return x.Id
+	}
+	return ""
+}
+
+func (x *RevokeApiKeyRequest) GetTenantId() string {
+	if x != nil && x.TenantId != nil {
+		return *x.TenantId
 	}
 	return ""
 }
@@ -614,10 +630,13 @@ const file_wayfind_v1_keys_proto_rawDesc = "" +
 	"\x06expiry\"X\n" +
 	"\x14CreateApiKeyResponse\x12(\n" +
 	"\x03key\x18\x01 \x01(\v2\x16.wayfind.v1.ApiKeyInfoR\x03key\x12\x16\n" +
-	"\x06secret\x18\x02 \x01(\tR\x06secret\"X\n" +
+	"\x06secret\x18\x02 \x01(\tR\x06secret\"\x88\x01\n" +
 	"\x13RevokeApiKeyRequest\x121\n" +
 	"\x06caller\x18\x01 \x01(\v2\x19.wayfind.v1.CallerContextR\x06caller\x12\x0e\n" +
-	"\x02id\x18\x02 \x01(\tR\x02id\"0\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12 \n" +
+	"\ttenant_id\x18\x03 \x01(\tH\x00R\btenantId\x88\x01\x01B\f\n" +
+	"\n" +
+	"_tenant_id\"0\n" +
 	"\x14RevokeApiKeyResponse\x12\x18\n" +
 	"\arevoked\x18\x01 \x01(\bR\arevoked*V\n" +
 	"\tKeyOrigin\x12\x1a\n" +
@@ -690,6 +709,7 @@ func file_wayfind_v1_keys_proto_init() {
 		(*CreateApiKeyRequest_ExpiresInSeconds)(nil),
 		(*CreateApiKeyRequest_ExpiresAt)(nil),
 	}
+	file_wayfind_v1_keys_proto_msgTypes[5].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -37,7 +37,8 @@ const (
 // replicas"). No RPC ever returns a key's hash; the secret is returned once, by CreateApiKey.
 type KeyServiceClient interface {
 	// The keys the caller manages, expired and revoked ones included: those declared in the config
-	// first, then the others by creation.
+	// first, then the others by creation. A key revoked or expired longer ago than the server's
+	// retention period (`auth.key_retention_days`, 30 by default) has been deleted and is not listed.
 	ListApiKeys(ctx context.Context, in *ListApiKeysRequest, opts ...grpc.CallOption) (*ListApiKeysResponse, error)
 	// Creates a key and returns its secret, this once (only its SHA-256 is stored). The server accepts
 	// the key from the next call on.
@@ -98,7 +99,8 @@ func (c *keyServiceClient) RevokeApiKey(ctx context.Context, in *RevokeApiKeyReq
 // replicas"). No RPC ever returns a key's hash; the secret is returned once, by CreateApiKey.
 type KeyServiceServer interface {
 	// The keys the caller manages, expired and revoked ones included: those declared in the config
-	// first, then the others by creation.
+	// first, then the others by creation. A key revoked or expired longer ago than the server's
+	// retention period (`auth.key_retention_days`, 30 by default) has been deleted and is not listed.
 	ListApiKeys(context.Context, *ListApiKeysRequest) (*ListApiKeysResponse, error)
 	// Creates a key and returns its secret, this once (only its SHA-256 is stored). The server accepts
 	// the key from the next call on.

@@ -1550,7 +1550,9 @@ type CheckToolCallRequest struct {
 	Caller *CallerContext         `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
 	// The name the model called (canonical name or alias).
 	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	// The arguments the model sent.
+	// The arguments the model sent: 1–32 levels of nesting and 1–100,000 JSON values (more is
+	// INVALID_ARGUMENT, before anything else looks at them; the MCP endpoint's tools/call holds them
+	// to the same bounds).
 	Arguments *structpb.Struct `protobuf:"bytes,3,opt,name=arguments,proto3" json:"arguments,omitempty"`
 	// Scope of the activation if the tool is deferred.
 	Scope         ActivationScope `protobuf:"varint,4,opt,name=scope,proto3,enum=wayfind.v1.ActivationScope" json:"scope,omitempty"`
@@ -1766,7 +1768,9 @@ type CallToolRequest struct {
 	Caller *CallerContext         `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
 	// The name the model called (canonical name or alias).
 	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	// The arguments the model sent.
+	// The arguments the model sent: 1–32 levels of nesting and 1–100,000 JSON values (more is
+	// INVALID_ARGUMENT, before anything else looks at them; the MCP endpoint's tools/call holds them
+	// to the same bounds).
 	Arguments *structpb.Struct `protobuf:"bytes,3,opt,name=arguments,proto3" json:"arguments,omitempty"`
 	// Scope of the activation if the tool is deferred.
 	Scope ActivationScope `protobuf:"varint,4,opt,name=scope,proto3,enum=wayfind.v1.ActivationScope" json:"scope,omitempty"`

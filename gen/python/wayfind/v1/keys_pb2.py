@@ -26,7 +26,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from wayfind.v1 import common_pb2 as wayfind_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15wayfind/v1/keys.proto\x12\nwayfind.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17wayfind/v1/common.proto\"\xef\x02\n\nApiKeyInfo\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n\ttenant_id\x18\x02 \x01(\tR\x08tenantId\x12\x14\n\x05roles\x18\x03 \x03(\tR\x05roles\x12\x1a\n\x08projects\x18\x04 \x03(\tR\x08projects\x12\"\n\x0c\x65ntitlements\x18\x05 \x03(\tR\x0c\x65ntitlements\x12-\n\x06origin\x18\x06 \x01(\x0e\x32\x15.wayfind.v1.KeyOriginR\x06origin\x12\x39\n\ncreated_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x39\n\nexpires_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\texpiresAt\x12\x39\n\nrevoked_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.TimestampR\trevokedAt\"G\n\x12ListApiKeysRequest\x12\x31\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x19.wayfind.v1.CallerContextR\x06\x63\x61ller\"A\n\x13ListApiKeysResponse\x12*\n\x04keys\x18\x01 \x03(\x0b\x32\x16.wayfind.v1.ApiKeyInfoR\x04keys\"\xc2\x02\n\x13\x43reateApiKeyRequest\x12\x31\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x19.wayfind.v1.CallerContextR\x06\x63\x61ller\x12\x0e\n\x02id\x18\x02 \x01(\tR\x02id\x12\x1b\n\ttenant_id\x18\x03 \x01(\tR\x08tenantId\x12\x14\n\x05roles\x18\x04 \x03(\tR\x05roles\x12\x1a\n\x08projects\x18\x05 \x03(\tR\x08projects\x12\"\n\x0c\x65ntitlements\x18\x06 \x03(\tR\x0c\x65ntitlements\x12.\n\x12\x65xpires_in_seconds\x18\x07 \x01(\x03H\x00R\x10\x65xpiresInSeconds\x12;\n\nexpires_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampH\x00R\texpiresAtB\x08\n\x06\x65xpiry\"X\n\x14\x43reateApiKeyResponse\x12(\n\x03key\x18\x01 \x01(\x0b\x32\x16.wayfind.v1.ApiKeyInfoR\x03key\x12\x16\n\x06secret\x18\x02 \x01(\tR\x06secret\"X\n\x13RevokeApiKeyRequest\x12\x31\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x19.wayfind.v1.CallerContextR\x06\x63\x61ller\x12\x0e\n\x02id\x18\x02 \x01(\tR\x02id\"0\n\x14RevokeApiKeyResponse\x12\x18\n\x07revoked\x18\x01 \x01(\x08R\x07revoked*V\n\tKeyOrigin\x12\x1a\n\x16KEY_ORIGIN_UNSPECIFIED\x10\x00\x12\x15\n\x11KEY_ORIGIN_CONFIG\x10\x01\x12\x16\n\x12KEY_ORIGIN_CREATED\x10\x02\x32\x8c\x02\n\nKeyService\x12S\n\x0bListApiKeys\x12\x1e.wayfind.v1.ListApiKeysRequest\x1a\x1f.wayfind.v1.ListApiKeysResponse\"\x03\x90\x02\x01\x12Q\n\x0c\x43reateApiKey\x12\x1f.wayfind.v1.CreateApiKeyRequest\x1a .wayfind.v1.CreateApiKeyResponse\x12V\n\x0cRevokeApiKey\x12\x1f.wayfind.v1.RevokeApiKeyRequest\x1a .wayfind.v1.RevokeApiKeyResponse\"\x03\x90\x02\x02\x42<Z:github.com/wayfind-dev/wayfind/gen/go/wayfind/v1;wayfindv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15wayfind/v1/keys.proto\x12\nwayfind.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17wayfind/v1/common.proto\"\xef\x02\n\nApiKeyInfo\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n\ttenant_id\x18\x02 \x01(\tR\x08tenantId\x12\x14\n\x05roles\x18\x03 \x03(\tR\x05roles\x12\x1a\n\x08projects\x18\x04 \x03(\tR\x08projects\x12\"\n\x0c\x65ntitlements\x18\x05 \x03(\tR\x0c\x65ntitlements\x12-\n\x06origin\x18\x06 \x01(\x0e\x32\x15.wayfind.v1.KeyOriginR\x06origin\x12\x39\n\ncreated_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x39\n\nexpires_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\texpiresAt\x12\x39\n\nrevoked_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.TimestampR\trevokedAt\"G\n\x12ListApiKeysRequest\x12\x31\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x19.wayfind.v1.CallerContextR\x06\x63\x61ller\"A\n\x13ListApiKeysResponse\x12*\n\x04keys\x18\x01 \x03(\x0b\x32\x16.wayfind.v1.ApiKeyInfoR\x04keys\"\xc2\x02\n\x13\x43reateApiKeyRequest\x12\x31\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x19.wayfind.v1.CallerContextR\x06\x63\x61ller\x12\x0e\n\x02id\x18\x02 \x01(\tR\x02id\x12\x1b\n\ttenant_id\x18\x03 \x01(\tR\x08tenantId\x12\x14\n\x05roles\x18\x04 \x03(\tR\x05roles\x12\x1a\n\x08projects\x18\x05 \x03(\tR\x08projects\x12\"\n\x0c\x65ntitlements\x18\x06 \x03(\tR\x0c\x65ntitlements\x12.\n\x12\x65xpires_in_seconds\x18\x07 \x01(\x03H\x00R\x10\x65xpiresInSeconds\x12;\n\nexpires_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampH\x00R\texpiresAtB\x08\n\x06\x65xpiry\"X\n\x14\x43reateApiKeyResponse\x12(\n\x03key\x18\x01 \x01(\x0b\x32\x16.wayfind.v1.ApiKeyInfoR\x03key\x12\x16\n\x06secret\x18\x02 \x01(\tR\x06secret\"\x88\x01\n\x13RevokeApiKeyRequest\x12\x31\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x19.wayfind.v1.CallerContextR\x06\x63\x61ller\x12\x0e\n\x02id\x18\x02 \x01(\tR\x02id\x12 \n\ttenant_id\x18\x03 \x01(\tH\x00R\x08tenantId\x88\x01\x01\x42\x0c\n\n_tenant_id\"0\n\x14RevokeApiKeyResponse\x12\x18\n\x07revoked\x18\x01 \x01(\x08R\x07revoked*V\n\tKeyOrigin\x12\x1a\n\x16KEY_ORIGIN_UNSPECIFIED\x10\x00\x12\x15\n\x11KEY_ORIGIN_CONFIG\x10\x01\x12\x16\n\x12KEY_ORIGIN_CREATED\x10\x02\x32\x8c\x02\n\nKeyService\x12S\n\x0bListApiKeys\x12\x1e.wayfind.v1.ListApiKeysRequest\x1a\x1f.wayfind.v1.ListApiKeysResponse\"\x03\x90\x02\x01\x12Q\n\x0c\x43reateApiKey\x12\x1f.wayfind.v1.CreateApiKeyRequest\x1a .wayfind.v1.CreateApiKeyResponse\x12V\n\x0cRevokeApiKey\x12\x1f.wayfind.v1.RevokeApiKeyRequest\x1a .wayfind.v1.RevokeApiKeyResponse\"\x03\x90\x02\x02\x42<Z:github.com/wayfind-dev/wayfind/gen/go/wayfind/v1;wayfindv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,8 +38,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_KEYSERVICE'].methods_by_name['ListApiKeys']._serialized_options = b'\220\002\001'
   _globals['_KEYSERVICE'].methods_by_name['RevokeApiKey']._loaded_options = None
   _globals['_KEYSERVICE'].methods_by_name['RevokeApiKey']._serialized_options = b'\220\002\002'
-  _globals['_KEYORIGIN']._serialized_start=1160
-  _globals['_KEYORIGIN']._serialized_end=1246
+  _globals['_KEYORIGIN']._serialized_start=1209
+  _globals['_KEYORIGIN']._serialized_end=1295
   _globals['_APIKEYINFO']._serialized_start=96
   _globals['_APIKEYINFO']._serialized_end=463
   _globals['_LISTAPIKEYSREQUEST']._serialized_start=465
@@ -50,10 +50,10 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CREATEAPIKEYREQUEST']._serialized_end=928
   _globals['_CREATEAPIKEYRESPONSE']._serialized_start=930
   _globals['_CREATEAPIKEYRESPONSE']._serialized_end=1018
-  _globals['_REVOKEAPIKEYREQUEST']._serialized_start=1020
-  _globals['_REVOKEAPIKEYREQUEST']._serialized_end=1108
-  _globals['_REVOKEAPIKEYRESPONSE']._serialized_start=1110
-  _globals['_REVOKEAPIKEYRESPONSE']._serialized_end=1158
-  _globals['_KEYSERVICE']._serialized_start=1249
-  _globals['_KEYSERVICE']._serialized_end=1517
+  _globals['_REVOKEAPIKEYREQUEST']._serialized_start=1021
+  _globals['_REVOKEAPIKEYREQUEST']._serialized_end=1157
+  _globals['_REVOKEAPIKEYRESPONSE']._serialized_start=1159
+  _globals['_REVOKEAPIKEYRESPONSE']._serialized_end=1207
+  _globals['_KEYSERVICE']._serialized_start=1298
+  _globals['_KEYSERVICE']._serialized_end=1566
 # @@protoc_insertion_point(module_scope)

@@ -83,12 +83,14 @@ class CreateApiKeyResponse(_message.Message):
     def __init__(self, key: _Optional[_Union[ApiKeyInfo, _Mapping]] = ..., secret: _Optional[str] = ...) -> None: ...
 
 class RevokeApiKeyRequest(_message.Message):
-    __slots__ = ("caller", "id")
+    __slots__ = ("caller", "id", "tenant_id")
     CALLER_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     caller: _common_pb2.CallerContext
     id: str
-    def __init__(self, caller: _Optional[_Union[_common_pb2.CallerContext, _Mapping]] = ..., id: _Optional[str] = ...) -> None: ...
+    tenant_id: str
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallerContext, _Mapping]] = ..., id: _Optional[str] = ..., tenant_id: _Optional[str] = ...) -> None: ...
 
 class RevokeApiKeyResponse(_message.Message):
     __slots__ = ("revoked",)

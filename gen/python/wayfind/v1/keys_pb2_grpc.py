@@ -70,7 +70,8 @@ class KeyServiceServicer:
 
     def ListApiKeys(self, request, context):
         """The keys the caller manages, expired and revoked ones included: those declared in the config
-        first, then the others by creation.
+        first, then the others by creation. A key revoked or expired longer ago than the server's
+        retention period (`auth.key_retention_days`, 30 by default) has been deleted and is not listed.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file wayfind/v1/keys.proto.
  */
 export const file_wayfind_v1_keys: GenFile = /*@__PURE__*/
-  fileDesc("ChV3YXlmaW5kL3YxL2tleXMucHJvdG8SCndheWZpbmQudjEimQIKCkFwaUtleUluZm8SCgoCaWQYASABKAkSEQoJdGVuYW50X2lkGAIgASgJEg0KBXJvbGVzGAMgAygJEhAKCHByb2plY3RzGAQgAygJEhQKDGVudGl0bGVtZW50cxgFIAMoCRIlCgZvcmlnaW4YBiABKA4yFS53YXlmaW5kLnYxLktleU9yaWdpbhIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpyZXZva2VkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCI/ChJMaXN0QXBpS2V5c1JlcXVlc3QSKQoGY2FsbGVyGAEgASgLMhkud2F5ZmluZC52MS5DYWxsZXJDb250ZXh0IjsKE0xpc3RBcGlLZXlzUmVzcG9uc2USJAoEa2V5cxgBIAMoCzIWLndheWZpbmQudjEuQXBpS2V5SW5mbyLwAQoTQ3JlYXRlQXBpS2V5UmVxdWVzdBIpCgZjYWxsZXIYASABKAsyGS53YXlmaW5kLnYxLkNhbGxlckNvbnRleHQSCgoCaWQYAiABKAkSEQoJdGVuYW50X2lkGAMgASgJEg0KBXJvbGVzGAQgAygJEhAKCHByb2plY3RzGAUgAygJEhQKDGVudGl0bGVtZW50cxgGIAMoCRIcChJleHBpcmVzX2luX3NlY29uZHMYByABKANIABIwCgpleHBpcmVzX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgAQggKBmV4cGlyeSJLChRDcmVhdGVBcGlLZXlSZXNwb25zZRIjCgNrZXkYASABKAsyFi53YXlmaW5kLnYxLkFwaUtleUluZm8SDgoGc2VjcmV0GAIgASgJIkwKE1Jldm9rZUFwaUtleVJlcXVlc3QSKQoGY2FsbGVyGAEgASgLMhkud2F5ZmluZC52MS5DYWxsZXJDb250ZXh0EgoKAmlkGAIgASgJIicKFFJldm9rZUFwaUtleVJlc3BvbnNlEg8KB3Jldm9rZWQYASABKAgqVgoJS2V5T3JpZ2luEhoKFktFWV9PUklHSU5fVU5TUEVDSUZJRUQQABIVChFLRVlfT1JJR0lOX0NPTkZJRxABEhYKEktFWV9PUklHSU5fQ1JFQVRFRBACMowCCgpLZXlTZXJ2aWNlElMKC0xpc3RBcGlLZXlzEh4ud2F5ZmluZC52MS5MaXN0QXBpS2V5c1JlcXVlc3QaHy53YXlmaW5kLnYxLkxpc3RBcGlLZXlzUmVzcG9uc2UiA5ACARJRCgxDcmVhdGVBcGlLZXkSHy53YXlmaW5kLnYxLkNyZWF0ZUFwaUtleVJlcXVlc3QaIC53YXlmaW5kLnYxLkNyZWF0ZUFwaUtleVJlc3BvbnNlElYKDFJldm9rZUFwaUtleRIfLndheWZpbmQudjEuUmV2b2tlQXBpS2V5UmVxdWVzdBogLndheWZpbmQudjEuUmV2b2tlQXBpS2V5UmVzcG9uc2UiA5ACAkI8WjpnaXRodWIuY29tL3dheWZpbmQtZGV2L3dheWZpbmQvZ2VuL2dvL3dheWZpbmQvdjE7d2F5ZmluZHYxYgZwcm90bzM", [file_google_protobuf_timestamp, file_wayfind_v1_common]);
+  fileDesc("ChV3YXlmaW5kL3YxL2tleXMucHJvdG8SCndheWZpbmQudjEimQIKCkFwaUtleUluZm8SCgoCaWQYASABKAkSEQoJdGVuYW50X2lkGAIgASgJEg0KBXJvbGVzGAMgAygJEhAKCHByb2plY3RzGAQgAygJEhQKDGVudGl0bGVtZW50cxgFIAMoCRIlCgZvcmlnaW4YBiABKA4yFS53YXlmaW5kLnYxLktleU9yaWdpbhIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpyZXZva2VkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCI/ChJMaXN0QXBpS2V5c1JlcXVlc3QSKQoGY2FsbGVyGAEgASgLMhkud2F5ZmluZC52MS5DYWxsZXJDb250ZXh0IjsKE0xpc3RBcGlLZXlzUmVzcG9uc2USJAoEa2V5cxgBIAMoCzIWLndheWZpbmQudjEuQXBpS2V5SW5mbyLwAQoTQ3JlYXRlQXBpS2V5UmVxdWVzdBIpCgZjYWxsZXIYASABKAsyGS53YXlmaW5kLnYxLkNhbGxlckNvbnRleHQSCgoCaWQYAiABKAkSEQoJdGVuYW50X2lkGAMgASgJEg0KBXJvbGVzGAQgAygJEhAKCHByb2plY3RzGAUgAygJEhQKDGVudGl0bGVtZW50cxgGIAMoCRIcChJleHBpcmVzX2luX3NlY29uZHMYByABKANIABIwCgpleHBpcmVzX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgAQggKBmV4cGlyeSJLChRDcmVhdGVBcGlLZXlSZXNwb25zZRIjCgNrZXkYASABKAsyFi53YXlmaW5kLnYxLkFwaUtleUluZm8SDgoGc2VjcmV0GAIgASgJInIKE1Jldm9rZUFwaUtleVJlcXVlc3QSKQoGY2FsbGVyGAEgASgLMhkud2F5ZmluZC52MS5DYWxsZXJDb250ZXh0EgoKAmlkGAIgASgJEhYKCXRlbmFudF9pZBgDIAEoCUgAiAEBQgwKCl90ZW5hbnRfaWQiJwoUUmV2b2tlQXBpS2V5UmVzcG9uc2USDwoHcmV2b2tlZBgBIAEoCCpWCglLZXlPcmlnaW4SGgoWS0VZX09SSUdJTl9VTlNQRUNJRklFRBAAEhUKEUtFWV9PUklHSU5fQ09ORklHEAESFgoSS0VZX09SSUdJTl9DUkVBVEVEEAIyjAIKCktleVNlcnZpY2USUwoLTGlzdEFwaUtleXMSHi53YXlmaW5kLnYxLkxpc3RBcGlLZXlzUmVxdWVzdBofLndheWZpbmQudjEuTGlzdEFwaUtleXNSZXNwb25zZSIDkAIBElEKDENyZWF0ZUFwaUtleRIfLndheWZpbmQudjEuQ3JlYXRlQXBpS2V5UmVxdWVzdBogLndheWZpbmQudjEuQ3JlYXRlQXBpS2V5UmVzcG9uc2USVgoMUmV2b2tlQXBpS2V5Eh8ud2F5ZmluZC52MS5SZXZva2VBcGlLZXlSZXF1ZXN0GiAud2F5ZmluZC52MS5SZXZva2VBcGlLZXlSZXNwb25zZSIDkAICQjxaOmdpdGh1Yi5jb20vd2F5ZmluZC1kZXYvd2F5ZmluZC9nZW4vZ28vd2F5ZmluZC92MTt3YXlmaW5kdjFiBnByb3RvMw", [file_google_protobuf_timestamp, file_wayfind_v1_common]);
 
 /**
  * One API key: what it grants and its state, never its secret or its hash.
@@ -23,7 +23,8 @@ export const file_wayfind_v1_keys: GenFile = /*@__PURE__*/
  */
 export type ApiKeyInfo = Message<"wayfind.v1.ApiKeyInfo"> & {
   /**
-   * The key's id, unique on the server; logs and audit lines name the key `key:<id>`.
+   * The key's id, unique within its tenant (another tenant may have a key of the same id); logs and
+   * audit lines name the key `key:<tenant>/<id>`, an operator key `key:<id>`.
    *
    * @generated from field: string id = 1;
    */
@@ -138,7 +139,8 @@ export type CreateApiKeyRequest = Message<"wayfind.v1.CreateApiKeyRequest"> & {
 
   /**
    * The key's id: letters, digits, `.`, `_` and `-`, 0–64 characters; empty = a random `k_…` id. An
-   * id another key has (one declared in the config too) is ALREADY_EXISTS.
+   * id another key of the same tenant has (one declared in the config too) is ALREADY_EXISTS; other
+   * tenants' ids are never in the way.
    *
    * @generated from field: string id = 2;
    */
@@ -154,7 +156,7 @@ export type CreateApiKeyRequest = Message<"wayfind.v1.CreateApiKeyRequest"> & {
   tenantId: string;
 
   /**
-   * `agent`, `observer` or `admin`; 1–3 roles.
+   * `agent`, `observer` or `admin`; 1–3 roles, each one the caller's credential holds.
    *
    * @generated from field: repeated string roles = 4;
    */
@@ -177,7 +179,8 @@ export type CreateApiKeyRequest = Message<"wayfind.v1.CreateApiKeyRequest"> & {
   entitlements: string[];
 
   /**
-   * When the key expires; neither field = never.
+   * When the key expires; neither field = never, or when the caller's own credential expires if it
+   * does. A key may not outlive the credential that creates it: a later expiry is PERMISSION_DENIED.
    *
    * @generated from oneof wayfind.v1.CreateApiKeyRequest.expiry
    */
@@ -191,7 +194,8 @@ export type CreateApiKeyRequest = Message<"wayfind.v1.CreateApiKeyRequest"> & {
     case: "expiresInSeconds";
   } | {
     /**
-     * A time in the future.
+     * A time in the future, at the latest 9999-12-31T23:59:59.999Z (the latest a Timestamp carries in
+     * JSON); later is INVALID_ARGUMENT.
      *
      * @generated from field: google.protobuf.Timestamp expires_at = 8;
      */
@@ -247,6 +251,16 @@ export type RevokeApiKeyRequest = Message<"wayfind.v1.RevokeApiKeyRequest"> & {
    * @generated from field: string id = 2;
    */
   id: string;
+
+  /**
+   * Whose key: key ids are unique within a tenant only. Unset = the caller's tenant; for the
+   * operator, the one tenant with a key of this id (INVALID_ARGUMENT naming the tenants when several
+   * have one). Set to "" for an operator key. An admin bound to a tenant may name only its own:
+   * another is PERMISSION_DENIED.
+   *
+   * @generated from field: optional string tenant_id = 3;
+   */
+  tenantId?: string | undefined;
 };
 
 /**
@@ -322,7 +336,8 @@ export const KeyOriginSchema: GenEnum<KeyOrigin> = /*@__PURE__*/
 export const KeyService: GenService<{
   /**
    * The keys the caller manages, expired and revoked ones included: those declared in the config
-   * first, then the others by creation.
+   * first, then the others by creation. A key revoked or expired longer ago than the server's
+   * retention period (`auth.key_retention_days`, 30 by default) has been deleted and is not listed.
    *
    * @generated from rpc wayfind.v1.KeyService.ListApiKeys
    */

@@ -758,7 +758,9 @@ export type CheckToolCallRequest = Message<"wayfind.v1.CheckToolCallRequest"> & 
   name: string;
 
   /**
-   * The arguments the model sent.
+   * The arguments the model sent: 1–32 levels of nesting and 1–100,000 JSON values (more is
+   * INVALID_ARGUMENT, before anything else looks at them; the MCP endpoint's tools/call holds them
+   * to the same bounds).
    *
    * @generated from field: google.protobuf.Struct arguments = 3;
    */
@@ -878,7 +880,9 @@ export type CallToolRequest = Message<"wayfind.v1.CallToolRequest"> & {
   name: string;
 
   /**
-   * The arguments the model sent.
+   * The arguments the model sent: 1–32 levels of nesting and 1–100,000 JSON values (more is
+   * INVALID_ARGUMENT, before anything else looks at them; the MCP endpoint's tools/call holds them
+   * to the same bounds).
    *
    * @generated from field: google.protobuf.Struct arguments = 3;
    */

@@ -1,0 +1,89 @@
+import type { Caller, Principal } from "../caller/caller.ts";
+import { WayfindError } from "../errors.ts";
+import type { ApiKeyStore } from "./api-keys.ts";
+import type { Authenticator } from "./authenticate.ts";
+
+/** How often what is open is checked against the key table and the clock. */
+const CHECK_INTERVAL_MS = 250;
+
+interface Watched {
+  readonly headers: Headers;
+  readonly claimed: Caller;
+  readonly expiresAtMs: number | undefined;
+  readonly lost: (error: WayfindError) => void;
+}
+
+/**
+ * Keeps what outlives one call — watch streams, MCP sessions — to credentials that are still
+ * accepted: a key revoked (over the API or by `wayfind keys revoke` in another process) or a key or
+ * token that expires ends them within a check interval, with the UNAUTHENTICATED error a new call
+ * with the same credential would get. A check costs nothing while neither the key table nor any
+ * expiry moved; when one did, each affected credential is authenticated again (a cached lookup).
+ */
+export class CredentialWatch {
+  private readonly watched = new Set<Watched>();
+  private timer: NodeJS.Timeout | undefined;
+  private seenRevision: string;
+
+  constructor(
+    private readonly authenticator: Authenticator,
+    private readonly keys: ApiKeyStore,
+  ) {
+    this.seenRevision = keys.revision();
+  }
+
+  /**
+   * Calls `lost` once, with why, when the credential in `headers` stops being accepted; never for a
+   * call without credentials. Returns the release, to call when what it guards ends.
+   */
+  watch(
+    headers: Headers,
+    claimed: Caller,
+    principal: Principal,
+    lost: (error: WayfindError) => void,
+  ): () => void {
+    if (principal.id === "anonymous") return () => {};
+    const entry: Watched = { headers, claimed, expiresAtMs: principal.expiresAtMs, lost };
+    this.watched.add(entry);
+    this.timer ??= setInterval(() => this.check(), CHECK_INTERVAL_MS).unref();
+    return () => this.release(entry);
+  }
+
+  /** Stops watching everything (the server stops). */
+  close(): void {
+    this.watched.clear();
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  private release(entry: Watched): void {
+    this.watched.delete(entry);
+    if (this.watched.size > 0) return;
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  private check(now = Date.now()): void {
+    const revision = this.keys.revision();
+    const keysChanged = revision !== this.seenRevision;
+    this.seenRevision = revision;
+    for (const entry of this.watched)
+      if (keysChanged || (entry.expiresAtMs !== undefined && entry.expiresAtMs <= now))
+        this.recheck(entry, now);
+  }
+
+  private recheck(entry: Watched, now: number): void {
+    const refused = (error: unknown) => {
+      if (!(error instanceof WayfindError) || error.code !== "unauthenticated") return;
+      if (!this.watched.has(entry)) return;
+      this.release(entry);
+      entry.lost(error);
+    };
+    try {
+      const principal = this.authenticator.authenticate(entry.headers, entry.claimed, now);
+      if (principal instanceof Promise) principal.catch(refused);
+    } catch (error) {
+      refused(error);
+    }
+  }
+}
