@@ -4,6 +4,7 @@
  * stays bound to them; every tool call is a wayfind RPC made with the request's own credentials, so
  * roles, tenant visibility and limits are the port's.
  */
+
 import { createHash, randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
@@ -32,6 +33,7 @@ import {
 } from "../auth/index.ts";
 import type { McpEndpointConfig, McpToolList } from "../config/index.ts";
 import { errorReason } from "../errors.ts";
+import { writeHead } from "../http-response.ts";
 import type { JsonObject } from "../json.ts";
 import { PROGRESS_SINK_HEADER, type ProgressSinks, type ToolProgress } from "../tools/progress.ts";
 import type { CallScope, WayfindClients } from "./meta-tools.ts";
@@ -351,6 +353,6 @@ function handleOn(session: Session, request: Request, response: Response, body: 
 
 /** A JSON-RPC error answered over plain HTTP (no session, or none that may be used). */
 function reply(response: Response, status: number, code: number, message: string): void {
-  response.writeHead(status, { "content-type": "application/json" });
+  writeHead(response, status, { "content-type": "application/json" });
   response.end(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }));
 }

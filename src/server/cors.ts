@@ -3,6 +3,7 @@ import type * as http2 from "node:http2";
 import { cors } from "@connectrpc/connect";
 import { reboundHostRefusal, requestHost } from "../auth/index.ts";
 import type { CorsConfig } from "../config/index.ts";
+import { writeHead } from "../http-response.ts";
 
 type Request = http.IncomingMessage | http2.Http2ServerRequest;
 type Response = http.ServerResponse | http2.Http2ServerResponse;
@@ -47,7 +48,7 @@ export class BrowserAccess {
     const refusal = this.refusal(origin, requestHost(request.headers));
     const preflight = request.method === "OPTIONS";
     if (refusal !== undefined) {
-      response.writeHead(403, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" });
+      writeHead(response, 403, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" });
       response.end(`${refusal}\n`);
       return true;
     }
@@ -57,7 +58,7 @@ export class BrowserAccess {
       response.setHeader("access-control-expose-headers", EXPOSED_HEADERS);
       return false;
     }
-    response.writeHead(204, {
+    writeHead(response, 204, {
       "access-control-allow-methods": ALLOWED_METHODS,
       "access-control-allow-headers": ALLOWED_HEADERS,
       "access-control-max-age": this.maxAge,
