@@ -5,9 +5,10 @@ import {
   LoadingMode,
   type Tool as ProtoTool,
   SideEffect,
+  TenantOrigin,
   type ToolDiscoveryService,
 } from "../../../gen/ts/wayfind/v1/tools_pb.ts";
-import { sourceListingFor, toolOwnerFor } from "../../caller/authorize.ts";
+import { authorizeTenantListing, sourceListingFor, toolOwnerFor } from "../../caller/authorize.ts";
 import type { Tool, ToolInput } from "../../discovery/index.ts";
 import { compiledSchemaValues } from "../../discovery/validate.ts";
 import { discoveryToolDefinitions as discoveryTools } from "../../discovery-tools/index.ts";
@@ -33,9 +34,17 @@ import {
 } from "../enums.ts";
 import { PROGRESS_SINK } from "../in-process.ts";
 import { callerOf, principalOf } from "../pipeline.ts";
+import { type TenantOrigin as Origin, type TenantLookups, tenantPage } from "../tenant-directory.ts";
 import { outcomeReportOf } from "./outcome-report.ts";
 import { searchReportToProto } from "./search-report.ts";
 import { TOOL_EVENT_TYPES, watchEvents } from "./watch.ts";
+
+const TENANT_ORIGINS_PROTO: Readonly<Record<Origin, TenantOrigin>> = {
+  api_key: TenantOrigin.API_KEY,
+  visibility_rule: TenantOrigin.VISIBILITY_RULE,
+  usage: TenantOrigin.USAGE,
+  events: TenantOrigin.EVENTS,
+};
 
 /** Sources callers may register (length bound by LIMITS.registerToolsSource). */
 const API_SOURCE = /^[A-Za-z0-9_.-]+$/;
@@ -43,6 +52,7 @@ const API_SOURCE = /^[A-Za-z0-9_.-]+$/;
 export function toolDiscoveryService(
   tools: ToolService,
   events: EventLog,
+  tenants: TenantLookups,
   sources?: ToolSourceRegistry,
 ): ServiceImpl<typeof ToolDiscoveryService> {
   return {
@@ -76,6 +86,19 @@ export function toolDiscoveryService(
           healthy: source.healthy,
           lastError: source.lastError,
         })),
+      };
+    },
+
+    async listTenants(request, context) {
+      authorizeTenantListing(principalOf(context));
+      const pageSize = withinLimit(LIMITS.listTenantsPageSize, request.pageSize || undefined);
+      const page = await tenantPage(tenants, pageSize, request.pageToken);
+      return {
+        tenants: page.tenants.map((tenant) => ({
+          tenantId: tenant.id,
+          seenIn: tenant.seenIn.map((origin) => TENANT_ORIGINS_PROTO[origin]),
+        })),
+        nextPageToken: page.nextPageToken,
       };
     },
 
