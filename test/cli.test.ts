@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { describe, expect, it } from "vitest";
-import { CLI, listeningPort, runCli as run } from "./support/cli.ts";
+import { CLI, listeningLine, listeningPort, runCli as run } from "./support/cli.ts";
 import { startTestServer } from "./support/server.ts";
 
 const hasScript = spawnSync("script", ["--version"]).status === 0;
@@ -18,12 +18,13 @@ async function output(args: string[]) {
 }
 
 describe("wayfind serve", () => {
-  it("logs a JSON 'listening' line with the bound port, and drains on SIGTERM", async () => {
+  it("logs a JSON 'listening' line with the bound port and the console's address, and drains on SIGTERM", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "wayfind-cli-"));
     const serve = run(["serve", "--port", "0", "--data-dir", dataDir]);
     const { child, exited } = serve;
-    const port = await listeningPort(serve);
+    const { port, console } = await listeningLine(serve);
     expect(port).toBeGreaterThan(0);
+    expect(console).toBe(`http://127.0.0.1:${port}/console`);
     const health = await fetch(`http://127.0.0.1:${port}/grpc.health.v1.Health/Check`, {
       method: "POST",
       headers: { "content-type": "application/json" },

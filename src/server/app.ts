@@ -197,7 +197,9 @@ export async function startServer(
       port: transport.port,
       dataDir: config.server.dataDir,
       tls: tlsFiles !== undefined,
-      console: config.server.console ? "/console" : "off",
+      console: config.server.console
+        ? consoleUrl(config.server.host, transport.port, tlsFiles !== undefined)
+        : "off",
     },
     "listening",
   );
@@ -240,6 +242,16 @@ function callAuth(config: WayfindConfig, keys: ApiKeyStore, domain: Domain, logg
     limits: new PrincipalLimits(config.auth.limits),
     onDenied: (method: string, code: string) => domain.metrics?.callDenied(method, code),
   };
+}
+
+/**
+ * The console's address as a person on this machine opens it: a server listening on every interface
+ * is reached through loopback.
+ */
+function consoleUrl(host: string, port: number, tls: boolean): string {
+  const reachable =
+    host === "0.0.0.0" ? "127.0.0.1" : host === "::" ? "[::1]" : host.includes(":") ? `[${host}]` : host;
+  return `${tls ? "https" : "http"}://${reachable}:${port}/console`;
 }
 
 /** Where ListTenants finds the tenants the server knows of (DESIGN.md §8 "Operators"). */
