@@ -24,7 +24,8 @@ Options:
   --entitlement E     an entitlement the key holds (repeat for several)
   --id ID             the key's id (default: random)
   --expires-in D      expire after D: a number and s, m, h or d (e.g. 90d)
-  --data-dir DIR      the server's data folder (default: the config's, else ./.wayfind)
+  --data-dir DIR      the server's data folder (default: the config's, else $WAYFIND_DATA_DIR, else
+                      ./.wayfind)
   --config FILE       read the data folder from this config
   -h, --help          this help
 `;
@@ -56,7 +57,8 @@ export function runKeys(
   });
   if (!values) return 0;
   const config = values.config ? loadConfig(values.config) : undefined;
-  const dataDir = values["data-dir"] ?? config?.server.dataDir ?? ".wayfind";
+  const dataDir =
+    values["data-dir"] ?? config?.server.dataDir ?? (process.env.WAYFIND_DATA_DIR || ".wayfind");
   const open = () => {
     const db = openDatabase(join(dataDir, "wayfind.db"), allMigrations);
     return { db, store: new ApiKeyStore(db, config?.auth.apiKeys ?? []) };

@@ -23,10 +23,11 @@ const SERVE_USAGE = `Usage: wayfind serve [--config FILE] [--host H] [--port P] 
 Runs the server: gRPC, gRPC-Web and Connect on one port. SIGHUP reloads the TLS certificate and key.
 
 Options:
-  --config FILE    YAML configuration (see wayfind.example.yaml; default demo/wayfind.yaml)
+  --config FILE    YAML configuration (see wayfind.example.yaml; default $WAYFIND_CONFIG, else
+                   demo/wayfind.yaml)
   --host H         interface to listen on (default 127.0.0.1)
   --port P         port (default 50051; 0 picks a free one)
-  --data-dir DIR   where the SQLite database lives (default ./.wayfind)
+  --data-dir DIR   where the SQLite database lives (default $WAYFIND_DATA_DIR, else ./.wayfind)
   --tls-cert FILE  serve TLS with this PEM certificate chain (with --tls-key)
   --tls-key FILE   the certificate's PEM private key
   --insecure-allow-unauthenticated
@@ -150,12 +151,15 @@ async function main(argv: string[]): Promise<number> {
     "insecure-allow-unauthenticated": { type: "boolean" },
   });
   if (!values) return 0;
+  // A container names its mounted config by the environment (Dockerfile, the Helm chart).
+  const configFile = values.config ?? (process.env.WAYFIND_CONFIG || undefined);
   const config = applySecurityFlags(
-    applyCliOverrides(loadConfig(values.config ?? DEMO_CONFIG), {
+    applyCliOverrides(loadConfig(configFile ?? DEMO_CONFIG), {
       host: values.host,
       port: values.port,
-      // The demo config keeps its data where the user runs it, as docs/design.md §6 promises (./.wayfind).
-      dataDir: values["data-dir"] ?? (values.config ? undefined : ".wayfind"),
+      // The demo config keeps its data where the user runs it, as docs/design.md §6 promises
+      // (./.wayfind), unless the environment names the data folder (the image's volume).
+      dataDir: values["data-dir"] ?? (configFile || process.env.WAYFIND_DATA_DIR ? undefined : ".wayfind"),
     }),
     {
       tlsCert: values["tls-cert"],
