@@ -157,10 +157,22 @@ describe("wayfind serve", () => {
     expect(existsSync(dataDir)).toBe(false);
   });
 
-  it("rejects an unknown command with usage", async () => {
+  it("rejects an unknown command with the command meant and the usage", async () => {
     const { stderr, exited } = run(["serv"]);
     expect(await exited).toBe(2);
+    expect(stderr.join("")).toContain('wayfind: unknown "serv"; did you mean "serve"?');
     expect(stderr.join("")).toContain("Usage:");
+  });
+
+  it.each([
+    [["keys", "crate"], 'wayfind keys: unknown "crate"; did you mean "create"?'],
+    [["learning", "shw"], 'wayfind learning: unknown "shw"; did you mean "show"?'],
+    [["demo", "rest"], 'wayfind demo: unknown "rest"; did you mean "reset"?'],
+    [["catalog", "stat"], 'wayfind catalog: unknown "stat"; did you mean "stats"?'],
+  ])("answers the misspelled action of %j with the one meant", async (args, message) => {
+    const { code, stderr } = await output(args);
+    expect(code).toBe(2);
+    expect(stderr).toContain(message);
   });
 });
 

@@ -4,7 +4,7 @@ import { isRole, ROLES, type Role } from "../caller/caller.ts";
 import type { WayfindConfig } from "../config/index.ts";
 import { openDatabase } from "../database/sqlite.ts";
 import { allMigrations } from "../server/migrations.ts";
-import { commandArgs, UsageError } from "./args.ts";
+import { commandArgs, UsageError, unknownWord } from "./args.ts";
 
 const USAGE = `Usage:
   wayfind keys create --tenant T --role R [--role R…] [options]
@@ -111,7 +111,7 @@ export function runKeys(
       return 0;
     }
     default:
-      throw new UsageError(`wayfind keys: say create, list or revoke\n\n${USAGE}`);
+      throw unknownWord("wayfind keys", action, ["create", "list", "revoke"], USAGE);
   }
 }
 
