@@ -10,15 +10,16 @@ import {
 } from "../../../gen/ts/wayfind/v1/tools_pb.ts";
 import { authorizeTenantListing, sourceListingFor, toolOwnerFor } from "../../caller/authorize.ts";
 import type { Tool, ToolInput } from "../../discovery/index.ts";
-import { compiledSchemaValues } from "../../discovery/validate.ts";
+import { argsSchemaProblem, compiledSchemaValues, jsonSchemaProblem } from "../../discovery/validate.ts";
 import { discoveryToolDefinitions as discoveryTools } from "../../discovery-tools/index.ts";
-import { invalidArgument, quoteInput } from "../../errors.ts";
+import { type FieldViolation, invalidArgument, quoteInput } from "../../errors.ts";
 import type { EventLog } from "../../events/index.ts";
 import type { JsonObject } from "../../json.ts";
 import { checkSize, LIMITS, withinLimit } from "../../limits.ts";
 import type { ToolSourceRegistry } from "../../sources/status.ts";
 import { traceContextFields } from "../../telemetry.ts";
 import { firstSentence } from "../../text/scores.ts";
+import { runInSlices } from "../../text/slices.ts";
 import { estimateTokens } from "../../text/tokens.ts";
 import { repairMessage } from "../../tools/call-check.ts";
 import type { ToolService } from "../../tools/service.ts";
@@ -46,6 +47,34 @@ const TENANT_ORIGINS_PROTO: Readonly<Record<Origin, TenantOrigin>> = {
   events: TenantOrigin.EVENTS,
 };
 
+/**
+ * The tools whose args schema is not a JSON Schema (`{type: "objekt"}`), one step per tool. A caller
+ * registers the schemas it wrote: such a schema is refused, rather than let CheckToolCall pass every
+ * call to it.
+ */
+function* schemaViolations(inputs: readonly ToolInput[]): Generator<void, FieldViolation[]> {
+  const violations: FieldViolation[] = [];
+  for (const [i, input] of inputs.entries()) {
+    yield;
+    const schema = input.argsSchema;
+    // Oversize schemas are refused for their size by the registration, before anything reads them.
+    if (!schema || argsSchemaProblem(schema) !== undefined) continue;
+    const problem = jsonSchemaProblem(schema);
+    if (problem)
+      violations.push({
+        field: `tools[${i}].args_schema`,
+        description: `tool ${quoteInput(input.name)}: args schema is not a valid JSON Schema at ${problem.path}: ${problem.message}`,
+      });
+  }
+  return violations;
+}
+
+/** Every tool named, the first in the message. */
+function refuseInvalidSchemas(violations: readonly FieldViolation[]): void {
+  const [first] = violations;
+  if (first) throw invalidArgument(first.description, violations);
+}
+
 /** Sources callers may register (length bound by LIMITS.registerToolsSource). */
 const API_SOURCE = /^[A-Za-z0-9_.-]+$/;
 
@@ -66,6 +95,8 @@ export function toolDiscoveryService(
         );
       checkSize(LIMITS.registerToolsTools, request.tools.length);
       const inputs = request.tools.map((tool, i) => toolInputFromProto(tool, request.namespace, i));
+      // Thousands of schemas take a while to check: in slices, so other calls go on meanwhile.
+      refuseInvalidSchemas((await runInSlices(schemaViolations(inputs), () => true)) ?? []);
       // Compiling schemas is CPU work (done in slices, but it delays the answer): bound the whole call.
       checkSize(LIMITS.registerToolsCompiledSchemaNodes, compiledSchemaValues(inputs));
       const result = await tools.register(owner, request.source, inputs, request.replaceSource);
