@@ -4,7 +4,7 @@ import { isRole, ROLES, type Role } from "../caller/caller.ts";
 import type { WayfindConfig } from "../config/index.ts";
 import { openDatabase } from "../database/sqlite.ts";
 import { allMigrations } from "../server/migrations.ts";
-import { commandArgs, UsageError } from "./args.ts";
+import { commandArgs, UsageError, unknownWord } from "./args.ts";
 
 const USAGE = `Usage:
   wayfind keys create --tenant T --role R [--role R…] [options]
@@ -26,7 +26,8 @@ Options:
   --entitlement E     an entitlement the key holds (repeat for several)
   --id ID             the key's id (default: random)
   --expires-in D      expire after D: a number and s, m, h or d (e.g. 90d)
-  --data-dir DIR      the server's data folder (default: the config's, else ./.wayfind)
+  --data-dir DIR      the server's data folder (default: the config's, else $WAYFIND_DATA_DIR, else
+                      ./.wayfind)
   --config FILE       read the data folder from this config
   -h, --help          this help
 `;
@@ -58,7 +59,8 @@ export function runKeys(
   });
   if (!values) return 0;
   const config = values.config ? loadConfig(values.config) : undefined;
-  const dataDir = values["data-dir"] ?? config?.server.dataDir ?? ".wayfind";
+  const dataDir =
+    values["data-dir"] ?? config?.server.dataDir ?? (process.env.WAYFIND_DATA_DIR || ".wayfind");
   const open = () => {
     const db = openDatabase(join(dataDir, "wayfind.db"), allMigrations);
     return { db, store: new ApiKeyStore(db, config?.auth.apiKeys ?? [], config?.auth.keyRetentionDays) };
@@ -112,7 +114,7 @@ export function runKeys(
       return 0;
     }
     default:
-      throw new UsageError(`wayfind keys: say create, list or revoke\n\n${USAGE}`);
+      throw unknownWord("wayfind keys", action, ["create", "list", "revoke"], USAGE);
   }
 }
 
