@@ -4,6 +4,7 @@ import { isIP } from "node:net";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { CLIENT_CERTIFICATE_HEADER, isLoopback, ROLE_HEADER } from "../auth/index.ts";
 import type { CorsConfig } from "../config/index.ts";
+import { writeHead } from "../http-response.ts";
 import { closeOnceAnswered, type RequestBodyDeadline } from "./connections.ts";
 import { BrowserAccess } from "./cors.ts";
 import { hostnameOf, requestHost } from "./request-host.ts";
@@ -78,7 +79,7 @@ export class RequestGate {
   handles(request: Request, response: Response): boolean {
     const refusal = this.hostRefusal(requestHost(request.headers));
     if (refusal !== undefined) {
-      response.writeHead(403, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" });
+      writeHead(response, 403, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" });
       response.end(`${refusal}\n`);
       return true;
     }
