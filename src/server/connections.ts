@@ -186,7 +186,7 @@ export class RequestBodyDeadline {
  * Resets the stream with NO_ERROR once the answer is out: node leaves a stream whose client never
  * ends its side open after the server ended its own (RFC 9113 §8.1 lets a server stop it so).
  */
-export function closeOnceAnswered(stream: http2.ServerHttp2Stream): void {
+function closeOnceAnswered(stream: http2.ServerHttp2Stream): void {
   stream.once("finish", () => stream.close(http2.constants.NGHTTP2_NO_ERROR));
 }
 
