@@ -156,7 +156,7 @@ function writeCatalogConfig(): {
   // Words only: these rows measure the service's own paths (hybrid search's cost is bench/semantic.ts's),
   // and embedding 10,000 tools in the background would share the cores with the load runs.
   const lexical = "tool_search: {semantic: {enabled: false}}\n";
-  writeFileSync(config, `catalogs:\n  - path: tools.jsonl\n${lexical}`);
+  writeFileSync(config, `catalogs:\n  - path: tools.jsonl\n    invalid_schemas: warn\n${lexical}`);
   const emptyConfig = join(work, "wayfind-empty.yaml");
   writeFileSync(emptyConfig, `catalogs: []\n${lexical}`);
   // A deferred tool a model would call: the first gold tool of the first toolbench query.

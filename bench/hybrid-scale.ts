@@ -43,10 +43,10 @@ writeFileSync(
     .map((t) => JSON.stringify(t))
     .join("\n")}\n`,
 );
-writeFileSync(join(work, "hybrid.yaml"), "catalogs:\n  - path: tools.jsonl\n");
+writeFileSync(join(work, "hybrid.yaml"), "catalogs:\n  - path: tools.jsonl\n    invalid_schemas: warn\n");
 writeFileSync(
   join(work, "words.yaml"),
-  "catalogs:\n  - path: tools.jsonl\ntool_search: {semantic: {enabled: false}}\n",
+  "catalogs:\n  - path: tools.jsonl\n    invalid_schemas: warn\ntool_search: {semantic: {enabled: false}}\n",
 );
 
 const repeated = readQueries("toolbench_queries.jsonl")

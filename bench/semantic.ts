@@ -183,7 +183,7 @@ async function servers(toolCount: number): Promise<void> {
     ["words only", "tool_search: {semantic: {enabled: false}}\n"],
   ] as const) {
     const config = join(work, `${label.split(" ")[0]}.yaml`);
-    writeFileSync(config, `catalogs:\n  - path: tools.jsonl\n${extra}`);
+    writeFileSync(config, `catalogs:\n  - path: tools.jsonl\n    invalid_schemas: warn\n${extra}`);
     const dataDir = join(work, `data-${label.split(" ")[0]}`);
     const t0 = performance.now();
     const server = await spawnServer(wayfindServeArgs(config, dataDir), { logFile: join(work, "log") });
