@@ -52,7 +52,9 @@ describe("wayfind serve", () => {
       const warned = lines.some((l) => l.msg.startsWith("memory settings not applied"));
       if (typeof (process as { execve?: unknown }).execve === "function") {
         // The same process (pid), replaced by one with the allocator settings and V8 flags.
-        expect(cmdline).toContain("--max-semi-space-size=2");
+        expect(cmdline).toEqual(
+          expect.arrayContaining(["--max-semi-space-size=2", "--heap-growing-percent=20"]),
+        );
         expect(environ).toEqual(
           expect.arrayContaining(["MALLOC_ARENA_MAX=2", "MALLOC_MMAP_THRESHOLD_=131072"]),
         );
