@@ -322,14 +322,16 @@ describe("tenants", () => {
     expect(textOf(hidden).replace("echo", "X")).toBe(textOf(missing).replace("echoo", "X"));
   });
 
-  it("refuses tool_call to a credential without the agent role, as a JSON-RPC error", async () => {
-    const client = await connect(acmeWatcher.secret);
-    await expect(
-      client.callTool({
-        name: "tool_call",
-        arguments: { name: "everything.echo", arguments: { message: "x" } },
-      }),
-    ).rejects.toThrow(/needs the agent role/);
+  it("refuses an observer's initialize (403) saying the endpoint needs the agent role, not each request after", async () => {
+    const refused = await post(initialize, { authorization: `Bearer ${acmeWatcher.secret}` });
+    expect(refused.status).toBe(403);
+    expect(await rpcError(refused)).toEqual({
+      code: -32600,
+      message:
+        "wayfind's MCP endpoint needs the agent role; this credential has role observer " +
+        "(observers read tool sources, usage and events over the API and in the console)",
+    });
+    expect(refused.headers.get("mcp-session-id")).toBeNull();
   });
 });
 
