@@ -5,7 +5,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { CLIENT_CERTIFICATE_HEADER, isLoopback, ROLE_HEADER } from "../auth/index.ts";
 import type { CorsConfig } from "../config/index.ts";
 import { writeHead } from "../http-response.ts";
-import { closeOnceAnswered, type RequestBodyDeadline } from "./connections.ts";
+import { dropUnreadBody, type RequestBodyDeadline } from "./connections.ts";
 import { BrowserAccess } from "./cors.ts";
 import { hostnameOf, requestHost } from "./request-host.ts";
 
@@ -89,7 +89,7 @@ export class RequestGate {
       request.method === "POST" ? this.refusedFor(request.url ?? "", request.headers) : undefined;
     if (credentials !== undefined) {
       this.refused.set(request, credentials);
-      if ("stream" in request) closeOnceAnswered(request.stream);
+      if ("stream" in request) dropUnreadBody(request.stream);
     }
     return false;
   }
@@ -112,7 +112,7 @@ export class RequestGate {
         ? this.refusedFor(headers[":path"] ?? "", headers)
         : new ConnectError(refusal, Code.PermissionDenied);
     if (refused !== undefined) {
-      closeOnceAnswered(stream);
+      dropUnreadBody(stream);
       respond(refused);
       return false;
     }
