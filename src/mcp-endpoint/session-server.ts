@@ -78,6 +78,9 @@ export function sessionServer(options: SessionServerOptions): { server: Server; 
         "skill_search and skill_get find step-by-step procedures.",
     },
   );
+  // The SDK's clients ignore the cancellation of a request whose id is 0 (they test the id for
+  // truthiness): the session's requests to its client are numbered from 1, so each can be cancelled.
+  (server as unknown as { _requestMessageId: number })._requestMessageId = 1;
   const client = new SessionClientOf(server, options.id, options.tenant);
   const tools = new SessionTools(clients, options.toolList);
   const subscriptions = new Set<string>();

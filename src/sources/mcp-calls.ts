@@ -7,6 +7,7 @@
  */
 import { readFileSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
   CallToolResultSchema,
   ErrorCode,
@@ -165,7 +166,7 @@ export class McpCallLine {
     const client = this.client;
     this.client = undefined;
     const open = await client?.catch(() => undefined);
-    if (open) await withDeadline(open.close(), 5_000, "close").catch(() => undefined);
+    if (open) await ended(open);
   }
 
   /**
@@ -456,8 +457,19 @@ export class McpCallLine {
     const client = this.client;
     this.client = undefined;
     this.subscriptions.clear();
-    void client?.then((open) => open.close()).catch(() => undefined);
+    void client?.then(ended).catch(() => undefined);
   }
+}
+
+/**
+ * Closes a connection; an HTTP server is told its session has ended (DELETE) first, so what it still
+ * asks of the session's client is refused at once instead of waiting for an answer that cannot come.
+ */
+async function ended(client: Client): Promise<void> {
+  const transport = client.transport;
+  if (transport instanceof StreamableHTTPClientTransport && transport.sessionId !== undefined)
+    await withDeadline(transport.terminateSession(), 1_000, "close").catch(() => undefined);
+  await withDeadline(client.close(), 5_000, "close").catch(() => undefined);
 }
 
 /**

@@ -3,9 +3,11 @@ import { createServer, type Server as HttpServer } from "node:http";
 import { createRequire } from "node:module";
 import type { AddressInfo } from "node:net";
 import { dirname, join } from "node:path";
+import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
+import type { CallToolResult, ServerNotification, ServerRequest } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 
 const require = createRequire(import.meta.url);
@@ -34,10 +36,17 @@ interface ToolSpec {
   readonly description: string;
   readonly readOnly?: boolean;
   /** What a call answers; default: its text back. */
-  readonly run?: (
-    text: string,
-    call: { signal: AbortSignal; authorization: string },
-  ) => Promise<CallToolResult>;
+  readonly run?: (text: string, call: ToolCall) => Promise<CallToolResult>;
+}
+
+/** What a tool of startHttpMcpServer is given besides its text. */
+interface ToolCall {
+  readonly signal: AbortSignal;
+  readonly authorization: string;
+  /** The call's own: to ask the client (sendRequest) and tell it (sendNotification) during the call. */
+  readonly extra: RequestHandlerExtra<ServerRequest, ServerNotification>;
+  /** The session's server: what its client declared, and asking it after the call has ended. */
+  readonly session: Server;
 }
 
 export interface HttpMcpServer {
@@ -70,6 +79,8 @@ export async function startHttpMcpServer(initial: readonly ToolSpec[]): Promise<
           ? tool.run(text, {
               signal: extra.signal,
               authorization: String(extra.requestInfo?.headers.authorization ?? ""),
+              extra,
+              session: server.server,
             })
           : { content: [{ type: "text", text }] },
     );
