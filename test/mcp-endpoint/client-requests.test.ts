@@ -9,7 +9,12 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
-import { type HttpMcpServer, startHttpMcpServer } from "../sources/mcp-servers.ts";
+import {
+  type HttpMcpServer,
+  startHttpMcpServer,
+  startSseMcpServer,
+  type ToolSpec,
+} from "../sources/mcp-servers.ts";
 import { apiKey, clientWith } from "../support/auth.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 
@@ -43,22 +48,34 @@ const sampling = (prompt: string) => ({
   },
 });
 
+/** Asks the client for a completion of the text and answers with it (or with why it was refused). */
+const SAMPLE = {
+  name: "sample",
+  description: "Asks the client for a completion of the text and answers with it.",
+  run: async (prompt: string, { extra }: Parameters<NonNullable<ToolSpec["run"]>>[1]) => {
+    try {
+      const answer = await extra.sendRequest(sampling(prompt), CreateMessageResultSchema);
+      return text(answer.content.type === "text" ? answer.content.text : "");
+    } catch (error) {
+      const { code, message } = errorOf(error);
+      return text(`refused ${code}: ${message}`);
+    }
+  },
+};
+
 let upstream: HttpMcpServer;
+let legacy: Awaited<ReturnType<typeof startSseMcpServer>>;
 let wayfind: TestServer;
 beforeAll(async () => {
   upstream = await startHttpMcpServer([
+    SAMPLE,
     {
-      name: "sample",
-      description: "Asks the client for a completion of the text and answers with it.",
-      run: async (prompt, { extra }) => {
-        try {
-          const answer = await extra.sendRequest(sampling(prompt), CreateMessageResultSchema);
-          return text(answer.content.type === "text" ? answer.content.text : "");
-        } catch (error) {
-          const { code, message } = errorOf(error);
-          return text(`refused ${code}: ${message}`);
-        }
-      },
+      name: "roots",
+      description: "Asks the client for its roots and answers with them.",
+      run: async (_, { extra }) =>
+        text(
+          JSON.stringify((await extra.sendRequest({ method: "roots/list" }, ListRootsResultSchema)).roots),
+        ),
     },
     {
       name: "capabilities",
@@ -135,6 +152,7 @@ beforeAll(async () => {
       },
     },
   ]);
+  legacy = await startSseMcpServer([SAMPLE]);
   wayfind = await startTestServer({
     auth: { allow_unauthenticated: false, api_keys: [acme.entry, bravo.entry] },
     mcp_servers: [
@@ -147,12 +165,15 @@ beforeAll(async () => {
         loading_mode: "always",
         call_timeout_seconds: 1,
       },
+      // The older HTTP+SSE transport (MCP 2024-11-05).
+      { name: "legacy", transport: "sse", url: legacy.url, loading_mode: "always" },
     ],
   });
 }, 60_000);
 afterAll(async () => {
   await wayfind?.stop();
   await upstream?.close();
+  await legacy?.close();
 });
 
 const clients: Client[] = [];
@@ -274,6 +295,31 @@ describe("routing to the calling session", () => {
     await waiting.close();
     await open.catch(() => undefined);
   }, 30_000);
+});
+
+describe("roots, and servers on the older HTTP+SSE transport", () => {
+  it("answers a server's roots/list with the session's roots, and forwards the client's roots changes", async () => {
+    const client = await connect(acme.secret, { roots: { listChanged: true } });
+    let roots = [{ uri: "file:///work/one", name: "one" }];
+    client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots }));
+    const listed = await client.callTool({ name: "up.roots", arguments: { text: "" } });
+    expect(JSON.parse(textOf(listed))).toEqual(roots);
+    const before = upstream.rootsChanges();
+    roots = [{ uri: "file:///work/two", name: "two" }];
+    await client.sendRootsListChanged();
+    await expect.poll(() => upstream.rootsChanges()).toBe(before + 1);
+    expect(JSON.parse(textOf(await client.callTool({ name: "up.roots", arguments: { text: "" } })))).toEqual(
+      roots,
+    );
+  });
+
+  it("syncs, calls and passes sampling through a server on the older HTTP+SSE transport", async () => {
+    const client = await connect(bravo.secret, { sampling: {} });
+    const heard = answerSampling(client, "bravo");
+    const called = await client.callTool({ name: "legacy.sample", arguments: { text: "over sse" } });
+    expect(textOf(called)).toBe('bravo answers "over sse"');
+    expect(heard.asked).toEqual(["over sse"]);
+  });
 });
 
 describe("what an upstream may not do", () => {

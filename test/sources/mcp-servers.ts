@@ -5,6 +5,7 @@ import type { AddressInfo } from "node:net";
 import { dirname, join } from "node:path";
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import type { CallToolResult, ServerNotification, ServerRequest } from "@modelcontextprotocol/sdk/types.js";
@@ -31,7 +32,7 @@ export const FILESYSTEM = (dir: string) => ({
   args: [binPath("@modelcontextprotocol/server-filesystem"), dir],
 });
 
-interface ToolSpec {
+export interface ToolSpec {
   readonly name: string;
   readonly description: string;
   readonly readOnly?: boolean;
@@ -57,7 +58,30 @@ export interface HttpMcpServer {
   setDown(down: boolean): void;
   /** How many `notifications/cancelled` the server has received. */
   cancellations(): number;
+  /** How many `notifications/roots/list_changed` the server has received. */
+  rootsChanges(): number;
   close(): Promise<void>;
+}
+
+/** Registers `tool` on `server`: text in, `tool.run`'s result (or the text) out. */
+function register(server: McpServer, tool: ToolSpec): void {
+  server.registerTool(
+    tool.name,
+    {
+      description: tool.description,
+      inputSchema: { text: z.string().describe("Input text") },
+      annotations: { readOnlyHint: tool.readOnly ?? false, idempotentHint: true },
+    },
+    async ({ text }, extra) =>
+      tool.run
+        ? tool.run(text, {
+            signal: extra.signal,
+            authorization: String(extra.requestInfo?.headers.authorization ?? ""),
+            extra,
+            session: server.server,
+          })
+        : { content: [{ type: "text", text }] },
+  );
 }
 
 /** A streamable-HTTP MCP server built with the SDK's McpServer, on 127.0.0.1:0, stateful sessions. */
@@ -66,24 +90,7 @@ export async function startHttpMcpServer(initial: readonly ToolSpec[]): Promise<
   const sessions = new Map<string, { server: McpServer; transport: StreamableHTTPServerTransport }>();
   let down = false;
   let cancellations = 0;
-  const register = (server: McpServer, tool: ToolSpec) =>
-    server.registerTool(
-      tool.name,
-      {
-        description: tool.description,
-        inputSchema: { text: z.string().describe("Input text") },
-        annotations: { readOnlyHint: tool.readOnly ?? false, idempotentHint: true },
-      },
-      async ({ text }, extra) =>
-        tool.run
-          ? tool.run(text, {
-              signal: extra.signal,
-              authorization: String(extra.requestInfo?.headers.authorization ?? ""),
-              extra,
-              session: server.server,
-            })
-          : { content: [{ type: "text", text }] },
-    );
+  let rootsChanges = 0;
   const http = createServer(async (req, res) => {
     if (down) {
       res.writeHead(503).end();
@@ -107,12 +114,14 @@ export async function startHttpMcpServer(initial: readonly ToolSpec[]): Promise<
     const handle = transport.onmessage;
     transport.onmessage = (message, extra) => {
       if ("method" in message && message.method === "notifications/cancelled") cancellations++;
+      if ("method" in message && message.method === "notifications/roots/list_changed") rootsChanges++;
       handle?.(message, extra);
     };
     await transport.handleRequest(req, res);
   });
   return listen<Omit<HttpMcpServer, "url">>(http, {
     cancellations: () => cancellations,
+    rootsChanges: () => rootsChanges,
     addTool(tool) {
       tools.push(tool);
       for (const { server } of sessions.values()) register(server, tool);
@@ -129,6 +138,38 @@ export async function startHttpMcpServer(initial: readonly ToolSpec[]): Promise<
       sessions.clear();
     },
   });
+}
+
+/**
+ * `tools` on the older HTTP+SSE transport (MCP 2024-11-05), as servers that predate Streamable HTTP
+ * serve them: a GET of /sse opens a session's event stream, which names where to POST its messages.
+ */
+export async function startSseMcpServer(
+  tools: readonly ToolSpec[],
+): Promise<{ url: string; close(): Promise<void> }> {
+  const sessions = new Map<string, SSEServerTransport>();
+  const http = createServer(async (req, res) => {
+    const url = new URL(req.url ?? "/", "http://127.0.0.1");
+    if (req.method === "GET" && url.pathname === "/sse") {
+      const transport = new SSEServerTransport("/messages", res);
+      sessions.set(transport.sessionId, transport);
+      transport.onclose = () => sessions.delete(transport.sessionId);
+      const server = new McpServer({ name: "test-sse", version: "1.0.0" });
+      for (const tool of tools) register(server, tool);
+      await server.connect(transport);
+      return;
+    }
+    const transport = sessions.get(url.searchParams.get("sessionId") ?? "");
+    if (req.method === "POST" && url.pathname === "/messages" && transport !== undefined)
+      return void (await transport.handlePostMessage(req, res));
+    res.writeHead(404).end();
+  });
+  const listening = await listen(http, {
+    async close() {
+      for (const transport of sessions.values()) await transport.close();
+    },
+  });
+  return { ...listening, url: listening.url.replace(/\/mcp$/, "/sse") };
 }
 
 /**
