@@ -14,6 +14,11 @@ import { type CallLimits, DEFAULT_CALL_LIMITS, McpCallLine } from "./mcp-calls.t
 /** A tenant's call session of a server that no call used for this long is closed. */
 const IDLE_CALL_SESSION_MS = 10 * 60_000;
 const IDLE_SWEEP_MS = 60_000;
+/**
+ * Connections of their own one tenant's sessions may hold to one server at once: each is a process
+ * of a stdio server, so a tenant opening sessions without end cannot start processes without end.
+ */
+const MAX_SESSION_CONNECTIONS = 64;
 
 /**
  * Takes the lease on a named job for this replica while it can (src/replication/lease.ts): given
@@ -112,6 +117,8 @@ export class McpSources implements ToolExecutor {
   private readonly shares = new Map<string, CallShare>();
   /** The keys of each session's own connections. */
   private readonly sessionLines = new Map<string, Set<string>>();
+  /** By source and tenant: the keys of its sessions' own connections. */
+  private readonly ownLines = new Map<string, Set<string>>();
   private readonly callLimits: CallLimits;
   private readonly idleSweep: NodeJS.Timeout;
 
@@ -195,6 +202,14 @@ export class McpSources implements ToolExecutor {
     const key = own === undefined ? shareKey : `${shareKey}\u0000${own.sessionId}`;
     let line = this.callLines.get(key);
     if (line === undefined) {
+      const owned = this.ownLines.get(shareKey) ?? new Set<string>();
+      if (own !== undefined && owned.size >= MAX_SESSION_CONNECTIONS)
+        throw new WayfindError(
+          "resource_exhausted",
+          `${MAX_SESSION_CONNECTIONS} sessions of your tenant already have a connection of their own to MCP server ` +
+            `"${config.name}" (sessions that answer its requests, set a log level or subscribe), the most wayfind opens; ` +
+            "end a session you no longer use",
+        );
       let share = this.shares.get(shareKey);
       if (share === undefined) {
         share = new CallShare(config, (openMs) =>
@@ -211,6 +226,8 @@ export class McpSources implements ToolExecutor {
         const keys = this.sessionLines.get(own.sessionId) ?? new Set<string>();
         keys.add(key);
         this.sessionLines.set(own.sessionId, keys);
+        owned.add(key);
+        this.ownLines.set(shareKey, owned);
       }
     }
     return line;
@@ -231,6 +248,9 @@ export class McpSources implements ToolExecutor {
     const lines = [...keys].map((key) => {
       const line = this.callLines.get(key);
       this.callLines.delete(key);
+      const shareKey = key.slice(0, key.length - sessionId.length - 1);
+      const owned = this.ownLines.get(shareKey);
+      if (owned?.delete(key) && owned.size === 0) this.ownLines.delete(shareKey);
       return line;
     });
     await Promise.all(lines.map((line) => line?.close()));

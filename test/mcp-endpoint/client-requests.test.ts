@@ -27,6 +27,7 @@ import { startTestServer, type TestServer } from "../support/server.ts";
 
 const acme = apiKey("acme-agent", { tenant: "acme", roles: ["agent"] });
 const bravo = apiKey("bravo-agent", { tenant: "bravo", roles: ["agent"] });
+const carol = apiKey("carol-agent", { tenant: "carol", roles: ["agent"] });
 
 const text = (value: string): CallToolResult => ({ content: [{ type: "text", text: value }] });
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -154,7 +155,7 @@ beforeAll(async () => {
   ]);
   legacy = await startSseMcpServer([SAMPLE]);
   wayfind = await startTestServer({
-    auth: { allow_unauthenticated: false, api_keys: [acme.entry, bravo.entry] },
+    auth: { allow_unauthenticated: false, api_keys: [acme.entry, bravo.entry, carol.entry] },
     mcp_servers: [
       { name: "up", transport: "http", url: upstream.url, loading_mode: "always", call_timeout_seconds: 10 },
       // The same server with a short deadline, for what never answers.
@@ -349,6 +350,33 @@ describe("what an upstream may not do", () => {
     expect(most).toBe(16);
     expect(textOf(meanwhile)).toBe('other answers "still here"');
   }, 30_000);
+
+  it("gives one tenant's sessions at most 64 connections of their own to a server (a stdio server's processes)", async () => {
+    const sessions = await Promise.all(
+      Array.from({ length: 64 }, () => connect(carol.secret, { sampling: {} })),
+    );
+    for (const session of sessions)
+      await session.callTool({ name: "up.capabilities", arguments: { text: "" } });
+    const extra = await connect(carol.secret, { sampling: {} });
+    const refused = await extra.callTool({ name: "up.capabilities", arguments: { text: "" } });
+    expect(refused.isError).toBe(true);
+    expect(textOf(refused)).toBe(
+      '64 sessions of your tenant already have a connection of their own to MCP server "up" (sessions that answer ' +
+        "its requests, set a log level or subscribe), the most wayfind opens; end a session you no longer use",
+    );
+    // Another tenant, and a session that declared nothing (the tenant's connection), are unaffected.
+    const other = await connect(bravo.secret, { sampling: {} });
+    expect(textOf(await other.callTool({ name: "up.capabilities", arguments: { text: "" } }))).toBe(
+      '{"sampling":{}}',
+    );
+    const plain = await connect(carol.secret);
+    expect(textOf(await plain.callTool({ name: "up.capabilities", arguments: { text: "" } }))).toBe("{}");
+    // A session that ends gives its place up.
+    await (sessions[0]?.transport as StreamableHTTPClientTransport).terminateSession();
+    await expect
+      .poll(async () => textOf(await extra.callTool({ name: "up.capabilities", arguments: { text: "" } })))
+      .toBe('{"sampling":{}}');
+  }, 60_000);
 
   it("refuses roots asked of a session that has ended, asking no client", async () => {
     const ending = await connect(acme.secret, { roots: { listChanged: true } });
