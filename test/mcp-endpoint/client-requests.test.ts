@@ -372,7 +372,7 @@ describe("what an upstream may not do", () => {
     const plain = await connect(carol.secret);
     expect(textOf(await plain.callTool({ name: "up.capabilities", arguments: { text: "" } }))).toBe("{}");
     // A session that ends gives its place up.
-    await (sessions[0]?.transport as StreamableHTTPClientTransport).terminateSession();
+    await (sessions[0]?.transport as StreamableHTTPClientTransport | undefined)?.terminateSession();
     await expect
       .poll(async () => textOf(await extra.callTool({ name: "up.capabilities", arguments: { text: "" } })))
       .toBe('{"sampling":{}}');
