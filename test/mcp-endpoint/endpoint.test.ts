@@ -256,11 +256,17 @@ describe("find, load and call", () => {
     expect(textOf(result)).toContain("not from an MCP server");
   });
 
-  it("answers a tool it never listed with a JSON-RPC error", async () => {
+  it("answers a tool it never listed with a JSON-RPC error, its code said once (issue 45: it was doubled)", async () => {
     const client = await connect(acme.secret);
-    await expect(client.callTool({ name: "everything.echo", arguments: { message: "x" } })).rejects.toThrow(
-      /-32602/,
+    const error = await client.callTool({ name: "everything.echo", arguments: { message: "x" } }).then(
+      () => undefined,
+      (thrown: unknown) => thrown as { code: number; message: string },
     );
+    expect({ code: error?.code, message: error?.message }).toEqual({
+      code: -32602,
+      message:
+        'MCP error -32602: unknown tool "everything.echo": find tools with tool_search, call them with tool_call',
+    });
   });
 });
 
