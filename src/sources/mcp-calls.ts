@@ -10,11 +10,13 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
   CallToolResultSchema,
+  CancelledNotificationSchema,
   ErrorCode,
   type LoggingLevel,
   McpError,
   type Notification,
   ProgressNotificationSchema,
+  type RequestId,
   type ServerCapabilities,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "pino";
@@ -377,8 +379,23 @@ export class McpCallLine {
       });
     });
     client.fallbackNotificationHandler = async (notification) => this.heard(notification);
-    // biome-ignore lint/suspicious/noExplicitAny: the client's answer, passed back as it is.
-    client.fallbackRequestHandler = (request, extra) => this.asks.answer(request, extra.signal) as any;
+    // The server's requests for the client, each cancellable by the server. The SDK ignores the
+    // cancellation of request id 0 (it tests the id for truthiness), which is a server's first
+    // request: wayfind keeps the requests it is answering and cancels them itself.
+    const answering = new Map<RequestId, AbortController>();
+    client.setNotificationHandler(CancelledNotificationSchema, ({ params }) => {
+      if (params.requestId !== undefined) answering.get(params.requestId)?.abort(params.reason);
+    });
+    client.fallbackRequestHandler = async (request, extra) => {
+      const cancelled = new AbortController();
+      answering.set(request.id, cancelled);
+      try {
+        // biome-ignore lint/suspicious/noExplicitAny: the client's answer, passed back as it is.
+        return (await this.asks.answer(request, AbortSignal.any([extra.signal, cancelled.signal]))) as any;
+      } finally {
+        answering.delete(request.id);
+      }
+    };
     client.onclose = () => {
       // Only the live connection's close matters; one that never opened has no session to drop.
       this.client?.then((open) => open === client && this.drop()).catch(() => undefined);

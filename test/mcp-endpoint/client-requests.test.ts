@@ -142,6 +142,19 @@ beforeAll(async () => {
       },
     },
     {
+      name: "ask_briefly",
+      description:
+        "Asks the client for a completion, gives up (cancelling it) after 300 ms, answers 700 ms later.",
+      run: async (label, { extra }) => {
+        await extra.sendRequest(sampling(label), CreateMessageResultSchema, { timeout: 300 }).then(
+          () => outcomes.set(label, "answered"),
+          (error: unknown) => outcomes.set(label, errorOf(error)),
+        );
+        await sleep(700);
+        return text("gave up");
+      },
+    },
+    {
       name: "ask_and_wait",
       description: "Asks the client for a completion and waits for it however long it takes.",
       run: async (label, { extra }) => {
@@ -411,6 +424,26 @@ describe("what an upstream may not do", () => {
     expect(textOf(result)).toBe('MCP server "short" did not answer the call of "wait" within 1000 ms');
     await expect.poll(() => upstream.cancellations()).toBeGreaterThan(before);
   }, 15_000);
+
+  it("passes a server's cancellation of its request on to the client", async () => {
+    const slow = await connect(acme.secret, { sampling: {} });
+    let cancelledAt = Number.POSITIVE_INFINITY;
+    slow.setRequestHandler(
+      CreateMessageRequestSchema,
+      (_, extra) =>
+        new Promise((_resolve, reject) =>
+          extra.signal.addEventListener("abort", () => {
+            cancelledAt = Date.now();
+            reject(new Error("cancelled"));
+          }),
+        ),
+    );
+    const called = await slow.callTool({ name: "up.ask_briefly", arguments: { text: "brief" } });
+    expect(textOf(called)).toBe("gave up");
+    expect(outcomes.get("brief")).toMatchObject({ code: -32001 });
+    // Told when the server gave up, not only when its call ended 700 ms later.
+    expect(Date.now() - cancelledAt).toBeGreaterThan(300);
+  });
 
   it("cancels a request the client never answers once the call it came with ends, and refuses it upstream", async () => {
     const silent = await connect(acme.secret, { sampling: {} });
