@@ -30,6 +30,7 @@ function bin(pkg: string): string {
 function stdio(name: string, args: string[], env: Record<string, string> = {}): McpServerConfig {
   return {
     name,
+    namespace: name,
     transport: "stdio",
     command: process.execPath,
     args,

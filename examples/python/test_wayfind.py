@@ -833,3 +833,60 @@ def test_mcp_python_client_over_the_stdio_bridge(mcp_server):
                 await find_and_call_echo(session)
 
     anyio.run(run)
+
+
+def test_mcp_python_client_answers_server_everythings_requests_through_wayfind(mcp_server):
+    """Issue 45: server-everything's sampling, elicitation and roots tools reach the Python client's
+    own callbacks through /mcp, and its prompts and resources are offered under its namespace."""
+    from mcp import types
+
+    async def sampling(context, params) -> types.CreateMessageResult:
+        return types.CreateMessageResult(
+            role="assistant", model="test-model", content=types.TextContent(type="text", text="sampled in python")
+        )
+
+    async def elicitation(context, params) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+    async def roots(context) -> types.ListRootsResult:
+        return types.ListRootsResult(roots=[types.Root(uri="file:///work/project", name="project")])
+
+    async def run() -> None:
+        url = f"http://{mcp_server.addr}/mcp"
+        async with httpx.AsyncClient(headers={"wayfind-tenant": "acme"}) as http:
+            async with streamable_http_client(url, http_client=http) as (read, write, _):
+                async with ClientSession(
+                    read, write, sampling_callback=sampling, elicitation_callback=elicitation, list_roots_callback=roots
+                ) as session:
+                    await session.initialize()
+
+                    async def call(name: str, arguments: dict | None = None) -> str:
+                        called = await session.call_tool(
+                            "tool_call", {"name": f"everything.{name}", "arguments": arguments or {}}
+                        )
+                        assert not called.isError, called
+                        return "".join(block.text for block in called.content if block.type == "text")
+
+                    assert "sampled in python" in await call("trigger-sampling-request", {"prompt": "hi", "maxTokens": 5})
+                    assert "Ada" in await call("trigger-elicitation-request")
+                    assert "URI: file:///work/project" in await call("get-roots-list")
+                    # The demo's skills come first, then the server's, page after page.
+                    prompts, cursor = [], None
+                    while True:
+                        page = await session.list_prompts(cursor=cursor)
+                        prompts += [prompt.name for prompt in page.prompts]
+                        if not (cursor := page.nextCursor):
+                            break
+                    assert "everything.simple-prompt" in prompts, prompts
+                    assert (await session.get_prompt("everything.simple-prompt")).messages
+                    resources, cursor = [], None
+                    while True:
+                        page = await session.list_resources(cursor=cursor)
+                        resources += [r for r in page.resources if r.name.startswith("everything.")]
+                        if not (cursor := page.nextCursor):
+                            break
+                    assert resources, "server-everything's resources are listed"
+                    read = await session.read_resource(resources[0].uri)
+                    assert str(read.contents[0].uri) == str(resources[0].uri)
+
+    anyio.run(run)

@@ -3,7 +3,7 @@ import type { PolicyConfig, ToolSearchConfig, VisibilityRuleConfig } from "../co
 import { type Tool, VERDICT } from "../discovery/types.ts";
 import { checkSize, LIMITS } from "../limits.ts";
 import { LruCache } from "../lru.ts";
-import { compileGlobs, type NameMatcher } from "./glob.ts";
+import { compileGlobs, matchesAllWithPrefix, mayMatchWithPrefix, type NameMatcher } from "./glob.ts";
 
 /**
  * THE one place that decides what a caller may see (docs/design.md §4).
@@ -44,6 +44,16 @@ export interface ToolAccess {
 /** One caller's verdict (callers with the same tenant, entitlements and narrowing share it). */
 export interface CallerAccess extends ToolAccess {
   /**
+   * The verdict on something of a source that is not a tool (an MCP server's prompt, resource or
+   * resource template), judged by its name as a tool of that name with the source's `tags` would be.
+   */
+  canSee(name: string, tags: readonly string[]): boolean;
+  /**
+   * False only when nothing named `prefix…` with `tags` can be visible to the caller (a server whose
+   * namespace its rules hide): such a source need not even be asked what it holds.
+   */
+  mayShowNamespace(prefix: string, tags: readonly string[]): boolean;
+  /**
    * The verdict on each of `tools` (a build's docs, a registry snapshot) in VERDICT bits
    * (ToolView.access); worked out once per list, so pass lists that do not change.
    */
@@ -69,9 +79,15 @@ interface CompiledRule {
   readonly entitlements: readonly string[] | undefined;
   readonly allow: NameMatcher;
   readonly deny: NameMatcher;
+  /** The globs as written, for what a whole namespace may show (mayShowNamespace). */
+  readonly allowGlobs: readonly string[];
+  readonly denyGlobs: readonly string[];
 }
 
-const matchesNameOrAlias = (matcher: NameMatcher, tool: Tool): boolean =>
+/** What a verdict reads of a tool: its name, aliases and tags. */
+type Judged = Pick<Tool, "name" | "aliases" | "tags">;
+
+const matchesNameOrAlias = (matcher: NameMatcher, tool: Judged): boolean =>
   matcher(tool.name) || tool.aliases.some((alias) => matcher(alias));
 
 export function createAccessControl(options: AccessControlOptions): AccessControl {
@@ -84,16 +100,23 @@ export function createAccessControl(options: AccessControlOptions): AccessContro
     entitlements: rule.match.entitlements,
     allow: compileGlobs(rule.allow),
     deny: compileGlobs(rule.deny),
+    allowGlobs: rule.allow,
+    denyGlobs: rule.deny,
   }));
   const cacheSize = Math.max(1, options.cacheSize ?? 1024);
 
-  const hasRequiredTags = (tool: Tool): boolean => {
+  const hasRequiredTags = (tool: Pick<Judged, "tags">): boolean => {
     if (requiredTags.length === 0) return true;
     const tags = new Set(tool.tags.map((t) => t.toLowerCase()));
     return requiredTags.every((t) => tags.has(t));
   };
-  const inRegistry = (tool: Tool): boolean =>
+  const inRegistry = (tool: Judged): boolean =>
     allowed(tool.name) && !matchesNameOrAlias(denied, tool) && hasRequiredTags(tool);
+  /** Whether the policy may admit something named `prefix…` with `tags`. */
+  const registryMayAdmit = (prefix: string, tags: readonly string[]): boolean =>
+    hasRequiredTags({ tags }) &&
+    mayMatchWithPrefix(options.policy.allowed, prefix) &&
+    !matchesAllWithPrefix(options.policy.denied, prefix);
   const loadedAlways = (tool: Tool): boolean => tool.loadingMode === "always" || alwaysLoaded(tool.name);
 
   const build = (caller: Caller): CallerAccess => {
@@ -105,7 +128,7 @@ export function createAccessControl(options: AccessControlOptions): AccessContro
     );
     const failClosed = rules.length > 0 && matching.length === 0;
     const narrowing = caller.narrowToTools.length > 0 ? compileGlobs(caller.narrowToTools) : undefined;
-    const canActivate = (tool: Tool): boolean => {
+    const canActivate = (tool: Judged): boolean => {
       if (failClosed || !inRegistry(tool)) return false;
       if (
         matching.length > 0 &&
@@ -116,8 +139,17 @@ export function createAccessControl(options: AccessControlOptions): AccessContro
     };
     // By list of tools (a build's docs, a registry version's): worked out once, not on every read.
     const verdictsOf = new WeakMap<readonly Tool[], Uint8Array>();
+    const mayShowNamespace = (prefix: string, tags: readonly string[]): boolean =>
+      !failClosed &&
+      registryMayAdmit(prefix, tags) &&
+      (matching.length === 0 ||
+        (matching.some((r) => mayMatchWithPrefix(r.allowGlobs, prefix)) &&
+          !matching.some((r) => matchesAllWithPrefix(r.denyGlobs, prefix)))) &&
+      (caller.narrowToTools.length === 0 || mayMatchWithPrefix(caller.narrowToTools, prefix));
     return {
       canActivate,
+      canSee: (name, tags) => canActivate({ name, aliases: [], tags }),
+      mayShowNamespace,
       isAlwaysVisible: (tool) => canActivate(tool) && loadedAlways(tool),
       verdicts: (tools) => {
         let verdicts = verdictsOf.get(tools);

@@ -55,3 +55,28 @@ export function compileGlobs(globs: readonly string[]): NameMatcher {
     return false;
   };
 }
+
+/**
+ * Whether some name starting with `prefix` could match one of `globs` (case-insensitive): `github.`
+ * could match `github.*`, `git*` and `github.search`, not `jira.*`. Exact for `*`-only globs.
+ */
+export function mayMatchWithPrefix(globs: readonly string[], prefix: string): boolean {
+  const start = prefix.toLowerCase();
+  return globs.some((glob) => {
+    const lower = glob.toLowerCase();
+    const star = lower.indexOf("*");
+    if (star < 0) return lower.startsWith(start);
+    const head = lower.slice(0, star);
+    return head.startsWith(start) || start.startsWith(head);
+  });
+}
+
+/** Whether every name starting with `prefix` matches one of `globs`: `github.*` or `*` for `github.`. */
+export function matchesAllWithPrefix(globs: readonly string[], prefix: string): boolean {
+  const start = prefix.toLowerCase();
+  return globs.some((glob) => {
+    const lower = glob.toLowerCase();
+    const star = lower.indexOf("*");
+    return star >= 0 && /^\**$/.test(lower.slice(star)) && start.startsWith(lower.slice(0, star));
+  });
+}

@@ -22,6 +22,25 @@ export function admitCall(method: string, principal: Principal, claimed: Caller)
     throw denied(
       `${method.slice(method.lastIndexOf("/") + 1)} needs the ${role} role; this credential has ${describeRoles(principal)}`,
     );
+  return admitted(principal, claimed);
+}
+
+/**
+ * Admits a request of wayfind's MCP endpoint, as admitCall admits an RPC: what a session does —
+ * find, read and call tools, get prompts, read resources — is an agent's work, so the endpoint
+ * needs the agent role (docs/mcp.md "Who may connect"); the caller is bound as for any RPC.
+ */
+export function admitMcpRequest(principal: Principal, claimed: Caller): Admission {
+  if (!holdsRole(principal.roles, "agent"))
+    throw denied(
+      `wayfind's MCP endpoint needs the agent role; this credential has ${describeRoles(principal)} ` +
+        "(observers read tool sources, usage and events over the API and in the console)",
+    );
+  return admitted(principal, claimed);
+}
+
+/** The admission of an authorized principal: its caller bound, and the principal acting for its tenant. */
+function admitted(principal: Principal, claimed: Caller): Admission {
   const caller = bindCaller(principal, claimed);
   return {
     caller,

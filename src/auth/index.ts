@@ -1,7 +1,7 @@
 /** Credentials → principal → admitted call (issue 15). The server wires these in src/server/pipeline.ts. */
 export { type ApiKey, ApiKeyStore, apiKeySha256 } from "./api-keys.ts";
 export { Authenticator, OPERATOR_ROLE, ROLE_HEADER } from "./authenticate.ts";
-export { admitCall } from "./bind.ts";
+export { admitCall, admitMcpRequest } from "./bind.ts";
 export { CredentialWatch } from "./credential-watch.ts";
 export { KeyAdmin, type KeyRequest } from "./key-admin.ts";
 export { PrincipalLimits } from "./limits.ts";

@@ -407,6 +407,7 @@ function toConfig(raw: ConfigFile, baseDir: string, configFile: string | undefin
     mcpServers: (raw.mcp_servers ?? []).map((m): McpServerConfig => {
       const common = {
         name: m.name,
+        namespace: m.namespace ?? m.name,
         syncIntervalSeconds: m.sync_interval_seconds ?? DEFAULTS.mcpServer.syncIntervalSeconds,
         callTimeoutSeconds: m.call_timeout_seconds ?? DEFAULTS.mcpServer.callTimeoutSeconds,
         maxConcurrentCalls: m.max_concurrent_calls ?? DEFAULTS.mcpServer.maxConcurrentCalls,
@@ -421,7 +422,7 @@ function toConfig(raw: ConfigFile, baseDir: string, configFile: string | undefin
         requireTenantCredentials: m.require_tenant_credentials ?? DEFAULTS.mcpServer.requireTenantCredentials,
         ...source(m),
       };
-      // The schema guarantees command for stdio and url for http.
+      // The schema guarantees command for stdio and url for http and sse.
       return m.transport === "stdio"
         ? {
             ...common,
@@ -431,7 +432,7 @@ function toConfig(raw: ConfigFile, baseDir: string, configFile: string | undefin
             env: m.env ?? {},
             cwd: m.cwd === undefined ? undefined : resolvePath(baseDir, m.cwd),
           }
-        : { ...common, transport: "http", url: m.url ?? "", headers: m.headers ?? {} };
+        : { ...common, transport: m.transport, url: m.url ?? "", headers: m.headers ?? {} };
     }),
     lazyToolGroups: (raw.lazy_tool_groups ?? []).map((g) => ({
       name: g.name,

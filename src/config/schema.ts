@@ -140,7 +140,16 @@ const tenantCredentials = z.strictObject({
 const mcpServer = z
   .strictObject({
     name,
-    transport: z.enum(["stdio", "http"]),
+    /** "" = the names as the server wrote them. */
+    namespace: z
+      .union([
+        z.literal(""),
+        z.string().regex(/^[A-Za-z0-9_-]+$/, {
+          error: 'must match [A-Za-z0-9_-]+, or be "" for the names as the server wrote them',
+        }),
+      ])
+      .optional(),
+    transport: z.enum(["stdio", "http", "sse"]),
     command: name.optional(),
     args: z.array(z.string()).optional(),
     env: stringMap.optional(),
@@ -190,7 +199,10 @@ const mcpServer = z
         ctx.addIssue({
           code: "custom",
           path: ["url"],
-          message: 'is required for transport http; add the endpoint, e.g. url: "http://127.0.0.1:9000/mcp"',
+          message:
+            server.transport === "http"
+              ? 'is required for transport http; add the endpoint, e.g. url: "http://127.0.0.1:9000/mcp"'
+              : 'is required for transport sse; add the event stream\'s address, e.g. url: "http://127.0.0.1:9000/sse"',
         });
       for (const key of ["command", "args", "env", "cwd"] as const)
         if (server[key] !== undefined) misplaced(key, "stdio");
@@ -448,6 +460,22 @@ export const configFileSchema = uniqueNames.superRefine((file, ctx) => {
         });
     });
   }
+  // Two servers under one namespace would each shadow the other's prompts and resources. (Two
+  // named alike without a namespace of their own are already told their names clash.)
+  const servers = file.mcp_servers ?? [];
+  const namespaces = new Map<string, number>();
+  servers.forEach((server, i) => {
+    const namespace = server.namespace ?? server.name;
+    if (namespace === "") return;
+    const first = namespaces.get(namespace);
+    if (first === undefined) namespaces.set(namespace, i);
+    else if (server.namespace !== undefined || servers[first]?.namespace !== undefined)
+      ctx.addIssue({
+        code: "custom",
+        path: ["mcp_servers", i, "namespace"],
+        message: `duplicates the namespace of mcp_servers[${first}]; give each server its own (namespace: sets one)`,
+      });
+  });
 });
 
 export type ConfigFile = z.infer<typeof configFileSchema>;

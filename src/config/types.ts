@@ -119,8 +119,12 @@ export interface TenantCredentials {
 }
 
 interface McpServerBase extends ToolSourceOptions {
-  /** Also the namespace of the server's tools. */
   readonly name: string;
+  /**
+   * The prefix of the names of the server's tools, prompts, resources and resource templates on
+   * wayfind (`<namespace>.<name>`): the server's name unless set; "" = the names as the server wrote them.
+   */
+  readonly namespace: string;
   /** Seconds between re-syncs of the tool list; 0 = only at start. */
   readonly syncIntervalSeconds: number;
   /** How long one executed call (CallTool, MCP tool_call) may take unless the caller asks for less. */
@@ -147,7 +151,8 @@ interface McpStdioServerConfig extends McpServerBase {
 }
 
 interface McpHttpServerConfig extends McpServerBase {
-  readonly transport: "http";
+  /** Streamable HTTP, or the older HTTP+SSE transport (MCP 2024-11-05: a GET event stream, POSTs). */
+  readonly transport: "http" | "sse";
   readonly url: string;
   readonly headers: Readonly<Record<string, string>>;
 }

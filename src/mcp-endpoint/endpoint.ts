@@ -8,35 +8,23 @@
 import { createHash, randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import * as http2 from "node:http2";
-import { Code, ConnectError } from "@connectrpc/connect";
-import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import {
-  type CallToolRequest,
-  CallToolRequestSchema,
-  type CallToolResult,
-  ErrorCode,
-  GetPromptRequestSchema,
-  isInitializeRequest,
-  ListPromptsRequestSchema,
-  ListResourcesRequestSchema,
-  ListToolsRequestSchema,
-  ReadResourceRequestSchema,
-  type ServerNotification,
-} from "@modelcontextprotocol/sdk/types.js";
+import { Code, ConnectError, createContextValues } from "@connectrpc/connect";
+import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { ErrorCode, isInitializeRequest, isJSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "pino";
 import { CLIENT_CERTIFICATE_HEADER } from "../auth/index.ts";
-import type { Principal } from "../caller/caller.ts";
+import type { Caller, Principal } from "../caller/caller.ts";
 import type { McpEndpointConfig, McpToolList } from "../config/index.ts";
 import { errorReason } from "../errors.ts";
 import { writeHead } from "../http-response.ts";
-import type { JsonObject } from "../json.ts";
-import { PROGRESS_SINK_HEADER, type ProgressSinks, type ToolProgress } from "../tools/progress.ts";
+import type { McpGateway } from "../sources/mcp-gateway.ts";
+import { SESSION_CALL, type SessionCall } from "../tools/mcp-session.ts";
 import { type MessageProblem, messageProblem } from "./messages.ts";
 import type { CallScope, WayfindClients } from "./meta-tools.ts";
+import type { SessionClientOf } from "./session-client.ts";
 import { type PooledSession, SessionPool } from "./session-pool.ts";
-import { getPrompt, listPrompts, listResources, readResource } from "./session-skills.ts";
-import { SessionTools } from "./session-tools.ts";
+import { type RequestExtra, sessionServer } from "./session-server.ts";
+import { SessionTransport } from "./session-transport.ts";
 
 /** Streamable HTTP is served over HTTP/1.1 and HTTP/2 alike (the SDK's transport takes either). */
 type Request = IncomingMessage | http2.Http2ServerRequest;
@@ -48,12 +36,29 @@ export const MCP_PATH = "/mcp";
  * Request headers passed on to wayfind's RPCs and to authentication: credentials, the development
  * operator role and tenant (servers without credentials), trace context.
  */
-const FORWARDED_HEADERS = ["authorization", "wayfind-role", "wayfind-tenant", "traceparent", "tracestate"];
+const FORWARDED_HEADERS = [
+  "authorization",
+  "wayfind-role",
+  "wayfind-tenant",
+  "wayfind-project",
+  "wayfind-user",
+  "traceparent",
+  "tracestate",
+];
+
+/** How long a client whose stream ended waits before it reconnects (the SSE `retry` field). */
+const RECONNECT_AFTER_MS = 1_000;
 
 /** How the endpoint learns who a request acts as, and hears when that stops being accepted. */
 interface McpCredentials {
   /** The principal the headers' credentials are; throws (an UNAUTHENTICATED error saying why) otherwise. */
   authenticate(headers: Headers): Promise<Principal>;
+  /**
+   * The caller a request of `principal` acts as, claiming `claimed`, admitted as an RPC is: the agent
+   * role, the principal's limits, the caller bound to the credential; throws (PERMISSION_DENIED,
+   * RESOURCE_EXHAUSTED) otherwise.
+   */
+  admit(principal: Principal, claimed: Caller): Caller;
   /**
    * Calls `lost` with why once the credential in `headers` is no longer accepted (revoked, expired);
    * returns the release.
@@ -63,8 +68,8 @@ interface McpCredentials {
 
 export interface McpEndpointOptions {
   readonly clients: WayfindClients;
-  /** Where the in-process CallTool finds the sink a call's progress goes to. */
-  readonly progress: ProgressSinks;
+  /** What the MCP servers behind wayfind offer besides tools; undefined = none are configured. */
+  readonly gateway: McpGateway | undefined;
   readonly credentials: McpCredentials;
   readonly config: McpEndpointConfig;
   /** The largest request body read. */
@@ -74,8 +79,11 @@ export interface McpEndpointOptions {
 }
 
 interface Session extends PooledSession {
-  readonly transport: StreamableHTTPServerTransport;
+  readonly transport: SessionTransport;
   readonly server: Server;
+  readonly client: SessionClientOf;
+  /** Who its last request was authenticated as (the same credential each time, newly checked). */
+  principal: Principal;
   /** sha256 of the credentials that opened it: every later request must carry the same. */
   readonly credentials: string;
   /** The verified client certificate that opened it (mTLS), sent on with its calls; "" = none. */
@@ -150,17 +158,24 @@ export class McpEndpoint {
     }
     if (session !== undefined) {
       session.lastUsedMs = Date.now();
+      session.principal = principal;
       return handleOn(session, request, response, body);
     }
-    if (!isInitializeRequest(body))
+    if (!isJSONRPCRequest(body) || !isInitializeRequest(body))
       return reply(
         response,
         400,
         ErrorCode.InvalidRequest,
         "no Mcp-Session-Id header: send initialize first",
       );
+    // What a session does is an agent's work: a credential that may do none of it is told at once.
+    try {
+      this.options.credentials.admit(principal, claimedCaller(headers, ""));
+    } catch (error) {
+      return reply(response, 403, ErrorCode.InvalidRequest, errorReason(error), body.id);
+    }
     const opened = await this.open(headers, principal, toolList.mode);
-    await handleOn(opened, request, response, body);
+    handleOn(opened, request, response, body);
   }
 
   /** The tool list a request's URL asks for (`?tool_list=`), else the configured one. */
@@ -187,57 +202,34 @@ export class McpEndpoint {
       await this.end(evicted);
     }
     const id = randomUUID();
-    const server = new Server(
-      { name: "wayfind", version: this.options.version },
-      {
-        capabilities: {
-          tools: { listChanged: toolList === "activated" },
-          prompts: { listChanged: false },
-          resources: { listChanged: false, subscribe: false },
-        },
-        instructions:
-          "Find the tool you need with tool_search, load its schema with tool_get, then call it with tool_call. " +
-          "skill_search and skill_get find step-by-step procedures.",
-      },
-    );
-    const tools = new SessionTools(this.options.clients, toolList);
-    const scope = (extra: { signal: AbortSignal; requestInfo?: { headers: IncomingMessage["headers"] } }) =>
-      this.scopeOf(id, extra.requestInfo?.headers, extra.signal);
-    server.setRequestHandler(ListToolsRequestSchema, (request, extra) =>
-      tools.list(scope(extra), request.params?.cursor),
-    );
-    server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
-      this.callTool(tools, request.params, scope(extra), extra),
-    );
-    // Skills are prompts and resources too (session-skills.ts).
-    server.setRequestHandler(ListPromptsRequestSchema, (request, extra) =>
-      listPrompts(this.options.clients, scope(extra), request.params?.cursor),
-    );
-    server.setRequestHandler(GetPromptRequestSchema, (request, extra) =>
-      getPrompt(this.options.clients, scope(extra), request.params.name),
-    );
-    server.setRequestHandler(ListResourcesRequestSchema, (request, extra) =>
-      listResources(this.options.clients, scope(extra), request.params?.cursor),
-    );
-    server.setRequestHandler(ReadResourceRequestSchema, (request, extra) =>
-      readResource(this.options.clients, scope(extra), request.params.uri),
-    );
-    // Each answer is a stream (SSE), so a call's progress can go before its result.
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => id });
+    const { server, client } = sessionServer({
+      id,
+      tenant: principal.tenantId,
+      toolList,
+      clients: this.options.clients,
+      gateway: this.options.gateway,
+      version: this.options.version,
+      scope: (extra, call) => this.scopeOf(id, extra, call),
+      admit: (extra) => this.admit(id, extra),
+    });
+    // Each answer is a stream (SSE), so a call's progress and a server's requests can go before its
+    // result; its events are kept a while, so a client whose stream broke resumes it (Last-Event-ID).
+    const transport = new SessionTransport(id, RECONNECT_AFTER_MS);
     const session: Session = {
       id,
       principalId: principal.id,
       tenant: principal.tenantId,
       transport,
       server,
+      client,
+      principal,
       credentials: credentialsOf(headers),
       certificate: headers.get(CLIENT_CERTIFICATE_HEADER) ?? "",
       lastUsedMs: Date.now(),
       releaseCredential: () => {},
     };
-    transport.onclose = () => {
-      if (this.sessions.delete(session)) session.releaseCredential();
-    };
+    // The client ended it (DELETE), or it was closed here.
+    transport.onclose = () => void this.forget(session);
     await server.connect(transport);
     this.sessions.add(session);
     // A revoked or expired credential's session is closed with its streams; the client's next
@@ -252,67 +244,49 @@ export class McpEndpoint {
     return session;
   }
 
-  /**
-   * `tools/call`. What the tool's MCP server reports as progress is passed on when the client asked
-   * for it (a `progressToken`), and a change of the session's activated list the call made is
-   * announced (`notifications/tools/list_changed`): both in the call's own stream, ahead of its result.
-   */
-  private async callTool(
-    tools: SessionTools,
-    params: CallToolRequest["params"],
-    scope: CallScope,
-    extra: { sendNotification(notification: ServerNotification): Promise<void> },
-  ): Promise<CallToolResult> {
-    const progressToken = params._meta?.progressToken;
-    const sink =
-      progressToken === undefined
-        ? undefined
-        : this.options.progress.openSink((progress: ToolProgress) => {
-            extra
-              .sendNotification({ method: "notifications/progress", params: { ...progress, progressToken } })
-              .catch(() => undefined);
-          });
-    if (sink) scope.headers.set(PROGRESS_SINK_HEADER, sink.name);
-    try {
-      const result = await tools.call(params.name, (params.arguments ?? {}) as JsonObject, scope);
-      if (await tools.changed(params.name, scope).catch(() => false))
-        await extra.sendNotification({ method: "notifications/tools/list_changed" }).catch(() => undefined);
-      return result;
-    } finally {
-      sink?.close();
-    }
-  }
-
-  private scopeOf(
-    sessionId: string,
-    raw: IncomingMessage["headers"] | undefined,
-    signal: AbortSignal,
-  ): CallScope {
-    const header = (name: string) => {
-      const value = raw?.[name];
-      return typeof value === "string" ? value : "";
-    };
+  /** What the RPCs made for a request of session `sessionId` carry (CallTool: the session call too). */
+  private scopeOf(sessionId: string, extra: RequestExtra, call: SessionCall): CallScope {
     // Only the session's own certificate: the SDK rebuilds a request's headers from what the client
     // sent, where a certificate header could be forged.
-    const headers = forwarded(raw ?? {});
+    const headers = forwarded(extra.requestInfo?.headers ?? {});
     const certificate = this.sessions.get(sessionId)?.certificate ?? "";
     if (certificate !== "") headers.set(CLIENT_CERTIFICATE_HEADER, certificate);
+    const caller = claimedCaller(headers, sessionId);
     return {
       caller: {
-        tenantId: header("wayfind-tenant"),
-        projectId: header("wayfind-project"),
-        userId: header("wayfind-user"),
+        tenantId: caller.tenantId,
+        projectId: caller.projectId,
+        userId: caller.userId,
         sessionId,
         runId: sessionId,
       },
       headers,
-      signal,
+      signal: extra.signal,
+      contextValues: createContextValues().set(SESSION_CALL, call),
     };
   }
 
+  /** The caller a request of session `sessionId` acts as, admitted (src/auth admitMcpRequest). */
+  private admit(sessionId: string, extra: RequestExtra): Caller {
+    const session = this.sessions.get(sessionId);
+    if (session === undefined) throw new ConnectError("the session has ended", Code.Unauthenticated);
+    return this.options.credentials.admit(
+      session.principal,
+      claimedCaller(forwarded(extra.requestInfo?.headers ?? {}), sessionId),
+    );
+  }
+
   private async end(session: Session): Promise<void> {
-    if (this.sessions.delete(session)) session.releaseCredential();
+    await this.forget(session);
     await session.server.close().catch(() => undefined);
+  }
+
+  /** A session ends: its credential is no longer watched, and its own connections to MCP servers close. */
+  private async forget(session: Session): Promise<void> {
+    if (!this.sessions.delete(session)) return;
+    session.releaseCredential();
+    session.client.end();
+    await this.options.gateway?.sessionEnded(session.id).catch(() => undefined);
   }
 
   private closeIdle(beforeMs: number): void {
@@ -380,6 +354,19 @@ function bodyOf(request: Request, limit: number): Promise<Buffer | "too large" |
   });
 }
 
+/** The caller a request's headers claim (a server without credentials trusts them), in session `sessionId`. */
+function claimedCaller(headers: Headers, sessionId: string): Caller {
+  return {
+    tenantId: headers.get("wayfind-tenant") ?? "",
+    projectId: headers.get("wayfind-project") ?? "",
+    userId: headers.get("wayfind-user") ?? "",
+    sessionId,
+    runId: sessionId,
+    entitlements: [],
+    narrowToTools: [],
+  };
+}
+
 /** The request headers wayfind reads (FORWARDED_HEADERS), as Fetch headers. */
 function forwarded(raw: IncomingMessage["headers"]): Headers {
   const headers = new Headers();
@@ -398,12 +385,9 @@ function credentialsOf(headers: Headers): string {
     .digest("hex");
 }
 
-/**
- * Hands a request to its session's transport. The SDK types it for HTTP/1.1, but converts it with
- * @hono/node-server, which reads HTTP/2 requests alike (test/mcp-endpoint/http2.test.ts).
- */
-function handleOn(session: Session, request: Request, response: Response, body: unknown): Promise<void> {
-  return session.transport.handleRequest(request as IncomingMessage, response as ServerResponse, body);
+/** Hands a request to its session's transport (HTTP/1.1 and HTTP/2 alike: session-transport.ts). */
+function handleOn(session: Session, request: Request, response: Response, body: unknown): void {
+  session.transport.handle(request, response, body);
 }
 
 /**

@@ -6,15 +6,20 @@
  */
 import {
   CallToolRequestSchema,
+  CompleteRequestSchema,
   ErrorCode,
   GetPromptRequestSchema,
   InitializeRequestSchema,
   JSONRPCMessageSchema,
   ListPromptsRequestSchema,
   ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
   PingRequestSchema,
   ReadResourceRequestSchema,
+  SetLevelRequestSchema,
+  SubscribeRequestSchema,
+  UnsubscribeRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 
 /** A JSON-RPC error answered for the message (or the batch) before any session sees it. */
@@ -38,6 +43,11 @@ const REQUEST_SCHEMAS: ReadonlyMap<string, { safeParse(value: unknown): ParseRes
   ["prompts/get", GetPromptRequestSchema],
   ["resources/list", ListResourcesRequestSchema],
   ["resources/read", ReadResourceRequestSchema],
+  ["resources/templates/list", ListResourceTemplatesRequestSchema],
+  ["resources/subscribe", SubscribeRequestSchema],
+  ["resources/unsubscribe", UnsubscribeRequestSchema],
+  ["completion/complete", CompleteRequestSchema],
+  ["logging/setLevel", SetLevelRequestSchema],
 ]);
 
 type ParseResult =

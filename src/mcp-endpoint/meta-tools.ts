@@ -6,7 +6,7 @@
  */
 
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { Client } from "@connectrpc/connect";
+import type { Client, ContextValues } from "@connectrpc/connect";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { type CallerContextSchema, SearchType } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import { SkillFormat, type SkillService, TaskType } from "../../gen/ts/wayfind/v1/skills_pb.ts";
@@ -23,11 +23,15 @@ export interface WayfindClients {
   readonly skills: Client<typeof SkillService>;
 }
 
-/** What one MCP request calls wayfind with: its caller, credentials and cancellation. */
+/**
+ * What one MCP request calls wayfind with: its caller, credentials and cancellation, and the session
+ * call a CallTool carries to its MCP server (src/tools/mcp-session.ts).
+ */
 export interface CallScope {
   readonly caller: MessageInitShape<typeof CallerContextSchema>;
   readonly headers: Headers;
   readonly signal: AbortSignal;
+  readonly contextValues: ContextValues;
 }
 
 const META_TOOL_NAMES = [
@@ -172,7 +176,7 @@ export async function callTool(
 ): Promise<CallToolResult> {
   const called: CallToolResponse = await clients.tools.callTool(
     { caller: scope.caller, name, arguments: args },
-    { headers: scope.headers, signal: scope.signal },
+    { headers: scope.headers, signal: scope.signal, contextValues: scope.contextValues },
   );
   return {
     content: called.content as CallToolResult["content"],

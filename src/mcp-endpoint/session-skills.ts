@@ -7,111 +7,130 @@
  * Visibility is the skill RPCs': a hidden skill reads exactly like a missing one.
  */
 import { Code, ConnectError } from "@connectrpc/connect";
-import {
-  ErrorCode,
-  type GetPromptResult,
-  McpError,
-  type Prompt,
-  type ReadResourceResult,
-  type Resource,
-} from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode } from "@modelcontextprotocol/sdk/types.js";
 import { SkillFormat } from "../../gen/ts/wayfind/v1/skills_pb.ts";
+import type { JsonObject } from "../json.ts";
 import { LIMITS } from "../limits.ts";
+import { JsonRpcRefusal } from "../tools/mcp-session.ts";
 import type { CallScope, WayfindClients } from "./meta-tools.ts";
 import { rpcError } from "./session-tools.ts";
 
-const SKILL_SCHEME = "skill://";
+export const SKILL_SCHEME = "skill://";
 /** JSON-RPC code of an unknown resource (MCP specification, resources). */
 const RESOURCE_NOT_FOUND = -32002;
 
-export async function listPrompts(
+/** A page of the caller's skills as items of a list, and the token of the next page. */
+interface SkillsPage {
+  readonly items: JsonObject[];
+  readonly next: string | undefined;
+}
+
+/** The error of a prompt the caller has none of: the same whether it is hidden or missing. */
+export function unknownPrompt(name: string): JsonRpcRefusal {
+  return new JsonRpcRefusal(ErrorCode.InvalidParams, `unknown prompt ${JSON.stringify(name.slice(0, 300))}`);
+}
+
+/** The error of a resource the caller has none of: the same whether it is hidden or missing. */
+export function unknownResource(uri: string): JsonRpcRefusal {
+  return new JsonRpcRefusal(RESOURCE_NOT_FOUND, `unknown resource ${JSON.stringify(uri.slice(0, 300))}`);
+}
+
+export async function skillPrompts(
   clients: WayfindClients,
   scope: CallScope,
-  cursor: string | undefined,
-): Promise<{ prompts: Prompt[]; nextCursor?: string }> {
-  const page = await skillsPage(clients, scope, cursor);
+  token: string,
+): Promise<SkillsPage> {
+  const page = await skillsPage(clients, scope, token);
   return {
-    prompts: page.skills.map((skill) => ({
+    items: page.skills.map((skill) => ({
       name: skill.name,
       ...(skill.title ? { title: skill.title } : {}),
       description: skill.description,
     })),
-    ...(page.nextPageToken ? { nextCursor: page.nextPageToken } : {}),
+    next: page.nextPageToken || undefined,
   };
 }
 
-export async function getPrompt(
+/** A skill as a prompt; undefined when the caller has no such skill (or may not see it). */
+export async function skillPrompt(
   clients: WayfindClients,
   scope: CallScope,
   name: string,
-): Promise<GetPromptResult> {
-  const unknown = new McpError(ErrorCode.InvalidParams, `unknown prompt ${JSON.stringify(name)}`);
-  const { skill, text } = await skillText(clients, scope, name, unknown);
-  return { description: skill.description, messages: [{ role: "user", content: { type: "text", text } }] };
+): Promise<JsonObject | undefined> {
+  const found = await skillText(clients, scope, name);
+  if (found === undefined) return undefined;
+  return {
+    description: found.skill.description,
+    messages: [{ role: "user", content: { type: "text", text: found.text } }],
+  };
 }
 
-export async function listResources(
+export async function skillResources(
   clients: WayfindClients,
   scope: CallScope,
-  cursor: string | undefined,
-): Promise<{ resources: Resource[]; nextCursor?: string }> {
-  const page = await skillsPage(clients, scope, cursor);
+  token: string,
+): Promise<SkillsPage> {
+  const page = await skillsPage(clients, scope, token);
   return {
-    resources: page.skills.map((skill) => ({
+    items: page.skills.map((skill) => ({
       uri: `${SKILL_SCHEME}${skill.name}`,
       name: skill.name,
       ...(skill.title ? { title: skill.title } : {}),
       description: skill.description,
       mimeType: "text/markdown",
     })),
-    ...(page.nextPageToken ? { nextCursor: page.nextPageToken } : {}),
+    next: page.nextPageToken || undefined,
   };
 }
 
-export async function readResource(
+/** A `skill://` resource's text; undefined when the caller has no such skill (or may not see it). */
+export async function skillResource(
   clients: WayfindClients,
   scope: CallScope,
   uri: string,
-): Promise<ReadResourceResult> {
-  const unknown = new McpError(RESOURCE_NOT_FOUND, `unknown resource ${JSON.stringify(uri.slice(0, 300))}`);
-  if (!uri.startsWith(SKILL_SCHEME)) throw unknown;
-  const { text } = await skillText(clients, scope, uri.slice(SKILL_SCHEME.length), unknown);
-  return { contents: [{ uri, mimeType: "text/markdown", text }] };
+): Promise<JsonObject | undefined> {
+  const found = await skillText(clients, scope, uri.slice(SKILL_SCHEME.length));
+  return found === undefined
+    ? undefined
+    : { contents: [{ uri, mimeType: "text/markdown", text: found.text }] };
 }
 
-function skillsPage(clients: WayfindClients, scope: CallScope, cursor: string | undefined) {
+function skillsPage(clients: WayfindClients, scope: CallScope, token: string) {
   return asPromptError(
     clients.skills.listSkills(
-      { caller: scope.caller, pageSize: LIMITS.listSkillsPageSize.max, pageToken: cursor ?? "" },
+      { caller: scope.caller, pageSize: LIMITS.listSkillsPageSize.max, pageToken: token },
       { headers: scope.headers, signal: scope.signal },
     ),
   );
 }
 
-/** A skill and its text, ready to inject; `unknown` when the caller has no such skill (or may not see it). */
-async function skillText(clients: WayfindClients, scope: CallScope, name: string, unknown: McpError) {
+/** A skill and its text, ready to inject; undefined when the caller has no such skill (or may not see it). */
+async function skillText(clients: WayfindClients, scope: CallScope, name: string) {
   const got = await asPromptError(
-    clients.skills.getSkills(
-      { caller: scope.caller, names: [name], format: SkillFormat.INJECTION },
-      { headers: scope.headers, signal: scope.signal },
-    ),
-    unknown,
+    clients.skills
+      .getSkills(
+        { caller: scope.caller, names: [name], format: SkillFormat.INJECTION },
+        { headers: scope.headers, signal: scope.signal },
+      )
+      .catch((error: unknown) => {
+        if (error instanceof ConnectError && error.code === Code.NotFound) return undefined;
+        throw error;
+      }),
   );
-  const skill = got.skills[0];
-  if (skill === undefined) throw unknown;
+  const skill = got?.skills[0];
+  if (got === undefined || skill === undefined) return undefined;
   return { skill, text: got.formattedContext };
 }
 
-/** A refused skill RPC as the JSON-RPC error a prompt or resource request gets (`notFound` for NOT_FOUND). */
-async function asPromptError<T>(call: Promise<T>, notFound?: McpError): Promise<T> {
+/** A refused skill RPC as the JSON-RPC error a prompt or resource request gets. */
+async function asPromptError<T>(call: Promise<T>): Promise<T> {
   try {
     return await call;
   } catch (error) {
     if (!(error instanceof ConnectError)) throw error;
-    if (notFound && error.code === Code.NotFound) throw notFound;
     // The request's own parameters are at fault; anything else is refused as a tool call is.
     if (error.code === Code.InvalidArgument || error.code === Code.NotFound)
-      throw new McpError(ErrorCode.InvalidParams, `${Code[error.code]}: ${error.rawMessage}`);
+      throw new JsonRpcRefusal(ErrorCode.InvalidParams, `${Code[error.code]}: ${error.rawMessage}`);
     throw rpcError(error);
   }
 }

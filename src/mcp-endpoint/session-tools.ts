@@ -6,18 +6,14 @@
  * `changed` says when a call has changed it, for `notifications/tools/list_changed`.
  */
 import { Code, ConnectError } from "@connectrpc/connect";
-import {
-  type CallToolResult,
-  ErrorCode,
-  McpError,
-  type Tool as McpTool,
-} from "@modelcontextprotocol/sdk/types.js";
+import { type CallToolResult, ErrorCode, type Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import { Provider } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import type { McpToolList } from "../config/index.ts";
 import { type ArgumentProblem, argumentChecker } from "../discovery/index.ts";
 import { discoveryToolDefinitions } from "../discovery-tools/index.ts";
 import type { JsonObject } from "../json.ts";
 import { argumentsShapeProblem, repairMessage } from "../tools/call-check.ts";
+import { JsonRpcRefusal } from "../tools/mcp-session.ts";
 import { type CallScope, callTool, isMetaTool, runMetaTool, type WayfindClients } from "./meta-tools.ts";
 
 /** Tools per `tools/list` page. */
@@ -56,7 +52,7 @@ export class SessionTools {
     const { tools } = await this.listed(scope);
     const start = cursor === undefined ? 0 : Number(cursor);
     if (!Number.isInteger(start) || start < 0 || start > tools.length)
-      throw new McpError(
+      throw new JsonRpcRefusal(
         ErrorCode.InvalidParams,
         `cursor ${JSON.stringify(cursor)} is not one this server gave`,
       );
@@ -81,7 +77,7 @@ export class SessionTools {
         return await runMetaTool(name, args, this.clients, scope, this.mode === "activated");
       }
       if (!(await this.isListed(name, scope)))
-        throw new McpError(
+        throw new JsonRpcRefusal(
           ErrorCode.InvalidParams,
           `unknown tool ${JSON.stringify(name)}: find tools with tool_search, call them with tool_call`,
         );
@@ -186,10 +182,10 @@ function resultOfError(error: unknown): CallToolResult {
 }
 
 /** A refusal the model cannot fix (credentials, roles, cancellation, a fault) as a JSON-RPC error. */
-export function rpcError(error: ConnectError): McpError {
+export function rpcError(error: ConnectError): JsonRpcRefusal {
   const code =
     error.code === Code.Internal || error.code === Code.Unknown
       ? ErrorCode.InternalError
       : ErrorCode.InvalidRequest;
-  return new McpError(code, `${Code[error.code]}: ${error.rawMessage}`);
+  return new JsonRpcRefusal(code, `${Code[error.code]}: ${error.rawMessage}`);
 }

@@ -16,6 +16,7 @@ import { UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
 import {
   ApiKeyStore,
   Authenticator,
+  admitMcpRequest,
   CredentialWatch,
   isLoopback,
   KeyAdmin,
@@ -33,7 +34,6 @@ import type { Replica } from "../replication/replica.ts";
 import { Embedder } from "../semantic/index.ts";
 import { mcpSourceId } from "../sources/mcp.ts";
 import type { McpSources } from "../sources/mcp-sources.ts";
-import { ProgressSinks } from "../tools/progress.ts";
 import type { ConnectionLimits } from "./connections.ts";
 import { ConsoleFiles } from "./console-files.ts";
 import { buildDomain, type Domain, type DomainOptions, sourceHealthName } from "./domain.ts";
@@ -156,7 +156,9 @@ export async function startServer(
   const auth = callAuth(config, keys, domain, logger);
   const tenants = tenantLookups(config, keys, domain);
   const routes = buildRoutes(storage, domain, health, auth, keys, tenants, logger, options);
-  const mcpEndpoint = config.server.mcp.enabled ? mcpEndpointOn(routes, auth, config, logger) : undefined;
+  const mcpEndpoint = config.server.mcp.enabled
+    ? mcpEndpointOn(routes, auth, domain, config, logger)
+    : undefined;
   const httpEndpoints = plainHttpEndpoints(storage, domain, shutdown.signal, {
     console: config.server.console ? new ConsoleFiles(checkoutPath("dist/console")) : undefined,
     mcp: mcpEndpoint,
@@ -328,24 +330,28 @@ function buildRoutes(
 function mcpEndpointOn(
   routes: readonly MethodRoute[],
   auth: ReturnType<typeof callAuth>,
+  domain: Domain,
   config: WayfindConfig,
   logger: Logger,
 ): McpEndpoint {
-  const progress = new ProgressSinks();
-  const transport = inProcessTransport(routes, progress);
+  const transport = inProcessTransport(routes);
   /** Without credentials (a loopback server), `wayfind-tenant` names the caller's tenant. */
   const claimed = (headers: Headers) => ({
     ...ANONYMOUS_CALLER,
     tenantId: headers.get("wayfind-tenant") ?? "",
   });
   return new McpEndpoint({
-    progress,
     clients: {
       tools: createClient(ToolDiscoveryService, transport),
       skills: createClient(SkillServiceDesc, transport),
     },
+    gateway: config.mcpServers.length > 0 ? domain.gateway : undefined,
     credentials: {
       authenticate: async (headers) => auth.authenticator.authenticate(headers, claimed(headers)),
+      admit: (principal, caller) => {
+        auth.limits.admitCall(principal.id);
+        return { ...admitMcpRequest(principal, caller).caller, actor: principal.id };
+      },
       watch: (headers, principal, lost) =>
         auth.credentials.watch(headers, claimed(headers), principal, (error) => lost(error.message)),
     },

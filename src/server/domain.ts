@@ -15,6 +15,7 @@ import { type LoadProgress, SkillLibrary } from "../skills/index.ts";
 import { syncCatalogFiles } from "../sources/catalog-files.ts";
 import type { McpTimeouts } from "../sources/mcp.ts";
 import { DEFAULT_CALL_LIMITS } from "../sources/mcp-calls.ts";
+import { McpGateway } from "../sources/mcp-gateway.ts";
 import { McpSources } from "../sources/mcp-sources.ts";
 import { loadConfiguredSkillPacks } from "../sources/skill-packs.ts";
 import { ToolSourceRegistry } from "../sources/status.ts";
@@ -47,6 +48,8 @@ export interface Domain {
   readonly learning: Learning;
   readonly sources: ToolSourceRegistry;
   readonly mcp: McpSources;
+  /** What the MCP servers offer besides tools, for the MCP endpoint's sessions. */
+  readonly gateway: McpGateway;
   readonly semantic: SemanticToolSearch | undefined;
   readonly semanticSkills: SemanticSkillSearch | undefined;
   readonly metrics: ServerMetrics | undefined;
@@ -290,6 +293,7 @@ export async function buildDomain(
     learning,
     sources,
     mcp,
+    gateway: new McpGateway(mcp, access, logger),
     semantic,
     semanticSkills,
     metrics,

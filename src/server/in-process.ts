@@ -1,43 +1,66 @@
-import {
-  type ConnectRouter,
-  createContextKey,
-  createRouterTransport,
-  type Transport,
-} from "@connectrpc/connect";
-import { PROGRESS_SINK_HEADER, type ProgressSink, type ProgressSinks } from "../tools/progress.ts";
-import type { MethodRoute } from "./rpc.ts";
+import { create, type DescMessage, type DescMethod, isMessage } from "@bufbuild/protobuf";
+import { Code, ConnectError, createHandlerContext, type Transport } from "@connectrpc/connect";
+import { type MethodRoute, methodPath } from "./rpc.ts";
 import { toRpcError } from "./rpc-errors.ts";
 
 /**
- * Where a CallTool made in this process sends the progress its MCP server reports (an MCP client of
- * the endpoint asked for it). Only this transport sets it: calls on the port have none.
- */
-export const PROGRESS_SINK = createContextKey<ProgressSink | undefined>(undefined, {
-  description: "the progress sink of an in-process tool call",
-});
-
-/**
- * A Connect transport that serves calls in this process, through the same routes (credentials,
- * roles, limits, logs, metrics) as the port: generated clients on it are how the MCP endpoint
+ * A Connect transport that serves calls in this process through the same routes (credentials, roles,
+ * limits, logs, metrics) as the port: generated clients on it are how the MCP endpoint
  * (src/mcp-endpoint) calls wayfind, so it adds a protocol, not a second set of rules. Unary only.
+ *
+ * Messages are handed over as they are, never encoded: a call costs the route and nothing else. The
+ * caller's context values reach the handler (an MCP session's call: src/tools/mcp-session.ts), which
+ * no call from the port can set.
  */
-export function inProcessTransport(routes: readonly MethodRoute[], progress: ProgressSinks): Transport {
-  return createRouterTransport((router: ConnectRouter) => {
-    for (const route of routes) {
-      if (route.kind !== "unary") continue;
-      const { impl } = route;
-      router.rpc(route.method, async (input, context) => {
-        context.values.set(
-          PROGRESS_SINK,
-          progress.sinkNamed(context.requestHeader.get(PROGRESS_SINK_HEADER)),
-        );
-        try {
-          return await impl(input, context);
-        } catch (error) {
-          // What the port would answer: the code and the message that says what to fix.
-          throw toRpcError(error);
-        }
+export function inProcessTransport(routes: readonly MethodRoute[]): Transport {
+  const unary = new Map<string, Extract<MethodRoute, { kind: "unary" }>>();
+  for (const route of routes) if (route.kind === "unary") unary.set(methodPath(route.method), route);
+  return {
+    async unary(method, signal, timeoutMs, header, input, contextValues) {
+      const route = unary.get(methodPath(method));
+      if (route === undefined)
+        throw new ConnectError(`${methodPath(method)} is not served in process`, Code.Unimplemented);
+      const context = createHandlerContext({
+        service: method.parent,
+        method,
+        protocolName: "in-process",
+        requestMethod: "POST",
+        url: methodPath(method),
+        timeoutMs,
+        requestSignal: signal,
+        requestHeader: header,
+        contextValues,
       });
-    }
-  });
+      try {
+        const output = await route.impl(messageOf(method.input, input), context);
+        return {
+          stream: false,
+          service: method.parent,
+          method,
+          header: context.responseHeader,
+          message: messageOf(method.output, output),
+          trailer: context.responseTrailer,
+        };
+      } catch (error) {
+        // What the port would answer: the code and the message that says what to fix.
+        throw toRpcError(error);
+      } finally {
+        context.abort();
+      }
+    },
+    stream(method: DescMethod) {
+      return Promise.reject(
+        new ConnectError(
+          `${methodPath(method)} streams; only unary calls are served in process`,
+          Code.Unimplemented,
+        ),
+      );
+    },
+  } as Transport;
+}
+
+/** A message of `schema`: given one, as it is; given its init shape, created from it. */
+function messageOf<D extends DescMessage>(schema: D, value: unknown) {
+  // biome-ignore lint/suspicious/noExplicitAny: init shapes and messages of the route's own schema.
+  return isMessage(value, schema) ? value : create(schema, value as any);
 }

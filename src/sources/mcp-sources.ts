@@ -3,15 +3,22 @@
 import type { Logger } from "pino";
 import type { McpServerConfig } from "../config/index.ts";
 import type { ToolRegistry } from "../discovery/index.ts";
-import { failedPrecondition } from "../errors.ts";
+import { failedPrecondition, WayfindError } from "../errors.ts";
 import type { HeldLease } from "../replication/lease.ts";
 import type { SourceCall, ToolCallResult, ToolExecutor } from "../tools/execute.ts";
+import type { SessionClient } from "../tools/mcp-session.ts";
+import { CallShare } from "./call-share.ts";
 import { McpSource, type McpSourceStatus, type McpTimeouts, mcpSourceId } from "./mcp.ts";
 import { type CallLimits, DEFAULT_CALL_LIMITS, McpCallLine } from "./mcp-calls.ts";
 
 /** A tenant's call session of a server that no call used for this long is closed. */
 const IDLE_CALL_SESSION_MS = 10 * 60_000;
 const IDLE_SWEEP_MS = 60_000;
+/**
+ * Connections of their own one tenant's sessions may hold to one server at once: each is a process
+ * of a stdio server, so a tenant opening sessions without end cannot start processes without end.
+ */
+const MAX_SESSION_CONNECTIONS = 64;
 
 /**
  * Takes the lease on a named job for this replica while it can (src/replication/lease.ts): given
@@ -89,15 +96,29 @@ class LeasedMcpSource {
 
 /**
  * Every configured MCP server, started together and closed together; also the executor of their
- * tools (src/tools/execute.ts), each server's calls on a line of their own (mcp-calls.ts).
+ * tools (src/tools/execute.ts) and what the MCP gateway (mcp-gateway.ts) asks them through.
+ *
+ * Whose connection a request takes: each tenant has one per server, shared by its calls that no
+ * client can answer (gRPC CallTool, MCP sessions that declared nothing); an MCP session that can be
+ * asked or told something (SessionClient.ownConnections) has its own per server, so whatever the
+ * server sends on it reaches that session and no other. All of a tenant's connections to a server
+ * share its slots and breaker (call-share.ts).
  */
 export class McpSources implements ToolExecutor {
   /** The servers this process syncs itself (empty when replicas share them through leases). */
   readonly sources: readonly McpSource[];
+  /** The configured servers, in the config's order. */
+  readonly configs: readonly McpServerConfig[];
   private readonly leased: readonly LeasedMcpSource[];
   private readonly callConfigs: ReadonlyMap<string, McpServerConfig>;
-  /** By source and tenant: every tenant calls a server on a line of its own. */
+  /** By source and tenant (and session, for a session's own). */
   private readonly callLines = new Map<string, McpCallLine>();
+  /** By source and tenant: the slots and breaker of all of the tenant's connections. */
+  private readonly shares = new Map<string, CallShare>();
+  /** The keys of each session's own connections. */
+  private readonly sessionLines = new Map<string, Set<string>>();
+  /** By source and tenant: the keys of its sessions' own connections. */
+  private readonly ownLines = new Map<string, Set<string>>();
   private readonly callLimits: CallLimits;
   private readonly idleSweep: NodeJS.Timeout;
 
@@ -111,6 +132,7 @@ export class McpSources implements ToolExecutor {
     lease?: LeaseHolder,
     callLimits: CallLimits = DEFAULT_CALL_LIMITS,
   ) {
+    this.configs = configs;
     this.callConfigs = new Map(configs.map((config) => [mcpSourceId(config.name), config]));
     this.callLimits = callLimits;
     this.idleSweep = setInterval(() => this.closeIdleCallSessions(), IDLE_SWEEP_MS);
@@ -157,24 +179,84 @@ export class McpSources implements ToolExecutor {
   }
 
   execute(call: SourceCall): Promise<ToolCallResult> {
-    const config = this.callConfigs.get(call.source);
-    if (config === undefined) throw new Error(`no MCP server is configured as source ${call.source}`);
-    const credentials = config.tenantCredentials[call.tenantId];
+    return this.lineFor(call.source, call.tenantId, call.session?.client).call(call);
+  }
+
+  /**
+   * The connection a request of `tenant` to `source` takes: the session's own when `client` is one
+   * that can be asked or told something, else the tenant's. FAILED_PRECONDITION for a tenant the
+   * server has no credentials for when it requires them.
+   */
+  lineFor(source: string, tenant: string, client: SessionClient | undefined): McpCallLine {
+    const config = this.callConfigs.get(source);
+    if (config === undefined) throw new Error(`no MCP server is configured as source ${source}`);
+    const credentials = config.tenantCredentials[tenant];
     if (credentials === undefined && config.requireTenantCredentials)
       throw failedPrecondition(
         `MCP server "${config.name}" has no credentials for your tenant ` +
           "(mcp_servers[].tenant_credentials); ask the operator to add them",
       );
-    const key = `${call.source}\u0000${call.tenantId}`;
+    const shareKey = `${source}\u0000${tenant}`;
+    const own = client?.ownConnections() === true ? client : undefined;
+    if (own?.ended()) throw new WayfindError("cancelled", "the MCP session has ended");
+    const key = own === undefined ? shareKey : `${shareKey}\u0000${own.sessionId}`;
     let line = this.callLines.get(key);
     if (line === undefined) {
-      line = new McpCallLine(config, this.callLimits, this.logger, call.tenantId, credentials);
+      const owned = this.ownLines.get(shareKey) ?? new Set<string>();
+      if (own !== undefined && owned.size >= MAX_SESSION_CONNECTIONS)
+        throw new WayfindError(
+          "resource_exhausted",
+          `${MAX_SESSION_CONNECTIONS} sessions of your tenant already have a connection of their own to MCP server ` +
+            `"${config.name}" (sessions that answer its requests, set a log level or subscribe), the most wayfind opens; ` +
+            "end a session you no longer use",
+        );
+      let share = this.shares.get(shareKey);
+      if (share === undefined) {
+        share = new CallShare(config, (openMs) =>
+          this.logger.warn(
+            { source, tenant: tenant || undefined, openMs },
+            "mcp server failed calls in a row; its breaker is open",
+          ),
+        );
+        this.shares.set(shareKey, share);
+      }
+      line = new McpCallLine(config, this.callLimits, this.logger, tenant, credentials, share, own);
       this.callLines.set(key, line);
+      if (own !== undefined) {
+        const keys = this.sessionLines.get(own.sessionId) ?? new Set<string>();
+        keys.add(key);
+        this.sessionLines.set(own.sessionId, keys);
+        owned.add(key);
+        this.ownLines.set(shareKey, owned);
+      }
     }
-    return line.call(call);
+    return line;
   }
 
-  /** Sessions no call used for a while are closed (a stdio server's process with them). */
+  /** The connections a session has open of its own. */
+  linesOf(sessionId: string): McpCallLine[] {
+    return [...(this.sessionLines.get(sessionId) ?? [])]
+      .map((key) => this.callLines.get(key))
+      .filter((line): line is McpCallLine => line !== undefined);
+  }
+
+  /** A session ended: its own connections are closed (a stdio server's process with each). */
+  async sessionEnded(sessionId: string): Promise<void> {
+    const keys = this.sessionLines.get(sessionId);
+    if (keys === undefined) return;
+    this.sessionLines.delete(sessionId);
+    const lines = [...keys].map((key) => {
+      const line = this.callLines.get(key);
+      this.callLines.delete(key);
+      const shareKey = key.slice(0, key.length - sessionId.length - 1);
+      const owned = this.ownLines.get(shareKey);
+      if (owned?.delete(key) && owned.size === 0) this.ownLines.delete(shareKey);
+      return line;
+    });
+    await Promise.all(lines.map((line) => line?.close()));
+  }
+
+  /** Connections no request used for a while are closed (a stdio server's process with them). */
   private closeIdleCallSessions(): void {
     const before = Date.now() - IDLE_CALL_SESSION_MS;
     for (const line of this.callLines.values()) if (line.lastUsedMs < before) line.closeIdleSession();

@@ -13,10 +13,11 @@
  * whose timers and child process must be read together to see that every path ends closed.
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "pino";
 import { z } from "zod";
 import type { McpServerConfig } from "../config/index.ts";
@@ -26,6 +27,7 @@ import type { JsonObject } from "../json.ts";
 import { LIMITS } from "../limits.ts";
 import { inSpan } from "../telemetry.ts";
 import { runInSlices } from "../text/slices.ts";
+import { JsonRpcRefusal } from "../tools/mcp-session.ts";
 import { applySourceOptions } from "./catalog-files.ts";
 import { fetchWithOwnSignal } from "./mcp-fetch.ts";
 import { Redactor, StderrTail } from "./upstream-text.ts";
@@ -60,6 +62,13 @@ const DEFAULT_MCP_TIMEOUTS: McpTimeouts = {
 
 /** Hard limits against a server that pages forever or floods us. */
 const MAX_PAGES = 1_000;
+
+/** What the syncing connection declares it answers (see connect). */
+const SYNC_CAPABILITIES = {
+  sampling: {},
+  elicitation: { form: {}, url: {} },
+  roots: { listChanged: true },
+};
 
 export interface McpSourceStatus {
   readonly id: string;
@@ -244,8 +253,19 @@ export class McpSource {
   private async connect(): Promise<void> {
     await this.disconnect();
     this.stderrTail.clear();
-    const client = new Client({ name: "wayfind", version: "0.1.0" }, { capabilities: {} });
+    // A server may offer some tools only to clients that answer its requests (sampling, elicitation,
+    // roots): the catalog lists what such a client would see. This connection has no roots to give
+    // and no one to ask.
+    const client = new Client({ name: "wayfind", version: "0.1.0" }, { capabilities: SYNC_CAPABILITIES });
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => this.scheduleResync());
+    client.fallbackRequestHandler = async (request) => {
+      if (request.method === "roots/list") return { roots: [] };
+      throw new JsonRpcRefusal(
+        ErrorCode.MethodNotFound,
+        `wayfind's connection for listing tools has no client to answer ${request.method}; ` +
+          "ask while serving a call of a session that declared it",
+      );
+    };
     const transport = this.createTransport();
     client.onerror = (error) => this.logger.debug({ err: error }, "mcp transport error");
     client.onclose = () => {
@@ -277,7 +297,7 @@ export class McpSource {
   private createTransport(): Transport {
     const transport = createMcpTransport(this.config, (text) => this.stderrTail.append(text));
     if (transport instanceof StreamableHTTPClientTransport) this.http = transport;
-    else this.stdio = transport;
+    else if (transport instanceof StdioClientTransport) this.stdio = transport;
     return transport;
   }
 
@@ -493,7 +513,7 @@ export function configuredValues(config: McpServerConfig): string[] {
  */
 function toolInputFromMcpTool(
   tool: McpTool,
-  options: { name: string; loadingMode: ToolInput["loadingMode"] },
+  options: { namespace: string; loadingMode: ToolInput["loadingMode"] },
 ): ToolInput {
   const hints = tool.annotations;
   let sideEffects: SideEffects | undefined;
@@ -505,7 +525,7 @@ function toolInputFromMcpTool(
   const description = tool.description ?? "";
   return {
     name: tool.name,
-    namespace: options.name,
+    namespace: options.namespace,
     ...(title ? { title: title.slice(0, LIMITS.toolTitle.max) } : {}),
     description: description.slice(0, LIMITS.toolDescription.max),
     tags: hints?.idempotentHint === true ? ["idempotent"] : [],
@@ -516,16 +536,20 @@ function toolInputFromMcpTool(
   };
 }
 
-/** A client transport to the configured server: its child process (stdio) or its URL (HTTP). */
+/**
+ * A client transport to the configured server: its child process (stdio), its URL (Streamable HTTP),
+ * or its event stream's URL (the older HTTP+SSE transport).
+ */
 export function createMcpTransport(
   config: McpServerConfig,
   onStderr: (text: string) => void,
-): StdioClientTransport | StreamableHTTPClientTransport {
-  if (config.transport === "http")
-    return new StreamableHTTPClientTransport(new URL(config.url), {
-      requestInit: { headers: { ...config.headers } },
-      fetch: fetchWithOwnSignal,
-    });
+): StdioClientTransport | StreamableHTTPClientTransport | SSEClientTransport {
+  if (config.transport !== "stdio") {
+    const requestInit = { headers: { ...config.headers } };
+    return config.transport === "sse"
+      ? new SSEClientTransport(new URL(config.url), { requestInit })
+      : new StreamableHTTPClientTransport(new URL(config.url), { requestInit, fetch: fetchWithOwnSignal });
+  }
   const transport = new StdioClientTransport({
     command: config.command,
     args: [...config.args],

@@ -9,7 +9,7 @@ import type { Tool } from "../discovery/index.ts";
 import { failedPrecondition, WayfindError } from "../errors.ts";
 import type { EventSink } from "../events/index.ts";
 import type { JsonObject } from "../json.ts";
-import type { ProgressSink } from "./progress.ts";
+import type { SessionCall } from "./mcp-session.ts";
 
 /** One call as its source's executor sends it. */
 export interface SourceCall {
@@ -25,8 +25,11 @@ export interface SourceCall {
   readonly signal: AbortSignal;
   /** Passed upstream in the request's `_meta` (W3C trace context: `traceparent`, `tracestate`). */
   readonly meta: Readonly<Record<string, string>>;
-  /** Told the progress the server reports while the call runs; undefined = none is asked for. */
-  readonly onProgress: ProgressSink | undefined;
+  /**
+   * The MCP session the call is made for (its progress sink, and its client, which the server may
+   * ask things while it runs); undefined = a call from the port, which no client can answer.
+   */
+  readonly session: SessionCall | undefined;
 }
 
 /** A tool's result as its source returned it: MCP's CallToolResult, content unchanged. */
@@ -59,7 +62,7 @@ export interface ExecutedCall {
   readonly durationMs: number;
 }
 
-export type ExecuteOptions = Pick<SourceCall, "timeoutMs" | "signal" | "meta" | "onProgress">;
+export type ExecuteOptions = Pick<SourceCall, "timeoutMs" | "signal" | "meta" | "session">;
 
 /**
  * Executes a checked call of `tool` for `caller` on `executor` (executorFor's) and records a
@@ -96,7 +99,7 @@ export async function executeTool(
       timeoutMs: options.timeoutMs,
       signal: options.signal,
       meta: options.meta,
-      onProgress: options.onProgress,
+      session: options.session,
     });
     record(result.isError ? "error" : "ok", result.bytes);
     return { tool, result, durationMs: elapsed() };

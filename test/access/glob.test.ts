@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { matchesAllWithPrefix, mayMatchWithPrefix } from "../../src/access/glob.ts";
 import { compileGlobs } from "../../src/access/index.ts";
 
 describe("compileGlobs", () => {
@@ -36,5 +37,22 @@ describe("compileGlobs", () => {
     const started = performance.now();
     expect(compileGlobs([glob])(name)).toBe(false);
     expect(performance.now() - started).toBeLessThan(200);
+  });
+});
+
+describe("what a namespace may show (MCP servers' prompts and resources, issue 45)", () => {
+  it("mayMatchWithPrefix: whether some name under the prefix could match, erring towards yes", () => {
+    for (const glob of ["github.*", "git*", "github.search", "*", "*.search", "GITHUB.*"])
+      expect(mayMatchWithPrefix([glob], "github."), glob).toBe(true);
+    for (const glob of ["jira.*", "jira.search", "gitlab.*"])
+      expect(mayMatchWithPrefix([glob], "github."), glob).toBe(false);
+    expect(mayMatchWithPrefix([], "github.")).toBe(false);
+  });
+
+  it("matchesAllWithPrefix: whether every name under the prefix matches (a whole server denied)", () => {
+    for (const glob of ["github.*", "git*", "*", "Github.**"])
+      expect(matchesAllWithPrefix([glob], "github."), glob).toBe(true);
+    for (const glob of ["github.s*", "github.*.x", "github.search", "jira.*"])
+      expect(matchesAllWithPrefix([glob], "github."), glob).toBe(false);
   });
 });

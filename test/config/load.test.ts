@@ -338,6 +338,16 @@ describe("loadConfig uniqueness", () => {
       `${file}:3:12: mcp_servers[1].name: duplicates mcp_servers[0].name; give each entry its own name`,
     ]);
   });
+
+  it("rejects a namespace another MCP server's tools, prompts and resources already go under", () => {
+    const file = write(
+      "mcp_servers:\n  - {name: gh, transport: http, url: 'http://a/mcp'}\n" +
+        "  - {name: gh2, namespace: gh, transport: http, url: 'http://b/mcp'}\n",
+    );
+    expect(problemsOf(file)).toEqual([
+      `${file}:3:28: mcp_servers[1].namespace: duplicates the namespace of mcp_servers[0]; give each server its own (namespace: sets one)`,
+    ]);
+  });
 });
 
 describe("applyCliOverrides", () => {

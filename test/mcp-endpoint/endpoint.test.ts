@@ -256,11 +256,17 @@ describe("find, load and call", () => {
     expect(textOf(result)).toContain("not from an MCP server");
   });
 
-  it("answers a tool it never listed with a JSON-RPC error", async () => {
+  it("answers a tool it never listed with a JSON-RPC error, its code said once (issue 45: it was doubled)", async () => {
     const client = await connect(acme.secret);
-    await expect(client.callTool({ name: "everything.echo", arguments: { message: "x" } })).rejects.toThrow(
-      /-32602/,
+    const error = await client.callTool({ name: "everything.echo", arguments: { message: "x" } }).then(
+      () => undefined,
+      (thrown: unknown) => thrown as { code: number; message: string },
     );
+    expect({ code: error?.code, message: error?.message }).toEqual({
+      code: -32602,
+      message:
+        'MCP error -32602: unknown tool "everything.echo": find tools with tool_search, call them with tool_call',
+    });
   });
 });
 
@@ -322,14 +328,16 @@ describe("tenants", () => {
     expect(textOf(hidden).replace("echo", "X")).toBe(textOf(missing).replace("echoo", "X"));
   });
 
-  it("refuses tool_call to a credential without the agent role, as a JSON-RPC error", async () => {
-    const client = await connect(acmeWatcher.secret);
-    await expect(
-      client.callTool({
-        name: "tool_call",
-        arguments: { name: "everything.echo", arguments: { message: "x" } },
-      }),
-    ).rejects.toThrow(/needs the agent role/);
+  it("refuses an observer's initialize (403) saying the endpoint needs the agent role, not each request after", async () => {
+    const refused = await post(initialize, { authorization: `Bearer ${acmeWatcher.secret}` });
+    expect(refused.status).toBe(403);
+    expect(await rpcError(refused)).toEqual({
+      code: -32600,
+      message:
+        "wayfind's MCP endpoint needs the agent role; this credential has role observer " +
+        "(observers read tool sources, usage and events over the API and in the console)",
+    });
+    expect(refused.headers.get("mcp-session-id")).toBeNull();
   });
 });
 

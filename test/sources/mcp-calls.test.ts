@@ -145,7 +145,7 @@ describe("an upstream that fails (issue 42: its stderr, with the tenant's creden
     expect(error.rawMessage).not.toContain("debug: calling");
     expect(error.rawMessage).toContain("its stderr is in wayfind's log");
     const logged = lines.find((line) => line.msg === "mcp server failed a call");
-    expect(logged).toMatchObject({ source: "mcp:leaky", tenant: "acme", tool: "crash" });
+    expect(logged).toMatchObject({ source: "mcp:leaky", tenant: "acme", request: 'the call of "crash"' });
     expect(String(logged?.stderr)).toContain("debug: calling the API with token=[redacted]");
     expect(JSON.stringify(lines)).not.toContain(LEAKY_TOKEN);
   });

@@ -22,6 +22,7 @@ import { firstSentence } from "../../text/scores.ts";
 import { runInSlices } from "../../text/slices.ts";
 import { estimateTokens } from "../../text/tokens.ts";
 import { repairMessage } from "../../tools/call-check.ts";
+import { SESSION_CALL } from "../../tools/mcp-session.ts";
 import type { ToolService } from "../../tools/service.ts";
 import {
   ACTIVATION_SCOPES,
@@ -33,7 +34,6 @@ import {
   SOURCE_KINDS,
   TOOL_MATCH_TYPES,
 } from "../enums.ts";
-import { PROGRESS_SINK } from "../in-process.ts";
 import { callerOf, callSignal, principalOf } from "../pipeline.ts";
 import { type TenantOrigin as Origin, type TenantLookups, tenantPage } from "../tenant-directory.ts";
 import { outcomeReportOf } from "./outcome-report.ts";
@@ -268,7 +268,7 @@ export function toolDiscoveryService(
           timeoutMs: request.timeoutSeconds === 0 ? undefined : request.timeoutSeconds * 1000,
           signal: context.signal,
           meta: traceContextFields(),
-          onProgress: context.values.get(PROGRESS_SINK),
+          session: context.values.get(SESSION_CALL),
         },
       );
       const { result } = called;
