@@ -12,7 +12,7 @@ import { discoveryMigrations, IndexHost, parseCatalogFile, ToolRegistry } from "
 import { learningMigrations } from "../../src/learning/index.ts";
 import type { ScoreCalibration } from "../../src/semantic/calibration.ts";
 import { type Embedder, SemanticToolSearch, semanticMigrations } from "../../src/semantic/index.ts";
-import { clipQuery, DATA_DIR } from "./discovery-data.ts";
+import { clipQuery, DATA_DIR, PUBLIC_DUMP } from "./discovery-data.ts";
 
 export interface HybridCatalog {
   readonly registry: ToolRegistry;
@@ -59,11 +59,15 @@ export async function openHybrid(
       ...(calibration ? { calibration } : {}),
     });
   const registry = new ToolRegistry(db);
-  const index = new IndexHost(registry, { onIndexBuilt: (built) => semantic?.indexBuilt(built) });
+  const index = new IndexHost(registry, {
+    onIndexBuilt: (built) => semantic?.indexBuilt(built),
+    ...(embedder ? { modelWords: embedder.words } : {}),
+  });
   const aliasOf = new Map<string, string>();
   const seen = new Set<string>();
   for (const file of files) {
-    const tools = parseCatalogFile(file.startsWith("/") ? file : join(DATA_DIR, file)).tools.filter((t) => {
+    const path = file.startsWith("/") ? file : join(DATA_DIR, file);
+    const tools = parseCatalogFile(path, PUBLIC_DUMP).tools.filter((t) => {
       const name = t.namespace ? `${t.namespace}.${t.name}` : t.name;
       if (seen.has(name)) return false;
       seen.add(name);

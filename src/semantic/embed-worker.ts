@@ -100,6 +100,7 @@ try {
     dims: model.dims,
     batchable: model.batchable,
     calibration: model.calibration,
+    words: model.words,
   });
 } catch (err) {
   post({ type: "unusable", message: err instanceof Error ? err.message : String(err) });

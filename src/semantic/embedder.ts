@@ -1,6 +1,7 @@
 import { availableParallelism } from "node:os";
 import { Worker } from "node:worker_threads";
 import { LruCache } from "../lru.ts";
+import { ModelWords } from "../text/model-words.ts";
 import { workerEntry } from "../worker-entry.ts";
 import type { ScoreCalibration } from "./calibration.ts";
 import type { FromWorker, ToWorker, WorkerSettings } from "./worker-protocol.ts";
@@ -85,6 +86,8 @@ export class Embedder implements QueryEmbedder {
     /** Whether texts share inferences (the model's vectors do not depend on their batch). */
     readonly batchable: boolean,
     readonly calibration: ScoreCalibration,
+    /** The model's whole words: what a request's slips are repaired against before it reads them. */
+    readonly words: ModelWords,
     private readonly options: Required<Pick<EmbedderOptions, "queryCacheSize" | "maxQueuedQueries">>,
   ) {
     this.queryCache = new LruCache(options.queryCacheSize);
@@ -120,10 +123,18 @@ export class Embedder implements QueryEmbedder {
       await worker.terminate();
       throw err;
     });
-    return new Embedder(worker, ready.modelId, ready.dims, ready.batchable, ready.calibration, {
-      queryCacheSize: options.queryCacheSize ?? DEFAULTS.queryCacheSize,
-      maxQueuedQueries: options.maxQueuedQueries ?? DEFAULTS.maxQueuedQueries,
-    });
+    return new Embedder(
+      worker,
+      ready.modelId,
+      ready.dims,
+      ready.batchable,
+      ready.calibration,
+      new ModelWords(ready.words),
+      {
+        queryCacheSize: options.queryCacheSize ?? DEFAULTS.queryCacheSize,
+        maxQueuedQueries: options.maxQueuedQueries ?? DEFAULTS.maxQueuedQueries,
+      },
+    );
   }
 
   /** Query texts waiting for (or in) an inference. */

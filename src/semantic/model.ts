@@ -56,6 +56,8 @@ export class SentenceModel {
     readonly batchable: boolean,
     /** How this model's cosines become scores (the folder's calibration.json, else the default). */
     readonly calibration: ScoreCalibration,
+    /** The vocabulary's tokens in id order: request repair reads its whole words as the model's words. */
+    readonly words: readonly string[],
   ) {}
 
   static async load(dir: string, threads = 1): Promise<SentenceModel> {
@@ -73,6 +75,7 @@ export class SentenceModel {
     }
     const settings = tokenizerSettings(dir, tokenizer, tokenizerConfig, config);
     const calibration = readCalibration(dir);
+    const words = vocabularyTokens(tokenizerJson);
     let session: InferenceSession;
     try {
       session = await InferenceSession.create(onnxPath, {
@@ -105,7 +108,17 @@ export class SentenceModel {
       );
     const id = `${basename(dir)}@${createHash("sha256").update(readFileSync(onnxPath)).digest("hex").slice(0, 16)}`;
     const needsTokenTypes = session.inputNames.includes("token_type_ids");
-    const probe = new SentenceModel(id, 0, tokenizer, settings, session, needsTokenTypes, false, calibration);
+    const probe = new SentenceModel(
+      id,
+      0,
+      tokenizer,
+      settings,
+      session,
+      needsTokenTypes,
+      false,
+      calibration,
+      words,
+    );
     // The dimension is the model's, read from one real inference rather than trusted from config.json.
     const empty = probe.encode("");
     const dims = (await probe.hiddenStates([empty], empty.ids.length)).dims;
@@ -118,6 +131,7 @@ export class SentenceModel {
       needsTokenTypes,
       false,
       calibration,
+      words,
     );
     return new SentenceModel(
       id,
@@ -128,6 +142,7 @@ export class SentenceModel {
       needsTokenTypes,
       await sized.batchInvariant(),
       calibration,
+      words,
     );
   }
 
@@ -251,6 +266,19 @@ function readJsonObject(dir: string, file: string): Record<string, unknown> {
   if (typeof value !== "object" || value === null || Array.isArray(value))
     throw new ModelFolderError(`${path}: expected a JSON object`);
   return value as Record<string, unknown>;
+}
+
+/**
+ * The tokens of a WordPiece vocabulary (`model.vocab`, token → id) in id order, where a request's words
+ * can be found whole; empty for other tokenizer models (their pieces are no words to repair against).
+ */
+function vocabularyTokens(tokenizerJson: Record<string, unknown>): string[] {
+  const vocab = (tokenizerJson.model as { vocab?: unknown } | undefined)?.vocab;
+  if (typeof vocab !== "object" || vocab === null || Array.isArray(vocab)) return [];
+  return Object.entries(vocab as Record<string, unknown>)
+    .filter((entry): entry is [string, number] => typeof entry[1] === "number")
+    .sort((a, b) => a[1] - b[1])
+    .map(([token]) => token);
 }
 
 function readCalibration(dir: string): ScoreCalibration {

@@ -33,6 +33,8 @@ export type FromWorker =
       readonly batchable: boolean;
       /** How the model's cosines become scores (SentenceModel.calibration). */
       readonly calibration: ScoreCalibration;
+      /** The vocabulary's tokens in id order (SentenceModel.words). */
+      readonly words: readonly string[];
     }
   | { readonly type: "unusable"; readonly message: string }
   | { readonly type: "stopped" }

@@ -53,4 +53,12 @@ describe("the demo catalog, ranked by words and meaning", () => {
     const scores = tools.map((t) => t.semanticScore);
     expect(new Set(scores).size).toBe(scores.length);
   });
+
+  it("reads a misspelled word no tool has as the model's word: an umbrel is an umbrella", async () => {
+    const typed = await search("should I take an umbrel tomorrow");
+    const meant = await search("should I take an umbrella tomorrow");
+    expect(typed.tools[0]?.name).toBe("get_weather");
+    expect(typed.tools[0]?.semanticScore).toBeGreaterThan(0);
+    expect(typed.tools[0]?.semanticScore).toBe(meant.tools[0]?.semanticScore);
+  });
 });
