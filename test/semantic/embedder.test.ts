@@ -31,6 +31,13 @@ describe("Embedder (the shipped all-MiniLM-L6-v2 model)", () => {
     expect(embedder.calibration).toEqual(file);
   });
 
+  it("reads its vocabulary's whole words, which a request's slips are repaired against", () => {
+    expect(embedder.words.size).toBeGreaterThan(20_000);
+    expect(embedder.words.has("umbrella")).toBe(true);
+    expect(embedder.words.has("bre")).toBe(false);
+    expect(embedder.words.repair("umbrel")).toBe("umbrella");
+  });
+
   it("gives the published similarity of the model card's sentence pair (within int8 error)", async () => {
     const food = await embedder.embedQuery("A man is eating food.");
     const bread = await embedder.embedQuery("A man is eating a piece of bread.");
