@@ -1,17 +1,34 @@
 /**
- * Is an absolute score a signal an agent can act on? For the good-match threshold
- * (`tool_search.good_match_score`): the best hit of a public query whose best hit is one of its gold
- * tools should score at or above it (GOOD), and the best hit of a query asked of a catalog it was not
- * written for (toolbench requests against the MetaTool plugins and the other way round: mostly no
- * fitting tool) should score below it (WEAK). The threshold is chosen on even-position queries and
- * reported on odd ones.
- * Usage: node --import tsx bench/score-calibration.ts
+ * Is an absolute score a signal an agent can act on? Each request's best hit is observed three ways:
+ * by words (the lexical score), by meaning alone (the model's best cosine) and as a server ranks by
+ * default (hybrid, the fused score). A best hit that is one of the request's gold tools should be
+ * GOOD; the best hit of a request asked of a catalog it was not written for (toolbench requests
+ * against the MetaTool plugins and the other way round: mostly no fitting tool) should be WEAK.
+ *
+ * - Semantic scores: the model's curve, score = 1 / (1 + e^-(intercept + slope × cosine))
+ *   (src/semantic/calibration.ts), fitted here by logistic regression (balanced classes) of GOOD on
+ *   the best cosine. `--write` stores the fit as the model folder's calibration.json.
+ * - Lexical scores: the refit of their curve (src/discovery/search.ts LEXICAL_CALIBRATION) should
+ *   stay near intercept 0, slope 1.
+ * - Thresholds (`tool_search.good_match_score`): the balanced accuracy of each, for words and for the
+ *   fused score, chosen on the even half.
+ *
+ * Everything is fitted and chosen on the even half (a request's position in its file) and reported on
+ * the odd half. The model: the shipped one, or WAYFIND_MODEL_DIR.
+ * Usage: node --import tsx bench/score-calibration.ts [--write]
  */
-import type { IndexHost } from "../src/discovery/index.ts";
-import { clipQuery, openCatalog, type Query, readQueries, sample, table } from "./lib/discovery-data.ts";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { ScoreCalibration } from "../src/semantic/calibration.ts";
+import { Embedder } from "../src/semantic/index.ts";
+import { clipQuery, type Query, readQueries, sample, table } from "./lib/discovery-data.ts";
+import { BENCH_MODEL_DIR, type HybridCatalog, openHybrid } from "./lib/hybrid.ts";
+
+type Half = "even" | "odd";
+type Way = "lexical" | "cosine" | "hybrid";
 
 interface Observed {
-  /** Best hit's score, or undefined when nothing matched. */
+  /** The best hit's score (a cosine for "cosine"), or undefined when nothing matched. */
   readonly best: number | undefined;
   /** In-domain with a gold best hit (should be GOOD), or foreign (should be WEAK). */
   readonly kind: "gold" | "foreign";
@@ -20,18 +37,66 @@ interface Observed {
 const SETS = ["toolbench", "metatool"] as const;
 const PER_SET = 1_500;
 
-function observe(
-  index: IndexHost,
-  queries: readonly Query[],
-  aliasOf: Map<string, string>,
-  foreign: boolean,
-) {
-  const out: Observed[] = [];
-  for (const q of queries) {
-    const top = index.search({ query: clipQuery(q.query), limit: 1 }).tools[0];
-    if (foreign) out.push({ best: top?.score, kind: "foreign" });
-    else if (top && q.gold.some((g) => (aliasOf.get(g) ?? g) === top.name))
-      out.push({ best: top.score, kind: "gold" });
+/** Requests sampled, each with the half its position in its file puts it in. */
+function halvesOf(file: string): { readonly query: Query; readonly half: Half }[] {
+  const positioned = readQueries(file).map((query, i) => ({
+    query,
+    half: (i % 2 === 0 ? "even" : "odd") as Half,
+  }));
+  return sample(positioned, PER_SET);
+}
+
+/** The logistic curve being fitted, starting as the unit one: a score then reads back as the cosine. */
+const curve = { intercept: 0, slope: 1 };
+
+async function bestHits(opened: HybridCatalog, query: string) {
+  const clipped = clipQuery(query);
+  const words = opened.index.search({ query: clipped, limit: 1 }).tools[0];
+  const semantic = opened.semantic;
+  if (semantic === undefined) throw new Error("score-calibration: no model");
+  const meaning = opened.index.meaningOf({ query: clipped });
+  const evidence = await semantic.evidence(meaning);
+  const nearest = evidence.closest[0];
+  const score = nearest === undefined ? undefined : evidence.scoreOf(nearest);
+  const fused = opened.index.search({ query: clipped, limit: 1, semantic: evidence }).tools[0];
+  return {
+    lexical: words && { name: words.name, score: words.score },
+    cosine:
+      nearest === undefined || score === undefined
+        ? undefined
+        : {
+            name: meaning.index.docs[nearest]?.name ?? "",
+            score: (Math.log(score / (1 - score)) - curve.intercept) / curve.slope,
+          },
+    hybrid: fused && { name: fused.name, score: fused.score },
+  };
+}
+
+/** Every request of both sets against both catalogs, observed the `ways` asked. */
+async function observeAll(
+  embedder: Embedder,
+  ways: readonly Way[],
+): Promise<Record<Way, Record<Half, Observed[]>>> {
+  const out = Object.fromEntries(
+    (["lexical", "cosine", "hybrid"] as const).map((w) => [w, { even: [], odd: [] }]),
+  ) as unknown as Record<Way, Record<Half, Observed[]>>;
+  for (const set of SETS) {
+    const other = SETS.find((s) => s !== set) ?? set;
+    const opened = await openHybrid([`${set}_catalog.jsonl`], embedder, curve);
+    for (const [file, foreign] of [
+      [`${set}_queries.jsonl`, false],
+      [`${other}_queries.jsonl`, true],
+    ] as const)
+      for (const { query, half } of halvesOf(file)) {
+        const hits = await bestHits(opened, query.query);
+        for (const way of ways) {
+          const top = hits[way];
+          if (foreign) out[way][half].push({ best: top?.score, kind: "foreign" });
+          else if (top && query.gold.some((g) => (opened.aliasOf.get(g) ?? g) === top.name))
+            out[way][half].push({ best: top.score, kind: "gold" });
+        }
+      }
+    await opened.close();
   }
   return out;
 }
@@ -39,16 +104,14 @@ function observe(
 function rates(observed: readonly Observed[], threshold: number) {
   const gold = observed.filter((o) => o.kind === "gold");
   const foreign = observed.filter((o) => o.kind === "foreign");
-  const good = gold.filter((o) => (o.best ?? 0) >= threshold).length / gold.length;
-  const weak = foreign.filter((o) => (o.best ?? 0) < threshold).length / foreign.length;
+  const good = gold.filter((o) => (o.best ?? Number.NEGATIVE_INFINITY) >= threshold).length / gold.length;
+  const weak =
+    foreign.filter((o) => (o.best ?? Number.NEGATIVE_INFINITY) < threshold).length / foreign.length;
   return { good, weak, balanced: (good + weak) / 2, gold: gold.length, foreign: foreign.length };
 }
 
-/** 1-D logistic regression of "gold" on logit(best score), by Newton's method (balanced class weights). */
-function fitLogistic(observed: readonly Observed[]): { a: number; b: number } {
-  const points = observed
-    .filter((o) => o.best !== undefined && o.best > 0 && o.best < 1)
-    .map((o) => ({ x: Math.log((o.best ?? 0.5) / (1 - (o.best ?? 0.5))), y: o.kind === "gold" ? 1 : 0 }));
+/** 1-D logistic regression of "gold" on x, by Newton's method (balanced class weights). */
+function fitLogistic(points: readonly { x: number; y: 0 | 1 }[]): ScoreCalibration {
   const positives = points.filter((p) => p.y === 1).length;
   const weight = (y: number) =>
     y === 1 ? points.length / (2 * positives) : points.length / (2 * (points.length - positives));
@@ -75,58 +138,75 @@ function fitLogistic(observed: readonly Observed[]): { a: number; b: number } {
     a += (hbb * ga - hab * gb) / det;
     b += (haa * gb - hab * ga) / det;
   }
-  return { a, b };
+  return { intercept: a, slope: b };
 }
 
-async function main(): Promise<void> {
-  const halves: Record<"even" | "odd", Observed[]> = { even: [], odd: [] };
-  for (const set of SETS) {
-    const other = SETS.find((s) => s !== set) ?? set;
-    const { index, close, aliasOf } = await openCatalog([`${set}_catalog.jsonl`]);
-    const own = sample(readQueries(`${set}_queries.jsonl`), PER_SET);
-    const foreign = sample(readQueries(`${other}_queries.jsonl`), PER_SET);
-    for (const [half, parity] of [
-      ["even", 0],
-      ["odd", 1],
-    ] as const) {
-      const pick = (qs: readonly Query[]) => qs.filter((_, i) => i % 2 === parity);
-      halves[half].push(
-        ...observe(index, pick(own), aliasOf, false),
-        ...observe(index, pick(foreign), aliasOf, true),
-      );
-    }
-    close();
-  }
+const label = (o: Observed): 0 | 1 => (o.kind === "gold" ? 1 : 0);
+
+/** The threshold table of one kind of score: fixed thresholds and the one best on the even half. */
+function thresholds(name: string, halves: Record<Half, Observed[]>, fixed: readonly number[]): string {
   const grid = Array.from({ length: 19 }, (_, i) => (i + 1) / 20);
   const chosen = grid.reduce((best, t) =>
     rates(halves.even, t).balanced > rates(halves.even, best).balanced ? t : best,
   );
   const rows: (string | number)[][] = [
-    ["threshold", "half", "gold best hit GOOD", "foreign best hit WEAK", "balanced"],
+    [`${name} threshold`, "half", "gold best hit GOOD", "foreign best hit WEAK", "balanced"],
   ];
-  for (const t of [0.3, 0.4, 0.5, 0.6, 0.7, chosen]) {
+  for (const t of [...fixed, chosen])
     for (const half of ["even", "odd"] as const) {
       const r = rates(halves[half], t);
-      rows.push([
-        t === chosen ? `${t} (chosen)` : `${t}`,
-        half,
-        r.good.toFixed(3),
-        r.weak.toFixed(3),
-        r.balanced.toFixed(3),
-      ]);
+      rows.push([t === chosen ? `${t} (best on even)` : `${t}`, half, r.good, r.weak, r.balanced]);
     }
+  const [even, odd] = [rates(halves.even, chosen), rates(halves.odd, chosen)];
+  return `${table(rows)}\ngold best hits ${even.gold} even / ${odd.gold} odd; foreign requests ${even.foreign} / ${odd.foreign}\n`;
+}
+
+async function main(): Promise<void> {
+  const embedder = await Embedder.open(BENCH_MODEL_DIR, { queryCacheSize: 10_000 });
+  try {
+    // Pass 1: words and cosines; the semantic curve is fitted on the even half's cosines.
+    const first = await observeAll(embedder, ["lexical", "cosine"]);
+    console.log(thresholds("lexical", first.lexical, [0.3, 0.4, 0.5, 0.6, 0.7]));
+    const lexicalPoints = first.lexical.even
+      .filter((o) => o.best !== undefined && o.best > 0 && o.best < 1)
+      .map((o) => ({ x: Math.log((o.best as number) / (1 - (o.best as number))), y: label(o) }));
+    const refit = fitLogistic(lexicalPoints);
+    console.log(
+      `lexical refit of logit(score) on the even half: intercept ${refit.intercept.toFixed(3)}, slope ${refit.slope.toFixed(3)} (calibrated: 0 and 1)\n`,
+    );
+    const fit = fitLogistic(
+      first.cosine.even
+        .filter((o) => o.best !== undefined)
+        .map((o) => ({ x: o.best as number, y: label(o) })),
+    );
+    const rounded = { intercept: Number(fit.intercept.toFixed(3)), slope: Number(fit.slope.toFixed(3)) };
+    console.log(
+      `semantic curve fitted on the even half (${BENCH_MODEL_DIR}): ${JSON.stringify(rounded)}; score 0.5 at cosine ${(-rounded.intercept / rounded.slope).toFixed(3)}`,
+    );
+    const asScores = (o: Observed): Observed => ({
+      ...o,
+      best:
+        o.best === undefined ? undefined : 1 / (1 + Math.exp(-(rounded.intercept + rounded.slope * o.best))),
+    });
+    console.log(
+      thresholds(
+        "semantic",
+        { even: first.cosine.even.map(asScores), odd: first.cosine.odd.map(asScores) },
+        [0.5],
+      ),
+    );
+    if (process.argv.includes("--write")) {
+      const file = join(BENCH_MODEL_DIR, "calibration.json");
+      writeFileSync(file, `${JSON.stringify(rounded, null, 2)}\n`);
+      console.log(`wrote ${file}\n`);
+    }
+    // Pass 2: fused scores with the fitted curve.
+    Object.assign(curve, rounded);
+    const second = await observeAll(embedder, ["hybrid"]);
+    console.log(thresholds("hybrid (fused)", second.hybrid, [0.3, 0.4, 0.5, 0.6, 0.7]));
+  } finally {
+    await embedder.close();
   }
-  const r = rates(halves.odd, chosen);
-  console.log(table(rows));
-  // Calibrated scores refit to about intercept 0, slope 1; a drift from that says the curve in
-  // src/discovery/search.ts (LEXICAL_CALIBRATION) no longer fits the ranker.
-  const fit = fitLogistic(halves.even);
-  console.log(
-    `\nlogistic refit of logit(score) on the even half: intercept ${fit.a.toFixed(3)}, slope ${fit.b.toFixed(3)} (calibrated: 0 and 1)`,
-  );
-  console.log(
-    `\nodd half: ${r.gold} gold-best queries, ${r.foreign} foreign queries; threshold chosen on the even half`,
-  );
 }
 
 await main();

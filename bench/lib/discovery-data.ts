@@ -15,7 +15,7 @@ import { LIMITS } from "../../src/limits.ts";
 /** The public evaluation data vendored in the repository (sources and licences: data/eval/README.md). */
 export const DATA_DIR = resolve(import.meta.dirname, "../../data/eval");
 /** The public catalogs are servers' tools as their authors wrote them, a few schemas not quite valid. */
-const PUBLIC_DUMP = { invalidSchemas: "warn" } as const;
+export const PUBLIC_DUMP = { invalidSchemas: "warn" } as const;
 
 /** A query as a client must send it: within the API's length limit, cut at a word boundary. */
 export function clipQuery(query: string): string {

@@ -10,8 +10,9 @@ import { DEFAULTS } from "../../src/config/defaults.ts";
 import { type Db, openDatabase } from "../../src/database/sqlite.ts";
 import { discoveryMigrations, IndexHost, parseCatalogFile, ToolRegistry } from "../../src/discovery/index.ts";
 import { learningMigrations } from "../../src/learning/index.ts";
+import type { ScoreCalibration } from "../../src/semantic/calibration.ts";
 import { type Embedder, SemanticToolSearch, semanticMigrations } from "../../src/semantic/index.ts";
-import { clipQuery, DATA_DIR } from "./discovery-data.ts";
+import { clipQuery, DATA_DIR, PUBLIC_DUMP } from "./discovery-data.ts";
 
 export interface HybridCatalog {
   readonly registry: ToolRegistry;
@@ -34,9 +35,13 @@ export const BENCH_MODEL_DIR = process.env.WAYFIND_MODEL_DIR ?? DEFAULTS.toolSea
 /**
  * `files` (under data/eval, or absolute paths) registered as one catalog, a tool of a name only once
  * (the first file's), with every vector computed before this resolves. Without an embedder, only
- * `lexical` answers.
+ * `lexical` answers. `calibration`: how cosines become scores, if not the model's own.
  */
-export async function openHybrid(files: readonly string[], embedder?: Embedder): Promise<HybridCatalog> {
+export async function openHybrid(
+  files: readonly string[],
+  embedder?: Embedder,
+  calibration?: ScoreCalibration,
+): Promise<HybridCatalog> {
   const dir = mkdtempSync(join(tmpdir(), "wayfind-bench-hybrid-"));
   const db = openDatabase(join(dir, "wayfind.db"), [
     ...discoveryMigrations,
@@ -51,13 +56,18 @@ export async function openHybrid(files: readonly string[], embedder?: Embedder):
       weight: DEFAULTS.toolSearch.semantic.weight,
       // The quality benches rank every request by meaning: they wait for it.
       maxWaitMs: 600_000,
+      ...(calibration ? { calibration } : {}),
     });
   const registry = new ToolRegistry(db);
-  const index = new IndexHost(registry, { onIndexBuilt: (built) => semantic?.indexBuilt(built) });
+  const index = new IndexHost(registry, {
+    onIndexBuilt: (built) => semantic?.indexBuilt(built),
+    ...(embedder ? { modelWords: embedder.words } : {}),
+  });
   const aliasOf = new Map<string, string>();
   const seen = new Set<string>();
   for (const file of files) {
-    const tools = parseCatalogFile(file.startsWith("/") ? file : join(DATA_DIR, file)).tools.filter((t) => {
+    const path = file.startsWith("/") ? file : join(DATA_DIR, file);
+    const tools = parseCatalogFile(path, PUBLIC_DUMP).tools.filter((t) => {
       const name = t.namespace ? `${t.namespace}.${t.name}` : t.name;
       if (seen.has(name)) return false;
       seen.add(name);

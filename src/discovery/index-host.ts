@@ -5,6 +5,7 @@ import type { EventSink } from "../events/event.ts";
 import { checkSize, LIMITS, withinLimit, withinRange } from "../limits.ts";
 import { inSpan } from "../telemetry.ts";
 import { LiteralIndex } from "../text/literal-index.ts";
+import type { ModelWords } from "../text/model-words.ts";
 import { SEMANTIC_OFF } from "../text/scores.ts";
 import { runInSlices, runToEnd } from "../text/slices.ts";
 import { synonymTable } from "../text/synonyms.ts";
@@ -41,6 +42,8 @@ export interface IndexHostOptions {
   readonly synonyms?: Readonly<Record<string, readonly string[]>>;
   /** Told each new index (at start and after changes), e.g. to bring tool vectors up to date. */
   readonly onIndexBuilt?: (index: SearchIndex) => void;
+  /** The sentence model's words, which a request's meaning text is repaired against too (meaningTexts). */
+  readonly modelWords?: ModelWords;
 }
 
 /**
@@ -73,6 +76,7 @@ export class IndexHost {
   private readonly rankerConfig: RankerConfig;
   /** Abbreviations and synonyms by analysed word: built-in plus config `tool_search.synonyms`. */
   private readonly readings: QueryReadings;
+  private readonly modelWords: ModelWords | undefined;
   private readonly onIndexBuilt: ((index: SearchIndex) => void) | undefined;
 
   constructor(
@@ -83,6 +87,7 @@ export class IndexHost {
     this.events = options.events;
     this.rankerConfig = options.ranker ?? DEFAULT_RANKER;
     this.readings = queryReadings(synonymTable(options.synonyms));
+    this.modelWords = options.modelWords;
     this.onIndexBuilt = options.onIndexBuilt;
     this.current();
     void this.followChanges();
@@ -109,7 +114,13 @@ export class IndexHost {
     const { query } = validateSearch(request);
     const { index, candidates } = this.searchable(request);
     return {
-      texts: meaningTexts(index, this.registry.canonicalName(query), candidates, this.readings),
+      texts: meaningTexts(
+        index,
+        this.registry.canonicalName(query),
+        candidates,
+        this.readings,
+        this.modelWords,
+      ),
       index,
       candidates,
     };

@@ -9,6 +9,7 @@ import {
 } from "../text/caller-regex.ts";
 import { englishWords } from "../text/dictionary.ts";
 import type { LiteralIndex } from "../text/literal-index.ts";
+import type { ModelWords } from "../text/model-words.ts";
 import { type QueryRewrite, REGEX_SCORE } from "../text/scores.ts";
 import type { Reading } from "../text/synonyms.ts";
 import type { Candidates, RankedDoc, WordReading, WordRepair } from "./ranker-options.ts";
@@ -58,30 +59,39 @@ export function runSearch(
  * The texts a request is embedded as for semantic ranking: the request as a person meant it —
  * shorthand spelled out, slips repaired ("stauts" → "status", "colud" → "could"; a typo'd word is
  * a different word to the model too) — split into its intents when it has several (requestClauses).
- * A tool's similarity to the request is then its best over these texts.
+ * A slip is repaired against the words of the tools the caller may find, else against the model's own
+ * words (`modelWords`), so a word no tool has ("umbrel" → "umbrella") still reaches the model as a
+ * word; at most MODEL_REPAIRS words a request are looked up there. A tool's similarity to the request
+ * is then its best over these texts.
  */
 export function meaningTexts(
   index: SearchIndex,
   query: string,
   candidates: Candidates | undefined,
   readings: QueryReadings,
+  modelWords?: ModelWords,
 ): string[] {
   let text = spellOutShorthand(query, readings.byToken).text;
   const dictionary = englishWords();
   const repaired = new Map<string, string>();
+  let lookups = 0;
   for (const word of readRequest(text)) {
     if (word.literal || repaired.has(word.surface) || index.ranker.knows(word.term, candidates)) continue;
-    const meant =
-      stopwordSlipOf(word.surface) ??
-      (dictionary.has(word.surface)
-        ? undefined
-        : index.ranker.typoRepair(word.term, word.surface, candidates));
+    let meant = stopwordSlipOf(word.surface);
+    if (meant === undefined && !dictionary.has(word.surface)) {
+      meant = index.ranker.typoRepair(word.term, word.surface, candidates);
+      if (meant === undefined && modelWords !== undefined && lookups++ < MODEL_REPAIRS)
+        meant = modelWords.repair(word.surface);
+    }
     if (meant !== undefined) repaired.set(word.surface, meant);
   }
   if (repaired.size > 0) text = text.replace(/\p{L}+/gu, (word) => repaired.get(word.toLowerCase()) ?? word);
   const clauses = requestClauses(text);
   return clauses.length > 0 ? clauses : [text];
 }
+
+/** Unknown words of one request looked up among the model's words, at most (each reads a few thousand). */
+const MODEL_REPAIRS = 16;
 
 /** The synonym table (src/text/synonyms.ts) as search reads it. */
 export interface QueryReadings {

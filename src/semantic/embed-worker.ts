@@ -94,7 +94,14 @@ try {
     );
     void drain();
   });
-  post({ type: "ready", modelId: model.id, dims: model.dims, batchable: model.batchable });
+  post({
+    type: "ready",
+    modelId: model.id,
+    dims: model.dims,
+    batchable: model.batchable,
+    calibration: model.calibration,
+    words: model.words,
+  });
 } catch (err) {
   post({ type: "unusable", message: err instanceof Error ? err.message : String(err) });
 }

@@ -1,7 +1,9 @@
 import { availableParallelism } from "node:os";
 import { Worker } from "node:worker_threads";
 import { LruCache } from "../lru.ts";
+import { ModelWords } from "../text/model-words.ts";
 import { workerEntry } from "../worker-entry.ts";
+import type { ScoreCalibration } from "./calibration.ts";
 import type { FromWorker, ToWorker, WorkerSettings } from "./worker-protocol.ts";
 
 /** What the vector store needs from a model: who it is, its dimension, and vectors for texts. */
@@ -12,8 +14,10 @@ export interface TextEmbedder {
   embedTexts(texts: readonly string[]): Promise<Float32Array[]>;
 }
 
-/** What a search needs: a request's vector, soon. */
+/** What a search needs: a request's vector, soon, and what a cosine means for this model. */
 export interface QueryEmbedder extends TextEmbedder {
+  /** How the model's cosines become semantic scores (its folder's calibration.json, else the default). */
+  readonly calibration: ScoreCalibration;
   /**
    * Ahead of every text no search waits for; `waitMs`: how long the caller waits (it goes before the
    * texts of searches that stopped waiting). Rejects with EmbedderBusy, at once, when too many query
@@ -81,6 +85,9 @@ export class Embedder implements QueryEmbedder {
     readonly dims: number,
     /** Whether texts share inferences (the model's vectors do not depend on their batch). */
     readonly batchable: boolean,
+    readonly calibration: ScoreCalibration,
+    /** The model's whole words: what a request's slips are repaired against before it reads them. */
+    readonly words: ModelWords,
     private readonly options: Required<Pick<EmbedderOptions, "queryCacheSize" | "maxQueuedQueries">>,
   ) {
     this.queryCache = new LruCache(options.queryCacheSize);
@@ -103,27 +110,31 @@ export class Embedder implements QueryEmbedder {
   static async open(modelDir: string, options: EmbedderOptions = {}): Promise<Embedder> {
     const workerData: WorkerSettings = { modelDir, threads: options.threads ?? availableParallelism() };
     const worker = new Worker(workerEntry(import.meta.url, "embed-worker"), { workerData });
-    const ready = await new Promise<{ modelId: string; dims: number; batchable: boolean }>(
-      (resolve, reject) => {
-        worker.once("message", (message: FromWorker) => {
-          if (message.type === "ready") resolve(message);
-          else
-            reject(
-              new Error(
-                message.type === "unusable" ? message.message : "the embedding worker failed to start",
-              ),
-            );
-        });
-        worker.once("error", reject);
-      },
-    ).catch(async (err: unknown) => {
+    const ready = await new Promise<Extract<FromWorker, { type: "ready" }>>((resolve, reject) => {
+      worker.once("message", (message: FromWorker) => {
+        if (message.type === "ready") resolve(message);
+        else
+          reject(
+            new Error(message.type === "unusable" ? message.message : "the embedding worker failed to start"),
+          );
+      });
+      worker.once("error", reject);
+    }).catch(async (err: unknown) => {
       await worker.terminate();
       throw err;
     });
-    return new Embedder(worker, ready.modelId, ready.dims, ready.batchable, {
-      queryCacheSize: options.queryCacheSize ?? DEFAULTS.queryCacheSize,
-      maxQueuedQueries: options.maxQueuedQueries ?? DEFAULTS.maxQueuedQueries,
-    });
+    return new Embedder(
+      worker,
+      ready.modelId,
+      ready.dims,
+      ready.batchable,
+      ready.calibration,
+      new ModelWords(ready.words),
+      {
+        queryCacheSize: options.queryCacheSize ?? DEFAULTS.queryCacheSize,
+        maxQueuedQueries: options.maxQueuedQueries ?? DEFAULTS.maxQueuedQueries,
+      },
+    );
   }
 
   /** Query texts waiting for (or in) an inference. */

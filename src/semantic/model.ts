@@ -3,6 +3,7 @@ import { readFileSync, statSync } from "node:fs";
 import { basename, join } from "node:path";
 import { Tokenizer } from "@huggingface/tokenizers";
 import { InferenceSession, Tensor } from "onnxruntime-node";
+import { DEFAULT_CALIBRATION, parseCalibration, type ScoreCalibration } from "./calibration.ts";
 
 /** The files of a sentence-embedding model folder (the all-MiniLM-L6-v2 layout), relative to it. */
 const MODEL_FILES = {
@@ -11,6 +12,9 @@ const MODEL_FILES = {
   tokenizerConfig: "tokenizer_config.json",
   config: "config.json",
 } as const;
+
+/** The folder's optional score calibration (calibration.ts); without it, DEFAULT_CALIBRATION. */
+const CALIBRATION_FILE = "calibration.json";
 
 /** A model folder that cannot be used; the message names the file and what is wrong with it. */
 class ModelFolderError extends Error {
@@ -50,6 +54,10 @@ export class SentenceModel {
      * text's vector never depends on what it was embedded beside.
      */
     readonly batchable: boolean,
+    /** How this model's cosines become scores (the folder's calibration.json, else the default). */
+    readonly calibration: ScoreCalibration,
+    /** The vocabulary's tokens in id order: request repair reads its whole words as the model's words. */
+    readonly words: readonly string[],
   ) {}
 
   static async load(dir: string, threads = 1): Promise<SentenceModel> {
@@ -66,6 +74,8 @@ export class SentenceModel {
       );
     }
     const settings = tokenizerSettings(dir, tokenizer, tokenizerConfig, config);
+    const calibration = readCalibration(dir);
+    const words = vocabularyTokens(tokenizerJson);
     let session: InferenceSession;
     try {
       session = await InferenceSession.create(onnxPath, {
@@ -98,11 +108,31 @@ export class SentenceModel {
       );
     const id = `${basename(dir)}@${createHash("sha256").update(readFileSync(onnxPath)).digest("hex").slice(0, 16)}`;
     const needsTokenTypes = session.inputNames.includes("token_type_ids");
-    const probe = new SentenceModel(id, 0, tokenizer, settings, session, needsTokenTypes, false);
+    const probe = new SentenceModel(
+      id,
+      0,
+      tokenizer,
+      settings,
+      session,
+      needsTokenTypes,
+      false,
+      calibration,
+      words,
+    );
     // The dimension is the model's, read from one real inference rather than trusted from config.json.
     const empty = probe.encode("");
     const dims = (await probe.hiddenStates([empty], empty.ids.length)).dims;
-    const sized = new SentenceModel(id, dims, tokenizer, settings, session, needsTokenTypes, false);
+    const sized = new SentenceModel(
+      id,
+      dims,
+      tokenizer,
+      settings,
+      session,
+      needsTokenTypes,
+      false,
+      calibration,
+      words,
+    );
     return new SentenceModel(
       id,
       dims,
@@ -111,6 +141,8 @@ export class SentenceModel {
       session,
       needsTokenTypes,
       await sized.batchInvariant(),
+      calibration,
+      words,
     );
   }
 
@@ -234,6 +266,32 @@ function readJsonObject(dir: string, file: string): Record<string, unknown> {
   if (typeof value !== "object" || value === null || Array.isArray(value))
     throw new ModelFolderError(`${path}: expected a JSON object`);
   return value as Record<string, unknown>;
+}
+
+/**
+ * The tokens of a WordPiece vocabulary (`model.vocab`, token → id) in id order, where a request's words
+ * can be found whole; empty for other tokenizer models (their pieces are no words to repair against).
+ */
+function vocabularyTokens(tokenizerJson: Record<string, unknown>): string[] {
+  const vocab = (tokenizerJson.model as { vocab?: unknown } | undefined)?.vocab;
+  if (typeof vocab !== "object" || vocab === null || Array.isArray(vocab)) return [];
+  return Object.entries(vocab as Record<string, unknown>)
+    .filter((entry): entry is [string, number] => typeof entry[1] === "number")
+    .sort((a, b) => a[1] - b[1])
+    .map(([token]) => token);
+}
+
+function readCalibration(dir: string): ScoreCalibration {
+  let present = false;
+  try {
+    present = statSync(join(dir, CALIBRATION_FILE)).isFile();
+  } catch {
+    return DEFAULT_CALIBRATION;
+  }
+  if (!present) throw new ModelFolderError(`${join(dir, CALIBRATION_FILE)}: not a file`);
+  const parsed = parseCalibration(readJsonObject(dir, CALIBRATION_FILE));
+  if (typeof parsed === "string") throw new ModelFolderError(`${join(dir, CALIBRATION_FILE)}: ${parsed}`);
+  return parsed;
 }
 
 function tokenizerSettings(

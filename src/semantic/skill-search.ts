@@ -1,10 +1,11 @@
 import type { Db } from "../database/sqlite.ts";
 import type { SkillSemanticFusion } from "../skills/index.ts";
 import { BackgroundSync, type BackgroundSyncOptions } from "./background-sync.ts";
+import { semanticScoreOf } from "./calibration.ts";
 import type { QueryEmbedder } from "./embedder.ts";
 import { type Eligible, eligibleOf, nearest } from "./nearest.ts";
 import { queryVectors } from "./query-wait.ts";
-import { ADAPTIVE_SLOPE, semanticScoreOf } from "./tool-search.ts";
+import { ADAPTIVE_SLOPE } from "./tool-search.ts";
 import { TextVectors, type ToolText } from "./vectors.ts";
 
 /** Skills closest in meaning read per query (the skill search asks for fewer). */
@@ -70,12 +71,13 @@ export class SemanticSkillSearch {
     if (query === undefined) return { ...UNAVAILABLE, textsPending: late };
     const { ids, eligible } = this.skillSlots();
     const slab = this.vectors.slab;
+    const { calibration } = this.options.embedder;
     const closest =
       ids.length === 0
         ? []
         : nearest(slab, slab.scan([query]), [query], eligible, CLOSEST).map(({ doc, cosine }) => ({
             id: ids[doc] ?? "",
-            score: semanticScoreOf(cosine),
+            score: semanticScoreOf(cosine, calibration),
           }));
     const weight = this.options.weight;
     return {
@@ -86,7 +88,7 @@ export class SemanticSkillSearch {
       closest: (k) => closest.slice(0, k),
       scoreOf: (id) => {
         const slot = this.vectors.slotOf("", id);
-        return slot === undefined ? undefined : semanticScoreOf(slab.exact(slot, [query]));
+        return slot === undefined ? undefined : semanticScoreOf(slab.exact(slot, [query]), calibration);
       },
       lexicalShare: (bestLexical) => Math.min(1, weight + ADAPTIVE_SLOPE * bestLexical),
     };

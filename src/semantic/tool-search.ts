@@ -3,6 +3,7 @@ import type { SearchIndex, SemanticEvidence, SemanticQuery } from "../discovery/
 import { LruCache } from "../lru.ts";
 import type { SemanticReport } from "../text/scores.ts";
 import { BackgroundSync, type BackgroundSyncOptions } from "./background-sync.ts";
+import { type ScoreCalibration, semanticScoreOf } from "./calibration.ts";
 import type { QueryEmbedder } from "./embedder.ts";
 import { type Eligible, eligibleOf, type NearDoc, nearest } from "./nearest.ts";
 import { queryVectors } from "./query-wait.ts";
@@ -12,12 +13,6 @@ import { TextVectors } from "./vectors.ts";
 
 /** Semantic candidates read per search, and lexical hits ranked before fusing. */
 const DEPTH = 20;
-/**
- * Cosine similarity (all-MiniLM-L6-v2) mapped to [0, 1]: unrelated texts score about 0.1, a request
- * and the tool that serves it 0.4–0.7. Fixed, so a semantic score depends only on query and tool.
- */
-const COSINE_FLOOR = 0.1;
-const COSINE_CEILING = 0.7;
 /**
  * Trust the words more when they matched well: the lexical share is weight + ADAPTIVE_SLOPE × the best
  * lexical score of the query. Chosen with bench/semantic.ts on even-position public queries (base 0.3,
@@ -35,6 +30,11 @@ export interface SemanticToolSearchOptions extends BackgroundSyncOptions {
   readonly weight: number;
   /** How long a search waits for its request's vectors (config `tool_search.semantic.max_wait_ms`). */
   readonly maxWaitMs: number;
+  /**
+   * How cosines become scores; default the embedder's (its model's calibration.json). The calibration
+   * bench scores with the curve it is fitting.
+   */
+  readonly calibration?: ScoreCalibration;
 }
 
 /** Each doc's slot in the vector slab (-1: none yet), and how far into the slab's change log it is. */
@@ -86,8 +86,10 @@ export class SemanticToolSearch {
     { readonly mask: MaskState; readonly near: readonly NearDoc[] }
   >(NEAREST_KEPT);
   private masksMade = 0;
+  private readonly calibration: ScoreCalibration;
 
   constructor(private readonly options: SemanticToolSearchOptions) {
+    this.calibration = options.calibration ?? options.embedder.calibration;
     this.vectors = new TextVectors(options.db, options.embedder, "semantic_tool_vectors", TOOL_TEXT_VERSION);
     this.background = new BackgroundSync(this.vectors, options);
   }
@@ -156,7 +158,9 @@ export class SemanticToolSearch {
       textsPending: late,
     };
     if (withVector === 0) return wordsOnly(report);
-    const scores = new Map<number, number>(near.map(({ doc, cosine }) => [doc, semanticScoreOf(cosine)]));
+    const scores = new Map<number, number>(
+      near.map(({ doc, cosine }) => [doc, semanticScoreOf(cosine, this.calibration)]),
+    );
     return {
       index,
       report,
@@ -192,7 +196,7 @@ export class SemanticToolSearch {
     if (slot < 0 || tool === undefined || (allowed !== undefined && allowed[doc] !== 1)) return Number.NaN;
     // The slot may have changed hands since the mapping was read (a sync between evidence and fusion).
     if (this.vectors.slotOf(tool.owner, tool.name) !== slot) return Number.NaN;
-    return semanticScoreOf(this.vectors.slab.exact(slot, vectors));
+    return semanticScoreOf(this.vectors.slab.exact(slot, vectors), this.calibration);
   }
 
   /**
@@ -251,9 +255,4 @@ export class SemanticToolSearch {
     if (late === 0 && vectors.length === texts.length) this.kept.set(key, { mask, near });
     return near;
   }
-}
-
-/** A cosine as a semantic score in [0, 1] (COSINE_FLOOR → 0, COSINE_CEILING → 1). */
-export function semanticScoreOf(cosine: number): number {
-  return Math.min(1, Math.max(0, (cosine - COSINE_FLOOR) / (COSINE_CEILING - COSINE_FLOOR)));
 }

@@ -1,5 +1,7 @@
 /** Messages between the embedder (main thread) and embed-worker.ts. */
 
+import type { ScoreCalibration } from "./calibration.ts";
+
 /** What the worker is started with (its workerData). */
 export interface WorkerSettings {
   readonly modelDir: string;
@@ -29,6 +31,10 @@ export type FromWorker =
       readonly dims: number;
       /** Whether texts share inferences (SentenceModel.batchable). */
       readonly batchable: boolean;
+      /** How the model's cosines become scores (SentenceModel.calibration). */
+      readonly calibration: ScoreCalibration;
+      /** The vocabulary's tokens in id order (SentenceModel.words). */
+      readonly words: readonly string[];
     }
   | { readonly type: "unusable"; readonly message: string }
   | { readonly type: "stopped" }

@@ -179,6 +179,7 @@ export async function buildDomain(
     preferredNamespaces: config.toolSearch.preferredNamespaces,
     synonyms: config.toolSearch.synonyms,
     onIndexBuilt: (built) => semantic?.indexBuilt(built),
+    ...(semantics ? { modelWords: semantics.embedder.words } : {}),
   });
   const skills = new SkillLibrary({
     db,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { WayfindError } from "../../src/errors.ts";
+import { ModelWords } from "../../src/text/model-words.ts";
 import { names, openCatalog, seeded, viewOf } from "./helpers.ts";
 
 describe("fts search", () => {
@@ -312,6 +313,36 @@ describe("the texts a request is embedded as", () => {
     const acme = viewOf(await catalog.index.ready(), { tenant: "acme" });
     expect(catalog.index.meaningOf({ query: "deployment stauts", view: acme }).texts).toEqual([
       "deployment stauts",
+    ]);
+  });
+
+  it("repairs a slip in a word no tool has against the model's words, so it reaches the model as a word", async () => {
+    const modelWords = new ModelWords([
+      "[PAD]",
+      "should",
+      "take",
+      "umbrella",
+      "tomorrow",
+      "##bre",
+      "weather",
+    ]);
+    const { catalog } = openCatalog({ modelWords });
+    await catalog.registry.register("s", [
+      { name: "get_weather", description: "Current weather for a city" },
+    ]);
+    expect(catalog.index.meaningOf({ query: "should I take an umbrel tomorow" }).texts).toEqual([
+      "should I take an umbrella tomorrow",
+    ]);
+    // The catalog's words come first: "wether" is read as the catalog's "weather".
+    expect(catalog.index.meaningOf({ query: "wether in Oslo" }).texts).toEqual(["weather in Oslo"]);
+  });
+
+  it("never changes a word a tool the caller may find has, whatever the model's words", async () => {
+    const modelWords = new ModelWords(["docked", "reds"]);
+    const { catalog } = openCatalog({ modelWords });
+    await catalog.registry.register("s", [{ name: "docker_ps", description: "List docker containers" }]);
+    expect(catalog.index.meaningOf({ query: "list docker containers" }).texts).toEqual([
+      "list docker containers",
     ]);
   });
 

@@ -1,7 +1,8 @@
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_CALIBRATION } from "../../src/semantic/calibration.ts";
 import { Embedder, EmbedderBusy } from "../../src/semantic/embedder.ts";
 import { MODEL_DIR } from "./model-dir.ts";
 
@@ -23,6 +24,18 @@ describe("Embedder (the shipped all-MiniLM-L6-v2 model)", () => {
   it("reads the dimension from the model and names the model by its folder and weights", () => {
     expect(embedder.dims).toBe(384);
     expect(embedder.modelId).toMatch(/^all-MiniLM-L6-v2@[0-9a-f]{16}$/);
+  });
+
+  it("scores cosines with the curve its folder's calibration.json holds", () => {
+    const file = JSON.parse(readFileSync(join(MODEL_DIR, "calibration.json"), "utf8")) as object;
+    expect(embedder.calibration).toEqual(file);
+  });
+
+  it("reads its vocabulary's whole words, which a request's slips are repaired against", () => {
+    expect(embedder.words.size).toBeGreaterThan(20_000);
+    expect(embedder.words.has("umbrella")).toBe(true);
+    expect(embedder.words.has("bre")).toBe(false);
+    expect(embedder.words.repair("umbrel")).toBe("umbrella");
   });
 
   it("gives the published similarity of the model card's sentence pair (within int8 error)", async () => {
@@ -158,6 +171,22 @@ describe("Embedder.open on a broken model folder", () => {
     );
     await expect(Embedder.open(copy)).rejects.toThrow(
       `${join(copy, "onnx/model_quantized.onnx")}: not a loadable ONNX model`,
+    );
+  });
+
+  it("scores a folder without calibration.json with the default curve", async () => {
+    const copy = brokenCopy("no-calibration", (c) => rmSync(join(c, "calibration.json")));
+    const embedder = await Embedder.open(copy, { threads: 1 });
+    expect(embedder.calibration).toEqual(DEFAULT_CALIBRATION);
+    await embedder.close();
+  });
+
+  it("names a calibration.json that would not keep scores in order", async () => {
+    const copy = brokenCopy("bad-calibration", (c) =>
+      writeFileSync(join(c, "calibration.json"), JSON.stringify({ intercept: 1, slope: -2 })),
+    );
+    await expect(Embedder.open(copy)).rejects.toThrow(
+      `${join(copy, "calibration.json")}: "slope" must be a positive number (got -2)`,
     );
   });
 
