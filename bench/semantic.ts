@@ -105,7 +105,7 @@ async function inProcess(
     `${(toolCount / seconds).toFixed(0)} texts/s`,
     "",
     "",
-    `${seconds.toFixed(1)} s, one text per inference; main loop delay max ${(loop.max / 1e6).toFixed(1)} ms, p99 ${(loop.percentile(99) / 1e6).toFixed(1)} ms, ${stalls} timer ticks over 50 ms late (idle before: max ${(idle.max / 1e6).toFixed(1)} ms)`,
+    `${seconds.toFixed(1)} s, batched; main loop delay max ${(loop.max / 1e6).toFixed(1)} ms, p99 ${(loop.percentile(99) / 1e6).toFixed(1)} ms, ${stalls} timer ticks over 50 ms late (idle before: max ${(idle.max / 1e6).toFixed(1)} ms)`,
   ]);
 
   // SearchTools' in-process path as ToolService runs it (the gRPC layer's cost: bench/grpc-10k.ts), for
