@@ -25,7 +25,11 @@ describe("events as OpenTelemetry log records", () => {
         usage: { inputTokens: 1200n, outputTokens: 350n },
         idempotencyKey: "otel-1",
       });
-      const record = exporter.getFinishedLogRecords().find((r) => r.eventName === "wayfind.usage_recorded");
+      // Exported once committed: on a PostgreSQL replica that is when the change log comes back.
+      const exported = () =>
+        exporter.getFinishedLogRecords().find((r) => r.eventName === "wayfind.usage_recorded");
+      await expect.poll(exported).toBeDefined();
+      const record = exported();
       expect(record?.attributes).toMatchObject({
         "wayfind.event.type": "usage_recorded",
         "wayfind.tenant_id": "acme",
