@@ -8,11 +8,12 @@
  *  - a tool call during which the server asks the client one question (sampling/createMessage,
  *    elicitation/create, roots/list; the client answers at once), direct against through wayfind,
  *    interleaved the same way — and what mcp-proxy answers to the same call.
- * Run: `node --import tsx bench/mcp-gateways.ts [--calls N] [--asks N] [--cpu-prof]`
- * (--cpu-prof: wayfind's busiest functions over the tools/call runs).
+ * Run: `node --import tsx bench/mcp-gateways.ts [--calls N] [--asks N] [--cpu-prof] [--trace-gc]`
+ * (--cpu-prof: wayfind's busiest functions over the tools/call runs; --trace-gc: its collections
+ * over them. Either slows the server: read its latencies from a run without them).
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -46,6 +47,7 @@ const { values } = parseArgs({
     calls: { type: "string", default: "1000" },
     asks: { type: "string", default: "300" },
     "cpu-prof": { type: "boolean", default: false },
+    "trace-gc": { type: "boolean", default: false },
   },
   strict: true,
 });
@@ -171,6 +173,30 @@ async function whenReady(call: () => Promise<void>): Promise<void> {
   }
 }
 
+/**
+ * The pauses (ms, ascending) of each kind of collection in `trace` (node --trace-gc lines), of the
+ * isolate with the most of them: the main thread's (worker threads trace theirs as well).
+ */
+function gcPauses(trace: string): [string, number[]][] {
+  const byIsolate = new Map<string, Map<string, number[]>>();
+  for (const line of trace.split("\n")) {
+    const gc =
+      /^\[\d+:(0x[0-9a-f]+)\]\s+[\d.]+ ms: ([A-Za-z -]+?)(?: \(reduce\))? [\d.]+ \(.*?, ([\d.]+) \/ [\d.]+ ms/.exec(
+        line,
+      );
+    if (!gc) continue;
+    const [, isolate = "", kind = "", pause = "0"] = gc;
+    const kinds = byIsolate.get(isolate) ?? new Map<string, number[]>();
+    byIsolate.set(isolate, kinds.set(kind, [...(kinds.get(kind) ?? []), Number(pause)]));
+  }
+  const count = (kinds: Map<string, number[]>) => [...kinds.values()].reduce((n, p) => n + p.length, 0);
+  const [main] = [...byIsolate.values()].sort((a, b) => count(b) - count(a));
+  return [...(main ?? new Map<string, number[]>())].map(([kind, pauses]) => [
+    kind,
+    pauses.sort((a, b) => a - b),
+  ]);
+}
+
 const ms = (value: number) => value.toFixed(2);
 const dir = mkdtempSync(join(tmpdir(), "wayfind-bench-gateways-"));
 const config = join(dir, "wayfind.yaml");
@@ -179,12 +205,14 @@ writeFileSync(
   stringify({ mcp_servers: [{ name: "up", transport: "stdio", ...UPSTREAM, cwd: ROOT }] }),
 );
 const profileDir = join(dir, "profile");
+const serveLog = join(dir, "serve.log");
 const wayfind = await spawnServer(
   [
     ...(values["cpu-prof"] ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : []),
+    ...(values["trace-gc"] ? ["--trace-gc"] : []),
     ...wayfindServeArgs(config, join(dir, "data")),
   ],
-  { logFile: join(dir, "serve.log") },
+  { logFile: serveLog },
 );
 const proxy = await startMcpProxy(join(dir, "mcp-proxy.log")).catch(async (error: unknown) => {
   await wayfind.stop();
@@ -211,8 +239,10 @@ try {
   ];
   const cpuBefore = [readCpuMs(wayfind.pid), readCpuMs(proxyPid)];
   const window = { startUs: monotonicUs(), endUs: 0 };
+  const logFrom = statSync(serveLog).size;
   const [directMs = [], wayfindMs = [], proxyMs = []] = await interleaved(paths, CALLS);
   window.endUs = monotonicUs();
+  const gcTrace = readFileSync(serveLog).subarray(logFrom).toString("utf8");
   const cpuPerCall = (pid: number, before: number) =>
     ms((readCpuMs(pid) - before) / (CALLS + Math.ceil(CALLS / 10)));
   const row = (label: string, samples: number[], cpu: string, rss: number) => [
@@ -283,6 +313,22 @@ try {
     `\nthe same sampling call through mcp-proxy 0.13.0 (no capability declared upstream): ${refusal}`,
   );
 
+  if (values["trace-gc"]) {
+    console.log(
+      `\nwayfind's main thread's collections over the tools/call runs (${CALLS + Math.ceil(CALLS / 10)} calls)`,
+    );
+    printAligned(
+      ["collection", "count", "pause p50 ms", "pause max", "over 2 ms"],
+      gcPauses(gcTrace).map(([kind, pauses]) => [
+        kind,
+        String(pauses.length),
+        ms(percentile(pauses, 50)),
+        ms(pauses.at(-1) ?? 0),
+        String(pauses.filter((p) => p > 2).length),
+      ]),
+      new Set([1, 2, 3, 4]),
+    );
+  }
   if (values["cpu-prof"]) {
     await wayfind.stop();
     const file = mainThreadProfile(profileDir);
