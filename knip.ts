@@ -9,10 +9,11 @@ const config: KnipConfig = {
     "src/**/*-worker.ts",
     "scripts/*.{js,ts}",
     // Benchmarks (bench/run.sh), and what they or a developer start as processes of their own:
-    // bench/lib/grpc-bare-server.ts, bench/lib/watch-clients.ts, bench/lib/ledger-driver.ts, and the
-    // tuning aids eval-halves.ts and tune-discovery.ts (`node --import tsx bench/lib/….ts`).
+    // bench/lib/grpc-bare-server.ts, bench/lib/watch-clients.ts, bench/lib/ledger-driver.ts,
+    // bench/lib/mcp-stdio-upstream.ts, and the tuning aids eval-halves.ts and tune-discovery.ts
+    // (`node --import tsx bench/lib/….ts`).
     "bench/*.ts",
-    "bench/lib/{grpc-bare-server,watch-clients,ledger-driver,eval-halves,tune-discovery}.ts",
+    "bench/lib/{grpc-bare-server,watch-clients,ledger-driver,mcp-stdio-upstream,eval-halves,tune-discovery}.ts",
     // The child process of test/activation/store.test.ts's concurrency test.
     "test/activation/worker.ts",
     "examples/typescript/*.ts",

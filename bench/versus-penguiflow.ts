@@ -8,7 +8,7 @@
  * Usage: node --import tsx bench/versus-penguiflow.ts [--requests N]
  */
 import { execFile } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs, promisify } from "node:util";
@@ -16,6 +16,7 @@ import { Embedder } from "../src/semantic/index.ts";
 import { clipQuery, DATA_DIR, readQueries, table } from "./lib/discovery-data.ts";
 import { ROOT } from "./lib/grpc-bench-support.ts";
 import { BENCH_MODEL_DIR, openHybrid } from "./lib/hybrid.ts";
+import { pythonTool } from "./lib/python-tool.ts";
 import { percentile } from "./lib/stats.ts";
 
 const run = promisify(execFile);
@@ -25,21 +26,6 @@ const { values: flags } = parseArgs({
 });
 const REQUESTS = Number(flags.requests);
 const PENGUIFLOW = "penguiflow==3.11.2";
-
-/** A Python with penguiflow, in .tools/penguiflow (made with the machine's python3 and pip on first use). */
-async function penguiflowPython(): Promise<string> {
-  const venv = join(ROOT, ".tools/penguiflow");
-  const python = join(venv, "bin/python");
-  const stamp = join(venv, ".installed");
-  if (existsSync(stamp) && readFileSync(stamp, "utf8") === PENGUIFLOW) return python;
-  process.stderr.write(`installing ${PENGUIFLOW} into ${venv} (first time only)\n`);
-  await run("python3", ["-m", "venv", venv]);
-  await run(python, ["-m", "pip", "install", "--quiet", "--disable-pip-version-check", PENGUIFLOW], {
-    maxBuffer: 16 * 1024 * 1024,
-  });
-  writeFileSync(stamp, PENGUIFLOW);
-  return python;
-}
 
 interface Timing {
   readonly p50: number;
@@ -67,7 +53,7 @@ const SETS = [
   { label: "ToolBench", files: ["toolbench_catalog.jsonl"], requests: "toolbench_queries.jsonl" },
 ] as const;
 
-const python = await penguiflowPython();
+const python = join(await pythonTool("penguiflow", PENGUIFLOW), "bin/python");
 const embedder = await Embedder.open(BENCH_MODEL_DIR);
 const work = mkdtempSync(join(tmpdir(), "wayfind-versus-penguiflow-"));
 const ms = (t: Timing) => `${t.p50.toFixed(2)} / ${t.p99.toFixed(2)}`;
