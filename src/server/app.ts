@@ -14,7 +14,6 @@ import { SkillService as SkillServiceDesc } from "../../gen/ts/wayfind/v1/skills
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
 import {
-  ApiKeyStore,
   Authenticator,
   CredentialWatch,
   isLoopback,
@@ -150,11 +149,12 @@ export async function startServer(
     throw error;
   }
   const shutdown = new AbortController();
-  // One store for authentication and KeyService, so a key created or revoked over the API counts at once.
-  const keys = new ApiKeyStore(storage.db, config.auth.apiKeys, config.auth.keyRetentionDays);
-  const auth = callAuth(config, keys, domain, logger);
-  const routes = buildRoutes(storage, domain, health, auth, keys, logger, options);
-  const mcpEndpoint = config.server.mcp.enabled ? mcpEndpointOn(routes, auth, config, logger) : undefined;
+  const auth = callAuth(config, domain, logger);
+  const routes = buildRoutes(storage, domain, health, auth, logger, options);
+  const fence = storage.replica && (() => (storage.replica as Replica).fence());
+  const mcpEndpoint = config.server.mcp.enabled
+    ? mcpEndpointOn(routes, auth, config, logger, fence)
+    : undefined;
   const httpEndpoints = plainHttpEndpoints(storage, domain, shutdown.signal, {
     console: config.server.console ? new ConsoleFiles(checkoutPath("dist/console")) : undefined,
     mcp: mcpEndpoint,
@@ -185,7 +185,7 @@ export async function startServer(
         allowedHosts: config.server.allowedHosts,
       },
       cors: config.server.cors,
-      credentials: credentialsBeforeBody(auth, logger),
+      credentials: credentialsBeforeBody(auth, logger, fence),
     });
   } catch (error) {
     auth.credentials.close();
@@ -235,15 +235,15 @@ export async function startServer(
 }
 
 /** How calls are authenticated and admitted, on every protocol (src/auth). */
-function callAuth(config: WayfindConfig, keys: ApiKeyStore, domain: Domain, logger: Logger) {
+function callAuth(config: WayfindConfig, domain: Domain, logger: Logger) {
   const allowUnauthenticated = unauthenticatedAllowed(config);
   if (!allowUnauthenticated)
     logger.info({ host: config.server.host }, "calls need credentials (auth); none are served without");
-  const authenticator = new Authenticator(config.auth, keys, allowUnauthenticated);
+  const authenticator = new Authenticator(config.auth, domain.keys, allowUnauthenticated);
   return {
     authenticator,
     limits: new PrincipalLimits(config.auth.limits),
-    credentials: new CredentialWatch(authenticator, keys),
+    credentials: new CredentialWatch(authenticator, domain.keys),
     onDenied: (method: string, code: string) => domain.metrics?.callDenied(method, code),
   };
 }
@@ -257,7 +257,6 @@ function buildRoutes(
   domain: Domain,
   health: HealthStatus,
   auth: ReturnType<typeof callAuth>,
-  keys: ApiKeyStore,
   logger: Logger,
   options: StartOptions,
 ): MethodRoute[] {
@@ -277,7 +276,7 @@ function buildRoutes(
         ),
       ),
       ...serviceRoutes(UsageService, usageService(usage, events)),
-      ...serviceRoutes(KeyService, keyService(new KeyAdmin(keys))),
+      ...serviceRoutes(KeyService, keyService(new KeyAdmin(domain.keyBook))),
     ],
     logger,
     { auth, ...(replica ? { fence: () => replica.fence() } : {}) },
@@ -299,6 +298,7 @@ function mcpEndpointOn(
   auth: ReturnType<typeof callAuth>,
   config: WayfindConfig,
   logger: Logger,
+  fence: (() => Promise<boolean>) | undefined,
 ): McpEndpoint {
   const progress = new ProgressSinks();
   const transport = inProcessTransport(routes, progress);
@@ -314,7 +314,11 @@ function mcpEndpointOn(
       skills: createClient(SkillServiceDesc, transport),
     },
     credentials: {
-      authenticate: async (headers) => auth.authenticator.authenticate(headers, claimed(headers)),
+      authenticate: async (headers) => {
+        // A replica: a key created or revoked on another replica before this request is in the copy.
+        await fence?.();
+        return auth.authenticator.authenticate(headers, claimed(headers));
+      },
       watch: (headers, principal, lost) =>
         auth.credentials.watch(headers, claimed(headers), principal, (error) => lost(error.message)),
     },
