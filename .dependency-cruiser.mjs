@@ -54,7 +54,7 @@ const LAYERS = [
   },
   {
     name: "foundations",
-    why: "libraries with no knowledge of the domain: text, SQLite, the caller's identity, JSON, errors, limits, workers, telemetry",
+    why: "libraries with no knowledge of the domain: text, SQLite, the caller's identity, JSON, errors, limits, workers, telemetry, HTTP responses",
     folders: ["text", "database", "caller"],
     files: [
       "json.ts",
@@ -65,6 +65,7 @@ const LAYERS = [
       "telemetry.ts",
       "worker-entry.ts",
       "worker-jobs.ts",
+      "http-response.ts",
     ],
     // gen/ is generated from proto/ (buf generate) and imports only @bufbuild: a foundation.
     outside: ["^gen/"],

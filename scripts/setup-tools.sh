@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the pinned code-generation and test toolchain that is not an npm package:
 #   .tools/bin  protoc-gen-go, protoc-gen-go-grpc (go install at pinned versions)
-#   .venv       Python with grpcio-tools (Python stubs) and pytest (Python client tests)
+#   .venv       Python with grpcio-tools (Python stubs) and pytest (Python client tests):
+#               scripts/setup-python.sh, which needs no Go
 # Idempotent and quick when everything is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,10 +19,4 @@ if [ ! -f "$stamp" ]; then
   touch "$stamp"
 fi
 
-reqs_hash=$(sha256sum python/requirements-dev.txt | cut -c1-16)
-if [ ! -f ".venv/.installed-$reqs_hash" ]; then
-  rm -rf .venv
-  python3 -m venv .venv
-  .venv/bin/pip install --quiet --disable-pip-version-check -r python/requirements-dev.txt
-  touch ".venv/.installed-$reqs_hash"
-fi
+bash scripts/setup-python.sh

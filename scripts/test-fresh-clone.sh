@@ -22,6 +22,16 @@ if ! ONNXRUNTIME_NODE_INSTALL=skip npm ci --prefer-offline --no-audit --no-fund 
   cat "$work/npm.log" >&2
   exit 1
 fi
+# Minutes of an install must not pass in silence: the native module's compile and each part of the
+# build say what they do as they go (.npmrc, scripts/build.js).
+for expected in "better-sqlite3@.* install" "wayfind build: bundling the web console" \
+  "wayfind build: compiling the server" "wayfind build: server compiled in"; do
+  grep -q -- "$expected" "$work/npm.log" || {
+    cat "$work/npm.log" >&2
+    echo "fresh clone: npm ci did not say \"$expected\" as it went" >&2
+    exit 1
+  }
+done
 
 echo "== wayfind serve (the demo, as npm start runs it: its Node flags, on a free port)"
 flags=$(node -p 'const w = require("./package.json").scripts.start.split(/\s+/); w.slice(w.indexOf("node") + 1, w.indexOf("bin/wayfind.js")).join(" ")')

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Installs the generated Python client (gen/python) into .venv the way a user would, then runs the
 # Python example's tests, which start the real wayfind server (node, so `npm ci` must have run).
-# Needs .venv from `bash scripts/setup-tools.sh`. Runs from anywhere.
+# Needs .venv from `bash scripts/setup-python.sh` (no Go needed). Runs from anywhere.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-[ -x .venv/bin/python ] || { echo "test-python: .venv is missing; run bash scripts/setup-tools.sh" >&2; exit 1; }
+[ -x .venv/bin/python ] || { echo "test-python: .venv is missing; run bash scripts/setup-python.sh" >&2; exit 1; }
 [ -d node_modules ] || { echo "test-python: run npm ci first (the tests start the server)" >&2; exit 1; }
 
 echo "== pip install ./gen/python"

@@ -42,8 +42,10 @@ mapfile -t timed_suites < <(grep -rl --include='*.test.ts' "support/health.ts" t
 untimed=()
 for suite in "${timed_suites[@]}"; do untimed+=(--exclude "$suite"); done
 
+# The deployment suites (test/deploy) run in their own steps at the end, once their tools are there.
 step "TypeScript tests (vitest)"
-vitest run "${untimed[@]}"
+vitest run "${untimed[@]}" --exclude 'test/deploy/**'
+
 
 step "TypeScript tests that time the event loop, alone (vitest)"
 vitest run --no-file-parallelism "${timed_suites[@]}"
@@ -83,3 +85,18 @@ bash scripts/test-python.sh
 
 step "fresh clone: install from the lock, serve the demo, one call, stop"
 bash scripts/test-fresh-clone.sh
+
+step "the Helm chart: helm lint, helm template with several value sets (deploy/helm/wayfind)"
+if bash scripts/setup-helm.sh; then
+  vitest run test/deploy/helm.test.ts
+else
+  echo "SKIPPED: helm could not be installed (scripts/setup-helm.sh needs go and the Go module proxy)"
+fi
+
+step "the container image: npm run image, then serve, /readyz, a search, SIGTERM (podman)"
+if command -v podman >/dev/null 2>&1; then
+  bash scripts/image.sh
+  vitest run test/deploy/image.test.ts
+else
+  echo "SKIPPED: podman is not installed (apt-get install podman runc debootstrap)"
+fi

@@ -45,6 +45,7 @@ export const LIMITS = {
   searchToolsLimit: limit("tools", "SearchToolsRequest", "limit", 1, 20, { default: 8 }),
   searchToolsMinScore: limit("tools", "SearchToolsRequest", "min_score", 0, 1, {}),
   listToolsPageSize: limit("tools", "ListToolsRequest", "page_size", 1, 500, { default: 100 }),
+  listTenantsPageSize: limit("tools", "ListTenantsRequest", "page_size", 1, 1_000, { default: 1_000 }),
   registerToolsSource: limit("tools", "RegisterToolsRequest", "source", 1, 64, { unit: "characters" }),
   registerToolsTools: limit("tools", "RegisterToolsRequest", "tools", 0, 5_000, { unit: "tools" }),
   registerToolsCompiledSchemaNodes: limit("tools", "RegisterToolsRequest", "tools", 0, 10_000, {

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { describe, expect, it } from "vitest";
-import { CLI, listeningPort, runCli as run } from "./support/cli.ts";
+import { CLI, listeningLine, listeningPort, runCli as run } from "./support/cli.ts";
 import { startTestServer } from "./support/server.ts";
 
 const hasScript = spawnSync("script", ["--version"]).status === 0;
@@ -18,12 +18,13 @@ async function output(args: string[]) {
 }
 
 describe("wayfind serve", () => {
-  it("logs a JSON 'listening' line with the bound port, and drains on SIGTERM", async () => {
+  it("logs a JSON 'listening' line with the bound port and the console's address, and drains on SIGTERM", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "wayfind-cli-"));
     const serve = run(["serve", "--port", "0", "--data-dir", dataDir]);
     const { child, exited } = serve;
-    const port = await listeningPort(serve);
+    const { port, console } = await listeningLine(serve);
     expect(port).toBeGreaterThan(0);
+    expect(console).toBe(`http://127.0.0.1:${port}/console`);
     const health = await fetch(`http://127.0.0.1:${port}/grpc.health.v1.Health/Check`, {
       method: "POST",
       headers: { "content-type": "application/json" },
@@ -156,10 +157,22 @@ describe("wayfind serve", () => {
     expect(existsSync(dataDir)).toBe(false);
   });
 
-  it("rejects an unknown command with usage", async () => {
+  it("rejects an unknown command with the command meant and the usage", async () => {
     const { stderr, exited } = run(["serv"]);
     expect(await exited).toBe(2);
+    expect(stderr.join("")).toContain('wayfind: unknown "serv"; did you mean "serve"?');
     expect(stderr.join("")).toContain("Usage:");
+  });
+
+  it.each([
+    [["keys", "crate"], 'wayfind keys: unknown "crate"; did you mean "create"?'],
+    [["learning", "shw"], 'wayfind learning: unknown "shw"; did you mean "show"?'],
+    [["demo", "rest"], 'wayfind demo: unknown "rest"; did you mean "reset"?'],
+    [["catalog", "stat"], 'wayfind catalog: unknown "stat"; did you mean "stats"?'],
+  ])("answers the misspelled action of %j with the one meant", async (args, message) => {
+    const { code, stderr } = await output(args);
+    expect(code).toBe(2);
+    expect(stderr).toContain(message);
   });
 });
 

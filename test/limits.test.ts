@@ -198,6 +198,9 @@ const callWith: Record<keyof typeof LIMITS, (size: number) => Promise<unknown>> 
   searchSkillsMinScore: (size) => skills().searchSkills({ caller, query: "task", minScore: size }),
   relevantSkillsMinScore: (size) => skills().getRelevantSkills({ caller, task: "a task", minScore: size }),
   listToolsPageSize: (size) => tools().listTools({ caller, pageSize: size }),
+  // The operator alone lists tenants.
+  listTenantsPageSize: (size) =>
+    tools().listTenants({ pageSize: size }, { headers: { "wayfind-role": "admin" } }),
   registerToolsSource: (size) => tools().registerTools({ caller, source: text(size), tools: [] }),
   registerToolsTools: (size) =>
     tools().registerTools({

@@ -10,6 +10,7 @@ import { SkillsPage } from "./pages/skills.tsx";
 import { UsagePage } from "./pages/usage.tsx";
 import { forgetKey, type Session, SignInError, signIn, storedKey } from "./session.ts";
 import { SignInForm } from "./sign-in.tsx";
+import { TenantPicker } from "./tenant-picker.tsx";
 
 /** The console's pages, each shown only to a credential holding the role it needs. */
 const PAGES = [
@@ -81,16 +82,7 @@ function App() {
             </a>
           ))}
         </nav>
-        {session.operator ? (
-          <label class="tenant">
-            As tenant{" "}
-            <input
-              value={tenant}
-              placeholder="(none)"
-              onChange={(event) => setTenant(event.currentTarget.value.trim())}
-            />
-          </label>
-        ) : null}
+        {session.operator ? <TenantPicker session={session} tenant={tenant} onPick={setTenant} /> : null}
         {session.withKey ? (
           <button type="button" onClick={signOut}>
             Sign out

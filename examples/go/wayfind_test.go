@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -1014,6 +1015,36 @@ func testExample(t *testing.T, addr string, c connection) {
 	if !strings.HasSuffix(lines[9], ", billing.refund_payment (previous prompt is a prefix: true)") {
 		t.Errorf("line 10 = %q, want billing.refund_payment appended to a stable prefix", lines[9])
 	}
+	// What README.md shows is what the example prints (a search's score follows the ranking: not compared).
+	if got, want := maskScores(lines), maskScores(readmeSample(t)); !slices.Equal(got, want) {
+		t.Errorf("the example printed\n%s\nbut README.md shows\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+var scoreText = regexp.MustCompile(`\(score \d\.\d\d\)`)
+
+func maskScores(lines []string) []string {
+	masked := make([]string, len(lines))
+	for i, line := range lines {
+		masked[i] = scoreText.ReplaceAllString(line, "(score …)")
+	}
+	return masked
+}
+
+// readmeSample is the example's output as README.md "Run" shows it: the plain block after the commands.
+func readmeSample(t *testing.T) []string {
+	t.Helper()
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, run, _ := strings.Cut(string(readme), "## Run")
+	blocks := strings.SplitN(run, "```\n", 4)
+	if len(blocks) < 3 {
+		t.Fatalf("README.md has no output block under \"## Run\"")
+	}
+	sample, _, _ := strings.Cut(blocks[2], "```")
+	return strings.Split(strings.TrimSpace(sample), "\n")
 }
 
 // The dispatch runtime loop: the model's bad call comes back as an error naming the field to fix, the

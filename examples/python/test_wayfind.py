@@ -7,6 +7,7 @@ and requires a clean exit. Run with `bash scripts/test-python.sh`.
 
 import json
 import queue
+import re
 import shutil
 import signal
 import subprocess
@@ -624,6 +625,9 @@ def test_dispatch_runtime_loop(server):
     )
     assert lines[1].endswith("discovery: tool_call, tool_get, tool_search"), lines[1]
     assert "payment_id" in lines[4] and "amount_cents" in lines[4], lines[4]
+    # The schema as registered: whole numbers stay whole (a Struct carries them as doubles).
+    assert '"minimum": 1,' in lines[3] and '"amount_cents": 500' in lines[3], lines[3]
+    assert not re.search(r"\d\.0\b", lines[3]), lines[3]
 
 
 EVERYTHING = REPO_ROOT / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
@@ -706,6 +710,18 @@ def check_example(addr: str, *flags: str) -> None:
         ],
     )
     assert lines[9].endswith(", billing.refund_payment (previous prompt is a prefix: True)"), lines[9]
+    # What README.md shows is what the example prints (a search's score follows the ranking: not compared).
+    assert [mask_scores(line) for line in lines] == [mask_scores(line) for line in readme_sample()]
+
+
+def mask_scores(line: str) -> str:
+    return re.sub(r"\(score \d\.\d\d\)", "(score …)", line)
+
+
+def readme_sample() -> list[str]:
+    """The example's output as README.md "Run" shows it: the plain block after the commands."""
+    run = (Path(__file__).with_name("README.md")).read_text().split("## Run", 1)[1]
+    return run.split("```\n", 3)[2].split("```", 1)[0].strip().splitlines()
 
 
 def run_script(script: str, addr: str, *flags: str, want: list[str]) -> list[str]:

@@ -17,10 +17,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import grpc
-from google.protobuf import json_format, struct_pb2
+from google.protobuf import struct_pb2
 
 from wayfind.v1 import common_pb2, tools_pb2, tools_pb2_grpc
-from wayfind_example import TIMEOUT_S, agent_run, billing_tools, json_struct
+from wayfind_example import TIMEOUT_S, agent_run, billing_tools, json_struct, json_value
 
 # What a model typically does: search, load the definition, call it (first with arguments that do not
 # fit, then repaired after reading the error). Each entry is (tool of the payload, its input).
@@ -119,7 +119,7 @@ class DispatchRuntime:
 def content_text(blocks: Iterable[struct_pb2.Struct]) -> str:
     """A result's content blocks as this runtime's string results carry them: the text of each text
     block, any other block (image, audio, resource) as its JSON."""
-    parts = [json_format.MessageToDict(block) for block in blocks]
+    parts = [json_value(block) for block in blocks]
     return "\n".join(p["text"] if p.get("type") == "text" else json.dumps(p, sort_keys=True) for p in parts)
 
 
@@ -128,8 +128,8 @@ def definition(tool: tools_pb2.Tool) -> dict:
     return {
         "name": tool.name,
         "description": tool.description,
-        "input_schema": json_format.MessageToDict(tool.args_schema),
-        "examples": [json_format.MessageToDict(e.args) for e in tool.examples],
+        "input_schema": json_value(tool.args_schema),
+        "examples": [json_value(e.args) for e in tool.examples],
     }
 
 

@@ -223,5 +223,21 @@ def json_struct(value: dict) -> struct_pb2.Struct:
     return json_format.ParseDict(value, struct_pb2.Struct())
 
 
+def json_value(message: struct_pb2.Struct) -> dict:
+    """A Struct (a schema, arguments, a content block) as the JSON that was sent: protobuf keeps every
+    number of a Struct as a double, so `"minimum": 1` comes back 1.0; whole numbers are ints again."""
+
+    def whole(value):
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, dict):
+            return {key: whole(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [whole(item) for item in value]
+        return value
+
+    return whole(json_format.MessageToDict(message))
+
+
 if __name__ == "__main__":
     main()

@@ -24,6 +24,7 @@ export const METHOD_ROLES: Readonly<Record<string, Role>> = {
   "/wayfind.v1.ToolDiscoveryService/RenderToolPayload": "agent",
   "/wayfind.v1.ToolDiscoveryService/GetDiscoveryTools": "agent",
   "/wayfind.v1.ToolDiscoveryService/ListToolSources": "observer",
+  "/wayfind.v1.ToolDiscoveryService/ListTenants": "admin",
   "/wayfind.v1.ToolDiscoveryService/ReportToolOutcome": "agent",
   "/wayfind.v1.ToolDiscoveryService/WatchToolEvents": "observer",
   "/wayfind.v1.SkillService/LoadSkillPack": "admin",

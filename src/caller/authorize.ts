@@ -31,6 +31,11 @@ export function authorizeSkillPackScope(principal: Principal, kind: "project" | 
     throw denied(`loading a GLOBAL skill pack needs ${AS_OPERATOR}; tenants load TENANT or PROJECT packs`);
 }
 
+/** Only the operator lists the tenants: a tenant's credential never learns of the others. */
+export function authorizeTenantListing(principal: Principal): void {
+  if (!principal.operator) throw denied(`listing the tenants needs ${AS_OPERATOR}`);
+}
+
 /** What a principal may see of ListToolSources. */
 export interface SourceListing {
   /** Whose sources are listed: every owner's for the operator, else the global ones and its own. */

@@ -42,3 +42,25 @@ export function commandArgs<const O extends Options>(
   }
   return values;
 }
+
+/**
+ * A command line whose `what` (a command, an action) is none of `known`: names the closest one when
+ * it is close enough to be a typo (`wayfind serv` → serve), then the usage.
+ */
+export function unknownWord(
+  what: string,
+  word: string | undefined,
+  known: readonly string[],
+  usage: string,
+): UsageError {
+  if (word === undefined || word === "") return new UsageError(`${what}: say ${oneOf(known)}\n\n${usage}`);
+  const meant = didYouMean(word, known);
+  return new UsageError(
+    `${what}: unknown ${JSON.stringify(word)}${meant ? `; did you mean ${JSON.stringify(meant)}?` : `: say ${oneOf(known)}`}\n\n${usage}`,
+  );
+}
+
+/** "a, b or c". */
+function oneOf(words: readonly string[]): string {
+  return words.length < 2 ? (words[0] ?? "") : `${words.slice(0, -1).join(", ")} or ${words.at(-1)}`;
+}

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, rmSync } from "node:fs";
 import { resolve } from "node:path";
 import { lockDataFolder } from "../server/data-lock.ts";
-import { commandArgs, UsageError } from "./args.ts";
+import { commandArgs, unknownWord } from "./args.ts";
 
 const USAGE = `Usage: wayfind demo reset [--data-dir DIR]
 
@@ -16,7 +16,7 @@ Options:
 
 /** `wayfind demo reset`: the demo data folder removed, if it is one and no server holds it. */
 export function runDemo(args: string[], out: NodeJS.WritableStream): number {
-  if (args[0] !== "reset") throw new UsageError(`wayfind demo: say what to do\n\n${USAGE}`);
+  if (args[0] !== "reset") throw unknownWord("wayfind demo", args[0], ["reset"], USAGE);
   const values = commandArgs("demo reset", USAGE, args.slice(1), { "data-dir": { type: "string" } });
   if (!values) return 0;
   const dir = resolve(values["data-dir"] ?? ".wayfind");

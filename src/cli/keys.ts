@@ -6,7 +6,7 @@ import { openDatabase } from "../database/sqlite.ts";
 import { LogAppender } from "../replication/log-appender.ts";
 import { allMigrations } from "../server/migrations.ts";
 import { redactedUrl } from "../server/storage.ts";
-import { commandArgs, UsageError } from "./args.ts";
+import { commandArgs, UsageError, unknownWord } from "./args.ts";
 
 const USAGE = `Usage:
   wayfind keys create --tenant T --role R [--role R…] [options]
@@ -30,7 +30,8 @@ Options:
   --entitlement E     an entitlement the key holds (repeat for several)
   --id ID             the key's id (default: random)
   --expires-in D      expire after D: a number and s, m, h or d (e.g. 90d)
-  --data-dir DIR      the server's data folder (default: the config's, else ./.wayfind)
+  --data-dir DIR      the server's data folder (default: the config's, else $WAYFIND_DATA_DIR, else
+                      ./.wayfind)
   --config FILE       read the data folder (or the fleet's storage.postgres) from this config
   -h, --help          this help
 `;
@@ -61,8 +62,8 @@ export async function runKeys(
     config: { type: "string" },
   });
   if (!values) return 0;
-  if (!["create", "list", "revoke"].includes(action ?? ""))
-    throw new UsageError(`wayfind keys: say create, list or revoke\n\n${USAGE}`);
+  if (action === undefined || !["create", "list", "revoke"].includes(action))
+    throw unknownWord("wayfind keys", action, ["create", "list", "revoke"], USAGE);
   if (action === "revoke" && id === undefined)
     throw new UsageError(`wayfind keys revoke: name the key's ID\n\n${USAGE}`);
   const roles = (values.role ?? []).map(parseRole);
@@ -71,7 +72,10 @@ export async function runKeys(
   const expiresInMs = values["expires-in"] === undefined ? undefined : durationMs(values["expires-in"]);
   // The config (given, or the default with WAYFIND_DATABASE_URL) says whether the keys are a fleet's.
   const config = values.config || process.env.WAYFIND_DATABASE_URL ? loadConfig(values.config) : undefined;
-  const dataDir = values["data-dir"] ?? (values.config ? config?.server.dataDir : undefined) ?? ".wayfind";
+  const dataDir =
+    values["data-dir"] ??
+    (values.config ? config?.server.dataDir : undefined) ??
+    (process.env.WAYFIND_DATA_DIR || ".wayfind");
   const { book, fleet, close } = await openBook(config, dataDir);
   try {
     if (fleet)

@@ -1,12 +1,13 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { didYouMean } from "../config/errors.ts";
 import type { WayfindConfig } from "../config/index.ts";
 import { openDatabase } from "../database/sqlite.ts";
 import { type LearnedRequest, LearningStore } from "../learning/index.ts";
 import { LogAppender } from "../replication/log-appender.ts";
 import { LocalWriter } from "../replication/writes.ts";
 import { allMigrations } from "../server/migrations.ts";
-import { commandArgs, UsageError } from "./args.ts";
+import { commandArgs, UsageError, unknownWord } from "./args.ts";
 
 const USAGE = `Usage:
   wayfind learning show --tenant T [--tool X] [--limit N] [--data-dir DIR | --config FILE]
@@ -52,7 +53,7 @@ export async function runLearning(
   });
   if (!values) return 0;
   if (!["show", "reset", "export", "import"].includes(action ?? ""))
-    throw new UsageError(`wayfind learning: say show, reset, export or import\n\n${USAGE}`);
+    throw unknownWord("wayfind learning", action, ["show", "reset", "export", "import"], USAGE);
   if (values.tenant === undefined)
     throw new UsageError(`wayfind learning ${action}: give --tenant (or --tenant "" for none)\n\n${USAGE}`);
   const tenant = values.tenant;
@@ -66,6 +67,11 @@ export async function runLearning(
   const store = new LearningStore(db, shared ?? new LocalWriter(db), config.learning, () => {}, undefined);
   const through = () =>
     shared ? ` (change ${shared.appended.join(", ")} of the shared log: every replica applies it)` : "";
+  /** "; did you mean X?" for a --tool that names none of the tools the tenant learned of, but nearly one. */
+  const toolMeant = (tool: string): string => {
+    const meant = didYouMean(tool, [...new Set(store.read(tenant, Date.now()).map((entry) => entry.tool))]);
+    return meant ? `; did you mean ${meant}?` : "";
+  };
   try {
     const learned = () =>
       store
@@ -79,7 +85,7 @@ export async function runLearning(
         const entries = learned().sort((a, b) => b.weight - a.weight);
         if (entries.length === 0)
           out.write(
-            `tenant ${JSON.stringify(tenant)} has learned nothing${values.tool ? ` of ${values.tool}` : ""}\n`,
+            `tenant ${JSON.stringify(tenant)} has learned nothing${values.tool ? ` of ${values.tool}${toolMeant(values.tool)}` : ""}\n`,
           );
         for (const entry of entries.slice(0, limit))
           out.write(
@@ -89,6 +95,12 @@ export async function runLearning(
         return 0;
       }
       case "reset":
+        if (values.tool !== undefined && learned().length === 0) {
+          out.write(
+            `tenant ${JSON.stringify(tenant)} has learned nothing of ${values.tool}${toolMeant(values.tool)}; nothing was reset\n`,
+          );
+          return 1;
+        }
         await store.reset(tenant, values.tool ?? "");
         out.write(
           `tenant ${JSON.stringify(tenant)}: forgot what it learned${values.tool ? ` of ${values.tool}` : ""}${through()}\n`,

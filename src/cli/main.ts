@@ -6,8 +6,9 @@ import { applyCliOverrides, applySecurityFlags, loadConfig } from "../config/ind
 import { startServer } from "../server/app.ts";
 import { eventExportFromEnv } from "../server/event-export.ts";
 import { tracingFromEnv } from "../server/tracing.ts";
-import { commandArgs, UsageError } from "./args.ts";
+import { commandArgs, UsageError, unknownWord } from "./args.ts";
 import { runCatalogStats } from "./catalog-stats.ts";
+import { type CredentialSource, credentialProblem } from "./credential.ts";
 import { runDemo } from "./demo.ts";
 import { runKeys } from "./keys.ts";
 import { runLearning } from "./learning.ts";
@@ -23,10 +24,11 @@ const SERVE_USAGE = `Usage: wayfind serve [--config FILE] [--host H] [--port P] 
 Runs the server: gRPC, gRPC-Web and Connect on one port. SIGHUP reloads the TLS certificate and key.
 
 Options:
-  --config FILE    YAML configuration (see wayfind.example.yaml; default demo/wayfind.yaml)
+  --config FILE    YAML configuration (see wayfind.example.yaml; default $WAYFIND_CONFIG, else
+                   demo/wayfind.yaml)
   --host H         interface to listen on (default 127.0.0.1)
   --port P         port (default 50051; 0 picks a free one)
-  --data-dir DIR   where the SQLite database lives (default ./.wayfind)
+  --data-dir DIR   where the SQLite database lives (default $WAYFIND_DATA_DIR, else ./.wayfind)
   --tls-cert FILE  serve TLS with this PEM certificate chain (with --tls-key)
   --tls-key FILE   the certificate's PEM private key
   --insecure-allow-unauthenticated
@@ -88,6 +90,14 @@ Commands:
 Run "wayfind <command> --help" for a command's options.
 `;
 
+const COMMANDS = ["serve", "sources", "mcp", "catalog", "demo", "keys", "learning", "help"];
+
+/** The credential of a command: its --api-key, else $WAYFIND_API_KEY, and which one it was. */
+function givenKey(flag: string | undefined): { key: string | undefined; source: CredentialSource } {
+  if (flag !== undefined) return { key: flag, source: "--api-key" };
+  return { key: process.env.WAYFIND_API_KEY || undefined, source: "WAYFIND_API_KEY" };
+}
+
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   if (command === "--version" || command === "-v") {
@@ -104,8 +114,10 @@ async function main(argv: string[]): Promise<number> {
       "api-key": { type: "string" },
     });
     if (!values) return 0;
-    const apiKey = values["api-key"] ?? (process.env.WAYFIND_API_KEY || undefined);
-    return listSources(values.addr ?? "127.0.0.1:50051", process.stdout, apiKey);
+    const { key, source } = givenKey(values["api-key"]);
+    const problem = key === undefined ? undefined : credentialProblem(key, source);
+    if (problem) throw new UsageError(`wayfind sources: ${problem}\n`);
+    return listSources(values.addr ?? "127.0.0.1:50051", process.stdout, key);
   }
   if (command === "mcp") {
     const values = commandArgs("mcp", MCP_USAGE, rest, {
@@ -120,10 +132,12 @@ async function main(argv: string[]): Promise<number> {
       throw new UsageError(
         `--tool-list ${toolList} is not a tool list: use fixed or activated\n\n${MCP_USAGE}`,
       );
+    const { key, source } = givenKey(values["api-key"]);
     return runMcpBridge({
       toolList,
       url: values.url ?? "http://127.0.0.1:50051",
-      apiKey: values["api-key"] ?? (process.env.WAYFIND_API_KEY || undefined),
+      apiKey: key,
+      refusal: key === undefined ? undefined : credentialProblem(key, source),
       tenant: values.tenant,
       log: (line) => process.stderr.write(`wayfind mcp: ${line}\n`),
     });
@@ -133,13 +147,11 @@ async function main(argv: string[]): Promise<number> {
     return runKeys(rest, process.stdout, process.stderr, (file) => loadConfig(file ?? DEMO_CONFIG));
   if (command === "learning")
     return runLearning(rest, process.stdout, (file) => loadConfig(file ?? DEMO_CONFIG));
-  if (command === "catalog" && rest[0] === "stats") {
+  if (command === "catalog") {
+    if (rest[0] !== "stats") throw unknownWord("wayfind catalog", rest[0], ["stats"], USAGE);
     return runCatalogStats(rest.slice(1), (file) => loadConfig(file ?? DEMO_CONFIG));
   }
-  if (command !== "serve") {
-    process.stderr.write(`unknown command "${command}"\n\n${USAGE}`);
-    return 2;
-  }
+  if (command !== "serve") throw unknownWord("wayfind", command, COMMANDS, USAGE);
   const values = commandArgs("serve", SERVE_USAGE, rest, {
     config: { type: "string" },
     host: { type: "string" },
@@ -150,12 +162,15 @@ async function main(argv: string[]): Promise<number> {
     "insecure-allow-unauthenticated": { type: "boolean" },
   });
   if (!values) return 0;
+  // A container names its mounted config by the environment (Dockerfile, the Helm chart).
+  const configFile = values.config ?? (process.env.WAYFIND_CONFIG || undefined);
   const config = applySecurityFlags(
-    applyCliOverrides(loadConfig(values.config ?? DEMO_CONFIG), {
+    applyCliOverrides(loadConfig(configFile ?? DEMO_CONFIG), {
       host: values.host,
       port: values.port,
-      // The demo config keeps its data where the user runs it, as docs/design.md §6 promises (./.wayfind).
-      dataDir: values["data-dir"] ?? (values.config ? undefined : ".wayfind"),
+      // The demo config keeps its data where the user runs it, as docs/design.md §6 promises
+      // (./.wayfind), unless the environment names the data folder (the image's volume).
+      dataDir: values["data-dir"] ?? (configFile || process.env.WAYFIND_DATA_DIR ? undefined : ".wayfind"),
     }),
     {
       tlsCert: values["tls-cert"],

@@ -23,6 +23,11 @@ export interface BridgeOptions {
   readonly url: string;
   /** An API key or token; undefined = none (a loopback server that allows it). */
   readonly apiKey: string | undefined;
+  /**
+   * Why the credential cannot be sent (its shape, checked before any call): every request is then
+   * answered with this, so the client shows what to fix instead of a failure deep in HTTP.
+   */
+  readonly refusal?: string | undefined;
   /** The tenant to act for without credentials (development); a credential's own tenant otherwise. */
   readonly tenant: string | undefined;
   /** The tool list the session asks for (`/mcp?tool_list=`); undefined = the server's. */
@@ -32,6 +37,7 @@ export interface BridgeOptions {
 
 /** Runs the bridge until stdin ends; resolves with the exit code. */
 export async function runMcpBridge(options: BridgeOptions): Promise<number> {
+  if (options.refusal !== undefined) return refuseEveryRequest(options.refusal, options.log);
   const endpoint = new URL("/mcp", options.url.endsWith("/") ? options.url : `${options.url}/`);
   if (options.toolList) endpoint.searchParams.set("tool_list", options.toolList);
   const headers: Record<string, string> = {
@@ -105,7 +111,7 @@ export async function runMcpBridge(options: BridgeOptions): Promise<number> {
       void reply({
         jsonrpc: "2.0",
         id: message.id,
-        error: { code: -32000, message: `wayfind at ${endpoint.origin} cannot be reached: ${reason}` },
+        error: { code: -32000, message: failureText(endpoint.origin, error, reason) },
       });
   };
 
@@ -130,4 +136,39 @@ export async function runMcpBridge(options: BridgeOptions): Promise<number> {
 /** The protocol version an answer to `initialize` agreed; undefined for any other message. */
 function agreedVersion(message: JSONRPCMessage): string | undefined {
   return (message as { result?: Partial<InitializeResult> }).result?.protocolVersion;
+}
+
+/**
+ * What a client is told when wayfind did not take a message: a server that answered says why (a
+ * key it does not accept is not an unreachable server); one that did not answer is unreachable.
+ */
+function failureText(origin: string, error: unknown, reason: string): string {
+  if (!(error instanceof StreamableHTTPError) || error.code === undefined)
+    return `wayfind at ${origin} cannot be reached: ${reason}; is \`wayfind serve\` running there?`;
+  const next =
+    error.code === 401
+      ? "; check the API key (--api-key or WAYFIND_API_KEY): wayfind keys create prints a new one"
+      : error.code === 403
+        ? "; the key's roles or tenant do not allow this: it needs the agent role"
+        : "";
+  return `wayfind at ${origin} refused the message (HTTP ${error.code}): ${reason}${next}`;
+}
+
+/** A bridge that sends nothing: it answers every request with `refusal` until stdin ends. */
+async function refuseEveryRequest(refusal: string, log: (line: string) => void): Promise<number> {
+  log(refusal);
+  const stdio = new StdioServerTransport();
+  stdio.onmessage = (message) => {
+    if (isJSONRPCRequest(message))
+      void stdio
+        .send({ jsonrpc: "2.0", id: message.id, error: { code: -32000, message: refusal } })
+        .catch(() => undefined);
+  };
+  const ended = new Promise<void>((resolve) => {
+    stdio.onclose = () => resolve();
+    process.stdin.once("end", () => resolve());
+  });
+  await stdio.start();
+  await ended;
+  return 0;
 }

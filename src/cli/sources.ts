@@ -1,5 +1,5 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { ConnectError, createClient } from "@connectrpc/connect";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { ToolDiscoveryService, type ToolSource, ToolSourceKind } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { OPERATOR_ROLE, ROLE_HEADER } from "../auth/index.ts";
@@ -30,11 +30,32 @@ export async function listSources(
   try {
     ({ sources } = await client.listToolSources({}, { timeoutMs: 10_000, headers }));
   } catch (error) {
-    const message = error instanceof ConnectError ? error.rawMessage : String(error);
-    throw new Error(`cannot list sources from ${baseUrl}: ${message}; is \`wayfind serve\` running there?`);
+    throw new Error(`cannot list sources from ${baseUrl}: ${whatFailed(error, apiKey !== undefined)}`);
   }
   out.write(formatSourcesTable(sources));
   return sources.every((s) => s.healthy) ? 0 : 1;
+}
+
+/**
+ * Why the call failed and what to do next: a server that answered said why (a refused key is not an
+ * unreachable server); only one that did not answer may not be running.
+ */
+function whatFailed(error: unknown, withKey: boolean): string {
+  const failure = ConnectError.from(error);
+  switch (failure.code) {
+    case Code.Unauthenticated:
+      return withKey
+        ? `${failure.rawMessage}; check the key (--api-key or WAYFIND_API_KEY), or make one on the server's machine: wayfind keys create --role admin`
+        : `${failure.rawMessage}; give an operator key with --api-key or WAYFIND_API_KEY (wayfind keys create --role admin on the server's machine)`;
+    case Code.PermissionDenied:
+      return `${failure.rawMessage}; listing every source needs an admin key bound to no tenant (wayfind keys create --role admin)`;
+    case Code.Unavailable:
+    case Code.Unknown:
+    case Code.DeadlineExceeded:
+      return `${failure.rawMessage}; is \`wayfind serve\` running there?`;
+    default:
+      return failure.rawMessage;
+  }
 }
 
 /** Fixed-width columns; the error column is last and never truncated. */

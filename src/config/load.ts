@@ -330,6 +330,7 @@ function toConfig(raw: ConfigFile, baseDir: string, configFile: string | undefin
     catalogs: (raw.catalogs ?? []).map((c) => ({
       path: resolvePath(baseDir, c.path),
       namespace: c.namespace,
+      invalidSchemas: c.invalid_schemas ?? "refuse",
       ...source(c),
     })),
     toolSearch: {

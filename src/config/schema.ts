@@ -45,6 +45,7 @@ const sourceOptions = {
 const catalog = z.strictObject({
   path: name,
   namespace: name.optional(),
+  invalid_schemas: z.enum(["refuse", "warn"]).optional(),
   ...sourceOptions,
 });
 

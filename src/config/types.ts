@@ -37,6 +37,11 @@ export interface CatalogConfig extends ToolSourceOptions {
   readonly path: string;
   /** Optional prefix: tools are named `<namespace>.<name>`; undefined = names as written. */
   readonly namespace: string | undefined;
+  /**
+   * A tool whose args schema is not a JSON Schema fails the file ("refuse", the default), or loads
+   * with a warning ("warn": a file copied from an MCP server you do not control).
+   */
+  readonly invalidSchemas: "refuse" | "warn";
 }
 
 export interface ToolSearchConfig {

@@ -12,13 +12,18 @@ import {
   type ToolExample,
   type ToolInput,
 } from "./types.ts";
-import { isObject, NAME_PATTERN } from "./validate.ts";
+import { argsSchemaProblem, isObject, jsonSchemaProblem, NAME_PATTERN } from "./validate.ts";
 
 export interface CatalogFileOptions {
   /** Prefix for every tool (`ns.tool`); otherwise a tool's own `namespace` or MCP `server` field. */
   readonly namespace?: string;
   /** Default for tools that do not say. */
   readonly loadingMode?: LoadingMode;
+  /**
+   * A tool whose args schema is not a JSON Schema: a problem of the file (default), or a note (the
+   * tool loads as written; CheckToolCall cannot judge its calls).
+   */
+  readonly invalidSchemas?: "refuse" | "warn";
 }
 
 export interface ParsedCatalog {
@@ -106,6 +111,15 @@ function parseCatalogText(
         continue;
       }
       firstLine.set(full, line);
+      const schemaProblem = invalidSchema(tool);
+      if (schemaProblem) {
+        const text = `${where(line)}: tool "${full}": args schema is not a valid JSON Schema at ${schemaProblem}`;
+        if (options.invalidSchemas === "warn") notes.push(`${text}; loaded as written, its calls unchecked`);
+        else {
+          problems.push(text);
+          continue;
+        }
+      }
       if (tool.aliases?.length && tool.aliases[0] !== undefined && tool.name !== tool.aliases[0])
         notes.push(`${where(line)}: name "${tool.aliases[0]}" rewritten to "${tool.name}"`);
       tools.push(tool);
@@ -119,6 +133,15 @@ function parseCatalogText(
       problems,
     );
   return { tools, notes };
+}
+
+/** "<JSON path>: <what>" when the tool's args schema breaks JSON Schema's rules (within its size bounds). */
+function invalidSchema(tool: ToolInput): string | undefined {
+  const schema = tool.argsSchema;
+  // An oversize schema is refused for its size when registered, before anything reads it.
+  if (!schema || argsSchemaProblem(schema) !== undefined) return undefined;
+  const problem = jsonSchemaProblem(schema);
+  return problem && `${problem.path}: ${problem.message}`;
 }
 
 function jsonErrorLine(text: string, err: unknown): number {

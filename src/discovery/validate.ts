@@ -140,6 +140,44 @@ export function argsSchemaProblem(schema: JsonObject): string | undefined {
   );
 }
 
+/** Where an args schema breaks the rules of JSON Schema (a JSON pointer into it) and how. */
+export interface SchemaProblem {
+  readonly path: string;
+  readonly message: string;
+}
+
+let metaSchemaAjv: Ajv | undefined;
+
+/**
+ * Whether an args schema is a JSON Schema at all, by the draft-07 meta-schema (the rules MCP,
+ * OpenAI and Anthropic tool schemas share: `type` names a JSON type, `properties` maps names to
+ * schemas, `required` lists names, …): `{type: "objekt"}` is not, and would let every call through
+ * unchecked. Keywords of later drafts are left to their own checks. Linear in the schema, which its
+ * size bound keeps small; the caller checks that bound first (argsSchemaProblem).
+ */
+export function jsonSchemaProblem(schema: JsonObject): SchemaProblem | undefined {
+  metaSchemaAjv ??= new Ajv({ strict: false, validateFormats: false, allErrors: false });
+  // $schema may name a draft Ajv does not load; the shared rules are checked either way.
+  const { $schema: _s, ...rest } = schema;
+  if (metaSchemaAjv.validateSchema(rest) === true) return undefined;
+  const error = metaSchemaAjv.errors?.[0];
+  if (!error) return { path: "", message: "is not a JSON Schema" };
+  const allowed = (error.params as { allowedValues?: unknown[] }).allowedValues;
+  const value = error.instancePath
+    .split("/")
+    .slice(1)
+    .reduce<unknown>(
+      (at, key) => (at as Record<string, unknown> | undefined)?.[key.replace(/~1/g, "/").replace(/~0/g, "~")],
+      rest,
+    );
+  return {
+    path: error.instancePath || "/",
+    message: allowed
+      ? `${typeof value === "string" ? quoteInput(value) : String(JSON.stringify(value)).slice(0, 100)} is not one of ${allowed.join(", ")}`
+      : (error.message ?? "is not valid JSON Schema"),
+  };
+}
+
 /** What checking a tool's examples against its args schema found: `problem` is what to fix. */
 export interface ExamplesCheck {
   readonly problem?: string;

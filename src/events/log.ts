@@ -1,4 +1,5 @@
 import type Database from "better-sqlite3";
+import { distinctLeadingValues } from "../database/distinct.ts";
 import type { Db } from "../database/sqlite.ts";
 import {
   afterCommit,
@@ -285,6 +286,12 @@ export class EventLog implements EventSink, SubscriptionSource {
   cursorAt(timeMs: number): bigint {
     this.flush();
     return this.lastExpiredStmt.get(timeMs)?.id ?? this.prunedThrough;
+  }
+
+  /** Tenants with retained events, in order, after `after` (at most `limit`; no tenant "" left out). */
+  tenantIds(after: string, limit: number): string[] {
+    this.flush();
+    return distinctLeadingValues(this.db, "events", "tenant_id", after, limit);
   }
 
   /**

@@ -4,6 +4,7 @@
  * stays bound to them; every tool call is a wayfind RPC made with the request's own credentials, so
  * roles, tenant visibility and limits are the port's.
  */
+
 import { createHash, randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import * as http2 from "node:http2";
@@ -28,6 +29,7 @@ import { CLIENT_CERTIFICATE_HEADER } from "../auth/index.ts";
 import type { Principal } from "../caller/caller.ts";
 import type { McpEndpointConfig, McpToolList } from "../config/index.ts";
 import { errorReason } from "../errors.ts";
+import { writeHead } from "../http-response.ts";
 import type { JsonObject } from "../json.ts";
 import { PROGRESS_SINK_HEADER, type ProgressSinks, type ToolProgress } from "../tools/progress.ts";
 import { type MessageProblem, messageProblem } from "./messages.ts";
@@ -416,7 +418,7 @@ function reply(
   message: string,
   id: string | number | null = null,
 ): undefined {
-  response.writeHead(status, { "content-type": "application/json" });
+  writeHead(response, status, { "content-type": "application/json" });
   response.end(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id }), () => {
     if (!("stream" in response)) return;
     const { stream } = response;

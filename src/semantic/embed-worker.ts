@@ -41,16 +41,24 @@ try {
   let running = false;
   let stopping = false;
 
+  // Inference time per query text, a running average over inferences of queries (the embedder tells
+  // a search from it whether waiting could pay).
+  let msPerQueryText = 0;
   const answer = (request: QueuedRequest) =>
-    post({ type: "vectors", requestId: request.requestId, vectors: request.vectors }, [
+    post({ type: "vectors", requestId: request.requestId, vectors: request.vectors, msPerQueryText }, [
       request.vectors.buffer as ArrayBuffer,
     ]);
   const run = async (unit: Unit) => {
     try {
+      const started = performance.now();
       const vectors = await model.embedEncoded(
         unit.rows.map(({ request, row }) => request.encoded[row] ?? { ids: [] }),
         unit.length,
       );
+      if (unit.rows[0]?.request.urgent) {
+        const perText = (performance.now() - started) / unit.rows.length;
+        msPerQueryText = msPerQueryText === 0 ? perText : 0.8 * msPerQueryText + 0.2 * perText;
+      }
       for (const request of queue.complete(unit, vectors)) answer(request);
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);

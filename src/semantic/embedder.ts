@@ -22,6 +22,11 @@ export interface QueryEmbedder extends TextEmbedder {
   embedQuery(text: string, waitMs?: number): Promise<Float32Array>;
   /** The query's vector if it is cached and computed (no promise, no wait), else undefined. */
   cachedQuery(text: string): Float32Array | undefined;
+  /**
+   * How long a query asked now would wait for the model, by the query texts ahead of it that searches
+   * still wait for and the time the model takes per query text lately (0 before it has taken any).
+   */
+  expectedWaitMs(): number;
 }
 
 /** The embedder refused a query because too many wait already: the search answers by words. */
@@ -43,6 +48,8 @@ const DEFAULTS = { queryCacheSize: 1_000, maxQueuedQueries: 256 } as const;
 interface Pending {
   readonly texts: number;
   readonly urgent: boolean;
+  /** For a query: until when (Date.now) its search waits for it. */
+  readonly waitedUntil: number;
   readonly resolve: (vectors: Float32Array) => void;
   readonly reject: (err: Error) => void;
 }
@@ -59,6 +66,8 @@ export class Embedder implements QueryEmbedder {
   private readonly pending = new Map<number, Pending>();
   private nextRequestId = 1;
   private queuedQueries = 0;
+  /** The model's time per query text lately (the worker's running average, with each answer). */
+  private msPerQueryText = 0;
   private closed = false;
   /** Settles when the worker has stopped (answered `stop`) or ended. */
   private stopped: Promise<void>;
@@ -148,6 +157,13 @@ export class Embedder implements QueryEmbedder {
     return this.queryCache.get(text)?.vector;
   }
 
+  expectedWaitMs(): number {
+    const now = Date.now();
+    let ahead = 0;
+    for (const job of this.pending.values()) if (job.urgent && job.waitedUntil > now) ahead += job.texts;
+    return ahead * this.msPerQueryText;
+  }
+
   async embedTexts(texts: readonly string[]): Promise<Float32Array[]> {
     if (texts.length === 0) return [];
     const packed = await this.request(texts, undefined);
@@ -174,7 +190,13 @@ export class Embedder implements QueryEmbedder {
     const urgent = waitedUntil !== undefined;
     return new Promise((resolve, reject) => {
       const requestId = this.nextRequestId++;
-      this.pending.set(requestId, { texts: texts.length, urgent, resolve, reject });
+      this.pending.set(requestId, {
+        texts: texts.length,
+        urgent,
+        waitedUntil: waitedUntil ?? 0,
+        resolve,
+        reject,
+      });
       if (urgent) this.queuedQueries += texts.length;
       // Referenced while working, so a caller awaiting vectors keeps the process alive.
       this.worker.ref();
@@ -199,8 +221,10 @@ export class Embedder implements QueryEmbedder {
     this.pending.delete(message.requestId);
     if (job.urgent) this.queuedQueries -= job.texts;
     if (this.pending.size === 0) this.worker.unref();
-    if (message.type === "vectors") job.resolve(message.vectors);
-    else job.reject(new Error(`embedding failed: ${message.message}`));
+    if (message.type === "vectors") {
+      if (message.msPerQueryText > 0) this.msPerQueryText = message.msPerQueryText;
+      job.resolve(message.vectors);
+    } else job.reject(new Error(`embedding failed: ${message.message}`));
   }
 
   private fail(err: Error): void {

@@ -15,8 +15,9 @@ export interface QueryVectors {
 }
 
 /**
- * The vectors of `texts`, waiting at most `maxWaitMs` for those not cached (0: not at all): a search
- * never queues behind the model for longer. A text not ready by then still completes in the
+ * The vectors of `texts`, waiting at most `maxWaitMs` for those not cached (0: not at all), and not
+ * at all when the query texts ahead of them would take longer: a search never queues behind the model
+ * for longer, and does not wait in vain. A text not ready by then still completes in the
  * background, so the same request finds it cached next time.
  */
 export async function queryVectors(
@@ -28,6 +29,7 @@ export async function queryVectors(
   // Asked before: no promise, no timer.
   const cached = clipped.map((text) => embedder.cachedQuery(text));
   if (cached.every((vector) => vector !== undefined)) return { vectors: cached, late: 0, failed: 0 };
+  const queueMs = embedder.expectedWaitMs();
   const outcomes: ("late" | "failed" | Float32Array)[] = texts.map(() => "late");
   const settled = Promise.all(
     clipped.map((text, i) =>
@@ -41,8 +43,9 @@ export async function queryVectors(
       ),
     ),
   );
-  // No wait at all: what is cached now; the rest is embedded for the next time.
-  if (maxWaitMs > 0) {
+  // No wait at all (asked for, or the texts ahead would take longer): what is cached now; the rest is
+  // embedded for the next time.
+  if (maxWaitMs > 0 && queueMs <= maxWaitMs) {
     const abort = new AbortController();
     await Promise.race([
       settled,

@@ -32,5 +32,11 @@ export type FromWorker =
     }
   | { readonly type: "unusable"; readonly message: string }
   | { readonly type: "stopped" }
-  | { readonly type: "vectors"; readonly requestId: number; readonly vectors: Float32Array }
+  | {
+      readonly type: "vectors";
+      readonly requestId: number;
+      readonly vectors: Float32Array;
+      /** The worker's running average of inference time per query text, in ms (0: none taken yet). */
+      readonly msPerQueryText: number;
+    }
   | { readonly type: "failed"; readonly requestId: number; readonly message: string };

@@ -48,6 +48,7 @@ import { skillService } from "./services/skills.ts";
 import { toolDiscoveryService } from "./services/tools.ts";
 import { usageService } from "./services/usage.ts";
 import { openStorage, type Storage } from "./storage.ts";
+import { idsAfter, type TenantLookups } from "./tenant-directory.ts";
 import { traceRoutes } from "./tracing.ts";
 import {
   checkPortFree,
@@ -150,7 +151,8 @@ export async function startServer(
   }
   const shutdown = new AbortController();
   const auth = callAuth(config, domain, logger);
-  const routes = buildRoutes(storage, domain, health, auth, logger, options);
+  const tenants = tenantLookups(config, domain);
+  const routes = buildRoutes(storage, domain, health, auth, tenants, logger, options);
   const fence = storage.replica && (() => (storage.replica as Replica).fence());
   const mcpEndpoint = config.server.mcp.enabled
     ? mcpEndpointOn(routes, auth, config, logger, fence)
@@ -200,7 +202,9 @@ export async function startServer(
       port: transport.port,
       dataDir: config.server.dataDir,
       tls: tlsFiles !== undefined,
-      console: config.server.console ? "/console" : "off",
+      console: config.server.console
+        ? consoleUrl(config.server.host, transport.port, tlsFiles !== undefined)
+        : "off",
     },
     "listening",
   );
@@ -249,6 +253,33 @@ function callAuth(config: WayfindConfig, domain: Domain, logger: Logger) {
 }
 
 /**
+ * The console's address as a person on this machine opens it: a server listening on every interface
+ * is reached through loopback.
+ */
+function consoleUrl(host: string, port: number, tls: boolean): string {
+  const reachable =
+    host === "0.0.0.0" ? "127.0.0.1" : host === "::" ? "[::1]" : host.includes(":") ? `[${host}]` : host;
+  return `${tls ? "https" : "http"}://${reachable}:${port}/console`;
+}
+
+/** Where ListTenants finds the tenants the server knows of (DESIGN.md §8 "Operators"). */
+function tenantLookups(config: WayfindConfig, domain: Domain): TenantLookups {
+  const ruleTenants = config.visibility.flatMap((rule) => (rule.match.tenant ? [rule.match.tenant] : []));
+  return {
+    // The key book's listing: on a replica, the fleet's keys (every replica names the same tenants).
+    api_key: async (after, limit) =>
+      idsAfter(
+        (await domain.keyBook.list()).map((key) => key.tenant),
+        after,
+        limit,
+      ),
+    visibility_rule: (after, limit) => idsAfter(ruleTenants, after, limit),
+    usage: (after, limit) => domain.usage.tenants(after, limit),
+    events: (after, limit) => domain.events.tenantIds(after, limit),
+  };
+}
+
+/**
  * The RPC routes: wayfind's services behind the call pipeline (credentials, roles, limits, errors,
  * logs; traced and observed when configured), and health and reflection behind a quiet one.
  */
@@ -257,6 +288,7 @@ function buildRoutes(
   domain: Domain,
   health: HealthStatus,
   auth: ReturnType<typeof callAuth>,
+  tenants: TenantLookups,
   logger: Logger,
   options: StartOptions,
 ): MethodRoute[] {
@@ -264,7 +296,7 @@ function buildRoutes(
   const { tools, skills, usage, events, sources, metrics } = domain;
   const pipelined = withCallPipeline(
     [
-      ...serviceRoutes(ToolDiscoveryService, toolDiscoveryService(tools, events, sources)),
+      ...serviceRoutes(ToolDiscoveryService, toolDiscoveryService(tools, events, tenants, sources)),
       ...serviceRoutes(
         SkillServiceDesc,
         skillService(

@@ -36,6 +36,7 @@ import {
   universalRequestFromNodeRequest,
   universalResponseToNodeResponse,
 } from "@connectrpc/connect-node";
+import { writeHead } from "../http-response.ts";
 import { OFF_LOOP_DECODE_BYTES, type RequestDecoder } from "./request-decoder.ts";
 import { type CallObserver, type MethodRoute, observeRoute } from "./rpc.ts";
 import { malformedRequest, malformedTimeout, toRpcError, unknownEnumReason } from "./rpc-errors.ts";
@@ -94,7 +95,7 @@ export function connectRequestListener(
   return (request, response) => {
     const handler = handlers.get(request.url?.split("?", 1)[0] ?? "");
     if (!handler) {
-      response.writeHead(404);
+      writeHead(response, 404);
       response.end();
       return;
     }

@@ -186,8 +186,29 @@ export class RequestBodyDeadline {
  * Resets the stream with NO_ERROR once the answer is out: node leaves a stream whose client never
  * ends its side open after the server ended its own (RFC 9113 §8.1 lets a server stop it so).
  */
-export function closeOnceAnswered(stream: http2.ServerHttp2Stream): void {
+function closeOnceAnswered(stream: http2.ServerHttp2Stream): void {
   stream.once("finish", () => stream.close(http2.constants.NGHTTP2_NO_ERROR));
+}
+
+/** How long a client answered before its body was read has to end its side of the stream. */
+const UNREAD_BODY_GRACE_MS = 1_000;
+
+/**
+ * For a stream answered before its body was read (refused from its headers): whatever of the body
+ * still comes is dropped as it comes, never buffered, and the stream is reset only if its client has
+ * not ended its side within a grace period. Resetting at once, as closeOnceAnswered does for a client
+ * stalled mid-body, loses the answer on node 22's HTTP/2 client when the reset lands beside it (over
+ * TLS, in one read) while the client is still sending.
+ */
+export function dropUnreadBody(stream: http2.ServerHttp2Stream): void {
+  stream.once("finish", () => {
+    if (hasReceivedBody(stream)) return;
+    stream.resume();
+    const timer = setTimeout(() => {
+      if (!stream.destroyed) stream.close(http2.constants.NGHTTP2_NO_ERROR);
+    }, UNREAD_BODY_GRACE_MS).unref();
+    stream.once("close", () => clearTimeout(timer));
+  });
 }
 
 /** The client ended its side of the stream: the whole request body is here. */

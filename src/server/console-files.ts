@@ -3,6 +3,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import type * as http from "node:http";
 import type * as http2 from "node:http2";
 import { extname, join } from "node:path";
+import { writeHead } from "../http-response.ts";
 
 type Request = http.IncomingMessage | http2.Http2ServerRequest;
 type Response = http.ServerResponse | http2.Http2ServerResponse;
@@ -62,7 +63,7 @@ export class ConsoleFiles {
     const path = request.url?.split("?", 1)[0] ?? "";
     if (path !== "/console" && !path.startsWith("/console/")) return false;
     if (request.method !== "GET" && request.method !== "HEAD") {
-      response.writeHead(405, { allow: "GET, HEAD", "content-type": "text/plain; charset=utf-8" });
+      writeHead(response, 405, { allow: "GET, HEAD", "content-type": "text/plain; charset=utf-8" });
       response.end("the console answers GET or HEAD\n");
       return true;
     }
@@ -70,7 +71,7 @@ export class ConsoleFiles {
     const file = this.files.get(name);
     if (file === undefined) {
       const built = this.files.has("index.html");
-      response.writeHead(built ? 404 : 503, { "content-type": "text/plain; charset=utf-8" });
+      writeHead(response, built ? 404 : 503, { "content-type": "text/plain; charset=utf-8" });
       response.end(
         built ? `no console file ${name.slice(0, 100)}\n` : "the console is not built: run `npm run build`\n",
       );
@@ -90,7 +91,7 @@ export class ConsoleFiles {
       vary: "accept-encoding",
     };
     if (request.headers["if-none-match"] === file.etag) {
-      response.writeHead(304, headers);
+      writeHead(response, 304, headers);
       response.end();
       return;
     }
@@ -98,7 +99,7 @@ export class ConsoleFiles {
       ? file.gzipped
       : undefined;
     const body = gzipped ?? file.body;
-    response.writeHead(200, {
+    writeHead(response, 200, {
       ...headers,
       ...(gzipped ? { "content-encoding": "gzip" } : {}),
       "content-length": String(body.length),

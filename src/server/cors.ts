@@ -3,6 +3,7 @@ import type * as http2 from "node:http2";
 import { cors } from "@connectrpc/connect";
 import { isLoopback } from "../auth/index.ts";
 import type { CorsConfig } from "../config/index.ts";
+import { writeHead } from "../http-response.ts";
 import { MCP_PATH } from "../mcp-endpoint/index.ts";
 import { hostnameOf, requestHost } from "./request-host.ts";
 
@@ -69,7 +70,7 @@ export class BrowserAccess {
     if (origin === undefined) return false;
     const refusal = this.refusal(origin, requestHost(request.headers));
     if (refusal !== undefined) {
-      response.writeHead(403, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" });
+      writeHead(response, 403, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" });
       response.end(`${refusal}\n`);
       return true;
     }
@@ -80,7 +81,7 @@ export class BrowserAccess {
       response.setHeader("access-control-expose-headers", preflight.exposed);
       return false;
     }
-    response.writeHead(204, {
+    writeHead(response, 204, {
       "access-control-allow-methods": preflight.methods,
       "access-control-allow-headers": preflight.headers,
       "access-control-max-age": this.maxAge,

@@ -1,5 +1,6 @@
 import type * as http from "node:http";
 import type * as http2 from "node:http2";
+import { writeHead } from "../http-response.ts";
 
 /** What readiness is made of; each is "ok" or what is not. */
 export interface ReadinessChecks {
@@ -67,6 +68,10 @@ export function healthEndpoints(
 function send(response: Response, status: number, body: object, headers: Record<string, string> = {}): void {
   const text = `${JSON.stringify(body)}\n`;
   // Probes poll; nothing between them may cache an answer.
-  response.writeHead(status, { "content-type": "application/json", "cache-control": "no-store", ...headers });
+  writeHead(response, status, {
+    "content-type": "application/json",
+    "cache-control": "no-store",
+    ...headers,
+  });
   response.end(text);
 }

@@ -2,6 +2,7 @@ import type * as http from "node:http";
 import type * as http2 from "node:http2";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { StoredEvent } from "../events/index.ts";
+import { writeHead } from "../http-response.ts";
 import type { ConnectionCounts } from "./connections.ts";
 import { type CallObserver, type MethodRoute, methodPath, observeRoute } from "./rpc.ts";
 import { codeName } from "./rpc-errors.ts";
@@ -335,17 +336,20 @@ export class ServerMetrics {
     return (request, response) => {
       if (request.url?.split("?", 1)[0] !== "/metrics") return false;
       if (request.method !== "GET") {
-        response.writeHead(405, { allow: "GET", "content-type": "text/plain" });
+        writeHead(response, 405, { allow: "GET", "content-type": "text/plain" });
         response.end("/metrics answers GET\n");
         return true;
       }
       this.registry.metrics().then(
         (text) => {
-          response.writeHead(200, { "content-type": this.registry.contentType, "cache-control": "no-store" });
+          writeHead(response, 200, {
+            "content-type": this.registry.contentType,
+            "cache-control": "no-store",
+          });
           response.end(text);
         },
         () => {
-          response.writeHead(500, { "content-type": "text/plain" });
+          writeHead(response, 500, { "content-type": "text/plain" });
           response.end("metrics failed\n");
         },
       );

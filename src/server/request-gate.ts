@@ -4,7 +4,8 @@ import { isIP } from "node:net";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { CLIENT_CERTIFICATE_HEADER, isLoopback, ROLE_HEADER } from "../auth/index.ts";
 import type { CorsConfig } from "../config/index.ts";
-import { closeOnceAnswered, type RequestBodyDeadline } from "./connections.ts";
+import { writeHead } from "../http-response.ts";
+import { dropUnreadBody, type RequestBodyDeadline } from "./connections.ts";
 import { BrowserAccess } from "./cors.ts";
 import { hostnameOf, requestHost } from "./request-host.ts";
 
@@ -88,7 +89,7 @@ export class RequestGate {
   handles(request: Request, response: Response): boolean {
     const refusal = this.hostRefusal(requestHost(request.headers));
     if (refusal !== undefined) {
-      response.writeHead(403, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" });
+      writeHead(response, 403, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" });
       response.end(`${refusal}\n`);
       return true;
     }
@@ -98,11 +99,11 @@ export class RequestGate {
       request.method === "POST" ? this.refusedFor(request.url ?? "", request.headers) : undefined;
     if (credentials !== undefined) {
       this.refused.set(request, credentials);
-      const closeRefused = () => {
-        if ("stream" in request) closeOnceAnswered(request.stream);
+      const dropRefusedBody = () => {
+        if ("stream" in request) dropUnreadBody(request.stream);
       };
-      if (credentials instanceof Promise) credentials.then((refusal) => refusal && closeRefused());
-      else closeRefused();
+      if (credentials instanceof Promise) credentials.then((refusal) => refusal && dropRefusedBody());
+      else dropRefusedBody();
     }
     return false;
   }
@@ -127,7 +128,7 @@ export class RequestGate {
         : new ConnectError(refusal, Code.PermissionDenied);
     const admit = (refused: ConnectError | undefined) => {
       if (refused === undefined) return true;
-      closeOnceAnswered(stream);
+      dropUnreadBody(stream);
       respond(refused);
       return false;
     };

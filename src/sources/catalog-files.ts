@@ -23,6 +23,7 @@ export async function syncCatalogFiles(
     const parsed = parseCatalogFile(config.path, {
       namespace: config.namespace,
       loadingMode: config.loadingMode,
+      invalidSchemas: config.invalidSchemas,
     });
     for (const note of parsed.notes) logger.warn({ catalog: config.path }, note);
     const result = await registry.register(

@@ -21,7 +21,7 @@ import type { Logger } from "pino";
 import { z } from "zod";
 import type { McpServerConfig } from "../config/index.ts";
 import type { SideEffects, ToolInput, ToolRegistry } from "../discovery/index.ts";
-import { recordSteps } from "../discovery/validate.ts";
+import { jsonSchemaProblem, recordSteps } from "../discovery/validate.ts";
 import type { JsonObject } from "../json.ts";
 import { LIMITS } from "../limits.ts";
 import { inSpan } from "../telemetry.ts";
@@ -421,6 +421,13 @@ export class McpSource {
       yield;
       try {
         const record = yield* recordSteps(input, 0);
+        // The server's author wrote the schema: its tool loads as sent, and the operator hears of it.
+        const schemaProblem = jsonSchemaProblem(record.argsSchema);
+        if (schemaProblem)
+          this.logger.warn(
+            { tool: record.name, path: schemaProblem.path, problem: schemaProblem.message },
+            "tool's input schema is not a valid JSON Schema; loaded as sent, CheckToolCall cannot check its calls",
+          );
         // MCP servers are global sources: only another global source can hold the name.
         const registered = this.registry.lookup(record.name, "")[0];
         const registeredBy = registered?.name === record.name ? registered.source : undefined;

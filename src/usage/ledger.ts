@@ -1,5 +1,6 @@
 import type { Statement } from "better-sqlite3";
 import type { Caller } from "../caller/caller.ts";
+import { distinctLeadingValues } from "../database/distinct.ts";
 import type { Db } from "../database/sqlite.ts";
 import { writeTransaction } from "../database/transaction.ts";
 import { type FieldViolation, invalidArgument, WayfindError } from "../errors.ts";
@@ -125,6 +126,8 @@ export interface RecordRow {
 export interface UsageBook {
   record(caller: Caller, input: RecordUsageInput): Promise<RecordUsageResult>;
   summary(caller: Caller, filter: UsageSummaryFilter): Promise<UsageSummary>;
+  /** Tenants that recorded usage, in order, after `after` (at most `limit`; for the operator). */
+  tenants(after: string, limit: number): Promise<string[]>;
 }
 
 /** The SQLite ledger, written through `writer` (one server's file, or the replicas' change log of an older fleet). */
@@ -133,6 +136,7 @@ export function localUsageBook(ledger: UsageLedger, writer: StateWriter): UsageB
     record: (caller, input) =>
       writer.write(ledger.recordWrite, ledger.prepareRecord(caller, input), caller.tenantId),
     summary: async (caller, filter) => ledger.getUsageSummary(caller, filter),
+    tenants: async (after, limit) => ledger.tenantIds(after, limit),
   };
 }
 
@@ -187,6 +191,12 @@ export class UsageLedger {
          uncached_cost_usd, unknown_cost_reason, occurred_at_ms, recorded_at_ms)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
+  }
+
+  /** Tenants that recorded usage, in order, after `after` (at most `limit`). */
+  tenantIds(after: string, limit: number): string[] {
+    // Days are kept from the first record on (never pruned): every tenant that recorded has one.
+    return distinctLeadingValues(this.db, "usage_daily", "tenant_id", after, limit);
   }
 
   /**

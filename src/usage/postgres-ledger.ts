@@ -190,6 +190,21 @@ export class PostgresLedger implements UsageBook {
     return this.options.shared.writeShared(this.write, record, caller.tenantId);
   }
 
+  /** Tenants that recorded usage, in order, after `after` (at most `limit`): one index seek each. */
+  async tenants(after: string, limit: number): Promise<string[]> {
+    const rows = await this.options.shared.query<{ tenant_id: string }>(
+      `WITH RECURSIVE next(tenant_id, n) AS (
+         SELECT (SELECT MIN(tenant_id) FROM ${ROLLUP_TABLES.usage_daily} WHERE tenant_id > $1), 1
+         UNION ALL
+         SELECT (SELECT MIN(tenant_id) FROM ${ROLLUP_TABLES.usage_daily} WHERE tenant_id > next.tenant_id), n + 1
+         FROM next WHERE next.tenant_id IS NOT NULL AND n < $2
+       )
+       SELECT tenant_id FROM next WHERE tenant_id IS NOT NULL`,
+      [after, limit],
+    );
+    return rows.map((row) => row.tenant_id);
+  }
+
   /** The caller's tenant's totals and groups, as UsageLedger.getUsageSummary computes them. */
   async summary(caller: Caller, filter: UsageSummaryFilter): Promise<UsageSummary> {
     const queries = summaryQueries(caller, filter, POSTGRES_SUMMARIES);

@@ -45,6 +45,17 @@ describe("wayfind learning", () => {
     expect(await learning("show", "--tenant", "initech")).toContain("has learned nothing");
   });
 
+  it("names the tool meant when --tool is misspelled, and resets nothing for it", async () => {
+    expect(await learning("show", "--tenant", "acme", "--tool", "hr.request_leav")).toContain(
+      "has learned nothing of hr.request_leav; did you mean hr.request_leave?",
+    );
+    const reset = await learning("reset", "--tenant", "acme", "--tool", "hr.reqest_leave").catch(
+      (error: { stdout: string; code: number }) => `${error.code}: ${error.stdout}`,
+    );
+    expect(reset).toMatch(/^1: .*did you mean hr\.request_leave\?; nothing was reset/);
+    expect(await learnedScore()).toBeGreaterThan(0);
+  });
+
   it("resets it, and the running server forgets it on its next search; import brings back an export", async () => {
     const exported = await learning("export", "--tenant", "acme");
     expect(JSON.parse(exported.trim().split("\n")[0] ?? "{}")).toMatchObject({

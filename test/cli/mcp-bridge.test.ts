@@ -89,4 +89,36 @@ describe("wayfind mcp", () => {
     cleanups.push(() => client.close());
     await expect(connecting).rejects.toThrow(/cannot be reached/);
   }, 30_000);
+
+  it("answers with what is wrong with the key when the README's placeholder was pasted, calling nothing", async () => {
+    const server = await serve(mkdtempSync(join(tmpdir(), "wayfind-bridge-")));
+    const client = new Client({ name: "bridge-test", version: "1.0.0" });
+    const connecting = client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [CLI, "mcp", "--url", server.baseUrl],
+        env: { ...process.env, WAYFIND_API_KEY: "wf_…" } as Record<string, string>,
+        stderr: "pipe",
+      }),
+    );
+    cleanups.push(() => client.close());
+    await expect(connecting).rejects.toThrow(
+      /the API key in WAYFIND_API_KEY cannot be a key: character 4 of 4 is "…" \(the placeholder/,
+    );
+  }, 30_000);
+
+  it("says the server refused a key it does not know, not that it cannot be reached", async () => {
+    const secured = await startTestServer({ auth: { allow_unauthenticated: false } });
+    cleanups.push(() => secured.stop());
+    const client = new Client({ name: "bridge-test", version: "1.0.0" });
+    const connecting = client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [CLI, "mcp", "--url", secured.baseUrl, "--api-key", "wf_not-a-key-it-knows"],
+        stderr: "pipe",
+      }),
+    );
+    cleanups.push(() => client.close());
+    await expect(connecting).rejects.toThrow(/refused the message \(HTTP 401\).*check the API key/);
+  }, 30_000);
 });

@@ -1,7 +1,7 @@
 import { execFile, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -80,6 +80,11 @@ describe("the TypeScript client package (@wayfind/client)", () => {
     expect(stdout).toContain("found: github.create_pull_request");
     expect(stdout).toMatch(/activated: github\.create_pull_request/);
     expect(stdout).toMatch(/recorded: cost \$\d/);
+    // What README.md shows is what the example prints (a search's score follows the ranking: not compared).
+    const readme = readFileSync(join(dirname(example), "README.md"), "utf8").split("## Run")[1] ?? "";
+    const sample = (readme.split("```\n")[2] ?? "").split("```")[0] ?? "";
+    const masked = (text: string) => text.trim().replace(/\(score \d\.\d\d\)/g, "(score …)");
+    expect(masked(stdout)).toBe(masked(sample));
   });
 
   it("connects over TLS with an API key, and a call without the key is UNAUTHENTICATED", async () => {

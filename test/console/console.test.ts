@@ -252,3 +252,80 @@ describe("accessibility", () => {
     expect(found).toEqual([]);
   }, 60_000);
 });
+
+describe("a first contact without surprises", () => {
+  it("offers the operator the tenants the server knows of, and says where usage went while none is picked", async () => {
+    await signIn(operator.secret);
+    await expect
+      .poll(() =>
+        page
+          .locator("#known-tenants option")
+          .evaluateAll((options) => options.map((o) => o.getAttribute("value"))),
+      )
+      .toEqual(expect.arrayContaining(["acme", "bravo"]));
+    await open("Usage and cache");
+    await expect
+      .poll(() => page.locator('[data-empty="usage"]').textContent())
+      .toMatch(/pick one under “As tenant”/);
+    await open("Overview");
+    expect(await page.locator("main .hint").textContent()).toMatch(/pick one under “As tenant”/);
+  });
+
+  it("shows an observer only the tiles its role fills, each with its figure", async () => {
+    await signIn(acmeObserver.secret);
+    await expect
+      .poll(async () => (await page.locator(".card-value").allTextContents()).includes("…"))
+      .toBe(false);
+    const labels = await page.locator(".card-label").allTextContents();
+    expect(labels).not.toContain("Tools");
+    expect(labels).toContain("Sources");
+  });
+
+  it("writes an empty chart's count axis in whole, distinct numbers", async () => {
+    await signIn(operator.secret);
+    await lookAs("nobody-yet");
+    const ticks = page.locator('figure[data-chart="Activations per minute"] .chart-canvas');
+    await expect.poll(() => ticks.getAttribute("data-value-ticks")).toBeTruthy();
+    const labels = ((await ticks.getAttribute("data-value-ticks")) ?? "").split(" | ");
+    expect(labels.every((label) => /^\d+$/.test(label))).toBe(true);
+    expect(new Set(labels).size).toBe(labels.length);
+  });
+
+  it("names enum values in live events, not their numbers", async () => {
+    await signIn(operator.secret);
+    await open("Live events");
+    await expect.poll(() => page.getByRole("status").textContent()).toMatch(/^live/);
+    await clientWith(ToolDiscoveryService, wayfind.baseUrl, operator.secret).activateTools({
+      caller: { tenantId: "bravo", sessionId: "s-enum", runId: "r-enum" },
+      names: ["billing.refund_invoice"],
+    });
+    const row = page.locator('[data-event-type="tool_activated"]', { hasText: "billing.refund_invoice" });
+    await row.waitFor();
+    expect(await row.textContent()).toMatch(/scope=run source=explicit/);
+  });
+
+  it("shows no search hit that scored nothing", async () => {
+    await signIn(operator.secret);
+    await lookAs("acme");
+    await open("Search");
+    const panel = page.getByRole("region", { name: "Request A" });
+    await panel.getByLabel("Request").fill("weather in a city");
+    await panel.getByRole("button", { name: "Search" }).click();
+    await panel.locator("tr[data-tool]").first().waitFor();
+    expect(await panel.locator('[data-part="score"]').allTextContents()).not.toContain("0.000");
+  });
+
+  it("says what to do on the Keys page of a server without keys (the demo's first start)", async () => {
+    const demo = await startTestServer();
+    try {
+      await page.goto(`${demo.baseUrl}/console`);
+      await page.getByRole("navigation", { name: "Pages" }).waitFor();
+      await open("Keys");
+      await expect
+        .poll(() => page.locator('[data-empty="keys"]').textContent())
+        .toMatch(/wayfind keys create/);
+    } finally {
+      await demo.stop();
+    }
+  });
+});

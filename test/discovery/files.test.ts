@@ -162,17 +162,61 @@ describe("catalog file errors", () => {
   it("reports a missing file", () => {
     expect(() => parseCatalogFile(join(tempDir(), "missing.jsonl"))).toThrowError(/cannot read catalog/);
   });
+
+  it("refuses a tool whose args schema is not a JSON Schema, naming file, line, tool and JSON path", () => {
+    const lines = [
+      { name: "ok", parameters: schema },
+      { name: "pay", parameters: { type: "object", properties: { amount: { type: "integr" } } } },
+      { name: "typo", parameters: { type: "objekt" } },
+      { name: "req", parameters: { type: "object", required: "amount" } },
+    ];
+    const err = failure(() =>
+      parseCatalogFile(write("schemas.jsonl", lines.map((l) => JSON.stringify(l)).join("\n"))),
+    );
+    expect(err.message).toMatch(/3 problem\(s\), nothing loaded/);
+    expect(err.details).toEqual([
+      expect.stringMatching(
+        /schemas\.jsonl:2: tool "pay": args schema is not a valid JSON Schema at \/properties\/amount\/type: "integr" is not one of array, boolean, integer, null, number, object, string$/,
+      ),
+      expect.stringMatching(/schemas\.jsonl:3: tool "typo": .* at \/type: "objekt" is not one of/),
+      expect.stringMatching(/schemas\.jsonl:4: tool "req": .* at \/required: must be array$/),
+    ]);
+  });
+
+  it("loads such a tool with a note when the file is marked as a copy of a server's list (invalid_schemas: warn)", () => {
+    const file = write("copied.jsonl", JSON.stringify({ name: "typo", parameters: { type: "objekt" } }));
+    const parsed = parseCatalogFile(file, { invalidSchemas: "warn" });
+    expect(parsed.tools.map((t) => t.name)).toEqual(["typo"]);
+    expect(parsed.notes).toEqual([
+      expect.stringMatching(/copied\.jsonl:1: tool "typo": .*; loaded as written, its calls unchecked$/),
+    ]);
+  });
 });
 
 describe("the vendored evaluation catalogs", () => {
   const dir = new URL("../../data/eval", import.meta.url).pathname;
   const files = readdirSync(dir).filter((f) => f.endsWith("_catalog.jsonl"));
   it("are all there", () => expect(files.length).toBe(4));
-  it.each(files)("%s loads and registers as it is", async (f) => {
-    const parsed = parseCatalogFile(join(dir, f));
-    const { catalog } = openCatalog();
-    const result = await catalog.registry.register(f, parsed.tools);
-    expect(result.added).toBe(parsed.tools.length);
-    expect(parsed.tools.length).toBeGreaterThan(100);
+  it.each(files)(
+    "%s loads and registers as it is (a copy of servers' lists: invalid schemas noted)",
+    async (f) => {
+      const parsed = parseCatalogFile(join(dir, f), { invalidSchemas: "warn" });
+      const { catalog } = openCatalog();
+      const result = await catalog.registry.register(f, parsed.tools);
+      expect(result.added).toBe(parsed.tools.length);
+      expect(parsed.tools.length).toBeGreaterThan(100);
+    },
+  );
+
+  it("hold one schema of a public MCP server that breaks JSON Schema's rules, which a file refuses by default", () => {
+    // pdf-reader-mcp writes draft-04's boolean `exclusiveMinimum`; every other of 3,514 tools is valid.
+    const err = failure(() => parseCatalogFile(join(dir, "livemcpbench_catalog.jsonl")));
+    expect(err.details).toEqual([
+      expect.stringMatching(
+        /tool "pdf-reader-mcp\.read_pdf": args schema is not a valid JSON Schema at \/properties\/sources\/items\/properties\/pages\/anyOf\/0\/items\/exclusiveMinimum: must be number$/,
+      ),
+    ]);
+    for (const f of files.filter((name) => name !== "livemcpbench_catalog.jsonl"))
+      expect(parseCatalogFile(join(dir, f)).notes.filter((note) => note.includes("JSON Schema"))).toEqual([]);
   });
 });

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BadRequestSchema } from "../../gen/ts/google/rpc/error_details_pb.ts";
 import {
   MatchQuality,
   Provider,
@@ -417,5 +418,29 @@ describe("RegisterTools", () => {
     );
     expect(error).toMatchObject({ code: Code.InvalidArgument });
     expect(error.message).toContain("svc2.add");
+  });
+
+  it("refuses args schemas that are not JSON Schemas, each tool named with the path, registering nothing", async () => {
+    const error = await failure(
+      client().registerTools({
+        caller: acme,
+        source: "svc3",
+        tools: [
+          { name: "svc3.fine", argsSchema: { type: "object" } },
+          { name: "svc3.pay", argsSchema: { type: "objekt" } },
+          { name: "svc3.refund", argsSchema: { type: "object", properties: { id: { type: "strng" } } } },
+        ],
+      }),
+    );
+    expect(error.code).toBe(Code.InvalidArgument);
+    expect(error.rawMessage).toBe(
+      'tool "svc3.pay": args schema is not a valid JSON Schema at /type: "objekt" is not one of array, boolean, integer, null, number, object, string',
+    );
+    expect(error.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field)).toEqual([
+      "tools[1].args_schema",
+      "tools[2].args_schema",
+    ]);
+    const listed = await client().listTools({ caller: acme, showAllTools: true, pageSize: 500 });
+    expect(listed.tools.some((tool) => tool.name.startsWith("svc3."))).toBe(false);
   });
 });

@@ -111,6 +111,17 @@ describe("tool-reference gating", () => {
     expect(await operatorStep(step)).toBe(step);
   });
 
+  it("rewrites what reads as a tool, however it is written, and leaves field names, events and code", async () => {
+    expect(await operatorStep("Use slack_send_message, mcp__github__create_issue or get_weather.")).toBe(
+      'Use tool_search for "slack send message", tool_search for "create issue" or tool_search for "get weather".',
+    );
+    const fields =
+      "Page with next_cursor or next_page_token (page_size 100) until has_more is false; read max_tokens, " +
+      "stop_reason and run_started; send grant_type=refresh_token; set lock_timeout; " +
+      "call pd.read_excel('a.xlsx') with remove_duplicates=True; open read_write.";
+    expect(await operatorStep(fields)).toBe(fields);
+  });
+
   it("leaves text untouched without a gate", async () => {
     const { service } = loaded();
     expect((await service.getSkills(caller("t1"), { names: ["git.open_pr"] })).skills[0]?.trigger).toContain(

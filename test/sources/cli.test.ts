@@ -75,8 +75,22 @@ describe("wayfind sources against a server that needs credentials", () => {
       const without = await run(["sources", "--addr", `127.0.0.1:${secured.port}`]);
       expect(without.code).toBe(1);
       expect(without.stderr).toContain("this server requires credentials");
+      expect(without.stderr).toContain("give an operator key with --api-key or WAYFIND_API_KEY");
+      // The server answered: nothing suggests it is not running.
+      expect(without.stderr).not.toContain("running there");
+      const wrong = await run(["sources", "--addr", `127.0.0.1:${secured.port}`, "--api-key", "wf_unknown"]);
+      expect(wrong.code).toBe(1);
+      expect(wrong.stderr).toContain("check the key (--api-key or WAYFIND_API_KEY)");
+      expect(wrong.stderr).not.toContain("running there");
     } finally {
       await secured.stop();
     }
   }, 20_000);
+
+  it("refuses a pasted placeholder before calling, saying what a key looks like", async () => {
+    const { code, stderr } = await run(["sources", "--addr", "127.0.0.1:1", "--api-key", "wf_…"]);
+    expect(code).toBe(2);
+    expect(stderr).toContain('the API key in --api-key cannot be a key: character 4 of 4 is "…"');
+    expect(stderr).toContain("wayfind keys create");
+  });
 });

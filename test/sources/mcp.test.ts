@@ -343,6 +343,33 @@ describe("misbehaving MCP servers", () => {
     expect(lastError).toContain("tool #5");
   }, 10_000);
 
+  it("loads a tool whose schema breaks JSON Schema's rules as the server sent it, warning with tool and path", async () => {
+    const raw = await startRawHttpMcpServer(async () => ({
+      tools: [{ name: "pay", inputSchema: { type: "object", properties: { amount: { type: "integr" } } } }],
+    }));
+    cleanups.push(() => raw.close());
+    const { catalog } = openCatalog();
+    const warnings: Record<string, unknown>[] = [];
+    const logger = pino({ level: "warn" }, { write: (line: string) => warnings.push(JSON.parse(line)) });
+    const set = new McpSources(
+      mcpConfigs([{ name: "vendor", transport: "http", url: raw.url }]),
+      catalog.registry,
+      logger,
+      FAST,
+    );
+    cleanups.push(() => set.close());
+    await set.start(5_000);
+    expect(namesOf(catalog, "mcp:vendor")).toEqual(["vendor.pay"]);
+    expect(set.sources[0]?.status().healthy).toBe(true);
+    expect(warnings).toContainEqual(
+      expect.objectContaining({
+        tool: "vendor.pay",
+        path: "/properties/amount/type",
+        problem: '"integr" is not one of array, boolean, integer, null, number, object, string',
+      }),
+    );
+  }, 10_000);
+
   it("a tool name taken by another source is skipped with the owner named; the rest registers", async () => {
     const raw = await startRawHttpMcpServer(async () => ({
       tools: [

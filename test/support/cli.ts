@@ -25,19 +25,30 @@ export function runCli(args: readonly string[], env: NodeJS.ProcessEnv = {}): Cl
   return { child, stderr, exited };
 }
 
+/** What `wayfind serve`'s "listening" line says: the bound port and the console's address. */
+export interface ListeningLine {
+  readonly port: number;
+  readonly console: string | undefined;
+}
+
 /**
- * Reads `wayfind serve`'s JSON log until its "listening" line and returns the bound port (0 if it never
- * came). The rest of the log is drained unread, so a busy server never blocks on a full pipe.
+ * Reads `wayfind serve`'s JSON log until its "listening" line (port 0 if it never came). The rest of
+ * the log is drained unread, so a busy server never blocks on a full pipe.
  */
-export async function listeningPort(run: CliRun): Promise<number> {
-  let port = 0;
+export async function listeningLine(run: CliRun): Promise<ListeningLine> {
+  let found: ListeningLine = { port: 0, console: undefined };
   for await (const line of createInterface({ input: run.child.stdout })) {
-    const entry = JSON.parse(line) as { msg: string; port?: number };
+    const entry = JSON.parse(line) as { msg: string; port?: number; console?: string };
     if (entry.msg === "listening") {
-      port = entry.port ?? 0;
+      found = { port: entry.port ?? 0, console: entry.console };
       break;
     }
   }
   run.child.stdout.resume();
-  return port;
+  return found;
+}
+
+/** The port of `wayfind serve`'s "listening" line (0 if it never came); see listeningLine. */
+export async function listeningPort(run: CliRun): Promise<number> {
+  return (await listeningLine(run)).port;
 }

@@ -4,11 +4,12 @@ import { useRef, useState } from "preact/hooks";
 import {
   type Event,
   type EventFilterSchema,
+  EventSchema,
   type EventType,
   EventTypeSchema,
 } from "../../../gen/ts/wayfind/v1/events_pb.ts";
 import { type Api, callerAs } from "../api.ts";
-import { clock, count } from "../format.ts";
+import { clock, count, enumLabel } from "../format.ts";
 import { batched, useResumingStream } from "../hooks.ts";
 import type { PageProps } from "../page.ts";
 import { Problem } from "../parts/problem.tsx";
@@ -160,12 +161,37 @@ async function* watch(api: Api, stream: Stream, request: WatchRequest, signal: A
   for await (const message of messages) yield message.message;
 }
 
-/** One line about what happened: the payload's fields, as sent. */
+/** The payload messages of Event's `payload` oneof, by their field's name (`toolActivated`, …). */
+const PAYLOADS = new Map(
+  EventSchema.fields.flatMap((field) =>
+    field.oneof?.name === "payload" && field.fieldKind === "message"
+      ? [[field.localName, field.message]]
+      : [],
+  ),
+);
+
+/**
+ * One line about what happened: the payload's fields as sent, enums by name (`scope=run
+ * source=explicit`, not their numbers), empty ones left out.
+ */
 function describe(event: Event): string {
   const { payload } = event;
-  if (payload.case === undefined) return "";
-  return Object.entries(payload.value)
-    .filter(([key, value]) => !key.startsWith("$") && value !== "" && value !== undefined)
-    .map(([key, value]) => `${key}=${typeof value === "object" ? JSON.stringify(value) : String(value)}`)
+  const schema = payload.case === undefined ? undefined : PAYLOADS.get(payload.case);
+  if (!schema || payload.value === undefined) return "";
+  const values = payload.value as unknown as Record<string, unknown>;
+  return schema.fields
+    .flatMap((field) => {
+      const value = values[field.localName];
+      if (value === "" || value === undefined || (Array.isArray(value) && value.length === 0)) return [];
+      const shown =
+        field.fieldKind === "enum"
+          ? enumLabel(field.enum, value as number)
+          : field.fieldKind === "list" && field.listKind === "enum"
+            ? (value as number[]).map((v) => enumLabel(field.enum, v)).join(",")
+            : typeof value === "object"
+              ? JSON.stringify(value, (_, v) => (typeof v === "bigint" ? String(v) : v))
+              : String(value);
+      return [`${field.localName}=${shown}`];
+    })
     .join(" ");
 }

@@ -87,6 +87,12 @@ export function KeysPage({ session, tenant }: PageProps) {
           ))}
         </tbody>
       </table>
+      {keys.value?.length === 0 ? (
+        <p class="hint" data-empty="keys">
+          No API keys yet{tenant ? ` for tenant ${tenant}` : ""}. Create one above, or on the server's machine
+          with <code>wayfind keys create --tenant T --role agent</code>; its secret is shown once.
+        </p>
+      ) : null}
     </>
   );
 }

@@ -93,12 +93,23 @@ export function OverviewPage({ session, tenant }: PageProps) {
   return (
     <>
       <Problem text={figures.problem ?? sources.problem ?? stream.problem} />
+      {session.operator && tenant === "" ? (
+        <p class="hint">
+          Usage and activity belong to the tenant that caused them: pick one under “As tenant” above to see
+          its cost and searches. Without one, these figures count only calls made without a tenant.
+        </p>
+      ) : null}
       <section class="cards" aria-label="Figures">
-        <Figure label="Tools" value={figures.value?.tools} />
-        <Figure label="Skills" value={figures.value?.skills} />
-        <Figure label="Sources" value={sources.value?.length} />
+        {/* Each tile only where the credential's roles can fill it: an unanswerable one would wait forever. */}
+        {session.agent ? (
+          <>
+            <Figure label="Tools" value={figures.value?.tools} />
+            <Figure label="Skills" value={figures.value?.skills} />
+          </>
+        ) : null}
         {session.observer ? (
           <>
+            <Figure label="Sources" value={sources.value?.length} />
             <Figure label="Cost today" text={totals ? usd(totals.totalCostUsd) : undefined} />
             <Figure
               label="Prompt-cache hit rate today"
@@ -113,6 +124,7 @@ export function OverviewPage({ session, tenant }: PageProps) {
           <Chart
             title="Searches per minute"
             kind="bars"
+            integer
             times={times}
             series={[
               { label: "searches", values: activity.searches, color: "#2f6fdf" },
@@ -122,6 +134,7 @@ export function OverviewPage({ session, tenant }: PageProps) {
           <Chart
             title="Activations per minute"
             kind="bars"
+            integer
             times={times}
             series={[{ label: "activations", values: activity.activations, color: "#2b8a3e" }]}
           />

@@ -24,6 +24,8 @@ export function SearchPage(props: PageProps) {
 }
 
 const TYPES = [SearchType.UNSPECIFIED, SearchType.REGEX, SearchType.EXACT];
+/** Half the last digit a score shows (score() prints three decimals). */
+const SHOWN_SCORE_FLOOR = 0.0005;
 
 /** One request as an agent would send it, and every part of each hit's score. */
 function SearchPanel({ session, tenant, label }: PageProps & { label: string }) {
@@ -42,6 +44,8 @@ function SearchPanel({ session, tenant, label }: PageProps & { label: string }) 
         query,
         searchType: type,
         limit: 20,
+        // Hits whose score would print as 0.000 say nothing about the request: the server leaves them out.
+        minScore: SHOWN_SCORE_FLOOR,
         includeAlwaysLoaded: true,
       });
       setAnswer(response);

@@ -56,6 +56,7 @@ export function UsagePage({ session, tenant }: PageProps) {
         </label>
         {tenant ? <span>tenant {tenant}</span> : null}
       </div>
+      {totals && totals.calls === 0n ? <NoUsage session={session} tenant={tenant} days={days} /> : null}
       {totals ? (
         <section class="cards" aria-label="Totals">
           <Figure label="Cost" text={usd(totals.totalCostUsd)} />
@@ -68,6 +69,7 @@ export function UsagePage({ session, tenant }: PageProps) {
         <Chart
           title="Tokens by kind"
           times={times}
+          integer
           format={(v) => count(v)}
           series={[
             { label: "input", values: series((t) => Number(t.inputTokens)), color: "#2f6fdf" },
@@ -120,5 +122,23 @@ export function UsagePage({ session, tenant }: PageProps) {
         </tbody>
       </table>
     </>
+  );
+}
+
+/** What an empty range means, and what to do about it. */
+function NoUsage({ session, tenant, days }: PageProps & { days: number }) {
+  const range = RANGES.find((r) => r.days === days)?.label ?? `the last ${days} days`;
+  if (session.operator && tenant === "")
+    return (
+      <p class="hint" data-empty="usage">
+        No usage without a tenant {range}. Usage belongs to the tenant that recorded it: pick one under “As
+        tenant” above.
+      </p>
+    );
+  return (
+    <p class="hint" data-empty="usage">
+      No usage recorded{tenant ? ` for tenant ${tenant}` : ""} {range}. Agents record each model call with
+      UsageService.RecordUsage (the Go, Python and TypeScript examples do); it shows here at once.
+    </p>
   );
 }

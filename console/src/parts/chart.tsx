@@ -16,6 +16,8 @@ export interface ChartProps {
   readonly kind?: "line" | "bars";
   /** How a value is written in the data table and the legend. */
   readonly format?: (value: number) => string;
+  /** Whole numbers (counts): the value axis has whole-number ticks only. */
+  readonly integer?: boolean;
   readonly height?: number;
 }
 
@@ -25,7 +27,20 @@ const bars = uPlot.paths.bars?.({ size: [0.6, 64] });
  * A time chart drawn by uPlot, with its figures also in a table (hidden from sight, read by screen
  * readers and tests): the chart's data, not a picture of it.
  */
-export function Chart({ title, times, series, kind = "line", format = String, height = 180 }: ChartProps) {
+/** Tick steps of a whole-number axis: never a fraction, which a count format would round to a repeat. */
+const WHOLE_STEPS = [1, 2, 5]
+  .flatMap((step) => [1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9].map((p) => step * p))
+  .sort((a, b) => a - b);
+
+export function Chart({
+  title,
+  times,
+  series,
+  kind = "line",
+  format = String,
+  integer = false,
+  height = 180,
+}: ChartProps) {
   const holder = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
   const data: uPlot.AlignedData = [times as number[], ...series.map((s) => s.values as number[])];
@@ -49,7 +64,19 @@ export function Chart({ title, times, series, kind = "line", format = String, he
             ...(kind === "bars" && bars ? { paths: bars } : {}),
           })),
         ],
-        axes: [{}, { values: (_: uPlot, ticks: number[]) => ticks.map(format), size: 64 }],
+        axes: [
+          {},
+          {
+            values: (_: uPlot, ticks: number[]) => {
+              const labels = ticks.map(format);
+              // What the axis reads, for tests and screen readers' neighbours (the canvas is a picture).
+              element.dataset.valueTicks = labels.join(" | ");
+              return labels;
+            },
+            size: 64,
+            ...(integer ? { incrs: WHOLE_STEPS } : {}),
+          },
+        ],
         scales: { y: { range: (_: uPlot, _min: number, max: number) => [0, Math.max(max, 1)] } },
       },
       data,
@@ -66,7 +93,7 @@ export function Chart({ title, times, series, kind = "line", format = String, he
       plot.current = null;
     };
     // Rebuilt only when the series change shape; new figures go through setData below.
-  }, [shape, height]);
+  }, [shape, height, integer]);
 
   useEffect(() => {
     plot.current?.setData(data);

@@ -5,19 +5,21 @@ import {
   LoadingMode,
   type Tool as ProtoTool,
   SideEffect,
+  TenantOrigin,
   type ToolDiscoveryService,
 } from "../../../gen/ts/wayfind/v1/tools_pb.ts";
-import { sourceListingFor, toolOwnerFor } from "../../caller/authorize.ts";
+import { authorizeTenantListing, sourceListingFor, toolOwnerFor } from "../../caller/authorize.ts";
 import type { Tool, ToolInput } from "../../discovery/index.ts";
-import { compiledSchemaValues } from "../../discovery/validate.ts";
+import { argsSchemaProblem, compiledSchemaValues, jsonSchemaProblem } from "../../discovery/validate.ts";
 import { discoveryToolDefinitions as discoveryTools } from "../../discovery-tools/index.ts";
-import { invalidArgument, quoteInput } from "../../errors.ts";
+import { type FieldViolation, invalidArgument, quoteInput } from "../../errors.ts";
 import type { EventLog } from "../../events/index.ts";
 import type { JsonObject } from "../../json.ts";
 import { checkSize, LIMITS, withinLimit } from "../../limits.ts";
 import type { ToolSourceRegistry } from "../../sources/status.ts";
 import { traceContextFields } from "../../telemetry.ts";
 import { firstSentence } from "../../text/scores.ts";
+import { runInSlices } from "../../text/slices.ts";
 import { estimateTokens } from "../../text/tokens.ts";
 import { repairMessage } from "../../tools/call-check.ts";
 import type { ToolService } from "../../tools/service.ts";
@@ -33,9 +35,45 @@ import {
 } from "../enums.ts";
 import { PROGRESS_SINK } from "../in-process.ts";
 import { callerOf, callSignal, principalOf } from "../pipeline.ts";
+import { type TenantOrigin as Origin, type TenantLookups, tenantPage } from "../tenant-directory.ts";
 import { outcomeReportOf } from "./outcome-report.ts";
 import { searchReportToProto } from "./search-report.ts";
 import { TOOL_EVENT_TYPES, watchEvents } from "./watch.ts";
+
+const TENANT_ORIGINS_PROTO: Readonly<Record<Origin, TenantOrigin>> = {
+  api_key: TenantOrigin.API_KEY,
+  visibility_rule: TenantOrigin.VISIBILITY_RULE,
+  usage: TenantOrigin.USAGE,
+  events: TenantOrigin.EVENTS,
+};
+
+/**
+ * The tools whose args schema is not a JSON Schema (`{type: "objekt"}`), one step per tool. A caller
+ * registers the schemas it wrote: such a schema is refused, rather than let CheckToolCall pass every
+ * call to it.
+ */
+function* schemaViolations(inputs: readonly ToolInput[]): Generator<void, FieldViolation[]> {
+  const violations: FieldViolation[] = [];
+  for (const [i, input] of inputs.entries()) {
+    yield;
+    const schema = input.argsSchema;
+    // Oversize schemas are refused for their size by the registration, before anything reads them.
+    if (!schema || argsSchemaProblem(schema) !== undefined) continue;
+    const problem = jsonSchemaProblem(schema);
+    if (problem)
+      violations.push({
+        field: `tools[${i}].args_schema`,
+        description: `tool ${quoteInput(input.name)}: args schema is not a valid JSON Schema at ${problem.path}: ${problem.message}`,
+      });
+  }
+  return violations;
+}
+
+/** Every tool named, the first in the message. */
+function refuseInvalidSchemas(violations: readonly FieldViolation[]): void {
+  const [first] = violations;
+  if (first) throw invalidArgument(first.description, violations);
+}
 
 /** Sources callers may register (length bound by LIMITS.registerToolsSource). */
 const API_SOURCE = /^[A-Za-z0-9_.-]+$/;
@@ -43,6 +81,7 @@ const API_SOURCE = /^[A-Za-z0-9_.-]+$/;
 export function toolDiscoveryService(
   tools: ToolService,
   events: EventLog,
+  tenants: TenantLookups,
   sources?: ToolSourceRegistry,
 ): ServiceImpl<typeof ToolDiscoveryService> {
   return {
@@ -56,6 +95,8 @@ export function toolDiscoveryService(
         );
       checkSize(LIMITS.registerToolsTools, request.tools.length);
       const inputs = request.tools.map((tool, i) => toolInputFromProto(tool, request.namespace, i));
+      // Thousands of schemas take a while to check: in slices, so other calls go on meanwhile.
+      refuseInvalidSchemas((await runInSlices(schemaViolations(inputs), () => true)) ?? []);
       // Compiling schemas is CPU work (done in slices, but it delays the answer): bound the whole call.
       checkSize(LIMITS.registerToolsCompiledSchemaNodes, compiledSchemaValues(inputs));
       const result = await tools.register(owner, request.source, inputs, request.replaceSource);
@@ -76,6 +117,19 @@ export function toolDiscoveryService(
           healthy: source.healthy,
           lastError: source.lastError,
         })),
+      };
+    },
+
+    async listTenants(request, context) {
+      authorizeTenantListing(principalOf(context));
+      const pageSize = withinLimit(LIMITS.listTenantsPageSize, request.pageSize || undefined);
+      const page = await tenantPage(tenants, pageSize, request.pageToken);
+      return {
+        tenants: page.tenants.map((tenant) => ({
+          tenantId: tenant.id,
+          seenIn: tenant.seenIn.map((origin) => TENANT_ORIGINS_PROTO[origin]),
+        })),
+        nextPageToken: page.nextPageToken,
       };
     },
 

@@ -194,6 +194,66 @@ func (ActivationScope) EnumDescriptor() ([]byte, []int) {
 	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{2}
 }
 
+// Where the server saw a tenant.
+type TenantOrigin int32
+
+const (
+	TenantOrigin_TENANT_ORIGIN_UNSPECIFIED TenantOrigin = 0
+	// An API key acts for it (in the config or created).
+	TenantOrigin_TENANT_ORIGIN_API_KEY TenantOrigin = 1
+	// A visibility rule of the config matches it.
+	TenantOrigin_TENANT_ORIGIN_VISIBILITY_RULE TenantOrigin = 2
+	// It recorded usage.
+	TenantOrigin_TENANT_ORIGIN_USAGE TenantOrigin = 3
+	// The event log holds events of it.
+	TenantOrigin_TENANT_ORIGIN_EVENTS TenantOrigin = 4
+)
+
+// Enum value maps for TenantOrigin.
+var (
+	TenantOrigin_name = map[int32]string{
+		0: "TENANT_ORIGIN_UNSPECIFIED",
+		1: "TENANT_ORIGIN_API_KEY",
+		2: "TENANT_ORIGIN_VISIBILITY_RULE",
+		3: "TENANT_ORIGIN_USAGE",
+		4: "TENANT_ORIGIN_EVENTS",
+	}
+	TenantOrigin_value = map[string]int32{
+		"TENANT_ORIGIN_UNSPECIFIED":     0,
+		"TENANT_ORIGIN_API_KEY":         1,
+		"TENANT_ORIGIN_VISIBILITY_RULE": 2,
+		"TENANT_ORIGIN_USAGE":           3,
+		"TENANT_ORIGIN_EVENTS":          4,
+	}
+)
+
+func (x TenantOrigin) Enum() *TenantOrigin {
+	p := new(TenantOrigin)
+	*p = x
+	return p
+}
+
+func (x TenantOrigin) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (TenantOrigin) Descriptor() protoreflect.EnumDescriptor {
+	return file_wayfind_v1_tools_proto_enumTypes[3].Descriptor()
+}
+
+func (TenantOrigin) Type() protoreflect.EnumType {
+	return &file_wayfind_v1_tools_proto_enumTypes[3]
+}
+
+func (x TenantOrigin) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use TenantOrigin.Descriptor instead.
+func (TenantOrigin) EnumDescriptor() ([]byte, []int) {
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{3}
+}
+
 // Where a source's tools come from.
 type ToolSourceKind int32
 
@@ -238,11 +298,11 @@ func (x ToolSourceKind) String() string {
 }
 
 func (ToolSourceKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_wayfind_v1_tools_proto_enumTypes[3].Descriptor()
+	return file_wayfind_v1_tools_proto_enumTypes[4].Descriptor()
 }
 
 func (ToolSourceKind) Type() protoreflect.EnumType {
-	return &file_wayfind_v1_tools_proto_enumTypes[3]
+	return &file_wayfind_v1_tools_proto_enumTypes[4]
 }
 
 func (x ToolSourceKind) Number() protoreflect.EnumNumber {
@@ -251,7 +311,7 @@ func (x ToolSourceKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ToolSourceKind.Descriptor instead.
 func (ToolSourceKind) EnumDescriptor() ([]byte, []int) {
-	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{3}
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{4}
 }
 
 // A concrete call of a tool, shown to the model to teach argument shapes.
@@ -2635,6 +2695,175 @@ func (x *ListToolSourcesRequest) GetCaller() *CallerContext {
 	return nil
 }
 
+type ListTenantsRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Caller *CallerContext         `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	// 1–1,000, default 1,000.
+	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// From a previous response's `next_page_token`.
+	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTenantsRequest) Reset() {
+	*x = ListTenantsRequest{}
+	mi := &file_wayfind_v1_tools_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTenantsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTenantsRequest) ProtoMessage() {}
+
+func (x *ListTenantsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfind_v1_tools_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTenantsRequest.ProtoReflect.Descriptor instead.
+func (*ListTenantsRequest) Descriptor() ([]byte, []int) {
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *ListTenantsRequest) GetCaller() *CallerContext {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *ListTenantsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListTenantsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// A tenant the server knows of.
+type TenantInfo struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	TenantId string                 `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// Where it was seen, in the order of TenantOrigin.
+	SeenIn        []TenantOrigin `protobuf:"varint,2,rep,packed,name=seen_in,json=seenIn,proto3,enum=wayfind.v1.TenantOrigin" json:"seen_in,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TenantInfo) Reset() {
+	*x = TenantInfo{}
+	mi := &file_wayfind_v1_tools_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TenantInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TenantInfo) ProtoMessage() {}
+
+func (x *TenantInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfind_v1_tools_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TenantInfo.ProtoReflect.Descriptor instead.
+func (*TenantInfo) Descriptor() ([]byte, []int) {
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *TenantInfo) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *TenantInfo) GetSeenIn() []TenantOrigin {
+	if x != nil {
+		return x.SeenIn
+	}
+	return nil
+}
+
+type ListTenantsResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Tenants []*TenantInfo          `protobuf:"bytes,1,rep,name=tenants,proto3" json:"tenants,omitempty"`
+	// Empty on the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTenantsResponse) Reset() {
+	*x = ListTenantsResponse{}
+	mi := &file_wayfind_v1_tools_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTenantsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTenantsResponse) ProtoMessage() {}
+
+func (x *ListTenantsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfind_v1_tools_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTenantsResponse.ProtoReflect.Descriptor instead.
+func (*ListTenantsResponse) Descriptor() ([]byte, []int) {
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *ListTenantsResponse) GetTenants() []*TenantInfo {
+	if x != nil {
+		return x.Tenants
+	}
+	return nil
+}
+
+func (x *ListTenantsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
 type ToolSource struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Source id, e.g. `mcp:github` or `catalog:github`.
@@ -2657,7 +2886,7 @@ type ToolSource struct {
 
 func (x *ToolSource) Reset() {
 	*x = ToolSource{}
-	mi := &file_wayfind_v1_tools_proto_msgTypes[31]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2669,7 +2898,7 @@ func (x *ToolSource) String() string {
 func (*ToolSource) ProtoMessage() {}
 
 func (x *ToolSource) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_tools_proto_msgTypes[31]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2682,7 +2911,7 @@ func (x *ToolSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolSource.ProtoReflect.Descriptor instead.
 func (*ToolSource) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{31}
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ToolSource) GetName() string {
@@ -2743,7 +2972,7 @@ type ListToolSourcesResponse struct {
 
 func (x *ListToolSourcesResponse) Reset() {
 	*x = ListToolSourcesResponse{}
-	mi := &file_wayfind_v1_tools_proto_msgTypes[32]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2755,7 +2984,7 @@ func (x *ListToolSourcesResponse) String() string {
 func (*ListToolSourcesResponse) ProtoMessage() {}
 
 func (x *ListToolSourcesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_tools_proto_msgTypes[32]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2768,7 +2997,7 @@ func (x *ListToolSourcesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolSourcesResponse.ProtoReflect.Descriptor instead.
 func (*ListToolSourcesResponse) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{32}
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ListToolSourcesResponse) GetSources() []*ToolSource {
@@ -2788,7 +3017,7 @@ type WatchToolEventsRequest struct {
 
 func (x *WatchToolEventsRequest) Reset() {
 	*x = WatchToolEventsRequest{}
-	mi := &file_wayfind_v1_tools_proto_msgTypes[33]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2800,7 +3029,7 @@ func (x *WatchToolEventsRequest) String() string {
 func (*WatchToolEventsRequest) ProtoMessage() {}
 
 func (x *WatchToolEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_tools_proto_msgTypes[33]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2813,7 +3042,7 @@ func (x *WatchToolEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchToolEventsRequest.ProtoReflect.Descriptor instead.
 func (*WatchToolEventsRequest) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{33}
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *WatchToolEventsRequest) GetCaller() *CallerContext {
@@ -2845,7 +3074,7 @@ type WatchToolEventsResponse struct {
 
 func (x *WatchToolEventsResponse) Reset() {
 	*x = WatchToolEventsResponse{}
-	mi := &file_wayfind_v1_tools_proto_msgTypes[34]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2857,7 +3086,7 @@ func (x *WatchToolEventsResponse) String() string {
 func (*WatchToolEventsResponse) ProtoMessage() {}
 
 func (x *WatchToolEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_tools_proto_msgTypes[34]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2870,7 +3099,7 @@ func (x *WatchToolEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchToolEventsResponse.ProtoReflect.Descriptor instead.
 func (*WatchToolEventsResponse) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{34}
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *WatchToolEventsResponse) GetMessage() isWatchToolEventsResponse_Message {
@@ -2941,7 +3170,7 @@ type ReportToolOutcomeRequest struct {
 
 func (x *ReportToolOutcomeRequest) Reset() {
 	*x = ReportToolOutcomeRequest{}
-	mi := &file_wayfind_v1_tools_proto_msgTypes[35]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2953,7 +3182,7 @@ func (x *ReportToolOutcomeRequest) String() string {
 func (*ReportToolOutcomeRequest) ProtoMessage() {}
 
 func (x *ReportToolOutcomeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_tools_proto_msgTypes[35]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2966,7 +3195,7 @@ func (x *ReportToolOutcomeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportToolOutcomeRequest.ProtoReflect.Descriptor instead.
 func (*ReportToolOutcomeRequest) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{35}
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ReportToolOutcomeRequest) GetCaller() *CallerContext {
@@ -3024,7 +3253,7 @@ type ReportToolOutcomeResponse struct {
 
 func (x *ReportToolOutcomeResponse) Reset() {
 	*x = ReportToolOutcomeResponse{}
-	mi := &file_wayfind_v1_tools_proto_msgTypes[36]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3036,7 +3265,7 @@ func (x *ReportToolOutcomeResponse) String() string {
 func (*ReportToolOutcomeResponse) ProtoMessage() {}
 
 func (x *ReportToolOutcomeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfind_v1_tools_proto_msgTypes[36]
+	mi := &file_wayfind_v1_tools_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3049,7 +3278,7 @@ func (x *ReportToolOutcomeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportToolOutcomeResponse.ProtoReflect.Descriptor instead.
 func (*ReportToolOutcomeResponse) Descriptor() ([]byte, []int) {
-	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{36}
+	return file_wayfind_v1_tools_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ReportToolOutcomeResponse) GetLearned() bool {
@@ -3256,7 +3485,19 @@ const file_wayfind_v1_tools_proto_rawDesc = "" +
 	"\x19GetDiscoveryToolsResponse\x12&\n" +
 	"\x05tools\x18\x01 \x03(\v2\x10.wayfind.v1.ToolR\x05tools\"K\n" +
 	"\x16ListToolSourcesRequest\x121\n" +
-	"\x06caller\x18\x01 \x01(\v2\x19.wayfind.v1.CallerContextR\x06caller\"\x87\x02\n" +
+	"\x06caller\x18\x01 \x01(\v2\x19.wayfind.v1.CallerContextR\x06caller\"\x83\x01\n" +
+	"\x12ListTenantsRequest\x121\n" +
+	"\x06caller\x18\x01 \x01(\v2\x19.wayfind.v1.CallerContextR\x06caller\x12\x1b\n" +
+	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\"\\\n" +
+	"\n" +
+	"TenantInfo\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x121\n" +
+	"\aseen_in\x18\x02 \x03(\x0e2\x18.wayfind.v1.TenantOriginR\x06seenIn\"o\n" +
+	"\x13ListTenantsResponse\x120\n" +
+	"\atenants\x18\x01 \x03(\v2\x16.wayfind.v1.TenantInfoR\atenants\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x87\x02\n" +
 	"\n" +
 	"ToolSource\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12.\n" +
@@ -3303,14 +3544,19 @@ const file_wayfind_v1_tools_proto_rawDesc = "" +
 	"\x0fActivationScope\x12 \n" +
 	"\x1cACTIVATION_SCOPE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14ACTIVATION_SCOPE_RUN\x10\x01\x12\x1c\n" +
-	"\x18ACTIVATION_SCOPE_SESSION\x10\x02*\xae\x01\n" +
+	"\x18ACTIVATION_SCOPE_SESSION\x10\x02*\x9e\x01\n" +
+	"\fTenantOrigin\x12\x1d\n" +
+	"\x19TENANT_ORIGIN_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15TENANT_ORIGIN_API_KEY\x10\x01\x12!\n" +
+	"\x1dTENANT_ORIGIN_VISIBILITY_RULE\x10\x02\x12\x17\n" +
+	"\x13TENANT_ORIGIN_USAGE\x10\x03\x12\x18\n" +
+	"\x14TENANT_ORIGIN_EVENTS\x10\x04*\xae\x01\n" +
 	"\x0eToolSourceKind\x12 \n" +
 	"\x1cTOOL_SOURCE_KIND_UNSPECIFIED\x10\x00\x12!\n" +
 	"\x1dTOOL_SOURCE_KIND_CATALOG_FILE\x10\x01\x12\x1e\n" +
 	"\x1aTOOL_SOURCE_KIND_MCP_STDIO\x10\x02\x12\x1d\n" +
 	"\x19TOOL_SOURCE_KIND_MCP_HTTP\x10\x03\x12\x18\n" +
-	"\x14TOOL_SOURCE_KIND_API\x10\x042\xbf\n" +
-	"\n" +
+	"\x14TOOL_SOURCE_KIND_API\x10\x042\x94\v\n" +
 	"\x14ToolDiscoveryService\x12T\n" +
 	"\rRegisterTools\x12 .wayfind.v1.RegisterToolsRequest\x1a!.wayfind.v1.RegisterToolsResponse\x12H\n" +
 	"\tListTools\x12\x1c.wayfind.v1.ListToolsRequest\x1a\x1d.wayfind.v1.ListToolsResponse\x12S\n" +
@@ -3324,7 +3570,8 @@ const file_wayfind_v1_tools_proto_rawDesc = "" +
 	"\x10RenderToolPrompt\x12#.wayfind.v1.RenderToolPromptRequest\x1a$.wayfind.v1.RenderToolPromptResponse\x12`\n" +
 	"\x11RenderToolPayload\x12$.wayfind.v1.RenderToolPayloadRequest\x1a%.wayfind.v1.RenderToolPayloadResponse\x12e\n" +
 	"\x11GetDiscoveryTools\x12$.wayfind.v1.GetDiscoveryToolsRequest\x1a%.wayfind.v1.GetDiscoveryToolsResponse\"\x03\x90\x02\x01\x12_\n" +
-	"\x0fListToolSources\x12\".wayfind.v1.ListToolSourcesRequest\x1a#.wayfind.v1.ListToolSourcesResponse\"\x03\x90\x02\x01\x12`\n" +
+	"\x0fListToolSources\x12\".wayfind.v1.ListToolSourcesRequest\x1a#.wayfind.v1.ListToolSourcesResponse\"\x03\x90\x02\x01\x12S\n" +
+	"\vListTenants\x12\x1e.wayfind.v1.ListTenantsRequest\x1a\x1f.wayfind.v1.ListTenantsResponse\"\x03\x90\x02\x01\x12`\n" +
 	"\x11ReportToolOutcome\x12$.wayfind.v1.ReportToolOutcomeRequest\x1a%.wayfind.v1.ReportToolOutcomeResponse\x12\\\n" +
 	"\x0fWatchToolEvents\x12\".wayfind.v1.WatchToolEventsRequest\x1a#.wayfind.v1.WatchToolEventsResponse0\x01B<Z:github.com/wayfind-dev/wayfind/gen/go/wayfind/v1;wayfindv1b\x06proto3"
 
@@ -3340,159 +3587,168 @@ func file_wayfind_v1_tools_proto_rawDescGZIP() []byte {
 	return file_wayfind_v1_tools_proto_rawDescData
 }
 
-var file_wayfind_v1_tools_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_wayfind_v1_tools_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
+var file_wayfind_v1_tools_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_wayfind_v1_tools_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
 var file_wayfind_v1_tools_proto_goTypes = []any{
 	(LoadingMode)(0),                  // 0: wayfind.v1.LoadingMode
 	(SideEffect)(0),                   // 1: wayfind.v1.SideEffect
 	(ActivationScope)(0),              // 2: wayfind.v1.ActivationScope
-	(ToolSourceKind)(0),               // 3: wayfind.v1.ToolSourceKind
-	(*ToolExample)(nil),               // 4: wayfind.v1.ToolExample
-	(*Tool)(nil),                      // 5: wayfind.v1.Tool
-	(*RegisterToolsRequest)(nil),      // 6: wayfind.v1.RegisterToolsRequest
-	(*RegisterToolsResponse)(nil),     // 7: wayfind.v1.RegisterToolsResponse
-	(*ListToolsRequest)(nil),          // 8: wayfind.v1.ListToolsRequest
-	(*ToolSummary)(nil),               // 9: wayfind.v1.ToolSummary
-	(*ListToolsResponse)(nil),         // 10: wayfind.v1.ListToolsResponse
-	(*SearchToolsRequest)(nil),        // 11: wayfind.v1.SearchToolsRequest
-	(*ToolMatch)(nil),                 // 12: wayfind.v1.ToolMatch
-	(*SearchToolsResponse)(nil),       // 13: wayfind.v1.SearchToolsResponse
-	(*GetToolsRequest)(nil),           // 14: wayfind.v1.GetToolsRequest
-	(*GetToolsResponse)(nil),          // 15: wayfind.v1.GetToolsResponse
-	(*ActivateToolsRequest)(nil),      // 16: wayfind.v1.ActivateToolsRequest
-	(*ActivateToolsResponse)(nil),     // 17: wayfind.v1.ActivateToolsResponse
-	(*DeactivateToolsRequest)(nil),    // 18: wayfind.v1.DeactivateToolsRequest
-	(*DeactivateToolsResponse)(nil),   // 19: wayfind.v1.DeactivateToolsResponse
-	(*CheckToolCallRequest)(nil),      // 20: wayfind.v1.CheckToolCallRequest
-	(*ArgumentProblem)(nil),           // 21: wayfind.v1.ArgumentProblem
-	(*CheckToolCallResponse)(nil),     // 22: wayfind.v1.CheckToolCallResponse
-	(*CallToolRequest)(nil),           // 23: wayfind.v1.CallToolRequest
-	(*CallToolResponse)(nil),          // 24: wayfind.v1.CallToolResponse
-	(*ResolveToolRequest)(nil),        // 25: wayfind.v1.ResolveToolRequest
-	(*ResolveToolResponse)(nil),       // 26: wayfind.v1.ResolveToolResponse
-	(*RenderToolPromptRequest)(nil),   // 27: wayfind.v1.RenderToolPromptRequest
-	(*RenderToolPromptResponse)(nil),  // 28: wayfind.v1.RenderToolPromptResponse
-	(*RenderToolPayloadRequest)(nil),  // 29: wayfind.v1.RenderToolPayloadRequest
-	(*ToolNameMapping)(nil),           // 30: wayfind.v1.ToolNameMapping
-	(*RenderToolPayloadResponse)(nil), // 31: wayfind.v1.RenderToolPayloadResponse
-	(*GetDiscoveryToolsRequest)(nil),  // 32: wayfind.v1.GetDiscoveryToolsRequest
-	(*GetDiscoveryToolsResponse)(nil), // 33: wayfind.v1.GetDiscoveryToolsResponse
-	(*ListToolSourcesRequest)(nil),    // 34: wayfind.v1.ListToolSourcesRequest
-	(*ToolSource)(nil),                // 35: wayfind.v1.ToolSource
-	(*ListToolSourcesResponse)(nil),   // 36: wayfind.v1.ListToolSourcesResponse
-	(*WatchToolEventsRequest)(nil),    // 37: wayfind.v1.WatchToolEventsRequest
-	(*WatchToolEventsResponse)(nil),   // 38: wayfind.v1.WatchToolEventsResponse
-	(*ReportToolOutcomeRequest)(nil),  // 39: wayfind.v1.ReportToolOutcomeRequest
-	(*ReportToolOutcomeResponse)(nil), // 40: wayfind.v1.ReportToolOutcomeResponse
-	(*structpb.Struct)(nil),           // 41: google.protobuf.Struct
-	(*CallerContext)(nil),             // 42: wayfind.v1.CallerContext
-	(SearchType)(0),                   // 43: wayfind.v1.SearchType
-	(MatchType)(0),                    // 44: wayfind.v1.MatchType
-	(MatchQuality)(0),                 // 45: wayfind.v1.MatchQuality
-	(SemanticStatus)(0),               // 46: wayfind.v1.SemanticStatus
-	(*QueryRewrite)(nil),              // 47: wayfind.v1.QueryRewrite
-	(Provider)(0),                     // 48: wayfind.v1.Provider
-	(*timestamppb.Timestamp)(nil),     // 49: google.protobuf.Timestamp
-	(*EventFilter)(nil),               // 50: wayfind.v1.EventFilter
-	(*WatchStatus)(nil),               // 51: wayfind.v1.WatchStatus
-	(*Event)(nil),                     // 52: wayfind.v1.Event
-	(Outcome)(0),                      // 53: wayfind.v1.Outcome
+	(TenantOrigin)(0),                 // 3: wayfind.v1.TenantOrigin
+	(ToolSourceKind)(0),               // 4: wayfind.v1.ToolSourceKind
+	(*ToolExample)(nil),               // 5: wayfind.v1.ToolExample
+	(*Tool)(nil),                      // 6: wayfind.v1.Tool
+	(*RegisterToolsRequest)(nil),      // 7: wayfind.v1.RegisterToolsRequest
+	(*RegisterToolsResponse)(nil),     // 8: wayfind.v1.RegisterToolsResponse
+	(*ListToolsRequest)(nil),          // 9: wayfind.v1.ListToolsRequest
+	(*ToolSummary)(nil),               // 10: wayfind.v1.ToolSummary
+	(*ListToolsResponse)(nil),         // 11: wayfind.v1.ListToolsResponse
+	(*SearchToolsRequest)(nil),        // 12: wayfind.v1.SearchToolsRequest
+	(*ToolMatch)(nil),                 // 13: wayfind.v1.ToolMatch
+	(*SearchToolsResponse)(nil),       // 14: wayfind.v1.SearchToolsResponse
+	(*GetToolsRequest)(nil),           // 15: wayfind.v1.GetToolsRequest
+	(*GetToolsResponse)(nil),          // 16: wayfind.v1.GetToolsResponse
+	(*ActivateToolsRequest)(nil),      // 17: wayfind.v1.ActivateToolsRequest
+	(*ActivateToolsResponse)(nil),     // 18: wayfind.v1.ActivateToolsResponse
+	(*DeactivateToolsRequest)(nil),    // 19: wayfind.v1.DeactivateToolsRequest
+	(*DeactivateToolsResponse)(nil),   // 20: wayfind.v1.DeactivateToolsResponse
+	(*CheckToolCallRequest)(nil),      // 21: wayfind.v1.CheckToolCallRequest
+	(*ArgumentProblem)(nil),           // 22: wayfind.v1.ArgumentProblem
+	(*CheckToolCallResponse)(nil),     // 23: wayfind.v1.CheckToolCallResponse
+	(*CallToolRequest)(nil),           // 24: wayfind.v1.CallToolRequest
+	(*CallToolResponse)(nil),          // 25: wayfind.v1.CallToolResponse
+	(*ResolveToolRequest)(nil),        // 26: wayfind.v1.ResolveToolRequest
+	(*ResolveToolResponse)(nil),       // 27: wayfind.v1.ResolveToolResponse
+	(*RenderToolPromptRequest)(nil),   // 28: wayfind.v1.RenderToolPromptRequest
+	(*RenderToolPromptResponse)(nil),  // 29: wayfind.v1.RenderToolPromptResponse
+	(*RenderToolPayloadRequest)(nil),  // 30: wayfind.v1.RenderToolPayloadRequest
+	(*ToolNameMapping)(nil),           // 31: wayfind.v1.ToolNameMapping
+	(*RenderToolPayloadResponse)(nil), // 32: wayfind.v1.RenderToolPayloadResponse
+	(*GetDiscoveryToolsRequest)(nil),  // 33: wayfind.v1.GetDiscoveryToolsRequest
+	(*GetDiscoveryToolsResponse)(nil), // 34: wayfind.v1.GetDiscoveryToolsResponse
+	(*ListToolSourcesRequest)(nil),    // 35: wayfind.v1.ListToolSourcesRequest
+	(*ListTenantsRequest)(nil),        // 36: wayfind.v1.ListTenantsRequest
+	(*TenantInfo)(nil),                // 37: wayfind.v1.TenantInfo
+	(*ListTenantsResponse)(nil),       // 38: wayfind.v1.ListTenantsResponse
+	(*ToolSource)(nil),                // 39: wayfind.v1.ToolSource
+	(*ListToolSourcesResponse)(nil),   // 40: wayfind.v1.ListToolSourcesResponse
+	(*WatchToolEventsRequest)(nil),    // 41: wayfind.v1.WatchToolEventsRequest
+	(*WatchToolEventsResponse)(nil),   // 42: wayfind.v1.WatchToolEventsResponse
+	(*ReportToolOutcomeRequest)(nil),  // 43: wayfind.v1.ReportToolOutcomeRequest
+	(*ReportToolOutcomeResponse)(nil), // 44: wayfind.v1.ReportToolOutcomeResponse
+	(*structpb.Struct)(nil),           // 45: google.protobuf.Struct
+	(*CallerContext)(nil),             // 46: wayfind.v1.CallerContext
+	(SearchType)(0),                   // 47: wayfind.v1.SearchType
+	(MatchType)(0),                    // 48: wayfind.v1.MatchType
+	(MatchQuality)(0),                 // 49: wayfind.v1.MatchQuality
+	(SemanticStatus)(0),               // 50: wayfind.v1.SemanticStatus
+	(*QueryRewrite)(nil),              // 51: wayfind.v1.QueryRewrite
+	(Provider)(0),                     // 52: wayfind.v1.Provider
+	(*timestamppb.Timestamp)(nil),     // 53: google.protobuf.Timestamp
+	(*EventFilter)(nil),               // 54: wayfind.v1.EventFilter
+	(*WatchStatus)(nil),               // 55: wayfind.v1.WatchStatus
+	(*Event)(nil),                     // 56: wayfind.v1.Event
+	(Outcome)(0),                      // 57: wayfind.v1.Outcome
 }
 var file_wayfind_v1_tools_proto_depIdxs = []int32{
-	41, // 0: wayfind.v1.ToolExample.args:type_name -> google.protobuf.Struct
+	45, // 0: wayfind.v1.ToolExample.args:type_name -> google.protobuf.Struct
 	1,  // 1: wayfind.v1.Tool.side_effect:type_name -> wayfind.v1.SideEffect
 	0,  // 2: wayfind.v1.Tool.loading_mode:type_name -> wayfind.v1.LoadingMode
-	41, // 3: wayfind.v1.Tool.args_schema:type_name -> google.protobuf.Struct
-	41, // 4: wayfind.v1.Tool.output_schema:type_name -> google.protobuf.Struct
-	4,  // 5: wayfind.v1.Tool.examples:type_name -> wayfind.v1.ToolExample
-	5,  // 6: wayfind.v1.RegisterToolsRequest.tools:type_name -> wayfind.v1.Tool
-	42, // 7: wayfind.v1.RegisterToolsRequest.caller:type_name -> wayfind.v1.CallerContext
-	42, // 8: wayfind.v1.ListToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	45, // 3: wayfind.v1.Tool.args_schema:type_name -> google.protobuf.Struct
+	45, // 4: wayfind.v1.Tool.output_schema:type_name -> google.protobuf.Struct
+	5,  // 5: wayfind.v1.Tool.examples:type_name -> wayfind.v1.ToolExample
+	6,  // 6: wayfind.v1.RegisterToolsRequest.tools:type_name -> wayfind.v1.Tool
+	46, // 7: wayfind.v1.RegisterToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	46, // 8: wayfind.v1.ListToolsRequest.caller:type_name -> wayfind.v1.CallerContext
 	0,  // 9: wayfind.v1.ToolSummary.loading_mode:type_name -> wayfind.v1.LoadingMode
-	9,  // 10: wayfind.v1.ListToolsResponse.tools:type_name -> wayfind.v1.ToolSummary
-	42, // 11: wayfind.v1.SearchToolsRequest.caller:type_name -> wayfind.v1.CallerContext
-	43, // 12: wayfind.v1.SearchToolsRequest.search_type:type_name -> wayfind.v1.SearchType
-	44, // 13: wayfind.v1.ToolMatch.match_type:type_name -> wayfind.v1.MatchType
+	10, // 10: wayfind.v1.ListToolsResponse.tools:type_name -> wayfind.v1.ToolSummary
+	46, // 11: wayfind.v1.SearchToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	47, // 12: wayfind.v1.SearchToolsRequest.search_type:type_name -> wayfind.v1.SearchType
+	48, // 13: wayfind.v1.ToolMatch.match_type:type_name -> wayfind.v1.MatchType
 	0,  // 14: wayfind.v1.ToolMatch.loading_mode:type_name -> wayfind.v1.LoadingMode
-	12, // 15: wayfind.v1.SearchToolsResponse.tools:type_name -> wayfind.v1.ToolMatch
-	43, // 16: wayfind.v1.SearchToolsResponse.effective_search_type:type_name -> wayfind.v1.SearchType
-	45, // 17: wayfind.v1.SearchToolsResponse.match_quality:type_name -> wayfind.v1.MatchQuality
-	46, // 18: wayfind.v1.SearchToolsResponse.semantic_status:type_name -> wayfind.v1.SemanticStatus
-	47, // 19: wayfind.v1.SearchToolsResponse.query_rewrites:type_name -> wayfind.v1.QueryRewrite
-	42, // 20: wayfind.v1.GetToolsRequest.caller:type_name -> wayfind.v1.CallerContext
-	5,  // 21: wayfind.v1.GetToolsResponse.tools:type_name -> wayfind.v1.Tool
-	42, // 22: wayfind.v1.ActivateToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	13, // 15: wayfind.v1.SearchToolsResponse.tools:type_name -> wayfind.v1.ToolMatch
+	47, // 16: wayfind.v1.SearchToolsResponse.effective_search_type:type_name -> wayfind.v1.SearchType
+	49, // 17: wayfind.v1.SearchToolsResponse.match_quality:type_name -> wayfind.v1.MatchQuality
+	50, // 18: wayfind.v1.SearchToolsResponse.semantic_status:type_name -> wayfind.v1.SemanticStatus
+	51, // 19: wayfind.v1.SearchToolsResponse.query_rewrites:type_name -> wayfind.v1.QueryRewrite
+	46, // 20: wayfind.v1.GetToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	6,  // 21: wayfind.v1.GetToolsResponse.tools:type_name -> wayfind.v1.Tool
+	46, // 22: wayfind.v1.ActivateToolsRequest.caller:type_name -> wayfind.v1.CallerContext
 	2,  // 23: wayfind.v1.ActivateToolsRequest.scope:type_name -> wayfind.v1.ActivationScope
 	2,  // 24: wayfind.v1.ActivateToolsResponse.scope:type_name -> wayfind.v1.ActivationScope
-	42, // 25: wayfind.v1.DeactivateToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	46, // 25: wayfind.v1.DeactivateToolsRequest.caller:type_name -> wayfind.v1.CallerContext
 	2,  // 26: wayfind.v1.DeactivateToolsRequest.scope:type_name -> wayfind.v1.ActivationScope
-	42, // 27: wayfind.v1.CheckToolCallRequest.caller:type_name -> wayfind.v1.CallerContext
-	41, // 28: wayfind.v1.CheckToolCallRequest.arguments:type_name -> google.protobuf.Struct
+	46, // 27: wayfind.v1.CheckToolCallRequest.caller:type_name -> wayfind.v1.CallerContext
+	45, // 28: wayfind.v1.CheckToolCallRequest.arguments:type_name -> google.protobuf.Struct
 	2,  // 29: wayfind.v1.CheckToolCallRequest.scope:type_name -> wayfind.v1.ActivationScope
-	5,  // 30: wayfind.v1.CheckToolCallResponse.tool:type_name -> wayfind.v1.Tool
-	21, // 31: wayfind.v1.CheckToolCallResponse.problems:type_name -> wayfind.v1.ArgumentProblem
+	6,  // 30: wayfind.v1.CheckToolCallResponse.tool:type_name -> wayfind.v1.Tool
+	22, // 31: wayfind.v1.CheckToolCallResponse.problems:type_name -> wayfind.v1.ArgumentProblem
 	2,  // 32: wayfind.v1.CheckToolCallResponse.scope:type_name -> wayfind.v1.ActivationScope
-	42, // 33: wayfind.v1.CallToolRequest.caller:type_name -> wayfind.v1.CallerContext
-	41, // 34: wayfind.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
+	46, // 33: wayfind.v1.CallToolRequest.caller:type_name -> wayfind.v1.CallerContext
+	45, // 34: wayfind.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
 	2,  // 35: wayfind.v1.CallToolRequest.scope:type_name -> wayfind.v1.ActivationScope
-	41, // 36: wayfind.v1.CallToolResponse.content:type_name -> google.protobuf.Struct
-	41, // 37: wayfind.v1.CallToolResponse.structured_content:type_name -> google.protobuf.Struct
-	42, // 38: wayfind.v1.ResolveToolRequest.caller:type_name -> wayfind.v1.CallerContext
+	45, // 36: wayfind.v1.CallToolResponse.content:type_name -> google.protobuf.Struct
+	45, // 37: wayfind.v1.CallToolResponse.structured_content:type_name -> google.protobuf.Struct
+	46, // 38: wayfind.v1.ResolveToolRequest.caller:type_name -> wayfind.v1.CallerContext
 	2,  // 39: wayfind.v1.ResolveToolRequest.scope:type_name -> wayfind.v1.ActivationScope
-	5,  // 40: wayfind.v1.ResolveToolResponse.tool:type_name -> wayfind.v1.Tool
+	6,  // 40: wayfind.v1.ResolveToolResponse.tool:type_name -> wayfind.v1.Tool
 	2,  // 41: wayfind.v1.ResolveToolResponse.scope:type_name -> wayfind.v1.ActivationScope
-	42, // 42: wayfind.v1.RenderToolPromptRequest.caller:type_name -> wayfind.v1.CallerContext
-	42, // 43: wayfind.v1.RenderToolPayloadRequest.caller:type_name -> wayfind.v1.CallerContext
-	48, // 44: wayfind.v1.RenderToolPayloadRequest.provider:type_name -> wayfind.v1.Provider
-	30, // 45: wayfind.v1.RenderToolPayloadResponse.name_mappings:type_name -> wayfind.v1.ToolNameMapping
-	42, // 46: wayfind.v1.GetDiscoveryToolsRequest.caller:type_name -> wayfind.v1.CallerContext
-	5,  // 47: wayfind.v1.GetDiscoveryToolsResponse.tools:type_name -> wayfind.v1.Tool
-	42, // 48: wayfind.v1.ListToolSourcesRequest.caller:type_name -> wayfind.v1.CallerContext
-	3,  // 49: wayfind.v1.ToolSource.kind:type_name -> wayfind.v1.ToolSourceKind
-	49, // 50: wayfind.v1.ToolSource.last_sync_time:type_name -> google.protobuf.Timestamp
-	35, // 51: wayfind.v1.ListToolSourcesResponse.sources:type_name -> wayfind.v1.ToolSource
-	42, // 52: wayfind.v1.WatchToolEventsRequest.caller:type_name -> wayfind.v1.CallerContext
-	50, // 53: wayfind.v1.WatchToolEventsRequest.filter:type_name -> wayfind.v1.EventFilter
-	51, // 54: wayfind.v1.WatchToolEventsResponse.status:type_name -> wayfind.v1.WatchStatus
-	52, // 55: wayfind.v1.WatchToolEventsResponse.event:type_name -> wayfind.v1.Event
-	49, // 56: wayfind.v1.WatchToolEventsResponse.sent_at:type_name -> google.protobuf.Timestamp
-	42, // 57: wayfind.v1.ReportToolOutcomeRequest.caller:type_name -> wayfind.v1.CallerContext
-	53, // 58: wayfind.v1.ReportToolOutcomeRequest.outcome:type_name -> wayfind.v1.Outcome
-	6,  // 59: wayfind.v1.ToolDiscoveryService.RegisterTools:input_type -> wayfind.v1.RegisterToolsRequest
-	8,  // 60: wayfind.v1.ToolDiscoveryService.ListTools:input_type -> wayfind.v1.ListToolsRequest
-	11, // 61: wayfind.v1.ToolDiscoveryService.SearchTools:input_type -> wayfind.v1.SearchToolsRequest
-	14, // 62: wayfind.v1.ToolDiscoveryService.GetTools:input_type -> wayfind.v1.GetToolsRequest
-	16, // 63: wayfind.v1.ToolDiscoveryService.ActivateTools:input_type -> wayfind.v1.ActivateToolsRequest
-	18, // 64: wayfind.v1.ToolDiscoveryService.DeactivateTools:input_type -> wayfind.v1.DeactivateToolsRequest
-	25, // 65: wayfind.v1.ToolDiscoveryService.ResolveTool:input_type -> wayfind.v1.ResolveToolRequest
-	20, // 66: wayfind.v1.ToolDiscoveryService.CheckToolCall:input_type -> wayfind.v1.CheckToolCallRequest
-	23, // 67: wayfind.v1.ToolDiscoveryService.CallTool:input_type -> wayfind.v1.CallToolRequest
-	27, // 68: wayfind.v1.ToolDiscoveryService.RenderToolPrompt:input_type -> wayfind.v1.RenderToolPromptRequest
-	29, // 69: wayfind.v1.ToolDiscoveryService.RenderToolPayload:input_type -> wayfind.v1.RenderToolPayloadRequest
-	32, // 70: wayfind.v1.ToolDiscoveryService.GetDiscoveryTools:input_type -> wayfind.v1.GetDiscoveryToolsRequest
-	34, // 71: wayfind.v1.ToolDiscoveryService.ListToolSources:input_type -> wayfind.v1.ListToolSourcesRequest
-	39, // 72: wayfind.v1.ToolDiscoveryService.ReportToolOutcome:input_type -> wayfind.v1.ReportToolOutcomeRequest
-	37, // 73: wayfind.v1.ToolDiscoveryService.WatchToolEvents:input_type -> wayfind.v1.WatchToolEventsRequest
-	7,  // 74: wayfind.v1.ToolDiscoveryService.RegisterTools:output_type -> wayfind.v1.RegisterToolsResponse
-	10, // 75: wayfind.v1.ToolDiscoveryService.ListTools:output_type -> wayfind.v1.ListToolsResponse
-	13, // 76: wayfind.v1.ToolDiscoveryService.SearchTools:output_type -> wayfind.v1.SearchToolsResponse
-	15, // 77: wayfind.v1.ToolDiscoveryService.GetTools:output_type -> wayfind.v1.GetToolsResponse
-	17, // 78: wayfind.v1.ToolDiscoveryService.ActivateTools:output_type -> wayfind.v1.ActivateToolsResponse
-	19, // 79: wayfind.v1.ToolDiscoveryService.DeactivateTools:output_type -> wayfind.v1.DeactivateToolsResponse
-	26, // 80: wayfind.v1.ToolDiscoveryService.ResolveTool:output_type -> wayfind.v1.ResolveToolResponse
-	22, // 81: wayfind.v1.ToolDiscoveryService.CheckToolCall:output_type -> wayfind.v1.CheckToolCallResponse
-	24, // 82: wayfind.v1.ToolDiscoveryService.CallTool:output_type -> wayfind.v1.CallToolResponse
-	28, // 83: wayfind.v1.ToolDiscoveryService.RenderToolPrompt:output_type -> wayfind.v1.RenderToolPromptResponse
-	31, // 84: wayfind.v1.ToolDiscoveryService.RenderToolPayload:output_type -> wayfind.v1.RenderToolPayloadResponse
-	33, // 85: wayfind.v1.ToolDiscoveryService.GetDiscoveryTools:output_type -> wayfind.v1.GetDiscoveryToolsResponse
-	36, // 86: wayfind.v1.ToolDiscoveryService.ListToolSources:output_type -> wayfind.v1.ListToolSourcesResponse
-	40, // 87: wayfind.v1.ToolDiscoveryService.ReportToolOutcome:output_type -> wayfind.v1.ReportToolOutcomeResponse
-	38, // 88: wayfind.v1.ToolDiscoveryService.WatchToolEvents:output_type -> wayfind.v1.WatchToolEventsResponse
-	74, // [74:89] is the sub-list for method output_type
-	59, // [59:74] is the sub-list for method input_type
-	59, // [59:59] is the sub-list for extension type_name
-	59, // [59:59] is the sub-list for extension extendee
-	0,  // [0:59] is the sub-list for field type_name
+	46, // 42: wayfind.v1.RenderToolPromptRequest.caller:type_name -> wayfind.v1.CallerContext
+	46, // 43: wayfind.v1.RenderToolPayloadRequest.caller:type_name -> wayfind.v1.CallerContext
+	52, // 44: wayfind.v1.RenderToolPayloadRequest.provider:type_name -> wayfind.v1.Provider
+	31, // 45: wayfind.v1.RenderToolPayloadResponse.name_mappings:type_name -> wayfind.v1.ToolNameMapping
+	46, // 46: wayfind.v1.GetDiscoveryToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	6,  // 47: wayfind.v1.GetDiscoveryToolsResponse.tools:type_name -> wayfind.v1.Tool
+	46, // 48: wayfind.v1.ListToolSourcesRequest.caller:type_name -> wayfind.v1.CallerContext
+	46, // 49: wayfind.v1.ListTenantsRequest.caller:type_name -> wayfind.v1.CallerContext
+	3,  // 50: wayfind.v1.TenantInfo.seen_in:type_name -> wayfind.v1.TenantOrigin
+	37, // 51: wayfind.v1.ListTenantsResponse.tenants:type_name -> wayfind.v1.TenantInfo
+	4,  // 52: wayfind.v1.ToolSource.kind:type_name -> wayfind.v1.ToolSourceKind
+	53, // 53: wayfind.v1.ToolSource.last_sync_time:type_name -> google.protobuf.Timestamp
+	39, // 54: wayfind.v1.ListToolSourcesResponse.sources:type_name -> wayfind.v1.ToolSource
+	46, // 55: wayfind.v1.WatchToolEventsRequest.caller:type_name -> wayfind.v1.CallerContext
+	54, // 56: wayfind.v1.WatchToolEventsRequest.filter:type_name -> wayfind.v1.EventFilter
+	55, // 57: wayfind.v1.WatchToolEventsResponse.status:type_name -> wayfind.v1.WatchStatus
+	56, // 58: wayfind.v1.WatchToolEventsResponse.event:type_name -> wayfind.v1.Event
+	53, // 59: wayfind.v1.WatchToolEventsResponse.sent_at:type_name -> google.protobuf.Timestamp
+	46, // 60: wayfind.v1.ReportToolOutcomeRequest.caller:type_name -> wayfind.v1.CallerContext
+	57, // 61: wayfind.v1.ReportToolOutcomeRequest.outcome:type_name -> wayfind.v1.Outcome
+	7,  // 62: wayfind.v1.ToolDiscoveryService.RegisterTools:input_type -> wayfind.v1.RegisterToolsRequest
+	9,  // 63: wayfind.v1.ToolDiscoveryService.ListTools:input_type -> wayfind.v1.ListToolsRequest
+	12, // 64: wayfind.v1.ToolDiscoveryService.SearchTools:input_type -> wayfind.v1.SearchToolsRequest
+	15, // 65: wayfind.v1.ToolDiscoveryService.GetTools:input_type -> wayfind.v1.GetToolsRequest
+	17, // 66: wayfind.v1.ToolDiscoveryService.ActivateTools:input_type -> wayfind.v1.ActivateToolsRequest
+	19, // 67: wayfind.v1.ToolDiscoveryService.DeactivateTools:input_type -> wayfind.v1.DeactivateToolsRequest
+	26, // 68: wayfind.v1.ToolDiscoveryService.ResolveTool:input_type -> wayfind.v1.ResolveToolRequest
+	21, // 69: wayfind.v1.ToolDiscoveryService.CheckToolCall:input_type -> wayfind.v1.CheckToolCallRequest
+	24, // 70: wayfind.v1.ToolDiscoveryService.CallTool:input_type -> wayfind.v1.CallToolRequest
+	28, // 71: wayfind.v1.ToolDiscoveryService.RenderToolPrompt:input_type -> wayfind.v1.RenderToolPromptRequest
+	30, // 72: wayfind.v1.ToolDiscoveryService.RenderToolPayload:input_type -> wayfind.v1.RenderToolPayloadRequest
+	33, // 73: wayfind.v1.ToolDiscoveryService.GetDiscoveryTools:input_type -> wayfind.v1.GetDiscoveryToolsRequest
+	35, // 74: wayfind.v1.ToolDiscoveryService.ListToolSources:input_type -> wayfind.v1.ListToolSourcesRequest
+	36, // 75: wayfind.v1.ToolDiscoveryService.ListTenants:input_type -> wayfind.v1.ListTenantsRequest
+	43, // 76: wayfind.v1.ToolDiscoveryService.ReportToolOutcome:input_type -> wayfind.v1.ReportToolOutcomeRequest
+	41, // 77: wayfind.v1.ToolDiscoveryService.WatchToolEvents:input_type -> wayfind.v1.WatchToolEventsRequest
+	8,  // 78: wayfind.v1.ToolDiscoveryService.RegisterTools:output_type -> wayfind.v1.RegisterToolsResponse
+	11, // 79: wayfind.v1.ToolDiscoveryService.ListTools:output_type -> wayfind.v1.ListToolsResponse
+	14, // 80: wayfind.v1.ToolDiscoveryService.SearchTools:output_type -> wayfind.v1.SearchToolsResponse
+	16, // 81: wayfind.v1.ToolDiscoveryService.GetTools:output_type -> wayfind.v1.GetToolsResponse
+	18, // 82: wayfind.v1.ToolDiscoveryService.ActivateTools:output_type -> wayfind.v1.ActivateToolsResponse
+	20, // 83: wayfind.v1.ToolDiscoveryService.DeactivateTools:output_type -> wayfind.v1.DeactivateToolsResponse
+	27, // 84: wayfind.v1.ToolDiscoveryService.ResolveTool:output_type -> wayfind.v1.ResolveToolResponse
+	23, // 85: wayfind.v1.ToolDiscoveryService.CheckToolCall:output_type -> wayfind.v1.CheckToolCallResponse
+	25, // 86: wayfind.v1.ToolDiscoveryService.CallTool:output_type -> wayfind.v1.CallToolResponse
+	29, // 87: wayfind.v1.ToolDiscoveryService.RenderToolPrompt:output_type -> wayfind.v1.RenderToolPromptResponse
+	32, // 88: wayfind.v1.ToolDiscoveryService.RenderToolPayload:output_type -> wayfind.v1.RenderToolPayloadResponse
+	34, // 89: wayfind.v1.ToolDiscoveryService.GetDiscoveryTools:output_type -> wayfind.v1.GetDiscoveryToolsResponse
+	40, // 90: wayfind.v1.ToolDiscoveryService.ListToolSources:output_type -> wayfind.v1.ListToolSourcesResponse
+	38, // 91: wayfind.v1.ToolDiscoveryService.ListTenants:output_type -> wayfind.v1.ListTenantsResponse
+	44, // 92: wayfind.v1.ToolDiscoveryService.ReportToolOutcome:output_type -> wayfind.v1.ReportToolOutcomeResponse
+	42, // 93: wayfind.v1.ToolDiscoveryService.WatchToolEvents:output_type -> wayfind.v1.WatchToolEventsResponse
+	78, // [78:94] is the sub-list for method output_type
+	62, // [62:78] is the sub-list for method input_type
+	62, // [62:62] is the sub-list for extension type_name
+	62, // [62:62] is the sub-list for extension extendee
+	0,  // [0:62] is the sub-list for field type_name
 }
 
 func init() { file_wayfind_v1_tools_proto_init() }
@@ -3503,7 +3759,7 @@ func file_wayfind_v1_tools_proto_init() {
 	file_wayfind_v1_common_proto_init()
 	file_wayfind_v1_events_proto_init()
 	file_wayfind_v1_tools_proto_msgTypes[23].OneofWrappers = []any{}
-	file_wayfind_v1_tools_proto_msgTypes[34].OneofWrappers = []any{
+	file_wayfind_v1_tools_proto_msgTypes[37].OneofWrappers = []any{
 		(*WatchToolEventsResponse_Status)(nil),
 		(*WatchToolEventsResponse_Event)(nil),
 	}
@@ -3512,8 +3768,8 @@ func file_wayfind_v1_tools_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wayfind_v1_tools_proto_rawDesc), len(file_wayfind_v1_tools_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   37,
+			NumEnums:      5,
+			NumMessages:   40,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -32,6 +32,7 @@ const (
 	ToolDiscoveryService_RenderToolPayload_FullMethodName = "/wayfind.v1.ToolDiscoveryService/RenderToolPayload"
 	ToolDiscoveryService_GetDiscoveryTools_FullMethodName = "/wayfind.v1.ToolDiscoveryService/GetDiscoveryTools"
 	ToolDiscoveryService_ListToolSources_FullMethodName   = "/wayfind.v1.ToolDiscoveryService/ListToolSources"
+	ToolDiscoveryService_ListTenants_FullMethodName       = "/wayfind.v1.ToolDiscoveryService/ListTenants"
 	ToolDiscoveryService_ReportToolOutcome_FullMethodName = "/wayfind.v1.ToolDiscoveryService/ReportToolOutcome"
 	ToolDiscoveryService_WatchToolEvents_FullMethodName   = "/wayfind.v1.ToolDiscoveryService/WatchToolEvents"
 )
@@ -90,6 +91,10 @@ type ToolDiscoveryServiceClient interface {
 	// Every tool source (catalog files, MCP servers, sources registered over the API) with its tool
 	// count, last sync and health.
 	ListToolSources(ctx context.Context, in *ListToolSourcesRequest, opts ...grpc.CallOption) (*ListToolSourcesResponse, error)
+	// The tenants this server knows of, for the operator (an admin credential bound to no tenant)
+	// choosing whom to look as: those named by API keys, visibility rules, usage records and events,
+	// in order of their ids, each with where it was seen. Anyone else is PERMISSION_DENIED.
+	ListTenants(ctx context.Context, in *ListTenantsRequest, opts ...grpc.CallOption) (*ListTenantsResponse, error)
 	// What became of a tool an agent chose: teaches the caller's tenant's ranking (docs/search.md
 	// "Learning from use") when it names a search this server still remembers and one of its hits.
 	// A tool the caller cannot see is NOT_FOUND, exactly as a missing one. Idempotent by `idempotency_key`.
@@ -236,6 +241,16 @@ func (c *toolDiscoveryServiceClient) ListToolSources(ctx context.Context, in *Li
 	return out, nil
 }
 
+func (c *toolDiscoveryServiceClient) ListTenants(ctx context.Context, in *ListTenantsRequest, opts ...grpc.CallOption) (*ListTenantsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListTenantsResponse)
+	err := c.cc.Invoke(ctx, ToolDiscoveryService_ListTenants_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *toolDiscoveryServiceClient) ReportToolOutcome(ctx context.Context, in *ReportToolOutcomeRequest, opts ...grpc.CallOption) (*ReportToolOutcomeResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ReportToolOutcomeResponse)
@@ -319,6 +334,10 @@ type ToolDiscoveryServiceServer interface {
 	// Every tool source (catalog files, MCP servers, sources registered over the API) with its tool
 	// count, last sync and health.
 	ListToolSources(context.Context, *ListToolSourcesRequest) (*ListToolSourcesResponse, error)
+	// The tenants this server knows of, for the operator (an admin credential bound to no tenant)
+	// choosing whom to look as: those named by API keys, visibility rules, usage records and events,
+	// in order of their ids, each with where it was seen. Anyone else is PERMISSION_DENIED.
+	ListTenants(context.Context, *ListTenantsRequest) (*ListTenantsResponse, error)
 	// What became of a tool an agent chose: teaches the caller's tenant's ranking (docs/search.md
 	// "Learning from use") when it names a search this server still remembers and one of its hits.
 	// A tool the caller cannot see is NOT_FOUND, exactly as a missing one. Idempotent by `idempotency_key`.
@@ -373,6 +392,9 @@ func (UnimplementedToolDiscoveryServiceServer) GetDiscoveryTools(context.Context
 }
 func (UnimplementedToolDiscoveryServiceServer) ListToolSources(context.Context, *ListToolSourcesRequest) (*ListToolSourcesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListToolSources not implemented")
+}
+func (UnimplementedToolDiscoveryServiceServer) ListTenants(context.Context, *ListTenantsRequest) (*ListTenantsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListTenants not implemented")
 }
 func (UnimplementedToolDiscoveryServiceServer) ReportToolOutcome(context.Context, *ReportToolOutcomeRequest) (*ReportToolOutcomeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReportToolOutcome not implemented")
@@ -635,6 +657,24 @@ func _ToolDiscoveryService_ListToolSources_Handler(srv interface{}, ctx context.
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ToolDiscoveryService_ListTenants_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListTenantsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolDiscoveryServiceServer).ListTenants(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolDiscoveryService_ListTenants_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolDiscoveryServiceServer).ListTenants(ctx, req.(*ListTenantsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _ToolDiscoveryService_ReportToolOutcome_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ReportToolOutcomeRequest)
 	if err := dec(in); err != nil {
@@ -722,6 +762,10 @@ var ToolDiscoveryService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListToolSources",
 			Handler:    _ToolDiscoveryService_ListToolSources_Handler,
+		},
+		{
+			MethodName: "ListTenants",
+			Handler:    _ToolDiscoveryService_ListTenants_Handler,
 		},
 		{
 			MethodName: "ReportToolOutcome",

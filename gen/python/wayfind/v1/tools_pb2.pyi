@@ -34,6 +34,14 @@ class ActivationScope(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ACTIVATION_SCOPE_RUN: _ClassVar[ActivationScope]
     ACTIVATION_SCOPE_SESSION: _ClassVar[ActivationScope]
 
+class TenantOrigin(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    TENANT_ORIGIN_UNSPECIFIED: _ClassVar[TenantOrigin]
+    TENANT_ORIGIN_API_KEY: _ClassVar[TenantOrigin]
+    TENANT_ORIGIN_VISIBILITY_RULE: _ClassVar[TenantOrigin]
+    TENANT_ORIGIN_USAGE: _ClassVar[TenantOrigin]
+    TENANT_ORIGIN_EVENTS: _ClassVar[TenantOrigin]
+
 class ToolSourceKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     TOOL_SOURCE_KIND_UNSPECIFIED: _ClassVar[ToolSourceKind]
@@ -53,6 +61,11 @@ SIDE_EFFECT_STATEFUL: SideEffect
 ACTIVATION_SCOPE_UNSPECIFIED: ActivationScope
 ACTIVATION_SCOPE_RUN: ActivationScope
 ACTIVATION_SCOPE_SESSION: ActivationScope
+TENANT_ORIGIN_UNSPECIFIED: TenantOrigin
+TENANT_ORIGIN_API_KEY: TenantOrigin
+TENANT_ORIGIN_VISIBILITY_RULE: TenantOrigin
+TENANT_ORIGIN_USAGE: TenantOrigin
+TENANT_ORIGIN_EVENTS: TenantOrigin
 TOOL_SOURCE_KIND_UNSPECIFIED: ToolSourceKind
 TOOL_SOURCE_KIND_CATALOG_FILE: ToolSourceKind
 TOOL_SOURCE_KIND_MCP_STDIO: ToolSourceKind
@@ -464,6 +477,32 @@ class ListToolSourcesRequest(_message.Message):
     CALLER_FIELD_NUMBER: _ClassVar[int]
     caller: _common_pb2.CallerContext
     def __init__(self, caller: _Optional[_Union[_common_pb2.CallerContext, _Mapping]] = ...) -> None: ...
+
+class ListTenantsRequest(_message.Message):
+    __slots__ = ("caller", "page_size", "page_token")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallerContext
+    page_size: int
+    page_token: str
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallerContext, _Mapping]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class TenantInfo(_message.Message):
+    __slots__ = ("tenant_id", "seen_in")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    SEEN_IN_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    seen_in: _containers.RepeatedScalarFieldContainer[TenantOrigin]
+    def __init__(self, tenant_id: _Optional[str] = ..., seen_in: _Optional[_Iterable[_Union[TenantOrigin, str]]] = ...) -> None: ...
+
+class ListTenantsResponse(_message.Message):
+    __slots__ = ("tenants", "next_page_token")
+    TENANTS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    tenants: _containers.RepeatedCompositeFieldContainer[TenantInfo]
+    next_page_token: str
+    def __init__(self, tenants: _Optional[_Iterable[_Union[TenantInfo, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class ToolSource(_message.Message):
     __slots__ = ("name", "kind", "tool_count", "last_sync_time", "healthy", "last_error", "tenant_id")

@@ -106,6 +106,11 @@ class ToolDiscoveryServiceStub:
                 request_serializer=wayfind_dot_v1_dot_tools__pb2.ListToolSourcesRequest.SerializeToString,
                 response_deserializer=wayfind_dot_v1_dot_tools__pb2.ListToolSourcesResponse.FromString,
                 _registered_method=True)
+        self.ListTenants = channel.unary_unary(
+                '/wayfind.v1.ToolDiscoveryService/ListTenants',
+                request_serializer=wayfind_dot_v1_dot_tools__pb2.ListTenantsRequest.SerializeToString,
+                response_deserializer=wayfind_dot_v1_dot_tools__pb2.ListTenantsResponse.FromString,
+                _registered_method=True)
         self.ReportToolOutcome = channel.unary_unary(
                 '/wayfind.v1.ToolDiscoveryService/ReportToolOutcome',
                 request_serializer=wayfind_dot_v1_dot_tools__pb2.ReportToolOutcomeRequest.SerializeToString,
@@ -235,6 +240,15 @@ class ToolDiscoveryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListTenants(self, request, context):
+        """The tenants this server knows of, for the operator (an admin credential bound to no tenant)
+        choosing whom to look as: those named by API keys, visibility rules, usage records and events,
+        in order of their ids, each with where it was seen. Anyone else is PERMISSION_DENIED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ReportToolOutcome(self, request, context):
         """What became of a tool an agent chose: teaches the caller's tenant's ranking (docs/search.md
         "Learning from use") when it names a search this server still remembers and one of its hits.
@@ -318,6 +332,11 @@ def add_ToolDiscoveryServiceServicer_to_server(servicer, server):
                     servicer.ListToolSources,
                     request_deserializer=wayfind_dot_v1_dot_tools__pb2.ListToolSourcesRequest.FromString,
                     response_serializer=wayfind_dot_v1_dot_tools__pb2.ListToolSourcesResponse.SerializeToString,
+            ),
+            'ListTenants': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListTenants,
+                    request_deserializer=wayfind_dot_v1_dot_tools__pb2.ListTenantsRequest.FromString,
+                    response_serializer=wayfind_dot_v1_dot_tools__pb2.ListTenantsResponse.SerializeToString,
             ),
             'ReportToolOutcome': grpc.unary_unary_rpc_method_handler(
                     servicer.ReportToolOutcome,
@@ -688,6 +707,33 @@ class ToolDiscoveryService:
             '/wayfind.v1.ToolDiscoveryService/ListToolSources',
             wayfind_dot_v1_dot_tools__pb2.ListToolSourcesRequest.SerializeToString,
             wayfind_dot_v1_dot_tools__pb2.ListToolSourcesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListTenants(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/wayfind.v1.ToolDiscoveryService/ListTenants',
+            wayfind_dot_v1_dot_tools__pb2.ListTenantsRequest.SerializeToString,
+            wayfind_dot_v1_dot_tools__pb2.ListTenantsResponse.FromString,
             options,
             channel_credentials,
             insecure,
