@@ -14,6 +14,7 @@ import { runCli } from "../support/cli.ts";
 import { mcpHeaders, openMcpSession } from "../support/mcp-session.ts";
 import { fleetForFile, startReplica, type TestReplica } from "../support/replicas.ts";
 import { failure } from "../support/rpc.ts";
+import { cuttableLink } from "../support/tcp-cut.ts";
 
 // Issue 47: API keys are fleet state. Three `wayfind serve` processes on one real PostgreSQL; keys
 // created, revoked or raced through any of them (KeyService, `wayfind keys`) hold on all of them.
@@ -248,6 +249,42 @@ describe.skipIf(unavailable)(
       replicas.push(started);
       for (const replica of [started, a])
         await expect(searchOn(replica, secret.join("").trim())).resolves.toBeDefined();
+    });
+
+    it("never let a replica cut off from the database while a key was revoked elsewhere accept it again: UNAVAILABLE while cut off, revoked once back", async () => {
+      const a = replicas[0] as TestReplica;
+      const link = await cuttableLink(Number(new URL(fleet.postgres.url).port));
+      try {
+        const linkUrl = new URL(fleet.postgres.url);
+        linkUrl.port = String(link.port);
+        const cutOff = await startReplica(linkUrl.toString(), undefined, { config: configFile });
+        replicas.push(cutOff);
+        const key = await newKey(a);
+        await expect(searchOn(cutOff, key.secret)).resolves.toBeDefined();
+
+        link.cut();
+        await keysOn(a).revokeApiKey({ id: key.id, tenantId: "acme" });
+        await sleep(3_500);
+        const outcomes: string[] = [];
+        const outcome = () =>
+          searchOn(cutOff, key.secret).then(
+            () => "ok",
+            (error: unknown) => Code[ConnectError.from(error).code],
+          );
+        outcomes.push(await outcome());
+        link.restore();
+        for (const deadline = Date.now() + 20_000; outcomes.at(-1) !== "Unauthenticated"; ) {
+          if (Date.now() > deadline) throw new Error(`still not caught up: ${outcomes.join(", ")}`);
+          await sleep(100);
+          outcomes.push(await outcome());
+        }
+        expect(outcomes[0]).toBe("Unavailable");
+        expect(new Set(outcomes)).toEqual(new Set(["Unavailable", "Unauthenticated"]));
+        const refused = await failure(searchOn(cutOff, key.secret));
+        expect(refused.rawMessage).toBe(`API key ${key.id} has been revoked`);
+      } finally {
+        await link.close();
+      }
     });
 
     // Last: it stops the database under every replica.
