@@ -3,6 +3,7 @@ import { createSecureContext } from "node:tls";
 import type { DescService } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import type { Logger } from "pino";
+import type { Registry } from "prom-client";
 import {
   Health,
   HealthCheckResponse_ServingStatus as ServingStatus,
@@ -75,6 +76,11 @@ export interface StartOptions extends DomainOptions {
   readonly compactHeapBeforeListening?: boolean;
   /** A span per call (tracing started by the caller: src/server/tracing.ts); default off. */
   readonly traceCalls?: boolean;
+  /**
+   * What `GET /metrics` answers, given this server's own registry (a worker of `serve --workers`:
+   * every worker's summed, src/cli/workers.ts); default the server's own metrics.
+   */
+  readonly metricsScrape?: (own: Registry) => () => Promise<string>;
 }
 
 export interface RunningServer {
@@ -157,7 +163,7 @@ export async function startServer(
   const mcpEndpoint = config.server.mcp.enabled
     ? mcpEndpointOn(routes, auth, config, logger, fence)
     : undefined;
-  const httpEndpoints = plainHttpEndpoints(storage, domain, shutdown.signal, {
+  const httpEndpoints = plainHttpEndpoints(storage, domain, shutdown.signal, options.metricsScrape, {
     console: config.server.console ? new ConsoleFiles(checkoutPath("dist/console")) : undefined,
     mcp: mcpEndpoint,
   });
@@ -376,6 +382,7 @@ function plainHttpEndpoints(
   storage: Storage,
   domain: Domain,
   draining: AbortSignal,
+  metricsScrape: StartOptions["metricsScrape"],
   web: WebParts,
 ): HttpEndpoints {
   const probes = healthEndpoints(() => {
@@ -389,7 +396,8 @@ function plainHttpEndpoints(
       semanticPending: vectors.pending,
     };
   });
-  const scrape = domain.metrics?.endpoint();
+  const metrics = domain.metrics;
+  const scrape = metrics?.endpoint(metricsScrape?.(metrics.registry));
   return (request, response) =>
     (web.mcp?.handles(request, response) ?? false) ||
     probes(request, response) ||

@@ -1,0 +1,235 @@
+import cluster, { type Worker } from "node:cluster";
+import { availableParallelism } from "node:os";
+import { join } from "node:path";
+import type { Logger } from "pino";
+import { AggregatorRegistry, type Registry } from "prom-client";
+import type { WayfindConfig } from "../config/index.ts";
+import { lockDataFolder } from "../server/data-lock.ts";
+import { checkPortFree } from "../server/transport.ts";
+import { UsageError } from "./args.ts";
+
+/**
+ * `wayfind serve --workers N`: one port served by N processes (node:cluster; the primary accepts
+ * connections and hands them to the workers in turn). Each worker is a replica of the fleet on
+ * storage.postgres with a copy of its own under <data dir>/workers/<n>, so the workers share every
+ * change as replicas do; the primary forks, restarts a worker that dies, forwards SIGTERM/SIGINT
+ * (drain) and SIGHUP (TLS reload), and answers the workers' /metrics with the sum over all of them.
+ */
+
+/** Workers one host may run: far past any core count, a bound on a typo's cost (connections, memory). */
+const MAX_WORKERS = 64;
+/** The environment variable a worker learns its number from (1…N). */
+const WORKER_ENV = "WAYFIND_WORKER";
+/** A worker that dies is restarted after this, doubling while it keeps failing to start, up to the max. */
+const RESTART_DELAY_MS = 1_000;
+const MAX_RESTART_DELAY_MS = 30_000;
+/** Workers still draining this long after SIGTERM are killed. */
+const DRAIN_LIMIT_MS = 30_000;
+/** How long a worker waits for the primary's sum of every worker's metrics. */
+const METRICS_WAIT_MS = 5_000;
+
+/** IPC between the primary and its workers. */
+type Message =
+  | { readonly type: "wayfind:listening"; readonly port: number }
+  | { readonly type: "wayfind:metrics?"; readonly id: number }
+  | {
+      readonly type: "wayfind:metrics";
+      readonly id: number;
+      readonly text?: string;
+      readonly error?: string;
+    };
+
+/** How many workers `--workers` asks for: a whole number from 1 to MAX_WORKERS, or auto (the cores). */
+export function parseWorkers(text: string | undefined): number {
+  if (text === undefined) return 1;
+  const cores = availableParallelism();
+  if (text === "auto") return Math.min(cores, MAX_WORKERS);
+  const count = /^\d+$/.test(text) ? Number(text) : Number.NaN;
+  if (!(count >= 1 && count <= MAX_WORKERS))
+    throw new UsageError(
+      `wayfind serve: --workers ${text}: give a whole number of worker processes from 1 to ${MAX_WORKERS}, ` +
+        `or auto (one per core: ${cores} here)\n`,
+    );
+  return count;
+}
+
+/**
+ * N workers share the state as replicas do, through the shared database: a SQLite data dir alone has
+ * one writer. Refused before anything starts, saying what to configure.
+ */
+export function checkWorkersCanShare(config: WayfindConfig, count: number): void {
+  if (count <= 1 || config.storage.postgres !== undefined) return;
+  throw new UsageError(
+    `wayfind serve: --workers ${count} needs storage.postgres: the workers share the state as replicas ` +
+      `do, and the SQLite data dir ${config.server.dataDir} has one writer. Set storage.postgres.url in ` +
+      "the config (or WAYFIND_DATABASE_URL) to a PostgreSQL database (docs/replicas.md), or serve " +
+      "with --workers 1\n",
+  );
+}
+
+/** This process's worker number (1…N) when it is a worker of `serve --workers`, else undefined. */
+export function workerNumber(): number | undefined {
+  return cluster.isWorker ? Number(process.env[WORKER_ENV]) : undefined;
+}
+
+/**
+ * A worker's config: its own copy of the fleet's state under the data dir, and its share of the
+ * cores for inference (unless tool_search.semantic.threads was set to something else than the cores).
+ */
+export function workerConfig(config: WayfindConfig, worker: number, count: number): WayfindConfig {
+  const semantic = config.toolSearch.semantic;
+  const cores = availableParallelism();
+  const threads = semantic.threads === cores ? Math.max(1, Math.floor(cores / count)) : semantic.threads;
+  return {
+    ...config,
+    server: { ...config.server, dataDir: join(config.server.dataDir, "workers", String(worker)) },
+    toolSearch: { ...config.toolSearch, semantic: { ...semantic, threads } },
+  };
+}
+
+/**
+ * What a worker's /metrics answers: every worker's metrics summed (counters, histograms, connections
+ * and memory add up; catalog sizes and the replica's figures are each worker's alike), asked of the
+ * primary, which collects them from every worker (this one's `own` registry included).
+ */
+export function workerMetrics(own: Registry): () => Promise<string> {
+  AggregatorRegistry.setRegistries([own]);
+  // In a worker, this answers the primary's requests for `own`.
+  new AggregatorRegistry();
+  const waiting = new Map<number, (message: Extract<Message, { type: "wayfind:metrics" }>) => void>();
+  let asked = 0;
+  process.on("message", (message: Message) => {
+    if (message.type === "wayfind:metrics") waiting.get(message.id)?.(message);
+  });
+  return () =>
+    new Promise<string>((resolve, reject) => {
+      const id = ++asked;
+      const timer = setTimeout(() => {
+        waiting.delete(id);
+        reject(new Error("the primary did not answer with the workers' metrics"));
+      }, METRICS_WAIT_MS);
+      waiting.set(id, (answer) => {
+        clearTimeout(timer);
+        waiting.delete(id);
+        if (answer.text === undefined) reject(new Error(answer.error ?? "no metrics"));
+        else resolve(answer.text);
+      });
+      process.send?.({ type: "wayfind:metrics?", id } satisfies Message);
+    });
+}
+
+/** Tells the primary this worker listens (it says "listening" for the host once every worker does). */
+export function reportListening(port: number): void {
+  process.send?.({ type: "wayfind:listening", port } satisfies Message);
+}
+
+/**
+ * A worker ends when its primary does (killed, crashed): the port is the primary's, so a worker left
+ * alone would serve nothing new.
+ */
+export function stopWithPrimary(stop: () => void): void {
+  process.once("disconnect", stop);
+}
+
+/**
+ * The primary of `serve --workers N`: holds the data dir, forks the workers, and returns the exit
+ * code once they have stopped (SIGTERM or SIGINT: each drains; a worker failing its first start:
+ * the others are stopped too). A worker that dies later is restarted; the others keep serving.
+ */
+export async function superviseWorkers(
+  config: WayfindConfig,
+  count: number,
+  logger: Logger,
+): Promise<number> {
+  const { host, port } = config.server;
+  await checkPortFree(host, port);
+  const releaseDataDir = lockDataFolder(config.server.dataDir);
+  const metrics = new AggregatorRegistry();
+  const listened = new Set<number>();
+  const running = new Map<number, Worker>();
+  const restartDelay = new Map<number, number>();
+  let draining = false;
+  let failed = false;
+  /** Said once, when every worker first listens. */
+  let announced = false;
+  let exited: () => void = () => undefined;
+  const allExited = new Promise<void>((resolve) => {
+    exited = resolve;
+  });
+
+  const fork = (worker: number) => {
+    const child = cluster.fork({ [WORKER_ENV]: String(worker) });
+    running.set(worker, child);
+    let served = false;
+    child.on("message", (message: Message) => {
+      if (message.type === "wayfind:listening") {
+        served = true;
+        restartDelay.delete(worker);
+        if (listened.has(worker)) logger.info({ worker, pid: child.process.pid }, "worker restarted");
+        listened.add(worker);
+        if (listened.size === count && !announced) {
+          announced = true;
+          logger.info(
+            { host, port: message.port, workers: count, dataDir: config.server.dataDir },
+            "listening",
+          );
+        }
+      } else if (message.type === "wayfind:metrics?") {
+        metrics.clusterMetrics().then(
+          (text) => child.send({ type: "wayfind:metrics", id: message.id, text } satisfies Message),
+          (error: Error) =>
+            child.send({ type: "wayfind:metrics", id: message.id, error: error.message } satisfies Message),
+        );
+      }
+    });
+    child.once("exit", (code, signal) => {
+      running.delete(worker);
+      if (draining || failed) {
+        if (code !== 0) failed = true;
+        if (running.size === 0) exited();
+        return;
+      }
+      if (!listened.has(worker)) {
+        // Its first start failed (its own error is on stderr): the same would happen again.
+        logger.error({ worker, code, signal }, "worker failed to start; stopping the others");
+        failed = true;
+        for (const other of running.values()) other.process.kill("SIGTERM");
+        if (running.size === 0) exited();
+        return;
+      }
+      const delay = restartDelay.get(worker) ?? RESTART_DELAY_MS;
+      restartDelay.set(worker, Math.min(delay * 2, MAX_RESTART_DELAY_MS));
+      logger.error(
+        { worker, pid: child.process.pid, code, signal, restartInMs: delay },
+        served
+          ? "worker died; the others keep serving, restarting it"
+          : "worker failed to restart; trying again",
+      );
+      setTimeout(() => {
+        if (!draining && !failed) fork(worker);
+      }, delay).unref();
+    });
+  };
+
+  const drain = (signal: NodeJS.Signals) => {
+    if (draining) return;
+    draining = true;
+    logger.info({ signal, workers: running.size }, "signal received; draining every worker");
+    for (const child of running.values()) child.process.kill("SIGTERM");
+    if (running.size === 0) exited();
+    setTimeout(() => {
+      for (const child of running.values()) child.process.kill("SIGKILL");
+    }, DRAIN_LIMIT_MS).unref();
+  };
+  process.on("SIGTERM", drain);
+  process.on("SIGINT", drain);
+  process.on("SIGHUP", () => {
+    for (const child of running.values()) child.process.kill("SIGHUP");
+  });
+
+  for (let worker = 1; worker <= count; worker++) fork(worker);
+  await allExited;
+  releaseDataDir();
+  logger.info({ workers: count }, failed ? "stopped after a worker failed" : "stopped");
+  return failed ? 1 : 0;
+}
