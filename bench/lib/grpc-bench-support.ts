@@ -162,7 +162,7 @@ export async function prepareWayfind(root: string): Promise<"dist" | "tsx"> {
 }
 
 /** utime + stime of a process from /proc/<pid>/stat (Linux), in ms; NaN elsewhere. */
-function readCpuMs(pid: number): number {
+export function readCpuMs(pid: number): number {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
@@ -177,7 +177,8 @@ function readCpuMs(pid: number): number {
 /** USER_HZ: 100 on every mainstream Linux build. */
 const CLOCK_TICKS = 100;
 
-function readRss(pid: number): { nowMiB: number; peakMiB: number } {
+/** Resident set size of a process now and its peak (VmHWM), in MiB, from /proc (Linux); NaN elsewhere. */
+export function readRss(pid: number): { nowMiB: number; peakMiB: number } {
   try {
     const status = readFileSync(`/proc/${pid}/status`, "utf8");
     const kb = (field: string) =>
