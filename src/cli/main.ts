@@ -24,6 +24,7 @@ import {
   workerConfig,
   workerMetrics,
   workerNumber,
+  workerSockets,
 } from "./workers.ts";
 
 /** Served when no --config is given: a demo catalog and skill pack, so a fresh checkout is useful. */
@@ -226,7 +227,9 @@ async function main(argv: string[]): Promise<number> {
     compactHeapBeforeListening: true,
     traceCalls: tracing !== undefined,
     eventExport,
-    ...(worker === undefined ? {} : { metricsScrape: workerMetrics }),
+    ...(worker === undefined
+      ? {}
+      : { metricsScrape: workerMetrics, workerSockets: workerSockets(served, worker) }),
   });
   // Installed before the server listens: a signal right after the "listening" line (or during the
   // start) must find them, not node's defaults, which end the process without draining.

@@ -5,6 +5,7 @@ import type { Logger } from "pino";
 import { AggregatorRegistry, type Registry } from "prom-client";
 import type { WayfindConfig } from "../config/index.ts";
 import { lockDataFolder } from "../server/data-lock.ts";
+import type { WorkerSockets } from "../server/mcp-peers.ts";
 import { checkPortFree } from "../server/transport.ts";
 import { UsageError } from "./args.ts";
 
@@ -12,8 +13,10 @@ import { UsageError } from "./args.ts";
  * `wayfind serve --workers N`: one port served by N processes (node:cluster; the primary accepts
  * connections and hands them to the workers in turn). Each worker is a replica of the fleet on
  * storage.postgres with a copy of its own under <data dir>/workers/<n>, so the workers share every
- * change as replicas do; the primary forks, restarts a worker that dies, forwards SIGTERM/SIGINT
- * (drain) and SIGHUP (TLS reload), and answers the workers' /metrics with the sum over all of them.
+ * change as replicas do; an MCP session stays with the worker that opened it, the others passing its
+ * requests on (src/server/mcp-peers.ts). The primary forks, restarts a worker that dies, forwards
+ * SIGTERM/SIGINT (drain) and SIGHUP (TLS reload), and answers the workers' /metrics with the sum over
+ * all of them.
  */
 
 /** Workers one host may run: far past any core count, a bound on a typo's cost (connections, memory). */
@@ -82,9 +85,19 @@ export function workerConfig(config: WayfindConfig, worker: number, count: numbe
   const threads = semantic.threads === cores ? Math.max(1, Math.floor(cores / count)) : semantic.threads;
   return {
     ...config,
-    server: { ...config.server, dataDir: join(config.server.dataDir, "workers", String(worker)) },
+    server: { ...config.server, dataDir: workerDataDir(config.server.dataDir, worker) },
     toolSearch: { ...config.toolSearch, semantic: { ...semantic, threads } },
   };
+}
+
+/** Where worker n keeps its copy of the fleet's state, under the data dir `serve` was given. */
+function workerDataDir(dataDir: string, worker: number): string {
+  return join(dataDir, "workers", String(worker));
+}
+
+/** How worker `worker` reaches the other workers' MCP sessions: a socket in each one's data dir. */
+export function workerSockets(config: WayfindConfig, worker: number): WorkerSockets {
+  return { worker, socketOf: (n) => join(workerDataDir(config.server.dataDir, n), "mcp.sock") };
 }
 
 /**

@@ -28,7 +28,7 @@ import { ConfigError, missingSourceFiles, type TlsConfig, type WayfindConfig } f
 import { CACHE_KIB, type Db, setCacheSize } from "../database/sqlite.ts";
 import { errorReason } from "../errors.ts";
 import type { EventLog } from "../events/index.ts";
-import { McpEndpoint } from "../mcp-endpoint/index.ts";
+import { McpEndpoint, type McpPeers } from "../mcp-endpoint/index.ts";
 import type { Replica } from "../replication/replica.ts";
 import { Embedder } from "../semantic/index.ts";
 import { mcpSourceId } from "../sources/mcp.ts";
@@ -40,6 +40,7 @@ import { buildDomain, type Domain, type DomainOptions, sourceHealthName } from "
 import { HealthStatus } from "./health.ts";
 import { healthEndpoints } from "./http-health.ts";
 import { inProcessTransport } from "./in-process.ts";
+import { McpWorkerPeers, type WorkerSockets } from "./mcp-peers.ts";
 import { collectGarbage } from "./memory.ts";
 import { credentialsBeforeBody, withCallPipeline } from "./pipeline.ts";
 import { reflectionRoutes } from "./reflection.ts";
@@ -81,6 +82,8 @@ export interface StartOptions extends DomainOptions {
    * every worker's summed, src/cli/workers.ts); default the server's own metrics.
    */
   readonly metricsScrape?: (own: Registry) => () => Promise<string>;
+  /** Set in a worker of `serve --workers`: where the workers reach each other's MCP sessions. */
+  readonly workerSockets?: WorkerSockets;
 }
 
 export interface RunningServer {
@@ -160,8 +163,12 @@ export async function startServer(
   const tenants = tenantLookups(config, domain);
   const routes = buildRoutes(storage, domain, health, auth, tenants, logger, options);
   const fence = storage.replica && (() => (storage.replica as Replica).fence());
+  const mcpPeers =
+    config.server.mcp.enabled && options.workerSockets
+      ? new McpWorkerPeers(options.workerSockets)
+      : undefined;
   const mcpEndpoint = config.server.mcp.enabled
-    ? mcpEndpointOn(routes, auth, config, logger, fence)
+    ? mcpEndpointOn(routes, auth, config, logger, fence, mcpPeers)
     : undefined;
   const httpEndpoints = plainHttpEndpoints(storage, domain, shutdown.signal, options.metricsScrape, {
     console: config.server.console ? new ConsoleFiles(checkoutPath("dist/console")) : undefined,
@@ -176,6 +183,8 @@ export async function startServer(
     domain.index.list({ pageSize: 1 });
     setCacheSize(storage.db, CACHE_KIB.serving);
     if (options.compactHeapBeforeListening) collectGarbage();
+    if (mcpPeers && mcpEndpoint)
+      await mcpPeers.listen((request, response) => mcpEndpoint.handles(request, response));
     transport = await startTransport({
       host: config.server.host,
       port: config.server.port,
@@ -197,6 +206,7 @@ export async function startServer(
     });
   } catch (error) {
     auth.credentials.close();
+    await mcpPeers?.close();
     await mcpEndpoint?.close();
     await domain.close();
     await storage.close();
@@ -233,6 +243,7 @@ export async function startServer(
         health.setAll(ServingStatus.NOT_SERVING);
         shutdown.abort();
         auth.credentials.close();
+        await mcpPeers?.close();
         await mcpEndpoint?.close();
         await transport.close(options.drainGraceMs ?? 10_000);
         await domain.close();
@@ -337,6 +348,7 @@ function mcpEndpointOn(
   config: WayfindConfig,
   logger: Logger,
   fence: (() => Promise<boolean>) | undefined,
+  peers: McpPeers | undefined,
 ): McpEndpoint {
   const progress = new ProgressSinks();
   const transport = inProcessTransport(routes, progress);
@@ -364,6 +376,7 @@ function mcpEndpointOn(
     maxBodyBytes: config.server.maxMessageBytes,
     logger,
     version: wayfindVersion(),
+    peers,
   });
 }
 

@@ -6,7 +6,9 @@ import { createInterface } from "node:readline";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
+import { apiKey } from "../support/auth.ts";
 import { type CliRun, runCli } from "../support/cli.ts";
+import { mcpHeaders, openMcpSession } from "../support/mcp-session.ts";
 import { isAlive, postgresUnavailable, startPostgres, type TestPostgres } from "../support/postgres.ts";
 
 // Issue 47: `wayfind serve --workers N` serves one port from N processes sharing the state as replicas
@@ -95,6 +97,7 @@ describe("wayfind serve --workers, refused", () => {
 });
 
 const unavailable = postgresUnavailable();
+const agent = apiKey("agent", { tenant: "acme", roles: ["agent"] });
 describe.skipIf(unavailable)(
   `wayfind serve --workers 2 on PostgreSQL${unavailable ? ` (skipped: ${unavailable})` : ""}`,
   () => {
@@ -120,7 +123,10 @@ describe.skipIf(unavailable)(
       postgres = await startPostgres();
       dir = mkdtempSync(join(tmpdir(), "wayfind-workers-"));
       const config = join(dir, "wayfind.yaml");
-      writeFileSync(config, stringify({ tool_search: { semantic: { enabled: false } } }));
+      writeFileSync(
+        config,
+        stringify({ auth: { api_keys: [agent.entry] }, tool_search: { semantic: { enabled: false } } }),
+      );
       serve = runCli(
         ["serve", "--workers", "2", "--config", config, "--port", "0", "--data-dir", join(dir, "data")],
         { WAYFIND_DATABASE_URL: postgres.url },
@@ -173,6 +179,50 @@ describe.skipIf(unavailable)(
       // Each on a connection of its own: the workers in turn answer.
       for (let call = 0; call < 4; call++)
         expect((await search(port, "forecast lookup")).text).toContain("forecast_lookup");
+    });
+
+    it("keeps an MCP session whichever worker a request of it reaches (the worker that opened it answers)", async () => {
+      const session = await openMcpSession(`http://127.0.0.1:${port}`, agent.secret);
+      expect(session).toMatch(/^w[12]\./);
+      // Each ping on a connection of its own: half reach the other worker, which passes them on.
+      for (let ping = 0; ping < 6; ping++) {
+        const answer = await onNewConnection(
+          port,
+          "/mcp",
+          { jsonrpc: "2.0", id: 10 + ping, method: "ping" },
+          mcpHeaders(agent.secret, session),
+        );
+        expect(answer.status).toBe(200);
+        expect(answer.text).toContain(`"id":${10 + ping}`);
+      }
+      // The session's event stream, on a connection of its own too, stays open through the other worker.
+      for (let stream = 0; stream < 2; stream++) {
+        const opened = await new Promise<import("node:http").IncomingMessage>((resolve, reject) =>
+          request(
+            {
+              host: "127.0.0.1",
+              port,
+              path: "/mcp",
+              agent: false,
+              headers: mcpHeaders(agent.secret, session),
+            },
+            resolve,
+          )
+            .on("error", reject)
+            .end(),
+        );
+        expect(opened.statusCode).toBe(200);
+        expect(opened.headers["content-type"]).toBe("text/event-stream");
+        opened.destroy();
+        await sleep(100);
+      }
+      const unknown = await onNewConnection(
+        port,
+        "/mcp",
+        { jsonrpc: "2.0", id: 1, method: "ping" },
+        mcpHeaders(agent.secret, "w9.no-such-session"),
+      );
+      expect(unknown.status).toBe(404);
     });
 
     it("answers /metrics with every worker's calls summed, whichever worker is asked", async () => {
