@@ -1,4 +1,4 @@
-import { rmSync } from "node:fs";
+import { chmodSync, rmSync } from "node:fs";
 import * as http from "node:http";
 import type * as http2 from "node:http2";
 import { writeHead } from "../http-response.ts";
@@ -98,6 +98,8 @@ export class McpWorkerPeers implements McpPeers {
       server.listen({ path, exclusive: true }, () => resolve());
     });
     this.server = server;
+    // Whatever the umask: another user connecting could claim any client certificate.
+    chmodSync(path, 0o600);
   }
 
   async close(): Promise<void> {
