@@ -4,6 +4,7 @@ import { join } from "node:path";
 import type { Logger } from "pino";
 import { AggregatorRegistry, type Registry } from "prom-client";
 import type { WayfindConfig } from "../config/index.ts";
+import { connectPool } from "../replication/replica.ts";
 import { lockDataFolder } from "../server/data-lock.ts";
 import type { WorkerSockets } from "../server/mcp-peers.ts";
 import { checkPortFree } from "../server/transport.ts";
@@ -67,6 +68,41 @@ export function checkWorkersCanShare(config: WayfindConfig, count: number): void
       `do, and the SQLite data dir ${config.server.dataDir} has one writer. Set storage.postgres.url in ` +
       "the config (or WAYFIND_DATABASE_URL) to a PostgreSQL database (docs/replicas.md), or serve " +
       "with --workers 1\n",
+  );
+}
+
+/** PostgreSQL connections one worker may hold: its pool, the change listener, a lease's for compaction and each MCP server. */
+function connectionsPerWorker(config: WayfindConfig, poolSize: number): number {
+  return poolSize + 2 + config.mcpServers.length;
+}
+
+/**
+ * The workers' connections must fit in what the shared database takes (max_connections less the
+ * superuser reserve), or the last workers would fail to start, or later, under load. Not judged when
+ * the database does not answer: the workers then say why they cannot reach it.
+ */
+async function checkConnectionBudget(config: WayfindConfig, count: number): Promise<void> {
+  const postgres = config.storage.postgres;
+  if (count <= 1 || postgres === undefined) return;
+  const pool = connectPool(postgres, 1, () => undefined);
+  let budget: number;
+  try {
+    const { rows } = await pool.query<{ budget: number }>(
+      "SELECT current_setting('max_connections')::int - current_setting('superuser_reserved_connections')::int AS budget",
+    );
+    budget = Number(rows[0]?.budget);
+  } catch {
+    return;
+  } finally {
+    await pool.end().catch(() => undefined);
+  }
+  const each = connectionsPerWorker(config, postgres.poolSize);
+  if (count * each <= budget) return;
+  throw new UsageError(
+    `wayfind serve: --workers ${count} would hold up to ${count * each} connections to PostgreSQL (${each} ` +
+      `each: storage.postgres.pool_size ${postgres.poolSize}, a listener and leases), more than it takes ` +
+      `(${budget}: max_connections less superuser_reserved_connections). Give fewer workers, a smaller ` +
+      "storage.postgres.pool_size, or raise max_connections\n",
   );
 }
 
@@ -156,6 +192,7 @@ export async function superviseWorkers(
 ): Promise<number> {
   const { host, port } = config.server;
   await checkPortFree(host, port);
+  await checkConnectionBudget(config, count);
   const releaseDataDir = lockDataFolder(config.server.dataDir);
   const metrics = new AggregatorRegistry();
   const listened = new Set<number>();

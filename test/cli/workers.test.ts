@@ -253,6 +253,27 @@ describe.skipIf(unavailable)(
       for (let call = 0; call < 4; call++) expect((await search(port)).status).toBe(200);
     });
 
+    it("refuses more workers than PostgreSQL takes connections for, saying what to change", async () => {
+      const config = join(dir, "big-pools.yaml");
+      writeFileSync(config, stringify({ storage: { postgres: { url: postgres.url, pool_size: 100 } } }));
+      const { code, stderr } = await finished([
+        "serve",
+        "--workers",
+        "2",
+        "--config",
+        config,
+        "--port",
+        "0",
+        "--data-dir",
+        join(dir, "big-pools"),
+      ]);
+      expect(code).toBe(2);
+      expect(stderr).toContain("--workers 2 would hold up to 204 connections to PostgreSQL (102 each");
+      expect(stderr).toContain(
+        "Give fewer workers, a smaller storage.postgres.pool_size, or raise max_connections",
+      );
+    });
+
     it("drains every worker on SIGTERM and exits 0", async () => {
       const workers = workerPids(serve.child.pid ?? 0);
       serve.child.kill("SIGTERM");
