@@ -131,9 +131,19 @@ function workerDataDir(dataDir: string, worker: number): string {
   return join(dataDir, "workers", String(worker));
 }
 
+/** A Unix socket path longer than this does not fit sockaddr_un on every platform. */
+const MAX_SOCKET_PATH = 100;
+
 /** How worker `worker` reaches the other workers' MCP sessions: a socket in each one's data dir. */
 export function workerSockets(config: WayfindConfig, worker: number): WorkerSockets {
-  return { worker, socketOf: (n) => join(workerDataDir(config.server.dataDir, n), "mcp.sock") };
+  const socketOf = (n: number) => join(workerDataDir(config.server.dataDir, n), "mcp.sock");
+  const deepest = socketOf(MAX_WORKERS);
+  if (deepest.length > MAX_SOCKET_PATH)
+    throw new UsageError(
+      `wayfind serve: the data dir ${config.server.dataDir} is too long a path for the workers' sockets ` +
+        `(${deepest}: over ${MAX_SOCKET_PATH} characters); give a shorter --data-dir\n`,
+    );
+  return { worker, socketOf };
 }
 
 /**
@@ -193,6 +203,8 @@ export async function superviseWorkers(
   const { host, port } = config.server;
   await checkPortFree(host, port);
   await checkConnectionBudget(config, count);
+  // A data dir too deep for the sockets fails here, once, rather than in every worker.
+  workerSockets(config, 1);
   const releaseDataDir = lockDataFolder(config.server.dataDir);
   const metrics = new AggregatorRegistry();
   const listened = new Set<number>();

@@ -401,11 +401,11 @@ function bodyOf(request: Request, limit: number): Promise<Buffer | "too large" |
   });
 }
 
-/** The request headers wayfind reads (FORWARDED_HEADERS), as Fetch headers. */
 function sessionNotFound(response: Response): void {
   reply(response, 404, -32001, "session not found: initialize a new one");
 }
 
+/** The request headers wayfind reads (FORWARDED_HEADERS), as Fetch headers. */
 function forwarded(raw: IncomingMessage["headers"]): Headers {
   const headers = new Headers();
   for (const name of FORWARDED_HEADERS) {

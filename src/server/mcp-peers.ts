@@ -28,9 +28,6 @@ const HOP_HEADERS = new Set([
   "http2-settings",
   "te",
 ]);
-/** A Unix socket path longer than this does not fit sockaddr_un on every platform. */
-const MAX_SOCKET_PATH = 100;
-
 function passedOn(headers: http.IncomingHttpHeaders): http.OutgoingHttpHeaders {
   const kept: http.OutgoingHttpHeaders = {};
   for (const [name, value] of Object.entries(headers))
@@ -49,11 +46,6 @@ export class McpWorkerPeers implements McpPeers {
 
   constructor(private readonly sockets: WorkerSockets) {
     this.sessionPrefix = `w${sockets.worker}.`;
-    const own = sockets.socketOf(sockets.worker);
-    if (own.length > MAX_SOCKET_PATH)
-      throw new Error(
-        `the data dir is too deep for the workers' sockets (${own}: over ${MAX_SOCKET_PATH} characters); give a shorter --data-dir`,
-      );
   }
 
   forward(sessionId: string, request: Request, response: Response, unreachable: () => void): boolean {
