@@ -8,24 +8,28 @@
  * - 1, 2 and 3 replicas on one PostgreSQL, load spread evenly (one ghz per replica): throughput and
  *   the scaling ratio over one replica.
  * - Propagation across replicas: a tool registered on A found by a search on B, a tool activated on
- *   A seen as active by B, a usage event recorded on A delivered to a watch stream on B (p50 / p99).
+ *   A seen as active by B, a usage event recorded on A delivered to a watch stream on B, and an API
+ *   key created (then revoked) through A accepted (then refused) by B and C (p50 / p99).
  *
  * Starts its own PostgreSQL (test/support/postgres.ts) and `wayfind serve` processes with the demo
  * catalog. Load comes from ghz (bench/setup.sh installs it). Figures depend on the cores: with two,
  * the servers, PostgreSQL and ghz share them.
  *
- * Usage: node --import tsx bench/replicas.ts [--seconds S] [--propagation N]
+ * Usage: node --import tsx bench/replicas.ts [--seconds S] [--propagation N] [--keys-only]
+ * (--keys-only: three replicas and the API keys' propagation alone, no load)
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { createClient } from "@connectrpc/connect";
+import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { Provider, SearchType } from "../gen/ts/wayfind/v1/common_pb.ts";
+import { KeyService } from "../gen/ts/wayfind/v1/keys_pb.ts";
 import { ActivationScope, ToolDiscoveryService } from "../gen/ts/wayfind/v1/tools_pb.ts";
 import { UsageService } from "../gen/ts/wayfind/v1/usage_pb.ts";
-import { startPostgres } from "../test/support/postgres.ts";
+import { startPostgres, type TestPostgres } from "../test/support/postgres.ts";
+import { WORKLOADS, type Workload } from "./lib/fleet-workloads.ts";
 import {
   ensureGhz,
   type LoadResult,
@@ -43,6 +47,7 @@ const { values } = parseArgs({
   options: {
     seconds: { type: "string", default: "8" },
     propagation: { type: "string", default: "100" },
+    "keys-only": { type: "boolean", default: false },
   },
 });
 const SECONDS = Number(values.seconds);
@@ -50,45 +55,6 @@ const PROPAGATION_SAMPLES = Number(values.propagation);
 /** Calls in flight against the fleet, split evenly over its replicas. */
 const IN_FLIGHT = 24;
 const CONFIG = join(ROOT, "demo", "wayfind.yaml");
-
-interface Workload {
-  readonly label: string;
-  /** Proto file under proto/ (ghz parses it). */
-  readonly proto: string;
-  readonly call: string;
-  /** The request for one round; `round` keeps runs and idempotency keys of rounds apart. */
-  readonly data: (round: string) => object;
-}
-
-const WORKLOADS: readonly Workload[] = [
-  {
-    label: "SearchTools",
-    proto: "wayfind/v1/tools.proto",
-    call: "wayfind.v1.ToolDiscoveryService/SearchTools",
-    data: () => ({ caller: { tenant_id: "acme" }, query: "create an issue in a repository" }),
-  },
-  {
-    label: "ResolveTool (activates, new run per call)",
-    proto: "wayfind/v1/tools.proto",
-    call: "wayfind.v1.ToolDiscoveryService/ResolveTool",
-    data: (round) => ({
-      caller: { tenant_id: "acme", run_id: `${round}-{{.WorkerID}}-{{.RequestNumber}}` },
-      name: "github.create_issue",
-    }),
-  },
-  {
-    label: "RecordUsage (new key per call)",
-    proto: "wayfind/v1/usage.proto",
-    call: "wayfind.v1.UsageService/RecordUsage",
-    data: (round) => ({
-      caller: { tenant_id: "acme" },
-      provider: "PROVIDER_ANTHROPIC",
-      model: "claude-sonnet-4-5",
-      usage: { input_tokens: 1000, output_tokens: 100 },
-      idempotency_key: `${round}-{{.WorkerID}}-{{.RequestNumber}}`,
-    }),
-  },
-];
 
 const scratch = mkdtempSync(join(tmpdir(), "wayfind-bench-replicas-"));
 const started: ServerProcess[] = [];
@@ -219,29 +185,92 @@ async function propagation(fleet: readonly ServerProcess[]) {
   }
   abort.abort();
   await watching;
-  const row = (label: string, samples: number[]) => {
-    const sorted = [...samples].sort((x, y) => x - y);
-    return [label, fmt(percentile(sorted, 50), 2), fmt(percentile(sorted, 99), 2)];
-  };
   return [
-    row("tool registered on A → found by a search on B", registered),
-    row("tool activated on A → active for ResolveTool on B", activated),
-    row("usage recorded on A → event delivered to a watch on B", delivered),
+    percentileRow("tool registered on A → found by a search on B", registered),
+    percentileRow("tool activated on A → active for ResolveTool on B", activated),
+    percentileRow("usage recorded on A → event delivered to a watch on B", delivered),
   ];
 }
 
-try {
-  await prepareWayfind(ROOT);
-  const ghz = await ensureGhz();
-  const postgres = await startPostgres();
-  console.log(
-    `replicas bench: ${SECONDS} s per run, ${IN_FLIGHT} calls in flight, PostgreSQL from ${postgres.binaries}\n`,
-  );
+/** The operator of the demo's loopback server (no credentials needed there): the development role header. */
+const asOperator: Interceptor = (next) => (request) => {
+  request.header.set("wayfind-role", "admin");
+  return next(request);
+};
 
+/**
+ * API keys across three replicas: from the CreateApiKey call on A until B and C both accept the key,
+ * and from the RevokeApiKey call on A until both refuse it (each replica asked once right after: the
+ * fence makes that call see the change, so the figure is the write plus one call).
+ */
+async function keyPropagation(fleet: readonly ServerProcess[]) {
+  const [a, ...others] = fleet as [ServerProcess, ...ServerProcess[]];
+  const keys = createClient(
+    KeyService,
+    createGrpcTransport({ baseUrl: `http://127.0.0.1:${a.port}`, interceptors: [asOperator] }),
+  );
+  const searchWith = (server: ServerProcess, secret: string) =>
+    createClient(
+      ToolDiscoveryService,
+      createGrpcTransport({
+        baseUrl: `http://127.0.0.1:${server.port}`,
+        interceptors: [
+          (next) => (request) => {
+            request.header.set("authorization", `Bearer ${secret}`);
+            return next(request);
+          },
+        ],
+      }),
+    ).searchTools({ query: "probe", searchType: SearchType.EXACT });
+  /** Until every other replica answers `accepted` (true: the call passes; false: UNAUTHENTICATED). */
+  const untilEverywhere = async (secret: string, accepted: boolean) => {
+    for (const server of others)
+      for (let tries = 0; ; tries++) {
+        const passed = await searchWith(server, secret).then(
+          () => true,
+          (error: unknown) => {
+            if (ConnectError.from(error).code !== Code.Unauthenticated) throw error;
+            return false;
+          },
+        );
+        if (passed === accepted) break;
+        if (tries > 500) throw new Error(`key never ${accepted ? "accepted" : "refused"} on :${server.port}`);
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+  };
+  const created: number[] = [];
+  const revoked: number[] = [];
+  for (let i = 0; i < PROPAGATION_SAMPLES; i++) {
+    let start = performance.now();
+    const { secret } = await keys.createApiKey({
+      id: `propagation-${i}`,
+      tenantId: "acme",
+      roles: ["agent"],
+    });
+    await untilEverywhere(secret, true);
+    created.push(performance.now() - start);
+    start = performance.now();
+    await keys.revokeApiKey({ id: `propagation-${i}`, tenantId: "acme" });
+    await untilEverywhere(secret, false);
+    revoked.push(performance.now() - start);
+  }
+  return [
+    percentileRow(`key created on A → accepted on all ${others.length} others`, created),
+    percentileRow(`key revoked on A → refused on all ${others.length} others`, revoked),
+  ];
+}
+
+function percentileRow(label: string, samples: number[]): string[] {
+  const sorted = [...samples].sort((x, y) => x - y);
+  return [label, fmt(percentile(sorted, 50), 2), fmt(percentile(sorted, 99), 2)];
+}
+
+/** One replica on SQLite and on PostgreSQL, 1–3 replicas under load, then propagation across three. */
+async function throughputAndPropagation(ghz: string, databaseUrl: string): Promise<void> {
   const single: string[][] = [];
   for (const [storage, url] of [
     ["SQLite alone", undefined],
-    ["PostgreSQL", postgres.url],
+    ["PostgreSQL", databaseUrl],
   ] as const) {
     const fleet = await startFleet(1, url);
     for (const workload of WORKLOADS) {
@@ -269,7 +298,7 @@ try {
   const base = new Map<string, number>();
   let lastFleet: ServerProcess[] = [];
   for (const count of [1, 2, 3]) {
-    const fleet = await startFleet(count, postgres.url);
+    const fleet = await startFleet(count, databaseUrl);
     for (const workload of WORKLOADS.slice(0, 2)) {
       const result = summed(await loadFleet(ghz, fleet, workload));
       if (count === 1) base.set(workload.label, result.rps);
@@ -297,10 +326,33 @@ try {
   console.log(`(${availableParallelism()} cores here, shared by the replicas, PostgreSQL and ghz)`);
 
   console.log(`\nPropagation across replicas (${PROPAGATION_SAMPLES} samples; from A's call to B's answer)`);
-  printAligned(["what", "p50 ms", "p99 ms"], await propagation(lastFleet), new Set([1, 2]));
+  printAligned(
+    ["what", "p50 ms", "p99 ms"],
+    [...(await propagation(lastFleet)), ...(await keyPropagation(lastFleet))],
+    new Set([1, 2]),
+  );
   await stopFleet(lastFleet);
-  await postgres.stop();
+}
+
+let postgres: TestPostgres | undefined;
+try {
+  await prepareWayfind(ROOT);
+  const ghz = await ensureGhz();
+  postgres = await startPostgres();
+  console.log(
+    `replicas bench: ${SECONDS} s per run, ${IN_FLIGHT} calls in flight, PostgreSQL from ${postgres.binaries}\n`,
+  );
+
+  if (values["keys-only"]) {
+    const fleet = await startFleet(3, postgres.url);
+    console.log(
+      `API keys across 3 replicas (${PROPAGATION_SAMPLES} samples; from A's call to every other's answer)`,
+    );
+    printAligned(["what", "p50 ms", "p99 ms"], await keyPropagation(fleet), new Set([1, 2]));
+    await stopFleet(fleet);
+  } else await throughputAndPropagation(ghz, postgres.url);
 } finally {
   await Promise.all(started.map((server) => server.stop()));
+  await postgres?.stop();
   rmSync(scratch, { recursive: true, force: true });
 }

@@ -177,6 +177,7 @@ export function readCpuMs(pid: number): number {
 /** USER_HZ: 100 on every mainstream Linux build. */
 const CLOCK_TICKS = 100;
 
+/** Resident set size of a process now and its peak (VmHWM), in MiB, from /proc (Linux); NaN elsewhere. */
 export function readRss(pid: number): { nowMiB: number; peakMiB: number } {
   try {
     const status = readFileSync(`/proc/${pid}/status`, "utf8");

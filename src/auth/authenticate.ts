@@ -1,7 +1,7 @@
 import type { Caller } from "../caller/caller.ts";
 import type { AuthConfig } from "../config/index.ts";
-import { unauthenticated } from "../errors.ts";
-import { API_KEY_PREFIX, type ApiKeyStore, keyPrincipalId } from "./api-keys.ts";
+import { unauthenticated, WayfindError } from "../errors.ts";
+import { API_KEY_PREFIX, type ApiKeyStore, KEY_COPY_TRUSTED_MS, keyPrincipalId } from "./api-keys.ts";
 import { JwtVerifier, MAX_TOKEN_CHARS } from "./jwt.ts";
 import { CLIENT_CERTIFICATE_HEADER, certificatePrincipal } from "./mtls.ts";
 import { grantPrincipal, type Principal, unauthenticatedPrincipal } from "./principal.ts";
@@ -45,11 +45,19 @@ export class Authenticator {
     throw unauthenticated(`this server requires credentials: send ${ways.join(" or ")}`);
   }
 
-  private bearer(authorization: string, now: number): Principal | Promise<Principal> {
-    const match = /^Bearer +(\S+) *$/i.exec(
-      authorization.length <= MAX_TOKEN_CHARS + 16 ? authorization : "",
+  /**
+   * Whether a refusal of these credentials may be undone by changes this copy of the fleet's keys has
+   * not applied yet (a replica: an API key created, or its copy trusted again, a moment ago): such a
+   * refusal is confirmed after the replica's read fence.
+   */
+  refusalMayBeStale(headers: Headers): boolean {
+    return (
+      this.keys.shared && bearerToken(headers.get("authorization") ?? "")?.startsWith(API_KEY_PREFIX) === true
     );
-    const token = match?.[1];
+  }
+
+  private bearer(authorization: string, now: number): Principal | Promise<Principal> {
+    const token = bearerToken(authorization);
     if (token === undefined)
       throw unauthenticated(
         `authorization must be "Bearer <API key or token>" of at most ${MAX_TOKEN_CHARS} characters`,
@@ -69,6 +77,12 @@ export class Authenticator {
     if (key.revokedAtMs !== undefined) throw unauthenticated(`API key ${key.id} has been revoked`);
     if (key.expiresAtMs !== undefined && key.expiresAtMs <= now)
       throw unauthenticated(`API key ${key.id} expired at ${new Date(key.expiresAtMs).toISOString()}`);
+    // Fail closed: a replica cut off from the fleet's keys cannot tell whether this one was revoked.
+    if (key.origin === "created" && !this.keys.trusted())
+      throw new WayfindError(
+        "unavailable",
+        `this replica has not reached the shared database for over ${KEY_COPY_TRUSTED_MS / 1000} s, so it cannot tell whether API key ${key.id} was revoked meanwhile; retry (another replica may answer)`,
+      );
     let principal = this.keyPrincipals.get(key);
     if (!principal) {
       principal = grantPrincipal(keyPrincipalId(key), key);
@@ -76,4 +90,9 @@ export class Authenticator {
     }
     return principal;
   }
+}
+
+/** The token of `authorization: Bearer <token>` (bounded in length), or undefined. */
+function bearerToken(authorization: string): string | undefined {
+  return /^Bearer +(\S+) *$/i.exec(authorization.length <= MAX_TOKEN_CHARS + 16 ? authorization : "")?.[1];
 }

@@ -6,6 +6,9 @@ import type { Authenticator } from "./authenticate.ts";
 /** How often what is open is checked against the key table and the clock. */
 const CHECK_INTERVAL_MS = 250;
 
+/** Refusals that end a stream or session: the credential is refused, or can no longer be vouched for. */
+const ENDS_WHAT_IS_OPEN = new Set(["unauthenticated", "unavailable"]);
+
 interface Watched {
   readonly headers: Headers;
   readonly claimed: Caller;
@@ -15,9 +18,10 @@ interface Watched {
 
 /**
  * Keeps what outlives one call — watch streams, MCP sessions — to credentials that are still
- * accepted: a key revoked (over the API or by `wayfind keys revoke` in another process) or a key or
- * token that expires ends them within a check interval, with the UNAUTHENTICATED error a new call
- * with the same credential would get. A check costs nothing while neither the key table nor any
+ * accepted: a key revoked (over the API, by `wayfind keys revoke` in another process, or on another
+ * replica: the change reaches this one's copy) or a key or token that expires ends them within a
+ * check interval, with the UNAUTHENTICATED error a new call with the same credential would get (or
+ * UNAVAILABLE, for a created key on a replica that lost touch with the fleet's keys). A check costs nothing while neither the key table nor any
  * expiry moved; when one did, each affected credential is authenticated again (a cached lookup).
  */
 export class CredentialWatch {
@@ -74,7 +78,8 @@ export class CredentialWatch {
 
   private recheck(entry: Watched, now: number): void {
     const refused = (error: unknown) => {
-      if (!(error instanceof WayfindError) || error.code !== "unauthenticated") return;
+      // Unavailable: a replica cut off from the fleet's keys no longer vouches for a created key.
+      if (!(error instanceof WayfindError) || !ENDS_WHAT_IS_OPEN.has(error.code)) return;
       if (!this.watched.has(entry)) return;
       this.release(entry);
       entry.lost(error);

@@ -2,7 +2,8 @@ import { authorizeKeyGrant, keyTenantFor } from "../caller/authorize.ts";
 import { isRole, type Principal, ROLES, type Role } from "../caller/caller.ts";
 import { type FieldViolation, invalidArgument, notFound, permissionDenied, quoteInput } from "../errors.ts";
 import { LIMITS, type Limit, sizeProblem } from "../limits.ts";
-import { type ApiKey, type ApiKeyStore, isKeyId, MAX_KEY_EXPIRY_MS } from "./api-keys.ts";
+import { type ApiKey, isKeyId, MAX_KEY_EXPIRY_MS } from "./api-keys.ts";
+import type { KeyBook } from "./key-book.ts";
 
 /** A key as an admin asks for it over the API (CreateApiKey), before it is checked. */
 export interface KeyRequest {
@@ -19,17 +20,18 @@ export interface KeyRequest {
 
 /**
  * API keys as an admin manages them over the API (KeyService): its own tenant's, or every tenant's
- * for the operator (src/caller/authorize.ts decides whose), in the store `wayfind keys` also uses.
+ * for the operator (src/caller/authorize.ts decides whose), in the book `wayfind keys` also uses (the
+ * fleet's, on replicas).
  * Key ids are unique within a tenant: another tenant's key is answered exactly as a missing one, and
  * its id is as free as any other.
  */
 export class KeyAdmin {
-  constructor(private readonly store: ApiKeyStore) {}
+  constructor(private readonly store: KeyBook) {}
 
   /** The keys the principal manages, config-declared first, then by creation. */
-  list(principal: Principal): ApiKey[] {
+  async list(principal: Principal): Promise<ApiKey[]> {
     const tenant = keyTenantFor(principal);
-    const keys = this.store.list();
+    const keys = await this.store.list();
     return tenant === undefined ? keys : keys.filter((key) => key.tenant === tenant);
   }
 
@@ -38,7 +40,11 @@ export class KeyAdmin {
    * credential (roles, projects, entitlements) and expires no later: without an expiry asked for, a
    * key created by a credential that expires expires with it.
    */
-  create(principal: Principal, request: KeyRequest, now = Date.now()): { key: ApiKey; secret: string } {
+  async create(
+    principal: Principal,
+    request: KeyRequest,
+    now = Date.now(),
+  ): Promise<{ key: ApiKey; secret: string }> {
     const tenant = request.tenant || principal.tenantId;
     const roles = checkRequest(request, tenant, now);
     const expiresAtMs = expiresAtMsOf(request.expiry, now) ?? principal.expiresAtMs;
@@ -66,7 +72,7 @@ export class KeyAdmin {
    * Revokes a key the principal manages; false when it was revoked already. `tenant` says whose key
    * (undefined = the principal's tenant, or for the operator the one tenant with a key of this id).
    */
-  revoke(principal: Principal, id: string, tenant: string | undefined, now = Date.now()): boolean {
+  async revoke(principal: Principal, id: string, tenant: string | undefined): Promise<boolean> {
     if (id === "")
       throw invalidArgument("id is required: the id of the key to revoke (ListApiKeys lists them)");
     const missing = () => notFound(`no key with id ${quoteInput(id)}; ListApiKeys lists the keys you manage`);
@@ -76,10 +82,10 @@ export class KeyAdmin {
         throw permissionDenied(
           `tenant_id ${quoteInput(tenant)} is not your tenant: an admin bound to a tenant revokes its own keys only (leave tenant_id unset)`,
         );
-      if (this.store.get(own, id) === undefined) throw missing();
-      return this.store.revoke(own, id, now);
+      if ((await this.store.get(own, id)) === undefined) throw missing();
+      return this.store.revoke(own, id);
     }
-    const keys = this.store.withId(id).filter((key) => tenant === undefined || key.tenant === tenant);
+    const keys = (await this.store.withId(id)).filter((key) => tenant === undefined || key.tenant === tenant);
     const [key, ...others] = keys;
     if (key === undefined) throw missing();
     if (others.length > 0)
@@ -87,7 +93,7 @@ export class KeyAdmin {
         `keys of several tenants have id ${quoteInput(id)} (${keys.map((k) => quoteInput(k.tenant)).join(", ")}); say whose with tenant_id`,
         [{ field: "tenant_id", description: "names which tenant's key to revoke" }],
       );
-    return this.store.revoke(key.tenant, id, now);
+    return this.store.revoke(key.tenant, id);
   }
 }
 

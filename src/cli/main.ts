@@ -15,13 +15,25 @@ import { runLearning } from "./learning.ts";
 import { runMcpBridge } from "./mcp-bridge.ts";
 import { skillPackProgressBar } from "./progress.ts";
 import { listSources } from "./sources.ts";
+import {
+  checkWorkersCanShare,
+  parseWorkers,
+  reportListening,
+  stopWithPrimary,
+  superviseWorkers,
+  workerConfig,
+  workerMetrics,
+  workerNumber,
+  workerSockets,
+} from "./workers.ts";
 
 /** Served when no --config is given: a demo catalog and skill pack, so a fresh checkout is useful. */
 const DEMO_CONFIG = checkoutPath("demo/wayfind.yaml");
 
-const SERVE_USAGE = `Usage: wayfind serve [--config FILE] [--host H] [--port P] [--data-dir DIR] [--tls-cert F --tls-key F]
+const SERVE_USAGE = `Usage: wayfind serve [--config FILE] [--host H] [--port P] [--data-dir DIR] [--workers N|auto] [--tls-cert F --tls-key F]
 
 Runs the server: gRPC, gRPC-Web and Connect on one port. SIGHUP reloads the TLS certificate and key.
+SIGTERM or SIGINT drains in-flight calls and stops.
 
 Options:
   --config FILE    YAML configuration (see wayfind.example.yaml; default $WAYFIND_CONFIG, else
@@ -29,6 +41,9 @@ Options:
   --host H         interface to listen on (default 127.0.0.1)
   --port P         port (default 50051; 0 picks a free one)
   --data-dir DIR   where the SQLite database lives (default $WAYFIND_DATA_DIR, else ./.wayfind)
+  --workers N      serve the port from N processes (default 1; auto: one per core), each a replica
+                   of the state on storage.postgres (needed for N > 1) with its copy under
+                   DIR/workers/<n>; one that dies is restarted, /metrics sums them all
   --tls-cert FILE  serve TLS with this PEM certificate chain (with --tls-key)
   --tls-key FILE   the certificate's PEM private key
   --insecure-allow-unauthenticated
@@ -68,7 +83,7 @@ Options:
 const USAGE = `wayfind — tool and skill discovery for LLM agents
 
 Usage:
-  wayfind serve [--config FILE] [--host H] [--port P] [--data-dir DIR] [--tls-cert F --tls-key F]
+  wayfind serve [--config FILE] [--host H] [--port P] [--data-dir DIR] [--workers N|auto] [--tls-cert F --tls-key F]
   wayfind sources [--addr HOST:PORT] [--api-key KEY]
   wayfind mcp [--url URL] [--api-key KEY] [--tenant T] [--tool-list fixed|activated]
   wayfind catalog stats [--config FILE] [--provider anthropic|openai|gemini] [--ceiling N] [--budget N]
@@ -160,11 +175,13 @@ async function main(argv: string[]): Promise<number> {
     "tls-cert": { type: "string" },
     "tls-key": { type: "string" },
     "insecure-allow-unauthenticated": { type: "boolean" },
+    workers: { type: "string" },
   });
   if (!values) return 0;
+  const workers = parseWorkers(values.workers);
   // A container names its mounted config by the environment (Dockerfile, the Helm chart).
   const configFile = values.config ?? (process.env.WAYFIND_CONFIG || undefined);
-  const config = applySecurityFlags(
+  const served = applySecurityFlags(
     applyCliOverrides(loadConfig(configFile ?? DEMO_CONFIG), {
       host: values.host,
       port: values.port,
@@ -179,8 +196,16 @@ async function main(argv: string[]): Promise<number> {
     },
     (path) => resolve(path),
   );
+  checkWorkersCanShare(served, workers);
+  // Set in a worker process of `serve --workers` (which runs this same command line).
+  const worker = workerNumber();
+  const config = worker === undefined ? served : workerConfig(served, worker, workers);
   const logger = pino(
-    { level: config.logging.level, base: undefined, timestamp: pino.stdTimeFunctions.isoTime },
+    {
+      level: config.logging.level,
+      base: worker === undefined ? undefined : { worker },
+      timestamp: pino.stdTimeFunctions.isoTime,
+    },
     // A person at a terminal reads lines; anything else (a file, a collector) gets JSON lines.
     process.stdout.isTTY
       ? pretty({ colorize: true, translateTime: "SYS:HH:MM:ss.l", ignore: "pid,hostname" })
@@ -192,6 +217,7 @@ async function main(argv: string[]): Promise<number> {
       { node: process.versions.node },
       "memory settings not applied (bin/wayfind.js does, on Node >= 22.15): large catalogs take more resident memory",
     );
+  if (worker === undefined && workers > 1) return superviseWorkers(config, workers, logger);
   // OpenTelemetry tracing when the usual OTEL_* variables ask for it (docs: README, "Tracing").
   const tracing = tracingFromEnv(process.env);
   // The event log as OpenTelemetry log records when the OTEL_* variables ask for them.
@@ -201,6 +227,9 @@ async function main(argv: string[]): Promise<number> {
     compactHeapBeforeListening: true,
     traceCalls: tracing !== undefined,
     eventExport,
+    ...(worker === undefined
+      ? {}
+      : { metricsScrape: workerMetrics, workerSockets: workerSockets(served, worker) }),
   });
   // Installed before the server listens: a signal right after the "listening" line (or during the
   // start) must find them, not node's defaults, which end the process without draining.
@@ -217,19 +246,24 @@ async function main(argv: string[]): Promise<number> {
       );
     }
   });
-  for (const signal of ["SIGINT", "SIGTERM"] as const) {
-    process.once(signal, () => {
-      logger.info({ signal }, "signal received");
-      void starting
-        .then((started) => started.stop())
-        .then(() => Promise.all([tracing?.shutdown(), eventExport?.shutdown()]))
-        .then(
-          () => process.exit(0),
-          () => process.exit(1),
-        );
-    });
-  }
+  // Once, however many signals come (a worker gets the terminal's SIGINT and its primary's SIGTERM).
+  let stopping = false;
+  const stop = (reason: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal: reason }, "signal received");
+    void starting
+      .then((started) => started.stop())
+      .then(() => Promise.all([tracing?.shutdown(), eventExport?.shutdown()]))
+      .then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
+  };
+  for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => stop(signal));
+  if (worker !== undefined) stopWithPrimary(() => stop("primary gone"));
   server = await starting;
+  if (worker !== undefined) reportListening(server.port);
   return -1;
 }
 

@@ -66,6 +66,20 @@ interface McpCredentials {
   watch(headers: Headers, principal: Principal, lost: (reason: string) => void): () => void;
 }
 
+/**
+ * The other processes serving this port (`serve --workers`), each holding the sessions it opened:
+ * a request of another's session is passed on to it (src/server/mcp-peers.ts).
+ */
+export interface McpPeers {
+  /** Starts the id of every session this process opens, so the others know whose it is. */
+  readonly sessionPrefix: string;
+  /**
+   * Passes a request of another process's session on to it, answering with `unreachable` if that
+   * process is gone; false when the session would be this process's.
+   */
+  forward(sessionId: string, request: Request, response: Response, unreachable: () => void): boolean;
+}
+
 export interface McpEndpointOptions {
   readonly clients: WayfindClients;
   /** What the MCP servers behind wayfind offer besides tools; undefined = none are configured. */
@@ -76,6 +90,7 @@ export interface McpEndpointOptions {
   readonly maxBodyBytes: number;
   readonly logger: Logger;
   readonly version: string;
+  readonly peers?: McpPeers | undefined;
 }
 
 interface Session extends PooledSession {
@@ -129,6 +144,12 @@ export class McpEndpoint {
    */
   private async serve(request: Request, response: Response): Promise<void> {
     if (this.closed) return reply(response, 503, ErrorCode.ConnectionClosed, "the server is stopping");
+    const sessionId = request.headers["mcp-session-id"];
+    if (
+      typeof sessionId === "string" &&
+      this.options.peers?.forward(sessionId, request, response, () => sessionNotFound(response))
+    )
+      return;
     const toolList = this.toolListAsked(request.url ?? "");
     if (toolList.error !== undefined) return reply(response, 400, ErrorCode.InvalidRequest, toolList.error);
     if (!["POST", "GET", "DELETE"].includes(request.method ?? ""))
@@ -147,7 +168,7 @@ export class McpEndpoint {
     const session = typeof id === "string" ? this.sessions.get(id) : undefined;
     // Another credential's session is not found, exactly as one that does not exist.
     if (typeof id === "string" && (session === undefined || session.credentials !== credentialsOf(headers)))
-      return reply(response, 404, -32001, "session not found: initialize a new one");
+      return sessionNotFound(response);
     let body: unknown;
     if (request.method === "POST") {
       const read = await this.readBody(request, response);
@@ -201,7 +222,7 @@ export class McpEndpoint {
       );
       await this.end(evicted);
     }
-    const id = randomUUID();
+    const id = `${this.options.peers?.sessionPrefix ?? ""}${randomUUID()}`;
     const { server, client } = sessionServer({
       id,
       tenant: principal.tenantId,
@@ -365,6 +386,10 @@ function claimedCaller(headers: Headers, sessionId: string): Caller {
     entitlements: [],
     narrowToTools: [],
   };
+}
+
+function sessionNotFound(response: Response): void {
+  reply(response, 404, -32001, "session not found: initialize a new one");
 }
 
 /** The request headers wayfind reads (FORWARDED_HEADERS), as Fetch headers. */

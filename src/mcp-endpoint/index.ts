@@ -1,1 +1,1 @@
-export { MCP_PATH, McpEndpoint } from "./endpoint.ts";
+export { MCP_PATH, McpEndpoint, type McpPeers } from "./endpoint.ts";

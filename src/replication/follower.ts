@@ -89,6 +89,8 @@ export class Follower {
   private headSent: Promise<number> | undefined;
   private headQueued: Promise<number> | undefined;
   private applyingChange: Change | undefined;
+  /** When a read of the log last showed this copy holding every committed change (epoch ms). */
+  private confirmedAt = 0;
 
   constructor(options: FollowerOptions) {
     this.options = options;
@@ -124,6 +126,15 @@ export class Follower {
     return this.readAppliedAt();
   }
 
+  /**
+   * The latest time (epoch ms) this copy is known to have held every change committed by then: when
+   * the read of the log that showed nothing more was sent (a catch-up's last page, or a fence's
+   * head). 0 before the first. How stale a copy may be when the database stops answering.
+   */
+  get confirmedAtMs(): number {
+    return this.confirmedAt;
+  }
+
   /** Resolves once no catch-up is running (the one running, if any, has finished or failed). */
   async settled(): Promise<void> {
     await this.running?.catch(() => undefined);
@@ -156,8 +167,14 @@ export class Follower {
    * head before a write this call must see was committed.
    */
   async fence(): Promise<void> {
+    const askedAt = Date.now();
     const head = await this.headSinceNow();
     while (this.applied < head) await this.catchUp();
+    this.confirm(askedAt);
+  }
+
+  private confirm(askedAt: number): void {
+    this.confirmedAt = Math.max(this.confirmedAt, askedAt);
   }
 
   private headSinceNow(): Promise<number> {
@@ -185,8 +202,12 @@ export class Follower {
   /** Reads the next page after the applied seq and applies it; false when there was nothing. */
   private async applyNextPage(): Promise<boolean> {
     const { log, db, appliers, pageSize = 200, onApplied } = this.options;
+    const askedAt = Date.now();
     const changes = await log.after(this.applied, pageSize);
-    if (changes.length === 0) return false;
+    if (changes.length === 0) {
+      this.confirm(askedAt);
+      return false;
+    }
     // Reading a large page (thousands of tools' rows) is a turn's work already; applying it gets its own.
     await nextTurn();
     const outcomes: [Change, ApplyOutcome][] = [];

@@ -222,6 +222,14 @@ export class Replica implements StateWriter, SharedDatabase {
     return this.follower?.appliedAtMs ?? 0;
   }
 
+  /**
+   * The latest time (epoch ms) this copy is known to have held every change committed by then (see
+   * Follower.confirmedAtMs); 0 before the first catch-up, and for good once the log was compacted past it.
+   */
+  get currentAsOfMs(): number {
+    return this.behindLog ? 0 : (this.follower?.confirmedAtMs ?? 0);
+  }
+
   /** False while the shared database does not answer: writes fail, reads are served stale. */
   get reachable(): boolean {
     return this.isReachable;
@@ -420,10 +428,12 @@ export class Replica implements StateWriter, SharedDatabase {
         // A change per write, as every other write makes: compaction counts changes, so a snapshot
         // comes after as many records as before, and a new replica replays at most that many.
         // The origin tells this replica it made them (it counts them in its metrics).
-        if (outcome.ok && outcome.events.length > 0) {
-          const { tenantId, origin } = queued;
+        const { tenantId, origin } = queued;
+        if (outcome.ok)
+          for (const { kind, payload } of outcome.changes ?? [])
+            changes.push({ kind, tenantId, payload, origin });
+        if (outcome.ok && outcome.events.length > 0)
           changes.push({ kind: EVENTS_KIND, tenantId, payload: { events: outcome.events } as never, origin });
-        }
         answeredAtCommit.push(() => queued.settle(outcome.ok ? { ok: true, value: outcome.value } : outcome));
       });
     }

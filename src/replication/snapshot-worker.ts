@@ -1,5 +1,5 @@
 // The worker thread that takes a snapshot of a replica's copy (takeSnapshot in snapshots.ts).
-// workerData: { file, into, localTables }. Its own read-only connection: VACUUM INTO reads one
+// workerData: { file, into }. Its own read-only connection: VACUUM INTO reads one
 // consistent state of the copy however large it is, while the server's connection goes on applying
 // changes, and the event loop never waits for it.
 
@@ -7,7 +7,7 @@ import { parentPort, workerData } from "node:worker_threads";
 import Database from "better-sqlite3";
 import { readAppliedSeq } from "./follower.ts";
 
-const { file, into, localTables } = workerData as { file: string; into: string; localTables: string[] };
+const { file, into } = workerData as { file: string; into: string };
 
 try {
   const source = new Database(file, { readonly: true, fileMustExist: true });
@@ -18,11 +18,8 @@ try {
   }
   const snapshot = new Database(into);
   try {
-    // One self-contained file, and the rows of tables that belong to this data dir only (API keys of
-    // `wayfind keys create`) overwritten, not merely unlinked, before the file leaves the machine.
+    // One self-contained file.
     snapshot.pragma("journal_mode = DELETE");
-    snapshot.pragma("secure_delete = ON");
-    for (const table of localTables) snapshot.exec(`DELETE FROM "${table}"`);
     parentPort?.postMessage({ seq: readAppliedSeq(snapshot) });
   } finally {
     snapshot.close();

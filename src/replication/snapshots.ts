@@ -19,9 +19,6 @@ import { readAppliedSeq } from "./follower.ts";
 /** Stored in rows of this size: no single value near PostgreSQL's 1 GB limit, nor a large buffer here. */
 const CHUNK_BYTES = 1024 * 1024;
 
-/** Tables that belong to one data dir and never leave it in a snapshot: API keys of `wayfind keys create`. */
-const LOCAL_TABLES: readonly string[] = ["api_keys"];
-
 export interface StoredSnapshot {
   /** The last change the snapshot holds. */
   readonly seq: number;
@@ -131,12 +128,13 @@ export class SnapshotStore {
 
 /**
  * Takes a snapshot of the copy `file` into `into` on a worker thread (VACUUM INTO on a connection of
- * its own, then LOCAL_TABLES emptied) and returns the seq it holds.
+ * its own) and returns the seq it holds. Every table of a copy is the fleet's (the API keys too, as
+ * SHA-256s, since issue 47), so the snapshot holds them all.
  */
 export function takeSnapshot(file: string, into: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const worker = new Worker(workerEntry(import.meta.url, "snapshot-worker"), {
-      workerData: { file, into, localTables: LOCAL_TABLES },
+      workerData: { file, into },
     });
     let settled = false;
     worker.once("message", (message: { seq?: number; error?: string }) => {
@@ -207,7 +205,7 @@ export interface PrepareCopyOptions {
 /**
  * Before a replica opens its copy: a new copy starts from the newest snapshot rather than the whole
  * log, and a copy that fell behind the compacted log (its replica was away longer than the replica
- * timeout) is replaced by it, keeping its LOCAL_TABLES. Returns the snapshot seq restored, or
+ * timeout) is replaced by it. Returns the snapshot seq restored, or
  * undefined when the copy is used as it is.
  */
 export async function prepareCopy(options: PrepareCopyOptions): Promise<number | undefined> {
@@ -233,31 +231,11 @@ export async function prepareCopy(options: PrepareCopyOptions): Promise<number |
   const incoming = `${file}${RESTORING_SUFFIX}${randomUUID()}`;
   try {
     const restored = await snapshots.download(incoming);
-    if (existsSync(file)) copyLocalTables(file, incoming);
     // The old file's write-ahead log must go before the new file takes its name: SQLite would apply it.
     for (const suffix of ["-wal", "-shm", ""]) await rm(`${file}${suffix}`, { force: true });
     await rename(incoming, file);
     return restored.seq;
   } finally {
     await rm(incoming, { force: true });
-  }
-}
-
-/** Carries the rows of LOCAL_TABLES from the copy being replaced into the snapshot replacing it. */
-function copyLocalTables(from: string, into: string): void {
-  const db = new Database(into);
-  try {
-    db.prepare("ATTACH DATABASE ? AS previous").run(from);
-    const previousTable = db.prepare(
-      "SELECT 1 FROM previous.sqlite_master WHERE type = 'table' AND name = ?",
-    );
-    db.transaction(() => {
-      for (const table of LOCAL_TABLES)
-        if (previousTable.get(table) !== undefined)
-          db.exec(`INSERT INTO main."${table}" SELECT * FROM previous."${table}"`);
-    })();
-    db.exec("DETACH DATABASE previous");
-  } finally {
-    db.close();
   }
 }

@@ -3,6 +3,7 @@ import type { Db } from "../database/sqlite.ts";
 import { writeTransaction } from "../database/transaction.ts";
 import type { WayfindError } from "../errors.ts";
 import type { NewEvent } from "../events/index.ts";
+import type { JsonValue } from "../json.ts";
 import type { PostgresMigration } from "./change-log.ts";
 
 /** What a change is applied with besides its payload: the same on every replica. */
@@ -72,8 +73,23 @@ export interface SharedWrite<P, R> {
 }
 
 export type SharedOutcome<R> =
-  | { readonly ok: true; readonly value: R; readonly events: readonly NewEvent[] }
+  | {
+      readonly ok: true;
+      readonly value: R;
+      readonly events: readonly NewEvent[];
+      /**
+       * Changes every replica applies to its copy, committed with the rows (the API keys: the shared
+       * table is the record, each copy follows it for lookups that never wait for the database).
+       */
+      readonly changes?: readonly SharedChange[];
+    }
   | { readonly ok: false; readonly error: WayfindError };
+
+/** A change a shared write makes for every replica's copy: its kind (a ReplicatedWrite's) and payload. */
+interface SharedChange {
+  readonly kind: string;
+  readonly payload: JsonValue;
+}
 
 /** What a replica offers state kept only in the shared database (see SharedWrite). */
 export interface SharedDatabase {

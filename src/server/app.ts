@@ -3,6 +3,7 @@ import { createSecureContext } from "node:tls";
 import type { DescService } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import type { Logger } from "pino";
+import type { Registry } from "prom-client";
 import {
   Health,
   HealthCheckResponse_ServingStatus as ServingStatus,
@@ -14,7 +15,6 @@ import { SkillService as SkillServiceDesc } from "../../gen/ts/wayfind/v1/skills
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
 import {
-  ApiKeyStore,
   Authenticator,
   admitMcpRequest,
   CredentialWatch,
@@ -29,7 +29,7 @@ import { ConfigError, missingSourceFiles, type TlsConfig, type WayfindConfig } f
 import { CACHE_KIB, type Db, setCacheSize } from "../database/sqlite.ts";
 import { errorReason } from "../errors.ts";
 import type { EventLog } from "../events/index.ts";
-import { McpEndpoint } from "../mcp-endpoint/index.ts";
+import { McpEndpoint, type McpPeers } from "../mcp-endpoint/index.ts";
 import type { Replica } from "../replication/replica.ts";
 import { Embedder } from "../semantic/index.ts";
 import { mcpSourceId } from "../sources/mcp.ts";
@@ -40,6 +40,7 @@ import { buildDomain, type Domain, type DomainOptions, sourceHealthName } from "
 import { HealthStatus } from "./health.ts";
 import { healthEndpoints } from "./http-health.ts";
 import { inProcessTransport } from "./in-process.ts";
+import { McpWorkerPeers, type WorkerSockets } from "./mcp-peers.ts";
 import { collectGarbage } from "./memory.ts";
 import { credentialsBeforeBody, withCallPipeline } from "./pipeline.ts";
 import { reflectionRoutes } from "./reflection.ts";
@@ -76,6 +77,13 @@ export interface StartOptions extends DomainOptions {
   readonly compactHeapBeforeListening?: boolean;
   /** A span per call (tracing started by the caller: src/server/tracing.ts); default off. */
   readonly traceCalls?: boolean;
+  /**
+   * What `GET /metrics` answers, given this server's own registry (a worker of `serve --workers`:
+   * every worker's summed, src/cli/workers.ts); default the server's own metrics.
+   */
+  readonly metricsScrape?: (own: Registry) => () => Promise<string>;
+  /** Set in a worker of `serve --workers`: where the workers reach each other's MCP sessions. */
+  readonly workerSockets?: WorkerSockets;
 }
 
 export interface RunningServer {
@@ -151,15 +159,18 @@ export async function startServer(
     throw error;
   }
   const shutdown = new AbortController();
-  // One store for authentication and KeyService, so a key created or revoked over the API counts at once.
-  const keys = new ApiKeyStore(storage.db, config.auth.apiKeys, config.auth.keyRetentionDays);
-  const auth = callAuth(config, keys, domain, logger);
-  const tenants = tenantLookups(config, keys, domain);
-  const routes = buildRoutes(storage, domain, health, auth, keys, tenants, logger, options);
+  const auth = callAuth(config, domain, logger);
+  const tenants = tenantLookups(config, domain);
+  const routes = buildRoutes(storage, domain, health, auth, tenants, logger, options);
+  const fence = storage.replica && (() => (storage.replica as Replica).fence());
+  const mcpPeers =
+    config.server.mcp.enabled && options.workerSockets
+      ? new McpWorkerPeers(options.workerSockets)
+      : undefined;
   const mcpEndpoint = config.server.mcp.enabled
-    ? mcpEndpointOn(routes, auth, domain, config, logger)
+    ? mcpEndpointOn(routes, auth, domain, config, logger, fence, mcpPeers)
     : undefined;
-  const httpEndpoints = plainHttpEndpoints(storage, domain, shutdown.signal, {
+  const httpEndpoints = plainHttpEndpoints(storage, domain, shutdown.signal, options.metricsScrape, {
     console: config.server.console ? new ConsoleFiles(checkoutPath("dist/console")) : undefined,
     mcp: mcpEndpoint,
   });
@@ -172,6 +183,8 @@ export async function startServer(
     domain.index.list({ pageSize: 1 });
     setCacheSize(storage.db, CACHE_KIB.serving);
     if (options.compactHeapBeforeListening) collectGarbage();
+    if (mcpPeers && mcpEndpoint)
+      await mcpPeers.listen((request, response) => mcpEndpoint.handles(request, response));
     transport = await startTransport({
       host: config.server.host,
       port: config.server.port,
@@ -189,10 +202,11 @@ export async function startServer(
         allowedHosts: config.server.allowedHosts,
       },
       cors: config.server.cors,
-      credentials: credentialsBeforeBody(auth, logger),
+      credentials: credentialsBeforeBody(auth, logger, fence),
     });
   } catch (error) {
     auth.credentials.close();
+    await mcpPeers?.close();
     await mcpEndpoint?.close();
     await domain.close();
     await storage.close();
@@ -229,6 +243,7 @@ export async function startServer(
         health.setAll(ServingStatus.NOT_SERVING);
         shutdown.abort();
         auth.credentials.close();
+        await mcpPeers?.close();
         await mcpEndpoint?.close();
         await transport.close(options.drainGraceMs ?? 10_000);
         await domain.close();
@@ -241,15 +256,15 @@ export async function startServer(
 }
 
 /** How calls are authenticated and admitted, on every protocol (src/auth). */
-function callAuth(config: WayfindConfig, keys: ApiKeyStore, domain: Domain, logger: Logger) {
+function callAuth(config: WayfindConfig, domain: Domain, logger: Logger) {
   const allowUnauthenticated = unauthenticatedAllowed(config);
   if (!allowUnauthenticated)
     logger.info({ host: config.server.host }, "calls need credentials (auth); none are served without");
-  const authenticator = new Authenticator(config.auth, keys, allowUnauthenticated);
+  const authenticator = new Authenticator(config.auth, domain.keys, allowUnauthenticated);
   return {
     authenticator,
     limits: new PrincipalLimits(config.auth.limits),
-    credentials: new CredentialWatch(authenticator, keys),
+    credentials: new CredentialWatch(authenticator, domain.keys),
     onDenied: (method: string, code: string) => domain.metrics?.callDenied(method, code),
   };
 }
@@ -265,12 +280,13 @@ function consoleUrl(host: string, port: number, tls: boolean): string {
 }
 
 /** Where ListTenants finds the tenants the server knows of (DESIGN.md §8 "Operators"). */
-function tenantLookups(config: WayfindConfig, keys: ApiKeyStore, domain: Domain): TenantLookups {
+function tenantLookups(config: WayfindConfig, domain: Domain): TenantLookups {
   const ruleTenants = config.visibility.flatMap((rule) => (rule.match.tenant ? [rule.match.tenant] : []));
   return {
-    api_key: (after, limit) =>
+    // The key book's listing: on a replica, the fleet's keys (every replica names the same tenants).
+    api_key: async (after, limit) =>
       idsAfter(
-        keys.list().map((key) => key.tenant),
+        (await domain.keyBook.list()).map((key) => key.tenant),
         after,
         limit,
       ),
@@ -289,7 +305,6 @@ function buildRoutes(
   domain: Domain,
   health: HealthStatus,
   auth: ReturnType<typeof callAuth>,
-  keys: ApiKeyStore,
   tenants: TenantLookups,
   logger: Logger,
   options: StartOptions,
@@ -310,7 +325,7 @@ function buildRoutes(
         ),
       ),
       ...serviceRoutes(UsageService, usageService(usage, events)),
-      ...serviceRoutes(KeyService, keyService(new KeyAdmin(keys))),
+      ...serviceRoutes(KeyService, keyService(new KeyAdmin(domain.keyBook))),
     ],
     logger,
     { auth, ...(replica ? { fence: () => replica.fence() } : {}) },
@@ -333,6 +348,8 @@ function mcpEndpointOn(
   domain: Domain,
   config: WayfindConfig,
   logger: Logger,
+  fence: (() => Promise<boolean>) | undefined,
+  peers: McpPeers | undefined,
 ): McpEndpoint {
   const transport = inProcessTransport(routes);
   /** Without credentials (a loopback server), `wayfind-tenant` names the caller's tenant. */
@@ -347,7 +364,11 @@ function mcpEndpointOn(
     },
     gateway: config.mcpServers.length > 0 ? domain.gateway : undefined,
     credentials: {
-      authenticate: async (headers) => auth.authenticator.authenticate(headers, claimed(headers)),
+      authenticate: async (headers) => {
+        // A replica: a key created or revoked on another replica before this request is in the copy.
+        await fence?.();
+        return auth.authenticator.authenticate(headers, claimed(headers));
+      },
       admit: (principal, caller) => {
         auth.limits.admitCall(principal.id);
         return { ...admitMcpRequest(principal, caller).caller, actor: principal.id };
@@ -359,6 +380,7 @@ function mcpEndpointOn(
     maxBodyBytes: config.server.maxMessageBytes,
     logger,
     version: wayfindVersion(),
+    peers,
   });
 }
 
@@ -377,6 +399,7 @@ function plainHttpEndpoints(
   storage: Storage,
   domain: Domain,
   draining: AbortSignal,
+  metricsScrape: StartOptions["metricsScrape"],
   web: WebParts,
 ): HttpEndpoints {
   const probes = healthEndpoints(() => {
@@ -390,7 +413,8 @@ function plainHttpEndpoints(
       semanticPending: vectors.pending,
     };
   });
-  const scrape = domain.metrics?.endpoint();
+  const metrics = domain.metrics;
+  const scrape = metrics?.endpoint(metricsScrape?.(metrics.registry));
   return (request, response) =>
     (web.mcp?.handles(request, response) ?? false) ||
     probes(request, response) ||

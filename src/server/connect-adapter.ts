@@ -51,7 +51,9 @@ export interface ConnectListenerOptions {
    * The error a request is refused with before its body is read (credentials the server refuses,
    * seen in its headers alone), or undefined: the call is answered with it in its own protocol.
    */
-  readonly refusedUnread?: (request: NodeRequest) => ConnectError | undefined;
+  readonly refusedUnread?: (
+    request: NodeRequest,
+  ) => ConnectError | Promise<ConnectError | undefined> | undefined;
 }
 
 type NodeRequest = http.IncomingMessage | http2.Http2ServerRequest;
@@ -99,15 +101,17 @@ export function connectRequestListener(
     }
     const values = createContextValues();
     const universal = universalRequestFromNodeRequest(request, response, undefined, values);
-    const refused = options.refusedUnread?.(request);
     const format =
       handler.method.methodKind === "unary" ? unaryBodyFormat(request, options.readMaxBytes) : undefined;
-    (refused
-      ? Promise.resolve({ ...universal, body: failingBody(refused) })
-      : format
-        ? decodedOffLoop(universal, format, handler.method, options.decoder, options.readMaxBytes)
-        : Promise.resolve(universal)
-    )
+    // A refusal may wait for a replica's fence (an API key its copy may not hold yet); the body waits unread.
+    Promise.resolve(options.refusedUnread?.(request))
+      .then((refused) =>
+        refused
+          ? { ...universal, body: failingBody(refused) }
+          : format
+            ? decodedOffLoop(universal, format, handler.method, options.decoder, options.readMaxBytes)
+            : universal,
+      )
       .then(handler)
       .then((answer) => (handlerStarted(values) ? answer : reanswered(answer, handler.method)))
       .then((answer) => universalResponseToNodeResponse(answer, response))

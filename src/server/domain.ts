@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import { HealthCheckResponse_ServingStatus as ServingStatus } from "../../gen/ts/grpc/health/v1/health_pb.ts";
 import { createAccessControl } from "../access/index.ts";
 import { ActivationStore, compileLazyGroups } from "../activation/index.ts";
+import { ApiKeyStore, KeyBook, LocalKeyRecords, SharedKeyRecords } from "../auth/index.ts";
 import type { WayfindConfig } from "../config/index.ts";
 import { writeTransaction } from "../database/transaction.ts";
 import { IndexHost, ToolRegistry } from "../discovery/index.ts";
@@ -34,7 +35,7 @@ import type { ConnectionCounts } from "./connections.ts";
 import type { EventExport } from "./event-export.ts";
 import type { HealthStatus } from "./health.ts";
 import { ServerMetrics } from "./metrics.ts";
-import type { Storage } from "./storage.ts";
+import { redactedUrl, type Storage } from "./storage.ts";
 
 /** Everything the routes serve, built on the storage, with the configured catalogs and packs loaded. */
 export interface Domain {
@@ -54,6 +55,10 @@ export interface Domain {
   readonly semanticSkills: SemanticSkillSearch | undefined;
   readonly metrics: ServerMetrics | undefined;
   readonly connections: ConnectionCounts;
+  /** The keys calls are authenticated with (a replica's: its copy of the fleet's). */
+  readonly keys: ApiKeyStore;
+  /** The keys as KeyService manages them (a replica's: the fleet's, in the shared database). */
+  readonly keyBook: KeyBook;
   /**
    * Stops it all, in order: the MCP servers, the usage ledger's partition upkeep, the replica (its
    * events flushed first), the embedding workers and model, usage retention and the event log. The
@@ -124,6 +129,12 @@ export async function buildDomain(
   const replicatedEvents = replica && new ReplicatedEvents(events, db, replica, reportEventError);
   const eventSink: EventSink = replicatedEvents ?? events;
   const writer: StateWriter = replica ?? new LocalWriter(db);
+  // A replica's key table is its copy of the fleet's, trusted while known to be current.
+  const keys = new ApiKeyStore(
+    db,
+    config.auth.apiKeys,
+    replica ? { currentAsOfMs: () => replica.currentAsOfMs } : {},
+  );
 
   const pricing = PricingTable.withDefaults(config.pricing);
   // Replicas keep the ledger in the shared database; this one applies usage changes an older fleet
@@ -222,6 +233,7 @@ export async function buildDomain(
     return ledger;
   };
   let usageBook: UsageBook;
+  let keyRecords: SharedKeyRecords | LocalKeyRecords;
   try {
     // Before anything writes: the copy catches up with the log, then follows it.
     await replica?.follow([
@@ -231,11 +243,15 @@ export async function buildDomain(
       registry.registerWrite,
       ...skills.writes,
       ...learning.store.writes,
+      keys.copyWrite,
     ]);
     await sharedSearches?.migrate();
     await syncCatalogFiles(registry, config.catalogs, logger);
     await loadConfiguredSkillPacks(skills, config.skillPacks, logger, options.onSkillPackProgress);
     usageBook = await openUsageBook();
+    keyRecords = replica
+      ? await SharedKeyRecords.open(replica, redactedUrl(config.storage.postgres?.url ?? ""))
+      : new LocalKeyRecords(db, () => keys.changed());
   } catch (error) {
     await closeAllButMcp();
     throw error;
@@ -299,6 +315,8 @@ export async function buildDomain(
     semanticSkills,
     metrics,
     connections,
+    keys,
+    keyBook: new KeyBook(keyRecords, config.auth.apiKeys, config.auth.keyRetentionDays),
     async close() {
       await mcp.close();
       await closeAllButMcp();

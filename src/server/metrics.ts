@@ -31,7 +31,9 @@ type Response = http.ServerResponse | http2.Http2ServerResponse;
  * Prometheus metrics (`GET /metrics` on the service port): calls by method, code and protocol with
  * their latency, and what the event log records — searches, activations, skills retrieved, usage
  * tokens and cost — counted from each event once it is committed, so a rolled-back change counts
- * nothing. Plus catalog and skill counts and the process's own metrics.
+ * nothing. Plus catalog and skill counts and the process's own metrics. Under `serve --workers` the
+ * workers' metrics are summed, except where a gauge names its aggregator: figures every worker holds
+ * alike (the catalog's size, an MCP source's state) or the fleet's worst (a replica's lag).
  */
 export class ServerMetrics {
   readonly registry = new Registry();
@@ -176,6 +178,7 @@ export class ServerMetrics {
     });
     new Gauge({
       name: "wayfind_tools",
+      aggregator: "max",
       help: "Tools in the catalog (every tenant's).",
       registers,
       collect() {
@@ -184,6 +187,7 @@ export class ServerMetrics {
     });
     new Gauge({
       name: "wayfind_skills",
+      aggregator: "max",
       help: "Skills in the store (every scope's).",
       registers,
       collect() {
@@ -192,6 +196,7 @@ export class ServerMetrics {
     });
     new Gauge({
       name: "wayfind_event_subscriber_lag",
+      aggregator: "max",
       help: "Events the slowest watch stream has yet to receive (newest id minus its cursor).",
       registers,
       collect() {
@@ -216,6 +221,7 @@ export class ServerMetrics {
     });
     new Gauge({
       name: "wayfind_mcp_source_up",
+      aggregator: "max",
       help: "1 while an MCP server's tools are in sync, 0 while it is down or its last sync failed.",
       labelNames: ["source"],
       registers,
@@ -225,6 +231,7 @@ export class ServerMetrics {
     });
     new Gauge({
       name: "wayfind_mcp_last_sync_duration_seconds",
+      aggregator: "max",
       help: "How long an MCP server's last successful sync took (tools/list and registration).",
       labelNames: ["source"],
       registers,
@@ -253,6 +260,7 @@ export class ServerMetrics {
     if (replica === undefined) return;
     new Gauge({
       name: "wayfind_replica_shared_database_up",
+      aggregator: "min",
       help: "1 while this replica's shared PostgreSQL answers, 0 in degraded mode (writes refused, reads stale).",
       registers,
       collect() {
@@ -261,6 +269,7 @@ export class ServerMetrics {
     });
     new Gauge({
       name: "wayfind_replica_applied_change",
+      aggregator: "min",
       help: "The last change of the shared log this replica applied (compare replicas: the gap is lag).",
       registers,
       collect() {
@@ -331,8 +340,11 @@ export class ServerMetrics {
     }
   }
 
-  /** `GET /metrics` in the Prometheus text format; false for any other path. */
-  endpoint(): (request: Request, response: Response) => boolean {
+  /**
+   * `GET /metrics` in the Prometheus text format (`scrape`'s: by default this registry's); false for
+   * any other path.
+   */
+  endpoint(scrape = () => this.registry.metrics()): (request: Request, response: Response) => boolean {
     return (request, response) => {
       if (request.url?.split("?", 1)[0] !== "/metrics") return false;
       if (request.method !== "GET") {
@@ -340,7 +352,7 @@ export class ServerMetrics {
         response.end("/metrics answers GET\n");
         return true;
       }
-      this.registry.metrics().then(
+      scrape().then(
         (text) => {
           writeHead(response, 200, {
             "content-type": this.registry.contentType,

@@ -63,6 +63,9 @@ export interface PipelineOptions {
   readonly fence?: () => Promise<boolean>;
 }
 
+/** A replica's read fence (Replica.fence): true once its copy holds every change committed before. */
+type Fence = () => Promise<boolean>;
+
 /**
  * Wraps every route once, whatever transport serves it: authenticates the call and admits it (role,
  * tenant binding, limits: src/auth), sets its caller and principal, and logs one line per call
@@ -142,10 +145,12 @@ function callLog(route: MethodRoute, logger: Logger, options: PipelineOptions): 
           }
         : undefined;
       return {
+        // A replica fences first: a key created or revoked on another replica before this call
+        // started is in its copy when the call is authenticated.
         prepare: fence
           ? async () => {
-              await authenticate?.();
               if (!(await fence())) context.responseHeader.set(STALE_HEADER, "true");
+              await authenticate?.();
             }
           : authenticate,
         settle() {
@@ -179,14 +184,16 @@ function resolveCaller(input: unknown): Caller {
  * The check the request gate runs on an RPC's headers before reading its body: the credentials
  * refused outright (missing where needed, an unknown, revoked or expired key) are answered then,
  * with the audit line and count every refused call gets. What takes longer to judge (a JWT not
- * verified before) and public routes are left to the call.
+ * verified before) and public routes are left to the call. On a replica an API key is judged after
+ * the read fence when its copy refuses it (it may have been created elsewhere a moment ago): the
+ * answer is then a promise, and the body still waits unread.
  */
 export function credentialsBeforeBody(
   auth: CallAuth,
   logger: Logger,
-): (path: string, headers: Headers) => ConnectError | undefined {
-  return (path, headers) => {
-    if (METHOD_ROLES[path] === undefined) return undefined;
+  fence?: Fence,
+): (path: string, headers: Headers) => ConnectError | undefined | Promise<ConnectError | undefined> {
+  const judge = (path: string, headers: Headers): ConnectError | undefined => {
     let who: ReturnType<Authenticator["authenticate"]>;
     try {
       who = auth.authenticator.authenticate(headers, ANONYMOUS_CALLER);
@@ -202,4 +209,21 @@ export function credentialsBeforeBody(
     if (who instanceof Promise) who.catch(() => undefined);
     return undefined;
   };
+  return (path, headers) => {
+    if (METHOD_ROLES[path] === undefined) return undefined;
+    if (fence && auth.authenticator.refusalMayBeStale(headers) && refusedNow(auth, headers))
+      return fence().then(() => judge(path, headers));
+    return judge(path, headers);
+  };
+}
+
+/** Whether the credentials are refused by the copy as it is (nothing is logged or counted). */
+function refusedNow(auth: CallAuth, headers: Headers): boolean {
+  try {
+    const who = auth.authenticator.authenticate(headers, ANONYMOUS_CALLER);
+    if (who instanceof Promise) who.catch(() => undefined);
+    return false;
+  } catch {
+    return true;
+  }
 }

@@ -14,9 +14,16 @@ type Response = http.ServerResponse | http2.Http2ServerResponse;
 
 /**
  * The error a call to `path` is refused with from its credentials alone, or undefined when they are
- * accepted, not needed (a public path) or cannot be judged without waiting (a new JWT).
+ * accepted, not needed (a public path) or cannot be judged without waiting (a new JWT). A promise
+ * where the answer waits for a replica's read fence (an API key its copy may not hold yet).
  */
-export type CredentialsCheck = (path: string, headers: Headers) => ConnectError | undefined;
+export type CredentialsCheck = (
+  path: string,
+  headers: Headers,
+) => ConnectError | undefined | Promise<ConnectError | undefined>;
+
+/** A refusal, or the promise of one (see CredentialsCheck). */
+export type Refusal = ConnectError | Promise<ConnectError | undefined>;
 
 /** What authentication reads of a request (src/auth): credentials and the development operator role. */
 const CREDENTIAL_HEADERS = ["authorization", CLIENT_CERTIFICATE_HEADER, ROLE_HEADER];
@@ -52,8 +59,8 @@ export class RequestGate {
   private readonly browsers: BrowserAccess;
   private readonly bodyDeadline: RequestBodyDeadline;
   private readonly credentials: CredentialsCheck | undefined;
-  /** Requests refused for their credentials, to be answered without reading their bodies. */
-  private readonly refused = new WeakMap<Request, ConnectError>();
+  /** Requests refused for their credentials (or being judged), to be answered without reading their bodies. */
+  private readonly refused = new WeakMap<Request, Refusal>();
 
   constructor(
     hosts: HostRules,
@@ -67,8 +74,11 @@ export class RequestGate {
     this.credentials = credentials;
   }
 
-  /** Why the RPC of `request` is refused before its body is read (refusedFor), or undefined. */
-  refusedUnread(request: Request): ConnectError | undefined {
+  /**
+   * Why the RPC of `request` is refused before its body is read (refusedFor), or undefined; a promise
+   * while its credentials wait for a replica's fence (the body is read only once it resolves to none).
+   */
+  refusedUnread(request: Request): Refusal | undefined {
     return this.refused.get(request);
   }
 
@@ -89,20 +99,25 @@ export class RequestGate {
       request.method === "POST" ? this.refusedFor(request.url ?? "", request.headers) : undefined;
     if (credentials !== undefined) {
       this.refused.set(request, credentials);
-      if ("stream" in request) dropUnreadBody(request.stream);
+      const dropRefusedBody = () => {
+        if ("stream" in request) dropUnreadBody(request.stream);
+      };
+      if (credentials instanceof Promise) credentials.then((refusal) => refusal && dropRefusedBody());
+      else dropRefusedBody();
     }
     return false;
   }
 
   /**
    * A native gRPC stream (a proxy may pass one on from a browser's gRPC-Web call, Origin and all):
-   * false, once answered with `respond`, when refused; otherwise its body is bounded.
+   * false, once answered with `respond`, when refused; otherwise its body is bounded. A promise of
+   * that while its credentials wait for a replica's fence (its body waits unread meanwhile).
    */
   admitsGrpcStream(
     stream: http2.ServerHttp2Stream,
     headers: http2.IncomingHttpHeaders,
     respond: (error: ConnectError) => void,
-  ): boolean {
+  ): boolean | Promise<boolean> {
     const host = requestHost(headers);
     const origin = headers.origin;
     const refusal =
@@ -111,13 +126,20 @@ export class RequestGate {
       refusal === undefined
         ? this.refusedFor(headers[":path"] ?? "", headers)
         : new ConnectError(refusal, Code.PermissionDenied);
-    if (refused !== undefined) {
+    const admit = (refused: ConnectError | undefined) => {
+      if (refused === undefined) return true;
       dropUnreadBody(stream);
       respond(refused);
       return false;
+    };
+    const bound = () => this.bodyDeadline.boundGrpcStream(stream, headers[":path"] ?? "", respond);
+    if (refused instanceof Promise) {
+      bound();
+      return refused.then(admit);
     }
-    this.bodyDeadline.boundGrpcStream(stream, headers[":path"] ?? "", respond);
-    return true;
+    const admitted = admit(refused);
+    if (admitted) bound();
+    return admitted;
   }
 
   /**
@@ -128,7 +150,7 @@ export class RequestGate {
   private refusedFor(
     url: string,
     headers: http.IncomingHttpHeaders | http2.IncomingHttpHeaders,
-  ): ConnectError | undefined {
+  ): ConnectError | Promise<ConnectError | undefined> | undefined {
     if (this.credentials === undefined) return undefined;
     const fetchHeaders = new Headers();
     for (const name of CREDENTIAL_HEADERS) {

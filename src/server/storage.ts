@@ -7,6 +7,7 @@ import { CACHE_KIB, type Db, openDatabase, setCacheSize } from "../database/sqli
 import { errorReason, WayfindError } from "../errors.ts";
 import { CopyBehindLog } from "../replication/follower.ts";
 import { Replica } from "../replication/replica.ts";
+import { markKeysShared, shareLocalKeys } from "./copy-keys.ts";
 import { lockDataFolder } from "./data-lock.ts";
 import { allMigrations } from "./migrations.ts";
 
@@ -106,9 +107,10 @@ async function connectReplica(
   } catch (error) {
     throw sharedDatabaseError(error, where, "connecting to");
   }
+  markKeysShared(db);
   logger.info(
     { database: where, replica: replica.id },
-    "replica of a shared database: tools, skills, activations, usage and events are shared",
+    "replica of a shared database: tools, skills, activations, usage, events and API keys are shared",
   );
   return replica;
 }
@@ -123,6 +125,8 @@ async function prepareReplicaCopy(config: WayfindConfig, file: string, replicaId
   const where = redactedUrl(postgres.url);
   let restored: number | undefined;
   try {
+    // First: a copy about to be replaced by a snapshot would lose keys only it holds.
+    await shareLocalKeys(postgres, file, where, logger);
     restored = await Replica.prepareCopy(postgres, {
       file,
       replicaId,
@@ -150,7 +154,7 @@ function sharedDatabaseError(error: unknown, where: string, doing: string): Conf
 }
 
 /** The URL without its password, for logs and errors. */
-function redactedUrl(url: string): string {
+export function redactedUrl(url: string): string {
   const parsed = new URL(url);
   if (parsed.password) parsed.password = "***";
   return parsed.toString();

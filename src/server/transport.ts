@@ -180,17 +180,25 @@ export async function startTransport(options: TransportOptions): Promise<Running
         respondWithGrpcError(stream, timeoutProblem);
         return;
       }
-      if (!gate.admitsGrpcStream(stream, headers, (error) => respondWithGrpcError(stream, error))) return;
-      if (declaresNoCompression(headers))
-        refuseCompressedMessages(stream, () => {
-          // Closed at once, so grpc-js (listening after us) drops the message unread.
-          if (stream.headersSent) stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
-          else {
-            respondWithGrpcError(stream, COMPRESSED_WITHOUT_ENCODING);
-            stream.close(http2.constants.NGHTTP2_NO_ERROR);
-          }
+      const serveGrpc = () => {
+        if (declaresNoCompression(headers))
+          refuseCompressedMessages(stream, () => {
+            // Closed at once, so grpc-js (listening after us) drops the message unread.
+            if (stream.headersSent) stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
+            else {
+              respondWithGrpcError(stream, COMPRESSED_WITHOUT_ENCODING);
+              stream.close(http2.constants.NGHTTP2_NO_ERROR);
+            }
+          });
+        grpcStreams.emit("stream", stream, headers, flags, rawHeaders);
+      };
+      const admitted = gate.admitsGrpcStream(stream, headers, (error) => respondWithGrpcError(stream, error));
+      // A replica judging an API key after its fence: the message waits unread (flow control) meanwhile.
+      if (admitted instanceof Promise)
+        admitted.then((admit) => {
+          if (admit && !stream.destroyed) serveGrpc();
         });
-      grpcStreams.emit("stream", stream, headers, flags, rawHeaders);
+      else if (admitted) serveGrpc();
     },
   );
   // HTTP/1.1 keep-alive connections are closed as soon as they are idle once draining starts.

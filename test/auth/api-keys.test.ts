@@ -1,9 +1,10 @@
-import { execFileSync } from "node:child_process";
+import { execFile } from "node:child_process";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
-import { ApiKeyStore } from "../../src/auth/index.ts";
+import { ApiKeyStore, KeyBook, LocalKeyRecords } from "../../src/auth/index.ts";
 import { applyMigrations, openDatabase } from "../../src/database/sqlite.ts";
 import { allMigrations } from "../../src/server/migrations.ts";
 import { apiKey, clientWith } from "../support/auth.ts";
@@ -25,12 +26,20 @@ afterAll(() => wayfind.stop());
 const search = (token: string | undefined) =>
   clientWith(ToolDiscoveryService, wayfind.baseUrl, token).searchTools({ query: "weather" });
 
-/** `wayfind keys …` against the running server's data folder, as an operator runs it. */
-function keysCli(...args: string[]): string {
-  return execFileSync(process.execPath, [CLI, "keys", ...args, "--data-dir", wayfind.dataDir], {
-    encoding: "utf8",
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+/**
+ * `wayfind keys …` with the running server's config, as an operator runs it: its data folder, or
+ * (a replica on PostgreSQL) the fleet's database.
+ */
+async function keysCli(...args: string[]): Promise<string> {
+  // Not execFileSync: a replica in this process must go on answering the shared database meanwhile.
+  const { stdout } = await promisify(execFile)(process.execPath, [
+    CLI,
+    "keys",
+    ...args,
+    "--config",
+    wayfind.config.configFile ?? "",
+  ]);
+  return stdout;
 }
 
 describe("API keys declared in the config", () => {
@@ -58,34 +67,39 @@ describe("API keys declared in the config", () => {
 
 describe("wayfind keys, while the server runs", () => {
   it("creates a key (the secret printed once, alone on stdout) that the server accepts at once", async () => {
-    const secret = keysCli("create", "--tenant", "acme", "--role", "agent", "--id", "cli-made").trim();
+    const secret = (
+      await keysCli("create", "--tenant", "acme", "--role", "agent", "--id", "cli-made")
+    ).trim();
     expect(secret).toMatch(/^wf_[A-Za-z0-9_-]{43}$/);
     await expect(search(secret)).resolves.toBeDefined();
-    const listing = keysCli("list");
+    const listing = await keysCli("list");
     expect(listing).toContain("cli-made  tenant=acme  roles=agent");
     expect(listing).not.toContain(secret);
   });
 
   it("revokes a key: the next call with it is UNAUTHENTICATED", async () => {
-    const secret = keysCli("create", "--tenant", "acme", "--role", "agent", "--id", "to-revoke").trim();
+    const secret = (
+      await keysCli("create", "--tenant", "acme", "--role", "agent", "--id", "to-revoke")
+    ).trim();
     await expect(search(secret)).resolves.toBeDefined();
-    expect(keysCli("revoke", "to-revoke")).toBe("revoked to-revoke\n");
+    expect(await keysCli("revoke", "to-revoke")).toBe("revoked to-revoke\n");
     const error = await failure(search(secret));
     expect(error.code).toBe(Code.Unauthenticated);
     expect(error.rawMessage).toBe("API key to-revoke has been revoked");
   });
 
-  it("revokes by id, asking whose when two tenants have a key of that id", () => {
-    keysCli("create", "--tenant", "acme", "--role", "agent", "--id", "twin");
-    keysCli("create", "--tenant", "globex", "--role", "agent", "--id", "twin");
-    expect(() => keysCli("revoke", "twin")).toThrow(
+  it("revokes by id, asking whose when two tenants have a key of that id", async () => {
+    await keysCli("create", "--tenant", "acme", "--role", "agent", "--id", "twin");
+    await keysCli("create", "--tenant", "globex", "--role", "agent", "--id", "twin");
+    await expect(keysCli("revoke", "twin")).rejects.toThrow(
       /keys of tenants "acme", "globex" have id twin; say whose with --tenant/,
     );
-    expect(keysCli("revoke", "twin", "--tenant", "globex")).toBe("revoked twin\n");
+    expect(await keysCli("revoke", "twin", "--tenant", "globex")).toBe("revoked twin\n");
   });
 
-  it("stores only the key's SHA-256, never the secret", () => {
-    const secret = keysCli("create", "--tenant", "acme", "--role", "observer").trim();
+  it("stores only the key's SHA-256, never the secret", async () => {
+    const secret = (await keysCli("create", "--tenant", "acme", "--role", "agent")).trim();
+    await search(secret); // a replica's copy has the key once a call with it passed
     const db = openDatabase(join(wayfind.dataDir, "wayfind.db"), allMigrations);
     try {
       const dump = JSON.stringify(db.prepare("SELECT * FROM api_keys").all());
@@ -97,53 +111,58 @@ describe("wayfind keys, while the server runs", () => {
   });
 });
 
-describe("ApiKeyStore", () => {
-  it("refuses a key without tenant unless it is an admin (the operator)", () => {
-    const db = openDatabase(":memory:", allMigrations);
-    const store = new ApiKeyStore(db);
-    expect(() => store.create({ tenant: "", roles: ["agent"], projects: [], entitlements: [] })).toThrow(
-      /tenant/,
-    );
-    expect(store.create({ tenant: "", roles: ["admin"], projects: [], entitlements: [] }).key.tenant).toBe(
-      "",
-    );
+/** A book of the keys in a fresh in-memory database, and the store that authenticates with them. */
+function keysInMemory(retentionDays?: number) {
+  const db = openDatabase(":memory:", allMigrations);
+  const store = new ApiKeyStore(db);
+  return { db, store, book: new KeyBook(new LocalKeyRecords(db, () => store.changed()), [], retentionDays) };
+}
+
+describe("KeyBook", () => {
+  it("refuses a key without tenant unless it is an admin (the operator)", async () => {
+    const { db, book } = keysInMemory();
+    await expect(
+      book.create({ tenant: "", roles: ["agent"], projects: [], entitlements: [] }),
+    ).rejects.toThrow(/tenant/);
+    expect(
+      (await book.create({ tenant: "", roles: ["admin"], projects: [], entitlements: [] })).key.tenant,
+    ).toBe("");
     db.close();
   });
 
   const DAY_MS = 86_400_000;
   const grant = { tenant: "acme", roles: ["agent" as const], projects: [], entitlements: [] };
 
-  it("deletes revoked and expired keys once the retention period has passed (issue 42: revoked keys were listed forever)", () => {
-    const db = openDatabase(":memory:", allMigrations);
-    const store = new ApiKeyStore(db, [], 30);
+  it("deletes revoked and expired keys once the retention period has passed (issue 42: revoked keys were listed forever)", async () => {
+    const { db, book } = keysInMemory(30);
     const t0 = Date.now();
-    store.create({ ...grant, id: "revoked" }, t0);
-    store.create({ ...grant, id: "expiring", expiresAtMs: t0 + 1_000 }, t0 + 1);
-    store.create({ ...grant, id: "kept" }, t0 + 2);
-    store.revoke("acme", "revoked", t0);
-    const ids = (now: number) => store.list(now).map((key) => key.id);
-    expect(ids(t0 + 29 * DAY_MS)).toEqual(["revoked", "expiring", "kept"]);
-    expect(ids(t0 + 31 * DAY_MS)).toEqual(["kept"]);
+    await book.create({ ...grant, id: "revoked" }, t0);
+    await book.create({ ...grant, id: "expiring", expiresAtMs: t0 + 60_000 }, t0);
+    await book.create({ ...grant, id: "kept" }, t0);
+    await book.revoke("acme", "revoked");
+    const ids = async (now: number) => (await book.list(now)).map((key) => key.id).sort();
+    expect(await ids(t0 + 29 * DAY_MS)).toEqual(["expiring", "kept", "revoked"]);
+    expect(await ids(t0 + 31 * DAY_MS)).toEqual(["kept"]);
     db.close();
   });
 
-  it("keeps key ids unique within a tenant only: another tenant's id is free (issue 42: ids were an existence oracle)", () => {
-    const db = openDatabase(":memory:", allMigrations);
-    const store = new ApiKeyStore(db);
-    const acme = store.create({ ...grant, id: "bot" });
-    const globex = store.create({ ...grant, tenant: "globex", id: "bot" });
+  it("keeps key ids unique within a tenant only: another tenant's id is free (issue 42: ids were an existence oracle)", async () => {
+    const { db, store, book } = keysInMemory();
+    const acme = await book.create({ ...grant, id: "bot" });
+    const globex = await book.create({ ...grant, tenant: "globex", id: "bot" });
     expect([acme.key.tenant, globex.key.tenant]).toEqual(["acme", "globex"]);
-    expect(() => store.create({ ...grant, id: "bot" })).toThrow(/exists/);
-    expect(store.revoke("globex", "bot")).toBe(true);
+    await expect(book.create({ ...grant, id: "bot" })).rejects.toThrow(/exists/);
+    expect(await book.revoke("globex", "bot")).toBe(true);
     expect(store.find(acme.secret)?.revokedAtMs).toBeUndefined();
-    expect(store.withId("bot").map((key) => [key.tenant, key.revokedAtMs !== undefined])).toEqual([
+    expect(store.find(globex.secret)?.revokedAtMs).toBeDefined();
+    expect((await book.withId("bot")).map((key) => [key.tenant, key.revokedAtMs !== undefined])).toEqual([
       ["acme", false],
       ["globex", true],
     ]);
     db.close();
   });
 
-  it("brings an expiry stored past year 9999 down to the latest a Timestamp carries in JSON (issue 42: ListApiKeys broke)", () => {
+  it("brings an expiry stored past year 9999 down to the latest a Timestamp carries in JSON (issue 42: ListApiKeys broke)", async () => {
     const db = openDatabase(":memory:", []);
     const before = allMigrations.filter((migration) => migration.id !== "auth/002-tenant-scoped-key-ids");
     applyMigrations(db, before);
@@ -152,12 +171,14 @@ describe("ApiKeyStore", () => {
        VALUES ('far', 'h1', 'acme', '["agent"]', '[]', '[]', 1, ?), ('never', 'h2', 'acme', '["agent"]', '[]', '[]', 1, NULL)`,
     ).run(8.64e15);
     applyMigrations(db, allMigrations);
-    const store = new ApiKeyStore(db);
-    expect(new Date(store.get("acme", "far")?.expiresAtMs ?? 0).toISOString()).toBe(
+    const book = new KeyBook(new LocalKeyRecords(db));
+    expect(new Date((await book.get("acme", "far"))?.expiresAtMs ?? 0).toISOString()).toBe(
       "9999-12-31T23:59:59.999Z",
     );
-    expect(store.get("acme", "never")?.expiresAtMs).toBeUndefined();
-    expect(() => store.create({ ...grant, expiresAtMs: Date.UTC(10_000, 0, 1) })).toThrow(/9999-12-31/);
+    expect((await book.get("acme", "never"))?.expiresAtMs).toBeUndefined();
+    await expect(book.create({ ...grant, expiresAtMs: Date.UTC(10_000, 0, 1) })).rejects.toThrow(
+      /9999-12-31/,
+    );
     db.close();
   });
 });

@@ -1,4 +1,5 @@
-import { execFileSync } from "node:child_process";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KeyService } from "../../gen/ts/wayfind/v1/keys_pb.ts";
@@ -88,9 +89,15 @@ describe("an open WatchToolEvents stream", () => {
     const key = await newKey(["observer"]);
     const stream = await openWatch(key.secret, "grpc");
     const next = stream.next();
-    execFileSync(process.execPath, [CLI, "keys", "revoke", key.id, "--data-dir", wayfind.dataDir], {
-      stdio: "ignore",
-    });
+    // The server's config: its data folder, or on PostgreSQL the fleet's database.
+    await promisify(execFile)(process.execPath, [
+      CLI,
+      "keys",
+      "revoke",
+      key.id,
+      "--config",
+      wayfind.config.configFile ?? "",
+    ]);
     const ended = await endOf(next);
     expect((ended as ConnectError).rawMessage).toBe(`API key ${key.id} has been revoked`);
   });

@@ -140,12 +140,12 @@ describe.skipIf(unavailable !== undefined)(title, () => {
     expect(rows.map((row) => row.id)).toEqual(["live"]);
   });
 
-  it("takes a snapshot holding the copy's applied changes and none of its API keys", async () => {
+  it("takes a snapshot holding the copy's applied changes and its API keys (the fleet's, as SHA-256s)", async () => {
     const { log } = await freshLog();
     const copy = await copyOf(log, file("copy.db"));
     await appendNotes(log, 5);
     await catchUp(log, copy);
-    addApiKey(copy, "local-key");
+    addApiKey(copy, "fleet-key");
 
     const snapshotFile = file("snapshot.db");
     expect(await takeSnapshot(copy.name, snapshotFile)).toBe(5);
@@ -153,9 +153,7 @@ describe.skipIf(unavailable !== undefined)(title, () => {
     opened.push(snapshot);
     expect(notes(snapshot)).toEqual([1, 2, 3, 4, 5]);
     expect(readAppliedSeq(snapshot)).toBe(5);
-    expect(snapshot.prepare("SELECT count(*) AS n FROM api_keys").get()).toEqual({ n: 0 });
-    // The copy itself is untouched.
-    expect(copy.prepare("SELECT count(*) AS n FROM api_keys").get()).toEqual({ n: 1 });
+    expect(snapshot.prepare("SELECT id FROM api_keys").all()).toEqual([{ id: "fleet-key" }]);
   });
 
   it("stores a snapshot in chunks, keeps only the newest and gives it back byte for byte", async () => {
@@ -204,18 +202,19 @@ describe.skipIf(unavailable !== undefined)(title, () => {
     expect(notes(copy)).toEqual(Array.from({ length: 13 }, (_, i) => i + 1));
   });
 
-  it("replaces a copy that fell behind the compacted log, keeping its API keys", async () => {
+  it("replaces a copy that fell behind the compacted log, its API keys with the snapshot's", async () => {
     const { log, snapshots, pool } = await freshLog();
     const behindFile = file("behind.db");
     const behind = await copyOf(log, behindFile);
     await appendNotes(log, 3);
     await catchUp(log, behind);
-    addApiKey(behind, "kept-key");
+    addApiKey(behind, "revoked-since");
     behind.close();
 
     const ahead = await copyOf(log, file("ahead.db"));
     await appendNotes(log, 7);
     await catchUp(log, ahead);
+    addApiKey(ahead, "created-since");
     await storeSnapshotOf(ahead, snapshots);
     // The behind copy's replica was away past the timeout: compaction no longer waits for it.
     await log.reportApplied("behind", 3);
@@ -228,10 +227,11 @@ describe.skipIf(unavailable !== undefined)(title, () => {
     const copy = await copyOf(log, behindFile);
     await catchUp(log, copy);
     expect(notes(copy)).toEqual(Array.from({ length: 10 }, (_, i) => i + 1));
-    expect(copy.prepare("SELECT id FROM api_keys").all()).toEqual([{ id: "kept-key" }]);
+    expect(copy.prepare("SELECT id FROM api_keys").all()).toEqual([{ id: "created-since" }]);
   });
 
-  it("keeps the API keys of a data dir set up before its replica's first start, and clears what a killed start left", async () => {
+  // A data dir's own keys were shared before (src/server/copy-keys.ts): the snapshot's are the fleet's.
+  it("starts a data dir set up before its replica's first start from the snapshot, and clears what a killed start left", async () => {
     const { log, snapshots } = await freshLog();
     const first = await copyOf(log, file("first.db"));
     await appendNotes(log, 4);
@@ -252,7 +252,7 @@ describe.skipIf(unavailable !== undefined)(title, () => {
     expect(await prepareCopyOf(prepared.name, log, snapshots)).toBe(4);
     const copy = await copyOf(log, prepared.name);
     expect(notes(copy)).toEqual([1, 2, 3, 4]);
-    expect(copy.prepare("SELECT id FROM api_keys").all()).toEqual([{ id: "made-before-start" }]);
+    expect(copy.prepare("SELECT id FROM api_keys").all()).toEqual([]);
     expect(leftovers.filter((leftover) => existsSync(leftover))).toEqual([]);
   });
 

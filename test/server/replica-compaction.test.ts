@@ -9,6 +9,7 @@ import { stringify } from "yaml";
 import { Provider } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
+import { clientWith } from "../support/auth.ts";
 import { runCli } from "../support/cli.ts";
 import { fleetForFile, startReplica, type TestReplica, usageEvents } from "../support/replicas.ts";
 
@@ -149,19 +150,14 @@ describe.skipIf(unavailable)(
       expect(await usageEvents(c, "globex", 3, cursor)).toEqual(onA.slice(3));
     });
 
-    it("restore the copy of a replica away longer than the replica timeout, keeping its API keys", async () => {
+    it("restore the copy of a replica away longer than the replica timeout, with the fleet's API keys made meanwhile", async () => {
       const [a, b] = replicas as [TestReplica, TestReplica];
       await b.stop();
-      const created = runCli([
-        "keys",
-        "create",
-        "--tenant",
-        "acme",
-        "--role",
-        "agent",
-        "--data-dir",
-        b.dataDir,
-      ]);
+      const created = runCli(["keys", "create", "--tenant", "acme", "--role", "agent"], {
+        WAYFIND_DATABASE_URL: fleet.postgres.url,
+      });
+      const secret: string[] = [];
+      created.child.stdout.on("data", (chunk: Buffer) => secret.push(chunk.toString()));
       expect(await created.exited).toBe(0);
       const { head: stoppedAt } = await logBounds();
       await recordUsage([a], "umbrella", 60);
@@ -171,6 +167,13 @@ describe.skipIf(unavailable)(
       replicas[1] = restarted;
       expect(await callsOf(restarted, "umbrella")).toBe(60n);
       expect(await callsOf(restarted, "acme")).toBe(120n);
+      // The key came with the snapshot (as its SHA-256): the restored replica accepts it.
+      const found = await clientWith(
+        ToolDiscoveryService,
+        `http://127.0.0.1:${restarted.port}`,
+        secret.join("").trim(),
+      ).searchTools({ caller: { tenantId: "acme" }, query: "refund an invoice" });
+      expect(found).toBeDefined();
       const copy = new Database(join(b.dataDir, "wayfind.db"), { readonly: true });
       try {
         expect(copy.prepare("SELECT tenant_id FROM api_keys").all()).toEqual([{ tenant_id: "acme" }]);

@@ -156,7 +156,8 @@ function postmasterPid(dataDir: string): number | undefined {
   }
 }
 
-function isAlive(pid: number): boolean {
+/** Whether process `pid` runs (signal 0). */
+export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

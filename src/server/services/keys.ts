@@ -8,10 +8,12 @@ import { principalOf } from "../pipeline.ts";
 /** KeyService: API keys managed over the API, for a web console (src/auth/key-admin.ts). */
 export function keyService(admin: KeyAdmin): ServiceImpl<typeof KeyService> {
   return {
-    listApiKeys: (_request, context) => ({ keys: admin.list(principalOf(context)).map(toProtoKey) }),
+    listApiKeys: async (_request, context) => ({
+      keys: (await admin.list(principalOf(context))).map(toProtoKey),
+    }),
 
-    createApiKey(request, context) {
-      const { key, secret } = admin.create(principalOf(context), {
+    async createApiKey(request, context) {
+      const { key, secret } = await admin.create(principalOf(context), {
         id: request.id,
         tenant: request.tenantId,
         roles: request.roles,
@@ -22,8 +24,8 @@ export function keyService(admin: KeyAdmin): ServiceImpl<typeof KeyService> {
       return { key: toProtoKey(key), secret };
     },
 
-    revokeApiKey: (request, context) => ({
-      revoked: admin.revoke(principalOf(context), request.id, request.tenantId),
+    revokeApiKey: async (request, context) => ({
+      revoked: await admin.revoke(principalOf(context), request.id, request.tenantId),
     }),
   };
 }
