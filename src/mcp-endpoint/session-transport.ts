@@ -184,7 +184,7 @@ export class SessionTransport implements Transport {
     const stream = this.streams.get(streamId);
     if (stream?.response !== undefined)
       return answer(response, 409, -32000, "Conflict: the stream is open on another connection");
-    writeHead(response, 200, this.streamHeaders(response));
+    this.openEventStream(response);
     for (const { id, data } of this.events.after(lastEventId))
       if (data !== "") writeEvent(response, id, data);
     if (stream === undefined && streamId !== SESSION_STREAM) {
@@ -200,7 +200,7 @@ export class SessionTransport implements Transport {
   /** Starts writing `stream` to `response` (an event stream), with a priming event when it opens. */
   private attach(streamId: string, stream: Stream, response: Response, opening: boolean): void {
     if (opening) {
-      writeHead(response, 200, this.streamHeaders(response));
+      this.openEventStream(response);
       if (this.version >= PRIMING_SINCE)
         write(response, `id: ${this.events.store(streamId, "")}\nretry: ${this.retryMs}\ndata: \n\n`);
     }
@@ -215,6 +215,16 @@ export class SessionTransport implements Transport {
   private beat(): void {
     for (const stream of this.streams.values())
       if (stream.response !== undefined) write(stream.response, ": keep-alive\n\n");
+  }
+
+  /**
+   * Answers 200 with the event stream's headers, sent at once: the client's stream is open when it
+   * has them, not at the first event (a quiet session's GET would wait for the first keep-alive).
+   */
+  private openEventStream(response: Response): void {
+    writeHead(response, 200, this.streamHeaders(response));
+    // HTTP/2 sends its headers with writeHead; HTTP/1.1 holds them for the first write unless flushed.
+    if ("flushHeaders" in response) response.flushHeaders();
   }
 
   private streamHeaders(response: Response): Record<string, string> {
