@@ -32,7 +32,7 @@ import type { ToolInput } from "../src/discovery/types.ts";
 import { argumentChecker } from "../src/discovery/validate.ts";
 import type { JsonObject } from "../src/json.ts";
 import { mainThreadProfile, monotonicUs, summarizeProfile } from "./lib/cpu-profile.ts";
-import { growCatalog, readQueries } from "./lib/discovery-data.ts";
+import { growCatalog, readQueries, writeCatalogFiles } from "./lib/discovery-data.ts";
 import {
   ensureGhz,
   type LoadResult,
@@ -151,12 +151,12 @@ function writeCatalogConfig(): {
   resolveArgs: JsonObject;
 } {
   const tools = growCatalog(CATALOG_SIZE);
-  writeFileSync(join(work, "tools.jsonl"), `${tools.map((t) => JSON.stringify(t)).join("\n")}\n`);
+  const catalogs = writeCatalogFiles(work, tools);
   const config = join(work, "wayfind-10k.yaml");
   // Words only: these rows measure the service's own paths (hybrid search's cost is bench/semantic.ts's),
   // and embedding 10,000 tools in the background would share the cores with the load runs.
   const lexical = "tool_search: {semantic: {enabled: false}}\n";
-  writeFileSync(config, `catalogs:\n  - path: tools.jsonl\n    invalid_schemas: warn\n${lexical}`);
+  writeFileSync(config, `${catalogs}${lexical}`);
   const emptyConfig = join(work, "wayfind-empty.yaml");
   writeFileSync(emptyConfig, `catalogs: []\n${lexical}`);
   // A deferred tool a model would call: the first gold tool of the first toolbench query.

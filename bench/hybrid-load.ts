@@ -19,7 +19,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { clipQuery, growCatalog, readQueries } from "./lib/discovery-data.ts";
+import { clipQuery, growCatalog, readQueries, writeCatalogFiles } from "./lib/discovery-data.ts";
 import {
   ensureGhz,
   type LoadResult,
@@ -48,17 +48,9 @@ const work = mkdtempSync(join(tmpdir(), "wayfind-hybrid-load-"));
 const ghz = await ensureGhz();
 await prepareWayfind(process.cwd());
 
-writeFileSync(
-  join(work, "tools.jsonl"),
-  `${growCatalog(TOOLS)
-    .map((t) => JSON.stringify(t))
-    .join("\n")}\n`,
-);
-writeFileSync(join(work, "hybrid.yaml"), "catalogs:\n  - path: tools.jsonl\n    invalid_schemas: warn\n");
-writeFileSync(
-  join(work, "words.yaml"),
-  "catalogs:\n  - path: tools.jsonl\n    invalid_schemas: warn\ntool_search: {semantic: {enabled: false}}\n",
-);
+const catalogs = writeCatalogFiles(work, growCatalog(TOOLS));
+writeFileSync(join(work, "hybrid.yaml"), catalogs);
+writeFileSync(join(work, "words.yaml"), `${catalogs}tool_search: {semantic: {enabled: false}}\n`);
 
 const repeated = readQueries("toolbench_queries.jsonl")
   .slice(0, 50)

@@ -11,8 +11,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { LIMITS as TOOL_LIMITS } from "../src/discovery/validate.ts";
-import { clipQuery, growCatalog, readQueries } from "./lib/discovery-data.ts";
+import { clipQuery, growCatalog, readQueries, writeCatalogFiles } from "./lib/discovery-data.ts";
 import {
   ensureGhz,
   type LoadResult,
@@ -38,16 +37,7 @@ const DURATION_S = Number(flags.duration);
 const work = mkdtempSync(join(tmpdir(), "wayfind-hybrid-scale-"));
 const ghz = await ensureGhz();
 await prepareWayfind(process.cwd());
-// A source holds at most TOOL_LIMITS.toolsPerSource tools: the catalog is split into files that fit.
-const grown = growCatalog(TOOLS);
-const catalogFiles: string[] = [];
-for (let start = 0; start < grown.length; start += TOOL_LIMITS.toolsPerSource) {
-  const file = `tools-${catalogFiles.length}.jsonl`;
-  const part = grown.slice(start, start + TOOL_LIMITS.toolsPerSource);
-  writeFileSync(join(work, file), `${part.map((t) => JSON.stringify(t)).join("\n")}\n`);
-  catalogFiles.push(file);
-}
-const catalogs = `catalogs:\n${catalogFiles.map((file) => `  - path: ${file}\n    invalid_schemas: warn\n`).join("")}`;
+const catalogs = writeCatalogFiles(work, growCatalog(TOOLS));
 writeFileSync(join(work, "hybrid.yaml"), catalogs);
 writeFileSync(join(work, "words.yaml"), `${catalogs}tool_search: {semantic: {enabled: false}}\n`);
 

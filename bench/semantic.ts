@@ -22,7 +22,7 @@ import {
   toolEmbeddingText,
 } from "../src/semantic/index.ts";
 import { TOOL_TEXT_VERSION } from "../src/semantic/text.ts";
-import { clipQuery, growCatalog, readQueries, table } from "./lib/discovery-data.ts";
+import { clipQuery, growCatalog, readQueries, table, writeCatalogFiles } from "./lib/discovery-data.ts";
 import { prepareWayfind, spawnServer, wayfindServeArgs } from "./lib/grpc-bench-support.ts";
 import { BENCH_MODEL_DIR } from "./lib/hybrid.ts";
 
@@ -169,12 +169,7 @@ async function inProcess(
 async function servers(toolCount: number): Promise<void> {
   const runs = await prepareWayfind(process.cwd());
   const work = mkdtempSync(join(tmpdir(), "wayfind-bench-rss-"));
-  writeFileSync(
-    join(work, "tools.jsonl"),
-    `${growCatalog(toolCount)
-      .map((t) => JSON.stringify(t))
-      .join("\n")}\n`,
-  );
+  const catalogs = writeCatalogFiles(work, growCatalog(toolCount));
   const rows: string[][] = [
     ["server", "listening after", "RSS listening", "ready after", "RSS ready", "peak RSS"],
   ];
@@ -183,7 +178,7 @@ async function servers(toolCount: number): Promise<void> {
     ["words only", "tool_search: {semantic: {enabled: false}}\n"],
   ] as const) {
     const config = join(work, `${label.split(" ")[0]}.yaml`);
-    writeFileSync(config, `catalogs:\n  - path: tools.jsonl\n    invalid_schemas: warn\n${extra}`);
+    writeFileSync(config, `${catalogs}${extra}`);
     const dataDir = join(work, `data-${label.split(" ")[0]}`);
     const t0 = performance.now();
     const server = await spawnServer(wayfindServeArgs(config, dataDir), { logFile: join(work, "log") });

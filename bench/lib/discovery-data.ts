@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { type Db, openDatabase } from "../../src/database/sqlite.ts";
@@ -10,6 +10,7 @@ import {
   type ToolInput,
   ToolRegistry,
 } from "../../src/discovery/index.ts";
+import { LIMITS as TOOL_LIMITS } from "../../src/discovery/validate.ts";
 import { LIMITS } from "../../src/limits.ts";
 
 /** The public evaluation data vendored in the repository (sources and licences: data/eval/README.md). */
@@ -121,4 +122,20 @@ export function table(rows: readonly (readonly (string | number)[])[]): string {
   const cells = rows.map((r) => r.map((c) => (typeof c === "number" ? c.toFixed(3) : c)));
   const widths = cells[0]?.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? "").length))) ?? [];
   return cells.map((r) => `| ${r.map((c, i) => c.padEnd(widths[i] ?? 0)).join(" | ")} |`).join("\n");
+}
+
+/**
+ * Writes `tools` into `dir` as catalog files a source may hold (at most TOOL_LIMITS.toolsPerSource
+ * tools each) and returns the config's `catalogs:` block naming them, loaded as the public catalogs
+ * are (invalid_schemas: warn, as PUBLIC_DUMP reads them here).
+ */
+export function writeCatalogFiles(dir: string, tools: readonly ToolInput[]): string {
+  const files: string[] = [];
+  for (let start = 0; start < tools.length; start += TOOL_LIMITS.toolsPerSource) {
+    const file = `tools-${files.length}.jsonl`;
+    const part = tools.slice(start, start + TOOL_LIMITS.toolsPerSource);
+    writeFileSync(join(dir, file), `${part.map((t) => JSON.stringify(t)).join("\n")}\n`);
+    files.push(file);
+  }
+  return `catalogs:\n${files.map((file) => `  - path: ${file}\n    invalid_schemas: warn\n`).join("")}`;
 }
