@@ -47,6 +47,14 @@ const LAYERS = [
     files: [],
   },
   {
+    // The one search engine under both catalogs: analysis, request reading, BM25F. It knows documents
+    // and their fields, never tools or skills, so every search improvement lands once, for both.
+    name: "search",
+    why: "the search core: text analysis, request reading and the BM25F ranker over weighted fields",
+    folders: ["search"],
+    files: [],
+  },
+  {
     name: "state",
     why: "how the domain's writes are logged and shared: the event log and replication",
     folders: ["events", "replication"],

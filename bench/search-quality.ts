@@ -9,7 +9,7 @@
  * Usage: node --import tsx bench/search-quality.ts [--metatool-every K] [--lexical-only]
  */
 
-import { analyze } from "../src/discovery/text.ts";
+import { analyze } from "../src/search/text.ts";
 import { Embedder } from "../src/semantic/index.ts";
 import { type Query, readQueries, table } from "./lib/discovery-data.ts";
 import { BENCH_MODEL_DIR, type HybridCatalog, openHybrid } from "./lib/hybrid.ts";

@@ -15,7 +15,7 @@ import {
   type ToolView,
   VERDICT,
 } from "../src/discovery/index.ts";
-import { splitWords } from "../src/discovery/text.ts";
+import { splitWords } from "../src/search/text.ts";
 import { clipQuery, GROW_CATALOGS, growCatalog, readQueries, sample, table } from "./lib/discovery-data.ts";
 
 function percentiles(samples: number[]): [number, number, number] {

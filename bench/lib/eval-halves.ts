@@ -4,7 +4,7 @@
  * Usage: node --import tsx bench/lib/eval-halves.ts ['{"k1":1.5}' ...]   (RankerConfig overrides)
  */
 import { IndexHost, ToolRegistry } from "../../src/discovery/index.ts";
-import { DEFAULT_RANKER, type RankerConfig } from "../../src/discovery/ranker-options.ts";
+import { DEFAULT_RANKER, type RankerConfig } from "../../src/search/ranker-options.ts";
 import { evaluate } from "../search-quality-eval.ts";
 import { openCatalog, readQueries } from "./discovery-data.ts";
 

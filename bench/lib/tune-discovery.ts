@@ -3,7 +3,7 @@
  * even-position queries only; check the result on the odd half with bench/lib/eval-halves.ts.
  */
 import { IndexHost, ToolRegistry } from "../../src/discovery/index.ts";
-import { DEFAULT_RANKER, type RankerConfig } from "../../src/discovery/ranker-options.ts";
+import { DEFAULT_RANKER, type RankerConfig } from "../../src/search/ranker-options.ts";
 import { evaluate } from "../search-quality-eval.ts";
 import { openCatalog, readQueries } from "./discovery-data.ts";
 

@@ -3,6 +3,8 @@
 import { invalidArgument } from "../errors.ts";
 import type { EventSink } from "../events/event.ts";
 import { checkSize, LIMITS, withinLimit, withinRange } from "../limits.ts";
+import { type Candidates, DEFAULT_RANKER, type RankerConfig } from "../search/ranker-options.ts";
+import { nameKey } from "../search/text.ts";
 import { inSpan } from "../telemetry.ts";
 import { LiteralIndex } from "../text/literal-index.ts";
 import type { ModelWords } from "../text/model-words.ts";
@@ -10,11 +12,9 @@ import { SEMANTIC_OFF } from "../text/scores.ts";
 import { runInSlices, runToEnd } from "../text/slices.ts";
 import { synonymTable } from "../text/synonyms.ts";
 import { applyLearned, fuse } from "./fusion.ts";
-import { type Candidates, DEFAULT_RANKER, type RankerConfig } from "./ranker-options.ts";
 import type { ToolRegistry } from "./registry.ts";
 import { meaningTexts, type QueryReadings, queryReadings, runSearch } from "./search.ts";
 import { buildSearchIndex, type PackedAnalysis, toolKey } from "./search-index.ts";
-import { nameKey } from "./text.ts";
 import type {
   EffectiveSearchType,
   ListRequest,

@@ -1,9 +1,9 @@
 import type { JsonObject } from "../json.ts";
+import { Ranker } from "../search/ranker.ts";
+import { FIELD_COUNT } from "../search/ranker-index.ts";
+import { Candidates, type RankerConfig } from "../search/ranker-options.ts";
+import { analyze, bareName, nameKey, splitWords } from "../search/text.ts";
 import { fold } from "../text/caller-regex.ts";
-import { Ranker } from "./ranker.ts";
-import { FIELD_COUNT } from "./ranker-index.ts";
-import { Candidates, type RankerConfig } from "./ranker-options.ts";
-import { analyze, bareName, nameKey, splitWords } from "./text.ts";
 import type { SearchIndex, SideEffects, Tool } from "./types.ts";
 import { isObject, type ToolRecord } from "./validate.ts";
 

@@ -1,3 +1,6 @@
+import type { Candidates, RankedDoc, WordReading, WordRepair } from "../search/ranker-options.ts";
+import { readRequest, requestClauses, stopwordSlipOf } from "../search/request.ts";
+import { analyze, nameKey, splitWords, stem } from "../search/text.ts";
 import {
   type CallerRegex,
   compileCallerRegex,
@@ -12,10 +15,7 @@ import type { LiteralIndex } from "../text/literal-index.ts";
 import type { ModelWords } from "../text/model-words.ts";
 import { type QueryRewrite, REGEX_SCORE } from "../text/scores.ts";
 import type { Reading } from "../text/synonyms.ts";
-import type { Candidates, RankedDoc, WordReading, WordRepair } from "./ranker-options.ts";
-import { readRequest, requestClauses, stopwordSlipOf } from "./request.ts";
 import { pairs } from "./search-index.ts";
-import { analyze, nameKey, splitWords, stem } from "./text.ts";
 import type { MatchType, SearchHit, SearchIndex, SearchStrategy, SearchType, Tool } from "./types.ts";
 
 /**
@@ -144,7 +144,7 @@ export interface SearchPathResult {
 
 /**
  * The weight of a word that belongs to a literal of the request (an id, path, file name, number or
- * quoted text: src/discovery/request.ts) relative to the words that say what is asked. Chosen on the
+ * quoted text: src/search/request.ts) relative to the words that say what is asked. Chosen on the
  * even half of the public sets among 1, 0.5 and 0.3 (few of their requests carry literals: R@5 moved
  * by at most 0.003); it is for requests that name files and ids, as agents' do.
  */

@@ -1,9 +1,9 @@
 /** Plain domain types of the tool catalog; no transport types. */
 
 import type { JsonObject } from "../json.ts";
+import type { Ranker } from "../search/ranker.ts";
+import type { Candidates } from "../search/ranker-options.ts";
 import type { QueryRewrite, SemanticReport } from "../text/scores.ts";
-import type { Ranker } from "./ranker.ts";
-import type { Candidates } from "./ranker-options.ts";
 
 export const SIDE_EFFECTS = ["pure", "read", "write", "external", "stateful"] as const;
 export type SideEffects = (typeof SIDE_EFFECTS)[number];

@@ -1,6 +1,6 @@
 /** Caller views as masks over a build of the index: what a search or a list of the caller may take. */
 
-import { Candidates } from "./ranker-options.ts";
+import { Candidates } from "../search/ranker-options.ts";
 import { type SearchIndex, type ToolView, VERDICT, type VisibleSet } from "./types.ts";
 
 /**

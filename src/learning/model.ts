@@ -1,4 +1,4 @@
-import { analyze } from "../discovery/text.ts";
+import { analyze } from "../search/text.ts";
 import { VectorSlab } from "../semantic/vector-slab.ts";
 
 /** One request that led (or misled) this tenant to one tool, with the weight its choices gave it. */

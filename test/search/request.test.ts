@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { readRequest, requestClauses, stopwordSlipOf } from "../../src/discovery/request.ts";
-import { names, openCatalog } from "./helpers.ts";
+import { readRequest, requestClauses, stopwordSlipOf } from "../../src/search/request.ts";
+import { names, openCatalog } from "../discovery/helpers.ts";
 
 /** The request's terms, literals in brackets. */
 const read = (text: string) =>
