@@ -4,7 +4,8 @@
  * Usage: node --import tsx bench/lib/eval-halves.ts ['{"k1":1.5}' ...]   (RankerConfig overrides)
  */
 import { IndexHost, ToolRegistry } from "../../src/discovery/index.ts";
-import { DEFAULT_RANKER, type RankerConfig } from "../../src/search/ranker-options.ts";
+import { TOOL_RANKER } from "../../src/discovery/search-index.ts";
+import type { RankerConfig } from "../../src/search/ranker-options.ts";
 import { evaluate } from "../search-quality-eval.ts";
 import { openCatalog, readQueries } from "./discovery-data.ts";
 
@@ -25,7 +26,7 @@ const f = (x: number) => x.toFixed(3);
 const variants = process.argv.slice(2);
 if (variants.length === 0) variants.push("{}");
 for (const v of variants) {
-  const cfg = { ...DEFAULT_RANKER, ...(JSON.parse(v) as Partial<RankerConfig>) } as RankerConfig;
+  const cfg = { ...TOOL_RANKER, ...(JSON.parse(v) as Partial<RankerConfig>) } as RankerConfig;
   const parts: string[] = [];
   for (const s of sets) {
     // A registry of its own: a host lives as long as the registry it follows.

@@ -3,7 +3,8 @@
  * even-position queries only; check the result on the odd half with bench/lib/eval-halves.ts.
  */
 import { IndexHost, ToolRegistry } from "../../src/discovery/index.ts";
-import { DEFAULT_RANKER, type RankerConfig } from "../../src/search/ranker-options.ts";
+import { TOOL_RANKER } from "../../src/discovery/search-index.ts";
+import type { RankerConfig } from "../../src/search/ranker-options.ts";
 import { evaluate } from "../search-quality-eval.ts";
 import { openCatalog, readQueries } from "./discovery-data.ts";
 
@@ -29,7 +30,7 @@ function score(cfg: RankerConfig): { line: string; obj: number } {
   return { line: parts.join(" | "), obj };
 }
 
-let best: RankerConfig = DEFAULT_RANKER;
+let best: RankerConfig = TOOL_RANKER;
 let bestScore = score(best);
 console.log("start", JSON.stringify(best), bestScore.line);
 const tweaks: ((c: RankerConfig) => RankerConfig[])[] = [

@@ -3,7 +3,8 @@
 import { invalidArgument } from "../errors.ts";
 import type { EventSink } from "../events/event.ts";
 import { checkSize, LIMITS, withinLimit, withinRange } from "../limits.ts";
-import { type Candidates, DEFAULT_RANKER, type RankerConfig } from "../search/ranker-options.ts";
+import { meaningTexts, type QueryReadings, queryReadings } from "../search/fts.ts";
+import type { Candidates, RankerConfig } from "../search/ranker-options.ts";
 import { nameKey } from "../search/text.ts";
 import { inSpan } from "../telemetry.ts";
 import { LiteralIndex } from "../text/literal-index.ts";
@@ -13,8 +14,8 @@ import { runInSlices, runToEnd } from "../text/slices.ts";
 import { synonymTable } from "../text/synonyms.ts";
 import { applyLearned, fuse } from "./fusion.ts";
 import type { ToolRegistry } from "./registry.ts";
-import { meaningTexts, type QueryReadings, queryReadings, runSearch } from "./search.ts";
-import { buildSearchIndex, type PackedAnalysis, toolKey } from "./search-index.ts";
+import { runSearch } from "./search.ts";
+import { buildSearchIndex, type PackedAnalysis, TOOL_RANKER, toolKey } from "./search-index.ts";
 import type {
   EffectiveSearchType,
   ListRequest,
@@ -85,7 +86,7 @@ export class IndexHost {
   ) {
     this.preferred = options.preferredNamespaces ?? [];
     this.events = options.events;
-    this.rankerConfig = options.ranker ?? DEFAULT_RANKER;
+    this.rankerConfig = options.ranker ?? TOOL_RANKER;
     this.readings = queryReadings(synonymTable(options.synonyms));
     this.modelWords = options.modelWords;
     this.onIndexBuilt = options.onIndexBuilt;

@@ -1,11 +1,22 @@
 import type { JsonObject } from "../json.ts";
+import { pairs } from "../search/fts.ts";
 import { Ranker } from "../search/ranker.ts";
-import { FIELD_COUNT } from "../search/ranker-index.ts";
-import { Candidates, type RankerConfig } from "../search/ranker-options.ts";
+import { Candidates, RANKING_DEFAULTS, type RankerConfig } from "../search/ranker-options.ts";
 import { analyze, bareName, nameKey, splitWords } from "../search/text.ts";
 import { fold } from "../text/caller-regex.ts";
 import type { SearchIndex, SideEffects, Tool } from "./types.ts";
 import { isObject, type ToolRecord } from "./validate.ts";
+
+/**
+ * How tools are ranked: the shared settings, and the weight and length normalisation of each tool
+ * field (name with aliases, title, tags, description, parameters, and word pairs of name and
+ * description), tuned on the public tool sets (bench/lib/tune-discovery.ts).
+ */
+export const TOOL_RANKER: RankerConfig = {
+  ...RANKING_DEFAULTS,
+  weights: [2.25, 2, 0.85, 1, 0.8, 0.5],
+  b: [0.9, 0.3, 0.3, 0.75, 0.5, 0.5],
+};
 
 /** Analysed text of one tool, kept between builds so a rebuild re-analyses only changed tools. */
 export interface PackedAnalysis {
@@ -237,23 +248,15 @@ function segment(word: string, dict: ReadonlySet<string>): string[] {
   return parts;
 }
 
-/** Adjacent word pairs, the proximity signal of the `phrases` field. */
-export function pairs(words: readonly string[]): string[] {
-  const out: string[] = [];
-  for (let i = 1; i < words.length; i++) out.push(`${words[i - 1]} ${words[i]}`);
-  return out;
-}
-
-/** The text of each ranker field, in FIELDS order (name, title, tags, description, params). */
+/** The text of each ranker field but the last, in TOOL_RANKER's order (name, title, tags, description, params). */
 function searchText(t: ToolRecord): string[] {
-  const texts = [
+  return [
     [t.name, ...t.aliases].join(" "),
     t.title,
     t.tags.join(" "),
     t.description,
     paramText(t.argsSchema, 0),
   ];
-  return texts.slice(0, FIELD_COUNT);
 }
 
 /** Parameter names and descriptions, a few levels deep. */

@@ -5,14 +5,13 @@
  * slices between other calls (about a second of work at 10,000 tools).
  */
 
-/** `phrases` holds adjacent word pairs of name and description, for a proximity signal. */
-const FIELDS = ["name", "title", "tags", "description", "params", "phrases"] as const;
-export const FIELD_COUNT = FIELDS.length;
-
 /** The BM25F parameters the postings are weighted with (see RankerConfig). */
 export interface PostingWeights {
   readonly k1: number;
-  /** Per field, in FIELDS order. */
+  /**
+   * Per field, in the order of each doc's fields: the catalog decides its fields (a field's terms
+   * holding a space are word pairs, a proximity signal, never read as a spelling of a query word).
+   */
   readonly weights: readonly number[];
   readonly b: readonly number[];
 }
@@ -58,15 +57,16 @@ export function* buildPostingIndex(
   const vocab = new Map<string, number>();
   const terms: string[] = [];
   const n = docs.length;
-  const lengths = new Float32Array(n * FIELD_COUNT);
+  const fieldCount = config.weights.length;
+  const lengths = new Float32Array(n * fieldCount);
   // Pass 1: every word's term id, in doc and field order, plus field lengths and document
   // frequencies; typed buffers instead of per-term arrays (the build runs over every tool).
   let wordCount = 0;
-  for (const fields of docs) for (let f = 0; f < FIELD_COUNT; f++) wordCount += fields[f]?.length ?? 0;
+  for (const fields of docs) for (let f = 0; f < fieldCount; f++) wordCount += fields[f]?.length ?? 0;
   const ids = new Int32Array(wordCount);
   const partitionCount = owners ? owners.reduce((most, p) => Math.max(most, p), 0) + 1 : 1;
-  // Per owner partition: field length totals (FIELD_COUNT per partition) and doc counts.
-  const totals = new Float64Array(partitionCount * FIELD_COUNT);
+  // Per owner partition: field length totals (one per field per partition) and doc counts.
+  const totals = new Float64Array(partitionCount * fieldCount);
   const partitionDocs = new Float64Array(partitionCount);
   const df: number[] = [];
   // The doc a term was last seen in: counts df once per doc here, and collects a doc's distinct
@@ -78,11 +78,11 @@ export function* buildPostingIndex(
     const fields = docs[d] ?? [];
     const partition = owners?.[d] ?? 0;
     partitionDocs[partition] = (partitionDocs[partition] ?? 0) + 1;
-    for (let f = 0; f < FIELD_COUNT; f++) {
+    for (let f = 0; f < fieldCount; f++) {
       const words = fields[f] ?? [];
-      const slot = partition * FIELD_COUNT + f;
+      const slot = partition * fieldCount + f;
       totals[slot] = (totals[slot] ?? 0) + words.length;
-      lengths[d * FIELD_COUNT + f] = words.length;
+      lengths[d * fieldCount + f] = words.length;
       for (const w of words) {
         let id = vocab.get(w);
         if (id === undefined) {
@@ -102,22 +102,22 @@ export function* buildPostingIndex(
   }
   yield;
   // Average field lengths per partition: the global docs, plus the partition's own for a tenant's.
-  const averages = new Float64Array(partitionCount * FIELD_COUNT);
+  const averages = new Float64Array(partitionCount * fieldCount);
   for (let p = 0; p < partitionCount; p++) {
     const count = (partitionDocs[0] ?? 0) + (p > 0 ? (partitionDocs[p] ?? 0) : 0);
-    for (let f = 0; f < FIELD_COUNT; f++) {
-      const total = (totals[f] ?? 0) + (p > 0 ? (totals[p * FIELD_COUNT + f] ?? 0) : 0);
-      averages[p * FIELD_COUNT + f] = count > 0 ? total / count : 0;
+    for (let f = 0; f < fieldCount; f++) {
+      const total = (totals[f] ?? 0) + (p > 0 ? (totals[p * fieldCount + f] ?? 0) : 0);
+      averages[p * fieldCount + f] = count > 0 ? total / count : 0;
     }
   }
-  const norm = new Float32Array(n * FIELD_COUNT);
+  const norm = new Float32Array(n * fieldCount);
   for (let d = 0; d < n; d++) {
     const partition = owners?.[d] ?? 0;
-    for (let f = 0; f < FIELD_COUNT; f++) {
-      const avg = averages[partition * FIELD_COUNT + f] ?? 0;
+    for (let f = 0; f < fieldCount; f++) {
+      const avg = averages[partition * fieldCount + f] ?? 0;
       const b = config.b[f] ?? 0.75;
-      const len = lengths[d * FIELD_COUNT + f] ?? 0;
-      norm[d * FIELD_COUNT + f] = 1 / (1 - b + (avg > 0 ? (b * len) / avg : 0));
+      const len = lengths[d * fieldCount + f] ?? 0;
+      norm[d * fieldCount + f] = 1 / (1 - b + (avg > 0 ? (b * len) / avg : 0));
     }
   }
   const { k1, weights } = config;
@@ -129,29 +129,29 @@ export function* buildPostingIndex(
   // Pass 2, a doc at a time: per-field counts of its terms in scratch slots, then one posting per
   // distinct term. Docs go in increasing order, so every posting list comes out sorted.
   const nextPosting = start.slice(0, vocabSize);
-  const tf = new Float64Array(vocabSize * FIELD_COUNT);
+  const tf = new Float64Array(vocabSize * fieldCount);
   const docTerms: number[] = [];
   lastDoc.fill(-1);
   next = 0;
   for (let d = 0; d < n; d++) {
     if (d % DOCS_PER_STEP === 0) yield;
-    for (let f = 0; f < FIELD_COUNT; f++) {
-      const len = lengths[d * FIELD_COUNT + f] ?? 0;
+    for (let f = 0; f < fieldCount; f++) {
+      const len = lengths[d * fieldCount + f] ?? 0;
       for (let k = 0; k < len; k++) {
         const id = ids[next++] ?? 0;
         if (lastDoc[id] !== d) {
           lastDoc[id] = d;
           docTerms.push(id);
         }
-        const slot = id * FIELD_COUNT + f;
+        const slot = id * fieldCount + f;
         tf[slot] = Math.min((tf[slot] ?? 0) + 1, 65_535);
       }
     }
     for (const id of docTerms) {
-      const slot = id * FIELD_COUNT;
+      const slot = id * fieldCount;
       let tfw = 0;
-      for (let f = 0; f < FIELD_COUNT; f++) {
-        tfw += (weights[f] ?? 1) * (tf[slot + f] ?? 0) * (norm[d * FIELD_COUNT + f] ?? 1);
+      for (let f = 0; f < fieldCount; f++) {
+        tfw += (weights[f] ?? 1) * (tf[slot + f] ?? 0) * (norm[d * fieldCount + f] ?? 1);
         tf[slot + f] = 0;
       }
       const at = nextPosting[id] ?? 0;

@@ -30,14 +30,14 @@ export interface RankerConfig {
   readonly idfPower: number;
 }
 
-/** Tuned on toolbench + metatool samples (bench/lib/tune-discovery.ts); generic, not per dataset. */
-export const DEFAULT_RANKER: RankerConfig = {
+/**
+ * The ranking settings every catalog starts from, tuned on the public tool sets
+ * (bench/lib/tune-discovery.ts): generic, not per dataset. A catalog adds its fields' weights.
+ */
+export const RANKING_DEFAULTS: Omit<RankerConfig, "weights" | "b"> = {
   k1: 2,
-  weights: [2.25, 2, 0.85, 1, 0.8, 0.5],
-  b: [0.9, 0.3, 0.3, 0.75, 0.5, 0.5],
   fuzzyWeight: 0.4,
-  // Chosen on the even half of the typo rows of bench/search-quality.ts (0.4 / 0.6 / 0.8: metatool
-  // kept 95.6 / 96.9 / 97.5 % of its clean R@5, toolbench 97.9 / 98.7 / 98.6 %; clean rows unchanged).
+  // Chosen on the even half of the typo rows of bench/search-quality.ts (docs/search.md).
   typoWeight: 0.8,
   coordination: 0,
   fillWithFuzzy: true,

@@ -1,8 +1,9 @@
 /**
- * In-memory BM25F ranker: the index every FTS search runs on (nothing is searched in SQLite). Rebuilt
- * from the catalog's tools after every change, in slices (see `Ranker.steps`). Corpus statistics (N,
- * df) are taken over the caller's visible tools only, and field lengths are normalised per owner (see
- * buildPostingIndex), so another tenant's tools cannot shift the scores of the tools a caller sees.
+ * In-memory BM25F ranker over docs of weighted fields: the index every FTS search of tools and skills
+ * runs on (nothing is searched in SQLite). A catalog rebuilds it from its records after a change, in
+ * slices (see `Ranker.steps`). Corpus statistics (N, df) are taken over the caller's visible docs only,
+ * and field lengths are normalised per owner (see buildPostingIndex), so another tenant's docs cannot
+ * shift the scores of the docs a caller sees.
  *
  * Over 500 lines because one query's scoring (AND → OR → fuzzy widening, proximity, feedback terms)
  * shares the scratch buffers below; the index build is in ranker-index.ts, the reading of unknown
@@ -10,14 +11,13 @@
  */
 
 import { buildPostingIndex, type PostingIndex, type Postings } from "./ranker-index.ts";
-import {
-  type Candidates,
-  DEFAULT_RANKER,
-  type RankedDoc,
-  type RankerConfig,
-  type RankOptions,
-  type RankResult,
-  type WordRepair,
+import type {
+  Candidates,
+  RankedDoc,
+  RankerConfig,
+  RankOptions,
+  RankResult,
+  WordRepair,
 } from "./ranker-options.ts";
 import { type Expansion, expansionsOf, spellRepair } from "./ranker-words.ts";
 
@@ -92,7 +92,7 @@ export class Ranker {
   static *steps(
     docs: readonly (readonly string[][])[],
     tieRank: Int32Array,
-    config: RankerConfig = DEFAULT_RANKER,
+    config: RankerConfig,
     owners?: Int32Array,
   ): Generator<void, Ranker> {
     return new Ranker(yield* buildPostingIndex(docs, config, owners), tieRank, config);

@@ -1,7 +1,7 @@
 /**
  * Scores shared by tool and skill search (docs/design.md §4), in [0, 1], and what a ranked search
  * reports beside its hits (match quality, query rewrites, semantic status). Regex hits score by where
- * the pattern matched; FTS scores are absolute (src/discovery/search.ts, src/skills/memindex.ts scale).
+ * the pattern matched; FTS scores are absolute (src/search/fts.ts lexicalScore).
  */
 export const REGEX_SCORE = {
   fullName: 0.95,
@@ -13,7 +13,7 @@ export const REGEX_SCORE = {
 
 /**
  * Config `good_match_score`'s default. Tool search's lexical scores are calibrated so that 0.5 best
- * separates right from unrelated best hits on public queries (src/discovery/search.ts lexicalScore).
+ * separates right from unrelated best hits on public queries (src/search/fts.ts lexicalScore).
  */
 export const DEFAULT_GOOD_MATCH_SCORE = 0.5;
 
