@@ -1,6 +1,5 @@
 import { availableParallelism } from "node:os";
 import { checkoutPath } from "../checkout.ts";
-import { DEFAULT_SKILL_GOOD_MATCH_SCORE } from "../skills/index.ts";
 import { DEFAULT_GOOD_MATCH_SCORE } from "../text/scores.ts";
 import type {
   ActivationScope,
@@ -73,7 +72,7 @@ export const DEFAULTS = {
     pinnedSkillNames: [] as readonly string[],
     updateExistingPackSkills: true,
   },
-  skills: { redaction: true, goodMatchScore: DEFAULT_SKILL_GOOD_MATCH_SCORE } satisfies SkillsConfig,
+  skills: { redaction: true, goodMatchScore: DEFAULT_GOOD_MATCH_SCORE } satisfies SkillsConfig,
   /** Unset cache prices fall back to the input price (no discount assumed). */
   pricing: [],
   /** Usage records are kept 30 days after recording, then summed per day (summaries stay exact per day). */

@@ -199,6 +199,7 @@ export async function buildDomain(
     onError: (error) => logger.warn({ err: error }, "a skill's use could not be counted"),
     redaction: config.skills.redaction,
     goodMatchScore: config.skills.goodMatchScore,
+    synonyms: config.toolSearch.synonyms,
     pinnedSkillNames: config.skillPacks.flatMap((pack) => pack.pinnedSkillNames),
     packRoots: [
       config.configFile ? dirname(config.configFile) : process.cwd(),

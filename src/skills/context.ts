@@ -2,13 +2,15 @@ import type { Caller } from "../caller/caller.ts";
 import type { Db } from "../database/sqlite.ts";
 import type { EventAttributeValue, EventSink, EventType } from "../events/event.ts";
 import { LocalWriter, type ReplicatedWrite, type StateWriter } from "../replication/writes.ts";
-import { MemoryIndex } from "./memindex.ts";
+import { type QueryReadings, queryReadings } from "../search/fts.ts";
+import { synonymTable } from "../text/synonyms.ts";
 import { SkillStore } from "./store.ts";
+import { SkillWordIndex } from "./word-index.ts";
 
 /** What every skill operation shares: the store, the search index over it, events, the clock and redaction. */
 export class SkillContext {
   readonly store: SkillStore;
-  private index: MemoryIndex | undefined;
+  private index: SkillWordIndex | undefined;
   private indexDataVersion = -1;
 
   private readonly events: EventSink | undefined;
@@ -16,6 +18,8 @@ export class SkillContext {
   readonly redaction: boolean;
   /** A search whose best hit scores below this reports "weak" (config `skills.good_match_score`). */
   readonly goodMatchScore: number;
+  /** Abbreviations and synonyms by analysed word: built-in plus the operator's, as tool search reads them. */
+  readonly readings: QueryReadings;
   readonly now: () => number;
   /** How skill writes are made: the server's (shared by replicas); default this database alone. */
   readonly writer: StateWriter;
@@ -26,6 +30,7 @@ export class SkillContext {
     events: EventSink | undefined;
     redaction: boolean;
     goodMatchScore: number;
+    synonyms?: Readonly<Record<string, readonly string[]>>;
     now: () => number;
     writer?: StateWriter;
     onError?: (error: unknown) => void;
@@ -34,6 +39,7 @@ export class SkillContext {
     this.events = options.events;
     this.redaction = options.redaction;
     this.goodMatchScore = options.goodMatchScore;
+    this.readings = queryReadings(synonymTable(options.synonyms));
     this.now = options.now;
     this.writer = options.writer ?? new LocalWriter(options.db, options.now);
     this.onError = options.onError ?? (() => {});
@@ -57,12 +63,12 @@ export class SkillContext {
   }
 
   /** The in-memory index, rebuilt when this service or another connection changed the database. */
-  searchIndex(): MemoryIndex {
+  searchIndex(): SkillWordIndex {
     // A cached statement: db.pragma() prepares anew on every call, a measurable cost per search.
     const dataVersion =
       this.store.get<{ data_version: number }>("PRAGMA data_version", [])?.data_version ?? -1;
     if (!this.index || dataVersion !== this.indexDataVersion) {
-      this.index = MemoryIndex.build(this.store.db);
+      this.index = SkillWordIndex.build(this.store.db);
       this.indexDataVersion = dataVersion;
     }
     return this.index;

@@ -8,5 +8,4 @@ export type { PackFile } from "./pack.ts";
 export { redactText } from "./redact.ts";
 export type { SkillSummary } from "./sanitize.ts";
 export { skillsMigrations } from "./schema.ts";
-export { DEFAULT_SKILL_GOOD_MATCH_SCORE } from "./search.ts";
 export type { SkillSemanticFusion } from "./semantic.ts";

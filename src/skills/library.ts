@@ -3,6 +3,7 @@ import type { Db } from "../database/sqlite.ts";
 import { afterCommit, writeTransaction } from "../database/transaction.ts";
 import type { EventSink } from "../events/event.ts";
 import type { ReplicatedWrite, StateWriter } from "../replication/writes.ts";
+import { DEFAULT_GOOD_MATCH_SCORE } from "../text/scores.ts";
 import { runInSlices } from "../text/slices.ts";
 import { SkillContext } from "./context.ts";
 import {
@@ -35,7 +36,6 @@ import {
 } from "./relevant.ts";
 import type { CallOptions } from "./sanitize.ts";
 import {
-  DEFAULT_SKILL_GOOD_MATCH_SCORE,
   type SearchSkillsInput,
   type SearchSkillsResult,
   searchSkills,
@@ -46,8 +46,10 @@ export interface SkillLibraryOptions {
   readonly events?: EventSink;
   /** Redact e-mails, phone numbers, tokens and URL query strings from returned text (default true). */
   readonly redaction?: boolean;
-  /** A search whose best hit scores below this reports "weak" (default DEFAULT_SKILL_GOOD_MATCH_SCORE). */
+  /** A search whose best hit scores below this reports "weak" (default DEFAULT_GOOD_MATCH_SCORE: scores mean what tool scores mean). */
   readonly goodMatchScore?: number;
+  /** The operator's synonyms (config `tool_search.synonyms`): skill search reads them as tool search does. */
+  readonly synonyms?: Readonly<Record<string, readonly string[]>>;
   /** Shown first by renderSkillDirectory (config `pinned_skill_names`). */
   readonly pinnedSkillNames?: readonly string[];
   /** Server-side pack folders must lie inside one of these (relative pack paths resolve against the first). */
@@ -78,7 +80,8 @@ export class SkillLibrary {
       db: options.db,
       events: options.events,
       redaction: options.redaction ?? true,
-      goodMatchScore: options.goodMatchScore ?? DEFAULT_SKILL_GOOD_MATCH_SCORE,
+      goodMatchScore: options.goodMatchScore ?? DEFAULT_GOOD_MATCH_SCORE,
+      ...(options.synonyms ? { synonyms: options.synonyms } : {}),
       now: options.now ?? Date.now,
       ...(options.writer ? { writer: options.writer } : {}),
       ...(options.onError ? { onError: options.onError } : {}),

@@ -2,19 +2,12 @@ import type { Caller } from "../caller/caller.ts";
 import { invalidArgument } from "../errors.ts";
 import { checkSize, LIMITS, withinLimit, withinRange } from "../limits.ts";
 import type { SkillContext } from "./context.ts";
-import { tokenize } from "./memindex.ts";
 import type { BudgetReport } from "./read.ts";
 import { renderContext } from "./render.ts";
 import { type CallOptions, renderableInSteps, sanitizer } from "./sanitize.ts";
 import { ftsSearch } from "./search.ts";
 import { fuseSkills } from "./semantic.ts";
 import type { SkillRow } from "./store.ts";
-
-const STOPWORDS = new Set(
-  "a an and are as at be by can do does for from get got has have how i if in into is it its me my need of on or our please should so that the then this to up use using want we what when where which who why will with you your".split(
-    " ",
-  ),
-);
 
 export interface GetRelevantSkillsInput {
   readonly task: string;
@@ -46,10 +39,9 @@ export function* getRelevantSkillsInSteps(
   const topK = withinLimit(LIMITS.relevantSkillsTopK, input.topK);
   const maxTokens = withinLimit(LIMITS.relevantSkillsMaxTokens, input.maxTokens);
   const minScore = withinRange(LIMITS.relevantSkillsMinScore, input.minScore);
-  const terms = [...new Set(tokenize(task).filter((w) => w.length > 1 && !STOPWORDS.has(w)))].slice(0, 32);
   // Task text is paraphrase by nature: with semantic evidence, skills close in meaning join the words'.
   const depth = options.semantic || options.learned ? Math.max(topK, 20) : topK;
-  const lexical = ftsSearch(context, caller, terms, undefined, depth, "or").hits;
+  const lexical = ftsSearch(context, caller, task, undefined, depth).hits;
   const { hits } = fuseSkills(context, caller, undefined, lexical, options.semantic, topK, options.learned);
   const rows =
     hits.length > 0

@@ -68,7 +68,7 @@ export const skillsMigrations: Migration[] = [
     },
   },
   {
-    // The in-memory index (memindex.ts) answers every search; an FTS5 table nobody reads only costs writes.
+    // The in-memory word index (word-index.ts) answers every search; an FTS5 table nobody reads only costs writes.
     id: "skills/002-drop-fts",
     up: "DROP TABLE IF EXISTS skills_fts",
   },

@@ -1,6 +1,8 @@
 import type { Caller } from "../caller/caller.ts";
 import { invalidArgument } from "../errors.ts";
 import { checkSize, LIMITS, withinLimit, withinRange } from "../limits.ts";
+import { ftsRank } from "../search/fts.ts";
+import { RANKING_DEFAULTS } from "../search/ranker-options.ts";
 import { type CallerRegex, compileCallerRegex, fold, mayMatch } from "../text/caller-regex.ts";
 import {
   type MatchQuality,
@@ -11,7 +13,6 @@ import {
   type SemanticReport,
 } from "../text/scores.ts";
 import type { SkillContext } from "./context.ts";
-import { type IndexHit, partitionKey, tokenize } from "./memindex.ts";
 import { SEARCH_TYPES, type SearchType, TASK_TYPES, type TaskType } from "./model.ts";
 import { redactText } from "./redact.ts";
 import { clip } from "./render.ts";
@@ -19,6 +20,7 @@ import { oneOf } from "./request.ts";
 import { type CallOptions, type SanitizerFor, type SkillSummary, sanitizer, summary } from "./sanitize.ts";
 import { type FusedRow, fuseSkills } from "./semantic.ts";
 import { SEARCH_COLUMNS, type SearchRow, visibleFilter } from "./store.ts";
+import { partitionKey } from "./word-index.ts";
 
 /** Lexical hits fused with semantic and learned evidence (more than a page: a skill may rise into it). */
 const SEMANTIC_DEPTH = 20;
@@ -37,13 +39,6 @@ const regexTooBroad = (what: string) =>
     `regex matches too broadly: ${what} would need a full scan; ` +
       "add literal text to the pattern, filter by task_type, or use full-text search",
   );
-
-/**
- * Config `skills.good_match_score`'s default. A skill score is its share of the most relevance the
- * query's words could have (MemoryIndex.scale): every word once in a skill of average length is about
- * 0.45, half the words about 0.2.
- */
-export const DEFAULT_SKILL_GOOD_MATCH_SCORE = 0.3;
 
 interface SkillSearchHit extends SkillSummary {
   /** The final score in [0, 1]: lexical, or lexical fused with semantic. */
@@ -70,7 +65,7 @@ export interface SearchSkillsResult {
   readonly skills: readonly SkillSearchHit[];
   /** What ran: the requested type (`fts` by default). */
   readonly effectiveSearchType: SearchType;
-  /** The FTS query was widened (AND → OR → prefix) because the stricter form found nothing. */
+  /** The FTS query was widened (AND → OR → fuzzy) because the stricter form found too little. */
   readonly widened: boolean;
   readonly matchQuality: MatchQuality;
   /** Typo repairs and synonyms added to the query. */
@@ -112,15 +107,17 @@ export function searchSkills(
 
   let hits: FusedRow[];
   let widened = false;
+  let rewrites: readonly QueryRewrite[] = [];
   let semantic: SemanticReport = SEMANTIC_OFF;
   if (type === "fts") {
     // With semantic evidence, more lexical hits than the page are fused: a skill may rise into it.
     const depth = options.semantic || options.learned ? Math.max(limit, SEMANTIC_DEPTH) : limit;
-    const found = ftsSearch(context, caller, tokenize(query).slice(0, 16), taskType, depth, "and");
+    const found = ftsSearch(context, caller, query, taskType, depth);
     const fused = fuseSkills(context, caller, taskType, found.hits, options.semantic, limit, options.learned);
     hits = fused.hits;
     semantic = fused.report;
     widened = found.widened;
+    rewrites = found.rewrites;
   } else {
     const rows =
       type === "exact"
@@ -152,71 +149,48 @@ export function searchSkills(
     effectiveSearchType: type,
     widened,
     matchQuality: matchQuality(skills, context.goodMatchScore),
-    rewrites: [],
+    rewrites,
     semantic,
   };
 }
 
-/** Full-text ranking; widens AND → OR → prefix when the stricter query finds nothing. */
+/**
+ * Full-text ranking in the search core (src/search/fts.ts): the request read as tool search reads it
+ * (typo repair, synonyms, several intents' words, AND → OR → fuzzy widening), over the caller's
+ * partitions of the skills' word index, each hit confirmed by the SQL visibility predicate.
+ */
 export function ftsSearch(
   context: SkillContext,
   caller: Caller,
-  terms: readonly string[],
+  query: string,
   taskType: TaskType | undefined,
   limit: number,
-  start: "and" | "or",
-): { hits: ScoredRow[]; widened: boolean } {
-  if (terms.length === 0) return { hits: [], widened: false };
+): { hits: ScoredRow[]; widened: boolean; rewrites: readonly QueryRewrite[] } {
   const index = context.searchIndex();
-  const partitions = callerPartitions(caller);
-  const modes: ("and" | "or" | "prefix")[] =
-    start === "and" && terms.length > 1 ? ["and", "or", "prefix"] : ["or", "prefix"];
-  for (const [i, mode] of modes.entries()) {
-    // Typos: match on a shortened prefix of each word ("kubernets" → "kubern"*).
-    const queryTerms =
-      mode === "prefix"
-        ? terms.map((t) => (t.length > 4 ? t.slice(0, Math.max(4, t.length - 2)) : t))
-        : terms;
-    const verified = verifyVisible(context, caller, limit, (k) =>
-      index.search(queryTerms, mode, partitions, taskType, k),
-    );
-    if (verified.length === 0) continue;
-    // Absolute: relevance in units of the query's scale, not of the other hits.
-    const scale = index.scale(queryTerms, mode, partitions);
-    const score = (relevance: number) => (scale > 0 ? Math.min(1, relevance / scale) : 1);
-    return { hits: verified.map((v) => ({ row: v.row, score: score(v.relevance) })), widened: i > 0 };
-  }
-  return { hits: [], widened: modes.length > 1 };
-}
-
-/** Keeps the best `limit` candidates that pass the visibility predicate, in rank order. */
-function verifyVisible(
-  context: SkillContext,
-  caller: Caller,
-  limit: number,
-  topK: (k: number) => IndexHit[],
-): { row: SearchRow; relevance: number }[] {
+  const candidates = index.candidates(callerPartitions(caller), taskType);
   const where = visibleFilter(caller, undefined);
-  const out: { row: SearchRow; relevance: number }[] = [];
-  let checked = 0;
-  // The index already filters by scope partition, so the first `limit` candidates almost always pass.
-  for (let k = limit; ; k *= 4) {
-    const ranked = topK(k);
-    const chunk = ranked.slice(checked);
-    checked = ranked.length;
-    if (chunk.length > 0) {
-      const rows = context.store.all<SearchRow>(
-        `SELECT ${SEARCH_COLUMNS} FROM skills s NOT INDEXED WHERE s.seq IN (${chunk.map(() => "?").join(",")}) AND ${where.sql}`,
-        [...chunk.map((c) => c.seq), ...where.params],
-      );
-      const bySeq = new Map(rows.map((row) => [row.seq, row]));
-      for (const hit of chunk) {
-        const row = bySeq.get(hit.seq);
-        if (row && out.length < limit) out.push({ row, relevance: hit.relevance });
-      }
+  const hits: ScoredRow[] = [];
+  // The index already keeps to the caller's partitions, so the first `limit` docs almost always pass;
+  // a skill shadowed by a nearer scope's does not, and then the search reads deeper.
+  for (let depth = limit; ; depth *= 4) {
+    const found = ftsRank(index, query, candidates, depth, RANKING_DEFAULTS.repeat, context.readings);
+    const docs = found.docs.slice(0, depth);
+    const rows =
+      docs.length === 0
+        ? []
+        : context.store.all<SearchRow>(
+            `SELECT ${SEARCH_COLUMNS} FROM skills s NOT INDEXED WHERE s.seq IN (${docs.map(() => "?").join(",")}) AND ${where.sql}`,
+            [...docs.map((d) => index.seqOf(d.doc)), ...where.params],
+          );
+    const bySeq = new Map(rows.map((row) => [row.seq, row]));
+    hits.length = 0;
+    for (const d of docs) {
+      const row = bySeq.get(index.seqOf(d.doc));
+      if (row && hits.length < limit) hits.push({ row, score: d.score });
     }
-    // Fewer than k candidates means there are no more; otherwise shadowed ones were dropped: widen.
-    if (out.length >= limit || ranked.length < k) return out;
+    // Fewer docs than asked for means there are no more.
+    if (hits.length >= limit || docs.length < depth)
+      return { hits, widened: found.strategy !== "and", rewrites: found.rewrites };
   }
 }
 

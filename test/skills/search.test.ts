@@ -58,8 +58,8 @@ describe("searchSkills", () => {
     expect(result.widened).toBe(true);
     expect(result.skills.map((s) => s.name)).toEqual([
       "github.open_pr",
-      "kubernetes.ping",
       "kubernetes.list_pods",
+      "kubernetes.ping",
     ]);
     const scores = result.skills.map((s) => s.score);
     expect([...scores].sort((a, b) => b - a)).toEqual(scores);
@@ -67,20 +67,32 @@ describe("searchSkills", () => {
     for (const score of scores) expect(score).toBeLessThan(0.75);
   });
 
-  it("finds a skill despite a typo through the prefix fallback", () => {
+  it("repairs a typo as tool search does and reports the rewrite", () => {
     const { service } = loaded();
-    const result = service.searchSkills(caller("t1"), { query: "kubernets" });
-    expect(result.skills.map((s) => s.name)).toEqual(["kubernetes.ping", "kubernetes.list_pods"]);
-    expect(result.widened).toBe(true);
+    const result = service.searchSkills(caller("t1"), { query: "open a pull reqest" });
+    expect(result.skills[0]?.name).toBe("github.open_pr");
+    expect(result.rewrites).toContainEqual({ from: "reqest", to: "request", kind: "typo" });
+    expect(result.matchQuality).toBe("good");
+  });
+
+  it("reads shorthand through the synonym table and reports it", () => {
+    const { service } = loaded();
+    const result = service.searchSkills(caller("t1"), { query: "k8s pods" });
+    expect(result.skills[0]?.name).toBe("kubernetes.list_pods");
+    expect(result.rewrites).toContainEqual({ from: "k8s", to: "kubernetes", kind: "synonym" });
+  });
+
+  it("finds a skill for each intent of a request that asks for two things", () => {
+    const { service } = loaded();
+    const result = service.searchSkills(caller("t1"), { query: "list pods and open a pull request" });
+    expect(result.skills.slice(0, 2).map((s) => s.name)).toEqual(["kubernetes.list_pods", "github.open_pr"]);
   });
 
   it("scores a skill by itself, not by the other hits or the limit", () => {
     const { service } = loaded();
     const alone = service.searchSkills(caller("t1"), { query: "github", limit: 1 }).skills[0]?.score;
-    const amongOthers = service.searchSkills(caller("t1"), { query: "github kubernetes", limit: 20 });
-    expect(alone).toBeGreaterThan(0.3);
+    expect(alone).toBeGreaterThan(0);
     expect(service.searchSkills(caller("t1"), { query: "github", limit: 20 }).skills[0]?.score).toBe(alone);
-    expect(amongOthers.skills.find((s) => s.name === "github.open_pr")?.score).toBeLessThan(alone ?? 0);
   });
 
   it("lowers every score for words no skill has", () => {

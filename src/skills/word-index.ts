@@ -1,0 +1,194 @@
+import type { Db } from "../database/sqlite.ts";
+import { LruCache } from "../lru.ts";
+import { pairs, type WordIndex } from "../search/fts.ts";
+import { Ranker } from "../search/ranker.ts";
+import { Candidates, RANKING_DEFAULTS, type RankerConfig } from "../search/ranker-options.ts";
+import { analyze, bareName, nameKey } from "../search/text.ts";
+import { type CallerRegex, fold, mayMatch } from "../text/caller-regex.ts";
+import { runToEnd } from "../text/slices.ts";
+import type { TaskType } from "./model.ts";
+
+/**
+ * The skills' index in the search core (src/search): a skill is a doc of weighted fields, ranked by
+ * the same BM25F, request reading, typo repair and synonyms as tools. It only proposes candidates:
+ * every row a caller gets back is still checked by the one visibility predicate in SQL (store.ts),
+ * so the index can never widen what a caller sees. Its statistics (N, df) are taken over the
+ * caller's partitions only (Candidates), so neither scores nor which words count reveal other
+ * tenants' skills.
+ */
+
+/**
+ * How skills are ranked: the shared settings, and per field (name, title, trigger, description,
+ * tags, word pairs of name and description) its weight and length normalisation, set as the tool
+ * fields of the same kind are (discovery's TOOL_RANKER), the trigger read like a second description.
+ */
+const SKILL_RANKER: RankerConfig = {
+  ...RANKING_DEFAULTS,
+  weights: [2.25, 2, 1, 1, 0.85, 0.5],
+  b: [0.9, 0.3, 0.75, 0.75, 0.3, 0.5],
+};
+
+/** Caller views (partitions and task type) whose candidate sets a build keeps, most recent first. */
+const VIEWS_KEPT = 256;
+
+export function partitionKey(kind: string, tenantId: string, projectId: string): string {
+  return `${kind}\u0000${tenantId}\u0000${projectId}`;
+}
+
+interface Row {
+  seq: number;
+  name: string;
+  title: string;
+  trigger_text: string;
+  description: string;
+  tags: string;
+  scope_kind: string;
+  tenant_id: string;
+  project_id: string;
+  task_type: TaskType;
+}
+
+/** Docs are dense numbers 0..n-1 in seq order, so a caller's view is a mask over typed arrays. */
+export class SkillWordIndex implements WordIndex {
+  private readonly views = new LruCache<string, Candidates>(VIEWS_KEPT);
+
+  private constructor(
+    readonly ranker: Ranker,
+    readonly keys: ReadonlyMap<string, readonly number[]>,
+    /** Per doc: its row's seq, partition, task type, folded name and folded text (regex pre-check). */
+    private readonly seqs: Int32Array,
+    private readonly partitionOf: Int32Array,
+    private readonly partitionIds: ReadonlyMap<string, number>,
+    private readonly taskTypes: readonly TaskType[],
+    private readonly foldedNames: readonly string[],
+    private readonly foldedTexts: readonly string[],
+  ) {}
+
+  /** Builds the index of every skill in the database (all partitions; a view masks them). */
+  static build(db: Db): SkillWordIndex {
+    const rows = db
+      .prepare<[], Row>(
+        "SELECT seq, name, title, trigger_text, description, tags, scope_kind, tenant_id, project_id, task_type FROM skills ORDER BY seq",
+      )
+      .all();
+    const partitionIds = new Map<string, number>([[partitionKey("global", "", ""), 0]]);
+    const partitionOf = new Int32Array(rows.length);
+    const keys = new Map<string, number[]>();
+    const addKey = (key: string, doc: number) => {
+      const list = keys.get(key);
+      if (!list) keys.set(key, [doc]);
+      else if (list.at(-1) !== doc) list.push(doc);
+    };
+    const fields: string[][][] = [];
+    const foldedNames: string[] = [];
+    const foldedTexts: string[] = [];
+    rows.forEach((row, doc) => {
+      const tags = (JSON.parse(row.tags) as string[]).join(" ");
+      const name = analyze(row.name);
+      const description = analyze(row.description);
+      fields.push([
+        name,
+        analyze(row.title),
+        analyze(row.trigger_text),
+        description,
+        analyze(tags),
+        [...pairs(name), ...pairs(description)],
+      ]);
+      const key = partitionKey(row.scope_kind, row.tenant_id, row.project_id);
+      let partition = partitionIds.get(key);
+      if (partition === undefined) {
+        partition = partitionIds.size;
+        partitionIds.set(key, partition);
+      }
+      partitionOf[doc] = partition;
+      addKey(nameKey(row.name), doc);
+      addKey(nameKey(bareName(row.name)), doc);
+      foldedNames.push(fold(row.name));
+      foldedTexts.push(fold(`${row.title}\n${row.trigger_text}\n${row.description}\n${tags}`));
+    });
+    // Ties: the shorter name, then the name (as exact search orders its rows).
+    const order = rows.map((_, doc) => doc);
+    order.sort((a, b) => {
+      const x = (rows[a] as Row).name;
+      const y = (rows[b] as Row).name;
+      return x.length - y.length || (x < y ? -1 : x > y ? 1 : 0);
+    });
+    const tieRank = new Int32Array(rows.length);
+    order.forEach((doc, position) => {
+      tieRank[doc] = position;
+    });
+    const ranker = runToEnd(Ranker.steps(fields, tieRank, SKILL_RANKER, partitionOf));
+    return new SkillWordIndex(
+      ranker,
+      keys,
+      Int32Array.from(rows, (row) => row.seq),
+      partitionOf,
+      partitionIds,
+      rows.map((row) => row.task_type),
+      foldedNames,
+      foldedTexts,
+    );
+  }
+
+  /** The row seq of a doc. */
+  seqOf(doc: number): number {
+    return this.seqs[doc] as number;
+  }
+
+  /**
+   * The docs a caller with these partitions (keys from partitionKey) may be shown, of `taskType` when
+   * given, with their corpus statistics: kept per view, so each df is counted once per build.
+   */
+  candidates(partitions: ReadonlySet<string>, taskType: TaskType | undefined): Candidates {
+    const key = `${[...partitions].sort().join("\u0001")}\u0002${taskType ?? ""}`;
+    let candidates = this.views.get(key);
+    if (!candidates) {
+      const allowed = this.allowedPartitions(partitions);
+      const mask = new Uint8Array(this.seqs.length);
+      for (let doc = 0; doc < mask.length; doc++)
+        if (allowed[this.partitionOf[doc] as number] === 1 && (!taskType || this.taskTypes[doc] === taskType))
+          mask[doc] = 1;
+      candidates = new Candidates(mask);
+      this.views.set(key, candidates);
+    }
+    return candidates;
+  }
+
+  /**
+   * Seqs of the docs in `partitions` whose name or text may match `regex` (the literal pre-check;
+   * RE2 itself runs later on far fewer rows), or what is too much when more than `max.rows` docs, or
+   * more than `max.text` characters of their names and texts, would need RE2: the caller then
+   * refuses the pattern before any RE2 runs, instead of stalling the event loop on a full scan.
+   */
+  regexCandidates(
+    regex: CallerRegex,
+    partitions: ReadonlySet<string>,
+    taskType: TaskType | undefined,
+    max: { readonly rows: number; readonly text: number },
+  ): number[] | "rows" | "text" {
+    const { allowed } = this.candidates(partitions, taskType);
+    const seqs: number[] = [];
+    let text = 0;
+    for (let doc = 0; doc < this.seqs.length; doc++) {
+      if (allowed[doc] !== 1) continue;
+      const name = this.foldedNames[doc] as string;
+      const body = this.foldedTexts[doc] as string;
+      if (!mayMatch(regex, name) && !mayMatch(regex, body)) continue;
+      if (seqs.length === max.rows) return "rows";
+      // What the scan may run RE2 on: the name, the text, and the text as the caller sees it.
+      text += name.length + 2 * body.length;
+      if (text > max.text) return "text";
+      seqs.push(this.seqs[doc] as number);
+    }
+    return seqs;
+  }
+
+  private allowedPartitions(partitions: ReadonlySet<string>): Uint8Array {
+    const allowed = new Uint8Array(this.partitionIds.size);
+    for (const key of partitions) {
+      const id = this.partitionIds.get(key);
+      if (id !== undefined) allowed[id] = 1;
+    }
+    return allowed;
+  }
+}
