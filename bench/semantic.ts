@@ -16,10 +16,11 @@ import { openDatabase } from "../src/database/sqlite.ts";
 import { discoveryMigrations, IndexHost, ToolRegistry } from "../src/discovery/index.ts";
 import {
   Embedder,
-  SemanticToolSearch,
   semanticMigrations,
+  semanticToolSearch,
   TextVectors,
   toolEmbeddingText,
+  toolTexts,
 } from "../src/semantic/index.ts";
 import { TOOL_TEXT_VERSION } from "../src/semantic/text.ts";
 import { clipQuery, growCatalog, readQueries, table, writeCatalogFiles } from "./lib/discovery-data.ts";
@@ -71,7 +72,7 @@ async function inProcess(
   // the main thread notes how late it fires.
   const dir = mkdtempSync(join(tmpdir(), "wayfind-bench-semantic-"));
   const db = openDatabase(join(dir, "wayfind.db"), [...discoveryMigrations, ...semanticMigrations]);
-  const semantic = new SemanticToolSearch({
+  const semantic = semanticToolSearch({
     db,
     embedder,
     weight: DEFAULTS.toolSearch.semantic.weight,
@@ -79,7 +80,9 @@ async function inProcess(
     maxWaitMs: 600_000,
   });
   const registry = new ToolRegistry(db);
-  const index = new IndexHost(registry, { onIndexBuilt: (built) => semantic.indexBuilt(built) });
+  const index = new IndexHost(registry, {
+    onIndexBuilt: (built) => semantic.catalogChanged(built, toolTexts(built)),
+  });
   await registry.register("grown", growCatalog(toolCount));
   await index.ready();
   const idle = monitorEventLoopDelay({ resolution: 5 });

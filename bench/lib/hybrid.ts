@@ -1,24 +1,36 @@
 /**
  * A catalog searched as a server searches it by default (hybrid: words fused with meaning), for the
  * quality benches: the shipped model, the tools' vectors synced in the background and awaited, every
- * request read and embedded as ToolService does (IndexHost.meaningOf, SemanticToolSearch.evidence).
+ * request read and embedded as ToolService does (IndexHost.meaningOf, SemanticSearch.evidence).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DEFAULTS } from "../../src/config/defaults.ts";
 import { type Db, openDatabase } from "../../src/database/sqlite.ts";
-import { discoveryMigrations, IndexHost, parseCatalogFile, ToolRegistry } from "../../src/discovery/index.ts";
+import {
+  discoveryMigrations,
+  IndexHost,
+  parseCatalogFile,
+  type SearchIndex,
+  ToolRegistry,
+} from "../../src/discovery/index.ts";
 import { learningMigrations } from "../../src/learning/index.ts";
 import type { ScoreCalibration } from "../../src/semantic/calibration.ts";
-import { type Embedder, SemanticToolSearch, semanticMigrations } from "../../src/semantic/index.ts";
+import {
+  type Embedder,
+  type SemanticSearch,
+  semanticMigrations,
+  semanticToolSearch,
+  toolTexts,
+} from "../../src/semantic/index.ts";
 import { clipQuery, DATA_DIR, PUBLIC_DUMP } from "./discovery-data.ts";
 
 export interface HybridCatalog {
   readonly registry: ToolRegistry;
   readonly index: IndexHost;
   /** Semantic ranking; undefined without an embedder. */
-  readonly semantic: SemanticToolSearch | undefined;
+  readonly semantic: SemanticSearch<SearchIndex> | undefined;
   readonly db: Db;
   /** Tool names as registered, for gold names given as aliases. */
   readonly aliasOf: ReadonlyMap<string, string>;
@@ -50,7 +62,7 @@ export async function openHybrid(
   ]);
   const semantic =
     embedder &&
-    new SemanticToolSearch({
+    semanticToolSearch({
       db,
       embedder,
       weight: DEFAULTS.toolSearch.semantic.weight,
@@ -60,7 +72,7 @@ export async function openHybrid(
     });
   const registry = new ToolRegistry(db);
   const index = new IndexHost(registry, {
-    onIndexBuilt: (built) => semantic?.indexBuilt(built),
+    onIndexBuilt: (built) => semantic?.catalogChanged(built, toolTexts(built)),
     ...(embedder ? { modelWords: embedder.words } : {}),
   });
   const aliasOf = new Map<string, string>();

@@ -3,7 +3,9 @@
 import { invalidArgument } from "../errors.ts";
 import type { EventSink } from "../events/event.ts";
 import { checkSize, LIMITS, withinLimit, withinRange } from "../limits.ts";
+import type { SemanticQuery } from "../search/evidence.ts";
 import { meaningTexts, type QueryReadings, queryReadings } from "../search/fts.ts";
+import { applyLearned, type DocHit, fuse } from "../search/fusion.ts";
 import type { Candidates, RankerConfig } from "../search/ranker-options.ts";
 import { nameKey } from "../search/text.ts";
 import { inSpan } from "../telemetry.ts";
@@ -12,7 +14,6 @@ import type { ModelWords } from "../text/model-words.ts";
 import { SEMANTIC_OFF } from "../text/scores.ts";
 import { runInSlices, runToEnd } from "../text/slices.ts";
 import { synonymTable } from "../text/synonyms.ts";
-import { applyLearned, fuse } from "./fusion.ts";
 import type { ToolRegistry } from "./registry.ts";
 import { runSearch } from "./search.ts";
 import { buildSearchIndex, type PackedAnalysis, TOOL_RANKER, toolKey } from "./search-index.ts";
@@ -20,11 +21,12 @@ import type {
   EffectiveSearchType,
   ListRequest,
   ListResponse,
+  MatchType,
+  SearchHit,
   SearchIndex,
   SearchRequest,
   SearchResponse,
   SearchType,
-  SemanticQuery,
   Tool,
 } from "./types.ts";
 import { visibleSet } from "./views.ts";
@@ -111,7 +113,7 @@ export class IndexHost {
    * words the caller could find anyway), and those tools. Validates the request as search does, so
    * nothing is embedded for one search refuses.
    */
-  meaningOf(request: SearchRequest): SemanticQuery {
+  meaningOf(request: SearchRequest): SemanticQuery<SearchIndex> {
     const { query } = validateSearch(request);
     const { index, candidates } = this.searchable(request);
     return {
@@ -162,13 +164,13 @@ export class IndexHost {
       repeat: this.rankerConfig.repeat,
       readings: this.readings,
     });
-    const fused = semantic ? fuse(index, candidates?.allowed, lexical.hits, page, semantic) : lexical.hits;
+    const fused = semantic ? fuse(index, lexical.hits, page, semantic) : lexical.hits;
     let hits = fused.slice(0, limit);
     if (learned) {
-      const named = new Set((index.keys.get(nameKey(query)) ?? []).map((d) => index.docs[d]?.name ?? ""));
+      const named = new Set((index.keys.get(nameKey(query)) ?? []).map((d) => index.nameOf(d)));
       hits = applyLearned(index, candidates?.allowed, fused, limit, learned, named, semantic);
     }
-    const found = { ...lexical, hits };
+    const found = { ...lexical, hits: hits.map((hit) => searchHit(index, hit)) };
     // Scores are absolute, so the threshold applies to each hit alone (hits are in score order).
     const result = { ...found, hits: found.hits.filter((h) => h.score >= minScore) };
     this.events?.emit({
@@ -418,5 +420,20 @@ function scopeOf(request: SearchRequest): { tenantId?: string; sessionId?: strin
     ...(s.tenantId ? { tenantId: s.tenantId } : {}),
     ...(s.sessionId ? { sessionId: s.sessionId } : {}),
     ...(s.runId ? { runId: s.runId } : {}),
+  };
+}
+
+/** A tool hit as search answers it. */
+function searchHit(index: SearchIndex, hit: DocHit<MatchType>): SearchHit {
+  const tool = index.docs[hit.doc] as Tool;
+  return {
+    name: tool.name,
+    description: tool.description,
+    score: hit.score,
+    lexicalScore: hit.lexicalScore,
+    semanticScore: hit.semanticScore,
+    learnedScore: hit.learnedScore,
+    matchType: hit.matchType,
+    loadingMode: tool.loadingMode,
   };
 }

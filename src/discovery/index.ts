@@ -1,5 +1,4 @@
 export { parseCatalogFile } from "./files.ts";
-export { liftedByLearning } from "./fusion.ts";
 export { IndexHost, type IndexHostOptions } from "./index-host.ts";
 export { type RegistryOptions, ToolRegistry } from "./registry.ts";
 export { discoveryMigrations } from "./schema.ts";

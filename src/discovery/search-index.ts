@@ -127,6 +127,10 @@ export function* buildSearchIndex(
   });
   return {
     docs,
+    docCount: docs.length,
+    ownerOf: (doc) => docs[doc]?.owner ?? "",
+    nameOf: (doc) => docs[doc]?.name ?? "",
+    docsNamed: (name) => sameName(docs, byName, name),
     ranker: yield* Ranker.steps(fields, tieRank, options.ranker, owners),
     keys,
     byName,
@@ -139,6 +143,15 @@ export function* buildSearchIndex(
     lowerDescriptions,
     lowerTags,
   };
+}
+
+/** Doc ids of the tools called `name`, one per owner (docs are sorted by name, then owner). */
+function sameName(docs: readonly Tool[], byName: ReadonlyMap<string, number>, name: string): number[] {
+  const first = byName.get(name);
+  const ids: number[] = [];
+  if (first === undefined) return ids;
+  for (let d = first; d < docs.length && docs[d]?.name === name; d++) ids.push(d);
+  return ids;
 }
 
 /** The analysed text of `t`, from the cache while its hash is unchanged. */

@@ -1,4 +1,5 @@
 import { ftsRank, type QueryReadings } from "../search/fts.ts";
+import { type DocHit, lexicalHit } from "../search/fusion.ts";
 import type { Candidates, RankedDoc } from "../search/ranker-options.ts";
 import { nameKey } from "../search/text.ts";
 import {
@@ -12,7 +13,7 @@ import {
 } from "../text/caller-regex.ts";
 import type { LiteralIndex } from "../text/literal-index.ts";
 import { type QueryRewrite, REGEX_SCORE } from "../text/scores.ts";
-import type { MatchType, SearchHit, SearchIndex, SearchStrategy, SearchType, Tool } from "./types.ts";
+import type { MatchType, SearchIndex, SearchStrategy, SearchType, Tool } from "./types.ts";
 
 /**
  * The three search paths over one build of the index: fts (the BM25F ranker, widening AND → OR →
@@ -52,7 +53,7 @@ export function runSearch(
 }
 
 export interface SearchPathResult {
-  readonly hits: SearchHit[];
+  readonly hits: DocHit<MatchType>[];
   readonly strategy: SearchStrategy;
   /** What the FTS path added to the query (typo repairs, synonyms); empty for regex and exact. */
   readonly rewrites: readonly QueryRewrite[];
@@ -68,7 +69,7 @@ function fts(
 ): SearchPathResult {
   const found = ftsRank(index, query, candidates, limit, repeat, readings);
   return {
-    hits: found.docs.map((d) => hit(index.docs[d.doc] as Tool, d.score, d.fuzzy ? "fts_fuzzy" : "fts")),
+    hits: found.docs.map((d) => lexicalHit<MatchType>(d.doc, d.score, d.fuzzy ? "fts_fuzzy" : "fts")),
     strategy: found.strategy,
     rewrites: found.rewrites,
   };
@@ -80,16 +81,16 @@ function exact(
   allowed: Uint8Array | undefined,
   limit: number,
   aliasTargets: readonly string[],
-): SearchHit[] {
+): DocHit<MatchType>[] {
   const ok = (d: number) => !allowed || allowed[d] === 1;
-  const aliasOf = aliasTargets.flatMap((name) => sameName(index, name));
-  const direct = [...sameName(index, query), ...aliasOf].find(ok);
-  if (direct !== undefined) return [hit(index.docs[direct] as Tool, 1, "exact")];
+  const aliasOf = aliasTargets.flatMap((name) => index.docsNamed(name));
+  const direct = [...index.docsNamed(query), ...aliasOf].find(ok);
+  if (direct !== undefined) return [lexicalHit<MatchType>(direct, 1, "exact")];
   const ranked: RankedDoc[] = (index.keys.get(nameKey(query)) ?? [])
     .filter(ok)
     .map((doc) => ({ doc, relevance: 1, fuzzy: false }));
   ranked.sort((a, b) => index.ranker.compare(a, b));
-  return ranked.slice(0, limit).map((r) => hit(index.docs[r.doc] as Tool, 1, "exact_normalized"));
+  return ranked.slice(0, limit).map((r) => lexicalHit<MatchType>(r.doc, 1, "exact_normalized"));
 }
 
 function regex(
@@ -98,7 +99,7 @@ function regex(
   allowed: Uint8Array | undefined,
   limit: number,
   literalIndex: LiteralIndex | undefined,
-): SearchHit[] {
+): DocHit<MatchType>[] {
   const top: RankedDoc[] = [];
   const kinds = new Map<number, MatchType>();
   const consider = (doc: number, relevance: number, kind: MatchType) => {
@@ -155,16 +156,7 @@ function regex(
       )
         consider(d, REGEX_SCORE.text, "regex_text");
     }
-  return top.map((r) => hit(docs[r.doc] as Tool, r.relevance, kinds.get(r.doc) ?? "regex_text"));
-}
-
-/** Doc ids of the tools called `name`, one per owner (docs are sorted by name, then owner). */
-function sameName(index: SearchIndex, name: string): number[] {
-  const first = index.byName.get(name);
-  const ids: number[] = [];
-  if (first === undefined) return ids;
-  for (let d = first; d < index.docs.length && index.docs[d]?.name === name; d++) ids.push(d);
-  return ids;
+  return top.map((r) => lexicalHit<MatchType>(r.doc, r.relevance, kinds.get(r.doc) ?? "regex_text"));
 }
 
 /**
@@ -186,17 +178,4 @@ function inTieOrder(index: SearchIndex, docs: Int32Array): Int32Array {
     if (mask[d] === 1) ordered[k++] = d;
   }
   return ordered;
-}
-
-function hit(t: Tool, score: number, matchType: MatchType): SearchHit {
-  return {
-    name: t.name,
-    description: t.description,
-    score,
-    lexicalScore: score,
-    semanticScore: 0,
-    learnedScore: 0,
-    matchType,
-    loadingMode: t.loadingMode,
-  };
 }

@@ -1,7 +1,8 @@
 /** Plain domain types of the tool catalog; no transport types. */
 
 import type { JsonObject } from "../json.ts";
-import type { Ranker } from "../search/ranker.ts";
+import type { LearnedEvidence, SemanticEvidence, VectorDocs } from "../search/evidence.ts";
+import type { WordIndex } from "../search/fts.ts";
 import type { Candidates } from "../search/ranker-options.ts";
 import type { QueryRewrite, SemanticReport } from "../text/scores.ts";
 
@@ -103,12 +104,10 @@ interface EventScope {
  * the regex path reads. Built by `buildSearchIndex`, a generator the catalog runs in slices between
  * other calls after a change (or to its end when a caller reads before the slices are done).
  */
-export interface SearchIndex {
+export interface SearchIndex extends WordIndex, VectorDocs {
   /** Tools sorted by name, then owner; position = doc id. */
   readonly docs: readonly Tool[];
-  readonly ranker: Ranker;
-  /** nameKey of full name, bare name and aliases → doc ids. */
-  readonly keys: ReadonlyMap<string, readonly number[]>;
+  /** The ranker over the tool fields, and the nameKey of full name, bare name and aliases → doc ids. */
   /** Exact name → its first doc id; docs of the same name (one per owner) follow it (see sameName). */
   readonly byName: ReadonlyMap<string, number>;
   /** The deferred docs: what a search without a visible set may return unless always-loaded are asked for. */
@@ -186,50 +185,9 @@ export interface SearchRequest {
    * Semantic evidence for this request (src/semantic, over its meaningOf), fused into an FTS search's
    * hits. Without a view, the search reads the build the evidence is over.
    */
-  readonly semantic?: SemanticEvidence;
+  readonly semantic?: SemanticEvidence<SearchIndex>;
   /** What the caller's tenant's past choices say of tools for this request (src/learning); FTS only. */
   readonly learned?: LearnedEvidence;
-}
-
-/**
- * A tenant's learned preferences for one request, worked out before the search (src/learning) and
- * applied to an FTS search's hits (fusion.ts applyLearned). Only tools the search may return are
- * touched, so learning never reveals a hidden tool.
- */
-export interface LearnedEvidence {
-  /** By tool name: in [-1, 1], how strongly this tenant's choices favour (or disfavour) the tool. */
-  readonly scores: ReadonlyMap<string, number>;
-  /** The most a learned score of 1 moves a tool: score + weight × (1 − score). */
-  readonly weight: number;
-}
-
-/** What semantic search needs of a request (IndexHost.meaningOf): its texts and the tools it may find. */
-export interface SemanticQuery {
-  /** The request as meant, or each of its intents: what is embedded. */
-  readonly texts: readonly string[];
-  /** The build searched, and the docs of it the request may find (undefined: all). */
-  readonly index: SearchIndex;
-  readonly candidates: Candidates | undefined;
-}
-
-/**
- * Semantic evidence for one request, worked out before the search (src/semantic) over the tools of
- * its SemanticQuery, and fused into the lexical hits in the search itself (fusion.ts).
- */
-export interface SemanticEvidence {
-  /** The build it is over. */
-  readonly index: SearchIndex;
-  readonly report: SemanticReport;
-  /** The request's vectors, one per meaning text (none when the model was unavailable). */
-  readonly vectors: readonly Float32Array[];
-  /** Lexical hits to rank before fusing: more than a page, since a tool may rise into it. */
-  readonly lexicalDepth: number;
-  /** The docs closest in meaning, best first; none when there is nothing to fuse. */
-  readonly closest: readonly number[];
-  /** A doc's semantic score in [0, 1], exactly; NaN if not findable or without a vector. */
-  scoreOf(doc: number): number;
-  /** A fused score's lexical share: `least`, plus `slope` per unit of the best lexical score, at most 1. */
-  readonly lexicalShare: { readonly least: number; readonly slope: number };
 }
 
 export interface SearchHit {

@@ -2,11 +2,11 @@ import { setTimeout as delay, setImmediate as nextTurn } from "node:timers/promi
 import { type Caller, eventScopeOf } from "../caller/caller.ts";
 import type { LearningConfig } from "../config/index.ts";
 import type { Db } from "../database/sqlite.ts";
-import type { LearnedEvidence } from "../discovery/index.ts";
 import { notFound, quoteInput, RetryLaterError, type WayfindError } from "../errors.ts";
 import type { EventSink } from "../events/index.ts";
 import { LruCache } from "../lru.ts";
 import type { StateWriter } from "../replication/writes.ts";
+import type { LearnedEvidence } from "../search/evidence.ts";
 import { runInSlices } from "../text/slices.ts";
 import { type LearnedRequest, TenantModel } from "./model.ts";
 import { RecentSearches, type RememberedSearch } from "./searches.ts";

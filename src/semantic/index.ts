@@ -1,9 +1,8 @@
-// Semantic ranking (issue 14): a local sentence-embedding model run in a worker thread, tool vectors
-// persisted per model and record hash, a cosine top-k scan, and their fusion into tool search.
+// Semantic ranking (issue 14): a local sentence-embedding model run in a worker thread, vectors of
+// tools and skills persisted per model and record hash, and each request's evidence by meaning.
 export { Embedder } from "./embedder.ts";
-export { SemanticSkillSearch } from "./skill-search.ts";
-export { toolEmbeddingText } from "./text.ts";
-export { SemanticToolSearch } from "./tool-search.ts";
+export { type SemanticSearch, semanticSkillSearch, semanticToolSearch } from "./meaning-search.ts";
+export { toolEmbeddingText, toolTexts } from "./text.ts";
 export {
   semanticMigrations,
   TextVectors,

@@ -1,3 +1,6 @@
+import type { SearchIndex } from "../discovery/index.ts";
+import type { ToolText } from "./vectors.ts";
+
 /** What a tool is embedded from: the parts of its definition that say what it does. */
 export interface ToolDescription {
   readonly name: string;
@@ -89,4 +92,10 @@ function splitName(name: string): string {
     .split(/[^A-Za-z0-9]+/)
     .filter((w) => w !== "")
     .join(" ");
+}
+
+/** Every tool of a build of the index as the vector store syncs it. */
+export function toolTexts(index: SearchIndex): () => ToolText[] {
+  return () =>
+    index.docs.map((t) => ({ owner: t.owner, name: t.name, hash: t.hash, text: () => toolEmbeddingText(t) }));
 }

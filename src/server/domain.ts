@@ -6,13 +6,19 @@ import { ActivationStore, compileLazyGroups } from "../activation/index.ts";
 import { ApiKeyStore, KeyBook, LocalKeyRecords, SharedKeyRecords } from "../auth/index.ts";
 import type { WayfindConfig } from "../config/index.ts";
 import { writeTransaction } from "../database/transaction.ts";
-import { IndexHost, ToolRegistry } from "../discovery/index.ts";
+import { IndexHost, type SearchIndex, ToolRegistry } from "../discovery/index.ts";
 import { EventLog, type EventSink } from "../events/index.ts";
 import { Learning, PostgresSearches } from "../learning/index.ts";
 import { ReplicatedEvents } from "../replication/events.ts";
 import { LocalWriter, type StateWriter } from "../replication/writes.ts";
-import { type Embedder, SemanticSkillSearch, SemanticToolSearch } from "../semantic/index.ts";
-import { type LoadProgress, SkillLibrary } from "../skills/index.ts";
+import {
+  type Embedder,
+  type SemanticSearch,
+  semanticSkillSearch,
+  semanticToolSearch,
+  toolTexts,
+} from "../semantic/index.ts";
+import { type LoadProgress, SkillLibrary, type SkillWordIndex } from "../skills/index.ts";
 import { syncCatalogFiles } from "../sources/catalog-files.ts";
 import type { McpTimeouts } from "../sources/mcp.ts";
 import { DEFAULT_CALL_LIMITS } from "../sources/mcp-calls.ts";
@@ -51,8 +57,8 @@ export interface Domain {
   readonly mcp: McpSources;
   /** What the MCP servers offer besides tools, for the MCP endpoint's sessions. */
   readonly gateway: McpGateway;
-  readonly semantic: SemanticToolSearch | undefined;
-  readonly semanticSkills: SemanticSkillSearch | undefined;
+  readonly semantic: SemanticSearch<SearchIndex> | undefined;
+  readonly semanticSkills: SemanticSearch<SkillWordIndex> | undefined;
   readonly metrics: ServerMetrics | undefined;
   readonly connections: ConnectionCounts;
   /** The keys calls are authenticated with (a replica's: its copy of the fleet's). */
@@ -163,8 +169,10 @@ export async function buildDomain(
     };
   const toolVectors = vectorSync("tool");
   const skillVectors = vectorSync("skill");
-  const semantic = toolVectors && new SemanticToolSearch(toolVectors);
-  const semanticSkills = skillVectors && new SemanticSkillSearch(skillVectors);
+  const semantic = toolVectors && semanticToolSearch(toolVectors);
+  const semanticSkills = skillVectors && semanticSkillSearch(skillVectors);
+  /** Every skill's text, as the skill vectors are synced: read when a sync starts. */
+  const skillTexts = () => skills.embeddingTexts().map((skill) => ({ ...skill, text: () => skill.text }));
   const activations = new ActivationStore(db, {
     events: eventSink,
     writer,
@@ -189,7 +197,7 @@ export async function buildDomain(
     events: eventSink,
     preferredNamespaces: config.toolSearch.preferredNamespaces,
     synonyms: config.toolSearch.synonyms,
-    onIndexBuilt: (built) => semantic?.indexBuilt(built),
+    onIndexBuilt: (built) => semantic?.catalogChanged(built, toolTexts(built)),
     ...(semantics ? { modelWords: semantics.embedder.words } : {}),
   });
   const skills = new SkillLibrary({
@@ -200,12 +208,13 @@ export async function buildDomain(
     redaction: config.skills.redaction,
     goodMatchScore: config.skills.goodMatchScore,
     synonyms: config.toolSearch.synonyms,
+    ...(semantics ? { modelWords: semantics.embedder.words } : {}),
     pinnedSkillNames: config.skillPacks.flatMap((pack) => pack.pinnedSkillNames),
     packRoots: [
       config.configFile ? dirname(config.configFile) : process.cwd(),
       ...config.skillPacks.map((p) => p.path),
     ],
-    onSkillsChanged: () => semanticSkills?.skillsChanged(() => skills.embeddingTexts()),
+    onSkillsChanged: () => semanticSkills?.catalogChanged(undefined, skillTexts),
   });
   let stopPartitionMaintenance: (() => void) | undefined;
   const closeAllButMcp = async () => {
@@ -258,7 +267,7 @@ export async function buildDomain(
     throw error;
   }
   // Skills already in the database (from earlier starts) get vectors too, not only changed ones.
-  semanticSkills?.skillsChanged(() => skills.embeddingTexts());
+  semanticSkills?.catalogChanged(undefined, skillTexts);
 
   const mcp = new McpSources(
     config.mcpServers,

@@ -3,6 +3,7 @@ import type { Db } from "../database/sqlite.ts";
 import type { EventAttributeValue, EventSink, EventType } from "../events/event.ts";
 import { LocalWriter, type ReplicatedWrite, type StateWriter } from "../replication/writes.ts";
 import { type QueryReadings, queryReadings } from "../search/fts.ts";
+import type { ModelWords } from "../text/model-words.ts";
 import { synonymTable } from "../text/synonyms.ts";
 import { SkillStore } from "./store.ts";
 import { SkillWordIndex } from "./word-index.ts";
@@ -20,6 +21,8 @@ export class SkillContext {
   readonly goodMatchScore: number;
   /** Abbreviations and synonyms by analysed word: built-in plus the operator's, as tool search reads them. */
   readonly readings: QueryReadings;
+  /** The sentence model's words, which a request's meaning text is repaired against too. */
+  readonly modelWords: ModelWords | undefined;
   readonly now: () => number;
   /** How skill writes are made: the server's (shared by replicas); default this database alone. */
   readonly writer: StateWriter;
@@ -31,6 +34,7 @@ export class SkillContext {
     redaction: boolean;
     goodMatchScore: number;
     synonyms?: Readonly<Record<string, readonly string[]>>;
+    modelWords?: ModelWords;
     now: () => number;
     writer?: StateWriter;
     onError?: (error: unknown) => void;
@@ -40,6 +44,7 @@ export class SkillContext {
     this.redaction = options.redaction;
     this.goodMatchScore = options.goodMatchScore;
     this.readings = queryReadings(synonymTable(options.synonyms));
+    this.modelWords = options.modelWords;
     this.now = options.now;
     this.writer = options.writer ?? new LocalWriter(options.db, options.now);
     this.onError = options.onError ?? (() => {});

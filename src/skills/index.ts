@@ -8,4 +8,4 @@ export type { PackFile } from "./pack.ts";
 export { redactText } from "./redact.ts";
 export type { SkillSummary } from "./sanitize.ts";
 export { skillsMigrations } from "./schema.ts";
-export type { SkillSemanticFusion } from "./semantic.ts";
+export type { SkillWordIndex } from "./word-index.ts";

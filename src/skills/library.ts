@@ -3,6 +3,8 @@ import type { Db } from "../database/sqlite.ts";
 import { afterCommit, writeTransaction } from "../database/transaction.ts";
 import type { EventSink } from "../events/event.ts";
 import type { ReplicatedWrite, StateWriter } from "../replication/writes.ts";
+import type { SemanticQuery } from "../search/evidence.ts";
+import type { ModelWords } from "../text/model-words.ts";
 import { DEFAULT_GOOD_MATCH_SCORE } from "../text/scores.ts";
 import { runInSlices } from "../text/slices.ts";
 import { SkillContext } from "./context.ts";
@@ -21,6 +23,7 @@ import {
   skillPackWrite,
 } from "./load.ts";
 import { DEFAULT_PACK_LIMITS, type PackLimits } from "./pack.ts";
+import { skillMeaning } from "./ranked.ts";
 import {
   type GetSkillsInput,
   type GetSkillsResult,
@@ -33,13 +36,11 @@ import {
   type GetRelevantSkillsInput,
   type GetRelevantSkillsResult,
   getRelevantSkillsInSteps,
+  taskOf,
 } from "./relevant.ts";
 import type { CallOptions } from "./sanitize.ts";
-import {
-  type SearchSkillsInput,
-  type SearchSkillsResult,
-  searchSkills,
-} from "./search.ts";
+import { type SearchSkillsInput, type SearchSkillsResult, searchOf, searchSkills } from "./search.ts";
+import { partitionKey, type SkillWordIndex } from "./word-index.ts";
 
 export interface SkillLibraryOptions {
   readonly db: Db;
@@ -50,6 +51,8 @@ export interface SkillLibraryOptions {
   readonly goodMatchScore?: number;
   /** The operator's synonyms (config `tool_search.synonyms`): skill search reads them as tool search does. */
   readonly synonyms?: Readonly<Record<string, readonly string[]>>;
+  /** The sentence model's words (hybrid search): a request's meaning text is repaired against them too. */
+  readonly modelWords?: ModelWords;
   /** Shown first by renderSkillDirectory (config `pinned_skill_names`). */
   readonly pinnedSkillNames?: readonly string[];
   /** Server-side pack folders must lie inside one of these (relative pack paths resolve against the first). */
@@ -82,6 +85,7 @@ export class SkillLibrary {
       redaction: options.redaction ?? true,
       goodMatchScore: options.goodMatchScore ?? DEFAULT_GOOD_MATCH_SCORE,
       ...(options.synonyms ? { synonyms: options.synonyms } : {}),
+      ...(options.modelWords ? { modelWords: options.modelWords } : {}),
       now: options.now ?? Date.now,
       ...(options.writer ? { writer: options.writer } : {}),
       ...(options.onError ? { onError: options.onError } : {}),
@@ -143,14 +147,24 @@ export class SkillLibrary {
   }
 
   /** Every skill as semantic search embeds it: its id, content hash, and title, description and trigger. */
-  embeddingTexts(): { id: string; hash: string; text: string }[] {
+  embeddingTexts(): { owner: string; name: string; hash: string; text: string }[] {
     return this.context.store
-      .all<{ id: string; content_hash: string; title: string; description: string; trigger_text: string }>(
-        "SELECT id, content_hash, title, description, trigger_text FROM skills",
+      .all<{
+        name: string;
+        scope_kind: string;
+        tenant_id: string;
+        project_id: string;
+        content_hash: string;
+        title: string;
+        description: string;
+        trigger_text: string;
+      }>(
+        "SELECT name, scope_kind, tenant_id, project_id, content_hash, title, description, trigger_text FROM skills",
         [],
       )
       .map((s) => ({
-        id: s.id,
+        owner: partitionKey(s.scope_kind, s.tenant_id, s.project_id),
+        name: s.name,
         hash: s.content_hash,
         text: [s.title, s.description, s.trigger_text].filter((part) => part.trim() !== "").join(": "),
       }));
@@ -158,6 +172,20 @@ export class SkillLibrary {
 
   searchSkills(caller: Caller, input: SearchSkillsInput, options: CallOptions = {}): SearchSkillsResult {
     return searchSkills(this.context, caller, input, options);
+  }
+
+  /**
+   * What semantic search needs of a full-text search (the texts it is embedded as, the skills it may
+   * find): checked as the search checks it, so nothing is embedded for a search that refuses.
+   */
+  searchMeaning(caller: Caller, input: SearchSkillsInput): SemanticQuery<SkillWordIndex> {
+    const { query, taskType } = searchOf(input);
+    return skillMeaning(this.context, caller, query, taskType);
+  }
+
+  /** What semantic search needs of a GetRelevantSkills task, checked as the call checks it. */
+  taskMeaning(caller: Caller, input: GetRelevantSkillsInput): SemanticQuery<SkillWordIndex> {
+    return skillMeaning(this.context, caller, taskOf(input), undefined);
   }
 
   /** Made visible a slice at a time between other calls: large skills never hold the event loop. */

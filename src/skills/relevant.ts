@@ -2,11 +2,10 @@ import type { Caller } from "../caller/caller.ts";
 import { invalidArgument } from "../errors.ts";
 import { checkSize, LIMITS, withinLimit, withinRange } from "../limits.ts";
 import type { SkillContext } from "./context.ts";
+import { rankSkills } from "./ranked.ts";
 import type { BudgetReport } from "./read.ts";
 import { renderContext } from "./render.ts";
 import { type CallOptions, renderableInSteps, sanitizer } from "./sanitize.ts";
-import { ftsSearch } from "./search.ts";
-import { fuseSkills } from "./semantic.ts";
 import type { SkillRow } from "./store.ts";
 
 export interface GetRelevantSkillsInput {
@@ -27,22 +26,26 @@ export interface GetRelevantSkillsResult extends BudgetReport {
  * budget. A generator that yields between texts (SkillLibrary runs it in slices); only what a
  * rendering within the budget can show is read.
  */
+/** The task of a GetRelevantSkills call, checked: what the search and its meaning text read. */
+export function taskOf(input: GetRelevantSkillsInput): string {
+  const task = (input.task ?? "").trim();
+  if (task.length === 0) throw invalidArgument("task must not be empty");
+  checkSize(LIMITS.relevantSkillsTask, task.length);
+  return task;
+}
+
 export function* getRelevantSkillsInSteps(
   context: SkillContext,
   caller: Caller,
   input: GetRelevantSkillsInput,
   options: CallOptions = {},
 ): Generator<void, GetRelevantSkillsResult> {
-  const task = (input.task ?? "").trim();
-  if (task.length === 0) throw invalidArgument("task must not be empty");
-  checkSize(LIMITS.relevantSkillsTask, task.length);
+  const task = taskOf(input);
   const topK = withinLimit(LIMITS.relevantSkillsTopK, input.topK);
   const maxTokens = withinLimit(LIMITS.relevantSkillsMaxTokens, input.maxTokens);
   const minScore = withinRange(LIMITS.relevantSkillsMinScore, input.minScore);
   // Task text is paraphrase by nature: with semantic evidence, skills close in meaning join the words'.
-  const depth = options.semantic || options.learned ? Math.max(topK, 20) : topK;
-  const lexical = ftsSearch(context, caller, task, undefined, depth).hits;
-  const { hits } = fuseSkills(context, caller, undefined, lexical, options.semantic, topK, options.learned);
+  const { hits } = rankSkills(context, caller, task, undefined, topK, options);
   const rows =
     hits.length > 0
       ? context.store.visibleByName(
@@ -53,7 +56,7 @@ export function* getRelevantSkillsInSteps(
   const sanitize = sanitizer(options.toolGate, context.redaction);
   const ranked = hits.flatMap((hit) => {
     const row = rows.get(hit.row.name);
-    return row && hit.score >= minScore ? [{ row, score: hit.score }] : [];
+    return row && hit.hit.score >= minScore ? [{ row, score: hit.hit.score }] : [];
   });
   const views = yield* renderableInSteps(
     ranked.map(({ row }) => row),

@@ -1,16 +1,16 @@
-import type { LearnedEvidence } from "../discovery/index.ts";
+import type { LearnedEvidence, SemanticEvidence } from "../search/evidence.ts";
 import { toolGateRewriter } from "./gate.ts";
 import type { ScopeKind, Skill, SkillOrigin, TaskType, TextAuthor, ToolGate } from "./model.ts";
 import { redactText } from "./redact.ts";
 import { clip, renderableLists, type SkillView } from "./render.ts";
-import type { SkillSemanticFusion } from "./semantic.ts";
 import { rowToSkill, type SearchRow, type SkillRow } from "./store.ts";
+import type { SkillWordIndex } from "./word-index.ts";
 
 /** Per-call options that depend on the caller's tool visibility. */
 export interface CallOptions {
   readonly toolGate?: ToolGate;
   /** Semantic ranking for this call's query or task (full-text searches only). */
-  readonly semantic?: SkillSemanticFusion;
+  readonly semantic?: SemanticEvidence<SkillWordIndex>;
   /** What the caller's tenant learned of skills for this query or task (full-text searches only). */
   readonly learned?: LearnedEvidence;
 }

@@ -1,8 +1,6 @@
 import type { Caller } from "../caller/caller.ts";
 import { invalidArgument } from "../errors.ts";
 import { checkSize, LIMITS, withinLimit, withinRange } from "../limits.ts";
-import { ftsRank } from "../search/fts.ts";
-import { RANKING_DEFAULTS } from "../search/ranker-options.ts";
 import { type CallerRegex, compileCallerRegex, fold, mayMatch } from "../text/caller-regex.ts";
 import {
   type MatchQuality,
@@ -14,16 +12,12 @@ import {
 } from "../text/scores.ts";
 import type { SkillContext } from "./context.ts";
 import { SEARCH_TYPES, type SearchType, TASK_TYPES, type TaskType } from "./model.ts";
+import { callerPartitions, rankSkills } from "./ranked.ts";
 import { redactText } from "./redact.ts";
 import { clip } from "./render.ts";
 import { oneOf } from "./request.ts";
 import { type CallOptions, type SanitizerFor, type SkillSummary, sanitizer, summary } from "./sanitize.ts";
-import { type FusedRow, fuseSkills } from "./semantic.ts";
 import { SEARCH_COLUMNS, type SearchRow, visibleFilter } from "./store.ts";
-import { partitionKey } from "./word-index.ts";
-
-/** Lexical hits fused with semantic and learned evidence (more than a page: a skill may rise into it). */
-const SEMANTIC_DEPTH = 20;
 
 /** Rows a regex search may run RE2 on after the literal pre-check (~10 µs each). */
 const MAX_REGEX_ROWS = 5_000;
@@ -79,14 +73,26 @@ interface ScoredRow {
   readonly score: number;
 }
 
-/** The index partitions a caller may read: a narrowing pre-filter; the SQL predicate decides. */
-function callerPartitions(caller: Caller): Set<string> {
-  const partitions = new Set([partitionKey("global", "", "")]);
-  if (caller.tenantId) {
-    partitions.add(partitionKey("tenant", caller.tenantId, ""));
-    if (caller.projectId) partitions.add(partitionKey("project", caller.tenantId, caller.projectId));
-  }
-  return partitions;
+/** A visible skill with the parts of its score, as any search type found it. */
+interface ScoredSkill extends ScoredRow {
+  readonly lexicalScore: number;
+  readonly semanticScore: number;
+  readonly learnedScore: number;
+  readonly matchType: SkillSearchHit["matchType"];
+}
+
+/** The query, type and task type of a search, checked: what the search and its meaning text read. */
+export function searchOf(input: SearchSkillsInput): {
+  query: string;
+  type: SearchType;
+  taskType: TaskType | undefined;
+} {
+  const query = (input.query ?? "").trim();
+  if (query.length === 0) throw invalidArgument("query must not be empty");
+  checkSize(LIMITS.searchSkillsQuery, query.length);
+  // One engine runs every type, so what ran is what was asked for.
+  const type = oneOf("search type", input.type, SEARCH_TYPES) ?? "fts";
+  return { query, type, taskType: oneOf("task_type", input.taskType, TASK_TYPES) };
 }
 
 export function searchSkills(
@@ -95,35 +101,34 @@ export function searchSkills(
   input: SearchSkillsInput,
   options: CallOptions = {},
 ): SearchSkillsResult {
-  const query = (input.query ?? "").trim();
-  if (query.length === 0) throw invalidArgument("query must not be empty");
-  checkSize(LIMITS.searchSkillsQuery, query.length);
-  // One engine runs every type, so what ran is what was asked for.
-  const type = oneOf("search type", input.type, SEARCH_TYPES) ?? "fts";
-  const taskType = oneOf("task_type", input.taskType, TASK_TYPES);
+  const { query, type, taskType } = searchOf(input);
   const limit = withinLimit(LIMITS.searchSkillsLimit, input.limit);
   const minScore = withinRange(LIMITS.searchSkillsMinScore, input.minScore);
   const sanitize = sanitizer(options.toolGate, context.redaction);
 
-  let hits: FusedRow[];
+  let hits: readonly ScoredSkill[];
   let widened = false;
   let rewrites: readonly QueryRewrite[] = [];
   let semantic: SemanticReport = SEMANTIC_OFF;
   if (type === "fts") {
-    // With semantic evidence, more lexical hits than the page are fused: a skill may rise into it.
-    const depth = options.semantic || options.learned ? Math.max(limit, SEMANTIC_DEPTH) : limit;
-    const found = ftsSearch(context, caller, query, taskType, depth);
-    const fused = fuseSkills(context, caller, taskType, found.hits, options.semantic, limit, options.learned);
-    hits = fused.hits;
-    semantic = fused.report;
-    widened = found.widened;
-    rewrites = found.rewrites;
+    const ranked = rankSkills(context, caller, query, taskType, limit, options);
+    hits = ranked.hits.map(({ row, hit }) => ({ row, ...hit }));
+    semantic = ranked.semantic;
+    widened = ranked.widened;
+    rewrites = ranked.rewrites;
   } else {
     const rows =
       type === "exact"
         ? exactSearch(context, caller, query, taskType, limit)
         : regexSearch(context, caller, compileCallerRegex(query), taskType, limit, sanitize);
-    hits = fuseSkills(context, caller, taskType, rows, undefined, limit).hits;
+    hits = rows.map(({ row, score }) => ({
+      row,
+      score,
+      lexicalScore: score,
+      semanticScore: 0,
+      learnedScore: 0,
+      matchType: type,
+    }));
   }
   const skills = hits
     .filter((hit) => hit.score >= minScore)
@@ -132,8 +137,8 @@ export function searchSkills(
       score: hit.score,
       lexicalScore: hit.lexicalScore,
       semanticScore: hit.semanticScore,
-      learnedScore: hit.learnedScore ?? 0,
-      matchType: hit.learnedOnly ? ("learned" as const) : hit.semanticOnly ? ("semantic" as const) : type,
+      learnedScore: hit.learnedScore,
+      matchType: hit.matchType,
     }));
   context.emit("skill_search_query", caller, {
     query: clip(redactText(query), 200),
@@ -152,46 +157,6 @@ export function searchSkills(
     rewrites,
     semantic,
   };
-}
-
-/**
- * Full-text ranking in the search core (src/search/fts.ts): the request read as tool search reads it
- * (typo repair, synonyms, several intents' words, AND → OR → fuzzy widening), over the caller's
- * partitions of the skills' word index, each hit confirmed by the SQL visibility predicate.
- */
-export function ftsSearch(
-  context: SkillContext,
-  caller: Caller,
-  query: string,
-  taskType: TaskType | undefined,
-  limit: number,
-): { hits: ScoredRow[]; widened: boolean; rewrites: readonly QueryRewrite[] } {
-  const index = context.searchIndex();
-  const candidates = index.candidates(callerPartitions(caller), taskType);
-  const where = visibleFilter(caller, undefined);
-  const hits: ScoredRow[] = [];
-  // The index already keeps to the caller's partitions, so the first `limit` docs almost always pass;
-  // a skill shadowed by a nearer scope's does not, and then the search reads deeper.
-  for (let depth = limit; ; depth *= 4) {
-    const found = ftsRank(index, query, candidates, depth, RANKING_DEFAULTS.repeat, context.readings);
-    const docs = found.docs.slice(0, depth);
-    const rows =
-      docs.length === 0
-        ? []
-        : context.store.all<SearchRow>(
-            `SELECT ${SEARCH_COLUMNS} FROM skills s NOT INDEXED WHERE s.seq IN (${docs.map(() => "?").join(",")}) AND ${where.sql}`,
-            [...docs.map((d) => index.seqOf(d.doc)), ...where.params],
-          );
-    const bySeq = new Map(rows.map((row) => [row.seq, row]));
-    hits.length = 0;
-    for (const d of docs) {
-      const row = bySeq.get(index.seqOf(d.doc));
-      if (row && hits.length < limit) hits.push({ row, score: d.score });
-    }
-    // Fewer docs than asked for means there are no more.
-    if (hits.length >= limit || docs.length < depth)
-      return { hits, widened: found.strategy !== "and", rewrites: found.rewrites };
-  }
 }
 
 /** Full name or bare last segment, case-insensitive; both lookups are index seeks. */

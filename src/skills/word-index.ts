@@ -1,5 +1,6 @@
 import type { Db } from "../database/sqlite.ts";
 import { LruCache } from "../lru.ts";
+import type { VectorDocs } from "../search/evidence.ts";
 import { pairs, type WordIndex } from "../search/fts.ts";
 import { Ranker } from "../search/ranker.ts";
 import { Candidates, RANKING_DEFAULTS, type RankerConfig } from "../search/ranker-options.ts";
@@ -10,7 +11,8 @@ import type { TaskType } from "./model.ts";
 
 /**
  * The skills' index in the search core (src/search): a skill is a doc of weighted fields, ranked by
- * the same BM25F, request reading, typo repair and synonyms as tools. It only proposes candidates:
+ * the same BM25F, request reading, typo repair and synonyms as tools, and a doc of the vector store
+ * under its partition and name (VectorDocs), fused with meaning as tools are. It only proposes candidates:
  * every row a caller gets back is still checked by the one visibility predicate in SQL (store.ts),
  * so the index can never widen what a caller sees. Its statistics (N, df) are taken over the
  * caller's partitions only (Candidates), so neither scores nor which words count reveal other
@@ -31,8 +33,9 @@ const SKILL_RANKER: RankerConfig = {
 /** Caller views (partitions and task type) whose candidate sets a build keeps, most recent first. */
 const VIEWS_KEPT = 256;
 
+/** A scope's partition: also the owner its skills' vectors are stored under (names are unique in it). */
 export function partitionKey(kind: string, tenantId: string, projectId: string): string {
-  return `${kind}\u0000${tenantId}\u0000${projectId}`;
+  return JSON.stringify([kind, tenantId, projectId]);
 }
 
 interface Row {
@@ -43,32 +46,40 @@ interface Row {
   description: string;
   tags: string;
   scope_kind: string;
+  scope_rank: number;
   tenant_id: string;
   project_id: string;
   task_type: TaskType;
 }
 
 /** Docs are dense numbers 0..n-1 in seq order, so a caller's view is a mask over typed arrays. */
-export class SkillWordIndex implements WordIndex {
+export class SkillWordIndex implements WordIndex, VectorDocs {
   private readonly views = new LruCache<string, Candidates>(VIEWS_KEPT);
+  /** Partition keys by partition number. */
+  private readonly partitionNames: readonly string[];
 
   private constructor(
     readonly ranker: Ranker,
     readonly keys: ReadonlyMap<string, readonly number[]>,
-    /** Per doc: its row's seq, partition, task type, folded name and folded text (regex pre-check). */
+    /** Per doc: its row's seq, name, partition, task type, folded name and folded text (regex pre-check). */
     private readonly seqs: Int32Array,
+    private readonly names: readonly string[],
+    /** Docs by name, the nearest scope first (a project's skill shadows its tenant's, which shadows a global one). */
+    private readonly byName: ReadonlyMap<string, readonly number[]>,
     private readonly partitionOf: Int32Array,
     private readonly partitionIds: ReadonlyMap<string, number>,
     private readonly taskTypes: readonly TaskType[],
     private readonly foldedNames: readonly string[],
     private readonly foldedTexts: readonly string[],
-  ) {}
+  ) {
+    this.partitionNames = [...partitionIds.keys()];
+  }
 
   /** Builds the index of every skill in the database (all partitions; a view masks them). */
   static build(db: Db): SkillWordIndex {
     const rows = db
       .prepare<[], Row>(
-        "SELECT seq, name, title, trigger_text, description, tags, scope_kind, tenant_id, project_id, task_type FROM skills ORDER BY seq",
+        "SELECT seq, name, title, trigger_text, description, tags, scope_kind, scope_rank, tenant_id, project_id, task_type FROM skills ORDER BY seq",
       )
       .all();
     const partitionIds = new Map<string, number>([[partitionKey("global", "", ""), 0]]);
@@ -118,10 +129,21 @@ export class SkillWordIndex implements WordIndex {
       tieRank[doc] = position;
     });
     const ranker = runToEnd(Ranker.steps(fields, tieRank, SKILL_RANKER, partitionOf));
+    const byName = new Map<string, number[]>();
+    for (let doc = 0; doc < rows.length; doc++) {
+      const name = (rows[doc] as Row).name;
+      const list = byName.get(name);
+      if (list) list.push(doc);
+      else byName.set(name, [doc]);
+    }
+    for (const list of byName.values())
+      if (list.length > 1) list.sort((a, b) => (rows[b] as Row).scope_rank - (rows[a] as Row).scope_rank);
     return new SkillWordIndex(
       ranker,
       keys,
       Int32Array.from(rows, (row) => row.seq),
+      rows.map((row) => row.name),
+      byName,
       partitionOf,
       partitionIds,
       rows.map((row) => row.task_type),
@@ -133,6 +155,22 @@ export class SkillWordIndex implements WordIndex {
   /** The row seq of a doc. */
   seqOf(doc: number): number {
     return this.seqs[doc] as number;
+  }
+
+  get docCount(): number {
+    return this.seqs.length;
+  }
+
+  ownerOf(doc: number): string {
+    return this.partitionNames[this.partitionOf[doc] as number] ?? "";
+  }
+
+  nameOf(doc: number): string {
+    return this.names[doc] ?? "";
+  }
+
+  docsNamed(name: string): readonly number[] {
+    return this.byName.get(name) ?? [];
   }
 
   /**

@@ -15,8 +15,6 @@ import {
   type SearchRequest,
   type SearchResponse,
   type SearchType,
-  type SemanticEvidence,
-  type SemanticQuery,
   type Tool,
   type ToolInput,
   type ToolRegistry,
@@ -31,6 +29,7 @@ import { type Choice, type Learning, type Outcome, unknownSearch } from "../lear
 import { checkSize, LIMITS } from "../limits.ts";
 import { type PayloadProvider, type RenderedToolPayload, renderToolPayload } from "../payload/index.ts";
 import { type RenderedToolPrompt, renderToolPrompt } from "../prompt/index.ts";
+import type { SemanticEvidence, SemanticQuery } from "../search/evidence.ts";
 import type { ToolGate } from "../skills/index.ts";
 import { type MatchQuality, matchQuality } from "../text/scores.ts";
 import {
@@ -59,7 +58,9 @@ export interface ToolSearchRequest {
 
 export interface ToolServiceOptions {
   /** Semantic ranking (config `tool_search.semantic`), fused into FTS searches; absent = lexical only. */
-  readonly semantic?: { evidence(query: SemanticQuery): Promise<SemanticEvidence> };
+  readonly semantic?: {
+    evidence(query: SemanticQuery<SearchIndex>): Promise<SemanticEvidence<SearchIndex>>;
+  };
   readonly registry: ToolRegistry;
   readonly index: IndexHost;
   readonly access: AccessControl;

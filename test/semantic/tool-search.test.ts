@@ -9,7 +9,7 @@ import { loadConfig } from "../../src/config/index.ts";
 import { openDatabase } from "../../src/database/sqlite.ts";
 import { discoveryMigrations, IndexHost, ToolRegistry } from "../../src/discovery/index.ts";
 import type { EmbedderOptions } from "../../src/semantic/embedder.ts";
-import { Embedder, SemanticToolSearch, semanticMigrations } from "../../src/semantic/index.ts";
+import { Embedder, semanticMigrations, semanticToolSearch, toolTexts } from "../../src/semantic/index.ts";
 import { startServer } from "../../src/server/app.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 import { MODEL_DIR } from "./model-dir.ts";
@@ -144,9 +144,11 @@ async function semanticCatalog(embedderOptions: EmbedderOptions, maxWaitMs: numb
   const dir = mkdtempSync(join(tmpdir(), "wayfind-semantic-catalog-"));
   const db = openDatabase(join(dir, "wayfind.db"), [...discoveryMigrations, ...semanticMigrations]);
   const embedder = await Embedder.open(MODEL_DIR, embedderOptions);
-  const semantic = new SemanticToolSearch({ db, embedder, weight: 0.3, maxWaitMs });
+  const semantic = semanticToolSearch({ db, embedder, weight: 0.3, maxWaitMs });
   const registry = new ToolRegistry(db);
-  const index = new IndexHost(registry, { onIndexBuilt: (built) => semantic.indexBuilt(built) });
+  const index = new IndexHost(registry, {
+    onIndexBuilt: (built) => semantic.catalogChanged(built, toolTexts(built)),
+  });
   await registry.register("s", CATALOG);
   await index.ready();
   await semantic.settled();

@@ -7,11 +7,12 @@ import { failedPrecondition, notFound, quoteInput } from "../../errors.ts";
 import type { EventLog } from "../../events/index.ts";
 import { type Learning, unknownSearch } from "../../learning/index.ts";
 import { LIMITS } from "../../limits.ts";
+import type { SemanticEvidence, SemanticQuery } from "../../search/evidence.ts";
 import type {
   DirectoryField,
   SkillLibrary,
-  SkillSemanticFusion,
   SkillSummary,
+  SkillWordIndex,
   ToolGate,
 } from "../../skills/index.ts";
 import {
@@ -35,14 +36,19 @@ export function skillService(
   events: EventLog,
   toolGateFor: ToolGateFor,
   /** Semantic ranking (config `tool_search.semantic`) for full-text skill searches; absent = lexical only. */
-  semantic?: { forQuery(text: string): Promise<SkillSemanticFusion> },
+  semantic?: {
+    evidence(query: SemanticQuery<SkillWordIndex>): Promise<SemanticEvidence<SkillWordIndex>>;
+  },
   /** Remembers retrievals so outcome reports may name them and teach, and ranks by what was learned. */
   learning?: Learning,
 ): ServiceImpl<typeof SkillServiceDesc> {
   const gate = (caller: Caller) => ({ toolGate: toolGateFor(caller) });
   /** What the caller's tenant learned of skills for `text`, read with its meaning when it was embedded. */
-  const learnedSkills = async (caller: Caller, text: string, fusion: SkillSemanticFusion | undefined) =>
-    learning?.evidence(caller, text, fusion?.vector ? [fusion.vector] : [], "skill");
+  const learnedSkills = async (
+    caller: Caller,
+    text: string,
+    meaning: SemanticEvidence<SkillWordIndex> | undefined,
+  ) => learning?.evidence(caller, text, meaning?.vectors ?? [], "skill");
   return {
     async loadSkillPack(request, context) {
       const caller = callerOf(context);
@@ -87,19 +93,17 @@ export function skillService(
       const caller = callerOf(context);
       const type = SEARCH_TYPES.fromProto(request.searchType, "search_type");
       const fts = (type ?? "fts") === "fts";
-      const fusion = semantic && fts ? await semantic.forQuery(request.query) : undefined;
-      const learned = fts ? await learnedSkills(caller, request.query, fusion) : undefined;
-      const result = skills.searchSkills(
-        caller,
-        {
-          query: request.query,
-          type,
-          taskType: TASK_TYPES.fromProto(request.taskType, "task_type"),
-          limit: request.limit || undefined,
-          minScore: request.minScore,
-        },
-        { ...gate(caller), semantic: fusion, learned },
-      );
+      const input = {
+        query: request.query,
+        type,
+        taskType: TASK_TYPES.fromProto(request.taskType, "task_type"),
+        limit: request.limit || undefined,
+        minScore: request.minScore,
+      };
+      const meaning =
+        semantic && fts ? await semantic.evidence(skills.searchMeaning(caller, input)) : undefined;
+      const learned = fts ? await learnedSkills(caller, request.query, meaning) : undefined;
+      const result = skills.searchSkills(caller, input, { ...gate(caller), semantic: meaning, learned });
       return {
         skills: result.skills.map((hit) => ({
           ...summary(hit),
@@ -183,18 +187,19 @@ export function skillService(
 
     async getRelevantSkills(request, context) {
       const caller = callerOf(context);
-      const fusion = semantic ? await semantic.forQuery(request.task) : undefined;
-      const learned = await learnedSkills(caller, request.task, fusion);
-      const result = await skills.getRelevantSkills(
-        caller,
-        {
-          task: request.task,
-          topK: request.topK || undefined,
-          maxTokens: request.maxTokens || undefined,
-          minScore: request.minScore,
-        },
-        { ...gate(caller), semantic: fusion, learned },
-      );
+      const input = {
+        task: request.task,
+        topK: request.topK || undefined,
+        maxTokens: request.maxTokens || undefined,
+        minScore: request.minScore,
+      };
+      const meaning = semantic ? await semantic.evidence(skills.taskMeaning(caller, input)) : undefined;
+      const learned = await learnedSkills(caller, request.task, meaning);
+      const result = await skills.getRelevantSkills(caller, input, {
+        ...gate(caller),
+        semantic: meaning,
+        learned,
+      });
       return {
         formattedContext: result.formattedContext,
         skillNames: result.skills.map((skill) => skill.name),

@@ -1,15 +1,17 @@
 import type { Db } from "../database/sqlite.ts";
-import type { SearchIndex, SemanticEvidence, SemanticQuery } from "../discovery/index.ts";
+import type { SearchIndex } from "../discovery/index.ts";
 import { LruCache } from "../lru.ts";
+import type { SemanticEvidence, SemanticQuery, VectorDocs } from "../search/evidence.ts";
+import type { SkillWordIndex } from "../skills/index.ts";
 import type { SemanticReport } from "../text/scores.ts";
 import { BackgroundSync, type BackgroundSyncOptions } from "./background-sync.ts";
 import { type ScoreCalibration, semanticScoreOf } from "./calibration.ts";
 import type { QueryEmbedder } from "./embedder.ts";
 import { type Eligible, eligibleOf, type NearDoc, nearest } from "./nearest.ts";
 import { queryVectors } from "./query-wait.ts";
-import { TOOL_TEXT_VERSION, toolEmbeddingText } from "./text.ts";
+import { TOOL_TEXT_VERSION } from "./text.ts";
 import { MAX_QUERIES } from "./vector-slab.ts";
-import { TextVectors } from "./vectors.ts";
+import { TextVectors, type ToolText, type VectorTable } from "./vectors.ts";
 
 /** Semantic candidates read per search, and lexical hits ranked before fusing. */
 const DEPTH = 20;
@@ -18,14 +20,19 @@ const DEPTH = 20;
  * lexical score of the query. Chosen with bench/semantic.ts on even-position public queries (base 0.3,
  * slope 0.4: the best mean R@5 keeping every set at or above lexical-only), reported on the odd ones.
  */
-export const ADAPTIVE_SLOPE = 0.4;
+const ADAPTIVE_SLOPE = 0.4;
 
-export interface SemanticToolSearchOptions extends BackgroundSyncOptions {
+export interface SemanticSearchOptions extends BackgroundSyncOptions {
   readonly db: Db;
   readonly embedder: QueryEmbedder;
+  /** Where the catalog's vectors are stored (one table per catalog: tools, skills). */
+  readonly table: VectorTable;
+  /** How the catalog's texts are made (e.g. TOOL_TEXT_VERSION): a new recipe re-embeds. */
+  readonly textVersion?: string;
   /**
    * The lexical share of a fused score when the words matched nothing well (config
-   * `tool_search.semantic.weight`); it grows by ADAPTIVE_SLOPE per unit of the query's best lexical score.
+   * `tool_search.semantic.weight`, shared by tools and skills); it grows by ADAPTIVE_SLOPE per unit of
+   * the query's best lexical score.
    */
   readonly weight: number;
   /** How long a search waits for its request's vectors (config `tool_search.semantic.max_wait_ms`). */
@@ -57,29 +64,26 @@ interface MaskState {
   readonly id: number;
 }
 
-/**
- * Requests whose nearest docs are kept (agents ask the same things again and again): a few hundred
- * bytes each, plus the request's texts as the key.
- */
+/** Requests whose nearest docs are kept (agents ask the same things again and again). */
 const NEAREST_KEPT = 2_048;
 
 /** The eligible-docs key of a search without a caller mask. */
 const EVERY = new Uint8Array(0);
 
 /**
- * Semantic ranking of tools: keeps each tool's vector up to date in the background (TextVectors, the
- * embedding off the event loop in the embedder's worker) and gives a request its evidence — the tools
- * it may find that are closest in meaning, and any such tool's similarity on demand — which the search
- * fuses with the lexical scores (src/discovery/fusion.ts). Tools whose vector is not computed yet are
- * ranked lexically, and the search says how many (SemanticReport); so are requests whose vectors were
- * not ready within `maxWaitMs`.
+ * Semantic ranking of one catalog (tools, or skills): keeps each doc's vector up to date in the
+ * background (TextVectors, the embedding off the event loop in the embedder's worker) and gives a
+ * request its evidence — the docs it may find that are closest in meaning, and any such doc's
+ * similarity on demand — which the search fuses with the lexical scores (src/search/fusion.ts). Docs
+ * whose vector is not computed yet are ranked lexically, and the search says how many
+ * (SemanticReport); so are requests whose vectors were not ready within `maxWaitMs`.
  */
-export class SemanticToolSearch {
+export class SemanticSearch<Index extends VectorDocs> {
   private readonly vectors: TextVectors;
   private readonly background: BackgroundSync;
-  /** The catalog's newest index, whose tools the background sync is bringing vectors for. */
-  private newest: SearchIndex | undefined;
-  private readonly docSlots = new WeakMap<SearchIndex, DocSlots>();
+  /** The catalog's newest index, whose docs the background sync is bringing vectors for. */
+  private newest: Index | undefined;
+  private readonly docSlots = new WeakMap<Index, DocSlots>();
   /** The nearest docs of requests asked lately, by mask and texts; valid for the mask state they were made in. */
   private readonly kept = new LruCache<
     string,
@@ -88,50 +92,47 @@ export class SemanticToolSearch {
   private masksMade = 0;
   private readonly calibration: ScoreCalibration;
 
-  constructor(private readonly options: SemanticToolSearchOptions) {
+  constructor(private readonly options: SemanticSearchOptions) {
     this.calibration = options.calibration ?? options.embedder.calibration;
-    this.vectors = new TextVectors(options.db, options.embedder, "semantic_tool_vectors", TOOL_TEXT_VERSION);
+    this.vectors = new TextVectors(options.db, options.embedder, options.table, options.textVersion);
     this.background = new BackgroundSync(this.vectors, options);
   }
 
-  /** Tools of the newest index (IndexHost's onIndexBuilt): their vectors are synced shortly. */
-  indexBuilt(index: SearchIndex): void {
-    this.newest = index;
-    this.background.changed(() =>
-      index.docs.map((t) => ({
-        owner: t.owner,
-        name: t.name,
-        hash: t.hash,
-        text: () => toolEmbeddingText(t),
-      })),
-    );
+  /**
+   * The catalog changed: `texts` lists every doc's text as it is now (read when the sync starts), and
+   * their vectors are synced shortly. `index`, when the catalog has built one for the change, is what
+   * `progress` reports on.
+   */
+  catalogChanged(index: Index | undefined, texts: () => readonly ToolText[]): void {
+    if (index) this.newest = index;
+    this.background.changed(texts);
   }
 
-  /** How many tools of the newest index still wait for their vector (readiness probes, logs). */
+  /** How many docs of the newest index still wait for their vector (readiness probes, logs). */
   progress(): { status: "ready" | "partial"; pending: number } {
     let pending = 0;
     if (this.newest) for (const slot of this.docSlotsOf(this.newest).slots) if (slot < 0) pending++;
     return { status: pending > 0 ? "partial" : "ready", pending };
   }
 
-  /** Resolves when every tool of the newest index has its vector (tests, benches). */
+  /** Resolves when every doc the catalog listed last has its vector (tests, benches). */
   settled(): Promise<void> {
     return this.background.settled();
   }
 
   /**
-   * The evidence for one request (IndexHost.meaningOf: the request, or each of its intents, and the
-   * tools it may find): the texts' vectors (cached, or embedded within the wait), the closest tools
-   * among those it may find, scored exactly, and any such tool's score when the search asks.
+   * The evidence for one request (the catalog's meaningOf: the request, or each of its intents, and
+   * the docs it may find): the texts' vectors (cached, or embedded within the wait), the closest docs
+   * among those it may find, scored exactly, and any such doc's score when the search asks.
    */
-  async evidence(query: SemanticQuery): Promise<SemanticEvidence> {
+  async evidence(query: SemanticQuery<Index>): Promise<SemanticEvidence<Index>> {
     const texts = query.texts.slice(0, MAX_QUERIES);
     const { vectors, late } = await queryVectors(this.options.embedder, texts, this.options.maxWaitMs);
     const { index } = query;
     const allowed = query.candidates?.allowed;
     const docSlots = this.docSlotsOf(index);
     const lexicalShare = { least: this.options.weight, slope: ADAPTIVE_SLOPE } as const;
-    const wordsOnly = (report: SemanticReport): SemanticEvidence => ({
+    const wordsOnly = (report: SemanticReport): SemanticEvidence<Index> => ({
       index,
       report,
       vectors,
@@ -150,7 +151,7 @@ export class SemanticToolSearch {
     const withVector = mask.eligible.docs.length;
     const near = this.nearestOf(mask, texts, vectors, late);
     const { slots } = docSlots;
-    const visibleCount = query.candidates ? query.candidates.count : index.docs.length;
+    const visibleCount = query.candidates ? query.candidates.count : index.docCount;
     const pending = Math.max(0, visibleCount - withVector);
     const report: SemanticReport = {
       status: pending > 0 || late > 0 ? "partial" : "ready",
@@ -178,24 +179,23 @@ export class SemanticToolSearch {
     };
   }
 
-  /** Stops syncing; the owner closes the embedder (shared with skill search), which ends a sync under way. */
+  /** Stops syncing; the owner closes the embedder (shared by the catalogs), which ends a sync under way. */
   close(): Promise<void> {
     return this.background.close();
   }
 
   /** A doc's semantic score, exactly; NaN when it is not findable or has no vector. */
   private exactScore(
-    index: SearchIndex,
+    index: Index,
     slots: Int32Array,
     allowed: Uint8Array | undefined,
     vectors: readonly Float32Array[],
     doc: number,
   ): number {
     const slot = slots[doc] ?? -1;
-    const tool = index.docs[doc];
-    if (slot < 0 || tool === undefined || (allowed !== undefined && allowed[doc] !== 1)) return Number.NaN;
+    if (slot < 0 || doc >= index.docCount || (allowed !== undefined && allowed[doc] !== 1)) return Number.NaN;
     // The slot may have changed hands since the mapping was read (a sync between evidence and fusion).
-    if (this.vectors.slotOf(tool.owner, tool.name) !== slot) return Number.NaN;
+    if (this.vectors.slotOf(index.ownerOf(doc), index.nameOf(doc)) !== slot) return Number.NaN;
     return semanticScoreOf(this.vectors.slab.exact(slot, vectors), this.calibration);
   }
 
@@ -203,25 +203,21 @@ export class SemanticToolSearch {
    * Each doc's slot in the slab, kept per index: mapped whole once, then brought up to date with the
    * slots changed since (a sync adding vectors), so a search does not map every doc again.
    */
-  private docSlotsOf(index: SearchIndex): DocSlots {
+  private docSlotsOf(index: Index): DocSlots {
     const known = this.docSlots.get(index);
     const epoch = this.vectors.epoch;
     if (known === undefined || known.epoch !== epoch) {
-      const slots = new Int32Array(index.docs.length);
-      index.docs.forEach((tool, doc) => {
-        slots[doc] = this.vectors.slotOf(tool.owner, tool.name) ?? -1;
-      });
+      const slots = new Int32Array(index.docCount);
+      for (let doc = 0; doc < slots.length; doc++)
+        slots[doc] = this.vectors.slotOf(index.ownerOf(doc), index.nameOf(doc)) ?? -1;
       const made: DocSlots = { slots, epoch, next: this.vectors.changeMark, byMask: new WeakMap() };
       this.docSlots.set(index, made);
       return made;
     }
     const { changes, next } = this.vectors.changesSince(known.next);
-    for (const change of changes) {
-      const first = index.byName.get(change.name);
-      if (first === undefined) continue;
-      for (let doc = first; doc < index.docs.length && index.docs[doc]?.name === change.name; doc++)
-        if (index.docs[doc]?.owner === change.owner) known.slots[doc] = change.slot;
-    }
+    for (const change of changes)
+      for (const doc of index.docsNamed(change.name))
+        if (index.ownerOf(doc) === change.owner) known.slots[doc] = change.slot;
     known.next = next;
     return known;
   }
@@ -255,4 +251,16 @@ export class SemanticToolSearch {
     if (late === 0 && vectors.length === texts.length) this.kept.set(key, { mask, near });
     return near;
   }
+}
+
+type CatalogOptions = Omit<SemanticSearchOptions, "table" | "textVersion">;
+
+/** Semantic search over tools: vectors in semantic_tool_vectors, made by the tool text recipe (text.ts). */
+export function semanticToolSearch(options: CatalogOptions): SemanticSearch<SearchIndex> {
+  return new SemanticSearch({ ...options, table: "semantic_tool_vectors", textVersion: TOOL_TEXT_VERSION });
+}
+
+/** Semantic search over skills: vectors in semantic_skill_vectors. */
+export function semanticSkillSearch(options: CatalogOptions): SemanticSearch<SkillWordIndex> {
+  return new SemanticSearch({ ...options, table: "semantic_skill_vectors" });
 }
