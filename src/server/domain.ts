@@ -171,8 +171,6 @@ export async function buildDomain(
   const skillVectors = vectorSync("skill");
   const semantic = toolVectors && semanticToolSearch(toolVectors);
   const semanticSkills = skillVectors && semanticSkillSearch(skillVectors);
-  /** Every skill's text, as the skill vectors are synced: read when a sync starts. */
-  const skillTexts = () => skills.embeddingTexts().map((skill) => ({ ...skill, text: () => skill.text }));
   const activations = new ActivationStore(db, {
     events: eventSink,
     writer,
@@ -214,7 +212,7 @@ export async function buildDomain(
       config.configFile ? dirname(config.configFile) : process.cwd(),
       ...config.skillPacks.map((p) => p.path),
     ],
-    onSkillsChanged: () => semanticSkills?.catalogChanged(undefined, skillTexts),
+    onSkillsChanged: () => semanticSkills?.catalogChanged(undefined, () => skills.embeddingTexts()),
   });
   let stopPartitionMaintenance: (() => void) | undefined;
   const closeAllButMcp = async () => {
@@ -267,7 +265,7 @@ export async function buildDomain(
     throw error;
   }
   // Skills already in the database (from earlier starts) get vectors too, not only changed ones.
-  semanticSkills?.catalogChanged(undefined, skillTexts);
+  semanticSkills?.catalogChanged(undefined, () => skills.embeddingTexts());
 
   const mcp = new McpSources(
     config.mcpServers,

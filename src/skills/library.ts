@@ -146,8 +146,12 @@ export class SkillLibrary {
     return this.context.store.get<{ n: number }>("SELECT count(*) AS n FROM skills", [])?.n ?? 0;
   }
 
-  /** Every skill as semantic search embeds it: its id, content hash, and title, description and trigger. */
-  embeddingTexts(): { owner: string; name: string; hash: string; text: string }[] {
+  /**
+   * Every skill as semantic search stores it: under its scope's partition and its name (the word
+   * index's VectorDocs), with its content hash, and the text embedded (title, description, trigger),
+   * made only when asked.
+   */
+  embeddingTexts(): { owner: string; name: string; hash: string; text: () => string }[] {
     return this.context.store
       .all<{
         name: string;
@@ -166,7 +170,7 @@ export class SkillLibrary {
         owner: partitionKey(s.scope_kind, s.tenant_id, s.project_id),
         name: s.name,
         hash: s.content_hash,
-        text: [s.title, s.description, s.trigger_text].filter((part) => part.trim() !== "").join(": "),
+        text: () => [s.title, s.description, s.trigger_text].filter((part) => part.trim() !== "").join(": "),
       }));
   }
 
