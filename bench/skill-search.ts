@@ -1,20 +1,24 @@
 /**
- * Retrieval quality of SearchSkills on public Agent Skills (data/eval/agent_skills.jsonl) for the
- * team's requests of five kinds (data/eval/skills_requests.jsonl), words alone and as a server ranks
- * by default (hybrid: words fused with meaning, the shipped model). The catalog becomes SKILL.md
- * folders, one pack per source repository, loaded as a server loads a pack folder; every request
- * then runs through SkillLibrary.searchSkills with the SemanticSkillSearch evidence a server adds.
- * Usage: node --import tsx bench/skill-search.ts [--lexical-only]
+ * Retrieval quality of SearchSkills for requests of five kinds, words alone and as a server ranks by
+ * default (hybrid: words fused with meaning, the shipped model). By default over the skills catalog
+ * the team wrote and its requests (data/eval/team_skills.jsonl, team_skills_requests.jsonl), so it
+ * runs from a clean clone; --catalog and --requests run another pair, such as the public Agent Skills
+ * catalog, which cannot be kept in the repository, with agent_skills_requests.jsonl (data/eval/README.md).
+ * The catalog becomes SKILL.md folders, one pack per source repository (or one for the whole file),
+ * loaded as a server loads a pack folder; every request then runs through SkillLibrary.searchSkills
+ * with the SemanticSkillSearch evidence a server adds.
+ * Usage: node --import tsx bench/skill-search.ts [--lexical-only] [--catalog FILE --requests FILE]
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join, relative, resolve } from "node:path";
+import { parseArgs } from "node:util";
 import { DEFAULTS } from "../src/config/defaults.ts";
 import { openDatabase } from "../src/database/sqlite.ts";
 import { analyze } from "../src/discovery/text.ts";
 import { Embedder, SemanticSkillSearch, semanticMigrations } from "../src/semantic/index.ts";
 import { SkillLibrary, skillsMigrations } from "../src/skills/index.ts";
-import { DATA_DIR, type Query, readQueries, table } from "./lib/discovery-data.ts";
+import { DATA_DIR, type Query, table } from "./lib/discovery-data.ts";
 import { BENCH_MODEL_DIR } from "./lib/hybrid.ts";
 import { BENCH_CALLER } from "./lib/skill-data.ts";
 import { MetricsSum } from "./search-quality-eval.ts";
@@ -23,7 +27,8 @@ interface CatalogSkill {
   readonly name: string;
   readonly description: string;
   readonly body: string;
-  readonly source: string;
+  /** The repository a public skill came from; the team's skills have none and share one pack. */
+  readonly source?: string;
 }
 
 type Request = Query & { readonly kind: string };
@@ -31,22 +36,29 @@ type Request = Query & { readonly kind: string };
 const KINDS = ["direct", "partial_name", "multi_tool", "typo", "paraphrase"] as const;
 /** The API's largest page: all R@5 and MRR@20 need. */
 const PAGE = 20;
-const LEXICAL_ONLY = process.argv.includes("--lexical-only");
+const { values: args } = parseArgs({
+  options: {
+    "lexical-only": { type: "boolean", default: false },
+    catalog: { type: "string", default: join(DATA_DIR, "team_skills.jsonl") },
+    requests: { type: "string", default: join(DATA_DIR, "team_skills_requests.jsonl") },
+  },
+});
+const LEXICAL_ONLY = args["lexical-only"];
+const CATALOG = resolve(args.catalog);
+const REQUESTS = resolve(args.requests);
 
-function readCatalog(): CatalogSkill[] {
-  const path = join(DATA_DIR, "agent_skills.jsonl");
-  if (!existsSync(path)) throw new Error(`${path} is missing (what it holds: data/eval/README.md)`);
+function readLines<T>(path: string): T[] {
   return readFileSync(path, "utf8")
     .split("\n")
     .filter((line) => line.trim() !== "")
-    .map((line) => JSON.parse(line) as CatalogSkill);
+    .map((line) => JSON.parse(line) as T);
 }
 
 /** Each source repository as a pack folder of `<name>/SKILL.md`; returns pack name → skill count. */
 function writePacks(root: string, catalog: readonly CatalogSkill[]): Map<string, number> {
   const packs = new Map<string, number>();
   for (const skill of catalog) {
-    const pack = skill.source.toLowerCase().replace(/[^a-z0-9]+/g, "-");
+    const pack = (skill.source ?? basename(CATALOG, ".jsonl")).toLowerCase().replace(/[^a-z0-9]+/g, "-");
     const dir = join(root, pack, skill.name);
     mkdirSync(dir, { recursive: true });
     // JSON strings are YAML flow scalars: any description survives the front matter as written.
@@ -77,8 +89,8 @@ interface Ranked {
 
 async function main(): Promise<void> {
   const started = performance.now();
-  const catalog = readCatalog();
-  const requests = readQueries("skills_requests.jsonl") as Request[];
+  const catalog = readLines<CatalogSkill>(CATALOG);
+  const requests = readLines<Request>(REQUESTS);
   const names = new Set(catalog.map((s) => s.name));
   const unknown = requests.flatMap((r) => r.gold.filter((g) => !names.has(g)).map((g) => `${r.id}: ${g}`));
   if (unknown.length > 0) throw new Error(`gold skills not in the catalog: ${unknown.join(", ")}`);
@@ -149,8 +161,9 @@ async function main(): Promise<void> {
     }
     console.log(table(rows));
     console.log(
-      `\n${catalog.length} public Agent Skills in ${packs.size} packs (data/eval/README.md); ${requests.length} ` +
-        "requests the team wrote. R@k: share of gold skills in the top k; MRR over the top 20 (the API's " +
+      `\n${catalog.length} skills in ${packs.size} pack(s) from ${relative(".", CATALOG)}; ${requests.length} ` +
+        `requests from ${relative(".", REQUESTS)} (both: data/eval/README.md). ` +
+        "R@k: share of gold skills in the top k; MRR over the top 20 (the API's " +
         "page). no hit: requests with an empty answer; widened: the AND query found nothing, so OR or " +
         "prefix ran; rewritten: typo repairs or synonyms reported.",
     );
@@ -165,4 +178,10 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+const missing = [CATALOG, REQUESTS].find((path) => !existsSync(path));
+if (missing) {
+  console.error(
+    `bench/skill-search: ${missing} is missing (what it holds and where it comes from: data/eval/README.md)`,
+  );
+  process.exitCode = 1;
+} else await main();
