@@ -6,7 +6,7 @@
  * catalog, which cannot be kept in the repository, with agent_skills_requests.jsonl (data/eval/README.md).
  * The catalog becomes SKILL.md folders, one pack per source repository (or one for the whole file),
  * loaded as a server loads a pack folder; every request then runs through SkillLibrary.searchSkills
- * with the SemanticSkillSearch evidence a server adds.
+ * with the evidence by meaning a server adds (semanticSkillSearch).
  * Usage: node --import tsx bench/skill-search.ts [--lexical-only] [--catalog FILE --requests FILE]
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -15,8 +15,8 @@ import { basename, join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { DEFAULTS } from "../src/config/defaults.ts";
 import { openDatabase } from "../src/database/sqlite.ts";
-import { analyze } from "../src/discovery/text.ts";
-import { Embedder, SemanticSkillSearch, semanticMigrations } from "../src/semantic/index.ts";
+import { analyze } from "../src/search/text.ts";
+import { Embedder, semanticMigrations, semanticSkillSearch } from "../src/semantic/index.ts";
 import { SkillLibrary, skillsMigrations } from "../src/skills/index.ts";
 import { DATA_DIR, type Query, table } from "./lib/discovery-data.ts";
 import { BENCH_MODEL_DIR } from "./lib/hybrid.ts";
@@ -101,7 +101,7 @@ async function main(): Promise<void> {
   const db = openDatabase(join(dir, "wayfind.db"), [...skillsMigrations, ...semanticMigrations]);
   const semantic =
     embedder &&
-    new SemanticSkillSearch({
+    semanticSkillSearch({
       db,
       embedder,
       weight: DEFAULTS.toolSearch.semantic.weight,
@@ -115,7 +115,8 @@ async function main(): Promise<void> {
     const skills: SkillLibrary = new SkillLibrary({
       db,
       packRoots: [packRoot],
-      onSkillsChanged: () => semantic?.skillsChanged(() => skills.embeddingTexts()),
+      ...(embedder ? { modelWords: embedder.words } : {}),
+      onSkillsChanged: () => semantic?.catalogChanged(undefined, () => skills.embeddingTexts()),
     });
     const scope = { kind: "global", tenantId: "", projectId: "" } as const;
     for (const [pack, count] of packs) {
@@ -126,8 +127,11 @@ async function main(): Promise<void> {
     await semantic?.settled();
 
     const search = async (query: string, hybrid: boolean): Promise<Ranked> => {
-      const fusion = hybrid ? await semantic?.forQuery(query) : undefined;
-      const result = skills.searchSkills(BENCH_CALLER, { query, limit: PAGE }, { semantic: fusion });
+      const input = { query, limit: PAGE };
+      const meaning = hybrid
+        ? await semantic?.evidence(skills.searchMeaning(BENCH_CALLER, input))
+        : undefined;
+      const result = skills.searchSkills(BENCH_CALLER, input, { semantic: meaning });
       return {
         names: result.skills.map((s) => s.name),
         widened: result.widened,
