@@ -80,8 +80,10 @@ interface TenantState {
 export class Learning {
   readonly store: LearningStore;
   private readonly searches: RecentSearches;
-  private readonly tenants = new Map<string, TenantState>();
-  private readonly buckets = new Map<string, { tokens: number; atMs: number }>();
+  /** The tenants' models in memory, least recently searched first (dropBeyondMemory bounds them). */
+  private readonly tenants = new LruCache<string, TenantState>();
+  /** Each actor's bucket of lessons (admit). */
+  private readonly buckets = new LruCache<string, { tokens: number; atMs: number }>(ACTORS_TRACKED);
   /** Lessons of choices still being written, by tenant: a search of the tenant waits for them. */
   private readonly inFlight = new Map<string, Set<Promise<unknown>>>();
   private readonly now: () => number;
@@ -355,7 +357,7 @@ export class Learning {
   }
 
   private changed(tenantId: string, keys: readonly TaughtKey[] | "all"): void {
-    const state = this.tenants.get(tenantId);
+    const state = this.tenants.peek(tenantId);
     if (!state) return;
     if (keys === "all" || state.stale === "all") state.stale = "all";
     else state.stale.push(...keys);
@@ -366,10 +368,11 @@ export class Learning {
     const version = this.readDataVersion();
     if (version !== this.dataVersion) {
       this.dataVersion = version;
-      for (const known of this.tenants.values()) known.stale = "all";
+      for (const [, known] of this.tenants.entries()) known.stale = "all";
     }
+    // Reading the model is a use: the least recently searched are dropped first.
     let state = this.tenants.get(tenantId);
-    if (!state)
+    if (!state) {
       state = {
         model: new TenantModel(),
         stale: "all",
@@ -378,9 +381,8 @@ export class Learning {
         loading: undefined,
         counted: 0,
       };
-    // Most recently searched last, so the least recently searched are dropped first.
-    this.tenants.delete(tenantId);
-    this.tenants.set(tenantId, state);
+      this.tenants.set(tenantId, state);
+    }
     // A whole read under way: keys changed meanwhile are read after it, into the model it made.
     while (state.loading) await state.loading;
     if (state.stale === "all") {
@@ -393,7 +395,7 @@ export class Learning {
       for (const entry of this.store.read(tenantId, this.now(), keys)) fill(state, state.model, entry);
     }
     // A model dropped meanwhile (by another tenant's search) is no longer counted.
-    if (this.tenants.get(tenantId) === state) {
+    if (this.tenants.peek(tenantId) === state) {
       this.held += state.model.size - state.counted;
       state.counted = state.model.size;
     }
@@ -413,7 +415,7 @@ export class Learning {
    */
   private dropBeyondMemory(keep: string): void {
     if (this.held <= this.options.config.maxRequestsInMemory) return;
-    for (const [tenantId, state] of this.tenants) {
+    for (const [tenantId, state] of this.tenants.entries()) {
       if (this.held <= this.options.config.maxRequestsInMemory) return;
       if (tenantId === keep || state.loading || state.embedding) continue;
       this.held -= state.counted;
@@ -511,9 +513,7 @@ export class Learning {
     const bucket = this.buckets.get(actor) ?? { tokens: burst, atMs: now };
     bucket.tokens = Math.min(burst, bucket.tokens + ((now - bucket.atMs) / 1000) * rate);
     bucket.atMs = now;
-    this.buckets.delete(actor);
     this.buckets.set(actor, bucket);
-    if (this.buckets.size > 10_000) this.buckets.delete(this.buckets.keys().next().value as string);
     if (bucket.tokens >= 1) {
       bucket.tokens -= 1;
       return true;
@@ -534,6 +534,8 @@ function fill(state: TenantState, model: TenantModel, entry: LearnedRequest): vo
   if (vector) model.setVector(entry.request, vector);
 }
 
+/** Actors whose lesson buckets are kept; the least recently teaching is forgotten (a full bucket again). */
+const ACTORS_TRACKED = 10_000;
 /** A search answered on another replica is stored within this, most of the time. */
 const SHARED_STORE_WAIT_MS = 250;
 /** A run's shared searches are read again at most this often. */
