@@ -56,13 +56,14 @@ const LAYERS = [
   },
   {
     name: "foundations",
-    why: "libraries with no knowledge of the domain: text, SQLite, the caller's identity, JSON, errors, limits, workers, telemetry, HTTP responses",
+    why: "libraries with no knowledge of the domain: text, SQLite, the caller's identity, JSON, errors, limits, caches, rate limits, workers, telemetry, HTTP responses",
     folders: ["text", "database", "caller"],
     files: [
       "json.ts",
       "errors.ts",
       "limits.ts",
       "lru.ts",
+      "token-bucket.ts",
       "checkout.ts",
       "telemetry.ts",
       "worker-entry.ts",

@@ -8,6 +8,7 @@ import type { EventSink } from "../events/index.ts";
 import { LruCache } from "../lru.ts";
 import type { StateWriter } from "../replication/writes.ts";
 import { runInSlices } from "../text/slices.ts";
+import { TokenBucket } from "../token-bucket.ts";
 import { type LearnedRequest, TenantModel } from "./model.ts";
 import { RecentSearches, type RememberedSearch } from "./searches.ts";
 import type { SharedSearches } from "./shared-searches.ts";
@@ -83,7 +84,7 @@ export class Learning {
   /** The tenants' models in memory, least recently searched first (dropBeyondMemory bounds them). */
   private readonly tenants = new LruCache<string, TenantState>();
   /** Each actor's bucket of lessons (admit). */
-  private readonly buckets = new LruCache<string, { tokens: number; atMs: number }>(ACTORS_TRACKED);
+  private readonly buckets = new LruCache<string, TokenBucket>(ACTORS_TRACKED);
   /** Lessons of choices still being written, by tenant: a search of the tenant waits for them. */
   private readonly inFlight = new Map<string, Set<Promise<unknown>>>();
   private readonly now: () => number;
@@ -508,18 +509,13 @@ export class Learning {
   /** One lesson from `actor`'s bucket; an explicit report over the rate is RESOURCE_EXHAUSTED. */
   private admit(actor: string, explicit: boolean): boolean {
     const rate = this.options.config.lessonsPerSecond;
-    const burst = rate * 10;
     const now = this.now();
-    const bucket = this.buckets.get(actor) ?? { tokens: burst, atMs: now };
-    bucket.tokens = Math.min(burst, bucket.tokens + ((now - bucket.atMs) / 1000) * rate);
-    bucket.atMs = now;
+    // A burst of ten seconds' worth of lessons.
+    const bucket = this.buckets.get(actor) ?? new TokenBucket(rate, rate * 10, now);
     this.buckets.set(actor, bucket);
-    if (bucket.tokens >= 1) {
-      bucket.tokens -= 1;
-      return true;
-    }
+    if (bucket.take(now)) return true;
     if (!explicit) return false;
-    const waitMs = Math.ceil(((1 - bucket.tokens) / rate) * 1000);
+    const waitMs = Math.ceil(bucket.waitMs());
     throw new RetryLaterError(
       `too many outcome reports from this principal: at most ${rate} per second are learned from; retry in ${waitMs} ms`,
       waitMs,
