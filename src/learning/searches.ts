@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { notFound, quoteInput, type WayfindError } from "../errors.ts";
 import { LruCache } from "../lru.ts";
 
 /** A search as its answer left it, and as the replicas of a fleet share it (shared-searches.ts). */
@@ -96,4 +97,11 @@ export class RecentSearches {
 
 function runKey(tenantId: string, runId: string): string {
   return `${tenantId}\u0000${runId}`;
+}
+
+/** A search id this server does not remember for the caller's tenant: unknown, expired or another's alike. */
+export function unknownSearch(searchId: string): WayfindError {
+  return notFound(
+    `search_id ${quoteInput(searchId)} is unknown or expired: searches are remembered for learning.selection_window_seconds after they were answered; report sooner, or leave search_id empty`,
+  );
 }
