@@ -85,7 +85,7 @@ export const DEFAULTS = {
     selectionWindowSeconds: 600,
     maxRequestsPerTool: 64,
     maxRowsPerTenant: 20_000,
-    // About 170 MB of tenants' models with the shipped model's vectors.
+    // Bounds the memory of tenants' models, vectors included (what it holds: docs/search.md).
     maxRequestsInMemory: 100_000,
     lessonsPerSecond: 20,
     operatorTenants: [] as readonly string[],
