@@ -14,7 +14,7 @@ const LAYERS = [
     // semantic ranks both catalogs (discovery's tools, skills' skills) and access filters discovery's
     // tools by the config's rules: both sit above the domain and config, beside the other features.
     name: "features",
-    why: "what a request does with the catalogs: tools, activation, prompt, payloads, sources, auth, access, semantic search, the discovery tools, learning from use, the MCP endpoint",
+    why: "what a request does with the catalogs: tools, activation, prompt, payloads, sources, auth, access, semantic search, the discovery tools, learning from use, the MCP endpoint, the API's enum maps",
     folders: [
       "tools",
       "activation",
@@ -27,6 +27,8 @@ const LAYERS = [
       "discovery-tools",
       "learning",
       "mcp-endpoint",
+      // The proto ↔ domain enum maps: the server's handlers and the MCP endpoint's meta tools share them.
+      "api-enums",
     ],
     files: [],
   },
@@ -62,13 +64,14 @@ const LAYERS = [
   },
   {
     name: "foundations",
-    why: "libraries with no knowledge of the domain: text, SQLite, the caller's identity, JSON, errors, limits, workers, telemetry, HTTP responses",
+    why: "libraries with no knowledge of the domain: text, SQLite, the caller's identity, JSON, errors, limits, caches, rate limits, workers, telemetry, HTTP responses",
     folders: ["text", "database", "caller"],
     files: [
       "json.ts",
       "errors.ts",
       "limits.ts",
       "lru.ts",
+      "token-bucket.ts",
       "checkout.ts",
       "telemetry.ts",
       "worker-entry.ts",

@@ -8,7 +8,7 @@
  * - Semantic scores: the model's curve, score = 1 / (1 + e^-(intercept + slope × cosine))
  *   (src/semantic/calibration.ts), fitted here by logistic regression (balanced classes) of GOOD on
  *   the best cosine. `--write` stores the fit as the model folder's calibration.json.
- * - Lexical scores: the refit of their curve (src/discovery/search.ts LEXICAL_CALIBRATION) should
+ * - Lexical scores: the refit of their curve (src/search/fts.ts LEXICAL_CALIBRATION) should
  *   stay near intercept 0, slope 1.
  * - Thresholds (`tool_search.good_match_score`): the balanced accuracy of each, for words and for the
  *   fused score, chosen on the even half.

@@ -175,7 +175,7 @@ function rangeOf(row: Limit): string {
   return `${grouped(row.min)}–${grouped(row.max)}${unit}`;
 }
 
-/** 10000 → "10,000". Not toLocaleString: its first call loads locale data, ~20 ms in a call's turn. */
+/** 10000 → "10,000". Not toLocaleString: its first call loads locale data, inside a call's turn. */
 function grouped(n: number): string {
   const [whole = "", fraction] = String(n).split(".");
   const digits = whole.replace("-", "");

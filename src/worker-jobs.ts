@@ -14,7 +14,7 @@ type OutcomeMessage<Result> =
 
 /**
  * How long a worker may sit without jobs before it is ended. Its thread holds a JavaScript heap of its
- * own (10–20 MB resident): a schema worker that checked a catalog at start-up need not keep it.
+ * own, resident while it lives: a schema worker that checked a catalog at start-up need not keep it.
  */
 const IDLE_MS = 30_000;
 

@@ -109,7 +109,7 @@ export class ActivationStore {
       "DELETE FROM tool_activations WHERE scope = 'run' AND last_used_at_ms < ?",
     );
     // The unary `+` keeps SQLite on the UNIQUE (tenant, project, scope, scope_id, …) key: left to
-    // itself it picks the expiry index and scans every live run (1.5 ms vs 10 µs at 10k rows).
+    // itself it picks the expiry index and scans every live run, a cost that grows with the runs.
     this.touchRun = db.prepare<[number, string, string, string, number, number]>(
       `UPDATE tool_activations SET last_used_at_ms = ?
        WHERE tenant_id = ? AND project_id = ? AND scope = 'run' AND scope_id = ?

@@ -119,8 +119,8 @@ export interface ApiKeyStoreOptions {
  * table (src/auth/key-book.ts creates and revokes them). Keys are looked up by SHA-256 and
  * remembered until the table changes: SQLite's `data_version` moves when another connection (the
  * CLI, in its own process) commits, and the server's own writes (its own, or a replica applying the
- * fleet's changes) say so, so a created or revoked key takes effect on the next call, for ~3 µs per
- * call instead of a query.
+ * fleet's changes) say so, so a created or revoked key takes effect on the next call, for a map
+ * lookup per call instead of a query.
  */
 export class ApiKeyStore {
   private readonly configured: ReadonlyMap<string, ApiKey>;

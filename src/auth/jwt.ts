@@ -11,11 +11,15 @@ import {
 import { isRole } from "../caller/caller.ts";
 import type { JwtConfig } from "../config/index.ts";
 import { unauthenticated, WayfindError } from "../errors.ts";
+import { LruCache } from "../lru.ts";
 import { grantPrincipal, type Principal } from "./principal.ts";
 
 /** Longest token accepted: real ones are 1-2 KB; anything far bigger is an attack on the parser. */
 export const MAX_TOKEN_CHARS = 8192;
-/** Verified tokens remembered (until each expires), so a token is verified once, not per call. */
+/**
+ * Verified tokens remembered (until each expires, the least recently used dropped first), so a token
+ * is verified once, not per call.
+ */
 const CACHE_ENTRIES = 10_000;
 
 /**
@@ -27,7 +31,9 @@ const CACHE_ENTRIES = 10_000;
 export class JwtVerifier {
   private readonly config: JwtConfig;
   private readonly keys: JWTVerifyGetKey;
-  private readonly verified = new Map<string, { principal: Principal; expiresAtMs: number }>();
+  private readonly verified = new LruCache<string, { principal: Principal; expiresAtMs: number }>(
+    CACHE_ENTRIES,
+  );
 
   constructor(config: JwtConfig) {
     this.config = config;
@@ -66,10 +72,6 @@ export class JwtVerifier {
       throw tokenRejected(error);
     }
     const principal = this.principalOf(payload);
-    if (this.verified.size >= CACHE_ENTRIES) {
-      const oldest = this.verified.keys().next().value;
-      if (oldest !== undefined) this.verified.delete(oldest);
-    }
     this.verified.set(token, { principal, expiresAtMs: (payload.exp ?? 0) * 1000 });
     return principal;
   }

@@ -1,9 +1,9 @@
 import type { AuthLimitsConfig } from "../config/index.ts";
 import { RetryLaterError } from "../errors.ts";
+import { TokenBucket } from "../token-bucket.ts";
 
 interface Bucket {
-  tokens: number;
-  refilledAtMs: number;
+  readonly calls: TokenBucket;
   openStreams: number;
 }
 
@@ -30,14 +30,9 @@ export class PrincipalLimits {
   admitCall(principalId: string, now = performance.now()): void {
     const rate = this.config.callsPerSecond;
     if (rate === undefined) return;
-    const bucket = this.bucket(principalId, now);
-    bucket.tokens = Math.min(this.config.burst, bucket.tokens + ((now - bucket.refilledAtMs) / 1000) * rate);
-    bucket.refilledAtMs = now;
-    if (bucket.tokens >= 1) {
-      bucket.tokens -= 1;
-      return;
-    }
-    const waitMs = ((1 - bucket.tokens) / rate) * 1000;
+    const { calls } = this.bucket(principalId, now);
+    if (calls.take(now)) return;
+    const waitMs = calls.waitMs();
     throw new RetryLaterError(
       `${principalId} is over its limit of ${rate} calls per second; retry in ${Math.ceil(waitMs)} ms`,
       waitMs,
@@ -67,7 +62,9 @@ export class PrincipalLimits {
     let bucket = this.buckets.get(principalId);
     if (!bucket) {
       if (this.buckets.size >= MAX_TRACKED_PRINCIPALS) this.dropIdle(now);
-      bucket = { tokens: this.config.burst, refilledAtMs: now, openStreams: 0 };
+      // Without a call rate only streams count: the bucket is never taken from.
+      const rate = this.config.callsPerSecond ?? Number.POSITIVE_INFINITY;
+      bucket = { calls: new TokenBucket(rate, this.config.burst, now), openStreams: 0 };
       this.buckets.set(principalId, bucket);
     }
     return bucket;
@@ -75,10 +72,7 @@ export class PrincipalLimits {
 
   /** Forgets buckets that would be full again and hold no stream: they behave as new ones. */
   private dropIdle(now: number): void {
-    const rate = this.config.callsPerSecond ?? Number.POSITIVE_INFINITY;
-    for (const [id, bucket] of this.buckets) {
-      const full = bucket.tokens + ((now - bucket.refilledAtMs) / 1000) * rate >= this.config.burst;
-      if (full && bucket.openStreams === 0) this.buckets.delete(id);
-    }
+    for (const [id, bucket] of this.buckets)
+      if (bucket.calls.fullAt(now) && bucket.openStreams === 0) this.buckets.delete(id);
   }
 }

@@ -1,5 +1,6 @@
 import { DEFAULTS } from "./defaults.ts";
 import { ConfigError } from "./errors.ts";
+import type { PathResolver } from "./paths.ts";
 import type { ConfigFile } from "./schema.ts";
 import type { AuthConfig, GrantConfig, JwtConfig, TlsConfig, WayfindConfig } from "./types.ts";
 
@@ -10,9 +11,6 @@ type RawGrant = { tenant?: string | undefined } & Pick<
 >;
 
 const JWT_DEFAULT_ALGORITHMS = ["RS256", "PS256", "ES256", "EdDSA", "Ed25519"];
-
-/** Makes a path from the config file absolute (load.ts: against the file's folder, `~` expanded). */
-type PathResolver = (path: string) => string;
 
 /** `auth` as written → AuthConfig with defaults (docs/design.md §8). */
 export function authConfig(raw: RawAuth | undefined, pathFrom: PathResolver): AuthConfig {

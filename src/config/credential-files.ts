@@ -1,6 +1,5 @@
+import type { Path } from "./problems.ts";
 import type { WayfindConfig } from "./types.ts";
-
-type Path = readonly PropertyKey[];
 
 /** Files the server reads for TLS, authentication and tenants' MCP credentials, with the config keys that name them. */
 export function credentialFiles(config: WayfindConfig): { path: Path; resolved: string; what: string }[] {

@@ -42,7 +42,7 @@ export const DEFAULTS = {
       modelDir: checkoutPath("models/all-MiniLM-L6-v2"),
       /**
        * The lexical share of the fused score for a query whose words matched nothing well; it grows with
-       * the best lexical score (src/semantic/tool-search.ts ADAPTIVE_SLOPE). bench/semantic.ts chose it
+       * the best lexical score (src/semantic/meaning-search.ts ADAPTIVE_SLOPE). bench/semantic.ts chose it
        * on even-position public queries, keeping every set at or above lexical-only.
        */
       weight: 0.3,
@@ -84,7 +84,7 @@ export const DEFAULTS = {
     selectionWindowSeconds: 600,
     maxRequestsPerTool: 64,
     maxRowsPerTenant: 20_000,
-    // About 170 MB of tenants' models with the shipped model's vectors.
+    // Bounds the memory of tenants' models, vectors included (what it holds: docs/search.md).
     maxRequestsInMemory: 100_000,
     lessonsPerSecond: 20,
     operatorTenants: [] as readonly string[],

@@ -3,7 +3,7 @@
 //
 // A PASSIVE checkpoint never waits for readers or writers, but under a steady stream of commits it
 // never catches up either: frames committed while it copies keep the log from being reset, and the
-// file grew by steps to hundreds of MB in a minute of the soak (300 calls/s). So once the file is past
+// file grew by steps, without bound, in a soak under steady calls. So once the file is past
 // `truncateBytes`, a TRUNCATE checkpoint follows the PASSIVE one: it copies the few frames committed
 // since, then empties the file. It is tried without waiting (busy timeout 0): when a reader or a
 // writer is active it gives up and the next tick tries again; the server's writers wait at most for

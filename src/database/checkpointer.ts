@@ -9,11 +9,12 @@ const TRUNCATE_WAL_BYTES = 16 * 1024 * 1024;
 
 /**
  * Moves write-ahead-log checkpoints off the event loop. By default the commit that grows the WAL past
- * 1,000 pages copies it back into the database file itself, inline: inside a 5,000-tool RegisterTools
- * that took 50–80 ms of the event loop. Here the server's connection checkpoints nothing and a worker
- * thread with its own connection runs a PASSIVE checkpoint every `intervalMs`, and truncates the log
- * once it is past 16 MiB (under steady commits a PASSIVE checkpoint alone never lets it reset). If the
- * worker dies, the connection checkpoints inline again, so the log never grows without bound.
+ * 1,000 pages copies it back into the database file itself, inline: inside a large RegisterTools,
+ * on the event loop, for as long as the copy takes. Here the server's connection checkpoints nothing
+ * and a worker thread with its own connection runs a PASSIVE checkpoint every `intervalMs`, and
+ * truncates the log once it is past 16 MiB (under steady commits a PASSIVE checkpoint alone never
+ * lets it reset). If the worker dies, the connection checkpoints inline again, so the log never grows
+ * without bound.
  */
 export class WalCheckpointer {
   private readonly worker: Worker;

@@ -7,7 +7,7 @@ export type Db = Database.Database;
 /**
  * SQLite page cache per connection, in KiB. Starting (opening, indexing the catalogs, loading skill
  * packs) reads and writes each page about once, and those pages then go cold: a small cache keeps
- * them from staying resident (10,000 tools: 12 MB). Serving gets better-sqlite3's default again, for
+ * them from staying resident. Serving gets better-sqlite3's default again, for
  * the pages calls read (skill rows, usage, activations); smaller measurably slowed skill search.
  */
 export const CACHE_KIB = { starting: 2048, serving: 16_000 } as const;

@@ -57,15 +57,16 @@ const STATE_PRUNED_THROUGH = "pruned_through";
  * Two ways in, by what the event reports (ids are assigned in memory either way: one process writes
  * a given database):
  * - A state change. The domain emits inside the `writeTransaction` that makes the change, so the row
- *   is inserted in that same transaction (~8 µs inside an open transaction, no extra fsync): a crash
+ *   is inserted in that same transaction (cheap inside an open transaction: no extra fsync): a crash
  *   keeps both or neither. Live subscribers get the event right after the commit, before
  *   writeTransaction returns; a rolled-back change delivers nothing (its id is given to the next event).
  * - Anything else (a query, a read, an index build): nothing would be lost but the report itself, so
  *   the row is queued and written with the others in one transaction per event-loop turn (an
- *   autocommit INSERT costs ~75 µs, a batched one ~8 µs), and live subscribers get it once that
- *   transaction has committed. So no consumer ever holds the id of an event a crash lost: after a
- *   restart ids continue from the last stored one, and an id a consumer saw is never reused. Queued
- *   rows are also flushed before every write transaction opens, so ids reach consumers in order.
+ *   autocommit INSERT pays for a commit of its own, batched ones share one), and live subscribers
+ *   get it once that transaction has committed. So no consumer ever holds the id of an event a crash
+ *   lost: after a restart ids continue from the last stored one, and an id a consumer saw is never
+ *   reused. Queued rows are also flushed before every write transaction opens, so ids reach
+ *   consumers in order.
  *
  * Replay reads flush the queue first, and no JavaScript runs between a commit and its delivery, so
  * SQLite holds every delivered-or-deliverable event up to `latestId` whenever a subscriber reads it.

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { notFound, quoteInput, type WayfindError } from "../errors.ts";
 import { LruCache } from "../lru.ts";
 
 /** A search as its answer left it, and as the replicas of a fleet share it (shared-searches.ts). */
@@ -37,7 +38,7 @@ export class RecentSearches {
   private readonly byId = new LruCache<string, RememberedSearch>(SEARCHES_REMEMBERED);
   private readonly byRun = new LruCache<string, string[]>(RUNS_REMEMBERED);
   /** Each tenant's remembered ids, oldest first (some may have left `byId` already). */
-  private readonly byTenant = new Map<string, string[]>();
+  private readonly byTenant = new LruCache<string, string[]>(SEARCHES_REMEMBERED);
 
   constructor(
     private readonly windowMs: number,
@@ -61,10 +62,7 @@ export class RecentSearches {
     if (own.length > SEARCHES_PER_TENANT) this.byId.delete(own.shift() as string);
     // Ids the global bound forgot leave the list too, so the lists hold about what byId holds.
     while (own.length > 0 && !this.byId.has(own[0] as string)) own.shift();
-    this.byTenant.delete(tenantId);
     this.byTenant.set(tenantId, own);
-    if (this.byTenant.size > SEARCHES_REMEMBERED)
-      this.byTenant.delete(this.byTenant.keys().next().value as string);
     if (runId !== "") {
       const key = runKey(tenantId, runId);
       const ids = [...(this.byRun.get(key) ?? []), id].slice(-SEARCHES_PER_RUN);
@@ -99,4 +97,11 @@ export class RecentSearches {
 
 function runKey(tenantId: string, runId: string): string {
   return `${tenantId}\u0000${runId}`;
+}
+
+/** A search id this server does not remember for the caller's tenant: unknown, expired or another's alike. */
+export function unknownSearch(searchId: string): WayfindError {
+  return notFound(
+    `search_id ${quoteInput(searchId)} is unknown or expired: searches are remembered for learning.selection_window_seconds after they were answered; report sooner, or leave search_id empty`,
+  );
 }

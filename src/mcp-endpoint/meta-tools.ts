@@ -15,6 +15,7 @@ import {
   type CallToolResponse,
   type ToolDiscoveryService,
 } from "../../gen/ts/wayfind/v1/tools_pb.ts";
+import { SEARCH_TYPES, TASK_TYPES } from "../api-enums/enums.ts";
 import type { JsonObject } from "../json.ts";
 
 /** The wayfind services, as generated clients on the in-process transport. */
@@ -48,12 +49,6 @@ export function isMetaTool(name: string): name is MetaToolName {
   return (META_TOOL_NAMES as readonly string[]).includes(name);
 }
 
-const SEARCH_TYPES: Record<string, SearchType> = {
-  fts: SearchType.FTS,
-  regex: SearchType.REGEX,
-  exact: SearchType.EXACT,
-};
-
 /**
  * Runs meta tool `name` with arguments already checked against its schema. `activateLoaded`: the
  * tools `tool_get` loads are activated for the session's run, so a session that lists activated
@@ -74,7 +69,7 @@ export async function runMetaTool(
         {
           caller,
           query: String(args.query),
-          searchType: SEARCH_TYPES[String(args.search_type ?? "fts")] ?? SearchType.FTS,
+          searchType: SEARCH_TYPES.protoOfName(args.search_type) ?? SearchType.FTS,
           limit: typeof args.limit === "number" ? args.limit : 0,
         },
         options,
@@ -193,14 +188,6 @@ function round(score: number): number {
   return Math.round(score * 1000) / 1000;
 }
 
-const TASK_TYPES: Record<string, TaskType> = {
-  browser: TaskType.BROWSER,
-  api: TaskType.API,
-  code: TaskType.CODE,
-  domain: TaskType.DOMAIN,
-  unknown: TaskType.UNKNOWN,
-};
-
 function taskType(value: unknown): TaskType {
-  return (typeof value === "string" ? TASK_TYPES[value] : undefined) ?? TaskType.UNSPECIFIED;
+  return TASK_TYPES.protoOfName(value) ?? TaskType.UNSPECIFIED;
 }

@@ -298,7 +298,7 @@ function redactor(hidden: readonly Tool[], visible: readonly Tool[]): (text: str
 
 /**
  * Length of `token` without its trailing `.`/`-`. A scan from the end: `/[.-]+$/` retries every
- * start in a run of dots that does not end the token (0.4 s on a 16,000-character description).
+ * start in a run of dots that does not end the token (quadratic: a long description held the event loop).
  */
 function withoutTrailingPunctuation(token: string): number {
   let end = token.length;

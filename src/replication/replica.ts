@@ -89,7 +89,8 @@ type QueuedWrite = QueuedChange | QueuedShared;
  * One replica of a fleet sharing a PostgreSQL database (docs/replicas.md): its writes go to the
  * change log and come back through its follower like everyone else's, so every replica applies the
  * same changes in the same order. Writes made while an append is in flight wait and go together in
- * the next one (group commit): the log takes ~1,400 appends/s, each may carry hundreds of changes.
+ * the next one (group commit): the appends the log takes per second are capped by its lock
+ * (docs/replicas.md), so each carries every change waiting for it.
  */
 export class Replica implements StateWriter, SharedDatabase {
   private readonly options: ReplicaOptions;

@@ -60,7 +60,7 @@ interface MaskState {
   /** The slots' version it was made at (epoch and change-log position). */
   readonly at: number;
   readonly eligible: Eligible;
-  /** Names the mask in the keys of the nearest docs kept (SemanticToolSearch.kept). */
+  /** Names the mask in the keys of the nearest docs kept (SemanticSearch.kept). */
   readonly id: number;
 }
 

@@ -56,7 +56,7 @@ export interface SyncReport {
 
 /**
  * A change to which record holds which slot, in the order made: `slot` -1 = the record lost its vector.
- * Readers that map their own documents to slots (SemanticToolSearch) replay the changes since they
+ * Readers that map their own documents to slots (SemanticSearch) replay the changes since they
  * last looked instead of mapping every document again.
  */
 export interface SlotChange {

@@ -71,8 +71,8 @@ export interface StartOptions extends DomainOptions {
   readonly mcpStartupWaitMs?: number;
   /**
    * Full garbage collections before listening, so the garbage of indexing the catalogs does not stay
-   * resident until V8's memory reducer gets to it (10,000 tools: ~70 MB). For a process that serves
-   * (the CLI); costs a few hundred ms at start.
+   * resident until V8's memory reducer gets to it. For a process that serves (the CLI); the
+   * collections take a moment at start.
    */
   readonly compactHeapBeforeListening?: boolean;
   /** A span per call (tracing started by the caller: src/server/tracing.ts); default off. */

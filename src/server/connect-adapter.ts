@@ -70,9 +70,10 @@ type NodeResponse = http.ServerResponse | http2.Http2ServerResponse;
  *   answers malformed protobuf as INTERNAL and echoes caller input at any length;
  * - a large unary body (Connect binary or JSON, binary gRPC-Web; uncompressed; from
  *   OFF_LOOP_DECODE_BYTES up) is decoded in the request decoder's worker, as native gRPC bodies
- *   are: connect-node decodes on the event loop (a 2.9 MB RegisterTools: 75–265 ms). connect then
- *   gets an empty message and the handler the message decoded off the loop (or its decode error, in
- *   the same words as inline). Compressed and gRPC-Web-text bodies are still decoded by connect-node.
+ *   are: connect-node decodes on the event loop, holding it for a large body's whole decode.
+ *   connect then gets an empty message and the handler the message decoded off the loop (or its
+ *   decode error, in the same words as inline). Compressed and gRPC-Web-text bodies are still
+ *   decoded by connect-node.
  */
 export function connectRequestListener(
   options: ConnectListenerOptions,

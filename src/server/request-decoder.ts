@@ -5,10 +5,10 @@ import { apiRegistry } from "./api-registry.ts";
 import { malformedRequest, unknownEnumReason } from "./rpc-errors.ts";
 
 /**
- * Bodies from this size up are decoded in a worker thread. Protobuf-es decodes a RegisterTools body
- * of many schemas and examples at ~30 MB/s (2.9 MB: 75–265 ms on this machine); handing the decoded
- * message back is a structured clone, ~4 ms for the same body. Below it, decoding inline is cheaper
- * than the round trip.
+ * Bodies from this size up are decoded in a worker thread. Decoding a RegisterTools body of many
+ * schemas and examples takes time in proportion to its size, all of it on the thread that decodes;
+ * handing the decoded message back (a structured clone) costs a small part of that. Below this size,
+ * decoding inline is cheaper than the round trip.
  */
 export const OFF_LOOP_DECODE_BYTES = 64 * 1024;
 

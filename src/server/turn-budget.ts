@@ -7,7 +7,7 @@
  * works (microtasks interleave), so 500 streams would still each send in the same turn.
  *
  * Without it, a burst of events fans out entirely in microtasks: every stream encodes and writes
- * until its HTTP/2 window is full, all in one turn (100 events × 500 streams: 0.1–0.6 s).
+ * until its HTTP/2 window is full, all in one turn, which grows with events × streams.
  */
 export class TurnBudget {
   /** performance.now() when the current slice began; undefined between slices. */

@@ -37,8 +37,9 @@ function sectionOf(heading: string): Section {
 
 /**
  * `## Title ##` → level 2, "Title": what `/^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$/` captures, without its
- * backtracking. That regex is cubic on a line of spaces between text and a non-space (a 2,000-space
- * heading line of a caller's skill pack took 5 s); the closing run is found by one scan from the end.
+ * backtracking. That regex is cubic on a line of spaces between text and a non-space (a caller's skill
+ * pack with one long such heading line held the event loop for seconds); the closing run is found by
+ * one scan from the end.
  */
 export function parseHeading(line: string): { level: number; text: string } | undefined {
   const start = HEADING_START.exec(line);

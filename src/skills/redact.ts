@@ -5,9 +5,9 @@
  * Skill text is caller-supplied, so every pass is linear in the text. A plain global `replace` with
  * the URL, JWT, e-mail and key=value patterns backtracks: it retries every start inside a run of
  * matching characters, each retry rescanning the run (quadratic; cubic for key=value, whose keyword
- * may sit anywhere in the run: 3.8 s on "key-" × 1000). Those passes instead make one attempt per
- * run (see replaceRuns). The bearer, prefixed-key and phone patterns have no such retries and stay
- * plain regexes.
+ * may sit anywhere in the run: a short run of repeated "key-" held the event loop for seconds).
+ * Those passes instead make one attempt per run (see replaceRuns). The bearer, prefixed-key and phone
+ * patterns have no such retries and stay plain regexes.
  */
 
 const BEARER = /\b(Bearer\s+)([A-Za-z0-9\-._~+/]+=*)/g;

@@ -27,9 +27,9 @@ export class LiteralIndex {
   }
 
   /**
-   * The same index, built a slice of docs at a time between turns of the event loop: at 10,000 tools
-   * the build is about a second of work, which must not hold up other calls. Resolves to undefined
-   * when `wanted()` turns false (the index it was for has been replaced).
+   * The same index, built a slice of docs at a time between turns of the event loop: for a large
+   * catalog the build is far more work than one turn should hold, and must not hold up other calls.
+   * Resolves to undefined when `wanted()` turns false (the index it was for has been replaced).
    */
   static buildInSlices(
     docCount: number,
@@ -41,7 +41,7 @@ export class LiteralIndex {
 
   /**
    * The build, yielding between small groups of docs, of trigrams while packing, and of fields while
-   * sorting (packing and sorting at once take tens of milliseconds each at 10,000 tools).
+   * sorting (for a large catalog, packing or sorting all at once would be more than a slice).
    */
   private static *steps(
     docCount: number,

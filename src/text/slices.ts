@@ -5,7 +5,7 @@ const SLICE_MS = 10;
 
 /**
  * Runs `steps` (a generator that yields between small units of work) a slice of about SLICE_MS per
- * turn of the event loop, so a build of a second's work never holds up other calls. Resolves to the
+ * turn of the event loop, so a long build never holds up other calls. Resolves to the
  * generator's result, or to undefined when `wanted()` turns false first (the build was replaced, or
  * someone else ran it to its end).
  */

@@ -1,34 +1,31 @@
-import type { AccessControl, ToolAccess } from "../access/index.ts";
+import type { AccessControl } from "../access/index.ts";
 import {
   type ActivationScope,
   type ActivationStore,
-  activateLazyGroups,
   activateVisible,
   type LazyGroups,
 } from "../activation/index.ts";
 import { type Caller, eventScopeOf } from "../caller/caller.ts";
 import type { ToolSearchConfig } from "../config/index.ts";
-import {
-  type IndexHost,
-  type ListResponse,
-  type SearchIndex,
-  type SearchRequest,
-  type SearchResponse,
-  type SearchType,
-  type Tool,
-  type ToolInput,
-  type ToolRegistry,
-  type ToolView,
-  VERDICT,
+import type {
+  IndexHost,
+  ListResponse,
+  SearchIndex,
+  SearchRequest,
+  SearchResponse,
+  SearchType,
+  Tool,
+  ToolInput,
+  ToolRegistry,
+  ToolView,
 } from "../discovery/index.ts";
-import { discoveryToolDefinitions } from "../discovery-tools/index.ts";
-import { failedPrecondition, invalidArgument, notFound, quoteInput } from "../errors.ts";
+import { failedPrecondition, invalidArgument } from "../errors.ts";
 import type { EventSink } from "../events/index.ts";
 import type { JsonObject } from "../json.ts";
 import { type Choice, type Learning, type Outcome, unknownSearch } from "../learning/index.ts";
 import { checkSize, LIMITS } from "../limits.ts";
-import { type PayloadProvider, type RenderedToolPayload, renderToolPayload } from "../payload/index.ts";
-import { type RenderedToolPrompt, renderToolPrompt } from "../prompt/index.ts";
+import type { PayloadProvider, RenderedToolPayload } from "../payload/index.ts";
+import type { RenderedToolPrompt } from "../prompt/index.ts";
 import type { SemanticEvidence, SemanticQuery } from "../search/evidence.ts";
 import type { ToolGate } from "../skills/index.ts";
 import { type MatchQuality, matchQuality } from "../text/scores.ts";
@@ -40,6 +37,7 @@ import {
   repairMessage,
   ToolCallChecker,
 } from "./call-check.ts";
+import { CallerViews, toolNotFound } from "./caller-views.ts";
 import {
   type ExecutedCall,
   type ExecuteOptions,
@@ -47,6 +45,7 @@ import {
   executorFor,
   type ToolExecutor,
 } from "./execute.ts";
+import { type PromptOptions, renderPayloadFor, renderPromptFor } from "./render.ts";
 
 export interface ToolSearchRequest {
   readonly query: string;
@@ -75,29 +74,21 @@ export interface ToolServiceOptions {
   readonly executor?: ToolExecutor;
 }
 
-export interface PromptOptions {
-  readonly directoryMaxEntries?: number;
-  readonly hintMessage?: string;
-  readonly hintLimit?: number;
-  readonly maxExamplesPerTool?: number;
-  readonly includeExampleDescriptions?: boolean;
-  readonly exampleFilterTags?: readonly string[];
-  readonly includeDirectory?: boolean;
-  /** Dispatch mode (or the configured default): activated tools are not shown, see renderToolPrompt. */
-  readonly dispatch?: boolean;
-}
-
 /**
- * What a caller may do with tools. Every answer goes through the caller's view: the access control's
- * verdict (policy, tenant visibility, narrowing) plus the caller's activations, read on the registry
- * (`view`: get, resolve, render, payload) or as a value over a build of the index (`toolView`: search,
- * list). Handlers never reach the catalog directly, so nothing hidden can leak through search, get,
- * list, render, resolve or errors.
+ * What a caller may do with tools: search, get, list, activate, resolve, check and make calls, and
+ * render them for a model (render.ts). Every answer goes through the caller's view (caller-views.ts):
+ * the access control's verdict (policy, tenant visibility, narrowing) plus the caller's activations,
+ * read on the registry (`view`: get, resolve, render, payload) or as a value over a build of the index
+ * (`toolView`: search, list). Handlers never reach the catalog directly, so nothing hidden can leak
+ * through search, get, list, render, resolve or errors.
  */
 export class ToolService {
   private readonly callChecker = new ToolCallChecker();
+  private readonly views: CallerViews;
 
-  constructor(private readonly options: ToolServiceOptions) {}
+  constructor(private readonly options: ToolServiceOptions) {
+    this.views = new CallerViews(options);
+  }
 
   /** Registers `source` of `owner` (a tenant, or "" = global; see src/caller/authorize.ts toolOwnerFor). */
   register(owner: string, source: string, tools: readonly ToolInput[], replaceSource: boolean) {
@@ -112,7 +103,11 @@ export class ToolService {
     caller: Caller,
     request: ToolSearchRequest,
   ): Promise<SearchResponse & { readonly matchQuality: MatchQuality; readonly searchId: string }> {
-    const search = this.searchOf(caller, request, this.toolView(caller, await this.options.index.ready()));
+    const search = this.searchOf(
+      caller,
+      request,
+      this.views.toolView(caller, await this.options.index.ready()),
+    );
     const fts = (request.type ?? "fts") === "fts";
     // The evidence by meaning, then what the tenant learned, is worked out first and handed down:
     // the search applies both in place.
@@ -142,7 +137,7 @@ export class ToolService {
     caller: Caller,
     report: { searchId: string; tool: string; outcome: Outcome; note: string; key: string },
   ): Promise<{ learned: boolean; duplicate: boolean }> {
-    const tool = this.resolveOne(this.view(caller), report.tool);
+    const tool = this.views.resolveOne(this.views.view(caller), report.tool);
     if (tool === undefined) throw toolNotFound(report.tool);
     const learning = this.options.learning;
     if (!learning) return { learned: false, duplicate: false };
@@ -177,12 +172,12 @@ export class ToolService {
    */
   get(caller: Caller, names: readonly string[]): GetResponse {
     if (names.length > 100) throw invalidArgument(`${names.length} names requested; ask for at most 100`);
-    const view = this.view(caller);
+    const view = this.views.view(caller);
     const tools: Tool[] = [];
     const notFound: string[] = [];
     const taken = new Set<string>();
     for (const requested of names) {
-      const tool = this.resolveOne(view, requested);
+      const tool = this.views.resolveOne(view, requested);
       if (!tool) notFound.push(requested);
       else if (!taken.has(tool.name)) {
         taken.add(tool.name);
@@ -207,11 +202,11 @@ export class ToolService {
     request: { pageSize?: number; pageToken?: string; showAll: boolean },
   ): Promise<Omit<ListResponse, "tools"> & { tools: readonly (Tool & { visible: boolean })[] }> {
     const index = await this.options.index.ready();
-    const view = this.view(caller);
+    const view = this.views.view(caller);
     const response = this.options.index.list({
       pageSize: request.pageSize,
       pageToken: request.pageToken,
-      view: this.toolView(caller, index, view.activeNames),
+      view: this.views.toolView(caller, index, view.activeNames),
       // Every tool the caller may activate, or only those in its prompt now (always loaded, activated).
       showAll: request.showAll,
     });
@@ -229,9 +224,9 @@ export class ToolService {
   ) {
     // Checked up front: when every tool is already visible, the store (which checks it too) is never asked.
     checkSize(LIMITS.activateToolsReason, reason.length);
-    const view = this.view(caller);
+    const view = this.views.view(caller);
     const effectiveScope = this.scopeFor(caller, scope);
-    const tools = this.resolveAll(view, names);
+    const tools = this.views.resolveAll(view, names);
     const alreadyVisible = tools.filter((tool) => view.isVisibleNow(tool)).map((tool) => tool.name);
     const toActivate = tools.filter((tool) => !view.isVisibleNow(tool)).map((tool) => tool.name);
     this.chose(
@@ -246,7 +241,7 @@ export class ToolService {
             {
               store: this.options.activations,
               access: view.access,
-              resolve: (name) => this.resolveOne(view, name),
+              resolve: (name) => this.views.resolveOne(view, name),
             },
             caller,
             toActivate,
@@ -269,8 +264,8 @@ export class ToolService {
    * on first use. A hidden tool and a missing one get the very same NOT_FOUND.
    */
   async resolve(caller: Caller, name: string, scope: ActivationScope | undefined) {
-    const view = this.view(caller);
-    const tool = this.resolveOne(view, name);
+    const view = this.views.view(caller);
+    const tool = this.views.resolveOne(view, name);
     if (tool === undefined) {
       this.options.activations.deny(caller, "unavailable");
       throw toolNotFound(name);
@@ -302,7 +297,7 @@ export class ToolService {
     const problems = await this.callChecker.check(tool, args);
     // A call that fits the schema is the strongest choice; one that does not still chose the tool.
     this.chose(caller, [tool.name], problems.length === 0 ? "dispatched" : "selected");
-    const view = this.view(caller);
+    const view = this.views.view(caller);
     if (problems.length > 0 || view.isVisibleNow(tool))
       return { tool, problems, activated: false, scope: undefined };
     const effectiveScope = this.scopeFor(caller, scope);
@@ -337,54 +332,20 @@ export class ToolService {
 
   /** The tool `name` is for the caller; NOT_FOUND (and a denial) exactly as for a missing one otherwise. */
   private usableTool(caller: Caller, name: string): Tool {
-    const tool = this.resolveOne(this.view(caller), name);
+    const tool = this.views.resolveOne(this.views.view(caller), name);
     if (tool !== undefined) return tool;
     this.options.activations.deny(caller, "unavailable");
     throw toolNotFound(name);
   }
 
-  async renderPrompt(caller: Caller, options: PromptOptions): Promise<RenderedToolPrompt> {
-    // Hints search the index.
-    const index = await this.options.index.ready();
-    const access = this.accessFor(caller, true);
-    let view = this.view(caller);
-    if (options.hintMessage && (await this.activateLazyGroups(caller, view, access, options.hintMessage)))
-      view = this.view(caller);
-    const hintView = this.toolView(caller, index, view.activeNames);
-    return renderToolPrompt({
-      caller,
-      access,
-      tenantTextAccess: this.accessWithoutNarrowing(caller),
-      tools: view.ownedTools(),
-      activeNames: view.activeNames,
-      toolSearch: this.options.toolSearch,
-      dispatch: options.dispatch || this.options.toolSearch.dispatch,
-      examples: {
-        max: options.maxExamplesPerTool,
-        includeDescriptions: options.includeExampleDescriptions,
-        filterTags: options.exampleFilterTags,
-      },
-      directory: options.includeDirectory ? { maxEntries: options.directoryMaxEntries } : undefined,
-      hints: options.hintMessage
-        ? {
-            message: options.hintMessage,
-            k: options.hintLimit,
-            search: (query, limit) =>
-              this.options.index
-                .search(this.searchOf(caller, { query, limit, includeAlwaysLoaded: false }, hintView))
-                .tools.map((hit) => hit.name),
-          }
-        : undefined,
-      events: this.options.events,
-    });
+  /** The RenderToolPrompt text of the caller's tools (render.ts). */
+  renderPrompt(caller: Caller, options: PromptOptions): Promise<RenderedToolPrompt> {
+    return renderPromptFor(this.options, this.views, caller, options);
   }
 
   /**
-   * The caller's visible tools as a provider payload: discovery tools and always-visible tools first
-   * (sorted: the cached prefix), then activated tools in activation order, so activations only append.
-   * In dispatch mode the payload is the discovery tools (with tool_call) and the always-visible tools
-   * only: the same bytes on every turn, whatever is activated; deferred tools are called through
-   * tool_call and their definitions reach the model through tool_get.
+   * The caller's visible tools as a provider payload (render.ts): discovery tools and always-visible
+   * tools first (sorted: the cached prefix), then activated tools in activation order.
    */
   renderPayload(
     caller: Caller,
@@ -395,125 +356,17 @@ export class ToolService {
       dispatch: boolean;
     },
   ): RenderedToolPayload {
-    // A request's own `native_search` wins over the configured dispatch default.
-    const dispatch = request.dispatch || (this.options.toolSearch.dispatch && !request.nativeSearch);
-    if (dispatch && request.nativeSearch)
-      throw invalidArgument("dispatch and native_search exclude each other: dispatch sends no deferred tool");
-    const view = this.view(caller);
-    const access = this.accessFor(caller, true);
-    const all = view.ownedTools().filter((tool) => access.canActivate(tool));
-    const stable = all.filter((tool) => access.isAlwaysVisible(tool)).sort(byName);
-    const byToolName = new Map(all.map((tool) => [tool.name, tool]));
-    const activated = view.activeNames
-      .map((name) => byToolName.get(name))
-      .filter((tool): tool is Tool => tool !== undefined && !access.isAlwaysVisible(tool));
-    const deferred = dispatch
-      ? []
-      : request.nativeSearch
-        ? all.filter((tool) => !access.isAlwaysVisible(tool)).sort(byName)
-        : activated;
-    // Dispatch mode cannot work without tool_search, tool_get and tool_call.
-    const discovery =
-      request.includeDiscoveryTools || dispatch
-        ? discoveryToolDefinitions({ includeSkillTools: true, includeDispatchTool: dispatch }).map(
-            (tool) => ({
-              name: tool.name,
-              description: tool.description,
-              inputSchema: tool.argsSchema,
-              deferred: false,
-            }),
-          )
-        : [];
-    return renderToolPayload({
-      provider: request.provider,
-      nativeSearch: request.nativeSearch,
-      tools: [
-        ...discovery,
-        ...stable.map((tool) => ({ ...payloadTool(tool), deferred: false })),
-        ...deferred.map((tool) => ({ ...payloadTool(tool), deferred: true })),
-      ],
-    });
+    return renderPayloadFor(this.options, this.views, caller, request);
   }
 
   /** The tools this caller may see or activate (policy, visibility, narrowing, ownership). */
   visibilityFor(caller: Caller): (tool: Tool) => boolean {
-    return this.accessFor(caller, true).canActivate;
+    return this.views.accessFor(caller, true).canActivate;
   }
 
-  /**
-   * Which tool names skill text may show this caller. Text the operator wrote keeps the names the
-   * caller may see and rewrites every other tool-like name, existing or not. Text a tenant may have
-   * written hides only names its narrowing removed (names it could see without narrowing): any other
-   * name stays as written. Either way the output is the same whether a hidden name exists or not.
-   */
+  /** Which tool names skill text may show this caller (caller-views.ts). */
   toolGate(caller: Caller): ToolGate {
-    const access = this.accessFor(caller, true);
-    const withoutNarrowing = this.accessWithoutNarrowing(caller);
-    let visible: Set<string> | undefined;
-    const visibleNames = (): Set<string> => {
-      if (visible === undefined) {
-        visible = new Set();
-        for (const tool of this.options.registry.all()) if (access.canActivate(tool)) visible.add(tool.name);
-      }
-      return visible;
-    };
-    return {
-      isVisible: (name) => visibleNames().has(name),
-      narrowedAway: () => {
-        const seen = visibleNames();
-        const away = new Set<string>();
-        for (const tool of this.options.registry.all())
-          if (!seen.has(tool.name) && withoutNarrowing.canActivate(tool)) away.add(tool.name);
-        return [...away];
-      },
-    };
-  }
-
-  /** Activates the lazy groups the message triggers; true when anything new was activated. */
-  private async activateLazyGroups(
-    caller: Caller,
-    view: CallerView,
-    access: ToolAccess,
-    message: string,
-  ): Promise<boolean> {
-    if (caller.runId === "") return false;
-    const notVisible = view.ownedTools().filter((tool) => !view.visibleNames.has(tool.name));
-    const deps = { store: this.options.activations, access, groups: this.options.lazyGroups };
-    const result = await activateLazyGroups(deps, caller, message, notVisible);
-    return result.activated.length > 0;
-  }
-
-  /** The caller's access as it would be without its narrowing: what its tenant's own text may name. */
-  private accessWithoutNarrowing(caller: Caller): ToolAccess {
-    return this.accessFor(caller.narrowToTools.length > 0 ? { ...caller, narrowToTools: [] } : caller, true);
-  }
-
-  /**
-   * The access control's verdict (policy, tenant visibility, narrowing) restricted to the tools that
-   * exist for the caller's tenant (ToolRegistry.existsFor): everything downstream (render, payload,
-   * lazy groups, activation checks) sees other tenants' tools as missing, as search and list do
-   * (src/discovery/views.ts). A read of the `wholeCatalog` takes the caller's verdicts over the
-   * registry's tools, which src/access works out once per caller and registry version.
-   */
-  private accessFor(caller: Caller, wholeCatalog = false): ToolAccess {
-    const base = this.options.access.forCaller(caller);
-    const exists = (tool: Tool) => this.options.registry.existsFor(caller.tenantId, tool);
-    if (!wholeCatalog)
-      return {
-        canActivate: (tool) => exists(tool) && base.canActivate(tool),
-        isAlwaysVisible: (tool) => exists(tool) && base.isAlwaysVisible(tool),
-      };
-    const { tools, placeOf } = this.options.registry.snapshot();
-    const verdicts = base.verdicts(tools);
-    // A tool of another registry version (a change since) is judged on its own.
-    const holds = (tool: Tool, bit: number, judge: (tool: Tool) => boolean) => {
-      const place = placeOf.get(tool);
-      return exists(tool) && (place === undefined ? judge(tool) : ((verdicts[place] ?? 0) & bit) !== 0);
-    };
-    return {
-      canActivate: (tool) => holds(tool, VERDICT.canActivate, (t) => base.canActivate(t)),
-      isAlwaysVisible: (tool) => holds(tool, VERDICT.alwaysVisible, (t) => base.isAlwaysVisible(t)),
-    };
+    return this.views.toolGate(caller);
   }
 
   private scopeFor(caller: Caller, requested: ActivationScope | undefined): ActivationScope {
@@ -528,90 +381,10 @@ export class ToolService {
     }
     return scope;
   }
-
-  /** The tool `name` means for the caller: the first its lookup tries that the caller may use. */
-  private resolveOne(view: CallerView, name: string): Tool | undefined {
-    return this.options.registry.lookup(name, view.tenant).find(view.canActivate);
-  }
-
-  private resolveAll(view: CallerView, names: readonly string[]): Tool[] {
-    const tools: Tool[] = [];
-    const missing: string[] = [];
-    for (const name of names) {
-      const tool = this.resolveOne(view, name);
-      if (tool) tools.push(tool);
-      else missing.push(name);
-    }
-    if (missing.length > 0) throw toolNotFound(missing.join(", "));
-    return tools;
-  }
-
-  /** What `caller` sees now: its access and activations, over the registry's tools. */
-  private view(caller: Caller): CallerView {
-    const access = this.accessFor(caller);
-    const enabled = this.options.toolSearch.enabled;
-    const activeNames = this.options.activations.activeFor(caller);
-    const visibleNames = new Set(activeNames);
-    const tenant = caller.tenantId;
-    return {
-      tenant,
-      access,
-      canActivate: (tool) => access.canActivate(tool),
-      ownedTools: () =>
-        [...this.options.registry.all()].filter((tool) => this.options.registry.existsFor(tenant, tool)),
-      activeNames,
-      visibleNames,
-      isVisibleNow: (tool) => !enabled || access.isAlwaysVisible(tool) || visibleNames.has(tool.name),
-    };
-  }
-
-  /**
-   * What `caller` sees of `index` (a build `ready()` gave), as the value search and list mask the
-   * build with: no predicate crosses into discovery.
-   */
-  private toolView(
-    caller: Caller,
-    index: SearchIndex,
-    activeNames: readonly string[] = this.options.activations.activeFor(caller),
-  ): ToolView {
-    return {
-      index,
-      tenant: caller.tenantId,
-      access: this.options.access.forCaller(caller).verdicts(index.docs),
-      activeNames,
-      allShown: !this.options.toolSearch.enabled,
-    };
-  }
-}
-
-interface CallerView {
-  readonly tenant: string;
-  readonly access: ToolAccess;
-  /** The tools that exist for this caller: its tenant's own and the global ones it did not shadow. */
-  readonly ownedTools: () => Tool[];
-  readonly canActivate: (tool: Tool) => boolean;
-  /** Activated names in activation order (always-visible tools are decided by `access`). */
-  readonly activeNames: readonly string[];
-  /** The same names, for lookups. */
-  readonly visibleNames: ReadonlySet<string>;
-  readonly isVisibleNow: (tool: Tool) => boolean;
 }
 
 interface GetResponse {
   readonly tools: readonly Tool[];
   /** Requested names that are unknown or not visible (indistinguishable on purpose). */
   readonly notFound: readonly string[];
-}
-
-/** The same message whether the tool is hidden or missing: existence never leaks. */
-function toolNotFound(name: string) {
-  return notFound(`tool ${quoteInput(name)} not found; use tool_search to find tools`);
-}
-
-function payloadTool(tool: Tool) {
-  return { name: tool.name, description: tool.description, inputSchema: tool.argsSchema };
-}
-
-function byName(a: Tool, b: Tool): number {
-  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
 }

@@ -330,7 +330,7 @@ export class UsageLedger {
     this.deleteThrough.run(id);
   }
 
-  /** Summary queries come in a few dozen shapes; preparing each once saves ~14% CPU per call. */
+  /** Summary queries come in a few dozen shapes; preparing each once saves parsing and planning per call. */
   private statement(sql: string): Statement<unknown[], TotalsRow> {
     let statement = this.statements.get(sql);
     if (statement === undefined) {

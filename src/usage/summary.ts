@@ -425,7 +425,7 @@ export function summaryOf(
 }
 
 /**
- * Records one summary by session or run may scan: at ~2 µs a record, ~40 ms, within the ~50 ms one
- * call may hold the event loop.
+ * Records one summary by session or run may scan: bounded so that the scan, on the event loop, stays
+ * within what one call may hold it for.
  */
 export const MAX_RECORDS_SCANNED = 20_000;

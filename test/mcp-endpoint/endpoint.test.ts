@@ -270,6 +270,28 @@ describe("find, load and call", () => {
   });
 });
 
+describe("the meta tools' enum arguments (the API's enum maps, src/api-enums)", () => {
+  it("searches the way tool_search's search_type names", async () => {
+    const client = await connect(acme.secret);
+    const search = async (args: Record<string, unknown>) =>
+      JSON.parse(textOf(await client.callTool({ name: "tool_search", arguments: args }))).tools.map(
+        (tool: { name: string }) => tool.name,
+      );
+    expect(await search({ query: "^everything\\.ech", search_type: "regex" })).toEqual(["everything.echo"]);
+    expect(await search({ query: "^everything\\.ech", search_type: "exact" })).toEqual([]);
+  });
+
+  it("lists the skills of the task_type skill_list names", async () => {
+    const client = await connect(acme.secret);
+    const list = async (taskType: string) =>
+      JSON.parse(
+        textOf(await client.callTool({ name: "skill_list", arguments: { task_type: taskType } })),
+      ).skills.map((skill: { name: string }) => skill.name);
+    expect(await list("api")).toEqual([expect.stringContaining("paginate")]);
+    expect(await list("code")).toEqual([]);
+  });
+});
+
 describe("prompts", () => {
   it("offers the skills as prompts, each with its text ready to inject", async () => {
     const client = await connect(acme.secret);

@@ -24,10 +24,10 @@ import {
   ToolSearchQuerySchema,
   UsageRecordedSchema,
 } from "../../../gen/ts/wayfind/v1/events_pb.ts";
+import { EFFECTIVE_SEARCH_TYPES, OUTCOMES, PROVIDERS, SEMANTIC_STATUSES } from "../../api-enums/enums.ts";
 import { EVENT_TYPES, type EventType, type StoredEvent } from "../../events/index.ts";
 import type { Outcome } from "../../learning/index.ts";
 import type { Provider } from "../../usage/model.ts";
-import { EFFECTIVE_SEARCH_TYPES, OUTCOMES, PROVIDERS, SEMANTIC_STATUSES } from "../enums.ts";
 
 /** Each event type's enum value: `tool_activated` ↔ EVENT_TYPE_TOOL_ACTIVATED. */
 export const EVENT_TYPE_VALUES = Object.fromEntries(

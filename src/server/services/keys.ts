@@ -1,8 +1,8 @@
 import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { ApiKeyInfo, CreateApiKeyRequest, KeyService } from "../../../gen/ts/wayfind/v1/keys_pb.ts";
+import { KEY_ORIGINS } from "../../api-enums/enums.ts";
 import type { ApiKey, KeyAdmin, KeyRequest } from "../../auth/index.ts";
-import { KEY_ORIGINS } from "../enums.ts";
 import { principalOf } from "../pipeline.ts";
 
 /** KeyService: API keys managed over the API, for a web console (src/auth/key-admin.ts). */

@@ -1,7 +1,7 @@
+import { OUTCOMES } from "../../api-enums/enums.ts";
 import { invalidArgument } from "../../errors.ts";
 import type { Outcome } from "../../learning/index.ts";
 import { checkSize, type Limit } from "../../limits.ts";
-import { OUTCOMES } from "../enums.ts";
 
 /** A ReportToolOutcome or ReportSkillOutcome request, checked against its limits. */
 export function outcomeReportOf(

@@ -1,6 +1,6 @@
 import type { QueryRewrite as ProtoQueryRewrite } from "../../../gen/ts/wayfind/v1/common_pb.ts";
+import { MATCH_QUALITIES, QUERY_REWRITE_KINDS, SEMANTIC_STATUSES } from "../../api-enums/enums.ts";
 import type { MatchQuality, QueryRewrite, SemanticReport } from "../../text/scores.ts";
-import { MATCH_QUALITIES, QUERY_REWRITE_KINDS, SEMANTIC_STATUSES } from "../enums.ts";
 
 /** What tool and skill searches report beside their hits, as SearchToolsResponse / SearchSkillsResponse fields. */
 export function searchReportToProto(report: {

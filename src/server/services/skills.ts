@@ -1,6 +1,14 @@
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { SkillService as SkillServiceDesc } from "../../../gen/ts/wayfind/v1/skills_pb.ts";
+import {
+  SEARCH_TYPES,
+  SKILL_FORMATS,
+  SKILL_MATCH_TYPES,
+  SKILL_ORIGINS,
+  SKILL_SCOPES,
+  TASK_TYPES,
+} from "../../api-enums/enums.ts";
 import { authorizeSkillPackScope } from "../../caller/authorize.ts";
 import type { Caller } from "../../caller/caller.ts";
 import { failedPrecondition, notFound, quoteInput } from "../../errors.ts";
@@ -15,14 +23,6 @@ import type {
   SkillWordIndex,
   ToolGate,
 } from "../../skills/index.ts";
-import {
-  SEARCH_TYPES,
-  SKILL_FORMATS,
-  SKILL_MATCH_TYPES,
-  SKILL_ORIGINS,
-  SKILL_SCOPES,
-  TASK_TYPES,
-} from "../enums.ts";
 import { callerOf, callSignal, principalOf } from "../pipeline.ts";
 import { outcomeReportOf } from "./outcome-report.ts";
 import { searchReportToProto } from "./search-report.ts";

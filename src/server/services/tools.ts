@@ -8,6 +8,16 @@ import {
   TenantOrigin,
   type ToolDiscoveryService,
 } from "../../../gen/ts/wayfind/v1/tools_pb.ts";
+import {
+  ACTIVATION_SCOPES,
+  EFFECTIVE_SEARCH_TYPES,
+  LOADING_MODES,
+  payloadProviderFromProto,
+  SEARCH_TYPES,
+  SIDE_EFFECTS,
+  SOURCE_KINDS,
+  TOOL_MATCH_TYPES,
+} from "../../api-enums/enums.ts";
 import { authorizeTenantListing, sourceListingFor, toolOwnerFor } from "../../caller/authorize.ts";
 import type { Tool, ToolInput } from "../../discovery/index.ts";
 import { argsSchemaProblem, compiledSchemaValues, jsonSchemaProblem } from "../../discovery/validate.ts";
@@ -24,16 +34,6 @@ import { estimateTokens } from "../../text/tokens.ts";
 import { repairMessage } from "../../tools/call-check.ts";
 import { SESSION_CALL } from "../../tools/mcp-session.ts";
 import type { ToolService } from "../../tools/service.ts";
-import {
-  ACTIVATION_SCOPES,
-  EFFECTIVE_SEARCH_TYPES,
-  LOADING_MODES,
-  payloadProviderFromProto,
-  SEARCH_TYPES,
-  SIDE_EFFECTS,
-  SOURCE_KINDS,
-  TOOL_MATCH_TYPES,
-} from "../enums.ts";
 import { callerOf, callSignal, principalOf } from "../pipeline.ts";
 import { type TenantOrigin as Origin, type TenantLookups, tenantPage } from "../tenant-directory.ts";
 import { outcomeReportOf } from "./outcome-report.ts";

@@ -1,10 +1,10 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { UsageTotals as ProtoTotals, UsageService } from "../../../gen/ts/wayfind/v1/usage_pb.ts";
+import { PROVIDERS, USAGE_GROUP_BY } from "../../api-enums/enums.ts";
 import { invalidArgument } from "../../errors.ts";
 import type { EventLog } from "../../events/index.ts";
 import type { UsageBook, UsageTotals } from "../../usage/index.ts";
-import { PROVIDERS, USAGE_GROUP_BY } from "../enums.ts";
 import { callerOf, callSignal, principalOf } from "../pipeline.ts";
 import { USAGE_EVENT_TYPES, watchEvents } from "./watch.ts";
 

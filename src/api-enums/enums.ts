@@ -33,8 +33,9 @@ import type { ToolSourceKind as SourceKindName } from "../sources/status.ts";
 import type { MatchQuality as MatchQualityName, QueryRewrite, SemanticReport } from "../text/scores.ts";
 import type { Provider, UsageGroupBy as UsageGroupByName } from "../usage/index.ts";
 
-// Every proto ↔ domain enum mapping of the API, in one place: the handlers convert with these and
-// nothing else.
+// Every proto ↔ domain enum mapping of the API, in one place: the RPC handlers (src/server/services) and
+// the MCP endpoint's meta tools (their arguments are the domain names) convert with these and nothing
+// else.
 
 /**
  * Two-way map between a proto enum and a domain string union. Proto enums are open: an unknown
@@ -64,6 +65,11 @@ class EnumMap<D extends string> {
 
   toProto(value: D): number {
     return this.protoByDomain.get(value) ?? 0;
+  }
+
+  /** The proto value of a domain name given as text (a meta tool's argument); `undefined` for another. */
+  protoOfName(name: unknown): number | undefined {
+    return typeof name === "string" ? this.protoByDomain.get(name as D) : undefined;
   }
 }
 
