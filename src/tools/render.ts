@@ -89,16 +89,19 @@ export async function renderPromptFor(
  * only: the same bytes on every turn, whatever is activated; deferred tools are called through
  * tool_call and their definitions reach the model through tool_get.
  */
+/** What RenderToolPayload asks for. */
+export interface PayloadRequest {
+  readonly provider: PayloadProvider;
+  readonly nativeSearch: boolean;
+  readonly includeDiscoveryTools: boolean;
+  readonly dispatch: boolean;
+}
+
 export function renderPayloadFor(
   sources: Pick<RenderSources, "toolSearch">,
   views: CallerViews,
   caller: Caller,
-  request: {
-    provider: PayloadProvider;
-    nativeSearch: boolean;
-    includeDiscoveryTools: boolean;
-    dispatch: boolean;
-  },
+  request: PayloadRequest,
 ): RenderedToolPayload {
   // A request's own `native_search` wins over the configured dispatch default.
   const dispatch = request.dispatch || (sources.toolSearch.dispatch && !request.nativeSearch);

@@ -24,7 +24,7 @@ import type { EventSink } from "../events/index.ts";
 import type { JsonObject } from "../json.ts";
 import { type Choice, type Learning, type Outcome, unknownSearch } from "../learning/index.ts";
 import { checkSize, LIMITS } from "../limits.ts";
-import type { PayloadProvider, RenderedToolPayload } from "../payload/index.ts";
+import type { RenderedToolPayload } from "../payload/index.ts";
 import type { RenderedToolPrompt } from "../prompt/index.ts";
 import type { SemanticEvidence, SemanticQuery } from "../search/evidence.ts";
 import type { ToolGate } from "../skills/index.ts";
@@ -45,7 +45,7 @@ import {
   executorFor,
   type ToolExecutor,
 } from "./execute.ts";
-import { type PromptOptions, renderPayloadFor, renderPromptFor } from "./render.ts";
+import { type PayloadRequest, type PromptOptions, renderPayloadFor, renderPromptFor } from "./render.ts";
 
 export interface ToolSearchRequest {
   readonly query: string;
@@ -347,15 +347,7 @@ export class ToolService {
    * The caller's visible tools as a provider payload (render.ts): discovery tools and always-visible
    * tools first (sorted: the cached prefix), then activated tools in activation order.
    */
-  renderPayload(
-    caller: Caller,
-    request: {
-      provider: PayloadProvider;
-      nativeSearch: boolean;
-      includeDiscoveryTools: boolean;
-      dispatch: boolean;
-    },
-  ): RenderedToolPayload {
+  renderPayload(caller: Caller, request: PayloadRequest): RenderedToolPayload {
     return renderPayloadFor(this.options, this.views, caller, request);
   }
 
