@@ -10,7 +10,13 @@ import { inSpan } from "../telemetry.ts";
 import { runInSlices } from "../text/slices.ts";
 import { checkLargeExamples } from "./schema-checks.ts";
 import { toolKey } from "./search-index.ts";
-import type { RegisterOptions, RegisterResult, Tool, ToolInput } from "./types.ts";
+import {
+  type RegisterOptions,
+  type RegisterResult,
+  type Tool,
+  type ToolInput,
+  toolExistsFor,
+} from "./types.ts";
 import {
   type ExamplesCheck,
   fullName,
@@ -150,9 +156,7 @@ export class ToolRegistry {
    * top). A tenant-less caller has the global tools.
    */
   existsFor(tenant: string, tool: Tool): boolean {
-    return (
-      tool.owner === tenant || (tool.owner === "" && this.tenantsByName.get(tool.name)?.has(tenant) !== true)
-    );
+    return toolExistsFor(tool.owner, tenant, () => this.tenantsByName.get(tool.name)?.has(tenant) === true);
   }
 
   /**

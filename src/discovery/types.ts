@@ -124,6 +124,16 @@ export interface SearchIndex extends WordIndex, VectorDocs {
   readonly visibleSets: Map<Uint8Array, Map<string, VisibleSet>>;
 }
 
+/**
+ * Whether a tool of `owner` exists for a caller of `tenant`: its tenant's own, or a global tool its
+ * tenant has none of the same name of (`tenantHasOwn`, asked only then). Other tenants' tools never
+ * exist for it; a tenant-less caller has the global tools. The registry and the index's masks both
+ * ask this one rule.
+ */
+export function toolExistsFor(owner: string, tenant: string, tenantHasOwn: () => boolean): boolean {
+  return owner === tenant || (owner === "" && !tenantHasOwn());
+}
+
 /** The bits of a tool's access verdict in ToolView.access (src/access decides them). */
 export const VERDICT = {
   /** The caller may see, get and activate the tool. */

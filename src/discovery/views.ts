@@ -1,7 +1,7 @@
 /** Caller views as masks over a build of the index: what a search or a list of the caller may take. */
 
 import { Candidates } from "../search/ranker-options.ts";
-import { type SearchIndex, type ToolView, VERDICT, type VisibleSet } from "./types.ts";
+import { type SearchIndex, type ToolView, toolExistsFor, VERDICT, type VisibleSet } from "./types.ts";
 
 /**
  * Which of a view's tools a read takes: those it may find by search (not in its prompt yet), every
@@ -46,16 +46,13 @@ function maskOf(view: ToolView, scope: ViewScope): VisibleSet {
   return { index, candidates: new Candidates(allowed), totalDeferred };
 }
 
-/**
- * Whether doc `d` exists for `tenant`: its own, or a global tool it has none of the same name of.
- * Other tenants' tools do not exist for it; a tenant-less caller has the global tools.
- */
+/** Whether doc `d` exists for `tenant` (toolExistsFor). */
 function existsFor(index: SearchIndex, d: number, tenant: string): boolean {
   const { owner, name } = index.docs[d] ?? { owner: "", name: "" };
-  if (owner === tenant) return true;
-  if (owner !== "") return false;
-  // Docs of one name are adjacent, ordered by owner: the global one first.
-  for (let e = d + 1; e < index.docs.length && index.docs[e]?.name === name; e++)
-    if (index.docs[e]?.owner === tenant) return false;
-  return true;
+  return toolExistsFor(owner, tenant, () => {
+    // Docs of one name are adjacent, ordered by owner: the global one first.
+    for (let e = d + 1; e < index.docs.length && index.docs[e]?.name === name; e++)
+      if (index.docs[e]?.owner === tenant) return true;
+    return false;
+  });
 }
