@@ -174,6 +174,15 @@ export class SkillLibrary {
       }));
   }
 
+  /**
+   * Resolves once the skills' word index holds every change so far, built in slices between other
+   * calls: a search that awaits it never builds the index at once (searchSkills would, for a caller
+   * that did not).
+   */
+  async ready(): Promise<void> {
+    await this.context.ready();
+  }
+
   searchSkills(caller: Caller, input: SearchSkillsInput, options: CallOptions = {}): SearchSkillsResult {
     return searchSkills(this.context, caller, input, options);
   }
@@ -202,11 +211,12 @@ export class SkillLibrary {
   }
 
   /** Made visible a slice at a time between other calls, as getSkills. */
-  getRelevantSkills(
+  async getRelevantSkills(
     caller: Caller,
     input: GetRelevantSkillsInput,
     options: CallOptions = {},
   ): Promise<GetRelevantSkillsResult> {
+    await this.context.ready();
     return toTheEnd(getRelevantSkillsInSteps(this.context, caller, input, options));
   }
 

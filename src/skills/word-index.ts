@@ -6,7 +6,6 @@ import { Ranker } from "../search/ranker.ts";
 import { Candidates, RANKING_DEFAULTS, type RankerConfig } from "../search/ranker-options.ts";
 import { analyze, bareName, nameKey } from "../search/text.ts";
 import { type CallerRegex, fold, mayMatch } from "../text/caller-regex.ts";
-import { runToEnd } from "../text/slices.ts";
 import type { TaskType } from "./model.ts";
 
 /**
@@ -29,6 +28,10 @@ const SKILL_RANKER: RankerConfig = {
   weights: [2.25, 2, 1, 1, 0.85, 0.5],
   b: [0.9, 0.3, 0.75, 0.75, 0.3, 0.5],
 };
+
+/** Rows read, and docs analysed, between two yields of a build. */
+const ROWS_PER_STEP = 512;
+const DOCS_PER_STEP = 32;
 
 /** Caller views (partitions and task type) whose candidate sets a build keeps, most recent first. */
 const VIEWS_KEPT = 256;
@@ -75,13 +78,20 @@ export class SkillWordIndex implements WordIndex, VectorDocs {
     this.partitionNames = [...partitionIds.keys()];
   }
 
-  /** Builds the index of every skill in the database (all partitions; a view masks them). */
-  static build(db: Db): SkillWordIndex {
-    const rows = db
-      .prepare<[], Row>(
-        "SELECT seq, name, title, trigger_text, description, tags, scope_kind, scope_rank, tenant_id, project_id, task_type FROM skills ORDER BY seq",
-      )
-      .all();
+  /**
+   * Builds the index of every skill in the database (all partitions; a view masks them), yielding
+   * between small groups of rows and docs so the library can run it in slices between other calls.
+   */
+  static *steps(db: Db): Generator<void, SkillWordIndex> {
+    const page = db.prepare<[number], Row>(
+      `SELECT seq, name, title, trigger_text, description, tags, scope_kind, scope_rank, tenant_id, project_id,
+              task_type FROM skills WHERE seq > ? ORDER BY seq LIMIT ${ROWS_PER_STEP}`,
+    );
+    const rows: Row[] = [];
+    for (let read = page.all(0); read.length > 0; read = page.all((read.at(-1) as Row).seq)) {
+      rows.push(...read);
+      yield;
+    }
     const partitionIds = new Map<string, number>([[partitionKey("global", "", ""), 0]]);
     const partitionOf = new Int32Array(rows.length);
     const keys = new Map<string, number[]>();
@@ -93,7 +103,8 @@ export class SkillWordIndex implements WordIndex, VectorDocs {
     const fields: string[][][] = [];
     const foldedNames: string[] = [];
     const foldedTexts: string[] = [];
-    rows.forEach((row, doc) => {
+    for (const [doc, row] of rows.entries()) {
+      if (doc % DOCS_PER_STEP === 0) yield;
       const tags = (JSON.parse(row.tags) as string[]).join(" ");
       const name = analyze(row.name);
       const description = analyze(row.description);
@@ -116,7 +127,8 @@ export class SkillWordIndex implements WordIndex, VectorDocs {
       addKey(nameKey(bareName(row.name)), doc);
       foldedNames.push(fold(row.name));
       foldedTexts.push(fold(`${row.title}\n${row.trigger_text}\n${row.description}\n${tags}`));
-    });
+    }
+    yield;
     // Ties: the shorter name, then the name (as exact search orders its rows).
     const order = rows.map((_, doc) => doc);
     order.sort((a, b) => {
@@ -128,7 +140,8 @@ export class SkillWordIndex implements WordIndex, VectorDocs {
     order.forEach((doc, position) => {
       tieRank[doc] = position;
     });
-    const ranker = runToEnd(Ranker.steps(fields, tieRank, SKILL_RANKER, partitionOf));
+    yield;
+    const ranker = yield* Ranker.steps(fields, tieRank, SKILL_RANKER, partitionOf);
     const byName = new Map<string, number[]>();
     for (let doc = 0; doc < rows.length; doc++) {
       const name = (rows[doc] as Row).name;

@@ -91,6 +91,7 @@ export function skillService(
 
     async searchSkills(request, context) {
       const caller = callerOf(context);
+      await skills.ready();
       const type = SEARCH_TYPES.fromProto(request.searchType, "search_type");
       const fts = (type ?? "fts") === "fts";
       const input = {
@@ -187,6 +188,7 @@ export function skillService(
 
     async getRelevantSkills(request, context) {
       const caller = callerOf(context);
+      await skills.ready();
       const input = {
         task: request.task,
         topK: request.topK || undefined,
