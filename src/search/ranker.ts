@@ -22,6 +22,8 @@ import type {
 import { type Expansion, expansionsOf, spellRepair } from "./ranker-words.ts";
 
 const SHORT_QUERY_WORDS = 4;
+/** Postings one scoring pass reads at most (withinBudget). */
+const MAX_SCORED_POSTINGS = 250_000;
 
 interface QueryTerm {
   readonly id: number;
@@ -347,7 +349,32 @@ export class Ranker {
   private score(terms: readonly QueryTerm[], candidates: Candidates | undefined): void {
     this.epoch++;
     this.touchedCount = 0;
-    this.accumulate(terms, candidates);
+    this.accumulate(this.withinBudget(terms, (t) => t.id), candidates);
+  }
+
+  /**
+   * The items (terms, words) whose postings add up to at most MAX_SCORED_POSTINGS, the rarest kept
+   * first (the rarest always): a request of many common words over a large catalog would otherwise
+   * read every doc once per word, and the commonest words add the least relevance. Below the budget,
+   * every item in its order.
+   */
+  private withinBudget<T>(items: readonly T[], idOf: (item: T) => number | undefined): readonly T[] {
+    const { start } = this.postings;
+    const length = (item: T) => {
+      const id = idOf(item);
+      return id === undefined ? 0 : (start[id + 1] ?? 0) - (start[id] ?? 0);
+    };
+    let total = 0;
+    for (const item of items) total += length(item);
+    if (total <= MAX_SCORED_POSTINGS) return items;
+    const kept = new Set<T>();
+    let scored = 0;
+    for (const item of [...items].sort((a, b) => length(a) - length(b))) {
+      if (kept.size > 0 && scored + length(item) > MAX_SCORED_POSTINGS) break;
+      kept.add(item);
+      scored += length(item);
+    }
+    return items.filter((item) => kept.has(item));
   }
 
   private usedFuzzy(d: number, terms: readonly QueryTerm[]): boolean {
@@ -409,7 +436,7 @@ export class Ranker {
     let any = false;
     const allowed = candidates?.allowed;
     const { start, docs } = this.postings;
-    for (const w of words) {
+    for (const w of this.withinBudget(words, (word) => this.vocab.get(word))) {
       const id = this.vocab.get(w);
       if (id === undefined) continue;
       const end = start[id + 1] ?? 0;
