@@ -44,7 +44,11 @@ try {
   const rand = prng(43);
   // The first search after a change builds the skills' word index (every scope's skills).
   const [, buildMs] = time(() => service.searchSkills(CALLER, { query: queries[0] ?? "deploy" }));
-  rows.push(["first searchSkills after loading 50k skills (builds the word index)", `${buildMs.toFixed(0)} ms`, ""]);
+  rows.push([
+    "first searchSkills after loading 50k skills (builds the word index)",
+    `${buildMs.toFixed(0)} ms`,
+    "",
+  ]);
   for (const q of queries.slice(0, 200)) service.searchSkills(CALLER, { query: q }); // warm-up
   for (const [label, type, count] of [
     ["fts", "fts", 3000],

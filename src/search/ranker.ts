@@ -349,7 +349,10 @@ export class Ranker {
   private score(terms: readonly QueryTerm[], candidates: Candidates | undefined): void {
     this.epoch++;
     this.touchedCount = 0;
-    this.accumulate(this.withinBudget(terms, (t) => t.id), candidates);
+    this.accumulate(
+      this.withinBudget(terms, (t) => t.id),
+      candidates,
+    );
   }
 
   /**
