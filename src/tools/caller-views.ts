@@ -36,7 +36,7 @@ export class CallerViews {
    * name stays as written. Either way the output is the same whether a hidden name exists or not.
    */
   toolGate(caller: Caller): ToolGate {
-    const access = this.accessFor(caller, true);
+    const access = this.accessFor(caller);
     const withoutNarrowing = this.accessWithoutNarrowing(caller);
     let visible: Set<string> | undefined;
     const visibleNames = (): Set<string> => {
@@ -60,24 +60,20 @@ export class CallerViews {
 
   /** The caller's access as it would be without its narrowing: what its tenant's own text may name. */
   accessWithoutNarrowing(caller: Caller): ToolAccess {
-    return this.accessFor(caller.narrowToTools.length > 0 ? { ...caller, narrowToTools: [] } : caller, true);
+    return this.accessFor(caller.narrowToTools.length > 0 ? { ...caller, narrowToTools: [] } : caller);
   }
 
   /**
-   * The access control's verdict (policy, tenant visibility, narrowing) restricted to the tools that
-   * exist for the caller's tenant (ToolRegistry.existsFor): everything downstream (render, payload,
-   * lazy groups, activation checks) sees other tenants' tools as missing, as search and list do
-   * (src/discovery/views.ts). A read of the `wholeCatalog` takes the caller's verdicts over the
-   * registry's tools, which src/access works out once per caller and registry version.
+   * The access control's verdicts (policy, tenant visibility, narrowing) restricted to the tools that
+   * exist for the caller's tenant (toolExistsFor): everything downstream (get, resolve, render,
+   * payload, lazy groups, activation checks) sees other tenants' tools as missing, as search and list
+   * do (src/discovery/views.ts). Read in one form on every path: the caller's verdict array over a
+   * list of tools (here the registry's, there a build's docs), which src/access works out once per
+   * caller and list.
    */
-  accessFor(caller: Caller, wholeCatalog = false): ToolAccess {
+  accessFor(caller: Caller): ToolAccess {
     const base = this.sources.access.forCaller(caller);
     const exists = (tool: Tool) => this.sources.registry.existsFor(caller.tenantId, tool);
-    if (!wholeCatalog)
-      return {
-        canActivate: (tool) => exists(tool) && base.canActivate(tool),
-        isAlwaysVisible: (tool) => exists(tool) && base.isAlwaysVisible(tool),
-      };
     const { tools, placeOf } = this.sources.registry.snapshot();
     const verdicts = base.verdicts(tools);
     // A tool of another registry version (a change since) is judged on its own.

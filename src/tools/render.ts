@@ -46,7 +46,7 @@ export async function renderPromptFor(
 ): Promise<RenderedToolPrompt> {
   // Hints search the index.
   const index = await sources.index.ready();
-  const access = views.accessFor(caller, true);
+  const access = views.accessFor(caller);
   let view = views.view(caller);
   if (
     options.hintMessage &&
@@ -108,7 +108,7 @@ export function renderPayloadFor(
   if (dispatch && request.nativeSearch)
     throw invalidArgument("dispatch and native_search exclude each other: dispatch sends no deferred tool");
   const view = views.view(caller);
-  const access = views.accessFor(caller, true);
+  const access = views.accessFor(caller);
   const all = view.ownedTools().filter((tool) => access.canActivate(tool));
   const stable = all.filter((tool) => access.isAlwaysVisible(tool)).sort(byName);
   const byToolName = new Map(all.map((tool) => [tool.name, tool]));

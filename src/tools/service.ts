@@ -353,7 +353,7 @@ export class ToolService {
 
   /** The tools this caller may see or activate (policy, visibility, narrowing, ownership). */
   visibilityFor(caller: Caller): (tool: Tool) => boolean {
-    return this.views.accessFor(caller, true).canActivate;
+    return this.views.accessFor(caller).canActivate;
   }
 
   /** Which tool names skill text may show this caller (caller-views.ts). */
