@@ -4,16 +4,16 @@ import { Provider } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import { KeyService } from "../../gen/ts/wayfind/v1/keys_pb.ts";
 import { TenantOrigin, ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
-import { apiKey, clientWith } from "../support/auth.ts";
+import { apiKey } from "../support/auth.ts";
 import { failure } from "../support/rpc.ts";
-import { startTestServer, type TestServer } from "../support/server.ts";
+import { type RouterTestServer, startRouterServer } from "../support/server.ts";
 
 const asOperator = { headers: { "wayfind-role": "admin" } };
 const globexAdmin = apiKey("globex-admin", { tenant: "globex", roles: ["admin"] });
 
-let wayfind: TestServer;
+let wayfind: RouterTestServer;
 beforeAll(async () => {
-  wayfind = await startTestServer({
+  wayfind = await startRouterServer({
     auth: { api_keys: [globexAdmin.entry] },
     visibility: [
       { match: { tenant: "acme" }, allow: ["*"] },
@@ -71,7 +71,7 @@ describe("ListTenants", () => {
   });
 
   it("is the operator's alone: a tenant's admin learns nothing of the others", async () => {
-    const client = clientWith(ToolDiscoveryService, wayfind.baseUrl, globexAdmin.secret);
+    const client = wayfind.grpc(ToolDiscoveryService, { token: globexAdmin.secret });
     const error = await failure(client.listTenants({}));
     expect(error.code).toBe(Code.PermissionDenied);
     expect(error.rawMessage).toContain("operator");
