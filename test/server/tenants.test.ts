@@ -1,5 +1,5 @@
 import { Code } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { Provider } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import { KeyService } from "../../gen/ts/wayfind/v1/keys_pb.ts";
 import { TenantOrigin, ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
@@ -31,6 +31,11 @@ beforeAll(async () => {
   await wayfind
     .grpc(ToolDiscoveryService)
     .searchTools({ caller: { tenantId: "umbrella" }, query: "anything" });
+  // A search reports its event after it answers: on a PostgreSQL replica, through the change log
+  // (src/replication/events.ts), so it may not be in the log yet when the next call starts.
+  await vi.waitFor(() => expect(wayfind.server.events.tenantIds("", 10)).toContain("umbrella"), {
+    timeout: 10_000,
+  });
   await wayfind
     .grpc(KeyService)
     .createApiKey({ tenantId: "hooli", roles: ["agent"], id: "hooli-agent" }, asOperator);
