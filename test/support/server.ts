@@ -25,7 +25,7 @@ import {
   startServer,
 } from "../../src/server/app.ts";
 import type { EventExport } from "../../src/server/event-export.ts";
-import { observeRoute } from "../../src/server/rpc.ts";
+import { type MethodRoute, observeRoute } from "../../src/server/rpc.ts";
 import { toRpcError } from "../../src/server/rpc-errors.ts";
 import { bearer } from "./auth.ts";
 import { createDatabase, sharedPostgres } from "./postgres.ts";
@@ -176,7 +176,7 @@ function routerTransport(
   return createRouterTransport(
     (router) => {
       for (const route of server.routes) {
-        const { method, impl } = observeRoute(route, rpcErrors);
+        const { method, impl } = observeRoute(endedOnAbort(route), rpcErrors);
         router.rpc(method, impl);
       }
     },
@@ -192,6 +192,34 @@ function routerTransport(
 }
 
 const rpcErrors = { begin: () => ({ succeeded: () => {}, failed: toRpcError }) };
+
+/**
+ * A server stream read on to its end once its call is aborted (the client went away, the server
+ * stops), as a port's transport reads it until it ends: the router transport reads only what its
+ * client asks for, so a stream its client left would stay suspended at its last message, never seeing
+ * the abort nor giving back what it holds (an open-stream slot, a credential watch).
+ */
+function endedOnAbort(route: MethodRoute): MethodRoute {
+  if (route.kind !== "server_streaming") return route;
+  const { method, impl } = route;
+  return {
+    kind: "server_streaming",
+    method,
+    impl(input, context) {
+      const stream = impl(input, context)[Symbol.asyncIterator]();
+      const readToEnd = async () => {
+        try {
+          while (!(await stream.next()).done);
+        } catch {
+          // The call's own error: the pipeline has logged it; its client is gone.
+        }
+      };
+      if (context.signal.aborted) void readToEnd();
+      else context.signal.addEventListener("abort", readToEnd, { once: true });
+      return { [Symbol.asyncIterator]: () => stream };
+    },
+  };
+}
 
 const withoutClientCertificate: Interceptor = (next) => (request) => {
   request.header.delete(CLIENT_CERTIFICATE_HEADER);
