@@ -11,7 +11,7 @@ import { UsageService } from "../gen/ts/wayfind/v1/usage_pb.ts";
 import type { JsonObject } from "../src/json.ts";
 import { describeLimit, LIMITS, type Limit } from "../src/limits.ts";
 import { failure } from "./support/rpc.ts";
-import { startTestServer, type TestServer } from "./support/server.ts";
+import { type RouterTestServer, startRouterServer } from "./support/server.ts";
 
 const PROTO_DIR = join(import.meta.dirname, "..", "proto", "wayfind", "v1");
 
@@ -62,13 +62,13 @@ describe("the limits table and the proto comments", () => {
   });
 });
 
-let wayfind: TestServer;
+let wayfind: RouterTestServer;
 const caller = { tenantId: "acme", projectId: "web", sessionId: "s-1", runId: "r-1" };
 const toolNames = Array.from({ length: 60 }, (_, i) => `limits.tool_${i}`);
 const skillNames = Array.from({ length: 12 }, (_, i) => `limits.skill-${i}`);
 
 beforeAll(async () => {
-  wayfind = await startTestServer();
+  wayfind = await startRouterServer();
   await tools().registerTools({
     caller,
     source: "limits",

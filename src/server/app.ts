@@ -124,44 +124,8 @@ export async function startServer(
   const tlsFiles = tlsFilesOf(config);
   const tlsCredentials = tlsFiles ? readTlsCredentials(tlsFiles) : undefined;
   await checkPortFree(config.server.host, config.server.port);
-  const semantic = config.toolSearch.semantic;
-  const semantics = semantic.enabled
-    ? {
-        embedder: await Embedder.open(semantic.modelDir, { threads: semantic.threads }),
-        weight: semantic.weight,
-        maxWaitMs: semantic.maxWaitMs,
-      }
-    : undefined;
-
-  const health = new HealthStatus([
-    ...WAYFIND_SERVICES.map((service) => service.typeName),
-    WRITES_HEALTH_NAME,
-  ]);
-  // Each MCP server is a health "service" of its own, NOT_SERVING until its first sync and whenever
-  // it is down, so probes see which source is unhealthy.
-  for (const server of config.mcpServers)
-    health.set(sourceHealthName(mcpSourceId(server.name)), ServingStatus.NOT_SERVING);
-  let storage: Storage;
-  try {
-    // A replica's reads go on from the local copy while the shared database is away; writes fail.
-    storage = await openStorage(config, logger, (reachable) =>
-      health.set(WRITES_HEALTH_NAME, reachable ? ServingStatus.SERVING : ServingStatus.NOT_SERVING),
-    );
-  } catch (error) {
-    await semantics?.embedder.close();
-    throw error;
-  }
-  let domain: Domain;
-  try {
-    domain = await buildDomain(config, storage, semantics, health, logger, options);
-  } catch (error) {
-    await storage.close();
-    throw error;
-  }
-  const shutdown = new AbortController();
-  const auth = callAuth(config, domain, logger);
-  const tenants = tenantLookups(config, domain);
-  const routes = buildRoutes(storage, domain, health, auth, tenants, logger, options);
+  const serving = await openServing(config, logger, options);
+  const { storage, domain, health, auth, routes, shutdown } = serving;
   const fence = storage.replica && (() => (storage.replica as Replica).fence());
   const mcpPeers =
     config.server.mcp.enabled && options.workerSockets
@@ -178,10 +142,7 @@ export async function startServer(
   let transport: RunningTransport;
   try {
     // Last before listening, so nothing that can still fail the start leaves MCP children behind.
-    await domain.mcp.start(options.mcpStartupWaitMs ?? DEFAULT_MCP_STARTUP_WAIT_MS);
-    // Builds the search index now (any read does) rather than in the first caller's call.
-    domain.index.list({ pageSize: 1 });
-    setCacheSize(storage.db, CACHE_KIB.serving);
+    await startServing(serving, options);
     if (options.compactHeapBeforeListening) collectGarbage();
     if (mcpPeers && mcpEndpoint)
       await mcpPeers.listen((request, response) => mcpEndpoint.handles(request, response));
@@ -253,6 +214,132 @@ export async function startServer(
       return stopping;
     },
   };
+}
+
+/** A server without a port: its RPC routes, served by whoever calls them in this process. */
+export interface InProcessServer {
+  /**
+   * Exactly what a port serves, call pipeline included (credentials from the request headers, roles,
+   * caller binding, limits, logs; metrics and traces when configured); not the transport's own checks
+   * (Host, CORS, body deadline, credentials before the body, client certificates).
+   */
+  readonly routes: readonly MethodRoute[];
+  /** Aborted on stop, as a port's shutdown signal is: open streams end. */
+  readonly shutdownSignal: AbortSignal;
+  readonly db: Db;
+  readonly events: EventLog;
+  readonly mcp: McpSources;
+  readonly replica: Replica | undefined;
+  /** Ends streams, closes the database. Idempotent. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The server startServer starts (same config, storage, domain, sources and routes) without listening:
+ * for tests of what the handlers do, which need no port (test/support/server.ts serves the routes
+ * through connect's router transport). Without a transport there is no TLS, MCP endpoint, console,
+ * probes or metrics endpoint.
+ */
+export async function startInProcess(
+  config: WayfindConfig,
+  logger: Logger,
+  options: DomainOptions & Pick<StartOptions, "mcpStartupWaitMs" | "traceCalls"> = {},
+): Promise<InProcessServer> {
+  const missing = missingSourceFiles(config);
+  if (missing.length > 0) throw new ConfigError(missing);
+  const serving = await openServing(config, logger, options);
+  const { storage, domain, health, auth, shutdown } = serving;
+  const close = async () => {
+    auth.credentials.close();
+    await domain.close();
+    await storage.close();
+  };
+  try {
+    await startServing(serving, options);
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  let stopping: Promise<void> | undefined;
+  return {
+    routes: serving.routes,
+    shutdownSignal: shutdown.signal,
+    db: storage.db,
+    events: domain.events,
+    mcp: domain.mcp,
+    replica: storage.replica,
+    stop() {
+      stopping ??= (async () => {
+        health.setAll(ServingStatus.NOT_SERVING);
+        shutdown.abort();
+        await close();
+      })();
+      return stopping;
+    },
+  };
+}
+
+/** What serves the RPCs whatever carries them: storage, domain, health, auth and the routes. */
+interface Serving {
+  readonly storage: Storage;
+  readonly domain: Domain;
+  readonly health: HealthStatus;
+  readonly auth: ReturnType<typeof callAuth>;
+  readonly routes: MethodRoute[];
+  readonly shutdown: AbortController;
+}
+
+/** Opens the model, storage and domain and builds the routes; closes what it opened if a step fails. */
+async function openServing(config: WayfindConfig, logger: Logger, options: StartOptions): Promise<Serving> {
+  const semantic = config.toolSearch.semantic;
+  const semantics = semantic.enabled
+    ? {
+        embedder: await Embedder.open(semantic.modelDir, { threads: semantic.threads }),
+        weight: semantic.weight,
+        maxWaitMs: semantic.maxWaitMs,
+      }
+    : undefined;
+
+  const health = new HealthStatus([
+    ...WAYFIND_SERVICES.map((service) => service.typeName),
+    WRITES_HEALTH_NAME,
+  ]);
+  // Each MCP server is a health "service" of its own, NOT_SERVING until its first sync and whenever
+  // it is down, so probes see which source is unhealthy.
+  for (const server of config.mcpServers)
+    health.set(sourceHealthName(mcpSourceId(server.name)), ServingStatus.NOT_SERVING);
+  let storage: Storage;
+  try {
+    // A replica's reads go on from the local copy while the shared database is away; writes fail.
+    storage = await openStorage(config, logger, (reachable) =>
+      health.set(WRITES_HEALTH_NAME, reachable ? ServingStatus.SERVING : ServingStatus.NOT_SERVING),
+    );
+  } catch (error) {
+    await semantics?.embedder.close();
+    throw error;
+  }
+  let domain: Domain;
+  try {
+    domain = await buildDomain(config, storage, semantics, health, logger, options);
+  } catch (error) {
+    await storage.close();
+    throw error;
+  }
+  const auth = callAuth(config, domain, logger);
+  const tenants = tenantLookups(config, domain);
+  const routes = buildRoutes(storage, domain, health, auth, tenants, logger, options);
+  return { storage, domain, health, auth, routes, shutdown: new AbortController() };
+}
+
+/**
+ * Starts what serving needs before the first call: the MCP sources (their first sync, up to the
+ * startup wait) and the search index (built now, rather than in the first caller's call).
+ */
+async function startServing(serving: Serving, options: StartOptions): Promise<void> {
+  const { domain, storage } = serving;
+  await domain.mcp.start(options.mcpStartupWaitMs ?? DEFAULT_MCP_STARTUP_WAIT_MS);
+  domain.index.list({ pageSize: 1 });
+  setCacheSize(storage.db, CACHE_KIB.serving);
 }
 
 /** How calls are authenticated and admitted, on every protocol (src/auth). */

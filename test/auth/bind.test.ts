@@ -4,9 +4,9 @@ import { join } from "node:path";
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
-import { apiKey, clientWith } from "../support/auth.ts";
+import { apiKey } from "../support/auth.ts";
 import { failure } from "../support/rpc.ts";
-import { startTestServer, type TestServer } from "../support/server.ts";
+import { type RouterTestServer, startRouterServer } from "../support/server.ts";
 
 // Issue 15 "Binding rules": the credential decides the tenant; the CallerContext may only narrow it.
 const plain = apiKey("plain", { tenant: "acme", roles: ["agent"] });
@@ -19,7 +19,7 @@ const twoProjects = apiKey("two-projects", {
   projects: ["apollo", "gemini"],
 });
 
-let wayfind: TestServer;
+let wayfind: RouterTestServer;
 beforeAll(async () => {
   const dir = mkdtempSync(join(tmpdir(), "wayfind-bind-"));
   writeFileSync(
@@ -35,7 +35,7 @@ beforeAll(async () => {
     join(dir, "maps.jsonl"),
     JSON.stringify({ name: "maps.route", description: "Route between two places." }),
   );
-  wayfind = await startTestServer(
+  wayfind = await startRouterServer(
     {
       catalogs: [
         { path: "tools.jsonl", loading_mode: "always" },
@@ -56,7 +56,7 @@ beforeAll(async () => {
 });
 afterAll(() => wayfind.stop());
 
-const tools = (secret: string) => clientWith(ToolDiscoveryService, wayfind.baseUrl, secret);
+const tools = (secret: string) => wayfind.grpc(ToolDiscoveryService, { token: secret });
 const names = async (secret: string, caller: object = {}) =>
   (await tools(secret).listTools({ caller })).tools.map((tool) => tool.name).sort();
 

@@ -6,9 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { JwtVerifier } from "../../src/auth/jwt.ts";
 import { authConfig } from "../../src/config/auth.ts";
-import { clientWith } from "../support/auth.ts";
 import { failure } from "../support/rpc.ts";
-import { startTestServer, type TestServer } from "../support/server.ts";
+import { type RouterTestServer, startRouterServer } from "../support/server.ts";
 
 // Issue 15 "JWT / OIDC bearer tokens": verified with jose against a JWKS served by a local HTTP server.
 const ISSUER = "https://issuer.test";
@@ -23,7 +22,7 @@ async function keyPair(kid: string): Promise<KeyPair> {
 let published: JWK[] = [];
 let jwksFetches = 0;
 let jwks: Server;
-let wayfind: TestServer;
+let wayfind: RouterTestServer;
 let first: KeyPair;
 
 /** A token as an identity provider issues it; `claims` and `options` override the valid defaults. */
@@ -49,7 +48,7 @@ async function token(
 }
 
 const list = (bearer: string, caller: object = {}) =>
-  clientWith(ToolDiscoveryService, wayfind.baseUrl, bearer).listTools({ caller });
+  wayfind.grpc(ToolDiscoveryService, { token: bearer }).listTools({ caller });
 
 async function refusal(bearer: string): Promise<string> {
   const error = await failure(list(bearer));
@@ -67,7 +66,7 @@ beforeAll(async () => {
   });
   jwks.listen(0, "127.0.0.1");
   await new Promise((resolve) => jwks.once("listening", resolve));
-  wayfind = await startTestServer({
+  wayfind = await startRouterServer({
     auth: {
       allow_unauthenticated: false,
       jwt: {

@@ -2,17 +2,17 @@ import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RetryInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.ts";
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
-import { apiKey, clientWith } from "../support/auth.ts";
+import { apiKey } from "../support/auth.ts";
 import { failure } from "../support/rpc.ts";
-import { startTestServer, type TestServer } from "../support/server.ts";
+import { type RouterTestServer, startRouterServer } from "../support/server.ts";
 
 // Issue 15 "Per-principal limits": calls per second and open watch streams, RESOURCE_EXHAUSTED with a retry hint.
 const busy = apiKey("busy", { tenant: "acme", roles: ["agent", "observer"] });
 const calm = apiKey("calm", { tenant: "acme", roles: ["agent", "observer"] });
 
-let wayfind: TestServer;
+let wayfind: RouterTestServer;
 beforeAll(async () => {
-  wayfind = await startTestServer({
+  wayfind = await startRouterServer({
     auth: {
       allow_unauthenticated: false,
       api_keys: [busy.entry, calm.entry],
@@ -22,7 +22,7 @@ beforeAll(async () => {
 });
 afterAll(() => wayfind.stop());
 
-const tools = (secret: string) => clientWith(ToolDiscoveryService, wayfind.baseUrl, secret);
+const tools = (secret: string) => wayfind.grpc(ToolDiscoveryService, { token: secret });
 
 describe("calls per second", () => {
   it("admits a burst, then answers RESOURCE_EXHAUSTED with a RetryInfo; other principals are unaffected", async () => {

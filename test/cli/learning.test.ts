@@ -6,7 +6,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { CLI } from "../support/cli.ts";
-import { startTestServer, type TestServer } from "../support/server.ts";
+import { type RouterTestServer, startRouterServer } from "../support/server.ts";
 
 const run = promisify(execFile);
 const REQUEST = "book PTO days";
@@ -15,7 +15,7 @@ const TOOLS = [
   { name: "travel.book_flight", description: "Books a flight for a trip on the given days." },
 ];
 
-let wayfind: TestServer;
+let wayfind: RouterTestServer;
 const tools = () => wayfind.grpc(ToolDiscoveryService);
 const caller = (runId: string) => ({ tenantId: "acme", runId, sessionId: "s" });
 
@@ -33,7 +33,7 @@ async function learnedScore(): Promise<number> {
 beforeAll(async () => {
   const catalog = join(mkdtempSync(join(tmpdir(), "wayfind-learning-cli-")), "tools.jsonl");
   writeFileSync(catalog, TOOLS.map((t) => JSON.stringify(t)).join("\n"));
-  wayfind = await startTestServer({ catalogs: [{ path: catalog }] });
+  wayfind = await startRouterServer({ catalogs: [{ path: catalog }] });
   await tools().searchTools({ caller: caller("r-1"), query: REQUEST });
   await tools().getTools({ caller: caller("r-1"), names: ["hr.request_leave"] });
 });

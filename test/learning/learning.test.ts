@@ -7,7 +7,7 @@ import { MatchType, Outcome } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import { SkillService } from "../../gen/ts/wayfind/v1/skills_pb.ts";
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { failure } from "../support/rpc.ts";
-import { startTestServer, type TestServer } from "../support/server.ts";
+import { type RouterTestServer, startRouterServer } from "../support/server.ts";
 
 /** An HR catalog where "PTO" is this deployment's word for leave: no tool says it. */
 const TOOLS = [
@@ -20,7 +20,7 @@ const TOOLS = [
 ];
 const REQUEST = "book PTO days";
 
-let wayfind: TestServer;
+let wayfind: RouterTestServer;
 const tools = () => wayfind.grpc(ToolDiscoveryService);
 const caller = (tenantId: string, runId: string, userId = "u-1") => ({
   tenantId,
@@ -46,7 +46,7 @@ beforeAll(async () => {
       join(dir, "skills", `${skill.name}.skill.md`),
       `---\nname: ${skill.name}\ndescription: ${JSON.stringify(skill.text)}\n---\n# ${skill.text}\n\n## Steps\n1. ${skill.text}\n`,
     );
-  wayfind = await startTestServer({
+  wayfind = await startRouterServer({
     catalogs: [{ path: catalog, loading_mode: "deferred" }],
     skill_packs: [{ name: "hr", path: join(dir, "skills") }],
     // A burst of 50 lessons per principal, then 5 a second.

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Provider } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import { ActivationScope, LoadingMode, ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { failure } from "../support/rpc.ts";
-import { startTestServer, type TestServer } from "../support/server.ts";
+import { type RouterTestServer, startRouterServer } from "../support/server.ts";
 
 // Issue 18 "Validation of dispatched calls": CheckToolCall, over the real server.
 const caller = { tenantId: "acme", runId: "dispatch-run" };
@@ -24,9 +24,9 @@ const refund = {
   },
 };
 
-let wayfind: TestServer;
+let wayfind: RouterTestServer;
 beforeAll(async () => {
-  wayfind = await startTestServer({});
+  wayfind = await startRouterServer({});
   await tools().registerTools({ caller, source: "billing", tools: [refund] });
   await tools().registerTools({
     caller: { tenantId: "globex" },
@@ -180,7 +180,7 @@ describe("RenderToolPrompt in dispatch mode", () => {
 
 describe("config tool_search.dispatch: true", () => {
   it("makes dispatch the default of both the payload and the prompt", async () => {
-    const dispatching = await startTestServer({ tool_search: { dispatch: true } });
+    const dispatching = await startRouterServer({ tool_search: { dispatch: true } });
     try {
       const client = dispatching.grpc(ToolDiscoveryService);
       const run = { tenantId: "acme", runId: "dispatch-default" };

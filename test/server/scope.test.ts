@@ -8,7 +8,7 @@ import type { Event } from "../../gen/ts/wayfind/v1/events_pb.ts";
 import { SkillFormat, SkillScope, SkillService } from "../../gen/ts/wayfind/v1/skills_pb.ts";
 import { LoadingMode, ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { failure } from "../support/rpc.ts";
-import { startTestServer, type TestServer } from "../support/server.ts";
+import { type RouterTestServer, startRouterServer } from "../support/server.ts";
 
 // Who writes what, and what others then see (issue 12 "Writes are not scoped", "Hidden = missing").
 const acme = { tenantId: "acme", sessionId: "s-a", runId: "r-a" };
@@ -16,14 +16,14 @@ const bravo = { tenantId: "bravo", sessionId: "s-b", runId: "r-b" };
 const anonymous = { sessionId: "s-anon", runId: "r-anon" };
 const asOperator = { headers: { "wayfind-role": "admin" } };
 
-let wayfind: TestServer;
+let wayfind: RouterTestServer;
 beforeAll(async () => {
   const dir = mkdtempSync(join(tmpdir(), "wayfind-scope-"));
   writeFileSync(
     join(dir, "ops.jsonl"),
     `${JSON.stringify({ name: "status", description: "Show the status of the platform." })}\n`,
   );
-  wayfind = await startTestServer(
+  wayfind = await startRouterServer(
     {
       catalogs: [{ path: "ops.jsonl", namespace: "ops" }],
       // bravo may not see the operator's internal tools: they must look missing to it.

@@ -4,12 +4,12 @@ import { BadRequestSchema } from "../../gen/ts/google/rpc/error_details_pb.ts";
 import { MatchQuality, SemanticStatus } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import { SkillFormat, SkillScope, SkillService } from "../../gen/ts/wayfind/v1/skills_pb.ts";
 import { failure } from "../support/rpc.ts";
-import { startTestServer, type TestServer } from "../support/server.ts";
+import { type RouterTestServer, startRouterServer } from "../support/server.ts";
 import { yamlAliasBomb } from "../support/yaml-bomb.ts";
 
-let wayfind: TestServer;
+let wayfind: RouterTestServer;
 beforeAll(async () => {
-  wayfind = await startTestServer();
+  wayfind = await startRouterServer();
 });
 afterAll(() => wayfind.stop());
 
@@ -36,7 +36,7 @@ async function loadAcmePack() {
   });
 }
 
-describe("SkillService over gRPC", () => {
+describe("SkillService", () => {
   it("loads an inline pack and reports an unchanged reload as a no-op", async () => {
     expect(await loadAcmePack()).toMatchObject({ loaded: 1, skillCount: 1 });
     expect(await loadAcmePack()).toMatchObject({ loaded: 0, updated: 0, unchanged: 1 });

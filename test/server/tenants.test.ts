@@ -1,19 +1,19 @@
 import { Code } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { Provider } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import { KeyService } from "../../gen/ts/wayfind/v1/keys_pb.ts";
 import { TenantOrigin, ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
-import { apiKey, clientWith } from "../support/auth.ts";
+import { apiKey } from "../support/auth.ts";
 import { failure } from "../support/rpc.ts";
-import { startTestServer, type TestServer } from "../support/server.ts";
+import { type RouterTestServer, startRouterServer } from "../support/server.ts";
 
 const asOperator = { headers: { "wayfind-role": "admin" } };
 const globexAdmin = apiKey("globex-admin", { tenant: "globex", roles: ["admin"] });
 
-let wayfind: TestServer;
+let wayfind: RouterTestServer;
 beforeAll(async () => {
-  wayfind = await startTestServer({
+  wayfind = await startRouterServer({
     auth: { api_keys: [globexAdmin.entry] },
     visibility: [
       { match: { tenant: "acme" }, allow: ["*"] },
@@ -31,6 +31,11 @@ beforeAll(async () => {
   await wayfind
     .grpc(ToolDiscoveryService)
     .searchTools({ caller: { tenantId: "umbrella" }, query: "anything" });
+  // A search reports its event after it answers: on a PostgreSQL replica, through the change log
+  // (src/replication/events.ts), so it may not be in the log yet when the next call starts.
+  await vi.waitFor(() => expect(wayfind.server.events.tenantIds("", 10)).toContain("umbrella"), {
+    timeout: 10_000,
+  });
   await wayfind
     .grpc(KeyService)
     .createApiKey({ tenantId: "hooli", roles: ["agent"], id: "hooli-agent" }, asOperator);
@@ -71,7 +76,7 @@ describe("ListTenants", () => {
   });
 
   it("is the operator's alone: a tenant's admin learns nothing of the others", async () => {
-    const client = clientWith(ToolDiscoveryService, wayfind.baseUrl, globexAdmin.secret);
+    const client = wayfind.grpc(ToolDiscoveryService, { token: globexAdmin.secret });
     const error = await failure(client.listTenants({}));
     expect(error.code).toBe(Code.PermissionDenied);
     expect(error.rawMessage).toContain("operator");

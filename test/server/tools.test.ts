@@ -14,7 +14,12 @@ import {
 import { ActivationScope, LoadingMode, ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { estimateTokens } from "../../src/text/tokens.ts";
 import { failure } from "../support/rpc.ts";
-import { startTestServer, type TestServer } from "../support/server.ts";
+import {
+  type RouterTestServer,
+  startRouterServer,
+  startTestServer,
+  type TestServer,
+} from "../support/server.ts";
 
 const CATALOG = [
   {
@@ -52,7 +57,7 @@ const SLACK = [
   },
 ];
 
-let wayfind: TestServer;
+let wayfind: RouterTestServer;
 const acme = { tenantId: "acme", sessionId: "s-1", runId: "r-1" };
 const globex = { tenantId: "globex", sessionId: "s-2", runId: "r-2" };
 
@@ -60,7 +65,7 @@ beforeAll(async () => {
   const dir = mkdtempSync(join(tmpdir(), "wayfind-tools-"));
   writeFileSync(join(dir, "github.jsonl"), CATALOG.map((tool) => JSON.stringify(tool)).join("\n"));
   writeFileSync(join(dir, "slack.jsonl"), SLACK.map((tool) => JSON.stringify(tool)).join("\n"));
-  wayfind = await startTestServer(
+  wayfind = await startRouterServer(
     {
       catalogs: [
         { path: "github.jsonl", namespace: "github" },
@@ -269,19 +274,6 @@ describe("activation", () => {
     expect(hidden.message.replace("create_issue", "X")).toBe(missing.message.replace("create_isue", "X"));
   });
 
-  it.each(["grpc", "connect", "grpcWeb"] as const)(
-    "answers a 100,000-character name with a short NOT_FOUND over %s, quoting a bounded part",
-    async (protocol) => {
-      const error = await failure(
-        wayfind[protocol](ToolDiscoveryService).resolveTool({ name: "n".repeat(100_000) }),
-      );
-      expect(error.code).toBe(Code.NotFound);
-      expect(error.rawMessage).toBe(
-        `tool "${"n".repeat(100)}"… (100000 characters) not found; use tool_search to find tools`,
-      );
-    },
-  );
-
   it("refuses session scope without a session id (fails closed)", async () => {
     await expect(
       client().activateTools({
@@ -300,7 +292,7 @@ describe("activation", () => {
       scope: ActivationScope.SESSION,
     });
     await wayfind.stop({ keepData: true });
-    wayfind = await startTestServer(wayfind.configYaml, { dataDir: wayfind.dataDir });
+    wayfind = await startRouterServer(wayfind.configYaml, { dataDir: wayfind.dataDir });
     const listed = await client().listTools({ caller: { ...caller, runId: "r-new" } });
     expect(listed.tools.find((tool) => tool.name === "github.list_pull_requests")).toMatchObject({
       visible: true,
@@ -330,7 +322,7 @@ describe("aliases and lazy groups", () => {
       description: `Count the stock in warehouse bin ${i}.`,
     }));
     writeFileSync(join(dir, "warehouse.jsonl"), stock.map((tool) => JSON.stringify(tool)).join("\n"));
-    const server = await startTestServer(
+    const server = await startRouterServer(
       {
         catalogs: [{ path: "warehouse.jsonl", namespace: "warehouse", loading_mode: "deferred" }],
         lazy_tool_groups: [{ name: "stock", tools: ["warehouse.*"], triggers: { keywords: ["inventory"] } }],
@@ -443,4 +435,26 @@ describe("RegisterTools", () => {
     const listed = await client().listTools({ caller: acme, showAllTools: true, pageSize: 500 });
     expect(listed.tools.some((tool) => tool.name.startsWith("svc3."))).toBe(false);
   });
+});
+
+describe("a long name over each protocol", () => {
+  // On a port: each protocol carries the message its own way (gRPC in a header, which has a size limit).
+  let onPort: TestServer;
+  beforeAll(async () => {
+    onPort = await startTestServer();
+  });
+  afterAll(() => onPort.stop());
+
+  it.each(["grpc", "connect", "grpcWeb"] as const)(
+    "answers a 100,000-character name with a short NOT_FOUND over %s, quoting a bounded part",
+    async (protocol) => {
+      const error = await failure(
+        onPort[protocol](ToolDiscoveryService).resolveTool({ name: "n".repeat(100_000) }),
+      );
+      expect(error.code).toBe(Code.NotFound);
+      expect(error.rawMessage).toBe(
+        `tool "${"n".repeat(100)}"… (100000 characters) not found; use tool_search to find tools`,
+      );
+    },
+  );
 });

@@ -14,12 +14,12 @@ import {
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
 import { failure } from "../support/rpc.ts";
-import { startTestServer, type TestServer } from "../support/server.ts";
+import { type RouterTestServer, startRouterServer } from "../support/server.ts";
 
 // Issue 19: every event carries its typed payload; watchers filter by EventType and by tool.
 const caller = { tenantId: "typed", sessionId: "s1", runId: "r1" };
 
-let wayfind: TestServer;
+let wayfind: RouterTestServer;
 beforeAll(async () => {
   const dir = mkdtempSync(join(tmpdir(), "wayfind-typed-"));
   writeFileSync(
@@ -28,7 +28,7 @@ beforeAll(async () => {
       .map((name) => JSON.stringify({ name, description: `${name}.` }))
       .join("\n"),
   );
-  wayfind = await startTestServer(
+  wayfind = await startRouterServer(
     { catalogs: [{ path: "tools.jsonl", loading_mode: "deferred" }] },
     { dataDir: dir },
   );

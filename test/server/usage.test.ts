@@ -3,11 +3,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Provider } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { UsageGroupBy, UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
-import { startTestServer, type TestServer } from "../support/server.ts";
+import { type RouterTestServer, startRouterServer } from "../support/server.ts";
 
-let wayfind: TestServer;
+let wayfind: RouterTestServer;
 beforeAll(async () => {
-  wayfind = await startTestServer();
+  wayfind = await startRouterServer();
 });
 afterAll(() => wayfind.stop());
 
@@ -19,7 +19,7 @@ const usage = {
   cacheCreationInputTokens: 0n,
 };
 
-describe("UsageService over gRPC", () => {
+describe("UsageService", () => {
   it("prices a call and counts a retry once", async () => {
     const client = wayfind.grpc(UsageService);
     const request = {
@@ -137,9 +137,9 @@ describe("watch streams", () => {
 describe("prices from the YAML config", () => {
   // Distinct prices, so each cost below can only come from its own field.
   const prices = { input: 2, output: 3, cache_write: 5, cache_write_1h: 7, cache_read: 11 };
-  let priced: TestServer;
+  let priced: RouterTestServer;
   beforeAll(async () => {
-    priced = await startTestServer({
+    priced = await startRouterServer({
       pricing: [{ provider: "anthropic", model: "claude-custom", ...prices }],
     });
   });

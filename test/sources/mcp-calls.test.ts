@@ -5,7 +5,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
-import { startTestServer, type TestServer } from "../support/server.ts";
+import { type RouterTestServer, startRouterServer } from "../support/server.ts";
 import { type HttpMcpServer, startHttpMcpServer } from "./mcp-servers.ts";
 
 /**
@@ -17,7 +17,7 @@ const ACME_TOKEN = "Bearer acme-secret-token";
 const BRAVO_TOKEN = "Bearer bravo-secret-token";
 
 let upstream: HttpMcpServer;
-let wayfind: TestServer;
+let wayfind: RouterTestServer;
 beforeAll(async () => {
   upstream = await startHttpMcpServer([
     {
@@ -31,7 +31,7 @@ beforeAll(async () => {
   const dir = mkdtempSync(join(tmpdir(), "wayfind-tenant-credentials-"));
   writeFileSync(join(dir, "bravo-token"), `${BRAVO_TOKEN}\n`);
   process.env.WAYFIND_TEST_ACME_TOKEN = ACME_TOKEN;
-  wayfind = await startTestServer(
+  wayfind = await startRouterServer(
     {
       mcp_servers: [
         {
@@ -110,11 +110,11 @@ describe("an upstream that fails (issue 42: its stderr, with the tenant's creden
     await server.connect(new StdioServerTransport());
   `;
   const lines: Record<string, unknown>[] = [];
-  let leaky: TestServer;
+  let leaky: RouterTestServer;
   beforeAll(async () => {
     process.env.WAYFIND_TEST_LEAKY_TOKEN = LEAKY_TOKEN;
     const logger = pino({ level: "info" }, { write: (line: string) => lines.push(JSON.parse(line)) });
-    leaky = await startTestServer(
+    leaky = await startRouterServer(
       {
         mcp_servers: [
           {

@@ -2,7 +2,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { type HttpMcpServer, startHttpMcpServer } from "../sources/mcp-servers.ts";
-import { startTestServer, type TestServer } from "../support/server.ts";
+import { type RouterTestServer, startRouterServer } from "../support/server.ts";
 
 /**
  * CallTool executes a tool of an MCP server behind wayfind: the result comes back as the server sent
@@ -19,7 +19,7 @@ let holding = false;
 
 let upstream: HttpMcpServer;
 let flaky: HttpMcpServer;
-let wayfind: TestServer;
+let wayfind: RouterTestServer;
 beforeAll(async () => {
   upstream = await startHttpMcpServer([
     { name: "echo", description: "Echo the text back." },
@@ -64,7 +64,7 @@ beforeAll(async () => {
     },
   ]);
   flaky = await startHttpMcpServer([{ name: "echo", description: "Echo the text back." }]);
-  wayfind = await startTestServer({
+  wayfind = await startRouterServer({
     mcp_servers: [
       { name: "up", transport: "http", url: upstream.url, call_timeout_seconds: 30, max_concurrent_calls: 1 },
       { name: "flaky", transport: "http", url: flaky.url, breaker: { failures: 3, open_seconds: 1 } },
