@@ -74,7 +74,7 @@ def one_bfcl_question() -> str | None:
 
 def self_test(rows: list[dict], checker: Checker) -> int:
     rnd = random.Random(44)
-    base = rnd.choice([r for r in rows if r["source"] == "seal-tools"])
+    base = rnd.choice([r for r in rows if r["source"] == "complexfuncbench"])
     mcp = rnd.choice([t for t in mcp_catalog_tools() if len(t["description"].split()) >= 6])
     odd_tb = halves("toolbench")[1][5]["query"]
     odd_mt = halves("metatool")[1][100]["query"]

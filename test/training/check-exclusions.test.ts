@@ -29,7 +29,7 @@ const clean = {
     name: "plant_care_schedule",
     description: "Plans watering of indoor plants from species and local humidity.",
   },
-  source: "seal-tools",
+  source: "complexfuncbench",
   id: "test-1",
 };
 
