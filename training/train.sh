@@ -39,7 +39,7 @@ node --import tsx training/texts.ts training/data/pairs.jsonl.gz "$work/texts.js
 
 echo "== fine-tuning"
 "$py" training/train.py --base "$base/st" --pairs training/data/pairs.jsonl.gz --texts "$work/texts.jsonl" \
-  --out "$work/trained" --dev-out "$work/dev.jsonl" --epochs "${EPOCHS:-1}" --batch "${BATCH:-32}" \
+  --out "$work/trained" --dev-out "$work/dev.jsonl" --epochs "${EPOCHS:-2}" --batch "${BATCH:-32}" \
   --lr "${LR:-5e-5}" --max-seq-length "${MAX_SEQ_LENGTH:-64}" --max-per-tool "${MAX_PER_TOOL:-4}"
 
 echo "== export"
