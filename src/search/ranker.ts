@@ -23,7 +23,7 @@ import { type Expansion, expansionsOf, spellRepair } from "./ranker-words.ts";
 
 const SHORT_QUERY_WORDS = 4;
 /** Postings one scoring pass reads at most (withinBudget). */
-const MAX_SCORED_POSTINGS = 250_000;
+const MAX_SCORED_POSTINGS = 100_000;
 
 interface QueryTerm {
   readonly id: number;
