@@ -21,11 +21,6 @@ export interface GetRelevantSkillsResult extends BudgetReport {
   readonly skills: readonly { readonly name: string; readonly title: string; readonly score: number }[];
 }
 
-/**
- * Pre-flight: the skills best matching a task, rendered as one injection block within the token
- * budget. A generator that yields between texts (SkillLibrary runs it in slices); only what a
- * rendering within the budget can show is read.
- */
 /** The task of a GetRelevantSkills call, checked: what the search and its meaning text read. */
 export function taskOf(input: GetRelevantSkillsInput): string {
   const task = (input.task ?? "").trim();
@@ -34,6 +29,11 @@ export function taskOf(input: GetRelevantSkillsInput): string {
   return task;
 }
 
+/**
+ * Pre-flight: the skills best matching a task, rendered as one injection block within the token
+ * budget. A generator that yields between texts (SkillLibrary runs it in slices); only what a
+ * rendering within the budget can show is read.
+ */
 export function* getRelevantSkillsInSteps(
   context: SkillContext,
   caller: Caller,
