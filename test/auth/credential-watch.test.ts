@@ -40,16 +40,24 @@ async function newKey(roles: string[], seconds?: number): Promise<{ id: string; 
   return { id, secret };
 }
 
-/** How an open stream ended: the error it failed with, or "still open" after `ms`. */
-async function endOf(next: Promise<unknown>, ms = 5_000): Promise<ConnectError | "still open" | "ended"> {
+/**
+ * How an open stream's next read ends: the error it failed with, or "ended". Settled at once, so a
+ * stream that ends while the test is still revoking never leaves a rejection unhandled.
+ */
+function outcomeOf(next: Promise<unknown>): Promise<ConnectError | "ended"> {
+  return next.then(
+    () => "ended" as const,
+    (error: unknown) => ConnectError.from(error),
+  );
+}
+
+/** `outcome`, or "still open" when it has not come after `ms`. */
+async function endOf(
+  outcome: Promise<ConnectError | "ended">,
+  ms = 5_000,
+): Promise<ConnectError | "still open" | "ended"> {
   const timeout = new Promise<"still open">((resolve) => setTimeout(() => resolve("still open"), ms).unref());
-  return Promise.race([
-    next.then(
-      () => "ended" as const,
-      (error: unknown) => ConnectError.from(error),
-    ),
-    timeout,
-  ]);
+  return Promise.race([outcome, timeout]);
 }
 
 /** Opens WatchToolEvents with `secret` over `protocol`; resolves once its status arrived. */
@@ -68,7 +76,7 @@ describe("an open WatchToolEvents stream", () => {
     async (protocol) => {
       const key = await newKey(["observer"]);
       const stream = await openWatch(key.secret, protocol);
-      const next = stream.next();
+      const next = outcomeOf(stream.next());
       await keys().revokeApiKey({ id: key.id, tenantId: "acme" });
       const ended = await endOf(next);
       expect(ended).toBeInstanceOf(ConnectError);
@@ -80,7 +88,7 @@ describe("an open WatchToolEvents stream", () => {
   it("ends when its key expires, saying when", async () => {
     const key = await newKey(["observer"], 1);
     const stream = await openWatch(key.secret, "grpc");
-    const ended = await endOf(stream.next());
+    const ended = await endOf(outcomeOf(stream.next()));
     expect((ended as ConnectError).code).toBe(Code.Unauthenticated);
     expect((ended as ConnectError).rawMessage).toMatch(new RegExp(`^API key ${key.id} expired at `));
   });
@@ -88,7 +96,7 @@ describe("an open WatchToolEvents stream", () => {
   it("ends when `wayfind keys revoke` revokes its key from another process", async () => {
     const key = await newKey(["observer"]);
     const stream = await openWatch(key.secret, "grpc");
-    const next = stream.next();
+    const next = outcomeOf(stream.next());
     // The server's config: its data folder, or on PostgreSQL the fleet's database.
     await promisify(execFile)(process.execPath, [
       CLI,
@@ -106,7 +114,7 @@ describe("an open WatchToolEvents stream", () => {
     const kept = await newKey(["observer"]);
     const revoked = await newKey(["observer"]);
     const stream = await openWatch(kept.secret, "grpc");
-    const next = stream.next();
+    const next = outcomeOf(stream.next());
     await keys().revokeApiKey({ id: revoked.id, tenantId: "acme" });
     expect(await endOf(next, 1_000)).toBe("still open");
     await stream.return?.();
@@ -122,7 +130,7 @@ describe("an open MCP session", () => {
     const reader = stream.body?.getReader();
     const streamEnd = (async () => {
       for (;;) if ((await reader?.read())?.done !== false) return "ended";
-    })();
+    })().catch(() => "failed instead of ending");
     await keys().revokeApiKey({ id: key.id, tenantId: "acme" });
     expect(
       await Promise.race([streamEnd, new Promise((resolve) => setTimeout(resolve, 5_000, "open"))]),
