@@ -11,8 +11,8 @@ Checked for every pair, on the answer tool AND every negative (negatives are tra
 - requests: near-duplicate (same rule) of an odd-half request of toolbench/metatool (0-based position
   among non-blank lines odd, as bench/lib/eval-halves.ts splits) or of the team's MCP requests;
 - BFCL: near-duplicate of any BFCL question, (bare name, description) equal to a BFCL function's,
-  or description near-duplicate of one — against exclusions/bfcl_fingerprint.json (hashes of every
-  BFCL version in the gorilla repository's history).
+  or description near-duplicate of one — against data/bfcl_fingerprint.json.gz (hashes, built by
+  bfcl_fingerprint.py from the PyPI package bfcl-eval).
 Bare-name-only collisions with MCP/BFCL names (generic names: `search`, `get_news`) are warnings.
 
 Usage: python3 training/check_exclusions.py [PAIRS (default training/data/pairs.jsonl.gz)] [--self-test]
@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
 import sys
+import zipfile
 from collections import Counter, defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "lib"))
-from common import MIRROR, ROOT, halves, mcp_catalog_tools, read_jsonl  # noqa: E402
+from common import ROOT, halves, mcp_catalog_tools, read_jsonl  # noqa: E402
 from exclusion_sets import Checker  # noqa: E402
 
 
@@ -62,13 +62,16 @@ def report(offenders: dict[str, list[str]], n: int, checker: Checker) -> int:
 
 
 def one_bfcl_question() -> str | None:
-    """A BFCL question straight from the gorilla snapshot, if it is on this machine (self-test only)."""
-    repo = MIRROR / "ShishirPatil+gorilla" / "repo"
-    path = "HEAD:berkeley-function-call-leaderboard/bfcl_eval/data/BFCL_v4_simple_python.json"
-    r = subprocess.run(["git", "-C", str(repo), "show", path], capture_output=True, text=True)
-    if r.returncode != 0:
+    """A BFCL question straight from a bfcl-eval wheel bfcl_fingerprint.py downloaded, if it is on this
+    machine (self-test only)."""
+    wheels = sorted((Path(__file__).resolve().parent / ".work" / "bfcl").glob("bfcl_eval-*.whl"))
+    if not wheels:
         return None
-    first = json.loads(r.stdout.splitlines()[7])
+    with zipfile.ZipFile(wheels[-1]) as w:
+        names = [n for n in w.namelist() if n.endswith("_simple_python.json") and "possible_answer" not in n]
+        if not names:
+            return None
+        first = json.loads(w.read(names[0]).decode("utf-8").splitlines()[7])
     return first["question"][0][0]["content"]
 
 
@@ -93,7 +96,7 @@ def self_test(rows: list[dict], checker: Checker) -> int:
     if q:
         planted["bfcl-request"] = {**base, "request": "Quick one: " + q}
     else:
-        print("self-test: no gorilla snapshot here, the BFCL request plant is skipped")
+        print("self-test: no bfcl-eval wheel here (training/bfcl_fingerprint.py), the BFCL request plant is skipped")
     failed = 0
     for label, row in planted.items():
         caught = {h["rule"] for h in checker.offences(row)}

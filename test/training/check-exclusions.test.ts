@@ -58,10 +58,24 @@ describe("training/check_exclusions.py", () => {
       tool: { name: "GitHub.Create-Or-Update-File", description: "writes things" },
     };
     const unlisted = { ...clean, source: "scraped-from-somewhere" };
-    const { status, out } = check(pairsFile([clean, renamedMcpTool, unlisted]));
+    // BFCL's first simple_python question, reworded, and its function: found through the fingerprint.
+    const bfclQuestion = {
+      ...clean,
+      request: "Please find the area of a triangle with a base of 10 units and height of 5 units!",
+    };
+    const bfclFunction = {
+      ...clean,
+      tool: {
+        name: "calculate_triangle_area",
+        description: "Calculate the area of a triangle given its base and height.",
+      },
+    };
+    const { status, out } = check(pairsFile([clean, renamedMcpTool, unlisted, bfclQuestion, bfclFunction]));
     expect(status).toBe(1);
     expect(out).toMatch(/mcp-name: 1\n\s+line 2 /);
     expect(out).toMatch(/source-not-listed: 1\n\s+line 3 /);
+    expect(out).toMatch(/bfcl-request: 1\n\s+line 4 /);
+    expect(out).toMatch(/bfcl-tool: 1\n\s+line 5 /);
     expect(out).not.toMatch(/line 1 /);
   });
 });

@@ -1,8 +1,7 @@
 """Shared helpers: text normalisation, wayfind's word analysis (ported), shingles, the held-out sets.
 
 Nothing here downloads anything. Paths default to this repository's layout; WAYFIND_SHARED names the
-team's shared folder (default: ../shared beside the repository, checked only where it exists) and
-MIRROR_DIR the repository snapshots (only the self-test reads one, if present).
+team's shared folder (default: ../shared beside the repository, checked only where it exists).
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent / "data"
 MAIN = Path(__file__).resolve().parent.parent.parent
 SHARED = Path(os.environ.get("WAYFIND_SHARED", str(MAIN.parent / "shared")))
-MIRROR = Path(os.environ.get("MIRROR_DIR", "/work/.mirror"))
 EVAL = MAIN / "data" / "eval"
 
 
