@@ -5,12 +5,16 @@ the source gives one).
 
 Usage:
   python training/train.py --base DIR --pairs PAIRS --texts TEXTS --out DIR [--epochs N] [--lr X]
-      [--batch N] [--max-per-tool N] [--dev-out FILE] [--seed N]
+      [--batch N] [--max-per-tool N] [--compose X] [--dev-out FILE] [--seed N]
 
 PAIRS: the training pairs (JSONL, gzipped or not; training/data/README.md). TEXTS: the text wayfind
 embeds each tool as (training/texts.ts). Requests of a pair are held out as a dev set (a share of each
 source, by request, never in training) and written to --dev-out, so candidates are compared on data
 the model never saw — the odd halves of the public sets and the team's requests stay the report.
+
+Requests for several tools are rare in the sources, and a request of two intents must sit near both
+tools, not between them: --compose adds that many (as a share of the kept pairs) requests made of two
+training requests of different tools of one source, each paired with both tools.
 """
 
 from __future__ import annotations
@@ -30,6 +34,29 @@ def read_jsonl(path: Path) -> list[dict]:
         return [json.loads(line) for line in f if line.strip()]
 
 
+JOINERS = (" and ", ". Also, ", "; then ", ", and after that ", ". ")
+
+
+def compose_two_intents(kept: list[dict], count: int) -> list[tuple[str, dict]]:
+    """`count` (request, tool) couples: two single-tool requests of one source for different tools,
+    joined into one request, paired with each of the two tools."""
+    singles: dict[str, list[dict]] = defaultdict(list)
+    for p in kept:
+        if p.get("n_gold", 1) == 1 and len(p["request"]) <= 110:
+            singles[p["source"]].append(p)
+    pools = [pool for pool in singles.values() if len({q["tool"]["name"] for q in pool}) > 1]
+    couples: list[tuple[str, dict]] = []
+    while pools and len(couples) < count:
+        pool = random.choice(pools)
+        a, b = random.sample(pool, 2)
+        if a["tool"]["name"] == b["tool"]["name"]:
+            continue
+        # Short enough that both intents fit the model's sequence length.
+        request = a["request"].rstrip(" .?!") + random.choice(JOINERS) + b["request"]
+        couples += [(request, a["tool"]), (request, b["tool"])]
+    return couples
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--base", type=Path, required=True, help="sentence-transformers folder to start from")
@@ -40,6 +67,7 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=3e-5)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--max-per-tool", type=int, default=40, help="pairs kept per tool (the rest are dropped)")
+    parser.add_argument("--compose", type=float, default=0.0, help="two-intent requests to add, a share of the kept pairs")
     parser.add_argument("--dev-share", type=float, default=0.08, help="share of each source's requests held out")
     parser.add_argument("--dev-out", type=Path)
     parser.add_argument("--max-seq-length", type=int, default=128)
@@ -86,6 +114,7 @@ def main() -> None:
             per_tool[key] += 1
             kept.append(p)
 
+    composed = compose_two_intents(kept, int(len(kept) * args.compose))
     triplets = {"anchor": [], "positive": [], "negative": []}
     couples = {"anchor": [], "positive": []}
     for p in kept:
@@ -97,10 +126,13 @@ def main() -> None:
         else:
             couples["anchor"].append(p["request"])
             couples["positive"].append(text_of(p["tool"]))
+    for request, tool in composed:
+        couples["anchor"].append(request)
+        couples["positive"].append(text_of(tool))
     datasets = {"triplets": Dataset.from_dict(triplets), "pairs": Dataset.from_dict(couples)}
     print(
         f"pairs {len(pairs)}: train {len(kept)} ({len(triplets['anchor'])} with a hard negative), "
-        f"dev {len(dev_pairs)} ({len(dev_requests)} requests), dropped past the per-tool cap "
+        f"two-intent {len(composed)}, dev {len(dev_pairs)} ({len(dev_requests)} requests), dropped past the per-tool cap "
         f"{len(train_pairs) - len(kept)}",
         flush=True,
     )
