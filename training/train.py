@@ -5,7 +5,7 @@ the source gives one).
 
 Usage:
   python training/train.py --base DIR --pairs PAIRS --texts TEXTS --out DIR [--epochs N] [--lr X]
-      [--batch N] [--max-per-tool N] [--compose X] [--dev-out FILE] [--seed N]
+      [--batch N] [--max-per-tool N] [--compose X] [--interpolate X] [--dev-out FILE] [--seed N]
 
 PAIRS: the training pairs (JSONL, gzipped or not; training/data/README.md). TEXTS: the text wayfind
 embeds each tool as (training/texts.ts). Requests of a pair are held out as a dev set (a share of each
@@ -15,6 +15,11 @@ the model never saw — the odd halves of the public sets and the team's request
 Requests for several tools are rare in the sources, and a request of two intents must sit near both
 tools, not between them: --compose adds that many (as a share of the kept pairs) requests made of two
 training requests of different tools of one source, each paired with both tools.
+
+The saved weights are --interpolate of the way from the base model's to the fine-tuned ones (WiSE-FT,
+Wortsman et al. 2022): fine-tuning on a few sources pulls the model toward their catalogs and wording,
+and the midpoint keeps most of the gain on them while keeping the general model's sense of requests
+unlike them — the MCP catalogs and requests wayfind is judged on are by design nothing it trains on.
 """
 
 from __future__ import annotations
@@ -68,6 +73,9 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--max-per-tool", type=int, default=40, help="pairs kept per tool (the rest are dropped)")
     parser.add_argument("--compose", type=float, default=0.0, help="two-intent requests to add, a share of the kept pairs")
+    parser.add_argument(
+        "--interpolate", type=float, default=1.0, help="share of the way from the base weights to the tuned ones"
+    )
     parser.add_argument("--dev-share", type=float, default=0.08, help="share of each source's requests held out")
     parser.add_argument("--dev-out", type=Path)
     parser.add_argument("--max-seq-length", type=int, default=128)
@@ -162,7 +170,17 @@ def main() -> None:
     started = time.time()
     trainer.train()
     print(f"trained in {(time.time() - started) / 60:.1f} min", flush=True)
+    if args.interpolate != 1.0:
+        interpolate(model, SentenceTransformer(str(args.base), device="cpu"), args.interpolate)
     model.save(str(args.out / "model"))
+
+
+def interpolate(tuned, base, share: float) -> None:
+    """Moves `tuned`'s weights to `share` of the way from `base`'s to its own."""
+    start = base.state_dict()
+    tuned.load_state_dict(
+        {k: (1 - share) * start[k] + share * v if v.is_floating_point() else v for k, v in tuned.state_dict().items()}
+    )
 
 
 if __name__ == "__main__":

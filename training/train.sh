@@ -8,7 +8,7 @@
 # activations (export.py); 7. its score curve (bench/score-calibration.ts --write: calibration.json
 # fitted on the even halves); 8. search quality of the result beside the shipped model
 # (bench/search-quality.ts: even halves to choose, odd halves and the team's requests to report).
-# Settings through the environment: EPOCHS, BATCH, LR, MAX_SEQ_LENGTH, MAX_PER_TOOL, COMPOSE (train.py's).
+# Settings through the environment: EPOCHS, BATCH, LR, MAX_SEQ_LENGTH, MAX_PER_TOOL, COMPOSE, INTERPOLATE (train.py's).
 # Copy OUT_DIR's files over models/all-MiniLM-L6-v2 only if it is no worse on any odd half and any
 # kind (README.md, "Replacing the shipped model").
 set -euo pipefail
@@ -40,7 +40,7 @@ node --import tsx training/texts.ts training/data/pairs.jsonl.gz "$work/texts.js
 echo "== fine-tuning"
 "$py" training/train.py --base "$base/st" --pairs training/data/pairs.jsonl.gz --texts "$work/texts.jsonl" \
   --out "$work/trained" --dev-out "$work/dev.jsonl" --epochs "${EPOCHS:-2}" --batch "${BATCH:-32}" \
-  --lr "${LR:-5e-5}" --max-seq-length "${MAX_SEQ_LENGTH:-64}" --max-per-tool "${MAX_PER_TOOL:-4}" --compose "${COMPOSE:-0}"
+  --lr "${LR:-5e-5}" --max-seq-length "${MAX_SEQ_LENGTH:-64}" --max-per-tool "${MAX_PER_TOOL:-4}" --compose "${COMPOSE:-0.5}" --interpolate "${INTERPOLATE:-0.5}"
 
 echo "== export"
 "$py" training/export.py "$work/trained/model" "$out" --tokenizer-from models/all-MiniLM-L6-v2

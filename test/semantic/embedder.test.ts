@@ -12,7 +12,7 @@ function dot(a: Float32Array, b: Float32Array): number {
   return sum;
 }
 
-describe("Embedder (the shipped all-MiniLM-L6-v2 model)", () => {
+describe("Embedder (the shipped model: all-MiniLM-L6-v2 fine-tuned for tools)", () => {
   let embedder: Embedder;
   beforeAll(async () => {
     embedder = await Embedder.open(MODEL_DIR);
@@ -38,11 +38,12 @@ describe("Embedder (the shipped all-MiniLM-L6-v2 model)", () => {
     expect(embedder.words.repair("umbrel")).toBe("umbrella");
   });
 
-  it("gives the published similarity of the model card's sentence pair (within int8 error)", async () => {
+  it("gives the model card's sentence pair the similarity its float weights give (within int8 error)", async () => {
     const food = await embedder.embedQuery("A man is eating food.");
     const bread = await embedder.embedQuery("A man is eating a piece of bread.");
     expect(dot(food, food)).toBeCloseTo(1, 5);
-    expect(Math.abs(dot(food, bread) - 0.7553)).toBeLessThan(0.01);
+    // sentence-transformers on the fine-tuned float weights train.sh saves (the published model: 0.7553).
+    expect(Math.abs(dot(food, bread) - 0.753)).toBeLessThan(0.015);
   });
 
   it("ranks the paraphrased tool first", async () => {
