@@ -1,5 +1,7 @@
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import {
+  Code,
+  ConnectError,
   createServiceImplSpec,
   type HandlerContext,
   type MethodImplSpec,
@@ -110,13 +112,20 @@ async function observed<T>(observation: Observation, run: () => Promise<T> | T):
 }
 
 async function* observedStream<T>(observation: Observation, run: () => AsyncIterable<T>): AsyncIterable<T> {
+  let ended = false;
   try {
     const prepared = observation.prepare?.();
     if (prepared) await prepared;
     yield* observation.run ? observation.run(run) : run();
     observation.settle?.();
+    ended = true;
     observation.succeeded();
   } catch (error) {
+    ended = true;
     throw observation.failed(error);
+  } finally {
+    // The reader stopped before the end (the client went away): the call still ends, as cancelled,
+    // so what it holds (its stream slot, its credential watch) is released.
+    if (!ended) observation.failed(new ConnectError("the client stopped reading the stream", Code.Canceled));
   }
 }
