@@ -47,6 +47,7 @@ def compose_two_intents(kept: list[dict], count: int) -> list[tuple[str, dict]]:
     joined into one request, paired with each of the two tools."""
     singles: dict[str, list[dict]] = defaultdict(list)
     for p in kept:
+        # Short enough that two of them fit the model's sequence length.
         if p.get("n_gold", 1) == 1 and len(p["request"]) <= 110:
             singles[p["source"]].append(p)
     pools = [pool for pool in singles.values() if len({q["tool"]["name"] for q in pool}) > 1]
@@ -56,7 +57,6 @@ def compose_two_intents(kept: list[dict], count: int) -> list[tuple[str, dict]]:
         a, b = random.sample(pool, 2)
         if a["tool"]["name"] == b["tool"]["name"]:
             continue
-        # Short enough that both intents fit the model's sequence length.
         request = a["request"].rstrip(" .?!") + random.choice(JOINERS) + b["request"]
         couples += [(request, a["tool"]), (request, b["tool"])]
     return couples
