@@ -31,7 +31,9 @@ def export_fp32(trained: Path, out: Path) -> None:
 
         def __init__(self) -> None:
             super().__init__()
-            self.bert = AutoModel.from_pretrained(str(trained)).eval()
+            # Eager attention exports as plain MatMul/Softmax; the default (scaled-dot-product) one
+            # brings mask helpers and shape nodes that make every query measurably slower.
+            self.bert = AutoModel.from_pretrained(str(trained), attn_implementation="eager").eval()
 
         def forward(self, input_ids, attention_mask, token_type_ids):
             return self.bert(

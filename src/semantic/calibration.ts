@@ -15,7 +15,7 @@ export interface ScoreCalibration {
  * The shipped all-MiniLM-L6-v2's fit (its calibration.json), for model folders without a calibration
  * of their own: sentence models of its kind put unrelated texts and matching ones at similar cosines.
  */
-export const DEFAULT_CALIBRATION: ScoreCalibration = { intercept: -4.321, slope: 8.788 };
+export const DEFAULT_CALIBRATION: ScoreCalibration = { intercept: -4.33, slope: 8.802 };
 
 /**
  * Keeps |intercept + slope × cosine| within this for every cosine in [-1, 1]: far from where a double's
