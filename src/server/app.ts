@@ -86,18 +86,22 @@ export interface StartOptions extends DomainOptions {
   readonly workerSockets?: WorkerSockets;
 }
 
-export interface RunningServer {
+/** What a started server holds, whether it listens on a port or serves in process. */
+interface ServerState {
+  readonly db: Db;
+  readonly events: EventLog;
+  readonly mcp: McpSources;
+  /** Set when the state is shared on PostgreSQL (storage.postgres): this server is one replica. */
+  readonly replica: Replica | undefined;
+}
+
+export interface RunningServer extends ServerState {
   readonly port: number;
   /**
    * Reads the TLS certificate and key files again (SIGHUP): new connections use them, open ones are
    * not dropped. Throws, keeping the old ones, when they do not load or the server has no TLS.
    */
   reloadTls(): void;
-  readonly db: Db;
-  readonly events: EventLog;
-  readonly mcp: McpSources;
-  /** Set when the state is shared on PostgreSQL (storage.postgres): this server is one replica. */
-  readonly replica: Replica | undefined;
   /** Drains in-flight calls, ends watch streams, closes the database. Idempotent. */
   stop(): Promise<void>;
 }
@@ -189,10 +193,7 @@ export async function startServer(
   let stopping: Promise<void> | undefined;
   return {
     port: transport.port,
-    db: storage.db,
-    events: domain.events,
-    mcp: domain.mcp,
-    replica: storage.replica,
+    ...stateOf(serving),
     reloadTls() {
       if (!tlsFiles) throw new Error("the server was started without TLS (server.tls); nothing to reload");
       transport.reloadTls(readTlsCredentials(tlsFiles));
@@ -217,7 +218,7 @@ export async function startServer(
 }
 
 /** A server without a port: its RPC routes, served by whoever calls them in this process. */
-export interface InProcessServer {
+export interface InProcessServer extends ServerState {
   /**
    * Exactly what a port serves, call pipeline included (credentials from the request headers, roles,
    * caller binding, limits, logs; metrics and traces when configured); not the transport's own checks
@@ -226,10 +227,6 @@ export interface InProcessServer {
   readonly routes: readonly MethodRoute[];
   /** Aborted on stop, as a port's shutdown signal is: open streams end. */
   readonly shutdownSignal: AbortSignal;
-  readonly db: Db;
-  readonly events: EventLog;
-  readonly mcp: McpSources;
-  readonly replica: Replica | undefined;
   /** Ends streams, closes the database. Idempotent. */
   stop(): Promise<void>;
 }
@@ -264,10 +261,7 @@ export async function startInProcess(
   return {
     routes: serving.routes,
     shutdownSignal: shutdown.signal,
-    db: storage.db,
-    events: domain.events,
-    mcp: domain.mcp,
-    replica: storage.replica,
+    ...stateOf(serving),
     stop() {
       stopping ??= (async () => {
         health.setAll(ServingStatus.NOT_SERVING);
@@ -329,6 +323,11 @@ async function openServing(config: WayfindConfig, logger: Logger, options: Start
   const tenants = tenantLookups(config, domain);
   const routes = buildRoutes(storage, domain, health, auth, tenants, logger, options);
   return { storage, domain, health, auth, routes, shutdown: new AbortController() };
+}
+
+/** The state a started server gives its caller, listening or in process. */
+function stateOf({ storage, domain }: Serving): ServerState {
+  return { db: storage.db, events: domain.events, mcp: domain.mcp, replica: storage.replica };
 }
 
 /**
