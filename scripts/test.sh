@@ -51,9 +51,10 @@ step "TypeScript tests that time the event loop, alone (vitest)"
 vitest run --no-file-parallelism "${timed_suites[@]}"
 
 # Every suite that starts a server (on a port or in process: test/support/server.ts), again with each
-# test server a replica on PostgreSQL (its own database in a PostgreSQL the tests start: docs/replicas.md). Left out: the replica suites (they run
-# their own fleets above) and mcp.test.ts (it inspects the MCP processes this process runs itself,
-# which a replica leaves to the holder of each server's lease).
+# test server a replica on PostgreSQL (its own database in a PostgreSQL the tests start:
+# docs/replicas.md). Left out: the replica suites (they run their own fleets above) and mcp.test.ts
+# (it inspects the MCP processes this process runs itself, which a replica leaves to the holder of
+# each server's lease).
 step "TypeScript server suites on PostgreSQL (WAYFIND_TEST_STORAGE=postgres)"
 mapfile -t server_suites < <(grep -rl --include='*.test.ts' -e "startTestServer" -e "startRouterServer" test \
   | grep -v -e '^test/server/replica' -e '^test/server/mcp.test.ts$' | sort)
