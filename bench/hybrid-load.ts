@@ -10,8 +10,8 @@
  *      data dir), words only for reference.
  *   3. Requests never seen: 32 callers against one after another (other requests each time).
  *   4. One caller, repeated requests: the latency hybrid adds to words.
- *   5. How meaning took part (the server's wayfind_search_semantic_total and
- *      wayfind_search_texts_late_total over each run), each server's RSS, and how long a server took
+ *   5. How meaning took part in each run (the server's wayfind_search_semantic_total by tier: the
+ *      model, its static tier, none; wayfind_search_texts_late_total), each server's RSS, and how long a server took
  *      to listen and to have every tool's vector (a new data dir, and again on restart).
  * Usage: node --import tsx bench/hybrid-load.ts [--tools N] [--duration S]
  */
@@ -120,30 +120,37 @@ async function vectorsReady(server: ServerProcess): Promise<void> {
   while ((await readiness(server)) === "partial") await new Promise((done) => setTimeout(done, 1_000));
 }
 
-/** The server's counters of how meaning took part, by status, plus texts late. */
+/** The server's counters of how meaning took part: searches by tier (model, static, none), texts late. */
 async function meaningCounters(server: ServerProcess): Promise<Map<string, number>> {
   const text = await (await fetch(`http://127.0.0.1:${server.port}/metrics`)).text();
   const counters = new Map<string, number>();
   for (const line of text.split("\n")) {
-    const status = /^wayfind_search_semantic_total\{kind="tool",status="(\w+)"\} (\S+)/.exec(line);
-    if (status) counters.set(status[1] as string, Number(status[2]));
+    const tier = /^wayfind_search_semantic_total\{kind="tool",status="\w+",tier="(\w+)"\} (\S+)/.exec(line);
+    if (tier) counters.set(tier[1] as string, (counters.get(tier[1] as string) ?? 0) + Number(tier[2]));
     const late = /^wayfind_search_texts_late_total\{kind="tool"\} (\S+)/.exec(line);
     if (late) counters.set("texts late", Number(late[1]));
   }
   return counters;
 }
 
-/** What a run did to the counters: "ready 1200, partial 800 (812 texts late)". */
+/**
+ * What a run did to the counters: the share of searches each tier read — "model 31 %, static 69 %"
+ * (the model read the request; its static tier did, the model not being in time; none: words only).
+ */
 async function meaningDuring<T>(server: ServerProcess, run: () => Promise<T>): Promise<[T, string]> {
   const before = await meaningCounters(server);
   const result = await run();
+  // Search events are counted once written (in batches, within a second).
+  await new Promise((done) => setTimeout(done, 1_500));
   const after = await meaningCounters(server);
   const delta = (key: string) => (after.get(key) ?? 0) - (before.get(key) ?? 0);
-  const parts = ["ready", "partial", "unavailable"]
+  const total = delta("model") + delta("static") + delta("none");
+  if (total === 0) return [result, "off"];
+  const parts = ["model", "static", "none"]
     .filter((k) => delta(k) > 0)
-    .map((k) => `${k} ${delta(k)}`);
+    .map((k) => `${k === "none" ? "words" : k} ${((100 * delta(k)) / total).toFixed(0)} %`);
   const late = delta("texts late");
-  return [result, `${parts.join(", ") || "off"}${late > 0 ? ` (${late} texts late)` : ""}`];
+  return [result, `${parts.join(", ")}${late > 0 ? ` (${late} texts late)` : ""}`];
 }
 
 const ms = (x: number) => x.toFixed(1);
@@ -300,7 +307,7 @@ console.log(
   `\nSearchTools over native gRPC, ${TOOLS} tools (\`node bin/wayfind.js serve\`, ghz on the same machine)\n`,
 );
 printAligned(
-  ["run", "server", "calls/s", "p50 ms", "p99 ms", "errors", "meaning (searches)", "note"],
+  ["run", "server", "calls/s", "p50 ms", "p99 ms", "errors", "searches read by", "note"],
   rows,
   new Set([2, 3, 4]),
 );

@@ -67,10 +67,33 @@ async function semanticReadiness(server: ServerProcess): Promise<string> {
   return answer.checks.semantic ?? "off";
 }
 
-/** Searches answered by meaning (ready) out of all, over a run. */
-async function answeredByMeaning(server: ServerProcess): Promise<number> {
+/** Searches so far by the tier that read them (model, static, none), from the server's counters. */
+async function searchesByTier(server: ServerProcess): Promise<Record<string, number>> {
   const text = await (await fetch(`http://127.0.0.1:${server.port}/metrics`)).text();
-  return Number(/^wayfind_search_semantic_total\{kind="tool",status="ready"\} (\S+)/m.exec(text)?.[1] ?? 0);
+  const counts: Record<string, number> = { model: 0, static: 0, none: 0 };
+  for (const [, tier, count] of text.matchAll(
+    /^wayfind_search_semantic_total\{kind="tool",status="\w+",tier="(\w+)"\} (\S+)/gm,
+  ))
+    counts[tier as string] = (counts[tier as string] ?? 0) + Number(count);
+  return counts;
+}
+
+/** "model 12 %, static 88 %": the share of a run's searches each tier read. */
+async function tierShares(
+  server: ServerProcess,
+  run: () => Promise<LoadResult>,
+): Promise<[LoadResult, string]> {
+  const before = await searchesByTier(server);
+  const result = await run();
+  // Search events are counted once written (in batches, within a second).
+  await new Promise((done) => setTimeout(done, 1_500));
+  const after = await searchesByTier(server);
+  const delta = (tier: string) => (after[tier] ?? 0) - (before[tier] ?? 0);
+  const total = delta("model") + delta("static") + delta("none");
+  const shares = ["model", "static", "none"]
+    .filter((tier) => delta(tier) > 0)
+    .map((tier) => `${tier === "none" ? "words" : tier} ${((100 * delta(tier)) / total).toFixed(0)} %`);
+  return [result, shares.join(", ")];
 }
 
 const starts: string[][] = [];
@@ -102,17 +125,19 @@ async function run(label: string, config: string, dataDir: string, measure: bool
   if (measure) {
     const server$ = label.split(",")[0] ?? label;
     await runGhz(ghz, server.port, { ...spec(repeated, 1, 1), total: 50 });
-    load(server$, "one caller, repeated requests", await runGhz(ghz, server.port, spec(repeated, 1, 1)));
-    load(server$, "32 callers, repeated requests", await runGhz(ghz, server.port, spec(repeated, 4, 8)));
-    const before = await answeredByMeaning(server);
-    const never = await runGhz(ghz, server.port, { ...spec(fresh.slice(0, 1_000), 4, 8), total: 1_000 });
-    const byMeaning = (await answeredByMeaning(server)) - before;
-    load(
-      server$,
-      "32 callers, 1,000 requests never seen",
-      never,
-      label.startsWith("hybrid") ? `${byMeaning} by meaning` : "",
-    );
+    const hybrid = label.startsWith("hybrid");
+    const runs: [string, () => Promise<LoadResult>][] = [
+      ["one caller, repeated requests", () => runGhz(ghz, server.port, spec(repeated, 1, 1))],
+      ["32 callers, repeated requests", () => runGhz(ghz, server.port, spec(repeated, 4, 8))],
+      [
+        "32 callers, 1,000 requests never seen",
+        () => runGhz(ghz, server.port, { ...spec(fresh.slice(0, 1_000), 4, 8), total: 1_000 }),
+      ],
+    ];
+    for (const [what, go] of runs) {
+      const [result, shares] = await tierShares(server, go);
+      load(server$, what, result, hybrid ? shares : "");
+    }
     const { nowMiB: after, peakMiB: peak } = server.rss();
     starts.push([`${label}: after the runs`, "", "", "", after.toFixed(0), peak.toFixed(0)]);
   }
@@ -135,7 +160,7 @@ printAligned(
 );
 console.log("\nSearchTools over native gRPC (ghz on the same machine)\n");
 printAligned(
-  ["server", "run", "calls/s", "p50 ms", "p99 ms", "errors", "note"],
+  ["server", "run", "calls/s", "p50 ms", "p99 ms", "errors", "searches read by"],
   loads,
   new Set([2, 3, 4, 5]),
 );

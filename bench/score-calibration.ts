@@ -14,15 +14,16 @@
  *   fused score, chosen on the even half.
  *
  * Everything is fitted and chosen on the even half (a request's position in its file) and reported on
- * the odd half. The model: the shipped one, or WAYFIND_MODEL_DIR.
- * Usage: node --import tsx bench/score-calibration.ts [--write]
+ * the odd half. The model: the shipped one, or WAYFIND_MODEL_DIR. `--tier static` reads every request
+ * by the model's static tier instead (its own curve: `--write` stores it as static/calibration.json).
+ * Usage: node --import tsx bench/score-calibration.ts [--write] [--tier model|static]
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ScoreCalibration } from "../src/semantic/calibration.ts";
 import { Embedder } from "../src/semantic/index.ts";
 import { clipQuery, type Query, readQueries, sample, table } from "./lib/discovery-data.ts";
-import { BENCH_MODEL_DIR, type HybridCatalog, openHybrid } from "./lib/hybrid.ts";
+import { BENCH_MODEL_DIR, type BenchTier, type HybridCatalog, openHybrid } from "./lib/hybrid.ts";
 
 type Half = "even" | "odd";
 type Way = "lexical" | "cosine" | "hybrid";
@@ -35,6 +36,10 @@ interface Observed {
 }
 
 const SETS = ["toolbench", "metatool"] as const;
+const TIER: BenchTier = process.argv.includes("--tier")
+  ? (process.argv[process.argv.indexOf("--tier") + 1] as BenchTier)
+  : "model";
+if (TIER !== "model" && TIER !== "static") throw new Error("--tier: model or static");
 const PER_SET = 1_500;
 
 /** Requests sampled, each with the half its position in its file puts it in. */
@@ -52,8 +57,8 @@ const curve = { intercept: 0, slope: 1 };
 async function bestHits(opened: HybridCatalog, query: string) {
   const clipped = clipQuery(query);
   const words = opened.index.search({ query: clipped, limit: 1 }).tools[0];
-  const semantic = opened.semantic;
-  if (semantic === undefined) throw new Error("score-calibration: no model");
+  const semantic = TIER === "static" ? opened.semanticStatic : opened.semantic;
+  if (semantic === undefined) throw new Error(`score-calibration: no ${TIER} tier`);
   const meaning = opened.index.meaningOf({ query: clipped });
   const evidence = await semantic.evidence(meaning);
   const nearest = evidence.closest[0];
@@ -181,7 +186,7 @@ async function main(): Promise<void> {
     );
     const rounded = { intercept: Number(fit.intercept.toFixed(3)), slope: Number(fit.slope.toFixed(3)) };
     console.log(
-      `semantic curve fitted on the even half (${BENCH_MODEL_DIR}): ${JSON.stringify(rounded)}; score 0.5 at cosine ${(-rounded.intercept / rounded.slope).toFixed(3)}`,
+      `semantic curve of the ${TIER} tier fitted on the even half (${BENCH_MODEL_DIR}): ${JSON.stringify(rounded)}; score 0.5 at cosine ${(-rounded.intercept / rounded.slope).toFixed(3)}`,
     );
     const asScores = (o: Observed): Observed => ({
       ...o,
@@ -196,7 +201,7 @@ async function main(): Promise<void> {
       ),
     );
     if (process.argv.includes("--write")) {
-      const file = join(BENCH_MODEL_DIR, "calibration.json");
+      const file = join(BENCH_MODEL_DIR, TIER === "static" ? "static/calibration.json" : "calibration.json");
       writeFileSync(file, `${JSON.stringify(rounded, null, 2)}\n`);
       console.log(`wrote ${file}\n`);
     }

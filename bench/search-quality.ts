@@ -5,7 +5,8 @@
  * Rows by kind, from the public requests: paraphrase (shares no word with any gold tool's name and
  * description), typos (one or two seeded slips: any edit, and the transposition-heavy slips people
  * make), several intents (two or more gold tools) and one intent. Then the team-written MCP requests
- * (808 MCP tools, five kinds) and their translations (not public data: written for this bench).
+ * (808 MCP tools, five kinds) and their translations (not public data: written for this bench). Hybrid
+ * rows come twice: every request read by the model, and by its static tier alone.
  * Usage: node --import tsx bench/search-quality.ts [--metatool-every K] [--lexical-only]
  */
 
@@ -32,6 +33,17 @@ const METATOOL_EVERY = at >= 0 ? Number(process.argv[at + 1]) : 3;
 const LEXICAL_ONLY = process.argv.includes("--lexical-only");
 
 type Ranker = (query: string) => Promise<string[]> | string[];
+
+/**
+ * Words only, then hybrid as a server ranks by default: every request read by the model (one at a
+ * time), and by its static tier alone (what a server answers with when the model is not in time).
+ */
+function rankers(opened: HybridCatalog): [string, Ranker][] {
+  const modes: [string, Ranker][] = [["words only", (q) => opened.lexical(q)]];
+  if (opened.semantic) modes.push(["hybrid (default)", (q) => opened.hybrid(q)]);
+  if (opened.semanticStatic) modes.push(["hybrid, static tier", (q) => opened.hybrid(q, 20, "static")]);
+  return modes;
+}
 
 async function measure(queries: readonly Query[], rank: Ranker, aliasOf: ReadonlyMap<string, string>) {
   const sum = new MetricsSum();
@@ -70,8 +82,7 @@ async function publicSet(set: string, embedder: Embedder | undefined, rows: (str
   all = indexed.map(({ q }) => q);
   const even = indexed.filter(({ i }) => i % 2 === 0).map(({ q }) => q);
   const odd = indexed.filter(({ i }) => i % 2 === 1).map(({ q }) => q);
-  const modes: [string, Ranker][] = [["words only", (q) => opened.lexical(q)]];
-  if (embedder) modes.push(["hybrid (default)", (q) => opened.hybrid(q)]);
+  const modes = rankers(opened);
   for (const b of BASELINES[set] ?? []) rows.push([set, b[0], "all", `${total}`, b[1], b[2], b[3], b[4]]);
   const label = (n: number) => (every > 1 ? `${n} (1 in ${every})` : `${n}`);
   for (const [mode, rank] of modes)
@@ -105,8 +116,7 @@ async function publicSet(set: string, embedder: Embedder | undefined, rows: (str
 
 async function teamSet(embedder: Embedder | undefined, rows: (string | number)[][]) {
   const opened = await openHybrid(["mcp_catalog.jsonl", "livemcpbench_catalog.jsonl"], embedder);
-  const modes: [string, Ranker][] = [["words only", (q) => opened.lexical(q)]];
-  if (embedder) modes.push(["hybrid (default)", (q) => opened.hybrid(q)]);
+  const modes = rankers(opened);
   const requests = readQueries("mcp_requests.jsonl") as (Query & { kind: string })[];
   const translated = readQueries("mcp_requests_multilingual.jsonl") as (Query & { lang: string })[];
   for (const [mode, rank] of modes) {

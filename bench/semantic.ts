@@ -25,7 +25,7 @@ import {
 import { TOOL_TEXT_VERSION } from "../src/semantic/text.ts";
 import { clipQuery, growCatalog, readQueries, table, writeCatalogFiles } from "./lib/discovery-data.ts";
 import { prepareWayfind, spawnServer, wayfindServeArgs } from "./lib/grpc-bench-support.ts";
-import { BENCH_MODEL_DIR } from "./lib/hybrid.ts";
+import { BENCH_MODEL_DIR, staticOnly } from "./lib/hybrid.ts";
 
 function option(name: string, fallback: number): number {
   const at = process.argv.indexOf(name);
@@ -67,6 +67,13 @@ async function inProcess(
     await timedRow("query embedding, cold", `${queries.length} requests, one at a time`, queries, embed),
   );
   rows.push(await timedRow("query embedding, cached", "the same requests again (LRU)", queries, embed));
+  const staticTier = embedder.staticTier;
+  if (staticTier)
+    rows.push(
+      await timedRow("query embedding, static tier", "the same requests, on the event loop", queries, (q) =>
+        staticTier.embed(q),
+      ),
+    );
 
   // The server's semantic search computes the catalog's vectors in the worker while a 10 ms timer on
   // the main thread notes how late it fires.
@@ -119,6 +126,26 @@ async function inProcess(
     const evidence = await semantic.evidence(index.meaningOf({ query: q, limit: 8 }));
     return index.search({ query: q, limit: 8, semantic: evidence });
   };
+  // Every request read by the static tier (what a server answers with when the model is not in time),
+  // over the vectors the model stored for the tools.
+  const semanticStatic = staticTier
+    ? semanticToolSearch({
+        db,
+        embedder: staticOnly(embedder),
+        weight: DEFAULTS.toolSearch.semantic.weight,
+        maxWaitMs: 0,
+      })
+    : undefined;
+  if (semanticStatic) {
+    semanticStatic.catalogChanged(await index.ready(), toolTexts(await index.ready()));
+    await semanticStatic.settled();
+  }
+  const hybridStatic = async (q: string) => {
+    const evidence = await (semanticStatic as NonNullable<typeof semanticStatic>).evidence(
+      index.meaningOf({ query: q, limit: 8 }),
+    );
+    return index.search({ query: q, limit: 8, semantic: evidence });
+  };
   for (const [label, requests] of [
     ["long requests", queries],
     ["short requests", shortQueries],
@@ -139,6 +166,15 @@ async function inProcess(
         hybrid,
       ),
     );
+    if (semanticStatic)
+      rows.push(
+        await timedRow(
+          `SearchTools, hybrid by the static tier, ${toolCount} tools`,
+          `${label}, never seen before (the model not waited for)`,
+          requests.map((q) => `${q.slice(0, 504)} (static)`),
+          hybridStatic,
+        ),
+      );
   }
 
   // The stored vectors read back as the server packs them, for the scan alone.
@@ -164,6 +200,7 @@ async function inProcess(
   );
   console.log(table(rows));
   await semantic.close();
+  await semanticStatic?.close();
   db.close();
   rmSync(dir, { recursive: true, force: true });
 }

@@ -1,8 +1,9 @@
-// The text wayfind embeds each tool of a pairs file as (src/semantic/text.ts), so the model is trained
-// on what it will be asked to read. Reads a pairs file (JSONL, gzipped or not: {"tool": {name,
-// description}, "negatives": [...]} per line) and writes {"name", "description", "text"} per distinct
-// tool, one JSON per line.
-// Usage: node --import tsx training/texts.ts PAIRS OUT
+// The text wayfind embeds each tool as (src/semantic/text.ts), so the model is trained on what it will
+// be asked to read. Reads pairs files and tool pools (JSONL, gzipped or not) and writes {"name",
+// "description", "text"} per distinct tool, one JSON per line. A line may hold a pair of this
+// folder's shape ({"tool", "negatives"}), a pair of the team's shared shape ({"tools": [...]}), or be
+// a tool itself ({"name", "description"}: a pool's line).
+// Usage: node --import tsx training/texts.ts PAIRS OUT [MORE_PAIRS_OR_POOLS...]
 import { readFileSync, writeFileSync } from "node:fs";
 import { gunzipSync } from "node:zlib";
 import { toolEmbeddingText } from "../src/semantic/text.ts";
@@ -12,19 +13,39 @@ interface ToolRef {
   readonly description: string;
 }
 
-const [pairsPath, outPath] = process.argv.slice(2);
+interface Line {
+  readonly tool?: ToolRef;
+  readonly negatives?: ToolRef[];
+  readonly tools?: ToolRef[];
+  readonly name?: string;
+  readonly description?: string;
+}
+
+const [pairsPath, outPath, ...more] = process.argv.slice(2);
 if (pairsPath === undefined || outPath === undefined) {
-  process.stderr.write("usage: node --import tsx training/texts.ts PAIRS OUT\n");
+  process.stderr.write("usage: node --import tsx training/texts.ts PAIRS OUT [MORE_PAIRS_OR_POOLS...]\n");
   process.exit(2);
 }
-const raw = readFileSync(pairsPath);
-const lines = (pairsPath.endsWith(".gz") ? gunzipSync(raw) : raw).toString("utf8").split("\n");
+
+/** The tools a line names: a pair's answer and negatives, a shared pair's tools, or a pool's tool. */
+function toolsOf(line: Line): ToolRef[] {
+  if (line.tool) return [line.tool, ...(line.negatives ?? [])];
+  if (line.tools) return line.tools;
+  if (typeof line.name === "string") return [{ name: line.name, description: line.description ?? "" }];
+  return [];
+}
+
 const seen = new Map<string, ToolRef>();
-for (const line of lines) {
-  if (line.trim() === "") continue;
-  const pair = JSON.parse(line) as { tool: ToolRef; negatives?: ToolRef[] };
-  for (const tool of [pair.tool, ...(pair.negatives ?? [])])
-    seen.set(JSON.stringify([tool.name, tool.description]), tool);
+for (const path of [pairsPath, ...more]) {
+  const raw = readFileSync(path);
+  const lines = (path.endsWith(".gz") ? gunzipSync(raw) : raw).toString("utf8").split("\n");
+  for (const line of lines) {
+    if (line.trim() === "") continue;
+    for (const tool of toolsOf(JSON.parse(line) as Line)) {
+      const description = tool.description ?? "";
+      seen.set(JSON.stringify([tool.name, description]), { name: tool.name, description });
+    }
+  }
 }
 const out = [...seen.values()].map((tool) =>
   JSON.stringify({

@@ -6,6 +6,7 @@ import {
   QueryRewrite_Kind,
   SearchType,
   SemanticStatus,
+  SemanticTier,
 } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import { KeyOrigin } from "../../gen/ts/wayfind/v1/keys_pb.ts";
 import { SkillFormat, SkillOrigin, SkillScope, TaskType } from "../../gen/ts/wayfind/v1/skills_pb.ts";
@@ -136,6 +137,11 @@ export const SEMANTIC_STATUSES: Readonly<Record<SemanticReport["status"], Semant
   ready: SemanticStatus.READY,
   partial: SemanticStatus.PARTIAL,
   unavailable: SemanticStatus.UNAVAILABLE,
+};
+export const SEMANTIC_TIERS: Readonly<Record<SemanticReport["tier"], SemanticTier>> = {
+  model: SemanticTier.MODEL,
+  static: SemanticTier.STATIC,
+  none: SemanticTier.UNSPECIFIED,
 };
 export const QUERY_REWRITE_KINDS: Readonly<Record<QueryRewrite["kind"], QueryRewrite_Kind>> = {
   typo: QueryRewrite_Kind.TYPO,

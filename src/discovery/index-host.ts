@@ -184,6 +184,7 @@ export class IndexHost {
         result_count: result.hits.length,
         semantic_status: (semantic?.report ?? SEMANTIC_OFF).status,
         semantic_texts_pending: semantic?.report.textsPending ?? 0,
+        semantic_tier: (semantic?.report ?? SEMANTIC_OFF).tier,
       },
     });
     const effectiveSearchType: EffectiveSearchType = result.strategy === "fuzzy" ? "fuzzy" : type;

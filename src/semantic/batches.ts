@@ -1,24 +1,21 @@
 import type { EncodedText } from "./model.ts";
+import type { TextKind } from "./worker-protocol.ts";
 
 /**
- * Tokens (rows × padded length) of one inference for urgent texts: queries waiting, taken together. A
- * few at a time, so the first of many waiting are answered within their wait.
+ * Tokens (rows × padded length) of one inference: a few short texts, one long one. Small, so a query
+ * arriving while an inference runs waits little for it, and the first of many waiting queries are
+ * answered within their wait; larger batches embed no more texts a second on a CPU.
  */
-const URGENT_TOKENS = 1_024;
-/**
- * Tokens of one background inference: small, so a query arriving meanwhile waits little for the
- * inference under way before its own goes next.
- */
-const BACKGROUND_TOKENS = 512;
-/** Texts of one inference at most, however short. */
-const MAX_ROWS = 32;
+export const UNIT_TOKENS = 128;
+/** Texts no search waits for, kept for the model's spare time at most; past it the oldest are dropped. */
+export const LATER_TEXTS = 2_048;
 
 /** A request's texts being embedded: vectors fill in as inferences finish. */
 export interface QueuedRequest {
   readonly requestId: number;
-  readonly urgent: boolean;
-  /** Until when (Date.now) a search waits for it; Infinity = as long as it takes. */
-  readonly waitedUntil: number;
+  kind: TextKind;
+  /** For a query: until when (Date.now) a search waits for it. */
+  deadline: number;
   /** The texts' vectors, packed in request order. */
   readonly vectors: Float32Array;
   readonly encoded: readonly EncodedText[];
@@ -44,66 +41,80 @@ export interface BatchShape {
 }
 
 /**
- * The worker's queue of texts to embed, taken an inference at a time: urgent texts that a search still
- * waits for first, then urgent ones whose search gave up waiting (embedded for the next time it is
- * asked), then background texts. Urgent texts of different requests go together (what arrived while
- * the last inference ran); background texts one request at a time, shortest first so each inference
- * pads little.
+ * The worker's queue of texts to embed, taken an inference at a time, so the model's time goes where
+ * someone waits: queries whose search still waits, in the order they came, together; then, taking
+ * turns, `later` texts (the latest first: a request asked during a burst is likeliest to come again soon)
+ * and catalog texts (one request at a time, shortest first so each inference pads little). A query
+ * whose search stopped waiting becomes `later` work. `later` work is bounded: past LATER_TEXTS the
+ * oldest is dropped (its request is embedded when asked again).
  */
 export class BatchQueue {
-  private readonly urgent: QueuedRequest[] = [];
+  private readonly queries: QueuedRequest[] = [];
+  private readonly later: QueuedRequest[] = [];
   private readonly background: QueuedRequest[] = [];
+  private laterTexts = 0;
+  /** Whether the last unit not for a waiting query was `later` work (the two take turns). */
+  private laterWent = false;
 
   constructor(private readonly shape: BatchShape) {}
 
-  /** `waitedUntil`: for an urgent request, until when its search waits (Date.now); ignored otherwise. */
+  /**
+   * Queues a request; `deadline`: for a query, until when its search waits (Date.now). Returns the
+   * request, and the `later` requests dropped to keep that work bounded (to be answered as dropped).
+   */
   add(
     requestId: number,
     encoded: readonly EncodedText[],
-    urgent: boolean,
-    waitedUntil = Infinity,
-  ): QueuedRequest {
+    kind: TextKind,
+    deadline = Number.POSITIVE_INFINITY,
+  ): { readonly request: QueuedRequest; readonly dropped: QueuedRequest[] } {
     const order = encoded.map((_, row) => row);
-    if (!urgent) order.sort((a, b) => (encoded[a]?.ids.length ?? 0) - (encoded[b]?.ids.length ?? 0));
+    if (kind === "background")
+      order.sort((a, b) => (encoded[a]?.ids.length ?? 0) - (encoded[b]?.ids.length ?? 0));
     const request: QueuedRequest = {
       requestId,
-      urgent,
-      waitedUntil,
+      kind,
+      deadline,
       vectors: new Float32Array(encoded.length * this.shape.dims),
       encoded,
       order,
       left: encoded.length,
       failed: false,
     };
-    (urgent ? this.urgent : this.background).push(request);
-    return request;
+    if (kind === "background") this.background.push(request);
+    else if (kind === "query") this.queries.push(request);
+    else this.toLater(request);
+    return { request, dropped: this.bound() };
+  }
+
+  /** A `later` request a search now waits for until `deadline`: back among the queries. */
+  hurry(requestId: number, deadline: number): void {
+    const waiting = this.queries.find((r) => r.requestId === requestId);
+    if (waiting !== undefined) waiting.deadline = Math.max(waiting.deadline, deadline);
+    const at = this.later.findIndex((r) => r.requestId === requestId);
+    const request = this.later[at];
+    if (request === undefined) return;
+    this.later.splice(at, 1);
+    this.laterTexts -= request.order.length;
+    request.kind = "query";
+    request.deadline = deadline;
+    this.queries.push(request);
   }
 
   /** The next inference at time `now` (Date.now), or undefined when nothing waits. */
   next(now = Date.now()): Unit | undefined {
-    this.prune();
-    const waited = this.urgent.filter((r) => r.waitedUntil > now);
-    const queue = waited.length > 0 ? waited : this.urgent.length > 0 ? this.urgent : this.background;
-    const budget = queue === this.background ? BACKGROUND_TOKENS : URGENT_TOKENS;
-    const rows: { request: QueuedRequest; row: number }[] = [];
-    let longest = 0;
-    for (const request of queue) {
-      while (request.order.length > 0) {
-        const row = request.order[0] as number;
-        const tokens = request.encoded[row]?.ids.length ?? 0;
-        const length = this.shape.paddedLength(Math.max(longest, tokens));
-        const full =
-          rows.length > 0 &&
-          (!this.shape.batchable || rows.length >= MAX_ROWS || (rows.length + 1) * length > budget);
-        if (full) return this.unit(rows, longest);
-        request.order.shift();
-        rows.push({ request, row });
-        longest = Math.max(longest, tokens);
-      }
-      // Background requests go one at a time: a batch of similar lengths.
-      if (queue === this.background) break;
+    this.prune(now);
+    if (this.queries.length > 0) return this.take(this.queries, true);
+    const laterFirst = this.later.length > 0 && (!this.laterWent || this.background.length === 0);
+    if (laterFirst) {
+      this.laterWent = true;
+      const unit = this.take([...this.later].reverse(), true);
+      this.laterTexts -= unit?.rows.length ?? 0;
+      return unit;
     }
-    return rows.length === 0 ? undefined : this.unit(rows, longest);
+    this.laterWent = false;
+    // Background requests go one at a time: a batch of similar lengths.
+    return this.background.length > 0 ? this.take(this.background.slice(0, 1), false) : undefined;
   }
 
   /** Stores a unit's vectors (packed in unit order); returns the requests it completed. */
@@ -122,6 +133,7 @@ export class BatchQueue {
   fail(unit: Unit): QueuedRequest[] {
     const failed = [...new Set(unit.rows.map((r) => r.request))].filter((r) => !r.failed);
     for (const request of failed) {
+      if (request.kind === "later") this.laterTexts -= request.order.length;
       request.failed = true;
       request.order.length = 0;
     }
@@ -130,8 +142,28 @@ export class BatchQueue {
 
   /** Drops everything waiting. */
   clear(): void {
-    this.urgent.length = 0;
-    this.background.length = 0;
+    for (const queue of [this.queries, this.later, this.background]) queue.length = 0;
+    this.laterTexts = 0;
+  }
+
+  /** Rows of `requests`, in order, up to a unit's tokens (one row when texts may not share). */
+  private take(requests: readonly QueuedRequest[], acrossRequests: boolean): Unit | undefined {
+    const rows: { request: QueuedRequest; row: number }[] = [];
+    let longest = 0;
+    for (const request of requests) {
+      while (request.order.length > 0) {
+        const row = request.order[0] as number;
+        const tokens = request.encoded[row]?.ids.length ?? 0;
+        const length = this.shape.paddedLength(Math.max(longest, tokens));
+        const full = rows.length > 0 && (!this.shape.batchable || (rows.length + 1) * length > UNIT_TOKENS);
+        if (full) return this.unit(rows, longest);
+        request.order.shift();
+        rows.push({ request, row });
+        longest = Math.max(longest, tokens);
+      }
+      if (!acrossRequests) break;
+    }
+    return rows.length === 0 ? undefined : this.unit(rows, longest);
   }
 
   private unit(rows: { request: QueuedRequest; row: number }[], longest: number): Unit {
@@ -139,11 +171,42 @@ export class BatchQueue {
     return { rows, length };
   }
 
-  /** Requests with nothing left to take leave their queue (the units holding their last rows keep them). */
-  private prune(): void {
-    for (const queue of [this.urgent, this.background]) {
+  private toLater(request: QueuedRequest): void {
+    request.kind = "later";
+    this.later.push(request);
+    this.laterTexts += request.order.length;
+  }
+
+  /**
+   * Queries whose search stopped waiting become `later` work; requests with nothing left to take leave
+   * their queue (the units holding their last rows keep them).
+   */
+  private prune(now: number): void {
+    const waited = this.queries.filter((r) => r.order.length > 0);
+    this.queries.length = 0;
+    for (const request of waited) {
+      if (request.deadline > now) this.queries.push(request);
+      else this.toLater(request);
+    }
+    for (const queue of [this.later, this.background]) {
       const kept = queue.filter((r) => r.order.length > 0);
       queue.splice(0, queue.length, ...kept);
     }
+  }
+
+  /** The oldest `later` requests not started yet, dropped until the rest fit LATER_TEXTS. */
+  private bound(): QueuedRequest[] {
+    const dropped: QueuedRequest[] = [];
+    while (this.laterTexts > LATER_TEXTS) {
+      const oldest = this.later.findIndex((r) => r.order.length === r.encoded.length);
+      const request = this.later[oldest];
+      if (request === undefined) break;
+      this.later.splice(oldest, 1);
+      this.laterTexts -= request.order.length;
+      request.order.length = 0;
+      request.failed = true;
+      dropped.push(request);
+    }
+    return dropped;
   }
 }

@@ -1,13 +1,15 @@
 // The worker thread that owns the ONNX session, so inference never runs on the server's event loop.
 // Protocol (worker-protocol.ts): workerData is the WorkerSettings; it posts one `ready` or `unusable`,
-// then answers each `embed` with `vectors` (the buffer transferred, not copied) or `failed`, and a
-// `stop` with `stopped` once the inference under way has returned.
+// then answers each `embed` with `vectors` (the buffer transferred, not copied), `failed` or, for
+// `later` work it could not keep, `dropped`; a `stop` with `stopped` once the inference under way has
+// returned.
 import { readlinkSync } from "node:fs";
 import { getPriority, setPriority } from "node:os";
 import { setImmediate as turn } from "node:timers/promises";
 import { parentPort, workerData } from "node:worker_threads";
 import { BatchQueue, type QueuedRequest, type Unit } from "./batches.ts";
 import { SentenceModel } from "./model.ts";
+import { Pace } from "./pace.ts";
 import type { FromWorker, ToWorker, WorkerSettings } from "./worker-protocol.ts";
 
 const port = parentPort;
@@ -37,28 +39,34 @@ function lowerPriority(): void {
 lowerPriority();
 try {
   const model = await SentenceModel.load(settings.modelDir, settings.threads);
+  const pace = new Pace();
+  // A first pace, from a request's inference once the session has run (loading ran a few).
+  const probe = model.encode("list the open pull requests of a repository");
+  const began = performance.now();
+  await model.embedEncoded([probe], model.paddedLength(probe.ids.length));
+  pace.observe(performance.now() - began, model.paddedLength(probe.ids.length));
   const queue = new BatchQueue(model);
   let running = false;
   let stopping = false;
 
-  // Inference time per query text, a running average over inferences of queries (the embedder tells
-  // a search from it whether waiting could pay).
-  let msPerQueryText = 0;
   const answer = (request: QueuedRequest) =>
-    post({ type: "vectors", requestId: request.requestId, vectors: request.vectors, msPerQueryText }, [
-      request.vectors.buffer as ArrayBuffer,
-    ]);
+    post(
+      {
+        type: "vectors",
+        requestId: request.requestId,
+        vectors: request.vectors,
+        msPerToken: pace.msPerToken,
+      },
+      [request.vectors.buffer as ArrayBuffer],
+    );
   const run = async (unit: Unit) => {
     try {
-      const started = performance.now();
+      const began = performance.now();
       const vectors = await model.embedEncoded(
         unit.rows.map(({ request, row }) => request.encoded[row] ?? { ids: [] }),
         unit.length,
       );
-      if (unit.rows[0]?.request.urgent) {
-        const perText = (performance.now() - started) / unit.rows.length;
-        msPerQueryText = msPerQueryText === 0 ? perText : 0.8 * msPerQueryText + 0.2 * perText;
-      }
+      pace.observe(performance.now() - began, unit.rows.length * unit.length);
       for (const request of queue.complete(unit, vectors)) answer(request);
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
@@ -86,21 +94,26 @@ try {
       return;
     }
     if (stopping) return;
-    queue.add(
-      message.requestId,
-      message.texts.map((text) => model.encode(text)),
-      message.urgent,
-      message.waitedUntil,
-    );
+    if (message.type === "hurry") queue.hurry(message.requestId, message.deadline);
+    else {
+      const { dropped } = queue.add(
+        message.requestId,
+        message.texts.map((text) => model.encode(text)),
+        message.kind,
+        message.deadline,
+      );
+      for (const request of dropped) post({ type: "dropped", requestId: request.requestId });
+    }
     void drain();
   });
   post({
     type: "ready",
     modelId: model.id,
+    sha256: model.sha256,
     dims: model.dims,
     batchable: model.batchable,
     calibration: model.calibration,
-    words: model.words,
+    msPerToken: pace.msPerToken,
   });
 } catch (err) {
   post({ type: "unusable", message: err instanceof Error ? err.message : String(err) });

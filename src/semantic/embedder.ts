@@ -3,14 +3,18 @@ import { Worker } from "node:worker_threads";
 import { LruCache } from "../lru.ts";
 import { ModelWords } from "../text/model-words.ts";
 import { workerEntry } from "../worker-entry.ts";
+import { UNIT_TOKENS } from "./batches.ts";
 import type { ScoreCalibration } from "./calibration.ts";
-import type { FromWorker, ToWorker, WorkerSettings } from "./worker-protocol.ts";
+import { paddedLength } from "./model.ts";
+import { type FolderTokenizer, MODEL_FILES, readTokenizer, requireFile } from "./model-folder.ts";
+import { StaticTier } from "./static-tier.ts";
+import type { FromWorker, TextKind, ToWorker, WorkerSettings } from "./worker-protocol.ts";
 
 /** What the vector store needs from a model: who it is, its dimension, and vectors for texts. */
 export interface TextEmbedder {
   readonly modelId: string;
   readonly dims: number;
-  /** One L2-normalised vector per text, in the background (after every waiting query). */
+  /** One L2-normalised vector per text, in the background (after every query a search waits for). */
   embedTexts(texts: readonly string[]): Promise<Float32Array[]>;
 }
 
@@ -18,22 +22,29 @@ export interface TextEmbedder {
 export interface QueryEmbedder extends TextEmbedder {
   /** How the model's cosines become semantic scores (its folder's calibration.json, else the default). */
   readonly calibration: ScoreCalibration;
+  /** The model's static tier, when its folder has one: meaning in microseconds, of a lower quality. */
+  readonly staticTier: StaticTier | undefined;
   /**
-   * Ahead of every text no search waits for; `waitMs`: how long the caller waits (it goes before the
-   * texts of searches that stopped waiting). Rejects with EmbedderBusy, at once, when too many query
-   * texts already wait.
+   * The query's vector by the model, ahead of every text no search waits for; `deadline` (Date.now):
+   * until when the search waits, after which the text is embedded when the model has time. Rejects
+   * with EmbedderBusy, at once, when too many query texts already wait.
    */
-  embedQuery(text: string, waitMs?: number): Promise<Float32Array>;
+  embedQuery(text: string, deadline?: number): Promise<Float32Array>;
+  /**
+   * Embeds the query when the model has time (no search waits for it), so the same request is read by
+   * the model when asked again; nothing happens when it is cached or already on its way.
+   */
+  embedLater(text: string): void;
   /** The query's vector if it is cached and computed (no promise, no wait), else undefined. */
   cachedQuery(text: string): Float32Array | undefined;
   /**
-   * How long a query asked now would wait for the model, by the query texts ahead of it that searches
-   * still wait for and the time the model takes per query text lately (0 before it has taken any).
+   * How long `texts`, asked now, would take to be embedded: the query texts ahead of them that searches
+   * still wait for, theirs, and an inference of other work under way, at the model's pace lately.
    */
-  expectedWaitMs(): number;
+  expectedWaitMs(texts: readonly string[]): number;
 }
 
-/** The embedder refused a query because too many wait already: the search answers by words. */
+/** The embedder refused a query because too many wait already: the search answers without it. */
 export class EmbedderBusy extends Error {
   override readonly name = "EmbedderBusy";
 }
@@ -43,53 +54,65 @@ export interface EmbedderOptions {
   readonly threads?: number;
   /** Query vectors kept (384 floats each: 1.5 KiB). */
   readonly queryCacheSize?: number;
-  /** Query texts waiting or being embedded at most; past it, embedQuery refuses (EmbedderBusy). */
+  /** Query texts a search waits for, at most; past it, embedQuery refuses (EmbedderBusy). */
   readonly maxQueuedQueries?: number;
 }
 
-const DEFAULTS = { queryCacheSize: 1_000, maxQueuedQueries: 256 } as const;
+const DEFAULTS = { queryCacheSize: 4_096, maxQueuedQueries: 256 } as const;
 
 interface Pending {
   readonly texts: number;
-  readonly urgent: boolean;
+  /** Padded tokens of its texts (what its inference costs, at the model's pace). */
+  readonly tokens: number;
+  kind: TextKind;
   /** For a query: until when (Date.now) its search waits for it. */
-  readonly waitedUntil: number;
+  deadline: number;
   readonly resolve: (vectors: Float32Array) => void;
   readonly reject: (err: Error) => void;
 }
 
+interface CachedQuery {
+  readonly promise: Promise<Float32Array>;
+  readonly requestId: number;
+  vector?: Float32Array;
+}
+
 /**
  * Sentence embeddings from a model folder, computed in a worker thread that owns the ONNX session
- * (as many inference threads as configured). Every text goes to the worker at once; there, waiting
- * queries go before tool texts and are embedded together, in inferences padded to a few fixed
- * lengths (embed-worker.ts, batches.ts). A model whose vectors would depend on their batch is run one
- * text per inference (SentenceModel.batchable). Query vectors are cached, least recently used out;
- * when too many query texts wait, new ones are refused at once rather than queued behind them.
+ * (as many inference threads as configured). Every text goes to the worker at once; there, queries a
+ * search waits for go first, then texts no one waits for (embedLater), taking turns with the
+ * catalog's texts, in inferences padded to a few fixed lengths (embed-worker.ts, batches.ts). A model
+ * whose vectors would depend on their batch is run one text per inference (SentenceModel.batchable).
+ * Query vectors are cached, least recently used out. The model's pace (reported with each answer) and
+ * the queries ahead tell a search whether waiting would pay (expectedWaitMs); the folder's static
+ * tier, when it has one, reads a request at once when it would not.
  */
 export class Embedder implements QueryEmbedder {
   private readonly pending = new Map<number, Pending>();
   private nextRequestId = 1;
   private queuedQueries = 0;
-  /** The model's time per query text lately (the worker's running average, with each answer). */
-  private msPerQueryText = 0;
+  /** The model's time per padded token lately (the worker's Pace, with each answer). */
+  private msPerToken: number;
   private closed = false;
   /** Settles when the worker has stopped (answered `stop`) or ended. */
   private stopped: Promise<void>;
   private markStopped = () => {};
-  /** Query vectors by text: the promise, and the vector once it came. */
-  private readonly queryCache: LruCache<string, { promise: Promise<Float32Array>; vector?: Float32Array }>;
+  private readonly queryCache: LruCache<string, CachedQuery>;
 
   private constructor(
     private readonly worker: Worker,
-    readonly modelId: string,
-    readonly dims: number,
-    /** Whether texts share inferences (the model's vectors do not depend on their batch). */
-    readonly batchable: boolean,
-    readonly calibration: ScoreCalibration,
-    /** The model's whole words: what a request's slips are repaired against before it reads them. */
-    readonly words: ModelWords,
+    ready: Extract<FromWorker, { type: "ready" }>,
+    /** The model's tokenizer on this thread: a text's length (for the pace) and the static tier's pieces. */
+    private readonly tokenizer: FolderTokenizer,
+    readonly staticTier: StaticTier | undefined,
     private readonly options: Required<Pick<EmbedderOptions, "queryCacheSize" | "maxQueuedQueries">>,
   ) {
+    this.modelId = ready.modelId;
+    this.dims = ready.dims;
+    this.batchable = ready.batchable;
+    this.calibration = ready.calibration;
+    this.msPerToken = ready.msPerToken;
+    this.words = new ModelWords(tokenizer.words);
     this.queryCache = new LruCache(options.queryCacheSize);
     this.stopped = new Promise((resolve) => {
       this.markStopped = resolve;
@@ -106,8 +129,19 @@ export class Embedder implements QueryEmbedder {
     worker.unref();
   }
 
+  readonly modelId: string;
+  readonly dims: number;
+  /** Whether texts share inferences (the model's vectors do not depend on their batch). */
+  readonly batchable: boolean;
+  readonly calibration: ScoreCalibration;
+  /** The model's whole words: what a request's slips are repaired against before it reads them. */
+  readonly words: ModelWords;
+
   /** Loads the model in a new worker; rejects with the folder's problem (naming the file) if unusable. */
   static async open(modelDir: string, options: EmbedderOptions = {}): Promise<Embedder> {
+    // The graph first: a folder that is not there says so by its first file, as the worker would.
+    requireFile(modelDir, MODEL_FILES.onnx);
+    const tokenizer = readTokenizer(modelDir);
     const workerData: WorkerSettings = { modelDir, threads: options.threads ?? availableParallelism() };
     const worker = new Worker(workerEntry(import.meta.url, "embed-worker"), { workerData });
     const ready = await new Promise<Extract<FromWorker, { type: "ready" }>>((resolve, reject) => {
@@ -123,61 +157,66 @@ export class Embedder implements QueryEmbedder {
       await worker.terminate();
       throw err;
     });
-    return new Embedder(
-      worker,
-      ready.modelId,
-      ready.dims,
-      ready.batchable,
-      ready.calibration,
-      new ModelWords(ready.words),
-      {
-        queryCacheSize: options.queryCacheSize ?? DEFAULTS.queryCacheSize,
-        maxQueuedQueries: options.maxQueuedQueries ?? DEFAULTS.maxQueuedQueries,
-      },
-    );
+    let staticTier: StaticTier | undefined;
+    try {
+      staticTier = StaticTier.load(modelDir, tokenizer, ready);
+    } catch (err) {
+      await worker.terminate();
+      throw err;
+    }
+    return new Embedder(worker, ready, tokenizer, staticTier, {
+      queryCacheSize: options.queryCacheSize ?? DEFAULTS.queryCacheSize,
+      maxQueuedQueries: options.maxQueuedQueries ?? DEFAULTS.maxQueuedQueries,
+    });
   }
 
-  /** Query texts waiting for (or in) an inference. */
+  /** Query texts a search waits for (or in an inference). */
   get queriesWaiting(): number {
     return this.queuedQueries;
   }
 
-  /** The query's vector: from the cache when asked before, else embedded ahead of any tool text. */
-  embedQuery(text: string, waitMs = Number.POSITIVE_INFINITY): Promise<Float32Array> {
+  /** Query texts of a typical request (32 padded tokens) the model embeds a second at its pace lately. */
+  get capacity(): number {
+    return this.msPerToken > 0 ? 1_000 / (this.msPerToken * 32) : 0;
+  }
+
+  embedQuery(text: string, deadline = Number.POSITIVE_INFINITY): Promise<Float32Array> {
     const cached = this.queryCache.get(text);
-    if (cached !== undefined) return cached.promise;
+    if (cached !== undefined) {
+      if (cached.vector === undefined) this.hurry(cached.requestId, deadline);
+      return cached.promise;
+    }
     if (this.queuedQueries >= this.options.maxQueuedQueries)
       return Promise.reject(new EmbedderBusy(`${this.queuedQueries} query texts already wait for the model`));
-    const entry: { promise: Promise<Float32Array>; vector?: Float32Array } = {
-      promise: this.request([text], Date.now() + waitMs),
-    };
-    this.queryCache.set(text, entry);
-    entry.promise.then(
-      (vector) => {
-        entry.vector = vector;
-      },
-      // A failed query is not cached, so asking again retries.
-      () => {
-        if (this.queryCache.get(text) === entry) this.queryCache.delete(text);
-      },
-    );
-    return entry.promise;
+    return this.cacheQuery(text, "query", deadline).promise;
+  }
+
+  embedLater(text: string): void {
+    if (this.queryCache.get(text) !== undefined || this.closed) return;
+    // Dropped (the model's spare time holds enough) or failed: not cached, so asking again retries.
+    this.cacheQuery(text, "later", 0).promise.catch(() => {});
   }
 
   cachedQuery(text: string): Float32Array | undefined {
     return this.queryCache.get(text)?.vector;
   }
 
-  expectedWaitMs(): number {
+  expectedWaitMs(texts: readonly string[]): number {
     const now = Date.now();
     let ahead = 0;
-    for (const job of this.pending.values()) if (job.urgent && job.waitedUntil > now) ahead += job.texts;
-    return ahead * this.msPerQueryText;
+    let otherWork = false;
+    for (const job of this.pending.values()) {
+      if (job.kind === "query" && job.deadline > now) ahead += job.tokens;
+      else otherWork = true;
+    }
+    // An inference of other work may be under way: the query waits for it to end.
+    const underWay = otherWork ? UNIT_TOKENS : 0;
+    return this.msPerToken * (ahead + this.tokensOf(texts) + underWay);
   }
 
   async embedTexts(texts: readonly string[]): Promise<Float32Array[]> {
     if (texts.length === 0) return [];
-    const packed = await this.request(texts, undefined);
+    const packed = await this.request(texts, "background", 0).promise;
     return texts.map((_, i) => packed.slice(i * this.dims, (i + 1) * this.dims));
   }
 
@@ -195,30 +234,56 @@ export class Embedder implements QueryEmbedder {
     await this.worker.terminate();
   }
 
-  /** `waitedUntil`: a query's deadline (Date.now; Infinity = none); undefined = background work. */
-  private request(texts: readonly string[], waitedUntil: number | undefined): Promise<Float32Array> {
-    if (this.closed) return Promise.reject(new Error("the embedder is closed"));
-    const urgent = waitedUntil !== undefined;
-    return new Promise((resolve, reject) => {
-      const requestId = this.nextRequestId++;
-      this.pending.set(requestId, {
-        texts: texts.length,
-        urgent,
-        waitedUntil: waitedUntil ?? 0,
-        resolve,
-        reject,
-      });
-      if (urgent) this.queuedQueries += texts.length;
+  /** Padded tokens of `texts`, each its own row. */
+  private tokensOf(texts: readonly string[]): number {
+    let tokens = 0;
+    for (const text of texts)
+      tokens += paddedLength(this.tokenizer.pieces(text).length + 2, this.tokenizer.settings.maxTokens);
+    return tokens;
+  }
+
+  private cacheQuery(text: string, kind: TextKind, deadline: number): CachedQuery {
+    const { requestId, promise } = this.request([text], kind, deadline);
+    const entry: CachedQuery = { promise, requestId };
+    this.queryCache.set(text, entry);
+    entry.promise.then(
+      (vector) => {
+        entry.vector = vector;
+      },
+      // A failed query is not cached, so asking again retries.
+      () => {
+        if (this.queryCache.get(text) === entry) this.queryCache.delete(text);
+      },
+    );
+    return entry;
+  }
+
+  /** A `later` query a search now waits for: the worker takes it among the queries. */
+  private hurry(requestId: number, deadline: number): void {
+    const job = this.pending.get(requestId);
+    if (job === undefined || (job.kind === "query" && job.deadline >= deadline)) return;
+    if (job.kind !== "query") this.queuedQueries += job.texts;
+    job.kind = "query";
+    job.deadline = deadline;
+    this.worker.postMessage({ type: "hurry", requestId, deadline } satisfies ToWorker);
+  }
+
+  private request(
+    texts: readonly string[],
+    kind: TextKind,
+    deadline: number,
+  ): { readonly requestId: number; readonly promise: Promise<Float32Array> } {
+    const requestId = this.nextRequestId++;
+    if (this.closed) return { requestId, promise: Promise.reject(new Error("the embedder is closed")) };
+    const promise = new Promise<Float32Array>((resolve, reject) => {
+      const tokens = kind === "background" ? 0 : this.tokensOf(texts);
+      this.pending.set(requestId, { texts: texts.length, tokens, kind, deadline, resolve, reject });
+      if (kind === "query") this.queuedQueries += texts.length;
       // Referenced while working, so a caller awaiting vectors keeps the process alive.
       this.worker.ref();
-      this.worker.postMessage({
-        type: "embed",
-        requestId,
-        texts,
-        urgent,
-        waitedUntil: waitedUntil ?? 0,
-      } satisfies ToWorker);
+      this.worker.postMessage({ type: "embed", requestId, texts, kind, deadline } satisfies ToWorker);
     });
+    return { requestId, promise };
   }
 
   private settle(message: FromWorker): void {
@@ -226,16 +291,18 @@ export class Embedder implements QueryEmbedder {
       this.markStopped();
       return;
     }
-    if (message.type !== "vectors" && message.type !== "failed") return;
+    if (message.type !== "vectors" && message.type !== "failed" && message.type !== "dropped") return;
     const job = this.pending.get(message.requestId);
     if (job === undefined) return;
     this.pending.delete(message.requestId);
-    if (job.urgent) this.queuedQueries -= job.texts;
+    if (job.kind === "query") this.queuedQueries -= job.texts;
     if (this.pending.size === 0) this.worker.unref();
     if (message.type === "vectors") {
-      if (message.msPerQueryText > 0) this.msPerQueryText = message.msPerQueryText;
+      this.msPerToken = message.msPerToken;
       job.resolve(message.vectors);
-    } else job.reject(new Error(`embedding failed: ${message.message}`));
+    } else if (message.type === "dropped")
+      job.reject(new EmbedderBusy("too many texts wait for the model's spare time"));
+    else job.reject(new Error(`embedding failed: ${message.message}`));
   }
 
   private fail(err: Error): void {

@@ -3,12 +3,12 @@ import type { SearchIndex } from "../discovery/index.ts";
 import { LruCache } from "../lru.ts";
 import type { SemanticEvidence, SemanticQuery, VectorDocs } from "../search/evidence.ts";
 import type { SkillWordIndex } from "../skills/index.ts";
-import type { SemanticReport } from "../text/scores.ts";
+import type { SemanticReport, SemanticTier } from "../text/scores.ts";
 import { BackgroundSync, type BackgroundSyncOptions } from "./background-sync.ts";
 import { type ScoreCalibration, semanticScoreOf } from "./calibration.ts";
 import type { QueryEmbedder } from "./embedder.ts";
 import { type Eligible, eligibleOf, type NearDoc, nearest } from "./nearest.ts";
-import { queryVectors } from "./query-wait.ts";
+import { type RequestMeaning, requestMeaning } from "./request-meaning.ts";
 import { TOOL_TEXT_VERSION } from "./text.ts";
 import { MAX_QUERIES } from "./vector-slab.ts";
 import { TextVectors, type ToolText, type VectorTable } from "./vectors.ts";
@@ -38,10 +38,13 @@ export interface SemanticSearchOptions extends BackgroundSyncOptions {
   /** How long a search waits for its request's vectors (config `tool_search.semantic.max_wait_ms`). */
   readonly maxWaitMs: number;
   /**
-   * How cosines become scores; default the embedder's (its model's calibration.json). The calibration
-   * bench scores with the curve it is fitting.
+   * How cosines become scores; default the embedder's (its model's calibration.json), and its static
+   * tier's (static/calibration.json). The calibration bench scores with the curves it is fitting.
    */
   readonly calibration?: ScoreCalibration;
+  readonly staticCalibration?: ScoreCalibration;
+  /** Each request's meaning as it was read (which tier, how many texts the model missed): the meter. */
+  readonly onMeaning?: (meaning: RequestMeaning) => void;
 }
 
 /** Each doc's slot in the vector slab (-1: none yet), and how far into the slab's change log it is. */
@@ -91,9 +94,13 @@ export class SemanticSearch<Index extends VectorDocs> {
   >(NEAREST_KEPT);
   private masksMade = 0;
   private readonly calibration: ScoreCalibration;
+  /** How the static tier's cosines become scores (its folder's curve). */
+  private readonly staticCalibration: ScoreCalibration;
 
   constructor(private readonly options: SemanticSearchOptions) {
     this.calibration = options.calibration ?? options.embedder.calibration;
+    this.staticCalibration =
+      options.staticCalibration ?? options.embedder.staticTier?.calibration ?? this.calibration;
     this.vectors = new TextVectors(options.db, options.embedder, options.table, options.textVersion);
     this.background = new BackgroundSync(this.vectors, options);
   }
@@ -127,7 +134,10 @@ export class SemanticSearch<Index extends VectorDocs> {
    */
   async evidence(query: SemanticQuery<Index>): Promise<SemanticEvidence<Index>> {
     const texts = query.texts.slice(0, MAX_QUERIES);
-    const { vectors, late } = await queryVectors(this.options.embedder, texts, this.options.maxWaitMs);
+    const meaning = await requestMeaning(this.options.embedder, texts, this.options.maxWaitMs);
+    const { vectors, late, tier } = meaning;
+    this.options.onMeaning?.(meaning);
+    const calibration = tier === "static" ? this.staticCalibration : this.calibration;
     const { index } = query;
     const allowed = query.candidates?.allowed;
     const docSlots = this.docSlotsOf(index);
@@ -144,23 +154,24 @@ export class SemanticSearch<Index extends VectorDocs> {
     if (vectors.length === 0)
       return wordsOnly(
         late > 0
-          ? { status: "partial", pending: 0, textsPending: late }
-          : { status: "unavailable", pending: 0, textsPending: 0 },
+          ? { status: "partial", tier, pending: 0, textsPending: late }
+          : { status: "unavailable", tier, pending: 0, textsPending: 0 },
       );
     const mask = this.maskState(docSlots, allowed);
     const withVector = mask.eligible.docs.length;
-    const near = this.nearestOf(mask, texts, vectors, late);
+    const near = this.nearestOf(mask, tier, texts, vectors, late);
     const { slots } = docSlots;
     const visibleCount = query.candidates ? query.candidates.count : index.docCount;
     const pending = Math.max(0, visibleCount - withVector);
     const report: SemanticReport = {
       status: pending > 0 || late > 0 ? "partial" : "ready",
+      tier,
       pending,
       textsPending: late,
     };
-    if (withVector === 0) return wordsOnly(report);
+    if (withVector === 0) return wordsOnly({ ...report, tier: "none" });
     const scores = new Map<number, number>(
-      near.map(({ doc, cosine }) => [doc, semanticScoreOf(cosine, this.calibration)]),
+      near.map(({ doc, cosine }) => [doc, semanticScoreOf(cosine, calibration)]),
     );
     return {
       index,
@@ -172,7 +183,7 @@ export class SemanticSearch<Index extends VectorDocs> {
       scoreOf: (doc) => {
         const known = scores.get(doc);
         if (known !== undefined) return known;
-        const score = this.exactScore(index, slots, allowed, vectors, doc);
+        const score = this.exactScore(index, slots, allowed, vectors, doc, calibration);
         scores.set(doc, score);
         return score;
       },
@@ -191,12 +202,13 @@ export class SemanticSearch<Index extends VectorDocs> {
     allowed: Uint8Array | undefined,
     vectors: readonly Float32Array[],
     doc: number,
+    calibration: ScoreCalibration,
   ): number {
     const slot = slots[doc] ?? -1;
     if (slot < 0 || doc >= index.docCount || (allowed !== undefined && allowed[doc] !== 1)) return Number.NaN;
     // The slot may have changed hands since the mapping was read (a sync between evidence and fusion).
     if (this.vectors.slotOf(index.ownerOf(doc), index.nameOf(doc)) !== slot) return Number.NaN;
-    return semanticScoreOf(this.vectors.slab.exact(slot, vectors), this.calibration);
+    return semanticScoreOf(this.vectors.slab.exact(slot, vectors), calibration);
   }
 
   /**
@@ -239,11 +251,12 @@ export class SemanticSearch<Index extends VectorDocs> {
    */
   private nearestOf(
     mask: MaskState,
+    tier: SemanticTier,
     texts: readonly string[],
     vectors: readonly Float32Array[],
     late: number,
   ): readonly NearDoc[] {
-    const key = `${mask.id}\u0000${texts.join("\u0000")}`;
+    const key = `${mask.id}\u0000${tier}\u0000${texts.join("\u0000")}`;
     const known = this.kept.get(key);
     if (known?.mask === mask) return known.near;
     const slab = this.vectors.slab;

@@ -9,18 +9,24 @@ export interface WorkerSettings {
   readonly threads: number;
 }
 
+/**
+ * Who waits for a text: `query` — a search, until its deadline; `later` — nobody (a request's text
+ * whose search answered without the model: embedded when the model has time, so the same request is
+ * read by the model next time); `background` — the catalog's texts.
+ */
+export type TextKind = "query" | "later" | "background";
+
 export type ToWorker =
-  /**
-   * `urgent`: a request waits for it (queries), so it goes before background work (tool texts);
-   * `waitedUntil`: until when (Date.now) that request waits, after which it yields to those still waiting.
-   */
+  /** `deadline`: for a query, until when (Date.now) its search waits; after it the query is `later` work. */
   | {
       readonly type: "embed";
       readonly requestId: number;
       readonly texts: readonly string[];
-      readonly urgent: boolean;
-      readonly waitedUntil: number;
+      readonly kind: TextKind;
+      readonly deadline: number;
     }
+  /** A `later` request asked again by a search that waits for it until `deadline`. */
+  | { readonly type: "hurry"; readonly requestId: number; readonly deadline: number }
   /** Finish the inference under way, drop the rest, answer `stopped`. */
   | { readonly type: "stop" };
 
@@ -28,13 +34,15 @@ export type FromWorker =
   | {
       readonly type: "ready";
       readonly modelId: string;
+      /** The ONNX file's sha256 (SentenceModel.sha256). */
+      readonly sha256: string;
       readonly dims: number;
       /** Whether texts share inferences (SentenceModel.batchable). */
       readonly batchable: boolean;
       /** How the model's cosines become scores (SentenceModel.calibration). */
       readonly calibration: ScoreCalibration;
-      /** The vocabulary's tokens in id order (SentenceModel.words). */
-      readonly words: readonly string[];
+      /** The model's pace from the inferences of its start (Pace.msPerToken). */
+      readonly msPerToken: number;
     }
   | { readonly type: "unusable"; readonly message: string }
   | { readonly type: "stopped" }
@@ -42,7 +50,9 @@ export type FromWorker =
       readonly type: "vectors";
       readonly requestId: number;
       readonly vectors: Float32Array;
-      /** The worker's running average of inference time per query text, in ms (0: none taken yet). */
-      readonly msPerQueryText: number;
+      /** The model's pace lately (Pace.msPerToken). */
+      readonly msPerToken: number;
     }
-  | { readonly type: "failed"; readonly requestId: number; readonly message: string };
+  | { readonly type: "failed"; readonly requestId: number; readonly message: string }
+  /** A `later` request left out: more texts wait for the model's spare time than it keeps. */
+  | { readonly type: "dropped"; readonly requestId: number };

@@ -13,6 +13,8 @@ import { ReplicatedEvents } from "../replication/events.ts";
 import { LocalWriter, type StateWriter } from "../replication/writes.ts";
 import {
   type Embedder,
+  MeaningMeter,
+  type RequestMeaning,
   type SemanticSearch,
   semanticSkillSearch,
   semanticToolSearch,
@@ -118,6 +120,7 @@ export async function buildDomain(
         learnedRequestsInMemory: () => learning.requestsInMemory,
         eventSubscriberLag: () => events.subscriberLag(),
         mcpSources: () => mcp.statuses(),
+        ...(semantics ? { semanticCapacity: () => semantics.embedder.capacity } : {}),
         ...(replica ? { replica } : {}),
       })
     : undefined;
@@ -163,6 +166,7 @@ export async function buildDomain(
       embedder: semantics.embedder,
       weight: semantics.weight,
       maxWaitMs: semantics.maxWaitMs,
+      onMeaning: meaningLog(what, semantics.embedder, logger),
       onSynced: (report: object) =>
         logger.info({ ...report, model: semantics.embedder.modelId }, `${what} vectors synced`),
       onSyncError: (error: unknown) => logger.error({ err: error }, `${what} vector sync failed`),
@@ -333,6 +337,33 @@ export async function buildDomain(
 }
 
 /** Health service name of a tool source: each MCP server is one (`wayfind.source.mcp:<name>`). */
+/**
+ * Says in the log when the model reads less than half of a catalog's searches over a window (the
+ * static tier or words read the rest), and when it is back: meaning degrading under load is visible
+ * without a line per search.
+ */
+function meaningLog(what: string, embedder: Embedder, logger: Logger): (meaning: RequestMeaning) => void {
+  const meter = new MeaningMeter({
+    onChange: (state, shares) => {
+      const figures = {
+        searches: shares.searches,
+        modelShare: Number(shares.model.toFixed(3)),
+        staticShare: Number(shares.static.toFixed(3)),
+        wordsShare: Number(shares.none.toFixed(3)),
+        capacityTextsPerSecond: Math.round(embedder.capacity),
+      };
+      if (state === "low")
+        logger.warn(
+          figures,
+          `the model read under half of the ${what} searches of the last seconds: more callers than it can ` +
+            "read at once; the static tier (or words, without one) read the rest",
+        );
+      else logger.info(figures, `the model reads the ${what} searches again`);
+    },
+  });
+  return (meaning) => meter.record(meaning.tier);
+}
+
 export function sourceHealthName(sourceId: string): string {
   return `wayfind.source.${sourceId}`;
 }

@@ -20,6 +20,11 @@ export interface MetricSources {
   readonly mcpSources: () => readonly { id: string; healthy: boolean; lastSyncMs: number | undefined }[];
   /** The transport's connection figures. */
   readonly connections: () => ConnectionCounts;
+  /**
+   * Query texts a second the model embeds at its pace lately (Embedder.capacity); absent without
+   * semantic ranking.
+   */
+  readonly semanticCapacity?: () => number;
   /** A replica's view of its shared database, read at each scrape (src/replication); absent on SQLite alone. */
   readonly replica?: { readonly reachable: boolean; readonly appliedSeq: number };
 }
@@ -41,7 +46,7 @@ export class ServerMetrics {
   private readonly callSeconds: Histogram<"method" | "protocol">;
   private readonly searches: Counter<"kind" | "requested_type" | "effective_type">;
   private readonly zeroResultSearches: Counter<"kind">;
-  private readonly semanticSearches: Counter<"kind" | "status">;
+  private readonly semanticSearches: Counter<"kind" | "status" | "tier">;
   private readonly lateTexts: Counter<"kind">;
   private readonly searchResults: Histogram<"kind">;
   private readonly activations: Counter<"scope" | "source">;
@@ -97,14 +102,17 @@ export class ServerMetrics {
     this.semanticSearches = new Counter({
       name: "wayfind_search_semantic_total",
       help:
-        "Full-text searches by how meaning took part: ready, partial (some tools' vectors, or the " +
-        "request's meaning within tool_search.semantic.max_wait_ms, not ready), unavailable, off.",
-      labelNames: ["kind", "status"],
+        "Full-text searches by how meaning took part: status ready, partial (some tools' vectors, or the " +
+        "request's meaning within tool_search.semantic.max_wait_ms, not ready), unavailable, off; tier " +
+        "model (the model read the request), static (its static tier did: the model was not in time), none.",
+      labelNames: ["kind", "status", "tier"],
       registers,
     });
     this.lateTexts = new Counter({
       name: "wayfind_search_texts_late_total",
-      help: "Texts of requests not embedded within tool_search.semantic.max_wait_ms (ranked by words).",
+      help:
+        "Texts of requests ranked by words because the model did not embed them within " +
+        "tool_search.semantic.max_wait_ms and no static tier read them.",
       labelNames: ["kind"],
       registers,
     });
@@ -176,6 +184,18 @@ export class ServerMetrics {
         this.inc(sources.connections().refused);
       },
     });
+    const capacity = sources.semanticCapacity;
+    if (capacity)
+      new Gauge({
+        name: "wayfind_semantic_capacity_texts_per_second",
+        help:
+          "Request texts a second the model embeds at its pace lately (a request of a few words: one " +
+          "text); searches past it are read by the model's static tier.",
+        registers,
+        collect() {
+          this.set(capacity());
+        },
+      });
     new Gauge({
       name: "wayfind_tools",
       aggregator: "max",
@@ -303,7 +323,11 @@ export class ServerMetrics {
           effective_type: String(a.effective_type ?? requested),
         });
         if (requested === "fts")
-          this.semanticSearches.inc({ kind, status: String(a.semantic_status ?? "off") });
+          this.semanticSearches.inc({
+            kind,
+            status: String(a.semantic_status ?? "off"),
+            tier: String(a.semantic_tier ?? "none"),
+          });
         const late = Number(a.semantic_texts_pending ?? 0);
         if (late > 0) this.lateTexts.inc({ kind }, late);
         const count = Number(a.result_count ?? 0);

@@ -148,6 +148,7 @@ export function searchSkills(
     widened,
     semantic_status: semantic.status,
     semantic_texts_pending: semantic.textsPending,
+    semantic_tier: semantic.tier,
   });
   return {
     skills,

@@ -37,16 +37,24 @@ export interface QueryRewrite {
 }
 
 /**
- * Whether semantic ranking took part (proto SemanticStatus), how many candidates lacked a vector, and
- * how many of the request's texts were not embedded in time (tool_search.semantic.max_wait_ms).
+ * What read a request's meaning (proto SemanticTier): the model, its static tier (when the model could
+ * not in time), or none.
+ */
+export type SemanticTier = "model" | "static" | "none";
+
+/**
+ * Whether semantic ranking took part (proto SemanticStatus), which tier read the request, how many
+ * candidates lacked a vector, and how many of the request's texts were ranked without meaning because
+ * the model did not embed them in time (tool_search.semantic.max_wait_ms) and no static tier did.
  */
 export interface SemanticReport {
   readonly status: "off" | "ready" | "partial" | "unavailable";
+  readonly tier: SemanticTier;
   readonly pending: number;
   readonly textsPending: number;
 }
 
-export const SEMANTIC_OFF: SemanticReport = { status: "off", pending: 0, textsPending: 0 };
+export const SEMANTIC_OFF: SemanticReport = { status: "off", tier: "none", pending: 0, textsPending: 0 };
 
 /** The first sentence or line of a description, at most `max` characters: enough to choose, cheap to list. */
 export function firstSentence(text: string, max = 160): string {

@@ -275,6 +275,7 @@ describe("events", () => {
         // No semantic evidence was given: words only.
         semantic_status: "off",
         semantic_texts_pending: 0,
+        semantic_tier: "none",
       },
     });
   });

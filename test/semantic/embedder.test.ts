@@ -96,6 +96,14 @@ describe("Embedder (the shipped model: all-MiniLM-L6-v2 fine-tuned for tools)", 
     expect(finished).toEqual(["query", "tools"]);
   });
 
+  it("has a static tier in the model's space: a request's static vector is close to the model's", async () => {
+    const text = "create a pull request on the billing repository";
+    const byModel = await embedder.embedQuery(text);
+    const byStaticTier = embedder.staticTier?.embed(text) as Float32Array;
+    expect(dot(byStaticTier, byStaticTier)).toBeCloseTo(1, 5);
+    expect(dot(byStaticTier, byModel)).toBeGreaterThan(0.8);
+  });
+
   it("answers a repeated query from its cache with the same vector", async () => {
     const first = embedder.embedQuery("list open pull requests");
     expect(embedder.embedQuery("list open pull requests")).toBe(first);
@@ -188,6 +196,25 @@ describe("Embedder.open on a broken model folder", () => {
     );
     await expect(Embedder.open(copy)).rejects.toThrow(
       `${join(copy, "calibration.json")}: "slope" must be a positive number (got -2)`,
+    );
+  });
+
+  it("names a static tier distilled from another model", async () => {
+    const copy = brokenCopy("other-teacher", (c) =>
+      writeFileSync(join(c, "static/config.json"), JSON.stringify({ teacher_sha256: "0".repeat(64) })),
+    );
+    await expect(Embedder.open(copy, { threads: 1 })).rejects.toThrow(
+      `${join(copy, "static/config.json")}: the static tier was distilled from another model`,
+    );
+  });
+
+  it("names a static tier file cut short", async () => {
+    const copy = brokenCopy("short-static", (c) => {
+      const file = join(c, "static/vectors.bin");
+      writeFileSync(file, readFileSync(file).subarray(0, 100_000));
+    });
+    await expect(Embedder.open(copy, { threads: 1 })).rejects.toThrow(
+      `${join(copy, "static/vectors.bin")}: 100000 bytes, expected`,
     );
   });
 

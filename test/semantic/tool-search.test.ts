@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MatchType, SemanticStatus } from "../../gen/ts/wayfind/v1/common_pb.ts";
+import { MatchType, SemanticStatus, SemanticTier } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { loadConfig } from "../../src/config/index.ts";
 import { openDatabase } from "../../src/database/sqlite.ts";
@@ -12,7 +12,7 @@ import type { EmbedderOptions } from "../../src/semantic/embedder.ts";
 import { Embedder, semanticMigrations, semanticToolSearch, toolTexts } from "../../src/semantic/index.ts";
 import { startServer } from "../../src/server/app.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
-import { MODEL_DIR } from "./model-dir.ts";
+import { MODEL_DIR, modelWithoutStaticTier } from "./model-dir.ts";
 
 const CATALOG = [
   {
@@ -140,10 +140,10 @@ describe("semantic tool search over gRPC (the shipped all-MiniLM-L6-v2 model)", 
 });
 
 /** CATALOG in process, every tool's vector computed: the pieces ToolService puts together. */
-async function semanticCatalog(embedderOptions: EmbedderOptions, maxWaitMs: number) {
+async function semanticCatalog(embedderOptions: EmbedderOptions, maxWaitMs: number, modelDir = MODEL_DIR) {
   const dir = mkdtempSync(join(tmpdir(), "wayfind-semantic-catalog-"));
   const db = openDatabase(join(dir, "wayfind.db"), [...discoveryMigrations, ...semanticMigrations]);
-  const embedder = await Embedder.open(MODEL_DIR, embedderOptions);
+  const embedder = await Embedder.open(modelDir, embedderOptions);
   const semantic = semanticToolSearch({ db, embedder, weight: 0.3, maxWaitMs });
   const registry = new ToolRegistry(db);
   const index = new IndexHost(registry, {
@@ -191,35 +191,61 @@ describe("a request asked again", () => {
 });
 
 describe("a search that cannot wait for the model", () => {
-  it("is answered by words when the model is busy, says PARTIAL and which texts, and is ranked by meaning once they are embedded", async () => {
+  /** Other callers' requests, never seen before, that keep the model busy for longer than a short wait. */
+  const keepBusy = (embedder: Embedder) =>
+    Array.from({ length: 40 }, (_, i) =>
+      embedder.embedQuery(`another caller's request number ${i}, never asked before`),
+    );
+
+  it("is read by the model's static tier when the model is busy, says so, and by the model once it has embedded the request", async () => {
     const { embedder, semantic, index, close } = await semanticCatalog({ threads: 1 }, 5);
     try {
-      // Other callers' requests, never seen before, keep the model busy for longer than the wait.
-      const backlog = Array.from({ length: 40 }, (_, i) =>
-        embedder.embedQuery(`another caller's request number ${i}, never asked before`),
-      );
+      const backlog = keepBusy(embedder);
       const request = { query: UMBRELLA, limit: 5 };
       const meaning = index.meaningOf(request);
       const busy = await semantic.evidence(meaning);
-      expect(busy.report).toEqual({ status: "partial", pending: 0, textsPending: 1 });
-      const byWords = index.search({ ...request, semantic: busy });
-      expect(byWords.semantic.status).toBe("partial");
-      expect(byWords.tools.every((t) => t.semanticScore === 0)).toBe(true);
-      // Its embedding went on in the background: asked again, the request is ranked by meaning.
+      expect(busy.report).toEqual({ status: "ready", tier: "static", pending: 0, textsPending: 0 });
+      const byStaticTier = index.search({ ...request, semantic: busy });
+      expect(byStaticTier.semantic.tier).toBe("static");
+      expect(byStaticTier.tools[0]?.name).toBe("get_forecast");
+      expect(byStaticTier.tools[0]?.semanticScore).toBeGreaterThan(0);
+      // The model embedded it when it had time: asked again, the request is read by the model.
       await Promise.all([...backlog, ...meaning.texts.map((t) => embedder.embedQuery(t))]);
       const later = await semantic.evidence(index.meaningOf(request));
-      expect(later.report).toEqual({ status: "ready", pending: 0, textsPending: 0 });
+      expect(later.report).toEqual({ status: "ready", tier: "model", pending: 0, textsPending: 0 });
       expect(index.search({ ...request, semantic: later }).tools[0]?.name).toBe("get_forecast");
     } finally {
       await close();
     }
   });
 
-  it("says over gRPC how many texts of the request were not embedded in time, and ranks the same request by meaning later", async () => {
+  it("is answered by words when the model is busy and has no static tier, says PARTIAL and which texts", async () => {
+    const { embedder, semantic, index, close } = await semanticCatalog(
+      { threads: 1 },
+      5,
+      modelWithoutStaticTier(),
+    );
+    try {
+      const backlog = keepBusy(embedder);
+      const request = { query: UMBRELLA, limit: 5 };
+      const meaning = index.meaningOf(request);
+      const busy = await semantic.evidence(meaning);
+      expect(busy.report).toEqual({ status: "partial", tier: "none", pending: 0, textsPending: 1 });
+      const byWords = index.search({ ...request, semantic: busy });
+      expect(byWords.tools.every((t) => t.semanticScore === 0)).toBe(true);
+      await Promise.all([...backlog, ...meaning.texts.map((t) => embedder.embedQuery(t))]);
+      const later = await semantic.evidence(index.meaningOf(request));
+      expect(later.report).toEqual({ status: "ready", tier: "model", pending: 0, textsPending: 0 });
+    } finally {
+      await close();
+    }
+  });
+
+  it("says over gRPC which tier read the request, and reads the same request by the model later", async () => {
     const wayfind = await startTestServer(
       {
         catalogs: [{ path: "tools.jsonl", namespace: "tools" }],
-        // No wait at all: a request never seen is always answered by words first.
+        // No wait at all: a request never seen is always read by the static tier first.
         tool_search: { semantic: { model_dir: MODEL_DIR, max_wait_ms: 0 } },
       },
       { dataDir: catalogDir() },
@@ -228,12 +254,22 @@ describe("a search that cannot wait for the model", () => {
       await searchWhenReady(wayfind, "warm up: every tool has its vector");
       const client = wayfind.grpc(ToolDiscoveryService);
       const first = await client.searchTools({ caller: { tenantId: "acme" }, query: UMBRELLA });
-      expect(first.semanticStatus).toBe(SemanticStatus.PARTIAL);
-      expect(first.semanticTextsPending).toBe(1);
-      expect(first.semanticPending).toBe(0);
-      const ready = await searchWhenReady(wayfind, UMBRELLA);
-      expect(ready.semanticTextsPending).toBe(0);
-      expect(ready.tools[0]?.name).toBe("tools.get_forecast");
+      expect(first).toMatchObject({
+        semanticStatus: SemanticStatus.READY,
+        semanticTier: SemanticTier.STATIC,
+        semanticTextsPending: 0,
+        semanticPending: 0,
+      });
+      for (let attempt = 0; attempt < 300; attempt++) {
+        const again = await client.searchTools({ caller: { tenantId: "acme" }, query: UMBRELLA });
+        if (again.semanticTier === SemanticTier.MODEL) {
+          expect(again.semanticStatus).toBe(SemanticStatus.READY);
+          expect(again.tools[0]?.name).toBe("tools.get_forecast");
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      throw new Error("the model never read the request");
     } finally {
       await wayfind.stop();
     }

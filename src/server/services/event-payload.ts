@@ -24,7 +24,13 @@ import {
   ToolSearchQuerySchema,
   UsageRecordedSchema,
 } from "../../../gen/ts/wayfind/v1/events_pb.ts";
-import { EFFECTIVE_SEARCH_TYPES, OUTCOMES, PROVIDERS, SEMANTIC_STATUSES } from "../../api-enums/enums.ts";
+import {
+  EFFECTIVE_SEARCH_TYPES,
+  OUTCOMES,
+  PROVIDERS,
+  SEMANTIC_STATUSES,
+  SEMANTIC_TIERS,
+} from "../../api-enums/enums.ts";
 import { EVENT_TYPES, type EventType, type StoredEvent } from "../../events/index.ts";
 import type { Outcome } from "../../learning/index.ts";
 import type { Provider } from "../../usage/model.ts";
@@ -95,6 +101,10 @@ function semanticStatus(value: unknown): number {
   return SEMANTIC_STATUSES[text(value) as keyof typeof SEMANTIC_STATUSES] ?? 0;
 }
 
+function semanticTier(value: unknown): number {
+  return SEMANTIC_TIERS[text(value) as keyof typeof SEMANTIC_TIERS] ?? 0;
+}
+
 const SCOPES: Readonly<Record<string, ToolActivated_Scope>> = {
   run: ToolActivated_Scope.RUN,
   session: ToolActivated_Scope.SESSION,
@@ -117,6 +127,7 @@ function payloadOf(type: EventType, a: Attributes): Event["payload"] {
           resultCount: count(a.result_count),
           semanticStatus: semanticStatus(a.semantic_status),
           semanticTextsPending: count(a.semantic_texts_pending),
+          semanticTier: semanticTier(a.semantic_tier),
         }),
       };
     case "tool_get":
@@ -210,6 +221,7 @@ function payloadOf(type: EventType, a: Attributes): Event["payload"] {
           resultCount: count(a.result_count),
           semanticStatus: semanticStatus(a.semantic_status),
           semanticTextsPending: count(a.semantic_texts_pending),
+          semanticTier: semanticTier(a.semantic_tier),
         }),
       };
     case "skill_get":

@@ -1,5 +1,10 @@
 import type { QueryRewrite as ProtoQueryRewrite } from "../../../gen/ts/wayfind/v1/common_pb.ts";
-import { MATCH_QUALITIES, QUERY_REWRITE_KINDS, SEMANTIC_STATUSES } from "../../api-enums/enums.ts";
+import {
+  MATCH_QUALITIES,
+  QUERY_REWRITE_KINDS,
+  SEMANTIC_STATUSES,
+  SEMANTIC_TIERS,
+} from "../../api-enums/enums.ts";
 import type { MatchQuality, QueryRewrite, SemanticReport } from "../../text/scores.ts";
 
 /** What tool and skill searches report beside their hits, as SearchToolsResponse / SearchSkillsResponse fields. */
@@ -13,6 +18,7 @@ export function searchReportToProto(report: {
     semanticStatus: SEMANTIC_STATUSES[report.semantic.status],
     semanticPending: report.semantic.pending,
     semanticTextsPending: report.semantic.textsPending,
+    semanticTier: SEMANTIC_TIERS[report.semantic.tier],
     queryRewrites: report.rewrites.map(
       (r): Omit<ProtoQueryRewrite, "$typeName"> => ({
         from: r.from,

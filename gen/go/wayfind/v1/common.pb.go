@@ -288,6 +288,62 @@ func (SemanticStatus) EnumDescriptor() ([]byte, []int) {
 	return file_wayfind_v1_common_proto_rawDescGZIP(), []int{3}
 }
 
+// What read the request's meaning when semantic ranking took part (semantic_status READY or PARTIAL).
+type SemanticTier int32
+
+const (
+	// No meaning took part (semantic_status OFF or UNAVAILABLE, or no text of the request was embedded).
+	SemanticTier_SEMANTIC_TIER_UNSPECIFIED SemanticTier = 0
+	// The sentence-embedding model read every text of the request: the full quality of hybrid search.
+	SemanticTier_SEMANTIC_TIER_MODEL SemanticTier = 1
+	// The model could not read the request within `tool_search.semantic.max_wait_ms` (many callers at
+	// once), so its static tier did: vectors of word pieces distilled from the model, summed in
+	// microseconds. Meaning took part, of a lower quality (docs/search.md gives both tiers' quality);
+	// the model embeds the request when it has time, so the same request is read by the model next time.
+	SemanticTier_SEMANTIC_TIER_STATIC SemanticTier = 2
+)
+
+// Enum value maps for SemanticTier.
+var (
+	SemanticTier_name = map[int32]string{
+		0: "SEMANTIC_TIER_UNSPECIFIED",
+		1: "SEMANTIC_TIER_MODEL",
+		2: "SEMANTIC_TIER_STATIC",
+	}
+	SemanticTier_value = map[string]int32{
+		"SEMANTIC_TIER_UNSPECIFIED": 0,
+		"SEMANTIC_TIER_MODEL":       1,
+		"SEMANTIC_TIER_STATIC":      2,
+	}
+)
+
+func (x SemanticTier) Enum() *SemanticTier {
+	p := new(SemanticTier)
+	*p = x
+	return p
+}
+
+func (x SemanticTier) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SemanticTier) Descriptor() protoreflect.EnumDescriptor {
+	return file_wayfind_v1_common_proto_enumTypes[4].Descriptor()
+}
+
+func (SemanticTier) Type() protoreflect.EnumType {
+	return &file_wayfind_v1_common_proto_enumTypes[4]
+}
+
+func (x SemanticTier) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SemanticTier.Descriptor instead.
+func (SemanticTier) EnumDescriptor() ([]byte, []int) {
+	return file_wayfind_v1_common_proto_rawDescGZIP(), []int{4}
+}
+
 // A model provider, for usage accounting and provider-shaped payloads.
 type Provider int32
 
@@ -331,11 +387,11 @@ func (x Provider) String() string {
 }
 
 func (Provider) Descriptor() protoreflect.EnumDescriptor {
-	return file_wayfind_v1_common_proto_enumTypes[4].Descriptor()
+	return file_wayfind_v1_common_proto_enumTypes[5].Descriptor()
 }
 
 func (Provider) Type() protoreflect.EnumType {
-	return &file_wayfind_v1_common_proto_enumTypes[4]
+	return &file_wayfind_v1_common_proto_enumTypes[5]
 }
 
 func (x Provider) Number() protoreflect.EnumNumber {
@@ -344,7 +400,7 @@ func (x Provider) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Provider.Descriptor instead.
 func (Provider) EnumDescriptor() ([]byte, []int) {
-	return file_wayfind_v1_common_proto_rawDescGZIP(), []int{4}
+	return file_wayfind_v1_common_proto_rawDescGZIP(), []int{5}
 }
 
 // What became of a tool or skill an agent chose (ReportToolOutcome, ReportSkillOutcome).
@@ -388,11 +444,11 @@ func (x Outcome) String() string {
 }
 
 func (Outcome) Descriptor() protoreflect.EnumDescriptor {
-	return file_wayfind_v1_common_proto_enumTypes[5].Descriptor()
+	return file_wayfind_v1_common_proto_enumTypes[6].Descriptor()
 }
 
 func (Outcome) Type() protoreflect.EnumType {
-	return &file_wayfind_v1_common_proto_enumTypes[5]
+	return &file_wayfind_v1_common_proto_enumTypes[6]
 }
 
 func (x Outcome) Number() protoreflect.EnumNumber {
@@ -401,7 +457,7 @@ func (x Outcome) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Outcome.Descriptor instead.
 func (Outcome) EnumDescriptor() ([]byte, []int) {
-	return file_wayfind_v1_common_proto_rawDescGZIP(), []int{5}
+	return file_wayfind_v1_common_proto_rawDescGZIP(), []int{6}
 }
 
 type QueryRewrite_Kind int32
@@ -439,11 +495,11 @@ func (x QueryRewrite_Kind) String() string {
 }
 
 func (QueryRewrite_Kind) Descriptor() protoreflect.EnumDescriptor {
-	return file_wayfind_v1_common_proto_enumTypes[6].Descriptor()
+	return file_wayfind_v1_common_proto_enumTypes[7].Descriptor()
 }
 
 func (QueryRewrite_Kind) Type() protoreflect.EnumType {
-	return &file_wayfind_v1_common_proto_enumTypes[6]
+	return &file_wayfind_v1_common_proto_enumTypes[7]
 }
 
 func (x QueryRewrite_Kind) Number() protoreflect.EnumNumber {
@@ -680,7 +736,11 @@ const file_wayfind_v1_common_proto_rawDesc = "" +
 	"\x13SEMANTIC_STATUS_OFF\x10\x01\x12\x19\n" +
 	"\x15SEMANTIC_STATUS_READY\x10\x02\x12\x1b\n" +
 	"\x17SEMANTIC_STATUS_PARTIAL\x10\x03\x12\x1f\n" +
-	"\x1bSEMANTIC_STATUS_UNAVAILABLE\x10\x04*\x90\x01\n" +
+	"\x1bSEMANTIC_STATUS_UNAVAILABLE\x10\x04*`\n" +
+	"\fSemanticTier\x12\x1d\n" +
+	"\x19SEMANTIC_TIER_UNSPECIFIED\x10\x00\x12\x17\n" +
+	"\x13SEMANTIC_TIER_MODEL\x10\x01\x12\x18\n" +
+	"\x14SEMANTIC_TIER_STATIC\x10\x02*\x90\x01\n" +
 	"\bProvider\x12\x18\n" +
 	"\x14PROVIDER_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12PROVIDER_ANTHROPIC\x10\x01\x12\x13\n" +
@@ -706,21 +766,22 @@ func file_wayfind_v1_common_proto_rawDescGZIP() []byte {
 	return file_wayfind_v1_common_proto_rawDescData
 }
 
-var file_wayfind_v1_common_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
+var file_wayfind_v1_common_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
 var file_wayfind_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
 var file_wayfind_v1_common_proto_goTypes = []any{
 	(SearchType)(0),        // 0: wayfind.v1.SearchType
 	(MatchType)(0),         // 1: wayfind.v1.MatchType
 	(MatchQuality)(0),      // 2: wayfind.v1.MatchQuality
 	(SemanticStatus)(0),    // 3: wayfind.v1.SemanticStatus
-	(Provider)(0),          // 4: wayfind.v1.Provider
-	(Outcome)(0),           // 5: wayfind.v1.Outcome
-	(QueryRewrite_Kind)(0), // 6: wayfind.v1.QueryRewrite.Kind
-	(*CallerContext)(nil),  // 7: wayfind.v1.CallerContext
-	(*QueryRewrite)(nil),   // 8: wayfind.v1.QueryRewrite
+	(SemanticTier)(0),      // 4: wayfind.v1.SemanticTier
+	(Provider)(0),          // 5: wayfind.v1.Provider
+	(Outcome)(0),           // 6: wayfind.v1.Outcome
+	(QueryRewrite_Kind)(0), // 7: wayfind.v1.QueryRewrite.Kind
+	(*CallerContext)(nil),  // 8: wayfind.v1.CallerContext
+	(*QueryRewrite)(nil),   // 9: wayfind.v1.QueryRewrite
 }
 var file_wayfind_v1_common_proto_depIdxs = []int32{
-	6, // 0: wayfind.v1.QueryRewrite.kind:type_name -> wayfind.v1.QueryRewrite.Kind
+	7, // 0: wayfind.v1.QueryRewrite.kind:type_name -> wayfind.v1.QueryRewrite.Kind
 	1, // [1:1] is the sub-list for method output_type
 	1, // [1:1] is the sub-list for method input_type
 	1, // [1:1] is the sub-list for extension type_name
@@ -738,7 +799,7 @@ func file_wayfind_v1_common_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wayfind_v1_common_proto_rawDesc), len(file_wayfind_v1_common_proto_rawDesc)),
-			NumEnums:      7,
+			NumEnums:      8,
 			NumMessages:   2,
 			NumExtensions: 0,
 			NumServices:   0,

@@ -659,8 +659,10 @@ type ToolSearchQuery struct {
 	SemanticStatus SemanticStatus `protobuf:"varint,5,opt,name=semantic_status,json=semanticStatus,proto3,enum=wayfind.v1.SemanticStatus" json:"semantic_status,omitempty"`
 	// Texts of the request not embedded within `tool_search.semantic.max_wait_ms`.
 	SemanticTextsPending uint32 `protobuf:"varint,6,opt,name=semantic_texts_pending,json=semanticTextsPending,proto3" json:"semantic_texts_pending,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// Which tier read the request's meaning (SearchToolsResponse.semantic_tier).
+	SemanticTier  SemanticTier `protobuf:"varint,7,opt,name=semantic_tier,json=semanticTier,proto3,enum=wayfind.v1.SemanticTier" json:"semantic_tier,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ToolSearchQuery) Reset() {
@@ -733,6 +735,13 @@ func (x *ToolSearchQuery) GetSemanticTextsPending() uint32 {
 		return x.SemanticTextsPending
 	}
 	return 0
+}
+
+func (x *ToolSearchQuery) GetSemanticTier() SemanticTier {
+	if x != nil {
+		return x.SemanticTier
+	}
+	return SemanticTier_SEMANTIC_TIER_UNSPECIFIED
 }
 
 // A GetTools call.
@@ -1356,6 +1365,7 @@ type SkillSearchQuery struct {
 	// As ToolSearchQuery's.
 	SemanticStatus       SemanticStatus `protobuf:"varint,4,opt,name=semantic_status,json=semanticStatus,proto3,enum=wayfind.v1.SemanticStatus" json:"semantic_status,omitempty"`
 	SemanticTextsPending uint32         `protobuf:"varint,5,opt,name=semantic_texts_pending,json=semanticTextsPending,proto3" json:"semantic_texts_pending,omitempty"`
+	SemanticTier         SemanticTier   `protobuf:"varint,6,opt,name=semantic_tier,json=semanticTier,proto3,enum=wayfind.v1.SemanticTier" json:"semantic_tier,omitempty"`
 	unknownFields        protoimpl.UnknownFields
 	sizeCache            protoimpl.SizeCache
 }
@@ -1423,6 +1433,13 @@ func (x *SkillSearchQuery) GetSemanticTextsPending() uint32 {
 		return x.SemanticTextsPending
 	}
 	return 0
+}
+
+func (x *SkillSearchQuery) GetSemanticTier() SemanticTier {
+	if x != nil {
+		return x.SemanticTier
+	}
+	return SemanticTier_SEMANTIC_TIER_UNSPECIFIED
 }
 
 // A GetSkills call.
@@ -2120,14 +2137,15 @@ const file_wayfind_v1_events_proto_rawDesc = "" +
 	"\x16skill_outcome_reported\x18$ \x01(\v2 .wayfind.v1.SkillOutcomeReportedH\x00R\x14skillOutcomeReported\x129\n" +
 	"\vtool_called\x18% \x01(\v2\x16.wayfind.v1.ToolCalledH\x00R\n" +
 	"toolCalledB\t\n" +
-	"\apayload\"\xa0\x02\n" +
+	"\apayload\"\xdf\x02\n" +
 	"\x0fToolSearchQuery\x12\x14\n" +
 	"\x05query\x18\x01 \x01(\tR\x05query\x12=\n" +
 	"\x0erequested_type\x18\x02 \x01(\x0e2\x16.wayfind.v1.SearchTypeR\rrequestedType\x12\x1a\n" +
 	"\bstrategy\x18\x03 \x01(\tR\bstrategy\x12!\n" +
 	"\fresult_count\x18\x04 \x01(\rR\vresultCount\x12C\n" +
 	"\x0fsemantic_status\x18\x05 \x01(\x0e2\x1a.wayfind.v1.SemanticStatusR\x0esemanticStatus\x124\n" +
-	"\x16semantic_texts_pending\x18\x06 \x01(\rR\x14semanticTextsPending\"Y\n" +
+	"\x16semantic_texts_pending\x18\x06 \x01(\rR\x14semanticTextsPending\x12=\n" +
+	"\rsemantic_tier\x18\a \x01(\x0e2\x18.wayfind.v1.SemanticTierR\fsemanticTier\"Y\n" +
 	"\aToolGet\x12'\n" +
 	"\x0frequested_count\x18\x01 \x01(\rR\x0erequestedCount\x12%\n" +
 	"\x0ereturned_count\x18\x02 \x01(\rR\rreturnedCount\"\xd0\x02\n" +
@@ -2182,14 +2200,15 @@ const file_wayfind_v1_events_proto_rawDesc = "" +
 	"\x14final_token_estimate\x18\x04 \x01(\rR\x12finalTokenEstimate\x12%\n" +
 	"\x0ewas_compressed\x18\x05 \x01(\bR\rwasCompressed\x12\x1d\n" +
 	"\n" +
-	"task_types\x18\x06 \x03(\tR\ttaskTypes\"\xff\x01\n" +
+	"task_types\x18\x06 \x03(\tR\ttaskTypes\"\xbe\x02\n" +
 	"\x10SkillSearchQuery\x12\x14\n" +
 	"\x05query\x18\x01 \x01(\tR\x05query\x127\n" +
 	"\vsearch_type\x18\x02 \x01(\x0e2\x16.wayfind.v1.SearchTypeR\n" +
 	"searchType\x12!\n" +
 	"\fresult_count\x18\x03 \x01(\rR\vresultCount\x12C\n" +
 	"\x0fsemantic_status\x18\x04 \x01(\x0e2\x1a.wayfind.v1.SemanticStatusR\x0esemanticStatus\x124\n" +
-	"\x16semantic_texts_pending\x18\x05 \x01(\rR\x14semanticTextsPending\"\xf3\x01\n" +
+	"\x16semantic_texts_pending\x18\x05 \x01(\rR\x14semanticTextsPending\x12=\n" +
+	"\rsemantic_tier\x18\x06 \x01(\x0e2\x18.wayfind.v1.SemanticTierR\fsemanticTier\"\xf3\x01\n" +
 	"\bSkillGet\x12'\n" +
 	"\x0frequested_count\x18\x01 \x01(\rR\x0erequestedCount\x12\x1f\n" +
 	"\vfound_count\x18\x02 \x01(\rR\n" +
@@ -2314,8 +2333,9 @@ var file_wayfind_v1_events_proto_goTypes = []any{
 	(*structpb.Struct)(nil),        // 25: google.protobuf.Struct
 	(SearchType)(0),                // 26: wayfind.v1.SearchType
 	(SemanticStatus)(0),            // 27: wayfind.v1.SemanticStatus
-	(Provider)(0),                  // 28: wayfind.v1.Provider
-	(Outcome)(0),                   // 29: wayfind.v1.Outcome
+	(SemanticTier)(0),              // 28: wayfind.v1.SemanticTier
+	(Provider)(0),                  // 29: wayfind.v1.Provider
+	(Outcome)(0),                   // 30: wayfind.v1.Outcome
 }
 var file_wayfind_v1_events_proto_depIdxs = []int32{
 	24, // 0: wayfind.v1.Event.time:type_name -> google.protobuf.Timestamp
@@ -2341,20 +2361,22 @@ var file_wayfind_v1_events_proto_depIdxs = []int32{
 	21, // 20: wayfind.v1.Event.tool_called:type_name -> wayfind.v1.ToolCalled
 	26, // 21: wayfind.v1.ToolSearchQuery.requested_type:type_name -> wayfind.v1.SearchType
 	27, // 22: wayfind.v1.ToolSearchQuery.semantic_status:type_name -> wayfind.v1.SemanticStatus
-	1,  // 23: wayfind.v1.ToolActivated.scope:type_name -> wayfind.v1.ToolActivated.Scope
-	2,  // 24: wayfind.v1.ToolActivated.source:type_name -> wayfind.v1.ToolActivated.Source
-	26, // 25: wayfind.v1.SkillSearchQuery.search_type:type_name -> wayfind.v1.SearchType
-	27, // 26: wayfind.v1.SkillSearchQuery.semantic_status:type_name -> wayfind.v1.SemanticStatus
-	28, // 27: wayfind.v1.UsageRecorded.provider:type_name -> wayfind.v1.Provider
-	29, // 28: wayfind.v1.ToolOutcomeReported.outcome:type_name -> wayfind.v1.Outcome
-	29, // 29: wayfind.v1.SkillOutcomeReported.outcome:type_name -> wayfind.v1.Outcome
-	0,  // 30: wayfind.v1.EventFilter.event_types:type_name -> wayfind.v1.EventType
-	24, // 31: wayfind.v1.EventFilter.since:type_name -> google.protobuf.Timestamp
-	32, // [32:32] is the sub-list for method output_type
-	32, // [32:32] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	28, // 23: wayfind.v1.ToolSearchQuery.semantic_tier:type_name -> wayfind.v1.SemanticTier
+	1,  // 24: wayfind.v1.ToolActivated.scope:type_name -> wayfind.v1.ToolActivated.Scope
+	2,  // 25: wayfind.v1.ToolActivated.source:type_name -> wayfind.v1.ToolActivated.Source
+	26, // 26: wayfind.v1.SkillSearchQuery.search_type:type_name -> wayfind.v1.SearchType
+	27, // 27: wayfind.v1.SkillSearchQuery.semantic_status:type_name -> wayfind.v1.SemanticStatus
+	28, // 28: wayfind.v1.SkillSearchQuery.semantic_tier:type_name -> wayfind.v1.SemanticTier
+	29, // 29: wayfind.v1.UsageRecorded.provider:type_name -> wayfind.v1.Provider
+	30, // 30: wayfind.v1.ToolOutcomeReported.outcome:type_name -> wayfind.v1.Outcome
+	30, // 31: wayfind.v1.SkillOutcomeReported.outcome:type_name -> wayfind.v1.Outcome
+	0,  // 32: wayfind.v1.EventFilter.event_types:type_name -> wayfind.v1.EventType
+	24, // 33: wayfind.v1.EventFilter.since:type_name -> google.protobuf.Timestamp
+	34, // [34:34] is the sub-list for method output_type
+	34, // [34:34] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_wayfind_v1_events_proto_init() }

@@ -967,8 +967,10 @@ type SearchSkillsResponse struct {
 	// 1 when the query's meaning was not ready within `tool_search.semantic.max_wait_ms`, so the
 	// skills were ranked by words only; else 0.
 	SemanticTextsPending int32 `protobuf:"varint,8,opt,name=semantic_texts_pending,json=semanticTextsPending,proto3" json:"semantic_texts_pending,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// As SearchToolsResponse's.
+	SemanticTier  SemanticTier `protobuf:"varint,9,opt,name=semantic_tier,json=semanticTier,proto3,enum=wayfind.v1.SemanticTier" json:"semantic_tier,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SearchSkillsResponse) Reset() {
@@ -1055,6 +1057,13 @@ func (x *SearchSkillsResponse) GetSemanticTextsPending() int32 {
 		return x.SemanticTextsPending
 	}
 	return 0
+}
+
+func (x *SearchSkillsResponse) GetSemanticTier() SemanticTier {
+	if x != nil {
+		return x.SemanticTier
+	}
+	return SemanticTier_SEMANTIC_TIER_UNSPECIFIED
 }
 
 type GetSkillsRequest struct {
@@ -2076,7 +2085,7 @@ const file_wayfind_v1_skills_proto_rawDesc = "" +
 	"searchType\x121\n" +
 	"\ttask_type\x18\x04 \x01(\x0e2\x14.wayfind.v1.TaskTypeR\btaskType\x12\x14\n" +
 	"\x05limit\x18\x05 \x01(\x05R\x05limit\x12\x1b\n" +
-	"\tmin_score\x18\x06 \x01(\x01R\bminScore\"\xd5\x03\n" +
+	"\tmin_score\x18\x06 \x01(\x01R\bminScore\"\x94\x04\n" +
 	"\x14SearchSkillsResponse\x12.\n" +
 	"\x06skills\x18\x01 \x03(\v2\x16.wayfind.v1.SkillMatchR\x06skills\x12J\n" +
 	"\x15effective_search_type\x18\x02 \x01(\x0e2\x16.wayfind.v1.SearchTypeR\x13effectiveSearchType\x12=\n" +
@@ -2085,7 +2094,8 @@ const file_wayfind_v1_skills_proto_rawDesc = "" +
 	"\x10semantic_pending\x18\x05 \x01(\x05R\x0fsemanticPending\x12?\n" +
 	"\x0equery_rewrites\x18\x06 \x03(\v2\x18.wayfind.v1.QueryRewriteR\rqueryRewrites\x12\x1b\n" +
 	"\tsearch_id\x18\a \x01(\tR\bsearchId\x124\n" +
-	"\x16semantic_texts_pending\x18\b \x01(\x05R\x14semanticTextsPending\"\xab\x01\n" +
+	"\x16semantic_texts_pending\x18\b \x01(\x05R\x14semanticTextsPending\x12=\n" +
+	"\rsemantic_tier\x18\t \x01(\x0e2\x18.wayfind.v1.SemanticTierR\fsemanticTier\"\xab\x01\n" +
 	"\x10GetSkillsRequest\x121\n" +
 	"\x06caller\x18\x01 \x01(\v2\x19.wayfind.v1.CallerContextR\x06caller\x12\x14\n" +
 	"\x05names\x18\x02 \x03(\tR\x05names\x12/\n" +
@@ -2240,10 +2250,11 @@ var file_wayfind_v1_skills_proto_goTypes = []any{
 	(MatchQuality)(0),                    // 30: wayfind.v1.MatchQuality
 	(SemanticStatus)(0),                  // 31: wayfind.v1.SemanticStatus
 	(*QueryRewrite)(nil),                 // 32: wayfind.v1.QueryRewrite
-	(*EventFilter)(nil),                  // 33: wayfind.v1.EventFilter
-	(*WatchStatus)(nil),                  // 34: wayfind.v1.WatchStatus
-	(*Event)(nil),                        // 35: wayfind.v1.Event
-	(Outcome)(0),                         // 36: wayfind.v1.Outcome
+	(SemanticTier)(0),                    // 33: wayfind.v1.SemanticTier
+	(*EventFilter)(nil),                  // 34: wayfind.v1.EventFilter
+	(*WatchStatus)(nil),                  // 35: wayfind.v1.WatchStatus
+	(*Event)(nil),                        // 36: wayfind.v1.Event
+	(Outcome)(0),                         // 37: wayfind.v1.Outcome
 }
 var file_wayfind_v1_skills_proto_depIdxs = []int32{
 	0,  // 0: wayfind.v1.Skill.task_type:type_name -> wayfind.v1.TaskType
@@ -2267,47 +2278,48 @@ var file_wayfind_v1_skills_proto_depIdxs = []int32{
 	30, // 18: wayfind.v1.SearchSkillsResponse.match_quality:type_name -> wayfind.v1.MatchQuality
 	31, // 19: wayfind.v1.SearchSkillsResponse.semantic_status:type_name -> wayfind.v1.SemanticStatus
 	32, // 20: wayfind.v1.SearchSkillsResponse.query_rewrites:type_name -> wayfind.v1.QueryRewrite
-	27, // 21: wayfind.v1.GetSkillsRequest.caller:type_name -> wayfind.v1.CallerContext
-	3,  // 22: wayfind.v1.GetSkillsRequest.format:type_name -> wayfind.v1.SkillFormat
-	4,  // 23: wayfind.v1.GetSkillsResponse.skills:type_name -> wayfind.v1.Skill
-	27, // 24: wayfind.v1.ListSkillsRequest.caller:type_name -> wayfind.v1.CallerContext
-	0,  // 25: wayfind.v1.ListSkillsRequest.task_type:type_name -> wayfind.v1.TaskType
-	1,  // 26: wayfind.v1.ListSkillsRequest.origin:type_name -> wayfind.v1.SkillOrigin
-	2,  // 27: wayfind.v1.ListSkillsRequest.scope:type_name -> wayfind.v1.SkillScope
-	0,  // 28: wayfind.v1.SkillSummary.task_type:type_name -> wayfind.v1.TaskType
-	1,  // 29: wayfind.v1.SkillSummary.origin:type_name -> wayfind.v1.SkillOrigin
-	2,  // 30: wayfind.v1.SkillSummary.scope:type_name -> wayfind.v1.SkillScope
-	15, // 31: wayfind.v1.ListSkillsResponse.skills:type_name -> wayfind.v1.SkillSummary
-	27, // 32: wayfind.v1.GetRelevantSkillsRequest.caller:type_name -> wayfind.v1.CallerContext
-	27, // 33: wayfind.v1.RenderSkillDirectoryRequest.caller:type_name -> wayfind.v1.CallerContext
-	27, // 34: wayfind.v1.WatchSkillEventsRequest.caller:type_name -> wayfind.v1.CallerContext
-	33, // 35: wayfind.v1.WatchSkillEventsRequest.filter:type_name -> wayfind.v1.EventFilter
-	34, // 36: wayfind.v1.WatchSkillEventsResponse.status:type_name -> wayfind.v1.WatchStatus
-	35, // 37: wayfind.v1.WatchSkillEventsResponse.event:type_name -> wayfind.v1.Event
-	25, // 38: wayfind.v1.WatchSkillEventsResponse.sent_at:type_name -> google.protobuf.Timestamp
-	27, // 39: wayfind.v1.ReportSkillOutcomeRequest.caller:type_name -> wayfind.v1.CallerContext
-	36, // 40: wayfind.v1.ReportSkillOutcomeRequest.outcome:type_name -> wayfind.v1.Outcome
-	6,  // 41: wayfind.v1.SkillService.LoadSkillPack:input_type -> wayfind.v1.LoadSkillPackRequest
-	10, // 42: wayfind.v1.SkillService.SearchSkills:input_type -> wayfind.v1.SearchSkillsRequest
-	12, // 43: wayfind.v1.SkillService.GetSkills:input_type -> wayfind.v1.GetSkillsRequest
-	14, // 44: wayfind.v1.SkillService.ListSkills:input_type -> wayfind.v1.ListSkillsRequest
-	17, // 45: wayfind.v1.SkillService.GetRelevantSkills:input_type -> wayfind.v1.GetRelevantSkillsRequest
-	19, // 46: wayfind.v1.SkillService.RenderSkillDirectory:input_type -> wayfind.v1.RenderSkillDirectoryRequest
-	23, // 47: wayfind.v1.SkillService.ReportSkillOutcome:input_type -> wayfind.v1.ReportSkillOutcomeRequest
-	21, // 48: wayfind.v1.SkillService.WatchSkillEvents:input_type -> wayfind.v1.WatchSkillEventsRequest
-	8,  // 49: wayfind.v1.SkillService.LoadSkillPack:output_type -> wayfind.v1.LoadSkillPackResponse
-	11, // 50: wayfind.v1.SkillService.SearchSkills:output_type -> wayfind.v1.SearchSkillsResponse
-	13, // 51: wayfind.v1.SkillService.GetSkills:output_type -> wayfind.v1.GetSkillsResponse
-	16, // 52: wayfind.v1.SkillService.ListSkills:output_type -> wayfind.v1.ListSkillsResponse
-	18, // 53: wayfind.v1.SkillService.GetRelevantSkills:output_type -> wayfind.v1.GetRelevantSkillsResponse
-	20, // 54: wayfind.v1.SkillService.RenderSkillDirectory:output_type -> wayfind.v1.RenderSkillDirectoryResponse
-	24, // 55: wayfind.v1.SkillService.ReportSkillOutcome:output_type -> wayfind.v1.ReportSkillOutcomeResponse
-	22, // 56: wayfind.v1.SkillService.WatchSkillEvents:output_type -> wayfind.v1.WatchSkillEventsResponse
-	49, // [49:57] is the sub-list for method output_type
-	41, // [41:49] is the sub-list for method input_type
-	41, // [41:41] is the sub-list for extension type_name
-	41, // [41:41] is the sub-list for extension extendee
-	0,  // [0:41] is the sub-list for field type_name
+	33, // 21: wayfind.v1.SearchSkillsResponse.semantic_tier:type_name -> wayfind.v1.SemanticTier
+	27, // 22: wayfind.v1.GetSkillsRequest.caller:type_name -> wayfind.v1.CallerContext
+	3,  // 23: wayfind.v1.GetSkillsRequest.format:type_name -> wayfind.v1.SkillFormat
+	4,  // 24: wayfind.v1.GetSkillsResponse.skills:type_name -> wayfind.v1.Skill
+	27, // 25: wayfind.v1.ListSkillsRequest.caller:type_name -> wayfind.v1.CallerContext
+	0,  // 26: wayfind.v1.ListSkillsRequest.task_type:type_name -> wayfind.v1.TaskType
+	1,  // 27: wayfind.v1.ListSkillsRequest.origin:type_name -> wayfind.v1.SkillOrigin
+	2,  // 28: wayfind.v1.ListSkillsRequest.scope:type_name -> wayfind.v1.SkillScope
+	0,  // 29: wayfind.v1.SkillSummary.task_type:type_name -> wayfind.v1.TaskType
+	1,  // 30: wayfind.v1.SkillSummary.origin:type_name -> wayfind.v1.SkillOrigin
+	2,  // 31: wayfind.v1.SkillSummary.scope:type_name -> wayfind.v1.SkillScope
+	15, // 32: wayfind.v1.ListSkillsResponse.skills:type_name -> wayfind.v1.SkillSummary
+	27, // 33: wayfind.v1.GetRelevantSkillsRequest.caller:type_name -> wayfind.v1.CallerContext
+	27, // 34: wayfind.v1.RenderSkillDirectoryRequest.caller:type_name -> wayfind.v1.CallerContext
+	27, // 35: wayfind.v1.WatchSkillEventsRequest.caller:type_name -> wayfind.v1.CallerContext
+	34, // 36: wayfind.v1.WatchSkillEventsRequest.filter:type_name -> wayfind.v1.EventFilter
+	35, // 37: wayfind.v1.WatchSkillEventsResponse.status:type_name -> wayfind.v1.WatchStatus
+	36, // 38: wayfind.v1.WatchSkillEventsResponse.event:type_name -> wayfind.v1.Event
+	25, // 39: wayfind.v1.WatchSkillEventsResponse.sent_at:type_name -> google.protobuf.Timestamp
+	27, // 40: wayfind.v1.ReportSkillOutcomeRequest.caller:type_name -> wayfind.v1.CallerContext
+	37, // 41: wayfind.v1.ReportSkillOutcomeRequest.outcome:type_name -> wayfind.v1.Outcome
+	6,  // 42: wayfind.v1.SkillService.LoadSkillPack:input_type -> wayfind.v1.LoadSkillPackRequest
+	10, // 43: wayfind.v1.SkillService.SearchSkills:input_type -> wayfind.v1.SearchSkillsRequest
+	12, // 44: wayfind.v1.SkillService.GetSkills:input_type -> wayfind.v1.GetSkillsRequest
+	14, // 45: wayfind.v1.SkillService.ListSkills:input_type -> wayfind.v1.ListSkillsRequest
+	17, // 46: wayfind.v1.SkillService.GetRelevantSkills:input_type -> wayfind.v1.GetRelevantSkillsRequest
+	19, // 47: wayfind.v1.SkillService.RenderSkillDirectory:input_type -> wayfind.v1.RenderSkillDirectoryRequest
+	23, // 48: wayfind.v1.SkillService.ReportSkillOutcome:input_type -> wayfind.v1.ReportSkillOutcomeRequest
+	21, // 49: wayfind.v1.SkillService.WatchSkillEvents:input_type -> wayfind.v1.WatchSkillEventsRequest
+	8,  // 50: wayfind.v1.SkillService.LoadSkillPack:output_type -> wayfind.v1.LoadSkillPackResponse
+	11, // 51: wayfind.v1.SkillService.SearchSkills:output_type -> wayfind.v1.SearchSkillsResponse
+	13, // 52: wayfind.v1.SkillService.GetSkills:output_type -> wayfind.v1.GetSkillsResponse
+	16, // 53: wayfind.v1.SkillService.ListSkills:output_type -> wayfind.v1.ListSkillsResponse
+	18, // 54: wayfind.v1.SkillService.GetRelevantSkills:output_type -> wayfind.v1.GetRelevantSkillsResponse
+	20, // 55: wayfind.v1.SkillService.RenderSkillDirectory:output_type -> wayfind.v1.RenderSkillDirectoryResponse
+	24, // 56: wayfind.v1.SkillService.ReportSkillOutcome:output_type -> wayfind.v1.ReportSkillOutcomeResponse
+	22, // 57: wayfind.v1.SkillService.WatchSkillEvents:output_type -> wayfind.v1.WatchSkillEventsResponse
+	50, // [50:58] is the sub-list for method output_type
+	42, // [42:50] is the sub-list for method input_type
+	42, // [42:42] is the sub-list for extension type_name
+	42, // [42:42] is the sub-list for extension extendee
+	0,  // [0:42] is the sub-list for field type_name
 }
 
 func init() { file_wayfind_v1_skills_proto_init() }

@@ -1140,8 +1140,11 @@ type SearchToolsResponse struct {
 	// Texts of the request (the request, or each of its intents) whose meaning was not ready within
 	// `tool_search.semantic.max_wait_ms`, so the tools were ranked without it; 0 when every text's was.
 	SemanticTextsPending int32 `protobuf:"varint,9,opt,name=semantic_texts_pending,json=semanticTextsPending,proto3" json:"semantic_texts_pending,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// Which tier read the request's meaning: the model, or its static tier when the model could not in
+	// time; UNSPECIFIED when meaning took no part.
+	SemanticTier  SemanticTier `protobuf:"varint,10,opt,name=semantic_tier,json=semanticTier,proto3,enum=wayfind.v1.SemanticTier" json:"semantic_tier,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SearchToolsResponse) Reset() {
@@ -1235,6 +1238,13 @@ func (x *SearchToolsResponse) GetSemanticTextsPending() int32 {
 		return x.SemanticTextsPending
 	}
 	return 0
+}
+
+func (x *SearchToolsResponse) GetSemanticTier() SemanticTier {
+	if x != nil {
+		return x.SemanticTier
+	}
+	return SemanticTier_SEMANTIC_TIER_UNSPECIFIED
 }
 
 type GetToolsRequest struct {
@@ -3370,7 +3380,7 @@ const file_wayfind_v1_tools_proto_rawDesc = "" +
 	"\floading_mode\x18\x05 \x01(\x0e2\x17.wayfind.v1.LoadingModeR\vloadingMode\x12#\n" +
 	"\rlexical_score\x18\x06 \x01(\x01R\flexicalScore\x12%\n" +
 	"\x0esemantic_score\x18\a \x01(\x01R\rsemanticScore\x12#\n" +
-	"\rlearned_score\x18\b \x01(\x01R\flearnedScore\"\xf8\x03\n" +
+	"\rlearned_score\x18\b \x01(\x01R\flearnedScore\"\xb7\x04\n" +
 	"\x13SearchToolsResponse\x12+\n" +
 	"\x05tools\x18\x01 \x03(\v2\x15.wayfind.v1.ToolMatchR\x05tools\x12J\n" +
 	"\x15effective_search_type\x18\x02 \x01(\x0e2\x16.wayfind.v1.SearchTypeR\x13effectiveSearchType\x12%\n" +
@@ -3380,7 +3390,9 @@ const file_wayfind_v1_tools_proto_rawDesc = "" +
 	"\x10semantic_pending\x18\x06 \x01(\x05R\x0fsemanticPending\x12?\n" +
 	"\x0equery_rewrites\x18\a \x03(\v2\x18.wayfind.v1.QueryRewriteR\rqueryRewrites\x12\x1b\n" +
 	"\tsearch_id\x18\b \x01(\tR\bsearchId\x124\n" +
-	"\x16semantic_texts_pending\x18\t \x01(\x05R\x14semanticTextsPending\"\xae\x01\n" +
+	"\x16semantic_texts_pending\x18\t \x01(\x05R\x14semanticTextsPending\x12=\n" +
+	"\rsemantic_tier\x18\n" +
+	" \x01(\x0e2\x18.wayfind.v1.SemanticTierR\fsemanticTier\"\xae\x01\n" +
 	"\x0fGetToolsRequest\x121\n" +
 	"\x06caller\x18\x01 \x01(\v2\x19.wayfind.v1.CallerContextR\x06caller\x12\x14\n" +
 	"\x05names\x18\x02 \x03(\tR\x05names\x12'\n" +
@@ -3642,12 +3654,13 @@ var file_wayfind_v1_tools_proto_goTypes = []any{
 	(MatchQuality)(0),                 // 49: wayfind.v1.MatchQuality
 	(SemanticStatus)(0),               // 50: wayfind.v1.SemanticStatus
 	(*QueryRewrite)(nil),              // 51: wayfind.v1.QueryRewrite
-	(Provider)(0),                     // 52: wayfind.v1.Provider
-	(*timestamppb.Timestamp)(nil),     // 53: google.protobuf.Timestamp
-	(*EventFilter)(nil),               // 54: wayfind.v1.EventFilter
-	(*WatchStatus)(nil),               // 55: wayfind.v1.WatchStatus
-	(*Event)(nil),                     // 56: wayfind.v1.Event
-	(Outcome)(0),                      // 57: wayfind.v1.Outcome
+	(SemanticTier)(0),                 // 52: wayfind.v1.SemanticTier
+	(Provider)(0),                     // 53: wayfind.v1.Provider
+	(*timestamppb.Timestamp)(nil),     // 54: google.protobuf.Timestamp
+	(*EventFilter)(nil),               // 55: wayfind.v1.EventFilter
+	(*WatchStatus)(nil),               // 56: wayfind.v1.WatchStatus
+	(*Event)(nil),                     // 57: wayfind.v1.Event
+	(Outcome)(0),                      // 58: wayfind.v1.Outcome
 }
 var file_wayfind_v1_tools_proto_depIdxs = []int32{
 	45, // 0: wayfind.v1.ToolExample.args:type_name -> google.protobuf.Struct
@@ -3670,85 +3683,86 @@ var file_wayfind_v1_tools_proto_depIdxs = []int32{
 	49, // 17: wayfind.v1.SearchToolsResponse.match_quality:type_name -> wayfind.v1.MatchQuality
 	50, // 18: wayfind.v1.SearchToolsResponse.semantic_status:type_name -> wayfind.v1.SemanticStatus
 	51, // 19: wayfind.v1.SearchToolsResponse.query_rewrites:type_name -> wayfind.v1.QueryRewrite
-	46, // 20: wayfind.v1.GetToolsRequest.caller:type_name -> wayfind.v1.CallerContext
-	6,  // 21: wayfind.v1.GetToolsResponse.tools:type_name -> wayfind.v1.Tool
-	46, // 22: wayfind.v1.ActivateToolsRequest.caller:type_name -> wayfind.v1.CallerContext
-	2,  // 23: wayfind.v1.ActivateToolsRequest.scope:type_name -> wayfind.v1.ActivationScope
-	2,  // 24: wayfind.v1.ActivateToolsResponse.scope:type_name -> wayfind.v1.ActivationScope
-	46, // 25: wayfind.v1.DeactivateToolsRequest.caller:type_name -> wayfind.v1.CallerContext
-	2,  // 26: wayfind.v1.DeactivateToolsRequest.scope:type_name -> wayfind.v1.ActivationScope
-	46, // 27: wayfind.v1.CheckToolCallRequest.caller:type_name -> wayfind.v1.CallerContext
-	45, // 28: wayfind.v1.CheckToolCallRequest.arguments:type_name -> google.protobuf.Struct
-	2,  // 29: wayfind.v1.CheckToolCallRequest.scope:type_name -> wayfind.v1.ActivationScope
-	6,  // 30: wayfind.v1.CheckToolCallResponse.tool:type_name -> wayfind.v1.Tool
-	22, // 31: wayfind.v1.CheckToolCallResponse.problems:type_name -> wayfind.v1.ArgumentProblem
-	2,  // 32: wayfind.v1.CheckToolCallResponse.scope:type_name -> wayfind.v1.ActivationScope
-	46, // 33: wayfind.v1.CallToolRequest.caller:type_name -> wayfind.v1.CallerContext
-	45, // 34: wayfind.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
-	2,  // 35: wayfind.v1.CallToolRequest.scope:type_name -> wayfind.v1.ActivationScope
-	45, // 36: wayfind.v1.CallToolResponse.content:type_name -> google.protobuf.Struct
-	45, // 37: wayfind.v1.CallToolResponse.structured_content:type_name -> google.protobuf.Struct
-	46, // 38: wayfind.v1.ResolveToolRequest.caller:type_name -> wayfind.v1.CallerContext
-	2,  // 39: wayfind.v1.ResolveToolRequest.scope:type_name -> wayfind.v1.ActivationScope
-	6,  // 40: wayfind.v1.ResolveToolResponse.tool:type_name -> wayfind.v1.Tool
-	2,  // 41: wayfind.v1.ResolveToolResponse.scope:type_name -> wayfind.v1.ActivationScope
-	46, // 42: wayfind.v1.RenderToolPromptRequest.caller:type_name -> wayfind.v1.CallerContext
-	46, // 43: wayfind.v1.RenderToolPayloadRequest.caller:type_name -> wayfind.v1.CallerContext
-	52, // 44: wayfind.v1.RenderToolPayloadRequest.provider:type_name -> wayfind.v1.Provider
-	31, // 45: wayfind.v1.RenderToolPayloadResponse.name_mappings:type_name -> wayfind.v1.ToolNameMapping
-	46, // 46: wayfind.v1.GetDiscoveryToolsRequest.caller:type_name -> wayfind.v1.CallerContext
-	6,  // 47: wayfind.v1.GetDiscoveryToolsResponse.tools:type_name -> wayfind.v1.Tool
-	46, // 48: wayfind.v1.ListToolSourcesRequest.caller:type_name -> wayfind.v1.CallerContext
-	46, // 49: wayfind.v1.ListTenantsRequest.caller:type_name -> wayfind.v1.CallerContext
-	3,  // 50: wayfind.v1.TenantInfo.seen_in:type_name -> wayfind.v1.TenantOrigin
-	37, // 51: wayfind.v1.ListTenantsResponse.tenants:type_name -> wayfind.v1.TenantInfo
-	4,  // 52: wayfind.v1.ToolSource.kind:type_name -> wayfind.v1.ToolSourceKind
-	53, // 53: wayfind.v1.ToolSource.last_sync_time:type_name -> google.protobuf.Timestamp
-	39, // 54: wayfind.v1.ListToolSourcesResponse.sources:type_name -> wayfind.v1.ToolSource
-	46, // 55: wayfind.v1.WatchToolEventsRequest.caller:type_name -> wayfind.v1.CallerContext
-	54, // 56: wayfind.v1.WatchToolEventsRequest.filter:type_name -> wayfind.v1.EventFilter
-	55, // 57: wayfind.v1.WatchToolEventsResponse.status:type_name -> wayfind.v1.WatchStatus
-	56, // 58: wayfind.v1.WatchToolEventsResponse.event:type_name -> wayfind.v1.Event
-	53, // 59: wayfind.v1.WatchToolEventsResponse.sent_at:type_name -> google.protobuf.Timestamp
-	46, // 60: wayfind.v1.ReportToolOutcomeRequest.caller:type_name -> wayfind.v1.CallerContext
-	57, // 61: wayfind.v1.ReportToolOutcomeRequest.outcome:type_name -> wayfind.v1.Outcome
-	7,  // 62: wayfind.v1.ToolDiscoveryService.RegisterTools:input_type -> wayfind.v1.RegisterToolsRequest
-	9,  // 63: wayfind.v1.ToolDiscoveryService.ListTools:input_type -> wayfind.v1.ListToolsRequest
-	12, // 64: wayfind.v1.ToolDiscoveryService.SearchTools:input_type -> wayfind.v1.SearchToolsRequest
-	15, // 65: wayfind.v1.ToolDiscoveryService.GetTools:input_type -> wayfind.v1.GetToolsRequest
-	17, // 66: wayfind.v1.ToolDiscoveryService.ActivateTools:input_type -> wayfind.v1.ActivateToolsRequest
-	19, // 67: wayfind.v1.ToolDiscoveryService.DeactivateTools:input_type -> wayfind.v1.DeactivateToolsRequest
-	26, // 68: wayfind.v1.ToolDiscoveryService.ResolveTool:input_type -> wayfind.v1.ResolveToolRequest
-	21, // 69: wayfind.v1.ToolDiscoveryService.CheckToolCall:input_type -> wayfind.v1.CheckToolCallRequest
-	24, // 70: wayfind.v1.ToolDiscoveryService.CallTool:input_type -> wayfind.v1.CallToolRequest
-	28, // 71: wayfind.v1.ToolDiscoveryService.RenderToolPrompt:input_type -> wayfind.v1.RenderToolPromptRequest
-	30, // 72: wayfind.v1.ToolDiscoveryService.RenderToolPayload:input_type -> wayfind.v1.RenderToolPayloadRequest
-	33, // 73: wayfind.v1.ToolDiscoveryService.GetDiscoveryTools:input_type -> wayfind.v1.GetDiscoveryToolsRequest
-	35, // 74: wayfind.v1.ToolDiscoveryService.ListToolSources:input_type -> wayfind.v1.ListToolSourcesRequest
-	36, // 75: wayfind.v1.ToolDiscoveryService.ListTenants:input_type -> wayfind.v1.ListTenantsRequest
-	43, // 76: wayfind.v1.ToolDiscoveryService.ReportToolOutcome:input_type -> wayfind.v1.ReportToolOutcomeRequest
-	41, // 77: wayfind.v1.ToolDiscoveryService.WatchToolEvents:input_type -> wayfind.v1.WatchToolEventsRequest
-	8,  // 78: wayfind.v1.ToolDiscoveryService.RegisterTools:output_type -> wayfind.v1.RegisterToolsResponse
-	11, // 79: wayfind.v1.ToolDiscoveryService.ListTools:output_type -> wayfind.v1.ListToolsResponse
-	14, // 80: wayfind.v1.ToolDiscoveryService.SearchTools:output_type -> wayfind.v1.SearchToolsResponse
-	16, // 81: wayfind.v1.ToolDiscoveryService.GetTools:output_type -> wayfind.v1.GetToolsResponse
-	18, // 82: wayfind.v1.ToolDiscoveryService.ActivateTools:output_type -> wayfind.v1.ActivateToolsResponse
-	20, // 83: wayfind.v1.ToolDiscoveryService.DeactivateTools:output_type -> wayfind.v1.DeactivateToolsResponse
-	27, // 84: wayfind.v1.ToolDiscoveryService.ResolveTool:output_type -> wayfind.v1.ResolveToolResponse
-	23, // 85: wayfind.v1.ToolDiscoveryService.CheckToolCall:output_type -> wayfind.v1.CheckToolCallResponse
-	25, // 86: wayfind.v1.ToolDiscoveryService.CallTool:output_type -> wayfind.v1.CallToolResponse
-	29, // 87: wayfind.v1.ToolDiscoveryService.RenderToolPrompt:output_type -> wayfind.v1.RenderToolPromptResponse
-	32, // 88: wayfind.v1.ToolDiscoveryService.RenderToolPayload:output_type -> wayfind.v1.RenderToolPayloadResponse
-	34, // 89: wayfind.v1.ToolDiscoveryService.GetDiscoveryTools:output_type -> wayfind.v1.GetDiscoveryToolsResponse
-	40, // 90: wayfind.v1.ToolDiscoveryService.ListToolSources:output_type -> wayfind.v1.ListToolSourcesResponse
-	38, // 91: wayfind.v1.ToolDiscoveryService.ListTenants:output_type -> wayfind.v1.ListTenantsResponse
-	44, // 92: wayfind.v1.ToolDiscoveryService.ReportToolOutcome:output_type -> wayfind.v1.ReportToolOutcomeResponse
-	42, // 93: wayfind.v1.ToolDiscoveryService.WatchToolEvents:output_type -> wayfind.v1.WatchToolEventsResponse
-	78, // [78:94] is the sub-list for method output_type
-	62, // [62:78] is the sub-list for method input_type
-	62, // [62:62] is the sub-list for extension type_name
-	62, // [62:62] is the sub-list for extension extendee
-	0,  // [0:62] is the sub-list for field type_name
+	52, // 20: wayfind.v1.SearchToolsResponse.semantic_tier:type_name -> wayfind.v1.SemanticTier
+	46, // 21: wayfind.v1.GetToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	6,  // 22: wayfind.v1.GetToolsResponse.tools:type_name -> wayfind.v1.Tool
+	46, // 23: wayfind.v1.ActivateToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	2,  // 24: wayfind.v1.ActivateToolsRequest.scope:type_name -> wayfind.v1.ActivationScope
+	2,  // 25: wayfind.v1.ActivateToolsResponse.scope:type_name -> wayfind.v1.ActivationScope
+	46, // 26: wayfind.v1.DeactivateToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	2,  // 27: wayfind.v1.DeactivateToolsRequest.scope:type_name -> wayfind.v1.ActivationScope
+	46, // 28: wayfind.v1.CheckToolCallRequest.caller:type_name -> wayfind.v1.CallerContext
+	45, // 29: wayfind.v1.CheckToolCallRequest.arguments:type_name -> google.protobuf.Struct
+	2,  // 30: wayfind.v1.CheckToolCallRequest.scope:type_name -> wayfind.v1.ActivationScope
+	6,  // 31: wayfind.v1.CheckToolCallResponse.tool:type_name -> wayfind.v1.Tool
+	22, // 32: wayfind.v1.CheckToolCallResponse.problems:type_name -> wayfind.v1.ArgumentProblem
+	2,  // 33: wayfind.v1.CheckToolCallResponse.scope:type_name -> wayfind.v1.ActivationScope
+	46, // 34: wayfind.v1.CallToolRequest.caller:type_name -> wayfind.v1.CallerContext
+	45, // 35: wayfind.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
+	2,  // 36: wayfind.v1.CallToolRequest.scope:type_name -> wayfind.v1.ActivationScope
+	45, // 37: wayfind.v1.CallToolResponse.content:type_name -> google.protobuf.Struct
+	45, // 38: wayfind.v1.CallToolResponse.structured_content:type_name -> google.protobuf.Struct
+	46, // 39: wayfind.v1.ResolveToolRequest.caller:type_name -> wayfind.v1.CallerContext
+	2,  // 40: wayfind.v1.ResolveToolRequest.scope:type_name -> wayfind.v1.ActivationScope
+	6,  // 41: wayfind.v1.ResolveToolResponse.tool:type_name -> wayfind.v1.Tool
+	2,  // 42: wayfind.v1.ResolveToolResponse.scope:type_name -> wayfind.v1.ActivationScope
+	46, // 43: wayfind.v1.RenderToolPromptRequest.caller:type_name -> wayfind.v1.CallerContext
+	46, // 44: wayfind.v1.RenderToolPayloadRequest.caller:type_name -> wayfind.v1.CallerContext
+	53, // 45: wayfind.v1.RenderToolPayloadRequest.provider:type_name -> wayfind.v1.Provider
+	31, // 46: wayfind.v1.RenderToolPayloadResponse.name_mappings:type_name -> wayfind.v1.ToolNameMapping
+	46, // 47: wayfind.v1.GetDiscoveryToolsRequest.caller:type_name -> wayfind.v1.CallerContext
+	6,  // 48: wayfind.v1.GetDiscoveryToolsResponse.tools:type_name -> wayfind.v1.Tool
+	46, // 49: wayfind.v1.ListToolSourcesRequest.caller:type_name -> wayfind.v1.CallerContext
+	46, // 50: wayfind.v1.ListTenantsRequest.caller:type_name -> wayfind.v1.CallerContext
+	3,  // 51: wayfind.v1.TenantInfo.seen_in:type_name -> wayfind.v1.TenantOrigin
+	37, // 52: wayfind.v1.ListTenantsResponse.tenants:type_name -> wayfind.v1.TenantInfo
+	4,  // 53: wayfind.v1.ToolSource.kind:type_name -> wayfind.v1.ToolSourceKind
+	54, // 54: wayfind.v1.ToolSource.last_sync_time:type_name -> google.protobuf.Timestamp
+	39, // 55: wayfind.v1.ListToolSourcesResponse.sources:type_name -> wayfind.v1.ToolSource
+	46, // 56: wayfind.v1.WatchToolEventsRequest.caller:type_name -> wayfind.v1.CallerContext
+	55, // 57: wayfind.v1.WatchToolEventsRequest.filter:type_name -> wayfind.v1.EventFilter
+	56, // 58: wayfind.v1.WatchToolEventsResponse.status:type_name -> wayfind.v1.WatchStatus
+	57, // 59: wayfind.v1.WatchToolEventsResponse.event:type_name -> wayfind.v1.Event
+	54, // 60: wayfind.v1.WatchToolEventsResponse.sent_at:type_name -> google.protobuf.Timestamp
+	46, // 61: wayfind.v1.ReportToolOutcomeRequest.caller:type_name -> wayfind.v1.CallerContext
+	58, // 62: wayfind.v1.ReportToolOutcomeRequest.outcome:type_name -> wayfind.v1.Outcome
+	7,  // 63: wayfind.v1.ToolDiscoveryService.RegisterTools:input_type -> wayfind.v1.RegisterToolsRequest
+	9,  // 64: wayfind.v1.ToolDiscoveryService.ListTools:input_type -> wayfind.v1.ListToolsRequest
+	12, // 65: wayfind.v1.ToolDiscoveryService.SearchTools:input_type -> wayfind.v1.SearchToolsRequest
+	15, // 66: wayfind.v1.ToolDiscoveryService.GetTools:input_type -> wayfind.v1.GetToolsRequest
+	17, // 67: wayfind.v1.ToolDiscoveryService.ActivateTools:input_type -> wayfind.v1.ActivateToolsRequest
+	19, // 68: wayfind.v1.ToolDiscoveryService.DeactivateTools:input_type -> wayfind.v1.DeactivateToolsRequest
+	26, // 69: wayfind.v1.ToolDiscoveryService.ResolveTool:input_type -> wayfind.v1.ResolveToolRequest
+	21, // 70: wayfind.v1.ToolDiscoveryService.CheckToolCall:input_type -> wayfind.v1.CheckToolCallRequest
+	24, // 71: wayfind.v1.ToolDiscoveryService.CallTool:input_type -> wayfind.v1.CallToolRequest
+	28, // 72: wayfind.v1.ToolDiscoveryService.RenderToolPrompt:input_type -> wayfind.v1.RenderToolPromptRequest
+	30, // 73: wayfind.v1.ToolDiscoveryService.RenderToolPayload:input_type -> wayfind.v1.RenderToolPayloadRequest
+	33, // 74: wayfind.v1.ToolDiscoveryService.GetDiscoveryTools:input_type -> wayfind.v1.GetDiscoveryToolsRequest
+	35, // 75: wayfind.v1.ToolDiscoveryService.ListToolSources:input_type -> wayfind.v1.ListToolSourcesRequest
+	36, // 76: wayfind.v1.ToolDiscoveryService.ListTenants:input_type -> wayfind.v1.ListTenantsRequest
+	43, // 77: wayfind.v1.ToolDiscoveryService.ReportToolOutcome:input_type -> wayfind.v1.ReportToolOutcomeRequest
+	41, // 78: wayfind.v1.ToolDiscoveryService.WatchToolEvents:input_type -> wayfind.v1.WatchToolEventsRequest
+	8,  // 79: wayfind.v1.ToolDiscoveryService.RegisterTools:output_type -> wayfind.v1.RegisterToolsResponse
+	11, // 80: wayfind.v1.ToolDiscoveryService.ListTools:output_type -> wayfind.v1.ListToolsResponse
+	14, // 81: wayfind.v1.ToolDiscoveryService.SearchTools:output_type -> wayfind.v1.SearchToolsResponse
+	16, // 82: wayfind.v1.ToolDiscoveryService.GetTools:output_type -> wayfind.v1.GetToolsResponse
+	18, // 83: wayfind.v1.ToolDiscoveryService.ActivateTools:output_type -> wayfind.v1.ActivateToolsResponse
+	20, // 84: wayfind.v1.ToolDiscoveryService.DeactivateTools:output_type -> wayfind.v1.DeactivateToolsResponse
+	27, // 85: wayfind.v1.ToolDiscoveryService.ResolveTool:output_type -> wayfind.v1.ResolveToolResponse
+	23, // 86: wayfind.v1.ToolDiscoveryService.CheckToolCall:output_type -> wayfind.v1.CheckToolCallResponse
+	25, // 87: wayfind.v1.ToolDiscoveryService.CallTool:output_type -> wayfind.v1.CallToolResponse
+	29, // 88: wayfind.v1.ToolDiscoveryService.RenderToolPrompt:output_type -> wayfind.v1.RenderToolPromptResponse
+	32, // 89: wayfind.v1.ToolDiscoveryService.RenderToolPayload:output_type -> wayfind.v1.RenderToolPayloadResponse
+	34, // 90: wayfind.v1.ToolDiscoveryService.GetDiscoveryTools:output_type -> wayfind.v1.GetDiscoveryToolsResponse
+	40, // 91: wayfind.v1.ToolDiscoveryService.ListToolSources:output_type -> wayfind.v1.ListToolSourcesResponse
+	38, // 92: wayfind.v1.ToolDiscoveryService.ListTenants:output_type -> wayfind.v1.ListTenantsResponse
+	44, // 93: wayfind.v1.ToolDiscoveryService.ReportToolOutcome:output_type -> wayfind.v1.ReportToolOutcomeResponse
+	42, // 94: wayfind.v1.ToolDiscoveryService.WatchToolEvents:output_type -> wayfind.v1.WatchToolEventsResponse
+	79, // [79:95] is the sub-list for method output_type
+	63, // [63:79] is the sub-list for method input_type
+	63, // [63:63] is the sub-list for extension type_name
+	63, // [63:63] is the sub-list for extension extendee
+	0,  // [0:63] is the sub-list for field type_name
 }
 
 func init() { file_wayfind_v1_tools_proto_init() }

@@ -44,6 +44,12 @@ class SemanticStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     SEMANTIC_STATUS_PARTIAL: _ClassVar[SemanticStatus]
     SEMANTIC_STATUS_UNAVAILABLE: _ClassVar[SemanticStatus]
 
+class SemanticTier(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SEMANTIC_TIER_UNSPECIFIED: _ClassVar[SemanticTier]
+    SEMANTIC_TIER_MODEL: _ClassVar[SemanticTier]
+    SEMANTIC_TIER_STATIC: _ClassVar[SemanticTier]
+
 class Provider(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     PROVIDER_UNSPECIFIED: _ClassVar[Provider]
@@ -84,6 +90,9 @@ SEMANTIC_STATUS_OFF: SemanticStatus
 SEMANTIC_STATUS_READY: SemanticStatus
 SEMANTIC_STATUS_PARTIAL: SemanticStatus
 SEMANTIC_STATUS_UNAVAILABLE: SemanticStatus
+SEMANTIC_TIER_UNSPECIFIED: SemanticTier
+SEMANTIC_TIER_MODEL: SemanticTier
+SEMANTIC_TIER_STATIC: SemanticTier
 PROVIDER_UNSPECIFIED: Provider
 PROVIDER_ANTHROPIC: Provider
 PROVIDER_OPENAI: Provider

@@ -110,20 +110,22 @@ class Event(_message.Message):
     def __init__(self, id: _Optional[int] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., type: _Optional[str] = ..., tenant_id: _Optional[str] = ..., session_id: _Optional[str] = ..., run_id: _Optional[str] = ..., attributes: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., event_type: _Optional[_Union[EventType, str]] = ..., tool_search_query: _Optional[_Union[ToolSearchQuery, _Mapping]] = ..., tool_get: _Optional[_Union[ToolGet, _Mapping]] = ..., tool_activated: _Optional[_Union[ToolActivated, _Mapping]] = ..., tool_activation_denied: _Optional[_Union[ToolActivationDenied, _Mapping]] = ..., tool_search_cache_ready: _Optional[_Union[ToolSearchCacheReady, _Mapping]] = ..., tool_policy_filtered: _Optional[_Union[ToolPolicyFiltered, _Mapping]] = ..., tool_directory_rendered: _Optional[_Union[ToolDirectoryRendered, _Mapping]] = ..., tool_hints_generated: _Optional[_Union[ToolHintsGenerated, _Mapping]] = ..., skill_pack_loaded: _Optional[_Union[SkillPackLoaded, _Mapping]] = ..., skill_directory_rendered: _Optional[_Union[SkillDirectoryRendered, _Mapping]] = ..., skills_retrieved: _Optional[_Union[SkillsRetrieved, _Mapping]] = ..., skill_search_query: _Optional[_Union[SkillSearchQuery, _Mapping]] = ..., skill_get: _Optional[_Union[SkillGet, _Mapping]] = ..., skill_list: _Optional[_Union[SkillList, _Mapping]] = ..., usage_recorded: _Optional[_Union[UsageRecorded, _Mapping]] = ..., tool_outcome_reported: _Optional[_Union[ToolOutcomeReported, _Mapping]] = ..., skill_outcome_reported: _Optional[_Union[SkillOutcomeReported, _Mapping]] = ..., tool_called: _Optional[_Union[ToolCalled, _Mapping]] = ...) -> None: ...
 
 class ToolSearchQuery(_message.Message):
-    __slots__ = ("query", "requested_type", "strategy", "result_count", "semantic_status", "semantic_texts_pending")
+    __slots__ = ("query", "requested_type", "strategy", "result_count", "semantic_status", "semantic_texts_pending", "semantic_tier")
     QUERY_FIELD_NUMBER: _ClassVar[int]
     REQUESTED_TYPE_FIELD_NUMBER: _ClassVar[int]
     STRATEGY_FIELD_NUMBER: _ClassVar[int]
     RESULT_COUNT_FIELD_NUMBER: _ClassVar[int]
     SEMANTIC_STATUS_FIELD_NUMBER: _ClassVar[int]
     SEMANTIC_TEXTS_PENDING_FIELD_NUMBER: _ClassVar[int]
+    SEMANTIC_TIER_FIELD_NUMBER: _ClassVar[int]
     query: str
     requested_type: _common_pb2.SearchType
     strategy: str
     result_count: int
     semantic_status: _common_pb2.SemanticStatus
     semantic_texts_pending: int
-    def __init__(self, query: _Optional[str] = ..., requested_type: _Optional[_Union[_common_pb2.SearchType, str]] = ..., strategy: _Optional[str] = ..., result_count: _Optional[int] = ..., semantic_status: _Optional[_Union[_common_pb2.SemanticStatus, str]] = ..., semantic_texts_pending: _Optional[int] = ...) -> None: ...
+    semantic_tier: _common_pb2.SemanticTier
+    def __init__(self, query: _Optional[str] = ..., requested_type: _Optional[_Union[_common_pb2.SearchType, str]] = ..., strategy: _Optional[str] = ..., result_count: _Optional[int] = ..., semantic_status: _Optional[_Union[_common_pb2.SemanticStatus, str]] = ..., semantic_texts_pending: _Optional[int] = ..., semantic_tier: _Optional[_Union[_common_pb2.SemanticTier, str]] = ...) -> None: ...
 
 class ToolGet(_message.Message):
     __slots__ = ("requested_count", "returned_count")
@@ -242,18 +244,20 @@ class SkillsRetrieved(_message.Message):
     def __init__(self, skill_count: _Optional[int] = ..., top_k: _Optional[int] = ..., raw_token_estimate: _Optional[int] = ..., final_token_estimate: _Optional[int] = ..., was_compressed: _Optional[bool] = ..., task_types: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SkillSearchQuery(_message.Message):
-    __slots__ = ("query", "search_type", "result_count", "semantic_status", "semantic_texts_pending")
+    __slots__ = ("query", "search_type", "result_count", "semantic_status", "semantic_texts_pending", "semantic_tier")
     QUERY_FIELD_NUMBER: _ClassVar[int]
     SEARCH_TYPE_FIELD_NUMBER: _ClassVar[int]
     RESULT_COUNT_FIELD_NUMBER: _ClassVar[int]
     SEMANTIC_STATUS_FIELD_NUMBER: _ClassVar[int]
     SEMANTIC_TEXTS_PENDING_FIELD_NUMBER: _ClassVar[int]
+    SEMANTIC_TIER_FIELD_NUMBER: _ClassVar[int]
     query: str
     search_type: _common_pb2.SearchType
     result_count: int
     semantic_status: _common_pb2.SemanticStatus
     semantic_texts_pending: int
-    def __init__(self, query: _Optional[str] = ..., search_type: _Optional[_Union[_common_pb2.SearchType, str]] = ..., result_count: _Optional[int] = ..., semantic_status: _Optional[_Union[_common_pb2.SemanticStatus, str]] = ..., semantic_texts_pending: _Optional[int] = ...) -> None: ...
+    semantic_tier: _common_pb2.SemanticTier
+    def __init__(self, query: _Optional[str] = ..., search_type: _Optional[_Union[_common_pb2.SearchType, str]] = ..., result_count: _Optional[int] = ..., semantic_status: _Optional[_Union[_common_pb2.SemanticStatus, str]] = ..., semantic_texts_pending: _Optional[int] = ..., semantic_tier: _Optional[_Union[_common_pb2.SemanticTier, str]] = ...) -> None: ...
 
 class SkillGet(_message.Message):
     __slots__ = ("requested_count", "found_count", "format", "raw_token_estimate", "final_token_estimate", "was_compressed")

@@ -186,7 +186,7 @@ class SearchSkillsRequest(_message.Message):
     def __init__(self, caller: _Optional[_Union[_common_pb2.CallerContext, _Mapping]] = ..., query: _Optional[str] = ..., search_type: _Optional[_Union[_common_pb2.SearchType, str]] = ..., task_type: _Optional[_Union[TaskType, str]] = ..., limit: _Optional[int] = ..., min_score: _Optional[float] = ...) -> None: ...
 
 class SearchSkillsResponse(_message.Message):
-    __slots__ = ("skills", "effective_search_type", "match_quality", "semantic_status", "semantic_pending", "query_rewrites", "search_id", "semantic_texts_pending")
+    __slots__ = ("skills", "effective_search_type", "match_quality", "semantic_status", "semantic_pending", "query_rewrites", "search_id", "semantic_texts_pending", "semantic_tier")
     SKILLS_FIELD_NUMBER: _ClassVar[int]
     EFFECTIVE_SEARCH_TYPE_FIELD_NUMBER: _ClassVar[int]
     MATCH_QUALITY_FIELD_NUMBER: _ClassVar[int]
@@ -195,6 +195,7 @@ class SearchSkillsResponse(_message.Message):
     QUERY_REWRITES_FIELD_NUMBER: _ClassVar[int]
     SEARCH_ID_FIELD_NUMBER: _ClassVar[int]
     SEMANTIC_TEXTS_PENDING_FIELD_NUMBER: _ClassVar[int]
+    SEMANTIC_TIER_FIELD_NUMBER: _ClassVar[int]
     skills: _containers.RepeatedCompositeFieldContainer[SkillMatch]
     effective_search_type: _common_pb2.SearchType
     match_quality: _common_pb2.MatchQuality
@@ -203,7 +204,8 @@ class SearchSkillsResponse(_message.Message):
     query_rewrites: _containers.RepeatedCompositeFieldContainer[_common_pb2.QueryRewrite]
     search_id: str
     semantic_texts_pending: int
-    def __init__(self, skills: _Optional[_Iterable[_Union[SkillMatch, _Mapping]]] = ..., effective_search_type: _Optional[_Union[_common_pb2.SearchType, str]] = ..., match_quality: _Optional[_Union[_common_pb2.MatchQuality, str]] = ..., semantic_status: _Optional[_Union[_common_pb2.SemanticStatus, str]] = ..., semantic_pending: _Optional[int] = ..., query_rewrites: _Optional[_Iterable[_Union[_common_pb2.QueryRewrite, _Mapping]]] = ..., search_id: _Optional[str] = ..., semantic_texts_pending: _Optional[int] = ...) -> None: ...
+    semantic_tier: _common_pb2.SemanticTier
+    def __init__(self, skills: _Optional[_Iterable[_Union[SkillMatch, _Mapping]]] = ..., effective_search_type: _Optional[_Union[_common_pb2.SearchType, str]] = ..., match_quality: _Optional[_Union[_common_pb2.MatchQuality, str]] = ..., semantic_status: _Optional[_Union[_common_pb2.SemanticStatus, str]] = ..., semantic_pending: _Optional[int] = ..., query_rewrites: _Optional[_Iterable[_Union[_common_pb2.QueryRewrite, _Mapping]]] = ..., search_id: _Optional[str] = ..., semantic_texts_pending: _Optional[int] = ..., semantic_tier: _Optional[_Union[_common_pb2.SemanticTier, str]] = ...) -> None: ...
 
 class GetSkillsRequest(_message.Message):
     __slots__ = ("caller", "names", "format", "max_tokens")

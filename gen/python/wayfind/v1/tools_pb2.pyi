@@ -215,7 +215,7 @@ class ToolMatch(_message.Message):
     def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., score: _Optional[float] = ..., match_type: _Optional[_Union[_common_pb2.MatchType, str]] = ..., loading_mode: _Optional[_Union[LoadingMode, str]] = ..., lexical_score: _Optional[float] = ..., semantic_score: _Optional[float] = ..., learned_score: _Optional[float] = ...) -> None: ...
 
 class SearchToolsResponse(_message.Message):
-    __slots__ = ("tools", "effective_search_type", "total_deferred", "match_quality", "semantic_status", "semantic_pending", "query_rewrites", "search_id", "semantic_texts_pending")
+    __slots__ = ("tools", "effective_search_type", "total_deferred", "match_quality", "semantic_status", "semantic_pending", "query_rewrites", "search_id", "semantic_texts_pending", "semantic_tier")
     TOOLS_FIELD_NUMBER: _ClassVar[int]
     EFFECTIVE_SEARCH_TYPE_FIELD_NUMBER: _ClassVar[int]
     TOTAL_DEFERRED_FIELD_NUMBER: _ClassVar[int]
@@ -225,6 +225,7 @@ class SearchToolsResponse(_message.Message):
     QUERY_REWRITES_FIELD_NUMBER: _ClassVar[int]
     SEARCH_ID_FIELD_NUMBER: _ClassVar[int]
     SEMANTIC_TEXTS_PENDING_FIELD_NUMBER: _ClassVar[int]
+    SEMANTIC_TIER_FIELD_NUMBER: _ClassVar[int]
     tools: _containers.RepeatedCompositeFieldContainer[ToolMatch]
     effective_search_type: _common_pb2.SearchType
     total_deferred: int
@@ -234,7 +235,8 @@ class SearchToolsResponse(_message.Message):
     query_rewrites: _containers.RepeatedCompositeFieldContainer[_common_pb2.QueryRewrite]
     search_id: str
     semantic_texts_pending: int
-    def __init__(self, tools: _Optional[_Iterable[_Union[ToolMatch, _Mapping]]] = ..., effective_search_type: _Optional[_Union[_common_pb2.SearchType, str]] = ..., total_deferred: _Optional[int] = ..., match_quality: _Optional[_Union[_common_pb2.MatchQuality, str]] = ..., semantic_status: _Optional[_Union[_common_pb2.SemanticStatus, str]] = ..., semantic_pending: _Optional[int] = ..., query_rewrites: _Optional[_Iterable[_Union[_common_pb2.QueryRewrite, _Mapping]]] = ..., search_id: _Optional[str] = ..., semantic_texts_pending: _Optional[int] = ...) -> None: ...
+    semantic_tier: _common_pb2.SemanticTier
+    def __init__(self, tools: _Optional[_Iterable[_Union[ToolMatch, _Mapping]]] = ..., effective_search_type: _Optional[_Union[_common_pb2.SearchType, str]] = ..., total_deferred: _Optional[int] = ..., match_quality: _Optional[_Union[_common_pb2.MatchQuality, str]] = ..., semantic_status: _Optional[_Union[_common_pb2.SemanticStatus, str]] = ..., semantic_pending: _Optional[int] = ..., query_rewrites: _Optional[_Iterable[_Union[_common_pb2.QueryRewrite, _Mapping]]] = ..., search_id: _Optional[str] = ..., semantic_texts_pending: _Optional[int] = ..., semantic_tier: _Optional[_Union[_common_pb2.SemanticTier, str]] = ...) -> None: ...
 
 class GetToolsRequest(_message.Message):
     __slots__ = ("caller", "names", "include_schemas", "include_examples")
