@@ -101,11 +101,15 @@ export class BatchQueue {
     this.queries.push(request);
   }
 
-  /** The next inference at time `now` (Date.now), or undefined when nothing waits. */
-  next(now = Date.now()): Unit | undefined {
+  /**
+   * The next inference at time `now` (Date.now), or undefined when nothing waits; `laterHeld`: the
+   * server is busy, `later` work waits (it is kept).
+   */
+  next(now = Date.now(), laterHeld = false): Unit | undefined {
     this.prune(now);
     if (this.queries.length > 0) return this.take(this.queries, true);
-    const laterFirst = this.later.length > 0 && (!this.laterWent || this.background.length === 0);
+    const laterFirst =
+      !laterHeld && this.later.length > 0 && (!this.laterWent || this.background.length === 0);
     if (laterFirst) {
       this.laterWent = true;
       const unit = this.take([...this.later].reverse(), true);

@@ -48,6 +48,8 @@ try {
   const queue = new BatchQueue(model);
   let running = false;
   let stopping = false;
+  /** The server's event loop is busy: work no one waits for waits (ToWorker "eventLoop"). */
+  let serverBusy = false;
 
   const answer = (request: QueuedRequest) =>
     post(
@@ -78,7 +80,11 @@ try {
   const drain = async () => {
     if (running) return;
     running = true;
-    for (let unit = queue.next(); unit !== undefined && !stopping; unit = queue.next()) {
+    for (
+      let unit = queue.next(Date.now(), serverBusy);
+      unit !== undefined && !stopping;
+      unit = queue.next(Date.now(), serverBusy)
+    ) {
       await run(unit);
       await turn();
     }
@@ -95,6 +101,7 @@ try {
     }
     if (stopping) return;
     if (message.type === "hurry") queue.hurry(message.requestId, message.deadline);
+    else if (message.type === "eventLoop") serverBusy = message.busy;
     else {
       const { dropped } = queue.add(
         message.requestId,

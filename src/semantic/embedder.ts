@@ -60,6 +60,10 @@ export interface EmbedderOptions {
 
 const DEFAULTS = { queryCacheSize: 4_096, maxQueuedQueries: 256 } as const;
 
+/** How often the event loop's load is read, and above what share of that time it is busy. */
+const EVENT_LOOP_SAMPLE_MS = 250;
+const EVENT_LOOP_BUSY = 0.6;
+
 interface Pending {
   readonly texts: number;
   /** Padded tokens of its texts (what its inference costs, at the model's pace). */
@@ -98,6 +102,10 @@ export class Embedder implements QueryEmbedder {
   private stopped: Promise<void>;
   private markStopped = () => {};
   private readonly queryCache: LruCache<string, CachedQuery>;
+  /** Reads the event loop's load and tells the worker when it turns busy or idle. */
+  private readonly loopWatch: NodeJS.Timeout;
+  /** Whether the worker was last told the event loop is busy (it then holds `later` work). */
+  private loopBusy = false;
 
   private constructor(
     private readonly worker: Worker,
@@ -127,6 +135,15 @@ export class Embedder implements QueryEmbedder {
       this.fail(new Error(`the embedding worker exited (code ${code})`));
     });
     worker.unref();
+    let last = performance.eventLoopUtilization();
+    this.loopWatch = setInterval(() => {
+      const now = performance.eventLoopUtilization();
+      const busy = performance.eventLoopUtilization(now, last).utilization > EVENT_LOOP_BUSY;
+      last = now;
+      if (busy === this.loopBusy || this.closed) return;
+      this.loopBusy = busy;
+      worker.postMessage({ type: "eventLoop", busy } satisfies ToWorker);
+    }, EVENT_LOOP_SAMPLE_MS).unref();
   }
 
   readonly modelId: string;
@@ -141,7 +158,8 @@ export class Embedder implements QueryEmbedder {
   static async open(modelDir: string, options: EmbedderOptions = {}): Promise<Embedder> {
     // The graph first: a folder that is not there says so by its first file, as the worker would.
     requireFile(modelDir, MODEL_FILES.onnx);
-    const tokenizer = readTokenizer(modelDir);
+    // A search tokenizes a text for the model's pace and again for the static tier: once, kept.
+    const tokenizer = readTokenizer(modelDir, 256);
     const workerData: WorkerSettings = { modelDir, threads: options.threads ?? availableParallelism() };
     const worker = new Worker(workerEntry(import.meta.url, "embed-worker"), { workerData });
     const ready = await new Promise<Extract<FromWorker, { type: "ready" }>>((resolve, reject) => {
@@ -207,7 +225,8 @@ export class Embedder implements QueryEmbedder {
     let otherWork = false;
     for (const job of this.pending.values()) {
       if (job.kind === "query" && job.deadline > now) ahead += job.tokens;
-      else otherWork = true;
+      // Catalog texts, and `later` work unless the worker holds it (the event loop is busy).
+      else if (job.kind === "background" || !this.loopBusy) otherWork = true;
     }
     // An inference of other work may be under way: the query waits for it to end.
     const underWay = otherWork ? UNIT_TOKENS : 0;
@@ -225,6 +244,7 @@ export class Embedder implements QueryEmbedder {
    * onnxruntime aborts the whole process when its thread is terminated mid-run.
    */
   async close(): Promise<void> {
+    clearInterval(this.loopWatch);
     if (!this.closed) {
       this.fail(new Error("the embedder is closed"));
       this.worker.ref();

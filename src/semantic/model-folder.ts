@@ -4,6 +4,7 @@
 import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { Tokenizer } from "@huggingface/tokenizers";
+import { LruCache } from "../lru.ts";
 import { DEFAULT_CALIBRATION, parseCalibration, type ScoreCalibration } from "./calibration.ts";
 
 /** The files of a model folder, relative to it. */
@@ -39,10 +40,14 @@ export interface FolderTokenizer {
   /** The vocabulary's tokens in id order (WordPiece; empty for other tokenizer models). */
   readonly words: readonly string[];
   /** Word pieces of `text` without [CLS]/[SEP], cut so that both still fit the model's length. */
-  pieces(text: string): number[];
+  pieces(text: string): readonly number[];
 }
 
-export function readTokenizer(dir: string): FolderTokenizer {
+/**
+ * The folder's tokenizer. `remember`: how many texts' pieces are kept, least recently used out — a
+ * search asks a text's length (for the model's pace) and then its pieces (for the static tier).
+ */
+export function readTokenizer(dir: string, remember = 0): FolderTokenizer {
   const tokenizerJson = readJsonObject(dir, MODEL_FILES.tokenizer);
   const tokenizerConfig = readJsonObject(dir, MODEL_FILES.tokenizerConfig);
   const config = readJsonObject(dir, MODEL_FILES.config);
@@ -55,13 +60,22 @@ export function readTokenizer(dir: string): FolderTokenizer {
     );
   }
   const settings = tokenizerSettings(dir, tokenizer, tokenizerConfig, config);
+  const encode = (text: string) =>
+    tokenizer
+      .encode(text.slice(0, settings.maxTokens * CHARS_PER_TOKEN_BOUND), { add_special_tokens: false })
+      .ids.slice(0, settings.maxTokens - 2);
+  const known = new LruCache<string, number[]>(remember);
   return {
     settings,
     words: vocabularyTokens(tokenizerJson),
-    pieces: (text) =>
-      tokenizer
-        .encode(text.slice(0, settings.maxTokens * CHARS_PER_TOKEN_BOUND), { add_special_tokens: false })
-        .ids.slice(0, settings.maxTokens - 2),
+    pieces: (text) => {
+      if (remember === 0) return encode(text);
+      const cached = known.get(text);
+      if (cached !== undefined) return cached;
+      const pieces = encode(text);
+      known.set(text, pieces);
+      return pieces;
+    },
   };
 }
 

@@ -27,6 +27,11 @@ export type ToWorker =
     }
   /** A `later` request asked again by a search that waits for it until `deadline`. */
   | { readonly type: "hurry"; readonly requestId: number; readonly deadline: number }
+  /**
+   * Whether the server's event loop is busy: `later` work waits while it is, so the model's spare time
+   * is the machine's, not CPU the calls need.
+   */
+  | { readonly type: "eventLoop"; readonly busy: boolean }
   /** Finish the inference under way, drop the rest, answer `stopped`. */
   | { readonly type: "stop" };
 

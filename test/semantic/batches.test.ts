@@ -52,6 +52,15 @@ describe("BatchQueue", () => {
     expect(rowsOf(q.next())).toEqual(["1:1"]);
   });
 
+  it("holds the texts no one waits for while the server is busy, and goes on with them once it is not", () => {
+    const q = queue();
+    q.add(1, [text(10)], "later");
+    q.add(2, [text(10)], "background");
+    expect(rowsOf(q.next(Date.now(), true))).toEqual(["2:0"]);
+    expect(q.next(Date.now(), true)).toBeUndefined();
+    expect(rowsOf(q.next(Date.now(), false))).toEqual(["1:0"]);
+  });
+
   it("takes a text no one waited for among the queries once a search waits for it", () => {
     const q = queue();
     q.add(1, [text(10)], "background");
