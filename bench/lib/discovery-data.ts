@@ -48,12 +48,8 @@ export const GROW_CATALOGS = [
   "metatool_catalog.jsonl",
 ] as const;
 
-/**
- * A `target`-tool catalog (default 10,000) grown from the shared catalogs: their tools once, then
- * copies until the target, copy n in namespace `copyN` (names stay distinct and realistic).
- */
-export function growCatalog(target = 10_000): ToolInput[] {
-  // mcp and livemcpbench share some servers: keep the first of each name.
+/** The shared catalogs' tools, each name once (mcp and livemcpbench share some servers: the first). */
+export function publicCatalog(): ToolInput[] {
   const seen = new Set<string>();
   const base = GROW_CATALOGS.flatMap((f) => parseCatalogFile(join(DATA_DIR, f), PUBLIC_DUMP).tools).filter(
     (t) => {
@@ -64,6 +60,15 @@ export function growCatalog(target = 10_000): ToolInput[] {
     },
   );
   if (base.length === 0) throw new Error(`no tools in the shared catalogs under ${DATA_DIR}`);
+  return base;
+}
+
+/**
+ * A `target`-tool catalog (default 10,000) grown from the shared catalogs: their tools once, then
+ * copies until the target, copy n in namespace `copyN` (names stay distinct and realistic).
+ */
+export function growCatalog(target = 10_000): ToolInput[] {
+  const base = publicCatalog();
   const out: ToolInput[] = [];
   for (let copy = 0; out.length < target; copy++)
     for (const t of base) {

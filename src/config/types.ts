@@ -72,8 +72,9 @@ interface SemanticSearchConfig {
   /** Threads of inference: the model's thread pool (default the machine's cores). */
   readonly threads: number;
   /**
-   * How long a search waits for its request's meaning before it answers by words and what is ready
-   * (semantic_status PARTIAL); the embedding still completes for the next time.
+   * How long a search waits for the model to read its request: a request the model is not expected to
+   * embed within it is read by the model's static tier (or, without one, ranked by words: semantic_status
+   * PARTIAL); the embedding still completes for the next time.
    */
   readonly maxWaitMs: number;
 }

@@ -9,6 +9,16 @@ import type { TextKind } from "./worker-protocol.ts";
 export const UNIT_TOKENS = 128;
 /** Texts no search waits for, kept for the model's spare time at most; past it the oldest are dropped. */
 export const LATER_TEXTS = 2_048;
+/**
+ * The model's spare time begins once no search has waited for it this long: while searches keep
+ * coming, every inference goes to them, and a search never waits behind a text no one waits for.
+ */
+export const SPARE_AFTER_MS = 100;
+/**
+ * While the server's event loop is busy, the model rests this many times as long as each inference
+ * took before the next: it works at most half the time, so the calls it serves are answered too.
+ */
+export const REST_WHILE_BUSY = 1;
 
 /** A request's texts being embedded: vectors fill in as inferences finish. */
 export interface QueuedRequest {
@@ -142,6 +152,11 @@ export class BatchQueue {
       request.order.length = 0;
     }
     return failed;
+  }
+
+  /** Texts no search waits for, still to embed. */
+  get laterWaiting(): number {
+    return this.laterTexts;
   }
 
   /** Drops everything waiting. */

@@ -3,11 +3,11 @@
 // then answers each `embed` with `vectors` (the buffer transferred, not copied), `failed` or, for
 // `later` work it could not keep, `dropped`; a `stop` with `stopped` once the inference under way has
 // returned.
-import { readlinkSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import { getPriority, setPriority } from "node:os";
-import { setImmediate as turn } from "node:timers/promises";
+import { setTimeout as sleep, setImmediate as turn } from "node:timers/promises";
 import { parentPort, workerData } from "node:worker_threads";
-import { BatchQueue, type QueuedRequest, type Unit } from "./batches.ts";
+import { BatchQueue, type QueuedRequest, REST_WHILE_BUSY, SPARE_AFTER_MS, type Unit } from "./batches.ts";
 import { SentenceModel } from "./model.ts";
 import { Pace } from "./pace.ts";
 import type { FromWorker, ToWorker, WorkerSettings } from "./worker-protocol.ts";
@@ -18,27 +18,38 @@ const post = (message: FromWorker, transfer: ArrayBuffer[] = []): void => port.p
 const settings = workerData as WorkerSettings;
 
 /**
- * How much less CPU priority inference has than the server's event loop (nice levels): when both want
- * the cores, calls are answered first and meaning waits (a search waits for it only so long anyway).
+ * How much less CPU priority the inference pool's helper threads have than the server's event loop
+ * (nice levels). This thread, which runs each inference and takes part in it, keeps the process's
+ * priority, so a search's meaning is not starved by other programs on a busy machine; the helpers
+ * yield to the event loop when both want a core, so calls are answered first.
  */
-const INFERENCE_NICENESS = 5;
+const HELPER_NICENESS = 5;
 
-/**
- * Lowers this thread's priority; the session's threads, started next, inherit it. Linux gives each
- * thread its own nice value (its id is /proc/thread-self's last part); elsewhere nothing changes.
- */
-function lowerPriority(): void {
+/** This process's threads (Linux: /proc/self/task), or none elsewhere. */
+function threadIds(): Set<number> {
   try {
-    const thread = Number(readlinkSync("/proc/thread-self").split("/").pop());
-    if (Number.isInteger(thread)) setPriority(thread, Math.min(19, getPriority(thread) + INFERENCE_NICENESS));
+    return new Set(readdirSync("/proc/self/task").map(Number));
   } catch {
-    // Not Linux, or not allowed: inference keeps the process's priority.
+    return new Set();
   }
 }
 
-lowerPriority();
+/** Lowers the priority of the threads that are not in `before` (the ones the session started). */
+function lowerPriorityOfNew(before: ReadonlySet<number>): void {
+  for (const thread of threadIds()) {
+    if (before.has(thread)) continue;
+    try {
+      setPriority(thread, Math.min(19, getPriority(thread) + HELPER_NICENESS));
+    } catch {
+      // Gone meanwhile, or not allowed: it keeps the process's priority.
+    }
+  }
+}
+
 try {
+  const before = threadIds();
   const model = await SentenceModel.load(settings.modelDir, settings.threads);
+  lowerPriorityOfNew(before);
   const pace = new Pace();
   // A first pace, from a request's inference once the session has run (loading ran a few).
   const probe = model.encode("list the open pull requests of a repository");
@@ -50,6 +61,10 @@ try {
   let stopping = false;
   /** The server's event loop is busy: work no one waits for waits (ToWorker "eventLoop"). */
   let serverBusy = false;
+  /** When a search last asked for a text (Date.now): the model's spare time begins SPARE_AFTER_MS after. */
+  let queryAt = 0;
+  let spareTimer: NodeJS.Timeout | undefined;
+  const laterHeld = () => serverBusy || Date.now() - queryAt < SPARE_AFTER_MS;
 
   const answer = (request: QueuedRequest) =>
     post(
@@ -61,9 +76,10 @@ try {
       },
       [request.vectors.buffer as ArrayBuffer],
     );
-  const run = async (unit: Unit) => {
+  /** Runs one inference; returns how long it took (ms). */
+  const run = async (unit: Unit): Promise<number> => {
+    const began = performance.now();
     try {
-      const began = performance.now();
       const vectors = await model.embedEncoded(
         unit.rows.map(({ request, row }) => request.encoded[row] ?? { ids: [] }),
         unit.length,
@@ -74,6 +90,7 @@ try {
       const message = err instanceof Error ? err.message : String(err);
       for (const request of queue.fail(unit)) post({ type: "failed", requestId: request.requestId, message });
     }
+    return performance.now() - began;
   };
   // One inference at a time; between two, a turn of the loop lets new requests in, so queries that
   // arrived meanwhile go next, together.
@@ -81,28 +98,43 @@ try {
     if (running) return;
     running = true;
     for (
-      let unit = queue.next(Date.now(), serverBusy);
+      let unit = queue.next(Date.now(), laterHeld());
       unit !== undefined && !stopping;
-      unit = queue.next(Date.now(), serverBusy)
+      unit = queue.next(Date.now(), laterHeld())
     ) {
-      await run(unit);
-      await turn();
+      const took = await run(unit);
+      // The calls the server answers need the cores too: rest as long as the inference took.
+      if (serverBusy) await sleep(took * REST_WHILE_BUSY);
+      else await turn();
     }
     running = false;
     if (stopping) post({ type: "stopped" });
+    // Texts no one waits for wait for the model's spare time: look again when it begins.
+    else if (queue.laterWaiting > 0 && !serverBusy && spareTimer === undefined)
+      spareTimer = setTimeout(
+        () => {
+          spareTimer = undefined;
+          void drain();
+        },
+        Math.max(1, queryAt + SPARE_AFTER_MS - Date.now()),
+      );
   };
 
   port.on("message", (message: ToWorker) => {
     if (message.type === "stop") {
       stopping = true;
+      clearTimeout(spareTimer);
       queue.clear();
       if (!running) post({ type: "stopped" });
       return;
     }
     if (stopping) return;
-    if (message.type === "hurry") queue.hurry(message.requestId, message.deadline);
-    else if (message.type === "eventLoop") serverBusy = message.busy;
+    if (message.type === "hurry") {
+      queryAt = Date.now();
+      queue.hurry(message.requestId, message.deadline);
+    } else if (message.type === "eventLoop") serverBusy = message.busy;
     else {
+      if (message.kind === "query") queryAt = Date.now();
       const { dropped } = queue.add(
         message.requestId,
         message.texts.map((text) => model.encode(text)),

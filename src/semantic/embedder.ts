@@ -3,7 +3,7 @@ import { Worker } from "node:worker_threads";
 import { LruCache } from "../lru.ts";
 import { ModelWords } from "../text/model-words.ts";
 import { workerEntry } from "../worker-entry.ts";
-import { UNIT_TOKENS } from "./batches.ts";
+import { REST_WHILE_BUSY, SPARE_AFTER_MS, UNIT_TOKENS } from "./batches.ts";
 import type { ScoreCalibration } from "./calibration.ts";
 import { paddedLength } from "./model.ts";
 import { type FolderTokenizer, MODEL_FILES, readTokenizer, requireFile } from "./model-folder.ts";
@@ -106,6 +106,8 @@ export class Embedder implements QueryEmbedder {
   private readonly loopWatch: NodeJS.Timeout;
   /** Whether the worker was last told the event loop is busy (it then holds `later` work). */
   private loopBusy = false;
+  /** When a search last asked the worker for a text (Date.now): `later` work waits SPARE_AFTER_MS after. */
+  private queryAt = 0;
 
   private constructor(
     private readonly worker: Worker,
@@ -222,15 +224,21 @@ export class Embedder implements QueryEmbedder {
   expectedWaitMs(texts: readonly string[]): number {
     const now = Date.now();
     let ahead = 0;
-    let otherWork = false;
+    let other = 0;
+    // `later` work runs in the model's spare time only: not while the event loop is busy, nor while
+    // searches keep coming.
+    const spare = !this.loopBusy && now - this.queryAt >= SPARE_AFTER_MS;
     for (const job of this.pending.values()) {
       if (job.kind === "query" && job.deadline > now) ahead += job.tokens;
-      // Catalog texts, and `later` work unless the worker holds it (the event loop is busy).
-      else if (job.kind === "background" || !this.loopBusy) otherWork = true;
+      else if (job.kind === "background") other = UNIT_TOKENS;
+      else if (spare) other += job.tokens;
     }
-    // An inference of other work may be under way: the query waits for it to end.
-    const underWay = otherWork ? UNIT_TOKENS : 0;
-    return this.msPerToken * (ahead + this.tokensOf(texts) + underWay);
+    // An inference of other work may be under way (at most a unit of it): on average the query waits
+    // for half of it.
+    const underWay = Math.min(other, UNIT_TOKENS) / 2;
+    // While the event loop is busy, the model rests after each inference as long as it took.
+    const slowdown = this.loopBusy ? 1 + REST_WHILE_BUSY : 1;
+    return this.msPerToken * slowdown * (ahead + this.tokensOf(texts) + underWay);
   }
 
   async embedTexts(texts: readonly string[]): Promise<Float32Array[]> {
@@ -285,6 +293,7 @@ export class Embedder implements QueryEmbedder {
     if (job.kind !== "query") this.queuedQueries += job.texts;
     job.kind = "query";
     job.deadline = deadline;
+    this.queryAt = Date.now();
     this.worker.postMessage({ type: "hurry", requestId, deadline } satisfies ToWorker);
   }
 
@@ -298,7 +307,10 @@ export class Embedder implements QueryEmbedder {
     const promise = new Promise<Float32Array>((resolve, reject) => {
       const tokens = kind === "background" ? 0 : this.tokensOf(texts);
       this.pending.set(requestId, { texts: texts.length, tokens, kind, deadline, resolve, reject });
-      if (kind === "query") this.queuedQueries += texts.length;
+      if (kind === "query") {
+        this.queuedQueries += texts.length;
+        this.queryAt = Date.now();
+      }
       // Referenced while working, so a caller awaiting vectors keeps the process alive.
       this.worker.ref();
       this.worker.postMessage({ type: "embed", requestId, texts, kind, deadline } satisfies ToWorker);
