@@ -42,6 +42,8 @@ export interface QueryEmbedder extends TextEmbedder {
    * still wait for, theirs, and an inference of other work under way, at the model's pace lately.
    */
   expectedWaitMs(texts: readonly string[]): number;
+  /** Query texts searches wait for (or in an inference). */
+  readonly queriesWaiting: number;
 }
 
 /** The embedder refused a query because too many wait already: the search answers without it. */
@@ -190,7 +192,6 @@ export class Embedder implements QueryEmbedder {
     });
   }
 
-  /** Query texts a search waits for (or in an inference). */
   get queriesWaiting(): number {
     return this.queuedQueries;
   }

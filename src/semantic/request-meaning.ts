@@ -7,8 +7,10 @@ const QUERY_MAX_CHARS = 2_000;
 
 /**
  * A search expected to have its meaning by the model within its wait waits for it up to this many
- * times the wait, when the machine slows down meanwhile: the request is then read the same way
- * whenever it is asked, rather than by the model one time and its static tier the next.
+ * times the wait, when the machine slows down meanwhile; and a search no other search waits beside
+ * (the model is free for it) is admitted when expected within that longer time, as it delays no one:
+ * a request is then read the same way whenever it is asked, rather than by the model one time and its
+ * static tier the next, on a machine busy with other work too.
  */
 const GRACE = 2;
 
@@ -47,7 +49,8 @@ export async function requestMeaning(
     return { tier: "model", vectors: cached, late: 0, failed: 0, modelLate: 0 };
   const missing = clipped.filter((_, i) => cached[i] === undefined);
   const outcomes: ("late" | "failed" | Float32Array)[] = cached.map((vector) => vector ?? "late");
-  if (maxWaitMs > 0 && embedder.expectedWaitMs(missing) <= maxWaitMs) {
+  const limitMs = embedder.queriesWaiting === 0 ? GRACE * maxWaitMs : maxWaitMs;
+  if (maxWaitMs > 0 && embedder.expectedWaitMs(missing) <= limitMs) {
     const waitMs = GRACE * maxWaitMs;
     const deadline = Date.now() + waitMs;
     const settled = Promise.all(

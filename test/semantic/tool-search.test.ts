@@ -101,6 +101,25 @@ describe("semantic tool search over gRPC (the shipped all-MiniLM-L6-v2 model)", 
     expect(top?.score).toBeLessThanOrEqual(1);
   });
 
+  it("counts searches by the tier that read them in /metrics, beside the model's capacity", async () => {
+    await searchWhenReady(wayfind, "which tool converts euros to dollars");
+    const metric = (text: string, pattern: RegExp) => Number(pattern.exec(text)?.[1] ?? 0);
+    for (let attempt = 0; ; attempt++) {
+      // Reports of searches are counted once their batch commits.
+      const text = await (await fetch(`${wayfind.baseUrl}/metrics`)).text();
+      const byModel = metric(
+        text,
+        /^wayfind_search_semantic_total\{kind="tool",status="ready",tier="model"\} (\S+)/m,
+      );
+      if (byModel >= 1 || attempt >= 100) {
+        expect(byModel).toBeGreaterThanOrEqual(1);
+        expect(metric(text, /^wayfind_semantic_capacity_texts_per_second (\S+)/m)).toBeGreaterThan(0);
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  });
+
   it("never returns or counts a tool the caller may not see", async () => {
     const acme = await searchWhenReady(wayfind, UMBRELLA, "acme");
     expect(acme.tools.map((t) => t.name)).not.toContain("internal.secret_forecast");
