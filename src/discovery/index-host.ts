@@ -15,7 +15,7 @@ import { SEMANTIC_OFF } from "../text/scores.ts";
 import { runInSlices, runToEnd } from "../text/slices.ts";
 import { synonymTable } from "../text/synonyms.ts";
 import type { ToolRegistry } from "./registry.ts";
-import { runSearch } from "./search.ts";
+import { runSearch, type SearchPathResult } from "./search.ts";
 import { buildSearchIndex, type PackedAnalysis, TOOL_RANKER, toolKey } from "./search-index.ts";
 import type {
   EffectiveSearchType,
@@ -34,6 +34,11 @@ import { visibleSet } from "./views.ts";
 const SEARCH_TYPES: readonly SearchType[] = ["fts", "regex", "exact"];
 /** Hits ranked before learned preferences apply: how far below the page a learned tool may rise from. */
 const LEARNED_DEPTH = 50;
+/**
+ * Lexical hits ranked when a request's meaning is worked out (meaningOf): as deep as a hybrid search
+ * fuses (its semantic evidence's lexicalDepth), so the search reuses them.
+ */
+const MEANING_DEPTH = 20;
 
 export interface IndexHostOptions {
   /** Namespaces that win ties, most preferred first. */
@@ -72,6 +77,14 @@ export class IndexHost {
   private waiting: Waiter[] = [];
   /** The regex path's literal index, per in-memory index (dies with it); absent while it is built. */
   private readonly literalIndexes = new WeakMap<SearchIndex, LiteralIndex>();
+  /**
+   * The lexical ranking meaningOf worked out for a request (its wordsScore), by the SemanticQuery it
+   * returned, so the search that fuses that query's evidence ranks the words once.
+   */
+  private readonly rankedWords = new WeakMap<
+    SemanticQuery<SearchIndex>,
+    { readonly query: string; readonly depth: number; readonly lexical: SearchPathResult }
+  >();
   /** The background build of the current index's literal index. */
   private literalIndexBuild: Promise<unknown> = Promise.resolve();
   private readonly preferred: readonly string[];
@@ -114,19 +127,34 @@ export class IndexHost {
    * nothing is embedded for one search refuses.
    */
   meaningOf(request: SearchRequest): SemanticQuery<SearchIndex> {
-    const { query } = validateSearch(request);
+    const validated = validateSearch(request);
+    const query = this.registry.canonicalName(validated.query);
     const { index, candidates } = this.searchable(request);
-    return {
-      texts: meaningTexts(
-        index,
-        this.registry.canonicalName(query),
-        candidates,
-        this.readings,
-        this.modelWords,
-      ),
+    // The words first: how much they say tells how much the request needs the model (wordsScore),
+    // and the search that fuses this query's evidence reuses the ranking.
+    const depth = Math.max(validated.limit, MEANING_DEPTH);
+    const lexical = this.rank(index, { query, type: "fts", limit: depth }, candidates);
+    const meaning = {
+      texts: meaningTexts(index, query, candidates, this.readings, this.modelWords),
       index,
       candidates,
+      wordsScore: lexical.hits.reduce((best, hit) => Math.max(best, hit.lexicalScore), 0),
     };
+    this.rankedWords.set(meaning, { query, depth, lexical });
+    return meaning;
+  }
+
+  private rank(
+    index: SearchIndex,
+    search: { readonly query: string; readonly type: SearchType; readonly limit: number },
+    candidates: Candidates | undefined,
+  ): SearchPathResult {
+    return runSearch(index, search, candidates, {
+      aliasTargets: (alias) => this.registry.aliasTargets(alias),
+      literalIndex: this.literalIndexes.get(index),
+      repeat: this.rankerConfig.repeat,
+      readings: this.readings,
+    });
   }
 
   /**
@@ -158,12 +186,11 @@ export class IndexHost {
     // Learning may lift a tool from below the page into it: rank deeper first.
     const page = learned ? Math.max(limit, LEARNED_DEPTH) : limit;
     const depth = semantic ? Math.max(page, semantic.lexicalDepth) : page;
-    const lexical = runSearch(index, { query, type, limit: depth }, candidates, {
-      aliasTargets: (alias) => this.registry.aliasTargets(alias),
-      literalIndex: this.literalIndexes.get(index),
-      repeat: this.rankerConfig.repeat,
-      readings: this.readings,
-    });
+    const ranked = semantic && this.rankedWords.get(semantic.query);
+    const lexical =
+      ranked && ranked.query === query && ranked.depth >= depth
+        ? { ...ranked.lexical, hits: ranked.lexical.hits.slice(0, depth) }
+        : this.rank(index, { query, type, limit: depth }, candidates);
     const fused = semantic ? fuse(index, lexical.hits, page, semantic) : lexical.hits;
     let hits = fused.slice(0, limit);
     if (learned) {

@@ -24,6 +24,12 @@ export interface SemanticQuery<Index extends VectorDocs> {
   /** The build searched, and the docs of it the request may find (undefined: all). */
   readonly index: Index;
   readonly candidates: Candidates | undefined;
+  /**
+   * The request's best lexical score over those docs, in [0, 1] (undefined: not worked out): how much
+   * its words already say. When many searches want the model at once, its time goes first to those
+   * whose words say least — a request its words match well loses little by the static tier.
+   */
+  readonly wordsScore?: number;
 }
 
 /**
@@ -31,6 +37,8 @@ export interface SemanticQuery<Index extends VectorDocs> {
  * SemanticQuery, and fused into the lexical hits in the search itself (fusion.ts).
  */
 export interface SemanticEvidence<Index extends VectorDocs> {
+  /** The request it is the evidence for. */
+  readonly query: SemanticQuery<Index>;
   /** The build it is over. */
   readonly index: Index;
   readonly report: SemanticReport;

@@ -134,7 +134,12 @@ export class SemanticSearch<Index extends VectorDocs> {
    */
   async evidence(query: SemanticQuery<Index>): Promise<SemanticEvidence<Index>> {
     const texts = query.texts.slice(0, MAX_QUERIES);
-    const meaning = await requestMeaning(this.options.embedder, texts, this.options.maxWaitMs);
+    const meaning = await requestMeaning(
+      this.options.embedder,
+      texts,
+      this.options.maxWaitMs,
+      query.wordsScore,
+    );
     const { vectors, late, tier } = meaning;
     this.options.onMeaning?.(meaning);
     const calibration = tier === "static" ? this.staticCalibration : this.calibration;
@@ -143,6 +148,7 @@ export class SemanticSearch<Index extends VectorDocs> {
     const docSlots = this.docSlotsOf(index);
     const lexicalShare = { least: this.options.weight, slope: ADAPTIVE_SLOPE } as const;
     const wordsOnly = (report: SemanticReport): SemanticEvidence<Index> => ({
+      query,
       index,
       report,
       vectors,
@@ -174,6 +180,7 @@ export class SemanticSearch<Index extends VectorDocs> {
       near.map(({ doc, cosine }) => [doc, semanticScoreOf(cosine, calibration)]),
     );
     return {
+      query,
       index,
       report,
       vectors,

@@ -14,6 +14,14 @@ const QUERY_MAX_CHARS = 2_000;
  */
 const GRACE = 2;
 
+/**
+ * When other searches wait for the model, a request whose best lexical score is at most this has the
+ * whole wait to be admitted, and one whose words matched better a share of it that falls to nothing
+ * for a perfect match (the fused score trusts the words more, the better they matched): the model's
+ * time goes first to the requests whose words say least.
+ */
+const WORDS_SAY_LITTLE = 0.5;
+
 /** What read a request's texts, and their vectors. */
 export interface RequestMeaning {
   readonly tier: SemanticTier;
@@ -32,7 +40,8 @@ export interface RequestMeaning {
 
 /**
  * The meaning of a request's `texts`: by the model when they are cached, or when the model is expected
- * to embed them within `maxWaitMs` (then waited for, up to GRACE times that); else at once by the
+ * to embed them within `maxWaitMs` (then waited for, up to GRACE times that; with other searches
+ * waiting, within a share of it that shrinks as `wordsScore` grows past WORDS_SAY_LITTLE); else at once by the
  * model's static tier, while the model embeds them when it has time, so the same request is read by
  * the model next time. Without a static tier, a request the model misses is ranked by words and the
  * texts that were ready. A search never queues behind the model for longer, and never waits in vain.
@@ -41,6 +50,7 @@ export async function requestMeaning(
   embedder: QueryEmbedder,
   texts: readonly string[],
   maxWaitMs: number,
+  wordsScore?: number,
 ): Promise<RequestMeaning> {
   const clipped = texts.map((text) => text.slice(0, QUERY_MAX_CHARS));
   // Asked before: no promise, no timer.
@@ -49,7 +59,8 @@ export async function requestMeaning(
     return { tier: "model", vectors: cached, late: 0, failed: 0, modelLate: 0 };
   const missing = clipped.filter((_, i) => cached[i] === undefined);
   const outcomes: ("late" | "failed" | Float32Array)[] = cached.map((vector) => vector ?? "late");
-  const limitMs = embedder.queriesWaiting === 0 ? GRACE * maxWaitMs : maxWaitMs;
+  const need = wordsScore === undefined ? 1 : Math.min(1, (1 - wordsScore) / (1 - WORDS_SAY_LITTLE));
+  const limitMs = embedder.queriesWaiting === 0 ? GRACE * maxWaitMs : need * maxWaitMs;
   if (maxWaitMs > 0 && embedder.expectedWaitMs(missing) <= limitMs) {
     const waitMs = GRACE * maxWaitMs;
     const deadline = Date.now() + waitMs;

@@ -281,6 +281,19 @@ describe("events", () => {
   });
 });
 
+describe("how much a request's words say (what the model's time goes to first under load)", () => {
+  it("is the best lexical score of the request over the tools it may find", async () => {
+    const { catalog } = openCatalog();
+    await catalog.registry.register("s", [
+      { name: "get_status", description: "Get the status of a deployment" },
+      { name: "send_email", description: "Send an email" },
+    ]);
+    const named = catalog.index.meaningOf({ query: "get status" }).wordsScore ?? 0;
+    expect(named).toBeCloseTo(catalog.index.search({ query: "get status" }).tools[0]?.score ?? -1, 9);
+    expect(catalog.index.meaningOf({ query: "will it rain tomorrow" }).wordsScore).toBe(0);
+  });
+});
+
 describe("the texts a request is embedded as", () => {
   it("is the request with its slips repaired against the catalog's words", async () => {
     const { catalog } = openCatalog();

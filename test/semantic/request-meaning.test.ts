@@ -47,6 +47,25 @@ describe("requestMeaning (the shipped model and its static tier, one inference t
     expect(await requestMeaning(embedder, [text], 0)).toMatchObject({ tier: "model", modelLate: 0 });
   });
 
+  it("gives the model first to requests whose words say least, while other searches wait for it", async () => {
+    // A few other searches wait: the model is expected in well under a second, but not at once.
+    const others = Array.from({ length: 3 }, (_, i) => embedder.embedQuery(`someone else's request ${i}`));
+    const waitMs = 5_000;
+    expect(embedder.expectedWaitMs(["a request of a few words"])).toBeLessThan(waitMs / 20);
+    // Words that matched perfectly: the static tier reads it, the model is left to the others.
+    const wellMatched = await requestMeaning(
+      embedder,
+      ["list the open issues of the billing repo"],
+      waitMs,
+      1,
+    );
+    expect(wellMatched.tier).toBe("static");
+    // Words that matched nothing: it waits for the model.
+    const paraphrase = await requestMeaning(embedder, ["should I bring a coat on the hike"], waitMs, 0.1);
+    expect(paraphrase.tier).toBe("model");
+    await Promise.all(others);
+  });
+
   it("gives every request of a burst the model the next time it is asked, though none waited for it", async () => {
     const burst = Array.from({ length: 40 }, (_, i) => `a request of the burst about topic ${i}`);
     for (const text of burst) expect((await requestMeaning(embedder, [text], 0)).tier).toBe("static");
