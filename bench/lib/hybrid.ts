@@ -138,6 +138,6 @@ export function staticOnly(embedder: Embedder): QueryEmbedder {
     embedLater: () => {},
     cachedQuery: () => undefined,
     expectedWaitMs: () => Number.POSITIVE_INFINITY,
-    queriesWaiting: 0,
+    idle: false,
   };
 }

@@ -16,9 +16,12 @@ export const LATER_TEXTS = 2_048;
 export const SPARE_AFTER_MS = 100;
 /**
  * While the server's event loop is busy, the model rests this many times as long as each inference
- * took before the next: it works at most half the time, so the calls it serves are answered too.
+ * took before the next: it works at most two thirds of the time, so the calls it serves are answered
+ * too. Chosen on the held-out requests sent by 32 callers at once (bench/meaning-quality.ts): resting
+ * as long as each inference kept more throughput and fewer answers by the model, a fifth as long the
+ * reverse.
  */
-export const REST_WHILE_BUSY = 1;
+export const REST_WHILE_BUSY = 0.5;
 
 /** A request's texts being embedded: vectors fill in as inferences finish. */
 export interface QueuedRequest {
@@ -26,6 +29,8 @@ export interface QueuedRequest {
   kind: TextKind;
   /** For a query: until when (Date.now) a search waits for it. */
   deadline: number;
+  /** For a query: how much its search needs the model, in [0, 1]; queries of more need go first. */
+  need: number;
   /** The texts' vectors, packed in request order. */
   readonly vectors: Float32Array;
   readonly encoded: readonly EncodedText[];
@@ -52,7 +57,8 @@ export interface BatchShape {
 
 /**
  * The worker's queue of texts to embed, taken an inference at a time, so the model's time goes where
- * someone waits: queries whose search still waits, in the order they came, together; then, taking
+ * someone waits: queries whose search still waits, together, those that need the model most first
+ * (their words say least), else in the order they came; then, taking
  * turns, `later` texts (the latest first: a request asked during a burst is likeliest to come again soon)
  * and catalog texts (one request at a time, shortest first so each inference pads little). A query
  * whose search stopped waiting becomes `later` work. `later` work is bounded: past LATER_TEXTS the
@@ -77,6 +83,7 @@ export class BatchQueue {
     encoded: readonly EncodedText[],
     kind: TextKind,
     deadline = Number.POSITIVE_INFINITY,
+    need = 1,
   ): { readonly request: QueuedRequest; readonly dropped: QueuedRequest[] } {
     const order = encoded.map((_, row) => row);
     if (kind === "background")
@@ -85,6 +92,7 @@ export class BatchQueue {
       requestId,
       kind,
       deadline,
+      need,
       vectors: new Float32Array(encoded.length * this.shape.dims),
       encoded,
       order,
@@ -97,10 +105,13 @@ export class BatchQueue {
     return { request, dropped: this.bound() };
   }
 
-  /** A `later` request a search now waits for until `deadline`: back among the queries. */
-  hurry(requestId: number, deadline: number): void {
+  /** A request a search now waits for until `deadline`, with its need: among the queries. */
+  hurry(requestId: number, deadline: number, need: number): void {
     const waiting = this.queries.find((r) => r.requestId === requestId);
-    if (waiting !== undefined) waiting.deadline = Math.max(waiting.deadline, deadline);
+    if (waiting !== undefined) {
+      waiting.deadline = Math.max(waiting.deadline, deadline);
+      waiting.need = Math.max(waiting.need, need);
+    }
     const at = this.later.findIndex((r) => r.requestId === requestId);
     const request = this.later[at];
     if (request === undefined) return;
@@ -108,6 +119,7 @@ export class BatchQueue {
     this.laterTexts -= request.order.length;
     request.kind = "query";
     request.deadline = deadline;
+    request.need = need;
     this.queries.push(request);
   }
 
@@ -117,7 +129,11 @@ export class BatchQueue {
    */
   next(now = Date.now(), laterHeld = false): Unit | undefined {
     this.prune(now);
-    if (this.queries.length > 0) return this.take(this.queries, true);
+    if (this.queries.length > 0) {
+      // The queries whose searches need the model most first; of equal need, the first come.
+      this.queries.sort((a, b) => b.need - a.need || a.requestId - b.requestId);
+      return this.take(this.queries, true);
+    }
     const laterFirst =
       !laterHeld && this.later.length > 0 && (!this.laterWent || this.background.length === 0);
     if (laterFirst) {

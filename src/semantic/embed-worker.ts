@@ -103,7 +103,7 @@ try {
       unit = queue.next(Date.now(), laterHeld())
     ) {
       const took = await run(unit);
-      // The calls the server answers need the cores too: rest as long as the inference took.
+      // The calls the server answers need the cores too: rest a share of the time the inference took.
       if (serverBusy) await sleep(took * REST_WHILE_BUSY);
       else await turn();
     }
@@ -131,7 +131,7 @@ try {
     if (stopping) return;
     if (message.type === "hurry") {
       queryAt = Date.now();
-      queue.hurry(message.requestId, message.deadline);
+      queue.hurry(message.requestId, message.deadline, message.need);
     } else if (message.type === "eventLoop") serverBusy = message.busy;
     else {
       if (message.kind === "query") queryAt = Date.now();
@@ -140,6 +140,7 @@ try {
         message.texts.map((text) => model.encode(text)),
         message.kind,
         message.deadline,
+        message.need,
       );
       for (const request of dropped) post({ type: "dropped", requestId: request.requestId });
     }

@@ -26,10 +26,11 @@ export interface QueryEmbedder extends TextEmbedder {
   readonly staticTier: StaticTier | undefined;
   /**
    * The query's vector by the model, ahead of every text no search waits for; `deadline` (Date.now):
-   * until when the search waits, after which the text is embedded when the model has time. Rejects
+   * until when the search waits, after which the text is embedded when the model has time; `need`, in
+   * [0, 1]: how much the search needs the model (queries of more need go first; default 1). Rejects
    * with EmbedderBusy, at once, when too many query texts already wait.
    */
-  embedQuery(text: string, deadline?: number): Promise<Float32Array>;
+  embedQuery(text: string, deadline?: number, need?: number): Promise<Float32Array>;
   /**
    * Embeds the query when the model has time (no search waits for it), so the same request is read by
    * the model when asked again; nothing happens when it is cached or already on its way.
@@ -38,12 +39,16 @@ export interface QueryEmbedder extends TextEmbedder {
   /** The query's vector if it is cached and computed (no promise, no wait), else undefined. */
   cachedQuery(text: string): Float32Array | undefined;
   /**
-   * How long `texts`, asked now, would take to be embedded: the query texts ahead of them that searches
-   * still wait for, theirs, and an inference of other work under way, at the model's pace lately.
+   * How long `texts`, asked now with `need` (default 1), would take to be embedded: the query texts
+   * ahead of them that searches still wait for (those of as much need or more), theirs, and an
+   * inference of other work under way, at the model's pace lately.
    */
-  expectedWaitMs(texts: readonly string[]): number;
-  /** Query texts searches wait for (or in an inference). */
-  readonly queriesWaiting: number;
+  expectedWaitMs(texts: readonly string[], need?: number): number;
+  /**
+   * Whether a request asked now would delay no one: no search waits for the model, and the event loop
+   * is not busy with other calls.
+   */
+  readonly idle: boolean;
 }
 
 /** The embedder refused a query because too many wait already: the search answers without it. */
@@ -73,6 +78,8 @@ interface Pending {
   kind: TextKind;
   /** For a query: until when (Date.now) its search waits for it. */
   deadline: number;
+  /** For a query: how much its search needs the model (BatchQueue goes by it). */
+  need: number;
   readonly resolve: (vectors: Float32Array) => void;
   readonly reject: (err: Error) => void;
 }
@@ -192,6 +199,11 @@ export class Embedder implements QueryEmbedder {
     });
   }
 
+  get idle(): boolean {
+    return this.queuedQueries === 0 && !this.loopBusy;
+  }
+
+  /** Query texts searches wait for (or in an inference). */
   get queriesWaiting(): number {
     return this.queuedQueries;
   }
@@ -201,28 +213,28 @@ export class Embedder implements QueryEmbedder {
     return this.msPerToken > 0 ? 1_000 / (this.msPerToken * 32) : 0;
   }
 
-  embedQuery(text: string, deadline = Number.POSITIVE_INFINITY): Promise<Float32Array> {
+  embedQuery(text: string, deadline = Number.POSITIVE_INFINITY, need = 1): Promise<Float32Array> {
     const cached = this.queryCache.get(text);
     if (cached !== undefined) {
-      if (cached.vector === undefined) this.hurry(cached.requestId, deadline);
+      if (cached.vector === undefined) this.hurry(cached.requestId, deadline, need);
       return cached.promise;
     }
     if (this.queuedQueries >= this.options.maxQueuedQueries)
       return Promise.reject(new EmbedderBusy(`${this.queuedQueries} query texts already wait for the model`));
-    return this.cacheQuery(text, "query", deadline).promise;
+    return this.cacheQuery(text, "query", deadline, need).promise;
   }
 
   embedLater(text: string): void {
     if (this.queryCache.get(text) !== undefined || this.closed) return;
     // Dropped (the model's spare time holds enough) or failed: not cached, so asking again retries.
-    this.cacheQuery(text, "later", 0).promise.catch(() => {});
+    this.cacheQuery(text, "later", 0, 0).promise.catch(() => {});
   }
 
   cachedQuery(text: string): Float32Array | undefined {
     return this.queryCache.get(text)?.vector;
   }
 
-  expectedWaitMs(texts: readonly string[]): number {
+  expectedWaitMs(texts: readonly string[], need = 1): number {
     const now = Date.now();
     let ahead = 0;
     let other = 0;
@@ -230,8 +242,9 @@ export class Embedder implements QueryEmbedder {
     // searches keep coming.
     const spare = !this.loopBusy && now - this.queryAt >= SPARE_AFTER_MS;
     for (const job of this.pending.values()) {
-      if (job.kind === "query" && job.deadline > now) ahead += job.tokens;
-      else if (job.kind === "background") other = UNIT_TOKENS;
+      if (job.kind === "query") {
+        if (job.deadline > now && job.need >= need) ahead += job.tokens;
+      } else if (job.kind === "background") other = UNIT_TOKENS;
       else if (spare) other += job.tokens;
     }
     // An inference of other work may be under way (at most a unit of it): on average the query waits
@@ -244,7 +257,7 @@ export class Embedder implements QueryEmbedder {
 
   async embedTexts(texts: readonly string[]): Promise<Float32Array[]> {
     if (texts.length === 0) return [];
-    const packed = await this.request(texts, "background", 0).promise;
+    const packed = await this.request(texts, "background", 0, 0).promise;
     return texts.map((_, i) => packed.slice(i * this.dims, (i + 1) * this.dims));
   }
 
@@ -271,8 +284,8 @@ export class Embedder implements QueryEmbedder {
     return tokens;
   }
 
-  private cacheQuery(text: string, kind: TextKind, deadline: number): CachedQuery {
-    const { requestId, promise } = this.request([text], kind, deadline);
+  private cacheQuery(text: string, kind: TextKind, deadline: number, need: number): CachedQuery {
+    const { requestId, promise } = this.request([text], kind, deadline, need);
     const entry: CachedQuery = { promise, requestId };
     this.queryCache.set(text, entry);
     entry.promise.then(
@@ -288,33 +301,35 @@ export class Embedder implements QueryEmbedder {
   }
 
   /** A `later` query a search now waits for: the worker takes it among the queries. */
-  private hurry(requestId: number, deadline: number): void {
+  private hurry(requestId: number, deadline: number, need: number): void {
     const job = this.pending.get(requestId);
-    if (job === undefined || (job.kind === "query" && job.deadline >= deadline)) return;
+    if (job === undefined || (job.kind === "query" && job.deadline >= deadline && job.need >= need)) return;
     if (job.kind !== "query") this.queuedQueries += job.texts;
     job.kind = "query";
-    job.deadline = deadline;
+    job.deadline = Math.max(job.deadline, deadline);
+    job.need = Math.max(job.need, need);
     this.queryAt = Date.now();
-    this.worker.postMessage({ type: "hurry", requestId, deadline } satisfies ToWorker);
+    this.worker.postMessage({ type: "hurry", requestId, deadline, need } satisfies ToWorker);
   }
 
   private request(
     texts: readonly string[],
     kind: TextKind,
     deadline: number,
+    need: number,
   ): { readonly requestId: number; readonly promise: Promise<Float32Array> } {
     const requestId = this.nextRequestId++;
     if (this.closed) return { requestId, promise: Promise.reject(new Error("the embedder is closed")) };
     const promise = new Promise<Float32Array>((resolve, reject) => {
       const tokens = kind === "background" ? 0 : this.tokensOf(texts);
-      this.pending.set(requestId, { texts: texts.length, tokens, kind, deadline, resolve, reject });
+      this.pending.set(requestId, { texts: texts.length, tokens, kind, deadline, need, resolve, reject });
       if (kind === "query") {
         this.queuedQueries += texts.length;
         this.queryAt = Date.now();
       }
       // Referenced while working, so a caller awaiting vectors keeps the process alive.
       this.worker.ref();
-      this.worker.postMessage({ type: "embed", requestId, texts, kind, deadline } satisfies ToWorker);
+      this.worker.postMessage({ type: "embed", requestId, texts, kind, deadline, need } satisfies ToWorker);
     });
     return { requestId, promise };
   }

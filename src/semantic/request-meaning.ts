@@ -7,20 +7,12 @@ const QUERY_MAX_CHARS = 2_000;
 
 /**
  * A search expected to have its meaning by the model within its wait waits for it up to this many
- * times the wait, when the machine slows down meanwhile; and a search no other search waits beside
- * (the model is free for it) is admitted when expected within that longer time, as it delays no one:
+ * times the wait, when the machine slows down meanwhile; and a search that delays no one (no other
+ * waits for the model, the server is not busy) is admitted when expected within that longer time:
  * a request is then read the same way whenever it is asked, rather than by the model one time and its
  * static tier the next, on a machine busy with other work too.
  */
 const GRACE = 2;
-
-/**
- * When other searches wait for the model, a request whose best lexical score is at most this has the
- * whole wait to be admitted, and one whose words matched better a share of it that falls to nothing
- * for a perfect match (the fused score trusts the words more, the better they matched): the model's
- * time goes first to the requests whose words say least.
- */
-const WORDS_SAY_LITTLE = 0.5;
 
 /** What read a request's texts, and their vectors. */
 export interface RequestMeaning {
@@ -40,8 +32,9 @@ export interface RequestMeaning {
 
 /**
  * The meaning of a request's `texts`: by the model when they are cached, or when the model is expected
- * to embed them within `maxWaitMs` (then waited for, up to GRACE times that; with other searches
- * waiting, within a share of it that shrinks as `wordsScore` grows past WORDS_SAY_LITTLE); else at once by the
+ * to embed them within `maxWaitMs` (then waited for, up to GRACE times that), counting only the
+ * queries ahead of them — those whose words said as little or less (`wordsScore`, their best lexical
+ * score: the model takes the queries that need it most first); else at once by the
  * model's static tier, while the model embeds them when it has time, so the same request is read by
  * the model next time. Without a static tier, a request the model misses is ranked by words and the
  * texts that were ready. A search never queues behind the model for longer, and never waits in vain.
@@ -59,16 +52,18 @@ export async function requestMeaning(
     return { tier: "model", vectors: cached, late: 0, failed: 0, modelLate: 0 };
   const missing = clipped.filter((_, i) => cached[i] === undefined);
   const outcomes: ("late" | "failed" | Float32Array)[] = cached.map((vector) => vector ?? "late");
-  const need = wordsScore === undefined ? 1 : Math.min(1, (1 - wordsScore) / (1 - WORDS_SAY_LITTLE));
-  const limitMs = embedder.queriesWaiting === 0 ? GRACE * maxWaitMs : need * maxWaitMs;
-  if (maxWaitMs > 0 && embedder.expectedWaitMs(missing) <= limitMs) {
+  // The model's time goes first to the requests whose words say least: a request its words match well
+  // loses little by the static tier (the fused score trusts the words more, the better they matched).
+  const need = 1 - (wordsScore ?? 0);
+  const limitMs = embedder.idle ? GRACE * maxWaitMs : maxWaitMs;
+  if (maxWaitMs > 0 && embedder.expectedWaitMs(missing, need) <= limitMs) {
     const waitMs = GRACE * maxWaitMs;
     const deadline = Date.now() + waitMs;
     const settled = Promise.all(
       clipped.map((text, i) =>
         cached[i] !== undefined
           ? undefined
-          : embedder.embedQuery(text, deadline).then(
+          : embedder.embedQuery(text, deadline, need).then(
               (vector) => {
                 outcomes[i] = vector;
               },

@@ -17,16 +17,21 @@ export interface WorkerSettings {
 export type TextKind = "query" | "later" | "background";
 
 export type ToWorker =
-  /** `deadline`: for a query, until when (Date.now) its search waits; after it the query is `later` work. */
+  /**
+   * `deadline`: for a query, until when (Date.now) its search waits; after it the query is `later`
+   * work. `need`: for a query, how much its search needs the model, in [0, 1] (queries of more need go
+   * first).
+   */
   | {
       readonly type: "embed";
       readonly requestId: number;
       readonly texts: readonly string[];
       readonly kind: TextKind;
       readonly deadline: number;
+      readonly need: number;
     }
-  /** A `later` request asked again by a search that waits for it until `deadline`. */
-  | { readonly type: "hurry"; readonly requestId: number; readonly deadline: number }
+  /** A request asked again by a search that waits for it until `deadline`. */
+  | { readonly type: "hurry"; readonly requestId: number; readonly deadline: number; readonly need: number }
   /**
    * Whether the server's event loop is busy: `later` work waits while it is, so the model's spare time
    * is the machine's, not CPU the calls need.

@@ -66,8 +66,19 @@ describe("BatchQueue", () => {
     q.add(1, [text(10)], "background");
     q.add(2, [text(10)], "later");
     q.add(3, [text(10)], "query", 5_000);
-    q.hurry(2, 5_000);
-    expect(rowsOf(q.next(1_000))).toEqual(["3:0", "2:0"]);
+    q.hurry(2, 5_000, 1);
+    expect(rowsOf(q.next(1_000))).toEqual(["2:0", "3:0"]);
+  });
+
+  it("takes the queries whose searches need the model most first, else the first come", () => {
+    const q = queue();
+    q.add(1, [text(10)], "query", 5_000, 0.2);
+    q.add(2, [text(10)], "query", 5_000, 0.9);
+    q.add(3, [text(10)], "query", 5_000, 0.2);
+    q.add(4, [text(100)], "query", 5_000, 0.5);
+    expect(rowsOf(q.next(1_000))).toEqual(["2:0"]);
+    expect(rowsOf(q.next(1_000))).toEqual(["4:0"]);
+    expect(rowsOf(q.next(1_000))).toEqual(["1:0", "3:0"]);
   });
 
   it("keeps a bounded number of texts no one waits for, dropping the oldest", () => {
