@@ -6,6 +6,8 @@ import {
   SearchType,
   SearchTypeSchema,
   SemanticStatusSchema,
+  SemanticTier,
+  SemanticTierSchema,
 } from "../../../gen/ts/wayfind/v1/common_pb.ts";
 import type { SearchToolsResponse } from "../../../gen/ts/wayfind/v1/tools_pb.ts";
 import { callerAs, problemOf } from "../api.ts";
@@ -97,7 +99,12 @@ function Hits({ answer }: { answer: SearchToolsResponse }) {
         <dt>Ran as</dt>
         <dd>{enumLabel(SearchTypeSchema, answer.effectiveSearchType)}</dd>
         <dt>Semantic</dt>
-        <dd>{enumLabel(SemanticStatusSchema, answer.semanticStatus)}</dd>
+        <dd data-semantic>
+          {enumLabel(SemanticStatusSchema, answer.semanticStatus)}
+          {answer.semanticTier === SemanticTier.UNSPECIFIED
+            ? ""
+            : ` (read by ${enumLabel(SemanticTierSchema, answer.semanticTier)})`}
+        </dd>
         {answer.queryRewrites.length > 0 ? (
           <>
             <dt>Rewrites</dt>
