@@ -171,7 +171,7 @@ async function inProcess(
         await timedRow(
           `SearchTools, hybrid by the static tier, ${toolCount} tools`,
           `${label}, never seen before (the model not waited for)`,
-          requests.map((q) => `${q.slice(0, 504)} (static)`),
+          requests.map((q) => `${q.slice(0, 503)} (static)`),
           hybridStatic,
         ),
       );

@@ -16,12 +16,11 @@ export const LATER_TEXTS = 2_048;
 export const SPARE_AFTER_MS = 100;
 /**
  * While the server's event loop is busy, the model rests this many times as long as each inference
- * took before the next: it works at most two thirds of the time, so the calls it serves are answered
- * too. Chosen on the held-out requests sent by 32 callers at once (bench/meaning-quality.ts): resting
- * as long as each inference kept more throughput and fewer answers by the model, a fifth as long the
- * reverse.
+ * took before the next: it works at most half the time, so the calls it serves are answered too.
+ * Measured with 32 callers at once (bench/meaning-quality.ts, bench/hybrid-load.ts): resting half as
+ * long gave the held-out requests 0.003–0.006 more R@5 and took a third of the throughput.
  */
-export const REST_WHILE_BUSY = 0.5;
+export const REST_WHILE_BUSY = 1;
 
 /** A request's texts being embedded: vectors fill in as inferences finish. */
 export interface QueuedRequest {
@@ -31,8 +30,8 @@ export interface QueuedRequest {
   deadline: number;
   /** For a query: how much its search needs the model, in [0, 1]; queries of more need go first. */
   need: number;
-  /** The texts' vectors, packed in request order. */
-  readonly vectors: Float32Array;
+  /** The texts' vectors, packed in request order (made when its first inference ends). */
+  vectors: Float32Array | undefined;
   readonly encoded: readonly EncodedText[];
   /** Rows not embedded yet, in the order they go (by length for background requests). */
   readonly order: number[];
@@ -93,7 +92,7 @@ export class BatchQueue {
       kind,
       deadline,
       need,
-      vectors: new Float32Array(encoded.length * this.shape.dims),
+      vectors: undefined,
       encoded,
       order,
       left: encoded.length,
@@ -152,6 +151,7 @@ export class BatchQueue {
     const { dims } = this.shape;
     const done: QueuedRequest[] = [];
     unit.rows.forEach(({ request, row }, i) => {
+      request.vectors ??= new Float32Array(request.encoded.length * dims);
       request.vectors.set(vectors.subarray(i * dims, (i + 1) * dims), row * dims);
       request.left--;
       if (request.left === 0 && !request.failed) done.push(request);

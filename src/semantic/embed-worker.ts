@@ -66,16 +66,12 @@ try {
   let spareTimer: NodeJS.Timeout | undefined;
   const laterHeld = () => serverBusy || Date.now() - queryAt < SPARE_AFTER_MS;
 
-  const answer = (request: QueuedRequest) =>
-    post(
-      {
-        type: "vectors",
-        requestId: request.requestId,
-        vectors: request.vectors,
-        msPerToken: pace.msPerToken,
-      },
-      [request.vectors.buffer as ArrayBuffer],
-    );
+  const answer = (request: QueuedRequest) => {
+    const vectors = request.vectors ?? new Float32Array(0);
+    post({ type: "vectors", requestId: request.requestId, vectors, msPerToken: pace.msPerToken }, [
+      vectors.buffer as ArrayBuffer,
+    ]);
+  };
   /** Runs one inference; returns how long it took (ms). */
   const run = async (unit: Unit): Promise<number> => {
     const began = performance.now();
@@ -103,7 +99,7 @@ try {
       unit = queue.next(Date.now(), laterHeld())
     ) {
       const took = await run(unit);
-      // The calls the server answers need the cores too: rest a share of the time the inference took.
+      // The calls the server answers need the cores too: rest as long as the inference took.
       if (serverBusy) await sleep(took * REST_WHILE_BUSY);
       else await turn();
     }

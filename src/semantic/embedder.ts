@@ -65,7 +65,7 @@ export interface EmbedderOptions {
   readonly maxQueuedQueries?: number;
 }
 
-const DEFAULTS = { queryCacheSize: 4_096, maxQueuedQueries: 256 } as const;
+const DEFAULTS = { queryCacheSize: 2_048, maxQueuedQueries: 256 } as const;
 
 /** How often the event loop's load is read, and above what share of that time it is busy. */
 const EVENT_LOOP_SAMPLE_MS = 250;

@@ -135,7 +135,7 @@ describe("BatchQueue", () => {
     // Shortest first: row 1, then row 0.
     const done = q.complete(unit, Float32Array.of(1, 1, 0, 0));
     expect(done).toEqual([request]);
-    expect([...request.vectors]).toEqual([0, 0, 1, 1]);
+    expect([...(request.vectors ?? [])]).toEqual([0, 0, 1, 1]);
   });
 
   it("fails a unit's requests whole, leaving nothing of them to embed", () => {
