@@ -44,6 +44,7 @@ const rows: string[][] = [];
 
 /** Answers a second the model read, at the rates run so far (its capacity as measured). */
 let byModel = 0;
+let capacityNote = "";
 
 async function atRate(server: ServerProcess, label: string, rate: number, note = ""): Promise<void> {
   const requests = fresh.take(Math.ceil(rate * DURATION_S));
@@ -81,11 +82,7 @@ try {
   for (const rate of RATES) await atRate(hybrid, "hybrid", rate);
   const overload = Math.max(1, Math.round(2 * byModel));
   await atRate(hybrid, "hybrid", overload, " (2× capacity)");
-  rows.push([
-    "",
-    `capacity: ${(overload / 2).toFixed(0)} requests/s read by the model at most above; its gauge said ${atStart.toFixed(0)} texts/s at start (32 tokens each, nothing else running)`,
-    ...Array.from({ length: 10 }, () => ""),
-  ]);
+  capacityNote = `capacity: ${(overload / 2).toFixed(0)} requests/s read by the model at most above; its gauge said ${atStart.toFixed(0)} texts/s at start (32 tokens each, nothing else running)`;
   await hybrid.stop();
   servers.pop();
 
@@ -119,6 +116,6 @@ printAligned(
   new Set([2, 3, 4, 5, 6, 7, 8, 9, 10]),
 );
 console.log(
-  "\nmeaningful/s: answers read by the model or its static tier a second. The capacity is the model's " +
+  `\n${capacityNote}.\nmeaningful/s: answers read by the model or its static tier a second. The capacity is the model's ` +
     "(wayfind_semantic_capacity_texts_per_second: request texts a second at its pace lately).",
 );

@@ -16,11 +16,15 @@ export const LATER_TEXTS = 2_048;
 export const SPARE_AFTER_MS = 100;
 /**
  * While the server's event loop is busy, the model rests this many times as long as each inference
- * took before the next: it works at most half the time, so the calls it serves are answered too.
+ * took before the next, whatever the work: it works at most half the time, so the calls it serves
+ * are answered too.
  * Measured with 32 callers at once (bench/meaning-quality.ts, bench/hybrid-load.ts): resting half as
  * long gave the held-out requests 0.003–0.006 more R@5 and took a third of the throughput.
  */
 export const REST_WHILE_BUSY = 1;
+
+/** Which `later` work the model may take (BatchQueue.next). */
+export type LaterWork = "none" | "askedAgain" | "all";
 
 /** A request's texts being embedded: vectors fill in as inferences finish. */
 export interface QueuedRequest {
@@ -37,6 +41,8 @@ export interface QueuedRequest {
   readonly order: number[];
   /** Rows whose vector is still missing (taken ones included). */
   left: number;
+  /** For `later` work: a search asked for it again meanwhile (BatchQueue.askedAgain). */
+  askedAgain: boolean;
   failed: boolean;
 }
 
@@ -96,12 +102,22 @@ export class BatchQueue {
       encoded,
       order,
       left: encoded.length,
+      askedAgain: false,
       failed: false,
     };
     if (kind === "background") this.background.push(request);
     else if (kind === "query") this.queries.push(request);
     else this.toLater(request);
     return { request, dropped: this.bound() };
+  }
+
+  /**
+   * A `later` request asked again by a search that did not wait for it: a request that comes back
+   * is worth the model's time even while the server is busy (`next`), where one asked once is not.
+   */
+  askedAgain(requestId: number): void {
+    const request = this.later.find((r) => r.requestId === requestId);
+    if (request !== undefined) request.askedAgain = true;
   }
 
   /** A request a search now waits for until `deadline`, with its need: among the queries. */
@@ -123,21 +139,22 @@ export class BatchQueue {
   }
 
   /**
-   * The next inference at time `now` (Date.now), or undefined when nothing waits; `laterHeld`: the
-   * server is busy, `later` work waits (it is kept).
+   * The next inference at time `now` (Date.now), or undefined when nothing waits. `later`: which
+   * `later` work may go — none while searches keep coming (SPARE_AFTER_MS: it is kept), only what was
+   * asked again while the server is busy, else all.
    */
-  next(now = Date.now(), laterHeld = false): Unit | undefined {
+  next(now = Date.now(), later: LaterWork = "all"): Unit | undefined {
     this.prune(now);
     if (this.queries.length > 0) {
       // The queries whose searches need the model most first; of equal need, the first come.
       this.queries.sort((a, b) => b.need - a.need || a.requestId - b.requestId);
       return this.take(this.queries, true);
     }
-    const laterFirst =
-      !laterHeld && this.later.length > 0 && (!this.laterWent || this.background.length === 0);
+    const open = this.laterOpen(later);
+    const laterFirst = open.length > 0 && (!this.laterWent || this.background.length === 0);
     if (laterFirst) {
       this.laterWent = true;
-      const unit = this.take([...this.later].reverse(), true);
+      const unit = this.take([...open].reverse(), true);
       this.laterTexts -= unit?.rows.length ?? 0;
       return unit;
     }
@@ -170,9 +187,9 @@ export class BatchQueue {
     return failed;
   }
 
-  /** Texts no search waits for, still to embed. */
-  get laterWaiting(): number {
-    return this.laterTexts;
+  /** Whether `later` work waits that `next` would take, given `later`. */
+  laterWaiting(later: LaterWork): boolean {
+    return this.laterOpen(later).length > 0;
   }
 
   /** Drops everything waiting. */
@@ -204,6 +221,11 @@ export class BatchQueue {
   private unit(rows: { request: QueuedRequest; row: number }[], longest: number): Unit {
     const length = this.shape.batchable ? this.shape.paddedLength(longest) : longest;
     return { rows, length };
+  }
+
+  private laterOpen(later: LaterWork): readonly QueuedRequest[] {
+    if (later === "all") return this.later;
+    return later === "none" ? [] : this.later.filter((r) => r.askedAgain);
   }
 
   private toLater(request: QueuedRequest): void {

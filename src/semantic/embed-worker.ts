@@ -1,4 +1,6 @@
 // The worker thread that owns the ONNX session, so inference never runs on the server's event loop.
+// It is handed word pieces, not texts: the main thread tokenizes (it does anyway, for the static tier
+// and the pace), so the worker holds no second tokenizer.
 // Protocol (worker-protocol.ts): workerData is the WorkerSettings; it posts one `ready` or `unusable`,
 // then answers each `embed` with `vectors` (the buffer transferred, not copied), `failed` or, for
 // `later` work it could not keep, `dropped`; a `stop` with `stopped` once the inference under way has
@@ -7,7 +9,14 @@ import { readdirSync } from "node:fs";
 import { getPriority, setPriority } from "node:os";
 import { setTimeout as sleep, setImmediate as turn } from "node:timers/promises";
 import { parentPort, workerData } from "node:worker_threads";
-import { BatchQueue, type QueuedRequest, REST_WHILE_BUSY, SPARE_AFTER_MS, type Unit } from "./batches.ts";
+import {
+  BatchQueue,
+  type LaterWork,
+  type QueuedRequest,
+  REST_WHILE_BUSY,
+  SPARE_AFTER_MS,
+  type Unit,
+} from "./batches.ts";
 import { SentenceModel } from "./model.ts";
 import { Pace } from "./pace.ts";
 import type { FromWorker, ToWorker, WorkerSettings } from "./worker-protocol.ts";
@@ -48,23 +57,31 @@ function lowerPriorityOfNew(before: ReadonlySet<number>): void {
 
 try {
   const before = threadIds();
-  const model = await SentenceModel.load(settings.modelDir, settings.threads);
+  const model = await SentenceModel.load(settings.modelDir, settings.threads, settings.probes.batch);
   lowerPriorityOfNew(before);
   const pace = new Pace();
   // A first pace, from a request's inference once the session has run (loading ran a few).
-  const probe = model.encode("list the open pull requests of a repository");
+  const probe = model.encode(settings.probes.pace);
   const began = performance.now();
   await model.embedEncoded([probe], model.paddedLength(probe.ids.length));
   pace.observe(performance.now() - began, model.paddedLength(probe.ids.length));
   const queue = new BatchQueue(model);
   let running = false;
   let stopping = false;
-  /** The server's event loop is busy: work no one waits for waits (ToWorker "eventLoop"). */
+  /** The server's event loop is busy: the model rests after each inference (ToWorker "eventLoop"). */
   let serverBusy = false;
   /** When a search last asked for a text (Date.now): the model's spare time begins SPARE_AFTER_MS after. */
   let queryAt = 0;
   let spareTimer: NodeJS.Timeout | undefined;
-  const laterHeld = () => serverBusy || Date.now() - queryAt < SPARE_AFTER_MS;
+  /** The model's spare time: no search has asked it for a text lately. */
+  const spareTime = () => Date.now() - queryAt >= SPARE_AFTER_MS;
+  /**
+   * Which `later` work may go: none while searches keep coming; while the event loop is busy, the
+   * requests asked again (one caller asking back to back keeps the loop busy, and its requests
+   * would never be read by the model), not those asked once (a burst of requests never seen would
+   * take CPU the calls need, likely for nothing); else all.
+   */
+  const laterWork = (): LaterWork => (!spareTime() ? "none" : serverBusy ? "askedAgain" : "all");
 
   const answer = (request: QueuedRequest) => {
     const vectors = request.vectors ?? new Float32Array(0);
@@ -94,9 +111,9 @@ try {
     if (running) return;
     running = true;
     for (
-      let unit = queue.next(Date.now(), laterHeld());
+      let unit = queue.next(Date.now(), laterWork());
       unit !== undefined && !stopping;
-      unit = queue.next(Date.now(), laterHeld())
+      unit = queue.next(Date.now(), laterWork())
     ) {
       const took = await run(unit);
       // The calls the server answers need the cores too: rest as long as the inference took.
@@ -106,7 +123,7 @@ try {
     running = false;
     if (stopping) post({ type: "stopped" });
     // Texts no one waits for wait for the model's spare time: look again when it begins.
-    else if (queue.laterWaiting > 0 && !serverBusy && spareTimer === undefined)
+    else if (queue.laterWaiting(serverBusy ? "askedAgain" : "all") && spareTimer === undefined)
       spareTimer = setTimeout(
         () => {
           spareTimer = undefined;
@@ -128,12 +145,13 @@ try {
     if (message.type === "hurry") {
       queryAt = Date.now();
       queue.hurry(message.requestId, message.deadline, message.need);
-    } else if (message.type === "eventLoop") serverBusy = message.busy;
+    } else if (message.type === "again") queue.askedAgain(message.requestId);
+    else if (message.type === "eventLoop") serverBusy = message.busy;
     else {
       if (message.kind === "query") queryAt = Date.now();
       const { dropped } = queue.add(
         message.requestId,
-        message.texts.map((text) => model.encode(text)),
+        message.pieces.map((pieces) => model.encode(pieces)),
         message.kind,
         message.deadline,
         message.need,

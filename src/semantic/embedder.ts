@@ -80,6 +80,8 @@ interface Pending {
   deadline: number;
   /** For a query: how much its search needs the model (BatchQueue goes by it). */
   need: number;
+  /** For `later` work: a search asked for it again (the worker was told). */
+  askedAgain?: boolean;
   readonly resolve: (vectors: Float32Array) => void;
   readonly reject: (err: Error) => void;
 }
@@ -113,7 +115,7 @@ export class Embedder implements QueryEmbedder {
   private readonly queryCache: LruCache<string, CachedQuery>;
   /** Reads the event loop's load and tells the worker when it turns busy or idle. */
   private readonly loopWatch: NodeJS.Timeout;
-  /** Whether the worker was last told the event loop is busy (it then holds `later` work). */
+  /** Whether the worker was last told the event loop is busy (it then rests after each inference). */
   private loopBusy = false;
   /** When a search last asked the worker for a text (Date.now): `later` work waits SPARE_AFTER_MS after. */
   private queryAt = 0;
@@ -171,7 +173,15 @@ export class Embedder implements QueryEmbedder {
     requireFile(modelDir, MODEL_FILES.onnx);
     // A search tokenizes a text for the model's pace and again for the static tier: once, kept.
     const tokenizer = readTokenizer(modelDir, 256);
-    const workerData: WorkerSettings = { modelDir, threads: options.threads ?? availableParallelism() };
+    const probe = (text: string) => tokenizer.pieces(text, false);
+    const workerData: WorkerSettings = {
+      modelDir,
+      threads: options.threads ?? availableParallelism(),
+      probes: {
+        batch: [probe("search the web for a query"), probe("ok")],
+        pace: probe("list the open pull requests of a repository"),
+      },
+    };
     const worker = new Worker(workerEntry(import.meta.url, "embed-worker"), { workerData });
     const ready = await new Promise<Extract<FromWorker, { type: "ready" }>>((resolve, reject) => {
       worker.once("message", (message: FromWorker) => {
@@ -225,7 +235,12 @@ export class Embedder implements QueryEmbedder {
   }
 
   embedLater(text: string): void {
-    if (this.queryCache.get(text) !== undefined || this.closed) return;
+    if (this.closed) return;
+    const cached = this.queryCache.get(text);
+    if (cached !== undefined) {
+      if (cached.vector === undefined) this.askedAgain(cached.requestId);
+      return;
+    }
     // Dropped (the model's spare time holds enough) or failed: not cached, so asking again retries.
     this.cacheQuery(text, "later", 0, 0).promise.catch(() => {});
   }
@@ -238,14 +253,14 @@ export class Embedder implements QueryEmbedder {
     const now = Date.now();
     let ahead = 0;
     let other = 0;
-    // `later` work runs in the model's spare time only: not while the event loop is busy, nor while
-    // searches keep coming.
-    const spare = !this.loopBusy && now - this.queryAt >= SPARE_AFTER_MS;
+    // `later` work runs in the model's spare time only: not while searches keep coming, and while the
+    // event loop is busy only what was asked again.
+    const spare = now - this.queryAt >= SPARE_AFTER_MS;
     for (const job of this.pending.values()) {
       if (job.kind === "query") {
         if (job.deadline > now && job.need >= need) ahead += job.tokens;
       } else if (job.kind === "background") other = UNIT_TOKENS;
-      else if (spare) other += job.tokens;
+      else if (spare && (!this.loopBusy || job.askedAgain === true)) other += job.tokens;
     }
     // An inference of other work may be under way (at most a unit of it): on average the query waits
     // for half of it.
@@ -300,6 +315,17 @@ export class Embedder implements QueryEmbedder {
     return entry;
   }
 
+  /**
+   * A `later` query asked again by a search that did not wait for it: worth the model's time even
+   * while the event loop is busy (BatchQueue.next).
+   */
+  private askedAgain(requestId: number): void {
+    const job = this.pending.get(requestId);
+    if (job === undefined || job.kind !== "later" || job.askedAgain) return;
+    job.askedAgain = true;
+    this.worker.postMessage({ type: "again", requestId } satisfies ToWorker);
+  }
+
   /** A `later` query a search now waits for: the worker takes it among the queries. */
   private hurry(requestId: number, deadline: number, need: number): void {
     const job = this.pending.get(requestId);
@@ -329,7 +355,9 @@ export class Embedder implements QueryEmbedder {
       }
       // Referenced while working, so a caller awaiting vectors keeps the process alive.
       this.worker.ref();
-      this.worker.postMessage({ type: "embed", requestId, texts, kind, deadline, need } satisfies ToWorker);
+      // A search's texts were tokenized for its estimate and are kept; a catalog's are read once.
+      const pieces = texts.map((text) => this.tokenizer.pieces(text, kind !== "background"));
+      this.worker.postMessage({ type: "embed", requestId, pieces, kind, deadline, need } satisfies ToWorker);
     });
     return { requestId, promise };
   }

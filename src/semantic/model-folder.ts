@@ -1,6 +1,6 @@
 // Reading a sentence-embedding model folder (the all-MiniLM-L6-v2 layout): its files, its tokenizer
-// and how a text becomes word pieces. The worker's SentenceModel and the main thread's StaticTier read
-// the same folder the same way, so a text has the same word pieces in both.
+// and how a text becomes word pieces. Texts are tokenized on the main thread only (the Embedder, the
+// static tier); the worker's SentenceModel reads the special tokens' ids and is handed word pieces.
 import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { Tokenizer } from "@huggingface/tokenizers";
@@ -27,7 +27,7 @@ export class ModelFolderError extends Error {
  */
 const CHARS_PER_TOKEN_BOUND = 100;
 
-interface TokenizerSettings {
+export interface TokenizerSettings {
   readonly maxTokens: number;
   readonly clsId: number;
   readonly sepId: number;
@@ -39,8 +39,11 @@ export interface FolderTokenizer {
   readonly settings: TokenizerSettings;
   /** The vocabulary's tokens in id order (WordPiece; empty for other tokenizer models). */
   readonly words: readonly string[];
-  /** Word pieces of `text` without [CLS]/[SEP], cut so that both still fit the model's length. */
-  pieces(text: string): readonly number[];
+  /**
+   * Word pieces of `text` without [CLS]/[SEP], cut so that both still fit the model's length; kept for
+   * the next time unless `keep` is false (a catalog's texts are tokenized once).
+   */
+  pieces(text: string, keep?: boolean): readonly number[];
 }
 
 /**
@@ -48,9 +51,7 @@ export interface FolderTokenizer {
  * search asks a text's length (for the model's pace) and then its pieces (for the static tier).
  */
 export function readTokenizer(dir: string, remember = 0): FolderTokenizer {
-  const tokenizerJson = readJsonObject(dir, MODEL_FILES.tokenizer);
-  const tokenizerConfig = readJsonObject(dir, MODEL_FILES.tokenizerConfig);
-  const config = readJsonObject(dir, MODEL_FILES.config);
+  const { tokenizerJson, tokenizerConfig, settings } = readFolderSettings(dir);
   let tokenizer: Tokenizer;
   try {
     tokenizer = new Tokenizer(tokenizerJson, tokenizerConfig);
@@ -59,7 +60,6 @@ export function readTokenizer(dir: string, remember = 0): FolderTokenizer {
       `${join(dir, MODEL_FILES.tokenizer)}: not a usable tokenizer (${errorMessage(err)})`,
     );
   }
-  const settings = tokenizerSettings(dir, tokenizer, tokenizerConfig, config);
   const encode = (text: string) =>
     tokenizer
       .encode(text.slice(0, settings.maxTokens * CHARS_PER_TOKEN_BOUND), { add_special_tokens: false })
@@ -68,8 +68,8 @@ export function readTokenizer(dir: string, remember = 0): FolderTokenizer {
   return {
     settings,
     words: vocabularyTokens(tokenizerJson),
-    pieces: (text) => {
-      if (remember === 0) return encode(text);
+    pieces: (text, keep = true) => {
+      if (remember === 0 || !keep) return encode(text);
       const cached = known.get(text);
       if (cached !== undefined) return cached;
       const pieces = encode(text);
@@ -132,6 +132,31 @@ export function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+/** The special tokens' ids and the model's length, as the worker needs them (no tokenizer). */
+export function readTokenSettings(dir: string): TokenizerSettings {
+  return readFolderSettings(dir).settings;
+}
+
+function readFolderSettings(dir: string) {
+  const tokenizerJson = readJsonObject(dir, MODEL_FILES.tokenizer);
+  const tokenizerConfig = readJsonObject(dir, MODEL_FILES.tokenizerConfig);
+  const config = readJsonObject(dir, MODEL_FILES.config);
+  const settings = tokenizerSettings(dir, tokenIds(tokenizerJson), tokenizerConfig, config);
+  return { tokenizerJson, tokenizerConfig, settings };
+}
+
+/** A token's id as tokenizer.json gives it: an added token's, else the model's vocabulary's. */
+function tokenIds(tokenizerJson: Record<string, unknown>): (token: string) => number | undefined {
+  const ids = new Map<string, number>();
+  const vocab = (tokenizerJson.model as { vocab?: unknown } | undefined)?.vocab;
+  if (typeof vocab === "object" && vocab !== null && !Array.isArray(vocab))
+    for (const [token, id] of Object.entries(vocab)) if (typeof id === "number") ids.set(token, id);
+  const added = Array.isArray(tokenizerJson.added_tokens) ? tokenizerJson.added_tokens : [];
+  for (const entry of added as { id?: unknown; content?: unknown }[])
+    if (typeof entry.id === "number" && typeof entry.content === "string") ids.set(entry.content, entry.id);
+  return (token) => ids.get(token);
+}
+
 /**
  * The tokens of a WordPiece vocabulary (`model.vocab`, token → id) in id order, where a request's words
  * can be found whole; empty for other tokenizer models (their pieces are no words to repair against).
@@ -147,13 +172,13 @@ function vocabularyTokens(tokenizerJson: Record<string, unknown>): string[] {
 
 function tokenizerSettings(
   dir: string,
-  tokenizer: Tokenizer,
+  idOf: (token: string) => number | undefined,
   tokenizerConfig: Record<string, unknown>,
   config: Record<string, unknown>,
 ): TokenizerSettings {
   const tokenId = (key: string, fallback: string): number => {
     const token = typeof tokenizerConfig[key] === "string" ? tokenizerConfig[key] : fallback;
-    const id = tokenizer.token_to_id(token);
+    const id = idOf(token);
     if (id === undefined)
       throw new ModelFolderError(
         `${join(dir, MODEL_FILES.tokenizer)}: the vocabulary has no ${key} "${token}"`,

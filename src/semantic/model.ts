@@ -5,12 +5,12 @@ import { InferenceSession, Tensor } from "onnxruntime-node";
 import type { ScoreCalibration } from "./calibration.ts";
 import {
   errorMessage,
-  type FolderTokenizer,
   MODEL_FILES,
   ModelFolderError,
   readCalibration,
-  readTokenizer,
+  readTokenSettings,
   requireFile,
+  type TokenizerSettings,
 } from "./model-folder.ts";
 
 /** The folder's optional score calibration (calibration.ts); without it, DEFAULT_CALIBRATION. */
@@ -20,7 +20,13 @@ export interface EncodedText {
   readonly ids: readonly number[];
 }
 
-/** Loaded model: tokenizer, ONNX session and what the model says about itself. */
+/**
+ * Word pieces of two texts, one long and one short (tokenized by the caller): what a model is probed
+ * with at load, to tell whether its vectors depend on their batch.
+ */
+export type BatchProbes = readonly [readonly number[], readonly number[]];
+
+/** Loaded model: the ONNX session, its special tokens, and what the model says about itself. */
 export class SentenceModel {
   private constructor(
     /** `<folder name>@<first 16 hex of the ONNX file's sha256>`: a changed file is a new model. */
@@ -28,7 +34,7 @@ export class SentenceModel {
     /** The ONNX file's sha256 (hex): what a static tier distilled from this model names (static-tier.ts). */
     readonly sha256: string,
     readonly dims: number,
-    private readonly tokenizer: FolderTokenizer,
+    private readonly tokens: TokenizerSettings,
     private readonly session: InferenceSession,
     private readonly needsTokenTypes: boolean,
     /**
@@ -40,14 +46,10 @@ export class SentenceModel {
     readonly calibration: ScoreCalibration,
   ) {}
 
-  /** The vocabulary's tokens in id order: request repair reads its whole words as the model's words. */
-  get words(): readonly string[] {
-    return this.tokenizer.words;
-  }
-
-  static async load(dir: string, threads = 1): Promise<SentenceModel> {
+  /** `probes`: see batchInvariant. */
+  static async load(dir: string, threads: number, probes: BatchProbes): Promise<SentenceModel> {
     const onnxPath = requireFile(dir, MODEL_FILES.onnx);
-    const tokenizer = readTokenizer(dir);
+    const tokens = readTokenSettings(dir);
     const calibration = readCalibration(dir, CALIBRATION_FILE);
     let session: InferenceSession;
     try {
@@ -82,22 +84,13 @@ export class SentenceModel {
     const sha256 = createHash("sha256").update(readFileSync(onnxPath)).digest("hex");
     const id = `${basename(dir)}@${sha256.slice(0, 16)}`;
     const needsTokenTypes = session.inputNames.includes("token_type_ids");
-    const probe = new SentenceModel(id, sha256, 0, tokenizer, session, needsTokenTypes, false, calibration);
+    const probe = new SentenceModel(id, sha256, 0, tokens, session, needsTokenTypes, false, calibration);
     // The dimension is the model's, read from one real inference rather than trusted from config.json.
-    const empty = probe.encode("");
+    const empty = probe.encode([]);
     const dims = (await probe.hiddenStates([empty], empty.ids.length)).dims;
-    const sized = new SentenceModel(
-      id,
-      sha256,
-      dims,
-      tokenizer,
-      session,
-      needsTokenTypes,
-      false,
-      calibration,
-    );
-    const batchable = await sized.batchInvariant();
-    return new SentenceModel(id, sha256, dims, tokenizer, session, needsTokenTypes, batchable, calibration);
+    const sized = new SentenceModel(id, sha256, dims, tokens, session, needsTokenTypes, false, calibration);
+    const batchable = await sized.batchInvariant(probes);
+    return new SentenceModel(id, sha256, dims, tokens, session, needsTokenTypes, batchable, calibration);
   }
 
   /**
@@ -106,23 +99,23 @@ export class SentenceModel {
    * tensor as a whole (a batch's longest or loudest text then changes every other text's vector). Told
    * by embedding two texts alone and then together, padded further.
    */
-  private async batchInvariant(): Promise<boolean> {
-    const probes = [this.encode("search the web for a query"), this.encode("ok")];
+  private async batchInvariant(pieces: BatchProbes): Promise<boolean> {
+    const probes = pieces.map((p) => this.encode(p));
     const alone: Float32Array[] = [];
     for (const e of probes) alone.push(await this.embedEncoded([e], e.ids.length));
     const together = await this.embedEncoded(probes, 2 * MIN_PADDED_LENGTH);
     return alone.every((vector, row) => vector.every((x, d) => x === together[row * this.dims + d]));
   }
 
-  /** Word pieces of `text`, cut to fit with `[CLS]` and the final `[SEP]` kept (as sentence-transformers does). */
-  encode(text: string): EncodedText {
-    const { clsId, sepId } = this.tokenizer.settings;
-    return { ids: [clsId, ...this.tokenizer.pieces(text), sepId] };
+  /** A text's word pieces (cut to fit: FolderTokenizer.pieces) between `[CLS]` and `[SEP]`. */
+  encode(pieces: readonly number[]): EncodedText {
+    const { clsId, sepId, maxTokens } = this.tokens;
+    return { ids: [clsId, ...pieces.slice(0, maxTokens - 2), sepId] };
   }
 
   /** The token length `encoded` texts are padded to: the least of a few fixed lengths that holds them. */
   paddedLength(longest: number): number {
-    return paddedLength(longest, this.tokenizer.settings.maxTokens);
+    return paddedLength(longest, this.tokens.maxTokens);
   }
 
   /**
@@ -153,7 +146,7 @@ export class SentenceModel {
     length: number,
   ): Promise<{ hidden: Float32Array; dims: number }> {
     const size = encoded.length * length;
-    const ids = new BigInt64Array(size).fill(BigInt(this.tokenizer.settings.padId));
+    const ids = new BigInt64Array(size).fill(BigInt(this.tokens.padId));
     const mask = new BigInt64Array(size);
     encoded.forEach((e, row) => {
       e.ids.forEach((id, t) => {

@@ -1,12 +1,19 @@
 /** Messages between the embedder (main thread) and embed-worker.ts. */
 
 import type { ScoreCalibration } from "./calibration.ts";
+import type { BatchProbes } from "./model.ts";
 
 /** What the worker is started with (its workerData). */
 export interface WorkerSettings {
   readonly modelDir: string;
   /** Threads of the ONNX session (config tool_search.semantic.threads). */
   readonly threads: number;
+  /**
+   * Word pieces the worker probes the model with at load (it has no tokenizer: texts are tokenized on
+   * the main thread): two texts to tell whether vectors depend on their batch, one request for a
+   * first pace.
+   */
+  readonly probes: { readonly batch: BatchProbes; readonly pace: readonly number[] };
 }
 
 /**
@@ -20,16 +27,18 @@ export type ToWorker =
   /**
    * `deadline`: for a query, until when (Date.now) its search waits; after it the query is `later`
    * work. `need`: for a query, how much its search needs the model, in [0, 1] (queries of more need go
-   * first).
+   * first). `pieces`: each text's word pieces (FolderTokenizer.pieces).
    */
   | {
       readonly type: "embed";
       readonly requestId: number;
-      readonly texts: readonly string[];
+      readonly pieces: readonly (readonly number[])[];
       readonly kind: TextKind;
       readonly deadline: number;
       readonly need: number;
     }
+  /** A `later` request asked again by a search that did not wait for it (BatchQueue.askedAgain). */
+  | { readonly type: "again"; readonly requestId: number }
   /** A request asked again by a search that waits for it until `deadline`. */
   | { readonly type: "hurry"; readonly requestId: number; readonly deadline: number; readonly need: number }
   /**

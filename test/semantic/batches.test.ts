@@ -52,13 +52,27 @@ describe("BatchQueue", () => {
     expect(rowsOf(q.next())).toEqual(["1:1"]);
   });
 
-  it("holds the texts no one waits for while the server is busy, and goes on with them once it is not", () => {
+  it("holds the texts no one waits for while searches keep coming, and goes on with them once they stop", () => {
     const q = queue();
     q.add(1, [text(10)], "later");
     q.add(2, [text(10)], "background");
-    expect(rowsOf(q.next(Date.now(), true))).toEqual(["2:0"]);
-    expect(q.next(Date.now(), true)).toBeUndefined();
-    expect(rowsOf(q.next(Date.now(), false))).toEqual(["1:0"]);
+    expect(rowsOf(q.next(Date.now(), "none"))).toEqual(["2:0"]);
+    expect(q.next(Date.now(), "none")).toBeUndefined();
+    expect(q.laterWaiting("none")).toBe(false);
+    expect(rowsOf(q.next(Date.now(), "all"))).toEqual(["1:0"]);
+  });
+
+  it("while the server is busy, takes of the texts no one waits for only those asked again", () => {
+    const q = queue();
+    q.add(1, [text(10)], "later");
+    q.add(2, [text(10)], "later");
+    expect(q.laterWaiting("askedAgain")).toBe(false);
+    expect(q.next(Date.now(), "askedAgain")).toBeUndefined();
+    q.askedAgain(1);
+    expect(q.laterWaiting("askedAgain")).toBe(true);
+    expect(rowsOf(q.next(Date.now(), "askedAgain"))).toEqual(["1:0"]);
+    expect(q.next(Date.now(), "askedAgain")).toBeUndefined();
+    expect(rowsOf(q.next(Date.now(), "all"))).toEqual(["2:0"]);
   });
 
   it("takes a text no one waited for among the queries once a search waits for it", () => {
