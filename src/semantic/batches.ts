@@ -7,6 +7,13 @@ import type { TextKind } from "./worker-protocol.ts";
  * answered within their wait; larger batches embed no more texts a second on a CPU.
  */
 export const UNIT_TOKENS = 128;
+/**
+ * Tokens of an inference of texts no search waits for: one short request's. A search that arrives
+ * while it runs waits for it, and one that arrives in the model's spare time comes when nobody else
+ * has for a while: a search one at a time on a busy machine then waits for a short inference, not
+ * a full one, and is read by the model the same way each time.
+ */
+const LATER_UNIT_TOKENS = 32;
 /** Texts no search waits for, kept for the model's spare time at most; past it the oldest are dropped. */
 export const LATER_TEXTS = 2_048;
 /**
@@ -154,7 +161,7 @@ export class BatchQueue {
     const laterFirst = open.length > 0 && (!this.laterWent || this.background.length === 0);
     if (laterFirst) {
       this.laterWent = true;
-      const unit = this.take([...open].reverse(), true);
+      const unit = this.take([...open].reverse(), true, LATER_UNIT_TOKENS);
       this.laterTexts -= unit?.rows.length ?? 0;
       return unit;
     }
@@ -199,7 +206,11 @@ export class BatchQueue {
   }
 
   /** Rows of `requests`, in order, up to a unit's tokens (one row when texts may not share). */
-  private take(requests: readonly QueuedRequest[], acrossRequests: boolean): Unit | undefined {
+  private take(
+    requests: readonly QueuedRequest[],
+    acrossRequests: boolean,
+    unitTokens = UNIT_TOKENS,
+  ): Unit | undefined {
     const rows: { request: QueuedRequest; row: number }[] = [];
     let longest = 0;
     for (const request of requests) {
@@ -207,7 +218,7 @@ export class BatchQueue {
         const row = request.order[0] as number;
         const tokens = request.encoded[row]?.ids.length ?? 0;
         const length = this.shape.paddedLength(Math.max(longest, tokens));
-        const full = rows.length > 0 && (!this.shape.batchable || (rows.length + 1) * length > UNIT_TOKENS);
+        const full = rows.length > 0 && (!this.shape.batchable || (rows.length + 1) * length > unitTokens);
         if (full) return this.unit(rows, longest);
         request.order.shift();
         rows.push({ request, row });

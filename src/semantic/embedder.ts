@@ -65,7 +65,7 @@ export interface EmbedderOptions {
   readonly maxQueuedQueries?: number;
 }
 
-const DEFAULTS = { queryCacheSize: 2_048, maxQueuedQueries: 256 } as const;
+const DEFAULTS = { queryCacheSize: 4_096, maxQueuedQueries: 256 } as const;
 
 /** How often the event loop's load is read, and above what share of that time it is busy. */
 const EVENT_LOOP_SAMPLE_MS = 250;
@@ -260,14 +260,16 @@ export class Embedder implements QueryEmbedder {
       if (job.kind === "query") {
         if (job.deadline > now && job.need >= need) ahead += job.tokens;
       } else if (job.kind === "background") other = UNIT_TOKENS;
-      else if (spare && (!this.loopBusy || job.askedAgain === true)) other += job.tokens;
+      // A `later` inference is one text (BatchQueue).
+      else if (spare && (!this.loopBusy || job.askedAgain === true)) other = Math.max(other, job.tokens);
     }
-    // An inference of other work may be under way (at most a unit of it): on average the query waits
+    // An inference of other work may be under way (a unit of it at most): on average the query waits
     // for half of it.
     const underWay = Math.min(other, UNIT_TOKENS) / 2;
-    // While the event loop is busy, the model rests after each inference as long as it took.
+    // While the event loop is busy, the model rests after each inference as long as it took: after
+    // those ahead, not after this one's.
     const slowdown = this.loopBusy ? 1 + REST_WHILE_BUSY : 1;
-    return this.msPerToken * slowdown * (ahead + this.tokensOf(texts) + underWay);
+    return this.msPerToken * (slowdown * (ahead + underWay) + this.tokensOf(texts));
   }
 
   async embedTexts(texts: readonly string[]): Promise<Float32Array[]> {

@@ -6,11 +6,11 @@ import { EmbedderBusy, type QueryEmbedder } from "./embedder.ts";
 const QUERY_MAX_CHARS = 2_000;
 
 /**
- * A search expected to have its meaning by the model within its wait waits for it up to this many
- * times the wait, when the machine slows down meanwhile; and a search that delays no one (no other
- * waits for the model, the server is not busy) is admitted when expected within that longer time:
- * a request is then read the same way whenever it is asked, rather than by the model one time and its
- * static tier the next, on a machine busy with other work too.
+ * A search that delays no one (no other waits for the model, the server is not busy) is admitted when
+ * its meaning is expected within this many times the wait, so a request is read the same way whenever
+ * it is asked, rather than by the model one time and its static tier the next, on a machine busy
+ * with other work too; and a search admitted waits up to this many times what it was admitted for,
+ * when the machine slows down meanwhile.
  */
 const GRACE = 2;
 
@@ -32,7 +32,8 @@ export interface RequestMeaning {
 
 /**
  * The meaning of a request's `texts`: by the model when they are cached, or when the model is expected
- * to embed them within `maxWaitMs` (then waited for, up to GRACE times that), counting only the
+ * to embed them within `maxWaitMs` (GRACE times it when the search delays no one; then waited for, up
+ * to GRACE times that allowance), counting only the
  * queries ahead of them — those whose words said as little or less (`wordsScore`, their best lexical
  * score: the model takes the queries that need it most first); else at once by the
  * model's static tier, while the model embeds them when it has time, so the same request is read by
@@ -57,7 +58,7 @@ export async function requestMeaning(
   const need = 1 - (wordsScore ?? 0);
   const limitMs = embedder.idle ? GRACE * maxWaitMs : maxWaitMs;
   if (maxWaitMs > 0 && embedder.expectedWaitMs(missing, need) <= limitMs) {
-    const waitMs = GRACE * maxWaitMs;
+    const waitMs = GRACE * limitMs;
     const deadline = Date.now() + waitMs;
     const settled = Promise.all(
       clipped.map((text, i) =>
