@@ -62,6 +62,25 @@ const FIELD_ENDINGS = new Set(
    values flag enabled disabled state result results`.split(/\s+/),
 );
 
+/** Extensions that make a name under a tool namespace a file still (`github.md`, `slack.json`). */
+const FILE_EXTENSIONS = new Set(
+  "md txt json yaml yml toml csv tsv pdf html xml js ts py go rs sh log png jpg svg zip".split(" "),
+);
+
+/** `ns.name` or MCP's `mcp__ns__name`: the namespace and the name under it. */
+const NAMESPACED = /^(?:mcp__)?([A-Za-z0-9_-]+?)(?:__|\.)([A-Za-z0-9_.-]+)$/;
+
+/**
+ * Whether a word names something under a namespace of the caller's catalog (`hr.secret_payroll`,
+ * `ops.status`): a tool whatever its words, unless what follows is a file's extension.
+ */
+function underKnownNamespace(word: string, isKnownNamespace: (namespace: string) => boolean): boolean {
+  const match = NAMESPACED.exec(word);
+  if (!match) return false;
+  const [, namespace = "", rest = ""] = match;
+  return isKnownNamespace(namespace) && !FILE_EXTENSIONS.has(rest.toLowerCase());
+}
+
 /**
  * Whether a tool-shaped word reads as a tool rather than a field, a parameter or an event: its last
  * part (after a namespace: `.`, `/`, `:` or MCP's `__`) starts with an action verb (or has one second
@@ -69,8 +88,8 @@ const FIELD_ENDINGS = new Set(
  * public skill packs: 39 of 645 tool-shaped words there pass, the tool names among them
  * (`create_issue`, `slack_send_message`, `get_channel_info`) and a few method names that the code
  * rule keeps (`pd.read_excel(`), while `next_cursor`, `max_tokens`, `stop_reason` or `grant_type`
- * stay as written. The word alone decides, never the catalog, so the
- * rewrite cannot tell which hidden names exist.
+ * stay as written. The word alone decides, never the catalog's tools, so the rewrite cannot tell
+ * which hidden names exist (names under a known namespace are decided by underKnownNamespace).
  */
 function looksLikeTool(word: string): boolean {
   if (!toolShaped(word)) return false;
@@ -88,12 +107,14 @@ function looksLikeTool(word: string): boolean {
 
 /**
  * Operator text (global skills) may name any tool, and the caller may see only some: every name that
- * reads as a tool (looksLikeTool) the caller cannot see becomes `tool_search for "<capability>"`,
- * whether a tool of that name exists or not, so the model learns what to look for but neither the
- * hidden name nor whether it exists. Field names, names inside URLs, paths and e-mail addresses, and
- * code (calls, keyword arguments) are left alone.
+ * reads as a tool (looksLikeTool, or any name under a namespace of the caller's catalog) the caller
+ * cannot see becomes `tool_search for "<capability>"`, whether a tool of that name exists or not, so
+ * the model learns what to look for but neither the hidden name nor whether it exists. Field names,
+ * names inside URLs, paths and e-mail addresses, and code (calls, keyword arguments) are left alone.
  */
-function operatorTextRewriter(isVisible: (name: string) => boolean): (text: string) => string {
+function operatorTextRewriter(gate: ToolGate): (text: string) => string {
+  const readsAsTool = (name: string) =>
+    looksLikeTool(name) || underKnownNamespace(name, (namespace) => gate.isKnownNamespace(namespace));
   return (text) =>
     text.replace(NAME_RUN, (whole, open: string, run: string, close: string, offset: number) => {
       // A sentence's full stop is not part of the name before it.
@@ -101,7 +122,7 @@ function operatorTextRewriter(isVisible: (name: string) => boolean): (text: stri
       const before = text[offset - 1] ?? " ";
       const after = text[offset + open.length + name.length] ?? " ";
       if (ADDRESS_CHAR_BEFORE.test(before) || ADDRESS_CHAR.test(after)) return whole;
-      if (!looksLikeTool(name) || isVisible(name)) return whole;
+      if (!readsAsTool(name) || gate.isVisible(name)) return whole;
       const trailing = run.slice(name.length);
       return trailing === "" ? hint(open, name, close) : `${hint(open, name, "")}${trailing}${close}`;
     });
@@ -134,7 +155,5 @@ function tenantTextRewriter(narrowedAway: readonly string[]): (text: string) => 
 /** Builds the text rewriter for one call and one author (see the two rewriters above). */
 export function toolGateRewriter(gate: ToolGate | undefined, author: TextAuthor): (text: string) => string {
   if (!gate) return (text) => text;
-  return author === "operator"
-    ? operatorTextRewriter((name) => gate.isVisible(name))
-    : tenantTextRewriter(gate.narrowedAway());
+  return author === "operator" ? operatorTextRewriter(gate) : tenantTextRewriter(gate.narrowedAway());
 }

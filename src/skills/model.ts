@@ -65,6 +65,11 @@ export type TextAuthor = "operator" | "tenant";
 export interface ToolGate {
   /** Whether the caller may see a tool of this name: operator text keeps it, and rewrites other tool-like names. */
   isVisible(name: string): boolean;
+  /**
+   * Whether a namespace (or source) holds tools that exist for the caller's tenant, seen or not: in
+   * operator text, any `namespace.name` under one reads as a tool, whatever its words.
+   */
+  isKnownNamespace(namespace: string): boolean;
   /** Tools the caller's tenant may see but its narrowing hides: rewritten in the tenant's own text. */
   narrowedAway(): readonly string[];
 }

@@ -31,7 +31,9 @@ export class CallerViews {
 
   /**
    * Which tool names skill text may show this caller. Text the operator wrote keeps the names the
-   * caller may see and rewrites every other tool-like name, existing or not. Text a tenant may have
+   * caller may see and rewrites every other tool-like name, existing or not; a name under a namespace
+   * of the tenant's catalog reads as a tool whatever its words (other tenants' tools never count, so
+   * they cannot change what this tenant reads). Text a tenant may have
    * written hides only names its narrowing removed (names it could see without narrowing): any other
    * name stays as written. Either way the output is the same whether a hidden name exists or not.
    */
@@ -46,8 +48,21 @@ export class CallerViews {
       }
       return visible;
     };
+    let namespaces: Set<string> | undefined;
+    const knownNamespaces = (): Set<string> => {
+      if (namespaces === undefined) {
+        namespaces = new Set();
+        for (const tool of this.sources.registry.all()) {
+          if (!this.sources.registry.existsFor(caller.tenantId, tool)) continue;
+          for (const name of [tool.namespace, tool.source, tool.name.split(".")[0] ?? ""])
+            if (name !== "" && name !== tool.name) namespaces.add(name);
+        }
+      }
+      return namespaces;
+    };
     return {
       isVisible: (name) => visibleNames().has(name),
+      isKnownNamespace: (namespace) => knownNamespaces().has(namespace),
       narrowedAway: () => {
         const seen = visibleNames();
         const away = new Set<string>();

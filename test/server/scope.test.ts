@@ -375,4 +375,35 @@ steps:
       'If that fails, tool_search for "drop tables" (never registered).',
     ]);
   });
+  it("rewrites a hidden tool under a namespace of the catalog whatever its words, in every skill answer", async () => {
+    await tools().registerTools(
+      { source: "internal", tools: [tool("internal.secret_payroll", "Read the payroll of every employee.")] },
+      asOperator,
+    );
+    const payroll = `---
+name: ops.payroll_review
+trigger: Review the payroll before month end.
+steps:
+  - Compare internal.secret_payroll with internal.salary_bands and ops.status.
+---
+`;
+    await skills().loadSkillPack(
+      {
+        packName: "payroll",
+        scope: SkillScope.GLOBAL,
+        source: { case: "files", value: { files: [{ path: "payroll.skill.md", content: payroll }] } },
+      },
+      asOperator,
+    );
+    const got = await skills().getSkills({ caller: bravo, names: ["ops.payroll_review"] });
+    expect(got.skills[0]?.steps).toEqual([
+      'Compare tool_search for "secret payroll" with tool_search for "salary bands" and ops.status.',
+    ]);
+    const relevant = await skills().getRelevantSkills({ caller: bravo, task: "review the payroll" });
+    expect(relevant.skillNames).toContain("ops.payroll_review");
+    expect(relevant.formattedContext).toContain('tool_search for "secret payroll"');
+    expect(relevant.formattedContext).not.toContain("internal.");
+    const forAcme = await skills().getSkills({ caller: acme, names: ["ops.payroll_review"] });
+    expect(forAcme.skills[0]?.steps[0]).toContain("internal.secret_payroll with tool_search");
+  });
 });

@@ -26,7 +26,7 @@ describe("demo pack", () => {
     cpSync(join(import.meta.dirname, "../../demo/skills"), join(dir, "demo"), { recursive: true });
     service.loadSkillPack({ pack: "demo", version: "1", scope: GLOBAL, path: "demo" });
     const names = service.listSkills(caller("t1"), { pageSize: 100 }).skills.map((s) => s.name);
-    const seesNothing = { isVisible: () => false, narrowedAway: () => [] };
+    const seesNothing = { isVisible: () => false, isKnownNamespace: () => false, narrowedAway: () => [] };
     // GetSkills takes ten names a call.
     const get = async (options = {}) =>
       (

@@ -3,8 +3,10 @@ import type { ToolGate } from "../../src/skills/index.ts";
 import { caller, fixture, GLOBAL, jsonSkill } from "./helpers.ts";
 
 // The caller sees fs.read_file only; nothing was narrowed away, so a tenant's own text stays as written.
+// Its catalog has tools under fs and hr (hr's hidden from it).
 const gate: ToolGate = {
   isVisible: (name) => name === "fs.read_file",
+  isKnownNamespace: (namespace) => namespace === "fs" || namespace === "hr",
   narrowedAway: () => [],
 };
 
@@ -120,6 +122,19 @@ describe("tool-reference gating", () => {
       "stop_reason and run_started; send grant_type=refresh_token; set lock_timeout; " +
       "call pd.read_excel('a.xlsx') with remove_duplicates=True; open read_write.";
     expect(await operatorStep(fields)).toBe(fields);
+  });
+
+  it("rewrites, in operator text, any name under a namespace of the caller's catalog, whatever its words", async () => {
+    expect(
+      await operatorStep("Cross-check hr.secret_payroll and mcp__hr__salary_bands, then fs.read_file."),
+    ).toBe(
+      'Cross-check tool_search for "secret payroll" and tool_search for "salary bands", then fs.read_file.',
+    );
+  });
+
+  it("leaves files and names of unknown namespaces as written", async () => {
+    const step = "Attach hr.md and hr.json; ask team.secret_payroll.";
+    expect(await operatorStep(step)).toBe(step);
   });
 
   it("leaves text untouched without a gate", async () => {
