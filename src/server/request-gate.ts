@@ -162,19 +162,23 @@ export class RequestGate {
 
   /** Why a request sent to `host` is refused, or undefined. */
   private hostRefusal(host: string): string | undefined {
-    // Browsers always name the host; only other clients can leave it out (HTTP/2 without :authority).
-    if (host === "") return undefined;
     const name = hostnameOf(host);
     const { allowedHosts } = this.hosts;
     if (name !== "" && (isIP(name) !== 0 || isLoopback(name) || allowedHosts.includes(name)))
       return undefined;
     const strict = this.hosts.loopback || this.hosts.servesUnauthenticated || allowedHosts.length > 0;
-    if (!strict && name !== "") return undefined;
+    // A request that names no host (an empty Host, HTTP/1.0 or HTTP/2 without one) proves nothing
+    // about the name it was sent to: a strict server refuses it as it refuses a rebound name.
+    if (!strict && (name !== "" || host === "")) return undefined;
     const why = this.hosts.loopback
       ? "this server listens on loopback only"
       : this.hosts.servesUnauthenticated
         ? "this server serves calls without credentials"
         : "it is not one of server.allowed_hosts";
-    return `Host "${host.slice(0, 100)}" does not name this server: ${why}, so it answers only an IP address, localhost or a name in server.allowed_hosts (DNS rebinding protection)`;
+    const refused =
+      host === ""
+        ? "A request without a Host header is refused"
+        : `Host "${host.slice(0, 100)}" does not name this server`;
+    return `${refused}: ${why}, so it answers only an IP address, localhost or a name in server.allowed_hosts (DNS rebinding protection)`;
   }
 }

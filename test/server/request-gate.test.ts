@@ -65,6 +65,31 @@ describe("a loopback server that serves calls without credentials (the quick sta
     },
   );
 
+  it.each([
+    ["an empty Host", "POST /mcp HTTP/1.1\r\nHost: \r\n"],
+    ["no Host (HTTP/1.0)", "POST /mcp HTTP/1.0\r\n"],
+  ])("refuses an MCP initialize that names no host: %s", async (_case, head) => {
+    const body = JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: {
+        protocolVersion: "2025-11-25",
+        capabilities: {},
+        clientInfo: { name: "probe", version: "1" },
+      },
+    });
+    const connection = await openRaw(wayfind.port);
+    connection.socket.end(
+      `${head}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+    await connection.closed;
+    expect(connection.received()).toMatch(/^HTTP\/1\.[01] 403 /);
+    expect(connection.received()).toContain("A request without a Host header is refused");
+    expect(connection.received()).not.toContain("protocolVersion");
+  });
+
   it("refuses a native gRPC call sent to a rebound name", async () => {
     const status = await rawGrpcStatus(wayfind.baseUrl, `/${Health.typeName}/Check`, [new Uint8Array(5)], {
       ":authority": `evil.example:${wayfind.port}`,
@@ -141,6 +166,13 @@ describe("a server on every interface that requires credentials", () => {
     session.close();
     expect(headers["grpc-status"]).toBe(String(Code.Unauthenticated));
     expect(decodeURIComponent(String(headers["grpc-message"]))).toBe("API key is not known to this server");
+  });
+
+  it("answers a request that names no host, as it answers any name", async () => {
+    const connection = await openRaw(open.port);
+    connection.socket.end("GET /healthz HTTP/1.0\r\n\r\n");
+    await connection.closed;
+    expect(connection.received()).toMatch(/^HTTP\/1\.[01] 200 /);
   });
 
   it("answers any name it is reached by, as a server behind a load balancer must", async () => {
