@@ -28,6 +28,7 @@ export class CredentialWatch {
   private readonly watched = new Set<Watched>();
   private timer: NodeJS.Timeout | undefined;
   private seenRevision: string;
+  private checkedThisTurn = false;
 
   constructor(
     private readonly authenticator: Authenticator,
@@ -51,6 +52,20 @@ export class CredentialWatch {
     this.watched.add(entry);
     this.timer ??= setInterval(() => this.check(), CHECK_INTERVAL_MS).unref();
     return () => this.release(entry);
+  }
+
+  /**
+   * Checks what is open at once rather than at the next interval (before a stream sends a message):
+   * as cheap as a timed check while neither the key table nor any expiry moved.
+   */
+  checkNow(): void {
+    // Once an event-loop turn: a fan-out of one event to every stream checks the key table once.
+    if (this.watched.size === 0 || this.checkedThisTurn) return;
+    this.checkedThisTurn = true;
+    setImmediate(() => {
+      this.checkedThisTurn = false;
+    });
+    this.check();
   }
 
   /** Stops watching everything (the server stops). */

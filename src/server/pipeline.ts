@@ -156,6 +156,13 @@ function callLog(route: MethodRoute, logger: Logger, options: PipelineOptions): 
         settle() {
           if (credentialLost?.signal.aborted) throw credentialLost.signal.reason;
         },
+        // A revocation committed before a message goes out ends the stream instead (not a check
+        // interval later): nothing reaches a caller after its credential stopped being accepted.
+        beforeMessage() {
+          if (credentialLost === undefined) return;
+          auth?.credentials.checkNow();
+          if (credentialLost.signal.aborted) throw credentialLost.signal.reason;
+        },
         succeeded: () => finish(),
         failed(error) {
           finish(error);

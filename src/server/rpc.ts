@@ -49,6 +49,8 @@ export interface CallObserver {
      * must fail after all (a stream ended because its credential was revoked).
      */
     settle?(): void;
+    /** Before each message a stream sends: throws when the call must end instead (see `settle`). */
+    beforeMessage?(): void;
     /** Runs the implementation (e.g. inside a trace context); absent = runs it as it is. */
     run?<T>(implementation: () => T): T;
   };
@@ -116,7 +118,10 @@ async function* observedStream<T>(observation: Observation, run: () => AsyncIter
   try {
     const prepared = observation.prepare?.();
     if (prepared) await prepared;
-    yield* observation.run ? observation.run(run) : run();
+    for await (const message of observation.run ? observation.run(run) : run()) {
+      observation.beforeMessage?.();
+      yield message;
+    }
     observation.settle?.();
     ended = true;
     observation.succeeded();

@@ -85,6 +85,24 @@ describe("an open WatchToolEvents stream", () => {
     },
   );
 
+  it.each(["grpc", "connect"] as const)(
+    "delivers nothing after the revocation commits, not even an event that follows at once, over %s",
+    async (protocol) => {
+      const key = await newKey(["observer"]);
+      const stream = await openWatch(key.secret, protocol);
+      const next = outcomeOf(stream.next());
+      await keys().revokeApiKey({ id: key.id, tenantId: "acme" });
+      // Well within the watch's check interval: only a check before each message keeps it out.
+      await clientWith(ToolDiscoveryService, wayfind.baseUrl, operator.secret).searchTools({
+        caller: { tenantId: "acme" },
+        query: "anything at all",
+      });
+      const ended = await endOf(next);
+      expect(ended).toBeInstanceOf(ConnectError);
+      expect((ended as ConnectError).code).toBe(Code.Unauthenticated);
+    },
+  );
+
   it("ends when its key expires, saying when", async () => {
     const key = await newKey(["observer"], 1);
     const stream = await openWatch(key.secret, "grpc");
