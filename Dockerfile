@@ -33,7 +33,7 @@ RUN --mount=type=cache,target=/root/.npm --mount=type=secret,id=ca_certs \
 COPY bin/ bin/
 COPY console/ console/
 COPY gen/ts/ gen/ts/
-COPY scripts/build.js scripts/console-build.js scripts/dist.js scripts/tuning.js scripts/
+COPY scripts/build.js scripts/console-build.js scripts/dist.js scripts/native.js scripts/tuning.js scripts/
 COPY src/ src/
 COPY tsconfig.json tsconfig.build.json ./
 RUN npm run build \
@@ -64,7 +64,7 @@ COPY --from=build /src/dist/ dist/
 # bin/wayfind.js tunes the process (scripts/tuning.js), then serves dist/ after checking it was
 # built from these sources and settings.
 COPY --from=build /src/bin/ bin/
-COPY --from=build /src/scripts/dist.js /src/scripts/tuning.js scripts/
+COPY --from=build /src/scripts/dist.js /src/scripts/native.js /src/scripts/tuning.js scripts/
 COPY --from=build /src/src/ src/
 COPY --from=build /src/gen/ts/ gen/ts/
 COPY --from=build /src/tsconfig.json /src/tsconfig.build.json ./

@@ -7,12 +7,26 @@
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { DIST_CLI, distState } from "../scripts/dist.js";
+import { nativeModuleProblem } from "../scripts/native.js";
 import { tuneProcess } from "../scripts/tuning.js";
 
 // Before anything else is loaded: a replaced process starts over from here.
 if (process.argv[2] === "serve") tuneProcess();
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+// Said before anything else fails in Node's own words, which name neither the cause nor the fix.
+if (Number(process.versions.node.split(".")[0]) < 22) {
+  process.stderr.write(
+    `wayfind: needs Node.js 22 or newer, and this is ${process.version}; put one first on PATH, e.g.\n` +
+      '  export PATH="$(bash scripts/node-from-npm.sh)/bin:$PATH"\n',
+  );
+  process.exit(1);
+}
+const native = nativeModuleProblem(root);
+if (native !== undefined) {
+  process.stderr.write(`wayfind: ${native.message}\n`);
+  process.exit(1);
+}
 const state = distState(root);
 if (state === "fresh") {
   await import(pathToFileURL(join(root, DIST_CLI)).href);

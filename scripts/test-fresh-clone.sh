@@ -16,9 +16,12 @@ git clone -q --no-local . "$work/wayfind"
 cd "$work/wayfind"
 [ ! -e ../shared ] || { echo "fresh clone: something is beside the clone" >&2; exit 1; }
 
-echo "== npm ci (from package-lock.json)"
+echo "== npm ci (from package-lock.json), as the README says: only Node 22 first on PATH"
+# Nothing of .ci/run's environment: npm's own nodedir setting may name another Node's headers (this
+# machine's does), and the install must mend what that compiles (scripts/native.js).
 # Packages come from the npm cache when the outer install left them there (CI did, just before).
-if ! ONNXRUNTIME_NODE_INSTALL=skip npm ci --prefer-offline --no-audit --no-fund >"$work/npm.log" 2>&1; then
+if ! env -u npm_config_nodedir -u ONNXRUNTIME_NODE_INSTALL \
+  npm ci --prefer-offline --no-audit --no-fund >"$work/npm.log" 2>&1; then
   cat "$work/npm.log" >&2
   exit 1
 fi
@@ -32,6 +35,21 @@ for expected in "better-sqlite3@.* install" "wayfind build: bundling the web con
     exit 1
   }
 done
+
+# Another Node on the machine (its system one, say) running this install's server says what to do.
+other_node=$(type -ap node | while read -r candidate; do
+  [ "$("$candidate" -p process.versions.modules)" != "$(node -p process.versions.modules)" ] && echo "$candidate" && break
+done || true)
+if [ -n "$other_node" ]; then
+  echo "== wayfind under another Node ($("$other_node" --version)): a clear message, not Node's own"
+  if "$other_node" bin/wayfind.js --version >"$work/other.log" 2>&1 || ! grep -q -e "needs Node.js 22 or newer" \
+    -e "better-sqlite3 was compiled for another Node.js" "$work/other.log"; then
+    cat "$work/other.log" >&2
+    echo "fresh clone: another Node was not told what to do" >&2
+    exit 1
+  fi
+  head -1 "$work/other.log"
+fi
 
 echo "== wayfind serve (the demo, as npm start runs it: its Node flags, on a free port)"
 flags=$(node -p 'const w = require("./package.json").scripts.start.split(/\s+/); w.slice(w.indexOf("node") + 1, w.indexOf("bin/wayfind.js")).join(" ")')
