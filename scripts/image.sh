@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `npm run image`: builds the container image (Dockerfile) with podman and tags it
-# localhost/wayfind:latest (WAYFIND_IMAGE names another tag).
+# localhost/wayfind:latest and localhost/wayfind:<package version> (WAYFIND_IMAGE names one other tag).
 #
 # Base image (the Dockerfile's NODE_IMAGE), first that applies:
 #   1. WAYFIND_NODE_IMAGE, when set (e.g. docker.io/library/node:22-bookworm-slim);
@@ -20,6 +20,9 @@ DEBIAN_MIRROR="${WAYFIND_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 PUBLIC_BASE=docker.io/library/node:22-bookworm-slim
 LOCAL_BASE="localhost/wayfind-node:$NODE_VERSION-$DEBIAN_SUITE"
 tag="${WAYFIND_IMAGE:-localhost/wayfind:latest}"
+# The Helm chart runs its appVersion's tag by default: the package's version names the same build.
+version_tag=""
+[ -z "${WAYFIND_IMAGE:-}" ] && version_tag="localhost/wayfind:$(node -p 'require("./package.json").version')"
 podman=(bash scripts/podman.sh)
 
 command -v "${WAYFIND_PODMAN:-podman}" >/dev/null || {
@@ -84,6 +87,7 @@ build_started=$SECONDS
 secret=()
 # Where TLS to the npm registry passes a proxy with its own CA, the build's npm must trust it too.
 [ -n "${NODE_EXTRA_CA_CERTS:-}" ] && [ -f "$NODE_EXTRA_CA_CERTS" ] && secret=(--secret "id=ca_certs,src=$NODE_EXTRA_CA_CERTS")
-"${podman[@]}" build --format docker --network host "${secret[@]}" --build-arg "NODE_IMAGE=$base" -t "$tag" .
+"${podman[@]}" build --format docker --network host "${secret[@]}" --build-arg "NODE_IMAGE=$base" -t "$tag" \
+  ${version_tag:+-t "$version_tag"} .
 size=$("${podman[@]}" image inspect "$tag" --format '{{.Size}}')
 echo "image: $tag built in $((SECONDS - build_started)) s ($((SECONDS - started)) s in all), $((size / 1000000)) MB"

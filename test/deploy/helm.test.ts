@@ -82,12 +82,58 @@ describe.skipIf(helmMissing)(SUITE, () => {
     });
   });
 
-  it("exposes one port for gRPC, Connect, MCP and the console", () => {
+  it("exposes one port for gRPC, Connect, MCP and the console, named for what a mesh must proxy (HTTP/2)", () => {
     const { objects } = render();
     expect(one(objects, "Service").spec.ports).toEqual([
-      { name: "http", port: 50051, targetPort: "http", protocol: "TCP" },
+      { name: "grpc", port: 50051, targetPort: "grpc", protocol: "TCP", appProtocol: "kubernetes.io/h2c" },
     ]);
-    expect(container(objects).ports).toEqual([{ name: "http", containerPort: 50051, protocol: "TCP" }]);
+    expect(container(objects).ports).toEqual([{ name: "grpc", containerPort: 50051, protocol: "TCP" }]);
+  });
+
+  it("runs the chart's own release of the image unless told another tag", () => {
+    const appVersion = parseAllDocuments(readFileSync(join(CHART, "Chart.yaml"), "utf8"))[0]?.toJS()
+      .appVersion;
+    // The tag `npm run image` gives its build (scripts/image.sh).
+    expect(appVersion).toBe(JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).version);
+    expect(container(render().objects).image).toBe(`localhost/wayfind:${appVersion}`);
+    expect(
+      container(render({ image: { repository: "r.example/wayfind", tag: "1.2.3" } }).objects).image,
+    ).toBe("r.example/wayfind:1.2.3");
+  });
+
+  it("bounds the emptyDirs: /tmp always, the data folder where it is one", () => {
+    const volumes = (values: Record<string, unknown>) =>
+      one(render(values).objects, "Deployment").spec.template.spec.volumes;
+    expect(volumes({})).toContainEqual({ name: "tmp", emptyDir: { sizeLimit: "256Mi" } });
+    expect(volumes({ persistence: { enabled: false } })).toContainEqual({
+      name: "data",
+      emptyDir: { sizeLimit: "2Gi" },
+    });
+  });
+
+  it("keeps the SQLite claim through an upgrade to PostgreSQL (Helm does not delete what it keeps)", () => {
+    const installed = one(render().objects, "PersistentVolumeClaim");
+    expect(installed.metadata).toMatchObject({ annotations: { "helm.sh/resource-policy": "keep" } });
+    const upgraded = render({ postgres: { existingSecret: "wayfind-db" } });
+    expect(upgraded.status, upgraded.stderr).toBe(0);
+    // No longer rendered: without the annotation Helm would delete the claim and the state on it.
+    expect(upgraded.objects.some((o) => o.kind === "PersistentVolumeClaim")).toBe(false);
+  });
+
+  it("refuses a database URL in config, which would put its password in a ConfigMap", () => {
+    const refused = render({ config: { storage: { postgres: { url: "postgres://u:secret@db/wayfind" } } } });
+    expect(refused.status).not.toBe(0);
+    expect(refused.stderr).toContain("put the URL in a Secret and name it in postgres.existingSecret");
+  });
+
+  it("has a helm test that asks the service for /readyz", () => {
+    const pods = render().objects.filter((o) => o.kind === "Pod");
+    expect(pods).toHaveLength(1);
+    // biome-ignore lint/suspicious/noExplicitAny: a manifest read as a plain tree.
+    const test = pods[0] as any;
+    expect(test.metadata.annotations["helm.sh/hook"]).toBe("test");
+    expect(test.spec.containers[0].command.join(" ")).toContain("http://wf-wayfind:50051/readyz");
+    expect(test.spec.containers[0].securityContext).toMatchObject({ readOnlyRootFilesystem: true });
   });
 
   it("serves the image's demo on a persistent volume by default: one replica, the old pod stopped first", () => {
@@ -132,8 +178,17 @@ describe.skipIf(helmMissing)(SUITE, () => {
     expect(deployment.spec.replicas).toBe(3);
     expect(deployment.spec.strategy.type).toBe("RollingUpdate");
     expect(env(objects).WAYFIND_DATABASE_URL).toEqual({ secretKeyRef: { name: "wayfind-db", key: "url" } });
-    expect(deployment.spec.template.spec.volumes).toContainEqual({ name: "data", emptyDir: {} });
+    expect(deployment.spec.template.spec.volumes).toContainEqual({
+      name: "data",
+      emptyDir: { sizeLimit: "2Gi" },
+    });
     expect(objects.some((o) => o.kind === "PersistentVolumeClaim")).toBe(false);
+    // Node drains leave one running.
+    expect(one(objects, "PodDisruptionBudget").spec).toEqual({
+      minAvailable: 1,
+      selector: { matchLabels: { "app.kubernetes.io/name": "wayfind", "app.kubernetes.io/instance": "wf" } },
+    });
+    expect(render().objects.some((o) => o.kind === "PodDisruptionBudget")).toBe(false);
   });
 
   it("refuses more than one replica without PostgreSQL, saying what to set", () => {
@@ -146,7 +201,7 @@ describe.skipIf(helmMissing)(SUITE, () => {
   it("adds a ServiceMonitor for /metrics and the Grafana dashboard of docs/grafana when asked", () => {
     const { objects } = render({ serviceMonitor: { enabled: true }, grafanaDashboard: { enabled: true } });
     expect(one(objects, "ServiceMonitor").spec.endpoints).toEqual([
-      { port: "http", path: "/metrics", interval: "30s" },
+      { port: "grpc", path: "/metrics", interval: "30s" },
     ]);
     const dashboard = one(objects, "ConfigMap");
     expect(dashboard.metadata).toMatchObject({ labels: { grafana_dashboard: "1" } });

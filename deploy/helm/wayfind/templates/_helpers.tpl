@@ -19,9 +19,23 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
-{{/* Whether the state is on PostgreSQL: the URL from a Secret, or storage.postgres in the config. */}}
+{{/* Whether the state is on PostgreSQL: its URL comes from a Secret. */}}
 {{- define "wayfind.postgres" -}}
-{{- if or .Values.postgres.existingSecret (dig "storage" "postgres" "url" "" .Values.config) -}}true{{- end -}}
+{{- if .Values.postgres.existingSecret -}}true{{- end -}}
+{{- end -}}
+
+{{/* The image, its tag the chart's appVersion unless image.tag names another. */}}
+{{- define "wayfind.image" -}}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+
+{{/*
+A hash of a Secret's data as the cluster holds it, so a pod annotation changes (and the pods roll)
+when its content does; empty under `helm template`, which reads no cluster.
+*/}}
+{{- define "wayfind.secretChecksum" -}}
+{{- $secret := lookup "v1" "Secret" .root.Release.Namespace .name -}}
+{{- if $secret -}}{{- toJson $secret.data | sha256sum -}}{{- end -}}
 {{- end -}}
 
 {{/* Whether a configuration file is mounted (else the image serves its demo). */}}
@@ -33,6 +47,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- define "wayfind.validate" -}}
 {{- if and (gt (int .Values.replicaCount) 1) (not (include "wayfind.postgres" .)) -}}
 {{- fail (printf "replicaCount is %d, but replicas share their state only through PostgreSQL: set postgres.existingSecret (a Secret holding WAYFIND_DATABASE_URL) or config.storage.postgres.url, or keep replicaCount: 1 (SQLite on one volume)" (int .Values.replicaCount)) -}}
+{{- end -}}
+{{- if dig "storage" "postgres" "url" "" .Values.config -}}
+{{- fail "config.storage.postgres.url would put the database's password in a ConfigMap: put the URL in a Secret and name it in postgres.existingSecret (its key in postgres.secretKey)" -}}
 {{- end -}}
 {{- if and .Values.config .Values.existingConfigSecret -}}
 {{- fail "set either config (a ConfigMap made by the chart) or existingConfigSecret (your Secret's wayfind.yaml), not both" -}}
