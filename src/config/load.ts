@@ -43,8 +43,8 @@ export function loadConfig(file?: string, env: Env = process.env): WayfindConfig
 }
 
 /**
- * The catalog files and skill pack folders the config names that do not exist, each as a problem
- * with the config file, line and key (serve checks this before it creates or loads anything; the
+ * The catalog files, skill pack folders, credential files and model folder the config names that do
+ * not exist, each as a problem with the config file, line and key (serve checks this before it creates or loads anything; the
  * config alone stays loadable without them, e.g. for `catalog stats` on another machine's config).
  */
 
@@ -61,6 +61,15 @@ export function missingSourceFiles(config: WayfindConfig): string[] {
       what: "skill pack",
     })),
     ...credentialFiles(config),
+    ...(config.toolSearch.semantic.enabled
+      ? [
+          {
+            path: ["tool_search", "semantic", "model_dir"],
+            resolved: config.toolSearch.semantic.modelDir,
+            what: "model folder",
+          },
+        ]
+      : []),
   ].filter((entry) => !existsSync(entry.resolved));
   if (missing.length === 0) return [];
   const file = config.configFile ?? "config";

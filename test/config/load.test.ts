@@ -8,6 +8,7 @@ import {
   DEFAULTS,
   defaultConfig,
   loadConfig,
+  missingSourceFiles,
 } from "../../src/config/index.ts";
 import { yamlAliasBomb } from "../support/yaml-bomb.ts";
 
@@ -56,6 +57,17 @@ describe("loadConfig", () => {
     expect(config.learning).toEqual(DEFAULTS.learning);
     expect(config.skills).toEqual(DEFAULTS.skills);
     expect(config.policy).toEqual(DEFAULTS.policy);
+  });
+
+  it("names in wayfind.example.yaml only files that exist, so it serves as its header says", () => {
+    expect(missingSourceFiles(loadConfig(EXAMPLE, {}))).toEqual([]);
+  });
+
+  it("refuses a model folder that is not there by file, line and key", () => {
+    const file = write("tool_search:\n  semantic:\n    model_dir: no-model-here\n");
+    expect(missingSourceFiles(loadConfig(file, {}))).toEqual([
+      `${file}:3:16: tool_search.semantic.model_dir: no model folder at ${join(dir, "no-model-here")}; fix the path (relative paths start at the config file's folder)`,
+    ]);
   });
 
   it("applies every default when the file is empty, with camelCase keys", () => {
