@@ -72,8 +72,17 @@ function makeHandler(
   // Streamed messages are encoded here, when the handler yields them (where a handler can slice its
   // work over turns of the event loop), not later by grpc-js when an earlier write completes: there,
   // the buffered messages of hundreds of streams would all be encoded in one turn.
-  const encode = (value: MessageInitShape<DescMessage>) =>
-    Buffer.from(toBinary(method.output, toMessage(value)));
+  // A message object several streams send (one event to every watcher, services/watch.ts) is
+  // encoded once.
+  const encoded = new WeakMap<object, Buffer>();
+  const encode = (value: MessageInitShape<DescMessage>) => {
+    let bytes = encoded.get(value);
+    if (bytes === undefined) {
+      bytes = Buffer.from(toBinary(method.output, toMessage(value)));
+      encoded.set(value, bytes);
+    }
+    return bytes;
+  };
 
   switch (route.kind) {
     case "unary": {
@@ -288,10 +297,23 @@ async function sendAll(
   encode: (message: MessageInitShape<DescMessage>) => Buffer,
   context: GrpcCallContext,
 ): Promise<void> {
-  for await (const message of messages) {
-    sendHeaders(call, context);
-    const written = await streamSendBudget.run(() => call.write(encode(message)));
-    if (!written) await waitForDrain(call, context.signal);
+  const iterator = messages[Symbol.asyncIterator]();
+  try {
+    for (;;) {
+      // Making the next message (for the first: the call's authentication and subscription) and
+      // sending it both take their turn's budget: hundreds of streams opened by one read of a
+      // connection, or one event fanned out to all of them, are spread over turns.
+      const next = await streamSendBudget.run(() => iterator.next());
+      if (next.done) return;
+      const written = await streamSendBudget.run(() => {
+        sendHeaders(call, context);
+        return call.write(encode(next.value));
+      });
+      if (!written) await waitForDrain(call, context.signal);
+    }
+  } catch (error) {
+    await iterator.return?.();
+    throw error;
   }
 }
 

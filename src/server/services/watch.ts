@@ -3,7 +3,7 @@ import type { Event, EventFilter, WatchStatus } from "../../../gen/ts/wayfind/v1
 import { watchedTenant } from "../../caller/authorize.ts";
 import type { Principal } from "../../caller/caller.ts";
 import { quoteInput, WayfindError } from "../../errors.ts";
-import type { EventGap, EventLog, EventType } from "../../events/index.ts";
+import type { EventGap, EventLog, EventType, StoredEvent } from "../../events/index.ts";
 import { EVENT_TYPES } from "../../events/index.ts";
 import { checkSize, LIMITS } from "../../limits.ts";
 import { streamSendBudget } from "../turn-budget.ts";
@@ -96,13 +96,37 @@ export async function* watchEvents(
       // meters each encoding exactly (grpc-js-adapter.ts).
       const nextTurn = streamSendBudget.spent();
       if (nextTurn) await nextTurn;
-      yield { message: { case: "event", value: toProtoEvent(result.value) }, sentAt: timestampNow() };
+      yield eventMessage(result.value);
       next = iterator.next();
     }
   } finally {
     clearInterval(heartbeat);
     await iterator.return?.();
   }
+}
+
+/**
+ * The message of one event for every stream that sends it in the same turn of the event loop: one
+ * object (its time the turn's), so it is converted once and the gRPC transport encodes it once
+ * (grpc-js-adapter.ts), not once per watching stream.
+ */
+let sentThisTurn:
+  | { sentAt: ReturnType<typeof timestampNow>; messages: WeakMap<StoredEvent, WatchMessage> }
+  | undefined;
+
+function eventMessage(event: StoredEvent): WatchMessage {
+  if (sentThisTurn === undefined) {
+    sentThisTurn = { sentAt: timestampNow(), messages: new WeakMap() };
+    setImmediate(() => {
+      sentThisTurn = undefined;
+    });
+  }
+  let message = sentThisTurn.messages.get(event);
+  if (message === undefined) {
+    message = { message: { case: "event", value: toProtoEvent(event) }, sentAt: sentThisTurn.sentAt };
+    sentThisTurn.messages.set(event, message);
+  }
+  return message;
 }
 
 function status(oldestRetainedId: bigint, eventsLost: boolean): WatchMessage {
