@@ -4,6 +4,7 @@ import { parse as parseYaml, YAMLParseError } from "yaml";
 import { invalidArgument } from "../errors.ts";
 import type { JsonObject, JsonValue } from "../json.ts";
 import { YAML_MAX_ALIAS_COUNT } from "../text/yaml.ts";
+import { jsonSchemaProblems } from "./schema-dialects.ts";
 import {
   LOADING_MODES,
   type LoadingMode,
@@ -12,7 +13,7 @@ import {
   type ToolExample,
   type ToolInput,
 } from "./types.ts";
-import { argsSchemaProblem, isObject, jsonSchemaProblem, NAME_PATTERN } from "./validate.ts";
+import { argsSchemaProblem, isObject, NAME_PATTERN } from "./validate.ts";
 
 export interface CatalogFileOptions {
   /** Prefix for every tool (`ns.tool`); otherwise a tool's own `namespace` or MCP `server` field. */
@@ -98,6 +99,7 @@ function parseCatalogText(
   const tools: ToolInput[] = [];
   const notes: string[] = [];
   const firstLine = new Map<string, number>();
+  let refusedSchemas = 0;
   for (const { value, line } of entries) {
     try {
       const tool = toolInputFromCatalogEntry(value, options);
@@ -111,11 +113,12 @@ function parseCatalogText(
         continue;
       }
       firstLine.set(full, line);
-      const schemaProblem = invalidSchema(tool);
-      if (schemaProblem) {
-        const text = `${where(line)}: tool "${full}": args schema is not a valid JSON Schema at ${schemaProblem}`;
+      const schemaProblems = invalidSchema(tool);
+      if (schemaProblems.length > 0) {
+        const text = `${where(line)}: tool "${full}": args schema is not a valid JSON Schema at ${schemaProblems.join("; at ")}`;
         if (options.invalidSchemas === "warn") notes.push(`${text}; loaded as written, its calls unchecked`);
         else {
+          refusedSchemas++;
           problems.push(text);
           continue;
         }
@@ -127,21 +130,26 @@ function parseCatalogText(
       problems.push(`${where(line)}: ${(err as Error).message}`);
     }
   }
-  if (problems.length > 0)
+  if (problems.length > 0) {
+    // A catalog copied from a server whose schemas its clients accept anyway: say how to take it.
+    const wayOut =
+      refusedSchemas > 0
+        ? ` (to load tools whose schema is not valid as written, unchecked, set invalid_schemas: warn on this catalog)`
+        : "";
     throw invalidArgument(
-      `${label}: ${problems.length} problem(s), nothing loaded: ${problems[0]}`,
+      `${label}: ${problems.length} problem(s), nothing loaded: ${problems[0]}${wayOut}`,
       problems,
     );
+  }
   return { tools, notes };
 }
 
-/** "<JSON path>: <what>" when the tool's args schema breaks JSON Schema's rules (within its size bounds). */
-function invalidSchema(tool: ToolInput): string | undefined {
+/** "<JSON path>: <what>" for each place the tool's args schema breaks its draft's rules (within its size bounds). */
+function invalidSchema(tool: ToolInput): string[] {
   const schema = tool.argsSchema;
   // An oversize schema is refused for its size when registered, before anything reads it.
-  if (!schema || argsSchemaProblem(schema) !== undefined) return undefined;
-  const problem = jsonSchemaProblem(schema);
-  return problem && `${problem.path}: ${problem.message}`;
+  if (!schema || argsSchemaProblem(schema) !== undefined) return [];
+  return jsonSchemaProblems(schema).map((problem) => `${problem.path}: ${problem.message}`);
 }
 
 function jsonErrorLine(text: string, err: unknown): number {

@@ -1,11 +1,11 @@
 import { createHash } from "node:crypto";
-import { Ajv, type CodeOptions, type SchemaValidateFunction, type ValidateFunction } from "ajv";
-import { RE2JS } from "re2js";
+import type { ValidateFunction } from "ajv";
 import { invalidArgument, quoteInput, WayfindError } from "../errors.ts";
 import type { JsonObject, JsonValue } from "../json.ts";
 import { canonicalJson, jsonShape } from "../json.ts";
 import { LIMITS as API, type Limit, sizeProblem } from "../limits.ts";
 import { runToEnd } from "../text/slices.ts";
+import { compileArgsSchema, UnsupportedPattern } from "./schema-dialects.ts";
 import {
   LOADING_MODES,
   type LoadingMode,
@@ -140,44 +140,6 @@ export function argsSchemaProblem(schema: JsonObject): string | undefined {
   );
 }
 
-/** Where an args schema breaks the rules of JSON Schema (a JSON pointer into it) and how. */
-export interface SchemaProblem {
-  readonly path: string;
-  readonly message: string;
-}
-
-let metaSchemaAjv: Ajv | undefined;
-
-/**
- * Whether an args schema is a JSON Schema at all, by the draft-07 meta-schema (the rules MCP,
- * OpenAI and Anthropic tool schemas share: `type` names a JSON type, `properties` maps names to
- * schemas, `required` lists names, …): `{type: "objekt"}` is not, and would let every call through
- * unchecked. Keywords of later drafts are left to their own checks. Linear in the schema, which its
- * size bound keeps small; the caller checks that bound first (argsSchemaProblem).
- */
-export function jsonSchemaProblem(schema: JsonObject): SchemaProblem | undefined {
-  metaSchemaAjv ??= new Ajv({ strict: false, validateFormats: false, allErrors: false });
-  // $schema may name a draft Ajv does not load; the shared rules are checked either way.
-  const { $schema: _s, ...rest } = schema;
-  if (metaSchemaAjv.validateSchema(rest) === true) return undefined;
-  const error = metaSchemaAjv.errors?.[0];
-  if (!error) return { path: "", message: "is not a JSON Schema" };
-  const allowed = (error.params as { allowedValues?: unknown[] }).allowedValues;
-  const value = error.instancePath
-    .split("/")
-    .slice(1)
-    .reduce<unknown>(
-      (at, key) => (at as Record<string, unknown> | undefined)?.[key.replace(/~1/g, "/").replace(/~0/g, "~")],
-      rest,
-    );
-  return {
-    path: error.instancePath || "/",
-    message: allowed
-      ? `${typeof value === "string" ? quoteInput(value) : String(JSON.stringify(value)).slice(0, 100)} is not one of ${allowed.join(", ")}`
-      : (error.message ?? "is not valid JSON Schema"),
-  };
-}
-
 /** What checking a tool's examples against its args schema found: `problem` is what to fix. */
 export interface ExamplesCheck {
   readonly problem?: string;
@@ -220,84 +182,6 @@ function jsonBytes(value: JsonValue): number {
   return Buffer.byteLength(JSON.stringify(value));
 }
 
-/** A schema pattern RE2 cannot compile (a lookaround or a backreference, say). */
-class UnsupportedPattern extends Error {
-  constructor(
-    readonly pattern: string,
-    reason: string,
-  ) {
-    super(reason);
-  }
-}
-
-/**
- * Ajv's regex engine for `pattern` and `patternProperties`: RE2 semantics, so a caller's pattern runs
- * in time linear in the example it checks. With JavaScript's backtracking RegExp, `^(a+)+$` against
- * "aaaaaaaaaaaaaaaaaaaaaaaaaaa!" froze the server for seconds in one RegisterTools call.
- */
-const re2Engine: NonNullable<CodeOptions["regExp"]> = Object.assign(
-  (pattern: string) => {
-    let compiled: RE2JS;
-    try {
-      compiled = RE2JS.compile(pattern);
-    } catch (err) {
-      throw new UnsupportedPattern(pattern, (err as Error).message);
-    }
-    // Ajv keys the compiled patterns of one schema by toString: it must differ per pattern.
-    return { test: (text: string) => compiled.test(text), toString: () => `/${pattern}/` };
-  },
-  // Used only by Ajv's standalone code generation, which wayfind does not use.
-  { code: 'require("re2js").RE2JS.compile' },
-);
-
-/**
- * `uniqueItems` by each item's canonical JSON, in one pass. Ajv's own compares every pair of items:
- * 12 s for an example array of 20,000 small objects (229 KB) in one RegisterTools call.
- */
-const uniqueItems: SchemaValidateFunction = (unique: boolean, items: unknown[]) => {
-  if (!unique) return true;
-  const seen = new Map<string, number>();
-  for (let i = 0; i < items.length; i++) {
-    const key = canonicalJson(items[i]);
-    const first = seen.get(key);
-    if (first !== undefined) {
-      uniqueItems.errors = [
-        {
-          keyword: "uniqueItems",
-          message: `must NOT have duplicate items (items ## ${first} and ${i} are identical)`,
-          params: { i: first, j: i },
-        },
-      ];
-      return false;
-    }
-    seen.set(key, i);
-  }
-  return true;
-};
-
-function createAjv(allErrors = false): Ajv {
-  const instance = new Ajv({
-    strict: false,
-    allErrors,
-    validateFormats: false,
-    validateSchema: false,
-    // Ajv's optimizing passes over the generated code cost 3× the compile itself (1,000 properties:
-    // 561 → 196 ms) and the validators run once per example.
-    code: { regExp: re2Engine, optimize: false },
-  });
-  instance.removeKeyword("uniqueItems");
-  instance.addKeyword({
-    keyword: "uniqueItems",
-    type: "array",
-    schemaType: "boolean",
-    validate: uniqueItems,
-  });
-  return instance;
-}
-
-let ajv: Ajv | undefined;
-let reportingAjv: Ajv | undefined;
-
 /** One problem of a tool call's arguments: where (a JSON pointer; "" = the whole object) and what. */
 export interface ArgumentProblem {
   readonly path: string;
@@ -313,14 +197,7 @@ const MAX_ARGUMENT_PROBLEMS = 20;
  * (RE2 patterns, so a schema's regex runs in linear time). Throws when the schema does not compile.
  */
 export function argumentChecker(schema: JsonObject): (args: unknown) => ArgumentProblem[] {
-  reportingAjv ??= createAjv(true);
-  const { $schema: _s, $id: _i, ...rest } = schema;
-  let validate: ValidateFunction;
-  try {
-    validate = reportingAjv.compile(rest);
-  } finally {
-    reportingAjv.removeSchema(rest);
-  }
+  const validate = compileArgsSchema(schema, true);
   return (args) => {
     if (validate(args)) return [];
     return (validate.errors ?? []).slice(0, MAX_ARGUMENT_PROBLEMS).map((e) => {
@@ -352,22 +229,16 @@ function* validateExamples(
   schema: JsonObject,
   examples: readonly ToolExample[],
 ): Generator<void, void> {
-  ajv ??= createAjv();
   yield;
   let validate: ValidateFunction;
-  // $schema/$id may name drafts Ajv does not load; they do not change validation of examples here.
-  const { $schema: _s, $id: _i, ...rest } = schema;
   try {
-    validate = ajv.compile(rest);
+    validate = compileArgsSchema(schema, false);
   } catch (err) {
     if (err instanceof UnsupportedPattern)
       throw invalidArgument(
-        `tool "${name}": args schema pattern ${JSON.stringify(err.pattern)} at ${patternPath(rest, err.pattern) ?? "(unknown)"} is not supported: ${err.message}; patterns use RE2 syntax (no lookaround or backreferences)`,
+        `tool "${name}": args schema pattern ${JSON.stringify(err.pattern)} at ${patternPath(schema, err.pattern) ?? "(unknown)"} is not supported: ${err.message}; patterns use RE2 syntax (no lookaround or backreferences)`,
       );
     throw invalidArgument(`tool "${name}": args schema does not compile: ${(err as Error).message}`);
-  } finally {
-    // Ajv caches every compiled schema by object; each registration brings new objects.
-    ajv.removeSchema(rest);
   }
   for (const [i, ex] of examples.entries()) {
     yield;

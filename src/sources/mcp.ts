@@ -22,7 +22,8 @@ import type { Logger } from "pino";
 import { z } from "zod";
 import type { McpServerConfig } from "../config/index.ts";
 import type { SideEffects, ToolInput, ToolRegistry } from "../discovery/index.ts";
-import { jsonSchemaProblem, recordSteps } from "../discovery/validate.ts";
+import { jsonSchemaProblems } from "../discovery/schema-dialects.ts";
+import { recordSteps } from "../discovery/validate.ts";
 import type { JsonObject } from "../json.ts";
 import { LIMITS } from "../limits.ts";
 import { inSpan } from "../telemetry.ts";
@@ -442,7 +443,7 @@ export class McpSource {
       try {
         const record = yield* recordSteps(input, 0);
         // The server's author wrote the schema: its tool loads as sent, and the operator hears of it.
-        const schemaProblem = jsonSchemaProblem(record.argsSchema);
+        const [schemaProblem] = jsonSchemaProblems(record.argsSchema);
         if (schemaProblem)
           this.logger.warn(
             { tool: record.name, path: schemaProblem.path, problem: schemaProblem.message },

@@ -20,7 +20,8 @@ import {
 } from "../../api-enums/enums.ts";
 import { authorizeTenantListing, sourceListingFor, toolOwnerFor } from "../../caller/authorize.ts";
 import type { Tool, ToolInput } from "../../discovery/index.ts";
-import { argsSchemaProblem, compiledSchemaValues, jsonSchemaProblem } from "../../discovery/validate.ts";
+import { jsonSchemaProblems } from "../../discovery/schema-dialects.ts";
+import { argsSchemaProblem, compiledSchemaValues } from "../../discovery/validate.ts";
 import { discoveryToolDefinitions as discoveryTools } from "../../discovery-tools/index.ts";
 import { type FieldViolation, invalidArgument, quoteInput } from "../../errors.ts";
 import type { EventLog } from "../../events/index.ts";
@@ -59,11 +60,11 @@ function* schemaViolations(inputs: readonly ToolInput[]): Generator<void, FieldV
     const schema = input.argsSchema;
     // Oversize schemas are refused for their size by the registration, before anything reads them.
     if (!schema || argsSchemaProblem(schema) !== undefined) continue;
-    const problem = jsonSchemaProblem(schema);
-    if (problem)
+    const problems = jsonSchemaProblems(schema);
+    if (problems.length > 0)
       violations.push({
         field: `tools[${i}].args_schema`,
-        description: `tool ${quoteInput(input.name)}: args schema is not a valid JSON Schema at ${problem.path}: ${problem.message}`,
+        description: `tool ${quoteInput(input.name)}: args schema is not a valid JSON Schema at ${problems.map((p) => `${p.path}: ${p.message}`).join("; at ")}`,
       });
   }
   return violations;
