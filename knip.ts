@@ -14,6 +14,8 @@ const config: KnipConfig = {
     // (`node --import tsx bench/lib/….ts`).
     "bench/*.ts",
     "bench/lib/{grpc-bare-server,watch-clients,ledger-driver,mcp-stdio-upstream,eval-halves,tune-discovery}.ts",
+    // The demo's MCP server, started by the demo's config (demo/wayfind.yaml mcp_servers).
+    "demo/mcp/workspace.mjs",
     // The child process of test/activation/store.test.ts's concurrency test.
     "test/activation/worker.ts",
     "examples/typescript/*.ts",

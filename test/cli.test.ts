@@ -3,6 +3,8 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { describe, expect, it } from "vitest";
 import { CLI, listeningLine, listeningPort, runCli as run } from "./support/cli.ts";
 import { startTestServer } from "./support/server.ts";
@@ -64,6 +66,48 @@ describe("wayfind serve", () => {
         expect(warned).toBe(true);
       }
     } finally {
+      serve.child.kill("SIGTERM");
+      await serve.exited;
+    }
+  });
+
+  it("serves the demo's workspace tools over MCP: listed, called by name and through tool_call, confined to the workspace", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "wayfind-cli-"));
+    const serve = run(["serve", "--port", "0", "--data-dir", dataDir]);
+    const client = new Client({ name: "demo-probe", version: "1.0.0" });
+    try {
+      const port = await listeningPort(serve);
+      const url = new URL(`http://127.0.0.1:${port}/mcp`);
+      await client.connect(
+        new StreamableHTTPClientTransport(url, { requestInit: { headers: { "wayfind-tenant": "acme" } } }),
+      );
+      // The demo's MCP server connects while the server starts; its tools are listed once synced.
+      let names: string[] = [];
+      for (let attempt = 0; attempt < 100 && !names.includes("workspace.read_file"); attempt++) {
+        if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 100));
+        names = (await client.listTools()).tools.map((tool) => tool.name);
+      }
+      expect(names).toEqual(expect.arrayContaining(["workspace.read_file", "workspace.list_directory"]));
+      const textOf = (result: unknown) =>
+        ((result as { content: { text: string }[] }).content[0] as { text: string }).text;
+      const todo = await client.callTool({
+        name: "workspace.read_file",
+        arguments: { path: "notes/todo.md" },
+      });
+      expect(textOf(todo)).toContain("Rotate the staging database password.");
+      const found = await client.callTool({
+        name: "tool_call",
+        arguments: { name: "workspace.search_files", arguments: { text: "tag the release" } },
+      });
+      expect(textOf(found)).toContain("notes/release.md:4: 2. Tag the release and push the tag.");
+      const outside = await client.callTool({
+        name: "workspace.read_file",
+        arguments: { path: "../wayfind.yaml" },
+      });
+      expect(outside.isError).toBe(true);
+      expect(textOf(outside)).toContain("is outside the workspace");
+    } finally {
+      await client.close();
       serve.child.kill("SIGTERM");
       await serve.exited;
     }
