@@ -23,6 +23,9 @@ const PAGES = [
   { path: "keys", title: "Keys", shown: (s: Session) => s.admin, Page: KeysPage },
 ] as const;
 
+/** Where the tab keeps the operator's choice of tenant. */
+const STORED_TENANT = "wayfind.console.tenant";
+
 function currentPath(): string {
   return location.hash.replace(/^#\/?/, "") || "overview";
 }
@@ -32,7 +35,13 @@ function App() {
   const [problem, setProblem] = useState<string | undefined>();
   const [checking, setChecking] = useState(true);
   const [path, setPath] = useState(currentPath);
-  const [tenant, setTenant] = useState("");
+  // Kept in the tab (as the key is), so a reload looks as the same tenant.
+  const [tenant, setTenant] = useState(() => sessionStorage.getItem(STORED_TENANT) ?? "");
+  const pickTenant = (picked: string) => {
+    if (picked === "") sessionStorage.removeItem(STORED_TENANT);
+    else sessionStorage.setItem(STORED_TENANT, picked);
+    setTenant(picked);
+  };
 
   useEffect(() => {
     const follow = () => setPath(currentPath());
@@ -82,7 +91,7 @@ function App() {
             </a>
           ))}
         </nav>
-        {session.operator ? <TenantPicker session={session} tenant={tenant} onPick={setTenant} /> : null}
+        {session.operator ? <TenantPicker session={session} tenant={tenant} onPick={pickTenant} /> : null}
         {session.withKey ? (
           <button type="button" onClick={signOut}>
             Sign out

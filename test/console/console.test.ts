@@ -268,7 +268,30 @@ describe("a first contact without surprises", () => {
       .poll(() => page.locator('[data-empty="usage"]').textContent())
       .toMatch(/pick one under “As tenant”/);
     await open("Overview");
-    expect(await page.locator("main .hint").textContent()).toMatch(/pick one under “As tenant”/);
+    const hint = await page.locator("main .hint").textContent();
+    expect(hint).toMatch(/pick one under “As tenant”/);
+    // The charts follow every tenant while none is picked: the hint must not say otherwise.
+    expect(hint).toMatch(/charts show every tenant's searches and activations/);
+  });
+
+  it("looks as the same tenant after a reload", async () => {
+    await signIn(operator.secret);
+    await lookAs("bravo");
+    await page.reload();
+    await page.getByRole("navigation", { name: "Pages" }).waitFor();
+    expect(await page.getByLabel("As tenant").inputValue()).toBe("bravo");
+    await lookAs("");
+    await page.reload();
+    await page.getByRole("navigation", { name: "Pages" }).waitFor();
+    expect(await page.getByLabel("As tenant").inputValue()).toBe("");
+  });
+
+  it("calls the search page's default type what it is: hybrid", async () => {
+    await signIn(operator.secret);
+    await open("Search");
+    const options = await page.getByLabel("Type").locator("option").allTextContents();
+    expect(options[0]).toBe("hybrid (words and meaning)");
+    expect(options).not.toContain("full text");
   });
 
   it("shows an observer only the tiles its role fills, each with its figure", async () => {

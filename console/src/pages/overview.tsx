@@ -95,8 +95,9 @@ export function OverviewPage({ session, tenant }: PageProps) {
       <Problem text={figures.problem ?? sources.problem ?? stream.problem} />
       {session.operator && tenant === "" ? (
         <p class="hint">
-          Usage and activity belong to the tenant that caused them: pick one under “As tenant” above to see
-          its cost and searches. Without one, these figures count only calls made without a tenant.
+          Usage belongs to the tenant that recorded it: pick one under “As tenant” above to see its cost and
+          model calls. Without one, the figures count only calls made without a tenant, while the charts show
+          every tenant's searches and activations.
         </p>
       ) : null}
       <section class="cards" aria-label="Figures">

@@ -71,7 +71,7 @@ function SearchPanel({ session, tenant, label }: PageProps & { label: string }) 
           <select value={type} onChange={(event) => setType(Number(event.currentTarget.value) as SearchType)}>
             {TYPES.map((t) => (
               <option key={t} value={t}>
-                {t === SearchType.UNSPECIFIED ? "full text" : enumLabel(SearchTypeSchema, t)}
+                {t === SearchType.UNSPECIFIED ? "hybrid (words and meaning)" : enumLabel(SearchTypeSchema, t)}
               </option>
             ))}
           </select>
