@@ -48,6 +48,9 @@ RUN npm run build \
   && rm -rf node_modules/better-sqlite3/deps node_modules/better-sqlite3/src \
     node_modules/esbuild node_modules/@esbuild \
   && find node_modules \( -name '*.d.ts' -o -name '*.d.mts' -o -name '*.d.cts' -o -name '*.map' \) -type f -delete
+# Names the build stage's own image (only its last step carries the label), which the build leaves
+# untagged: scripts/image.sh removes it once the runtime image is made.
+LABEL io.wayfind.stage=build
 
 FROM ${NODE_IMAGE}
 # No package manager at run time: the server needs Node alone.

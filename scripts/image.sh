@@ -89,5 +89,9 @@ secret=()
 [ -n "${NODE_EXTRA_CA_CERTS:-}" ] && [ -f "$NODE_EXTRA_CA_CERTS" ] && secret=(--secret "id=ca_certs,src=$NODE_EXTRA_CA_CERTS")
 "${podman[@]}" build --format docker --network host "${secret[@]}" --build-arg "NODE_IMAGE=$base" -t "$tag" \
   ${version_tag:+-t "$version_tag"} .
+# The build stage's image (node_modules with the compilers' leftovers, well over a GB) is left
+# untagged by every build; the layers the next build reuses stay in the cache.
+"${podman[@]}" image prune -f --filter label=io.wayfind.stage=build >/dev/null ||
+  echo "image: the build stage's untagged image could not be removed (podman image prune)" >&2
 size=$("${podman[@]}" image inspect "$tag" --format '{{.Size}}')
 echo "image: $tag built in $((SECONDS - build_started)) s ($((SECONDS - started)) s in all), $((size / 1000000)) MB"
