@@ -110,6 +110,31 @@ node -e '
   })().catch((error) => { console.error(`fresh clone: ${error.message}`); process.exit(1); });
 ' "$port"
 
+echo "== the README's short tour, call by call (each curl of its block, against this server)"
+node -e '
+  const readme = require("node:fs").readFileSync("README.md", "utf8");
+  const tour = readme.slice(readme.indexOf("## A short tour"));
+  const start = tour.indexOf("```sh") + 5;
+  const lines = tour.slice(start, tour.indexOf("```", start)).replace(/\\\n\s*/g, "").split("\n");
+  const base = `http://127.0.0.1:${process.argv[1]}/wayfind.v1`;
+  const calls = lines
+    .filter((line) => line.startsWith("curl "))
+    .map((line) => {
+      const call = /-d \x27(.*)\x27 \$W\.(\S+)$/.exec(line);
+      if (!call) throw new Error(`a tour line this test cannot read: ${line}`);
+      return { body: call[1], url: `${base}.${call[2]}` };
+    });
+  (async () => {
+    if (calls.length < 8) throw new Error(`the tour has ${calls.length} curl calls`);
+    for (const { body, url } of calls) {
+      const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body });
+      const answer = await response.text();
+      if (!response.ok) throw new Error(`${url} answered ${response.status}: ${answer}`);
+      console.log(`ok ${url.slice(url.lastIndexOf("/") + 1)}`);
+    }
+  })().catch((error) => { console.error(`fresh clone: ${error.message}`); process.exit(1); });
+' "$port"
+
 echo "== stop (SIGTERM: drains, then exits 0)"
 kill -TERM "$server"
 wait "$server"
