@@ -203,6 +203,22 @@ describe("wayfind serve", () => {
     expect(existsSync(dataDir)).toBe(false);
   });
 
+  it("names the config's file, line and key for an example it gives a catalog's tool that does not fit", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "wayfind-cli-"));
+    const config = join(dir, "wayfind.yaml");
+    const catalog = join(import.meta.dirname, "..", "demo", "catalogs", "github.jsonl");
+    writeFileSync(
+      config,
+      `server: {data_dir: ${join(dir, "state")}}\ncatalogs:\n  - path: ${catalog}\n    namespace: github\n` +
+        `    examples:\n      github.create_issue:\n        - args: {title: Crash}\n`,
+    );
+    const { stderr, exited } = run(["serve", "--config", config, "--port", "0"]);
+    expect(await exited).toBe(1);
+    expect(stderr.join("")).toMatch(
+      /wayfind\.yaml:6:7: catalogs\[0\]\.examples: tool "github\.create_issue": example 0 does not match the args schema at \/owner/,
+    );
+  });
+
   it("rejects an unknown command with the command meant and the usage", async () => {
     const { stderr, exited } = run(["serv"]);
     expect(await exited).toBe(2);

@@ -72,16 +72,23 @@ export function missingSourceFiles(config: WayfindConfig): string[] {
       : []),
   ].filter((entry) => !existsSync(entry.resolved));
   if (missing.length === 0) return [];
-  const file = config.configFile ?? "config";
-  let locateIn: ((path: Path) => { line: number; col: number } | undefined) | undefined;
-  if (config.configFile) {
-    const lineCounter = new LineCounter();
-    const doc = parseDocument(readFileSync(config.configFile, "utf8"), { lineCounter });
-    locateIn = (path) => locate(doc, lineCounter, path);
-  }
-  return missing.map(({ path, resolved, what }) => {
-    const pos = locateIn?.(path);
-    const at = pos ? `${file}:${pos.line}:${pos.col}` : file;
-    return `${at}: ${formatPath(path)}: no ${what} at ${resolved}; fix the path (relative paths start at the config file's folder)`;
-  });
+  const place = configPlaces(config.configFile);
+  return missing.map(
+    ({ path, resolved, what }) =>
+      `${place(path)}: no ${what} at ${resolved}; fix the path (relative paths start at the config file's folder)`,
+  );
+}
+
+/**
+ * Names a key of the config as its problems do: `file:line:col: key.path` (the file alone where the
+ * config came from no file, or the key is not written in it).
+ */
+export function configPlaces(configFile: string | undefined): (path: Path) => string {
+  if (!configFile) return (path) => `config: ${formatPath(path)}`;
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(readFileSync(configFile, "utf8"), { lineCounter });
+  return (path) => {
+    const pos = locate(doc, lineCounter, path);
+    return `${pos ? `${configFile}:${pos.line}:${pos.col}` : configFile}: ${formatPath(path)}`;
+  };
 }

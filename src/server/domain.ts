@@ -258,7 +258,7 @@ export async function buildDomain(
       keys.copyWrite,
     ]);
     await sharedSearches?.migrate();
-    await syncCatalogFiles(registry, config.catalogs, logger);
+    await syncCatalogFiles(registry, config.catalogs, logger, config.configFile);
     await loadConfiguredSkillPacks(skills, config.skillPacks, logger, options.onSkillPackProgress);
     usageBook = await openUsageBook();
     keyRecords = replica

@@ -1,8 +1,9 @@
 import { basename } from "node:path";
 import type { Logger } from "pino";
 import { compileGlobs } from "../access/index.ts";
-import type { CatalogConfig, ToolSourceOptions } from "../config/index.ts";
+import { type CatalogConfig, configPlaces, type ToolSourceOptions } from "../config/index.ts";
 import { parseCatalogFile, type ToolExample, type ToolInput, type ToolRegistry } from "../discovery/index.ts";
+import { WayfindError } from "../errors.ts";
 
 /** Source id of a configured catalog file: its namespace, else its file name. */
 export function catalogSourceId(catalog: CatalogConfig): string {
@@ -18,21 +19,28 @@ export async function syncCatalogFiles(
   registry: ToolRegistry,
   catalogs: readonly CatalogConfig[],
   logger: Logger,
+  configFile?: string,
 ): Promise<void> {
-  for (const config of catalogs) {
+  for (const [index, config] of catalogs.entries()) {
     const parsed = parseCatalogFile(config.path, {
       namespace: config.namespace,
       loadingMode: config.loadingMode,
       invalidSchemas: config.invalidSchemas,
     });
     for (const note of parsed.notes) logger.warn({ catalog: config.path }, note);
-    const result = await registry.register(
-      catalogSourceId(config),
-      applySourceOptions(parsed.tools, config, config.namespace),
-      {
-        replaceSource: true,
-      },
-    );
+    const tools = applySourceOptions(parsed.tools, config, config.namespace);
+    const result = await registry
+      .register(catalogSourceId(config), tools, { replaceSource: true })
+      .catch((error: unknown) => {
+        // A tool's check fails with the tool's name alone: say where it was written, the config's
+        // examples for the catalog or the file itself.
+        if (!(error instanceof WayfindError)) throw error;
+        const place =
+          Object.keys(config.examples).length > 0
+            ? configPlaces(configFile)(["catalogs", index, "examples"])
+            : config.path;
+        throw new WayfindError(error.code, `${place}: ${error.message}`, error.details);
+      });
     // The file's own fingerprint (the result's is every global tool's), so a changed file shows.
     const fingerprint = registry.sourceFingerprint(catalogSourceId(config));
     logger.info(
