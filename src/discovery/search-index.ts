@@ -272,20 +272,36 @@ function searchText(t: ToolRecord): string[] {
   ];
 }
 
-/** Parameter names and descriptions, a few levels deep. */
-function paramText(schema: JsonObject, depth: number): string {
+/**
+ * Parameter names and descriptions, a few levels deep, following the schema's own `$ref`s
+ * (`#/$defs/…`, `#/definitions/…`, `#/properties/…`), so a parameter described once under `$defs` is
+ * read where it is used. The depth bound also ends a `$ref` that leads back to itself.
+ */
+function paramText(schema: JsonObject, depth: number, root: JsonObject = schema): string {
   if (depth > 3) return "";
   const parts: string[] = [];
-  const props = schema.properties;
+  const props = resolved(schema, root).properties;
   if (isObject(props))
-    for (const [key, value] of Object.entries(props)) {
+    for (const [key, declared] of Object.entries(props)) {
       parts.push(key);
-      if (isObject(value)) {
-        if (typeof value.description === "string") parts.push(value.description);
-        if (typeof value.title === "string") parts.push(value.title);
-        parts.push(paramText(value, depth + 1));
-        if (isObject(value.items)) parts.push(paramText(value.items, depth + 1));
+      if (!isObject(declared)) continue;
+      const value = resolved(declared, root);
+      for (const at of value === declared ? [declared] : [declared, value]) {
+        if (typeof at.description === "string") parts.push(at.description);
+        if (typeof at.title === "string") parts.push(at.title);
       }
+      parts.push(paramText(value, depth + 1, root));
+      if (isObject(value.items)) parts.push(paramText(value.items, depth + 1, root));
     }
   return parts.filter((p) => p.length > 0).join(" ");
+}
+
+/** The schema a local `$ref` (a JSON pointer into `root`) names, or the schema itself. */
+function resolved(schema: JsonObject, root: JsonObject): JsonObject {
+  const ref = schema.$ref;
+  if (typeof ref !== "string" || !ref.startsWith("#/")) return schema;
+  let at: unknown = root;
+  for (const key of ref.slice(2).split("/"))
+    at = isObject(at) ? at[key.replace(/~1/g, "/").replace(/~0/g, "~")] : undefined;
+  return isObject(at) ? at : schema;
 }

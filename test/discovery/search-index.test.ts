@@ -111,3 +111,29 @@ describe("visible sets", () => {
     expect(rebuilt.visibleSets.get(after.access)?.size).toBe(1);
   });
 });
+
+describe("the parameters a tool is found by", () => {
+  it("include those its schema describes once under $defs and uses through $ref", async () => {
+    const { catalog } = openCatalog();
+    await catalog.registry.register("maps", [
+      {
+        name: "maps.route",
+        description: "Plan a route between two places.",
+        argsSchema: {
+          type: "object",
+          $defs: {
+            place: {
+              type: "object",
+              description: "A place",
+              properties: { postcode: { type: "string", description: "Zip or postal code of the place" } },
+            },
+          },
+          properties: { origin: { $ref: "#/$defs/place" }, destination: { $ref: "#/$defs/place" } },
+        },
+      },
+      { name: "maps.zoom", description: "Zoom the map in or out." },
+    ]);
+    await catalog.index.ready();
+    expect(names(catalog.index.search({ query: "postal code" }))).toEqual(["maps.route"]);
+  });
+});
