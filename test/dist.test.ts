@@ -29,7 +29,7 @@ function checkout(): string {
   write("src/cli/main.ts", 'const runtime: string = "tsx";\nconsole.log(runtime);\n');
   write("gen/ts/wayfind/v1/common_pb.ts", "export {};\n");
   write("dist/src/cli/main.js", 'console.log("dist");\n');
-  for (const file of ["bin/wayfind.js", "scripts/dist.js", "scripts/tuning.js"]) {
+  for (const file of ["bin/wayfind.js", "scripts/dist.js", "scripts/native.js", "scripts/tuning.js"]) {
     mkdirSync(dirname(join(root, file)), { recursive: true });
     copyFileSync(join(REPO, file), join(root, file));
   }
