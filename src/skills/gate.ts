@@ -62,10 +62,11 @@ const FIELD_ENDINGS = new Set(
    values flag enabled disabled state result results`.split(/\s+/),
 );
 
-/** Extensions that make a name under a tool namespace a file still (`github.md`, `slack.json`). */
-const FILE_EXTENSIONS = new Set(
-  "md txt json yaml yml toml csv tsv pdf html xml js ts py go rs sh log png jpg svg zip".split(" "),
-);
+/**
+ * Extensions that make a name under a tool namespace a file still (`github.md`, `slack.json`): only
+ * those no tool is named like (`git.log`, `deploy.sh`, `cloud.run` stay tools).
+ */
+const FILE_EXTENSIONS = new Set("md txt json yaml yml toml csv tsv pdf png jpg jpeg svg zip".split(" "));
 
 /** `ns.name` or MCP's `mcp__ns__name`: the namespace and the name under it. */
 const NAMESPACED = /^(?:mcp__)?([A-Za-z0-9_-]+?)(?:__|\.)([A-Za-z0-9_.-]+)$/;

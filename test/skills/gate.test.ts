@@ -126,9 +126,11 @@ describe("tool-reference gating", () => {
 
   it("rewrites, in operator text, any name under a namespace of the caller's catalog, whatever its words", async () => {
     expect(
-      await operatorStep("Cross-check hr.secret_payroll and mcp__hr__salary_bands, then fs.read_file."),
+      await operatorStep(
+        "Cross-check hr.secret_payroll, hr.log and mcp__hr__salary_bands, then fs.read_file.",
+      ),
     ).toBe(
-      'Cross-check tool_search for "secret payroll" and tool_search for "salary bands", then fs.read_file.',
+      'Cross-check tool_search for "secret payroll", tool_search for "log" and tool_search for "salary bands", then fs.read_file.',
     );
   });
 
