@@ -894,8 +894,8 @@ auth: {allow_unauthenticated: false}
 	srv.stop(t)
 }
 
-// writeDemoConfig writes dir/wayfind.yaml: the demo's catalogs and skills (its paths made absolute)
-// and then extra, and returns its path.
+// writeDemoConfig writes dir/wayfind.yaml: the demo's catalogs, MCP server and skills (its paths
+// and the MCP server's folder made absolute) and then extra, and returns its path.
 func writeDemoConfig(t *testing.T, root, dir, extra string) string {
 	t.Helper()
 	demo, err := os.ReadFile(filepath.Join(root, "demo", "wayfind.yaml"))
@@ -903,7 +903,9 @@ func writeDemoConfig(t *testing.T, root, dir, extra string) string {
 		t.Fatal(err)
 	}
 	config := filepath.Join(dir, "wayfind.yaml")
-	yaml := strings.ReplaceAll(string(demo), "path: ", "path: "+filepath.Join(root, "demo")+"/") + extra
+	demoDir := filepath.Join(root, "demo")
+	yaml := strings.ReplaceAll(string(demo), "path: ", "path: "+demoDir+"/")
+	yaml = strings.ReplaceAll(yaml, "cwd: .", "cwd: "+demoDir) + extra
 	if err := os.WriteFile(config, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -923,10 +925,16 @@ func TestCallTool(t *testing.T) {
 		t.Fatalf("the MCP server of this test: %v (run npm ci)", err)
 	}
 	dataDir := t.TempDir()
-	config := writeDemoConfig(t, root, dataDir, fmt.Sprintf(`
-mcp_servers:
-  - {name: everything, transport: stdio, command: node, args: [%q, stdio]}
-`, everything))
+	config := writeDemoConfig(t, root, dataDir, "")
+	// One more server in the demo's list of MCP servers.
+	written, err := os.ReadFile(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := fmt.Sprintf("  - {name: everything, transport: stdio, command: node, args: [%q, stdio]}\n", everything)
+	if err := os.WriteFile(config, []byte(strings.Replace(string(written), "mcp_servers:\n", "mcp_servers:\n"+server, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	srv := startServer(t, "--config", config, "--data-dir", dataDir)
 	conn, err := grpc.NewClient(srv.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

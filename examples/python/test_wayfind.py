@@ -562,10 +562,14 @@ TLS_FIXTURES = REPO_ROOT / "test" / "fixtures" / "tls"
 
 
 def write_demo_config(data_dir: Path, extra: str) -> Path:
-    """data_dir/wayfind.yaml: the demo's catalogs and skills (its paths made absolute), then `extra`."""
-    demo = (REPO_ROOT / "demo" / "wayfind.yaml").read_text()
+    """data_dir/wayfind.yaml: the demo's catalogs, MCP server and skills (its paths and the MCP
+    server's folder made absolute), then `extra`."""
+    demo_dir = REPO_ROOT / "demo"
+    demo = (demo_dir / "wayfind.yaml").read_text()
     config = data_dir / "wayfind.yaml"
-    config.write_text(demo.replace("path: ", f"path: {REPO_ROOT / 'demo'}/") + "\n" + extra)
+    config.write_text(
+        demo.replace("path: ", f"path: {demo_dir}/").replace("cwd: .", f"cwd: {demo_dir}") + "\n" + extra
+    )
     return config
 
 
@@ -640,7 +644,9 @@ def mcp_server(tmp_path_factory):
     assert EVERYTHING.is_file(), f"{EVERYTHING} is missing: run npm ci"
     data_dir = tmp_path_factory.mktemp("wayfind-mcp")
     everything = {"name": "everything", "transport": "stdio", "command": "node", "args": [str(EVERYTHING), "stdio"]}
-    config = write_demo_config(data_dir, f"mcp_servers: [{json.dumps(everything)}]\n")  # JSON is YAML
+    config = write_demo_config(data_dir, "")
+    # One more server in the demo's list of MCP servers (JSON is YAML).
+    config.write_text(config.read_text().replace("mcp_servers:\n", f"mcp_servers:\n  - {json.dumps(everything)}\n", 1))
     yield from serve(Server(data_dir, "--config", str(config)))
 
 
