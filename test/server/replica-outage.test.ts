@@ -40,6 +40,10 @@ async function search(replica: TestReplica) {
   };
 }
 
+function pick<T extends object, K extends keyof T>(value: T, ...keys: K[]): Pick<T, K> {
+  return Object.fromEntries(keys.map((key) => [key, value[key]])) as Pick<T, K>;
+}
+
 async function writesStatus(replica: TestReplica) {
   return (await replica.grpc(Health).check({ service: "wayfind.writes" })).status;
 }
@@ -49,9 +53,21 @@ describe.skipIf(unavailable)(
   () => {
     it("answer searches from their copy marked stale, refuse writes, report it, and recover when it returns", async () => {
       const [a, b] = replicas as [TestReplica, TestReplica];
-      // Every tool's vector is computed after start, and while the model is busy with them a request
-      // may be read by the static tier: until the model reads it, a ranking may still change.
-      await expect.poll(async () => (await search(b)).tier, { timeout: 30_000 }).toBe(SemanticTier.MODEL);
+      // The demo's MCP server's tools arrive after its catalog files (one replica syncs them, the
+      // other applies the change), and every tool's vector is computed after that: until every vector
+      // is ready and the model reads the request, a ranking may still change.
+      await expect
+        .poll(
+          async () =>
+            (await b.grpc(ToolDiscoveryService).listToolSources({ caller })).sources.some(
+              (source) => source.name.includes("workspace") && source.toolCount > 0,
+            ),
+          { timeout: 30_000 },
+        )
+        .toBe(true);
+      await expect
+        .poll(async () => pick(await search(b), "semantic", "tier"), { timeout: 30_000 })
+        .toEqual({ semantic: SemanticStatus.READY, tier: SemanticTier.MODEL });
       const before = await search(b);
       expect(before.names).toContain("github.create_issue");
       expect(before.stale).toBeNull();
