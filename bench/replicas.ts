@@ -1,5 +1,5 @@
 /**
- * Several replicas on one PostgreSQL (issue 17, README "Running several replicas"): what sharing the
+ * Several replicas on one PostgreSQL (issue 17, docs/replicas.md "Running several replicas"): what sharing the
  * state costs and what more replicas buy on this machine.
  *
  * - One replica: SQLite alone vs on PostgreSQL — SearchTools (read: in memory, plus the read fence on

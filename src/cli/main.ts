@@ -218,7 +218,7 @@ async function main(argv: string[]): Promise<number> {
       "memory settings not applied (bin/wayfind.js does, on Node >= 22.15): large catalogs take more resident memory",
     );
   if (worker === undefined && workers > 1) return superviseWorkers(config, workers, logger);
-  // OpenTelemetry tracing when the usual OTEL_* variables ask for it (docs: README, "Tracing").
+  // OpenTelemetry tracing when the usual OTEL_* variables ask for it (docs/api.md, "Tracing").
   const tracing = tracingFromEnv(process.env);
   // The event log as OpenTelemetry log records when the OTEL_* variables ask for them.
   const eventExport = eventExportFromEnv(process.env);

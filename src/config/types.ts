@@ -49,7 +49,7 @@ export interface ToolSearchConfig {
   readonly defaultLoadingMode: LoadingMode;
   readonly alwaysLoadedPatterns: readonly string[];
   readonly activationScope: ActivationScope;
-  /** RenderToolPayload in dispatch mode unless a request asks for it itself (README "Dispatch mode"). */
+  /** RenderToolPayload in dispatch mode unless a request asks for it itself (docs/configuration.md "Dispatch mode"). */
   readonly dispatch: boolean;
   readonly preferredNamespaces: readonly string[];
   readonly maxSearchResults: number;

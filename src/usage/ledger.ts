@@ -434,7 +434,7 @@ function validateRecordInput(input: RecordUsageInput, nowMs: number): TokenUsage
   }
   const [first] = problems;
   if (first !== undefined) {
-    // The message names the first problem; the BadRequest details list every one (README, "Errors and limits").
+    // The message names the first problem; the BadRequest details list every one (docs/api.md, "Errors and limits").
     const rest = problems.length - 1;
     const more = rest > 0 ? ` (and ${rest} more in the details)` : "";
     throw invalidArgument(`invalid usage record: ${first.field}: ${first.description}${more}`, problems);
