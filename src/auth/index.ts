@@ -9,5 +9,5 @@ export { PrincipalLimits } from "./limits.ts";
 export { CLIENT_CERTIFICATE_HEADER, clientCertificateHeader } from "./mtls.ts";
 export { METHOD_ROLES } from "./roles.ts";
 export { authMigrations } from "./schema.ts";
-export { SharedKeyRecords } from "./shared-keys.ts";
+export { insertKeyRows, KEYS_POSTGRES_MIGRATIONS, SharedKeyRecords } from "./shared-keys.ts";
 export { isLoopback, unauthenticatedAllowed } from "./unauthenticated.ts";

@@ -11,7 +11,7 @@ import type { KeyRecords, NewKeyRow } from "./key-book.ts";
  * one replica (or `wayfind keys create` against the fleet) is in every copy in log order, two
  * replicas creating one id at once meet at the table's primary key, and only SHA-256s are stored.
  */
-const KEYS_POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
+export const KEYS_POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   {
     id: "auth/001-api-keys",
     up: `CREATE TABLE wayfind_api_keys (
@@ -118,29 +118,37 @@ async function runKeyWrite(
     case "purge":
       return { value: undefined, change: { put: [], drop: await purge(client, write.purgeBeforeMs) } };
     case "lift": {
-      const taken: KeyRow[] = [];
-      // One at a time: a few keys per replica, once.
-      for (const row of write.rows) {
-        const { rows } = await client.query<PostgresKeyRow>(
-          `INSERT INTO wayfind_api_keys (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-           ON CONFLICT DO NOTHING RETURNING ${COLUMNS}`,
-          [
-            row.id,
-            row.key_sha256,
-            row.tenant_id,
-            row.roles_json,
-            row.entitlements_json,
-            row.projects_json,
-            row.created_at_ms,
-            row.expires_at_ms,
-            row.revoked_at_ms,
-          ],
-        );
-        if (rows[0]) taken.push(fromPostgres(rows[0]));
-      }
+      const taken = await insertKeyRows(client, write.rows);
       return { value: taken, change: { put: taken, drop: [] } };
     }
   }
+}
+
+/**
+ * Inserts keys with their own ids, hashes and times, one at a time (a few per data folder, once);
+ * returns those inserted (a tenant's id taken already keeps the fleet's key). The table must exist.
+ */
+export async function insertKeyRows(client: pg.PoolClient, keys: readonly KeyRow[]): Promise<KeyRow[]> {
+  const taken: KeyRow[] = [];
+  for (const row of keys) {
+    const { rows } = await client.query<PostgresKeyRow>(
+      `INSERT INTO wayfind_api_keys (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+       ON CONFLICT DO NOTHING RETURNING ${COLUMNS}`,
+      [
+        row.id,
+        row.key_sha256,
+        row.tenant_id,
+        row.roles_json,
+        row.entitlements_json,
+        row.projects_json,
+        row.created_at_ms,
+        row.expires_at_ms,
+        row.revoked_at_ms,
+      ],
+    );
+    if (rows[0]) taken.push(fromPostgres(rows[0]));
+  }
+  return taken;
 }
 
 /** Every key write, run in the append's transaction, each with the change its rows make. */

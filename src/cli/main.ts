@@ -15,6 +15,7 @@ import { runLearning } from "./learning.ts";
 import { runMcpBridge } from "./mcp-bridge.ts";
 import { skillPackProgressBar } from "./progress.ts";
 import { listSources } from "./sources.ts";
+import { runStorage } from "./storage.ts";
 import {
   checkWorkersCanShare,
   parseWorkers,
@@ -90,6 +91,7 @@ Usage:
   wayfind demo reset [--data-dir DIR]
   wayfind keys create|list|revoke …
   wayfind learning show|reset|export|import --tenant T …
+  wayfind storage copy-to-postgres [--data-dir DIR] [--config FILE]
   wayfind --version
 
 Commands:
@@ -101,11 +103,13 @@ Commands:
   demo reset       delete the demo server's data, so the next serve starts from the demo again
   keys             create, list and revoke API keys (the secret is printed once)
   learning         what a tenant's traffic taught its search: show, reset, export, import
+  storage          copy-to-postgres: move one server's SQLite data folder onto a new PostgreSQL
+                   database, where a fleet of replicas starts from it
 
 Run "wayfind <command> --help" for a command's options.
 `;
 
-const COMMANDS = ["serve", "sources", "mcp", "catalog", "demo", "keys", "learning", "help"];
+const COMMANDS = ["serve", "sources", "mcp", "catalog", "demo", "keys", "learning", "storage", "help"];
 
 /** The credential of a command: its --api-key, else $WAYFIND_API_KEY, and which one it was. */
 function givenKey(flag: string | undefined): { key: string | undefined; source: CredentialSource } {
@@ -162,6 +166,8 @@ async function main(argv: string[]): Promise<number> {
     return runKeys(rest, process.stdout, process.stderr, (file) => loadConfig(file ?? DEMO_CONFIG));
   if (command === "learning")
     return runLearning(rest, process.stdout, (file) => loadConfig(file ?? DEMO_CONFIG));
+  if (command === "storage")
+    return runStorage(rest, process.stdout, (file) => loadConfig(file ?? DEMO_CONFIG));
   if (command === "catalog") {
     if (rest[0] !== "stats") throw unknownWord("wayfind catalog", rest[0], ["stats"], USAGE);
     return runCatalogStats(rest.slice(1), (file) => loadConfig(file ?? DEMO_CONFIG));

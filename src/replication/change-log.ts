@@ -105,6 +105,11 @@ export async function migratePostgres(
   });
 }
 
+/** Holds every append until `client`'s transaction ends: seq order is commit order under it. */
+export async function lockAppends(client: pg.PoolClient): Promise<void> {
+  await client.query("SELECT pg_advisory_xact_lock($1)", [APPEND_LOCK]);
+}
+
 /**
  * Runs `work` with a client of `pool`, released after (and closed when its connection failed). The
  * pool listens for errors of idle clients only: a checked-out one whose connection drops between two
@@ -172,7 +177,7 @@ export class ChangeLog {
       inTransaction(client, async () => {
         const all = [...changes, ...((await within?.(client)) ?? [])];
         if (all.length === 0) return [];
-        await client.query("SELECT pg_advisory_xact_lock($1)", [APPEND_LOCK]);
+        await lockAppends(client);
         // One parameter per value, not arrays: the driver escapes each array element in JavaScript,
         // which for a registration of thousands of tools held the event loop for a quarter second.
         const values = all.map(

@@ -60,6 +60,19 @@ export function readAppliedSeq(db: Db): number {
   );
 }
 
+/**
+ * Makes a data folder's file (a copy of it) the start of a new fleet's copies: claimed by the shared
+ * database `clusterId`, holding its log through change 0 as of `atMs` (the clock retention counts by).
+ */
+export function adoptAsCopy(db: Db, clusterId: string, atMs: number): void {
+  db.prepare("INSERT INTO replication_cluster (id) VALUES (?)").run(clusterId);
+  const upsert = db.prepare(
+    "INSERT INTO replication_state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+  );
+  upsert.run(APPLIED_KEY, 0);
+  upsert.run(APPLIED_AT_KEY, atMs);
+}
+
 export interface FollowerOptions {
   readonly log: ChangeLog;
   /** This replica's SQLite copy, opened with FOLLOWER_MIGRATIONS. */

@@ -44,31 +44,9 @@ export class SnapshotStore {
    */
   async store(file: string, seq: number, createdBy: string): Promise<StoredSnapshot> {
     return this.transactionWithFile(file, "r", async (client, handle) => {
-      const hash = createHash("sha256");
-      let bytes = 0;
-      await client.query(
-        "INSERT INTO wayfind_snapshots (seq, bytes, sha256, created_by) VALUES ($1, 0, '', $2)",
-        [seq, createdBy],
-      );
-      for (let n = 0; ; n++) {
-        const { bytesRead, buffer } = await handle.read(Buffer.alloc(CHUNK_BYTES), 0, CHUNK_BYTES);
-        if (bytesRead === 0) break;
-        const chunk = buffer.subarray(0, bytesRead);
-        hash.update(chunk);
-        bytes += bytesRead;
-        await client.query("INSERT INTO wayfind_snapshot_chunks (seq, n, data) VALUES ($1, $2, $3)", [
-          seq,
-          n,
-          chunk,
-        ]);
-      }
-      await client.query("UPDATE wayfind_snapshots SET bytes = $2, sha256 = $3 WHERE seq = $1", [
-        seq,
-        bytes,
-        hash.digest("hex"),
-      ]);
+      const stored = await writeSnapshot(client, handle, seq, createdBy);
       await client.query("DELETE FROM wayfind_snapshots WHERE seq < $1", [seq]);
-      return { seq, bytes };
+      return stored;
     });
   }
 
@@ -124,6 +102,42 @@ export class SnapshotStore {
       }
     });
   }
+}
+
+/**
+ * Writes the snapshot read from `handle` (holding the log through `seq`) in `client`'s transaction:
+ * its chunks, then its size and SHA-256, which a download checks.
+ */
+export async function writeSnapshot(
+  client: pg.PoolClient,
+  handle: FileHandle,
+  seq: number,
+  createdBy: string,
+): Promise<StoredSnapshot> {
+  const hash = createHash("sha256");
+  let bytes = 0;
+  await client.query(
+    "INSERT INTO wayfind_snapshots (seq, bytes, sha256, created_by) VALUES ($1, 0, '', $2)",
+    [seq, createdBy],
+  );
+  for (let n = 0; ; n++) {
+    const { bytesRead, buffer } = await handle.read(Buffer.alloc(CHUNK_BYTES), 0, CHUNK_BYTES);
+    if (bytesRead === 0) break;
+    const chunk = buffer.subarray(0, bytesRead);
+    hash.update(chunk);
+    bytes += bytesRead;
+    await client.query("INSERT INTO wayfind_snapshot_chunks (seq, n, data) VALUES ($1, $2, $3)", [
+      seq,
+      n,
+      chunk,
+    ]);
+  }
+  await client.query("UPDATE wayfind_snapshots SET bytes = $2, sha256 = $3 WHERE seq = $1", [
+    seq,
+    bytes,
+    hash.digest("hex"),
+  ]);
+  return { seq, bytes };
 }
 
 /**
@@ -220,7 +234,8 @@ export async function prepareCopy(options: PrepareCopyOptions): Promise<number |
   const oldest = await log.oldest();
   const behindLog = oldest > applied + 1;
   const latest = await snapshots.latest();
-  const restore = behindLog || (state.kind === "new" && latest !== undefined && latest.seq > 0);
+  // A snapshot at seq 0 is a data folder moved onto an empty database (wayfind storage copy-to-postgres).
+  const restore = behindLog || (state.kind === "new" && latest !== undefined);
   if (!restore) return undefined;
   if (latest === undefined)
     throw new WayfindError(
