@@ -514,7 +514,7 @@ func (QueryRewrite_Kind) EnumDescriptor() ([]byte, []int) {
 // CallerContext says who is asking. Every read RPC takes one; wayfind decides from it what exists
 // for the caller (tenant visibility, entitlements, activations of its run or session, skill scope).
 //
-// The call's credentials bind it (API key, JWT or client certificate; README "Authentication"): a
+// The call's credentials bind it (API key, JWT or client certificate; docs/security.md): a
 // tenant_id other than the credential's is PERMISSION_DENIED, an empty one is the credential's, and
 // project, user and entitlements may only narrow what the credential holds. Without credentials
 // (a server on loopback, for development) it is trusted as sent.

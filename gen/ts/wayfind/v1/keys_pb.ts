@@ -327,9 +327,10 @@ export const KeyOriginSchema: GenEnum<KeyOrigin> = /*@__PURE__*/
  * the command line, for a web console. Every RPC needs the admin role. An admin bound to a tenant
  * manages its own tenant's keys only: another tenant's keys are neither listed nor revocable (a
  * foreign key's id is NOT_FOUND, exactly as an id no key has). The operator (an admin bound to no
- * tenant) manages every tenant's keys. Keys created here are stored in the server's data folder, as
- * those of `wayfind keys create` are: a replica's keys are its own (README "Running several
- * replicas"). No RPC ever returns a key's hash; the secret is returned once, by CreateApiKey.
+ * tenant) manages every tenant's keys. Keys created here are stored where those of `wayfind keys
+ * create` are: the server's data folder, or for a fleet on PostgreSQL the shared database, so every
+ * replica accepts them (docs/replicas.md "API keys"). No RPC ever returns a key's hash; the secret
+ * is returned once, by CreateApiKey.
  *
  * @generated from service wayfind.v1.KeyService
  */
