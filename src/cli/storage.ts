@@ -61,7 +61,7 @@ export async function runStorage(
 
 function describe(copied: CopiedState): string {
   const parts: [number, string][] = [
-    [copied.registeredTools, "registered tools"],
+    [copied.tools, "tools"],
     [copied.skillPacks, "skill packs"],
     [copied.activations, "activations"],
     [copied.apiKeys, "API keys"],
@@ -69,7 +69,7 @@ function describe(copied: CopiedState): string {
     [copied.events, "events"],
     [copied.learnedRequests, "learned requests"],
   ];
-  return parts.map(([n, what]) => `${n} ${what}`).join(", ");
+  return parts.map(([n, what]) => `${what}: ${n}`).join(", ");
 }
 
 function kib(bytes: number): string {

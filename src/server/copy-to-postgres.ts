@@ -20,7 +20,8 @@ import { redactedUrl } from "./storage.ts";
 
 /** What a data folder held, by kind, as copied (rows). */
 export interface CopiedState {
-  readonly registeredTools: number;
+  /** Every source's (catalog files and MCP servers sync again on the replicas; the API's only live here). */
+  readonly tools: number;
   readonly skillPacks: number;
   readonly activations: number;
   readonly apiKeys: number;
@@ -33,7 +34,7 @@ export interface CopiedState {
 
 /** Tables whose rows are counted for the report, by what they hold. */
 const COUNTED = {
-  registeredTools: "discovery_tools",
+  tools: "discovery_tools",
   skillPacks: "skill_packs",
   activations: "tool_activations",
   apiKeys: "api_keys",

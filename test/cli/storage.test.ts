@@ -114,9 +114,9 @@ describe.skipIf(unavailable)(
     it("copies the stopped server's state and says what it copied", async () => {
       const copied = await copy();
       expect(copied.code, copied.stderr).toBe(0);
-      expect(copied.stdout).toContain("1 registered tools");
-      expect(copied.stdout).toContain("1 API keys");
-      expect(copied.stdout).toContain("3 usage records");
+      expect(copied.stdout).toContain("tools: 1");
+      expect(copied.stdout).toContain("API keys: 1");
+      expect(copied.stdout).toContain("usage records: 3");
     });
 
     it("starts a replica of the database from that state: the key, the tool, the activation, the ledger and the events", async () => {
