@@ -52,7 +52,7 @@ const LAYERS = [
     // The one search engine under both catalogs: analysis, request reading, BM25F. It knows documents
     // and their fields, never tools or skills, so every search improvement lands once, for both.
     name: "search",
-    why: "the search core: text analysis, request reading and the BM25F ranker over weighted fields",
+    why: "the search core: text analysis (typos, synonyms, the dictionary, model words), request reading, the BM25F ranker over weighted fields, match scores and the literal index behind regex and exact search",
     folders: ["search"],
     files: [],
   },

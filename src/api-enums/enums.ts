@@ -29,9 +29,9 @@ import type {
 import { invalidArgument } from "../errors.ts";
 import type { Outcome } from "../learning/index.ts";
 import { PAYLOAD_PROVIDERS, type PayloadProvider } from "../payload/index.ts";
+import type { MatchQuality as MatchQualityName, QueryRewrite, SemanticReport } from "../search/scores.ts";
 import type { ScopeKind, SkillOrigin as SkillOriginName, TaskType as TaskTypeName } from "../skills/index.ts";
 import type { ToolSourceKind as SourceKindName } from "../sources/status.ts";
-import type { MatchQuality as MatchQualityName, QueryRewrite, SemanticReport } from "../text/scores.ts";
 import type { Provider, UsageGroupBy as UsageGroupByName } from "../usage/index.ts";
 
 // Every proto ↔ domain enum mapping of the API, in one place: the RPC handlers (src/server/services) and

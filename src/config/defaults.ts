@@ -1,6 +1,6 @@
 import { availableParallelism } from "node:os";
 import { checkoutPath } from "../checkout.ts";
-import { DEFAULT_GOOD_MATCH_SCORE } from "../text/scores.ts";
+import { DEFAULT_GOOD_MATCH_SCORE } from "../search/scores.ts";
 import type {
   ActivationScope,
   LearningConfig,

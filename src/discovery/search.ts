@@ -1,6 +1,8 @@
 import { ftsRank, type QueryReadings } from "../search/fts.ts";
 import { type DocHit, lexicalHit } from "../search/fusion.ts";
+import type { LiteralIndex } from "../search/literal-index.ts";
 import type { Candidates, RankedDoc } from "../search/ranker-options.ts";
+import { type QueryRewrite, REGEX_SCORE } from "../search/scores.ts";
 import { nameKey } from "../search/text.ts";
 import {
   type CallerRegex,
@@ -11,8 +13,6 @@ import {
   matchesWhole,
   mayMatch,
 } from "../text/caller-regex.ts";
-import type { LiteralIndex } from "../text/literal-index.ts";
-import { type QueryRewrite, REGEX_SCORE } from "../text/scores.ts";
 import type { MatchType, SearchIndex, SearchStrategy, SearchType, Tool } from "./types.ts";
 
 /**

@@ -4,7 +4,7 @@ import type { JsonObject } from "../json.ts";
 import type { LearnedEvidence, SemanticEvidence, VectorDocs } from "../search/evidence.ts";
 import type { WordIndex } from "../search/fts.ts";
 import type { Candidates } from "../search/ranker-options.ts";
-import type { QueryRewrite, SemanticReport } from "../text/scores.ts";
+import type { QueryRewrite, SemanticReport } from "../search/scores.ts";
 
 export const SIDE_EFFECTS = ["pure", "read", "write", "external", "stateful"] as const;
 export type SideEffects = (typeof SIDE_EFFECTS)[number];

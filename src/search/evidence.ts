@@ -2,8 +2,9 @@
  * What the meaning half (src/semantic) and learning (src/learning) say of a request, worked out
  * before the search and handed to it as data: the same types for every catalog, over its docs.
  */
-import type { SemanticReport } from "../text/scores.ts";
+
 import type { Candidates } from "./ranker-options.ts";
+import type { SemanticReport } from "./scores.ts";
 
 /**
  * A catalog's index as the vector store sees it: each doc stored under an owner and a name (a tool's

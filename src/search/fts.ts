@@ -3,13 +3,13 @@
  * (ftsRank), and the texts it is embedded as for the meaning half (meaningTexts). A catalog (tools,
  * skills) builds the index from its own fields and maps the ranked docs back to its own records.
  */
-import { englishWords } from "../text/dictionary.ts";
-import type { ModelWords } from "../text/model-words.ts";
-import type { QueryRewrite } from "../text/scores.ts";
-import type { Reading } from "../text/synonyms.ts";
+import { englishWords } from "./dictionary.ts";
+import type { ModelWords } from "./model-words.ts";
 import type { Ranker } from "./ranker.ts";
 import type { Candidates, RankedDoc, WordReading, WordRepair } from "./ranker-options.ts";
 import { readRequest, requestClauses, stopwordSlipOf } from "./request.ts";
+import type { QueryRewrite } from "./scores.ts";
+import type { Reading } from "./synonyms.ts";
 import { analyze, nameKey, splitWords, stem } from "./text.ts";
 
 /** What the words half reads of a catalog's index: the ranker over its fields and its name keys. */
@@ -73,7 +73,7 @@ export function meaningTexts(
 /** Unknown words of one request looked up among the model's words, at most (each reads a few thousand). */
 const MODEL_REPAIRS = 16;
 
-/** The synonym table (src/text/synonyms.ts) as search reads it. */
+/** The synonym table (src/search/synonyms.ts) as search reads it. */
 export interface QueryReadings {
   /** By analysed word, in index terms: searched beside the word. */
   readonly byStem: ReadonlyMap<string, readonly WordReading[]>;

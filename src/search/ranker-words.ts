@@ -1,4 +1,4 @@
-import { typoCost } from "../text/typos.ts";
+import { typoCost } from "./typos.ts";
 
 /** How an unknown query word was read: a vocabulary term within a few edits, by prefix, or as an abbreviation. */
 export type ExpansionKind = "typo" | "prefix" | "abbreviation";
@@ -50,7 +50,7 @@ export function expansionsOf(
 }
 
 /**
- * The typo cost (src/text/typos.ts) a word typed this long may carry: none up to 3 letters, one plain
+ * The typo cost (src/search/typos.ts) a word typed this long may carry: none up to 3 letters, one plain
  * edit (or two swaps) up to 7, then two.
  */
 function typoBudget(length: number): number {

@@ -3,9 +3,9 @@
  * not what it asks for) and which are the action and its objects. "summarise notes.txt" asks to
  * summarise; "txt" must not pull in a tool called fetch_txt.
  */
-import { englishWords } from "../text/dictionary.ts";
-import { typoCost } from "../text/typos.ts";
+import { englishWords } from "./dictionary.ts";
 import { STOPWORDS, splitWords, stem } from "./text.ts";
+import { typoCost } from "./typos.ts";
 
 /** One analysed word of a request. */
 export interface RequestWord {

@@ -1,7 +1,7 @@
 import { availableParallelism } from "node:os";
 import { Worker } from "node:worker_threads";
 import { LruCache } from "../lru.ts";
-import { ModelWords } from "../text/model-words.ts";
+import { ModelWords } from "../search/model-words.ts";
 import { workerEntry } from "../worker-entry.ts";
 import { REST_WHILE_BUSY, SPARE_AFTER_MS, UNIT_TOKENS } from "./batches.ts";
 import type { ScoreCalibration } from "./calibration.ts";

@@ -1,4 +1,4 @@
-import type { SemanticTier } from "../text/scores.ts";
+import type { SemanticTier } from "../search/scores.ts";
 
 /** The share of a window's searches each tier read. */
 export interface MeaningShares {

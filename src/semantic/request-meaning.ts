@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import type { SemanticTier } from "../text/scores.ts";
+import type { SemanticTier } from "../search/scores.ts";
 import { EmbedderBusy, type QueryEmbedder } from "./embedder.ts";
 
 /** A query embeds at most this many characters: the model reads 128 word pieces anyway. */

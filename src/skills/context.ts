@@ -3,9 +3,9 @@ import type { Db } from "../database/sqlite.ts";
 import type { EventAttributeValue, EventSink, EventType } from "../events/event.ts";
 import { LocalWriter, type ReplicatedWrite, type StateWriter } from "../replication/writes.ts";
 import { type QueryReadings, queryReadings } from "../search/fts.ts";
-import type { ModelWords } from "../text/model-words.ts";
+import type { ModelWords } from "../search/model-words.ts";
+import { synonymTable } from "../search/synonyms.ts";
 import { runInSlices, runToEnd } from "../text/slices.ts";
-import { synonymTable } from "../text/synonyms.ts";
 import { SkillStore } from "./store.ts";
 import { SkillWordIndex } from "./word-index.ts";
 

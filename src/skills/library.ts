@@ -4,8 +4,8 @@ import { afterCommit, writeTransaction } from "../database/transaction.ts";
 import type { EventSink } from "../events/event.ts";
 import type { ReplicatedWrite, StateWriter } from "../replication/writes.ts";
 import type { SemanticQuery } from "../search/evidence.ts";
-import type { ModelWords } from "../text/model-words.ts";
-import { DEFAULT_GOOD_MATCH_SCORE } from "../text/scores.ts";
+import type { ModelWords } from "../search/model-words.ts";
+import { DEFAULT_GOOD_MATCH_SCORE } from "../search/scores.ts";
 import { runInSlices } from "../text/slices.ts";
 import { SkillContext } from "./context.ts";
 import {

@@ -1,7 +1,6 @@
 import type { Caller } from "../caller/caller.ts";
 import { invalidArgument } from "../errors.ts";
 import { checkSize, LIMITS, withinLimit, withinRange } from "../limits.ts";
-import { type CallerRegex, compileCallerRegex, fold, mayMatch } from "../text/caller-regex.ts";
 import {
   type MatchQuality,
   matchQuality,
@@ -9,7 +8,8 @@ import {
   REGEX_SCORE,
   SEMANTIC_OFF,
   type SemanticReport,
-} from "../text/scores.ts";
+} from "../search/scores.ts";
+import { type CallerRegex, compileCallerRegex, fold, mayMatch } from "../text/caller-regex.ts";
 import type { SkillContext } from "./context.ts";
 import { SEARCH_TYPES, type SearchType, TASK_TYPES, type TaskType } from "./model.ts";
 import { callerPartitions, rankSkills } from "./ranked.ts";

@@ -27,8 +27,8 @@ import { checkSize, LIMITS } from "../limits.ts";
 import type { RenderedToolPayload } from "../payload/index.ts";
 import type { RenderedToolPrompt } from "../prompt/index.ts";
 import type { SemanticEvidence, SemanticQuery } from "../search/evidence.ts";
+import { type MatchQuality, matchQuality } from "../search/scores.ts";
 import type { ToolGate } from "../skills/index.ts";
-import { type MatchQuality, matchQuality } from "../text/scores.ts";
 import {
   argumentViolations,
   CALL_TOOL_ARGUMENTS,

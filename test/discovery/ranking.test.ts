@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_GOOD_MATCH_SCORE } from "../../src/text/scores.ts";
+import { DEFAULT_GOOD_MATCH_SCORE } from "../../src/search/scores.ts";
 import { type Catalog, names, openCatalog, seeded, viewOf } from "./helpers.ts";
 
 describe("score contract", () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { WayfindError } from "../../src/errors.ts";
-import { ModelWords } from "../../src/text/model-words.ts";
+import { ModelWords } from "../../src/search/model-words.ts";
 import { names, openCatalog, seeded, viewOf } from "./helpers.ts";
 
 describe("fts search", () => {

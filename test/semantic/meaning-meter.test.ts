@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
+import type { SemanticTier } from "../../src/search/scores.ts";
 import { MeaningMeter, type MeaningShares } from "../../src/semantic/meaning-meter.ts";
-import type { SemanticTier } from "../../src/text/scores.ts";
 
 function meter() {
   let now = 0;

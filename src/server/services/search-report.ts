@@ -5,7 +5,7 @@ import {
   SEMANTIC_STATUSES,
   SEMANTIC_TIERS,
 } from "../../api-enums/enums.ts";
-import type { MatchQuality, QueryRewrite, SemanticReport } from "../../text/scores.ts";
+import type { MatchQuality, QueryRewrite, SemanticReport } from "../../search/scores.ts";
 
 /** What tool and skill searches report beside their hits, as SearchToolsResponse / SearchSkillsResponse fields. */
 export function searchReportToProto(report: {

@@ -27,9 +27,9 @@ import { type FieldViolation, invalidArgument, quoteInput } from "../../errors.t
 import type { EventLog } from "../../events/index.ts";
 import type { JsonObject } from "../../json.ts";
 import { checkSize, LIMITS, withinLimit } from "../../limits.ts";
+import { firstSentence } from "../../search/scores.ts";
 import type { ToolSourceRegistry } from "../../sources/status.ts";
 import { traceContextFields } from "../../telemetry.ts";
-import { firstSentence } from "../../text/scores.ts";
 import { runInSlices } from "../../text/slices.ts";
 import { estimateTokens } from "../../text/tokens.ts";
 import { repairMessage } from "../../tools/call-check.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ModelWords } from "../../src/text/model-words.ts";
+import { ModelWords } from "../../src/search/model-words.ts";
 
 /** A vocabulary in a tokenizer's order: special tokens and pieces first, common words before rare. */
 const VOCABULARY = [

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { typoCost } from "../../src/text/typos.ts";
+import { typoCost } from "../../src/search/typos.ts";
 
 /** Keys that touch on a QWERTY keyboard, among the letters the property uses (both orders). */
 const NEIGHBOURS = new Set(

@@ -1,5 +1,5 @@
+import { runInSlices, runToEnd } from "../text/slices.ts";
 import { gallop } from "./postings.ts";
-import { runInSlices, runToEnd } from "./slices.ts";
 
 /**
  * Narrows a caller regex to the docs that can match it, from the literals every match must hold

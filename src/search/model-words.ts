@@ -1,7 +1,7 @@
 import { typoCost } from "./typos.ts";
 
 /**
- * The most a slip may cost (src/text/typos.ts) to be repaired against the model's words, by the typed
+ * The most a slip may cost (src/search/typos.ts) to be repaired against the model's words, by the typed
  * word's length. Names the model does not know are mostly short and one plain slip from some word
  * ("jira" → jia, "redis" → reds, "docker" → docked, "postgres" → postures), so a short word is read
  * as a slip only for the commonest kinds: swapped neighbours up to 5 letters, also a doubled letter

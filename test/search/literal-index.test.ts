@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { LiteralIndex } from "../../src/text/literal-index.ts";
+import { LiteralIndex } from "../../src/search/literal-index.ts";
 
 const field = fc.stringMatching(/^[abc_.]{0,12}$/);
 const docs = fc.array(fc.array(field, { minLength: 1, maxLength: 3 }), { minLength: 1, maxLength: 40 });
