@@ -1,4 +1,4 @@
-/** Credentials → principal → admitted call (issue 15). The server wires these in src/server/pipeline.ts. */
+/** Credentials → principal → admitted call. The server wires these in src/server/pipeline.ts. */
 export { type ApiKey, ApiKeyStore, apiKeySha256 } from "./api-keys.ts";
 export { Authenticator, OPERATOR_ROLE, ROLE_HEADER } from "./authenticate.ts";
 export { admitCall, admitMcpRequest } from "./bind.ts";

@@ -64,7 +64,7 @@ export interface IndexHostOptions {
 export class IndexHost {
   /**
    * Analysed text per tool, so a rebuild re-analyses only changed tools. Kept packed (each list
-   * joined with SEP: one string instead of an array of small strings, ~3× less heap at 10,000 tools)
+   * joined with SEP: one string instead of an array of small strings: a fraction of the heap)
    * and unpacked only while the index is built.
    */
   private readonly analysed = new Map<string, PackedAnalysis>();

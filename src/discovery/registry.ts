@@ -301,7 +301,7 @@ export class ToolRegistry {
     const { added, updated, removed, rows, changed, digests, kept } = prepared;
     let written = { added: 0, updated: 0, removed: 0 };
     if (added.length + updated.length + removed.length > 0) {
-      // The commit gets a turn of its own (5,000 rows: ~20 ms); the last checking slice ran in this one.
+      // The commit gets a turn of its own (a large registration's is long); the last checking slice ran in this one.
       await nextTurn();
       if (!this.db.open) throw closedWhileChecking();
       const change: RegistrationChange = {
@@ -365,7 +365,7 @@ export class ToolRegistry {
           );
       }
       const arriving = change.rows.filter((row) => !current.has(row.name)).map((row) => row.name);
-      // One query for every new name (5,000 point queries took ~13 ms of the commit's turn).
+      // One query for every new name: a point query each would lengthen the commit's turn with the count.
       const elsewhere = new Map(
         arriving.length === 0
           ? []

@@ -13,9 +13,9 @@ import {
 
 /**
  * Args schemas with more JSON values than this are compiled in a worker thread. Ajv's compile time
- * grows with the schema: ~8 ms at 150 values, 20–50 ms at the 999-value bound — too long for one turn
- * of the event loop (every other call waits), while a small schema compiles faster inline than the
- * round trip to the worker.
+ * grows with the schema, and near the values bound it is too long for one turn of the event loop
+ * (every other call waits), while a small schema compiles faster inline than the round trip to the
+ * worker (bench/register-stall.ts measures the stall).
  */
 export const OFF_THREAD_SCHEMA_VALUES = 150;
 

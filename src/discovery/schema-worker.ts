@@ -1,5 +1,5 @@
-// The worker thread that compiles large JSON Schemas (see schema-checks.ts): a 999-value args schema
-// takes Ajv 20–50 ms, which would hold every other call waiting on the event loop.
+// The worker thread that compiles large JSON Schemas (see schema-checks.ts): compiling one near the
+// values bound would hold every other call waiting on the event loop.
 
 import { LruCache } from "../lru.ts";
 import { serveJobs } from "../worker-jobs.ts";

@@ -32,7 +32,7 @@ export interface SearchIndexOptions {
   readonly ranker: RankerConfig;
   /**
    * Analysed text by toolKey, read and filled by the build. Kept packed (each list joined with SEP:
-   * one string instead of an array of small strings, ~3× less heap at 10,000 tools) and unpacked only
+   * one string instead of an array of small strings: a fraction of the heap) and unpacked only
    * while the index is built.
    */
   readonly analysed: Map<string, PackedAnalysis>;

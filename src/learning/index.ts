@@ -1,4 +1,4 @@
-// Learning from use (issue 29): each tenant's choices and outcome reports teach its own ranking.
+// Learning from use: each tenant's choices and outcome reports teach its own ranking.
 export { Learning } from "./learning.ts";
 export type { Choice, Outcome } from "./lessons.ts";
 export type { LearnedRequest } from "./model.ts";

@@ -143,7 +143,7 @@ export async function writeSnapshot(
 /**
  * Takes a snapshot of the copy `file` into `into` on a worker thread (VACUUM INTO on a connection of
  * its own) and returns the seq it holds. Every table of a copy is the fleet's (the API keys too, as
- * SHA-256s, since issue 47), so the snapshot holds them all.
+ * SHA-256s), so the snapshot holds them all.
  */
 export function takeSnapshot(file: string, into: string): Promise<number> {
   return new Promise((resolve, reject) => {

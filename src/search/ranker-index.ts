@@ -19,7 +19,7 @@ export interface PostingWeights {
 /**
  * Every term's postings, one after another in two shared buffers: term t's are at
  * `start[t] .. start[t + 1]`, doc ids ascending. No object per term: tens of thousands of small typed
- * arrays (or views) would cost ~10 MB of overhead at 10,000 tools.
+ * arrays (or views) would cost more in object overhead than the postings themselves.
  */
 export interface Postings {
   readonly start: Int32Array;

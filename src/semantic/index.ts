@@ -1,4 +1,4 @@
-// Semantic ranking (issue 14): a local sentence-embedding model run in a worker thread, vectors of
+// Semantic ranking: a local sentence-embedding model run in a worker thread, vectors of
 // tools and skills persisted per model and record hash, and each request's evidence by meaning.
 export { Embedder } from "./embedder.ts";
 export { MeaningMeter } from "./meaning-meter.ts";

@@ -10,7 +10,7 @@ import type { PostgresConfig } from "../replication/replica.ts";
 /**
  * Set in a replica's copy once its API keys are the fleet's: every row of its `api_keys` then came
  * from the shared log. A copy without it was kept by a wayfind whose created keys stayed in one data
- * folder (before issue 47); its keys are shared before the copy is used.
+ * folder (an older wayfind); its keys are shared before the copy is used.
  */
 const KEYS_SHARED = "keys_shared";
 

@@ -1,5 +1,5 @@
 /**
- * MCP servers as tool sources (issue 7).
+ * MCP servers as tool sources.
  *
  * Startup: the server waits at most `mcpStartupWaitMs` (default 5 s, all servers in parallel) for
  * the first sync, then listens regardless; a slow or dead server keeps syncing in the background and
