@@ -10,6 +10,7 @@
  * words in ranker-words.ts, what a ranker is tuned with, asked and answers in ranker-options.ts.
  */
 
+import { LruCache } from "../lru.ts";
 import { buildPostingIndex, type PostingIndex, type Postings } from "./ranker-index.ts";
 import type {
   Candidates,
@@ -48,7 +49,8 @@ export class Ranker {
   private epoch = 0;
   /** Term ids by first character, each list sorted by term length: where fuzzy expansion looks. */
   private readonly firstChar: ReadonlyMap<string, Int32Array>;
-  private readonly expansions = new Map<string, Expansion[]>();
+  /** Unknown words' expansions, bounded: a flood of unique typos keeps only the recent ones. */
+  private readonly expansions = new LruCache<string, Expansion[]>(10_000);
   /** Docs holding a known word of the current query (stamped with `knownEpoch`): for co-occurrence. */
   private readonly knownStamp: Uint32Array;
   private knownEpoch = 0;
@@ -418,7 +420,6 @@ export class Ranker {
     const memo = this.expansions.get(key);
     if (memo) return memo;
     const result = expansionsOf(word, surface, this.terms, this.firstChar);
-    if (this.expansions.size > 10_000) this.expansions.clear();
     this.expansions.set(key, result);
     return result;
   }

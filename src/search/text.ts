@@ -4,6 +4,8 @@
  * lower-cased and lightly stemmed so "creating", "created" and "create" meet.
  */
 
+import { LruCache } from "../lru.ts";
+
 // Common English function words plus conversational request filler ("please", "could you").
 export const STOPWORDS: ReadonlySet<string> = new Set(
   (
@@ -76,15 +78,18 @@ export function splitWords(text: string): string[] {
 
 const VOWEL = /[aeiouy]/;
 
-const stemCache = new Map<string, string>();
+/**
+ * Bounded, so a flood of unique tokens cannot grow memory without limit; the oldest stem goes first.
+ * Hits are peeks: stemming runs for every token of every build, and reordering on each would cost
+ * more than the rare recomputation of an evicted word.
+ */
+const stemCache = new LruCache<string, string>(200_000);
 
 /** A light English stemmer: plurals, -ing, -ed, a few derivations, trailing e. Memoised. */
 export function stem(word: string): string {
-  let cached = stemCache.get(word);
+  let cached = stemCache.peek(word);
   if (cached === undefined) {
     cached = stemUncached(word);
-    // Bounded: a flood of unique tokens must not grow memory without limit.
-    if (stemCache.size >= 200_000) stemCache.clear();
     stemCache.set(word, cached);
   }
   return cached;
