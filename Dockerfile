@@ -64,13 +64,10 @@ WORKDIR /opt/wayfind
 COPY --from=build /src/package.json ./
 COPY --from=build /src/node_modules/ node_modules/
 COPY --from=build /src/dist/ dist/
-# bin/wayfind.js tunes the process (scripts/tuning.js), then serves dist/ after checking it was
-# built from these sources and settings.
+# bin/wayfind.js tunes the process (scripts/tuning.js), then serves dist/: without the sources beside
+# it (a packaged install: scripts/dist.js), there is nothing to check it against or fall back to.
 COPY --from=build /src/bin/ bin/
 COPY --from=build /src/scripts/dist.js /src/scripts/native.js /src/scripts/tuning.js scripts/
-COPY --from=build /src/src/ src/
-COPY --from=build /src/gen/ts/ gen/ts/
-COPY --from=build /src/tsconfig.json /src/tsconfig.build.json ./
 COPY models/ models/
 COPY demo/ demo/
 COPY LICENSE wayfind.example.yaml ./

@@ -40,8 +40,8 @@ export function fingerprint(root) {
 }
 
 /**
- * "fresh" when dist/ was built from exactly the inputs on disk, "stale" when it was built from others,
- * "missing" when there is no successful build. Unchanged mtimes are trusted (a stat per file); a
+ * "fresh" when dist/ was built from exactly the inputs on disk (or none of them is there: a packaged
+ * install), "stale" when it was built from others, "missing" when there is no successful build. Unchanged mtimes are trusted (a stat per file); a
  * changed mtime falls back to the content hash, because `npm run generate` rewrites gen/ts with the
  * same content.
  */
@@ -53,6 +53,8 @@ export function distState(root) {
     return "missing";
   }
   if (!statSync(join(root, DIST_CLI), { throwIfNoEntry: false })) return "missing";
+  // A packaged install (the container image): dist/ alone, built where its sources were.
+  if (INPUTS.every((input) => !statSync(join(root, input), { throwIfNoEntry: false }))) return "fresh";
   const files = inputFiles(root);
   if (files.length !== Object.keys(recorded).length) return "stale";
   const same = files.every((file) => {

@@ -62,6 +62,16 @@ describe("dist/ freshness", () => {
     expect(distState(unbuilt)).toBe("missing");
   });
 
+  it("is fresh in a packaged install: dist/ without any of the sources it was built from", () => {
+    const packaged = checkout();
+    for (const input of ["src", "gen", "tsconfig.json", "tsconfig.build.json"])
+      rmSync(join(packaged, input), { recursive: true });
+    expect(distState(packaged)).toBe("fresh");
+    const partly = checkout();
+    rmSync(join(partly, "src"), { recursive: true });
+    expect(distState(partly)).toBe("stale");
+  });
+
   it("bin/wayfind.js runs dist/ when fresh and the sources through tsx otherwise", async () => {
     const run = promisify(execFile);
     const root = checkout();

@@ -98,6 +98,13 @@ describe.skipIf(missing)(SUITE, () => {
     expect(podman("exec", NAME, "sh", "-c", "ls /var/lib/wayfind").stdout).toContain("wayfind.db");
   });
 
+  it("runs the compiled server alone: no TypeScript sources in the image", () => {
+    const listed = podman("exec", NAME, "sh", "-c", "ls /opt/wayfind; ls /opt/wayfind/dist/src/cli");
+    expect(listed.stdout.split("\n")).toEqual(expect.arrayContaining(["dist", "bin", "models", "main.js"]));
+    expect(listed.stdout.split("\n")).not.toContain("src");
+    expect(listed.stdout).not.toContain("tsconfig");
+  });
+
   it("passes its own health check", () => {
     const check = podman("healthcheck", "run", NAME);
     expect(check.status, check.stdout + check.stderr).toBe(0);
