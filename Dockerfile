@@ -1,6 +1,6 @@
 # wayfind's container image: `wayfind serve` on one port (gRPC, gRPC-Web, Connect, /mcp and the
 # console), with the shipped embedding model and the built console inside, as a non-root user, its
-# data on a volume. README "Run it in a container" has the commands.
+# data on a volume. docs/deployment.md has the commands.
 #
 #   docker build -t wayfind .                    # or: podman build --format docker -t wayfind .
 #   npm run image                                # this repository's script (scripts/image.sh)
