@@ -36,18 +36,20 @@ export function addToAggregate(table: string): string {
 }
 
 /** The start of a record's UTC period in SQL, also before 1970. */
-function periodOfRecord(periodMs: number): string {
+export function periodOfRecord(periodMs: number): string {
   return `occurred_at_ms - (((occurred_at_ms % ${periodMs}) + ${periodMs}) % ${periodMs})`;
 }
+
+/** The select list of calls and AGGREGATE_SUMS over a group of usage_records, each named as its column. */
+export const SUMS_OF_GROUPED_RECORDS = `COUNT(*) AS calls, ${Object.entries(SUMS_OF_RECORDS)
+  .map(([column, sum]) => `${sum} AS ${column}`)
+  .join(", ")}`;
 
 /** Takes the records with id ≤ ? (the batch retention is about to delete) out of an aggregate table. */
 export function subtractExpiring(table: string, periodMs: number): string {
   return `UPDATE ${table} AS period SET calls = period.calls - expiring.calls,
       ${AGGREGATE_SUMS.map((column) => `${column} = period.${column} - expiring.${column}`).join(", ")}
-    FROM (SELECT tenant_id, ${periodOfRecord(periodMs)} AS start_ms, provider, model, COUNT(*) AS calls,
-        ${Object.entries(SUMS_OF_RECORDS)
-          .map(([column, sum]) => `${sum} AS ${column}`)
-          .join(", ")}
+    FROM (SELECT tenant_id, ${periodOfRecord(periodMs)} AS start_ms, provider, model, ${SUMS_OF_GROUPED_RECORDS}
       FROM usage_records WHERE id <= ? GROUP BY 1, 2, 3, 4) AS expiring
     WHERE period.tenant_id = expiring.tenant_id AND period.occurred_at_ms = expiring.start_ms
       AND period.provider = expiring.provider AND period.model = expiring.model`;

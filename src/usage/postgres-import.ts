@@ -1,7 +1,20 @@
 import type pg from "pg";
 import type { Db } from "../database/sqlite.ts";
-import { AGGREGATE_SUMS, AGGREGATES_BY_PERIOD, DAY_MS } from "./aggregates.ts";
-import { createPartition, ROLLUP_BY_WHO, ROLLUP_TABLES, rollupKey } from "./postgres-schema.ts";
+import {
+  AGGREGATE_SUMS,
+  AGGREGATES_BY_PERIOD,
+  DAY_MS,
+  periodOfRecord,
+  SUMS_OF_GROUPED_RECORDS,
+} from "./aggregates.ts";
+import {
+  createPartition,
+  RECORD_COLUMNS,
+  ROLLUP_BY_WHO,
+  ROLLUP_SUMS,
+  ROLLUP_TABLES,
+  rollupKey,
+} from "./postgres-schema.ts";
 
 /**
  * A SQLite usage ledger (one server's data folder) moved into the shared PostgreSQL ledger of a new
@@ -9,30 +22,8 @@ import { createPartition, ROLLUP_BY_WHO, ROLLUP_TABLES, rollupKey } from "./post
  * its idempotency key, and the rollups, so summaries and retried keys answer as before.
  */
 
-/** Record columns copied as they are, with their PostgreSQL types. */
-const RECORD_COLUMNS = [
-  ["id", "bigint"],
-  ["tenant_id", "text"],
-  ["idempotency_key", "text"],
-  ["request_json", "text"],
-  ["project_id", "text"],
-  ["user_id", "text"],
-  ["session_id", "text"],
-  ["run_id", "text"],
-  ["provider", "text"],
-  ["model", "text"],
-  ["input_tokens", "bigint"],
-  ["output_tokens", "bigint"],
-  ["cache_read_input_tokens", "bigint"],
-  ["cache_creation_input_tokens", "bigint"],
-  ["cache_creation_1h_input_tokens", "bigint"],
-  ["rate_limit_input_tokens", "bigint"],
-  ["cost_usd", "float8"],
-  ["uncached_cost_usd", "float8"],
-  ["unknown_cost_reason", "text"],
-  ["occurred_at_ms", "bigint"],
-  ["recorded_at_ms", "bigint"],
-] as const;
+/** Record columns copied as they are: what the ledger writes, plus the id and time it gave. */
+const COPIED_COLUMNS = [["id", "bigint"], ...RECORD_COLUMNS, ["recorded_at_ms", "bigint"]] as const;
 
 /** Rows sent per statement: bounded parameters, and memory of one batch whatever the ledger's size. */
 const BATCH_ROWS = 2_000;
@@ -40,8 +31,8 @@ const BATCH_ROWS = 2_000;
 const RECORDED_ON = "(to_timestamp(recorded_at_ms / 1000.0) AT TIME ZONE 'UTC')::date";
 
 const INSERT_RECORDS = (() => {
-  const names = RECORD_COLUMNS.map(([name]) => name).join(", ");
-  const arrays = RECORD_COLUMNS.map(([, type], i) => `$${i + 1}::${type}[]`).join(", ");
+  const names = COPIED_COLUMNS.map(([name]) => name).join(", ");
+  const arrays = COPIED_COLUMNS.map(([, type], i) => `$${i + 1}::${type}[]`).join(", ");
   return `WITH inserted AS (
        INSERT INTO wayfind_usage_records (${names}, recorded_on)
        SELECT *, ${RECORDED_ON} FROM unnest(${arrays}) AS r(${names})
@@ -53,17 +44,10 @@ const INSERT_RECORDS = (() => {
 /** The daily rollup by project and user, summed from the records just copied. */
 const DAILY_FROM_RECORDS = (() => {
   const key = rollupKey(true);
-  const sums: Record<string, string> = {
-    calls: "count(*)",
-    cost_usd: "coalesce(sum(cost_usd), 0)",
-    unknown_cost_calls: "count(*) FILTER (WHERE cost_usd IS NULL)",
-    uncached_cost_usd: "coalesce(sum(uncached_cost_usd), 0)",
-  };
-  const columns = ["calls", ...AGGREGATE_SUMS];
-  const period = `occurred_at_ms - ((occurred_at_ms % ${DAY_MS}) + ${DAY_MS}) % ${DAY_MS}`;
-  return `INSERT INTO ${ROLLUP_TABLES.usage_daily} (${[...key, ...columns].join(", ")})
+  const period = periodOfRecord(DAY_MS);
+  return `INSERT INTO ${ROLLUP_TABLES.usage_daily} (${[...key, ...Object.keys(ROLLUP_SUMS)].join(", ")})
     SELECT ${key.map((column) => (column === "occurred_at_ms" ? period : column)).join(", ")},
-      ${columns.map((column) => sums[column] ?? `sum(${column})`).join(", ")}
+      ${Object.values(ROLLUP_SUMS).join(", ")}
     FROM wayfind_usage_records GROUP BY ${key.map((_, i) => i + 1).join(", ")}`;
 })();
 
@@ -75,22 +59,18 @@ const EXPIRED_PER_DAY = `SELECT d.tenant_id, d.occurred_at_ms, d.provider, d.mod
     d.calls - coalesce(r.calls, 0) AS calls,
     ${AGGREGATE_SUMS.map((column) => `d.${column} - coalesce(r.${column}, 0) AS ${column}`).join(", ")}
   FROM usage_daily d LEFT JOIN (
-    SELECT tenant_id, occurred_at_ms - (((occurred_at_ms % ${DAY_MS}) + ${DAY_MS}) % ${DAY_MS}) AS day,
-      provider, model, COUNT(*) AS calls, SUM(input_tokens) AS input_tokens,
-      SUM(output_tokens) AS output_tokens, SUM(cache_read_input_tokens) AS cache_read_input_tokens,
-      SUM(cache_creation_input_tokens) AS cache_creation_input_tokens,
-      SUM(cache_creation_1h_input_tokens) AS cache_creation_1h_input_tokens,
-      SUM(rate_limit_input_tokens) AS rate_limit_input_tokens, TOTAL(cost_usd) AS cost_usd,
-      SUM(cost_usd IS NULL) AS unknown_cost_calls, TOTAL(uncached_cost_usd) AS uncached_cost_usd
+    SELECT tenant_id, ${periodOfRecord(DAY_MS)} AS day, provider, model, ${SUMS_OF_GROUPED_RECORDS}
     FROM usage_records GROUP BY 1, 2, 3, 4) r
     ON r.tenant_id = d.tenant_id AND r.day = d.occurred_at_ms AND r.provider = d.provider AND r.model = d.model
   WHERE d.calls > coalesce(r.calls, 0)`;
 
+/** A rollup row without project and user, as SQLite's aggregate tables (and EXPIRED_PER_DAY) hold it. */
+const ROLLUP_COLUMNS = ["tenant_id", "occurred_at_ms", "provider", "model", "calls", ...AGGREGATE_SUMS];
+
 /** Rows of a rollup without project and user (hours, minutes, expired days), added to what is there. */
 function addRollupRows(table: string, byWho: boolean): string {
   const key = rollupKey(byWho);
-  const columns = ["tenant_id", "occurred_at_ms", "provider", "model", "calls", ...AGGREGATE_SUMS];
-  const types = columns.map((column) =>
+  const types = ROLLUP_COLUMNS.map((column) =>
     ["tenant_id", "provider", "model"].includes(column)
       ? "text"
       : ["cost_usd", "uncached_cost_usd"].includes(column)
@@ -99,7 +79,7 @@ function addRollupRows(table: string, byWho: boolean): string {
   );
   const who = byWho ? ", '', ''" : "";
   const whoColumns = byWho ? ", project_id, user_id" : "";
-  return `INSERT INTO ${table} AS period (${columns.join(", ")}${whoColumns})
+  return `INSERT INTO ${table} AS period (${ROLLUP_COLUMNS.join(", ")}${whoColumns})
     SELECT *${who} FROM unnest(${types.map((type, i) => `$${i + 1}::${type}[]`).join(", ")})
     ON CONFLICT (${key.join(", ")}) DO UPDATE SET
       ${["calls", ...AGGREGATE_SUMS].map((column) => `${column} = period.${column} + excluded.${column}`).join(", ")}`;
@@ -141,7 +121,7 @@ export async function copyUsageToPostgres(db: Db, client: pg.PoolClient): Promis
     )
     .all();
   for (const { day } of days) await client.query(createPartition(day));
-  const recordColumns = RECORD_COLUMNS.map(([name]) => name);
+  const recordColumns = COPIED_COLUMNS.map(([name]) => name);
   const records = await inBatches(
     client,
     INSERT_RECORDS,
@@ -155,14 +135,13 @@ export async function copyUsageToPostgres(db: Db, client: pg.PoolClient): Promis
       "SELECT setval('wayfind_usage_record_ids', (SELECT max(id) FROM wayfind_usage_records))",
     );
   await client.query(DAILY_FROM_RECORDS);
-  const rollupColumns = ["tenant_id", "occurred_at_ms", "provider", "model", "calls", ...AGGREGATE_SUMS];
   const expired = db.prepare(EXPIRED_PER_DAY).iterate() as Iterable<Record<string, unknown>>;
-  await inBatches(client, addRollupRows(ROLLUP_TABLES.usage_daily, true), rollupColumns, expired);
+  await inBatches(client, addRollupRows(ROLLUP_TABLES.usage_daily, true), ROLLUP_COLUMNS, expired);
   // Hours and minutes on SQLite sum exactly the retained records: copied as they are.
   for (const { table } of AGGREGATES_BY_PERIOD) {
     if (ROLLUP_BY_WHO[table]) continue;
-    const rows = db.prepare(`SELECT ${rollupColumns.join(", ")} FROM ${table}`).iterate();
-    await inBatches(client, addRollupRows(ROLLUP_TABLES[table], false), rollupColumns, rows as never);
+    const rows = db.prepare(`SELECT ${ROLLUP_COLUMNS.join(", ")} FROM ${table}`).iterate();
+    await inBatches(client, addRollupRows(ROLLUP_TABLES[table], false), ROLLUP_COLUMNS, rows as never);
   }
   return records;
 }

@@ -2,7 +2,7 @@ import type pg from "pg";
 import type { Caller } from "../caller/caller.ts";
 import { WayfindError } from "../errors.ts";
 import type { SharedDatabase, SharedOutcome, SharedWrite } from "../replication/writes.ts";
-import { AGGREGATES_BY_PERIOD, DAY_MS } from "./aggregates.ts";
+import { AGGREGATES_BY_PERIOD, DAY_MS, periodOfRecord } from "./aggregates.ts";
 import {
   duplicateResult,
   prepareUsageRecord,
@@ -14,7 +14,9 @@ import {
   usageRecordedEvent,
 } from "./ledger.ts";
 import {
+  RECORD_COLUMNS,
   ROLLUP_BY_WHO,
+  ROLLUP_SUMS,
   ROLLUP_TABLES,
   rollupKey,
   USAGE_POSTGRES_MIGRATIONS,
@@ -64,50 +66,13 @@ const POSTGRES_SUMMARIES: SummaryDialect = {
  */
 const PREPARED = { prepared: true };
 
-/** Record columns as storeBatch sends them (one array each), with their PostgreSQL types. */
-const BATCH_COLUMNS = [
-  ["tenant_id", "text"],
-  ["idempotency_key", "text"],
-  ["request_json", "text"],
-  ["project_id", "text"],
-  ["user_id", "text"],
-  ["session_id", "text"],
-  ["run_id", "text"],
-  ["provider", "text"],
-  ["model", "text"],
-  ["input_tokens", "bigint"],
-  ["output_tokens", "bigint"],
-  ["cache_read_input_tokens", "bigint"],
-  ["cache_creation_input_tokens", "bigint"],
-  ["cache_creation_1h_input_tokens", "bigint"],
-  ["rate_limit_input_tokens", "bigint"],
-  ["cost_usd", "float8"],
-  ["uncached_cost_usd", "float8"],
-  ["unknown_cost_reason", "text"],
-  // NULL = when recorded
-  ["occurred_at_ms", "bigint"],
-] as const;
-
-/** What a rollup sums of the records inserted, by column. */
-const ROLLUP_SUMS: Readonly<Record<string, string>> = {
-  calls: "count(*)",
-  input_tokens: "sum(input_tokens)",
-  output_tokens: "sum(output_tokens)",
-  cache_read_input_tokens: "sum(cache_read_input_tokens)",
-  cache_creation_input_tokens: "sum(cache_creation_input_tokens)",
-  cache_creation_1h_input_tokens: "sum(cache_creation_1h_input_tokens)",
-  rate_limit_input_tokens: "sum(rate_limit_input_tokens)",
-  cost_usd: "coalesce(sum(cost_usd), 0)",
-  unknown_cost_calls: "count(*) FILTER (WHERE cost_usd IS NULL)",
-  uncached_cost_usd: "coalesce(sum(uncached_cost_usd), 0)",
-};
 /** One statement: claims the batch's keys, inserts the records of those claimed, adds them to the rollups. */
 const STORE_BATCH = (() => {
-  const n = BATCH_COLUMNS.length;
-  const names = BATCH_COLUMNS.map(([name]) => name);
+  const n = RECORD_COLUMNS.length;
+  const names = RECORD_COLUMNS.map(([name]) => name);
   const rollups = AGGREGATES_BY_PERIOD.map(({ table, periodMs }) => {
     const key = rollupKey(ROLLUP_BY_WHO[table]);
-    const period = `occurred_at_ms - ((occurred_at_ms % ${periodMs}) + ${periodMs}) % ${periodMs}`;
+    const period = periodOfRecord(periodMs);
     const sums = Object.keys(ROLLUP_SUMS);
     const positions = key.map((_, i) => i + 1).join(", ");
     // Sorted, so concurrent batches lock the rows they share in one order and never deadlock.
@@ -119,7 +84,7 @@ const STORE_BATCH = (() => {
          ${sums.map((c) => `${c} = period.${c} + excluded.${c}`).join(", ")})`;
   });
   return `WITH batch AS (
-       SELECT * FROM unnest(${BATCH_COLUMNS.map(([, type], i) => `$${i + 1}::${type}[]`).join(", ")})
+       SELECT * FROM unnest(${RECORD_COLUMNS.map(([, type], i) => `$${i + 1}::${type}[]`).join(", ")})
          AS b(${names.join(", ")})),
      clock AS (SELECT floor(extract(epoch FROM now()) * 1000)::bigint AS now_ms),
      -- Keys in sorted order, for the same reason as the rollups. A key recorded within retention
@@ -250,7 +215,7 @@ export class PostgresLedger implements UsageBook {
       const key = keyOf(record.tenantId, record.idempotencyKey);
       if (!firsts.has(key)) firsts.set(key, record);
     }
-    const columns: unknown[][] = BATCH_COLUMNS.map(() => []);
+    const columns: unknown[][] = RECORD_COLUMNS.map(() => []);
     for (const r of firsts.values()) {
       const values = [
         r.tenantId,

@@ -123,6 +123,47 @@ export function rollupKey(byWho: boolean): string[] {
   return ["tenant_id", "occurred_at_ms", "provider", "model", ...(byWho ? ["project_id", "user_id"] : [])];
 }
 
+/**
+ * A record's columns as a writer sends them (one array each: the ledger's batches, a data folder's
+ * import), with their PostgreSQL types.
+ */
+export const RECORD_COLUMNS = [
+  ["tenant_id", "text"],
+  ["idempotency_key", "text"],
+  ["request_json", "text"],
+  ["project_id", "text"],
+  ["user_id", "text"],
+  ["session_id", "text"],
+  ["run_id", "text"],
+  ["provider", "text"],
+  ["model", "text"],
+  ["input_tokens", "bigint"],
+  ["output_tokens", "bigint"],
+  ["cache_read_input_tokens", "bigint"],
+  ["cache_creation_input_tokens", "bigint"],
+  ["cache_creation_1h_input_tokens", "bigint"],
+  ["rate_limit_input_tokens", "bigint"],
+  ["cost_usd", "float8"],
+  ["uncached_cost_usd", "float8"],
+  ["unknown_cost_reason", "text"],
+  // NULL = when recorded
+  ["occurred_at_ms", "bigint"],
+] as const;
+
+/** What a rollup sums of the records inserted, by column. */
+export const ROLLUP_SUMS: Readonly<Record<string, string>> = {
+  calls: "count(*)",
+  input_tokens: "sum(input_tokens)",
+  output_tokens: "sum(output_tokens)",
+  cache_read_input_tokens: "sum(cache_read_input_tokens)",
+  cache_creation_input_tokens: "sum(cache_creation_input_tokens)",
+  cache_creation_1h_input_tokens: "sum(cache_creation_1h_input_tokens)",
+  rate_limit_input_tokens: "sum(rate_limit_input_tokens)",
+  cost_usd: "coalesce(sum(cost_usd), 0)",
+  unknown_cost_calls: "count(*) FILTER (WHERE cost_usd IS NULL)",
+  uncached_cost_usd: "coalesce(sum(uncached_cost_usd), 0)",
+};
+
 /** The rollup tables by period, in the order of AGGREGATES_BY_PERIOD (day, hour, minute). */
 export const ROLLUP_TABLES = {
   usage_daily: "wayfind_usage_rollup_daily",
