@@ -32,6 +32,8 @@ export const FOLLOWER_MIGRATIONS: readonly Migration[] = [
 ];
 
 const APPLIED_KEY = "applied_seq";
+const SAVE_STATE =
+  "INSERT INTO replication_state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value";
 /** The commit time of that change: the log's clock, which retention on every replica counts from. */
 const APPLIED_AT_KEY = "applied_at_ms";
 
@@ -66,9 +68,7 @@ export function readAppliedSeq(db: Db): number {
  */
 export function adoptAsCopy(db: Db, clusterId: string, atMs: number): void {
   db.prepare("INSERT INTO replication_cluster (id) VALUES (?)").run(clusterId);
-  const upsert = db.prepare(
-    "INSERT INTO replication_state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-  );
+  const upsert = db.prepare(SAVE_STATE);
   upsert.run(APPLIED_KEY, 0);
   upsert.run(APPLIED_AT_KEY, atMs);
 }
@@ -110,9 +110,7 @@ export class Follower {
     const select = options.db.prepare<[string], { value: number }>(
       "SELECT value FROM replication_state WHERE key = ?",
     );
-    const upsert = options.db.prepare(
-      "INSERT INTO replication_state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-    );
+    const upsert = options.db.prepare(SAVE_STATE);
     this.readApplied = () => select.get(APPLIED_KEY)?.value ?? 0;
     this.readAppliedAt = () => select.get(APPLIED_AT_KEY)?.value ?? 0;
     this.saveApplied = (seq, atMs) => {

@@ -11,6 +11,7 @@ import { adoptAsCopy } from "../replication/follower.ts";
 import { LogAppender } from "../replication/log-appender.ts";
 import type { PostgresConfig } from "../replication/replica.ts";
 import { seedEmptyDatabase } from "../replication/seed.ts";
+import { takeSnapshot } from "../replication/snapshots.ts";
 import { copyUsageToPostgres } from "../usage/postgres-import.ts";
 import { USAGE_POSTGRES_MIGRATIONS } from "../usage/postgres-schema.ts";
 import { markKeysShared } from "./copy-keys.ts";
@@ -89,8 +90,7 @@ export async function copyToPostgres(dataDir: string, postgres: PostgresConfig):
           for (const table of LOCAL_USAGE_TABLES) db.prepare(`DELETE FROM ${table}`).run();
           adoptAsCopy(db, clusterId, Date.now());
           markKeysShared(db);
-          db.prepare("VACUUM INTO ?").run(snapshot);
-          selfContained(snapshot);
+          await takeSnapshot(work, snapshot);
           return snapshot;
         });
         return { ...counts, snapshotBytes: stored.bytes };
@@ -136,16 +136,6 @@ function copyFile(file: string, into: string): void {
     source.prepare("VACUUM INTO ?").run(into);
   } finally {
     source.close();
-  }
-}
-
-/** One file, no write-ahead log beside it: what a replica downloads and opens. */
-function selfContained(file: string): void {
-  const db = new Database(file, { fileMustExist: true });
-  try {
-    db.pragma("journal_mode = DELETE");
-  } finally {
-    db.close();
   }
 }
 
