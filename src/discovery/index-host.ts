@@ -12,8 +12,8 @@ import type { Candidates, RankerConfig } from "../search/ranker-options.ts";
 import { SEMANTIC_OFF } from "../search/scores.ts";
 import { synonymTable } from "../search/synonyms.ts";
 import { nameKey } from "../search/text.ts";
+import { VersionedIndex } from "../search/versioned-index.ts";
 import { inSpan } from "../telemetry.ts";
-import { runInSlices, runToEnd } from "../text/slices.ts";
 import type { ToolRegistry } from "./registry.ts";
 import { runSearch, type SearchPathResult } from "./search.ts";
 import { buildSearchIndex, type PackedAnalysis, TOOL_RANKER, toolKey } from "./search-index.ts";
@@ -68,13 +68,8 @@ export class IndexHost {
    * and unpacked only while the index is built.
    */
   private readonly analysed = new Map<string, PackedAnalysis>();
-  /** The newest build and the registry version it holds; dropped at a change, until the next is built. */
-  private index: SearchIndex | undefined;
-  private indexVersion = -1;
-  /** The build under way, run in slices by startIndexBuild. */
-  private build: IndexBuild | undefined;
-  /** Readers waiting for an index that holds their version (ready). */
-  private waiting: Waiter[] = [];
+  /** The versioned builds of the registry's index (the lifecycle every catalog shares). */
+  private readonly builds: VersionedIndex<SearchIndex>;
   /** The regex path's literal index, per in-memory index (dies with it); absent while it is built. */
   private readonly literalIndexes = new WeakMap<SearchIndex, LiteralIndex>();
   /**
@@ -105,6 +100,16 @@ export class IndexHost {
     this.readings = queryReadings(synonymTable(options.synonyms));
     this.modelWords = options.modelWords;
     this.onIndexBuilt = options.onIndexBuilt;
+    this.builds = new VersionedIndex({
+      version: () => this.registry.version,
+      build: () =>
+        buildSearchIndex([...this.registry.all()], {
+          preferredNamespaces: this.preferred,
+          ranker: this.rankerConfig,
+          analysed: this.analysed,
+        }),
+      adopted: (index) => this.adopted(index),
+    });
     this.current();
     void this.followChanges();
   }
@@ -265,61 +270,16 @@ export class IndexHost {
    * view (which holds the build `ready()` gave).
    */
   private current(): SearchIndex {
-    if (this.index && this.indexVersion >= this.registry.version) return this.index;
-    const build = this.build?.version === this.registry.version ? this.build : this.startIndexBuild();
-    try {
-      return this.adopt(build, runToEnd(build.steps));
-    } catch (error) {
-      // A failed build is not resumed: the next read starts over.
-      if (this.build === build) this.build = undefined;
-      throw error;
-    }
+    return this.builds.current();
   }
 
-  /** Starts building the index of the catalog as it is now, in slices between other calls. */
-  private startIndexBuild(): IndexBuild {
-    const build: IndexBuild = {
-      steps: buildSearchIndex([...this.registry.all()], {
-        preferredNamespaces: this.preferred,
-        ranker: this.rankerConfig,
-        analysed: this.analysed,
-      }),
-      version: this.registry.version,
-    };
-    this.build = build;
-    runInSlices(build.steps, () => this.build === build).then(
-      (index) => {
-        if (index) this.adopt(build, index);
-      },
-      (error: unknown) => {
-        if (this.build !== build) return;
-        this.build = undefined;
-        for (const waiter of this.wakeable(build.version)) waiter.reject(error);
-        if (this.waiting.length > 0) this.startIndexBuild();
-      },
-    );
-    return build;
-  }
-
-  /** Makes the index `build` made the newest, wakes the readers whose changes it holds. */
-  private adopt(build: IndexBuild, index: SearchIndex): SearchIndex {
-    if (this.build === build) this.build = undefined;
-    if (build.version > this.indexVersion) {
-      this.index = index;
-      this.indexVersion = build.version;
-      this.forgetRemoved(index);
-      this.buildLiteralIndex(index);
-      // Emitted whenever an index is built: at start and after changes.
-      this.events?.emit({
-        type: "tool_search_cache_ready",
-        attributes: { tool_count: index.docs.length },
-      });
-      this.onIndexBuilt?.(index);
-    }
-    for (const waiter of this.wakeable(build.version)) waiter.resolve(index);
-    // Changes that came while readers waited for this build: build them next.
-    if (!this.build && this.indexVersion < this.registry.version) this.startIndexBuild();
-    return index;
+  /** Follow-ups of a new index: forget removed tools, build its literal index, tell who listens. */
+  private adopted(index: SearchIndex): void {
+    this.forgetRemoved(index);
+    this.buildLiteralIndex(index);
+    // Emitted whenever an index is built: at start and after changes.
+    this.events?.emit({ type: "tool_search_cache_ready", attributes: { tool_count: index.docs.length } });
+    this.onIndexBuilt?.(index);
   }
 
   /** Drops the analysed text of tools the registry no longer holds (every tool of a build has its entry). */
@@ -329,38 +289,12 @@ export class IndexHost {
     for (const key of this.analysed.keys()) if (!kept.has(key)) this.analysed.delete(key);
   }
 
-  /** Takes the waiting readers that an index of `version` satisfies. */
-  private wakeable(version: number): Waiter[] {
-    const wake = this.waiting.filter((waiter) => waiter.version <= version);
-    this.waiting = this.waiting.filter((waiter) => waiter.version > version);
-    return wake;
-  }
-
-  /**
-   * Follows the registry, for as long as the registry lives: after each change, a build of the
-   * catalog as it is now (see changed).
-   */
+  /** Follows the registry, for as long as the registry lives: after each change, a build of the catalog as it is now. */
   private async followChanges(): Promise<void> {
     for (;;) {
       await this.registry.changed();
-      this.changed();
+      this.builds.changed();
     }
-  }
-
-  /**
-   * After a change: a build under way is abandoned for one of the catalog as it is now, unless
-   * readers wait for it; then it runs to its end and the next build follows (abandoning it would
-   * keep them waiting for as long as changes keep coming). A reader may have built the current
-   * index already (current): then there is nothing to do.
-   */
-  private changed(): void {
-    const version = this.registry.version;
-    if (this.indexVersion >= version || this.build?.version === version) return;
-    // No reader can use it any more (each waits for a newer one): let it go before the next is built.
-    this.index = undefined;
-    const running = this.build;
-    if (running && this.waiting.some((waiter) => waiter.version <= running.version)) return;
-    this.startIndexBuild();
   }
 
   /**
@@ -368,19 +302,16 @@ export class IndexHost {
    * probe's `index`: ok or building). Reads wait for the index with ready.
    */
   get indexCurrent(): boolean {
-    return this.index !== undefined && this.indexVersion >= this.registry.version;
+    return this.builds.isCurrent;
   }
 
   /**
-   * Resolves once an index holds every change made before the call (read-your-writes; a build is
-   * started if none runs), with that build: the one a caller's view reads (ToolView.index), without
-   * waiting for changes made since. Rejects if the build fails.
+   * Resolves once an index holds every change made before the call (read-your-writes), with that
+   * build: the one a caller's view reads (ToolView.index), without waiting for changes made since.
+   * Rejects if the build fails.
    */
   ready(): Promise<SearchIndex> {
-    const version = this.registry.version;
-    if (this.index && this.indexVersion >= version) return Promise.resolve(this.index);
-    if (!this.build) this.startIndexBuild();
-    return new Promise((resolve, reject) => this.waiting.push({ version, resolve, reject }));
+    return this.builds.ready();
   }
 
   /**
@@ -392,7 +323,7 @@ export class IndexHost {
     this.literalIndexBuild = LiteralIndex.buildInSlices(
       index.docs.length,
       (d) => [index.lowerNames[d] ?? "", index.lowerDescriptions[d] ?? "", ...(index.lowerTags[d] ?? [])],
-      () => this.index === index,
+      () => this.builds.isNewest(index),
     ).then((literals) => {
       if (literals) this.literalIndexes.set(index, literals);
     });
@@ -403,19 +334,6 @@ export class IndexHost {
     await this.ready();
     await this.literalIndexBuild;
   }
-}
-
-/** A build of the index of the catalog at `version`. */
-interface IndexBuild {
-  readonly steps: Generator<void, SearchIndex>;
-  readonly version: number;
-}
-
-/** A reader waiting for an index that holds `version`. */
-interface Waiter {
-  readonly version: number;
-  readonly resolve: (index: SearchIndex) => void;
-  readonly reject: (error: unknown) => void;
 }
 
 function validateSearch(request: SearchRequest): {

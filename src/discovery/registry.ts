@@ -6,8 +6,8 @@ import type { Db } from "../database/sqlite.ts";
 import { afterCommit } from "../database/transaction.ts";
 import { type FieldViolation, invalidArgument, quoteInput, WayfindError } from "../errors.ts";
 import { LocalWriter, type ReplicatedWrite, type StateWriter } from "../replication/writes.ts";
+import { runInSlices } from "../slices.ts";
 import { inSpan } from "../telemetry.ts";
-import { runInSlices } from "../text/slices.ts";
 import { checkLargeExamples } from "./schema-checks.ts";
 import { toolKey } from "./search-index.ts";
 import {

@@ -1,5 +1,5 @@
 import type { JsonObject } from "../json.ts";
-import { runInSlices } from "../text/slices.ts";
+import { runInSlices } from "../slices.ts";
 import { JobWorker } from "../worker-jobs.ts";
 import type { ToolExample, ToolInput } from "./types.ts";
 import {

@@ -4,7 +4,7 @@ import { invalidArgument, quoteInput, WayfindError } from "../errors.ts";
 import type { JsonObject, JsonValue } from "../json.ts";
 import { canonicalJson, jsonShape } from "../json.ts";
 import { LIMITS as API, type Limit, sizeProblem } from "../limits.ts";
-import { runToEnd } from "../text/slices.ts";
+import { runToEnd } from "../slices.ts";
 import { compileArgsSchema, UnsupportedPattern } from "./schema-dialects.ts";
 import {
   LOADING_MODES,

@@ -1,7 +1,7 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
 import type { Db } from "../database/sqlite.ts";
 import { LruCache } from "../lru.ts";
-import { runInSlices } from "../text/slices.ts";
+import { runInSlices } from "../slices.ts";
 import { type LearnedRequest, TenantModel } from "./model.ts";
 import type { LearningStore, TaughtKey } from "./store.ts";
 import { LearnedVectors, VECTOR_CHUNK } from "./vectors.ts";

@@ -1,4 +1,4 @@
-import { runInSlices, runToEnd } from "../text/slices.ts";
+import { runInSlices, runToEnd } from "../slices.ts";
 import { gallop } from "./postings.ts";
 
 /**

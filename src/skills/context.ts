@@ -5,27 +5,20 @@ import { LocalWriter, type ReplicatedWrite, type StateWriter } from "../replicat
 import { type QueryReadings, queryReadings } from "../search/fts.ts";
 import type { ModelWords } from "../search/model-words.ts";
 import { synonymTable } from "../search/synonyms.ts";
-import { runInSlices, runToEnd } from "../text/slices.ts";
+import { VersionedIndex } from "../search/versioned-index.ts";
 import { SkillStore } from "./store.ts";
 import { SkillWordIndex } from "./word-index.ts";
-
-/** A build of the word index under way, for the skills' version it started at. */
-interface IndexBuild {
-  readonly version: string;
-  readonly steps: Generator<void, SkillWordIndex>;
-  readonly done: Promise<SkillWordIndex>;
-  readonly settle: { resolve(index: SkillWordIndex): void; reject(error: unknown): void };
-}
 
 /** What every skill operation shares: the store, the search index over it, events, the clock and redaction. */
 export class SkillContext {
   readonly store: SkillStore;
-  private index: SkillWordIndex | undefined;
-  /** The skills' version the index holds (indexVersion), and the build under way, if any. */
-  private indexVersion = "";
-  private build: IndexBuild | undefined;
+  /** The versioned builds of the word index (the lifecycle every catalog shares). */
+  private readonly builds: VersionedIndex<SkillWordIndex>;
   /** Writes through this connection, which SQLite's data_version does not count. */
   private localChanges = 0;
+  /** The skills' version: counts the changes seen (data_version or localChanges moved) since start. */
+  private version = 0;
+  private seenVersion = "";
 
   private readonly events: EventSink | undefined;
   /** Redact e-mails, phone numbers, tokens and URL query strings from returned text. */
@@ -61,6 +54,10 @@ export class SkillContext {
     this.now = options.now;
     this.writer = options.writer ?? new LocalWriter(options.db, options.now);
     this.onError = options.onError ?? (() => {});
+    this.builds = new VersionedIndex({
+      version: () => this.skillsVersion(),
+      build: () => SkillWordIndex.steps(this.store.db),
+    });
   }
 
   /** Counts a use of each skill: the skill directory lists the most recently used first. */
@@ -85,9 +82,7 @@ export class SkillContext {
    * other calls (a large library is seconds of work), and a search that awaits this reads it whole.
    */
   ready(): Promise<SkillWordIndex> {
-    const version = this.skillsVersion();
-    if (this.index && this.indexVersion === version) return Promise.resolve(this.index);
-    return (this.build?.version === version ? this.build : this.startBuild(version)).done;
+    return this.builds.ready();
   }
 
   /**
@@ -95,51 +90,19 @@ export class SkillContext {
    * ready (the fallback for callers that did not await `ready`).
    */
   searchIndex(): SkillWordIndex {
-    const version = this.skillsVersion();
-    if (this.index && this.indexVersion === version) return this.index;
-    const build = this.build?.version === version ? this.build : this.startBuild(version);
-    try {
-      return this.adopt(build, runToEnd(build.steps));
-    } catch (error) {
-      if (this.build === build) this.build = undefined;
-      throw error;
-    }
+    return this.builds.current();
   }
 
-  /** Another connection's commits (data_version) and this one's writes. */
-  private skillsVersion(): string {
+  /** Counts another connection's commits (data_version) and this one's writes as changes. */
+  private skillsVersion(): number {
     // A cached statement: db.pragma() prepares anew on every call, a measurable cost per search.
     const dataVersion = this.store.get<{ data_version: number }>("PRAGMA data_version", [])?.data_version;
-    return `${dataVersion ?? -1}:${this.localChanges}`;
-  }
-
-  private startBuild(version: string): IndexBuild {
-    let settle!: { resolve: (index: SkillWordIndex) => void; reject: (error: unknown) => void };
-    const done = new Promise<SkillWordIndex>((resolve, reject) => {
-      settle = { resolve, reject };
-    });
-    // A build nobody awaits may still fail; its error reaches whoever awaits the next one.
-    done.catch(() => {});
-    const build: IndexBuild = { version, steps: SkillWordIndex.steps(this.store.db), done, settle };
-    this.build = build;
-    runInSlices(build.steps, () => this.build === build).then(
-      (index) => {
-        if (index) this.adopt(build, index);
-      },
-      (error: unknown) => {
-        if (this.build === build) this.build = undefined;
-        build.settle.reject(error);
-      },
-    );
-    return build;
-  }
-
-  private adopt(build: IndexBuild, index: SkillWordIndex): SkillWordIndex {
-    if (this.build === build) this.build = undefined;
-    this.index = index;
-    this.indexVersion = build.version;
-    build.settle.resolve(index);
-    return index;
+    const seen = `${dataVersion ?? -1}:${this.localChanges}`;
+    if (seen !== this.seenVersion) {
+      this.seenVersion = seen;
+      this.version++;
+    }
+    return this.version;
   }
 
   emit(

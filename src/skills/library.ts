@@ -6,7 +6,7 @@ import type { ReplicatedWrite, StateWriter } from "../replication/writes.ts";
 import type { SemanticQuery } from "../search/evidence.ts";
 import type { ModelWords } from "../search/model-words.ts";
 import { DEFAULT_GOOD_MATCH_SCORE } from "../search/scores.ts";
-import { runInSlices } from "../text/slices.ts";
+import { runInSlices } from "../slices.ts";
 import { SkillContext } from "./context.ts";
 import {
   type RenderSkillDirectoryInput,

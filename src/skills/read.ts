@@ -1,7 +1,7 @@
 import type { Caller } from "../caller/caller.ts";
 import { notFound } from "../errors.ts";
 import { checkSize, LIMITS, withinLimit } from "../limits.ts";
-import { runToEnd } from "../text/slices.ts";
+import { runToEnd } from "../slices.ts";
 import type { SkillContext } from "./context.ts";
 import {
   SCOPE_KINDS,
