@@ -36,9 +36,10 @@ const caller = (tenantId: string, runId = ""): Caller => ({ ...ANONYMOUS_CALLER,
 
 /** A tenant's searches as ToolService runs them: meaning, then what the tenant learned, then the search. */
 async function search(opened: HybridCatalog, learning: Learning, who: Caller, query: string, limit = 20) {
-  const evidence = opened.semantic && (await opened.semantic.evidence(opened.index.meaningOf({ query })));
+  const prepared = opened.index.prepare({ query, limit });
+  const evidence = opened.semantic && (await opened.semantic.evidence(opened.index.meaningOf(prepared)));
   const learned = await learning.evidence(who, query, evidence?.vectors ?? []);
-  return opened.index.search({ query, limit, semantic: evidence, learned }).tools.map((t) => t.name);
+  return opened.index.searchPrepared(prepared, { semantic: evidence, learned }).tools.map((t) => t.name);
 }
 
 /** Replays `sessions` for `tenant`: each searches, then chooses its gold tool (or, if `wrong`, another hit). */
@@ -257,10 +258,11 @@ async function cost(embedder: Embedder, rows: (string | number)[][]) {
     const out: number[] = [];
     for (const q of sample) {
       const query = clipQuery(q.query);
-      const evidence = opened.semantic && (await opened.semantic.evidence(opened.index.meaningOf({ query })));
+      const prepared = opened.index.prepare({ query, limit: 10 });
+      const evidence = opened.semantic && (await opened.semantic.evidence(opened.index.meaningOf(prepared)));
       const t = performance.now();
       const learned = await learning.evidence(caller(tenant), query, evidence?.vectors ?? []);
-      opened.index.search({ query, limit: 10, semantic: evidence, learned });
+      opened.index.searchPrepared(prepared, { semantic: evidence, learned });
       out.push(performance.now() - t);
     }
     return out.sort((a, b) => a - b);

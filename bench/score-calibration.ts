@@ -59,11 +59,12 @@ async function bestHits(opened: HybridCatalog, query: string) {
   const words = opened.index.search({ query: clipped, limit: 1 }).tools[0];
   const semantic = TIER === "static" ? opened.semanticStatic : opened.semantic;
   if (semantic === undefined) throw new Error(`score-calibration: no ${TIER} tier`);
-  const meaning = opened.index.meaningOf({ query: clipped });
+  const prepared = opened.index.prepare({ query: clipped, limit: 1 });
+  const meaning = opened.index.meaningOf(prepared);
   const evidence = await semantic.evidence(meaning);
   const nearest = evidence.closest[0];
   const score = nearest === undefined ? undefined : evidence.scoreOf(nearest);
-  const fused = opened.index.search({ query: clipped, limit: 1, semantic: evidence }).tools[0];
+  const fused = opened.index.searchPrepared(prepared, { semantic: evidence }).tools[0];
   return {
     lexical: words && { name: words.name, score: words.score },
     cosine:

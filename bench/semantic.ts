@@ -123,8 +123,8 @@ async function inProcess(
   // ones (MetaTool).
   const lexical = (q: string) => index.search({ query: q, limit: 8 });
   const hybrid = async (q: string) => {
-    const evidence = await semantic.evidence(index.meaningOf({ query: q, limit: 8 }));
-    return index.search({ query: q, limit: 8, semantic: evidence });
+    const prepared = index.prepare({ query: q, limit: 8 });
+    return index.searchPrepared(prepared, { semantic: await semantic.evidence(index.meaningOf(prepared)) });
   };
   // Every request read by the static tier (what a server answers with when the model is not in time),
   // over the vectors the model stored for the tools.
@@ -141,16 +141,20 @@ async function inProcess(
     await semanticStatic.settled();
   }
   const hybridStatic = async (q: string) => {
+    const prepared = index.prepare({ query: q, limit: 8 });
     const evidence = await (semanticStatic as NonNullable<typeof semanticStatic>).evidence(
-      index.meaningOf({ query: q, limit: 8 }),
+      index.meaningOf(prepared),
     );
-    return index.search({ query: q, limit: 8, semantic: evidence });
+    return index.searchPrepared(prepared, { semantic: evidence });
   };
   for (const [label, requests] of [
     ["long requests", queries],
     ["short requests", shortQueries],
   ] as const) {
-    const texts = requests.reduce((sum, q) => sum + index.meaningOf({ query: q }).texts.length, 0);
+    const texts = requests.reduce(
+      (sum, q) => sum + index.meaningOf(index.prepare({ query: q })).texts.length,
+      0,
+    );
     const note = `${label}, ${(texts / requests.length).toFixed(1)} texts embedded per request`;
     rows.push(await timedRow(`SearchTools, words only, ${toolCount} tools`, label, requests, lexical));
     // Another text each (the LRU would answer the originals), within the query's length limit.

@@ -1,7 +1,7 @@
 /**
  * A catalog searched as a server searches it by default (hybrid: words fused with meaning), for the
  * quality benches: the shipped model, the tools' vectors synced in the background and awaited, every
- * request read and embedded as ToolService does (IndexHost.meaningOf, SemanticSearch.evidence) — by
+ * request read and embedded as ToolService does (IndexHost.prepare and meaningOf, SemanticSearch.evidence) — by
  * the model, or by its static tier alone (what a server answers with when the model is not in time).
  */
 import { mkdtempSync, rmSync } from "node:fs";
@@ -113,9 +113,9 @@ export async function openHybrid(
     async hybrid(query, limit = 20, tier = "model") {
       const search = tier === "static" ? semanticStatic : semantic;
       if (search === undefined) throw new Error(`openHybrid: no ${tier} tier (${BENCH_MODEL_DIR})`);
-      const clipped = clipQuery(query);
-      const evidence = await search.evidence(index.meaningOf({ query: clipped }));
-      return index.search({ query: clipped, limit, semantic: evidence }).tools.map((t) => t.name);
+      const prepared = index.prepare({ query: clipQuery(query), limit });
+      const evidence = await search.evidence(index.meaningOf(prepared));
+      return index.searchPrepared(prepared, { semantic: evidence }).tools.map((t) => t.name);
     },
     async close() {
       await semantic?.close();

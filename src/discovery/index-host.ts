@@ -4,7 +4,7 @@ import { invalidArgument } from "../errors.ts";
 import type { EventSink } from "../events/event.ts";
 import { checkSize, LIMITS, withinLimit, withinRange } from "../limits.ts";
 import type { SemanticQuery } from "../search/evidence.ts";
-import { meaningTexts, type QueryReadings, queryReadings } from "../search/fts.ts";
+import { meaningTexts, type QueryReadings, queryReadings, readQuery } from "../search/fts.ts";
 import { applyLearned, type DocHit, fuse } from "../search/fusion.ts";
 import { LiteralIndex } from "../search/literal-index.ts";
 import type { ModelWords } from "../search/model-words.ts";
@@ -19,9 +19,12 @@ import { runSearch, type SearchPathResult } from "./search.ts";
 import { buildSearchIndex, type PackedAnalysis, TOOL_RANKER, toolKey } from "./search-index.ts";
 import type {
   EffectiveSearchType,
+  EventScope,
   ListRequest,
   ListResponse,
   MatchType,
+  PreparedSearch,
+  SearchEvidence,
   SearchHit,
   SearchIndex,
   SearchRequest,
@@ -72,13 +75,10 @@ export class IndexHost {
   private readonly builds: VersionedIndex<SearchIndex>;
   /** The regex path's literal index, per in-memory index (dies with it); absent while it is built. */
   private readonly literalIndexes = new WeakMap<SearchIndex, LiteralIndex>();
-  /**
-   * The lexical ranking meaningOf worked out for a request (its wordsScore), by the SemanticQuery it
-   * returned, so the search that fuses that query's evidence ranks the words once.
-   */
+  /** The lexical ranking meaningOf worked out for a search, so the search that follows ranks its words once. */
   private readonly rankedWords = new WeakMap<
-    SemanticQuery<SearchIndex>,
-    { readonly query: string; readonly depth: number; readonly lexical: SearchPathResult }
+    PreparedSearch,
+    { readonly depth: number; readonly lexical: SearchPathResult }
   >();
   /** The background build of the current index's literal index. */
   private literalIndexBuild: Promise<unknown> = Promise.resolve();
@@ -114,9 +114,38 @@ export class IndexHost {
     void this.followChanges();
   }
 
-  search(request: SearchRequest): SearchResponse {
-    return inSpan("wayfind.tool_search", { "wayfind.search.type": request.type ?? "fts" }, (span) => {
-      const response = this.searchNow(request);
+  /**
+   * Reads a request once for its meaning and its search: validated, its query canonicalised, masked
+   * with the caller's view (without one: the deferred tools, or all, of `over`, else of the newest
+   * build) and, for FTS, its words read.
+   */
+  prepare(request: SearchRequest, over?: SearchIndex): PreparedSearch {
+    const { type, limit, minScore, query: asked } = validateSearch(request);
+    // A query that is a renamed tool's old name searches for its current name, whatever the type.
+    const query = this.registry.canonicalName(asked);
+    const { index, candidates, totalDeferred } = this.searchable(request, over);
+    return {
+      query,
+      type,
+      limit,
+      minScore,
+      index,
+      candidates,
+      totalDeferred,
+      read: type === "fts" ? readQuery(query, this.readings) : undefined,
+      scope: request.scope,
+    };
+  }
+
+  /** Searches a request: prepares it, then runs it (searchPrepared); `evidence` over the build it reads. */
+  search(request: SearchRequest, evidence: SearchEvidence = {}): SearchResponse {
+    return this.searchPrepared(this.prepare(request, evidence.semantic?.index), evidence);
+  }
+
+  /** Runs a prepared search, applying what is known of the request besides its words (FTS only). */
+  searchPrepared(search: PreparedSearch, evidence: SearchEvidence = {}): SearchResponse {
+    return inSpan("wayfind.tool_search", { "wayfind.search.type": search.type }, (span) => {
+      const response = this.searchNow(search, evidence);
       span.setAttributes({
         "wayfind.search.result_count": response.tools.length,
         "wayfind.search.strategy": response.strategy,
@@ -126,37 +155,38 @@ export class IndexHost {
   }
 
   /**
-   * What semantic search needs of an FTS request: the texts it is embedded as (search.ts
-   * meaningTexts), read against the vocabulary of what the request may find (repairs come only from
-   * words the caller could find anyway), and those tools. Validates the request as search does, so
-   * nothing is embedded for one search refuses.
+   * What semantic search needs of an FTS request: the texts it is embedded as (meaningTexts), read
+   * against the vocabulary of what the request may find (repairs come only from words the caller
+   * could find anyway), and those tools.
    */
-  meaningOf(request: SearchRequest): SemanticQuery<SearchIndex> {
-    const validated = validateSearch(request);
-    const query = this.registry.canonicalName(validated.query);
-    const { index, candidates } = this.searchable(request);
+  meaningOf(search: PreparedSearch): SemanticQuery<SearchIndex> {
+    const { index, candidates, read } = search;
+    if (!read) throw new Error("the meaning of a search is worked out for FTS requests only");
     // The words first: how much they say tells how much the request needs the model (wordsScore),
     // and the search that fuses this query's evidence reuses the ranking.
-    const depth = Math.max(validated.limit, MEANING_DEPTH);
-    const lexical = this.rank(index, { query, type: "fts", limit: depth }, candidates);
-    const meaning = {
-      texts: meaningTexts(index, query, candidates, this.readings, this.modelWords),
+    const depth = Math.max(search.limit, MEANING_DEPTH);
+    const lexical = this.rank(search, depth);
+    this.rankedWords.set(search, { depth, lexical });
+    return {
+      texts: meaningTexts(index, read, candidates, this.modelWords),
       index,
       candidates,
       wordsScore: lexical.hits.reduce((best, hit) => Math.max(best, hit.lexicalScore), 0),
     };
-    this.rankedWords.set(meaning, { query, depth, lexical });
-    return meaning;
   }
 
-  private rank(
-    index: SearchIndex,
-    search: { readonly query: string; readonly type: SearchType; readonly limit: number },
-    candidates: Candidates | undefined,
-  ): SearchPathResult {
-    return runSearch(index, search, candidates, {
+  /** The search's lexical hits to `depth`: those meaningOf ranked when deep enough, else ranked now. */
+  private lexicalHits(search: PreparedSearch, depth: number): SearchPathResult {
+    const ranked = this.rankedWords.get(search);
+    if (ranked && ranked.depth >= depth)
+      return { ...ranked.lexical, hits: ranked.lexical.hits.slice(0, depth) };
+    return this.rank(search, depth);
+  }
+
+  private rank(search: PreparedSearch, depth: number): SearchPathResult {
+    return runSearch(search, depth, {
       aliasTargets: (alias) => this.registry.aliasTargets(alias),
-      literalIndex: this.literalIndexes.get(index),
+      literalIndex: this.literalIndexes.get(search.index),
       repeat: this.rankerConfig.repeat,
       readings: this.readings,
     });
@@ -164,38 +194,29 @@ export class IndexHost {
 
   /**
    * What a search may return: the view's tools not in its prompt yet (or all it may activate, when
-   * `includeAlwaysLoaded`); without a view, the deferred tools (or all) of the build the semantic
-   * evidence is over, else of the newest build.
+   * `includeAlwaysLoaded`); without a view, the deferred tools (or all) of `over`, else of the
+   * newest build.
    */
-  private searchable(request: SearchRequest): {
-    index: SearchIndex;
-    candidates: Candidates | undefined;
-    totalDeferred: number;
-  } {
+  private searchable(
+    request: SearchRequest,
+    over: SearchIndex | undefined,
+  ): { index: SearchIndex; candidates: Candidates | undefined; totalDeferred: number } {
     if (request.view)
       return visibleSet(request.view, request.includeAlwaysLoaded ? "activatable" : "findable");
-    const index = request.semantic?.index ?? this.current();
+    const index = over ?? this.current();
     const candidates = request.includeAlwaysLoaded ? undefined : index.deferred;
     return { index, candidates, totalDeferred: index.deferred.count };
   }
 
-  private searchNow(request: SearchRequest): SearchResponse {
-    const validated = validateSearch(request);
-    const { type, limit, minScore } = validated;
-    // A query that is a renamed tool's old name searches for its current name, whatever the type.
-    const query = this.registry.canonicalName(validated.query);
-    const { index, candidates, totalDeferred } = this.searchable(request);
-    const semantic = type === "fts" ? request.semantic : undefined;
+  private searchNow(search: PreparedSearch, evidence: SearchEvidence): SearchResponse {
+    const { query, type, limit, minScore, index, candidates } = search;
+    const semantic = type === "fts" ? evidence.semantic : undefined;
     const learned =
-      type === "fts" && request.learned && request.learned.scores.size > 0 ? request.learned : undefined;
+      type === "fts" && evidence.learned && evidence.learned.scores.size > 0 ? evidence.learned : undefined;
     // Learning may lift a tool from below the page into it: rank deeper first.
     const page = learned ? Math.max(limit, LEARNED_DEPTH) : limit;
     const depth = semantic ? Math.max(page, semantic.lexicalDepth) : page;
-    const ranked = semantic && this.rankedWords.get(semantic.query);
-    const lexical =
-      ranked && ranked.query === query && ranked.depth >= depth
-        ? { ...ranked.lexical, hits: ranked.lexical.hits.slice(0, depth) }
-        : this.rank(index, { query, type, limit: depth }, candidates);
+    const lexical = this.lexicalHits(search, depth);
     const fused = semantic ? fuse(index, lexical.hits, page, semantic) : lexical.hits;
     let hits = fused.slice(0, limit);
     if (learned) {
@@ -207,7 +228,7 @@ export class IndexHost {
     const result = { ...found, hits: found.hits.filter((h) => h.score >= minScore) };
     this.events?.emit({
       type: "tool_search_query",
-      ...scopeOf(request),
+      ...scopeOf(search.scope),
       attributes: {
         query: query.slice(0, 256),
         requested_type: type,
@@ -224,7 +245,7 @@ export class IndexHost {
       tools: result.hits,
       effectiveSearchType,
       strategy: result.strategy,
-      totalDeferred,
+      totalDeferred: search.totalDeferred,
       rewrites: result.rewrites,
       semantic: semantic?.report ?? SEMANTIC_OFF,
     };
@@ -359,8 +380,7 @@ function validateSearch(request: SearchRequest): {
   };
 }
 
-function scopeOf(request: SearchRequest): { tenantId?: string; sessionId?: string; runId?: string } {
-  const s = request.scope;
+function scopeOf(s: EventScope | undefined): { tenantId?: string; sessionId?: string; runId?: string } {
   if (!s) return {};
   return {
     ...(s.tenantId ? { tenantId: s.tenantId } : {}),

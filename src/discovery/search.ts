@@ -1,4 +1,4 @@
-import { ftsRank, type QueryReadings } from "../search/fts.ts";
+import { ftsRank, type QueryReadings, type ReadQuery } from "../search/fts.ts";
 import { type DocHit, lexicalHit } from "../search/fusion.ts";
 import type { LiteralIndex } from "../search/literal-index.ts";
 import type { Candidates, RankedDoc } from "../search/ranker-options.ts";
@@ -13,7 +13,7 @@ import {
   matchesWhole,
   mayMatch,
 } from "../text/caller-regex.ts";
-import type { MatchType, SearchIndex, SearchStrategy, SearchType, Tool } from "./types.ts";
+import type { MatchType, PreparedSearch, SearchIndex, SearchStrategy, Tool } from "./types.ts";
 
 /**
  * The three search paths over one build of the index: fts (the BM25F ranker, widening AND → OR →
@@ -21,9 +21,8 @@ import type { MatchType, SearchIndex, SearchStrategy, SearchType, Tool } from ".
  * (name, alias, then the separator-insensitive name key). Each returns only `candidates`' docs.
  */
 export function runSearch(
-  index: SearchIndex,
-  search: { readonly query: string; readonly type: SearchType; readonly limit: number },
-  candidates: Candidates | undefined,
+  search: PreparedSearch,
+  limit: number,
   context: {
     /** Names of the tools `query` is an alias of (one per owner). */
     readonly aliasTargets: (query: string) => readonly string[];
@@ -35,7 +34,7 @@ export function runSearch(
     readonly readings: QueryReadings;
   },
 ): SearchPathResult {
-  const { query, type, limit } = search;
+  const { query, type, index, candidates, read } = search;
   const allowed = candidates?.allowed;
   if (type === "exact")
     return {
@@ -49,7 +48,8 @@ export function runSearch(
       strategy: "regex",
       rewrites: [],
     };
-  return fts(index, query, candidates, limit, context.repeat, context.readings);
+  if (!read) throw new Error("an FTS search is prepared with its query read");
+  return fts(index, read, candidates, limit, context.repeat, context.readings);
 }
 
 export interface SearchPathResult {
@@ -61,13 +61,13 @@ export interface SearchPathResult {
 
 function fts(
   index: SearchIndex,
-  query: string,
+  read: ReadQuery,
   candidates: Candidates | undefined,
   limit: number,
   repeat: number,
   readings: QueryReadings,
 ): SearchPathResult {
-  const found = ftsRank(index, query, candidates, limit, repeat, readings);
+  const found = ftsRank(index, read, candidates, limit, repeat, readings);
   return {
     hits: found.docs.map((d) => lexicalHit<MatchType>(d.doc, d.score, d.fuzzy ? "fts_fuzzy" : "fts")),
     strategy: found.strategy,

@@ -2,7 +2,7 @@
 
 import type { JsonObject } from "../json.ts";
 import type { LearnedEvidence, SemanticEvidence, VectorDocs } from "../search/evidence.ts";
-import type { WordIndex } from "../search/fts.ts";
+import type { ReadQuery, WordIndex } from "../search/fts.ts";
 import type { Candidates } from "../search/ranker-options.ts";
 import type { QueryRewrite, SemanticReport } from "../search/scores.ts";
 
@@ -92,7 +92,7 @@ export interface RegisterResult {
 }
 
 /** Caller identity copied onto events; all optional. */
-interface EventScope {
+export interface EventScope {
   readonly tenantId?: string;
   readonly sessionId?: string;
   readonly runId?: string;
@@ -191,12 +191,34 @@ export interface SearchRequest {
    */
   readonly view?: ToolView;
   readonly scope?: EventScope;
-  /**
-   * Semantic evidence for this request (src/semantic, over its meaningOf), fused into an FTS search's
-   * hits. Without a view, the search reads the build the evidence is over.
-   */
+}
+
+/**
+ * A search request validated, its query canonicalised, masked with the caller's view and read once
+ * (IndexHost.prepare): the meaning of the request (IndexHost.meaningOf) and its search both consume
+ * it, so neither reads the request again.
+ */
+export interface PreparedSearch {
+  /** The query as searched: a renamed tool's old name is its current name, whatever the type. */
+  readonly query: string;
+  readonly type: SearchType;
+  readonly limit: number;
+  readonly minScore: number;
+  /** The build searched, and the docs of it the request may find (undefined: all). */
+  readonly index: SearchIndex;
+  readonly candidates: Candidates | undefined;
+  /** Deferred tools the caller may find (what search can reveal). */
+  readonly totalDeferred: number;
+  /** The query's words, read once; FTS only. */
+  readonly read: ReadQuery | undefined;
+  readonly scope: EventScope | undefined;
+}
+
+/** What is known of a request besides its words, worked out before its search and applied in it (FTS only). */
+export interface SearchEvidence {
+  /** Semantic evidence (src/semantic, over the request's meaningOf), fused into the hits. */
   readonly semantic?: SemanticEvidence<SearchIndex>;
-  /** What the caller's tenant's past choices say of tools for this request (src/learning); FTS only. */
+  /** What the caller's tenant's past choices say of tools for this request (src/learning). */
   readonly learned?: LearnedEvidence;
 }
 

@@ -7,7 +7,7 @@ import { englishWords } from "./dictionary.ts";
 import type { ModelWords } from "./model-words.ts";
 import type { Ranker } from "./ranker.ts";
 import type { Candidates, RankedDoc, WordReading, WordRepair } from "./ranker-options.ts";
-import { readRequest, requestClauses, stopwordSlipOf } from "./request.ts";
+import { type RequestWord, readRequest, requestClauses, stopwordSlipOf } from "./request.ts";
 import type { QueryRewrite } from "./scores.ts";
 import type { Reading } from "./synonyms.ts";
 import { analyze, nameKey, splitWords, stem } from "./text.ts";
@@ -46,16 +46,15 @@ export interface FtsResult {
  */
 export function meaningTexts(
   index: WordIndex,
-  query: string,
+  read: ReadQuery,
   candidates: Candidates | undefined,
-  readings: QueryReadings,
   modelWords?: ModelWords,
 ): string[] {
-  let text = spellOutShorthand(query, readings.byToken).text;
+  let { text } = read;
   const dictionary = englishWords();
   const repaired = new Map<string, string>();
   let lookups = 0;
-  for (const word of readRequest(text)) {
+  for (const word of read.words) {
     if (word.literal || repaired.has(word.surface) || index.ranker.knows(word.term, candidates)) continue;
     let meant = stopwordSlipOf(word.surface);
     if (meant === undefined && !dictionary.has(word.surface)) {
@@ -97,6 +96,27 @@ export function queryReadings(table: ReadonlyMap<string, readonly Reading[]>): Q
 }
 
 /**
+ * A request read once, for both halves of search: shorthand spelled out (spellOutShorthand), then
+ * its words read (readRequest). The words half ranks it (ftsRank), the meaning half repairs and
+ * splits it (meaningTexts).
+ */
+export interface ReadQuery {
+  /** The request as asked: a doc named like it ranks first (WordIndex.keys). */
+  readonly query: string;
+  /** The request with its shorthand spelled out. */
+  readonly text: string;
+  /** The shorthand spelled out, as rewrites to report. */
+  readonly spelledOut: readonly QueryRewrite[];
+  /** The words of `text`, as readRequest reads them. */
+  readonly words: readonly RequestWord[];
+}
+
+export function readQuery(query: string, readings: QueryReadings): ReadQuery {
+  const spelled = spellOutShorthand(query, readings.byToken);
+  return { query, text: spelled.text, spelledOut: spelled.rewrites, words: readRequest(spelled.text) };
+}
+
+/**
  * Shorthand the word splitter would cut into meaningless pieces ("k8s" → k, 8, s; "PRs" → p, rs) is
  * replaced by its first reading before analysis; other words keep their readings for the ranker.
  */
@@ -130,20 +150,20 @@ const LITERAL_WEIGHT = 0.3;
  */
 export function ftsRank(
   index: WordIndex,
-  query: string,
+  request: ReadQuery,
   candidates: Candidates | undefined,
   limit: number,
   repeat: number,
   readings: QueryReadings,
 ): FtsResult {
-  const spelled = spellOutShorthand(query, readings.byToken);
+  const { query, text } = request;
   // A slip for a stopword is one, unless the catalog has the word as typed.
-  let read = readRequest(spelled.text).filter(
+  let read = request.words.filter(
     (w) => index.ranker.knows(w.term, candidates) || stopwordSlipOf(w.surface) === undefined,
   );
   // A query of only stopwords ("how to") still searches for its words.
   if (read.length === 0)
-    read = splitWords(spelled.text).map((surface) => ({ term: surface, surface, literal: false }));
+    read = splitWords(text).map((surface) => ({ term: surface, surface, literal: false }));
   const sequence = read.map((w) => w.term);
   const byTerm = new Map<string, { surface: string; literal: boolean; count: number }>();
   for (const w of read) {
@@ -160,7 +180,7 @@ export function ftsRank(
     limit,
     candidates,
     nameHits,
-    phrases: [...new Set([...pairs(sequence), ...joinedIdentifiers(spelled.text)])],
+    phrases: [...new Set([...pairs(sequence), ...joinedIdentifiers(text)])],
     wordWeights: info.map((w) => (1 + repeat * Math.log(w.count)) * (w.literal ? LITERAL_WEIGHT : 1)),
     readings: queryWords.map((w) => readings.byStem.get(w)),
     surfaces: info.map((w) => w.surface),
@@ -174,7 +194,7 @@ export function ftsRank(
       fuzzy: doc.fuzzy,
     })),
     strategy: ranked.strategy,
-    rewrites: [...spelled.rewrites, ...rewritesOf(spelled.text, ranked.repairs)],
+    rewrites: [...request.spelledOut, ...rewritesOf(text, ranked.repairs)],
   };
 }
 

@@ -1,6 +1,6 @@
 import type { Caller } from "../caller/caller.ts";
 import type { SemanticQuery } from "../search/evidence.ts";
-import { ftsRank, meaningTexts } from "../search/fts.ts";
+import { ftsRank, meaningTexts, readQuery } from "../search/fts.ts";
 import { applyLearned, type DocHit, fuse, lexicalHit } from "../search/fusion.ts";
 import { RANKING_DEFAULTS } from "../search/ranker-options.ts";
 import { type QueryRewrite, SEMANTIC_OFF, type SemanticReport } from "../search/scores.ts";
@@ -57,7 +57,7 @@ export function skillMeaning(
 ): SemanticQuery<SkillWordIndex> {
   const index = context.searchIndex();
   const candidates = index.candidates(callerPartitions(caller), taskType);
-  const texts = meaningTexts(index, query, candidates, context.readings, context.modelWords);
+  const texts = meaningTexts(index, readQuery(query, context.readings), candidates, context.modelWords);
   return { texts, index, candidates };
 }
 
@@ -78,10 +78,11 @@ export function rankSkills(
     ? new Set((index.keys.get(nameKey(query)) ?? []).map((d) => index.nameOf(d)))
     : new Set<string>();
   const where = visibleFilter(caller, undefined);
+  const read = readQuery(query, context.readings);
   // The first `depth` docs almost always pass the SQL check (the index keeps to the caller's
   // partitions); when shadowed ones leave the page short, the search reads deeper.
   for (let depth = semantic || learned ? Math.max(limit, FUSION_DEPTH) : limit; ; depth *= 4) {
-    const found = ftsRank(index, query, candidates, depth, RANKING_DEFAULTS.repeat, context.readings);
+    const found = ftsRank(index, read, candidates, depth, RANKING_DEFAULTS.repeat, context.readings);
     const lexical = found.docs.map((d) => lexicalHit(d.doc, d.score, "fts" as const));
     const fused = semantic ? fuse(index, lexical, depth, semantic) : lexical;
     const ranked = learned

@@ -103,22 +103,21 @@ export class ToolService {
     caller: Caller,
     request: ToolSearchRequest,
   ): Promise<SearchResponse & { readonly matchQuality: MatchQuality; readonly searchId: string }> {
-    const search = this.searchOf(
-      caller,
-      request,
-      this.views.toolView(caller, await this.options.index.ready()),
+    const { index } = this.options;
+    const search = index.prepare(
+      this.searchOf(caller, request, this.views.toolView(caller, await index.ready())),
     );
     const fts = (request.type ?? "fts") === "fts";
     // The evidence by meaning, then what the tenant learned, is worked out first and handed down:
     // the search applies both in place.
     const semantic =
       this.options.semantic && fts
-        ? await this.options.semantic.evidence(this.options.index.meaningOf(search))
+        ? await this.options.semantic.evidence(index.meaningOf(search))
         : undefined;
     const learning = this.options.learning;
     const learned =
       learning && fts ? await learning.evidence(caller, request.query, semantic?.vectors ?? []) : undefined;
-    const response = this.options.index.search({ ...search, semantic, learned });
+    const response = index.searchPrepared(search, { semantic, learned });
     const hits = response.tools.map((hit) => hit.name);
     return {
       ...response,

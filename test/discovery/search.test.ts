@@ -1,4 +1,6 @@
 import { describe, expect, it } from "vitest";
+import type { IndexHost } from "../../src/discovery/index-host.ts";
+import type { SearchRequest } from "../../src/discovery/types.ts";
 import { WayfindError } from "../../src/errors.ts";
 import { ModelWords } from "../../src/search/model-words.ts";
 import { names, openCatalog, seeded, viewOf } from "./helpers.ts";
@@ -281,6 +283,11 @@ describe("events", () => {
   });
 });
 
+/** The meaning of a request as ToolService works it out: prepared once, then read for its meaning. */
+function meaningOf(catalog: { index: IndexHost }, request: SearchRequest) {
+  return catalog.index.meaningOf(catalog.index.prepare(request));
+}
+
 describe("how much a request's words say (what the model's time goes to first under load)", () => {
   it("is the best lexical score of the request over the tools it may find", async () => {
     const { catalog } = openCatalog();
@@ -288,9 +295,9 @@ describe("how much a request's words say (what the model's time goes to first un
       { name: "get_status", description: "Get the status of a deployment" },
       { name: "send_email", description: "Send an email" },
     ]);
-    const named = catalog.index.meaningOf({ query: "get status" }).wordsScore ?? 0;
+    const named = meaningOf(catalog, { query: "get status" }).wordsScore ?? 0;
     expect(named).toBeCloseTo(catalog.index.search({ query: "get status" }).tools[0]?.score ?? -1, 9);
-    expect(catalog.index.meaningOf({ query: "will it rain tomorrow" }).wordsScore).toBe(0);
+    expect(meaningOf(catalog, { query: "will it rain tomorrow" }).wordsScore).toBe(0);
   });
 });
 
@@ -300,7 +307,7 @@ describe("the texts a request is embedded as", () => {
     await catalog.registry.register("s", [
       { name: "get_status", description: "Get the status of a deployment" },
     ]);
-    expect(catalog.index.meaningOf({ query: "colud you check the deployment stauts" }).texts).toEqual([
+    expect(meaningOf(catalog, { query: "colud you check the deployment stauts" }).texts).toEqual([
       "could you check the deployment status",
     ]);
   });
@@ -311,7 +318,7 @@ describe("the texts a request is embedded as", () => {
       { name: "get_weather", description: "Weather forecast for a city" },
     ]);
     expect(
-      catalog.index.meaningOf({
+      meaningOf(catalog, {
         query: "Check the weather forecast for Oslo; then book a table for two tonight",
       }).texts,
     ).toEqual(["Check the weather forecast for Oslo", "book a table for two tonight"]);
@@ -325,7 +332,7 @@ describe("the texts a request is embedded as", () => {
     });
     // "stauts" is a slip for "status", a word only another tenant's tool has.
     const acme = viewOf(await catalog.index.ready(), { tenant: "acme" });
-    expect(catalog.index.meaningOf({ query: "deployment stauts", view: acme }).texts).toEqual([
+    expect(meaningOf(catalog, { query: "deployment stauts", view: acme }).texts).toEqual([
       "deployment stauts",
     ]);
   });
@@ -344,24 +351,22 @@ describe("the texts a request is embedded as", () => {
     await catalog.registry.register("s", [
       { name: "get_weather", description: "Current weather for a city" },
     ]);
-    expect(catalog.index.meaningOf({ query: "should I take an umbrel tomorow" }).texts).toEqual([
+    expect(meaningOf(catalog, { query: "should I take an umbrel tomorow" }).texts).toEqual([
       "should I take an umbrella tomorrow",
     ]);
     // The catalog's words come first: "wether" is read as the catalog's "weather".
-    expect(catalog.index.meaningOf({ query: "wether in Oslo" }).texts).toEqual(["weather in Oslo"]);
+    expect(meaningOf(catalog, { query: "wether in Oslo" }).texts).toEqual(["weather in Oslo"]);
   });
 
   it("never changes a word a tool the caller may find has, whatever the model's words", async () => {
     const modelWords = new ModelWords(["docked", "reds"]);
     const { catalog } = openCatalog({ modelWords });
     await catalog.registry.register("s", [{ name: "docker_ps", description: "List docker containers" }]);
-    expect(catalog.index.meaningOf({ query: "list docker containers" }).texts).toEqual([
-      "list docker containers",
-    ]);
+    expect(meaningOf(catalog, { query: "list docker containers" }).texts).toEqual(["list docker containers"]);
   });
 
   it("refuses what search refuses, before anything is embedded", async () => {
     const { catalog } = openCatalog();
-    expect(() => catalog.index.meaningOf({ query: "   " }).texts).toThrow(/query is empty/);
+    expect(() => meaningOf(catalog, { query: "   " }).texts).toThrow(/query is empty/);
   });
 });

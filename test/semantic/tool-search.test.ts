@@ -194,12 +194,12 @@ describe("a request asked again", () => {
       const build = await index.ready();
       const request = { query: UMBRELLA, limit: 3 };
       // Asked before the new tool's vector exists: its nearest tools are kept for this build.
-      const before = await semantic.evidence(index.meaningOf(request));
+      const before = await semantic.evidence(index.meaningOf(index.prepare(request)));
       expect(before.index).toBe(build);
       expect(before.report.pending).toBe(1);
       expect(before.closest.map((doc) => build.docs[doc]?.name)).not.toContain("umbrella_advice");
       await semantic.settled();
-      const after = await semantic.evidence(index.meaningOf(request));
+      const after = await semantic.evidence(index.meaningOf(index.prepare(request)));
       expect(after.index).toBe(build);
       expect(after.report.pending).toBe(0);
       expect(build.docs[after.closest[0] as number]?.name).toBe("umbrella_advice");
@@ -221,18 +221,18 @@ describe("a search that cannot wait for the model", () => {
     try {
       const backlog = keepBusy(embedder);
       const request = { query: UMBRELLA, limit: 5 };
-      const meaning = index.meaningOf(request);
+      const meaning = index.meaningOf(index.prepare(request));
       const busy = await semantic.evidence(meaning);
       expect(busy.report).toEqual({ status: "ready", tier: "static", pending: 0, textsPending: 0 });
-      const byStaticTier = index.search({ ...request, semantic: busy });
+      const byStaticTier = index.search(request, { semantic: busy });
       expect(byStaticTier.semantic.tier).toBe("static");
       expect(byStaticTier.tools[0]?.name).toBe("get_forecast");
       expect(byStaticTier.tools[0]?.semanticScore).toBeGreaterThan(0);
       // The model embedded it when it had time: asked again, the request is read by the model.
       await Promise.all([...backlog, ...meaning.texts.map((t) => embedder.embedQuery(t))]);
-      const later = await semantic.evidence(index.meaningOf(request));
+      const later = await semantic.evidence(index.meaningOf(index.prepare(request)));
       expect(later.report).toEqual({ status: "ready", tier: "model", pending: 0, textsPending: 0 });
-      expect(index.search({ ...request, semantic: later }).tools[0]?.name).toBe("get_forecast");
+      expect(index.search(request, { semantic: later }).tools[0]?.name).toBe("get_forecast");
     } finally {
       await close();
     }
@@ -247,13 +247,13 @@ describe("a search that cannot wait for the model", () => {
     try {
       const backlog = keepBusy(embedder);
       const request = { query: UMBRELLA, limit: 5 };
-      const meaning = index.meaningOf(request);
+      const meaning = index.meaningOf(index.prepare(request));
       const busy = await semantic.evidence(meaning);
       expect(busy.report).toEqual({ status: "partial", tier: "none", pending: 0, textsPending: 1 });
-      const byWords = index.search({ ...request, semantic: busy });
+      const byWords = index.search(request, { semantic: busy });
       expect(byWords.tools.every((t) => t.semanticScore === 0)).toBe(true);
       await Promise.all([...backlog, ...meaning.texts.map((t) => embedder.embedQuery(t))]);
-      const later = await semantic.evidence(index.meaningOf(request));
+      const later = await semantic.evidence(index.meaningOf(index.prepare(request)));
       expect(later.report).toEqual({ status: "ready", tier: "model", pending: 0, textsPending: 0 });
     } finally {
       await close();
@@ -319,9 +319,9 @@ describe("a request read as several texts (its intents)", () => {
       // The request's own reading replaced by the given texts.
       const semanticScores = async (texts: string[]) => {
         const request = { query: texts.join(" "), limit: 20 };
-        const evidence = await semantic.evidence({ ...index.meaningOf(request), texts });
+        const evidence = await semantic.evidence({ ...index.meaningOf(index.prepare(request)), texts });
         return new Map(
-          index.search({ ...request, semantic: evidence }).tools.map((t) => [t.name, t.semanticScore]),
+          index.search(request, { semantic: evidence }).tools.map((t) => [t.name, t.semanticScore]),
         );
       };
       const both = await semanticScores([rain, yen]);
