@@ -64,7 +64,7 @@ const LAYERS = [
   },
   {
     name: "foundations",
-    why: "libraries with no knowledge of the domain: text, SQLite, the caller's identity, JSON, errors, limits, caches, rate limits, workers, work in slices, telemetry, HTTP responses",
+    why: "libraries with no knowledge of the domain: text, SQLite, the caller's identity, JSON, errors, limits, caches, rate limits, workers, work in slices, closing what a start opened, telemetry, HTTP responses",
     folders: ["text", "database", "caller"],
     files: [
       "json.ts",
@@ -78,6 +78,7 @@ const LAYERS = [
       "worker-jobs.ts",
       "http-response.ts",
       "slices.ts",
+      "closers.ts",
     ],
     // gen/ is generated from proto/ (buf generate) and imports only @bufbuild: a foundation.
     outside: ["^gen/"],

@@ -25,6 +25,7 @@ import {
 } from "../auth/index.ts";
 import { ANONYMOUS_CALLER } from "../caller/caller.ts";
 import { checkoutPath, wayfindVersion } from "../checkout.ts";
+import { Closers } from "../closers.ts";
 import { ConfigError, missingSourceFiles, type TlsConfig, type WayfindConfig } from "../config/index.ts";
 import { CACHE_KIB, type Db, setCacheSize } from "../database/sqlite.ts";
 import { errorReason } from "../errors.ts";
@@ -128,23 +129,28 @@ export async function startServer(
   const tlsFiles = tlsFilesOf(config);
   const tlsCredentials = tlsFiles ? readTlsCredentials(tlsFiles) : undefined;
   await checkPortFree(config.server.host, config.server.port);
-  const serving = await openServing(config, logger, options);
+  const closers = new Closers();
+  const serving = await openServing(config, logger, options, closers);
   const { storage, domain, health, auth, routes, shutdown } = serving;
   const fence = storage.replica && (() => (storage.replica as Replica).fence());
-  const mcpPeers =
-    config.server.mcp.enabled && options.workerSockets
-      ? new McpWorkerPeers(options.workerSockets)
+  const listening = await closers.opening(async () => {
+    // The transport drains after the MCP endpoint and its worker peers (added below) have closed
+    // their sessions: a session's open stream would otherwise hold the drain to its grace.
+    let transport: RunningTransport | undefined;
+    closers.add(() => transport?.close(options.drainGraceMs ?? 10_000));
+    const mcpPeers =
+      config.server.mcp.enabled && options.workerSockets
+        ? new McpWorkerPeers(options.workerSockets)
+        : undefined;
+    const mcpEndpoint = config.server.mcp.enabled
+      ? mcpEndpointOn(routes, auth, domain, config, logger, fence, mcpPeers)
       : undefined;
-  const mcpEndpoint = config.server.mcp.enabled
-    ? mcpEndpointOn(routes, auth, domain, config, logger, fence, mcpPeers)
-    : undefined;
-  const httpEndpoints = plainHttpEndpoints(storage, domain, shutdown.signal, options.metricsScrape, {
-    console: config.server.console ? new ConsoleFiles(checkoutPath("dist/console")) : undefined,
-    mcp: mcpEndpoint,
-  });
-
-  let transport: RunningTransport;
-  try {
+    if (mcpEndpoint) closers.add(() => mcpEndpoint.close());
+    if (mcpPeers) closers.add(() => mcpPeers.close());
+    const httpEndpoints = plainHttpEndpoints(storage, domain, shutdown.signal, options.metricsScrape, {
+      console: config.server.console ? new ConsoleFiles(checkoutPath("dist/console")) : undefined,
+      mcp: mcpEndpoint,
+    });
     // Last before listening, so nothing that can still fail the start leaves MCP children behind.
     await startServing(serving, options);
     if (options.compactHeapBeforeListening) collectGarbage();
@@ -169,22 +175,16 @@ export async function startServer(
       cors: config.server.cors,
       credentials: credentialsBeforeBody(auth, logger, fence),
     });
-  } catch (error) {
-    auth.credentials.close();
-    await mcpPeers?.close();
-    await mcpEndpoint?.close();
-    await domain.close();
-    await storage.close();
-    throw error;
-  }
+    return transport;
+  });
   logger.info(
     {
       host: config.server.host,
-      port: transport.port,
+      port: listening.port,
       dataDir: config.server.dataDir,
       tls: tlsFiles !== undefined,
       console: config.server.console
-        ? consoleUrl(config.server.host, transport.port, tlsFiles !== undefined)
+        ? consoleUrl(config.server.host, listening.port, tlsFiles !== undefined)
         : "off",
     },
     "listening",
@@ -192,11 +192,11 @@ export async function startServer(
 
   let stopping: Promise<void> | undefined;
   return {
-    port: transport.port,
+    port: listening.port,
     ...stateOf(serving),
     reloadTls() {
       if (!tlsFiles) throw new Error("the server was started without TLS (server.tls); nothing to reload");
-      transport.reloadTls(readTlsCredentials(tlsFiles));
+      listening.reloadTls(readTlsCredentials(tlsFiles));
       logger.info({ cert: tlsFiles.certFile }, "TLS certificate reloaded");
     },
     stop() {
@@ -204,12 +204,7 @@ export async function startServer(
         logger.info("draining");
         health.setAll(ServingStatus.NOT_SERVING);
         shutdown.abort();
-        auth.credentials.close();
-        await mcpPeers?.close();
-        await mcpEndpoint?.close();
-        await transport.close(options.drainGraceMs ?? 10_000);
-        await domain.close();
-        await storage.close();
+        await closers.close();
         logger.info("stopped");
       })();
       return stopping;
@@ -244,19 +239,10 @@ export async function startInProcess(
 ): Promise<InProcessServer> {
   const missing = missingSourceFiles(config);
   if (missing.length > 0) throw new ConfigError(missing);
-  const serving = await openServing(config, logger, options);
-  const { storage, domain, health, auth, shutdown } = serving;
-  const close = async () => {
-    auth.credentials.close();
-    await domain.close();
-    await storage.close();
-  };
-  try {
-    await startServing(serving, options);
-  } catch (error) {
-    await close();
-    throw error;
-  }
+  const closers = new Closers();
+  const serving = await openServing(config, logger, options, closers);
+  const { health, shutdown } = serving;
+  await closers.opening(() => startServing(serving, options));
   let stopping: Promise<void> | undefined;
   return {
     routes: serving.routes,
@@ -266,7 +252,7 @@ export async function startInProcess(
       stopping ??= (async () => {
         health.setAll(ServingStatus.NOT_SERVING);
         shutdown.abort();
-        await close();
+        await closers.close();
       })();
       return stopping;
     },
@@ -283,8 +269,16 @@ interface Serving {
   readonly shutdown: AbortController;
 }
 
-/** Opens the model, storage and domain and builds the routes; closes what it opened if a step fails. */
-async function openServing(config: WayfindConfig, logger: Logger, options: StartOptions): Promise<Serving> {
+/**
+ * Opens the model, storage and domain and builds the routes, each part adding its closer to
+ * `closers`; closes what it opened if a step fails.
+ */
+async function openServing(
+  config: WayfindConfig,
+  logger: Logger,
+  options: StartOptions,
+  closers: Closers,
+): Promise<Serving> {
   const semantic = config.toolSearch.semantic;
   const semantics = semantic.enabled
     ? {
@@ -302,27 +296,20 @@ async function openServing(config: WayfindConfig, logger: Logger, options: Start
   // it is down, so probes see which source is unhealthy.
   for (const server of config.mcpServers)
     health.set(sourceHealthName(mcpSourceId(server.name)), ServingStatus.NOT_SERVING);
-  let storage: Storage;
-  try {
+  if (semantics) closers.add(() => semantics.embedder.close());
+  return closers.opening(async () => {
     // A replica's reads go on from the local copy while the shared database is away; writes fail.
-    storage = await openStorage(config, logger, (reachable) =>
+    const storage = await openStorage(config, logger, (reachable) =>
       health.set(WRITES_HEALTH_NAME, reachable ? ServingStatus.SERVING : ServingStatus.NOT_SERVING),
     );
-  } catch (error) {
-    await semantics?.embedder.close();
-    throw error;
-  }
-  let domain: Domain;
-  try {
-    domain = await buildDomain(config, storage, semantics, health, logger, options);
-  } catch (error) {
-    await storage.close();
-    throw error;
-  }
-  const auth = callAuth(config, domain, logger);
-  const tenants = tenantLookups(config, domain);
-  const routes = buildRoutes(storage, domain, health, auth, tenants, logger, options);
-  return { storage, domain, health, auth, routes, shutdown: new AbortController() };
+    closers.add(() => storage.close());
+    const domain = await buildDomain({ config, storage, semantics, health, logger, closers }, options);
+    const auth = callAuth(config, domain, logger);
+    closers.add(() => auth.credentials.close());
+    const tenants = tenantLookups(config, domain);
+    const routes = buildRoutes(storage, domain, health, auth, tenants, logger, options);
+    return { storage, domain, health, auth, routes, shutdown: new AbortController() };
+  });
 }
 
 /** The state a started server gives its caller, listening or in process. */

@@ -4,6 +4,7 @@ import { HealthCheckResponse_ServingStatus as ServingStatus } from "../../gen/ts
 import { createAccessControl } from "../access/index.ts";
 import { ActivationStore, compileLazyGroups } from "../activation/index.ts";
 import { ApiKeyStore, KeyBook, LocalKeyRecords, SharedKeyRecords } from "../auth/index.ts";
+import type { Closers } from "../closers.ts";
 import type { WayfindConfig } from "../config/index.ts";
 import { writeTransaction } from "../database/transaction.ts";
 import { IndexHost, type SearchIndex, ToolRegistry } from "../discovery/index.ts";
@@ -67,12 +68,6 @@ export interface Domain {
   readonly keys: ApiKeyStore;
   /** The keys as KeyService manages them (a replica's: the fleet's, in the shared database). */
   readonly keyBook: KeyBook;
-  /**
-   * Stops it all, in order: the MCP servers, the usage ledger's partition upkeep, the replica (its
-   * events flushed first), the embedding workers and model, usage retention and the event log. The
-   * storage is closed after.
-   */
-  close(): Promise<void>;
 }
 
 /** How the domain reports and is tuned (part of startServer's options). */
@@ -86,7 +81,7 @@ export interface DomainOptions {
 }
 
 /** The model to rank by meaning with, when tool_search.semantic is on (opened before anything else). */
-export interface Semantics {
+interface Semantics {
   readonly embedder: Embedder;
   /** tool_search.semantic.weight */
   readonly weight: number;
@@ -94,19 +89,24 @@ export interface Semantics {
   readonly maxWaitMs: number;
 }
 
+/** What buildDomain builds on. */
+interface DomainParts {
+  readonly config: WayfindConfig;
+  readonly storage: Storage;
+  readonly semantics: Semantics | undefined;
+  readonly health: HealthStatus;
+  readonly logger: Logger;
+  /** Each part built adds its closer here, as it is built: the server closes them last built first. */
+  readonly closers: Closers;
+}
+
 /**
  * Builds the domain on `storage` and loads the configured catalog files and skill packs (a replica
- * first catches up with the shared log). A file with errors fails the start; whatever was built is
- * closed again (the model included), and the storage is left to the caller.
+ * first catches up with the shared log). A file with errors fails the start (the caller closes what
+ * was built: every part added its closer).
  */
-export async function buildDomain(
-  config: WayfindConfig,
-  storage: Storage,
-  semantics: Semantics | undefined,
-  health: HealthStatus,
-  logger: Logger,
-  options: DomainOptions,
-): Promise<Domain> {
+export async function buildDomain(parts: DomainParts, options: DomainOptions): Promise<Domain> {
+  const { config, storage, semantics, health, logger, closers } = parts;
   const { db, replica } = storage;
   const settings = config.server;
   const connections: ConnectionCounts = { open: 0, refused: 0, shed: 0 };
@@ -134,9 +134,15 @@ export async function buildDomain(
       options.eventExport?.exportEvent(event);
     },
   });
+  closers.add(() => events.close());
   // Replicas store events only through the shared change log, so ids are the same on every replica.
   const replicatedEvents = replica && new ReplicatedEvents(events, db, replica, reportEventError);
   const eventSink: EventSink = replicatedEvents ?? events;
+  // The replica leaves after everything that writes through it (its events flushed first).
+  closers.add(async () => {
+    replicatedEvents?.flush();
+    await replica?.close();
+  });
   const writer: StateWriter = replica ?? new LocalWriter(db);
   // A replica's key table is its copy of the fleet's, trusted while known to be current.
   const keys = new ApiKeyStore(
@@ -156,9 +162,11 @@ export async function buildDomain(
     // Replicas count retention on the log's clock, so a key is forgotten at the same change everywhere.
     ...(replica ? { retentionClock: () => replica.appliedAtMs } : {}),
   });
-  const stopUsageRetention = startUsageRetention(usage, {
-    onError: (error) => logger.error({ err: error }, "usage retention failed"),
-  });
+  closers.add(
+    startUsageRetention(usage, {
+      onError: (error) => logger.error({ err: error }, "usage retention failed"),
+    }),
+  );
 
   const vectorSync = (what: string) =>
     semantics && {
@@ -175,6 +183,12 @@ export async function buildDomain(
   const skillVectors = vectorSync("skill");
   const semantic = toolVectors && semanticToolSearch(toolVectors);
   const semanticSkills = skillVectors && semanticSkillSearch(skillVectors);
+  // A vector sync under way ends when the model closes: the syncs stop, then the model, then both end.
+  closers.add(async () => {
+    const ended = [semantic?.close(), semanticSkills?.close()];
+    await semantics?.embedder.close();
+    await Promise.all(ended);
+  });
   const activations = new ActivationStore(db, {
     events: eventSink,
     writer,
@@ -186,6 +200,7 @@ export async function buildDomain(
   // Replicas share their searches, so a choice reaching another replica than its search still teaches.
   const sharedSearches =
     replica && new PostgresSearches(replica, config.learning.selectionWindowSeconds * 1000, learningError);
+  if (sharedSearches) closers.add(() => sharedSearches.close());
   const learning = new Learning({
     db,
     writer,
@@ -218,56 +233,38 @@ export async function buildDomain(
     ],
     onSkillsChanged: () => semanticSkills?.catalogChanged(undefined, () => skills.embeddingTexts()),
   });
-  let stopPartitionMaintenance: (() => void) | undefined;
-  const closeAllButMcp = async () => {
-    stopPartitionMaintenance?.();
-    replicatedEvents?.flush();
-    await sharedSearches?.close();
-    await replica?.close();
-    const ended = [semantic?.close(), semanticSkills?.close()];
-    await semantics?.embedder.close();
-    await Promise.all(ended);
-    stopUsageRetention();
-    events.close();
-  };
   const openUsageBook = async (): Promise<UsageBook> => {
     if (replica === undefined) return localUsageBook(usage, writer);
     const { retentionDays } = config.usage;
     const ledger = await PostgresLedger.open({ shared: replica, pricing, retentionDays });
     // Today's partition exists before the first record; later days are made ready ahead of time.
     await maintainPartitions(replica, retentionDays);
-    stopPartitionMaintenance = startPartitionMaintenance(replica, retentionDays, {
+    const stopPartitionMaintenance = startPartitionMaintenance(replica, retentionDays, {
       onReport: (report) => {
         if (report.created + report.dropped > 0) logger.info(report, "usage ledger partitions maintained");
       },
       onError: (error) => logger.warn({ err: error }, "usage ledger partition maintenance failed"),
     });
+    closers.add(stopPartitionMaintenance);
     return ledger;
   };
-  let usageBook: UsageBook;
-  let keyRecords: SharedKeyRecords | LocalKeyRecords;
-  try {
-    // Before anything writes: the copy catches up with the log, then follows it.
-    await replica?.follow([
-      ...(replicatedEvents ? [replicatedEvents.write] : []),
-      usage.recordWrite,
-      ...activations.writes,
-      registry.registerWrite,
-      ...skills.writes,
-      ...learning.store.writes,
-      keys.copyWrite,
-    ]);
-    await sharedSearches?.migrate();
-    await syncCatalogFiles(registry, config.catalogs, logger, config.configFile);
-    await loadConfiguredSkillPacks(skills, config.skillPacks, logger, options.onSkillPackProgress);
-    usageBook = await openUsageBook();
-    keyRecords = replica
-      ? await SharedKeyRecords.open(replica, redactedUrl(config.storage.postgres?.url ?? ""))
-      : new LocalKeyRecords(db, () => keys.changed());
-  } catch (error) {
-    await closeAllButMcp();
-    throw error;
-  }
+  // Before anything writes: the copy catches up with the log, then follows it.
+  await replica?.follow([
+    ...(replicatedEvents ? [replicatedEvents.write] : []),
+    usage.recordWrite,
+    ...activations.writes,
+    registry.registerWrite,
+    ...skills.writes,
+    ...learning.store.writes,
+    keys.copyWrite,
+  ]);
+  await sharedSearches?.migrate();
+  await syncCatalogFiles(registry, config.catalogs, logger, config.configFile);
+  await loadConfiguredSkillPacks(skills, config.skillPacks, logger, options.onSkillPackProgress);
+  const usageBook = await openUsageBook();
+  const keyRecords = replica
+    ? await SharedKeyRecords.open(replica, redactedUrl(config.storage.postgres?.url ?? ""))
+    : new LocalKeyRecords(db, () => keys.changed());
   // Skills already in the database (from earlier starts) get vectors too, not only changed ones.
   semanticSkills?.catalogChanged(undefined, () => skills.embeddingTexts());
 
@@ -289,6 +286,7 @@ export async function buildDomain(
       maxResultBytes: Math.max(settings.maxMessageBytes / 2, settings.maxMessageBytes - 64 * 1024),
     },
   );
+  closers.add(() => mcp.close());
   const sources = new ToolSourceRegistry(registry, mcp);
   sources.catalogFilesLoaded(config.catalogs);
   const access = createAccessControl(config);
@@ -329,10 +327,6 @@ export async function buildDomain(
     connections,
     keys,
     keyBook: new KeyBook(keyRecords, config.auth.apiKeys, config.auth.keyRetentionDays),
-    async close() {
-      await mcp.close();
-      await closeAllButMcp();
-    },
   };
 }
 
