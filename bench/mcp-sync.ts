@@ -68,7 +68,7 @@ for (let run = 0; run < runs; run++) {
   let registry = new ToolRegistry(db);
   let index = new IndexHost(registry);
   let started = performance.now();
-  const sources = new McpSources(configs, registry, logger);
+  const sources = new McpSources({ configs, registry, logger });
   await sources.start(60_000);
   const hits = index.search({ query: "read a text file", limit: 3 });
   cold.push(performance.now() - started);

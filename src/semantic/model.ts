@@ -27,24 +27,45 @@ export interface EncodedText {
 export type BatchProbes = readonly [readonly number[], readonly number[]];
 
 /** Loaded model: the ONNX session, its special tokens, and what the model says about itself. */
+/** What a loaded model is made of (SentenceModel.load). */
+interface ModelParts {
+  readonly id: string;
+  readonly sha256: string;
+  readonly dims: number;
+  readonly tokens: TokenizerSettings;
+  readonly session: InferenceSession;
+  readonly needsTokenTypes: boolean;
+  readonly batchable: boolean;
+  readonly calibration: ScoreCalibration;
+}
+
 export class SentenceModel {
-  private constructor(
-    /** `<folder name>@<first 16 hex of the ONNX file's sha256>`: a changed file is a new model. */
-    readonly id: string,
-    /** The ONNX file's sha256 (hex): what a static tier distilled from this model names (static-tier.ts). */
-    readonly sha256: string,
-    readonly dims: number,
-    private readonly tokens: TokenizerSettings,
-    private readonly session: InferenceSession,
-    private readonly needsTokenTypes: boolean,
-    /**
-     * Whether texts may share an inference (see batchInvariant); when not, each is embedded alone, so a
-     * text's vector never depends on what it was embedded beside.
-     */
-    readonly batchable: boolean,
-    /** How this model's cosines become scores (the folder's calibration.json, else the default). */
-    readonly calibration: ScoreCalibration,
-  ) {}
+  /** `<folder name>@<first 16 hex of the ONNX file's sha256>`: a changed file is a new model. */
+  readonly id: string;
+  /** The ONNX file's sha256 (hex): what a static tier distilled from this model names (static-tier.ts). */
+  readonly sha256: string;
+  readonly dims: number;
+  /**
+   * Whether texts may share an inference (see batchInvariant); when not, each is embedded alone, so a
+   * text's vector never depends on what it was embedded beside.
+   */
+  readonly batchable: boolean;
+  /** How this model's cosines become scores (the folder's calibration.json, else the default). */
+  readonly calibration: ScoreCalibration;
+  private readonly tokens: TokenizerSettings;
+  private readonly session: InferenceSession;
+  private readonly needsTokenTypes: boolean;
+
+  private constructor(parts: ModelParts) {
+    this.id = parts.id;
+    this.sha256 = parts.sha256;
+    this.dims = parts.dims;
+    this.batchable = parts.batchable;
+    this.calibration = parts.calibration;
+    this.tokens = parts.tokens;
+    this.session = parts.session;
+    this.needsTokenTypes = parts.needsTokenTypes;
+  }
 
   /** `probes`: see batchInvariant. */
   static async load(dir: string, threads: number, probes: BatchProbes): Promise<SentenceModel> {
@@ -84,13 +105,13 @@ export class SentenceModel {
     const sha256 = createHash("sha256").update(readFileSync(onnxPath)).digest("hex");
     const id = `${basename(dir)}@${sha256.slice(0, 16)}`;
     const needsTokenTypes = session.inputNames.includes("token_type_ids");
-    const probe = new SentenceModel(id, sha256, 0, tokens, session, needsTokenTypes, false, calibration);
+    const parts = { id, sha256, dims: 0, tokens, session, needsTokenTypes, batchable: false, calibration };
+    const probe = new SentenceModel(parts);
     // The dimension is the model's, read from one real inference rather than trusted from config.json.
     const empty = probe.encode([]);
     const dims = (await probe.hiddenStates([empty], empty.ids.length)).dims;
-    const sized = new SentenceModel(id, sha256, dims, tokens, session, needsTokenTypes, false, calibration);
-    const batchable = await sized.batchInvariant(probes);
-    return new SentenceModel(id, sha256, dims, tokens, session, needsTokenTypes, batchable, calibration);
+    const batchable = await new SentenceModel({ ...parts, dims }).batchInvariant(probes);
+    return new SentenceModel({ ...parts, dims, batchable });
   }
 
   /**

@@ -268,24 +268,24 @@ export async function buildDomain(parts: DomainParts, options: DomainOptions): P
   // Skills already in the database (from earlier starts) get vectors too, not only changed ones.
   semanticSkills?.catalogChanged(undefined, () => skills.embeddingTexts());
 
-  const mcp = new McpSources(
-    config.mcpServers,
+  const mcp = new McpSources({
+    configs: config.mcpServers,
     registry,
     logger,
-    options.mcpTimeouts,
-    (status) =>
+    timeouts: options.mcpTimeouts,
+    onHealthChange: (status) =>
       health.set(
         sourceHealthName(status.id),
         status.healthy ? ServingStatus.SERVING : ServingStatus.NOT_SERVING,
       ),
     // Replicas share the MCP servers: each is synced by whichever replica holds its lease.
-    replica && ((name, handlers) => replica.lease(name, handlers)),
+    lease: replica && ((name, handlers) => replica.lease(name, handlers)),
     // A result must fit in an answer, with room for the rest of the message.
-    {
+    callLimits: {
       ...DEFAULT_CALL_LIMITS,
       maxResultBytes: Math.max(settings.maxMessageBytes / 2, settings.maxMessageBytes - 64 * 1024),
     },
-  );
+  });
   closers.add(() => mcp.close());
   const sources = new ToolSourceRegistry(registry, mcp);
   sources.catalogFilesLoaded(config.catalogs);

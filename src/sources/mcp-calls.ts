@@ -75,6 +75,20 @@ export interface UpstreamRequest {
   readonly session: SessionCall | undefined;
 }
 
+/** Whose connection to which server a call line is, and its bounds (McpCallLine). */
+export interface McpCallLineOptions {
+  readonly config: McpServerConfig;
+  readonly limits: CallLimits;
+  readonly logger: Logger;
+  readonly tenant: string;
+  /** The tenant's own credentials for this server; undefined = the server's own. */
+  readonly credentials: TenantCredentials | undefined;
+  /** The slots and breaker all of the tenant's connections to the server share. */
+  readonly share: CallShare;
+  /** The MCP session whose connection this is; undefined = the tenant's. */
+  readonly session: SessionClient | undefined;
+}
+
 export class McpCallLine {
   readonly source: string;
   /** When a request last used the connection (epoch ms): an idle one is closed. */
@@ -99,17 +113,24 @@ export class McpCallLine {
   private progressTokens = 0;
   private readonly asks: ClientAsks;
 
-  constructor(
-    private readonly config: McpServerConfig,
-    private readonly limits: CallLimits,
-    private readonly logger: Logger,
-    private readonly tenant: string,
-    /** The tenant's own credentials for this server; undefined = the server's own. */
-    private readonly credentials: TenantCredentials | undefined,
-    private readonly share: CallShare,
-    /** The MCP session whose connection this is; undefined = the tenant's. */
-    readonly session: SessionClient | undefined,
-  ) {
+  private readonly config: McpServerConfig;
+  private readonly limits: CallLimits;
+  private readonly logger: Logger;
+  private readonly tenant: string;
+  private readonly credentials: TenantCredentials | undefined;
+  private readonly share: CallShare;
+  /** The MCP session whose connection this is; undefined = the tenant's. */
+  readonly session: SessionClient | undefined;
+
+  constructor(options: McpCallLineOptions) {
+    const { config, limits, session } = options;
+    this.config = config;
+    this.limits = limits;
+    this.logger = options.logger;
+    this.tenant = options.tenant;
+    this.credentials = options.credentials;
+    this.share = options.share;
+    this.session = session;
     this.source = mcpSourceId(config.name);
     this.redactor = new Redactor(configuredValues(config));
     this.stderrTail = new StderrTail(this.redactor);

@@ -24,7 +24,7 @@ const MAX_SESSION_CONNECTIONS = 64;
  * Takes the lease on a named job for this replica while it can (src/replication/lease.ts): given
  * when replicas share a database, so that one replica at a time syncs each MCP server.
  */
-export type LeaseHolder = (
+type LeaseHolder = (
   name: string,
   handlers: { readonly onAcquired: () => void; readonly onLost: () => void },
 ) => HeldLease;
@@ -104,6 +104,23 @@ class LeasedMcpSource {
  * server sends on it reaches that session and no other. All of a tenant's connections to a server
  * share its slots and breaker (call-share.ts).
  */
+/** What the MCP sources serve and how (McpSources). */
+export interface McpSourcesOptions {
+  /** The configured servers, in the config's order. */
+  readonly configs: readonly McpServerConfig[];
+  /** Where their tools are registered. */
+  readonly registry: ToolRegistry;
+  readonly logger: Logger;
+  /** Connect, request and backoff timings; default DEFAULT_MCP_TIMEOUTS. */
+  readonly timeouts?: Partial<McpTimeouts>;
+  /** Told each server's health as it changes (the server's health service per source). */
+  readonly onHealthChange?: (status: McpSourceStatus) => void;
+  /** With replicas: each server is synced by the replica holding its lease. */
+  readonly lease?: LeaseHolder;
+  /** Bounds on calls: slots, breaker, result size; default DEFAULT_CALL_LIMITS. */
+  readonly callLimits?: CallLimits;
+}
+
 export class McpSources implements ToolExecutor {
   /** The servers this process syncs itself (empty when replicas share them through leases). */
   readonly sources: readonly McpSource[];
@@ -122,16 +139,14 @@ export class McpSources implements ToolExecutor {
   private readonly callLimits: CallLimits;
   private readonly idleSweep: NodeJS.Timeout;
 
-  constructor(
-    configs: readonly McpServerConfig[],
-    private readonly registry: ToolRegistry,
-    private readonly logger: Logger,
-    timeouts: Partial<McpTimeouts> = {},
-    onHealthChange: (status: McpSourceStatus) => void = () => {},
-    /** With replicas: each server is synced by the replica holding its lease. */
-    lease?: LeaseHolder,
-    callLimits: CallLimits = DEFAULT_CALL_LIMITS,
-  ) {
+  private readonly registry: ToolRegistry;
+  private readonly logger: Logger;
+
+  constructor(options: McpSourcesOptions) {
+    const { configs, registry, logger, timeouts = {}, onHealthChange = () => {}, lease } = options;
+    const callLimits = options.callLimits ?? DEFAULT_CALL_LIMITS;
+    this.registry = registry;
+    this.logger = logger;
     this.configs = configs;
     this.callConfigs = new Map(configs.map((config) => [mcpSourceId(config.name), config]));
     this.callLimits = callLimits;
@@ -220,7 +235,15 @@ export class McpSources implements ToolExecutor {
         );
         this.shares.set(shareKey, share);
       }
-      line = new McpCallLine(config, this.callLimits, this.logger, tenant, credentials, share, own);
+      line = new McpCallLine({
+        config,
+        limits: this.callLimits,
+        logger: this.logger,
+        tenant,
+        credentials,
+        share,
+        session: own,
+      });
       this.callLines.set(key, line);
       if (own !== undefined) {
         const keys = this.sessionLines.get(own.sessionId) ?? new Set<string>();

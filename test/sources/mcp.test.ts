@@ -46,7 +46,12 @@ function openCatalog(file = join(tempDir(), "wayfind.db")) {
 }
 
 function sources(catalog: Catalog, servers: Record<string, unknown>[], timeouts = FAST) {
-  const set = new McpSources(mcpConfigs(servers), catalog.registry, pino({ level: "silent" }), timeouts);
+  const set = new McpSources({
+    configs: mcpConfigs(servers),
+    registry: catalog.registry,
+    logger: pino({ level: "silent" }),
+    timeouts,
+  });
   cleanups.push(() => set.close());
   return set;
 }
@@ -351,12 +356,12 @@ describe("misbehaving MCP servers", () => {
     const { catalog } = openCatalog();
     const warnings: Record<string, unknown>[] = [];
     const logger = pino({ level: "warn" }, { write: (line: string) => warnings.push(JSON.parse(line)) });
-    const set = new McpSources(
-      mcpConfigs([{ name: "vendor", transport: "http", url: raw.url }]),
-      catalog.registry,
+    const set = new McpSources({
+      configs: mcpConfigs([{ name: "vendor", transport: "http", url: raw.url }]),
+      registry: catalog.registry,
       logger,
-      FAST,
-    );
+      timeouts: FAST,
+    });
     cleanups.push(() => set.close());
     await set.start(5_000);
     expect(namesOf(catalog, "mcp:vendor")).toEqual(["vendor.pay"]);
