@@ -137,7 +137,6 @@ export function* buildSearchIndex(
     deferred: new Candidates(deferredMask),
     tieOrder,
     tieRank,
-    visibleSets: new Map(),
     bare,
     lowerNames,
     lowerDescriptions,

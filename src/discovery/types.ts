@@ -120,8 +120,6 @@ export interface SearchIndex extends WordIndex, VectorDocs {
   /** Doc ids in tie-break order, and each doc's position in it. */
   readonly tieOrder: Int32Array;
   readonly tieRank: Int32Array;
-  /** Visible sets of the caller views that read this build (views.ts): by access verdicts, then the rest. */
-  readonly visibleSets: Map<Uint8Array, Map<string, VisibleSet>>;
 }
 
 /**

@@ -1,5 +1,6 @@
 /** Caller views as masks over a build of the index: what a search or a list of the caller may take. */
 
+import { LruCache } from "../lru.ts";
 import { Candidates } from "../search/ranker-options.ts";
 import { type SearchIndex, type ToolView, toolExistsFor, VERDICT, type VisibleSet } from "./types.ts";
 
@@ -12,21 +13,38 @@ type ViewScope = "findable" | "activatable" | "shown";
 /** Visible sets kept per build of the index; a fleet has a few visibility shapes, not thousands. */
 const VISIBLE_SETS_MAX = 256;
 
+/** The visible sets of the views that read one build, least recently used dropped first. */
+interface BuildSets {
+  readonly sets: LruCache<string, VisibleSet>;
+  /** A number per verdict array (src/access hands one per kind of caller and build), for the sets' keys. */
+  readonly verdictIds: WeakMap<Uint8Array, number>;
+  nextVerdictId: number;
+}
+
+/** By build: the sets die with it. */
+const setsByBuild = new WeakMap<SearchIndex, BuildSets>();
+
 /**
  * The tools of `view`'s build in `scope`. A mask is a pure function of the view, so it is made once
  * and kept with the build (a caller's searches would each pay a pass over every tool), by the view's
- * verdict array (src/access hands one per caller and build) and the rest of its fields.
+ * verdict array and the rest of its fields.
  */
 export function visibleSet(view: ToolView, scope: ViewScope): VisibleSet {
-  const sets = view.index.visibleSets;
-  const key = JSON.stringify([view.tenant, [...view.activeNames].sort(), view.allShown, scope]);
-  const known = sets.get(view.access)?.get(key);
+  let build = setsByBuild.get(view.index);
+  if (build === undefined) {
+    build = { sets: new LruCache(VISIBLE_SETS_MAX), verdictIds: new WeakMap(), nextVerdictId: 0 };
+    setsByBuild.set(view.index, build);
+  }
+  let verdictId = build.verdictIds.get(view.access);
+  if (verdictId === undefined) {
+    verdictId = build.nextVerdictId++;
+    build.verdictIds.set(view.access, verdictId);
+  }
+  const key = JSON.stringify([verdictId, view.tenant, [...view.activeNames].sort(), view.allShown, scope]);
+  const known = build.sets.get(key);
   if (known !== undefined) return known;
-  let kept = 0;
-  for (const byKey of sets.values()) kept += byKey.size;
-  if (kept >= VISIBLE_SETS_MAX) sets.clear();
   const set = maskOf(view, scope);
-  sets.set(view.access, (sets.get(view.access) ?? new Map<string, VisibleSet>()).set(key, set));
+  build.sets.set(key, set);
   return set;
 }
 

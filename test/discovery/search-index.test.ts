@@ -1,6 +1,7 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import type { SearchIndex, ToolInput } from "../../src/discovery/index.ts";
+import { visibleSet } from "../../src/discovery/views.ts";
 import { names, openCatalog, seeded, viewOf } from "./helpers.ts";
 
 /** Enough tools that building their index takes many slices of the event loop. */
@@ -95,20 +96,37 @@ describe("visible sets", () => {
     const { catalog } = await seeded();
     const built = await catalog.index.ready();
     const view = viewOf(built);
-    catalog.index.search({ query: "weather", view });
+    const findable = visibleSet(view, "findable");
     // The same caller's next call: another object of the same value.
-    catalog.index.search({ query: "pods", view: { ...view, activeNames: [] } });
-    expect(built.visibleSets.get(view.access)?.size).toBe(1);
+    expect(visibleSet({ ...view, activeNames: [] }, "findable")).toBe(findable);
+    expect(visibleSet(view, "activatable")).not.toBe(findable);
     await catalog.registry.register("more", [
       { name: "weather_alerts", description: "Severe weather alerts" },
     ]);
     const rebuilt = await catalog.index.ready();
     expect(rebuilt).not.toBe(built);
     const after = viewOf(rebuilt);
+    expect(visibleSet(after, "findable")).not.toBe(findable);
     expect(names(catalog.index.search({ query: "severe weather alerts", view: after }))).toContain(
       "weather_alerts",
     );
-    expect(rebuilt.visibleSets.get(after.access)?.size).toBe(1);
+  });
+
+  it("keep the views read most recently when more kinds of view read a build than they hold", async () => {
+    const { catalog } = await seeded();
+    const built = await catalog.index.ready();
+    const view = viewOf(built);
+    const kept = visibleSet(view, "findable");
+    const firstRun = { ...view, activeNames: ["run_0.tool"] };
+    const firstRunSet = visibleSet(firstRun, "findable");
+    // Hundreds of runs, each with its own activated tools, read the build between the caller's reads.
+    for (let run = 1; run < 1_000; run++) {
+      visibleSet({ ...view, activeNames: [`run_${run}.tool`] }, "findable");
+      if (run % 100 === 0) expect(visibleSet(view, "findable")).toBe(kept);
+    }
+    // The first run's set, not read since, was let go (and is made again when read).
+    expect(visibleSet(firstRun, "findable")).not.toBe(firstRunSet);
+    expect(visibleSet(view, "findable")).toBe(kept);
   });
 });
 
