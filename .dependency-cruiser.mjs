@@ -14,9 +14,10 @@ const LAYERS = [
     // semantic ranks both catalogs (discovery's tools, skills' skills) and access filters discovery's
     // tools by the config's rules: both sit above the domain and config, beside the other features.
     name: "features",
-    why: "what a request does with the catalogs: tools, activation, prompt, payloads, sources, auth, access, semantic search, the discovery tools, learning from use, the MCP endpoint, the API's enum maps",
+    why: "what a request does with the catalogs: tools, skills (skill-service), activation, prompt, payloads, sources, auth, access, semantic search, the discovery tools, learning from use, the MCP endpoint, the API's enum maps",
     folders: [
       "tools",
+      "skill-service",
       "activation",
       "prompt",
       "payload",

@@ -383,20 +383,11 @@ function buildRoutes(
   options: StartOptions,
 ): MethodRoute[] {
   const { replica } = storage;
-  const { tools, skills, usage, events, sources, metrics } = domain;
+  const { tools, usage, events, sources, metrics } = domain;
   const pipelined = withCallPipeline(
     [
       ...serviceRoutes(ToolDiscoveryService, toolDiscoveryService(tools, events, tenants, sources)),
-      ...serviceRoutes(
-        SkillServiceDesc,
-        skillService(
-          skills,
-          events,
-          (caller) => tools.toolGate(caller),
-          domain.semanticSkills,
-          domain.learning,
-        ),
-      ),
+      ...serviceRoutes(SkillServiceDesc, skillService(domain.skillService, events)),
       ...serviceRoutes(UsageService, usageService(usage, events)),
       ...serviceRoutes(KeyService, keyService(new KeyAdmin(domain.keyBook))),
     ],

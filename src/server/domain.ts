@@ -21,6 +21,7 @@ import {
   semanticToolSearch,
   toolTexts,
 } from "../semantic/index.ts";
+import { SkillService } from "../skill-service/index.ts";
 import { type LoadProgress, SkillLibrary, type SkillWordIndex } from "../skills/index.ts";
 import { syncCatalogFiles } from "../sources/catalog-files.ts";
 import type { McpTimeouts } from "../sources/mcp.ts";
@@ -60,6 +61,8 @@ export interface Domain {
   readonly mcp: McpSources;
   /** What the MCP servers offer besides tools, for the MCP endpoint's sessions. */
   readonly gateway: McpGateway;
+  /** What a caller may do with skills: the library with meaning, learning and the caller's tool gate. */
+  readonly skillService: SkillService;
   readonly semantic: SemanticSearch<SearchIndex> | undefined;
   readonly semanticSkills: SemanticSearch<SkillWordIndex> | undefined;
   readonly metrics: ServerMetrics | undefined;
@@ -310,11 +313,18 @@ export async function buildDomain(parts: DomainParts, options: DomainOptions): P
     learning,
     executor: mcp,
   });
+  const skillService = new SkillService({
+    library: skills,
+    toolGateFor: (caller) => tools.toolGate(caller),
+    semantic: semanticSkills,
+    learning,
+  });
   return {
     events,
     writer,
     index,
     skills,
+    skillService,
     usage: usageBook,
     tools,
     learning,

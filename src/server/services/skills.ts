@@ -9,78 +9,30 @@ import {
   SKILL_SCOPES,
   TASK_TYPES,
 } from "../../api-enums/enums.ts";
-import { authorizeSkillPackScope } from "../../caller/authorize.ts";
-import type { Caller } from "../../caller/caller.ts";
-import { failedPrecondition, notFound, quoteInput } from "../../errors.ts";
 import type { EventLog } from "../../events/index.ts";
-import { type Learning, unknownSearch } from "../../learning/index.ts";
 import { LIMITS } from "../../limits.ts";
-import type { SemanticEvidence, SemanticQuery } from "../../search/evidence.ts";
-import type {
-  DirectoryField,
-  SkillLibrary,
-  SkillSummary,
-  SkillWordIndex,
-  ToolGate,
-} from "../../skills/index.ts";
+import type { SkillService } from "../../skill-service/index.ts";
+import type { DirectoryField, SkillSummary } from "../../skills/index.ts";
 import { callerOf, callSignal, principalOf } from "../pipeline.ts";
 import { outcomeReportOf } from "./outcome-report.ts";
 import { searchReportToProto } from "./search-report.ts";
 import { SKILL_EVENT_TYPES, watchEvents } from "./watch.ts";
 
-/** The tool names a caller may see, so skills never mention others (built by the tool side). */
-export type ToolGateFor = (caller: Caller) => ToolGate | undefined;
-
-export function skillService(
-  skills: SkillLibrary,
-  events: EventLog,
-  toolGateFor: ToolGateFor,
-  /** Semantic ranking (config `tool_search.semantic`) for full-text skill searches; absent = lexical only. */
-  semantic?: {
-    evidence(query: SemanticQuery<SkillWordIndex>): Promise<SemanticEvidence<SkillWordIndex>>;
-  },
-  /** Remembers retrievals so outcome reports may name them and teach, and ranks by what was learned. */
-  learning?: Learning,
-): ServiceImpl<typeof SkillServiceDesc> {
-  const gate = (caller: Caller) => ({ toolGate: toolGateFor(caller) });
-  /** What the caller's tenant learned of skills for `text`, read with its meaning when it was embedded. */
-  const learnedSkills = async (
-    caller: Caller,
-    text: string,
-    meaning: SemanticEvidence<SkillWordIndex> | undefined,
-  ) => learning?.evidence(caller, text, meaning?.vectors ?? [], "skill");
+export function skillService(skills: SkillService, events: EventLog): ServiceImpl<typeof SkillServiceDesc> {
   return {
     async loadSkillPack(request, context) {
-      const caller = callerOf(context);
-      const kind = SKILL_SCOPES.fromProto(request.scope, "scope") ?? "project";
-      authorizeSkillPackScope(principalOf(context), kind);
-      if (kind !== "global" && caller.tenantId === "") {
-        throw failedPrecondition(`a ${kind}-scoped pack needs caller.tenant_id`);
-      }
-      if (kind === "project" && caller.projectId === "") {
-        throw failedPrecondition(
-          "a project-scoped pack needs caller.project_id (or use SKILL_SCOPE_TENANT / GLOBAL)",
-        );
-      }
-      const source = request.source;
-      const result = await skills.loadSharedSkillPack(
-        {
-          pack: request.packName,
-          version: request.version || undefined,
-          path: source.case === "path" ? source.value : undefined,
-          files:
-            source.case === "files"
-              ? source.value.files.map(({ path, content }) => ({ path, content }))
-              : undefined,
-          scope: {
-            kind,
-            tenantId: kind === "global" ? "" : caller.tenantId,
-            projectId: kind === "project" ? caller.projectId : "",
-          },
-          updateExistingPackSkills: request.updateExistingPackSkills,
-        },
-        caller,
-      );
+      const { source } = request;
+      const result = await skills.loadPack(callerOf(context), principalOf(context), {
+        pack: request.packName,
+        version: request.version || undefined,
+        path: source.case === "path" ? source.value : undefined,
+        files:
+          source.case === "files"
+            ? source.value.files.map(({ path, content }) => ({ path, content }))
+            : undefined,
+        scope: SKILL_SCOPES.fromProto(request.scope, "scope") ?? "project",
+        updateExistingPackSkills: request.updateExistingPackSkills,
+      });
       return {
         loaded: result.loaded,
         updated: result.updated,
@@ -90,21 +42,13 @@ export function skillService(
     },
 
     async searchSkills(request, context) {
-      const caller = callerOf(context);
-      await skills.ready();
-      const type = SEARCH_TYPES.fromProto(request.searchType, "search_type");
-      const fts = (type ?? "fts") === "fts";
-      const input = {
+      const result = await skills.search(callerOf(context), {
         query: request.query,
-        type,
+        type: SEARCH_TYPES.fromProto(request.searchType, "search_type"),
         taskType: TASK_TYPES.fromProto(request.taskType, "task_type"),
         limit: request.limit || undefined,
         minScore: request.minScore,
-      };
-      const meaning =
-        semantic && fts ? await semantic.evidence(skills.searchMeaning(caller, input)) : undefined;
-      const learned = fts ? await learnedSkills(caller, request.query, meaning) : undefined;
-      const result = skills.searchSkills(caller, input, { ...gate(caller), semantic: meaning, learned });
+      });
       return {
         skills: result.skills.map((hit) => ({
           ...summary(hit),
@@ -116,23 +60,17 @@ export function skillService(
         })),
         effectiveSearchType: SEARCH_TYPES.toProto(result.effectiveSearchType),
         ...searchReportToProto(result),
-        searchId:
-          learning?.rememberSkills(
-            caller,
-            fts ? request.query : "",
-            result.skills.map((hit) => hit.name),
-          ) ?? "",
+        searchId: result.searchId,
       };
     },
 
     async getSkills(request, context) {
-      const caller = callerOf(context);
       const format = SKILL_FORMATS.fromProto(request.format, "format") ?? "raw";
-      const result = await skills.getSkills(
-        caller,
-        { names: request.names, format, maxTokens: request.maxTokens || undefined },
-        gate(caller),
-      );
+      const result = await skills.get(callerOf(context), {
+        names: request.names,
+        format,
+        maxTokens: request.maxTokens || undefined,
+      });
       return {
         skills: result.skills.map((skill) => ({
           id: skill.id,
@@ -163,18 +101,13 @@ export function skillService(
     },
 
     listSkills(request, context) {
-      const caller = callerOf(context);
-      const result = skills.listSkills(
-        caller,
-        {
-          pageSize: request.pageSize || undefined,
-          pageToken: request.pageToken || undefined,
-          taskType: TASK_TYPES.fromProto(request.taskType, "task_type"),
-          origin: SKILL_ORIGINS.fromProto(request.origin, "origin"),
-          scope: SKILL_SCOPES.fromProto(request.scope, "scope"),
-        },
-        gate(caller),
-      );
+      const result = skills.list(callerOf(context), {
+        pageSize: request.pageSize || undefined,
+        pageToken: request.pageToken || undefined,
+        taskType: TASK_TYPES.fromProto(request.taskType, "task_type"),
+        origin: SKILL_ORIGINS.fromProto(request.origin, "origin"),
+        scope: SKILL_SCOPES.fromProto(request.scope, "scope"),
+      });
       return {
         skills: result.skills.map((skill) => ({
           ...summary(skill),
@@ -187,20 +120,11 @@ export function skillService(
     },
 
     async getRelevantSkills(request, context) {
-      const caller = callerOf(context);
-      await skills.ready();
-      const input = {
+      const result = await skills.relevant(callerOf(context), {
         task: request.task,
         topK: request.topK || undefined,
         maxTokens: request.maxTokens || undefined,
         minScore: request.minScore,
-      };
-      const meaning = semantic ? await semantic.evidence(skills.taskMeaning(caller, input)) : undefined;
-      const learned = await learnedSkills(caller, request.task, meaning);
-      const result = await skills.getRelevantSkills(caller, input, {
-        ...gate(caller),
-        semantic: meaning,
-        learned,
       });
       return {
         formattedContext: result.formattedContext,
@@ -208,47 +132,25 @@ export function skillService(
         rawTokenEstimate: result.rawTokensEst,
         tokenEstimate: result.finalTokensEst,
         wasCompressed: result.wasCompressed,
-        searchId:
-          learning?.rememberSkills(
-            caller,
-            request.task,
-            result.skills.map((skill) => skill.name),
-          ) ?? "",
+        searchId: result.searchId,
       };
     },
 
     async reportSkillOutcome(request, context) {
-      const caller = callerOf(context);
       const report = outcomeReportOf(request, request.skill, {
         searchId: LIMITS.reportSkillOutcomeSearchId,
         name: LIMITS.reportSkillOutcomeSkill,
         note: LIMITS.reportSkillOutcomeNote,
         key: LIMITS.reportSkillOutcomeKey,
       });
-      // A skill the caller cannot see is missing, as for every other skill read.
-      const found = skills.searchSkills(
-        caller,
-        { query: report.name, type: "exact", limit: 1 },
-        gate(caller),
-      );
-      if (found.skills.length === 0)
-        throw notFound(`skill ${quoteInput(report.name)} not found; use skill_search to find skills`);
-      if (!learning) return { duplicate: false, learned: false };
-      const result = await learning.report(caller, { ...report, kind: "skill" });
-      if (!result.known) throw unknownSearch(report.searchId);
-      return { duplicate: result.duplicate, learned: result.learned };
+      return skills.reportOutcome(callerOf(context), report);
     },
 
     renderSkillDirectory(request, context) {
-      const caller = callerOf(context);
-      const result = skills.renderSkillDirectory(
-        caller,
-        {
-          maxEntries: request.maxEntries || undefined,
-          fields: request.fields.length > 0 ? (request.fields as DirectoryField[]) : undefined,
-        },
-        gate(caller),
-      );
+      const result = skills.directory(callerOf(context), {
+        maxEntries: request.maxEntries || undefined,
+        fields: request.fields.length > 0 ? (request.fields as DirectoryField[]) : undefined,
+      });
       return { text: result.text, entryCount: result.entryCount, tokenEstimate: result.tokenEstimate };
     },
 
