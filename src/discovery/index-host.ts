@@ -5,13 +5,13 @@ import type { EventSink } from "../events/event.ts";
 import { checkSize, LIMITS, withinLimit, withinRange } from "../limits.ts";
 import type { SemanticQuery } from "../search/evidence.ts";
 import { meaningTexts, type QueryReadings, queryReadings, readQuery } from "../search/fts.ts";
-import { applyLearned, type DocHit, fuse } from "../search/fusion.ts";
+import type { DocHit } from "../search/fusion.ts";
+import { FUSION_DEPTH, hybridDepth, rankHybrid } from "../search/hybrid.ts";
 import { LiteralIndex } from "../search/literal-index.ts";
 import type { ModelWords } from "../search/model-words.ts";
 import type { Candidates, RankerConfig } from "../search/ranker-options.ts";
 import { SEMANTIC_OFF } from "../search/scores.ts";
 import { synonymTable } from "../search/synonyms.ts";
-import { nameKey } from "../search/text.ts";
 import { VersionedIndex } from "../search/versioned-index.ts";
 import { inSpan } from "../telemetry.ts";
 import type { ToolRegistry } from "./registry.ts";
@@ -35,13 +35,6 @@ import type {
 import { visibleSet } from "./views.ts";
 
 const SEARCH_TYPES: readonly SearchType[] = ["fts", "regex", "exact"];
-/** Hits ranked before learned preferences apply: how far below the page a learned tool may rise from. */
-const LEARNED_DEPTH = 50;
-/**
- * Lexical hits ranked when a request's meaning is worked out (meaningOf): as deep as a hybrid search
- * fuses (its semantic evidence's lexicalDepth), so the search reuses them.
- */
-const MEANING_DEPTH = 20;
 
 export interface IndexHostOptions {
   /** Namespaces that win ties, most preferred first. */
@@ -164,7 +157,8 @@ export class IndexHost {
     if (!read) throw new Error("the meaning of a search is worked out for FTS requests only");
     // The words first: how much they say tells how much the request needs the model (wordsScore),
     // and the search that fuses this query's evidence reuses the ranking.
-    const depth = Math.max(search.limit, MEANING_DEPTH);
+    // As deep as a hybrid search fuses (FUSION_DEPTH), so the search reuses them.
+    const depth = Math.max(search.limit, FUSION_DEPTH);
     const lexical = this.rank(search, depth);
     this.rankedWords.set(search, { depth, lexical });
     return {
@@ -210,19 +204,12 @@ export class IndexHost {
 
   private searchNow(search: PreparedSearch, evidence: SearchEvidence): SearchResponse {
     const { query, type, limit, minScore, index, candidates } = search;
-    const semantic = type === "fts" ? evidence.semantic : undefined;
-    const learned =
-      type === "fts" && evidence.learned && evidence.learned.scores.size > 0 ? evidence.learned : undefined;
-    // Learning may lift a tool from below the page into it: rank deeper first.
-    const page = learned ? Math.max(limit, LEARNED_DEPTH) : limit;
-    const depth = semantic ? Math.max(page, semantic.lexicalDepth) : page;
+    // Meaning and learning speak of what a request means: not of a pattern or a name.
+    const hybrid = type === "fts" ? evidence : {};
+    const { semantic } = hybrid;
+    const depth = hybridDepth(limit, hybrid);
     const lexical = this.lexicalHits(search, depth);
-    const fused = semantic ? fuse(index, lexical.hits, page, semantic) : lexical.hits;
-    let hits = fused.slice(0, limit);
-    if (learned) {
-      const named = new Set((index.keys.get(nameKey(query)) ?? []).map((d) => index.nameOf(d)));
-      hits = applyLearned(index, candidates?.allowed, fused, limit, learned, named, semantic);
-    }
+    const hits = rankHybrid(index, query, lexical.hits, depth, hybrid, candidates?.allowed).slice(0, limit);
     const found = { ...lexical, hits: hits.map((hit) => searchHit(index, hit)) };
     // Scores are absolute, so the threshold applies to each hit alone (hits are in score order).
     const result = { ...found, hits: found.hits.filter((h) => h.score >= minScore) };

@@ -2,6 +2,7 @@ import type { Db } from "../database/sqlite.ts";
 import type { SearchIndex } from "../discovery/index.ts";
 import { LruCache } from "../lru.ts";
 import type { SemanticEvidence, SemanticQuery, VectorDocs } from "../search/evidence.ts";
+import { FUSION_DEPTH } from "../search/hybrid.ts";
 import type { SemanticReport, SemanticTier } from "../search/scores.ts";
 import type { SkillWordIndex } from "../skills/index.ts";
 import { BackgroundSync, type BackgroundSyncOptions } from "./background-sync.ts";
@@ -13,8 +14,6 @@ import { TOOL_TEXT_VERSION } from "./text.ts";
 import { MAX_QUERIES } from "./vector-slab.ts";
 import { TextVectors, type ToolText, type VectorTable } from "./vectors.ts";
 
-/** Semantic candidates read per search, and lexical hits ranked before fusing. */
-const DEPTH = 20;
 /**
  * Trust the words more when they matched well: the lexical share is weight + ADAPTIVE_SLOPE × the best
  * lexical score of the query. Chosen with bench/semantic.ts on even-position public queries (base 0.3,
@@ -184,7 +183,7 @@ export class SemanticSearch<Index extends VectorDocs> {
       index,
       report,
       vectors,
-      lexicalDepth: DEPTH,
+      lexicalDepth: FUSION_DEPTH,
       closest: near.map(({ doc }) => doc),
       lexicalShare,
       scoreOf: (doc) => {
@@ -267,7 +266,7 @@ export class SemanticSearch<Index extends VectorDocs> {
     const known = this.kept.get(key);
     if (known?.mask === mask) return known.near;
     const slab = this.vectors.slab;
-    const near = nearest(slab, slab.scan(vectors), vectors, mask.eligible, DEPTH);
+    const near = nearest(slab, slab.scan(vectors), vectors, mask.eligible, FUSION_DEPTH);
     if (late === 0 && vectors.length === texts.length) this.kept.set(key, { mask, near });
     return near;
   }

@@ -1,10 +1,10 @@
 import type { Caller } from "../caller/caller.ts";
 import type { SemanticQuery } from "../search/evidence.ts";
 import { ftsRank, meaningTexts, readQuery } from "../search/fts.ts";
-import { applyLearned, type DocHit, fuse, lexicalHit } from "../search/fusion.ts";
+import { type DocHit, lexicalHit } from "../search/fusion.ts";
+import { hybridDepth, rankHybrid } from "../search/hybrid.ts";
 import { RANKING_DEFAULTS } from "../search/ranker-options.ts";
 import { type QueryRewrite, SEMANTIC_OFF, type SemanticReport } from "../search/scores.ts";
-import { nameKey } from "../search/text.ts";
 import type { SkillContext } from "./context.ts";
 import type { TaskType } from "./model.ts";
 import type { CallOptions } from "./sanitize.ts";
@@ -17,9 +17,6 @@ import { partitionKey, type SkillWordIndex } from "./word-index.ts";
  * and what the tenant learned, then each hit confirmed by the SQL visibility predicate (a skill a
  * nearer scope shadows is dropped there).
  */
-
-/** Hits ranked before fusion: a skill may rise into the page by meaning or learning. */
-const FUSION_DEPTH = 20;
 
 /** A visible skill and how it scored. */
 interface RankedSkill {
@@ -73,21 +70,14 @@ export function rankSkills(
   const index = options.semantic?.index ?? context.searchIndex();
   const candidates = index.candidates(callerPartitions(caller), taskType);
   const { semantic } = options;
-  const learned = options.learned && options.learned.scores.size > 0 ? options.learned : undefined;
-  const named = learned
-    ? new Set((index.keys.get(nameKey(query)) ?? []).map((d) => index.nameOf(d)))
-    : new Set<string>();
   const where = visibleFilter(caller, undefined);
   const read = readQuery(query, context.readings);
   // The first `depth` docs almost always pass the SQL check (the index keeps to the caller's
   // partitions); when shadowed ones leave the page short, the search reads deeper.
-  for (let depth = semantic || learned ? Math.max(limit, FUSION_DEPTH) : limit; ; depth *= 4) {
+  for (let depth = hybridDepth(limit, options); ; depth *= 4) {
     const found = ftsRank(index, read, candidates, depth, RANKING_DEFAULTS.repeat, context.readings);
     const lexical = found.docs.map((d) => lexicalHit(d.doc, d.score, "fts" as const));
-    const fused = semantic ? fuse(index, lexical, depth, semantic) : lexical;
-    const ranked = learned
-      ? applyLearned(index, candidates.allowed, fused, depth, learned, named, semantic)
-      : fused;
+    const ranked = rankHybrid(index, query, lexical, depth, options, candidates.allowed);
     const hits = visibleInOrder(context, index, ranked, where).slice(0, limit);
     if (hits.length >= limit || found.docs.length < depth)
       return {
