@@ -7,7 +7,7 @@ import type { WayfindConfig } from "../config/index.ts";
 import { connectPool } from "../replication/replica.ts";
 import { lockDataFolder } from "../server/data-lock.ts";
 import type { WorkerSockets } from "../server/mcp-peers.ts";
-import { checkPortFree } from "../server/transport.ts";
+import { checkPortFree } from "../server/transport/transport.ts";
 import { UsageError } from "./args.ts";
 
 /**

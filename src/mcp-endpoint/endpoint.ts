@@ -138,7 +138,7 @@ export class McpEndpoint {
   }
 
   /**
-   * One request, after the request gate (src/server/request-gate.ts: Host, Origin, body deadline):
+   * One request, after the request gate (src/server/transport/request-gate.ts: Host, Origin, body deadline):
    * its credentials are checked before its body is read (every request, so a revoked key's session
    * answers nothing more), then the body is read within its size limit and checked as JSON-RPC.
    */

@@ -35,7 +35,6 @@ import type { Replica } from "../replication/replica.ts";
 import { Embedder } from "../semantic/index.ts";
 import { mcpSourceId } from "../sources/mcp.ts";
 import type { McpSources } from "../sources/mcp-sources.ts";
-import type { ConnectionLimits } from "./connections.ts";
 import { ConsoleFiles } from "./console-files.ts";
 import { buildDomain, type Domain, type DomainOptions, sourceHealthName } from "./domain.ts";
 import { HealthStatus } from "./health.ts";
@@ -45,7 +44,6 @@ import { McpWorkerPeers, type WorkerSockets } from "./mcp-peers.ts";
 import { collectGarbage } from "./memory.ts";
 import { credentialsBeforeBody, withCallPipeline } from "./pipeline.ts";
 import { reflectionRoutes } from "./reflection.ts";
-import { type MethodRoute, serviceRoutes } from "./rpc.ts";
 import { keyService } from "./services/keys.ts";
 import { skillService } from "./services/skills.ts";
 import { toolDiscoveryService } from "./services/tools.ts";
@@ -53,13 +51,15 @@ import { usageService } from "./services/usage.ts";
 import { openStorage, type Storage } from "./storage.ts";
 import { idsAfter, type TenantLookups } from "./tenant-directory.ts";
 import { traceRoutes } from "./tracing.ts";
+import type { ConnectionLimits } from "./transport/connections.ts";
+import { type MethodRoute, serviceRoutes } from "./transport/rpc.ts";
 import {
   checkPortFree,
   type HttpEndpoints,
   type RunningTransport,
   startTransport,
   type TlsCredentials,
-} from "./transport.ts";
+} from "./transport/transport.ts";
 
 export interface StartOptions extends DomainOptions {
   /** How long in-flight calls may run on shutdown before they are cut (default 10 s). */
@@ -457,7 +457,7 @@ interface WebParts {
 
 /**
  * The plain-HTTP endpoints on the service port: /healthz, /readyz, /metrics, /mcp and /console,
- * each behind the request gate as every RPC is (src/server/request-gate.ts).
+ * each behind the request gate as every RPC is (src/server/transport/request-gate.ts).
  */
 function plainHttpEndpoints(
   storage: Storage,

@@ -41,11 +41,11 @@ import {
   type UsageBook,
   UsageLedger,
 } from "../usage/index.ts";
-import type { ConnectionCounts } from "./connections.ts";
 import type { EventExport } from "./event-export.ts";
 import type { HealthStatus } from "./health.ts";
 import { ServerMetrics } from "./metrics.ts";
 import { redactedUrl, type Storage } from "./storage.ts";
+import type { ConnectionCounts } from "./transport/connections.ts";
 
 /** Everything the routes serve, built on the storage, with the configured catalogs and packs loaded. */
 export interface Domain {

@@ -6,7 +6,7 @@ import {
   HealthCheckResponse_ServingStatus as ServingStatus,
 } from "../../gen/ts/grpc/health/v1/health_pb.ts";
 import { quoteInput } from "../errors.ts";
-import { type MethodRoute, serviceRoutes } from "./rpc.ts";
+import { type MethodRoute, serviceRoutes } from "./transport/rpc.ts";
 
 /**
  * `grpc.health.v1.Health`: the server ("") and every wayfind service report SERVING until the

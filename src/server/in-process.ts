@@ -1,7 +1,7 @@
 import { create, type DescMessage, type DescMethod, isMessage } from "@bufbuild/protobuf";
 import { Code, ConnectError, createHandlerContext, type Transport } from "@connectrpc/connect";
-import { type MethodRoute, methodPath } from "./rpc.ts";
-import { toRpcError } from "./rpc-errors.ts";
+import { type MethodRoute, methodPath } from "./transport/rpc.ts";
+import { toRpcError } from "./transport/rpc-errors.ts";
 
 /**
  * A Connect transport that serves calls in this process through the same routes (credentials, roles,

@@ -3,9 +3,9 @@ import type * as http2 from "node:http2";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { StoredEvent } from "../events/index.ts";
 import { writeHead } from "../http-response.ts";
-import type { ConnectionCounts } from "./connections.ts";
-import { type CallObserver, type MethodRoute, methodPath, observeRoute } from "./rpc.ts";
-import { codeName } from "./rpc-errors.ts";
+import type { ConnectionCounts } from "./transport/connections.ts";
+import { type CallObserver, type MethodRoute, methodPath, observeRoute } from "./transport/rpc.ts";
+import { codeName } from "./transport/rpc-errors.ts";
 
 /** Live figures the metrics read when scraped (catalog size, subscribers, …). */
 export interface MetricSources {

@@ -10,8 +10,8 @@ import {
 } from "../auth/index.ts";
 import { ANONYMOUS_CALLER, ANONYMOUS_PRINCIPAL, type Caller, type Principal } from "../caller/caller.ts";
 import { errorReason, RetryLaterError } from "../errors.ts";
-import { type CallObserver, type MethodRoute, methodPath, observeRoute } from "./rpc.ts";
-import { codeName, toRpcError } from "./rpc-errors.ts";
+import { type CallObserver, type MethodRoute, methodPath, observeRoute } from "./transport/rpc.ts";
+import { codeName, toRpcError } from "./transport/rpc-errors.ts";
 
 /** The caller, resolved once per call from the request's `caller` field and bound to its credentials. */
 const callerKey = createContextKey<Caller>(ANONYMOUS_CALLER, { description: "wayfind caller" });

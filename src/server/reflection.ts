@@ -19,7 +19,7 @@ import {
   ServerReflectionRequestSchema as V1AlphaRequestSchema,
   ServerReflectionResponseSchema as V1AlphaResponseSchema,
 } from "../../gen/ts/grpc/reflection/v1alpha/reflection_pb.ts";
-import { type MethodRoute, serviceRoutes } from "./rpc.ts";
+import { type MethodRoute, serviceRoutes } from "./transport/rpc.ts";
 
 const NOT_FOUND = 5;
 const UNIMPLEMENTED = 12;

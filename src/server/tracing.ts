@@ -20,8 +20,8 @@ import {
   TraceIdRatioBasedSampler,
   TracerProvider,
 } from "@opentelemetry/sdk-trace";
-import { type CallObserver, type MethodRoute, methodPath, observeRoute } from "./rpc.ts";
-import { codeName } from "./rpc-errors.ts";
+import { type CallObserver, type MethodRoute, methodPath, observeRoute } from "./transport/rpc.ts";
+import { codeName } from "./transport/rpc-errors.ts";
 
 /** The tracer every module asks for spans; a no-op (no cost) until tracing is started. */
 const tracer = () => trace.getTracer("wayfind");

@@ -25,8 +25,8 @@ import {
   startServer,
 } from "../../src/server/app.ts";
 import type { EventExport } from "../../src/server/event-export.ts";
-import { type MethodRoute, observeRoute } from "../../src/server/rpc.ts";
-import { toRpcError } from "../../src/server/rpc-errors.ts";
+import { type MethodRoute, observeRoute } from "../../src/server/transport/rpc.ts";
+import { toRpcError } from "../../src/server/transport/rpc-errors.ts";
 import { bearer } from "./auth.ts";
 import { createDatabase, sharedPostgres } from "./postgres.ts";
 
@@ -163,7 +163,7 @@ export async function startRouterServer(
 
 /**
  * Connect's router transport on the server's routes, set as the port's connect-node router is
- * (src/server/connect-adapter.ts): the size limit, unknown JSON fields refused, streams ended on stop,
+ * (src/server/transport/connect-adapter.ts): the size limit, unknown JSON fields refused, streams ended on stop,
  * what a handler throws answered through the one error mapping. A client cannot send the client
  * certificate header, as on the port (the transport sets it from the TLS session only).
  */

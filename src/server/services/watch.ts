@@ -6,7 +6,7 @@ import { quoteInput, WayfindError } from "../../errors.ts";
 import type { EventGap, EventLog, EventType, StoredEvent } from "../../events/index.ts";
 import { EVENT_TYPES } from "../../events/index.ts";
 import { checkSize, LIMITS } from "../../limits.ts";
-import { streamSendBudget } from "../turn-budget.ts";
+import { streamSendBudget } from "../transport/turn-budget.ts";
 import { eventTypeOf, toProtoEvent } from "./event-payload.ts";
 
 /** Every watch stream sends something at least this often, so idle proxies keep it open. */

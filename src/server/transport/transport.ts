@@ -5,8 +5,8 @@ import * as net from "node:net";
 import * as tls from "node:tls";
 import * as grpc from "@grpc/grpc-js";
 import type { Logger } from "pino";
-import { CLIENT_CERTIFICATE_HEADER, clientCertificateHeader } from "../auth/index.ts";
-import type { CorsConfig } from "../config/index.ts";
+import { CLIENT_CERTIFICATE_HEADER, clientCertificateHeader } from "../../auth/index.ts";
+import type { CorsConfig } from "../../config/index.ts";
 import { connectRequestListener } from "./connect-adapter.ts";
 import {
   type ConnectionCounts,

@@ -1,8 +1,8 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterEach, describe, expect, it } from "vitest";
-import { RegisterToolsRequestSchema } from "../../gen/ts/wayfind/v1/tools_pb.ts";
-import { OFF_LOOP_DECODE_BYTES, RequestDecoder } from "../../src/server/request-decoder.ts";
+import { RegisterToolsRequestSchema } from "../../../gen/ts/wayfind/v1/tools_pb.ts";
+import { OFF_LOOP_DECODE_BYTES, RequestDecoder } from "../../../src/server/transport/request-decoder.ts";
 
 /** A RegisterTools body well over the off-loop threshold: wide schemas and examples, as in bench/register-stall.ts. */
 function largeRequest(): Uint8Array {

@@ -3,16 +3,16 @@ import * as http from "node:http";
 import * as http2 from "node:http2";
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Health } from "../../gen/ts/grpc/health/v1/health_pb.ts";
-import { KeyService } from "../../gen/ts/wayfind/v1/keys_pb.ts";
-import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
-import { apiKey } from "../support/auth.ts";
-import { openRaw } from "../support/raw-http.ts";
-import { rawGrpcStatus } from "../support/rpc.ts";
-import { startTestServer, type TestServer } from "../support/server.ts";
+import { Health } from "../../../gen/ts/grpc/health/v1/health_pb.ts";
+import { KeyService } from "../../../gen/ts/wayfind/v1/keys_pb.ts";
+import { ToolDiscoveryService } from "../../../gen/ts/wayfind/v1/tools_pb.ts";
+import { apiKey } from "../../support/auth.ts";
+import { openRaw } from "../../support/raw-http.ts";
+import { rawGrpcStatus } from "../../support/rpc.ts";
+import { startTestServer, type TestServer } from "../../support/server.ts";
 
 /**
- * The request gate (src/server/request-gate.ts) in front of every path: a page whose site rebinds
+ * The request gate (src/server/transport/request-gate.ts) in front of every path: a page whose site rebinds
  * its own name to this server's address reaches it with its own name as Host, and a browser sends
  * its same-origin GETs without an Origin, so the Host alone must decide.
  */

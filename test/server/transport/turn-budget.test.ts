@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { TurnBudget } from "../../src/server/turn-budget.ts";
-import { busyFor } from "../support/cpu.ts";
+import { TurnBudget } from "../../../src/server/transport/turn-budget.ts";
+import { busyFor } from "../../support/cpu.ts";
 
 describe("TurnBudget", () => {
   it("lets timers and I/O run between slices while many loops share a long burst of work", async () => {

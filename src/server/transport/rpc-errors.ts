@@ -1,8 +1,8 @@
 import { create, type DescMessage, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import { AnySchema, anyPack } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { BadRequestSchema, RetryInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.ts";
-import { StatusSchema } from "../../gen/ts/google/rpc/status_pb.ts";
+import { BadRequestSchema, RetryInfoSchema } from "../../../gen/ts/google/rpc/error_details_pb.ts";
+import { StatusSchema } from "../../../gen/ts/google/rpc/status_pb.ts";
 import {
   type ErrorCode,
   type FieldViolation,
@@ -10,7 +10,7 @@ import {
   quoteInput,
   RetryLaterError,
   WayfindError,
-} from "../errors.ts";
+} from "../../errors.ts";
 
 /** An error detail to send (connect's OutgoingDetail, which it does not export). */
 type OutgoingDetail = { desc: DescMessage; value: MessageInitShape<DescMessage> };

@@ -5,12 +5,12 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Health, HealthCheckResponse_ServingStatus } from "../../gen/ts/grpc/health/v1/health_pb.ts";
-import { Provider } from "../../gen/ts/wayfind/v1/common_pb.ts";
-import { UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
-import { fitMaxConnections } from "../../src/server/connections.ts";
-import { openRaw, type RawConnection } from "../support/raw-http.ts";
-import { startTestServer, type TestServer } from "../support/server.ts";
+import { Health, HealthCheckResponse_ServingStatus } from "../../../gen/ts/grpc/health/v1/health_pb.ts";
+import { Provider } from "../../../gen/ts/wayfind/v1/common_pb.ts";
+import { UsageService } from "../../../gen/ts/wayfind/v1/usage_pb.ts";
+import { fitMaxConnections } from "../../../src/server/transport/connections.ts";
+import { openRaw, type RawConnection } from "../../support/raw-http.ts";
+import { startTestServer, type TestServer } from "../../support/server.ts";
 
 /** Short limits so each case takes well under a second or two; the defaults are tested in config. */
 const HANDSHAKE_S = 0.3;

@@ -2,8 +2,8 @@
 // (tens to hundreds of milliseconds of protobuf decoding) never runs on the server's event loop.
 
 import { fromBinary, fromJson, type JsonValue, type Message } from "@bufbuild/protobuf";
-import { errorReason } from "../errors.ts";
-import { serveJobs } from "../worker-jobs.ts";
+import { errorReason } from "../../errors.ts";
+import { serveJobs } from "../../worker-jobs.ts";
 import { apiRegistry } from "./api-registry.ts";
 import type { DecodeJob } from "./request-decoder.ts";
 

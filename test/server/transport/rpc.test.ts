@@ -1,7 +1,7 @@
 import { Code, ConnectError, createHandlerContext } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { UsageService } from "../../gen/ts/wayfind/v1/usage_pb.ts";
-import { observeRoute, serviceRoutes } from "../../src/server/rpc.ts";
+import { UsageService } from "../../../gen/ts/wayfind/v1/usage_pb.ts";
+import { observeRoute, serviceRoutes } from "../../../src/server/transport/rpc.ts";
 
 describe("serviceRoutes", () => {
   it("needs a handler for every RPC of the service, checked by the compiler", () => {

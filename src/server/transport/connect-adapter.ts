@@ -36,7 +36,7 @@ import {
   universalRequestFromNodeRequest,
   universalResponseToNodeResponse,
 } from "@connectrpc/connect-node";
-import { writeHead } from "../http-response.ts";
+import { writeHead } from "../../http-response.ts";
 import { OFF_LOOP_DECODE_BYTES, type RequestDecoder } from "./request-decoder.ts";
 import { type CallObserver, type MethodRoute, observeRoute } from "./rpc.ts";
 import { malformedRequest, malformedTimeout, toRpcError, unknownEnumReason } from "./rpc-errors.ts";

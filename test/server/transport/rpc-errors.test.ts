@@ -2,18 +2,21 @@ import { create, fromBinary, toBinary, toJson } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { codeFromString } from "@connectrpc/connect/protocol-connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BadRequestSchema } from "../../gen/ts/google/rpc/error_details_pb.ts";
-import { RegisterToolsRequestSchema, RegisterToolsResponseSchema } from "../../gen/ts/wayfind/v1/tools_pb.ts";
-import { invalidArgument } from "../../src/errors.ts";
-import { OFF_LOOP_DECODE_BYTES } from "../../src/server/request-decoder.ts";
+import { BadRequestSchema } from "../../../gen/ts/google/rpc/error_details_pb.ts";
+import {
+  RegisterToolsRequestSchema,
+  RegisterToolsResponseSchema,
+} from "../../../gen/ts/wayfind/v1/tools_pb.ts";
+import { invalidArgument } from "../../../src/errors.ts";
+import { OFF_LOOP_DECODE_BYTES } from "../../../src/server/transport/request-decoder.ts";
 import {
   grpcStatusDetails,
   MAX_ERROR_DETAILS_BYTES,
   MAX_ERROR_MESSAGE_BYTES,
   toRpcError,
-} from "../../src/server/rpc-errors.ts";
-import { envelope, rawGrpcStatus } from "../support/rpc.ts";
-import { startTestServer, type TestServer } from "../support/server.ts";
+} from "../../../src/server/transport/rpc-errors.ts";
+import { envelope, rawGrpcStatus } from "../../support/rpc.ts";
+import { startTestServer, type TestServer } from "../../support/server.ts";
 
 let wayfind: TestServer;
 beforeAll(async () => {

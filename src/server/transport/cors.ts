@@ -1,10 +1,10 @@
 import type * as http from "node:http";
 import type * as http2 from "node:http2";
 import { cors } from "@connectrpc/connect";
-import { isLoopback } from "../auth/index.ts";
-import type { CorsConfig } from "../config/index.ts";
-import { writeHead } from "../http-response.ts";
-import { MCP_PATH } from "../mcp-endpoint/index.ts";
+import { isLoopback } from "../../auth/index.ts";
+import type { CorsConfig } from "../../config/index.ts";
+import { writeHead } from "../../http-response.ts";
+import { MCP_PATH } from "../../mcp-endpoint/index.ts";
 import { hostnameOf, requestHost } from "./request-host.ts";
 
 type Request = http.IncomingMessage | http2.Http2ServerRequest;

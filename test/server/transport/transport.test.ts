@@ -2,18 +2,18 @@ import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Health, HealthCheckResponse_ServingStatus } from "../../gen/ts/grpc/health/v1/health_pb.ts";
-import { ServerReflection } from "../../gen/ts/grpc/reflection/v1/reflection_pb.ts";
-import { ServerReflection as ServerReflectionV1Alpha } from "../../gen/ts/grpc/reflection/v1alpha/reflection_pb.ts";
+import { Health, HealthCheckResponse_ServingStatus } from "../../../gen/ts/grpc/health/v1/health_pb.ts";
+import { ServerReflection } from "../../../gen/ts/grpc/reflection/v1/reflection_pb.ts";
+import { ServerReflection as ServerReflectionV1Alpha } from "../../../gen/ts/grpc/reflection/v1alpha/reflection_pb.ts";
 import {
   type GetUsageSummaryRequest,
   GetUsageSummaryRequestSchema,
   type GetUsageSummaryResponse,
   GetUsageSummaryResponseSchema,
   UsageService,
-} from "../../gen/ts/wayfind/v1/usage_pb.ts";
-import { failure } from "../support/rpc.ts";
-import { startTestServer, type TestServer } from "../support/server.ts";
+} from "../../../gen/ts/wayfind/v1/usage_pb.ts";
+import { failure } from "../../support/rpc.ts";
+import { startTestServer, type TestServer } from "../../support/server.ts";
 
 let wayfind: TestServer;
 beforeAll(async () => {

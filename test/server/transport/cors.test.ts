@@ -3,7 +3,7 @@ import * as http from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestServer, type TestServer } from "../support/server.ts";
+import { startTestServer, type TestServer } from "../../support/server.ts";
 
 const CONSOLE_SITE = "https://console.example.com";
 const SEARCH_PATH = "/wayfind.v1.ToolDiscoveryService/SearchTools";

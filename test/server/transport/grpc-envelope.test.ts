@@ -2,9 +2,9 @@ import { gzipSync } from "node:zlib";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RegisterToolsRequestSchema, ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
-import { envelope, rawGrpcStatus } from "../support/rpc.ts";
-import { startTestServer, type TestServer } from "../support/server.ts";
+import { RegisterToolsRequestSchema, ToolDiscoveryService } from "../../../gen/ts/wayfind/v1/tools_pb.ts";
+import { envelope, rawGrpcStatus } from "../../support/rpc.ts";
+import { startTestServer, type TestServer } from "../../support/server.ts";
 
 let wayfind: TestServer;
 beforeAll(async () => {

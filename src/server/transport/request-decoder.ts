@@ -1,6 +1,6 @@
 import { type DescMessage, fromBinary, type Message, type MessageShape } from "@bufbuild/protobuf";
-import { errorReason } from "../errors.ts";
-import { JobWorker } from "../worker-jobs.ts";
+import { errorReason } from "../../errors.ts";
+import { JobWorker } from "../../worker-jobs.ts";
 import { apiRegistry } from "./api-registry.ts";
 import { malformedRequest, unknownEnumReason } from "./rpc-errors.ts";
 
