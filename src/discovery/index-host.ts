@@ -155,9 +155,8 @@ export class IndexHost {
   meaningOf(search: PreparedSearch): SemanticQuery<SearchIndex> {
     const { index, candidates, read } = search;
     if (!read) throw new Error("the meaning of a search is worked out for FTS requests only");
-    // The words first: how much they say tells how much the request needs the model (wordsScore),
-    // and the search that fuses this query's evidence reuses the ranking.
-    // As deep as a hybrid search fuses (FUSION_DEPTH), so the search reuses them.
+    // The words first: how much they say tells how much the request needs the model (wordsScore);
+    // ranked as deep as a hybrid search fuses, so the search that follows reuses them.
     const depth = Math.max(search.limit, FUSION_DEPTH);
     const lexical = this.rank(search, depth);
     this.rankedWords.set(search, { depth, lexical });

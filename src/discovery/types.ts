@@ -1,8 +1,9 @@
 /** Plain domain types of the tool catalog; no transport types. */
 
 import type { JsonObject } from "../json.ts";
-import type { LearnedEvidence, SemanticEvidence, VectorDocs } from "../search/evidence.ts";
+import type { VectorDocs } from "../search/evidence.ts";
 import type { ReadQuery, WordIndex } from "../search/fts.ts";
+import type { HybridEvidence } from "../search/hybrid.ts";
 import type { Candidates } from "../search/ranker-options.ts";
 import type { QueryRewrite, SemanticReport } from "../search/scores.ts";
 
@@ -212,13 +213,11 @@ export interface PreparedSearch {
   readonly scope: EventScope | undefined;
 }
 
-/** What is known of a request besides its words, worked out before its search and applied in it (FTS only). */
-export interface SearchEvidence {
-  /** Semantic evidence (src/semantic, over the request's meaningOf), fused into the hits. */
-  readonly semantic?: SemanticEvidence<SearchIndex>;
-  /** What the caller's tenant's past choices say of tools for this request (src/learning). */
-  readonly learned?: LearnedEvidence;
-}
+/**
+ * What is known of a request besides its words (the meaning over its meaningOf, what the caller's
+ * tenant learned), worked out before its search and applied in it (FTS only).
+ */
+export type SearchEvidence = HybridEvidence<SearchIndex>;
 
 export interface SearchHit {
   readonly name: string;

@@ -63,7 +63,7 @@ export class VersionedIndex<I> {
     const version = this.source.version();
     if (this.index && this.indexVersion >= version) return Promise.resolve(this.index);
     // A catalog that does not tell its changes is found changed here.
-    this.changed();
+    this.changedTo(version);
     return new Promise((resolve, reject) => this.waiting.push({ version, resolve, reject }));
   }
 
@@ -91,7 +91,10 @@ export class VersionedIndex<I> {
    * index already: then there is nothing to do.
    */
   changed(): void {
-    const version = this.source.version();
+    this.changedTo(this.source.version());
+  }
+
+  private changedTo(version: number): void {
     if (this.indexVersion >= version || this.build?.version === version) return;
     // No reader can use it any more (each waits for a newer one): let it go before the next is built.
     this.index = undefined;

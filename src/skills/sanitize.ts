@@ -1,4 +1,4 @@
-import type { LearnedEvidence, SemanticEvidence } from "../search/evidence.ts";
+import type { HybridEvidence } from "../search/hybrid.ts";
 import { toolGateRewriter } from "./gate.ts";
 import type { ScopeKind, Skill, SkillOrigin, TaskType, TextAuthor, ToolGate } from "./model.ts";
 import { redactText } from "./redact.ts";
@@ -7,12 +7,9 @@ import { rowToSkill, type SearchRow, type SkillRow } from "./store.ts";
 import type { SkillWordIndex } from "./word-index.ts";
 
 /** Per-call options that depend on the caller's tool visibility. */
-export interface CallOptions {
+/** A call's tool gate, and what is known of its query or task besides its words (full-text searches only). */
+export interface CallOptions extends HybridEvidence<SkillWordIndex> {
   readonly toolGate?: ToolGate;
-  /** Semantic ranking for this call's query or task (full-text searches only). */
-  readonly semantic?: SemanticEvidence<SkillWordIndex>;
-  /** What the caller's tenant learned of skills for this query or task (full-text searches only). */
-  readonly learned?: LearnedEvidence;
 }
 
 type Sanitize = (text: string) => string;
