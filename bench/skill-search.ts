@@ -127,14 +127,12 @@ async function main(): Promise<void> {
     await semantic?.settled();
 
     const search = async (query: string, hybrid: boolean): Promise<Ranked> => {
-      const input = { query, limit: PAGE };
-      const meaning = hybrid
-        ? await semantic?.evidence(skills.searchMeaning(BENCH_CALLER, input))
-        : undefined;
-      const result = skills.searchSkills(BENCH_CALLER, input, { semantic: meaning });
+      const prepared = skills.prepareSearch(BENCH_CALLER, { query, limit: PAGE });
+      const meaning = hybrid ? await semantic?.evidence(skills.searchMeaning(prepared)) : undefined;
+      const result = skills.searchPrepared(BENCH_CALLER, prepared, { semantic: meaning });
       return {
         names: result.skills.map((s) => s.name),
-        widened: result.widened,
+        widened: result.strategy !== "and",
         rewrites: result.rewrites.length,
       };
     };

@@ -19,17 +19,17 @@ import {
 import { UsageGroupBy } from "../../gen/ts/wayfind/v1/usage_pb.ts";
 import type { ActivationScope as ActivationScopeName } from "../activation/index.ts";
 import type { ApiKey } from "../auth/index.ts";
-import type {
-  EffectiveSearchType as EffectiveSearchTypeName,
-  LoadingMode as LoadingModeName,
-  SearchType as SearchTypeName,
-  SideEffects,
-  MatchType as ToolMatch,
-} from "../discovery/index.ts";
+import type { LoadingMode as LoadingModeName, SideEffects } from "../discovery/index.ts";
 import { invalidArgument } from "../errors.ts";
 import type { Outcome } from "../learning/index.ts";
 import { PAYLOAD_PROVIDERS, type PayloadProvider } from "../payload/index.ts";
-import type { MatchQuality as MatchQualityName, QueryRewrite, SemanticReport } from "../search/scores.ts";
+import type {
+  EffectiveSearchType as EffectiveSearchTypeName,
+  MatchQuality as MatchQualityName,
+  MatchType as MatchTypeName,
+  SearchType as SearchTypeName,
+} from "../search/answer.ts";
+import type { QueryRewrite, SemanticReport } from "../search/scores.ts";
 import type { ScopeKind, SkillOrigin as SkillOriginName, TaskType as TaskTypeName } from "../skills/index.ts";
 import type { ToolSourceKind as SourceKindName } from "../sources/status.ts";
 import type { Provider, UsageGroupBy as UsageGroupByName } from "../usage/index.ts";
@@ -89,7 +89,7 @@ export const SEARCH_TYPES = new RequestedSearchTypes([
   [SearchType.REGEX, "regex"],
   [SearchType.EXACT, "exact"],
 ]);
-/** What a tool search ran (the domain decides it, fuzzy included) → what the API reports. */
+/** What a tool or skill search ran (the domain decides it, fuzzy included) → what the API reports. */
 export const EFFECTIVE_SEARCH_TYPES: Readonly<Record<EffectiveSearchTypeName, SearchType>> = {
   fts: SearchType.FTS,
   regex: SearchType.REGEX,
@@ -114,8 +114,8 @@ export const SIDE_EFFECTS = new EnumMap<SideEffects>([
   [SideEffect.EXTERNAL, "external"],
   [SideEffect.STATEFUL, "stateful"],
 ]);
-/** How a tool matched (domain) → what the API reports; several ranker details share one value. */
-export const TOOL_MATCH_TYPES: Readonly<Record<ToolMatch, MatchType>> = {
+/** How a tool or skill matched (domain) → what the API reports; several ranker details share one value. */
+export const MATCH_TYPES: Readonly<Record<MatchTypeName, MatchType>> = {
   exact: MatchType.EXACT,
   exact_normalized: MatchType.EXACT,
   regex_full_name: MatchType.NAME,
@@ -177,14 +177,6 @@ export const SKILL_FORMATS = new EnumMap<"raw" | "injection">([
   [SkillFormat.RAW, "raw"],
   [SkillFormat.INJECTION, "injection"],
 ]);
-/** A skill search reports its search type as the match type, or SEMANTIC for a hit by meaning only. */
-export const SKILL_MATCH_TYPES: Readonly<Record<SearchTypeName | "semantic" | "learned", MatchType>> = {
-  fts: MatchType.FTS,
-  regex: MatchType.NAME_SUBSTRING,
-  exact: MatchType.EXACT,
-  semantic: MatchType.SEMANTIC,
-  learned: MatchType.LEARNED,
-};
 
 // -- learning -----------------------------------------------------------------------------------------
 

@@ -3,38 +3,34 @@
 import { invalidArgument } from "../errors.ts";
 import type { EventSink } from "../events/event.ts";
 import { checkSize, LIMITS, withinLimit, withinRange } from "../limits.ts";
+import { type MatchType, SEARCH_TYPES, searchReport } from "../search/answer.ts";
 import type { SemanticQuery } from "../search/evidence.ts";
-import { meaningTexts, type QueryReadings, queryReadings, readQuery } from "../search/fts.ts";
+import { meaningTexts, type QueryReadings, queryReadings } from "../search/fts.ts";
 import type { DocHit } from "../search/fusion.ts";
 import { FUSION_DEPTH, hybridDepth, rankHybrid } from "../search/hybrid.ts";
+import { type LexicalResult, rankLexical, readLexical } from "../search/lexical.ts";
 import { LiteralIndex } from "../search/literal-index.ts";
 import type { ModelWords } from "../search/model-words.ts";
 import type { Candidates, RankerConfig } from "../search/ranker-options.ts";
-import { SEMANTIC_OFF } from "../search/scores.ts";
+import { DEFAULT_GOOD_MATCH_SCORE, SEMANTIC_OFF } from "../search/scores.ts";
 import { synonymTable } from "../search/synonyms.ts";
 import { VersionedIndex } from "../search/versioned-index.ts";
 import { inSpan } from "../telemetry.ts";
 import type { ToolRegistry } from "./registry.ts";
-import { runSearch, type SearchPathResult } from "./search.ts";
 import { buildSearchIndex, type PackedAnalysis, TOOL_RANKER, toolKey } from "./search-index.ts";
 import type {
-  EffectiveSearchType,
   EventScope,
   ListRequest,
   ListResponse,
-  MatchType,
   PreparedSearch,
   SearchEvidence,
   SearchHit,
   SearchIndex,
   SearchRequest,
   SearchResponse,
-  SearchType,
   Tool,
 } from "./types.ts";
 import { visibleSet } from "./views.ts";
-
-const SEARCH_TYPES: readonly SearchType[] = ["fts", "regex", "exact"];
 
 export interface IndexHostOptions {
   /** Namespaces that win ties, most preferred first. */
@@ -48,6 +44,8 @@ export interface IndexHostOptions {
   readonly onIndexBuilt?: (index: SearchIndex) => void;
   /** The sentence model's words, which a request's meaning text is repaired against too (meaningTexts). */
   readonly modelWords?: ModelWords;
+  /** A search whose best hit scores below it reports a weak match (config `tool_search.good_match_score`). */
+  readonly goodMatchScore?: number;
 }
 
 /**
@@ -71,7 +69,7 @@ export class IndexHost {
   /** The lexical ranking meaningOf worked out for a search, so the search that follows ranks its words once. */
   private readonly rankedWords = new WeakMap<
     PreparedSearch,
-    { readonly depth: number; readonly lexical: SearchPathResult }
+    { readonly depth: number; readonly lexical: LexicalResult }
   >();
   /** The background build of the current index's literal index. */
   private literalIndexBuild: Promise<unknown> = Promise.resolve();
@@ -82,6 +80,7 @@ export class IndexHost {
   private readonly readings: QueryReadings;
   private readonly modelWords: ModelWords | undefined;
   private readonly onIndexBuilt: ((index: SearchIndex) => void) | undefined;
+  private readonly goodMatchScore: number;
 
   constructor(
     private readonly registry: ToolRegistry,
@@ -93,6 +92,7 @@ export class IndexHost {
     this.readings = queryReadings(synonymTable(options.synonyms));
     this.modelWords = options.modelWords;
     this.onIndexBuilt = options.onIndexBuilt;
+    this.goodMatchScore = options.goodMatchScore ?? DEFAULT_GOOD_MATCH_SCORE;
     this.builds = new VersionedIndex({
       version: () => this.registry.version,
       build: () =>
@@ -110,7 +110,7 @@ export class IndexHost {
   /**
    * Reads a request once for its meaning and its search: validated, its query canonicalised, masked
    * with the caller's view (without one: the deferred tools, or all, of `over`, else of the newest
-   * build) and, for FTS, its words read.
+   * build) and read as its type reads it (readLexical).
    */
   prepare(request: SearchRequest, over?: SearchIndex): PreparedSearch {
     const { type, limit, minScore, query: asked } = validateSearch(request);
@@ -118,14 +118,12 @@ export class IndexHost {
     const query = this.registry.canonicalName(asked);
     const { index, candidates, totalDeferred } = this.searchable(request, over);
     return {
-      query,
-      type,
+      ...readLexical(query, type, this.readings),
       limit,
       minScore,
       index,
       candidates,
       totalDeferred,
-      read: type === "fts" ? readQuery(query, this.readings) : undefined,
       scope: request.scope,
     };
   }
@@ -169,17 +167,18 @@ export class IndexHost {
   }
 
   /** The search's lexical hits to `depth`: those meaningOf ranked when deep enough, else ranked now. */
-  private lexicalHits(search: PreparedSearch, depth: number): SearchPathResult {
+  private lexicalHits(search: PreparedSearch, depth: number): LexicalResult {
     const ranked = this.rankedWords.get(search);
     if (ranked && ranked.depth >= depth)
       return { ...ranked.lexical, hits: ranked.lexical.hits.slice(0, depth) };
     return this.rank(search, depth);
   }
 
-  private rank(search: PreparedSearch, depth: number): SearchPathResult {
-    return runSearch(search, depth, {
+  private rank(search: PreparedSearch, depth: number): LexicalResult {
+    const literalIndex = this.literalIndexes.get(search.index);
+    return rankLexical(search.index, search, search.candidates, depth, {
       aliasTargets: (alias) => this.registry.aliasTargets(alias),
-      literalIndex: this.literalIndexes.get(search.index),
+      ...(literalIndex ? { literalIndex } : {}),
       repeat: this.rankerConfig.repeat,
       readings: this.readings,
     });
@@ -208,10 +207,13 @@ export class IndexHost {
     const { semantic } = hybrid;
     const depth = hybridDepth(limit, hybrid);
     const lexical = this.lexicalHits(search, depth);
-    const hits = rankHybrid(index, query, lexical.hits, depth, hybrid, candidates?.allowed).slice(0, limit);
-    const found = { ...lexical, hits: hits.map((hit) => searchHit(index, hit)) };
+    const ranked = rankHybrid(index, query, lexical.hits, depth, hybrid, candidates?.allowed);
     // Scores are absolute, so the threshold applies to each hit alone (hits are in score order).
-    const result = { ...found, hits: found.hits.filter((h) => h.score >= minScore) };
+    const tools = ranked
+      .slice(0, limit)
+      .map((hit) => searchHit(index, hit))
+      .filter((hit) => hit.score >= minScore);
+    const report = searchReport(type, lexical, semantic?.report ?? SEMANTIC_OFF, tools, this.goodMatchScore);
     this.events?.emit({
       type: "tool_search_query",
       ...scopeOf(search.scope),
@@ -219,22 +221,14 @@ export class IndexHost {
         query: query.slice(0, 256),
         requested_type: type,
         effective_type: type,
-        strategy: result.strategy,
-        result_count: result.hits.length,
-        semantic_status: (semantic?.report ?? SEMANTIC_OFF).status,
-        semantic_texts_pending: semantic?.report.textsPending ?? 0,
-        semantic_tier: (semantic?.report ?? SEMANTIC_OFF).tier,
+        strategy: report.strategy,
+        result_count: tools.length,
+        semantic_status: report.semantic.status,
+        semantic_texts_pending: report.semantic.textsPending,
+        semantic_tier: report.semantic.tier,
       },
     });
-    const effectiveSearchType: EffectiveSearchType = result.strategy === "fuzzy" ? "fuzzy" : type;
-    return {
-      tools: result.hits,
-      effectiveSearchType,
-      strategy: result.strategy,
-      totalDeferred: search.totalDeferred,
-      rewrites: result.rewrites,
-      semantic: semantic?.report ?? SEMANTIC_OFF,
-    };
+    return { ...report, tools, totalDeferred: search.totalDeferred };
   }
 
   /** Visible tools by name, paged; the token is the last name of the previous page. */
@@ -329,7 +323,7 @@ export class IndexHost {
   private buildLiteralIndex(index: SearchIndex): void {
     this.literalIndexBuild = LiteralIndex.buildInSlices(
       index.docs.length,
-      (d) => [index.lowerNames[d] ?? "", index.lowerDescriptions[d] ?? "", ...(index.lowerTags[d] ?? [])],
+      (d) => [index.foldedNames[d] ?? "", ...(index.foldedTexts[d] ?? [])],
       () => this.builds.isNewest(index),
     ).then((literals) => {
       if (literals) this.literalIndexes.set(index, literals);
@@ -345,7 +339,7 @@ export class IndexHost {
 
 function validateSearch(request: SearchRequest): {
   query: string;
-  type: SearchType;
+  type: PreparedSearch["type"];
   limit: number;
   minScore: number;
 } {

@@ -98,10 +98,9 @@ export function* buildSearchIndex(
     else if (!list.includes(d)) list.push(d);
   };
   const deferredMask = new Uint8Array(docs.length);
-  const bare: string[] = [];
-  const lowerNames: string[] = [];
-  const lowerDescriptions: string[] = [];
-  const lowerTags: string[][] = [];
+  const bareNames: string[] = [];
+  const foldedNames: string[] = [];
+  const foldedTexts: string[][] = [];
   for (let d = 0; d < docs.length; d++) {
     if (d % DOCS_PER_STEP === 0) yield;
     const t = docs[d] as Tool;
@@ -110,10 +109,9 @@ export function* buildSearchIndex(
     addKey(nameKey(bareName(t.name)), d);
     for (const a of t.aliases) addKey(nameKey(a), d);
     if (t.loadingMode === "deferred") deferredMask[d] = 1;
-    bare.push(bareName(t.name));
-    lowerNames.push(fold(t.name));
-    lowerDescriptions.push(fold(t.description));
-    lowerTags.push(t.tags.map(fold));
+    bareNames.push(bareName(t.name));
+    foldedNames.push(fold(t.name));
+    foldedTexts.push([t.description, ...t.tags].map(fold));
   }
   // Owner partitions for length normalisation: 0 = global, then one number per tenant.
   const partitionOf = new Map<string, number>([["", 0]]);
@@ -137,10 +135,13 @@ export function* buildSearchIndex(
     deferred: new Candidates(deferredMask),
     tieOrder,
     tieRank,
-    bare,
-    lowerNames,
-    lowerDescriptions,
-    lowerTags,
+    bareNames,
+    foldedNames,
+    foldedTexts,
+    textsOf: (doc) => {
+      const tool = docs[doc] as Tool;
+      return [tool.description, ...tool.tags];
+    },
   };
 }
 

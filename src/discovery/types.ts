@@ -1,38 +1,18 @@
 /** Plain domain types of the tool catalog; no transport types. */
 
 import type { JsonObject } from "../json.ts";
+import type { MatchType, SearchReport, SearchType } from "../search/answer.ts";
 import type { VectorDocs } from "../search/evidence.ts";
-import type { ReadQuery, WordIndex } from "../search/fts.ts";
 import type { HybridEvidence } from "../search/hybrid.ts";
+import type { LexicalRequest } from "../search/lexical.ts";
+import type { PatternDocs } from "../search/patterns.ts";
 import type { Candidates } from "../search/ranker-options.ts";
-import type { QueryRewrite, SemanticReport } from "../search/scores.ts";
 
 export const SIDE_EFFECTS = ["pure", "read", "write", "external", "stateful"] as const;
 export type SideEffects = (typeof SIDE_EFFECTS)[number];
 
 export const LOADING_MODES = ["always", "deferred"] as const;
 export type LoadingMode = (typeof LOADING_MODES)[number];
-
-export type SearchType = "fts" | "regex" | "exact";
-
-/** What a search ran: the requested type, or "fuzzy" when an FTS search widened to fuzzy matching. */
-export type EffectiveSearchType = SearchType | "fuzzy";
-
-/** How a hit matched; the server maps it to `match_type`. */
-export type MatchType =
-  | "exact"
-  | "exact_normalized"
-  | "regex_full_name"
-  | "regex_name_prefix"
-  | "regex_name_substring"
-  | "regex_text"
-  | "fts"
-  | "fts_fuzzy"
-  | "semantic"
-  | "learned";
-
-/** Which widening step produced the result list (docs/design.md §4 "fallbacks are reported"). */
-export type SearchStrategy = "and" | "or" | "fuzzy" | "regex" | "exact";
 
 export interface ToolExample {
   readonly args: JsonObject;
@@ -105,22 +85,18 @@ export interface EventScope {
  * the regex path reads. Built by `buildSearchIndex`, a generator the catalog runs in slices between
  * other calls after a change (or to its end when a caller reads before the slices are done).
  */
-export interface SearchIndex extends WordIndex, VectorDocs {
+/**
+ * The tools of one build as the search core reads them: the ranker over their fields, the nameKey of
+ * full name, bare name and aliases → doc ids, and their names and texts (description, tags) for
+ * regex and exact search.
+ */
+export interface SearchIndex extends PatternDocs, VectorDocs {
   /** Tools sorted by name, then owner; position = doc id. */
   readonly docs: readonly Tool[];
-  /** The ranker over the tool fields, and the nameKey of full name, bare name and aliases → doc ids. */
   /** Exact name → its first doc id; docs of the same name (one per owner) follow it (see sameName). */
   readonly byName: ReadonlyMap<string, number>;
   /** The deferred docs: what a search without a visible set may return unless always-loaded are asked for. */
   readonly deferred: Candidates;
-  /** Per doc, for the regex path's literal pre-check: bare name, folded name and description. */
-  readonly bare: readonly string[];
-  readonly lowerNames: readonly string[];
-  readonly lowerDescriptions: readonly string[];
-  readonly lowerTags: readonly (readonly string[])[];
-  /** Doc ids in tie-break order, and each doc's position in it. */
-  readonly tieOrder: Int32Array;
-  readonly tieRank: Int32Array;
 }
 
 /**
@@ -197,10 +173,9 @@ export interface SearchRequest {
  * (IndexHost.prepare): the meaning of the request (IndexHost.meaningOf) and its search both consume
  * it, so neither reads the request again.
  */
-export interface PreparedSearch {
+export interface PreparedSearch extends LexicalRequest {
   /** The query as searched: a renamed tool's old name is its current name, whatever the type. */
   readonly query: string;
-  readonly type: SearchType;
   readonly limit: number;
   readonly minScore: number;
   /** The build searched, and the docs of it the request may find (undefined: all). */
@@ -208,8 +183,6 @@ export interface PreparedSearch {
   readonly candidates: Candidates | undefined;
   /** Deferred tools the caller may find (what search can reveal). */
   readonly totalDeferred: number;
-  /** The query's words, read once; FTS only. */
-  readonly read: ReadQuery | undefined;
   readonly scope: EventScope | undefined;
 }
 
@@ -233,15 +206,10 @@ export interface SearchHit {
   readonly loadingMode: LoadingMode;
 }
 
-export interface SearchResponse {
+export interface SearchResponse extends SearchReport {
   readonly tools: readonly SearchHit[];
-  readonly effectiveSearchType: EffectiveSearchType;
-  readonly strategy: SearchStrategy;
   /** Visible deferred tools in the whole catalog (what search can reveal). */
   readonly totalDeferred: number;
-  /** Typo repairs and synonyms added to the query. */
-  readonly rewrites: readonly QueryRewrite[];
-  readonly semantic: SemanticReport;
 }
 
 export interface ListRequest {

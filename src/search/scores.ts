@@ -1,32 +1,14 @@
 /**
- * Scores shared by tool and skill search (docs/design.md §4), in [0, 1], and what a ranked search
- * reports beside its hits (match quality, query rewrites, semantic status). Regex hits score by where
- * the pattern matched; FTS scores are absolute (src/search/fts.ts lexicalScore).
+ * Scores and what a ranked search reports beside its hits (query rewrites, semantic status), shared
+ * by tool and skill search (docs/design.md §4). Scores are in [0, 1]: FTS scores are absolute
+ * (src/search/fts.ts lexicalScore), regex hits score by where the pattern matched (patterns.ts).
  */
-export const REGEX_SCORE = {
-  fullName: 0.95,
-  namePrefix: 0.9,
-  nameSubstring: 0.85,
-  /** Description, trigger or tags only. */
-  text: 0.75,
-} as const;
 
 /**
  * Config `good_match_score`'s default. Tool search's lexical scores are calibrated so that 0.5 best
  * separates right from unrelated best hits on public queries (src/search/fts.ts lexicalScore).
  */
 export const DEFAULT_GOOD_MATCH_SCORE = 0.5;
-
-/** How well the best hit of a ranked search matched (proto MatchQuality). */
-export type MatchQuality = "none" | "weak" | "good";
-
-export function matchQuality(
-  hits: readonly { readonly score: number }[],
-  goodMatchScore: number,
-): MatchQuality {
-  if (hits.length === 0) return "none";
-  return Math.max(...hits.map((h) => h.score)) >= goodMatchScore ? "good" : "weak";
-}
 
 /** A word search added to the query before ranking (proto QueryRewrite). */
 export interface QueryRewrite {

@@ -217,6 +217,7 @@ export async function buildDomain(parts: DomainParts, options: DomainOptions): P
     events: eventSink,
     preferredNamespaces: config.toolSearch.preferredNamespaces,
     synonyms: config.toolSearch.synonyms,
+    goodMatchScore: config.toolSearch.goodMatchScore,
     onIndexBuilt: (built) => semantic?.catalogChanged(built, toolTexts(built)),
     ...(semantics ? { modelWords: semantics.embedder.words } : {}),
   });

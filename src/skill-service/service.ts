@@ -68,16 +68,20 @@ export class SkillService {
   async search(caller: Caller, input: SearchSkillsInput) {
     const { library, semantic } = this.options;
     await library.ready();
-    const fts = (input.type ?? "fts") === "fts";
-    const meaning =
-      semantic && fts ? await semantic.evidence(library.searchMeaning(caller, input)) : undefined;
-    const learned = fts ? await this.learned(caller, input.query, meaning) : undefined;
-    const result = library.searchSkills(caller, input, { ...this.gate(caller), semantic: meaning, learned });
+    const search = library.prepareSearch(caller, input);
+    const fts = search.type === "fts";
+    const meaning = semantic && fts ? await semantic.evidence(library.searchMeaning(search)) : undefined;
+    const learned = fts ? await this.learned(caller, search.query, meaning) : undefined;
+    const result = library.searchPrepared(caller, search, {
+      ...this.gate(caller),
+      semantic: meaning,
+      learned,
+    });
     const hits = result.skills.map((hit) => hit.name);
     // Only a full-text request is one to learn from (a pattern or a name says nothing of meaning).
     return {
       ...result,
-      searchId: this.options.learning?.rememberSkills(caller, fts ? input.query : "", hits) ?? "",
+      searchId: this.options.learning?.rememberSkills(caller, fts ? search.query : "", hits) ?? "",
     };
   }
 
@@ -121,11 +125,12 @@ export class SkillService {
       { query: report.name, type: "exact", limit: 1 },
       this.gate(caller),
     );
-    if (found.skills.length === 0)
-      throw notFound(`skill ${quoteInput(report.name)} not found; use skill_search to find skills`);
+    const skill = found.skills[0];
+    if (!skill) throw notFound(`skill ${quoteInput(report.name)} not found; use skill_search to find skills`);
     const { learning } = this.options;
     if (!learning) return { duplicate: false, learned: false };
-    const result = await learning.report(caller, { ...report, kind: "skill" });
+    // As named in the library (exact search also finds it by another case or separators).
+    const result = await learning.report(caller, { ...report, name: skill.name, kind: "skill" });
     if (!result.known) throw unknownSearch(report.searchId);
     return { duplicate: result.duplicate, learned: result.learned };
   }

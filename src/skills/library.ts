@@ -37,9 +37,16 @@ import {
   type GetRelevantSkillsResult,
   getRelevantSkillsInSteps,
   taskOf,
+  taskSearch,
 } from "./relevant.ts";
 import type { CallOptions } from "./sanitize.ts";
-import { type SearchSkillsInput, type SearchSkillsResult, searchOf, searchSkills } from "./search.ts";
+import {
+  type PreparedSkillSearch,
+  prepareSkillSearch,
+  type SearchSkillsInput,
+  type SearchSkillsResult,
+  searchSkills,
+} from "./search.ts";
 import { partitionKey, type SkillWordIndex } from "./word-index.ts";
 
 export interface SkillLibraryOptions {
@@ -183,22 +190,32 @@ export class SkillLibrary {
     await this.context.ready();
   }
 
+  /** Searches the caller's skills: prepares the request, then runs it (searchPrepared). */
   searchSkills(caller: Caller, input: SearchSkillsInput, options: CallOptions = {}): SearchSkillsResult {
-    return searchSkills(this.context, caller, input, options);
+    return this.searchPrepared(caller, this.prepareSearch(caller, input), options);
   }
 
   /**
-   * What semantic search needs of a full-text search (the texts it is embedded as, the skills it may
-   * find): checked as the search checks it, so nothing is embedded for a search that refuses.
+   * Checks a request and reads it once, over the newest build: its meaning (searchMeaning) and its
+   * search (searchPrepared) both consume it, so nothing is embedded for a search that refuses.
    */
-  searchMeaning(caller: Caller, input: SearchSkillsInput): SemanticQuery<SkillWordIndex> {
-    const { query, taskType } = searchOf(input);
-    return skillMeaning(this.context, caller, query, taskType);
+  prepareSearch(caller: Caller, input: SearchSkillsInput): PreparedSkillSearch {
+    return prepareSkillSearch(this.context, caller, input);
+  }
+
+  /** Runs a prepared search, applying what is known of the request besides its words (full text only). */
+  searchPrepared(caller: Caller, search: PreparedSkillSearch, options: CallOptions = {}): SearchSkillsResult {
+    return searchSkills(this.context, caller, search, options);
+  }
+
+  /** What semantic search needs of a full-text search: the texts it is embedded as, the skills it may find. */
+  searchMeaning(search: PreparedSkillSearch): SemanticQuery<SkillWordIndex> {
+    return skillMeaning(this.context, search);
   }
 
   /** What semantic search needs of a GetRelevantSkills task, checked as the call checks it. */
   taskMeaning(caller: Caller, input: GetRelevantSkillsInput): SemanticQuery<SkillWordIndex> {
-    return skillMeaning(this.context, caller, taskOf(input), undefined);
+    return skillMeaning(this.context, taskSearch(this.context, caller, taskOf(input)));
   }
 
   /** Made visible a slice at a time between other calls: large skills never hold the event loop. */

@@ -52,9 +52,6 @@ export interface Skill extends SkillContent {
   readonly stats: SkillStats;
 }
 
-export const SEARCH_TYPES = ["fts", "regex", "exact"] as const;
-export type SearchType = (typeof SEARCH_TYPES)[number];
-
 /** Who may have written a skill's text: the operator (global skills) or a tenant (tenant/project skills). */
 export type TextAuthor = "operator" | "tenant";
 

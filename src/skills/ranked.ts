@@ -1,39 +1,48 @@
 import type { Caller } from "../caller/caller.ts";
+import type { MatchType, SearchStrategy, SearchType } from "../search/answer.ts";
 import type { SemanticQuery } from "../search/evidence.ts";
-import { ftsRank, meaningTexts, readQuery } from "../search/fts.ts";
-import { type DocHit, lexicalHit } from "../search/fusion.ts";
+import { meaningTexts } from "../search/fts.ts";
+import type { DocHit } from "../search/fusion.ts";
 import { hybridDepth, rankHybrid } from "../search/hybrid.ts";
-import { RANKING_DEFAULTS } from "../search/ranker-options.ts";
+import { type LexicalRequest, rankLexical, readLexical } from "../search/lexical.ts";
+import { type Candidates, RANKING_DEFAULTS } from "../search/ranker-options.ts";
 import { type QueryRewrite, SEMANTIC_OFF, type SemanticReport } from "../search/scores.ts";
+import { fold, matches } from "../text/caller-regex.ts";
 import type { SkillContext } from "./context.ts";
 import type { TaskType } from "./model.ts";
-import type { CallOptions } from "./sanitize.ts";
+import { type CallOptions, type SanitizerFor, sanitizer } from "./sanitize.ts";
 import { SEARCH_COLUMNS, type SearchRow, type SqlPart, visibleFilter } from "./store.ts";
 import { partitionKey, type SkillWordIndex } from "./word-index.ts";
 
 /**
- * Full-text skill ranking, the way tool search ranks (src/search): the request read and ranked by
- * BM25F over the caller's partitions of the skills' word index, fused with the evidence by meaning
- * and what the tenant learned, then each hit confirmed by the SQL visibility predicate (a skill a
- * nearer scope shadows is dropped there).
+ * Skill ranking, the way tool search ranks (src/search): the request read once, ranked over the
+ * caller's partitions of the skills' word index by its type (BM25F, regex or exact), fused with the
+ * evidence by meaning and what the tenant learned (full text only), then each hit confirmed by the
+ * SQL visibility predicate (a skill a nearer scope shadows is dropped there) and, for a pattern that
+ * matched a skill's text, by that text as the caller sees it.
  */
+
+/** A skill search read once: its query as its type reads it, over one build and the caller's view of it. */
+export interface SkillSearch extends LexicalRequest {
+  readonly index: SkillWordIndex;
+  readonly candidates: Candidates;
+}
 
 /** A visible skill and how it scored. */
 interface RankedSkill {
   readonly row: SearchRow;
-  readonly hit: DocHit<"fts">;
+  readonly hit: DocHit<MatchType>;
 }
 
 export interface RankedSkills {
   readonly hits: readonly RankedSkill[];
-  /** The words were widened past AND (to OR or fuzzy) because AND found too little. */
-  readonly widened: boolean;
+  readonly strategy: SearchStrategy;
   readonly rewrites: readonly QueryRewrite[];
   readonly semantic: SemanticReport;
 }
 
 /** The index partitions a caller may read: a narrowing pre-filter; the SQL predicate decides. */
-export function callerPartitions(caller: Caller): Set<string> {
+function callerPartitions(caller: Caller): Set<string> {
   const partitions = new Set([partitionKey("global", "", "")]);
   if (caller.tenantId) {
     partitions.add(partitionKey("tenant", caller.tenantId, ""));
@@ -42,58 +51,82 @@ export function callerPartitions(caller: Caller): Set<string> {
   return partitions;
 }
 
-/**
- * What semantic search needs of a request for skills: the texts it is embedded as (repaired against
- * the words of the skills the caller may find, split into its intents) and those skills.
- */
-export function skillMeaning(
+/** Reads a skill search once, over the newest build (or `over`, the build its evidence is over). */
+export function readSkillSearch(
   context: SkillContext,
   caller: Caller,
-  query: string,
-  taskType: TaskType | undefined,
-): SemanticQuery<SkillWordIndex> {
-  const index = context.searchIndex();
-  const candidates = index.candidates(callerPartitions(caller), taskType);
-  const texts = meaningTexts(index, readQuery(query, context.readings), candidates, context.modelWords);
-  return { texts, index, candidates };
+  request: { readonly query: string; readonly type: SearchType; readonly taskType: TaskType | undefined },
+  over?: SkillWordIndex,
+): SkillSearch {
+  const index = over ?? context.searchIndex();
+  return {
+    ...readLexical(request.query, request.type, context.readings),
+    index,
+    candidates: index.candidates(callerPartitions(caller), request.taskType),
+  };
+}
+
+/**
+ * What semantic search needs of a full-text skill search: the texts it is embedded as (repaired
+ * against the words of the skills the caller may find, split into its intents) and those skills.
+ */
+export function skillMeaning(context: SkillContext, search: SkillSearch): SemanticQuery<SkillWordIndex> {
+  const { index, candidates, read } = search;
+  if (!read) throw new Error("the meaning of a skill search is worked out for full-text searches only");
+  return { texts: meaningTexts(index, read, candidates, context.modelWords), index, candidates };
 }
 
 export function rankSkills(
   context: SkillContext,
   caller: Caller,
-  query: string,
-  taskType: TaskType | undefined,
+  search: SkillSearch,
   limit: number,
   options: CallOptions,
 ): RankedSkills {
-  // The build the evidence by meaning is over, so its doc numbers mean the same skills.
-  const index = options.semantic?.index ?? context.searchIndex();
-  const candidates = index.candidates(callerPartitions(caller), taskType);
-  const { semantic } = options;
+  const { index, candidates } = search;
+  // Meaning and learning speak of what a request means: not of a pattern or a name.
+  const hybrid = search.type === "fts" ? options : {};
   const where = visibleFilter(caller, undefined);
-  const read = readQuery(query, context.readings);
-  // The first `depth` docs almost always pass the SQL check (the index keeps to the caller's
-  // partitions); when shadowed ones leave the page short, the search reads deeper.
-  for (let depth = hybridDepth(limit, options); ; depth *= 4) {
-    const found = ftsRank(index, read, candidates, depth, RANKING_DEFAULTS.repeat, context.readings);
-    const lexical = found.docs.map((d) => lexicalHit(d.doc, d.score, "fts" as const));
-    const ranked = rankHybrid(index, query, lexical, depth, options, candidates.allowed);
-    const hits = visibleInOrder(context, index, ranked, where).slice(0, limit);
-    if (hits.length >= limit || found.docs.length < depth)
+  const sanitize = sanitizer(options.toolGate, context.redaction);
+  const lexical = { repeat: RANKING_DEFAULTS.repeat, readings: context.readings };
+  // The first `depth` docs almost always pass the checks (the index keeps to the caller's
+  // partitions); when shadowed or hidden ones leave the page short, the search reads deeper.
+  for (let depth = hybridDepth(limit, hybrid); ; depth *= 4) {
+    const found = rankLexical(index, search, candidates, depth, lexical);
+    const ranked = rankHybrid(index, search.query, found.hits, depth, hybrid, candidates.allowed);
+    const hits = visibleInOrder(context, index, ranked, where)
+      .filter(({ row, hit }) => hit.matchType !== "regex_text" || matchesAsSeen(search, row, sanitize))
+      .slice(0, limit);
+    if (hits.length >= limit || found.hits.length < depth)
       return {
         hits,
-        widened: found.strategy !== "and",
+        strategy: found.strategy,
         rewrites: found.rewrites,
-        semantic: semantic?.report ?? SEMANTIC_OFF,
+        semantic: hybrid.semantic?.report ?? SEMANTIC_OFF,
       };
   }
+}
+
+/**
+ * Whether a pattern that matched a skill's text matches it as the caller sees it (redacted,
+ * tool-gated), so a pattern cannot probe for hidden tool names or redacted secrets.
+ */
+function matchesAsSeen(search: SkillSearch, row: SearchRow, sanitize: SanitizerFor): boolean {
+  const { regex } = search;
+  if (!regex) return true;
+  const seen = sanitize(row);
+  const texts = [row.title, row.trigger_text, row.description, ...(JSON.parse(row.tags) as string[])];
+  return texts.some((text) => {
+    const shown = seen(text);
+    return matches(regex, shown, fold(shown));
+  });
 }
 
 /** The hits whose skill the caller may see, in their order, with their rows. */
 function visibleInOrder(
   context: SkillContext,
   index: SkillWordIndex,
-  hits: readonly DocHit<"fts">[],
+  hits: readonly DocHit<MatchType>[],
   where: SqlPart,
 ): RankedSkill[] {
   if (hits.length === 0) return [];

@@ -2,7 +2,7 @@ import type { Caller } from "../caller/caller.ts";
 import { invalidArgument } from "../errors.ts";
 import { checkSize, LIMITS, withinLimit, withinRange } from "../limits.ts";
 import type { SkillContext } from "./context.ts";
-import { rankSkills } from "./ranked.ts";
+import { rankSkills, readSkillSearch, type SkillSearch } from "./ranked.ts";
 import type { BudgetReport } from "./read.ts";
 import { renderContext } from "./render.ts";
 import { type CallOptions, renderableInSteps, sanitizer } from "./sanitize.ts";
@@ -29,6 +29,16 @@ export function taskOf(input: GetRelevantSkillsInput): string {
   return task;
 }
 
+/** A task as a full-text search over the skills of every task type (over `over` when given). */
+export function taskSearch(
+  context: SkillContext,
+  caller: Caller,
+  task: string,
+  over?: SkillSearch["index"],
+): SkillSearch {
+  return readSkillSearch(context, caller, { query: task, type: "fts", taskType: undefined }, over);
+}
+
 /**
  * Pre-flight: the skills best matching a task, rendered as one injection block within the token
  * budget. A generator that yields between texts (SkillLibrary runs it in slices); only what a
@@ -45,7 +55,8 @@ export function* getRelevantSkillsInSteps(
   const maxTokens = withinLimit(LIMITS.relevantSkillsMaxTokens, input.maxTokens);
   const minScore = withinRange(LIMITS.relevantSkillsMinScore, input.minScore);
   // Task text is paraphrase by nature: with semantic evidence, skills close in meaning join the words'.
-  const { hits } = rankSkills(context, caller, task, undefined, topK, options);
+  const search = taskSearch(context, caller, task, options.semantic?.index);
+  const { hits } = rankSkills(context, caller, search, topK, options);
   const rows =
     hits.length > 0
       ? context.store.visibleByName(

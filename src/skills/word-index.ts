@@ -1,11 +1,12 @@
 import type { Db } from "../database/sqlite.ts";
 import { LruCache } from "../lru.ts";
 import type { VectorDocs } from "../search/evidence.ts";
-import { pairs, type WordIndex } from "../search/fts.ts";
+import { pairs } from "../search/fts.ts";
+import type { PatternDocs } from "../search/patterns.ts";
 import { Ranker } from "../search/ranker.ts";
 import { Candidates, RANKING_DEFAULTS, type RankerConfig } from "../search/ranker-options.ts";
 import { analyze, bareName, nameKey } from "../search/text.ts";
-import { type CallerRegex, fold, mayMatch } from "../text/caller-regex.ts";
+import { fold } from "../text/caller-regex.ts";
 import type { TaskType } from "./model.ts";
 
 /**
@@ -56,7 +57,7 @@ interface Row {
 }
 
 /** Docs are dense numbers 0..n-1 in seq order, so a caller's view is a mask over typed arrays. */
-export class SkillWordIndex implements WordIndex, VectorDocs {
+export class SkillWordIndex implements PatternDocs, VectorDocs {
   private readonly views = new LruCache<string, Candidates>(VIEWS_KEPT);
   /** Partition keys by partition number. */
   private readonly partitionNames: readonly string[];
@@ -64,7 +65,9 @@ export class SkillWordIndex implements WordIndex, VectorDocs {
   private constructor(
     readonly ranker: Ranker,
     readonly keys: ReadonlyMap<string, readonly number[]>,
-    /** Per doc: its row's seq, name, partition, task type, folded name and folded text (regex pre-check). */
+    readonly tieOrder: Int32Array,
+    readonly tieRank: Int32Array,
+    /** Per doc: its row's seq, name, partition, task type; its names and texts as regex search reads them. */
     private readonly seqs: Int32Array,
     private readonly names: readonly string[],
     /** Docs by name, the nearest scope first (a project's skill shadows its tenant's, which shadows a global one). */
@@ -72,8 +75,10 @@ export class SkillWordIndex implements WordIndex, VectorDocs {
     private readonly partitionOf: Int32Array,
     private readonly partitionIds: ReadonlyMap<string, number>,
     private readonly taskTypes: readonly TaskType[],
-    private readonly foldedNames: readonly string[],
-    private readonly foldedTexts: readonly string[],
+    readonly foldedNames: readonly string[],
+    readonly bareNames: readonly string[],
+    /** Title, trigger, description and each tag, folded (RE2 runs on these: it ignores case anyway). */
+    readonly foldedTexts: readonly (readonly string[])[],
   ) {
     this.partitionNames = [...partitionIds.keys()];
   }
@@ -102,10 +107,12 @@ export class SkillWordIndex implements WordIndex, VectorDocs {
     };
     const fields: string[][][] = [];
     const foldedNames: string[] = [];
-    const foldedTexts: string[] = [];
+    const bareNames: string[] = [];
+    const foldedTexts: string[][] = [];
     for (const [doc, row] of rows.entries()) {
       if (doc % DOCS_PER_STEP === 0) yield;
-      const tags = (JSON.parse(row.tags) as string[]).join(" ");
+      const tagList = JSON.parse(row.tags) as string[];
+      const tags = tagList.join(" ");
       const name = analyze(row.name);
       const description = analyze(row.description);
       fields.push([
@@ -126,11 +133,12 @@ export class SkillWordIndex implements WordIndex, VectorDocs {
       addKey(nameKey(row.name), doc);
       addKey(nameKey(bareName(row.name)), doc);
       foldedNames.push(fold(row.name));
-      foldedTexts.push(fold(`${row.title}\n${row.trigger_text}\n${row.description}\n${tags}`));
+      bareNames.push(bareName(row.name));
+      foldedTexts.push([row.title, row.trigger_text, row.description, ...tagList].map(fold));
     }
     yield;
     // Ties: the shorter name, then the name (as exact search orders its rows).
-    const order = rows.map((_, doc) => doc);
+    const order = Int32Array.from(rows, (_, doc) => doc);
     order.sort((a, b) => {
       const x = (rows[a] as Row).name;
       const y = (rows[b] as Row).name;
@@ -154,6 +162,8 @@ export class SkillWordIndex implements WordIndex, VectorDocs {
     return new SkillWordIndex(
       ranker,
       keys,
+      order,
+      tieRank,
       Int32Array.from(rows, (row) => row.seq),
       rows.map((row) => row.name),
       byName,
@@ -161,6 +171,7 @@ export class SkillWordIndex implements WordIndex, VectorDocs {
       partitionIds,
       rows.map((row) => row.task_type),
       foldedNames,
+      bareNames,
       foldedTexts,
     );
   }
@@ -186,6 +197,10 @@ export class SkillWordIndex implements WordIndex, VectorDocs {
     return this.byName.get(name) ?? [];
   }
 
+  textsOf(doc: number): readonly string[] {
+    return this.foldedTexts[doc] ?? [];
+  }
+
   /**
    * The docs a caller with these partitions (keys from partitionKey) may be shown, of `taskType` when
    * given, with their corpus statistics: kept per view, so each df is counted once per build.
@@ -203,35 +218,6 @@ export class SkillWordIndex implements WordIndex, VectorDocs {
       this.views.set(key, candidates);
     }
     return candidates;
-  }
-
-  /**
-   * Seqs of the docs in `partitions` whose name or text may match `regex` (the literal pre-check;
-   * RE2 itself runs later on far fewer rows), or what is too much when more than `max.rows` docs, or
-   * more than `max.text` characters of their names and texts, would need RE2: the caller then
-   * refuses the pattern before any RE2 runs, instead of stalling the event loop on a full scan.
-   */
-  regexCandidates(
-    regex: CallerRegex,
-    partitions: ReadonlySet<string>,
-    taskType: TaskType | undefined,
-    max: { readonly rows: number; readonly text: number },
-  ): number[] | "rows" | "text" {
-    const { allowed } = this.candidates(partitions, taskType);
-    const seqs: number[] = [];
-    let text = 0;
-    for (let doc = 0; doc < this.seqs.length; doc++) {
-      if (allowed[doc] !== 1) continue;
-      const name = this.foldedNames[doc] as string;
-      const body = this.foldedTexts[doc] as string;
-      if (!mayMatch(regex, name) && !mayMatch(regex, body)) continue;
-      if (seqs.length === max.rows) return "rows";
-      // What the scan may run RE2 on: the name, the text, and the text as the caller sees it.
-      text += name.length + 2 * body.length;
-      if (text > max.text) return "text";
-      seqs.push(this.seqs[doc] as number);
-    }
-    return seqs;
   }
 
   private allowedPartitions(partitions: ReadonlySet<string>): Uint8Array {

@@ -13,7 +13,6 @@ import type {
   SearchIndex,
   SearchRequest,
   SearchResponse,
-  SearchType,
   Tool,
   ToolInput,
   ToolRegistry,
@@ -26,8 +25,8 @@ import { type Choice, type Learning, type Outcome, unknownSearch } from "../lear
 import { checkSize, LIMITS } from "../limits.ts";
 import type { RenderedToolPayload } from "../payload/index.ts";
 import type { RenderedToolPrompt } from "../prompt/index.ts";
+import type { SearchType } from "../search/answer.ts";
 import type { SemanticEvidence, SemanticQuery } from "../search/evidence.ts";
-import { type MatchQuality, matchQuality } from "../search/scores.ts";
 import type { ToolGate } from "../skills/index.ts";
 import {
   argumentViolations,
@@ -96,13 +95,12 @@ export class ToolService {
   }
 
   /**
-   * Search waits for the index to hold every change made before the call (read-your-writes). Says
-   * how well the best hit matched, against `tool_search.good_match_score`.
+   * Search waits for the index to hold every change made before the call (read-your-writes).
    */
   async search(
     caller: Caller,
     request: ToolSearchRequest,
-  ): Promise<SearchResponse & { readonly matchQuality: MatchQuality; readonly searchId: string }> {
+  ): Promise<SearchResponse & { readonly searchId: string }> {
     const { index } = this.options;
     const search = index.prepare(
       this.searchOf(caller, request, this.views.toolView(caller, await index.ready())),
@@ -121,7 +119,6 @@ export class ToolService {
     const hits = response.tools.map((hit) => hit.name);
     return {
       ...response,
-      matchQuality: matchQuality(response.tools, this.options.toolSearch.goodMatchScore),
       // Only a full-text request is one to learn from (a pattern or a name says nothing of meaning).
       searchId: learning?.remember(caller, fts ? request.query : "", hits) ?? "",
     };

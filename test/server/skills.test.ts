@@ -1,7 +1,7 @@
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema } from "../../gen/ts/google/rpc/error_details_pb.ts";
-import { MatchQuality, SemanticStatus } from "../../gen/ts/wayfind/v1/common_pb.ts";
+import { MatchQuality, MatchType, SearchType, SemanticStatus } from "../../gen/ts/wayfind/v1/common_pb.ts";
 import { SkillFormat, SkillScope, SkillService } from "../../gen/ts/wayfind/v1/skills_pb.ts";
 import { failure } from "../support/rpc.ts";
 import { type RouterTestServer, startRouterServer } from "../support/server.ts";
@@ -128,6 +128,21 @@ describe("SkillService", () => {
     await expect(client.searchSkills({ caller: acme, query: "deploy", minScore: 2 })).rejects.toMatchObject({
       code: Code.InvalidArgument,
     });
+  });
+
+  it("answers as SearchTools does: match types by where a pattern matched, FUZZY when widened to it", async () => {
+    await loadAcmePack();
+    const client = wayfind.grpc(SkillService);
+    const regex = await client.searchSkills({
+      caller: acme,
+      query: "^acme\\.deploy$",
+      searchType: SearchType.REGEX,
+    });
+    expect(regex.skills.map((hit) => [hit.name, hit.matchType])).toEqual([["acme.deploy", MatchType.NAME]]);
+    expect(regex.effectiveSearchType).toBe(SearchType.REGEX);
+    const fuzzy = await client.searchSkills({ caller: acme, query: "storefrnt" });
+    expect(fuzzy.effectiveSearchType).toBe(SearchType.FUZZY);
+    expect(fuzzy.skills[0]?.matchType).toBe(MatchType.FUZZY);
   });
 
   it("never returns injected context over the token budget", async () => {

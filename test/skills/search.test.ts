@@ -55,7 +55,7 @@ describe("searchSkills", () => {
   it("widens an AND query that finds nothing to OR and says so", () => {
     const { service } = loaded();
     const result = service.searchSkills(caller("t1"), { query: "kubernetes github" });
-    expect(result.widened).toBe(true);
+    expect(result.strategy).toBe("or");
     expect(result.skills.map((s) => s.name)).toEqual([
       "github.open_pr",
       "kubernetes.list_pods",
@@ -109,11 +109,14 @@ describe("searchSkills", () => {
     expect(result.skills.map((s) => s.name)).toEqual(["kubernetes.list_pods"]);
   });
 
-  it("exact search matches the full name or the bare last segment with score 1.0", () => {
+  it("exact search matches the name as written, in any case or separators, or its bare last segment, with score 1.0", () => {
     const { service } = loaded();
     expect(
-      service.searchSkills(caller("t1"), { query: "GitHub.Open_PR", type: "exact" }).skills,
+      service.searchSkills(caller("t1"), { query: "github.open_pr", type: "exact" }).skills,
     ).toMatchObject([{ name: "github.open_pr", score: 1, matchType: "exact" }]);
+    expect(
+      service.searchSkills(caller("t1"), { query: "GitHub Open-PR", type: "exact" }).skills,
+    ).toMatchObject([{ name: "github.open_pr", score: 1, matchType: "exact_normalized" }]);
     expect(service.searchSkills(caller("t1"), { query: "open_pr", type: "exact" }).skills[0]?.name).toBe(
       "github.open_pr",
     );
@@ -129,6 +132,27 @@ describe("searchSkills", () => {
     expect(score("kubernetes\\.")).toEqual({ "kubernetes.ping": 0.9, "kubernetes.list_pods": 0.9 });
     expect(score("pods")).toEqual({ "kubernetes.list_pods": 0.85 });
     expect(score("too many")).toEqual({ "http.retry_429": 0.75 });
+  });
+
+  it("answers in the shape tool search answers in: match type by where a pattern matched, strategy, effective type", () => {
+    const { service } = loaded();
+    const regex = service.searchSkills(caller("t1"), {
+      query: "^kubernetes\\.ping$|pods|too many",
+      type: "regex",
+    });
+    expect(regex.skills.map((s) => [s.name, s.matchType])).toEqual([
+      ["kubernetes.ping", "regex_full_name"],
+      ["kubernetes.list_pods", "regex_name_substring"],
+      ["http.retry_429", "regex_text"],
+    ]);
+    expect([regex.strategy, regex.effectiveSearchType, regex.matchQuality]).toEqual([
+      "regex",
+      "regex",
+      "good",
+    ]);
+    const fuzzy = service.searchSkills(caller("t1"), { query: "githb" });
+    expect([fuzzy.strategy, fuzzy.effectiveSearchType]).toEqual(["fuzzy", "fuzzy"]);
+    expect(fuzzy.skills[0]?.matchType).toBe("fts_fuzzy");
   });
 
   it("rejects an invalid regex with the parser's message and a too-long one with the cap", () => {

@@ -1,19 +1,17 @@
 import type { QueryRewrite as ProtoQueryRewrite } from "../../../gen/ts/wayfind/v1/common_pb.ts";
 import {
+  EFFECTIVE_SEARCH_TYPES,
   MATCH_QUALITIES,
   QUERY_REWRITE_KINDS,
   SEMANTIC_STATUSES,
   SEMANTIC_TIERS,
 } from "../../api-enums/enums.ts";
-import type { MatchQuality, QueryRewrite, SemanticReport } from "../../search/scores.ts";
+import type { SearchReport } from "../../search/answer.ts";
 
 /** What tool and skill searches report beside their hits, as SearchToolsResponse / SearchSkillsResponse fields. */
-export function searchReportToProto(report: {
-  readonly matchQuality: MatchQuality;
-  readonly semantic: SemanticReport;
-  readonly rewrites: readonly QueryRewrite[];
-}) {
+export function searchReportToProto(report: SearchReport) {
   return {
+    effectiveSearchType: EFFECTIVE_SEARCH_TYPES[report.effectiveSearchType],
     matchQuality: MATCH_QUALITIES[report.matchQuality],
     semanticStatus: SEMANTIC_STATUSES[report.semantic.status],
     semanticPending: report.semantic.pending,

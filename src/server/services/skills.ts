@@ -2,9 +2,9 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { SkillService as SkillServiceDesc } from "../../../gen/ts/wayfind/v1/skills_pb.ts";
 import {
+  MATCH_TYPES,
   SEARCH_TYPES,
   SKILL_FORMATS,
-  SKILL_MATCH_TYPES,
   SKILL_ORIGINS,
   SKILL_SCOPES,
   TASK_TYPES,
@@ -56,9 +56,8 @@ export function skillService(skills: SkillService, events: EventLog): ServiceImp
           lexicalScore: hit.lexicalScore,
           semanticScore: hit.semanticScore,
           learnedScore: hit.learnedScore,
-          matchType: SKILL_MATCH_TYPES[hit.matchType],
+          matchType: MATCH_TYPES[hit.matchType],
         })),
-        effectiveSearchType: SEARCH_TYPES.toProto(result.effectiveSearchType),
         ...searchReportToProto(result),
         searchId: result.searchId,
       };

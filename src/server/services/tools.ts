@@ -10,13 +10,12 @@ import {
 } from "../../../gen/ts/wayfind/v1/tools_pb.ts";
 import {
   ACTIVATION_SCOPES,
-  EFFECTIVE_SEARCH_TYPES,
   LOADING_MODES,
+  MATCH_TYPES,
   payloadProviderFromProto,
   SEARCH_TYPES,
   SIDE_EFFECTS,
   SOURCE_KINDS,
-  TOOL_MATCH_TYPES,
 } from "../../api-enums/enums.ts";
 import { authorizeTenantListing, sourceListingFor, toolOwnerFor } from "../../caller/authorize.ts";
 import type { Tool, ToolInput } from "../../discovery/index.ts";
@@ -170,10 +169,9 @@ export function toolDiscoveryService(
           lexicalScore: hit.lexicalScore,
           semanticScore: hit.semanticScore,
           learnedScore: hit.learnedScore,
-          matchType: TOOL_MATCH_TYPES[hit.matchType],
+          matchType: MATCH_TYPES[hit.matchType],
           loadingMode: LOADING_MODES.toProto(hit.loadingMode),
         })),
-        effectiveSearchType: EFFECTIVE_SEARCH_TYPES[result.effectiveSearchType],
         totalDeferred: result.totalDeferred,
         ...searchReportToProto(result),
         searchId: result.searchId,
