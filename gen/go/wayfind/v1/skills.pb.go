@@ -760,7 +760,9 @@ type SkillMatch struct {
 	TaskType    TaskType               `protobuf:"varint,4,opt,name=task_type,json=taskType,proto3,enum=wayfind.v1.TaskType" json:"task_type,omitempty"`
 	// In [0, 1]: how well this skill matches the query; depends only on the query and the skill (and
 	// the corpus statistics of the skills the caller can see), never on the other hits or on `limit`.
-	Score     float64   `protobuf:"fixed64,5,opt,name=score,proto3" json:"score,omitempty"`
+	Score float64 `protobuf:"fixed64,5,opt,name=score,proto3" json:"score,omitempty"`
+	// Where the skill matched, as for a tool: the name (whole, its start, inside), a text only
+	// (DESCRIPTION: title, trigger, description or tags), full text, fuzzy, meaning only, learned only.
 	MatchType MatchType `protobuf:"varint,6,opt,name=match_type,json=matchType,proto3,enum=wayfind.v1.MatchType" json:"match_type,omitempty"`
 	// The lexical part of `score`, in [0, 1].
 	LexicalScore float64 `protobuf:"fixed64,7,opt,name=lexical_score,json=lexicalScore,proto3" json:"lexical_score,omitempty"`
@@ -954,11 +956,12 @@ func (x *SearchSkillsRequest) GetMinScore() float64 {
 }
 
 type SearchSkillsResponse struct {
-	state               protoimpl.MessageState `protogen:"open.v1"`
-	Skills              []*SkillMatch          `protobuf:"bytes,1,rep,name=skills,proto3" json:"skills,omitempty"`
-	EffectiveSearchType SearchType             `protobuf:"varint,2,opt,name=effective_search_type,json=effectiveSearchType,proto3,enum=wayfind.v1.SearchType" json:"effective_search_type,omitempty"`
-	MatchQuality        MatchQuality           `protobuf:"varint,3,opt,name=match_quality,json=matchQuality,proto3,enum=wayfind.v1.MatchQuality" json:"match_quality,omitempty"`
-	SemanticStatus      SemanticStatus         `protobuf:"varint,4,opt,name=semantic_status,json=semanticStatus,proto3,enum=wayfind.v1.SemanticStatus" json:"semantic_status,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Skills []*SkillMatch          `protobuf:"bytes,1,rep,name=skills,proto3" json:"skills,omitempty"`
+	// As SearchToolsResponse's: the requested type, or FUZZY when an FTS search widened to fuzzy matching.
+	EffectiveSearchType SearchType     `protobuf:"varint,2,opt,name=effective_search_type,json=effectiveSearchType,proto3,enum=wayfind.v1.SearchType" json:"effective_search_type,omitempty"`
+	MatchQuality        MatchQuality   `protobuf:"varint,3,opt,name=match_quality,json=matchQuality,proto3,enum=wayfind.v1.MatchQuality" json:"match_quality,omitempty"`
+	SemanticStatus      SemanticStatus `protobuf:"varint,4,opt,name=semantic_status,json=semanticStatus,proto3,enum=wayfind.v1.SemanticStatus" json:"semantic_status,omitempty"`
 	// Candidate skills ranked lexically only because their vectors are still being computed.
 	SemanticPending int32           `protobuf:"varint,5,opt,name=semantic_pending,json=semanticPending,proto3" json:"semantic_pending,omitempty"`
 	QueryRewrites   []*QueryRewrite `protobuf:"bytes,6,rep,name=query_rewrites,json=queryRewrites,proto3" json:"query_rewrites,omitempty"`

@@ -331,6 +331,9 @@ export type SkillMatch = Message<"wayfind.v1.SkillMatch"> & {
   score: number;
 
   /**
+   * Where the skill matched, as for a tool: the name (whole, its start, inside), a text only
+   * (DESCRIPTION: title, trigger, description or tags), full text, fuzzy, meaning only, learned only.
+   *
    * @generated from field: wayfind.v1.MatchType match_type = 6;
    */
   matchType: MatchType;
@@ -423,6 +426,8 @@ export type SearchSkillsResponse = Message<"wayfind.v1.SearchSkillsResponse"> & 
   skills: SkillMatch[];
 
   /**
+   * As SearchToolsResponse's: the requested type, or FUZZY when an FTS search widened to fuzzy matching.
+   *
    * @generated from field: wayfind.v1.SearchType effective_search_type = 2;
    */
   effectiveSearchType: SearchType;
