@@ -89,15 +89,16 @@ export class SkillService {
   async relevant(caller: Caller, input: GetRelevantSkillsInput) {
     const { library, semantic } = this.options;
     await library.ready();
-    const meaning = semantic ? await semantic.evidence(library.taskMeaning(caller, input)) : undefined;
-    const learned = await this.learned(caller, input.task, meaning);
-    const result = await library.getRelevantSkills(caller, input, {
+    const task = library.prepareTask(caller, input);
+    const meaning = semantic ? await semantic.evidence(library.taskMeaning(task)) : undefined;
+    const learned = await this.learned(caller, task.query, meaning);
+    const result = await library.relevantPrepared(caller, task, {
       ...this.gate(caller),
       semantic: meaning,
       learned,
     });
     const names = result.skills.map((skill) => skill.name);
-    return { ...result, searchId: this.options.learning?.rememberSkills(caller, input.task, names) ?? "" };
+    return { ...result, searchId: this.options.learning?.rememberSkills(caller, task.query, names) ?? "" };
   }
 
   get(caller: Caller, input: GetSkillsInput) {

@@ -36,8 +36,8 @@ import {
   type GetRelevantSkillsInput,
   type GetRelevantSkillsResult,
   getRelevantSkillsInSteps,
-  taskOf,
-  taskSearch,
+  type PreparedTask,
+  prepareTask,
 } from "./relevant.ts";
 import type { CallOptions } from "./sanitize.ts";
 import {
@@ -213,9 +213,14 @@ export class SkillLibrary {
     return skillMeaning(this.context, search);
   }
 
-  /** What semantic search needs of a GetRelevantSkills task, checked as the call checks it. */
-  taskMeaning(caller: Caller, input: GetRelevantSkillsInput): SemanticQuery<SkillWordIndex> {
-    return skillMeaning(this.context, taskSearch(this.context, caller, taskOf(input)));
+  /** Checks a GetRelevantSkills call and reads its task once (taskMeaning and relevantPrepared consume it). */
+  prepareTask(caller: Caller, input: GetRelevantSkillsInput): PreparedTask {
+    return prepareTask(this.context, caller, input);
+  }
+
+  /** What semantic search needs of a prepared task: the texts it is embedded as, the skills it may find. */
+  taskMeaning(task: PreparedTask): SemanticQuery<SkillWordIndex> {
+    return skillMeaning(this.context, task);
   }
 
   /** Made visible a slice at a time between other calls: large skills never hold the event loop. */
@@ -227,14 +232,23 @@ export class SkillLibrary {
     return listSkills(this.context, caller, input, options);
   }
 
-  /** Made visible a slice at a time between other calls, as getSkills. */
+  /** The skills for a task, as one block to put in a prompt: prepares the call, then runs it (relevantPrepared). */
   async getRelevantSkills(
     caller: Caller,
     input: GetRelevantSkillsInput,
     options: CallOptions = {},
   ): Promise<GetRelevantSkillsResult> {
     await this.context.ready();
-    return toTheEnd(getRelevantSkillsInSteps(this.context, caller, input, options));
+    return this.relevantPrepared(caller, this.prepareTask(caller, input), options);
+  }
+
+  /** Made visible a slice at a time between other calls, as getSkills. */
+  relevantPrepared(
+    caller: Caller,
+    task: PreparedTask,
+    options: CallOptions = {},
+  ): Promise<GetRelevantSkillsResult> {
+    return toTheEnd(getRelevantSkillsInSteps(this.context, caller, task, options));
   }
 
   renderSkillDirectory(

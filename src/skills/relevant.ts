@@ -21,22 +21,30 @@ export interface GetRelevantSkillsResult extends BudgetReport {
   readonly skills: readonly { readonly name: string; readonly title: string; readonly score: number }[];
 }
 
-/** The task of a GetRelevantSkills call, checked: what the search and its meaning text read. */
-export function taskOf(input: GetRelevantSkillsInput): string {
+/**
+ * A GetRelevantSkills call checked and its task read once, as a full-text search over the skills of
+ * every task type: its meaning and its ranking both consume it.
+ */
+export interface PreparedTask extends SkillSearch {
+  readonly topK: number;
+  readonly maxTokens: number;
+  readonly minScore: number;
+}
+
+export function prepareTask(
+  context: SkillContext,
+  caller: Caller,
+  input: GetRelevantSkillsInput,
+): PreparedTask {
   const task = (input.task ?? "").trim();
   if (task.length === 0) throw invalidArgument("task must not be empty");
   checkSize(LIMITS.relevantSkillsTask, task.length);
-  return task;
-}
-
-/** A task as a full-text search over the skills of every task type (over `over` when given). */
-export function taskSearch(
-  context: SkillContext,
-  caller: Caller,
-  task: string,
-  over?: SkillSearch["index"],
-): SkillSearch {
-  return readSkillSearch(context, caller, { query: task, type: "fts", taskType: undefined }, over);
+  return {
+    ...readSkillSearch(context, caller, { query: task, type: "fts", taskType: undefined }),
+    topK: withinLimit(LIMITS.relevantSkillsTopK, input.topK),
+    maxTokens: withinLimit(LIMITS.relevantSkillsMaxTokens, input.maxTokens),
+    minScore: withinRange(LIMITS.relevantSkillsMinScore, input.minScore),
+  };
 }
 
 /**
@@ -47,16 +55,12 @@ export function taskSearch(
 export function* getRelevantSkillsInSteps(
   context: SkillContext,
   caller: Caller,
-  input: GetRelevantSkillsInput,
+  task: PreparedTask,
   options: CallOptions = {},
 ): Generator<void, GetRelevantSkillsResult> {
-  const task = taskOf(input);
-  const topK = withinLimit(LIMITS.relevantSkillsTopK, input.topK);
-  const maxTokens = withinLimit(LIMITS.relevantSkillsMaxTokens, input.maxTokens);
-  const minScore = withinRange(LIMITS.relevantSkillsMinScore, input.minScore);
+  const { topK, maxTokens, minScore } = task;
   // Task text is paraphrase by nature: with semantic evidence, skills close in meaning join the words'.
-  const search = taskSearch(context, caller, task, options.semantic?.index);
-  const { hits } = rankSkills(context, caller, search, topK, options);
+  const { hits } = rankSkills(context, caller, task, topK, options);
   const rows =
     hits.length > 0
       ? context.store.visibleByName(
