@@ -110,14 +110,11 @@ export function regexHits(
       ? literalIndex.candidates(re.literals, re.prefixLiteral)
       : undefined;
   const visit = narrowed ? inTieOrder(docs, narrowed) : docs.tieOrder;
-  // The literal pre-check, read once: the scan below is the whole catalog's for most patterns.
-  const { prefixLiteral, literals } = re;
   for (let i = 0; i < visit.length; i++) {
     const d = visit[i] as number;
     if (allowed && allowed[d] !== 1) continue;
     const folded = foldedNames[d] as string;
-    if (prefixLiteral && !folded.startsWith(prefixLiteral)) continue;
-    if (literals.length > 0 && !literals.every((literal) => folded.includes(literal))) continue;
+    if (!mayMatch(re, folded)) continue;
     const floor = top.length < limit ? -1 : (top[limit - 1] as RankedDoc).relevance;
     if (floor >= REGEX_SCORE.fullName) break;
     const name = docs.nameOf(d);

@@ -51,14 +51,13 @@ function callerPartitions(caller: Caller): Set<string> {
   return partitions;
 }
 
-/** Reads a skill search once, over the newest build (or `over`, the build its evidence is over). */
+/** Reads a skill search once, over the newest build. */
 export function readSkillSearch(
   context: SkillContext,
   caller: Caller,
   request: { readonly query: string; readonly type: SearchType; readonly taskType: TaskType | undefined },
-  over?: SkillWordIndex,
 ): SkillSearch {
-  const index = over ?? context.searchIndex();
+  const index = context.searchIndex();
   return {
     ...readLexical(request.query, request.type, context.readings),
     index,

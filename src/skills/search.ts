@@ -15,7 +15,6 @@ import { redactText } from "./redact.ts";
 import { clip } from "./render.ts";
 import { oneOf } from "./request.ts";
 import { type CallOptions, type SkillSummary, sanitizer, summary } from "./sanitize.ts";
-import type { SkillWordIndex } from "./word-index.ts";
 
 interface SkillSearchHit extends SkillSummary {
   /** The final score in [0, 1]: lexical, or lexical fused with semantic. */
@@ -47,12 +46,11 @@ export interface PreparedSkillSearch extends SkillSearch {
   readonly minScore: number;
 }
 
-/** Checks a request and reads it once, over the newest build (or `over`). */
+/** Checks a request and reads it once, over the newest build. */
 export function prepareSkillSearch(
   context: SkillContext,
   caller: Caller,
   input: SearchSkillsInput,
-  over?: SkillWordIndex,
 ): PreparedSkillSearch {
   const query = (input.query ?? "").trim();
   if (query.length === 0) throw invalidArgument("query must not be empty");
@@ -60,7 +58,7 @@ export function prepareSkillSearch(
   const type = oneOf("search type", input.type, SEARCH_TYPES) ?? "fts";
   const taskType = oneOf("task_type", input.taskType, TASK_TYPES);
   return {
-    ...readSkillSearch(context, caller, { query, type, taskType }, over),
+    ...readSkillSearch(context, caller, { query, type, taskType }),
     limit: withinLimit(LIMITS.searchSkillsLimit, input.limit),
     minScore: withinRange(LIMITS.searchSkillsMinScore, input.minScore),
   };
