@@ -25,6 +25,7 @@ import type { SessionClientOf } from "./session-client.ts";
 import { type PooledSession, SessionPool } from "./session-pool.ts";
 import { type RequestExtra, sessionServer } from "./session-server.ts";
 import { SessionTransport } from "./session-transport.ts";
+import { StatelessRequests } from "./stateless.ts";
 
 /** Streamable HTTP is served over HTTP/1.1 and HTTP/2 alike (the SDK's transport takes either). */
 type Request = IncomingMessage | http2.Http2ServerRequest;
@@ -109,11 +110,13 @@ interface Session extends PooledSession {
 
 export class McpEndpoint {
   private readonly sessions: SessionPool<Session>;
+  private readonly stateless: StatelessRequests;
   private readonly sweeper: NodeJS.Timeout;
   private closed = false;
 
   constructor(private readonly options: McpEndpointOptions) {
     this.sessions = new SessionPool(options.config);
+    this.stateless = new StatelessRequests(options);
     const idleMs = options.config.sessionIdleTimeoutSeconds * 1000;
     this.sweeper = setInterval(() => this.closeIdle(Date.now() - idleMs), Math.min(60_000, idleMs / 2));
     this.sweeper.unref();
@@ -134,7 +137,10 @@ export class McpEndpoint {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.sweeper);
-    await Promise.all([...this.sessions.values()].map((session) => this.end(session)));
+    await Promise.all([
+      ...[...this.sessions.values()].map((session) => this.end(session)),
+      this.stateless.close(),
+    ]);
   }
 
   /**
@@ -173,10 +179,12 @@ export class McpEndpoint {
     if (request.method === "POST") {
       const read = await this.readBody(request, response);
       if (read === undefined) return;
-      const problem = messageProblem(read.body);
-      if (problem !== undefined) return answerProblem(response, problem);
       body = read.body;
     }
+    if (session === undefined && (await this.stateless.isModern(request, body)))
+      return this.serveModern(request, response, body, headers, principal);
+    const problem = request.method === "POST" ? messageProblem(body) : undefined;
+    if (problem !== undefined) return answerProblem(response, problem);
     if (session !== undefined) {
       session.lastUsedMs = Date.now();
       session.principal = principal;
@@ -197,6 +205,36 @@ export class McpEndpoint {
     }
     const opened = await this.open(headers, principal, toolList.mode);
     handleOn(opened, request, response, body);
+  }
+
+  /**
+   * A request of the 2026-07-28 revision: admitted on its own (no session holds its credentials),
+   * and answered by whichever process has it.
+   */
+  private async serveModern(
+    request: Request,
+    response: Response,
+    body: unknown,
+    headers: Headers,
+    principal: Principal,
+  ): Promise<void> {
+    let caller: Caller;
+    // Each request is a run of its own: a deferred tool it calls is activated for it alone.
+    const runId = `mcp-${randomUUID()}`;
+    try {
+      caller = this.options.credentials.admit(principal, { ...claimedCaller(headers, ""), runId });
+    } catch (error) {
+      return reply(response, 403, ErrorCode.InvalidRequest, errorReason(error), requestIdOf(body));
+    }
+    await this.stateless.serve(request, response, body, {
+      caller,
+      scope: (signal, call) => ({
+        caller: { tenantId: caller.tenantId, projectId: caller.projectId, userId: caller.userId, runId },
+        headers,
+        signal,
+        contextValues: createContextValues().set(SESSION_CALL, call),
+      }),
+    });
   }
 
   /** The tool list a request's URL asks for (`?tool_list=`), else the configured one. */
@@ -439,4 +477,10 @@ function reply(
 /** A body that is no valid message (400), or a request with invalid params (its JSON-RPC error). */
 function answerProblem(response: Response, problem: MessageProblem): undefined {
   return reply(response, problem.id === null ? 400 : 200, problem.code, problem.message, problem.id);
+}
+
+/** The id of a JSON-RPC request body, to answer it with; null when it has none. */
+function requestIdOf(body: unknown): string | number | null {
+  const id = (body as { id?: unknown } | undefined)?.id;
+  return typeof id === "string" || typeof id === "number" ? id : null;
 }

@@ -27,20 +27,13 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import type { Caller } from "../caller/caller.ts";
 import type { McpToolList } from "../config/index.ts";
-import { WayfindError } from "../errors.ts";
 import type { JsonObject } from "../json.ts";
 import type { GatewayRequest, McpGateway } from "../sources/mcp-gateway.ts";
 import { JsonRpcRefusal, type SessionCall } from "../tools/mcp-session.ts";
+import { type AskedBy, INSTRUCTIONS, McpAnswers, refusalOf } from "./answers.ts";
 import type { CallScope, WayfindClients } from "./meta-tools.ts";
 import { SessionClientOf } from "./session-client.ts";
-import { listPage } from "./session-lists.ts";
-import {
-  SKILL_SCHEME,
-  skillPrompt,
-  skillResource,
-  unknownPrompt,
-  unknownResource,
-} from "./session-skills.ts";
+import { SKILL_SCHEME, unknownResource } from "./session-skills.ts";
 import { SessionTools } from "./session-tools.ts";
 
 export type RequestExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
@@ -73,9 +66,7 @@ export function sessionServer(options: SessionServerOptions): { server: Server; 
         resources: { listChanged: serves, subscribe: serves },
         ...(serves ? { completions: {}, logging: {} } : {}),
       },
-      instructions:
-        "Find the tool you need with tool_search, load its schema with tool_get, then call it with tool_call. " +
-        "skill_search and skill_get find step-by-step procedures.",
+      instructions: INSTRUCTIONS,
     },
   );
   // The SDK's clients ignore the cancellation of a request whose id is 0 (they test the id for
@@ -83,6 +74,7 @@ export function sessionServer(options: SessionServerOptions): { server: Server; 
   (server as unknown as { _requestMessageId: number })._requestMessageId = 1;
   const client = new SessionClientOf(server, options.id, options.tenant);
   const tools = new SessionTools(clients, options.toolList);
+  const answers = new McpAnswers(clients, gateway, tools);
   const subscriptions = new Set<string>();
 
   /**
@@ -103,111 +95,68 @@ export function sessionServer(options: SessionServerOptions): { server: Server; 
         closed();
       }
     };
-  const scope = (extra: RequestExtra, session: SessionCall) => options.scope(extra, session);
-  const through = (extra: RequestExtra, session: SessionCall): GatewayRequest => ({
-    caller: options.admit(extra),
-    session,
-    signal: extra.signal,
+  const asked = (extra: RequestExtra, session: SessionCall): AskedBy => ({
+    scope: options.scope(extra, session),
+    through: () => ({ caller: options.admit(extra), session, signal: extra.signal }),
   });
+  const through = (extra: RequestExtra, session: SessionCall): GatewayRequest =>
+    asked(extra, session).through();
 
   server.setRequestHandler(
     ListToolsRequestSchema,
-    handled(async (request, extra, session) => tools.list(scope(extra, session), request.params?.cursor)),
+    handled(async (request, extra, session) =>
+      answers.listTools(asked(extra, session), request.params?.cursor),
+    ),
   );
   server.setRequestHandler(
     CallToolRequestSchema,
     handled(async (request, extra, session) => {
       const { name } = request.params;
-      const result = await tools.call(
+      const result = await answers.callTool(
+        asked(extra, session),
         name,
         (request.params.arguments ?? {}) as JsonObject,
-        scope(extra, session),
       );
       // A change of the session's activated list the call made goes ahead of its result.
-      if (await tools.changed(name, scope(extra, session)).catch(() => false))
+      if (await tools.changed(name, options.scope(extra, session)).catch(() => false))
         await extra.sendNotification({ method: "notifications/tools/list_changed" }).catch(() => undefined);
       return result as CallToolResult;
     }),
   );
-  server.setRequestHandler(
-    ListPromptsRequestSchema,
-    handled(async (request, extra, session) =>
-      listPage(
-        "prompts",
-        clients,
-        gateway,
-        scope(extra, session),
-        () => through(extra, session),
-        request.params?.cursor,
+  for (const [schema, kind] of [
+    [ListPromptsRequestSchema, "prompts"],
+    [ListResourcesRequestSchema, "resources"],
+    [ListResourceTemplatesRequestSchema, "resourceTemplates"],
+  ] as const)
+    server.setRequestHandler(
+      schema,
+      handled(async (request, extra, session) =>
+        answers.list(kind, asked(extra, session), request.params?.cursor),
       ),
-    ),
-  );
+    );
   server.setRequestHandler(
     GetPromptRequestSchema,
-    handled(async (request, extra, session) => {
-      const { name } = request.params;
-      const args = request.params.arguments as JsonObject | undefined;
-      const found =
-        (await skillPrompt(clients, scope(extra, session), name)) ??
-        (await gateway?.getPrompt(through(extra, session), name, args));
-      if (found === undefined) throw unknownPrompt(name);
-      return found;
-    }),
-  );
-  server.setRequestHandler(
-    ListResourcesRequestSchema,
     handled(async (request, extra, session) =>
-      listPage(
-        "resources",
-        clients,
-        gateway,
-        scope(extra, session),
-        () => through(extra, session),
-        request.params?.cursor,
-      ),
-    ),
-  );
-  server.setRequestHandler(
-    ListResourceTemplatesRequestSchema,
-    handled(async (request, extra, session) =>
-      listPage(
-        "resourceTemplates",
-        clients,
-        gateway,
-        scope(extra, session),
-        () => through(extra, session),
-        request.params?.cursor,
+      answers.getPrompt(
+        asked(extra, session),
+        request.params.name,
+        request.params.arguments as JsonObject | undefined,
       ),
     ),
   );
   server.setRequestHandler(
     ReadResourceRequestSchema,
-    handled(async (request, extra, session) => {
-      const { uri } = request.params;
-      const found = uri.startsWith(SKILL_SCHEME)
-        ? await skillResource(clients, scope(extra, session), uri)
-        : await gateway?.readResource(through(extra, session), uri);
-      if (found === undefined) throw unknownResource(uri);
-      return found;
-    }),
+    handled(async (request, extra, session) =>
+      answers.readResource(asked(extra, session), request.params.uri),
+    ),
   );
   if (gateway === undefined || !serves) return { server, client };
 
   server.setRequestHandler(
     CompleteRequestSchema,
-    handled(async (request, extra, session) => {
-      const params = request.params as unknown as JsonObject;
-      const found = await gateway.complete(through(extra, session), params);
-      if (found !== undefined) return found;
-      // wayfind's skills take no arguments: a skill's prompt completes to nothing.
-      const { ref } = request.params;
-      if (
-        ref.type === "ref/prompt" &&
-        (await skillPrompt(clients, scope(extra, session), ref.name)) !== undefined
-      )
-        return { completion: { values: [] } };
-      throw ref.type === "ref/prompt" ? unknownPrompt(ref.name) : unknownResource(ref.uri);
-    }),
+    handled(async (request, extra, session) =>
+      answers.complete(asked(extra, session), request.params as unknown as JsonObject),
+    ),
   );
   for (const [schema, subscribe] of [
     [SubscribeRequestSchema, true],
@@ -263,21 +212,4 @@ function sessionCall(
               .catch(() => undefined);
           },
   };
-}
-
-/**
- * An error as the JSON-RPC error a client reads, in its own words (never prefixed twice): a refusal
- * as it is; wayfind's own errors with their code's name, as the RPCs' errors read over /mcp.
- */
-function refusalOf(error: unknown): unknown {
-  if (!(error instanceof WayfindError)) return error;
-  const code =
-    error.code === "invalid_argument" || error.code === "not_found"
-      ? ErrorCode.InvalidParams
-      : error.code === "permission_denied" ||
-          error.code === "unauthenticated" ||
-          error.code === "failed_precondition"
-        ? ErrorCode.InvalidRequest
-        : ErrorCode.InternalError;
-  return new JsonRpcRefusal(code, `${error.code.toUpperCase()}: ${error.message}`);
 }

@@ -30,9 +30,14 @@ export function unknownPrompt(name: string): JsonRpcRefusal {
   return new JsonRpcRefusal(ErrorCode.InvalidParams, `unknown prompt ${JSON.stringify(name.slice(0, 300))}`);
 }
 
-/** The error of a resource the caller has none of: the same whether it is hidden or missing. */
+/**
+ * The error of a resource the caller has none of: the same whether it is hidden or missing; its data
+ * names the URI asked for (SEP-2164), as far as a URI reasonably goes.
+ */
 export function unknownResource(uri: string): JsonRpcRefusal {
-  return new JsonRpcRefusal(RESOURCE_NOT_FOUND, `unknown resource ${JSON.stringify(uri.slice(0, 300))}`);
+  return new JsonRpcRefusal(RESOURCE_NOT_FOUND, `unknown resource ${JSON.stringify(uri.slice(0, 300))}`, {
+    uri: uri.slice(0, 2_000),
+  });
 }
 
 export async function skillPrompts(

@@ -70,9 +70,13 @@ export interface SessionClient {
   tell(notification: PassedMessage, related: RequestId | undefined): void;
 }
 
-/** What an MCP session's request carries to the server that answers it. */
+/** What an MCP request carries to the server that answers it. */
 export interface SessionCall {
-  readonly client: SessionClient;
+  /**
+   * The session's client; undefined for a 2026-07-28 request, which has no session: the servers
+   * reach it only through the request's own answer.
+   */
+  readonly client?: SessionClient | undefined;
   /** The session's request (its `tools/call`, `prompts/get`, …), whose stream a server's requests go in. */
   readonly requestId: RequestId;
   /** Where the server's progress goes; undefined = the client asked for none. */

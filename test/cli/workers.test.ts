@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
 import { apiKey } from "../support/auth.ts";
 import { type CliRun, runCli } from "../support/cli.ts";
-import { mcpHeaders, openMcpSession } from "../support/mcp-session.ts";
+import { mcpHeaders, modernRequest, openMcpSession } from "../support/mcp-session.ts";
 import { isAlive, postgresUnavailable, startPostgres, type TestPostgres } from "../support/postgres.ts";
 
 // Issue 47: `wayfind serve --workers N` serves one port from N processes sharing the state as replicas
@@ -224,6 +224,31 @@ describe.skipIf(unavailable)(
       );
       expect(unknown.status).toBe(404);
     });
+
+    it("answers 1,000 requests of a 2026-07-28 client, each on a connection of its own, with no session to find", async () => {
+      const answers: { status: number; text: string }[] = [];
+      const next = { id: 0 };
+      // Eight at a time, alternating a listing and a search: half reach each worker.
+      await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          while (next.id < 1_000) {
+            const id = next.id++;
+            const { headers, body } =
+              id % 2 === 0
+                ? modernRequest(agent.secret, id, "tools/list")
+                : modernRequest(agent.secret, id, "tools/call", {
+                    name: "tool_search",
+                    arguments: { query: "forecast lookup" },
+                  });
+            answers.push(await onNewConnection(port, "/mcp", JSON.parse(body), headers));
+          }
+        }),
+      );
+      expect(answers).toHaveLength(1_000);
+      expect(answers.filter((answer) => answer.status !== 200)).toEqual([]);
+      expect(answers.filter((answer) => answer.text.includes("session"))).toEqual([]);
+      expect(answers.filter((answer) => answer.text.includes("forecast_lookup")).length).toBe(500);
+    }, 120_000);
 
     it("answers /metrics with every worker's calls summed, whichever worker is asked", async () => {
       const searches = async () => {

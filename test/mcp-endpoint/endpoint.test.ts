@@ -1,7 +1,4 @@
-import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { Code } from "@connectrpc/connect";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -14,6 +11,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ToolDiscoveryService } from "../../gen/ts/wayfind/v1/tools_pb.ts";
 import { EVERYTHING } from "../sources/mcp-servers.ts";
 import { apiKey, clientWith } from "../support/auth.ts";
+import { endpointFixtureDir } from "../support/mcp-session.ts";
 import { openRaw } from "../support/raw-http.ts";
 import { failure } from "../support/rpc.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
@@ -30,16 +28,7 @@ const acmeWatcher = apiKey("acme-observer", { tenant: "acme", roles: ["observer"
 
 let wayfind: TestServer;
 beforeAll(async () => {
-  const dir = mkdtempSync(join(tmpdir(), "wayfind-mcp-endpoint-"));
-  writeFileSync(
-    join(dir, "ops.jsonl"),
-    `${JSON.stringify({ name: "restart", description: "Restart a service by name.", parameters: { type: "object" } })}\n`,
-  );
-  mkdirSync(join(dir, "skills"));
-  copyFileSync(
-    join(import.meta.dirname, "../../demo/skills/paginate-cursor-api.skill.md"),
-    join(dir, "skills", "paginate-cursor-api.skill.md"),
-  );
+  const dir = endpointFixtureDir();
   wayfind = await startTestServer(
     {
       skill_packs: [{ name: "core", path: "skills" }],

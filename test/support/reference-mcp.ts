@@ -1,6 +1,6 @@
 /**
  * An MCP server with what the official conformance suite's server scenarios ask of a server
- * (@modelcontextprotocol/conformance 0.1.16: the reference tools `test_*`, prompts, resources,
+ * (@modelcontextprotocol/conformance 0.2.0-alpha.12, its 2025-11-25 reference: the tools `test_*`, prompts, resources,
  * resource templates, completions, subscriptions, logging), written from the scenarios' stated
  * requirements. wayfind fronts it in test/mcp-endpoint/conformance.test.ts, so the suite checks what
  * passes through /mcp; it is a real server on a real port (Streamable HTTP, stateful, resumable).
@@ -100,9 +100,24 @@ const TOOLS = [
       $schema: "https://json-schema.org/draft/2020-12/schema",
       type: "object" as const,
       $defs: {
-        address: { type: "object", properties: { street: { type: "string" }, city: { type: "string" } } },
+        address: {
+          $anchor: "addressDef",
+          type: "object",
+          properties: { street: { type: "string" }, city: { type: "string" } },
+        },
       },
-      properties: { name: { type: "string" }, address: { $ref: "#/$defs/address" } },
+      properties: {
+        name: { type: "string" },
+        address: { $ref: "#/$defs/address" },
+        contactMethod: { type: "string", enum: ["phone", "email"] },
+        phone: { type: "string" },
+        email: { type: "string" },
+      },
+      allOf: [{ anyOf: [{ required: ["phone"] }, { required: ["email"] }] }],
+      if: { properties: { contactMethod: { const: "phone" } }, required: ["contactMethod"] },
+      // biome-ignore lint/suspicious/noThenProperty: a JSON Schema keyword, as the suite's schema has it.
+      then: { required: ["phone"] },
+      else: { required: ["email"] },
       additionalProperties: false,
     },
   },

@@ -14,13 +14,18 @@ type Response = http.ServerResponse | http2.Http2ServerResponse;
 const WAYFIND_REQUEST_HEADERS = ["authorization", "wayfind-role", "traceparent", "tracestate"];
 /** Headers a page may read besides the protocols' own (errors, trailers). */
 const WAYFIND_RESPONSE_HEADERS = ["wayfind-stale"];
-/** What a browser MCP client sends and reads on /mcp (Streamable HTTP), and the caller it names. */
+/**
+ * What a browser MCP client sends and reads on /mcp (Streamable HTTP of both revisions: a 2026-07-28
+ * request names its method and target in headers), and the caller it names.
+ */
 const MCP_REQUEST_HEADERS = [
   "authorization",
   "content-type",
   "accept",
   "mcp-session-id",
   "mcp-protocol-version",
+  "mcp-method",
+  "mcp-name",
   "last-event-id",
   "wayfind-tenant",
   "wayfind-project",
