@@ -11,14 +11,9 @@ import type { GatewayRequest, ListKind, McpGateway } from "../sources/mcp-gatewa
 import { JsonRpcRefusal } from "../tools/mcp-session.ts";
 import type { CallScope, WayfindClients } from "./meta-tools.ts";
 import { listPage } from "./session-lists.ts";
-import {
-  SKILL_SCHEME,
-  skillPrompt,
-  skillResource,
-  unknownPrompt,
-  unknownResource,
-} from "./session-skills.ts";
+import { skillPrompt, unknownPrompt, unknownResource } from "./session-skills.ts";
 import type { SessionTools } from "./session-tools.ts";
+import { getSkillEntry, listSkillEntries, readSkillManifest, SKILL_SCHEME } from "./skill-manifests.ts";
 
 /** What wayfind tells a client about how to use it (initialize, server/discover). */
 export const INSTRUCTIONS =
@@ -64,9 +59,19 @@ export class McpAnswers {
     return found;
   }
 
+  /** `skills/list` of the skills extension: a page of the caller's skills. */
+  listSkills(asked: AskedBy, cursor: string | undefined): Promise<JsonObject> {
+    return listSkillEntries(this.clients, asked.scope, cursor);
+  }
+
+  /** `skills/get` of the skills extension: the entry of the skill whose `SKILL.md` is at `uri`. */
+  getSkill(asked: AskedBy, uri: string): Promise<JsonObject> {
+    return getSkillEntry(this.clients, asked.scope, uri);
+  }
+
   async readResource(asked: AskedBy, uri: string): Promise<JsonObject> {
     const found = uri.startsWith(SKILL_SCHEME)
-      ? await skillResource(this.clients, asked.scope, uri)
+      ? await readSkillManifest(this.clients, asked.scope, uri)
       : await this.gateway?.readResource(asked.through(), uri);
     if (found === undefined) throw unknownResource(uri);
     return found;

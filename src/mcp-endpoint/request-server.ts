@@ -6,6 +6,7 @@
  */
 import type { CacheHint, ProgressToken, ServerContext } from "@modelcontextprotocol/server";
 import { Server } from "@modelcontextprotocol/server";
+import { z } from "zod";
 import type { Caller } from "../caller/caller.ts";
 import type { JsonObject } from "../json.ts";
 import type { McpGateway } from "../sources/mcp-gateway.ts";
@@ -13,6 +14,7 @@ import type { SessionCall } from "../tools/mcp-session.ts";
 import { type AskedBy, INSTRUCTIONS, McpAnswers, refusalOf } from "./answers.ts";
 import type { CallScope, WayfindClients } from "./meta-tools.ts";
 import { SessionTools } from "./session-tools.ts";
+import { SKILLS_EXTENSION_ID } from "./skill-manifests.ts";
 
 /**
  * How long a client may reuse a list before it asks again. Short: the catalog, the caller's
@@ -48,6 +50,7 @@ export function requestServer(options: RequestServerOptions): Server {
         prompts: {},
         resources: {},
         ...(answers.serves ? { completions: {} } : {}),
+        extensions: { [SKILLS_EXTENSION_ID]: {} },
       },
       instructions: INSTRUCTIONS,
       cacheHints: {
@@ -123,6 +126,19 @@ export function requestServer(options: RequestServerOptions): Server {
   server.setRequestHandler(
     "resources/read",
     handled(async (request, ctx) => answers.readResource(asked(ctx), request.params.uri) as never),
+  );
+  server.setRequestHandler(
+    "skills/list",
+    { params: z.looseObject({ cursor: z.string().optional() }) },
+    handled(async (params, ctx) => ({
+      ...(await answers.listSkills(asked(ctx), params.cursor)),
+      ...LIST_HINT,
+    })),
+  );
+  server.setRequestHandler(
+    "skills/get",
+    { params: z.looseObject({ uri: z.string() }) },
+    handled(async (params, ctx) => ({ ...(await answers.getSkill(asked(ctx), params.uri)), ...LIST_HINT })),
   );
   if (answers.serves)
     server.setRequestHandler(

@@ -9,7 +9,8 @@ import type { JsonObject } from "../json.ts";
 import type { GatewayRequest, ListKind, ListPosition, McpGateway } from "../sources/mcp-gateway.ts";
 import { JsonRpcRefusal } from "../tools/mcp-session.ts";
 import type { CallScope, WayfindClients } from "./meta-tools.ts";
-import { skillPrompts, skillResources } from "./session-skills.ts";
+import { skillPrompts } from "./session-skills.ts";
+import { skillResources } from "./skill-manifests.ts";
 
 /** Where a page starts: a page of the skills (by ListSkills' token), or of the servers. */
 type Position = { readonly skills: string } | { readonly servers: ListPosition };

@@ -25,6 +25,7 @@ import {
   SubscribeRequestSchema,
   UnsubscribeRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
 import type { Caller } from "../caller/caller.ts";
 import type { McpToolList } from "../config/index.ts";
 import type { JsonObject } from "../json.ts";
@@ -33,10 +34,22 @@ import { JsonRpcRefusal, type SessionCall } from "../tools/mcp-session.ts";
 import { type AskedBy, INSTRUCTIONS, McpAnswers, refusalOf } from "./answers.ts";
 import type { CallScope, WayfindClients } from "./meta-tools.ts";
 import { SessionClientOf } from "./session-client.ts";
-import { SKILL_SCHEME, unknownResource } from "./session-skills.ts";
+import { unknownResource } from "./session-skills.ts";
 import { SessionTools } from "./session-tools.ts";
+import { SKILL_SCHEME, SKILLS_EXTENSION_ID } from "./skill-manifests.ts";
 
 export type RequestExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+/** The skills extension's requests (skill-manifests.ts), as the 1.x SDK routes a request by its schema. */
+const META = z.looseObject({ progressToken: z.union([z.string(), z.number()]).optional() }).optional();
+const LIST_SKILLS = z.object({
+  method: z.literal("skills/list"),
+  params: z.looseObject({ cursor: z.string().optional(), _meta: META }).optional(),
+});
+const GET_SKILL = z.object({
+  method: z.literal("skills/get"),
+  params: z.looseObject({ uri: z.string(), _meta: META }),
+});
 
 /** Resources one session may be subscribed to at once. */
 const MAX_SUBSCRIPTIONS = 1_000;
@@ -65,6 +78,7 @@ export function sessionServer(options: SessionServerOptions): { server: Server; 
         prompts: { listChanged: serves },
         resources: { listChanged: serves, subscribe: serves },
         ...(serves ? { completions: {}, logging: {} } : {}),
+        extensions: { [SKILLS_EXTENSION_ID]: {} },
       },
       instructions: INSTRUCTIONS,
     },
@@ -149,6 +163,16 @@ export function sessionServer(options: SessionServerOptions): { server: Server; 
     handled(async (request, extra, session) =>
       answers.readResource(asked(extra, session), request.params.uri),
     ),
+  );
+  server.setRequestHandler(
+    LIST_SKILLS,
+    handled(async (request, extra, session) =>
+      answers.listSkills(asked(extra, session), request.params?.cursor),
+    ),
+  );
+  server.setRequestHandler(
+    GET_SKILL,
+    handled(async (request, extra, session) => answers.getSkill(asked(extra, session), request.params.uri)),
   );
   if (gateway === undefined || !serves) return { server, client };
 

@@ -1,26 +1,24 @@
 /**
- * Skills as MCP prompts and resources, for clients that offer them to their user or model:
- * - `prompts/list` is the caller's skills (ListSkills, a page at a time) and `prompts/get` a skill's
- *   text, ready to inject (GetSkills) — slash commands in Claude Code, prompt pickers elsewhere;
- * - `resources/list` the same skills as `skill://<name>` documents and `resources/read` one's text,
- *   for clients that attach resources to a conversation.
- * Visibility is the skill RPCs': a hidden skill reads exactly like a missing one.
+ * Skills as MCP prompts, for clients that offer them to their user or model: `prompts/list` is the
+ * caller's skills (ListSkills, a page at a time) and `prompts/get` a skill's text, ready to inject
+ * (GetSkills) — slash commands in Claude Code, prompt pickers elsewhere. (As resources and as the
+ * skills extension: skill-manifests.ts.) Visibility is the skill RPCs': a hidden skill reads exactly
+ * like a missing one.
  */
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ErrorCode } from "@modelcontextprotocol/sdk/types.js";
-import { SkillFormat } from "../../gen/ts/wayfind/v1/skills_pb.ts";
+import { type GetSkillsResponse, SkillFormat, type SkillSummary } from "../../gen/ts/wayfind/v1/skills_pb.ts";
 import type { JsonObject } from "../json.ts";
 import { LIMITS } from "../limits.ts";
 import { JsonRpcRefusal } from "../tools/mcp-session.ts";
 import type { CallScope, WayfindClients } from "./meta-tools.ts";
 import { rpcError } from "./session-tools.ts";
 
-export const SKILL_SCHEME = "skill://";
 /** JSON-RPC code of an unknown resource (MCP specification, resources). */
 const RESOURCE_NOT_FOUND = -32002;
 
 /** A page of the caller's skills as items of a list, and the token of the next page. */
-interface SkillsPage {
+export interface SkillsPage {
   readonly items: JsonObject[];
   readonly next: string | undefined;
 }
@@ -40,20 +38,12 @@ export function unknownResource(uri: string): JsonRpcRefusal {
   });
 }
 
-export async function skillPrompts(
-  clients: WayfindClients,
-  scope: CallScope,
-  token: string,
-): Promise<SkillsPage> {
-  const page = await skillsPage(clients, scope, token);
-  return {
-    items: page.skills.map((skill) => ({
-      name: skill.name,
-      ...(skill.title ? { title: skill.title } : {}),
-      description: skill.description,
-    })),
-    next: page.nextPageToken || undefined,
-  };
+export function skillPrompts(clients: WayfindClients, scope: CallScope, token: string): Promise<SkillsPage> {
+  return skillItems(clients, scope, token, (skill) => ({
+    name: skill.name,
+    ...(skill.title ? { title: skill.title } : {}),
+    description: skill.description,
+  }));
 }
 
 /** A skill as a prompt; undefined when the caller has no such skill (or may not see it). */
@@ -70,51 +60,41 @@ export async function skillPrompt(
   };
 }
 
-export async function skillResources(
+/** A page of the caller's skills (ListSkills), each made an item of a list by `item`. */
+export async function skillItems(
   clients: WayfindClients,
   scope: CallScope,
   token: string,
+  item: (skill: SkillSummary) => JsonObject,
 ): Promise<SkillsPage> {
-  const page = await skillsPage(clients, scope, token);
-  return {
-    items: page.skills.map((skill) => ({
-      uri: `${SKILL_SCHEME}${skill.name}`,
-      name: skill.name,
-      ...(skill.title ? { title: skill.title } : {}),
-      description: skill.description,
-      mimeType: "text/markdown",
-    })),
-    next: page.nextPageToken || undefined,
-  };
-}
-
-/** A `skill://` resource's text; undefined when the caller has no such skill (or may not see it). */
-export async function skillResource(
-  clients: WayfindClients,
-  scope: CallScope,
-  uri: string,
-): Promise<JsonObject | undefined> {
-  const found = await skillText(clients, scope, uri.slice(SKILL_SCHEME.length));
-  return found === undefined
-    ? undefined
-    : { contents: [{ uri, mimeType: "text/markdown", text: found.text }] };
-}
-
-function skillsPage(clients: WayfindClients, scope: CallScope, token: string) {
-  return asPromptError(
+  const page = await asSkillError(
     clients.skills.listSkills(
       { caller: scope.caller, pageSize: LIMITS.listSkillsPageSize.max, pageToken: token },
       { headers: scope.headers, signal: scope.signal },
     ),
   );
+  return { items: page.skills.map(item), next: page.nextPageToken || undefined };
 }
 
 /** A skill and its text, ready to inject; undefined when the caller has no such skill (or may not see it). */
 async function skillText(clients: WayfindClients, scope: CallScope, name: string) {
-  const got = await asPromptError(
+  const got = await getSkill(clients, scope, name, SkillFormat.INJECTION);
+  const skill = got?.skills[0];
+  if (got === undefined || skill === undefined) return undefined;
+  return { skill, text: got.formattedContext };
+}
+
+/** GetSkills of the one skill `name`; undefined when the caller has no such skill (or may not see it). */
+export function getSkill(
+  clients: WayfindClients,
+  scope: CallScope,
+  name: string,
+  format: SkillFormat,
+): Promise<GetSkillsResponse | undefined> {
+  return asSkillError(
     clients.skills
       .getSkills(
-        { caller: scope.caller, names: [name], format: SkillFormat.INJECTION },
+        { caller: scope.caller, names: [name], format },
         { headers: scope.headers, signal: scope.signal },
       )
       .catch((error: unknown) => {
@@ -122,13 +102,10 @@ async function skillText(clients: WayfindClients, scope: CallScope, name: string
         throw error;
       }),
   );
-  const skill = got?.skills[0];
-  if (got === undefined || skill === undefined) return undefined;
-  return { skill, text: got.formattedContext };
 }
 
-/** A refused skill RPC as the JSON-RPC error a prompt or resource request gets. */
-async function asPromptError<T>(call: Promise<T>): Promise<T> {
+/** A refused skill RPC as the JSON-RPC error a prompt, resource or skills request gets. */
+async function asSkillError<T>(call: Promise<T>): Promise<T> {
   try {
     return await call;
   } catch (error) {

@@ -1,6 +1,7 @@
 import type { Caller } from "../caller/caller.ts";
 import type { Db } from "../database/sqlite.ts";
 import type { EventAttributeValue, EventSink, EventType } from "../events/event.ts";
+import { LruCache } from "../lru.ts";
 import { LocalWriter, type ReplicatedWrite, type StateWriter } from "../replication/writes.ts";
 import { type QueryReadings, queryReadings } from "../search/fts.ts";
 import type { ModelWords } from "../search/model-words.ts";
@@ -19,6 +20,8 @@ export class SkillContext {
   /** The skills' version: counts the changes seen (data_version or localChanges moved) since start. */
   private version = 0;
   private seenVersion = "";
+  /** Listings' total counts, by what was counted, at the version they were counted at. */
+  private readonly counts = new LruCache<string, { readonly version: number; readonly count: number }>(256);
 
   private readonly events: EventSink | undefined;
   /** Redact e-mails, phone numbers, tokens and URL query strings from returned text. */
@@ -91,6 +94,19 @@ export class SkillContext {
    */
   searchIndex(): SkillWordIndex {
     return this.builds.current();
+  }
+
+  /**
+   * `count()`, the total of a listing described by `key`, counted once per version of the skills: a
+   * caller paging through a large library does not count it again for every page.
+   */
+  countOf(key: string, count: () => number): number {
+    const version = this.skillsVersion();
+    const cached = this.counts.get(key);
+    if (cached?.version === version) return cached.count;
+    const counted = count();
+    this.counts.set(key, { version, count: counted });
+    return counted;
   }
 
   /** Counts another connection's commits (data_version) and this one's writes as changes. */

@@ -8,7 +8,7 @@ export type { PackFile } from "./pack.ts";
 export type { GetSkillsInput, ListSkillsInput } from "./read.ts";
 export { redactText } from "./redact.ts";
 export type { GetRelevantSkillsInput } from "./relevant.ts";
-export type { SkillSummary } from "./sanitize.ts";
+export { listedTrigger, type SkillSummary } from "./sanitize.ts";
 export { skillsMigrations } from "./schema.ts";
 export type { SearchSkillsInput } from "./search.ts";
 export type { SkillWordIndex } from "./word-index.ts";

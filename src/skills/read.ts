@@ -142,16 +142,24 @@ export function listSkills(
     params.push(scope);
   }
   const filtered = conditions.join(" AND ");
-  const totalCount =
-    context.store.get<{ n: number }>(`SELECT count(*) AS n FROM skills s WHERE ${filtered}`, params)?.n ?? 0;
+  // What the count depends on: the filter's text and its parameters (the caller's scope among them).
+  const totalCount = context.countOf(
+    JSON.stringify([filtered, params]),
+    () =>
+      context.store.get<{ n: number }>(`SELECT count(*) AS n FROM skills s WHERE ${filtered}`, params)?.n ??
+      0,
+  );
   const pageParams = [...params];
   let pageWhere = filtered;
   if (after) {
-    pageWhere += " AND (s.name > ? OR (s.name = ? AND s.seq > ?))";
+    // `name >= ?` first, so the page starts with a seek in the name index.
+    pageWhere += " AND s.name >= ? AND (s.name > ? OR s.seq > ?)";
     pageParams.push(after.n, after.n, after.s);
   }
+  // In name order from the name index, stopping at the page's end (with the scope index instead,
+  // SQLite reads and sorts every visible skill for each page).
   const rows = context.store.all<SkillRow>(
-    `SELECT s.* FROM skills s WHERE ${pageWhere} ORDER BY s.name, s.seq LIMIT ?`,
+    `SELECT s.* FROM skills s INDEXED BY skills_name WHERE ${pageWhere} ORDER BY s.name, s.seq LIMIT ?`,
     [...pageParams, pageSize + 1],
   );
   const page = rows.slice(0, pageSize);

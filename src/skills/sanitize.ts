@@ -49,12 +49,17 @@ export interface SkillDetails extends SkillView {
   readonly stats: Skill["stats"];
 }
 
+/** A skill's trigger as a listing shows it (and the MCP skills extension describes the skill by). */
+export function listedTrigger(trigger: string): string {
+  return clip(trigger, 300);
+}
+
 export function summary(row: SearchRow, sanitizeFor: SanitizerFor): SkillSummary {
   const sanitize = sanitizeFor(row);
   return {
     name: row.name,
     title: sanitize(row.title),
-    trigger: clip(sanitize(row.trigger_text), 300),
+    trigger: listedTrigger(sanitize(row.trigger_text)),
     taskType: row.task_type,
     tags: (JSON.parse(row.tags) as string[]).map(sanitize),
   };

@@ -301,7 +301,8 @@ describe("resources", () => {
     const client = await connect(acme.secret);
     const { resources } = await client.listResources();
     const paginate = resources.find((resource) => resource.name.includes("paginate"));
-    expect(paginate?.uri).toBe(`skill://${paginate?.name}`);
+    // Each skill is its SKILL.md (the skills extension's file: test/mcp-endpoint/skills.test.ts).
+    expect(paginate?.uri).toBe(`skill://pack/core/${paginate?.name}/SKILL.md`);
     expect(paginate?.mimeType).toBe("text/markdown");
     const read = await client.readResource({ uri: paginate?.uri ?? "" });
     expect(read.contents[0]).toMatchObject({ uri: paginate?.uri, text: expect.stringContaining("cursor") });

@@ -132,7 +132,8 @@ describe("a 2026-07-28 client", () => {
     const client = await modernClient(acme.secret);
     const paginate = (await client.listPrompts()).prompts.find((prompt) => prompt.name.includes("paginate"));
     expect(paginate?.description).toBeTruthy();
-    const uri = `skill://${paginate?.name}`;
+    const uri = "skill://pack/core/paginate-cursor-api/SKILL.md";
+    expect((await client.listResources()).resources.map((resource) => resource.uri)).toContain(uri);
     const read = await client.readResource({ uri });
     expect(read.contents[0]).toMatchObject({ uri, text: expect.stringContaining("cursor") });
   });

@@ -144,6 +144,31 @@ describe("listSkills", () => {
     expect(second.nextPageToken).toBe("");
   });
 
+  it("reports the total as the library stands after a change, and pages on by name across it", () => {
+    const { service } = loaded();
+    const first = service.listSkills(caller("t1"), { pageSize: 2 });
+    expect(first.totalCount).toBe(3);
+    service.loadSkillPack({
+      pack: "more",
+      scope: GLOBAL,
+      files: [
+        bigSkill("deploy.canary", "deploy a canary first", 2),
+        bigSkill("ztest.run", "run the tests", 2),
+      ],
+    });
+    const second = service.listSkills(caller("t1"), { pageSize: 2, pageToken: first.nextPageToken });
+    expect(second.totalCount).toBe(5);
+    // The page goes on after the last name given ("deploy.huge"), the library as it is now.
+    expect(second.skills.map((s) => s.name)).toEqual(["deploy.rollout", "ztest.run"]);
+    expect(service.listSkills(caller("t1"), { pageSize: 5 }).skills.map((s) => s.name)).toEqual([
+      "db.migrate",
+      "deploy.canary",
+      "deploy.huge",
+      "deploy.rollout",
+      "ztest.run",
+    ]);
+  });
+
   it("rejects a bad page token and page sizes over 100", () => {
     const { service } = loaded();
     expect(thrown(() => service.listSkills(caller("t1"), { pageToken: "garbage" })).code).toBe(
