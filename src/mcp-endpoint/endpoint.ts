@@ -228,6 +228,7 @@ export class McpEndpoint {
     }
     await this.stateless.serve(request, response, body, {
       caller,
+      principal: principal.id,
       scope: (signal, call) => ({
         caller: { tenantId: caller.tenantId, projectId: caller.projectId, userId: caller.userId, runId },
         headers,

@@ -10,9 +10,10 @@ import { z } from "zod";
 import type { Caller } from "../caller/caller.ts";
 import type { JsonObject } from "../json.ts";
 import type { McpGateway } from "../sources/mcp-gateway.ts";
-import type { SessionCall } from "../tools/mcp-session.ts";
+import type { ClientAnswers, SessionCall, SessionClient } from "../tools/mcp-session.ts";
 import { type AskedBy, INSTRUCTIONS, McpAnswers, refusalOf } from "./answers.ts";
 import type { CallScope, WayfindClients } from "./meta-tools.ts";
+import type { Rounds, RoundTarget } from "./rounds.ts";
 import { SessionTools } from "./session-tools.ts";
 import { SKILLS_EXTENSION_ID } from "./skill-manifests.ts";
 
@@ -26,6 +27,8 @@ const LIST_HINT: CacheHint = { ttlMs: 30_000, cacheScope: "private" };
 export interface RequestCaller {
   /** The caller the request acts as, admitted as an RPC is. */
   readonly caller: Caller;
+  /** The id of the principal its credentials are (a call's rounds are bound to it). */
+  readonly principal: string;
   /** What the RPCs made for the request carry: its caller context, credentials and cancellation. */
   scope(signal: AbortSignal, call: SessionCall): CallScope;
 }
@@ -34,6 +37,8 @@ export interface RequestServerOptions extends RequestCaller {
   readonly clients: WayfindClients;
   readonly gateway: McpGateway | undefined;
   readonly version: string;
+  /** The calls of this process waiting for their client's next round. */
+  readonly rounds: Rounds;
 }
 
 export function requestServer(options: RequestServerOptions): Server {
@@ -64,13 +69,32 @@ export function requestServer(options: RequestServerOptions): Server {
     },
   );
 
-  /** The request as wayfind answers it: its RPCs' scope, and how it reaches the servers behind wayfind. */
-  const asked = (ctx: ServerContext): AskedBy => {
-    const call = requestCall(ctx);
+  /**
+   * The request as wayfind answers it: its RPCs' scope, and how it reaches the servers behind wayfind
+   * (with `client` when they may ask it something, until `signal` ends the call).
+   */
+  const asked = (ctx: ServerContext, client?: SessionClient, signal = ctx.mcpReq.signal): AskedBy => {
+    const call = requestCall(ctx, client);
     return {
-      scope: options.scope(ctx.mcpReq.signal, call),
-      through: () => ({ caller: options.caller, session: call, signal: ctx.mcpReq.signal }),
+      scope: options.scope(signal, call),
+      through: () => ({ caller: options.caller, session: call, signal }),
     };
+  };
+  /**
+   * A request the servers behind wayfind may ask the client about on the way: over rounds when the
+   * client declared what it answers (rounds.ts), at once otherwise; a retry goes on where it was.
+   */
+  const inRounds = (
+    ctx: ServerContext,
+    target: Pick<RoundTarget, "method" | "name">,
+    run: (asked: AskedBy) => Promise<JsonObject>,
+  ): Promise<JsonObject> => {
+    const call = { tenant: options.caller.tenantId, principal: options.principal, ...target };
+    const state = ctx.mcpReq.requestState();
+    if (typeof state === "string") return options.rounds.resume(state, call, ctx.mcpReq.inputResponses ?? {});
+    const answers = declaredAnswers(ctx);
+    if (Object.keys(answers).length === 0) return run(asked(ctx));
+    return options.rounds.start(call, answers, (client, signal) => run(asked(ctx, client, signal)));
   };
   /** A handler whose errors are answered in JSON-RPC's words. */
   const handled =
@@ -89,14 +113,11 @@ export function requestServer(options: RequestServerOptions): Server {
   );
   server.setRequestHandler(
     "tools/call",
-    handled(
-      async (request, ctx) =>
-        answers.callTool(
-          asked(ctx),
-          request.params.name,
-          (request.params.arguments ?? {}) as JsonObject,
-        ) as never,
-    ),
+    handled(async (request, ctx) => {
+      const { name } = request.params;
+      const args = (request.params.arguments ?? {}) as JsonObject;
+      return inRounds(ctx, { method: "tools/call", name }, (by) => answers.callTool(by, name, args)) as never;
+    }),
   );
   server.setRequestHandler(
     "prompts/list",
@@ -116,16 +137,19 @@ export function requestServer(options: RequestServerOptions): Server {
     "prompts/get",
     handled(
       async (request, ctx) =>
-        answers.getPrompt(
-          asked(ctx),
-          request.params.name,
-          request.params.arguments as JsonObject | undefined,
+        inRounds(ctx, { method: "prompts/get", name: request.params.name }, (by) =>
+          answers.getPrompt(by, request.params.name, request.params.arguments as JsonObject | undefined),
         ) as never,
     ),
   );
   server.setRequestHandler(
     "resources/read",
-    handled(async (request, ctx) => answers.readResource(asked(ctx), request.params.uri) as never),
+    handled(
+      async (request, ctx) =>
+        inRounds(ctx, { method: "resources/read", name: request.params.uri }, (by) =>
+          answers.readResource(by, request.params.uri),
+        ) as never,
+    ),
   );
   server.setRequestHandler(
     "skills/list",
@@ -151,10 +175,26 @@ export function requestServer(options: RequestServerOptions): Server {
   return server;
 }
 
-/** What the request carries to the servers it reaches: no session client, and its progress sink. */
-function requestCall(ctx: ServerContext): SessionCall {
+/** What the client declared in the request's `_meta` that it answers: sampling, elicitation, roots. */
+function declaredAnswers(ctx: ServerContext): ClientAnswers {
+  const envelope = (ctx.mcpReq.envelope ?? {}) as Record<string, unknown>;
+  const declared = (envelope["io.modelcontextprotocol/clientCapabilities"] ?? {}) as Record<string, unknown>;
+  const answers: Record<string, JsonObject> = {};
+  for (const name of ["sampling", "elicitation", "roots"] as const) {
+    const capability = declared[name];
+    if (capability !== null && typeof capability === "object") answers[name] = capability as JsonObject;
+  }
+  return answers;
+}
+
+/**
+ * What the request carries to the servers it reaches: the call's client when they may ask it
+ * something (none otherwise), and its progress sink (the first round's: later rounds have none).
+ */
+function requestCall(ctx: ServerContext, client: SessionClient | undefined): SessionCall {
   const progressToken = ctx.mcpReq._meta?.progressToken as ProgressToken | undefined;
   return {
+    ...(client === undefined ? {} : { client }),
     requestId: ctx.mcpReq.id,
     onProgress:
       progressToken === undefined

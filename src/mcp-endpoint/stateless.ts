@@ -19,6 +19,7 @@ import { type NodeResponse, writeHead } from "../http-response.ts";
 import type { McpGateway } from "../sources/mcp-gateway.ts";
 import type { WayfindClients } from "./meta-tools.ts";
 import { type RequestCaller, requestServer } from "./request-server.ts";
+import { DEFAULT_ROUND_LIMITS, Rounds } from "./rounds.ts";
 
 type NodeRequest = IncomingMessage | Http2ServerRequest;
 
@@ -27,6 +28,7 @@ const OPTIONS_KEY = "wayfind.request";
 
 export class StatelessRequests {
   private readonly handler: McpHttpHandler;
+  private readonly rounds: Rounds;
 
   constructor(options: {
     readonly clients: WayfindClients;
@@ -35,12 +37,18 @@ export class StatelessRequests {
     readonly logger: Logger;
   }) {
     const { clients, gateway, version, logger } = options;
+    const rounds = new Rounds(
+      DEFAULT_ROUND_LIMITS,
+      (clientId) => gateway?.sessionEnded(clientId) ?? Promise.resolve(),
+    );
+    this.rounds = rounds;
     this.handler = createMcpHandler(
       (context) =>
         requestServer({
           clients,
           gateway,
           version,
+          rounds,
           ...(context.authInfo?.extra?.[OPTIONS_KEY] as RequestCaller),
         }),
       {
@@ -95,6 +103,7 @@ export class StatelessRequests {
   }
 
   close(): Promise<void> {
+    this.rounds.close();
     return this.handler.close();
   }
 }
