@@ -5,9 +5,11 @@
  *  - tools/call latency, calls interleaved one by one: the server over stdio directly, through
  *    wayfind (`tool_call`, `wayfind serve` as a child) and through mcp-proxy (its Streamable HTTP),
  *    p50 / p99 and what each gateway adds over direct, and each gateway's CPU per call and RSS;
+ *  - the same call through wayfind by a client of MCP 2026-07-28 (the 2.x SDK client, no session);
  *  - a tool call during which the server asks the client one question (sampling/createMessage,
- *    elicitation/create, roots/list; the client answers at once), direct against through wayfind,
- *    interleaved the same way — and what mcp-proxy answers to the same call.
+ *    elicitation/create, roots/list; the client answers at once), direct against through wayfind
+ *    (a 2025 session asked on its stream; a 2026 client over two rounds, input_required), interleaved
+ *    the same way — and what mcp-proxy answers to the same call.
  * Run: `node --import tsx bench/mcp-gateways.ts [--calls N] [--asks N] [--cpu-prof] [--trace-gc]`
  * (--cpu-prof: wayfind's busiest functions over the tools/call runs; --trace-gc: its collections
  * over them. Either slows the server: read its latencies from a run without them).
@@ -18,6 +20,10 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import {
+  Client as ModernClient,
+  StreamableHTTPClientTransport as ModernTransport,
+} from "@modelcontextprotocol/client";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -70,6 +76,33 @@ function answerAtOnce(client: Client): void {
     roots: [{ uri: "file:///bench", name: "bench" }],
   }));
 }
+
+/**
+ * The 2.x SDK client pinned to MCP 2026-07-28 (no session: every request on its own), answering the
+ * server's questions over rounds (input_required) when `askable`.
+ */
+async function modernClient(url: string, askable: boolean): Promise<ModernClient> {
+  const client = new ModernClient(
+    { name: "bench", version: "1.0.0" },
+    { versionNegotiation: { mode: { pin: "2026-07-28" } }, capabilities: askable ? ASKABLE : {} },
+  );
+  if (askable) {
+    client.setRequestHandler("sampling/createMessage", () => ({
+      role: "assistant",
+      content: { type: "text", text: "pong" },
+      model: "bench",
+    }));
+    client.setRequestHandler("elicitation/create", () => ({ action: "accept", content: { answer: "ok" } }));
+    client.setRequestHandler("roots/list", () => ({ roots: [{ uri: "file:///bench", name: "bench" }] }));
+  }
+  await client.connect(new ModernTransport(new URL(url)));
+  return client;
+}
+const viaModern = (client: ModernClient, tool: string, expected: string) => () =>
+  expectText(
+    client.callTool({ name: "tool_call", arguments: { name: `up.${tool}`, arguments: {} } }),
+    expected,
+  );
 
 async function connect(transport: Transport, askable: boolean): Promise<Client> {
   const client = new Client({ name: "bench", version: "1.0.0" }, { capabilities: askable ? ASKABLE : {} });
@@ -219,7 +252,7 @@ const proxy = await startMcpProxy(join(dir, "mcp-proxy.log")).catch(async (error
   throw error;
 });
 const proxyPid = proxy.child.pid ?? 0;
-const clients: Client[] = [];
+const clients: { close(): Promise<void> }[] = [];
 try {
   const endpoint = `http://127.0.0.1:${wayfind.port}/mcp`;
   const [directClient, wayfindClient, proxyClient] = await Promise.all([
@@ -228,7 +261,8 @@ try {
     overHttp(proxy.url, false),
   ]);
   if (!directClient || !wayfindClient || !proxyClient) throw new Error("a client did not connect");
-  clients.push(directClient, wayfindClient, proxyClient);
+  const modern = await modernClient(endpoint, false);
+  clients.push(directClient, wayfindClient, proxyClient, modern);
   await whenReady(viaWayfind(wayfindClient, "echo", "ok"));
 
   // tools/call, interleaved.
@@ -236,15 +270,17 @@ try {
     direct(directClient, "echo", "ok"),
     viaWayfind(wayfindClient, "echo", "ok"),
     direct(proxyClient, "echo", "ok"),
+    viaModern(modern, "echo", "ok"),
   ];
   const cpuBefore = [readCpuMs(wayfind.pid), readCpuMs(proxyPid)];
   const window = { startUs: monotonicUs(), endUs: 0 };
   const logFrom = statSync(serveLog).size;
-  const [directMs = [], wayfindMs = [], proxyMs = []] = await interleaved(paths, CALLS);
+  const [directMs = [], wayfindMs = [], proxyMs = [], modernMs = []] = await interleaved(paths, CALLS);
   window.endUs = monotonicUs();
   const gcTrace = readFileSync(serveLog).subarray(logFrom).toString("utf8");
-  const cpuPerCall = (pid: number, before: number) =>
-    ms((readCpuMs(pid) - before) / (CALLS + Math.ceil(CALLS / 10)));
+  // wayfind serves two of the paths: its CPU is shared out over both.
+  const cpuPerCall = (pid: number, before: number, paths = 1) =>
+    ms((readCpuMs(pid) - before) / (paths * (CALLS + Math.ceil(CALLS / 10))));
   const row = (label: string, samples: number[], cpu: string, rss: number) => [
     label,
     ms(percentile(samples, 50)),
@@ -260,11 +296,12 @@ try {
     [
       row("direct (stdio)", directMs, "", Number.NaN),
       row(
-        "through wayfind /mcp (tool_call)",
+        "through wayfind /mcp (tool_call), 2025-11-25 session",
         wayfindMs,
-        cpuPerCall(wayfind.pid, cpuBefore[0] ?? 0),
+        cpuPerCall(wayfind.pid, cpuBefore[0] ?? 0, 2),
         wayfind.rss().nowMiB,
       ),
+      row("through wayfind /mcp (tool_call), 2026-07-28 request", modernMs, "(shared)", Number.NaN),
       row(
         "through mcp-proxy 0.13.0",
         proxyMs,
@@ -278,7 +315,8 @@ try {
   // A question the server asks the client during a call.
   const [askingDirect, askingWayfind] = await Promise.all([overStdio(true), overHttp(endpoint, true)]);
   if (!askingDirect || !askingWayfind) throw new Error("a client did not connect");
-  clients.push(askingDirect, askingWayfind);
+  const askingModern = await modernClient(endpoint, true);
+  clients.push(askingDirect, askingWayfind, askingModern);
   const asks = [
     { tool: "sample", expected: "pong", label: "sampling/createMessage" },
     { tool: "elicit", expected: "accept", label: "elicitation/create" },
@@ -288,22 +326,37 @@ try {
   await whenReady(viaWayfind(askingWayfind, "sample", "pong"));
   const rows: string[][] = [];
   for (const ask of asks) {
-    const [d = [], w = []] = await interleaved(
-      [direct(askingDirect, ask.tool, ask.expected), viaWayfind(askingWayfind, ask.tool, ask.expected)],
+    const [d = [], w = [], m = []] = await interleaved(
+      [
+        direct(askingDirect, ask.tool, ask.expected),
+        viaWayfind(askingWayfind, ask.tool, ask.expected),
+        viaModern(askingModern, ask.tool, ask.expected),
+      ],
       ASKS,
     );
+    const added = (samples: number[]) =>
+      `${ms(percentile(samples, 50) - percentile(d, 50))} / ${ms(percentile(samples, 99) - percentile(d, 99))}`;
     rows.push([
       ask.label,
       `${ms(percentile(d, 50))} / ${ms(percentile(d, 99))}`,
       `${ms(percentile(w, 50))} / ${ms(percentile(w, 99))}`,
-      `${ms(percentile(w, 50) - percentile(d, 50))} / ${ms(percentile(w, 99) - percentile(d, 99))}`,
+      added(w),
+      `${ms(percentile(m, 50))} / ${ms(percentile(m, 99))}`,
+      added(m),
     ]);
   }
   console.log(`\na tool call asking the client one question, ${ASKS} calls a path, interleaved (ms)`);
   printAligned(
-    ["question", "direct p50 / p99", "through wayfind", "added by wayfind"],
+    [
+      "question",
+      "direct p50 / p99",
+      "through wayfind, 2025 session",
+      "added",
+      "through wayfind, 2026 rounds",
+      "added",
+    ],
     rows,
-    new Set([1, 2, 3]),
+    new Set([1, 2, 3, 4, 5]),
   );
   const refusal = await proxyClient.callTool({ name: "sample", arguments: {} }).then(
     (result) => JSON.stringify(result.content).slice(0, 200),

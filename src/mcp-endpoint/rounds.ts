@@ -5,7 +5,9 @@
  * while the client is answered `input_required` with what the server asked; its retry carries the
  * answers and the signed `requestState`, and gets the next round: the call's result, or the next
  * questions. A call that may be asked talks to its server on a connection of its own (as a 2025
- * session that declared what it answers does), closed when the call ends.
+ * session that declared what it answers does): one of its principal's lanes, each serving one call at
+ * a time, kept for the next call of the same principal and capabilities (a stdio server's process is
+ * not started anew for every call).
  *
  * Bounds: a call waits for its client's next round at most `roundTimeoutMs`, asks at most `maxRounds`
  * times, and a tenant holds at most `maxPerTenant` waiting calls (all tenants: `maxPending`). The
@@ -28,6 +30,8 @@ export interface RoundLimits {
   readonly maxRounds: number;
   readonly maxPending: number;
   readonly maxPerTenant: number;
+  /** Lanes kept idle for a principal's next calls, by capabilities declared. */
+  readonly idleLanes: number;
 }
 
 export const DEFAULT_ROUND_LIMITS: RoundLimits = {
@@ -35,6 +39,7 @@ export const DEFAULT_ROUND_LIMITS: RoundLimits = {
   maxRounds: 16,
   maxPending: 1_000,
   maxPerTenant: 100,
+  idleLanes: 4,
 };
 
 /** What a call is, for its state to be bound to: who makes it, and which call it is. */
@@ -60,7 +65,8 @@ interface Ask {
 interface Continuation {
   readonly id: string;
   readonly target: RoundTarget;
-  readonly client: RoundClient;
+  readonly lane: Lane;
+  readonly client: Questions;
   readonly work: Promise<JsonObject>;
   readonly stop: AbortController;
   round: number;
@@ -72,6 +78,8 @@ export type RoundRun = (client: SessionClient, signal: AbortSignal) => Promise<J
 
 export class Rounds {
   private readonly waiting = new Map<string, Continuation>();
+  /** Idle lanes by principal and capabilities declared. */
+  private readonly idle = new Map<string, Lane[]>();
   /** Signs states: known to this process alone, as the calls they name are. */
   private readonly key = randomBytes(32);
 
@@ -84,12 +92,16 @@ export class Rounds {
   /** Runs a call whose client declared `answers`: its result, or the first round's questions. */
   async start(target: RoundTarget, answers: ClientAnswers, run: RoundRun): Promise<RoundAnswer> {
     const stop = new AbortController();
-    const client = new RoundClient(target.tenant, answers, this.limits.maxRounds);
+    const laneKey = JSON.stringify([target.tenant, target.principal, Object.keys(answers).sort()]);
+    const lane = this.idle.get(laneKey)?.pop() ?? new Lane(laneKey, target.tenant, answers);
+    const client = new Questions(this.limits.maxRounds);
+    lane.current = client;
     const continuation: Continuation = {
       id: randomUUID(),
       target,
+      lane,
       client,
-      work: run(client, stop.signal),
+      work: run(lane, stop.signal),
       stop,
       round: 0,
       timer: undefined,
@@ -110,6 +122,9 @@ export class Rounds {
 
   close(): void {
     for (const continuation of this.waiting.values()) this.finish(continuation);
+    for (const lanes of this.idle.values())
+      for (const lane of lanes) void this.ended(lane.sessionId).catch(() => undefined);
+    this.idle.clear();
   }
 
   /** Waits for the call to end or ask; a question keeps it waiting for the client's next round. */
@@ -150,14 +165,21 @@ export class Rounds {
     };
   }
 
-  /** Ends a call: what it still waits for is refused, its signal aborted, its connections closed. */
+  /**
+   * Ends a call: what it still waits for is refused, its signal aborted; its lane kept for the
+   * principal's next call, or closed (its connections with it) past the idle lanes kept.
+   */
   private finish(continuation: Continuation): void {
     clearTimeout(continuation.timer);
     continuation.client.end();
     continuation.stop.abort(
       new JsonRpcRefusal(ErrorCode.InvalidRequest, "the client did not come back for the call's next round"),
     );
-    void this.ended(continuation.client.sessionId).catch(() => undefined);
+    const { lane } = continuation;
+    lane.current = undefined;
+    const idle = this.idle.get(lane.key) ?? [];
+    if (idle.length < this.limits.idleLanes) this.idle.set(lane.key, [...idle, lane]);
+    else void this.ended(lane.sessionId).catch(() => undefined);
   }
 
   private sign(continuation: Continuation): string {
@@ -207,21 +229,19 @@ type Outcome =
   | { readonly kind: "input"; readonly asks: readonly Ask[] };
 
 /**
- * The client of one call as the servers behind wayfind reach it: what its client declared it
- * answers, and its questions held until the client's next round.
+ * The client as the servers behind wayfind reach it over connections of their own: what it declared
+ * it answers, and the call it serves now, whose questions they are.
  */
-class RoundClient implements SessionClient {
+class Lane implements SessionClient {
   readonly sessionId = `mrtr-${randomUUID()}`;
-  private readonly asks: Ask[] = [];
-  private asked = 0;
-  private rounds = 0;
-  private closed = false;
-  private wake: (() => void) | undefined;
+  /** The call the lane serves; undefined between calls, when a question has no one to go to. */
+  current: Questions | undefined;
 
   constructor(
+    /** The principal and capabilities it serves. */
+    readonly key: string,
     readonly tenantId: string,
     readonly answers: ClientAnswers,
-    private readonly maxRounds: number,
   ) {}
 
   ownConnections(): boolean {
@@ -229,7 +249,7 @@ class RoundClient implements SessionClient {
   }
 
   ended(): boolean {
-    return this.closed;
+    return false;
   }
 
   logLevel(): undefined {
@@ -238,6 +258,29 @@ class RoundClient implements SessionClient {
 
   /** Notifications have no stream to go in between rounds. */
   tell(): void {}
+
+  ask(
+    request: PassedMessage,
+    options: { readonly signal: AbortSignal; readonly timeoutMs: number },
+  ): Promise<JsonObject> {
+    const call = this.current;
+    if (call === undefined)
+      return Promise.reject(
+        new JsonRpcRefusal(ErrorCode.InvalidRequest, "no call is waiting for this answer"),
+      );
+    return call.ask(request, options);
+  }
+}
+
+/** One call's questions, held until its client's next round. */
+class Questions {
+  private readonly asks: Ask[] = [];
+  private asked = 0;
+  private rounds = 0;
+  private closed = false;
+  private wake: (() => void) | undefined;
+
+  constructor(private readonly maxRounds: number) {}
 
   ask(
     request: PassedMessage,

@@ -25,10 +25,25 @@ describe("the bounds of waiting calls (Rounds)", () => {
     for (let i = 0; i < 2; i++)
       expect((await rounds.start(target("acme"), answers, asking)).resultType).toBe("input_required");
     await expect(rounds.start(target("acme"), answers, asking)).rejects.toThrow(/2 calls of your tenant/);
-    expect(ended).toHaveLength(1);
     expect((await rounds.start(target("bravo"), answers, asking)).resultType).toBe("input_required");
+    // Closing ends every call and closes every lane's connections: four calls, four lanes.
     rounds.close();
-    expect(ended).toHaveLength(4);
+    expect(new Set(ended).size).toBe(4);
+  });
+
+  it("gives a principal's next call the lane its last call left: one connection, not one a call", async () => {
+    const lanes: string[] = [];
+    const rounds = new Rounds(DEFAULT_ROUND_LIMITS, async () => {});
+    const noting = async (client: SessionClient) => {
+      lanes.push(client.sessionId);
+      return { content: [] };
+    };
+    await rounds.start(target("acme"), answers, noting);
+    await rounds.start(target("acme"), answers, noting);
+    await rounds.start({ ...target("acme"), principal: "other" }, answers, noting);
+    await rounds.start(target("acme"), { sampling: {} }, noting);
+    expect(lanes[1]).toBe(lanes[0]);
+    expect(new Set(lanes).size).toBe(3);
   });
 
   it("ends a call whose client does not come back within the round's time: its question is refused", async () => {
