@@ -65,6 +65,8 @@ export function requestServer(options: RequestServerOptions): Server {
         "resources/templates/list": LIST_HINT,
         // A resource of a server behind wayfind may change at any time.
         "resources/read": { ttlMs: 0, cacheScope: "private" },
+        // The same for every caller: what wayfind and the servers behind it offer.
+        "server/discover": { ttlMs: 60_000, cacheScope: "public" },
       },
     },
   );

@@ -6,8 +6,8 @@
  * answers and the signed `requestState`, and gets the next round: the call's result, or the next
  * questions. A call that may be asked talks to its server on a connection of its own (as a 2025
  * session that declared what it answers does): one of its principal's lanes, each serving one call at
- * a time, kept for the next call of the same principal and capabilities (a stdio server's process is
- * not started anew for every call).
+ * a time, kept a while for the next call of the same principal and capabilities (a stdio server's
+ * process is not started anew for every call).
  *
  * Bounds: a call waits for its client's next round at most `roundTimeoutMs`, asks at most `maxRounds`
  * times, and a tenant holds at most `maxPerTenant` waiting calls (all tenants: `maxPending`). The
@@ -32,6 +32,8 @@ export interface RoundLimits {
   readonly maxPerTenant: number;
   /** Lanes kept idle for a principal's next calls, by capabilities declared. */
   readonly idleLanes: number;
+  /** How long an idle lane is kept (its connections count toward the tenant's own connections). */
+  readonly laneIdleMs: number;
 }
 
 export const DEFAULT_ROUND_LIMITS: RoundLimits = {
@@ -39,7 +41,8 @@ export const DEFAULT_ROUND_LIMITS: RoundLimits = {
   maxRounds: 16,
   maxPending: 1_000,
   maxPerTenant: 100,
-  idleLanes: 4,
+  idleLanes: 2,
+  laneIdleMs: 60_000,
 };
 
 /** What a call is, for its state to be bound to: who makes it, and which call it is. */
@@ -82,12 +85,19 @@ export class Rounds {
   private readonly idle = new Map<string, Lane[]>();
   /** Signs states: known to this process alone, as the calls they name are. */
   private readonly key = randomBytes(32);
+  private readonly sweep: NodeJS.Timeout;
 
   constructor(
     private readonly limits: RoundLimits,
     /** Closes what a call opened of its own (its connections to the servers) once it ends. */
     private readonly ended: (clientId: string) => Promise<void>,
-  ) {}
+  ) {
+    this.sweep = setInterval(
+      () => this.closeIdleLanes(Date.now() - limits.laneIdleMs),
+      limits.laneIdleMs / 4,
+    );
+    this.sweep.unref();
+  }
 
   /** Runs a call whose client declared `answers`: its result, or the first round's questions. */
   async start(target: RoundTarget, answers: ClientAnswers, run: RoundRun): Promise<RoundAnswer> {
@@ -121,10 +131,20 @@ export class Rounds {
   }
 
   close(): void {
+    clearInterval(this.sweep);
     for (const continuation of this.waiting.values()) this.finish(continuation);
-    for (const lanes of this.idle.values())
-      for (const lane of lanes) void this.ended(lane.sessionId).catch(() => undefined);
-    this.idle.clear();
+    this.closeIdleLanes(Number.POSITIVE_INFINITY);
+  }
+
+  /** Closes the lanes idle since before `beforeMs`, their connections with them. */
+  private closeIdleLanes(beforeMs: number): void {
+    for (const [key, lanes] of this.idle) {
+      const kept = lanes.filter((lane) => lane.idleSinceMs >= beforeMs);
+      for (const lane of lanes)
+        if (!kept.includes(lane)) void this.ended(lane.sessionId).catch(() => undefined);
+      if (kept.length === 0) this.idle.delete(key);
+      else this.idle.set(key, kept);
+    }
   }
 
   /** Waits for the call to end or ask; a question keeps it waiting for the client's next round. */
@@ -177,6 +197,7 @@ export class Rounds {
     );
     const { lane } = continuation;
     lane.current = undefined;
+    lane.idleSinceMs = Date.now();
     const idle = this.idle.get(lane.key) ?? [];
     if (idle.length < this.limits.idleLanes) this.idle.set(lane.key, [...idle, lane]);
     else void this.ended(lane.sessionId).catch(() => undefined);
@@ -236,6 +257,7 @@ class Lane implements SessionClient {
   readonly sessionId = `mrtr-${randomUUID()}`;
   /** The call the lane serves; undefined between calls, when a question has no one to go to. */
   current: Questions | undefined;
+  idleSinceMs = 0;
 
   constructor(
     /** The principal and capabilities it serves. */

@@ -46,6 +46,22 @@ describe("the bounds of waiting calls (Rounds)", () => {
     expect(new Set(lanes).size).toBe(3);
   });
 
+  it("closes a lane no call has used for lane_idle_ms, its connections with it", async () => {
+    const ended: string[] = [];
+    const rounds = new Rounds({ ...DEFAULT_ROUND_LIMITS, laneIdleMs: 40 }, async (id) => {
+      ended.push(id);
+    });
+    let lane = "";
+    await rounds.start(target("acme"), answers, async (client) => {
+      lane = client.sessionId;
+      return { content: [] };
+    });
+    expect(ended).toEqual([]);
+    await new Promise((resolve) => setTimeout(resolve, 120));
+    expect(ended).toEqual([lane]);
+    rounds.close();
+  });
+
   it("ends a call whose client does not come back within the round's time: its question is refused", async () => {
     let refused: unknown;
     const rounds = new Rounds({ ...DEFAULT_ROUND_LIMITS, roundTimeoutMs: 50 }, async () => {});

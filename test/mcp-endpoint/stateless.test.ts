@@ -99,6 +99,15 @@ describe("a 2026-07-28 client", () => {
     const answer = await modernPost(acme.secret, "tools/list");
     expect(answer.status).toBe(200);
     expect(answer.headers.get("mcp-session-id")).toBeNull();
+    // What it discovers is the same for every caller: cacheable by anyone, for a minute.
+    const discovered = (await (await modernPost(acme.secret, "server/discover")).json()) as {
+      result: { supportedVersions: string[]; ttlMs: number; cacheScope: string };
+    };
+    expect(discovered.result).toMatchObject({
+      supportedVersions: ["2026-07-28"],
+      ttlMs: 60_000,
+      cacheScope: "public",
+    });
   });
 
   it("lists the meta tools and the caller's always-visible tools, in the same order each time, cacheable privately", async () => {
