@@ -18,15 +18,16 @@ from pathlib import Path
 
 import anyio
 import grpc
-import httpx
+import httpx2
 import pytest
 from google.protobuf import descriptor_pb2, json_format
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
+import mcp_types as types
+from mcp import StdioServerParameters
+from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from wayfind.v1 import (
@@ -799,29 +800,44 @@ def test_consumer_resumes_without_loss_or_repeat(channel, tools, usage, skills, 
     assert sum(figures["skills_retrieved_by_task_type"].values()) == (burst + 1) * per_call
 
 
-async def find_and_call_echo(session) -> None:
+async def find_and_call_echo(client: Client) -> None:
     """What an MCP client does with wayfind: the fixed tool list, tool_search, then tool_call."""
-    await session.initialize()
-    listed = [tool.name for tool in (await session.list_tools()).tools]
+    listed = [tool.name for tool in (await client.list_tools()).tools]
     assert listed[:3] == ["tool_search", "tool_get", "tool_call"], listed
-    found = await session.call_tool("tool_search", {"query": "echo a message back"})
+    found = await client.call_tool("tool_search", {"query": "echo a message back"})
     assert json.loads(found.content[0].text)["tools"][0]["name"] == "everything.echo"
-    called = await session.call_tool(
-        "tool_call", {"name": "everything.echo", "arguments": {"message": "from python"}}
-    )
-    assert not called.isError
+    called = await client.call_tool("tool_call", {"name": "everything.echo", "arguments": {"message": "from python"}})
+    assert not called.is_error
     assert called.content[0].text == "Echo: from python"
 
 
-def test_mcp_python_client_over_streamable_http(mcp_server):
-    """The official MCP Python SDK reaches wayfind's /mcp and calls an upstream tool through it."""
+# The two protocol eras /mcp serves: a 2025-11-25 session (the initialize handshake), and
+# 2026-07-28 requests that each stand on their own (no session).
+ERAS = ["legacy", "2026-07-28"]
+
+
+@pytest.mark.parametrize("mode", ERAS)
+def test_mcp_python_client_over_streamable_http(mcp_server, mode):
+    """The official MCP Python SDK reaches wayfind's /mcp and calls an upstream tool through it, in either era."""
 
     async def run() -> None:
         url = f"http://{mcp_server.addr}/mcp"
-        async with httpx.AsyncClient(headers={"wayfind-tenant": "acme"}) as http:
-            async with streamable_http_client(url, http_client=http) as (read, write, _):
-                async with ClientSession(read, write) as session:
-                    await find_and_call_echo(session)
+        async with httpx2.AsyncClient(headers={"wayfind-tenant": "acme"}) as http:
+            async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
+                assert client.protocol_version == ("2025-11-25" if mode == "legacy" else mode)
+                await find_and_call_echo(client)
+
+    anyio.run(run)
+
+
+def test_mcp_python_client_negotiates_the_2026_era(mcp_server):
+    """Left to negotiate (the SDK's default), the client finds /mcp speaks 2026-07-28 and uses it."""
+
+    async def run() -> None:
+        url = f"http://{mcp_server.addr}/mcp"
+        async with httpx2.AsyncClient(headers={"wayfind-tenant": "acme"}) as http:
+            async with Client(streamable_http_client(url, http_client=http)) as client:
+                assert client.protocol_version == "2026-07-28"
 
     anyio.run(run)
 
@@ -834,17 +850,18 @@ def test_mcp_python_client_over_the_stdio_bridge(mcp_server):
     )
 
     async def run() -> None:
-        async with stdio_client(bridge) as (read, write):
-            async with ClientSession(read, write) as session:
-                await find_and_call_echo(session)
+        # The bridge speaks 2025-11-25 (the initialize handshake).
+        async with Client(bridge, mode="legacy") as client:
+            await find_and_call_echo(client)
 
     anyio.run(run)
 
 
-def test_mcp_python_client_answers_server_everythings_requests_through_wayfind(mcp_server):
+@pytest.mark.parametrize("mode", ERAS)
+def test_mcp_python_client_answers_server_everythings_requests_through_wayfind(mcp_server, mode):
     """Issue 45: server-everything's sampling, elicitation and roots tools reach the Python client's
-    own callbacks through /mcp, and its prompts and resources are offered under its namespace."""
-    from mcp import types
+    own callbacks through /mcp — pushed to a 2025 session, over rounds (input_required) to a 2026
+    client — and its prompts and resources are offered under its namespace."""
 
     async def sampling(context, params) -> types.CreateMessageResult:
         return types.CreateMessageResult(
@@ -859,40 +876,40 @@ def test_mcp_python_client_answers_server_everythings_requests_through_wayfind(m
 
     async def run() -> None:
         url = f"http://{mcp_server.addr}/mcp"
-        async with httpx.AsyncClient(headers={"wayfind-tenant": "acme"}) as http:
-            async with streamable_http_client(url, http_client=http) as (read, write, _):
-                async with ClientSession(
-                    read, write, sampling_callback=sampling, elicitation_callback=elicitation, list_roots_callback=roots
-                ) as session:
-                    await session.initialize()
+        async with httpx2.AsyncClient(headers={"wayfind-tenant": "acme"}) as http:
+            async with Client(
+                streamable_http_client(url, http_client=http),
+                mode=mode,
+                sampling_callback=sampling,
+                elicitation_callback=elicitation,
+                list_roots_callback=roots,
+            ) as client:
 
-                    async def call(name: str, arguments: dict | None = None) -> str:
-                        called = await session.call_tool(
-                            "tool_call", {"name": f"everything.{name}", "arguments": arguments or {}}
-                        )
-                        assert not called.isError, called
-                        return "".join(block.text for block in called.content if block.type == "text")
+                async def call(name: str, arguments: dict | None = None) -> str:
+                    called = await client.call_tool("tool_call", {"name": f"everything.{name}", "arguments": arguments or {}})
+                    assert not called.is_error, called
+                    return "".join(block.text for block in called.content if block.type == "text")
 
-                    assert "sampled in python" in await call("trigger-sampling-request", {"prompt": "hi", "maxTokens": 5})
-                    assert "Ada" in await call("trigger-elicitation-request")
-                    assert "URI: file:///work/project" in await call("get-roots-list")
-                    # The demo's skills come first, then the server's, page after page.
-                    prompts, cursor = [], None
-                    while True:
-                        page = await session.list_prompts(cursor=cursor)
-                        prompts += [prompt.name for prompt in page.prompts]
-                        if not (cursor := page.nextCursor):
-                            break
-                    assert "everything.simple-prompt" in prompts, prompts
-                    assert (await session.get_prompt("everything.simple-prompt")).messages
-                    resources, cursor = [], None
-                    while True:
-                        page = await session.list_resources(cursor=cursor)
-                        resources += [r for r in page.resources if r.name.startswith("everything.")]
-                        if not (cursor := page.nextCursor):
-                            break
-                    assert resources, "server-everything's resources are listed"
-                    read = await session.read_resource(resources[0].uri)
-                    assert str(read.contents[0].uri) == str(resources[0].uri)
+                assert "sampled in python" in await call("trigger-sampling-request", {"prompt": "hi", "maxTokens": 5})
+                assert "Ada" in await call("trigger-elicitation-request")
+                assert "URI: file:///work/project" in await call("get-roots-list")
+                # The demo's skills come first, then the server's, page after page.
+                prompts, cursor = [], None
+                while True:
+                    page = await client.list_prompts(cursor=cursor)
+                    prompts += [prompt.name for prompt in page.prompts]
+                    if not (cursor := page.next_cursor):
+                        break
+                assert "everything.simple-prompt" in prompts, prompts
+                assert (await client.get_prompt("everything.simple-prompt")).messages
+                resources, cursor = [], None
+                while True:
+                    page = await client.list_resources(cursor=cursor)
+                    resources += [r for r in page.resources if r.name.startswith("everything.")]
+                    if not (cursor := page.next_cursor):
+                        break
+                assert resources, "server-everything's resources are listed"
+                read = await client.read_resource(resources[0].uri)
+                assert str(read.contents[0].uri) == str(resources[0].uri)
 
     anyio.run(run)
