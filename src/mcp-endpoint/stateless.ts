@@ -1,9 +1,10 @@
 /**
- * The 2026-07-28 leg of `/mcp` (docs/mcp.md "Two eras"): a request that carries its protocol revision
+ * The 2026-07-28 leg of `/mcp` (docs/mcp.md "Two eras on one endpoint"): a request that carries its protocol revision
  * and client capabilities in its own `_meta` is answered on its own, by a server made for it
- * (request-server.ts), with no session — so any process or replica serving the port answers it. The
- * SDK's handler checks the revision, the `Mcp-Method` / `Mcp-Name` headers and the envelope, answers
- * `server/discover` and `subscriptions/listen`, and refuses the methods the revision removed.
+ * (request-server.ts), with no session — so any process or replica serving the port answers it (a
+ * call held over rounds excepted: rounds.ts). The SDK's handler checks the revision, the `Mcp-Method`
+ * / `Mcp-Name` headers and the envelope, answers `server/discover` and `subscriptions/listen`, and
+ * refuses the methods the revision removed.
  */
 import { once } from "node:events";
 import type { IncomingMessage } from "node:http";
@@ -64,7 +65,7 @@ export class StatelessRequests {
    * leg answers what is wrong with it); `body` is its parsed body (undefined for GET and DELETE).
    */
   async isModern(request: NodeRequest, body: unknown): Promise<boolean> {
-    return !(await isLegacyRequest(webRequest(request, body, new AbortController().signal), body));
+    return !(await isLegacyRequest(webRequest(request, new AbortController().signal), body));
   }
 
   /** Answers one 2026-07-28 request, its body already read, acting as `caller`. */
@@ -79,7 +80,7 @@ export class StatelessRequests {
     // A client that goes away ends its request: a call it was waiting for, a listen stream.
     const gone = new AbortController();
     response.once("close", () => gone.abort());
-    const answer = await this.handler.fetch(webRequest(request, body, gone.signal), {
+    const answer = await this.handler.fetch(webRequest(request, gone.signal), {
       parsedBody: body,
       authInfo: { token: "", clientId: caller.caller.tenantId, scopes: [], extra: { [OPTIONS_KEY]: caller } },
     });
@@ -108,20 +109,21 @@ export class StatelessRequests {
   }
 }
 
-/** The request as a Fetch request (the SDK's handler reads only its method, headers and signal). */
-function webRequest(request: NodeRequest, body: unknown, signal: AbortSignal): Request {
+/**
+ * The request as a Fetch request without its body: the SDK's handler is given the body already
+ * parsed (`parsedBody`), and reads only the method, URL, headers and signal.
+ */
+function webRequest(request: NodeRequest, signal: AbortSignal): Request {
   const headers = new Headers();
   for (const [name, value] of Object.entries(request.headers)) {
     // HTTP/2's pseudo-headers (:method, :path, …) are not headers a Fetch request may hold.
     if (name.startsWith(":") || value === undefined) continue;
     headers.set(name, Array.isArray(value) ? value.join(", ") : value);
   }
-  const method = request.method ?? "GET";
   return new Request(`http://localhost${request.url ?? "/"}`, {
-    method,
+    method: request.method ?? "GET",
     headers,
     signal,
-    ...(method === "POST" && body !== undefined ? { body: JSON.stringify(body) } : {}),
   });
 }
 
