@@ -10,7 +10,12 @@ import { z } from "zod";
 import type { Caller } from "../caller/caller.ts";
 import type { JsonObject } from "../json.ts";
 import type { McpGateway } from "../sources/mcp-gateway.ts";
-import type { ClientAnswers, SessionCall, SessionClient } from "../tools/mcp-session.ts";
+import {
+  type ClientAnswers,
+  clientAnswersOf,
+  type SessionCall,
+  type SessionClient,
+} from "../tools/mcp-session.ts";
 import { type AskedBy, INSTRUCTIONS, McpAnswers, refusalOf } from "./answers.ts";
 import type { CallScope, WayfindClients } from "./meta-tools.ts";
 import type { Rounds, RoundTarget } from "./rounds.ts";
@@ -180,13 +185,9 @@ export function requestServer(options: RequestServerOptions): Server {
 /** What the client declared in the request's `_meta` that it answers: sampling, elicitation, roots. */
 function declaredAnswers(ctx: ServerContext): ClientAnswers {
   const envelope = (ctx.mcpReq.envelope ?? {}) as Record<string, unknown>;
-  const declared = (envelope["io.modelcontextprotocol/clientCapabilities"] ?? {}) as Record<string, unknown>;
-  const answers: Record<string, JsonObject> = {};
-  for (const name of ["sampling", "elicitation", "roots"] as const) {
-    const capability = declared[name];
-    if (capability !== null && typeof capability === "object") answers[name] = capability as JsonObject;
-  }
-  return answers;
+  return clientAnswersOf(
+    (envelope["io.modelcontextprotocol/clientCapabilities"] ?? {}) as Record<string, unknown>,
+  );
 }
 
 /**

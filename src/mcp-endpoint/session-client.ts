@@ -19,6 +19,7 @@ import { z } from "zod";
 import type { JsonObject } from "../json.ts";
 import {
   type ClientAnswers,
+  clientAnswersOf,
   JsonRpcRefusal,
   type PassedMessage,
   type SessionClient,
@@ -51,13 +52,8 @@ export class SessionClientOf implements SessionClient {
     if (this.declared !== undefined) return this.declared;
     const capabilities = this.server.getClientCapabilities();
     if (capabilities === undefined) return {};
-    const answers: Record<string, JsonObject> = {};
-    for (const name of ["sampling", "elicitation", "roots"] as const) {
-      const declared = capabilities[name];
-      if (declared !== undefined) answers[name] = declared as JsonObject;
-    }
-    this.declared = answers;
-    return answers;
+    this.declared = clientAnswersOf(capabilities);
+    return this.declared;
   }
 
   ownConnections(): boolean {

@@ -32,6 +32,16 @@ export const CLIENT_METHODS: Readonly<Record<string, keyof ClientAnswers>> = {
   "roots/list": "roots",
 };
 
+/** What a client declared it answers, out of the capabilities it declared (each an object). */
+export function clientAnswersOf(capabilities: Readonly<Record<string, unknown>>): ClientAnswers {
+  const answers: Record<string, JsonObject> = {};
+  for (const name of new Set(Object.values(CLIENT_METHODS))) {
+    const declared = capabilities[name];
+    if (declared !== null && typeof declared === "object") answers[name] = declared as JsonObject;
+  }
+  return answers;
+}
+
 /** A message passed between a server and a client: method and params, as sent. */
 export interface PassedMessage {
   readonly method: string;
